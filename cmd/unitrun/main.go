@@ -1,0 +1,83 @@
+// Command unitrun runs host work as systemd units and tells the caller
+// exactly what happened. See "unitrun --help".
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/unitrun/unitrun/manager"
+)
+
+// Exit statuses of unitrun itself; a command's own status passes through.
+const (
+	exitUsage      = 2   // bad flags or arguments
+	exitFailed     = 125 // unitrun could not do what was asked (no manager, job failed)
+	exitCannotExec = 126 // the command exists but cannot be executed
+	exitNotFound   = 127 // the command was not found
+)
+
+// exitError carries the status unitrun exits with.
+type exitError struct {
+	code int
+	err  error // printed unless nil
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+// globals are the flags every command takes.
+type globals struct {
+	manager     string
+	embeddedDir string
+}
+
+func (g *globals) open(ctx context.Context) (*manager.Conn, error) {
+	return manager.Open(ctx, g.manager, manager.Options{EmbeddedDir: g.embeddedDir})
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRoot().ExecuteContext(ctx)
+	stop()
+	if err == nil {
+		return
+	}
+	var ee *exitError
+	if !errors.As(err, &ee) {
+		ee = &exitError{code: exitUsage, err: err}
+	}
+	if ee.err != nil {
+		fmt.Fprintln(os.Stderr, "unitrun:", ee.err)
+	}
+	os.Exit(ee.code)
+}
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "unitrun",
+		Short: "Run host work as systemd units and report exactly what happened",
+		Long: `unitrun runs a command as a transient systemd unit, or starts an existing unit,
+and waits race-free for the job, the exit status and the output.
+
+Where no systemd manager is reachable, unitrun boots an embedded one and
+reuses it (see "unitrun manager").`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.manager, "manager", "", "manager to use: auto, system, user, private:PATH or embedded (default $"+manager.EnvManager+", else auto)")
+	root.PersistentFlags().StringVar(&g.embeddedDir, "embedded-dir", "", "runtime directory of the embedded manager (default $"+manager.EnvEmbeddedDir+", else "+manager.DefaultEmbeddedDir+")")
+	root.AddCommand(newRunCmd(g), newStartCmd(g), newManagerCmd(g))
+	return root
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/unitrun/unitrun/manager"
+)
+
+func newManagerCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "manager",
+		Short: "Show, start or stop the systemd manager unitrun uses",
+		Long: `unitrun reaches a systemd manager chosen by --manager or $UNITRUN_MANAGER:
+  system        the system manager (its private socket as root, else the system bus)
+  user          the calling user's manager
+  private:PATH  any manager's private socket
+  embedded      a user manager unitrun boots in a private mount namespace
+  auto          system if systemd is PID 1, else user if reachable, else embedded
+
+The embedded manager lives in --embedded-dir (default /run/unitrun/manager),
+starts on first use and is reused by later invocations until stopped.`,
+	}
+	cmd.AddCommand(newManagerStatusCmd(g), newManagerStartCmd(g), newManagerStopCmd(g), newManagerEnvCmd(g))
+	return cmd
+}
+
+func (g *globals) embedded() *manager.Embedded {
+	o := manager.Options{EmbeddedDir: g.embeddedDir}
+	return o.Embedded()
+}
+
+func newManagerStatusCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "status",
+		Short:   "Tell which manager --manager picks, and why",
+		Example: "  unitrun manager status\n  unitrun --manager embedded manager status --json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
+			defer cancel()
+			c, tries, err := manager.Probe(ctx, g.manager, manager.Options{EmbeddedDir: g.embeddedDir}, false)
+			type attempt struct {
+				Manager string `json:"manager"`
+				Address string `json:"address,omitempty"`
+				Reached bool   `json:"reached"`
+				Why     string `json:"why,omitempty"`
+				Error   string `json:"error,omitempty"`
+			}
+			type status struct {
+				Chosen  string    `json:"chosen,omitempty"`
+				Address string    `json:"address,omitempty"`
+				Version string    `json:"version,omitempty"`
+				Tried   []attempt `json:"tried"`
+				Env     []string  `json:"env,omitempty"`
+			}
+			var s status
+			for _, a := range tries {
+				at := attempt{Manager: a.Target.Spec, Address: a.Target.Address, Reached: a.Err == nil, Why: a.Why}
+				if a.Err != nil {
+					at.Error = a.Err.Error()
+				}
+				s.Tried = append(s.Tried, at)
+			}
+			if c != nil {
+				defer c.Close()
+				s.Chosen, s.Address, s.Env = c.Target().Spec, c.Target().Address, c.Target().Env
+				s.Version, _ = c.Version(ctx)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return json.NewEncoder(out).Encode(s)
+			}
+			for _, a := range s.Tried {
+				mark := "no "
+				if a.Reached {
+					mark = "yes"
+				}
+				detail := a.Why
+				if a.Error != "" {
+					detail = a.Error
+				}
+				fmt.Fprintf(out, "%s  %-10s %s\n", mark, a.Manager, detail)
+			}
+			if c == nil {
+				return &exitError{code: exitFailed, err: fmt.Errorf("no manager reachable (%v); the embedded one starts on first use, or with \"unitrun manager start\"", err)}
+			}
+			fmt.Fprintf(out, "using %s (systemd %s) at %s\n", s.Chosen, s.Version, s.Address)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	return cmd
+}
+
+func newManagerStartCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:     "start",
+		Short:   "Boot the embedded manager unless it is running",
+		Example: "  unitrun manager start && eval \"$(unitrun manager env)\" && systemctl --user list-units",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			e := g.embedded()
+			started, err := e.Ensure(cmd.Context())
+			if err != nil {
+				return &exitError{code: exitFailed, err: err}
+			}
+			what := "already running"
+			if started {
+				what = "started"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "embedded manager %s in %s (pid %d)\n", what, e.Dir, e.PID())
+			return nil
+		},
+	}
+}
+
+func newManagerStopCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop",
+		Short: "Stop the embedded manager and every unit it runs",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.embedded().Stop(cmd.Context(), 30*time.Second); err != nil {
+				return &exitError{code: exitFailed, err: err}
+			}
+			return nil
+		},
+	}
+}
+
+func newManagerEnvCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:     "env",
+		Short:   "Print the exports that point systemctl --user and systemd-run --user at the embedded manager",
+		Example: "  eval \"$(unitrun manager env)\"\n  systemctl --user status",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, kv := range g.embedded().Env() {
+				k, v, _ := strings.Cut(kv, "=")
+				fmt.Fprintf(cmd.OutOrStdout(), "export %s=%s\n", k, shellQuote(v))
+			}
+			return nil
+		},
+	}
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os/exec"
+	"time"
+
+	"github.com/unitrun/unitrun/job"
+)
+
+// result is the --json form of a finished run.
+type result struct {
+	Unit         string     `json:"unit"`
+	InvocationID string     `json:"invocation_id,omitempty"`
+	JobResult    string     `json:"job_result"`
+	Result       string     `json:"result,omitempty"`
+	ExitCode     *int       `json:"exit_code"`
+	Signal       string     `json:"signal,omitempty"`
+	StartedAt    *time.Time `json:"started_at,omitempty"`
+	FinishedAt   *time.Time `json:"finished_at,omitempty"`
+	Attempts     int        `json:"attempts,omitempty"`
+	Error        string     `json:"error,omitempty"`
+}
+
+func newResult(unitName string, st *job.Status, err error) result {
+	r := result{Unit: unitName}
+	var je *job.JobError
+	if errors.As(err, &je) {
+		r.JobResult = je.Result
+	}
+	if st != nil {
+		r.Unit, r.InvocationID, r.JobResult, r.Result, r.Attempts = st.Unit, st.InvocationID, st.JobResult, st.Result, st.Attempts
+		if st.Signal != 0 {
+			r.Signal = job.SignalName(st.Signal)
+		} else {
+			code := st.ExitCode
+			r.ExitCode = &code
+		}
+		if !st.StartedAt.IsZero() {
+			t := st.StartedAt
+			r.StartedAt = &t
+		}
+		if !st.FinishedAt.IsZero() {
+			t := st.FinishedAt
+			r.FinishedAt = &t
+		}
+	}
+	var ee *job.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		r.Error = err.Error()
+	}
+	return r
+}
+
+// report prints the outcome (a summary line on stderr unless quiet, or the
+// JSON object on stdout) and returns the error unitrun exits with.
+func report(stdout, stderr io.Writer, unitName string, st *job.Status, err error, asJSON, quiet bool) error {
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		if e := enc.Encode(newResult(unitName, st, err)); e != nil {
+			return &exitError{code: exitFailed, err: e}
+		}
+	} else if !quiet && st != nil {
+		took := ""
+		if !st.StartedAt.IsZero() && !st.FinishedAt.IsZero() {
+			took = ", ran " + st.FinishedAt.Sub(st.StartedAt).Round(time.Millisecond).String()
+		}
+		attempts := ""
+		if st.Attempts > 1 {
+			attempts = fmt.Sprintf(", %d attempts", st.Attempts)
+		}
+		fmt.Fprintf(stderr, "unitrun: %s finished: %s, result %s%s%s\n", st.Unit, st, st.Result, took, attempts)
+	}
+	return exitFor(err, st, asJSON)
+}
+
+// exitFor maps a run's outcome to unitrun's exit status.
+func exitFor(err error, st *job.Status, printed bool) error {
+	if err == nil {
+		return nil
+	}
+	var ee *job.ExitError
+	if errors.As(err, &ee) {
+		return &exitError{code: ee.ExitStatus()}
+	}
+	var xe *exec.Error
+	if errors.As(err, &xe) {
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			return &exitError{code: exitNotFound, err: fmt.Errorf("%s: command not found", xe.Name)}
+		}
+		return &exitError{code: exitCannotExec, err: err}
+	}
+	if st != nil && st.Signal != 0 {
+		// Canceled: the unit was stopped; report how it ended.
+		return &exitError{code: st.ExitStatus(), err: err}
+	}
+	if printed {
+		return &exitError{code: exitFailed}
+	}
+	return &exitError{code: exitFailed, err: err}
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+	"github.com/spf13/cobra"
+
+	"github.com/unitrun/unitrun/job"
+	"github.com/unitrun/unitrun/unit"
+)
+
+type runFlags struct {
+	unit, prefix   string
+	properties     []string
+	setenv         []string
+	workdir        string
+	uid, gid       string
+	timeout        time.Duration
+	noWait         bool
+	asJSON, quiet  bool
+	retry          int
+	retryDelay     time.Duration
+	bindToCaller   bool
+}
+
+func newRunCmd(g *globals) *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "run [flags] -- CMD [ARGS...]",
+		Short: "Run a command as a transient systemd service and wait for it",
+		Long: `Run CMD as a transient service (Type=exec) and wait for it, like
+"systemd-run --wait --pipe": the command's stdin, stdout and stderr are
+unitrun's own, handed to the unit as file descriptors, so output is exact.
+
+unitrun exits with the command's exit status, 128+N if a signal N killed
+it, 127 if the command is not found, 126 if it cannot be executed, and
+125 if unitrun itself failed (no manager, the start job failed). Ctrl-C or
+SIGTERM stops the unit and waits until it is gone.`,
+		Example: `  unitrun run -- sh -c 'echo hello; exit 3'
+  unitrun run -p MemoryMax=256M -E LANG=C.UTF-8 --timeout 30s -- make -j2
+  unitrun run --json --retry 4 --retry-delay 2s -- /usr/bin/podman pull quay.io/example/app
+  unitrun run --no-wait --unit nightly-backup.service -- /usr/local/bin/backup`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRun(cmd, g, f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.SetInterspersed(false)
+	fl.StringVarP(&f.unit, "unit", "u", "", "unit name (must end in .service; default: PREFIX + random)")
+	fl.StringVar(&f.prefix, "prefix", job.DefaultPrefix, "prefix of generated unit names")
+	fl.StringArrayVarP(&f.properties, "property", "p", nil, "set a unit property `K=V` (repeatable)")
+	fl.StringArrayVarP(&f.setenv, "setenv", "E", nil, "set an environment variable `K=V` in the unit, or pass K from unitrun's environment (repeatable)")
+	fl.StringVar(&f.workdir, "working-directory", "", "working directory of the command")
+	fl.StringVar(&f.uid, "uid", "", "run as this user (system manager only)")
+	fl.StringVar(&f.gid, "gid", "", "run as this group (system manager only)")
+	fl.DurationVar(&f.timeout, "timeout", 0, "stop the command after this long (RuntimeMaxSec=)")
+	fl.BoolVar(&f.noWait, "no-wait", false, "print the unit name and return once it started; output goes to the journal")
+	fl.BoolVar(&f.asJSON, "json", false, "print one result object on stdout; the command's stdout then goes to stderr")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no summary line")
+	fl.IntVar(&f.retry, "retry", 0, "rerun a failed command up to `N` more times, each as a fresh unit")
+	fl.DurationVar(&f.retryDelay, "retry-delay", time.Second, "wait before the first retry; doubles for each later one")
+	fl.BoolVar(&f.bindToCaller, "bind-to-caller", false, "stop the command when the unit that runs unitrun stops")
+	return cmd
+}
+
+// parseRunFlags turns flags into a Cmd's settings, validating each.
+func parseRunFlags(f *runFlags, c *job.Cmd) error {
+	c.Name, c.Prefix, c.Dir, c.Timeout, c.BindToCaller = f.unit, f.prefix, f.workdir, f.timeout, f.bindToCaller
+	if f.unit != "" && !strings.HasSuffix(f.unit, ".service") {
+		c.Name = f.unit + ".service"
+	}
+	for _, p := range f.properties {
+		prop, err := unit.ParseProperty(p)
+		if err != nil {
+			return fmt.Errorf("--property: %w", err)
+		}
+		c.Properties = append(c.Properties, prop)
+	}
+	for _, e := range f.setenv {
+		if k, _, ok := strings.Cut(e, "="); ok {
+			if _, err := unit.QuoteEnv(k, e[len(k)+1:]); err != nil {
+				return fmt.Errorf("--setenv %q: %w", e, err)
+			}
+			c.Env = append(c.Env, e)
+			continue
+		}
+		if v, ok := os.LookupEnv(e); ok {
+			c.Env = append(c.Env, e+"="+v)
+		}
+	}
+	if f.workdir != "" && !strings.HasPrefix(f.workdir, "/") {
+		return fmt.Errorf("--working-directory %q: must be an absolute path", f.workdir)
+	}
+	if f.timeout < 0 {
+		return fmt.Errorf("--timeout %v: must not be negative", f.timeout)
+	}
+	if f.retry < 0 {
+		return fmt.Errorf("--retry %d: must not be negative", f.retry)
+	}
+	if f.retry > 0 {
+		c.Retry = &job.RetryPolicy{Attempts: f.retry + 1, Delay: f.retryDelay}
+	}
+	if f.uid != "" {
+		c.Properties = append(c.Properties, unit.Property{Name: "User", Value: dbus.MakeVariant(f.uid)})
+	}
+	if f.gid != "" {
+		c.Properties = append(c.Properties, unit.Property{Name: "Group", Value: dbus.MakeVariant(f.gid)})
+	}
+	return nil
+}
+
+func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
+	ctx := cmd.Context()
+	c := job.CommandContext(ctx, nil, args[0], args[1:]...)
+	if err := parseRunFlags(f, c); err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	// A missing command is reported before anything starts, as a shell would.
+	if _, err := exec.LookPath(c.Path); err != nil {
+		return exitFor(err, nil, false)
+	}
+	mgr, err := g.open(ctx)
+	if err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
+	defer mgr.Close()
+	if (f.uid != "" || f.gid != "") && mgr.Target().Spec != "system" {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--uid and --gid need the system manager, not %s", mgr.Target().Spec)}
+	}
+	c.Manager = mgr
+	if f.noWait {
+		c.Properties = append([]unit.Property{
+			{Name: "RemainAfterExit", Value: dbus.MakeVariant(false)},
+			{Name: "CollectMode", Value: dbus.MakeVariant("inactive-or-failed")},
+			{Name: "StandardOutput", Value: dbus.MakeVariant("journal")},
+			{Name: "StandardError", Value: dbus.MakeVariant("journal")},
+		}, c.Properties...)
+		if err := c.Start(); err != nil {
+			return exitFor(err, nil, false)
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), c.Unit)
+		return nil
+	}
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if f.asJSON {
+		c.Stdout = os.Stderr
+	}
+	err = c.Run()
+	return report(cmd.OutOrStdout(), cmd.ErrOrStderr(), c.Unit, c.Status, err, f.asJSON, f.quiet)
+}

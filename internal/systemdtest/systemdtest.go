@@ -1,0 +1,176 @@
+// Package systemdtest boots a real systemd for a test binary: a user manager
+// in a private mount namespace (the embedded manager recipe), one per test
+// binary, torn down when the tests end. Tests that touch systemd run against
+// it; nothing is mocked.
+//
+// Use it from TestMain:
+//
+//	func TestMain(m *testing.M) { systemdtest.Main(m) }
+//
+// Main fails the whole binary, loudly, if the manager cannot boot, and after
+// the tests fails it if any unit whose name starts with "unitrun-" is still
+// loaded.
+package systemdtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/manager"
+)
+
+var (
+	embedded *manager.Embedded
+	conn     *manager.Conn
+)
+
+// Main boots the manager, runs the tests, checks that no unit of ours is
+// left behind and stops the manager. It exports UNITRUN_MANAGER (and
+// XDG_RUNTIME_DIR, DBUS_SESSION_BUS_ADDRESS) so that subprocesses such as
+// the unitrun CLI, systemctl --user and systemd-run --user reach it.
+func Main(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "unitrun-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "systemdtest:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	embedded = &manager.Embedded{Dir: dir}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := embedded.Ensure(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "systemdtest: FAIL: cannot boot a systemd user manager for the tests: %v\n", err)
+		return 1
+	}
+	defer embedded.Stop(context.Background(), 10*time.Second)
+	conn, err = manager.Dial(ctx, embedded.Target())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "systemdtest: FAIL: %v\n", err)
+		return 1
+	}
+	defer conn.Close()
+	os.Setenv(manager.EnvManager, "private:"+embedded.Socket())
+	for _, kv := range embedded.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		os.Setenv(k, v)
+	}
+	code := m.Run()
+	if left := leftovers(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "systemdtest: FAIL: units left behind after the tests: %s\n", strings.Join(left, " "))
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// leftovers lists units named unitrun-* still loaded, after giving
+// collection a moment.
+func leftovers() []string {
+	var left []string
+	for range 50 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		names, err := conn.ListUnitNames(ctx, "unitrun-")
+		cancel()
+		if err != nil {
+			return []string{"(cannot list units: " + err.Error() + ")"}
+		}
+		left = names
+		if len(left) == 0 {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return left
+}
+
+// Conn returns the connection to the test manager, shared by all tests.
+func Conn(t testing.TB) *manager.Conn {
+	t.Helper()
+	if conn == nil {
+		t.Fatal("systemdtest: no manager: call systemdtest.Main from TestMain")
+	}
+	return conn
+}
+
+// Manager returns the test manager.
+func Manager(t testing.TB) *manager.Embedded {
+	t.Helper()
+	if embedded == nil {
+		t.Fatal("systemdtest: no manager: call systemdtest.Main from TestMain")
+	}
+	return embedded
+}
+
+// Dial opens a separate connection to the test manager, closed when the
+// test ends.
+func Dial(t testing.TB) *manager.Conn {
+	t.Helper()
+	c, err := manager.Dial(context.Background(), Manager(t).Target())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+var build struct {
+	sync.Once
+	path string
+	err  error
+}
+
+// Binary builds the unitrun command once per test binary and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	build.Do(func() {
+		dir, err := os.MkdirTemp("", "unitrun-bin-")
+		if err != nil {
+			build.err = err
+			return
+		}
+		build.path = filepath.Join(dir, "unitrun")
+		out, err := exec.Command("go", "build", "-o", build.path, "github.com/unitrun/unitrun/cmd/unitrun").CombinedOutput()
+		if err != nil {
+			build.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if build.err != nil {
+		t.Fatal(build.err)
+	}
+	return build.path
+}
+
+// RuntimeUnitDir returns the test manager's runtime unit directory.
+func RuntimeUnitDir(t testing.TB) string {
+	t.Helper()
+	dir, err := Conn(t).RuntimeUnitDir(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// WriteUnit writes a unit file for the test and removes it, and reloads the
+// manager, when the test ends.
+func WriteUnit(t testing.TB, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		os.Remove(path)
+		Conn(t).Reload(context.Background())
+	})
+}

@@ -1,0 +1,354 @@
+// Package job runs commands as transient systemd units, and starts existing
+// units, and waits race-free for their outcome: the os/exec of systemd.
+//
+// A Cmd is shaped like exec.Cmd. Start creates a transient service
+// (Type=exec) whose standard input, output and error are file descriptors
+// handed to systemd, so output is exact and binary-safe; it returns once
+// systemd's start job is done. Wait waits for the main process to end and
+// returns the Status systemd recorded (ExecMainCode, ExecMainStatus, Result).
+// Signals are correlated by job object path and unit, read from a
+// subscription made before the start, and the unit is kept loaded
+// (RemainAfterExit=yes) until its outcome has been read, then stopped or
+// reset so systemd collects it: no unit is left behind.
+package job
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+
+	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/unit"
+)
+
+// DefaultPrefix starts the names of units that unitrun generates.
+const DefaultPrefix = "unitrun-"
+
+// stopTimeout is how long a stopped unit's processes get between SIGTERM
+// and SIGKILL, unless Properties set TimeoutStopSec.
+const stopTimeout = 10 * time.Second
+
+// cleanupTimeout bounds the calls that release a unit after its run.
+const cleanupTimeout = 30 * time.Second
+
+// Cmd is a command to run as a transient systemd service.
+//
+// A Cmd cannot be reused after Start, Run, Output or CombinedOutput.
+type Cmd struct {
+	// Path is the command to run. Command resolves it through $PATH (the Env
+	// PATH if Env sets one) as exec.LookPath does; it must be absolute by Start.
+	Path string
+	// Args holds the command line, including the command as Args[0].
+	Args []string
+	// Env holds "KEY=value" entries added to the unit's environment, which
+	// otherwise is the manager's default environment (not the caller's).
+	Env []string
+	// Dir is the working directory; empty means the manager's default.
+	Dir string
+
+	// Stdin, Stdout and Stderr are the unit's standard streams. An *os.File
+	// is handed to systemd as is; any other value is connected through a
+	// pipe copied by a goroutine, as os/exec does; nil means the null device.
+	// If Stdout and Stderr are the same writer, one descriptor serves both.
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+
+	// Name is the unit's name, ending in ".service". A name that is taken
+	// makes Start fail with ErrUnitExists. Empty means Prefix followed by
+	// random hex and ".service".
+	Name string
+	// Prefix starts a generated name; empty means DefaultPrefix.
+	Prefix string
+	// Description is the unit's Description=; empty means one derived from Args.
+	Description string
+	// Properties are set on the unit after unitrun's own, so they override them.
+	Properties []unit.Property
+	// Timeout, if positive, limits the run (RuntimeMaxSec=): systemd stops
+	// the unit and the Status reports Result "timeout".
+	Timeout time.Duration
+	// BindToCaller binds the unit to the unit that holds the calling process
+	// (BindsTo= and After=), so it stops when that unit or container scope
+	// stops, even if nothing is left to cancel it.
+	BindToCaller bool
+	// Retry, if set, reruns the command as a fresh unit after outcomes it
+	// names. Stdin must then be nil or an *os.File that can be re-read.
+	Retry *RetryPolicy
+
+	// Manager is the connection to the manager the command runs on.
+	Manager *manager.Conn
+
+	// Unit is the name of the unit the command runs as; set by Start.
+	Unit string
+	// Status describes the finished run; set by Wait.
+	Status *Status
+
+	ctx     context.Context
+	lookErr error
+	run     *run
+	tries   int
+	waited  bool
+}
+
+// Command returns a Cmd that runs name with args on the manager reached by
+// mgr. A name without a slash is resolved through $PATH now; if that fails,
+// Start reports the error (which wraps exec.ErrNotFound).
+func Command(mgr *manager.Conn, name string, args ...string) *Cmd {
+	return CommandContext(context.Background(), mgr, name, args...)
+}
+
+// CommandContext is Command with a context: if ctx is done before the run
+// ends, unitrun stops the unit (its whole cgroup), waits until it is gone,
+// and Wait returns an error that wraps ctx.Err().
+func CommandContext(ctx context.Context, mgr *manager.Conn, name string, args ...string) *Cmd {
+	c := &Cmd{Path: name, Args: append([]string{name}, args...), Manager: mgr, ctx: ctx}
+	if !strings.Contains(name, "/") {
+		if p, err := exec.LookPath(name); err != nil {
+			c.lookErr = err
+		} else {
+			c.Path = p
+		}
+	}
+	return c
+}
+
+// Run starts the command and waits for it to finish. The error is nil if it
+// exited with status 0; an *ExitError if it ran and failed; a *JobError if
+// systemd's start job failed.
+func (c *Cmd) Run() error {
+	if err := c.Start(); err != nil {
+		return err
+	}
+	return c.Wait()
+}
+
+// Output runs the command and returns its standard output.
+func (c *Cmd) Output() ([]byte, error) {
+	if c.Stdout != nil {
+		return nil, errors.New("job: Stdout already set")
+	}
+	var b bytes.Buffer
+	c.Stdout = &b
+	err := c.Run()
+	return b.Bytes(), err
+}
+
+// CombinedOutput runs the command and returns its standard output and
+// standard error together, in the order written.
+func (c *Cmd) CombinedOutput() ([]byte, error) {
+	if c.Stdout != nil || c.Stderr != nil {
+		return nil, errors.New("job: Stdout or Stderr already set")
+	}
+	var b bytes.Buffer
+	c.Stdout, c.Stderr = &b, &b
+	err := c.Run()
+	return b.Bytes(), err
+}
+
+// Start starts the command as a transient unit and returns once systemd's
+// start job is done, that is, once the command has been executed. It does
+// not wait for it to finish.
+func (c *Cmd) Start() error {
+	if c.Manager == nil {
+		return errors.New("job: Cmd has no manager (use job.Command)")
+	}
+	if c.run != nil || c.tries > 0 {
+		return errors.New("job: already started")
+	}
+	if c.lookErr != nil {
+		return c.lookErr
+	}
+	if err := c.check(); err != nil {
+		return err
+	}
+	if c.ctx == nil {
+		c.ctx = context.Background()
+	}
+	return c.startRun()
+}
+
+// check validates the Cmd before anything is created.
+func (c *Cmd) check() error {
+	if !filepath.IsAbs(c.Path) {
+		return &exec.Error{Name: c.Path, Err: errors.New("not an absolute path")}
+	}
+	if fi, err := os.Stat(c.Path); err != nil {
+		return &exec.Error{Name: c.Path, Err: exec.ErrNotFound}
+	} else if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return &exec.Error{Name: c.Path, Err: errors.New("permission denied")}
+	}
+	if len(c.Args) == 0 {
+		c.Args = []string{c.Path}
+	}
+	if c.Name != "" {
+		if err := unit.Validate(c.Name); err != nil {
+			return err
+		}
+		if !strings.HasSuffix(c.Name, ".service") {
+			return fmt.Errorf("job: unit name %q: must end in .service", c.Name)
+		}
+	}
+	if c.Prefix != "" {
+		if err := unit.ValidatePrefix(c.Prefix); err != nil {
+			return err
+		}
+	}
+	for i, kv := range c.Env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("job: Env[%d] %q: must be KEY=value", i, kv)
+		}
+		if _, err := unit.QuoteEnv(k, v); err != nil {
+			return fmt.Errorf("job: Env[%d]: %w", i, err)
+		}
+	}
+	for i, a := range c.Args {
+		if strings.IndexByte(a, 0) >= 0 {
+			return fmt.Errorf("job: Args[%d]: contains a NUL byte", i)
+		}
+	}
+	if c.Retry != nil {
+		if err := c.Retry.check(); err != nil {
+			return err
+		}
+		if c.Stdin != nil {
+			if _, ok := c.Stdin.(*os.File); !ok {
+				return errors.New("job: Retry needs Stdin to be nil or an *os.File, a stream cannot be replayed")
+			}
+		}
+	}
+	return nil
+}
+
+// startRun starts one attempt.
+func (c *Cmd) startRun() error {
+	name := c.Name
+	if name == "" {
+		prefix := c.Prefix
+		if prefix == "" {
+			prefix = DefaultPrefix
+		}
+		name = unit.RandomName(prefix, "service")
+	}
+	r := &run{mgr: c.Manager, unit: name}
+	dropIn := needsDropIn(c.Args, c.Env)
+	props, err := c.properties(!dropIn)
+	if err != nil {
+		return err
+	}
+	if dropIn {
+		if err := writeDropIn(c.ctx, r, c.Path, c.Args, c.Env); err != nil {
+			return err
+		}
+	}
+	if err := r.openStdio(c.Stdin, c.Stdout, c.Stderr); err != nil {
+		r.removeDropIn()
+		return err
+	}
+	props = append(props, r.stdioProperties()...)
+	props = append(props, c.Properties...)
+	c.tries++
+	if err := r.start(c.ctx, props); err != nil {
+		return err
+	}
+	c.run = r
+	c.Unit = name
+	return nil
+}
+
+// properties returns unitrun's own properties for the unit; withExec adds
+// the command line and environment.
+func (c *Cmd) properties(withExec bool) ([]unit.Property, error) {
+	type execCommand struct {
+		Path             string
+		Args             []string
+		UncleanIsFailure bool
+	}
+	desc := c.Description
+	if desc == "" {
+		desc = describe(c.Args)
+	}
+	props := []unit.Property{
+		{Name: "Description", Value: dbus.MakeVariant(desc)},
+		{Name: "Type", Value: dbus.MakeVariant("exec")},
+		{Name: "RemainAfterExit", Value: dbus.MakeVariant(true)},
+		{Name: "TimeoutStopUSec", Value: dbus.MakeVariant(uint64(stopTimeout.Microseconds()))},
+	}
+	if withExec {
+		props = append(props, unit.Property{Name: "ExecStart", Value: dbus.MakeVariant([]execCommand{{Path: c.Path, Args: c.Args}})})
+	}
+	if withExec && len(c.Env) > 0 {
+		props = append(props, unit.Property{Name: "Environment", Value: dbus.MakeVariant(c.Env)})
+	}
+	if c.Dir != "" {
+		props = append(props, unit.Property{Name: "WorkingDirectory", Value: dbus.MakeVariant(c.Dir)})
+	}
+	if c.Timeout > 0 {
+		props = append(props, unit.Property{Name: "RuntimeMaxUSec", Value: dbus.MakeVariant(uint64(c.Timeout.Microseconds()))})
+	}
+	if c.BindToCaller {
+		caller, err := c.Manager.UnitByPID(c.ctx, uint32(os.Getpid()))
+		if err != nil {
+			return nil, fmt.Errorf("job: bind to caller: no unit of manager %s holds process %d: %w", c.Manager.Target().Spec, os.Getpid(), err)
+		}
+		props = append(props,
+			unit.Property{Name: "BindsTo", Value: dbus.MakeVariant([]string{caller})},
+			unit.Property{Name: "After", Value: dbus.MakeVariant([]string{caller})})
+	}
+	return props, nil
+}
+
+// describe makes a Description= from argv: printable, valid UTF-8, short.
+func describe(args []string) string {
+	s := strings.ToValidUTF8(strings.Join(args, " "), "?")
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > 200 {
+		s = strings.ToValidUTF8(s[:200], "") + "..."
+	}
+	return "unitrun: " + s
+}
+
+// Wait waits for the command to finish, releases its unit, waits for the
+// output copying to end, and sets Status. With a Retry policy it reruns the
+// command as a fresh unit while the policy asks for it.
+func (c *Cmd) Wait() error {
+	if c.run == nil {
+		return errors.New("job: not started")
+	}
+	if c.waited {
+		return errors.New("job: Wait was already called")
+	}
+	c.waited = true
+	for {
+		st, err := c.run.wait(c.ctx)
+		if st != nil {
+			st.Attempts = c.tries
+			c.Status = st
+		}
+		if err == nil || c.Retry == nil || c.tries >= c.Retry.Attempts || !c.Retry.retries(err) {
+			return err
+		}
+		select {
+		case <-time.After(c.Retry.delay(c.tries)):
+		case <-c.ctx.Done():
+			return fmt.Errorf("%s: canceled before attempt %d: %w", c.Unit, c.tries+1, c.ctx.Err())
+		}
+		if err := c.startRun(); err != nil {
+			return err
+		}
+	}
+}

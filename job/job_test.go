@@ -1,0 +1,414 @@
+package job_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/job"
+	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/unit"
+)
+
+func TestMain(m *testing.M) { systemdtest.Main(m) }
+
+func sh(t *testing.T, script string, args ...string) *job.Cmd {
+	t.Helper()
+	return job.Command(systemdtest.Conn(t), "/bin/sh", append([]string{"-c", script, "sh"}, args...)...)
+}
+
+// gone reports whether the manager has unloaded the unit.
+func gone(t *testing.T, name string) bool {
+	t.Helper()
+	for range 100 {
+		p, err := systemdtest.Conn(t).Properties(context.Background(), name, manager.UnitIface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p["LoadState"].Value() == "not-found" {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+func TestExitCodes(t *testing.T) {
+	for _, code := range []int{0, 1, 3, 255} {
+		t.Run(fmt.Sprint(code), func(t *testing.T) {
+			c := sh(t, "echo out; echo err >&2; exit $1", fmt.Sprint(code))
+			var out, errb bytes.Buffer
+			c.Stdout, c.Stderr = &out, &errb
+			err := c.Run()
+			if code == 0 {
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+			} else {
+				var ee *job.ExitError
+				if !errors.As(err, &ee) {
+					t.Fatalf("Run: %v (%T), want *job.ExitError", err, err)
+				}
+				if ee.Result != "exit-code" {
+					t.Errorf("Result = %q, want exit-code", ee.Result)
+				}
+			}
+			st := c.Status
+			if st.ExitCode != code || st.ExitStatus() != code || st.Signal != 0 {
+				t.Errorf("status = %+v, want exit code %d", st, code)
+			}
+			if out.String() != "out\n" || errb.String() != "err\n" {
+				t.Errorf("stdout %q stderr %q", out.String(), errb.String())
+			}
+			if len(st.InvocationID) != 32 {
+				t.Errorf("InvocationID = %q, want 32 hex digits", st.InvocationID)
+			}
+			if st.StartedAt.IsZero() || st.FinishedAt.Before(st.StartedAt) {
+				t.Errorf("times: started %v finished %v", st.StartedAt, st.FinishedAt)
+			}
+			if !gone(t, c.Unit) {
+				t.Errorf("unit %s still loaded after Run", c.Unit)
+			}
+		})
+	}
+}
+
+func TestKilledBySignal(t *testing.T) {
+	for _, tc := range []struct {
+		sig    syscall.Signal
+		result string
+	}{
+		{syscall.SIGKILL, "signal"},
+		// systemd counts a SIGTERM death of a service as clean; unitrun
+		// reports the signal all the same.
+		{syscall.SIGTERM, "success"},
+	} {
+		t.Run(tc.sig.String(), func(t *testing.T) {
+			err := sh(t, "kill -"+fmt.Sprint(int(tc.sig))+" $$; sleep 10").Run()
+			var ee *job.ExitError
+			if !errors.As(err, &ee) {
+				t.Fatalf("Run: %v, want *job.ExitError", err)
+			}
+			if ee.Signal != tc.sig || ee.ExitStatus() != 128+int(tc.sig) || ee.ExitCode != -1 {
+				t.Errorf("status %+v, want signal %d (exit status %d)", ee.Status, tc.sig, 128+int(tc.sig))
+			}
+			if ee.Result != tc.result {
+				t.Errorf("Result = %q, want %q", ee.Result, tc.result)
+			}
+		})
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	c := sh(t, "sleep 30")
+	c.Timeout = 300 * time.Millisecond
+	err := c.Run()
+	var ee *job.ExitError
+	if !errors.As(err, &ee) || ee.Result != "timeout" {
+		t.Fatalf("Run: %v, want an ExitError with Result timeout", err)
+	}
+	if !gone(t, c.Unit) {
+		t.Errorf("unit %s still loaded", c.Unit)
+	}
+}
+
+func TestCommandNotFound(t *testing.T) {
+	c := job.Command(systemdtest.Conn(t), "no-such-command-unitrun")
+	err := c.Run()
+	if !errors.Is(err, exec.ErrNotFound) {
+		t.Fatalf("Run: %v, want exec.ErrNotFound", err)
+	}
+	if c.Unit != "" {
+		t.Errorf("a unit %s was created for a missing command", c.Unit)
+	}
+	err = job.Command(systemdtest.Conn(t), "/no/such/file").Run()
+	if !errors.Is(err, exec.ErrNotFound) {
+		t.Fatalf("Run(/no/such/file): %v, want exec.ErrNotFound", err)
+	}
+}
+
+func TestNameCollision(t *testing.T) {
+	name := unit.RandomName("unitrun-test-collide-", "service")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := job.CommandContext(ctx, systemdtest.Conn(t), "/bin/sleep", "30")
+	first.Name = name
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	second := job.Command(systemdtest.Conn(t), "/bin/true")
+	second.Name = name
+	err := second.Run()
+	if !errors.Is(err, job.ErrUnitExists) {
+		t.Fatalf("second Run: %v, want ErrUnitExists", err)
+	}
+	// The first unit is untouched: still running.
+	p, err := systemdtest.Conn(t).Properties(ctx, name, manager.UnitIface)
+	if err != nil || p["ActiveState"].Value() != "active" {
+		t.Fatalf("first unit: %v %v, want active", p["ActiveState"], err)
+	}
+	cancel()
+	if err := first.Wait(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("first Wait: %v, want context.Canceled", err)
+	}
+}
+
+// nasty are strings that a shell, a unit file or a specifier expansion
+// would change.
+var nasty = []string{
+	"two words", `"double"`, "'single'", "%h %n %%", "$HOME ${HOME} $$", "new\nline", "tab\there",
+	`back\slash`, "\xff\xfe not utf-8", "", "-", ";|&<>*?~", "é ü ☃",
+}
+
+func TestArgvExact(t *testing.T) {
+	c := sh(t, `printf '%s\0' "$@"`, nasty...)
+	out, err := c.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join(nasty, "\x00") + "\x00"
+	if string(out) != want {
+		t.Errorf("argv came back as %q, want %q", out, want)
+	}
+}
+
+func TestEnvExact(t *testing.T) {
+	var env []string
+	var script strings.Builder
+	for i, v := range nasty {
+		env = append(env, fmt.Sprintf("V%d=%s", i, v))
+		fmt.Fprintf(&script, `printf '%%s\0' "$V%d";`, i)
+	}
+	c := sh(t, script.String())
+	c.Env = env
+	out, err := c.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join(nasty, "\x00") + "\x00"
+	if string(out) != want {
+		t.Errorf("env came back as %q, want %q", out, want)
+	}
+}
+
+func TestLargeBinaryOutput(t *testing.T) {
+	const size = 20 << 20
+	data := make([]byte, size)
+	rand.Read(data)
+	src := filepath.Join(t.TempDir(), "data")
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := sh(t, `cat "$1"; cat "$1" >&2`, src)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), data) || !bytes.Equal(errb.Bytes(), data) {
+		t.Errorf("got %d bytes on stdout and %d on stderr, want %d identical bytes on each", out.Len(), errb.Len(), size)
+	}
+}
+
+func TestStdin(t *testing.T) {
+	in := "line one\n\x00binary\xff\nlast"
+	c := sh(t, "cat")
+	c.Stdin = strings.NewReader(in)
+	out, err := c.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != in {
+		t.Errorf("stdin came back as %q, want %q", out, in)
+	}
+	// A command that never reads its stdin still finishes.
+	c = sh(t, "exit 0")
+	c.Stdin = bytes.NewReader(make([]byte, 1<<20))
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCancelStopsUnitAndChildren(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	marker := filepath.Join(t.TempDir(), "child.pid")
+	c := job.CommandContext(ctx, systemdtest.Conn(t), "/bin/sh", "-c", `sleep 300 & echo $! > "$1"; wait`, "sh", marker)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	for range 200 {
+		if b, err := os.ReadFile(marker); err == nil && len(b) > 1 {
+			fmt.Sscan(string(b), &pid)
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pid == 0 {
+		t.Fatal("the child never started")
+	}
+	cancel()
+	err := c.Wait()
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "canceled") {
+		t.Fatalf("Wait: %v, want an error saying canceled", err)
+	}
+	if syscall.Kill(pid, 0) == nil {
+		t.Errorf("child %d still alive after cancel", pid)
+	}
+	if !gone(t, c.Unit) {
+		t.Errorf("unit %s still loaded after cancel", c.Unit)
+	}
+}
+
+func TestConcurrentOnOneConnection(t *testing.T) {
+	conn := systemdtest.Dial(t)
+	const n = 100
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := job.Command(conn, "/bin/sh", "-c", `echo "$1"; exit $(($1 % 7))`, "sh", fmt.Sprint(i))
+			out, err := c.Output()
+			if string(out) != fmt.Sprintf("%d\n", i) {
+				errs <- fmt.Errorf("job %d: output %q", i, out)
+				return
+			}
+			if c.Status == nil || c.Status.ExitCode != i%7 {
+				errs <- fmt.Errorf("job %d: status %+v (err %v), want exit code %d", i, c.Status, err, i%7)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestDaemonReexecWhileRunning(t *testing.T) {
+	conn := systemdtest.Dial(t)
+	c := job.Command(conn, "/bin/sh", "-c", "sleep 1; echo done; exit 7")
+	var out bytes.Buffer
+	c.Stdout = &out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := systemdtest.Dial(t).Reexecute(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Wait()
+	var ee *job.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode != 7 {
+		t.Fatalf("Wait after daemon-reexec: %v, want exit status 7", err)
+	}
+	if out.String() != "done\n" {
+		t.Errorf("output %q", out.String())
+	}
+	// The connection serves new commands after the reexec.
+	if err := job.Command(conn, "/bin/true").Run(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRetry(t *testing.T) {
+	counter := filepath.Join(t.TempDir(), "count")
+	c := sh(t, `n=$(cat "$1" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$1"; [ $n -ge 3 ] || exit 5`, counter)
+	c.Retry = &job.RetryPolicy{Attempts: 5, Delay: 10 * time.Millisecond, ExitCodes: []int{5}}
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Status.Attempts != 3 {
+		t.Errorf("Attempts = %d, want 3", c.Status.Attempts)
+	}
+	// An exit code the policy does not name is final.
+	c = sh(t, "exit 4")
+	c.Retry = &job.RetryPolicy{Attempts: 5, ExitCodes: []int{5}}
+	var ee *job.ExitError
+	if err := c.Run(); !errors.As(err, &ee) || ee.Attempts != 1 {
+		t.Errorf("Run: %v (attempts %v), want one attempt failing with 4", err, c.Status)
+	}
+	// Attempts run out.
+	c = sh(t, "exit 5")
+	c.Retry = &job.RetryPolicy{Attempts: 2, ExitCodes: []int{5}}
+	if err := c.Run(); !errors.As(err, &ee) || ee.Attempts != 2 || ee.ExitCode != 5 {
+		t.Errorf("Run: %v, want two attempts failing with 5", err)
+	}
+}
+
+func TestBindToCaller(t *testing.T) {
+	conn := systemdtest.Conn(t)
+	bin := systemdtest.Binary(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	// The caller runs in a unit of the manager, and starts the bound work.
+	caller := job.Command(conn, bin, "run", "--bind-to-caller", "-q", "--", "/bin/sh", "-c", `echo $$ > "$1"; exec sleep 300`, "sh", pidFile)
+	caller.Env = []string{manager.EnvManager + "=" + os.Getenv(manager.EnvManager)}
+	if err := caller.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	for range 300 {
+		if b, err := os.ReadFile(pidFile); err == nil && len(b) > 1 {
+			fmt.Sscan(string(b), &pid)
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pid == 0 {
+		t.Fatal("bound work never started")
+	}
+	bound, err := conn.UnitByPID(context.Background(), uint32(pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Stop the caller's unit from outside; nobody cancels the work.
+	if _, err := conn.StopUnit(context.Background(), caller.Unit, "replace"); err != nil {
+		t.Fatal(err)
+	}
+	caller.Wait()
+	if !gone(t, bound) {
+		t.Errorf("bound unit %s still loaded after its caller stopped", bound)
+	}
+	if syscall.Kill(pid, 0) == nil {
+		t.Errorf("bound work %d still alive", pid)
+	}
+}
+
+func TestStartExistingUnit(t *testing.T) {
+	dir := systemdtest.RuntimeUnitDir(t)
+	oneshot := unit.RandomName("unitrun-test-oneshot-", "service")
+	simple := unit.RandomName("unitrun-test-simple-", "service")
+	systemdtest.WriteUnit(t, filepath.Join(dir, oneshot), "[Service]\nType=oneshot\nExecStart=/bin/sh -c 'exit 6'\n")
+	systemdtest.WriteUnit(t, filepath.Join(dir, simple), "[Service]\nType=simple\nExecStart=/bin/sh -c 'sleep 0.2; kill -9 $$$$'\n")
+	if err := systemdtest.Conn(t).Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_, err := job.Start(ctx, systemdtest.Conn(t), oneshot)
+	var ee *job.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode != 6 || ee.JobResult != "failed" {
+		t.Errorf("Start(oneshot): %v, want exit status 6 with job result failed", err)
+	}
+	_, err = job.Start(ctx, systemdtest.Conn(t), simple)
+	if !errors.As(err, &ee) || ee.Signal != syscall.SIGKILL {
+		t.Errorf("Start(simple): %v, want killed by SIGKILL", err)
+	}
+	for _, n := range []string{oneshot, simple} {
+		systemdtest.Conn(t).ResetFailedUnit(ctx, n)
+	}
+	if _, err := job.Start(ctx, systemdtest.Conn(t), "unitrun-test-missing.service"); err == nil {
+		t.Error("Start of a missing unit succeeded")
+	}
+}

@@ -1,0 +1,239 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+
+	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/unit"
+)
+
+// run is one attempt: one unit, watched from before its start until it is
+// collected.
+type run struct {
+	mgr   *manager.Conn
+	unit  string
+	watch *manager.Watch
+	job   dbus.ObjectPath
+	state state
+	stdio
+	transient bool   // a unit unitrun created, to be released after the run
+	dropIn    string // directory of the unit's drop-in, if it needed one
+}
+
+// start registers the watch, creates the unit and waits for its start job.
+func (r *run) start(ctx context.Context, props []unit.Property) error {
+	r.transient = true
+	r.state = state{}
+	r.watch = r.mgr.Watch(r.unit)
+	job, err := r.mgr.StartTransientUnit(ctx, r.unit, "fail", props)
+	r.closeAfterStart()
+	if err != nil {
+		r.watch.Close()
+		r.closeAfterWait()
+		r.removeDropIn()
+		if manager.IsUnitExists(err) {
+			return fmt.Errorf("%s: %w", r.unit, ErrUnitExists)
+		}
+		return fmt.Errorf("start %s: %w", r.unit, err)
+	}
+	r.job = job
+	return r.waitJob(ctx)
+}
+
+// waitJob waits for the start job to be removed. A job that did not complete
+// is a *JobError, unless the command itself ran and failed (a oneshot), which
+// is an *ExitError.
+func (r *run) waitJob(ctx context.Context) error {
+	for {
+		ev, err := r.next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				r.cancel()
+				return fmt.Errorf("%s: canceled: %w", r.unit, ctx.Err())
+			}
+			r.abort()
+			return err
+		}
+		switch ev.Kind {
+		case manager.EventJobRemoved:
+			if ev.Job != r.job {
+				continue
+			}
+			if ev.Result == "done" {
+				return nil
+			}
+			r.release()
+			if r.state.ranCommand() {
+				return &ExitError{r.state.status(r.unit, ev.Result)}
+			}
+			return &JobError{Unit: r.unit, Result: ev.Result}
+		case manager.EventReconnected:
+			if err := r.reread(ctx); err != nil {
+				r.abort()
+				return err
+			}
+			if r.jobGone() {
+				if r.state.ranCommand() || r.state.str("ActiveState") == "active" {
+					return nil
+				}
+				r.release()
+				return &JobError{Unit: r.unit, Result: "unknown (the connection to the manager broke while the job ran)"}
+			}
+		}
+	}
+}
+
+// next returns the next event, applying property changes to the state. A
+// done ctx is not an error here when the unit must still be released.
+func (r *run) next(ctx context.Context) (manager.Event, error) {
+	ev, err := r.watch.Next(ctx)
+	if err != nil {
+		return ev, err
+	}
+	switch ev.Kind {
+	case manager.EventChanged:
+		r.state.merge(ev.Props)
+	case manager.EventClosed:
+		return ev, manager.ErrClosed
+	}
+	return ev, nil
+}
+
+// reread refreshes the state after a reconnect, when signals were missed.
+func (r *run) reread(ctx context.Context) error {
+	for _, iface := range []string{manager.ServiceIface, manager.UnitIface} {
+		props, err := r.mgr.Properties(ctx, r.unit, iface)
+		if err != nil {
+			return fmt.Errorf("%s: re-read after reconnect: %w", r.unit, err)
+		}
+		r.state.merge(props)
+	}
+	if r.state.str("LoadState") == "not-found" {
+		return fmt.Errorf("%s: unit was collected while the connection to the manager was down; its outcome is lost", r.unit)
+	}
+	return nil
+}
+
+// jobGone reports whether the unit has no job pending (read after reconnect).
+func (r *run) jobGone() bool {
+	v, ok := r.state["Job"].Value().([]any)
+	if !ok || len(v) != 2 {
+		return true
+	}
+	id, _ := v[0].(uint32)
+	return id == 0
+}
+
+// wait waits for the run to end and returns its Status; the error is nil
+// for a success, an *ExitError otherwise, or wraps ctx.Err() if ctx ended
+// the run.
+func (r *run) wait(ctx context.Context) (*Status, error) {
+	if err := r.waitEnded(ctx); err != nil {
+		if ctx.Err() != nil {
+			st := r.cancel()
+			return st, fmt.Errorf("%s: canceled: %w", r.unit, ctx.Err())
+		}
+		r.abort()
+		return nil, err
+	}
+	st := r.state.status(r.unit, "done")
+	r.release()
+	if !st.Success() {
+		return st, &ExitError{st}
+	}
+	return st, r.copyError()
+}
+
+// waitEnded waits until the unit's state shows the run has ended.
+func (r *run) waitEnded(ctx context.Context) error {
+	for !r.state.ended() {
+		ev, err := r.next(ctx)
+		if err != nil {
+			return err
+		}
+		if ev.Kind == manager.EventReconnected {
+			if err := r.reread(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// cancel stops the unit, waits for it to be gone, releases it and returns
+// what its state then says.
+func (r *run) cancel() *Status {
+	ctx, done := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer done()
+	if job, err := r.mgr.StopUnit(ctx, r.unit, "replace"); err == nil {
+		r.waitFor(ctx, job)
+	}
+	st := r.state.status(r.unit, "done")
+	r.release()
+	return st
+}
+
+// release lets systemd collect the unit: a unit left active (exited) is
+// stopped, a failed one reset; then it waits for the unit to be unloaded,
+// closes the watch and waits for the output to be copied.
+func (r *run) release() {
+	ctx, done := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer done()
+	if r.transient {
+		switch r.state.str("ActiveState") {
+		case "failed":
+			if err := r.mgr.ResetFailedUnit(ctx, r.unit); err == nil {
+				r.waitFor(ctx, "")
+			}
+		case "inactive":
+			r.waitFor(ctx, "")
+		default:
+			if job, err := r.mgr.StopUnit(ctx, r.unit, "replace"); err == nil {
+				r.waitFor(ctx, job)
+				if r.state.str("ActiveState") == "failed" {
+					r.mgr.ResetFailedUnit(ctx, r.unit)
+				}
+				r.waitFor(ctx, "")
+			}
+		}
+	}
+	r.abort()
+}
+
+// abort releases what it can after an error that ended the wait early.
+func (r *run) abort() {
+	r.watch.Close()
+	r.closeAfterWait()
+	r.removeDropIn()
+}
+
+// waitFor waits until job is removed, or, with job "", until the unit is
+// unloaded (UnitRemoved). It gives up quietly when ctx ends or the state
+// shows there is nothing to wait for.
+func (r *run) waitFor(ctx context.Context, job dbus.ObjectPath) {
+	short, done := context.WithTimeout(ctx, 5*time.Second)
+	defer done()
+	for {
+		ev, err := r.next(short)
+		if err != nil {
+			return
+		}
+		switch ev.Kind {
+		case manager.EventJobRemoved:
+			if job != "" && ev.Job == job {
+				return
+			}
+		case manager.EventRemoved:
+			return
+		case manager.EventReconnected:
+			// reread fails once the unit is collected.
+			if r.reread(short) != nil || job != "" && r.jobGone() {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package job
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/unit"
+)
+
+// Start starts an existing unit and waits for its start job. For a service
+// of Type oneshot, simple, exec or idle it then waits for the run to finish
+// and reports it as Cmd.Wait does: an *ExitError if it failed, a *JobError
+// if the job did not complete. For other units (notify, forking, targets,
+// ...) it returns once the job is done, with a Status whose JobResult is
+// "done". The unit is left as systemd leaves it; a unit already running is
+// not restarted, and Start then waits for the run in progress. If ctx ends
+// first, Start stops the unit and returns an error that wraps ctx.Err().
+func Start(ctx context.Context, mgr *manager.Conn, name string) (*Status, error) {
+	if err := unit.Validate(name); err != nil {
+		return nil, err
+	}
+	r := &run{mgr: mgr, unit: name, state: state{}}
+	r.watch = mgr.Watch(name)
+	waits := false
+	if svc, err := mgr.Properties(ctx, name, manager.ServiceIface); err == nil {
+		r.state.merge(svc)
+		switch r.state.str("Type") {
+		case "oneshot", "simple", "exec", "idle":
+			waits = true
+		}
+	}
+	if u, err := mgr.Properties(ctx, name, manager.UnitIface); err != nil {
+		r.watch.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	} else if u["LoadState"].Value() != "loaded" {
+		r.watch.Close()
+		return nil, fmt.Errorf("start %s: unit is %v (%v)", name, u["LoadState"].Value(), u["LoadError"].Value())
+	}
+	// Forget the previous run: only signals after the start describe this one.
+	r.state = state{}
+	job, err := mgr.StartUnit(ctx, name, "replace")
+	if err != nil {
+		r.watch.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	r.job = job
+	if err := r.waitJob(ctx); err != nil {
+		return nil, err
+	}
+	if !waits {
+		r.release()
+		return &Status{Unit: name, JobResult: "done", Attempts: 1}, nil
+	}
+	return r.wait(ctx)
+}

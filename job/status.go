@@ -1,0 +1,190 @@
+package job
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+)
+
+// Status is what happened to one run of a unit: systemd's own account, read
+// from the unit when its main process ended.
+type Status struct {
+	Unit         string // the unit it ran as
+	InvocationID string // the run's invocation ID (hex), as in the journal's _SYSTEMD_INVOCATION_ID
+	JobResult    string // result of the start job: "done" when it started
+	Result       string // the service's Result: success, exit-code, signal, core-dump, timeout, ...
+	// ExitCode is the main process's exit code, or -1 if a signal ended it.
+	ExitCode   int
+	Signal     syscall.Signal // the signal that ended it, or 0
+	CoreDumped bool
+	StartedAt  time.Time // when the main process started
+	FinishedAt time.Time // when it ended
+	Attempts   int       // how many runs a retry policy made (1 without one)
+}
+
+// Success reports whether the run exited with status 0 and systemd calls
+// it a success. A service killed by SIGTERM is a success to systemd but not
+// here: Signal is set.
+func (s *Status) Success() bool {
+	return s.ExitCode == 0 && s.Signal == 0 && (s.Result == "" || s.Result == "success")
+}
+
+// ExitStatus returns the status a shell would report: the exit code, or
+// 128+N for a process killed by signal N.
+func (s *Status) ExitStatus() int {
+	if s.Signal != 0 {
+		return 128 + int(s.Signal)
+	}
+	return s.ExitCode
+}
+
+func (s *Status) String() string {
+	var how string
+	switch {
+	case s.Signal != 0 && s.CoreDumped:
+		how = fmt.Sprintf("signal: %s (core dumped)", SignalName(s.Signal))
+	case s.Signal != 0:
+		how = "signal: " + SignalName(s.Signal)
+	default:
+		how = fmt.Sprintf("exit status %d", s.ExitCode)
+	}
+	if s.Result != "" && s.Result != "success" && s.Result != "exit-code" && s.Result != "signal" && s.Result != "core-dump" {
+		how += " (result " + s.Result + ")"
+	}
+	return how
+}
+
+// ExitError reports a run that did not succeed: it exited non-zero, was
+// killed by a signal, or systemd ended it (timeout, watchdog, ...).
+type ExitError struct {
+	*Status
+}
+
+func (e *ExitError) Error() string { return e.Unit + ": " + e.Status.String() }
+
+// JobError reports a start job that did not complete, so the command never
+// ran: Result is the JobRemoved result (failed, canceled, timeout,
+// dependency, skipped, ...).
+type JobError struct {
+	Unit   string
+	Result string
+}
+
+func (e *JobError) Error() string { return "job for " + e.Unit + ": " + e.Result }
+
+// ErrUnitExists is wrapped by errors for a unit name that is already taken:
+// unitrun never joins or touches someone else's unit.
+var ErrUnitExists = errors.New("unit already exists")
+
+// state accumulates a unit's properties from PropertiesChanged signals and
+// property reads.
+type state map[string]dbus.Variant
+
+func (s state) merge(props map[string]dbus.Variant) {
+	for k, v := range props {
+		s[k] = v
+	}
+}
+
+func (s state) str(name string) string {
+	v, _ := s[name].Value().(string)
+	return v
+}
+
+func (s state) i32(name string) int32 {
+	v, _ := s[name].Value().(int32)
+	return v
+}
+
+func (s state) u64(name string) uint64 {
+	v, _ := s[name].Value().(uint64)
+	return v
+}
+
+// ended reports whether the unit has reached the state a finished run
+// leaves it in: failed, inactive, or active and exited (RemainAfterExit).
+func (s state) ended() bool {
+	switch s.str("ActiveState") {
+	case "failed", "inactive":
+		return true
+	case "active":
+		return s.str("SubState") == "exited"
+	}
+	return false
+}
+
+// ran reports whether the main process of this run was started and ended.
+func (s state) ran() bool { return s.i32("ExecMainCode") != 0 }
+
+// Exit codes systemd uses for failures before the command runs (EXIT_CHDIR,
+// EXIT_EXEC, ... in systemd.exec(5)).
+const (
+	firstSetupExit = 200
+	lastSetupExit  = 245
+)
+
+// ranCommand reports whether the main process got as far as the command
+// itself, so its exit status is the command's and not systemd's setup code.
+func (s state) ranCommand() bool {
+	if !s.ran() {
+		return false
+	}
+	st := s.i32("ExecMainStatus")
+	return s.i32("ExecMainCode") != cldExited || st < firstSetupExit || st > lastSetupExit
+}
+
+// Values of ExecMainCode (waitid(2) si_code).
+const (
+	cldExited = 1
+	cldKilled = 2
+	cldDumped = 3
+)
+
+// status builds the Status of the run the state describes.
+func (s state) status(unitName, jobResult string) *Status {
+	st := &Status{Unit: unitName, JobResult: jobResult, Result: s.str("Result"), Attempts: 1}
+	if id, ok := s["InvocationID"].Value().([]byte); ok && len(id) > 0 {
+		st.InvocationID = hex.EncodeToString(id)
+	}
+	code, status := s.i32("ExecMainCode"), s.i32("ExecMainStatus")
+	switch code {
+	case cldKilled, cldDumped:
+		st.ExitCode = -1
+		st.Signal = syscall.Signal(status)
+		st.CoreDumped = code == cldDumped
+	default:
+		st.ExitCode = int(status)
+	}
+	if t := s.u64("ExecMainStartTimestamp"); t != 0 {
+		st.StartedAt = time.UnixMicro(int64(t))
+	}
+	if t := s.u64("ExecMainExitTimestamp"); t != 0 {
+		st.FinishedAt = time.UnixMicro(int64(t))
+	}
+	return st
+}
+
+var signalNames = map[syscall.Signal]string{
+	syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT", syscall.SIGILL: "SIGILL",
+	syscall.SIGTRAP: "SIGTRAP", syscall.SIGABRT: "SIGABRT", syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE",
+	syscall.SIGKILL: "SIGKILL", syscall.SIGUSR1: "SIGUSR1", syscall.SIGSEGV: "SIGSEGV", syscall.SIGUSR2: "SIGUSR2",
+	syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM", syscall.SIGSTKFLT: "SIGSTKFLT",
+	syscall.SIGCHLD: "SIGCHLD", syscall.SIGCONT: "SIGCONT", syscall.SIGSTOP: "SIGSTOP", syscall.SIGTSTP: "SIGTSTP",
+	syscall.SIGTTIN: "SIGTTIN", syscall.SIGTTOU: "SIGTTOU", syscall.SIGURG: "SIGURG", syscall.SIGXCPU: "SIGXCPU",
+	syscall.SIGXFSZ: "SIGXFSZ", syscall.SIGVTALRM: "SIGVTALRM", syscall.SIGPROF: "SIGPROF", syscall.SIGWINCH: "SIGWINCH",
+	syscall.SIGIO: "SIGIO", syscall.SIGPWR: "SIGPWR", syscall.SIGSYS: "SIGSYS",
+}
+
+// SignalName returns the conventional name of sig, such as "SIGKILL"; a
+// signal without one reads as "SIG<number>".
+func SignalName(sig syscall.Signal) string {
+	if n, ok := signalNames[sig]; ok {
+		return n
+	}
+	return fmt.Sprintf("SIG%d", int(sig))
+}
+

@@ -1,0 +1,158 @@
+package job
+
+import (
+	"errors"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/godbus/dbus/v5"
+
+	"github.com/unitrun/unitrun/unit"
+)
+
+// stdio holds the descriptors handed to a unit and the goroutines that copy
+// between pipes and the caller's readers and writers, as os/exec does.
+type stdio struct {
+	fds        [3]*os.File // what the unit gets as fd 0, 1, 2
+	childEnds  []*os.File  // closed once systemd has its copies
+	stdinPipe  *os.File    // our end of the stdin pipe, closed after the run
+	outPipes   []*os.File  // our ends of the output pipes, read to EOF
+	copying    sync.WaitGroup
+	errMu      sync.Mutex
+	copyErr    error
+}
+
+// openStdio prepares the three descriptors.
+func (s *stdio) openStdio(in io.Reader, out, errw io.Writer) error {
+	var err error
+	if s.fds[0], err = s.reader(in); err != nil {
+		return err
+	}
+	if s.fds[1], err = s.writer(out); err != nil {
+		s.closeAll()
+		return err
+	}
+	if out != nil && errw != nil && interfaceEqual(out, errw) {
+		s.fds[2] = s.fds[1]
+		return nil
+	}
+	if s.fds[2], err = s.writer(errw); err != nil {
+		s.closeAll()
+		return err
+	}
+	return nil
+}
+
+func interfaceEqual(a, b any) (eq bool) {
+	defer func() { recover() }() // uncomparable dynamic types are not equal
+	return a == b
+}
+
+func (s *stdio) reader(r io.Reader) (*os.File, error) {
+	if r == nil {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, err
+		}
+		s.childEnds = append(s.childEnds, f)
+		return f, nil
+	}
+	if f, ok := r.(*os.File); ok {
+		return f, nil
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	s.childEnds = append(s.childEnds, pr)
+	s.stdinPipe = pw
+	go func() {
+		// Like os/exec: a command that stops reading is not an error.
+		io.Copy(pw, r)
+		pw.Close()
+	}()
+	return pr, nil
+}
+
+func (s *stdio) writer(w io.Writer) (*os.File, error) {
+	if w == nil {
+		f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		s.childEnds = append(s.childEnds, f)
+		return f, nil
+	}
+	if f, ok := w.(*os.File); ok {
+		return f, nil
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	s.childEnds = append(s.childEnds, pw)
+	s.outPipes = append(s.outPipes, pr)
+	s.copying.Add(1)
+	go func() {
+		defer s.copying.Done()
+		if _, err := io.Copy(w, pr); err != nil && !errors.Is(err, os.ErrClosed) {
+			s.errMu.Lock()
+			s.copyErr = errors.Join(s.copyErr, err)
+			s.errMu.Unlock()
+		}
+	}()
+	return pw, nil
+}
+
+// stdioProperties hands the descriptors to systemd.
+func (s *stdio) stdioProperties() []unit.Property {
+	return []unit.Property{
+		{Name: "StandardInputFileDescriptor", Value: dbus.MakeVariant(dbus.UnixFD(s.fds[0].Fd()))},
+		{Name: "StandardOutputFileDescriptor", Value: dbus.MakeVariant(dbus.UnixFD(s.fds[1].Fd()))},
+		{Name: "StandardErrorFileDescriptor", Value: dbus.MakeVariant(dbus.UnixFD(s.fds[2].Fd()))},
+	}
+}
+
+// closeAfterStart closes our copies of the unit's ends, so that the output
+// pipes reach EOF when the unit's last process closes them.
+func (s *stdio) closeAfterStart() {
+	for _, f := range s.childEnds {
+		f.Close()
+	}
+	s.childEnds = nil
+}
+
+// closeAfterWait closes the stdin pipe, which ends its copy even if the
+// command never read it, then waits until the output pipes reach EOF (the
+// unit's processes are gone by then) and closes them.
+func (s *stdio) closeAfterWait() {
+	if s.stdinPipe != nil {
+		s.stdinPipe.Close()
+		s.stdinPipe = nil
+	}
+	s.copying.Wait()
+	for _, f := range s.outPipes {
+		f.Close()
+	}
+	s.outPipes = nil
+}
+
+// copyError returns what went wrong while copying output to the writers.
+func (s *stdio) copyError() error {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	return s.copyErr
+}
+
+func (s *stdio) closeAll() {
+	s.closeAfterStart()
+	if s.stdinPipe != nil {
+		s.stdinPipe.Close()
+		s.stdinPipe = nil
+	}
+	for _, f := range s.outPipes {
+		f.Close()
+	}
+	s.outPipes = nil
+}

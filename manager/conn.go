@@ -1,0 +1,387 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+
+	"github.com/unitrun/unitrun/unit"
+)
+
+// D-Bus names of the systemd manager.
+const (
+	busName       = "org.freedesktop.systemd1"
+	objectPath    = dbus.ObjectPath("/org/freedesktop/systemd1")
+	managerIface  = "org.freedesktop.systemd1.Manager"
+	UnitIface     = "org.freedesktop.systemd1.Unit"
+	ServiceIface  = "org.freedesktop.systemd1.Service"
+	propsIface    = "org.freedesktop.DBus.Properties"
+	unitPathSpace = dbus.ObjectPath("/org/freedesktop/systemd1/unit")
+)
+
+// ErrClosed is returned by calls on a Conn after Close.
+var ErrClosed = errors.New("manager: connection closed")
+
+// Conn is one D-Bus connection to a systemd manager, shared by any number of
+// goroutines. It subscribes to the manager's signals once and routes them to
+// Watches by unit, so signals are never dropped and no reader can block another.
+// When the connection breaks (a daemon-reexec, a bus restart) Conn redials in
+// the background; every Watch then receives EventDisconnected and, once the
+// connection is back, EventReconnected, after which the watcher must re-read
+// the state it was waiting for.
+type Conn struct {
+	target Target
+
+	mu      sync.Mutex
+	bus     *dbus.Conn
+	ready   chan struct{} // closed when bus is usable; replaced on disconnect
+	closed  bool
+	watches map[string]map[*Watch]struct{} // by unit name
+	byPath  map[dbus.ObjectPath]string     // unit object path -> unit name
+	done    chan struct{}
+}
+
+// Dial connects to the manager that target names and subscribes to its signals.
+func Dial(ctx context.Context, target Target) (*Conn, error) {
+	c := &Conn{
+		target:  target,
+		ready:   make(chan struct{}),
+		watches: make(map[string]map[*Watch]struct{}),
+		byPath:  make(map[dbus.ObjectPath]string),
+		done:    make(chan struct{}),
+	}
+	bus, err := c.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.bus = bus
+	close(c.ready)
+	go c.supervise(bus)
+	return c, nil
+}
+
+// Target returns where the connection goes.
+func (c *Conn) Target() Target { return c.target }
+
+// Close closes the connection. Watches receive EventClosed.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.done)
+	bus := c.bus
+	for _, set := range c.watches {
+		for w := range set {
+			w.push(Event{Kind: EventClosed})
+		}
+	}
+	c.mu.Unlock()
+	if bus != nil {
+		return bus.Close()
+	}
+	return nil
+}
+
+// connect dials, authenticates and subscribes.
+func (c *Conn) connect(ctx context.Context) (*dbus.Conn, error) {
+	bus, err := dbus.Dial(c.target.Address, dbus.WithSignalHandler(signalRouter{c}), dbus.WithContext(context.Background()))
+	if err != nil {
+		return nil, fmt.Errorf("manager %s: dial %s: %w", c.target.Spec, c.target.Address, err)
+	}
+	if err := bus.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
+		bus.Close()
+		return nil, fmt.Errorf("manager %s: authenticate: %w", c.target.Spec, err)
+	}
+	if !c.target.Peer {
+		if err := bus.Hello(); err != nil {
+			bus.Close()
+			return nil, fmt.Errorf("manager %s: hello: %w", c.target.Spec, err)
+		}
+		for _, member := range []string{"JobRemoved", "UnitRemoved"} {
+			if err := bus.AddMatchSignalContext(ctx, dbus.WithMatchSender(busName), dbus.WithMatchInterface(managerIface), dbus.WithMatchMember(member)); err != nil {
+				bus.Close()
+				return nil, fmt.Errorf("manager %s: add match: %w", c.target.Spec, err)
+			}
+		}
+		if err := bus.AddMatchSignalContext(ctx, dbus.WithMatchSender(busName), dbus.WithMatchInterface(propsIface), dbus.WithMatchMember("PropertiesChanged"), dbus.WithMatchPathNamespace(unitPathSpace)); err != nil {
+			bus.Close()
+			return nil, fmt.Errorf("manager %s: add match: %w", c.target.Spec, err)
+		}
+	}
+	if err := bus.Object(busName, objectPath).CallWithContext(ctx, managerIface+".Subscribe", 0).Err; err != nil {
+		bus.Close()
+		return nil, fmt.Errorf("manager %s: subscribe: %w", c.target.Spec, err)
+	}
+	return bus, nil
+}
+
+// supervise waits for the connection to break and redials until Close.
+func (c *Conn) supervise(bus *dbus.Conn) {
+	for {
+		select {
+		case <-bus.Context().Done():
+		case <-c.done:
+			return
+		}
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return
+		}
+		c.bus = nil
+		c.ready = make(chan struct{})
+		c.broadcastLocked(Event{Kind: EventDisconnected})
+		c.mu.Unlock()
+
+		delay := 10 * time.Millisecond
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			nb, err := c.connect(ctx)
+			cancel()
+			if err == nil {
+				bus = nb
+				break
+			}
+			select {
+			case <-time.After(delay):
+			case <-c.done:
+				return
+			}
+			delay = min(2*delay, time.Second)
+		}
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			bus.Close()
+			return
+		}
+		c.bus = bus
+		close(c.ready)
+		c.broadcastLocked(Event{Kind: EventReconnected})
+		c.mu.Unlock()
+	}
+}
+
+func (c *Conn) broadcastLocked(ev Event) {
+	for _, set := range c.watches {
+		for w := range set {
+			w.push(ev)
+		}
+	}
+}
+
+// object waits until the connection is usable and returns the manager object
+// or the object at path.
+func (c *Conn) object(ctx context.Context, path dbus.ObjectPath) (dbus.BusObject, error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, ErrClosed
+		}
+		bus, ready := c.bus, c.ready
+		c.mu.Unlock()
+		if bus != nil {
+			return bus.Object(busName, path), nil
+		}
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// call invokes a method on the manager object and stores its reply in out.
+func (c *Conn) call(ctx context.Context, method string, out []any, args ...any) error {
+	obj, err := c.object(ctx, objectPath)
+	if err != nil {
+		return err
+	}
+	call := obj.CallWithContext(ctx, managerIface+"."+method, 0, args...)
+	if call.Err != nil {
+		return call.Err
+	}
+	if len(out) > 0 {
+		return call.Store(out...)
+	}
+	return nil
+}
+
+// StartTransientUnit creates and starts a transient unit and returns its job.
+func (c *Conn) StartTransientUnit(ctx context.Context, name, mode string, props []unit.Property) (dbus.ObjectPath, error) {
+	type prop struct {
+		Name  string
+		Value dbus.Variant
+	}
+	ps := make([]prop, len(props))
+	for i, p := range props {
+		ps[i] = prop{p.Name, p.Value}
+	}
+	type aux struct {
+		Name  string
+		Props []prop
+	}
+	var job dbus.ObjectPath
+	err := c.call(ctx, "StartTransientUnit", []any{&job}, name, mode, ps, []aux{})
+	return job, err
+}
+
+// StartUnit starts an existing unit and returns its job.
+func (c *Conn) StartUnit(ctx context.Context, name, mode string) (dbus.ObjectPath, error) {
+	var job dbus.ObjectPath
+	err := c.call(ctx, "StartUnit", []any{&job}, name, mode)
+	return job, err
+}
+
+// StopUnit stops a unit and returns its job.
+func (c *Conn) StopUnit(ctx context.Context, name, mode string) (dbus.ObjectPath, error) {
+	var job dbus.ObjectPath
+	err := c.call(ctx, "StopUnit", []any{&job}, name, mode)
+	return job, err
+}
+
+// KillUnit sends signal to the processes of a unit; who is "main", "control" or "all".
+func (c *Conn) KillUnit(ctx context.Context, name, who string, signal int32) error {
+	return c.call(ctx, "KillUnit", nil, name, who, signal)
+}
+
+// ResetFailedUnit resets the failed state of a unit, which lets it be collected.
+func (c *Conn) ResetFailedUnit(ctx context.Context, name string) error {
+	return c.call(ctx, "ResetFailedUnit", nil, name)
+}
+
+// UnitByPID returns the name of the unit that holds the process pid.
+func (c *Conn) UnitByPID(ctx context.Context, pid uint32) (string, error) {
+	var path dbus.ObjectPath
+	if err := c.call(ctx, "GetUnitByPID", []any{&path}, pid); err != nil {
+		return "", err
+	}
+	obj, err := c.object(ctx, path)
+	if err != nil {
+		return "", err
+	}
+	v, err := obj.GetProperty(UnitIface + ".Id")
+	if err != nil {
+		return "", err
+	}
+	id, ok := v.Value().(string)
+	if !ok {
+		return "", fmt.Errorf("manager: unit %s: Id is %s, not a string", path, v.Signature())
+	}
+	return id, nil
+}
+
+// Properties returns all properties of the named unit on one interface
+// (UnitIface, ServiceIface, ...). A unit that is not loaded reads as
+// LoadState "not-found".
+func (c *Conn) Properties(ctx context.Context, name, iface string) (map[string]dbus.Variant, error) {
+	obj, err := c.object(ctx, unit.BusPath(name))
+	if err != nil {
+		return nil, err
+	}
+	var props map[string]dbus.Variant
+	if err := obj.CallWithContext(ctx, propsIface+".GetAll", 0, iface).Store(&props); err != nil {
+		return nil, err
+	}
+	return props, nil
+}
+
+// ListUnitNames returns the names of the units the manager has loaded whose
+// name has the given prefix.
+func (c *Conn) ListUnitNames(ctx context.Context, prefix string) ([]string, error) {
+	var units []struct {
+		Name, Description, LoadState, ActiveState, SubState, Following string
+		Path                                                           dbus.ObjectPath
+		JobID                                                          uint32
+		JobType                                                        string
+		JobPath                                                        dbus.ObjectPath
+	}
+	if err := c.call(ctx, "ListUnits", []any{&units}); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, u := range units {
+		if len(u.Name) >= len(prefix) && u.Name[:len(prefix)] == prefix {
+			names = append(names, u.Name)
+		}
+	}
+	return names, nil
+}
+
+// Version returns the manager's systemd version string.
+func (c *Conn) Version(ctx context.Context) (string, error) {
+	obj, err := c.object(ctx, objectPath)
+	if err != nil {
+		return "", err
+	}
+	var v dbus.Variant
+	if err := obj.CallWithContext(ctx, propsIface+".Get", 0, managerIface, "Version").Store(&v); err != nil {
+		return "", err
+	}
+	s, _ := v.Value().(string)
+	return s, nil
+}
+
+// Reload runs daemon-reload; Reexecute runs daemon-reexec (the connection
+// drops and is redialled); Exit asks a user manager to exit.
+func (c *Conn) Reload(ctx context.Context) error { return c.call(ctx, "Reload", nil) }
+
+// Reexecute asks the manager to re-execute itself (daemon-reexec). The
+// connection drops; Conn redials and watches see EventReconnected.
+func (c *Conn) Reexecute(ctx context.Context) error {
+	err := c.call(ctx, "Reexecute", nil)
+	var de dbus.Error
+	if err != nil && !errors.As(err, &de) {
+		return nil // the manager closes the connection instead of answering
+	}
+	return err
+}
+
+// Exit asks the manager to exit (systemctl exit).
+func (c *Conn) Exit(ctx context.Context) error { return c.call(ctx, "Exit", nil) }
+
+// IsUnitExists reports whether err is systemd's answer to creating a unit
+// whose name is already taken.
+func IsUnitExists(err error) bool {
+	var de dbus.Error
+	return errors.As(err, &de) && de.Name == "org.freedesktop.systemd1.UnitExists"
+}
+
+// IsNoSuchUnit reports whether err says the unit is not loaded.
+func IsNoSuchUnit(err error) bool {
+	var de dbus.Error
+	return errors.As(err, &de) && (de.Name == "org.freedesktop.systemd1.NoSuchUnit" || de.Name == "org.freedesktop.systemd1.NoUnitForPID")
+}
+
+// RuntimeUnitDir returns the directory in the manager's unit search path
+// where units that live until reboot belong (/run/systemd/system for the
+// system manager, $XDG_RUNTIME_DIR/systemd/user for a user manager). Units
+// written there take effect after Reload.
+func (c *Conn) RuntimeUnitDir(ctx context.Context) (string, error) {
+	obj, err := c.object(ctx, objectPath)
+	if err != nil {
+		return "", err
+	}
+	var v dbus.Variant
+	if err := obj.CallWithContext(ctx, propsIface+".Get", 0, managerIface, "UnitPath").Store(&v); err != nil {
+		return "", err
+	}
+	paths, _ := v.Value().([]string)
+	for _, p := range paths {
+		if p == "/run/systemd/system" || strings.HasSuffix(p, "/systemd/user") && !strings.HasPrefix(p, "/etc/") && !strings.HasPrefix(p, "/usr/") && !strings.Contains(p, "/.config/") {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("manager %s: no runtime unit directory in its unit path %v", c.target.Spec, paths)
+}

@@ -1,0 +1,321 @@
+package manager
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/unitrun/unitrun/internal/atomicfile"
+)
+
+// Embedded is a systemd user manager that unitrun boots in a private mount
+// namespace, with a session bus beside it, for hosts where no manager is
+// reachable (containers, CI machines, tests). It lives in Dir, its
+// XDG_RUNTIME_DIR: the private socket is Dir/systemd/private, the bus
+// Dir/bus, the log Dir/manager.log, transient and runtime units under
+// Dir/systemd. Once booted it outlives the process that booted it and is
+// reused by later ones until Stop. It needs root (for the mount namespace).
+type Embedded struct {
+	Dir string
+}
+
+// Socket returns the path of the manager's private socket.
+func (e *Embedded) Socket() string { return filepath.Join(e.Dir, "systemd", "private") }
+
+// Target returns how to dial the embedded manager.
+func (e *Embedded) Target() Target {
+	return Target{Spec: string(Embedded), Address: unixAddress(e.Socket()), Peer: true, Env: runtimeEnv(e.Dir)}
+}
+
+// Env returns the exports that point systemctl --user and systemd-run --user
+// at the embedded manager.
+func (e *Embedded) Env() []string { return runtimeEnv(e.Dir) }
+
+// PID returns the process id of the running embedded manager, or 0.
+func (e *Embedded) PID() int {
+	b, err := os.ReadFile(filepath.Join(e.Dir, "manager.pid"))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return 0
+	}
+	return pid
+}
+
+// Running reports whether the manager answers on its private socket.
+func (e *Embedded) Running() bool { return socketAnswers(e.Socket()) }
+
+// Ensure boots the embedded manager unless it is running, and reports whether
+// it booted it. Concurrent callers, in this process or others, boot one
+// manager between them: the first takes Dir/lock, the others wait for it and
+// find the manager running.
+func (e *Embedded) Ensure(ctx context.Context) (bool, error) {
+	if e.Running() {
+		return false, nil
+	}
+	if err := os.MkdirAll(e.Dir, 0o755); err != nil {
+		return false, fmt.Errorf("embedded manager: %w", err)
+	}
+	unlock, err := lockFile(ctx, filepath.Join(e.Dir, "lock"))
+	if err != nil {
+		return false, fmt.Errorf("embedded manager: %w", err)
+	}
+	defer unlock()
+	if e.Running() {
+		return false, nil
+	}
+	return true, e.boot(ctx)
+}
+
+// bootScript runs in the new mount namespace: it moves itself into the
+// manager's cgroups, gives the manager a /run/systemd of its own and becomes
+// systemd. Paths arrive as arguments, never inside the script text.
+const bootScript = `set -e
+systemd=$1; shift
+for procs in "$@"; do echo $$ > "$procs"; done
+mkdir -p /run/systemd
+mount -t tmpfs -o mode=0755 unitrun /run/systemd
+mkdir -p /run/systemd/system
+exec "$systemd" --user --log-target=console --log-level=notice`
+
+// baseUnits are the units the embedded manager needs beyond its transient
+// ones: a default target that starts the session bus, and the bus itself
+// (socket-activated, so the manager registers on it as systemd expects).
+// basic.target, exit.target and the slices come from the installed user units.
+var baseUnits = map[string]string{
+	"default.target": `[Unit]
+Description=unitrun embedded manager
+Wants=dbus.socket
+`,
+	"dbus.socket": `[Unit]
+Description=D-Bus session bus of the unitrun embedded manager
+
+[Socket]
+ListenStream=%t/bus
+`,
+	"dbus.service": `[Unit]
+Description=D-Bus session bus of the unitrun embedded manager
+Requires=dbus.socket
+
+[Service]
+Type=notify
+NotifyAccess=main
+ExecStart=/usr/bin/dbus-daemon --session --address=systemd: --nofork --nopidfile --systemd-activation --syslog-only
+`,
+}
+
+func (e *Embedded) boot(ctx context.Context) error {
+	systemd, err := findSystemd()
+	if err != nil {
+		return err
+	}
+	unitDir := filepath.Join(e.Dir, "units")
+	if err := os.MkdirAll(unitDir, 0o755); err != nil {
+		return fmt.Errorf("embedded manager: %w", err)
+	}
+	for name, text := range baseUnits {
+		if err := atomicfile.Write(filepath.Join(unitDir, name), []byte(text), 0o644); err != nil {
+			return fmt.Errorf("embedded manager: %w", err)
+		}
+	}
+	runtimeUnits := filepath.Join(e.Dir, "systemd", "user")
+	if err := os.MkdirAll(runtimeUnits, 0o755); err != nil {
+		return fmt.Errorf("embedded manager: %w", err)
+	}
+	logf, err := os.OpenFile(filepath.Join(e.Dir, "manager.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("embedded manager: %w", err)
+	}
+	defer logf.Close()
+
+	procs, err := e.makeCgroups()
+	if err != nil {
+		return err
+	}
+	args := append([]string{"-c", bootScript, "unitrun-manager", systemd}, procs...)
+	cmd := exec.Command("/bin/sh", args...)
+	cmd.Env = []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME=" + homeDir(),
+		"XDG_RUNTIME_DIR=" + e.Dir,
+		"SYSTEMD_UNIT_PATH=" + strings.Join([]string{runtimeUnits, unitDir, "/usr/lib/systemd/user", "/lib/systemd/user"}, ":"),
+	}
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Unshareflags: syscall.CLONE_NEWNS}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("embedded manager: start %s: %w", systemd, err)
+	}
+	// Wait reaps the manager whenever it exits, so it never lingers as a
+	// zombie of this process.
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	if err := atomicfile.Write(filepath.Join(e.Dir, "manager.pid"), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+		cmd.Process.Kill()
+		return fmt.Errorf("embedded manager: %w", err)
+	}
+	deadline := time.NewTimer(15 * time.Second)
+	defer deadline.Stop()
+	for !e.Running() {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("embedded manager exited while booting (%v): %s", err, e.logTail())
+		case <-deadline.C:
+			cmd.Process.Kill()
+			return fmt.Errorf("embedded manager did not open %s within 15s: %s", e.Socket(), e.logTail())
+		case <-ctx.Done():
+			cmd.Process.Kill()
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// Stop asks the embedded manager to exit, which stops every unit it runs,
+// waits for it to be gone (killing it after timeout) and removes its cgroups.
+// Stopping a manager that is not running is not an error.
+func (e *Embedded) Stop(ctx context.Context, timeout time.Duration) error {
+	pid := e.PID()
+	if pid == 0 && !e.Running() {
+		e.removeCgroups()
+		return nil
+	}
+	if c, err := Dial(ctx, e.Target()); err == nil {
+		c.Exit(ctx)
+		c.Close()
+	}
+	deadline := time.Now().Add(timeout)
+	for pid != 0 && syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			deadline = time.Now().Add(5 * time.Second)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	os.Remove(filepath.Join(e.Dir, "manager.pid"))
+	e.removeCgroups()
+	return nil
+}
+
+func (e *Embedded) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(e.Dir, "manager.log"))
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// cgroupName is the cgroup the embedded manager runs in, one per Dir, so
+// several embedded managers (one per test binary) never share cgroups.
+func (e *Embedded) cgroupName() string {
+	sum := sha256.Sum256([]byte(filepath.Clean(e.Dir)))
+	return "unitrun-" + hex.EncodeToString(sum[:6])
+}
+
+// cgroupRoots returns the mount points of the cgroup hierarchies that
+// systemd tracks processes in: the unified (v2) one and the named v1 one.
+func cgroupRoots() []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var roots []string
+	for _, line := range strings.Split(string(b), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		if !ok {
+			continue
+		}
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if len(f) < 5 || len(g) < 3 {
+			continue
+		}
+		if g[0] == "cgroup2" || g[0] == "cgroup" && strings.Contains(","+g[2]+",", ",name=systemd,") {
+			roots = append(roots, f[4])
+		}
+	}
+	return roots
+}
+
+// makeCgroups creates the manager's cgroups and returns their cgroup.procs
+// files. Where cgroups cannot be written, the manager shares the caller's.
+func (e *Embedded) makeCgroups() ([]string, error) {
+	var procs []string
+	for _, root := range cgroupRoots() {
+		dir := filepath.Join(root, e.cgroupName())
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			continue
+		}
+		procs = append(procs, filepath.Join(dir, "cgroup.procs"))
+	}
+	return procs, nil
+}
+
+// removeCgroups removes the manager's cgroups, deepest first; a cgroup that
+// still holds processes stays.
+func (e *Embedded) removeCgroups() {
+	for _, root := range cgroupRoots() {
+		dir := filepath.Join(root, e.cgroupName())
+		var dirs []string
+		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		for i := len(dirs) - 1; i >= 0; i-- {
+			os.Remove(dirs[i])
+		}
+	}
+}
+
+func findSystemd() (string, error) {
+	for _, p := range []string{"/lib/systemd/systemd", "/usr/lib/systemd/systemd"} {
+		if fi, err := os.Stat(p); err == nil && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", errors.New("embedded manager: no systemd binary at /lib/systemd/systemd or /usr/lib/systemd/systemd (install the systemd package)")
+}
+
+func homeDir() string {
+	if h, err := os.UserHomeDir(); err == nil {
+		return h
+	}
+	return "/"
+}
+
+// lockFile takes an exclusive flock on path, waiting until ctx is done.
+func lockFile(ctx context.Context, path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,281 @@
+// Package manager reaches a systemd manager: the system manager, the
+// calling user's manager, any manager's private socket, or an embedded user
+// manager that unitrun boots itself where no systemd is running.
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Kind names a way to reach a manager.
+type Kind string
+
+// The kinds a spec can name.
+const (
+	Auto     Kind = "auto"     // system, else user, else embedded
+	System   Kind = "system"   // the system manager (PID 1)
+	User     Kind = "user"     // the calling user's manager
+	Private  Kind = "private"  // a manager's private socket, peer to peer
+	Embedded Kind = "embedded" // a user manager unitrun boots and reuses
+)
+
+// DefaultEmbeddedDir is the runtime directory of the embedded manager.
+const DefaultEmbeddedDir = "/run/unitrun/manager"
+
+// EnvManager and EnvEmbeddedDir are the environment variables that choose the
+// manager when no flag does.
+const (
+	EnvManager     = "UNITRUN_MANAGER"
+	EnvEmbeddedDir = "UNITRUN_EMBEDDED_DIR"
+)
+
+// Spec is a parsed manager choice: "auto", "system", "user",
+// "private:PATH" or "embedded".
+type Spec struct {
+	Kind Kind
+	Path string // socket path, for Private
+}
+
+// ParseSpec parses a manager choice. The empty string means auto.
+func ParseSpec(s string) (Spec, error) {
+	switch s {
+	case "", string(Auto):
+		return Spec{Kind: Auto}, nil
+	case string(System), string(User), string(Embedded):
+		return Spec{Kind: Kind(s)}, nil
+	}
+	if p, ok := strings.CutPrefix(s, "private:"); ok {
+		if !filepath.IsAbs(p) {
+			return Spec{}, fmt.Errorf("manager %q: private socket path must be absolute", s)
+		}
+		return Spec{Kind: Private, Path: filepath.Clean(p)}, nil
+	}
+	return Spec{}, fmt.Errorf("manager %q: must be auto, system, user, private:PATH or embedded", s)
+}
+
+func (s Spec) String() string {
+	if s.Kind == Private {
+		return "private:" + s.Path
+	}
+	return string(s.Kind)
+}
+
+// Target is a resolved manager: where to dial and how.
+type Target struct {
+	Spec    string // what was chosen: system, user, private:PATH or embedded
+	Address string // D-Bus address
+	Peer    bool   // a private socket: no bus daemon, no Hello
+	// Env holds the environment that points systemctl and systemd-run at
+	// this manager (empty for the system manager).
+	Env []string
+}
+
+// Options tune Open and Resolve.
+type Options struct {
+	// EmbeddedDir is the embedded manager's runtime directory; empty means
+	// $UNITRUN_EMBEDDED_DIR, else DefaultEmbeddedDir.
+	EmbeddedDir string
+}
+
+// Embedded returns the embedded manager these options name.
+func (o Options) Embedded() *Embedded {
+	dir := o.EmbeddedDir
+	if dir == "" {
+		dir = os.Getenv(EnvEmbeddedDir)
+	}
+	if dir == "" {
+		dir = DefaultEmbeddedDir
+	}
+	return &Embedded{Dir: dir}
+}
+
+// Attempt records one candidate tried while resolving a spec.
+type Attempt struct {
+	Target Target
+	Err    error // nil if it was reached
+	Why    string
+}
+
+// Open reaches the manager that spec names (see ParseSpec; "" is auto) and
+// returns a connection to it. For auto it tries, in order: the system manager
+// when systemd is PID 1, the calling user's manager, and the embedded
+// manager, booting the embedded one if it is not running. The error of a
+// failed open names every candidate tried.
+func Open(ctx context.Context, spec string, o Options) (*Conn, error) {
+	c, _, err := open(ctx, spec, o, true)
+	return c, err
+}
+
+// Probe is Open that reports every candidate it tried and why it chose the
+// one it did. With boot false it does not boot the embedded manager.
+func Probe(ctx context.Context, spec string, o Options, boot bool) (*Conn, []Attempt, error) {
+	return open(ctx, spec, o, boot)
+}
+
+func open(ctx context.Context, spec string, o Options, boot bool) (*Conn, []Attempt, error) {
+	if spec == "" {
+		spec = os.Getenv(EnvManager)
+	}
+	s, err := ParseSpec(spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	var tries []Attempt
+	try := func(t Target, why string) *Conn {
+		c, err := Dial(ctx, t)
+		tries = append(tries, Attempt{Target: t, Err: err, Why: why})
+		return c
+	}
+	fail := func() error {
+		var b strings.Builder
+		fmt.Fprintf(&b, "manager %s: no manager reachable", s)
+		for _, a := range tries {
+			fmt.Fprintf(&b, "; %s (%s): %v", a.Target.Spec, a.Target.Address, a.Err)
+		}
+		return errors.New(b.String())
+	}
+	switch s.Kind {
+	case System:
+		if c := try(systemTarget(), "asked for"); c != nil {
+			return c, tries, nil
+		}
+	case User:
+		t, err := userTarget()
+		if err != nil {
+			return nil, nil, err
+		}
+		if c := try(t, "asked for"); c != nil {
+			return c, tries, nil
+		}
+	case Private:
+		if c := try(privateTarget(s.Path), "asked for"); c != nil {
+			return c, tries, nil
+		}
+	case Embedded:
+		e := o.Embedded()
+		if boot {
+			if _, err := e.Ensure(ctx); err != nil {
+				return nil, nil, err
+			}
+		}
+		if c := try(e.Target(), "asked for"); c != nil {
+			return c, tries, nil
+		}
+	case Auto:
+		if pid1IsSystemd() {
+			if c := try(systemTarget(), "systemd is PID 1"); c != nil {
+				return c, tries, nil
+			}
+		} else {
+			tries = append(tries, Attempt{Target: systemTarget(), Err: errors.New("systemd is not PID 1"), Why: "skipped"})
+		}
+		if t, err := userTarget(); err == nil {
+			if c := try(t, "the calling user's manager is running"); c != nil {
+				return c, tries, nil
+			}
+		} else {
+			tries = append(tries, Attempt{Target: Target{Spec: string(User)}, Err: err, Why: "skipped"})
+		}
+		e := o.Embedded()
+		if boot {
+			if _, err := e.Ensure(ctx); err != nil {
+				tries = append(tries, Attempt{Target: e.Target(), Err: err})
+				return nil, tries, fail()
+			}
+		}
+		if c := try(e.Target(), "no system or user manager is reachable"); c != nil {
+			return c, tries, nil
+		}
+	}
+	return nil, tries, fail()
+}
+
+func pid1IsSystemd() bool {
+	comm, err := os.ReadFile("/proc/1/comm")
+	if err != nil || strings.TrimSpace(string(comm)) != "systemd" {
+		return false
+	}
+	_, err = os.Stat("/run/systemd/system")
+	return err == nil
+}
+
+func systemTarget() Target {
+	if os.Geteuid() == 0 && socketExists("/run/systemd/private") {
+		return Target{Spec: string(System), Address: unixAddress("/run/systemd/private"), Peer: true}
+	}
+	addr := os.Getenv("DBUS_SYSTEM_BUS_ADDRESS")
+	if addr == "" {
+		addr = unixAddress("/run/dbus/system_bus_socket")
+	}
+	return Target{Spec: string(System), Address: addr}
+}
+
+func userTarget() (Target, error) {
+	rt := os.Getenv("XDG_RUNTIME_DIR")
+	if rt != "" {
+		if p := filepath.Join(rt, "systemd", "private"); socketExists(p) {
+			return Target{Spec: string(User), Address: unixAddress(p), Peer: true, Env: runtimeEnv(rt)}, nil
+		}
+	}
+	if addr := os.Getenv("DBUS_SESSION_BUS_ADDRESS"); addr != "" {
+		return Target{Spec: string(User), Address: addr, Env: runtimeEnv(rt)}, nil
+	}
+	return Target{}, errors.New("manager user: neither $XDG_RUNTIME_DIR/systemd/private nor $DBUS_SESSION_BUS_ADDRESS is there")
+}
+
+func privateTarget(path string) Target {
+	t := Target{Spec: "private:" + path, Address: unixAddress(path), Peer: true}
+	// A user manager's private socket is <runtime dir>/systemd/private.
+	if filepath.Base(path) == "private" && filepath.Base(filepath.Dir(path)) == "systemd" && path != "/run/systemd/private" {
+		t.Env = runtimeEnv(filepath.Dir(filepath.Dir(path)))
+	}
+	return t
+}
+
+func runtimeEnv(rt string) []string {
+	if rt == "" {
+		return nil
+	}
+	return []string{"XDG_RUNTIME_DIR=" + rt, "DBUS_SESSION_BUS_ADDRESS=" + unixAddress(filepath.Join(rt, "bus"))}
+}
+
+func socketExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode()&os.ModeSocket != 0
+}
+
+// socketAnswers reports whether something accepts connections at path.
+func socketAnswers(path string) bool {
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// unixAddress returns the D-Bus address of a unix socket path, escaping the
+// path as the D-Bus specification requires.
+func unixAddress(path string) string {
+	const hex = "0123456789abcdef"
+	var b strings.Builder
+	b.WriteString("unix:path=")
+	for i := 0; i < len(path); i++ {
+		c := path[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-_/.\\*", c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
+}
