@@ -1,0 +1,468 @@
+package unit
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/godbus/dbus/v5"
+)
+
+// A Property is one property of a transient unit, as passed to the
+// manager's StartTransientUnit method.
+type Property struct {
+	Name  string
+	Value dbus.Variant
+}
+
+// ParseProperty parses the assignment "Key=Value" into the property that
+// "systemd-run -p Key=Value" sends for a service, with the same D-Bus name,
+// type and value (systemd 252's bus-unit-util.c). Key is a unit-file
+// setting name; KnownProperties lists the ones ParseProperty knows.
+//
+// Values are parsed as systemd-run parses them:
+//
+//   - booleans (PrivateTmp, RemainAfterExit, MemoryAccounting, ...): 1, yes,
+//     y, true, t, on or 0, no, n, false, f, off, in any case; type b.
+//   - time spans (RuntimeMaxSec, TimeoutStopSec, RestartSec, ...): as in
+//     ParseTimeSpan, sent in microseconds as type t under the name with
+//     "Sec" replaced by "USec" (RuntimeMaxSec becomes RuntimeMaxUSec);
+//     "infinity" is Infinity.
+//   - memory limits (MemoryMin, MemoryLow, MemoryHigh, MemoryMax,
+//     MemorySwapMax, ...): a size as in ParseSize, or "infinity", as t
+//     bytes; a percentage of physical memory such as "50%" is sent, as
+//     systemd-run does, as the u property MemoryMaxScale (and so on), 100%
+//     being 2^32-1; an empty value is the default (infinity, or 0 for the
+//     Min and Low limits).
+//   - TasksMax: a count or "infinity" as t, or a percentage as the u
+//     property TasksMaxScale.
+//   - CPUQuota: a percentage of one CPU ("50%", "150%", "12.5%"), sent as
+//     CPUQuotaPerSecUSec, the CPU time per second in microseconds (50% is
+//     500000); empty is infinity.
+//   - CPUWeight, StartupCPUWeight ("idle" is 0), IOWeight, StartupIOWeight:
+//     1..10000 as t; empty is the default, Infinity.
+//   - Nice (-20..19), OOMScoreAdjust (-1000..1000), KillSignal and the
+//     other signals (SIGTERM, TERM, RTMIN+3, or a number): type i.
+//   - enumerations (Type, Restart, KillMode, CollectMode, ProtectSystem,
+//     ProtectHome, StandardOutput, ...): the value is checked against the
+//     names systemd 252 accepts and sent as s; StandardOutput and
+//     StandardError also take fd:NAME, file:PATH, append:PATH and
+//     truncate:PATH, sent as StandardOutputFileDescriptorName,
+//     StandardOutputFile and so on.
+//   - other strings (User, Group, WorkingDirectory, Description, Slice,
+//     SyslogIdentifier, ...): s, with WorkingDirectory and Slice checked.
+//   - lists (After, Wants, Environment, ReadWritePaths,
+//     SupplementaryGroups, ...): words split at white space, with quotes
+//     removed (and C escapes decoded for Environment, UnsetEnvironment and
+//     PassEnvironment), as as; each unit name must pass Validate and not be
+//     a template, each path must be absolute (after an optional '-' and
+//     '+'), and each Environment word must be a valid assignment. An empty
+//     list resets the setting. Repeating an assignment adds to the list;
+//     combining repeated assignments is the caller's business.
+//
+// Numbers are read as systemd reads them, so "0x10" is 16 and "010" is 8.
+// The assignment must be valid UTF-8, as D-Bus strings must be. For the
+// enumerations, Slice, WorkingDirectory, OOMScoreAdjust and the lists,
+// ParseProperty also refuses at once what systemd-run would pass on and the
+// manager refuse; other strings, such as User and Group, are passed on as
+// given.
+func ParseProperty(assignment string) (Property, error) {
+	key, value, ok := strings.Cut(assignment, "=")
+	if !ok {
+		return Property{}, fmt.Errorf("property assignment %q: missing '='", assignment)
+	}
+	switch {
+	case strings.IndexByte(assignment, 0) >= 0:
+		return Property{}, fmt.Errorf("property %q: value contains a NUL byte", key)
+	case !utf8.ValidString(assignment):
+		return Property{}, fmt.Errorf("property %q: not valid UTF-8 (D-Bus strings must be)", key)
+	}
+	parse, ok := properties[key]
+	if !ok {
+		return Property{}, unknownProperty(key)
+	}
+	p, err := parse(key, value)
+	if err != nil {
+		return Property{}, fmt.Errorf("property %q: %v", key, err)
+	}
+	return p, nil
+}
+
+// KnownProperties returns the names of the settings ParseProperty parses,
+// sorted.
+func KnownProperties() []string {
+	names := make([]string, 0, len(properties))
+	for name := range properties {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func unknownProperty(key string) error {
+	for name := range properties {
+		if strings.EqualFold(name, key) {
+			return fmt.Errorf("property %q: unknown (did you mean %q?)", key, name)
+		}
+	}
+	if hint, ok := unparsed[key]; ok {
+		return fmt.Errorf("property %q: not supported by unitrun (%s)", key, hint)
+	}
+	return fmt.Errorf("property %q: unknown (known: After, CPUQuota, Environment, MemoryMax, RuntimeMaxSec, User, ...; see unit.KnownProperties)", key)
+}
+
+// unparsed explains settings systemd-run takes that ParseProperty does not.
+var unparsed = map[string]string{
+	"TimeoutSec": "it sets two properties; use TimeoutStartSec and TimeoutStopSec",
+	"ExecStart":  "pass the command line as argv",
+}
+
+type parser func(key, value string) (Property, error)
+
+func prop(name string, v any) Property { return Property{name, dbus.MakeVariant(v)} }
+
+// properties maps each setting to its parser.
+var properties = map[string]parser{}
+
+func init() {
+	add := func(p parser, keys ...string) {
+		for _, k := range keys {
+			properties[k] = p
+		}
+	}
+	add(parseBool,
+		// resource control
+		"CPUAccounting", "MemoryAccounting", "IOAccounting", "TasksAccounting", "IPAccounting",
+		// execution environment
+		"IgnoreSIGPIPE", "PrivateTmp", "PrivateDevices", "PrivateNetwork", "PrivateUsers",
+		"PrivateMounts", "PrivateIPC", "NoNewPrivileges", "DynamicUser", "RemoveIPC",
+		"ProtectKernelTunables", "ProtectKernelModules", "ProtectKernelLogs", "ProtectClock",
+		"ProtectControlGroups", "ProtectHostname", "MountAPIVFS", "MemoryDenyWriteExecute",
+		"RestrictRealtime", "RestrictSUIDSGID", "LockPersonality", "SyslogLevelPrefix",
+		// kill
+		"SendSIGHUP", "SendSIGKILL",
+		// service
+		"RemainAfterExit", "GuessMainPID", "RootDirectoryStartOnly",
+		// unit
+		"StopWhenUnneeded", "RefuseManualStart", "RefuseManualStop", "DefaultDependencies",
+		"IgnoreOnIsolate", "AllowIsolate")
+	add(parseString, "Description", "User", "Group", "SyslogIdentifier", "UtmpIdentifier",
+		"PAMName", "SuccessAction", "FailureAction")
+	add(oneOf("simple", "exec", "forking", "oneshot", "dbus", "notify", "idle"), "Type")
+	add(oneOf("no", "on-success", "on-failure", "on-abnormal", "on-watchdog", "on-abort", "always"), "Restart")
+	add(oneOf("control-group", "process", "mixed", "none"), "KillMode")
+	add(oneOf("inactive", "inactive-or-failed"), "CollectMode")
+	add(oneOf("continue", "stop", "kill"), "OOMPolicy")
+	add(oneOf("none", "main", "exec", "all"), "NotifyAccess")
+	add(oneOf("main", "cgroup"), "ExitType")
+	add(boolOr("full", "strict"), "ProtectSystem")
+	add(boolOr("read-only", "tmpfs"), "ProtectHome")
+	add(parseOutput, "StandardOutput", "StandardError")
+	add(parseSlice, "Slice")
+	add(parseWorkingDirectory, "WorkingDirectory")
+	add(parseSecProperty,
+		"RestartSec", "TimeoutStartSec", "TimeoutStopSec", "TimeoutAbortSec", "RuntimeMaxSec",
+		"RuntimeRandomizedExtraSec", "WatchdogSec", "JobTimeoutSec", "JobRunningTimeoutSec",
+		"StartLimitIntervalSec")
+	add(parseCPUQuotaPeriod, "CPUQuotaPeriodSec")
+	add(parseLimit, "MemoryMin", "MemoryLow", "MemoryHigh", "MemoryMax", "MemorySwapMax",
+		"DefaultMemoryMin", "DefaultMemoryLow", "TasksMax")
+	add(parseCPUQuota, "CPUQuota")
+	add(parseWeight, "CPUWeight", "StartupCPUWeight", "IOWeight", "StartupIOWeight")
+	add(parseNice, "Nice")
+	add(parseOOMScoreAdjust, "OOMScoreAdjust")
+	add(parseSignal, "KillSignal", "RestartKillSignal", "FinalKillSignal", "WatchdogSignal")
+	add(parseExitStatus, "SuccessActionExitStatus", "FailureActionExitStatus")
+	add(parseStartLimitBurst, "StartLimitBurst")
+	add(parseUMask, "UMask")
+	add(parseDelegate, "Delegate")
+	add(unitList,
+		"After", "Before", "Requires", "Requisite", "Wants", "BindsTo", "PartOf", "Upholds",
+		"Conflicts", "OnFailure", "OnSuccess", "PropagatesReloadTo", "ReloadPropagatedFrom",
+		"PropagatesStopTo", "StopPropagatedFrom", "JoinsNamespaceOf")
+	add(pathList, "ReadWritePaths", "ReadOnlyPaths", "InaccessiblePaths", "ExecPaths", "NoExecPaths")
+	add(wordList, "SupplementaryGroups")
+	add(envList(checkAssignment), "Environment")
+	add(envList(checkEnvName), "PassEnvironment")
+	add(envList(checkUnset), "UnsetEnvironment")
+}
+
+func parseBool(key, v string) (Property, error) {
+	b, err := parseBoolean(v)
+	if err != nil {
+		return Property{}, fmt.Errorf("%q is not a boolean (want yes/no, true/false, on/off, 1/0)", v)
+	}
+	return prop(key, b), nil
+}
+
+func parseString(key, v string) (Property, error) { return prop(key, v), nil }
+
+func oneOf(values ...string) parser {
+	return func(key, v string) (Property, error) {
+		if !slices.Contains(values, v) {
+			return Property{}, fmt.Errorf("%q is not one of %s", v, strings.Join(values, ", "))
+		}
+		return prop(key, v), nil
+	}
+}
+
+func boolOr(values ...string) parser {
+	return func(key, v string) (Property, error) {
+		if _, err := parseBoolean(v); err != nil && !slices.Contains(values, v) {
+			return Property{}, fmt.Errorf("%q is neither a boolean nor one of %s", v, strings.Join(values, ", "))
+		}
+		return prop(key, v), nil
+	}
+}
+
+// outputs are the plain values of StandardOutput and StandardError.
+var outputs = []string{"inherit", "null", "tty", "journal", "kmsg", "journal+console", "kmsg+console", "socket"}
+
+func parseOutput(key, v string) (Property, error) {
+	for _, f := range []struct{ prefix, suffix string }{
+		{"fd:", "FileDescriptorName"}, {"file:", "File"}, {"append:", "FileToAppend"}, {"truncate:", "FileToTruncate"},
+	} {
+		if rest, ok := strings.CutPrefix(v, f.prefix); ok {
+			return prop(key+f.suffix, rest), nil
+		}
+	}
+	if !slices.Contains(outputs, v) {
+		return Property{}, fmt.Errorf("%q is not one of %s, or fd:NAME, file:PATH, append:PATH, truncate:PATH", v, strings.Join(outputs, ", "))
+	}
+	return prop(key, v), nil
+}
+
+func parseSlice(key, v string) (Property, error) {
+	if err := Validate(v); err != nil {
+		return Property{}, err
+	}
+	if !strings.HasSuffix(v, ".slice") || strings.IndexByte(v, '@') >= 0 {
+		return Property{}, fmt.Errorf("%q is not a slice name (want NAME.slice, without '@')", v)
+	}
+	return prop(key, v), nil
+}
+
+func parseWorkingDirectory(key, v string) (Property, error) {
+	if d := strings.TrimPrefix(v, "-"); d != "" && d != "~" && !strings.HasPrefix(d, "/") {
+		return Property{}, fmt.Errorf("%q is not an absolute path or '~' (optionally after '-')", v)
+	}
+	return prop(key, v), nil
+}
+
+func parseSecProperty(key, v string) (Property, error) {
+	usec, err := parseSec(v)
+	if err != nil {
+		return Property{}, spanError("value", v, err)
+	}
+	return prop(strings.TrimSuffix(key, "Sec")+"USec", usec), nil
+}
+
+func parseCPUQuotaPeriod(key, v string) (Property, error) {
+	if trimLeftWhitespace(v) == "" {
+		return prop("CPUQuotaPeriodUSec", uint64(Infinity)), nil
+	}
+	return parseSecProperty(key, v)
+}
+
+// parseLimit parses the memory limits and TasksMax.
+func parseLimit(key, v string) (Property, error) {
+	switch v {
+	case "infinity":
+		return prop(key, uint64(Infinity)), nil
+	case "":
+		if key == "MemoryMin" || key == "MemoryLow" || key == "DefaultMemoryMin" || key == "DefaultMemoryLow" {
+			return prop(key, uint64(0)), nil
+		}
+		return prop(key, uint64(Infinity)), nil
+	}
+	if p, err := parsePermyriad(v); err == nil && p <= 10000 {
+		return prop(key+"Scale", uint32((uint64(p)*math.MaxUint32+5000)/10000)), nil
+	}
+	if key == "TasksMax" {
+		n, err := safeAtou(v, 0, 64, false)
+		if err != nil {
+			return Property{}, fmt.Errorf("%q is not a count, a percentage up to 100%% or infinity", v)
+		}
+		return prop(key, n), nil
+	}
+	n, err := parseSize(v)
+	if err != nil {
+		return Property{}, fmt.Errorf("%q is not a size (such as 4096, 100K, 512M, 1.5G), a percentage up to 100%% or infinity", v)
+	}
+	return prop(key, n), nil
+}
+
+func parseCPUQuota(key, v string) (Property, error) {
+	if v == "" {
+		return prop("CPUQuotaPerSecUSec", uint64(Infinity)), nil
+	}
+	p, err := parsePermyriad(v)
+	switch {
+	case err != nil:
+		return Property{}, fmt.Errorf("%q is not a percentage (such as 50%%, 150%%, 12.5%%)", v)
+	case p == 0:
+		return Property{}, errors.New("0% is too small")
+	}
+	return prop("CPUQuotaPerSecUSec", uint64(p)*1000000/10000), nil
+}
+
+// parseWeight is systemd's cg_weight_parse, and cg_cpu_weight_parse, which
+// also takes "idle", for the CPU weights.
+func parseWeight(key, v string) (Property, error) {
+	if v == "" {
+		return prop(key, uint64(Infinity)), nil
+	}
+	if v == "idle" && strings.HasSuffix(key, "CPUWeight") {
+		return prop(key, uint64(0)), nil
+	}
+	n, err := safeAtou(v, 0, 64, false)
+	if err != nil || n < 1 || n > 10000 {
+		return Property{}, fmt.Errorf("%q is not a weight in 1..10000", v)
+	}
+	return prop(key, n), nil
+}
+
+func parseNice(key, v string) (Property, error) {
+	n, err := safeAtoi(v)
+	if err != nil || n < -20 || n > 19 {
+		return Property{}, fmt.Errorf("%q is not a nice level in -20..19", v)
+	}
+	return prop(key, n), nil
+}
+
+func parseOOMScoreAdjust(key, v string) (Property, error) {
+	n, err := safeAtoi(v)
+	if err != nil || n < -1000 || n > 1000 {
+		return Property{}, fmt.Errorf("%q is not an OOM score adjustment in -1000..1000", v)
+	}
+	return prop(key, n), nil
+}
+
+func parseSignal(key, v string) (Property, error) {
+	n, err := signalFromString(v)
+	if err != nil {
+		return Property{}, fmt.Errorf("%q is not a signal (such as SIGTERM, TERM, RTMIN+3 or a number 1..64)", v)
+	}
+	return prop(key, n), nil
+}
+
+func parseExitStatus(key, v string) (Property, error) {
+	if v == "" {
+		return prop(key, int32(-1)), nil
+	}
+	n, err := safeAtou(v, 0, 8, false)
+	if err != nil {
+		return Property{}, fmt.Errorf("%q is not an exit status in 0..255", v)
+	}
+	return prop(key, int32(n)), nil
+}
+
+func parseStartLimitBurst(key, v string) (Property, error) {
+	n, err := safeAtou(v, 0, 32, false)
+	if err != nil {
+		return Property{}, fmt.Errorf("%q is not a count", v)
+	}
+	return prop(key, uint32(n)), nil
+}
+
+// parseUMask is systemd's parse_mode.
+func parseUMask(key, v string) (Property, error) {
+	n, err := safeAtou(v, 8, 32, true)
+	if err != nil || n > 0o7777 {
+		return Property{}, fmt.Errorf("%q is not an octal mode in 0..7777", v)
+	}
+	return prop(key, uint32(n)), nil
+}
+
+// parseDelegate sends a boolean as Delegate and anything else as the list
+// of controllers DelegateControllers.
+func parseDelegate(key, v string) (Property, error) {
+	if b, err := parseBoolean(v); err == nil {
+		return prop(key, b), nil
+	}
+	words, err := splitWords(v, false)
+	if err != nil {
+		return Property{}, fmt.Errorf("%q: %v", v, err)
+	}
+	return prop("DelegateControllers", nonNil(words)), nil
+}
+
+func wordList(key, v string) (Property, error) {
+	words, err := splitWords(v, false)
+	if err != nil {
+		return Property{}, fmt.Errorf("%q: %v", v, err)
+	}
+	return prop(key, nonNil(words)), nil
+}
+
+func unitList(key, v string) (Property, error) {
+	words, err := splitWords(v, false)
+	if err != nil {
+		return Property{}, fmt.Errorf("%q: %v", v, err)
+	}
+	for _, w := range words {
+		if err := Validate(w); err != nil {
+			return Property{}, err
+		}
+		if isTemplate(w) {
+			return Property{}, fmt.Errorf("unit name %q: a template, not a unit", w)
+		}
+	}
+	return prop(key, nonNil(words)), nil
+}
+
+func pathList(key, v string) (Property, error) {
+	words, err := splitWords(v, false)
+	if err != nil {
+		return Property{}, fmt.Errorf("%q: %v", v, err)
+	}
+	for _, w := range words {
+		if p := strings.TrimPrefix(strings.TrimPrefix(w, "-"), "+"); !strings.HasPrefix(p, "/") {
+			return Property{}, fmt.Errorf("path %q is not absolute (after an optional '-' and '+')", w)
+		}
+	}
+	return prop(key, nonNil(words)), nil
+}
+
+func envList(check func(string) error) parser {
+	return func(key, v string) (Property, error) {
+		words, err := splitWords(v, true)
+		if err != nil {
+			return Property{}, fmt.Errorf("%q: %v", v, err)
+		}
+		for _, w := range words {
+			if err := check(w); err != nil {
+				return Property{}, err
+			}
+		}
+		return prop(key, nonNil(words)), nil
+	}
+}
+
+func checkAssignment(w string) error {
+	k, v, ok := strings.Cut(w, "=")
+	if !ok {
+		return fmt.Errorf("%q is not an assignment NAME=VALUE", w)
+	}
+	if err := checkEnvName(k); err != nil {
+		return err
+	}
+	return checkEnvValue(k, v)
+}
+
+func checkUnset(w string) error {
+	if strings.IndexByte(w, '=') >= 0 {
+		return checkAssignment(w)
+	}
+	return checkEnvName(w)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
