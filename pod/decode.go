@@ -1,0 +1,255 @@
+package pod
+
+import (
+	"bytes"
+	"encoding"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/unitrun/unitrun/unit"
+)
+
+// decode reads the one YAML document in data into v, a pointer to a struct.
+//
+// It walks the document itself rather than using yaml.Decoder.KnownFields,
+// whose errors give a line number and a Go type name where a user needs the
+// field path: decode reports `apps[2]: field "exce" not known`. It also
+// refuses keys given twice, nulls and values of the wrong kind, each with the
+// path of the value, and stops once aliases have expanded the document past
+// maxNodes values.
+func decode(data []byte, v any) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return errors.New("manifest is empty")
+		}
+		return err
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return errors.New("manifest must hold one YAML document")
+	}
+	if doc.Content[0].Kind != yaml.MappingNode {
+		return errors.New("manifest must be a YAML mapping")
+	}
+	d := decoder{budget: maxNodes}
+	return d.node(doc.Content[0], reflect.ValueOf(v).Elem(), "")
+}
+
+// maxNodes bounds the values one manifest may expand to, so that a few
+// aliases cannot make decoding take quadratic time.
+const maxNodes = 1 << 20
+
+type decoder struct {
+	budget int // values left to decode
+}
+
+var (
+	durationType        = reflect.TypeFor[time.Duration]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// node decodes n into v; path names n in errors.
+func (d *decoder) node(n *yaml.Node, v reflect.Value, path string) error {
+	if d.budget--; d.budget < 0 {
+		return fmt.Errorf("manifest expands to more than %d values", maxNodes)
+	}
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return &FieldError{Path: path, Rule: "must not be null"}
+	}
+	switch {
+	case v.Type() == durationType:
+		return decodeDuration(n, v, path)
+	case reflect.PointerTo(v.Type()).Implements(textUnmarshalerType):
+		s, err := scalar(n, path)
+		if err != nil {
+			return err
+		}
+		if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
+			return &FieldError{Path: path, Value: s, Rule: err.Error()}
+		}
+		return nil
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		return d.node(n, v.Elem(), path)
+	case reflect.Struct:
+		return d.mapping(n, v, path)
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return kindError(n, path, "a sequence")
+		}
+		v.Set(reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content)))
+		for i, item := range n.Content {
+			if err := d.node(item, v.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case reflect.Map:
+		return d.dict(n, v, path)
+	case reflect.String:
+		s, err := scalar(n, path)
+		if err != nil {
+			return err
+		}
+		v.SetString(s)
+		return nil
+	case reflect.Bool:
+		var b bool
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" || n.Decode(&b) != nil {
+			return &FieldError{Path: path, Value: n.Value, Rule: "must be true or false"}
+		}
+		v.SetBool(b)
+		return nil
+	case reflect.Int:
+		var i int64
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(&i) != nil || v.OverflowInt(i) {
+			return &FieldError{Path: path, Value: n.Value, Rule: "must be an integer"}
+		}
+		v.SetInt(i)
+		return nil
+	}
+	panic("pod: decode: unexpected type " + v.Type().String())
+}
+
+// mapping decodes the mapping n into the struct v by the fields' yaml tags.
+func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) error {
+	if n.Kind != yaml.MappingNode {
+		return kindError(n, path, "a mapping")
+	}
+	fields := make(map[string]int)
+	for i := range v.NumField() {
+		fields[v.Type().Field(i).Tag.Get("yaml")] = i
+	}
+	seen := make(map[string]bool)
+	for i := 0; i < len(n.Content); i += 2 {
+		key, val := n.Content[i], n.Content[i+1]
+		if key.Kind != yaml.ScalarNode {
+			return &FieldError{Path: path, Rule: "keys must be field names"}
+		}
+		field, ok := fields[key.Value]
+		if !ok {
+			return &FieldError{Path: path, Rule: fmt.Sprintf("field %q not known", key.Value)}
+		}
+		if seen[key.Value] {
+			return &FieldError{Path: path, Rule: fmt.Sprintf("field %q given twice", key.Value)}
+		}
+		seen[key.Value] = true
+		if err := d.node(val, v.Field(field), join(path, key.Value)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dict decodes the mapping n into the map v, whose keys are strings.
+func (d *decoder) dict(n *yaml.Node, v reflect.Value, path string) error {
+	if n.Kind != yaml.MappingNode {
+		return kindError(n, path, "a mapping")
+	}
+	v.Set(reflect.MakeMapWithSize(v.Type(), len(n.Content)/2))
+	for i := 0; i < len(n.Content); i += 2 {
+		key, val := n.Content[i], n.Content[i+1]
+		k, err := scalar(key, path)
+		if err != nil {
+			return err
+		}
+		keyPath := fmt.Sprintf("%s[%q]", path, k)
+		if v.MapIndex(reflect.ValueOf(k)).IsValid() {
+			return &FieldError{Path: path, Rule: fmt.Sprintf("key %q given twice", k)}
+		}
+		elem := reflect.New(v.Type().Elem()).Elem()
+		if err := d.node(val, elem, keyPath); err != nil {
+			return err
+		}
+		v.SetMapIndex(reflect.ValueOf(k), elem)
+	}
+	return nil
+}
+
+// decodeDuration reads a time span in systemd's syntax ("1min 30s", "90")
+// or Go's ("1m30s", "1.5s").
+func decodeDuration(n *yaml.Node, v reflect.Value, path string) error {
+	s, err := scalar(n, path)
+	if err != nil {
+		return err
+	}
+	d, err := unit.ParseTimeSpan(s)
+	if err != nil {
+		d, err = time.ParseDuration(s)
+	}
+	if err != nil || d < 0 || d == math.MaxInt64 {
+		return &FieldError{Path: path, Value: s, Rule: `must be a finite time span like "90s", "1min 30s" or "1m30s"`}
+	}
+	v.SetInt(int64(d))
+	return nil
+}
+
+// scalar returns the text of the scalar n: a string, or a number or boolean
+// read as its text.
+func scalar(n *yaml.Node, path string) (string, error) {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" || n.Tag == "!!binary" {
+		return "", kindError(n, path, "a string")
+	}
+	return n.Value, nil
+}
+
+func kindError(n *yaml.Node, path, want string) error {
+	got := map[yaml.Kind]string{
+		yaml.ScalarNode:   "a scalar",
+		yaml.SequenceNode: "a sequence",
+		yaml.MappingNode:  "a mapping",
+	}[n.Kind]
+	if n.Tag == "!!null" {
+		got = "null"
+	}
+	return &FieldError{Path: path, Rule: fmt.Sprintf("must be %s, not %s", want, got)}
+}
+
+// join appends field to the path of its parent.
+func join(path, field string) string {
+	if path == "" {
+		return field
+	}
+	return path + "." + field
+}
+
+// A FieldError is a manifest field that breaks a rule.
+type FieldError struct {
+	Path  string // e.g. apps[1].name; "" for the whole document
+	Value string // the offending value, if the rule is about one
+	Rule  string
+}
+
+func (e *FieldError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Path)
+	if e.Value != "" {
+		if e.Path != "" {
+			b.WriteByte(' ')
+		}
+		b.WriteString(strconv.Quote(e.Value))
+	}
+	if b.Len() > 0 {
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Rule)
+	return b.String()
+}

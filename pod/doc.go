@@ -1,0 +1,78 @@
+// Package pod runs a group of cooperating apps as a graph of systemd units,
+// with Kubernetes-like exit and restart policies.
+//
+// This package holds the pure half of pods: the manifest and its
+// validation ([Parse], [Load]), the unit graph rendered from it ([Nodes],
+// [Graph]) and drawn as a diagram ([Diagram]), the status files on disk
+// ([WriteExitCode], [WriteApp], [WritePod] and their readers), the
+// translation of what systemd tells ExecStopPost= ([ExitFromEnv]), and the
+// policies that decide what happens when an app exits ([Decide]).
+//
+// # Unit graph
+//
+// For a pod P with apps A…, [Graph] renders (names from [SliceUnit],
+// [TargetUnit], [AppUnit], [ReaperUnit] and [ShutdownUnit]):
+//
+//   - unitrun-pod-P.slice holds every service of the pod.
+//   - unitrun-pod-P.target Wants= and is After= every app service.
+//   - unitrun-pod-P-A.service runs app A (Type=exec). Its ExecStopPost=
+//     runs "unitrun pod reap-app P A", which records the exit from
+//     $SERVICE_RESULT, $EXIT_CODE and $EXIT_STATUS ([ExitFromEnv]) the
+//     moment the app stops, on every stop. It Wants= and is After= its
+//     reaper, so at a stop of both the app stops first.
+//   - unitrun-pod-P-A-reaper.service starts at once and does nothing
+//     (Type=oneshot, RemainAfterExit=yes, StopWhenUnneeded=yes). It stops
+//     once its app is neither active nor restarting, and its ExecStop= runs
+//     "unitrun pod reap P A", which marks the app finished for good.
+//   - unitrun-pod-P-shutdown.service is built like a reaper, and every
+//     reaper Wants= it and is After= it: it stops once the last reaper has
+//     stopped, and its ExecStop= runs "unitrun pod shutdown P", which
+//     computes the pod's exit code and phase and ends the pod.
+//
+// Init apps run once, as Type=oneshot, each Requires= and After= the init
+// app before it, and every other app Requires= and is After= every init
+// app, so each starts only once the init apps before it have succeeded. An
+// init app has RemainAfterExit=yes, so that a restart of another app, which
+// pulls in what it Requires=, does not run it again. It therefore stays
+// active for the pod's whole life, and so has no reaper: one would keep the
+// shutdown service needed until the pod is stopped. Its ExecStartPost= also
+// runs reap-app, to record its success the moment it finishes
+// (ExecStopPost= runs only when it fails or is stopped; reap-app tells the
+// two runs of one invocation apart by $INVOCATION_ID).
+//
+// Every unit sets DefaultDependencies=no and spells out the dependencies it
+// needs, so the graph is the same under a system manager, a user manager and
+// a pod's own systemd. Apps, target and slice conflict with shutdown.target.
+// Reapers and the shutdown service conflict with, and are ordered before,
+// shutdown.target, exit.target, halt.target and poweroff.target: a stop from
+// outside (systemctl exit, halt, poweroff, SIGRTMIN+3/+4 to a pod's systemd)
+// stops every app first, then every reaper, then the shutdown service, so
+// every exit is recorded. A user manager has no halt.target or
+// poweroff.target; it stops through exit.target, which pulls in
+// shutdown.target. Unit names escape pod and app names as systemd-escape
+// does ('-' becomes \x2d), so no two pods or apps share a unit and a pod's
+// slice never nests inside another pod's.
+//
+// Restart policies map onto Restart= (Never: no, Always: always, OnFailure:
+// on-failure) with StartLimitIntervalSec=0, so restarts never hit the start
+// limit; between two runs the app is "activating", which keeps its reaper
+// needed. systemd 252 has no back-off steps, so an app that may restart runs
+// "unitrun pod backoff P A" as ExecStartPre=, which waits out the delay
+// that reap-app recorded from [Decide]; its TimeoutStartSec= is the
+// longest delay plus systemd's default 90 s. The hooks run with the "+"
+// prefix: as root and outside RootDirectory=, whatever User= the app has.
+//
+// # Status files
+//
+// Under a state directory DIR, for pod P and app A:
+//
+//	DIR/pods/P/status/A      the exit code of A's last exit, as decimal text
+//	DIR/pods/P/apps/A.json   A's AppStatus
+//	DIR/pods/P/pod.json      P's PodStatus
+//
+// Writers replace a file atomically (temporary file, fsync, rename, fsync
+// of the directory), so a reader sees the old content or the new. Readers
+// stay inside DIR, refuse a file, or a directory on the way to it, that is
+// a symlink or not of the expected type, and refuse content that does not
+// parse exactly.
+package pod

@@ -1,0 +1,107 @@
+package pod
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// An Exit is how one run of an app ended, as systemd tells ExecStopPost=.
+type Exit struct {
+	// Code is the exit status, 128+N for a process killed by signal N (as a
+	// shell reports it), and 255 for a failed run that had no main process.
+	Code int
+	// Signal is the name of the signal that killed the process, as systemd
+	// writes it ("TERM", "KILL", "RTMIN+3"), or "".
+	Signal string
+	// Result is systemd's $SERVICE_RESULT: "success", "exit-code",
+	// "signal", "core-dump", "timeout", "watchdog", "oom-kill", ...
+	Result string
+	// Success is whether systemd counts the run as a success: it exited
+	// with 0 or one of SuccessExitStatus= (from successExitCodes), or (an
+	// app that is not an init app) was killed by one of the signals systemd
+	// deems clean for a daemon (HUP, INT, TERM, PIPE), and nothing else went
+	// wrong, such as a timeout.
+	Success bool
+}
+
+// noProcessCode is the code of a failed run that had no main process.
+const noProcessCode = 255
+
+var resultRE = regexp.MustCompile(`^[a-z][a-z-]*$`)
+
+// ExitFromEnv reads the variables systemd sets for ExecStopPost=:
+// $SERVICE_RESULT, $EXIT_CODE ("exited", "killed" or "dumped") and
+// $EXIT_STATUS (a number for "exited", a signal name otherwise, as in
+// systemd.exec(5)). Both $EXIT_CODE and $EXIT_STATUS are empty when the run
+// had no main process, such as when an ExecStartPre= command failed; the
+// Exit then has code 0 if the result is "success" and 255 if not. Any other
+// combination is an error.
+func ExitFromEnv(serviceResult, exitCode, exitStatus string) (Exit, error) {
+	if !resultRE.MatchString(serviceResult) {
+		return Exit{}, fmt.Errorf("SERVICE_RESULT %q: must be a systemd service result such as success or exit-code", serviceResult)
+	}
+	e := Exit{Result: serviceResult, Success: serviceResult == "success"}
+	switch exitCode {
+	case "":
+		if exitStatus != "" {
+			return Exit{}, fmt.Errorf("EXIT_STATUS %q without EXIT_CODE", exitStatus)
+		}
+		if !e.Success {
+			e.Code = noProcessCode
+		}
+	case "exited":
+		n, err := strconv.Atoi(exitStatus)
+		if err != nil || n < 0 || n > 255 || strconv.Itoa(n) != exitStatus {
+			return Exit{}, fmt.Errorf("EXIT_STATUS %q: must be an exit status 0..255 when EXIT_CODE is exited", exitStatus)
+		}
+		e.Code = n
+	case "killed", "dumped":
+		n, ok := signalNumber(exitStatus)
+		if !ok {
+			return Exit{}, fmt.Errorf("EXIT_STATUS %q: must be a signal name when EXIT_CODE is %s", exitStatus, exitCode)
+		}
+		e.Code, e.Signal = 128+n, exitStatus
+	default:
+		return Exit{}, fmt.Errorf("EXIT_CODE %q: must be exited, killed or dumped", exitCode)
+	}
+	return e, nil
+}
+
+// signalNames are the names systemd's signal_to_string gives signals 1..31,
+// in Linux's numbering on x86, ARM, RISC-V, PowerPC and s390.
+var signalNames = []string{
+	"HUP", "INT", "QUIT", "ILL", "TRAP", "ABRT", "BUS", "FPE", "KILL", "USR1",
+	"SEGV", "USR2", "PIPE", "ALRM", "TERM", "STKFLT", "CHLD", "CONT", "STOP",
+	"TSTP", "TTIN", "TTOU", "URG", "XCPU", "XFSZ", "VTALRM", "PROF", "WINCH",
+	"IO", "PWR", "SYS",
+}
+
+// glibc's real-time signals on Linux.
+const (
+	sigRTMin = 34
+	sigRTMax = 64
+)
+
+// signalNumber reads a signal as systemd's signal_to_string writes it: a
+// name from signalNames, "RTMIN+N" for a real-time signal, or else the
+// number.
+func signalNumber(s string) (int, bool) {
+	if i := slices.Index(signalNames, s); i >= 0 {
+		return i + 1, true
+	}
+	if n, ok := strings.CutPrefix(s, "RTMIN+"); ok {
+		k, err := strconv.Atoi(n)
+		if err != nil || k < 0 || sigRTMin+k > sigRTMax || strconv.Itoa(k) != n {
+			return 0, false
+		}
+		return sigRTMin + k, true
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || strconv.Itoa(n) != s || n <= len(signalNames) || n >= sigRTMin {
+		return 0, false
+	}
+	return n, true
+}

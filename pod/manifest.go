@@ -1,0 +1,260 @@
+package pod
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// ExitPolicy says when a pod ends.
+type ExitPolicy string
+
+// Exit policies.
+const (
+	// FirstFailure ends the pod when every app has ended, or as soon as one
+	// app fails for good.
+	FirstFailure ExitPolicy = "first-failure"
+	// AnyExit ends the pod as soon as any app ends for good.
+	AnyExit ExitPolicy = "any"
+	// AllExit ends the pod only when every app has ended.
+	AllExit ExitPolicy = "all"
+)
+
+// RestartPolicy says when an app runs again after it exits.
+type RestartPolicy string
+
+// Restart policies, as in Kubernetes.
+const (
+	Never     RestartPolicy = "Never"
+	Always    RestartPolicy = "Always"
+	OnFailure RestartPolicy = "OnFailure"
+)
+
+// Isolation says where a pod's units run.
+type Isolation string
+
+// Isolations.
+const (
+	// NoIsolation runs the pod's units on the manager unitrun talks to.
+	NoIsolation Isolation = "none"
+	// Namespaces runs the pod under a systemd of its own, as PID 1 of new
+	// PID, mount, UTS and IPC namespaces.
+	Namespaces Isolation = "namespaces"
+)
+
+// Network says which network an isolated pod sees.
+type Network string
+
+// Networks.
+const (
+	HostNetwork Network = "host"
+	NoNetwork   Network = "none"
+)
+
+// ProbeAction says what a failing probe does.
+type ProbeAction string
+
+// Probe actions.
+const (
+	RestartApp ProbeAction = "restart"
+	FailPod    ProbeAction = "fail-pod"
+)
+
+// Default back-off steps, as in Kubernetes.
+const (
+	DefaultBackoffInitial = 10 * time.Second
+	DefaultBackoffMax     = 5 * time.Minute
+	DefaultBackoffReset   = 10 * time.Minute
+)
+
+// Default probe timings, as in Kubernetes.
+const (
+	DefaultProbePeriod    = 10
+	DefaultProbeTimeout   = 1
+	DefaultProbeThreshold = 3
+)
+
+// maxManifestSize bounds what Load reads.
+const maxManifestSize = 1 << 20
+
+// A Manifest describes a pod. Parse and Load fill in every default, so a
+// Manifest they return has no empty policy, back-off step or probe timing,
+// and every app carries its effective restart policy: its own, else the
+// pod's; an init app's is always Never.
+type Manifest struct {
+	Name           string        `yaml:"name"`
+	ExitPolicy     ExitPolicy    `yaml:"exitPolicy"`
+	RestartPolicy  RestartPolicy `yaml:"restartPolicy"`
+	RestartBackoff Backoff       `yaml:"restartBackoff"`
+	Isolation      Isolation     `yaml:"isolation"`
+	Network        Network       `yaml:"network"`
+	Apps           []App         `yaml:"apps"`
+}
+
+// Backoff are the steps between restarts: the first delay is Initial, each
+// next one doubles up to Max, and an app that ran for Reset or longer before
+// it exited starts again from Initial.
+type Backoff struct {
+	Initial time.Duration `yaml:"initial"`
+	Max     time.Duration `yaml:"max"`
+	Reset   time.Duration `yaml:"reset"`
+}
+
+// An App is one process of a pod.
+type App struct {
+	Name             string            `yaml:"name"`
+	Exec             []string          `yaml:"exec"`
+	Env              map[string]string `yaml:"env"`
+	WorkingDir       string            `yaml:"workingDir"`
+	User             string            `yaml:"user"`
+	Group            string            `yaml:"group"`
+	RestartPolicy    RestartPolicy     `yaml:"restartPolicy"`
+	SuccessExitCodes []int             `yaml:"successExitCodes"`
+	// StopTimeout is how long a stop waits before it kills the app; 0 means
+	// the manager's default.
+	StopTimeout time.Duration `yaml:"stopTimeout"`
+	// Init apps run once, to completion, in manifest order, before the
+	// others; one that fails ends the pod. They do not restart: under
+	// systemd 252 a oneshot service that fails and restarts has already
+	// failed the start jobs of the units that require it.
+	Init      bool      `yaml:"init"`
+	Rootfs    string    `yaml:"rootfs"`
+	Resources Resources `yaml:"resources"`
+	Probe     *Probe    `yaml:"probe"`
+}
+
+// Resources limit an app. Nil means no limit.
+type Resources struct {
+	// Memory is MemoryMax=, in ParseSize syntax: "512M".
+	Memory    string `yaml:"memory"`
+	CPUWeight *int   `yaml:"cpuWeight"`
+	Tasks     *int   `yaml:"tasks"`
+}
+
+// A Probe checks an app's health. Exactly one of Exec, HTTP and TCP is set.
+// Zero timings mean the defaults (period 10 s, timeout 1 s, threshold 3).
+type Probe struct {
+	Exec                []string    `yaml:"exec"`
+	HTTP                *HTTPProbe  `yaml:"http"`
+	TCP                 *TCPProbe   `yaml:"tcp"`
+	InitialDelaySeconds int         `yaml:"initialDelaySeconds"`
+	PeriodSeconds       int         `yaml:"periodSeconds"`
+	TimeoutSeconds      int         `yaml:"timeoutSeconds"`
+	FailureThreshold    int         `yaml:"failureThreshold"`
+	Action              ProbeAction `yaml:"action"`
+}
+
+// An HTTPProbe succeeds when GET Path on Port answers with a status in Status.
+type HTTPProbe struct {
+	Port   int         `yaml:"port"`
+	Path   string      `yaml:"path"`
+	Status StatusRange `yaml:"status"`
+}
+
+// A TCPProbe succeeds when a connection to Port opens.
+type TCPProbe struct {
+	Port int `yaml:"port"`
+}
+
+// Parse decodes and validates a manifest: one YAML document whose fields
+// are all known. The error names the field path and the rule it breaks; a
+// manifest with several invalid fields gets one line per field.
+func Parse(data []byte) (*Manifest, error) {
+	var m Manifest
+	if err := decode(data, &m); err != nil {
+		return nil, err
+	}
+	m.setDefaults()
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// Load reads and parses the manifest at path, which may hold at most 1 MiB.
+func Load(path string) (*Manifest, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxManifestSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxManifestSize {
+		return nil, fmt.Errorf("%s: manifest larger than %d bytes", path, maxManifestSize)
+	}
+	m, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// App returns the app named name, or nil.
+func (m *Manifest) App(name string) *App {
+	for i := range m.Apps {
+		if m.Apps[i].Name == name {
+			return &m.Apps[i]
+		}
+	}
+	return nil
+}
+
+func (m *Manifest) setDefaults() {
+	if m.ExitPolicy == "" {
+		m.ExitPolicy = FirstFailure
+	}
+	if m.RestartPolicy == "" {
+		m.RestartPolicy = Never
+	}
+	if m.Isolation == "" {
+		m.Isolation = NoIsolation
+	}
+	if m.Network == "" {
+		m.Network = HostNetwork
+	}
+	b := &m.RestartBackoff
+	if b.Initial == 0 {
+		b.Initial = DefaultBackoffInitial
+	}
+	if b.Max == 0 {
+		b.Max = max(DefaultBackoffMax, b.Initial)
+	}
+	if b.Reset == 0 {
+		b.Reset = DefaultBackoffReset
+	}
+	for i := range m.Apps {
+		a := &m.Apps[i]
+		if a.RestartPolicy == "" {
+			a.RestartPolicy = m.RestartPolicy
+			if a.Init {
+				a.RestartPolicy = Never
+			}
+		}
+		if p := a.Probe; p != nil {
+			if p.PeriodSeconds == 0 {
+				p.PeriodSeconds = DefaultProbePeriod
+			}
+			if p.TimeoutSeconds == 0 {
+				p.TimeoutSeconds = DefaultProbeTimeout
+			}
+			if p.FailureThreshold == 0 {
+				p.FailureThreshold = DefaultProbeThreshold
+			}
+			if p.Action == "" {
+				p.Action = RestartApp
+			}
+			if h := p.HTTP; h != nil {
+				if h.Path == "" {
+					h.Path = "/"
+				}
+				if h.Status == (StatusRange{}) {
+					h.Status = StatusRange{Min: 200, Max: 399}
+				}
+			}
+		}
+	}
+}

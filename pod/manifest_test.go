@@ -1,0 +1,293 @@
+package pod
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/unit"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func TestParseDefaults(t *testing.T) {
+	m, err := Parse([]byte(`
+name: web
+restartPolicy: Always
+apps:
+  - name: prep
+    init: true
+    exec: [/bin/true]
+  - name: server
+    exec: ["/usr/bin/python3", "-m", "http.server", "8080"]
+    env: {PYTHONUNBUFFERED: "1", N: 2}
+    probe:
+      http: {port: 8080}
+  - name: once
+    restartPolicy: Never
+    exec: [/bin/true]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Manifest{
+		Name:           "web",
+		ExitPolicy:     FirstFailure,
+		RestartPolicy:  Always,
+		RestartBackoff: Backoff{Initial: 10 * time.Second, Max: 5 * time.Minute, Reset: 10 * time.Minute},
+		Isolation:      NoIsolation,
+		Network:        HostNetwork,
+		Apps: []App{
+			{Name: "prep", Init: true, Exec: []string{"/bin/true"}, RestartPolicy: Never},
+			{
+				Name:          "server",
+				Exec:          []string{"/usr/bin/python3", "-m", "http.server", "8080"},
+				Env:           map[string]string{"PYTHONUNBUFFERED": "1", "N": "2"},
+				RestartPolicy: Always,
+				Probe: &Probe{
+					HTTP:             &HTTPProbe{Port: 8080, Path: "/", Status: StatusRange{200, 399}},
+					PeriodSeconds:    10,
+					TimeoutSeconds:   1,
+					FailureThreshold: 3,
+					Action:           RestartApp,
+				},
+			},
+			{Name: "once", Exec: []string{"/bin/true"}, RestartPolicy: Never},
+		},
+	}
+	if !reflect.DeepEqual(m, want) {
+		t.Errorf("Parse =\n%+v\nwant\n%+v", m, want)
+	}
+}
+
+func TestParseEveryField(t *testing.T) {
+	m, err := Parse([]byte(`
+name: guarded
+exitPolicy: any
+restartPolicy: OnFailure
+restartBackoff: {initial: 250ms, max: "1min 30s", reset: 1h}
+isolation: namespaces
+network: none
+apps:
+  - name: api
+    exec: [/usr/local/bin/api, --port, "8080"]
+    env: {A: "1"}
+    workingDir: /srv/api
+    user: api
+    group: "1000"
+    restartPolicy: Always
+    successExitCodes: [0, 3, 255]
+    stopTimeout: 20
+    rootfs: /var/lib/images/api
+    resources: {memory: 1.5G, cpuWeight: 10000, tasks: 1}
+    probe:
+      exec: [/usr/bin/curl, -f, localhost:8080]
+      initialDelaySeconds: 1
+      periodSeconds: 2
+      timeoutSeconds: 3
+      failureThreshold: 4
+      action: fail-pod
+  - name: tcp
+    exec: [/bin/sleep, "1"]
+    probe: {tcp: {port: 65535}}
+  - name: web
+    exec: [/bin/sleep, "1"]
+    probe: {http: {port: 1, path: /healthz, status: 204}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := App{
+		Name:             "api",
+		Exec:             []string{"/usr/local/bin/api", "--port", "8080"},
+		Env:              map[string]string{"A": "1"},
+		WorkingDir:       "/srv/api",
+		User:             "api",
+		Group:            "1000",
+		RestartPolicy:    Always,
+		SuccessExitCodes: []int{0, 3, 255},
+		StopTimeout:      20 * time.Second,
+		Rootfs:           "/var/lib/images/api",
+		Resources:        Resources{Memory: "1.5G", CPUWeight: ptr(10000), Tasks: ptr(1)},
+		Probe: &Probe{
+			Exec:                []string{"/usr/bin/curl", "-f", "localhost:8080"},
+			InitialDelaySeconds: 1,
+			PeriodSeconds:       2,
+			TimeoutSeconds:      3,
+			FailureThreshold:    4,
+			Action:              FailPod,
+		},
+	}
+	if !reflect.DeepEqual(m.Apps[0], want) {
+		t.Errorf("apps[0] =\n%+v\nwant\n%+v", m.Apps[0], want)
+	}
+	if b := m.RestartBackoff; b != (Backoff{250 * time.Millisecond, 90 * time.Second, time.Hour}) {
+		t.Errorf("restartBackoff = %+v", b)
+	}
+	if m.ExitPolicy != AnyExit || m.Isolation != Namespaces || m.Network != NoNetwork || m.RestartPolicy != OnFailure {
+		t.Errorf("pod fields = %+v", m)
+	}
+	if got := m.Apps[1].Probe.TCP.Port; got != 65535 {
+		t.Errorf("apps[1].probe.tcp.port = %d", got)
+	}
+	if got := *m.Apps[2].Probe.HTTP; got != (HTTPProbe{Port: 1, Path: "/healthz", Status: StatusRange{204, 204}}) {
+		t.Errorf("apps[2].probe.http = %+v", got)
+	}
+}
+
+// TestParseErrors checks that each bad manifest is refused with an error
+// that names the field and the rule.
+func TestParseErrors(t *testing.T) {
+	const app = "apps: [{name: a, exec: [/bin/true]}]\n"
+	long := strings.Repeat("a", 30)
+	for _, c := range []struct {
+		name, yaml, err string
+	}{
+		{"empty", "", "manifest is empty"},
+		{"two documents", "name: a\n" + app + "---\nname: b\n", "manifest must hold one YAML document"},
+		{"not a mapping", "[1, 2]", "manifest must be a YAML mapping"},
+		{"syntax", "name: [", "yaml: line 1: did not find expected node content"},
+		{"unknown field", "name: p\napps:\n  - {name: a, exec: [/bin/true]}\n  - {name: b, exec: [/bin/true]}\n  - {name: c, exce: [/bin/true]}\n", `apps[2]: field "exce" not known`},
+		{"unknown top field", "name: p\nnmae: q\n" + app, `field "nmae" not known`},
+		{"unknown nested field", "name: p\napps: [{name: a, exec: [/bin/true], resources: {mem: 1G}}]\n", `apps[0].resources: field "mem" not known`},
+		{"field twice", "name: p\nname: q\n" + app, `field "name" given twice`},
+		{"env key twice", "name: p\napps: [{name: a, exec: [/bin/true], env: {A: x, A: y}}]\n", `apps[0].env: key "A" given twice`},
+		{"no apps", "name: p\n", "apps: must list at least one app"},
+		{"empty apps", "name: p\napps: []\n", "apps: must list at least one app"},
+		{"only init apps", "name: p\napps: [{name: a, init: true, exec: [/bin/true]}]\n", "apps: must list at least one app that is not an init app"},
+		{"duplicate app", "name: p\napps: [{name: a, exec: [/bin/true]}, {name: a, exec: [/bin/true]}]\n", `apps[1].name "a": duplicate of apps[0].name`},
+		{"bad pod name", "name: Web\n" + app, `name "Web": must match ^[a-z0-9][a-z0-9-]{0,28}$`},
+		{"empty pod name", app, `name: must match ^[a-z0-9][a-z0-9-]{0,28}$`},
+		{"long pod name", "name: " + long + "\n" + app, `name "` + long + `": must match ^[a-z0-9][a-z0-9-]{0,28}$`},
+		{"dash first", "name: p\napps: [{name: -a, exec: [/bin/true]}]\n", `apps[0].name "-a": must match ^[a-z0-9][a-z0-9-]{0,28}$`},
+		{"bad app name", "name: p\napps: [{name: Web, exec: [/bin/true]}]\n", `apps[0].name "Web": must match ^[a-z0-9][a-z0-9-]{0,28}$`},
+		{"reserved app name", "name: p\napps: [{name: shutdown, exec: [/bin/true]}]\n", `apps[0].name "shutdown": reserved for the pod's shutdown service`},
+		{"missing exec", "name: p\napps: [{name: a}]\n", "apps[0].exec: must not be empty"},
+		{"empty exec", "name: p\napps: [{name: a, exec: []}]\n", "apps[0].exec: must not be empty"},
+		{"relative exec", "name: p\napps: [{name: a, exec: [sh, -c, x]}]\n", `apps[0].exec[0] "sh": must be an absolute path`},
+		{"NUL in exec", "name: p\napps: [{name: a, exec: [/bin/echo, \"a\\0b\"]}]\n", `apps[0].exec[1] "a\x00b": must not contain NUL`},
+		{"$ in exec[0]", "name: p\napps: [{name: a, exec: [/bin/$x]}]\n", `apps[0].exec: exec line: argv[0] "/bin/$x": character '$' not allowed`},
+		{"exec not a list", "name: p\napps: [{name: a, exec: /bin/true}]\n", "apps[0].exec: must be a sequence, not a scalar"},
+		{"null exec arg", "name: p\napps: [{name: a, exec: [/bin/true, ~]}]\n", "apps[0].exec[1]: must not be null"},
+		{"bad env key", "name: p\napps: [{name: a, exec: [/bin/true], env: {1X: y}}]\n", `apps[0].env["1X"]: must match ^[A-Za-z_][A-Za-z0-9_]*$`},
+		{"env key with =", "name: p\napps: [{name: a, exec: [/bin/true], env: {\"A=B\": y}}]\n", `apps[0].env["A=B"]: must match ^[A-Za-z_][A-Za-z0-9_]*$`},
+		{"env value null", "name: p\napps: [{name: a, exec: [/bin/true], env: {A: }}]\n", `apps[0].env["A"]: must not be null`},
+		{"env value list", "name: p\napps: [{name: a, exec: [/bin/true], env: {A: [1]}}]\n", `apps[0].env["A"]: must be a string, not a sequence`},
+		{"relative workingDir", "name: p\napps: [{name: a, exec: [/bin/true], workingDir: tmp}]\n", `apps[0].workingDir "tmp": must be a clean absolute path`},
+		{"unclean workingDir", "name: p\napps: [{name: a, exec: [/bin/true], workingDir: /tmp/../etc}]\n", `apps[0].workingDir "/tmp/../etc": must be a clean absolute path`},
+		{"workingDir newline", "name: p\napps: [{name: a, exec: [/bin/true], workingDir: \"/tmp/a\\nb\"}]\n", `apps[0].workingDir "/tmp/a\nb": must be a clean absolute path`},
+		{"workingDir trailing space", "name: p\napps: [{name: a, exec: [/bin/true], workingDir: \"/tmp/a \"}]\n", `apps[0].workingDir "/tmp/a ": must be a clean absolute path`},
+		{"bad user", "name: p\napps: [{name: a, exec: [/bin/true], user: \"a b\"}]\n", `apps[0].user "a b": must match ^[A-Za-z_][A-Za-z0-9_-]{0,30}$ or be a numeric ID`},
+		{"bad group", "name: p\napps: [{name: a, exec: [/bin/true], group: \"4294967295\"}]\n", `apps[0].group "4294967295": must match`},
+		{"bad exit policy", "exitPolicy: first\nname: p\n" + app, `exitPolicy "first": must be one of first-failure, any, all`},
+		{"bad restart policy", "restartPolicy: always\nname: p\n" + app, `restartPolicy "always": must be one of Never, Always, OnFailure`},
+		{"bad app restart policy", "name: p\napps: [{name: a, exec: [/bin/true], restartPolicy: sometimes}]\n", `apps[0].restartPolicy "sometimes": must be one of Never, Always, OnFailure`},
+		{"init Always", "name: p\napps: [{name: a, init: true, exec: [/bin/true], restartPolicy: Always}, {name: b, exec: [/bin/true]}]\n", `apps[0].restartPolicy "Always": not allowed for an init app, which runs once: only Never is`},
+		{"init OnFailure", "name: p\napps: [{name: a, init: true, exec: [/bin/true], restartPolicy: OnFailure}, {name: b, exec: [/bin/true]}]\n", `apps[0].restartPolicy "OnFailure": not allowed for an init app, which runs once: only Never is`},
+		{"init not bool", "name: p\napps: [{name: a, init: yes, exec: [/bin/true]}]\n", `apps[0].init "yes": must be true or false`},
+		{"exit code range", "name: p\napps: [{name: a, exec: [/bin/true], successExitCodes: [1, 256]}]\n", `apps[0].successExitCodes[1] "256": must be in 0..255`},
+		{"negative exit code", "name: p\napps: [{name: a, exec: [/bin/true], successExitCodes: [-1]}]\n", `apps[0].successExitCodes[0] "-1": must be in 0..255`},
+		{"exit code string", "name: p\napps: [{name: a, exec: [/bin/true], successExitCodes: [\"1\"]}]\n", `apps[0].successExitCodes[0] "1": must be an integer`},
+		{"bad stopTimeout", "name: p\napps: [{name: a, exec: [/bin/true], stopTimeout: soon}]\n", `apps[0].stopTimeout "soon": must be a finite time span like "90s", "1min 30s" or "1m30s"`},
+		{"negative stopTimeout", "name: p\napps: [{name: a, exec: [/bin/true], stopTimeout: -1s}]\n", `apps[0].stopTimeout "-1s": must be a finite time span`},
+		{"infinite stopTimeout", "name: p\napps: [{name: a, exec: [/bin/true], stopTimeout: infinity}]\n", `apps[0].stopTimeout "infinity": must be a finite time span`},
+		{"backoff max below initial", "name: p\nrestartBackoff: {initial: 1min, max: 1s}\n" + app, `restartBackoff.max "1s": must not be shorter than restartBackoff.initial 1m0s`},
+		{"bad memory", "name: p\napps: [{name: a, exec: [/bin/true], resources: {memory: lots}}]\n", `apps[0].resources.memory "lots": must be a size above 0, like "512M"`},
+		{"zero memory", "name: p\napps: [{name: a, exec: [/bin/true], resources: {memory: \"0\"}}]\n", `apps[0].resources.memory "0": must be a size above 0`},
+		{"cpuWeight 0", "name: p\napps: [{name: a, exec: [/bin/true], resources: {cpuWeight: 0}}]\n", `apps[0].resources.cpuWeight "0": must be in 1..10000`},
+		{"cpuWeight high", "name: p\napps: [{name: a, exec: [/bin/true], resources: {cpuWeight: 10001}}]\n", `apps[0].resources.cpuWeight "10001": must be in 1..10000`},
+		{"tasks 0", "name: p\napps: [{name: a, exec: [/bin/true], resources: {tasks: 0}}]\n", `apps[0].resources.tasks "0": must be at least 1`},
+		{"huge int", "name: p\napps: [{name: a, exec: [/bin/true], resources: {tasks: 99999999999999999999}}]\n", `apps[0].resources.tasks "99999999999999999999": must be an integer`},
+		{"bad isolation", "isolation: vm\nname: p\n" + app, `isolation "vm": must be one of none, namespaces`},
+		{"network none on host", "network: none\nname: p\n" + app, `network "none": needs isolation: namespaces`},
+		{"rootfs on host", "name: p\napps: [{name: a, exec: [/bin/true], rootfs: /srv/root}]\n", `apps[0].rootfs "/srv/root": needs isolation: namespaces`},
+		{"two probes", "name: p\napps: [{name: a, exec: [/bin/true], probe: {tcp: {port: 1}, http: {port: 2}}}]\n", "apps[0].probe: must set exactly one of exec, http and tcp"},
+		{"no probe", "name: p\napps: [{name: a, exec: [/bin/true], probe: {periodSeconds: 1}}]\n", "apps[0].probe: must set exactly one of exec, http and tcp"},
+		{"probe port", "name: p\napps: [{name: a, exec: [/bin/true], probe: {tcp: {port: 65536}}}]\n", `apps[0].probe.tcp.port "65536": must be in 1..65535`},
+		{"probe path", "name: p\napps: [{name: a, exec: [/bin/true], probe: {http: {port: 80, path: healthz}}}]\n", `apps[0].probe.http.path "healthz": must start with / and hold no spaces or control characters`},
+		{"probe status", "name: p\napps: [{name: a, exec: [/bin/true], probe: {http: {port: 80, status: 400-200}}}]\n", `apps[0].probe.http.status "400-200": must be a status code or a range like 200-399, within 100-599`},
+		{"probe exec", "name: p\napps: [{name: a, exec: [/bin/true], probe: {exec: [curl]}}]\n", `apps[0].probe.exec[0] "curl": must be an absolute path`},
+		{"probe timing", "name: p\napps: [{name: a, exec: [/bin/true], probe: {tcp: {port: 1}, periodSeconds: -1, initialDelaySeconds: -2}}]\n",
+			"apps[0].probe.initialDelaySeconds \"-2\": must not be negative\napps[0].probe.periodSeconds \"-1\": must be at least 1"},
+		{"probe action", "name: p\napps: [{name: a, exec: [/bin/true], probe: {tcp: {port: 1}, action: kill}}]\n", `apps[0].probe.action "kill": must be one of restart, fail-pod`},
+		{"init probe", "name: p\napps: [{name: a, init: true, exec: [/bin/true], probe: {tcp: {port: 1}}}, {name: b, exec: [/bin/true]}]\n", "apps[0].probe: not allowed for an init app"},
+		{"every error", "name: P\napps: [{name: A, exec: [x]}]\n",
+			"name \"P\": must match ^[a-z0-9][a-z0-9-]{0,28}$\napps[0].name \"A\": must match ^[a-z0-9][a-z0-9-]{0,28}$\napps[0].exec[0] \"x\": must be an absolute path"},
+		{"alias bomb", "name: p\napps:\n  - &a {name: a, exec: &e [" + strings.Repeat("/x,", 2000) + "/x]}\n" + strings.Repeat("  - *a\n", 1000),
+			"manifest expands to more than 1048576 values"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.yaml))
+			if err == nil {
+				t.Fatalf("Parse accepted:\n%s", c.yaml)
+			}
+			if !strings.HasPrefix(err.Error(), c.err) {
+				t.Errorf("Parse error:\n%s\nwant one that starts with:\n%s", err, c.err)
+			}
+		})
+	}
+}
+
+// TestNameLengths checks that the longest names make unit names systemd
+// accepts.
+func TestNameLengths(t *testing.T) {
+	longest := "a" + strings.Repeat("-", 28)
+	m, err := Parse([]byte("name: " + longest + "\napps: [{name: " + longest + ", exec: [/bin/true]}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range Nodes(m) {
+		if err := unit.Validate(n.Name); err != nil {
+			t.Error(err)
+		}
+	}
+	// One more character would be too many, so the rule is as loose as it
+	// can be.
+	if got := ReaperUnit(longest+"-", longest+"-"); len(got) <= 255 {
+		t.Errorf("reaper name for 30-character names is %d bytes, want more than 255", len(got))
+	}
+}
+
+func TestLoad(t *testing.T) {
+	m := mustLoad(t, "two-apps.yaml")
+	if m.Name != "web" || len(m.Apps) != 2 {
+		t.Errorf("Load(two-apps.yaml) = %+v", m)
+	}
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(path, []byte("name: x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); err == nil || err.Error() != path+": apps: must list at least one app that is not an init app" {
+		t.Errorf("Load(bad.yaml) = %v", err)
+	}
+	if err := os.WriteFile(path, make([]byte, maxManifestSize+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "manifest larger than") {
+		t.Errorf("Load(huge) = %v", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, name := range []string{"two-apps.yaml", "init-restart.yaml", "nasty.yaml"} {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte("name: p\napps: [{name: a, exec: [/bin/true], probe: {http: {port: 1, status: 200-299}}}]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := Parse(data)
+		if err != nil {
+			return
+		}
+		// A manifest that parses renders, and its units are well formed.
+		if _, err := Graph(m, goldenOptions); err != nil {
+			t.Fatalf("Parse accepted a manifest that Graph refuses: %v\n%s", err, data)
+		}
+	})
+}

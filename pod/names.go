@@ -1,0 +1,51 @@
+package pod
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/unitrun/unitrun/unit"
+)
+
+// NamePattern is the rule for pod and app names. At most 29 characters keep
+// the longest unit name of a pod, unitrun-pod-P-A-reaper.service with every
+// '-' of P and A escaped as \x2d, within systemd's 255.
+const NamePattern = `^[a-z0-9][a-z0-9-]{0,28}$`
+
+var nameRE = regexp.MustCompile(NamePattern)
+
+// reservedApp is the one app name whose unit would be the pod's shutdown
+// service.
+const reservedApp = "shutdown"
+
+// checkName reports whether name is a valid pod or app name.
+func checkName(name string) error {
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("must match %s", NamePattern)
+	}
+	return nil
+}
+
+// component is name as it appears inside a unit name.
+func component(name string) string { return unit.Escape(name) }
+
+// SliceUnit is the name of the slice that holds every service of pod.
+func SliceUnit(pod string) string { return "unitrun-pod-" + component(pod) + ".slice" }
+
+// TargetUnit is the name of pod's target, which wants every app.
+func TargetUnit(pod string) string { return "unitrun-pod-" + component(pod) + ".target" }
+
+// AppUnit is the name of the service that runs app of pod.
+func AppUnit(pod, app string) string {
+	return "unitrun-pod-" + component(pod) + "-" + component(app) + ".service"
+}
+
+// ReaperUnit is the name of the service that marks app of pod finished.
+func ReaperUnit(pod, app string) string {
+	return "unitrun-pod-" + component(pod) + "-" + component(app) + "-reaper.service"
+}
+
+// ShutdownUnit is the name of the service that ends pod.
+func ShutdownUnit(pod string) string {
+	return "unitrun-pod-" + component(pod) + "-shutdown.service"
+}

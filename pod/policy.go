@@ -1,0 +1,147 @@
+package pod
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Decide applies m's policies to an app's exit.
+//
+// The app's restart policy (its own, else the pod's; Never for an init
+// app) decides whether it runs again:
+//
+//	restartPolicy  app succeeded  app failed  app stopped on request
+//	Never          ends           ends        ends
+//	OnFailure      ends           restarts    ends
+//	Always         restarts       restarts    ends
+//
+// "Succeeded" is Exit.Success; "stopped on request" is Event.Stopped, as
+// with systemd's Restart=, which these policies map onto. An app that
+// restarts first waits the back-off delay:
+// restartBackoff.initial after its first exit, or after a run that lasted
+// restartBackoff.reset or longer; otherwise twice the delay before the run
+// that just ended, at most restartBackoff.max.
+//
+// An app that restarts has not ended and never ends the pod. Once an app
+// has ended for good, the exit policy decides whether the pod ends:
+//
+//	exitPolicy     the pod ends when
+//	first-failure  an app fails, or every app has ended
+//	any            an app that is not an init app ends, or every app has ended
+//	all            every app has ended
+//
+// Under every exit policy, an init app that fails for good ends the pod:
+// the apps after it never start.
+//
+// Decision.PodExitCode is [PodExitCode] of the apps that have ended, this
+// one included: 0 if every one succeeded, else the exit code of the one that
+// failed first. The apps still running when the pod ends are stopped, and
+// their exits count too: the pod's final exit code, PodExitCode of every
+// app's last exit, differs from the Decision's only if no app had failed
+// before and one fails as it is stopped (say, killed at its stopTimeout).
+func Decide(m *Manifest, ev Event) (Decision, error) {
+	a := m.App(ev.App)
+	if a == nil {
+		return Decision{}, fmt.Errorf("pod %s has no app %q", m.Name, ev.App)
+	}
+	seen := map[string]bool{ev.App: true}
+	for _, o := range ev.Ended {
+		if seen[o.App] || m.App(o.App) == nil {
+			return Decision{}, fmt.Errorf("ended app %q: not another app of pod %s, listed once", o.App, m.Name)
+		}
+		seen[o.App] = true
+	}
+	if !ev.Stopped && restarts(a.RestartPolicy, ev.Exit.Success) {
+		return Decision{Restart: true, Delay: backoff(m.RestartBackoff, ev.History, ev.Now)}, nil
+	}
+	ended := append(slices.Clone(ev.Ended), Outcome{App: ev.App, Exit: ev.Exit, At: ev.Now})
+	all := len(ended) == len(m.Apps)
+	var end bool
+	switch {
+	case all, a.Init && !ev.Exit.Success:
+		end = true
+	case m.ExitPolicy == FirstFailure:
+		end = !ev.Exit.Success
+	case m.ExitPolicy == AnyExit:
+		end = !a.Init
+	}
+	d := Decision{EndPod: end}
+	if end {
+		d.PodExitCode = PodExitCode(ended)
+	}
+	return d, nil
+}
+
+// An Event is an app's exit, with what the policies need to know about the
+// pod at that moment.
+type Event struct {
+	App     string    // the app that exited
+	Exit    Exit      // how it exited
+	History History   // its past runs
+	Ended   []Outcome // the other apps that have ended for good
+	// Stopped says the app was stopped on request (pod stop, systemctl
+	// stop, or the pod ending), so it does not restart.
+	Stopped bool
+	Now     time.Time // when the app exited
+}
+
+// History is what the back-off needs to know about an app's past runs.
+type History struct {
+	// LastDelay is the delay before the run that just ended; 0 if that was
+	// the first run.
+	LastDelay time.Duration
+	// StartedAt is when the run that just ended started; zero if unknown,
+	// in which case the delay is never reset.
+	StartedAt time.Time
+}
+
+// An Outcome is an app that has ended for good.
+type Outcome struct {
+	App  string
+	Exit Exit
+	At   time.Time // when it ended
+}
+
+// A Decision is what happens after an app's exit.
+type Decision struct {
+	// Restart says the app runs again, after Delay.
+	Restart bool
+	Delay   time.Duration
+	// EndPod says the pod ends now: the apps still running are stopped.
+	EndPod bool
+	// PodExitCode is the pod's exit code, when EndPod is set.
+	PodExitCode int
+}
+
+// PodExitCode is the exit code of a pod whose apps ended as ended says: 0
+// if every app succeeded, else the Exit.Code of the one that ended first
+// among those that failed. Outcomes at the same time count in list order.
+func PodExitCode(ended []Outcome) int {
+	sorted := slices.Clone(ended)
+	slices.SortStableFunc(sorted, func(a, b Outcome) int { return a.At.Compare(b.At) })
+	for _, o := range sorted {
+		if !o.Exit.Success {
+			return o.Exit.Code
+		}
+	}
+	return 0
+}
+
+// restarts reports whether policy runs an app again after an exit that
+// succeeded or not.
+func restarts(policy RestartPolicy, success bool) bool {
+	return policy == Always || policy == OnFailure && !success
+}
+
+// backoff is the delay before an app's next run.
+func backoff(b Backoff, h History, now time.Time) time.Duration {
+	ranLong := !h.StartedAt.IsZero() && now.Sub(h.StartedAt) >= b.Reset
+	if h.LastDelay <= 0 || ranLong {
+		return b.Initial
+	}
+	if h.LastDelay >= b.Max/2 {
+		return b.Max
+	}
+	return max(2*h.LastDelay, b.Initial)
+}

@@ -1,0 +1,289 @@
+package pod
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/unitrun/unitrun/unit"
+)
+
+// RenderOptions are what the rendered hooks need to call unitrun back.
+type RenderOptions struct {
+	// Binary is the absolute path of the unitrun binary the hooks run.
+	Binary string
+	// StateDir is the absolute state directory the hooks are given.
+	StateDir string
+	// Manager is the hooks' --manager value; "" leaves the flag out.
+	Manager string
+	// LogPath, if not nil, names the file an app's stdout and stderr are
+	// appended to; nil or "" sends them to the journal.
+	LogPath func(app string) string
+}
+
+// A UnitFile is a rendered unit: its name and the content of its file.
+type UnitFile struct {
+	Name string
+	Data []byte
+}
+
+// trueBinary is what the reapers and the shutdown service run to start.
+const trueBinary = "/bin/true"
+
+// defaultStartTimeout is systemd's DefaultTimeoutStartSec=, which an app
+// that waits out a back-off before it runs gets on top of the longest delay.
+const defaultStartTimeout = 90 * time.Second
+
+// Graph renders the unit files of m's graph, in the order of [Nodes]. m must
+// be valid, as Parse and Load return it. Every value taken from m or o is
+// escaped by package unit, so no string can add a line, a setting or a
+// specifier to a unit file.
+func Graph(m *Manifest, o RenderOptions) ([]UnitFile, error) {
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	var files []UnitFile
+	for _, n := range Nodes(m) {
+		f, err := render(m, o, n)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", n.Name, err)
+		}
+		data, err := f.Bytes()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", n.Name, err)
+		}
+		files = append(files, UnitFile{Name: n.Name, Data: data})
+	}
+	return files, nil
+}
+
+func (o RenderOptions) validate() error {
+	if !filepath.IsAbs(o.Binary) {
+		return fmt.Errorf("RenderOptions.Binary %q: must be an absolute path", o.Binary)
+	}
+	if !filepath.IsAbs(o.StateDir) || filepath.Clean(o.StateDir) != o.StateDir {
+		return fmt.Errorf("RenderOptions.StateDir %q: must be a clean absolute path", o.StateDir)
+	}
+	return nil
+}
+
+// render writes the unit file of n.
+func render(m *Manifest, o RenderOptions, n Node) (*unit.File, error) {
+	h := hooks{m: m, o: o}
+	f := new(unit.File)
+	desc := "unitrun pod " + m.Name
+	switch n.Role {
+	case AppRole:
+		desc += ": app " + n.App
+	case ReaperRole:
+		desc += ": reaper of " + n.App
+	case ShutdownRole:
+		desc += ": shutdown"
+	}
+	f.Set("Unit", "Description", unit.EscapeSpecifiers(desc))
+	f.Set("Unit", "DefaultDependencies", "no")
+	switch n.Role {
+	case AppRole:
+		f.Set("Unit", "StartLimitIntervalSec", "0")
+	case ReaperRole, ShutdownRole:
+		f.Set("Unit", "StopWhenUnneeded", "yes")
+	}
+	for _, k := range depKinds {
+		var units []string
+		for _, d := range n.Deps {
+			if d.Kind == k {
+				units = append(units, d.Unit)
+			}
+		}
+		if units != nil {
+			// Unit names from package unit's escaping hold no specifiers,
+			// and dependency settings keep backslashes as written.
+			f.Set("Unit", string(k), strings.Join(units, " "))
+		}
+	}
+	var err error
+	switch n.Role {
+	case AppRole:
+		err = app(f, n, m.App(n.App), m, h)
+	case ReaperRole:
+		err = idle(f, n, h.argv("reap", n.App))
+	case ShutdownRole:
+		err = idle(f, n, h.argv("shutdown"))
+	}
+	return f, err
+}
+
+// idle writes a service that starts at once, does nothing, and runs stop
+// when it stops: a reaper or the shutdown service.
+func idle(f *unit.File, n Node, stop []string) error {
+	f.Set("Service", "Type", "oneshot")
+	f.Set("Service", "RemainAfterExit", "yes")
+	f.Set("Service", "Slice", n.Slice)
+	if err := setExec(f, "ExecStart", "", []string{trueBinary}); err != nil {
+		return err
+	}
+	return setExec(f, "ExecStop", "", stop)
+}
+
+// app writes the service of a, an app of m.
+func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
+	// Init apps never restart (see App.Init).
+	restartable := a.RestartPolicy != Never
+	if a.Init {
+		f.Set("Service", "Type", "oneshot")
+		// A finished init app stays active, so that restarting another
+		// app, which Requires= it, does not run it again.
+		f.Set("Service", "RemainAfterExit", "yes")
+	} else {
+		f.Set("Service", "Type", "exec")
+	}
+	f.Set("Service", "Slice", n.Slice)
+	if restartable {
+		if err := setExec(f, "ExecStartPre", "+", h.argv("backoff", a.Name)); err != nil {
+			return err
+		}
+	}
+	if err := setExec(f, "ExecStart", "", a.Exec); err != nil {
+		return err
+	}
+	if a.Init {
+		// ExecStopPost= runs only when an init app fails or is stopped;
+		// this records its success the moment it finishes.
+		if err := setExec(f, "ExecStartPost", "+", h.argv("reap-app", a.Name)); err != nil {
+			return err
+		}
+	}
+	if err := setExec(f, "ExecStopPost", "+", h.argv("reap-app", a.Name)); err != nil {
+		return err
+	}
+	f.Set("Service", "Restart", restartSetting[a.RestartPolicy])
+	if restartable {
+		f.Set("Service", "TimeoutStartSec", timeSpan(m.RestartBackoff.Max+defaultStartTimeout))
+	}
+	if a.StopTimeout > 0 {
+		f.Set("Service", "TimeoutStopSec", timeSpan(a.StopTimeout))
+	}
+	if len(a.SuccessExitCodes) > 0 {
+		codes := make([]string, len(a.SuccessExitCodes))
+		for i, c := range a.SuccessExitCodes {
+			codes[i] = strconv.Itoa(c)
+		}
+		f.Set("Service", "SuccessExitStatus", strings.Join(codes, " "))
+	}
+	for _, k := range slices.Sorted(maps.Keys(a.Env)) {
+		v, err := unit.QuoteEnv(k, a.Env[k])
+		if err != nil {
+			return err
+		}
+		f.Set("Service", "Environment", v)
+	}
+	for _, s := range []struct{ key, value string }{
+		{"WorkingDirectory", a.WorkingDir},
+		{"User", a.User},
+		{"Group", a.Group},
+		{"RootDirectory", a.Rootfs},
+	} {
+		if s.value != "" {
+			f.Set("Service", s.key, unit.EscapeSpecifiers(s.value))
+		}
+	}
+	if a.Rootfs != "" {
+		f.Set("Service", "MountAPIVFS", "yes")
+	}
+	f.Set("Service", "SyslogIdentifier", unit.EscapeSpecifiers(m.Name+"/"+a.Name))
+	out, err := output(h.o.LogPath, a.Name)
+	if err != nil {
+		return err
+	}
+	f.Set("Service", "StandardOutput", out)
+	f.Set("Service", "StandardError", "inherit")
+	return resources(f, a.Resources)
+}
+
+// restartSetting maps restart policies onto Restart=.
+var restartSetting = map[RestartPolicy]string{
+	Never:     "no",
+	Always:    "always",
+	OnFailure: "on-failure",
+}
+
+// output is the StandardOutput= of app.
+func output(logPath func(string) string, app string) (string, error) {
+	if logPath == nil {
+		return "journal", nil
+	}
+	path := logPath(app)
+	if path == "" {
+		return "journal", nil
+	}
+	var p problems
+	p.path(fmt.Sprintf("RenderOptions.LogPath(%q)", app), path)
+	if err := errors.Join(p...); err != nil {
+		return "", err
+	}
+	return "append:" + unit.EscapeSpecifiers(path), nil
+}
+
+func resources(f *unit.File, res Resources) error {
+	if res.Memory != "" {
+		n, err := unit.ParseSize(res.Memory)
+		if err != nil {
+			return err
+		}
+		f.Set("Service", "MemoryMax", strconv.FormatUint(n, 10))
+	}
+	if res.CPUWeight != nil {
+		f.Set("Service", "CPUWeight", strconv.Itoa(*res.CPUWeight))
+	}
+	if res.Tasks != nil {
+		f.Set("Service", "TasksMax", strconv.Itoa(*res.Tasks))
+	}
+	return nil
+}
+
+// hooks builds the command lines by which units call unitrun back.
+type hooks struct {
+	m *Manifest
+	o RenderOptions
+}
+
+// argv is the command line of a hook: unitrun pod cmd --state-dir DIR
+// [--manager SPEC] POD [APP].
+func (h hooks) argv(cmd string, app ...string) []string {
+	argv := []string{h.o.Binary, "pod", cmd, "--state-dir", h.o.StateDir}
+	if h.o.Manager != "" {
+		argv = append(argv, "--manager", h.o.Manager)
+	}
+	return append(append(argv, h.m.Name), app...)
+}
+
+// setExec sets an Exec*= command line, with prefix ("+": full privileges,
+// outside User= and RootDirectory=) before the quoted argv.
+func setExec(f *unit.File, key, prefix string, argv []string) error {
+	line, err := unit.ExecLine(argv)
+	if err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	f.Set("Service", key, prefix+line)
+	return nil
+}
+
+// timeSpan formats d in systemd's time span syntax, rounding up to the
+// microsecond, systemd's precision.
+func timeSpan(d time.Duration) string {
+	switch {
+	case d%time.Second == 0:
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	case d%time.Millisecond == 0:
+		return strconv.FormatInt(int64(d/time.Millisecond), 10) + "ms"
+	}
+	return strconv.FormatInt(int64((d+time.Microsecond-1)/time.Microsecond), 10) + "us"
+}

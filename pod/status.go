@@ -1,0 +1,348 @@
+package pod
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/unitrun/unitrun/internal/atomicfile"
+)
+
+// AppState is where an app is in its life.
+type AppState string
+
+// App states.
+const (
+	AppWaiting    AppState = "waiting"    // not started yet
+	AppRunning    AppState = "running"    // started and not exited
+	AppRestarting AppState = "restarting" // exited and will run again
+	AppExited     AppState = "exited"     // ended for good, successfully
+	AppFailed     AppState = "failed"     // ended for good, unsuccessfully
+)
+
+// Phase is where a pod is in its life, as in Kubernetes.
+type Phase string
+
+// Pod phases.
+const (
+	PodPending   Phase = "Pending"   // created, not started
+	PodRunning   Phase = "Running"   // started, not ended
+	PodSucceeded Phase = "Succeeded" // ended with exit code 0
+	PodFailed    Phase = "Failed"    // ended with another exit code
+)
+
+// AppStatus is the record of one app, written each time the app starts or
+// exits. ExitCode, Signal and Result describe its last exit.
+type AppStatus struct {
+	Name     string   `json:"name"`
+	State    AppState `json:"state"`
+	ExitCode *int     `json:"exit_code,omitempty"`
+	Signal   string   `json:"signal,omitempty"`
+	Result   string   `json:"result,omitempty"`
+	Restarts int      `json:"restarts"`
+	// Backoff is the delay before the app's current or next run, from
+	// Decide; 0 before the first restart.
+	Backoff    time.Duration `json:"backoff_ns,omitempty"`
+	StartedAt  time.Time     `json:"started_at,omitzero"`
+	FinishedAt time.Time     `json:"finished_at,omitzero"`
+	LastExitAt time.Time     `json:"last_exit_at,omitzero"`
+}
+
+// PodStatus is the record of a pod. ExitCode is set once the pod has ended.
+type PodStatus struct {
+	Name       string      `json:"name"`
+	Phase      Phase       `json:"phase"`
+	ExitCode   *int        `json:"exit_code,omitempty"`
+	ExitPolicy ExitPolicy  `json:"exit_policy"`
+	Apps       []AppStatus `json:"apps"`
+	CreatedAt  time.Time   `json:"created_at,omitzero"`
+	StartedAt  time.Time   `json:"started_at,omitzero"`
+	FinishedAt time.Time   `json:"finished_at,omitzero"`
+}
+
+// maxStatusSize bounds what a reader reads.
+const maxStatusSize = 1 << 20
+
+// WriteExitCode records code as app's last exit code.
+func WriteExitCode(stateDir, pod, app string, code int) error {
+	if err := checkNames(pod, app); err != nil {
+		return err
+	}
+	if code < 0 || code > 255 {
+		return fmt.Errorf("exit code %d: must be in 0..255", code)
+	}
+	return write(stateDir, []byte(strconv.Itoa(code)+"\n"), "pods", pod, "status", app)
+}
+
+// ReadExitCode returns app's last exit code, as WriteExitCode wrote it. An
+// app that has not exited yet has no file: the error is then fs.ErrNotExist.
+func ReadExitCode(stateDir, pod, app string) (int, error) {
+	if err := checkNames(pod, app); err != nil {
+		return 0, err
+	}
+	data, err := read(stateDir, "pods", pod, "status", app)
+	if err != nil {
+		return 0, err
+	}
+	return parseExitCode(data)
+}
+
+var exitCodeRE = regexp.MustCompile(`^(0|[1-9][0-9]{0,2})\n?$`)
+
+func parseExitCode(data []byte) (int, error) {
+	if exitCodeRE.Match(data) {
+		if n, _ := strconv.Atoi(string(bytes.TrimSuffix(data, []byte("\n")))); n <= 255 {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("exit code file %q: must hold a decimal number 0..255", data)
+}
+
+// WriteApp records s, the status of an app of pod.
+func WriteApp(stateDir, pod string, s AppStatus) error {
+	if err := checkNames(pod); err != nil {
+		return err
+	}
+	if err := s.validate(); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return write(stateDir, append(data, '\n'), "pods", pod, "apps", s.Name+".json")
+}
+
+// ReadApp returns the status of app of pod, as WriteApp wrote it.
+func ReadApp(stateDir, pod, app string) (AppStatus, error) {
+	if err := checkNames(pod, app); err != nil {
+		return AppStatus{}, err
+	}
+	data, err := read(stateDir, "pods", pod, "apps", app+".json")
+	if err != nil {
+		return AppStatus{}, err
+	}
+	s, err := parseApp(data)
+	if err == nil && s.Name != app {
+		err = fmt.Errorf("app status names app %q, not %q", s.Name, app)
+	}
+	return s, err
+}
+
+func parseApp(data []byte) (AppStatus, error) {
+	var s AppStatus
+	if err := strictJSON(data, &s); err != nil {
+		return AppStatus{}, fmt.Errorf("app status: %w", err)
+	}
+	return s, s.validate()
+}
+
+// WritePod records s, the status of a pod.
+func WritePod(stateDir string, s PodStatus) error {
+	if err := s.validate(); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return write(stateDir, append(data, '\n'), "pods", s.Name, "pod.json")
+}
+
+// ReadPod returns the status of pod: pod.json as WritePod wrote it, with
+// each app that has a record of its own (apps/A.json, written the moment
+// the app starts or exits) replaced by that record. pod.json fixes which
+// apps there are and their order.
+func ReadPod(stateDir, pod string) (PodStatus, error) {
+	if err := checkNames(pod); err != nil {
+		return PodStatus{}, err
+	}
+	data, err := read(stateDir, "pods", pod, "pod.json")
+	if err != nil {
+		return PodStatus{}, err
+	}
+	s, err := parsePod(data)
+	if err != nil {
+		return PodStatus{}, err
+	}
+	if s.Name != pod {
+		return PodStatus{}, fmt.Errorf("pod status names pod %q, not %q", s.Name, pod)
+	}
+	for i, a := range s.Apps {
+		app, err := ReadApp(stateDir, pod, a.Name)
+		switch {
+		case err == nil:
+			s.Apps[i] = app
+		case !errors.Is(err, fs.ErrNotExist):
+			return PodStatus{}, err
+		}
+	}
+	return s, nil
+}
+
+func parsePod(data []byte) (PodStatus, error) {
+	var s PodStatus
+	if err := strictJSON(data, &s); err != nil {
+		return PodStatus{}, fmt.Errorf("pod status: %w", err)
+	}
+	return s, s.validate()
+}
+
+func (s AppStatus) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("app status %q: "+format, append([]any{s.Name}, args...)...)
+	}
+	if err := checkName(s.Name); err != nil {
+		return bad("name %v", err)
+	}
+	switch s.State {
+	case AppWaiting, AppRunning, AppRestarting, AppExited, AppFailed:
+	default:
+		return bad("state %q: must be waiting, running, restarting, exited or failed", s.State)
+	}
+	if (s.State == AppExited || s.State == AppFailed) && s.ExitCode == nil {
+		return bad("state %s needs an exit_code", s.State)
+	}
+	if c := s.ExitCode; c != nil && (*c < 0 || *c > 255) {
+		return bad("exit_code %d: must be in 0..255", *c)
+	}
+	if s.Signal != "" {
+		n, ok := signalNumber(s.Signal)
+		if !ok || s.ExitCode == nil || *s.ExitCode != 128+n {
+			return bad("signal %q: must be a signal name, with exit_code 128 plus its number", s.Signal)
+		}
+	}
+	if s.Result != "" && !resultRE.MatchString(s.Result) {
+		return bad("result %q: must be a systemd service result", s.Result)
+	}
+	if s.Restarts < 0 || s.Backoff < 0 {
+		return bad("restarts and backoff_ns must not be negative")
+	}
+	return nil
+}
+
+func (s PodStatus) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("pod status %q: "+format, append([]any{s.Name}, args...)...)
+	}
+	if err := checkName(s.Name); err != nil {
+		return bad("name %v", err)
+	}
+	ended := false
+	switch s.Phase {
+	case PodPending, PodRunning:
+	case PodSucceeded, PodFailed:
+		ended = true
+	default:
+		return bad("phase %q: must be Pending, Running, Succeeded or Failed", s.Phase)
+	}
+	switch c := s.ExitCode; {
+	case ended != (c != nil):
+		return bad("exit_code must be set exactly when the pod has ended")
+	case c != nil && (*c < 0 || *c > 255):
+		return bad("exit_code %d: must be in 0..255", *c)
+	case c != nil && (*c == 0) != (s.Phase == PodSucceeded):
+		return bad("phase %s does not go with exit_code %d", s.Phase, *c)
+	}
+	switch s.ExitPolicy {
+	case FirstFailure, AnyExit, AllExit:
+	default:
+		return bad("exit_policy %q: must be first-failure, any or all", s.ExitPolicy)
+	}
+	seen := make(map[string]bool)
+	for _, a := range s.Apps {
+		if err := a.validate(); err != nil {
+			return bad("%v", err)
+		}
+		if seen[a.Name] {
+			return bad("app %q listed twice", a.Name)
+		}
+		seen[a.Name] = true
+	}
+	return nil
+}
+
+// strictJSON decodes the one JSON value in data into v, refusing unknown
+// fields and anything after the value.
+func strictJSON(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("data after the JSON value")
+	}
+	return nil
+}
+
+func checkNames(names ...string) error {
+	for _, n := range names {
+		if err := checkName(n); err != nil {
+			return fmt.Errorf("name %q: %v", n, err)
+		}
+	}
+	return nil
+}
+
+// write replaces the file at the path made of elem under stateDir,
+// creating the directories on the way.
+func write(stateDir string, data []byte, elem ...string) error {
+	path := filepath.Join(append([]string{stateDir}, elem...)...)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.Write(path, data, 0o644)
+}
+
+// read returns the content of the regular file at the path made of elem
+// under stateDir. It stays inside stateDir and refuses a symlink, or an
+// entry of the wrong type, at any element.
+func read(stateDir string, elem ...string) ([]byte, error) {
+	root, err := os.OpenRoot(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	rel := ""
+	var info fs.FileInfo
+	for i, e := range elem {
+		rel = filepath.Join(rel, e)
+		if info, err = root.Lstat(rel); err != nil {
+			return nil, err
+		}
+		last := i == len(elem)-1
+		switch mode := info.Mode(); {
+		case mode&fs.ModeSymlink != 0:
+			return nil, fmt.Errorf("%s: is a symlink", filepath.Join(stateDir, rel))
+		case !last && !mode.IsDir():
+			return nil, fmt.Errorf("%s: not a directory", filepath.Join(stateDir, rel))
+		case last && !mode.IsRegular():
+			return nil, fmt.Errorf("%s: not a regular file", filepath.Join(stateDir, rel))
+		}
+	}
+	f, err := root.Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if opened, err := f.Stat(); err != nil || !os.SameFile(info, opened) {
+		return nil, fmt.Errorf("%s: replaced while being opened", filepath.Join(stateDir, rel))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxStatusSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxStatusSize {
+		return nil, fmt.Errorf("%s: larger than %d bytes", filepath.Join(stateDir, rel), maxStatusSize)
+	}
+	return data, nil
+}

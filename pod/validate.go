@@ -1,0 +1,228 @@
+package pod
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/unitrun/unitrun/unit"
+)
+
+// Patterns for names that systemd itself checks.
+const (
+	envKeyPattern   = `^[A-Za-z_][A-Za-z0-9_]*$`
+	userNamePattern = `^[A-Za-z_][A-Za-z0-9_-]{0,30}$`
+)
+
+var (
+	envKeyRE   = regexp.MustCompile(envKeyPattern)
+	userNameRE = regexp.MustCompile(userNamePattern)
+)
+
+// problems collects the rules a manifest breaks.
+type problems []error
+
+func (p *problems) add(path, value, rule string) {
+	*p = append(*p, &FieldError{Path: path, Value: value, Rule: rule})
+}
+
+func (m *Manifest) validate() error {
+	var p problems
+	if err := checkName(m.Name); err != nil {
+		p.add("name", m.Name, err.Error())
+	}
+	oneOf(&p, "exitPolicy", m.ExitPolicy, FirstFailure, AnyExit, AllExit)
+	oneOf(&p, "restartPolicy", m.RestartPolicy, Never, Always, OnFailure)
+	oneOf(&p, "isolation", m.Isolation, NoIsolation, Namespaces)
+	oneOf(&p, "network", m.Network, HostNetwork, NoNetwork)
+	if m.Network == NoNetwork && m.Isolation != Namespaces {
+		p.add("network", string(m.Network), "needs isolation: namespaces")
+	}
+	b := m.RestartBackoff
+	if b.Max < b.Initial {
+		p.add("restartBackoff.max", b.Max.String(), "must not be shorter than restartBackoff.initial "+b.Initial.String())
+	}
+	if !slices.ContainsFunc(m.Apps, func(a App) bool { return !a.Init }) {
+		p.add("apps", "", "must list at least one app that is not an init app")
+	}
+	first := make(map[string]int)
+	for i := range m.Apps {
+		a := &m.Apps[i]
+		path := fmt.Sprintf("apps[%d]", i)
+		if j, dup := first[a.Name]; dup {
+			p.add(path+".name", a.Name, fmt.Sprintf("duplicate of apps[%d].name", j))
+		} else {
+			first[a.Name] = i
+		}
+		p.app(path, a, m.Isolation)
+	}
+	return errors.Join(p...)
+}
+
+func (p *problems) app(path string, a *App, iso Isolation) {
+	if err := checkName(a.Name); err != nil {
+		p.add(path+".name", a.Name, err.Error())
+	} else if a.Name == reservedApp {
+		p.add(path+".name", a.Name, "reserved for the pod's shutdown service")
+	}
+	p.argv(path+".exec", a.Exec)
+	for _, k := range slices.Sorted(maps.Keys(a.Env)) {
+		kp := fmt.Sprintf("%s.env[%q]", path, k)
+		if !envKeyRE.MatchString(k) {
+			p.add(kp, "", "must match "+envKeyPattern)
+		} else if _, err := unit.QuoteEnv(k, a.Env[k]); err != nil {
+			p.add(kp, "", err.Error())
+		}
+	}
+	if a.WorkingDir != "" {
+		p.path(path+".workingDir", a.WorkingDir)
+	}
+	p.account(path+".user", a.User)
+	p.account(path+".group", a.Group)
+	oneOf(p, path+".restartPolicy", a.RestartPolicy, Never, Always, OnFailure)
+	if a.Init && a.RestartPolicy != Never {
+		p.add(path+".restartPolicy", string(a.RestartPolicy), "not allowed for an init app, which runs once: only Never is")
+	}
+	for i, c := range a.SuccessExitCodes {
+		if c < 0 || c > 255 {
+			p.add(fmt.Sprintf("%s.successExitCodes[%d]", path, i), strconv.Itoa(c), "must be in 0..255")
+		}
+	}
+	if a.Rootfs != "" {
+		p.path(path+".rootfs", a.Rootfs)
+		if iso != Namespaces {
+			p.add(path+".rootfs", a.Rootfs, "needs isolation: namespaces")
+		}
+	}
+	p.resources(path+".resources", a.Resources)
+	if a.Probe != nil {
+		if a.Init {
+			p.add(path+".probe", "", "not allowed for an init app")
+		}
+		p.probe(path+".probe", a.Probe)
+	}
+}
+
+func (p *problems) resources(path string, r Resources) {
+	if r.Memory != "" {
+		if n, err := unit.ParseSize(r.Memory); err != nil || n == 0 {
+			p.add(path+".memory", r.Memory, `must be a size above 0, like "512M"`)
+		}
+	}
+	if w := r.CPUWeight; w != nil && (*w < 1 || *w > 10000) {
+		p.add(path+".cpuWeight", strconv.Itoa(*w), "must be in 1..10000")
+	}
+	if t := r.Tasks; t != nil && *t < 1 {
+		p.add(path+".tasks", strconv.Itoa(*t), "must be at least 1")
+	}
+}
+
+func (p *problems) probe(path string, pr *Probe) {
+	kinds := 0
+	if pr.Exec != nil {
+		kinds++
+		p.argv(path+".exec", pr.Exec)
+	}
+	if h := pr.HTTP; h != nil {
+		kinds++
+		p.port(path+".http.port", h.Port)
+		if !strings.HasPrefix(h.Path, "/") || strings.IndexFunc(h.Path, unicode.IsSpace) >= 0 || hasControl(h.Path) {
+			p.add(path+".http.path", h.Path, "must start with / and hold no spaces or control characters")
+		}
+	}
+	if t := pr.TCP; t != nil {
+		kinds++
+		p.port(path+".tcp.port", t.Port)
+	}
+	if kinds != 1 {
+		p.add(path, "", "must set exactly one of exec, http and tcp")
+	}
+	if pr.InitialDelaySeconds < 0 {
+		p.add(path+".initialDelaySeconds", strconv.Itoa(pr.InitialDelaySeconds), "must not be negative")
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"periodSeconds", pr.PeriodSeconds},
+		{"timeoutSeconds", pr.TimeoutSeconds},
+		{"failureThreshold", pr.FailureThreshold},
+	} {
+		if f.v < 1 {
+			p.add(path+"."+f.name, strconv.Itoa(f.v), "must be at least 1")
+		}
+	}
+	oneOf(p, path+".action", pr.Action, RestartApp, FailPod)
+}
+
+// argv checks a command line: not empty, argv[0] an absolute path, and every
+// argument fit for a unit file.
+func (p *problems) argv(path string, argv []string) {
+	if len(argv) == 0 {
+		p.add(path, "", "must not be empty")
+		return
+	}
+	if !filepath.IsAbs(argv[0]) {
+		p.add(path+"[0]", argv[0], "must be an absolute path")
+		return
+	}
+	for i, arg := range argv {
+		if strings.IndexByte(arg, 0) >= 0 {
+			p.add(fmt.Sprintf("%s[%d]", path, i), arg, "must not contain NUL")
+			return
+		}
+	}
+	if _, err := unit.ExecLine(argv); err != nil {
+		p.add(path, "", err.Error())
+	}
+}
+
+// path checks a directory setting. The unit file parser strips trailing
+// white space and knows no escapes here, so the path must be clean,
+// absolute, printable and end in no white space.
+func (p *problems) path(path, dir string) {
+	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || hasControl(dir) ||
+		strings.TrimRightFunc(dir, unicode.IsSpace) != dir {
+		p.add(path, dir, "must be a clean absolute path without control characters or trailing space")
+	}
+}
+
+// account checks a user or group: a name systemd accepts, or a numeric ID.
+func (p *problems) account(path, name string) {
+	if name == "" || userNameRE.MatchString(name) {
+		return
+	}
+	if id, err := strconv.ParseUint(name, 10, 32); err == nil && id < 1<<32-1 {
+		return
+	}
+	p.add(path, name, "must match "+userNamePattern+" or be a numeric ID")
+}
+
+func (p *problems) port(path string, port int) {
+	if port < 1 || port > 65535 {
+		p.add(path, strconv.Itoa(port), "must be in 1..65535")
+	}
+}
+
+// oneOf checks that value is one of allowed.
+func oneOf[T ~string](p *problems, path string, value T, allowed ...T) {
+	if slices.Contains(allowed, value) {
+		return
+	}
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = string(a)
+	}
+	p.add(path, string(value), "must be one of "+strings.Join(names, ", "))
+}
+
+func hasControl(s string) bool {
+	return !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0
+}

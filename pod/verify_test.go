@@ -1,0 +1,110 @@
+package pod
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// analyze runs systemd-analyze verify on every unit in dir, one at a time,
+// for the system manager or (user) a user manager. A unit passes only if
+// systemd-analyze exits 0 and prints nothing: it exits 0 on settings it
+// ignores, such as an unknown key or a broken quote, and only warns.
+func analyze(t *testing.T, dir string, user bool) error {
+	t.Helper()
+	bin, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skipf("systemd-analyze is not installed (%v): the rendered units are not verified", err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failures []string
+	for _, e := range entries {
+		args := []string{"verify", "--man=no", filepath.Join(dir, e.Name())}
+		if user {
+			args = append([]string{"--user"}, args...)
+		}
+		cmd := exec.Command(bin, args...)
+		// A user manager's verify needs a runtime directory to exist.
+		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+t.TempDir(), "SYSTEMD_LOG_COLOR=0")
+		out, err := cmd.CombinedOutput()
+		if err != nil || len(bytes.TrimSpace(out)) > 0 {
+			failures = append(failures, fmt.Sprintf("%s: %v\n%s", e.Name(), err, out))
+		}
+	}
+	if failures != nil {
+		return fmt.Errorf("systemd-analyze verify:\n%s", strings.Join(failures, "\n"))
+	}
+	return nil
+}
+
+// writeUnits writes files into a new directory and returns it.
+func writeUnits(t *testing.T, files []UnitFile) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestGraphVerifies renders each golden pod with a unitrun binary that
+// exists (systemd-analyze checks that every command is executable), at a
+// path with a space and a '%' in it, and verifies every unit for a system
+// and a user manager.
+func TestGraphVerifies(t *testing.T) {
+	binDir := filepath.Join(t.TempDir(), "bin dir %h")
+	if err := os.Mkdir(binDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	binary := filepath.Join(binDir, "unitrun")
+	if err := os.Symlink("/bin/true", binary); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range renderCases {
+		for _, user := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/user=%v", c.manifest, user), func(t *testing.T) {
+				o := c.options
+				o.Binary = binary
+				files, err := Graph(mustLoad(t, c.manifest), o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := analyze(t, writeUnits(t, files), user); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+}
+
+// TestAnalyzeCatchesBrokenUnits proves that the check above fails on broken
+// units, including those systemd-analyze only warns about.
+func TestAnalyzeCatchesBrokenUnits(t *testing.T) {
+	for name, text := range map[string]string{
+		"relative-exec.service": "[Service]\nType=exec\nExecStart=bin/true\n",
+		"unknown-key.service":   "[Service]\nType=exec\nExecStart=/bin/true\nExecStrat=/bin/true\n",
+		"open-quote.service":    "[Service]\nType=exec\nExecStart=/bin/true\nEnvironment=\"A=1\n",
+		"bad-type.service":      "[Service]\nType=exec-ish\nExecStart=/bin/true\n",
+		"missing-exec.service":  "[Service]\nType=exec\nExecStart=/nonexistent/unitrun\n",
+		"oneshot-always.service": "[Service]\nType=oneshot\nRestart=always\n" +
+			"ExecStart=/bin/true\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := writeUnits(t, []UnitFile{{Name: name, Data: []byte(text)}})
+			if err := analyze(t, dir, false); err == nil {
+				t.Errorf("%s passed verification:\n%s", name, text)
+			} else {
+				t.Log(err)
+			}
+		})
+	}
+}
