@@ -1,0 +1,300 @@
+package hostapi
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Store keeps job records durably in a state directory:
+//
+//	<state>/jobs/<id>/record.json   the Record, replaced atomically
+//	<state>/jobs/<id>/output.log    the op's stdout and stderr, appended by its unit
+//	<state>/jobs/<id>/outcome       written by the unit's ExecStopPost (see OutcomeCommand)
+//
+// A job directory appears with its first record in place, so every job
+// directory holds a record. Entries of jobs/ whose names start with "." are
+// the store's temp files and are never listed.
+//
+// A Store may be used by several goroutines at once; one state directory
+// should be used by one process at a time.
+type Store struct {
+	dir  string // absolute state directory
+	jobs string // dir/jobs
+
+	mu     sync.Mutex
+	issued map[string]bool // ids returned by NewID and not yet Put
+}
+
+// Errors returned by the Store; test them with errors.Is.
+var (
+	ErrNotFound  = errors.New("hostapi: job not found")
+	ErrInvalidID = errors.New("hostapi: invalid job id")
+)
+
+// A RecordError reports a record that exists but cannot be read or is not
+// a valid record.
+type RecordError struct {
+	ID  string
+	Err error
+}
+
+func (e *RecordError) Error() string { return "job " + e.ID + ": corrupt record: " + e.Err.Error() }
+func (e *RecordError) Unwrap() error { return e.Err }
+
+const (
+	idLayout    = "20060102T150405Z"
+	recordFile  = "record.json"
+	outputFile  = "output.log"
+	outcomeFile = "outcome"
+)
+
+var idRE = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}$`)
+
+// checkID refuses an id that NewID cannot have returned, so that no id
+// names a path outside the store.
+func checkID(id string) error {
+	if !idRE.MatchString(id) {
+		return fmt.Errorf("%w %q: want the form 20060102T150405Z-0123abcd", ErrInvalidID, id)
+	}
+	return nil
+}
+
+// OpenStore opens the store in the state directory dir, creating dir and
+// dir/jobs with mode 0700 when missing. It refuses a dir or jobs directory
+// that is a symlink, is not a directory or is writable by group or others,
+// and a dir whose absolute path holds '$' or ';', which systemd 252 does
+// not carry intact through a daemon-reload in the commands of transient
+// units (see OutcomeCommand).
+func OpenStore(dir string) (*Store, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	if strings.ContainsAny(abs, "$;") {
+		return nil, fmt.Errorf("state dir %q: must not contain '$' or ';' (systemd 252 alters them in unit commands on daemon-reload)", abs)
+	}
+	s := &Store{dir: abs, jobs: filepath.Join(abs, "jobs"), issued: make(map[string]bool)}
+	for _, d := range []string{s.dir, s.jobs} {
+		if err := ensurePrivateDir(d); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// ensurePrivateDir creates dir with mode 0700 if it is missing and checks
+// that it is a real directory that only its owner may write.
+func ensurePrivateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("state dir: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("state dir: %w", err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("state dir: %s is a symlink", dir)
+	case !fi.IsDir():
+		return fmt.Errorf("state dir: %s is not a directory", dir)
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("state dir: %s is writable by group or others (mode %v)", dir, fi.Mode().Perm())
+	}
+	return nil
+}
+
+// NewID returns a new job id: the UTC time to the second and 8 random hex
+// digits, as in 20261202T142501Z-0123abcd, so that ids sort by creation
+// time to the second. The id is used by no job in the store and was not
+// returned before by this Store.
+func (s *Store) NewID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		var b [4]byte
+		rand.Read(b[:])
+		id := time.Now().UTC().Format(idLayout) + "-" + hex.EncodeToString(b[:])
+		if s.issued[id] {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(s.jobs, id)); err == nil {
+			continue
+		}
+		s.issued[id] = true
+		return id
+	}
+}
+
+// Dir returns the job's directory, or "" for an id not of NewID's form.
+func (s *Store) Dir(id string) string {
+	if checkID(id) != nil {
+		return ""
+	}
+	return filepath.Join(s.jobs, id)
+}
+
+// OutputPath returns the path of the job's output log, or "" for an id not
+// of NewID's form.
+func (s *Store) OutputPath(id string) string {
+	return s.jobPath(id, outputFile)
+}
+
+// OutcomePath returns the path of the job's outcome file, the path to give
+// OutcomeCommand, or "" for an id not of NewID's form.
+func (s *Store) OutcomePath(id string) string {
+	return s.jobPath(id, outcomeFile)
+}
+
+func (s *Store) jobPath(id, name string) string {
+	if checkID(id) != nil {
+		return ""
+	}
+	return filepath.Join(s.jobs, id, name)
+}
+
+// Put stores r, replacing the job's record atomically: after a crash Get
+// returns the old record or the new one. The first Put of an id creates
+// the job's directory, with the record already in it. Put refuses an id
+// not of NewID's form, an empty Op and an unknown State.
+func (s *Store) Put(r *Record) error {
+	if err := checkID(r.ID); err != nil {
+		return err
+	}
+	if r.Op == "" {
+		return fmt.Errorf("job %s: record has no op", r.ID)
+	}
+	if !r.State.valid() {
+		return fmt.Errorf("job %s: record state %q is not one of queued, running, succeeded, failed, canceled", r.ID, r.State)
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("job %s: %w", r.ID, err)
+	}
+	data = append(data, '\n')
+	dir := filepath.Join(s.jobs, r.ID)
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		err = s.create(r.ID, data)
+	case err != nil:
+	case !fi.IsDir():
+		err = fmt.Errorf("%s is not a directory", dir)
+	default:
+		err = writeFileAtomic(dir, recordFile, data)
+	}
+	if err != nil {
+		return fmt.Errorf("job %s: %w", r.ID, err)
+	}
+	s.mu.Lock()
+	delete(s.issued, r.ID)
+	s.mu.Unlock()
+	return nil
+}
+
+// create makes the job's directory with its first record: it fills a temp
+// directory and renames it into place. If another Put created the directory
+// first, the record replaces that Put's.
+func (s *Store) create(id string, data []byte) error {
+	tmp, err := os.MkdirTemp(s.jobs, tempPrefix+"new-"+id+"-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	f, err := os.OpenFile(filepath.Join(tmp, recordFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := writeSyncClose(f, data); err != nil {
+		return err
+	}
+	if err := syncDir(tmp); err != nil {
+		return err
+	}
+	dir := filepath.Join(s.jobs, id)
+	if err := os.Rename(tmp, dir); err != nil {
+		if !errors.Is(err, syscall.EEXIST) && !errors.Is(err, syscall.ENOTEMPTY) {
+			return err
+		}
+		return writeFileAtomic(dir, recordFile, data)
+	}
+	return syncDir(s.jobs)
+}
+
+// Get returns the job's record. It returns an error wrapping ErrNotFound
+// when there is none, ErrInvalidID for an id not of NewID's form, and a
+// *RecordError when the record cannot be decoded.
+func (s *Store) Get(id string) (*Record, error) {
+	f, err := s.openJobFile(id, recordFile, os.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Put never leaves a job directory without its record; one made
+		// by hand is no job.
+		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, &RecordError{ID: id, Err: err}
+	}
+	var r Record
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, &RecordError{ID: id, Err: err}
+	}
+	switch {
+	case r.ID != id:
+		return nil, &RecordError{ID: id, Err: fmt.Errorf("holds id %q", r.ID)}
+	case r.Op == "":
+		return nil, &RecordError{ID: id, Err: errors.New("has no op")}
+	case !r.State.valid():
+		return nil, &RecordError{ID: id, Err: fmt.Errorf("state %q is not a state", r.State)}
+	}
+	return &r, nil
+}
+
+// OpenOutput opens the job's output log for appending, creating it with
+// mode 0600: the file to hand to the job's unit as stdout and stderr, so
+// that the output goes on when the daemon is gone. The job's record must
+// have been Put first (else the error wraps ErrNotFound). Neither the job
+// directory nor the log may be a symlink.
+func (s *Store) OpenOutput(id string) (*os.File, error) {
+	return s.openJobFile(id, outputFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+}
+
+// openJobFile opens name in the job's directory, following no symlink at
+// the directory or the file. A missing directory is ErrNotFound; a missing
+// file is an error satisfying errors.Is(err, fs.ErrNotExist).
+func (s *Store) openJobFile(id, name string, flag int, perm uint32) (*os.File, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(s.jobs, id)
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(dfd)
+	path := filepath.Join(dir, name)
+	fd, err := unix.Openat(dfd, name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}

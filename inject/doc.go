@@ -1,0 +1,10 @@
+// Package inject copies a binary onto the host under a content-addressed
+// name, so that an agent running in a container can run its own, same
+// version code on the host as a transient unit (by default in /run/bin, as
+// "<name>-<first 16 hex digits of its SHA-256>").
+//
+// Installs are atomic and idempotent: a reader sees no file or the whole,
+// verified file, and installing the same content twice yields the same
+// path. Variant and Choose pick, among builds for several host OS releases,
+// the one whose os-release fields fit the host.
+package inject
