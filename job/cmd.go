@@ -123,12 +123,19 @@ func CommandContext(ctx context.Context, mgr *manager.Conn, name string, args ..
 
 // Run starts the command and waits for it to finish. The error is nil if it
 // exited with status 0; an *ExitError if it ran and failed; a *JobError if
-// systemd's start job failed.
+// systemd's start job failed. With a Retry policy, Run reruns the command
+// while the policy asks for it.
 func (c *Cmd) Run() error {
-	if err := c.Start(); err != nil {
-		return err
+	err := c.Start()
+	if err == nil {
+		return c.Wait()
 	}
-	return c.Wait()
+	if c.tries > 0 {
+		// The run ended while starting (a start job failed, or the command
+		// exited before systemd saw it start): a retry may follow.
+		return c.retry(err)
+	}
+	return err
 }
 
 // Output runs the command and returns its standard output.
@@ -257,11 +264,15 @@ func (c *Cmd) startRun() error {
 	props = append(props, r.stdioProperties()...)
 	props = append(props, c.Properties...)
 	c.tries++
+	c.Unit = name
 	if err := r.start(c.ctx, props); err != nil {
+		var ee *ExitError
+		if errors.As(err, &ee) {
+			c.setStatus(ee.Status)
+		}
 		return err
 	}
 	c.run = r
-	c.Unit = name
 	return nil
 }
 
@@ -284,7 +295,13 @@ func (c *Cmd) properties(withExec bool) ([]unit.Property, error) {
 		{Name: "TimeoutStopUSec", Value: dbus.MakeVariant(uint64(stopTimeout.Microseconds()))},
 	}
 	if withExec {
-		props = append(props, unit.Property{Name: "ExecStart", Value: dbus.MakeVariant([]execCommand{{Path: c.Path, Args: c.Args}})})
+		// systemd expands $VAR, ${VAR} and $$ in command lines, even those
+		// given over D-Bus; doubling every $ makes the words arrive as given.
+		args := make([]string, len(c.Args))
+		for i, a := range c.Args {
+			args[i] = strings.ReplaceAll(a, "$", "$$")
+		}
+		props = append(props, unit.Property{Name: "ExecStart", Value: dbus.MakeVariant([]execCommand{{Path: c.Path, Args: args}})})
 	}
 	if withExec && len(c.Env) > 0 {
 		props = append(props, unit.Property{Name: "Environment", Value: dbus.MakeVariant(c.Env)})
@@ -333,22 +350,34 @@ func (c *Cmd) Wait() error {
 		return errors.New("job: Wait was already called")
 	}
 	c.waited = true
-	for {
-		st, err := c.run.wait(c.ctx)
-		if st != nil {
-			st.Attempts = c.tries
-			c.Status = st
-		}
-		if err == nil || c.Retry == nil || c.tries >= c.Retry.Attempts || !c.Retry.retries(err) {
-			return err
-		}
+	return c.retry(c.waitRun())
+}
+
+// waitRun waits for the current run and records its Status.
+func (c *Cmd) waitRun() error {
+	st, err := c.run.wait(c.ctx)
+	c.setStatus(st)
+	return err
+}
+
+func (c *Cmd) setStatus(st *Status) {
+	if st != nil {
+		st.Attempts = c.tries
+		c.Status = st
+	}
+}
+
+// retry reruns the command after the outcome err while the policy asks.
+func (c *Cmd) retry(err error) error {
+	for err != nil && c.Retry != nil && c.tries < c.Retry.Attempts && c.Retry.retries(err) {
 		select {
 		case <-time.After(c.Retry.delay(c.tries)):
 		case <-c.ctx.Done():
 			return fmt.Errorf("%s: canceled before attempt %d: %w", c.Unit, c.tries+1, c.ctx.Err())
 		}
-		if err := c.startRun(); err != nil {
-			return err
+		if err = c.startRun(); err == nil {
+			err = c.waitRun()
 		}
 	}
+	return err
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
@@ -187,6 +188,9 @@ func TestEnvExact(t *testing.T) {
 	var env []string
 	var script strings.Builder
 	for i, v := range nasty {
+		if !utf8.ValidString(v) {
+			continue // systemd refuses such values; see TestEnvNotUTF8
+		}
 		env = append(env, fmt.Sprintf("V%d=%s", i, v))
 		fmt.Fprintf(&script, `printf '%%s\0' "$V%d";`, i)
 	}
@@ -196,9 +200,28 @@ func TestEnvExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := strings.Join(nasty, "\x00") + "\x00"
-	if string(out) != want {
-		t.Errorf("env came back as %q, want %q", out, want)
+	var want strings.Builder
+	for _, v := range nasty {
+		if utf8.ValidString(v) {
+			want.WriteString(v + "\x00")
+		}
+	}
+	if string(out) != want.String() {
+		t.Errorf("env came back as %q, want %q", out, want.String())
+	}
+}
+
+// systemd ignores environment assignments that are not valid UTF-8, so
+// unitrun refuses them before creating anything.
+func TestEnvNotUTF8(t *testing.T) {
+	c := sh(t, "true")
+	c.Env = []string{"OK=1", "BAD=\xff"}
+	err := c.Run()
+	if err == nil || !strings.Contains(err.Error(), "Env[1]") || !strings.Contains(err.Error(), "UTF-8") {
+		t.Fatalf("Run: %v, want an error naming Env[1] and UTF-8", err)
+	}
+	if c.Unit != "" {
+		t.Errorf("unit %s created for a refused command", c.Unit)
 	}
 }
 
@@ -355,6 +378,8 @@ func TestBindToCaller(t *testing.T) {
 	// The caller runs in a unit of the manager, and starts the bound work.
 	caller := job.Command(conn, bin, "run", "--bind-to-caller", "-q", "--", "/bin/sh", "-c", `echo $$ > "$1"; exec sleep 300`, "sh", pidFile)
 	caller.Env = []string{manager.EnvManager + "=" + os.Getenv(manager.EnvManager)}
+	var callerOut bytes.Buffer
+	caller.Stdout, caller.Stderr = &callerOut, &callerOut
 	if err := caller.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +392,8 @@ func TestBindToCaller(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if pid == 0 {
-		t.Fatal("bound work never started")
+		caller.Wait()
+		t.Fatalf("bound work never started; caller said: %s", callerOut.String())
 	}
 	bound, err := conn.UnitByPID(context.Background(), uint32(pid))
 	if err != nil {

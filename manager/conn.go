@@ -118,11 +118,39 @@ func (c *Conn) connect(ctx context.Context) (*dbus.Conn, error) {
 			return nil, fmt.Errorf("manager %s: add match: %w", c.target.Spec, err)
 		}
 	}
+	if err := wake(ctx, bus); err != nil {
+		bus.Close()
+		return nil, fmt.Errorf("manager %s: %w", c.target.Spec, err)
+	}
 	if err := bus.Object(busName, objectPath).CallWithContext(ctx, managerIface+".Subscribe", 0).Err; err != nil {
 		bus.Close()
 		return nil, fmt.Errorf("manager %s: subscribe: %w", c.target.Spec, err)
 	}
 	return bus, nil
+}
+
+// wake pings the manager until it answers. systemd's bus server leaves a
+// message that arrives in the same read as the authentication's BEGIN
+// unprocessed until more input arrives (seen with systemd 252 on private
+// sockets; godbus writes BEGIN and the first call back to back, sd-bus
+// clients wait for the server's OK first): the next ping is that input.
+func wake(ctx context.Context, bus *dbus.Conn) error {
+	wait := 20 * time.Millisecond
+	for {
+		pctx, cancel := context.WithTimeout(ctx, wait)
+		err := bus.Object(busName, objectPath).CallWithContext(pctx, "org.freedesktop.DBus.Peer.Ping", 0).Err
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("ping: %w", ctx.Err())
+		}
+		if pctx.Err() == nil {
+			return fmt.Errorf("ping: %w", err)
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 // supervise waits for the connection to break and redials until Close.

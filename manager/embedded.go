@@ -33,7 +33,7 @@ func (e *Embedded) Socket() string { return filepath.Join(e.Dir, "systemd", "pri
 
 // Target returns how to dial the embedded manager.
 func (e *Embedded) Target() Target {
-	return Target{Spec: string(Embedded), Address: unixAddress(e.Socket()), Peer: true, Env: runtimeEnv(e.Dir)}
+	return Target{Spec: string(KindEmbedded), Address: unixAddress(e.Socket()), Peer: true, Env: runtimeEnv(e.Dir)}
 }
 
 // Env returns the exports that point systemctl --user and systemd-run --user
@@ -145,11 +145,22 @@ func (e *Embedded) boot(ctx context.Context) error {
 	}
 	args := append([]string{"-c", bootScript, "unitrun-manager", systemd}, procs...)
 	cmd := exec.Command("/bin/sh", args...)
+	// No generators: the host's user generators (environment.d readers,
+	// gpg-agent, xdg-autostart) are for login sessions, and some take
+	// seconds, during which the manager answers nothing.
+	noGenerators := filepath.Join(e.Dir, "generators")
+	if err := os.MkdirAll(noGenerators, 0o755); err != nil {
+		return fmt.Errorf("embedded manager: %w", err)
+	}
 	cmd.Env = []string{
+		"SYSTEMD_GENERATOR_PATH=" + noGenerators,
+		"SYSTEMD_ENVIRONMENT_GENERATOR_PATH=" + noGenerators,
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOME=" + homeDir(),
 		"XDG_RUNTIME_DIR=" + e.Dir,
-		"SYSTEMD_UNIT_PATH=" + strings.Join([]string{runtimeUnits, unitDir, "/usr/lib/systemd/user", "/lib/systemd/user"}, ":"),
+		// The transient directory must be in the path, or a daemon-reload
+		// turns every transient unit into not-found.
+		"SYSTEMD_UNIT_PATH=" + strings.Join([]string{filepath.Join(e.Dir, "systemd", "transient"), runtimeUnits, unitDir, "/usr/lib/systemd/user", "/lib/systemd/user"}, ":"),
 	}
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = logf, logf

@@ -19,11 +19,11 @@ type Kind string
 
 // The kinds a spec can name.
 const (
-	Auto     Kind = "auto"     // system, else user, else embedded
-	System   Kind = "system"   // the system manager (PID 1)
-	User     Kind = "user"     // the calling user's manager
-	Private  Kind = "private"  // a manager's private socket, peer to peer
-	Embedded Kind = "embedded" // a user manager unitrun boots and reuses
+	KindAuto     Kind = "auto"     // system, else user, else embedded
+	KindSystem   Kind = "system"   // the system manager (PID 1)
+	KindUser     Kind = "user"     // the calling user's manager
+	KindPrivate  Kind = "private"  // a manager's private socket, peer to peer
+	KindEmbedded Kind = "embedded" // a user manager unitrun boots and reuses
 )
 
 // DefaultEmbeddedDir is the runtime directory of the embedded manager.
@@ -40,28 +40,28 @@ const (
 // "private:PATH" or "embedded".
 type Spec struct {
 	Kind Kind
-	Path string // socket path, for Private
+	Path string // socket path, for KindPrivate
 }
 
 // ParseSpec parses a manager choice. The empty string means auto.
 func ParseSpec(s string) (Spec, error) {
 	switch s {
-	case "", string(Auto):
-		return Spec{Kind: Auto}, nil
-	case string(System), string(User), string(Embedded):
+	case "", string(KindAuto):
+		return Spec{Kind: KindAuto}, nil
+	case string(KindSystem), string(KindUser), string(KindEmbedded):
 		return Spec{Kind: Kind(s)}, nil
 	}
 	if p, ok := strings.CutPrefix(s, "private:"); ok {
 		if !filepath.IsAbs(p) {
 			return Spec{}, fmt.Errorf("manager %q: private socket path must be absolute", s)
 		}
-		return Spec{Kind: Private, Path: filepath.Clean(p)}, nil
+		return Spec{Kind: KindPrivate, Path: filepath.Clean(p)}, nil
 	}
 	return Spec{}, fmt.Errorf("manager %q: must be auto, system, user, private:PATH or embedded", s)
 }
 
 func (s Spec) String() string {
-	if s.Kind == Private {
+	if s.Kind == KindPrivate {
 		return "private:" + s.Path
 	}
 	return string(s.Kind)
@@ -142,11 +142,11 @@ func open(ctx context.Context, spec string, o Options, boot bool) (*Conn, []Atte
 		return errors.New(b.String())
 	}
 	switch s.Kind {
-	case System:
+	case KindSystem:
 		if c := try(systemTarget(), "asked for"); c != nil {
 			return c, tries, nil
 		}
-	case User:
+	case KindUser:
 		t, err := userTarget()
 		if err != nil {
 			return nil, nil, err
@@ -154,11 +154,11 @@ func open(ctx context.Context, spec string, o Options, boot bool) (*Conn, []Atte
 		if c := try(t, "asked for"); c != nil {
 			return c, tries, nil
 		}
-	case Private:
+	case KindPrivate:
 		if c := try(privateTarget(s.Path), "asked for"); c != nil {
 			return c, tries, nil
 		}
-	case Embedded:
+	case KindEmbedded:
 		e := o.Embedded()
 		if boot {
 			if _, err := e.Ensure(ctx); err != nil {
@@ -168,7 +168,7 @@ func open(ctx context.Context, spec string, o Options, boot bool) (*Conn, []Atte
 		if c := try(e.Target(), "asked for"); c != nil {
 			return c, tries, nil
 		}
-	case Auto:
+	case KindAuto:
 		if pid1IsSystemd() {
 			if c := try(systemTarget(), "systemd is PID 1"); c != nil {
 				return c, tries, nil
@@ -181,7 +181,7 @@ func open(ctx context.Context, spec string, o Options, boot bool) (*Conn, []Atte
 				return c, tries, nil
 			}
 		} else {
-			tries = append(tries, Attempt{Target: Target{Spec: string(User)}, Err: err, Why: "skipped"})
+			tries = append(tries, Attempt{Target: Target{Spec: string(KindUser)}, Err: err, Why: "skipped"})
 		}
 		e := o.Embedded()
 		if boot {
@@ -208,24 +208,24 @@ func pid1IsSystemd() bool {
 
 func systemTarget() Target {
 	if os.Geteuid() == 0 && socketExists("/run/systemd/private") {
-		return Target{Spec: string(System), Address: unixAddress("/run/systemd/private"), Peer: true}
+		return Target{Spec: string(KindSystem), Address: unixAddress("/run/systemd/private"), Peer: true}
 	}
 	addr := os.Getenv("DBUS_SYSTEM_BUS_ADDRESS")
 	if addr == "" {
 		addr = unixAddress("/run/dbus/system_bus_socket")
 	}
-	return Target{Spec: string(System), Address: addr}
+	return Target{Spec: string(KindSystem), Address: addr}
 }
 
 func userTarget() (Target, error) {
 	rt := os.Getenv("XDG_RUNTIME_DIR")
 	if rt != "" {
 		if p := filepath.Join(rt, "systemd", "private"); socketExists(p) {
-			return Target{Spec: string(User), Address: unixAddress(p), Peer: true, Env: runtimeEnv(rt)}, nil
+			return Target{Spec: string(KindUser), Address: unixAddress(p), Peer: true, Env: runtimeEnv(rt)}, nil
 		}
 	}
 	if addr := os.Getenv("DBUS_SESSION_BUS_ADDRESS"); addr != "" {
-		return Target{Spec: string(User), Address: addr, Env: runtimeEnv(rt)}, nil
+		return Target{Spec: string(KindUser), Address: addr, Env: runtimeEnv(rt)}, nil
 	}
 	return Target{}, errors.New("manager user: neither $XDG_RUNTIME_DIR/systemd/private nor $DBUS_SESSION_BUS_ADDRESS is there")
 }

@@ -1,0 +1,147 @@
+// Command jobs measures job throughput on one manager: N `true` jobs through
+// the unitrun library, sequentially and concurrently, against the floor, a
+// bare go-systemd StartTransientUnit round trip (oneshot /bin/true, wait for
+// JobRemoved, read ExecMainStatus) with nothing else. bench/run.sh runs it
+// beside systemd-run on the same manager and prints the ratios.
+//
+// Usage: jobs -manager private:PATH -n 200 -concurrency 8 MODE...
+// where MODE is lib-seq, lib-par, floor-seq or floor-par. It prints one line
+// per mode: "MODE jobs/s".
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	sddbus "github.com/coreos/go-systemd/v22/dbus"
+	"github.com/godbus/dbus/v5"
+
+	"github.com/unitrun/unitrun/job"
+	"github.com/unitrun/unitrun/manager"
+)
+
+func main() {
+	spec := flag.String("manager", "", "manager (as unitrun --manager)")
+	n := flag.Int("n", 200, "jobs per mode")
+	par := flag.Int("concurrency", 8, "jobs in flight in the concurrent modes")
+	flag.Parse()
+	ctx := context.Background()
+	mgr, err := manager.Open(ctx, *spec, manager.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer mgr.Close()
+	for _, mode := range flag.Args() {
+		var f func() error
+		var workers int
+		switch mode {
+		case "lib-seq", "lib-par":
+			f = func() error { return job.Command(mgr, "/bin/true").Run() }
+		case "floor-seq", "floor-par":
+			fl, err := newFloor(mgr.Target())
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			defer fl.conn.Close()
+			f = fl.run
+		default:
+			fmt.Fprintf(os.Stderr, "unknown mode %q\n", mode)
+			os.Exit(2)
+		}
+		workers = 1
+		if mode == "lib-par" || mode == "floor-par" {
+			workers = *par
+		}
+		rate, err := measure(*n, workers, f)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", mode, err)
+			os.Exit(1)
+		}
+		fmt.Printf("%s %.1f\n", mode, rate)
+	}
+}
+
+// measure runs f n times on workers goroutines and returns runs per second.
+func measure(n, workers int, f func() error) (float64, error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	start := time.Now()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(n) {
+				if err := f(); err != nil {
+					mu.Lock()
+					first = err
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(n) / time.Since(start).Seconds(), first
+}
+
+// floor is the bare go-systemd round trip.
+type floor struct {
+	conn *sddbus.Conn
+	seq  atomic.Int64
+}
+
+func newFloor(t manager.Target) (*floor, error) {
+	c, err := sddbus.NewConnection(func() (*dbus.Conn, error) {
+		conn, err := dbus.Dial(t.Address)
+		if err != nil {
+			return nil, err
+		}
+		if err := conn.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		if !t.Peer {
+			if err := conn.Hello(); err != nil {
+				conn.Close()
+				return nil, err
+			}
+		}
+		return conn, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Subscribe(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return &floor{conn: c}, nil
+}
+
+func (f *floor) run() error {
+	ctx := context.Background()
+	name := fmt.Sprintf("unitrun-floor-%d-%d.service", os.Getpid(), f.seq.Add(1))
+	ch := make(chan string, 1)
+	props := []sddbus.Property{
+		sddbus.PropExecStart([]string{"/bin/true"}, false),
+		{Name: "Type", Value: dbus.MakeVariant("oneshot")},
+	}
+	if _, err := f.conn.StartTransientUnitContext(ctx, name, "fail", props, ch); err != nil {
+		return err
+	}
+	if r := <-ch; r != "done" {
+		return fmt.Errorf("%s: job %s", name, r)
+	}
+	_, err := f.conn.GetServicePropertyContext(ctx, name, "ExecMainStatus")
+	return err
+}

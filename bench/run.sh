@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Compares unitrun with systemd-run on one manager in one run and prints
+# jobs/s and ratios. Usage: bench/run.sh [N]   (default N=200)
+# It boots a fresh embedded manager in a temporary directory, so it needs
+# root, and stops it at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-200}
+P=8
+work=$(mktemp -d /tmp/unitrun-bench-XXXXXX)
+trap 'bin/unitrun --embedded-dir "$work/m" manager stop >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+mkdir -p bin
+go build -o bin/unitrun ./cmd/unitrun
+go build -o bin/benchjobs ./bench/jobs
+bin/unitrun --embedded-dir "$work/m" manager start >/dev/null
+eval "$(bin/unitrun --embedded-dir "$work/m" manager env)"
+export UNITRUN_MANAGER="private:$work/m/systemd/private"
+systemd-run --user --wait -q true # warm the session bus
+
+rate() { # rate SECONDS -> jobs/s
+  awk -v n="$N" -v s="$1" 'BEGIN { printf "%.1f", n / s }'
+}
+timeit() { # timeit CMD... -> seconds
+  local t0 t1
+  t0=$(date +%s.%N); "$@"; t1=$(date +%s.%N)
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }'
+}
+seq_systemd_run() { for _ in $(seq "$N"); do systemd-run --user --wait -q true; done; }
+par_systemd_run() { seq "$N" | xargs -P "$P" -n 1 sh -c 'systemd-run --user --wait -q true' sh; }
+seq_cli() { for _ in $(seq "$N"); do bin/unitrun run -q -- true; done; }
+
+declare -A r
+while read -r mode v; do r[$mode]=$v; done < <(bin/benchjobs -n "$N" -concurrency "$P" floor-seq lib-seq floor-par lib-par)
+r[systemd-run-seq]=$(rate "$(timeit seq_systemd_run)")
+r[systemd-run-xargs]=$(rate "$(timeit par_systemd_run)")
+r[cli-seq]=$(rate "$(timeit seq_cli)")
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+echo "unitrun benchmark: N=$N true jobs, concurrency $P, $(nproc) cores, systemd $(systemctl --user --version | head -1 | cut -d' ' -f2), $(date -u +%Y-%m-%d)"
+printf '%-40s %10s\n' "measure" "jobs/s"
+printf '%-40s %10s\n' "(e) floor: go-systemd, sequential" "${r[floor-seq]}"
+printf '%-40s %10s\n' "(a) library, sequential" "${r[lib-seq]}"
+printf '%-40s %10s\n' "(b) systemd-run --wait, sequential" "${r[systemd-run-seq]}"
+printf '%-40s %10s\n' "(e) floor: go-systemd, concurrent" "${r[floor-par]}"
+printf '%-40s %10s\n' "(c) library, concurrent" "${r[lib-par]}"
+printf '%-40s %10s\n' "(c) xargs -P $P systemd-run --wait" "${r[systemd-run-xargs]}"
+printf '%-40s %10s\n' "(d) unitrun run -- true, processes" "${r[cli-seq]}"
+echo "ratios:"
+echo "  library / floor, sequential:          $(ratio "${r[lib-seq]}" "${r[floor-seq]}")"
+echo "  library / floor, concurrent:          $(ratio "${r[lib-par]}" "${r[floor-par]}")"
+echo "  library / systemd-run, sequential:    $(ratio "${r[lib-seq]}" "${r[systemd-run-seq]}")"
+echo "  library / xargs systemd-run:          $(ratio "${r[lib-par]}" "${r[systemd-run-xargs]}")"
+echo "  unitrun run / systemd-run (process):  $(ratio "${r[cli-seq]}" "${r[systemd-run-seq]}")"

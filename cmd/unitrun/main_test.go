@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/manager"
+)
+
+func TestMain(m *testing.M) { systemdtest.Main(m) }
+
+// unitrun runs the CLI against the test manager and returns its stdout,
+// stderr and exit status.
+func unitrun(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(systemdtest.Binary(t), args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func TestRunMirrorsExitStatus(t *testing.T) {
+	out, errs, code := unitrun(t, "run", "--", "sh", "-c", "echo hello; exit 3")
+	if out != "hello\n" || code != 3 {
+		t.Fatalf("stdout %q, exit %d; want hello and 3 (stderr %q)", out, code, errs)
+	}
+	if !strings.Contains(errs, "exit status 3") || !strings.Contains(errs, "result exit-code") {
+		t.Errorf("summary line %q does not tell the exit status and result", errs)
+	}
+	_, errs, code = unitrun(t, "run", "-q", "--", "sh", "-c", "kill -9 $$")
+	if code != 137 || errs != "" {
+		t.Errorf("killed: exit %d, stderr %q; want 137 and nothing with -q", code, errs)
+	}
+	_, _, code = unitrun(t, "run", "-q", "--", "sh", "-c", "kill -TERM $$")
+	if code != 143 {
+		t.Errorf("SIGTERM: exit %d, want 143", code)
+	}
+}
+
+func TestRunJSON(t *testing.T) {
+	out, errs, code := unitrun(t, "run", "--json", "--", "sh", "-c", "echo to-stderr; exit 4")
+	if code != 4 {
+		t.Fatalf("exit %d, want 4", code)
+	}
+	var r result
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("stdout %q is not one JSON object: %v", out, err)
+	}
+	if r.ExitCode == nil || *r.ExitCode != 4 || r.Result != "exit-code" || r.JobResult != "done" || !strings.HasPrefix(r.Unit, "unitrun-") || r.StartedAt == nil || r.FinishedAt == nil {
+		t.Errorf("result %+v", r)
+	}
+	if !strings.Contains(errs, "to-stderr") {
+		t.Errorf("the command's stdout should go to stderr with --json; stderr %q", errs)
+	}
+}
+
+func TestRunCommandNotFound(t *testing.T) {
+	_, errs, code := unitrun(t, "run", "--", "no-such-command-unitrun")
+	if code != 127 || !strings.Contains(errs, "no-such-command-unitrun: command not found") {
+		t.Errorf("exit %d, stderr %q; want 127 and a shell-like message", code, errs)
+	}
+}
+
+func TestRunBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "-p", "MemoryMax=lots", "--", "true"}, "MemoryMax"},
+		{[]string{"run", "-p", "NoSuchProperty=1", "--", "true"}, "NoSuchProperty"},
+		{[]string{"run", "-E", "1BAD=x", "--", "true"}, "1BAD"},
+		{[]string{"run", "--unit", "bad name", "--", "true"}, "bad name"},
+		{[]string{"run", "--working-directory", "relative", "--", "true"}, "--working-directory"},
+		{[]string{"--manager", "nonsense", "run", "--", "true"}, "nonsense"},
+		{[]string{"run", "--uid", "nobody", "--", "true"}, "--uid"},
+	} {
+		_, errs, code := unitrun(t, tc.args...)
+		if code == 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want an error naming %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+func TestRunNoWait(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	out, errs, code := unitrun(t, "run", "--no-wait", "--", "sh", "-c", `sleep 0.2; echo yes > "$1"`, "sh", marker)
+	name := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(name, "unitrun-") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	for range 200 {
+		if b, _ := os.ReadFile(marker); string(b) == "yes\n" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if b, _ := os.ReadFile(marker); string(b) != "yes\n" {
+		t.Fatal("the detached command never ran")
+	}
+	waitGone(t, name)
+}
+
+func waitGone(t *testing.T, name string) {
+	t.Helper()
+	for range 200 {
+		p, err := systemdtest.Conn(t).Properties(context.Background(), name, manager.UnitIface)
+		if err == nil && p["LoadState"].Value() == "not-found" {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("unit %s still loaded", name)
+}
+
+func TestRunSIGTERMStopsUnit(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	cmd := exec.Command(systemdtest.Binary(t), "run", "--unit", "unitrun-test-sigterm", "--", "sh", "-c", `echo $$ > "$1"; exec sleep 300`, "sh", pidFile)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	for range 300 {
+		if b, err := os.ReadFile(pidFile); err == nil && len(b) > 1 {
+			pid = atoi(strings.TrimSpace(string(b)))
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pid == 0 {
+		t.Fatal("command never started")
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 143 {
+		t.Errorf("unitrun exit: %v, want 143 (the command died of SIGTERM)", err)
+	}
+	if syscall.Kill(pid, 0) == nil {
+		t.Errorf("command %d still running", pid)
+	}
+	waitGone(t, "unitrun-test-sigterm.service")
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+func TestStartExisting(t *testing.T) {
+	dir := systemdtest.RuntimeUnitDir(t)
+	systemdtest.WriteUnit(t, filepath.Join(dir, "unitrun-test-start.service"), "[Service]\nType=oneshot\nExecStart=/bin/sh -c 'exit 9'\n")
+	systemdtest.Conn(t).Reload(context.Background())
+	out, _, code := unitrun(t, "start", "--json", "unitrun-test-start.service")
+	var r result
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("stdout %q: %v", out, err)
+	}
+	if code != 9 || r.ExitCode == nil || *r.ExitCode != 9 {
+		t.Errorf("exit %d, result %+v; want 9", code, r)
+	}
+	systemdtest.Conn(t).ResetFailedUnit(context.Background(), "unitrun-test-start.service")
+}
+
+func TestManagerStatus(t *testing.T) {
+	out, errs, code := unitrun(t, "manager", "status")
+	if code != 0 || !strings.Contains(out, "using private:") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	out, _, code = unitrun(t, "--manager", "private:/nonexistent/socket", "manager", "status")
+	if code == 0 || !strings.Contains(out, "/nonexistent/socket") {
+		t.Errorf("unreachable manager: exit %d, stdout %q", code, out)
+	}
+}
+
+// TestEmbeddedDefault runs the README's main command where no manager is
+// reachable: unitrun boots an embedded manager, reuses it, and stops it.
+func TestEmbeddedDefault(t *testing.T) {
+	dir, err := os.MkdirTemp("", "unitrun-emb-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	e := &manager.Embedded{Dir: dir}
+	defer e.Stop(context.Background(), 10*time.Second)
+	env := []string{"PATH=" + os.Getenv("PATH"), manager.EnvEmbeddedDir + "=" + dir}
+
+	// Concurrent first uses boot one manager.
+	var wg sync.WaitGroup
+	outs := make([]string, 4)
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command(systemdtest.Binary(t), "run", "--", "sh", "-c", "echo hello; exit 3")
+			cmd.Env = env
+			b, err := cmd.Output()
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+				t.Errorf("run %d: %v, want exit 3", i, err)
+			}
+			outs[i] = string(b)
+		}()
+	}
+	wg.Wait()
+	for i, o := range outs {
+		if o != "hello\n" {
+			t.Errorf("run %d printed %q", i, o)
+		}
+	}
+	pid := e.PID()
+	if pid == 0 {
+		t.Fatal("no embedded manager running after first use")
+	}
+	cmd := exec.Command(systemdtest.Binary(t), "manager", "status")
+	cmd.Env = env
+	b, err := cmd.Output()
+	if err != nil || !strings.Contains(string(b), "using embedded") {
+		t.Errorf("manager status: %v\n%s", err, b)
+	}
+	cmd = exec.Command(systemdtest.Binary(t), "manager", "env")
+	cmd.Env = env
+	b, _ = cmd.Output()
+	if !strings.Contains(string(b), "export XDG_RUNTIME_DIR='"+dir+"'") {
+		t.Errorf("manager env printed %q", b)
+	}
+	// systemctl reaches the embedded manager with those exports.
+	sc := exec.Command("systemctl", "--user", "is-system-running")
+	sc.Env = append(env, e.Env()...)
+	if b, _ := sc.Output(); len(bytes.TrimSpace(b)) == 0 {
+		t.Errorf("systemctl --user with the exports printed nothing")
+	}
+	cmd = exec.Command(systemdtest.Binary(t), "manager", "stop")
+	cmd.Env = env
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("manager stop: %v\n%s", err, b)
+	}
+	if syscall.Kill(pid, 0) == nil {
+		t.Errorf("embedded manager %d still running after stop", pid)
+	}
+}
