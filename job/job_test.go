@@ -286,7 +286,7 @@ func TestCancelStopsUnitAndChildren(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "canceled") {
 		t.Fatalf("Wait: %v, want an error saying canceled", err)
 	}
-	if syscall.Kill(pid, 0) == nil {
+	if systemdtest.Alive(pid) {
 		t.Errorf("child %d still alive after cancel", pid)
 	}
 	if !gone(t, c.Unit) {
@@ -407,7 +407,7 @@ func TestBindToCaller(t *testing.T) {
 	if !gone(t, bound) {
 		t.Errorf("bound unit %s still loaded after its caller stopped", bound)
 	}
-	if syscall.Kill(pid, 0) == nil {
+	if systemdtest.Alive(pid) {
 		t.Errorf("bound work %d still alive", pid)
 	}
 }

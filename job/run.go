@@ -66,6 +66,12 @@ func (r *run) waitJob(ctx context.Context) error {
 			if ev.Result == "done" {
 				return nil
 			}
+			if r.state.ran() {
+				// The command ran and ended while starting (a fast failure
+				// under Type=exec, or a oneshot): its final state and
+				// Result follow the job's removal.
+				r.waitEnded(ctx)
+			}
 			r.release()
 			if r.state.ranCommand() {
 				return &ExitError{r.state.status(r.unit, ev.Result)}

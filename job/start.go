@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/unitrun/unitrun/manager"
@@ -46,11 +47,33 @@ func Start(ctx context.Context, mgr *manager.Conn, name string) (*Status, error)
 	}
 	r.job = job
 	if err := r.waitJob(ctx); err != nil {
+		var ee *ExitError
+		if errors.As(err, &ee) {
+			return ee.Status, err
+		}
 		return nil, err
 	}
 	if !waits {
 		r.release()
 		return &Status{Unit: name, JobResult: "done", Attempts: 1}, nil
+	}
+	return r.wait(ctx)
+}
+
+// Attach waits for the run in progress of a transient unit that unitrun
+// created earlier, possibly in another process (a daemon that restarted),
+// and reports it as Cmd.Wait does; then it releases the unit. A unit whose
+// run has already ended (kept by RemainAfterExit) is reported at once. A
+// unit that is not loaded gives an error: its outcome is not in systemd.
+func Attach(ctx context.Context, mgr *manager.Conn, name string) (*Status, error) {
+	if err := unit.Validate(name); err != nil {
+		return nil, err
+	}
+	r := &run{mgr: mgr, unit: name, state: state{}, transient: true}
+	r.watch = mgr.Watch(name)
+	if err := r.reread(ctx); err != nil {
+		r.abort()
+		return nil, err
 	}
 	return r.wait(ctx)
 }

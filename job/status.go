@@ -187,4 +187,3 @@ func SignalName(sig syscall.Signal) string {
 	}
 	return fmt.Sprintf("SIG%d", int(sig))
 }
-

@@ -14,13 +14,13 @@ import (
 // stdio holds the descriptors handed to a unit and the goroutines that copy
 // between pipes and the caller's readers and writers, as os/exec does.
 type stdio struct {
-	fds        [3]*os.File // what the unit gets as fd 0, 1, 2
-	childEnds  []*os.File  // closed once systemd has its copies
-	stdinPipe  *os.File    // our end of the stdin pipe, closed after the run
-	outPipes   []*os.File  // our ends of the output pipes, read to EOF
-	copying    sync.WaitGroup
-	errMu      sync.Mutex
-	copyErr    error
+	fds       [3]*os.File // what the unit gets as fd 0, 1, 2
+	childEnds []*os.File  // closed once systemd has its copies
+	stdinPipe *os.File    // our end of the stdin pipe, closed after the run
+	outPipes  []*os.File  // our ends of the output pipes, read to EOF
+	copying   sync.WaitGroup
+	errMu     sync.Mutex
+	copyErr   error
 }
 
 // openStdio prepares the three descriptors.

@@ -151,7 +151,7 @@ func TestRunSIGTERMStopsUnit(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 143 {
 		t.Errorf("unitrun exit: %v, want 143 (the command died of SIGTERM)", err)
 	}
-	if syscall.Kill(pid, 0) == nil {
+	if systemdtest.Alive(pid) {
 		t.Errorf("command %d still running", pid)
 	}
 	waitGone(t, "unitrun-test-sigterm.service")
@@ -255,7 +255,7 @@ func TestEmbeddedDefault(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("manager stop: %v\n%s", err, b)
 	}
-	if syscall.Kill(pid, 0) == nil {
+	if systemdtest.Alive(pid) {
 		t.Errorf("embedded manager %d still running after stop", pid)
 	}
 }

@@ -15,17 +15,17 @@ import (
 )
 
 type runFlags struct {
-	unit, prefix   string
-	properties     []string
-	setenv         []string
-	workdir        string
-	uid, gid       string
-	timeout        time.Duration
-	noWait         bool
-	asJSON, quiet  bool
-	retry          int
-	retryDelay     time.Duration
-	bindToCaller   bool
+	unit, prefix  string
+	properties    []string
+	setenv        []string
+	workdir       string
+	uid, gid      string
+	timeout       time.Duration
+	noWait        bool
+	asJSON, quiet bool
+	retry         int
+	retryDelay    time.Duration
+	bindToCaller  bool
 }
 
 func newRunCmd(g *globals) *cobra.Command {

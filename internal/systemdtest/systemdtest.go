@@ -174,3 +174,15 @@ func WriteUnit(t testing.TB, path, text string) {
 		Conn(t).Reload(context.Background())
 	})
 }
+
+// Alive reports whether process pid exists and is not a zombie (a process
+// that has exited but whose parent has not reaped it yet).
+func Alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses.
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}
