@@ -154,7 +154,10 @@ func (r *run) wait(ctx context.Context) (*Status, error) {
 	return st, r.copyError()
 }
 
-// waitEnded waits until the unit's state shows the run has ended.
+// waitEnded waits until the unit's state shows the run has ended, then
+// reads the service's properties once more: the unit is still loaded (it
+// remains after exit, or stays failed until reset), and the read settles
+// the final Result and exit status whatever order the signals came in.
 func (r *run) waitEnded(ctx context.Context) error {
 	for !r.state.ended() {
 		ev, err := r.next(ctx)
@@ -166,6 +169,11 @@ func (r *run) waitEnded(ctx context.Context) error {
 				return err
 			}
 		}
+	}
+	// A unit whose command line is not valid UTF-8 cannot be read over
+	// D-Bus; its signals stand.
+	if props, err := r.mgr.Properties(ctx, r.unit, manager.ServiceIface); err == nil {
+		r.state.merge(props)
 	}
 	return nil
 }
