@@ -228,9 +228,10 @@ func (e *Embedded) logTail() string {
 	return strings.TrimSpace(string(b))
 }
 
-// cgroupName is the cgroup the embedded manager runs in, one per Dir, so
-// several embedded managers (one per test binary) never share cgroups.
-func (e *Embedded) cgroupName() string {
+// Cgroup is the name of the cgroup the embedded manager runs in, below the
+// root of each hierarchy; one per Dir, so several embedded managers (one per
+// test binary) never share cgroups.
+func (e *Embedded) Cgroup() string {
 	sum := sha256.Sum256([]byte(filepath.Clean(e.Dir)))
 	return "unitrun-" + hex.EncodeToString(sum[:6])
 }
@@ -264,7 +265,7 @@ func cgroupRoots() []string {
 func (e *Embedded) makeCgroups() ([]string, error) {
 	var procs []string
 	for _, root := range cgroupRoots() {
-		dir := filepath.Join(root, e.cgroupName())
+		dir := filepath.Join(root, e.Cgroup())
 		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			continue
 		}
@@ -277,7 +278,7 @@ func (e *Embedded) makeCgroups() ([]string, error) {
 // still holds processes stays.
 func (e *Embedded) removeCgroups() {
 	for _, root := range cgroupRoots() {
-		dir := filepath.Join(root, e.cgroupName())
+		dir := filepath.Join(root, e.Cgroup())
 		var dirs []string
 		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 			if err == nil && d.IsDir() {

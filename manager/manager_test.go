@@ -1,0 +1,136 @@
+package manager_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/manager"
+)
+
+func TestMain(m *testing.M) { systemdtest.Main(m) }
+
+func TestParseSpec(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want manager.Spec
+		err  string
+	}{
+		{"", manager.Spec{Kind: manager.KindAuto}, ""},
+		{"auto", manager.Spec{Kind: manager.KindAuto}, ""},
+		{"system", manager.Spec{Kind: manager.KindSystem}, ""},
+		{"user", manager.Spec{Kind: manager.KindUser}, ""},
+		{"embedded", manager.Spec{Kind: manager.KindEmbedded}, ""},
+		{"private:/run/x/../systemd/private", manager.Spec{Kind: manager.KindPrivate, Path: "/run/systemd/private"}, ""},
+		{"private:relative", manager.Spec{}, "must be absolute"},
+		{"System", manager.Spec{}, "must be auto, system, user, private:PATH or embedded"},
+	} {
+		got, err := manager.ParseSpec(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), tc.in) {
+				t.Errorf("ParseSpec(%q) = %v, %v; want an error naming the input and %q", tc.in, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("ParseSpec(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+		if err == nil && tc.in != "" {
+			if again, _ := manager.ParseSpec(got.String()); again != got {
+				t.Errorf("ParseSpec(%q).String() = %q does not parse back", tc.in, got.String())
+			}
+		}
+	}
+}
+
+func TestOpenUnreachableNamesWhatWasTried(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := manager.Open(ctx, "private:/nonexistent/unitrun/private", manager.Options{})
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/unitrun/private") {
+		t.Fatalf("Open: %v, want an error naming the socket tried", err)
+	}
+}
+
+func TestOpenPrivateReachesTestManager(t *testing.T) {
+	ctx := context.Background()
+	c, err := manager.Open(ctx, os.Getenv(manager.EnvManager), manager.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	v, err := c.Version(ctx)
+	if err != nil || !strings.HasPrefix(v, "2") {
+		t.Errorf("Version = %q, %v", v, err)
+	}
+	dir, err := c.RuntimeUnitDir(ctx)
+	want := filepath.Join(systemdtest.Manager(t).Dir, "systemd", "user")
+	if err != nil || dir != want {
+		t.Errorf("RuntimeUnitDir = %q, %v; want %q", dir, err, want)
+	}
+}
+
+// Concurrent first uses of an embedded manager boot exactly one, and Stop
+// leaves no process and no cgroup behind.
+func TestEmbeddedConcurrentEnsureAndStop(t *testing.T) {
+	dir, err := os.MkdirTemp("", "unitrun-mgr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	booted := 0
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := &manager.Embedded{Dir: dir}
+			started, err := e.Ensure(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			if started {
+				booted++
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if booted != 1 {
+		t.Fatalf("%d of 4 concurrent Ensure calls booted a manager, want 1", booted)
+	}
+	e := &manager.Embedded{Dir: dir}
+	pid := e.PID()
+	if pid == 0 || !e.Running() {
+		t.Fatalf("manager not running after Ensure (pid %d)", pid)
+	}
+	c, err := manager.Open(ctx, "embedded", manager.Options{EmbeddedDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Target().Spec != "embedded" || len(c.Target().Env) != 2 {
+		t.Errorf("target %+v", c.Target())
+	}
+	c.Close()
+	if err := e.Stop(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if systemdtest.Alive(pid) || e.Running() {
+		t.Errorf("manager %d still running after Stop", pid)
+	}
+	if left, _ := filepath.Glob("/sys/fs/cgroup/*/" + e.Cgroup()); len(left) > 0 {
+		t.Errorf("cgroups left after Stop: %v", left)
+	}
+	if left, _ := filepath.Glob("/sys/fs/cgroup/" + e.Cgroup()); len(left) > 0 {
+		t.Errorf("cgroups left after Stop: %v", left)
+	}
+}
