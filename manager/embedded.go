@@ -139,10 +139,7 @@ func (e *Embedded) boot(ctx context.Context) error {
 	}
 	defer logf.Close()
 
-	procs, err := e.makeCgroups()
-	if err != nil {
-		return err
-	}
+	procs := makeCgroups(e.Cgroup())
 	args := append([]string{"-c", bootScript, "unitrun-manager", systemd}, procs...)
 	cmd := exec.Command("/bin/sh", args...)
 	// No generators: the host's user generators (environment.d readers,
@@ -200,7 +197,7 @@ func (e *Embedded) boot(ctx context.Context) error {
 func (e *Embedded) Stop(ctx context.Context, timeout time.Duration) error {
 	pid := e.PID()
 	if pid == 0 && !e.Running() {
-		e.removeCgroups()
+		removeCgroups(e.Cgroup())
 		return nil
 	}
 	if c, err := Dial(ctx, e.Target()); err == nil {
@@ -216,7 +213,7 @@ func (e *Embedded) Stop(ctx context.Context, timeout time.Duration) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	os.Remove(filepath.Join(e.Dir, "manager.pid"))
-	e.removeCgroups()
+	removeCgroups(e.Cgroup())
 	return nil
 }
 
@@ -232,7 +229,12 @@ func (e *Embedded) logTail() string {
 // root of each hierarchy; one per Dir, so several embedded managers (one per
 // test binary) never share cgroups.
 func (e *Embedded) Cgroup() string {
-	sum := sha256.Sum256([]byte(filepath.Clean(e.Dir)))
+	return cgroupFor(e.Dir)
+}
+
+// cgroupFor names the cgroup of the manager that lives in dir.
+func cgroupFor(dir string) string {
+	sum := sha256.Sum256([]byte(filepath.Clean(dir)))
 	return "unitrun-" + hex.EncodeToString(sum[:6])
 }
 
@@ -260,25 +262,26 @@ func cgroupRoots() []string {
 	return roots
 }
 
-// makeCgroups creates the manager's cgroups and returns their cgroup.procs
-// files. Where cgroups cannot be written, the manager shares the caller's.
-func (e *Embedded) makeCgroups() ([]string, error) {
+// makeCgroups creates the cgroup name in every hierarchy and returns their
+// cgroup.procs files. Where cgroups cannot be written, the manager shares
+// the caller's.
+func makeCgroups(name string) []string {
 	var procs []string
 	for _, root := range cgroupRoots() {
-		dir := filepath.Join(root, e.Cgroup())
+		dir := filepath.Join(root, name)
 		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			continue
 		}
 		procs = append(procs, filepath.Join(dir, "cgroup.procs"))
 	}
-	return procs, nil
+	return procs
 }
 
-// removeCgroups removes the manager's cgroups, deepest first; a cgroup that
-// still holds processes stays.
-func (e *Embedded) removeCgroups() {
+// removeCgroups removes the cgroup name and all below it in every
+// hierarchy, deepest first; a cgroup that still holds processes stays.
+func removeCgroups(name string) {
 	for _, root := range cgroupRoots() {
-		dir := filepath.Join(root, e.Cgroup())
+		dir := filepath.Join(root, name)
 		var dirs []string
 		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 			if err == nil && d.IsDir() {

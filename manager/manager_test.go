@@ -134,3 +134,23 @@ func TestEmbeddedConcurrentEnsureAndStop(t *testing.T) {
 		t.Errorf("cgroups left after Stop: %v", left)
 	}
 }
+
+// A container manager is PID 1 of its own namespaces, with its own
+// hostname, and Stop leaves neither process nor cgroup behind.
+func TestContainerBootAndStop(t *testing.T) {
+	c := systemdtest.BootSystem(t)
+	out, err := c.Command("/bin/sh", "-c", "cat /proc/1/comm; hostname; systemctl is-system-running").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(out); got != "systemd\nunitrun-test\nrunning\n" {
+		t.Errorf("inside the container: %q", got)
+	}
+	pid := c.PID()
+	if err := c.Stop(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if systemdtest.Alive(pid) {
+		t.Errorf("container systemd %d alive after Stop", pid)
+	}
+}

@@ -259,3 +259,24 @@ func TestEmbeddedDefault(t *testing.T) {
 		t.Errorf("embedded manager %d still running after stop", pid)
 	}
 }
+
+// On a system manager (PID 1 of its own namespaces), --uid and --gid run
+// the command as that user, and auto picks the system manager.
+func TestRunUIDOnSystemManager(t *testing.T) {
+	sys := systemdtest.BootSystem(t)
+	cmd := sys.Command(systemdtest.Binary(t), "run", "-q", "--uid", "65534", "--gid", "65534", "--", "/bin/sh", "-c", `echo "$(id -u) $(id -g) $(hostname)"`)
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("run --uid: %v\n%s", err, out)
+	}
+	if string(out) != "65534 65534 unitrun-test\n" {
+		t.Errorf("command reported %q, want uid/gid 65534 on host unitrun-test", out)
+	}
+	st := sys.Command(systemdtest.Binary(t), "manager", "status")
+	st.Env = cmd.Env
+	b, _ := st.Output()
+	if !strings.Contains(string(b), "using system") {
+		t.Errorf("manager status inside the system manager: %s", b)
+	}
+}

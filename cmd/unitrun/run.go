@@ -130,8 +130,10 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 		return &exitError{code: exitFailed, err: err}
 	}
 	defer mgr.Close()
-	if (f.uid != "" || f.gid != "") && mgr.Target().Spec != "system" {
-		return &exitError{code: exitUsage, err: fmt.Errorf("--uid and --gid need the system manager, not %s", mgr.Target().Spec)}
+	if f.uid != "" || f.gid != "" {
+		if dir, err := mgr.RuntimeUnitDir(ctx); err != nil || dir != "/run/systemd/system" {
+			return &exitError{code: exitUsage, err: fmt.Errorf("--uid and --gid need a system manager, not %s", mgr.Target().Spec)}
+		}
 	}
 	c.Manager = mgr
 	if f.noWait {

@@ -186,3 +186,33 @@ func Alive(pid int) bool {
 	i := strings.LastIndexByte(string(b), ')')
 	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
+
+// BootSystem boots a systemd system manager as PID 1 of new namespaces for
+// the test (DESIGN.md's second recipe) and powers it off when the test
+// ends. Run clients inside it with its Command method; there, systemd is PID
+// 1 and unitrun's auto manager choice finds the system manager.
+func BootSystem(t testing.TB) *manager.Container {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "unitrun-sys-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	units := filepath.Join(dir, "units")
+	if err := os.Mkdir(units, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(units, "unitrun-test.target"), []byte("[Unit]\nDescription=unitrun test system\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := &manager.Container{Dir: filepath.Join(dir, "run"), Target: "unitrun-test.target", UnitPath: []string{units, "/lib/systemd/system"}, Hostname: "unitrun-test"}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Boot(ctx); err != nil {
+		t.Fatalf("systemdtest: cannot boot a system manager: %v", err)
+	}
+	t.Cleanup(func() {
+		c.Stop(20 * time.Second)
+		os.RemoveAll(dir)
+	})
+	return c
+}

@@ -1,0 +1,165 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Container is a systemd system manager running as PID 1 of new PID, mount,
+// UTS and IPC namespaces, as rkt's stage1 ran a pod. It starts Target and
+// the units it pulls in, found in UnitPath. Dir, a host directory, is its
+// /run, so its files (the private socket Dir/systemd/private among them)
+// are visible from the host; but systemd answers only peers inside its PID
+// namespace, so clients run through Command.
+type Container struct {
+	Dir      string   // host directory mounted as the container's /run
+	Target   string   // unit to start at boot
+	UnitPath []string // the container manager's unit search path
+	Hostname string   // hostname in the new UTS namespace
+
+	cmd    *exec.Cmd
+	exited chan error
+	pid    int
+}
+
+// containerScript runs in the new namespaces as PID 1 and becomes systemd.
+// systemd sets the hostname from /etc/hostname at boot, so the container's
+// own hostname is mounted over it.
+// Values arrive as arguments, never inside the script text.
+const containerScript = `set -e
+dir=$1; hostname=$2; systemd=$3; target=$4; shift 4
+for procs in "$@"; do echo 0 > "$procs"; done
+printf '%s\n' "$hostname" > "$dir/unitrun-hostname"
+mount --bind "$dir/unitrun-hostname" /etc/hostname
+mount --bind "$dir" /run
+mkdir -p /run/systemd/system
+hostname "$hostname"
+exec "$systemd" --unit="$target" --log-target=console --log-level=notice`
+
+// Boot starts the container manager and waits until it has finished
+// booting (systemctl is-system-running --wait inside it).
+func (c *Container) Boot(ctx context.Context) error {
+	if c.cmd != nil {
+		return errors.New("container manager: already booted")
+	}
+	systemd, err := findSystemd()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return fmt.Errorf("container manager: %w", err)
+	}
+	noGenerators := filepath.Join(c.Dir, "unitrun-no-generators")
+	if err := os.MkdirAll(noGenerators, 0o755); err != nil {
+		return fmt.Errorf("container manager: %w", err)
+	}
+	logf, err := os.OpenFile(filepath.Join(c.Dir, "unitrun-manager.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("container manager: %w", err)
+	}
+	defer logf.Close()
+	hostname := c.Hostname
+	if hostname == "" {
+		hostname = "unitrun"
+	}
+	args := []string{"--pid", "--fork", "--mount", "--propagation", "private", "--mount-proc", "--uts", "--ipc",
+		"/bin/sh", "-c", containerScript, "unitrun-container", c.Dir, hostname, systemd, c.Target}
+	args = append(args, makeCgroups(cgroupFor(c.Dir))...)
+	c.cmd = exec.Command("unshare", args...)
+	c.cmd.Env = []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"container=unitrun",
+		"SYSTEMD_UNIT_PATH=" + strings.Join(c.UnitPath, ":"),
+		"SYSTEMD_GENERATOR_PATH=" + noGenerators,
+		"SYSTEMD_ENVIRONMENT_GENERATOR_PATH=" + noGenerators,
+	}
+	c.cmd.Dir = "/"
+	c.cmd.Stdout, c.cmd.Stderr = logf, logf
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := c.cmd.Start(); err != nil {
+		return fmt.Errorf("container manager: unshare: %w", err)
+	}
+	c.exited = make(chan error, 1)
+	go func() { c.exited <- c.cmd.Wait() }()
+	for c.pid == 0 {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", c.cmd.Process.Pid, c.cmd.Process.Pid))
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			c.pid, _ = strconv.Atoi(f[0])
+			break
+		}
+		if err := c.pause(ctx); err != nil {
+			return err
+		}
+	}
+	for {
+		out, _ := c.Command("systemctl", "is-system-running", "--wait").Output()
+		switch strings.TrimSpace(string(out)) {
+		case "running", "degraded":
+			return nil
+		}
+		if err := c.pause(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// pause waits a little, or reports that the manager exited or ctx ended.
+func (c *Container) pause(ctx context.Context) error {
+	select {
+	case err := <-c.exited:
+		c.exited <- err
+		b, _ := os.ReadFile(filepath.Join(c.Dir, "unitrun-manager.log"))
+		return fmt.Errorf("container manager exited while booting (%v): %s", err, strings.TrimSpace(string(b)))
+	case <-ctx.Done():
+		c.cmd.Process.Kill()
+		return ctx.Err()
+	case <-time.After(10 * time.Millisecond):
+		return nil
+	}
+}
+
+// PID returns the host process id of the container's systemd, or 0.
+func (c *Container) PID() int { return c.pid }
+
+// Command returns a command that runs inside the container's namespaces,
+// where its systemd is PID 1 and reachable as the system manager.
+func (c *Container) Command(name string, args ...string) *exec.Cmd {
+	pid := strconv.Itoa(c.pid)
+	return exec.Command("nsenter", append([]string{"-t", pid, "-m", "-p", "-u", "-i", "--", name}, args...)...)
+}
+
+// Stop powers the container off (SIGRTMIN+4 to its systemd, which stops
+// every unit), waits for it to exit, killing it after timeout, and removes
+// its cgroups.
+func (c *Container) Stop(timeout time.Duration) error {
+	if c.cmd == nil {
+		return nil
+	}
+	if c.pid != 0 {
+		syscall.Kill(c.pid, syscall.Signal(34+4)) // SIGRTMIN+4: poweroff
+	}
+	var err error
+	select {
+	case err = <-c.exited:
+	case <-time.After(timeout):
+		if c.pid != 0 {
+			syscall.Kill(c.pid, syscall.SIGKILL)
+		}
+		err = <-c.exited
+	}
+	c.exited <- err
+	removeCgroups(cgroupFor(c.Dir))
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return nil // a powered-off manager exits as it likes
+	}
+	return err
+}
