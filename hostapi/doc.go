@@ -1,8 +1,7 @@
-// Package hostapi holds the pure foundations of the unitrun host API daemon:
-// the operations config (which host operations exist and who may call
-// them), the SOCK_SEQPACKET wire format, and the durable store of job
-// records that lets a restarted daemon report every job's real outcome.
-//
-// Nothing here talks to systemd; the daemon wires these pieces to the job
-// package.
+// Package hostapi is the unitrun host API daemon: the operations config
+// (which host operations exist and who may call them), the Daemon that runs
+// them as jobs on a systemd manager, the durable store of job records that
+// lets a restarted daemon report every job's real outcome, and the front
+// ends that serve callers over unix sockets (HTTP/JSON and the
+// SOCK_SEQPACKET wire format).
 package hostapi

@@ -1,9 +1,6 @@
-//go:build systemd
-
 // The tests in this file run against a real systemd user manager booted by
-// internal/systemdtest: go test -tags systemd ./hostapi/. The manager must
-// keep transient units across daemon-reload, that is, have its transient
-// unit directory on its unit search path.
+// internal/systemdtest, which keeps transient units across daemon-reload
+// (its transient unit directory is on its unit search path).
 
 package hostapi
 
@@ -20,8 +17,6 @@ import (
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/unit"
 )
-
-func TestMain(m *testing.M) { systemdtest.Main(m) }
 
 // TestOutcomeCommandSystemd proves OutcomeCommand against a real manager:
 // each unit's outcome is recorded as systemd gives it to ExecStopPost=,

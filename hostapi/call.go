@@ -1,0 +1,154 @@
+package hostapi
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+
+	"github.com/unitrun/unitrun/unit"
+)
+
+// Call runs the op name with args for caller and returns the job's record
+// once the job is accepted: running (its unit started or starting), queued
+// behind the running job of an exclusive op, or, for an exclusive op that
+// runs with the same args, the running or queued job it joins.
+//
+// Nothing starts when the call is refused; the error is an *Error:
+// CodeUnknownOp, CodeUnauthorized (checked before the args, so that an
+// unauthorized caller learns nothing about them), CodeBadArgs,
+// CodeNoCallerUnit for a bind_to_caller op whose caller is in no unit of
+// the manager, and CodeBusy when the op's on_busy or the limits refuse it.
+func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []string) (*Record, error) {
+	op, err := d.Op(name)
+	if err != nil {
+		return nil, err
+	}
+	if !op.Allowed(caller.UID, caller.GIDs) {
+		return nil, errorf(CodeUnauthorized, fmt.Sprintf("op %q: uid %d is not in allow_uids and none of its gids is in allow_gids", op.Name, caller.UID))
+	}
+	if args == nil {
+		args = []string{}
+	}
+	if err := op.CheckArgs(args); err != nil {
+		return nil, errorf(CodeBadArgs, err.Error())
+	}
+	var bind []unit.Property
+	if op.BindToCaller {
+		u, err := d.mgr.UnitByPID(ctx, uint32(caller.PID))
+		if err != nil {
+			return nil, errorf(CodeNoCallerUnit, fmt.Sprintf("op %q: bind_to_caller: no unit of the manager holds caller pid %d: %v", op.Name, caller.PID, err))
+		}
+		bind = []unit.Property{
+			{Name: "BindsTo", Value: dbus.MakeVariant([]string{u})},
+			{Name: "After", Value: dbus.MakeVariant([]string{u})},
+		}
+	}
+
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, errorf(CodeInternal, "the daemon is shutting down")
+	}
+	if op.Exclusive {
+		if l := d.joinLocked(op, args); l != nil {
+			return copyRecord(l.rec), nil
+		}
+	}
+	if len(d.live) >= d.cfg.Limits.MaxLiveJobs {
+		return nil, errorf(CodeBusy, fmt.Sprintf("op %q: %d jobs are queued or running, the limit max_live_jobs", op.Name, len(d.live)))
+	}
+	l := &liveJob{
+		rec: &Record{
+			ID: d.store.NewID(), Op: op.Name, Args: slices.Clone(args), State: StateQueued,
+			CallerUID: caller.UID, CallerPID: caller.PID, CreatedAt: time.Now().UTC(),
+		},
+		op: op, caller: caller, bind: bind, done: make(chan struct{}),
+	}
+	if r := d.running[op.Name]; op.Exclusive && r != nil {
+		switch {
+		case op.OnBusy == "join-or-refuse":
+			return nil, errorf(CodeBusy, fmt.Sprintf("op %q: job %s runs with other args and on_busy is %q", op.Name, r.rec.ID, op.OnBusy))
+		case len(d.queues[op.Name]) >= d.cfg.Limits.MaxQueue:
+			return nil, errorf(CodeBusy, fmt.Sprintf("op %q: job %s runs and %d calls wait, the limit max_queue", op.Name, r.rec.ID, len(d.queues[op.Name])))
+		}
+		if err := d.store.Put(l.rec); err != nil {
+			return nil, errorf(CodeInternal, err.Error())
+		}
+		d.live[l.rec.ID] = l
+		d.queues[op.Name] = append(d.queues[op.Name], l)
+		return copyRecord(l.rec), nil
+	}
+	d.live[l.rec.ID] = l
+	if err := d.startLocked(l); err != nil {
+		delete(d.live, l.rec.ID)
+		return nil, errorf(CodeInternal, err.Error())
+	}
+	return copyRecord(l.rec), nil
+}
+
+// joinLocked returns the running or queued job of the exclusive op that
+// has the same args, or nil.
+func (d *Daemon) joinLocked(op *Op, args []string) *liveJob {
+	if r := d.running[op.Name]; r != nil && slices.Equal(r.rec.Args, args) && !r.canceled {
+		return r
+	}
+	for _, q := range d.queues[op.Name] {
+		if slices.Equal(q.rec.Args, args) {
+			return q
+		}
+	}
+	return nil
+}
+
+// startLocked records the job as running, with the name of its unit, and
+// starts it in a goroutine. The record is stored before the unit is
+// created, so that a daemon that dies in between finds the job.
+func (d *Daemon) startLocked(l *liveJob) error {
+	now := time.Now().UTC()
+	l.rec.State = StateRunning
+	l.rec.StartedAt = &now
+	l.rec.Unit = l.op.Unit
+	if l.op.Unit == "" {
+		l.rec.Unit = l.op.Prefix + strings.ToLower(l.rec.ID) + ".service"
+	}
+	if err := d.store.Put(l.rec); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l.cancel = cancel
+	if l.op.Exclusive {
+		d.running[l.op.Name] = l
+	}
+	go func() {
+		defer cancel()
+		d.finish(l, d.execute(ctx, l))
+	}()
+	return nil
+}
+
+// dequeueLocked removes a queued job from its op's queue.
+func (d *Daemon) dequeueLocked(l *liveJob) {
+	q := d.queues[l.rec.Op]
+	if i := slices.Index(q, l); i >= 0 {
+		d.queues[l.rec.Op] = slices.Delete(q, i, i+1)
+	}
+}
+
+// startNextLocked starts the first queued job of the exclusive op, if it
+// has no running job.
+func (d *Daemon) startNextLocked(opName string) {
+	for d.running[opName] == nil && len(d.queues[opName]) > 0 {
+		l := d.queues[opName][0]
+		d.queues[opName] = d.queues[opName][1:]
+		if err := d.startLocked(l); err != nil {
+			d.finishLocked(l, func(r *Record) {
+				r.State = StateFailed
+				r.Message = "start: " + err.Error()
+			})
+		}
+	}
+}

@@ -1,0 +1,193 @@
+package hostapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/unit"
+)
+
+// Caller is who calls an op, as the kernel reports the peer of a unix
+// socket (SO_PEERCRED): its uid, its gids and its pid.
+type Caller struct {
+	UID  uint32
+	GIDs []uint32
+	PID  int32
+}
+
+// ID is the caller's identity as put in place of "{caller}" in an op's env:
+// "uid:<uid>".
+func (c Caller) ID() string { return fmt.Sprintf("uid:%d", c.UID) }
+
+// Daemon runs ops as jobs on a manager and keeps their records in a Store.
+//
+// A job's unit runs in systemd, not in the daemon: Close leaves running
+// units alone, and a new Daemon on the same store and manager re-attaches
+// to them in Recover and records their real outcome.
+type Daemon struct {
+	cfg   *Config
+	store *Store
+	mgr   *manager.Conn
+	ops   map[string]*Op
+	// LookupEnv is where env_passthrough variables come from; NewDaemon
+	// sets it to os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+	// Logf reports what the daemon cannot tell a caller, such as a record
+	// it failed to store; NewDaemon sets it to log.Printf.
+	Logf func(format string, args ...any)
+
+	mu      sync.Mutex
+	live    map[string]*liveJob // jobs queued or running, by id
+	running map[string]*liveJob // the running job of each exclusive op
+	queues  map[string][]*liveJob
+	closed  bool
+}
+
+// liveJob is a job that is queued or running. Its rec is guarded by the
+// Daemon's mu; done is closed once the final record is stored.
+type liveJob struct {
+	rec      *Record
+	op       *Op
+	caller   Caller
+	bind     []unit.Property // BindsTo= and After= the caller's unit
+	done     chan struct{}
+	cancel   context.CancelFunc
+	canceled bool
+}
+
+// NewDaemon returns a Daemon serving cfg's ops, storing records in store
+// and running jobs on mgr. Call Recover before serving callers.
+func NewDaemon(cfg *Config, store *Store, mgr *manager.Conn) *Daemon {
+	d := &Daemon{
+		cfg: cfg, store: store, mgr: mgr,
+		ops:       make(map[string]*Op, len(cfg.Ops)),
+		LookupEnv: os.LookupEnv,
+		Logf:      log.Printf,
+		live:      make(map[string]*liveJob),
+		running:   make(map[string]*liveJob),
+		queues:    make(map[string][]*liveJob),
+	}
+	for i := range cfg.Ops {
+		d.ops[cfg.Ops[i].Name] = &cfg.Ops[i]
+	}
+	return d
+}
+
+// Config returns the daemon's config.
+func (d *Daemon) Config() *Config { return d.cfg }
+
+// Op returns the named op, or an *Error with CodeUnknownOp.
+func (d *Daemon) Op(name string) (*Op, error) {
+	op, ok := d.ops[name]
+	if !ok {
+		return nil, errorf(CodeUnknownOp, fmt.Sprintf("op %q: no such op", name))
+	}
+	return op, nil
+}
+
+// Get returns the job's current record: an *Error with CodeNotFound when
+// there is none.
+func (d *Daemon) Get(id string) (*Record, error) {
+	d.mu.Lock()
+	if l, ok := d.live[id]; ok {
+		r := copyRecord(l.rec)
+		d.mu.Unlock()
+		return r, nil
+	}
+	d.mu.Unlock()
+	r, err := d.store.Get(id)
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidID) {
+		return nil, errorf(CodeNotFound, fmt.Sprintf("job %q: no such job", id))
+	}
+	return r, err
+}
+
+// List returns every job's record, newest first.
+func (d *Daemon) List() ([]*Record, error) {
+	recs, err := d.store.List()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, r := range recs {
+		if l, ok := d.live[r.ID]; ok {
+			recs[i] = copyRecord(l.rec)
+		}
+	}
+	return recs, err
+}
+
+// Wait waits until the job has ended and returns its final record. If ctx
+// ends first it returns ctx's error; the job goes on.
+func (d *Daemon) Wait(ctx context.Context, id string) (*Record, error) {
+	d.mu.Lock()
+	l, ok := d.live[id]
+	d.mu.Unlock()
+	if ok {
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return d.Get(id)
+}
+
+// Done returns a channel closed when the job has ended, or nil when it
+// already has (or there is no such job).
+func (d *Daemon) Done(id string) <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if l, ok := d.live[id]; ok {
+		return l.done
+	}
+	return nil
+}
+
+// Cancel cancels the job: a queued job ends at once as canceled, a running
+// one has its unit stopped. It waits, until ctx ends, for the job to end
+// and returns its record. Canceling a job that has ended returns its
+// record unchanged.
+func (d *Daemon) Cancel(ctx context.Context, id string) (*Record, error) {
+	d.mu.Lock()
+	l, ok := d.live[id]
+	if ok {
+		l.canceled = true
+		if l.rec.State == StateQueued {
+			d.dequeueLocked(l)
+			d.finishLocked(l, func(r *Record) {
+				r.State = StateCanceled
+				r.Message = "canceled while queued"
+			})
+		} else if l.cancel != nil {
+			l.cancel()
+		}
+	}
+	d.mu.Unlock()
+	return d.Wait(ctx, id)
+}
+
+// Close makes the daemon stop recording: jobs that end afterwards are left
+// for a later Daemon's Recover. It stops no unit. Close the manager
+// connection after Close to end the goroutines that watch the units.
+func (d *Daemon) Close() {
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+}
+
+// Prune removes old finished records by the config's limits.
+func (d *Daemon) Prune() error {
+	_, err := d.store.Prune(d.cfg.Limits.RecordsKeep, d.cfg.Limits.RecordsMaxAge, time.Now())
+	return err
+}
+
+func copyRecord(r *Record) *Record {
+	c := *r
+	c.Args = append([]string(nil), r.Args...)
+	return &c
+}

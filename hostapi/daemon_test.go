@@ -1,0 +1,327 @@
+package hostapi
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/manager"
+)
+
+// testOps is the config the daemon tests run; @DIR@ is replaced by a
+// directory of the test.
+const testOps = `
+[[op]]
+name = "echo"
+exec = ["/bin/sh", "-c", "echo \"out:$1:$CLIENT\"; echo err >&2; exit \"${2:-0}\"", "sh"]
+args = { max = 2 }
+allow_uids = [0]
+env = { CLIENT = "{caller}" }
+
+[[op]]
+name = "sleep"
+exec = ["/bin/sleep"]
+args = { min = 1, max = 1, pattern = "^[0-9]+$" }
+timeout = "1s"
+
+[[op]]
+name = "excl"
+exec = ["/bin/sh", "-c", "echo run:$1 >>@DIR@/runs; sleep 1", "sh"]
+args = { max = 1 }
+exclusive = true
+
+[[op]]
+name = "refuse"
+exec = ["/bin/sleep", "{args}"]
+args = { min = 1, max = 1 }
+exclusive = true
+on_busy = "join-or-refuse"
+
+[[op]]
+name = "reboot"
+exec = ["/usr/bin/touch", "@DIR@/reboot-needed"]
+reboot_marker = "@DIR@/reboot-needed"
+
+[[op]]
+name = "slowfail"
+exec = ["/bin/sh", "-c", "echo started; sleep 1; exit 3"]
+
+[[op]]
+name = "nobody"
+exec = ["/bin/true"]
+allow_uids = [65534]
+`
+
+// newTestDaemon returns a daemon with testOps (and extra) on the test
+// manager, its state in a temp dir, and that dir.
+func newTestDaemon(t *testing.T, mgr *manager.Conn, extra string) (*Daemon, string) {
+	t.Helper()
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "daemon.toml")
+	if err := os.WriteFile(cfgFile, []byte(strings.ReplaceAll(testOps+extra, "@DIR@", dir)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(cfgFile, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := OpenStore(filepath.Join(dir, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDaemon(cfg, store, mgr)
+	if err := d.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return d, dir
+}
+
+var root = Caller{UID: 0, PID: int32(os.Getpid())}
+
+// call calls the op as root and waits for the job's final record.
+func call(t *testing.T, d *Daemon, op string, args ...string) *Record {
+	t.Helper()
+	r, err := d.Call(context.Background(), root, op, args)
+	if err != nil {
+		t.Fatalf("call %s %q: %v", op, args, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err = d.Wait(ctx, r.ID)
+	if err != nil {
+		t.Fatalf("wait %s: %v", op, err)
+	}
+	return r
+}
+
+func exitCode(r *Record) int {
+	if r.ExitCode == nil {
+		return -1
+	}
+	return *r.ExitCode
+}
+
+func TestDaemonSuccess(t *testing.T) {
+	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
+	r := call(t, d, "echo", "a$b;c")
+	if r.State != StateSucceeded || exitCode(r) != 0 || r.Result != "success" || r.JobResult != "done" {
+		t.Fatalf("record %+v: want succeeded with exit code 0", r)
+	}
+	if want := "out:a$b;c:uid:0\nerr\n"; r.OutputTail != want {
+		t.Errorf("output tail %q, want %q", r.OutputTail, want)
+	}
+	stored, err := d.store.Get(r.ID)
+	if err != nil || stored.State != StateSucceeded || stored.FinishedAt == nil || stored.StartedAt == nil {
+		t.Errorf("stored record %+v, %v: want the final record", stored, err)
+	}
+}
+
+func TestDaemonFailureExitCode(t *testing.T) {
+	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
+	r := call(t, d, "echo", "x", "7")
+	if r.State != StateFailed || exitCode(r) != 7 || r.Result != "exit-code" {
+		t.Fatalf("record %+v: want failed with exit code 7", r)
+	}
+}
+
+func TestDaemonTimeout(t *testing.T) {
+	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
+	r := call(t, d, "sleep", "30")
+	if r.State != StateFailed || r.Result != "timeout" {
+		t.Fatalf("record %+v: want failed with result timeout", r)
+	}
+}
+
+func TestDaemonCancel(t *testing.T) {
+	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
+	r, err := d.Call(context.Background(), root, "sleep", []string{"30"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err = d.Cancel(ctx, r.ID)
+	if err != nil || r.State != StateCanceled || r.FinishedAt == nil {
+		t.Fatalf("cancel: %+v, %v: want a canceled record", r, err)
+	}
+}
+
+func TestDaemonRefusals(t *testing.T) {
+	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
+	tests := []struct {
+		op     string
+		caller Caller
+		args   []string
+		code   string
+	}{
+		{"nosuch", root, nil, CodeUnknownOp},
+		{"sleep", root, nil, CodeBadArgs},
+		{"sleep", root, []string{"1; rm -rf /"}, CodeBadArgs},
+		{"echo", root, []string{"1", "2", "3"}, CodeBadArgs},
+		{"echo", Caller{UID: 1000, GIDs: []uint32{1000}}, nil, CodeUnauthorized},
+		{"nobody", root, nil, CodeUnauthorized},
+	}
+	for _, tt := range tests {
+		_, err := d.Call(context.Background(), tt.caller, tt.op, tt.args)
+		var e *Error
+		if !errors.As(err, &e) || e.Code != tt.code {
+			t.Errorf("call %s %q as uid %d: %v, want code %s", tt.op, tt.args, tt.caller.UID, err, tt.code)
+		}
+	}
+	if recs, _ := d.List(); len(recs) != 0 {
+		t.Errorf("refused calls left %d records", len(recs))
+	}
+}
+
+func TestDaemonExclusive(t *testing.T) {
+	d, dir := newTestDaemon(t, systemdtest.Conn(t), "")
+	var wg sync.WaitGroup
+	ids := make([]string, 4)
+	args := []string{"a", "a", "b", "b"}
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := d.Call(context.Background(), root, "excl", []string{args[i]})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ids[i] = r.ID
+		}()
+	}
+	wg.Wait()
+	if ids[0] != ids[1] || ids[2] != ids[3] || ids[0] == ids[2] {
+		t.Fatalf("job ids %q: want calls with the same args joined, others apart", ids)
+	}
+	for _, id := range []string{ids[0], ids[2]} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		r, err := d.Wait(ctx, id)
+		cancel()
+		if err != nil || r.State != StateSucceeded {
+			t.Fatalf("job %s: %+v, %v", id, r, err)
+		}
+	}
+	runs, _ := os.ReadFile(filepath.Join(dir, "runs"))
+	if got := strings.Fields(string(runs)); len(got) != 2 || got[0] == got[1] {
+		t.Errorf("runs %q: want one run of each args", got)
+	}
+
+	first, err := d.Call(context.Background(), root, "refuse", []string{"30"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.Call(context.Background(), root, "refuse", []string{"31"})
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeBusy {
+		t.Errorf("second call with other args: %v, want code %s", err, CodeBusy)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if r, err := d.Cancel(ctx, first.ID); err != nil || r.State != StateCanceled {
+		t.Errorf("cancel: %+v, %v", r, err)
+	}
+}
+
+func TestDaemonRebootMarker(t *testing.T) {
+	d, dir := newTestDaemon(t, systemdtest.Conn(t), "")
+	r := call(t, d, "reboot")
+	if r.State != StateSucceeded || !r.RebootRequired {
+		t.Fatalf("record %+v: want succeeded with reboot_required", r)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "reboot-needed")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("reboot marker not removed: %v", err)
+	}
+	if r := call(t, d, "echo"); r.RebootRequired {
+		t.Errorf("op without marker reports reboot_required")
+	}
+}
+
+func TestDaemonRequestFileUnit(t *testing.T) {
+	conn := systemdtest.Conn(t)
+	dir := t.TempDir()
+	req := filepath.Join(dir, "request")
+	systemdtest.WriteUnit(t, filepath.Join(systemdtest.RuntimeUnitDir(t), "unitrun-test-pivot.service"), `[Unit]
+Description=unitrun test pivot
+ConditionPathExists=`+req+`
+[Service]
+Type=oneshot
+ExecStart=/bin/sh -c 'cp `+req+` `+dir+`/seen; test "$(head -n1 `+req+`)" = good'
+`)
+	if err := conn.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.ResetFailedUnit(context.Background(), "unitrun-test-pivot.service") })
+	d, _ := newTestDaemon(t, conn, `
+[[op]]
+name = "pivot"
+unit = "unitrun-test-pivot.service"
+request_file = "`+req+`"
+args = { max = 2 }
+`)
+	r := call(t, d, "pivot", "good", "second")
+	if r.State != StateSucceeded || r.Unit != "unitrun-test-pivot.service" {
+		t.Fatalf("record %+v: want succeeded", r)
+	}
+	if seen, _ := os.ReadFile(filepath.Join(dir, "seen")); string(seen) != "good\nsecond\n" {
+		t.Errorf("request file held %q", seen)
+	}
+	if r := call(t, d, "pivot", "bad"); r.State != StateFailed || exitCode(r) != 1 {
+		t.Errorf("record %+v: want failed with exit code 1", r)
+	}
+}
+
+// TestDaemonRecover stops one daemon mid-job, without recording and with
+// its manager connection gone, as a SIGKILL would, and checks that a new
+// daemon on the same store records the real outcome, both of a job whose
+// unit still runs and of one whose unit ended and was collected meanwhile.
+func TestDaemonRecover(t *testing.T) {
+	conn := systemdtest.Dial(t)
+	d1, _ := newTestDaemon(t, conn, "")
+	running, err := d1.Call(context.Background(), root, "slowfail", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		props, err := conn.Properties(context.Background(), running.Unit, manager.UnitIface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if props["ActiveState"].Value() == "active" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	d1.Close()
+	conn.Close()
+	store := d1.store
+	// A job whose unit is collected while no daemon runs: its outcome is in
+	// its outcome file only.
+	gone := &Record{ID: store.NewID(), Op: "echo", State: StateRunning, Unit: "unitrun-test-gone.service", CreatedAt: time.Now()}
+	if err := store.Put(gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(store.OutcomePath(gone.ID), []byte("SERVICE_RESULT=signal\nEXIT_CODE=killed\nEXIT_STATUS=KILL\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d2 := NewDaemon(d1.cfg, store, systemdtest.Conn(t))
+	if err := d2.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := d2.Wait(ctx, running.ID)
+	if err != nil || r.State != StateFailed || exitCode(r) != 3 || r.OutputTail != "started\n" {
+		t.Errorf("re-attached job: %+v, %v: want failed with exit code 3 and its output", r, err)
+	}
+	r, err = d2.Wait(ctx, gone.ID)
+	if err != nil || r.State != StateFailed || r.Signal != "KILL" || r.Result != "signal" {
+		t.Errorf("collected job: %+v, %v: want failed by signal KILL", r, err)
+	}
+}
