@@ -154,3 +154,19 @@ func TestContainerBootAndStop(t *testing.T) {
 		t.Errorf("container systemd %d alive after Stop", pid)
 	}
 }
+
+// With $XDG_RUNTIME_DIR pointing at a running user manager (the harness
+// exports it), "user" reaches it, and so does auto where systemd is not PID 1.
+func TestOpenUserAndAuto(t *testing.T) {
+	ctx := context.Background()
+	for _, spec := range []string{"user", "auto"} {
+		_, tries, err := manager.Probe(ctx, spec, manager.Options{}, false)
+		if err != nil {
+			t.Fatalf("Probe(%s): %v", spec, err)
+		}
+		last := tries[len(tries)-1]
+		if last.Target.Spec != "user" || last.Err != nil || !last.Target.Peer {
+			t.Errorf("Probe(%s) chose %+v", spec, last)
+		}
+	}
+}

@@ -280,3 +280,23 @@ func TestRunUIDOnSystemManager(t *testing.T) {
 		t.Errorf("manager status inside the system manager: %s", b)
 	}
 }
+
+func TestRunFlags(t *testing.T) {
+	dir := t.TempDir()
+	out, errs, code := unitrun(t, "run", "-q", "-E", "GREETING=hi there", "-p", "Description=flag test", "--working-directory", dir, "--", "sh", "-c", `echo "$GREETING"; pwd`)
+	if code != 0 || out != "hi there\n"+dir+"\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	out, _, code = unitrun(t, "run", "--json", "--timeout", "200ms", "--", "sleep", "30")
+	var r result
+	json.Unmarshal([]byte(out), &r)
+	if r.Result != "timeout" || code != 143 {
+		t.Errorf("--timeout: exit %d, result %+v; want result timeout and 143", code, r)
+	}
+	counter := filepath.Join(dir, "count")
+	out, _, code = unitrun(t, "run", "--json", "--retry", "3", "--retry-delay", "10ms", "--", "sh", "-c", `echo x >> "$1"; [ $(wc -l < "$1") -ge 3 ]`, "sh", counter)
+	json.Unmarshal([]byte(out), &r)
+	if code != 0 || r.Attempts != 3 {
+		t.Errorf("--retry: exit %d, attempts %d; want 0 after 3 attempts", code, r.Attempts)
+	}
+}
