@@ -72,9 +72,11 @@ func (r *run) waitJob(ctx context.Context) error {
 				// Result follow the job's removal.
 				r.waitEnded(ctx)
 			}
+			// Read the outcome before release: resetting the unit changes it.
+			ran, st := r.state.ranCommand(), r.state.status(r.unit, ev.Result)
 			r.release()
-			if r.state.ranCommand() {
-				return &ExitError{r.state.status(r.unit, ev.Result)}
+			if ran {
+				return &ExitError{st}
 			}
 			return &JobError{Unit: r.unit, Result: ev.Result}
 		case manager.EventReconnected:
