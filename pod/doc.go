@@ -56,10 +56,11 @@
 // Restart policies map onto Restart= (Never: no, Always: always, OnFailure:
 // on-failure) with StartLimitIntervalSec=0, so restarts never hit the start
 // limit; between two runs the app is "activating", which keeps its reaper
-// needed. systemd 252 has no back-off steps, so an app that may restart runs
-// "unitrun pod backoff P A" as ExecStartPre=, which waits out the delay
-// that reap-app recorded from [Decide]; its TimeoutStartSec= is the
-// longest delay plus systemd's default 90 s. The hooks run with the "+"
+// needed. Every app runs "unitrun pod backoff P A" as ExecStartPre=, which
+// records the start of each run; systemd 252 has no back-off steps, so
+// before a restart it also waits out the delay that reap-app recorded from
+// [Decide]. An app that may restart has TimeoutStartSec= of the longest
+// delay plus systemd's default 90 s. The hooks run with the "+"
 // prefix: as root and outside RootDirectory=, whatever User= the app has.
 //
 // # Status files

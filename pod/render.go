@@ -146,10 +146,10 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 		f.Set("Service", "Type", "exec")
 	}
 	f.Set("Service", "Slice", n.Slice)
-	if restartable {
-		if err := setExec(f, "ExecStartPre", "+", h.argv("backoff", a.Name)); err != nil {
-			return err
-		}
+	// Every run first records its start, and a restart waits out its
+	// back-off there.
+	if err := setExec(f, "ExecStartPre", "+", h.argv("backoff", a.Name)); err != nil {
+		return err
 	}
 	if err := setExec(f, "ExecStart", "", a.Exec); err != nil {
 		return err

@@ -54,6 +54,9 @@ type AppStatus struct {
 	StartedAt  time.Time     `json:"started_at,omitzero"`
 	FinishedAt time.Time     `json:"finished_at,omitzero"`
 	LastExitAt time.Time     `json:"last_exit_at,omitzero"`
+	// Invocation is systemd's $INVOCATION_ID of the run whose exit was
+	// recorded last, so that one run is never recorded twice.
+	Invocation string `json:"invocation_id,omitempty"`
 }
 
 // PodStatus is the record of a pod. ExitCode is set once the pod has ended.

@@ -79,5 +79,6 @@ reuses it (see "unitrun manager").`,
 	root.PersistentFlags().StringVar(&g.manager, "manager", "", "manager to use: auto, system, user, private:PATH or embedded (default $"+manager.EnvManager+", else auto)")
 	root.PersistentFlags().StringVar(&g.embeddedDir, "embedded-dir", "", "runtime directory of the embedded manager (default $"+manager.EnvEmbeddedDir+", else "+manager.DefaultEmbeddedDir+")")
 	root.AddCommand(newRunCmd(g), newStartCmd(g), newManagerCmd(g))
+	root.AddCommand(newPodCmd(g))
 	return root
 }

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/pod"
+)
+
+// defaultStateDir holds the pods' state unless --state-dir says otherwise.
+const defaultStateDir = "/run/unitrun"
+
+// podFlags are the flags every pod command takes.
+type podFlags struct {
+	g        *globals
+	stateDir string
+}
+
+func newPodCmd(g *globals) *cobra.Command {
+	f := &podFlags{g: g}
+	cmd := &cobra.Command{
+		Use:   "pod",
+		Short: "Run a group of apps as a graph of systemd units (see docs/pods.md)",
+		Long: `A pod is a group of apps described by a YAML manifest, run as a graph of
+systemd units with Kubernetes-like exit and restart policies. Each app's
+exit status is recorded the moment it ends, under
+STATE-DIR/pods/NAME/status/APP.`,
+	}
+	cmd.PersistentFlags().StringVar(&f.stateDir, "state-dir", defaultStateDir, "directory that holds the pods' state")
+	cmd.AddCommand(
+		newPodCreateCmd(f), newPodStartCmd(f), newPodRunCmd(f), newPodStatusCmd(f),
+		newPodStopCmd(f), newPodLogsCmd(f), newPodListCmd(f), newPodRmCmd(f), newPodGraphCmd(f),
+	)
+	cmd.AddCommand(newPodHookCmds(f)...)
+	return cmd
+}
+
+// dir returns the absolute state directory.
+func (f *podFlags) dir() (string, error) {
+	d, err := filepath.Abs(f.stateDir)
+	if err != nil {
+		return "", &exitError{code: exitUsage, err: err}
+	}
+	return d, nil
+}
+
+// runner opens the manager and returns a Runner on it; close releases it.
+func (f *podFlags) runner(ctx context.Context) (r *pod.Runner, close func(), err error) {
+	dir, err := f.dir()
+	if err != nil {
+		return nil, nil, err
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return nil, nil, &exitError{code: exitFailed, err: err}
+	}
+	mgr, err := f.g.open(ctx)
+	if err != nil {
+		return nil, nil, &exitError{code: exitFailed, err: err}
+	}
+	r = &pod.Runner{Mgr: mgr, StateDir: dir, Binary: bin, Manager: f.hookManager(mgr)}
+	return r, func() { mgr.Close() }, nil
+}
+
+// hookManager is the --manager value that the pod's hooks, run by the
+// manager itself, reach it with: the embedded manager by its socket, since
+// the hooks do not see unitrun's --embedded-dir.
+func (f *podFlags) hookManager(mgr *manager.Conn) string {
+	spec := mgr.Target().Spec
+	if spec == "embedded" {
+		return "private:" + manager.Options{EmbeddedDir: f.g.embeddedDir}.Embedded().Socket()
+	}
+	return spec
+}
+
+// openHook is how a hook reaches the manager when it must stop units.
+func (f *podFlags) openHook(ctx context.Context) (*manager.Conn, error) { return f.g.open(ctx) }
+
+// failed wraps an error of a pod command in exit status 125.
+func failed(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(*exitError); ok {
+		return err
+	}
+	return &exitError{code: exitFailed, err: err}
+}
+
+// podExit is the exit of a command that waited for pod s to end.
+func podExit(s pod.PodStatus) error {
+	if s.ExitCode == nil || *s.ExitCode == 0 {
+		return nil
+	}
+	return &exitError{code: *s.ExitCode}
+}
+
+// exitPolicyFlag adds --exit-policy to cmd.
+func exitPolicyFlag(cmd *cobra.Command, p *string) {
+	cmd.Flags().StringVar(p, "exit-policy", "", fmt.Sprintf("end the pod per %s, %s or %s instead of the manifest's exitPolicy", pod.FirstFailure, pod.AnyExit, pod.AllExit))
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/unitrun/unitrun/pod"
+)
+
+// newPodHookCmds returns the hidden commands that a pod's units run.
+func newPodHookCmds(f *podFlags) []*cobra.Command {
+	hook := func(use string, args int, run func(cmd *cobra.Command, dir string, args []string) error) *cobra.Command {
+		return &cobra.Command{
+			Use:    use,
+			Hidden: true,
+			Args:   cobra.ExactArgs(args),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				dir, err := f.dir()
+				if err != nil {
+					return err
+				}
+				return failed(run(cmd, dir, args))
+			},
+		}
+	}
+	return []*cobra.Command{
+		hook("backoff POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
+			return pod.BeginRun(cmd.Context(), dir, args[0], args[1])
+		}),
+		hook("reap-app POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
+			env := pod.HookEnv{
+				ServiceResult: os.Getenv("SERVICE_RESULT"),
+				ExitCode:      os.Getenv("EXIT_CODE"),
+				ExitStatus:    os.Getenv("EXIT_STATUS"),
+				InvocationID:  os.Getenv("INVOCATION_ID"),
+			}
+			return pod.ReapApp(cmd.Context(), dir, args[0], args[1], env, f.openHook)
+		}),
+		hook("reap POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
+			return pod.Reap(dir, args[0], args[1])
+		}),
+		hook("shutdown POD", 1, func(cmd *cobra.Command, dir string, args []string) error {
+			return pod.Shutdown(cmd.Context(), dir, args[0], f.openHook)
+		}),
+	}
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/unitrun/unitrun/pod"
+)
+
+// readManifest reads the manifest file at path, at most 1 MiB.
+func readManifest(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &exitError{code: exitUsage, err: err}
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, 1<<20+1))
+	if err != nil {
+		return nil, &exitError{code: exitUsage, err: err}
+	}
+	return data, nil
+}
+
+// create creates the pod of the manifest at path; a bad manifest exits 2.
+func create(ctx context.Context, r *pod.Runner, path string) (*pod.Manifest, error) {
+	data, err := readManifest(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := pod.Parse(data); err != nil {
+		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", path, err)}
+	}
+	m, err := r.Create(ctx, data)
+	return m, failed(err)
+}
+
+func newPodCreateCmd(f *podFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "create FILE",
+		Short: "Validate a manifest and prepare its pod: write its units and state, start nothing",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, done, err := f.runner(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer done()
+			m, err := create(cmd.Context(), r, args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), m.Name)
+			return nil
+		},
+	}
+}
+
+func newPodStartCmd(f *podFlags) *cobra.Command {
+	var policy string
+	cmd := &cobra.Command{
+		Use:   "start NAME",
+		Short: "Start a created pod and return once its apps have started",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, done, err := f.runner(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer done()
+			return failed(r.Start(cmd.Context(), args[0], pod.ExitPolicy(policy)))
+		},
+	}
+	exitPolicyFlag(cmd, &policy)
+	return cmd
+}
+
+func newPodRunCmd(f *podFlags) *cobra.Command {
+	var policy string
+	var detach bool
+	cmd := &cobra.Command{
+		Use:   "run FILE",
+		Short: "Create and start a pod, stream its apps' output and exit with its exit code",
+		Long: `Create the pod of FILE and start it. Without --detach, print every line
+the apps write, prefixed "APP | ", until the pod ends, and exit with the
+pod's exit code: 0 if every app succeeded, else the exit code of the first
+app that failed (128+N for a signal N). Ctrl-C or SIGTERM stops the pod.
+With --detach, print the pod's name and return once its apps have started.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			r, done, err := f.runner(ctx)
+			if err != nil {
+				return err
+			}
+			defer done()
+			m, err := create(ctx, r, args[0])
+			if err != nil {
+				return err
+			}
+			if err := r.Start(ctx, m.Name, pod.ExitPolicy(policy)); err != nil {
+				return failed(err)
+			}
+			if detach {
+				fmt.Fprintln(cmd.OutOrStdout(), m.Name)
+				return nil
+			}
+			return attach(ctx, r, m, cmd.OutOrStdout())
+		},
+	}
+	exitPolicyFlag(cmd, &policy)
+	cmd.Flags().BoolVarP(&detach, "detach", "d", false, "return once the pod has started")
+	return cmd
+}
+
+// attach streams the output of m's apps to w until the pod ends, stopping
+// it if ctx ends first, and returns the pod's exit.
+func attach(ctx context.Context, r *pod.Runner, m *pod.Manifest, w io.Writer) error {
+	ended := func() bool {
+		s, err := r.Status(m.Name)
+		return err != nil || s.Ended()
+	}
+	apps := make([]string, len(m.Apps))
+	for i, a := range m.Apps {
+		apps[i] = a.Name
+	}
+	if err := pod.Logs(ctx, r.StateDir, m.Name, apps, w, true, true, ended); err != nil && ctx.Err() == nil {
+		return failed(err)
+	}
+	var s pod.PodStatus
+	var err error
+	if ctx.Err() != nil {
+		s, err = r.Stop(context.Background(), m.Name, 0)
+	} else {
+		s, err = r.Status(m.Name)
+	}
+	if err != nil {
+		return failed(err)
+	}
+	return podExit(s)
+}
+
+func newPodStopCmd(f *podFlags) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "stop NAME",
+		Short: "Stop a pod gracefully, recording every app's exit, and exit with its exit code",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, done, err := f.runner(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer done()
+			s, err := r.Stop(cmd.Context(), args[0], timeout)
+			if err != nil {
+				return failed(err)
+			}
+			return podExit(s)
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill what is left of the pod after this long (0: wait for the apps' stop timeouts)")
+	return cmd
+}
+
+func newPodRmCmd(f *podFlags) *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "rm NAME",
+		Short: "Remove a pod: its units, state and logs",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, done, err := f.runner(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer done()
+			return failed(r.Remove(cmd.Context(), args[0], force))
+		},
+	}
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "stop a running pod first")
+	return cmd
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/unitrun/unitrun/pod"
+)
+
+// podView is the --json form of a pod's status.
+type podView struct {
+	Name       string     `json:"name"`
+	Phase      pod.Phase  `json:"phase"`
+	ExitCode   *int       `json:"exit_code"`
+	ExitPolicy string     `json:"exit_policy"`
+	StartedAt  *time.Time `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+	Apps       []appView  `json:"apps"`
+}
+
+// appView is the --json form of an app's status.
+type appView struct {
+	Name       string       `json:"name"`
+	State      pod.AppState `json:"state"`
+	ExitCode   *int         `json:"exit_code"`
+	Signal     string       `json:"signal,omitempty"`
+	Result     string       `json:"result,omitempty"`
+	Restarts   int          `json:"restarts"`
+	StartedAt  *time.Time   `json:"started_at"`
+	FinishedAt *time.Time   `json:"finished_at"`
+}
+
+// timePtr is t, or nil for the zero time.
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func newPodView(s pod.PodStatus) podView {
+	v := podView{Name: s.Name, Phase: s.Phase, ExitCode: s.ExitCode, ExitPolicy: string(s.ExitPolicy), StartedAt: timePtr(s.StartedAt), FinishedAt: timePtr(s.FinishedAt), Apps: []appView{}}
+	for _, a := range s.Apps {
+		v.Apps = append(v.Apps, appView{a.Name, a.State, a.ExitCode, a.Signal, a.Result, a.Restarts, timePtr(a.StartedAt), timePtr(a.FinishedAt)})
+	}
+	return v
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// code prints an exit code, or "-".
+func code(c *int) string {
+	if c == nil {
+		return "-"
+	}
+	return fmt.Sprint(*c)
+}
+
+func newPodStatusCmd(f *podFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status NAME",
+		Short: "Print a pod's phase and each app's state, exit code and restarts",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := f.dir()
+			if err != nil {
+				return err
+			}
+			s, err := pod.ReadPod(dir, args[0])
+			if err != nil {
+				return failed(err)
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				return printJSON(w, newPodView(s))
+			}
+			fmt.Fprintf(w, "pod %s: %s, exit code %s\n", s.Name, s.Phase, code(s.ExitCode))
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "APP\tSTATE\tEXIT\tRESTARTS\tSTARTED\tFINISHED")
+			for _, a := range s.Apps {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", a.Name, a.State, code(a.ExitCode), a.Restarts, stamp(a.StartedAt), stamp(a.FinishedAt))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	return cmd
+}
+
+// stamp formats t for a table, "-" if zero.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format(time.RFC3339)
+}
+
+func newPodListCmd(f *podFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the pods and their phases",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := f.dir()
+			if err != nil {
+				return err
+			}
+			pods, err := (&pod.Runner{StateDir: dir}).List()
+			if err != nil {
+				return failed(err)
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				views := []podView{}
+				for _, s := range pods {
+					views = append(views, newPodView(s))
+				}
+				return printJSON(w, views)
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "POD\tPHASE\tEXIT\tAPPS")
+			for _, s := range pods {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", s.Name, s.Phase, code(s.ExitCode), len(s.Apps))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as JSON")
+	return cmd
+}
+
+func newPodLogsCmd(f *podFlags) *cobra.Command {
+	var follow bool
+	cmd := &cobra.Command{
+		Use:   "logs NAME [APP]",
+		Short: `Print the output of a pod's apps, each line prefixed "APP | ", or of one app`,
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := f.dir()
+			if err != nil {
+				return err
+			}
+			r := &pod.Runner{StateDir: dir}
+			m, err := r.Manifest(args[0])
+			if err != nil {
+				return failed(err)
+			}
+			var apps []string
+			if len(args) == 2 {
+				if m.App(args[1]) == nil {
+					return &exitError{code: exitUsage, err: fmt.Errorf("pod %s has no app %q", m.Name, args[1])}
+				}
+				apps = args[1:]
+			} else {
+				for _, a := range m.Apps {
+					apps = append(apps, a.Name)
+				}
+			}
+			ended := func() bool {
+				s, err := r.Status(m.Name)
+				return err != nil || s.Ended()
+			}
+			return failed(pod.Logs(cmd.Context(), dir, m.Name, apps, cmd.OutOrStdout(), len(args) == 1, follow, ended))
+		},
+	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing until the pod ends")
+	return cmd
+}
+
+func newPodGraphCmd(f *podFlags) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "graph FILE|NAME",
+		Short: "Print a pod's unit graph as a Graphviz (dot) or Mermaid diagram",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var m *pod.Manifest
+			var err error
+			if _, serr := os.Stat(args[0]); serr == nil {
+				m, err = pod.Load(args[0])
+			} else {
+				dir, derr := f.dir()
+				if derr != nil {
+					return derr
+				}
+				m, err = (&pod.Runner{StateDir: dir}).Manifest(args[0])
+			}
+			if err != nil {
+				return &exitError{code: exitUsage, err: err}
+			}
+			out, err := pod.Diagram(pod.Nodes(m), format)
+			if err != nil {
+				return &exitError{code: exitUsage, err: err}
+			}
+			_, err = cmd.OutOrStdout().Write(out)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "dot", "diagram format: dot or mermaid")
+	return cmd
+}

@@ -1,0 +1,207 @@
+package pod
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/unitrun/unitrun/manager"
+)
+
+// The hooks below are what the units of a pod's graph run (see the package
+// documentation); the hidden "unitrun pod" commands call them. open reaches
+// the pod's manager; a hook calls it only when it must stop units.
+
+// HookEnv is what systemd tells a hook about the run it belongs to: the
+// $SERVICE_RESULT, $EXIT_CODE and $EXIT_STATUS of ExecStopPost= (empty in
+// ExecStartPost=) and the $INVOCATION_ID of every command.
+type HookEnv struct {
+	ServiceResult string
+	ExitCode      string
+	ExitStatus    string
+	InvocationID  string
+}
+
+// BeginRun is the ExecStartPre= of an app: it waits out the back-off that
+// the app's last exit recorded, if that exit was followed by a restart,
+// then records that the app is running.
+func BeginRun(ctx context.Context, stateDir, pod, app string) error {
+	if err := checkNames(pod, app); err != nil {
+		return err
+	}
+	s, err := readAppOrNew(stateDir, pod, app)
+	if err != nil {
+		return err
+	}
+	if s.State == AppRestarting {
+		t := time.NewTimer(time.Until(s.LastExitAt.Add(s.Backoff)))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+	s.State = AppRunning
+	s.StartedAt = time.Now()
+	s.FinishedAt = time.Time{}
+	return WriteApp(stateDir, pod, s)
+}
+
+// ReapApp is the ExecStopPost= of an app, and the ExecStartPost= of an init
+// app: it records the exit that env describes (in ExecStartPost=, the
+// success of an init app) at once, in the status file and the app's
+// record, applies [Decide], and stops the pod if that ends it. The exit of
+// an init app is recorded once per invocation.
+func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open func(context.Context) (*manager.Conn, error)) error {
+	unlock, err := lock(stateDir, pod)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	m, _, err := loadState(stateDir, pod)
+	if err != nil {
+		return err
+	}
+	a := m.App(app)
+	if a == nil {
+		return fmt.Errorf("pod %s has no app %q", pod, app)
+	}
+	s, err := readAppOrNew(stateDir, pod, app)
+	if err != nil {
+		return err
+	}
+	if a.Init && env.InvocationID != "" && s.Invocation == env.InvocationID {
+		return nil
+	}
+	exit := Exit{Result: "success", Success: true}
+	if env.ServiceResult != "" || !a.Init {
+		if exit, err = ExitFromEnv(env.ServiceResult, env.ExitCode, env.ExitStatus); err != nil {
+			return err
+		}
+	}
+	now := time.Now()
+	var others []Outcome
+	for _, o := range m.Apps {
+		if o.Name == app {
+			continue
+		}
+		r, err := readAppOrNew(stateDir, pod, o.Name)
+		if err != nil {
+			return err
+		}
+		if r.ended() {
+			others = append(others, r.outcome())
+		}
+	}
+	stop := stopping(stateDir, pod)
+	d, err := Decide(m, Event{
+		App:     app,
+		Exit:    exit,
+		History: History{LastDelay: s.Backoff, StartedAt: s.StartedAt},
+		Ended:   others,
+		Stopped: stop,
+		Now:     now,
+	})
+	if err != nil {
+		return err
+	}
+	if err := WriteExitCode(stateDir, pod, app, exit.Code); err != nil {
+		return err
+	}
+	s.ExitCode, s.Signal, s.Result = &exit.Code, exit.Signal, exit.Result
+	s.LastExitAt, s.Invocation = now, env.InvocationID
+	switch {
+	case d.Restart:
+		s.State, s.Backoff = AppRestarting, d.Delay
+		s.Restarts++
+	case exit.Success:
+		s.State, s.FinishedAt = AppExited, now
+	default:
+		s.State, s.FinishedAt = AppFailed, now
+	}
+	if err := WriteApp(stateDir, pod, s); err != nil {
+		return err
+	}
+	if !d.EndPod || stop {
+		return nil
+	}
+	if err := markStopping(stateDir, pod); err != nil {
+		return err
+	}
+	return stopUnits(ctx, open, SliceUnit(pod))
+}
+
+// Reap is the ExecStop= of an app's reaper, which stops once the app is
+// neither active nor restarting: an app whose record still says it
+// restarts (systemd stopped it between two runs) has ended for good.
+func Reap(stateDir, pod, app string) error {
+	unlock, err := lock(stateDir, pod)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	s, err := readAppOrNew(stateDir, pod, app)
+	if err != nil || s.State != AppRestarting {
+		return err
+	}
+	s.State, s.FinishedAt = AppFailed, s.LastExitAt
+	if s.outcome().Exit.Success {
+		s.State = AppExited
+	}
+	return WriteApp(stateDir, pod, s)
+}
+
+// Shutdown is the ExecStop= of the pod's shutdown service, which stops once
+// every reaper has stopped: it records the pod's exit code, [PodExitCode]
+// of every app's last exit, and its phase, then stops the pod's target and
+// slice (with any init app still active in it).
+func Shutdown(ctx context.Context, stateDir, pod string, open func(context.Context) (*manager.Conn, error)) error {
+	unlock, err := lock(stateDir, pod)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	_, ps, err := loadState(stateDir, pod)
+	if err != nil {
+		return err
+	}
+	var outcomes []Outcome
+	for _, a := range ps.Apps {
+		r, err := readAppOrNew(stateDir, pod, a.Name)
+		if err != nil {
+			return err
+		}
+		if r.ExitCode != nil {
+			outcomes = append(outcomes, r.outcome())
+		}
+	}
+	code := PodExitCode(outcomes)
+	ps.ExitCode, ps.Phase, ps.FinishedAt = &code, PodSucceeded, time.Now()
+	if code != 0 {
+		ps.Phase = PodFailed
+	}
+	if err := WritePod(stateDir, ps); err != nil {
+		return err
+	}
+	if err := markStopping(stateDir, pod); err != nil {
+		return err
+	}
+	return stopUnits(ctx, open, TargetUnit(pod), SliceUnit(pod))
+}
+
+// stopUnits queues a stop job for each unit, without waiting for them: a
+// hook runs inside a job that theirs may wait for.
+func stopUnits(ctx context.Context, open func(context.Context) (*manager.Conn, error), units ...string) error {
+	mgr, err := open(ctx)
+	if err != nil {
+		return err
+	}
+	defer mgr.Close()
+	for _, u := range units {
+		if _, err := mgr.StopUnit(ctx, u, "replace"); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,337 @@
+package pod
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+
+	"github.com/unitrun/unitrun/internal/atomicfile"
+	"github.com/unitrun/unitrun/manager"
+)
+
+// A Runner creates, runs and removes pods on one manager. Each pod's units
+// go to the manager's runtime unit directory; its state (manifest, status
+// files, logs) to StateDir/pods/NAME.
+type Runner struct {
+	Mgr *manager.Conn
+	// StateDir is the absolute directory that holds the pods' state.
+	StateDir string
+	// Binary is the absolute path of the unitrun binary the units call back.
+	Binary string
+	// Manager is the --manager value the units' hooks reach Mgr with.
+	Manager string
+}
+
+// pollInterval is how often Wait and Stop look at a pod's status files.
+const pollInterval = 50 * time.Millisecond
+
+// Create prepares the pod that manifest (the text of a manifest) describes:
+// it validates it, writes the pod's state (a copy of the manifest, a
+// Pending pod.json, empty logs) and its unit files, and reloads the
+// manager. It starts nothing, and refuses a name that an existing pod has.
+func (r *Runner) Create(ctx context.Context, manifest []byte) (*Manifest, error) {
+	m, err := Parse(manifest)
+	if err != nil {
+		return nil, err
+	}
+	dir := Dir(r.StateDir, m.Name)
+	files, err := Graph(m, RenderOptions{
+		Binary:   r.Binary,
+		StateDir: r.StateDir,
+		Manager:  r.Manager,
+		LogPath:  func(app string) string { return LogFile(r.StateDir, m.Name, app) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	unitDir, err := r.Mgr.RuntimeUnitDir(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(dir, 0o755); errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("pod %s already exists", m.Name)
+	} else if err != nil {
+		return nil, err
+	}
+	if err := r.prepare(ctx, m, manifest, unitDir, files); err != nil {
+		r.removeFiles(ctx, m, unitDir)
+		return nil, err
+	}
+	return m, nil
+}
+
+func (r *Runner) prepare(ctx context.Context, m *Manifest, manifest []byte, unitDir string, files []UnitFile) error {
+	dir := Dir(r.StateDir, m.Name)
+	if err := os.Mkdir(filepath.Join(dir, logsDir), 0o755); err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(dir, manifestFile), manifest, 0o644); err != nil {
+		return err
+	}
+	ps := PodStatus{Name: m.Name, Phase: PodPending, ExitPolicy: m.ExitPolicy, CreatedAt: time.Now()}
+	for _, a := range m.Apps {
+		ps.Apps = append(ps.Apps, AppStatus{Name: a.Name, State: AppWaiting})
+		if err := os.WriteFile(LogFile(r.StateDir, m.Name, a.Name), nil, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := WritePod(r.StateDir, ps); err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := atomicfile.Write(filepath.Join(unitDir, f.Name), f.Data, 0o644); err != nil {
+			return err
+		}
+	}
+	return r.Mgr.Reload(ctx)
+}
+
+// Start starts a created pod, under policy if it is not "" instead of the
+// manifest's exit policy (the choice is saved with the pod's state), and
+// returns once the start job of the pod's target is done: every app that
+// has no init app before it has started. Only a Pending pod starts.
+func (r *Runner) Start(ctx context.Context, name string, policy ExitPolicy) error {
+	_, ps, err := loadState(r.StateDir, name)
+	if err != nil {
+		return err
+	}
+	if ps.Phase != PodPending {
+		return fmt.Errorf("pod %s is %s: only a Pending pod starts", name, ps.Phase)
+	}
+	if policy != "" {
+		switch policy {
+		case FirstFailure, AnyExit, AllExit:
+		default:
+			return fmt.Errorf("exit policy %q: must be first-failure, any or all", policy)
+		}
+		ps.ExitPolicy = policy
+	}
+	ps.Phase, ps.StartedAt = PodRunning, time.Now()
+	if err := WritePod(r.StateDir, ps); err != nil {
+		return err
+	}
+	return r.runJob(ctx, TargetUnit(name), r.Mgr.StartUnit)
+}
+
+// Wait waits until pod name has ended and returns its status.
+func (r *Runner) Wait(ctx context.Context, name string) (PodStatus, error) {
+	t := time.NewTicker(pollInterval)
+	defer t.Stop()
+	for {
+		s, err := ReadPod(r.StateDir, name)
+		if err != nil || s.Ended() {
+			return s, err
+		}
+		select {
+		case <-ctx.Done():
+			return s, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Ended reports whether the pod has ended: its phase is Succeeded or Failed.
+func (s PodStatus) Ended() bool { return s.Phase == PodSucceeded || s.Phase == PodFailed }
+
+// Stop stops pod name gracefully: every app gets its stop signal and its
+// stopTimeout, and every exit is recorded. If timeout is positive and the
+// stop takes longer, every process left in the pod is killed. Stop returns
+// once the pod's units are stopped and its status is recorded.
+func (r *Runner) Stop(ctx context.Context, name string, timeout time.Duration) (PodStatus, error) {
+	_, ps, err := loadState(r.StateDir, name)
+	if err != nil {
+		return PodStatus{}, err
+	}
+	if ps.Phase == PodPending {
+		return ps, fmt.Errorf("pod %s has not started", name)
+	}
+	if err := markStopping(r.StateDir, name); err != nil {
+		return PodStatus{}, err
+	}
+	stopCtx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		stopCtx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	err = r.stopUnits(stopCtx, name)
+	if err != nil && ctx.Err() == nil && stopCtx.Err() != nil {
+		if err = r.Mgr.KillUnit(ctx, SliceUnit(name), "all", int32(syscall.SIGKILL)); err == nil {
+			err = r.stopUnits(ctx, name)
+		}
+	}
+	if err != nil {
+		return PodStatus{}, err
+	}
+	return r.Wait(ctx, name)
+}
+
+// stopUnits stops the pod's slice, and with it every service of the pod,
+// then its target, waiting for both jobs.
+func (r *Runner) stopUnits(ctx context.Context, name string) error {
+	for _, u := range []string{SliceUnit(name), TargetUnit(name)} {
+		if err := r.runJob(ctx, u, r.Mgr.StopUnit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runJob queues a job for u with enqueue, in mode "replace", and waits
+// until it is removed. A job that does not end "done" is an error.
+func (r *Runner) runJob(ctx context.Context, u string, enqueue func(context.Context, string, string) (dbus.ObjectPath, error)) error {
+	w := r.Mgr.Watch(u)
+	defer w.Close()
+	job, err := enqueue(ctx, u, "replace")
+	if err != nil {
+		return fmt.Errorf("%s: %w", u, err)
+	}
+	for {
+		ev, err := w.Next(ctx)
+		if err != nil {
+			return fmt.Errorf("%s: %w", u, err)
+		}
+		switch ev.Kind {
+		case manager.EventJobRemoved:
+			if ev.Job != job {
+				continue
+			}
+			if ev.Result != "done" {
+				return fmt.Errorf("job for %s: %s", u, ev.Result)
+			}
+			return nil
+		case manager.EventReconnected:
+			// The job may have ended unseen: done if the unit has none.
+			if props, err := r.Mgr.Properties(ctx, u, manager.UnitIface); err == nil && noJob(props["Job"]) {
+				return nil
+			}
+		case manager.EventClosed:
+			return fmt.Errorf("%s: %w", u, manager.ErrClosed)
+		}
+	}
+}
+
+// Remove deletes pod name: its units, its state and its logs. It refuses a
+// pod that has started and not ended, unless force, which stops it first.
+// Once no other pod is loaded, it also stops the parent slices that the
+// pods' slice names imply (unitrun-pod.slice, unitrun.slice), so that no
+// unit of unitrun's pods remains.
+func (r *Runner) Remove(ctx context.Context, name string, force bool) error {
+	m, ps, err := loadState(r.StateDir, name)
+	if err != nil {
+		return err
+	}
+	if ps.Phase == PodRunning && !force {
+		return fmt.Errorf("pod %s is running: stop it first, or remove it with force", name)
+	}
+	if err := markStopping(r.StateDir, name); err != nil {
+		return err
+	}
+	if err := r.stopUnits(ctx, name); err != nil {
+		return err
+	}
+	unitDir, err := r.Mgr.RuntimeUnitDir(ctx)
+	if err != nil {
+		return err
+	}
+	if err := r.removeFiles(ctx, m, unitDir); err != nil {
+		return err
+	}
+	return r.stopParents(ctx)
+}
+
+// removeFiles deletes m's unit files and state, reloads the manager and
+// lets it unload the pod's units.
+func (r *Runner) removeFiles(ctx context.Context, m *Manifest, unitDir string) error {
+	var errs []error
+	nodes := Nodes(m)
+	for _, n := range nodes {
+		if err := os.Remove(filepath.Join(unitDir, n.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, os.RemoveAll(Dir(r.StateDir, m.Name)), r.Mgr.Reload(ctx))
+	for _, n := range nodes {
+		if err := r.Mgr.ResetFailedUnit(ctx, n.Name); err != nil && !manager.IsNoSuchUnit(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Parent slices of every pod's slice.
+var parentSlices = []string{"unitrun-pod.slice", "unitrun.slice"}
+
+// stopParents stops the parent slices when they hold no other slice.
+func (r *Runner) stopParents(ctx context.Context) error {
+	names, err := r.Mgr.ListUnitNames(ctx, "unitrun-")
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, ".slice") && !slices.Contains(parentSlices, n) {
+			return nil
+		}
+	}
+	for _, s := range parentSlices {
+		if slices.Contains(names, s) {
+			if err := r.runJob(ctx, s, r.Mgr.StopUnit); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Status returns the status of pod name, from its status files.
+func (r *Runner) Status(name string) (PodStatus, error) { return ReadPod(r.StateDir, name) }
+
+// List returns the status of every pod, by name.
+func (r *Runner) List() ([]PodStatus, error) {
+	entries, err := os.ReadDir(filepath.Join(r.StateDir, "pods"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var pods []PodStatus
+	for _, e := range entries {
+		if !e.IsDir() || checkName(e.Name()) != nil {
+			continue
+		}
+		s, err := ReadPod(r.StateDir, e.Name())
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		pods = append(pods, s)
+	}
+	return pods, nil
+}
+
+// Manifest returns the manifest pod name was created from.
+func (r *Runner) Manifest(name string) (*Manifest, error) {
+	m, _, err := loadState(r.StateDir, name)
+	return m, err
+}
+
+// noJob reports whether v, a unit's Job property (id, path), names no job.
+func noJob(v dbus.Variant) bool {
+	job, ok := v.Value().([]any)
+	return ok && len(job) == 2 && job[0] == uint32(0)
+}

@@ -1,0 +1,464 @@
+package pod
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/internal/systemdtest"
+)
+
+func TestMain(m *testing.M) { systemdtest.Main(m) }
+
+// newRunner returns a Runner on the test manager with a state directory of
+// its own.
+func newRunner(t *testing.T) *Runner {
+	t.Helper()
+	return &Runner{
+		Mgr:      systemdtest.Conn(t),
+		StateDir: t.TempDir(),
+		Binary:   systemdtest.Binary(t),
+		Manager:  os.Getenv("UNITRUN_MANAGER"),
+	}
+}
+
+// run creates and starts the pod of manifest, removed when the test ends,
+// and returns its name.
+func run(t *testing.T, r *Runner, manifest string, policy ExitPolicy) string {
+	t.Helper()
+	ctx := context.Background()
+	m, err := r.Create(ctx, []byte(manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := r.Remove(context.Background(), m.Name, true); err != nil {
+			t.Errorf("remove pod %s: %v", m.Name, err)
+		}
+	})
+	if err := r.Start(ctx, m.Name, policy); err != nil {
+		t.Fatal(err)
+	}
+	return m.Name
+}
+
+// wait waits for pod name to end and returns its status.
+func wait(t *testing.T, r *Runner, name string) PodStatus {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := r.Wait(ctx, name)
+	if err != nil {
+		t.Fatalf("wait for pod %s: %v (status %+v)", name, err, s)
+	}
+	return s
+}
+
+// appOf returns the status of app name in s.
+func appOf(t *testing.T, s PodStatus, name string) AppStatus {
+	t.Helper()
+	for _, a := range s.Apps {
+		if a.Name == name {
+			return a
+		}
+	}
+	t.Fatalf("pod %s has no app %s", s.Name, name)
+	return AppStatus{}
+}
+
+// wantApp checks the final state and exit code of app in s.
+func wantApp(t *testing.T, s PodStatus, name string, state AppState, code int) {
+	t.Helper()
+	a := appOf(t, s, name)
+	if a.State != state || a.ExitCode == nil || *a.ExitCode != code {
+		t.Errorf("app %s: %s, exit code %s; want %s, %d", name, a.State, fmtCode(a.ExitCode), state, code)
+	}
+}
+
+func fmtCode(c *int) string {
+	if c == nil {
+		return "none"
+	}
+	return fmt.Sprint(*c)
+}
+
+// wantPod checks the phase and exit code of s.
+func wantPod(t *testing.T, s PodStatus, phase Phase, code int) {
+	t.Helper()
+	if s.Phase != phase || s.ExitCode == nil || *s.ExitCode != code {
+		t.Errorf("pod %s: %s, exit code %s; want %s, %d", s.Name, s.Phase, fmtCode(s.ExitCode), phase, code)
+	}
+}
+
+// waitFile waits until path exists and returns its content.
+func waitFile(t *testing.T, path string) string {
+	t.Helper()
+	for range 600 {
+		data, err := os.ReadFile(path)
+		if err == nil {
+			return string(data)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s did not appear", path)
+	return ""
+}
+
+func TestPodWriterReader(t *testing.T) {
+	r := newRunner(t)
+	shared := filepath.Join(t.TempDir(), "shared")
+	name := run(t, r, fmt.Sprintf(`
+name: wr
+apps:
+  - name: writer
+    exec: ["/bin/sh", "-c", "echo hello > %[1]s"]
+  - name: reader
+    exec: ["/bin/sh", "-c", "sleep 2; cat %[1]s"]
+`, shared), "")
+	s := wait(t, r, name)
+	wantPod(t, s, PodSucceeded, 0)
+	wantApp(t, s, "writer", AppExited, 0)
+	wantApp(t, s, "reader", AppExited, 0)
+	if data, err := os.ReadFile(LogFile(r.StateDir, name, "reader")); err != nil || string(data) != "hello\n" {
+		t.Errorf("reader's log: %q, %v", data, err)
+	}
+	if c, err := ReadExitCode(r.StateDir, name, "reader"); err != nil || c != 0 {
+		t.Errorf("reader's status file: %d, %v", c, err)
+	}
+}
+
+func TestPodFirstFailure(t *testing.T) {
+	r := newRunner(t)
+	name := run(t, r, `
+name: ff
+apps:
+  - name: fails
+    exec: ["/bin/sh", "-c", "sleep 0.2; exit 4"]
+  - name: ok
+    exec: ["/bin/true"]
+  - name: sleeps
+    exec: ["/bin/sleep", "600"]
+`, "")
+	s := wait(t, r, name)
+	wantPod(t, s, PodFailed, 4)
+	wantApp(t, s, "fails", AppFailed, 4)
+	wantApp(t, s, "ok", AppExited, 0)
+	// Stopped by the pod's end: SIGTERM, which systemd counts as clean.
+	wantApp(t, s, "sleeps", AppExited, 128+15)
+	if a := appOf(t, s, "sleeps"); a.Signal != "TERM" {
+		t.Errorf("sleeps: signal %q, want TERM", a.Signal)
+	}
+}
+
+func TestPodExitPolicyAny(t *testing.T) {
+	r := newRunner(t)
+	name := run(t, r, `
+name: any
+exitPolicy: all
+apps:
+  - name: quick
+    exec: ["/bin/true"]
+  - name: sleeps
+    exec: ["/bin/sleep", "600"]
+`, AnyExit)
+	s := wait(t, r, name)
+	wantPod(t, s, PodSucceeded, 0)
+	wantApp(t, s, "quick", AppExited, 0)
+	wantApp(t, s, "sleeps", AppExited, 128+15)
+	if s.ExitPolicy != AnyExit {
+		t.Errorf("exit policy %s, want the override %s", s.ExitPolicy, AnyExit)
+	}
+}
+
+func TestPodExitPolicyAll(t *testing.T) {
+	r := newRunner(t)
+	marker := filepath.Join(t.TempDir(), "late")
+	name := run(t, r, fmt.Sprintf(`
+name: all
+exitPolicy: all
+apps:
+  - name: fails
+    exec: ["/bin/sh", "-c", "exit 3"]
+  - name: late
+    exec: ["/bin/sh", "-c", "sleep 1; touch %s"]
+`, marker), "")
+	s := wait(t, r, name)
+	wantPod(t, s, PodFailed, 3)
+	wantApp(t, s, "fails", AppFailed, 3)
+	wantApp(t, s, "late", AppExited, 0)
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("late did not run to completion: %v", err)
+	}
+}
+
+func TestPodStatusFileAtOnce(t *testing.T) {
+	r := newRunner(t)
+	name := run(t, r, `
+name: early
+apps:
+  - name: quick
+    exec: ["/bin/sh", "-c", "exit 0"]
+  - name: sleeps
+    exec: ["/bin/sleep", "600"]
+`, "")
+	got := waitFile(t, filepath.Join(r.StateDir, "pods", name, "status", "quick"))
+	if got != "0\n" {
+		t.Errorf("status file of quick: %q", got)
+	}
+	s, err := r.Status(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Phase != PodRunning || appOf(t, s, "sleeps").State != AppRunning {
+		t.Errorf("pod %s, sleeps %s: want Running, running", s.Phase, appOf(t, s, "sleeps").State)
+	}
+	s, err = r.Stop(context.Background(), name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPod(t, s, PodSucceeded, 0)
+}
+
+func TestPodStopSavesEveryStatus(t *testing.T) {
+	r := newRunner(t)
+	name := run(t, r, `
+name: stopped
+restartPolicy: Always
+apps:
+  - name: a
+    exec: ["/bin/sleep", "600"]
+  - name: b
+    exec: ["/bin/sh", "-c", "trap 'exit 7' TERM; sleep 600 & wait"]
+  - name: c
+    exec: ["/bin/sleep", "600"]
+`, "")
+	for _, a := range []string{"a", "b", "c"} {
+		for appState(t, r, name, a) != AppRunning {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	s, err := r.Stop(context.Background(), name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPod(t, s, PodFailed, 7)
+	wantApp(t, s, "a", AppExited, 128+15)
+	wantApp(t, s, "b", AppFailed, 7)
+	wantApp(t, s, "c", AppExited, 128+15)
+	for _, a := range []string{"a", "b", "c"} {
+		if _, err := ReadExitCode(r.StateDir, name, a); err != nil {
+			t.Errorf("status file of %s: %v", a, err)
+		}
+		if n := appOf(t, s, a).Restarts; n != 0 {
+			t.Errorf("%s restarted %d times at stop", a, n)
+		}
+	}
+}
+
+// appState returns the recorded state of app.
+func appState(t *testing.T, r *Runner, pod, app string) AppState {
+	t.Helper()
+	s, err := readAppOrNew(r.StateDir, pod, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.State
+}
+
+func TestPodRestartPolicies(t *testing.T) {
+	r := newRunner(t)
+	dir := t.TempDir()
+	// count prints how many times it has run, counting in file NAME.
+	count := func(name, then string) string {
+		return fmt.Sprintf(`n=$(cat %[1]s 2>/dev/null || echo 0); n=$((n+1)); echo $n > %[1]s; %[2]s`, filepath.Join(dir, name), then)
+	}
+	manifest, err := json.Marshal(map[string]any{
+		"name":           "restarts",
+		"exitPolicy":     "all",
+		"restartBackoff": map[string]string{"initial": "100ms", "max": "200ms"},
+		"apps": []map[string]any{
+			{"name": "always", "restartPolicy": "Always", "exec": []string{"/bin/sh", "-c", count("always", `[ $n -ge 3 ] && exec sleep 600; exit 0`)}},
+			{"name": "onfailure", "restartPolicy": "OnFailure", "exec": []string{"/bin/sh", "-c", count("onfailure", `[ $n -ge 3 ] && exit 0; exit 1`)}},
+			{"name": "never", "restartPolicy": "Never", "exec": []string{"/bin/sh", "-c", count("never", "exit 1")}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := run(t, r, string(manifest), "")
+	for appState(t, r, name, "onfailure") != AppExited || appState(t, r, name, "never") != AppFailed {
+		time.Sleep(50 * time.Millisecond)
+	}
+	for {
+		s, err := readAppOrNew(r.StateDir, name, "always")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.State == AppRunning && s.Restarts == 2 {
+			break
+		}
+		if s.Restarts > 2 {
+			t.Fatalf("always restarted %d times, want 2", s.Restarts)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	props, err := r.Mgr.Properties(context.Background(), AppUnit(name, "onfailure"), "org.freedesktop.systemd1.Service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := props["NRestarts"].Value(); n != uint32(2) {
+		t.Errorf("systemd's NRestarts of onfailure: %v, want 2", n)
+	}
+	s, err := r.Stop(context.Background(), name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPod(t, s, PodFailed, 1)
+	for app, want := range map[string]int{"always": 2, "onfailure": 2, "never": 0} {
+		if got := appOf(t, s, app).Restarts; got != want {
+			t.Errorf("%s: %d restarts, want %d", app, got, want)
+		}
+	}
+	wantApp(t, s, "always", AppExited, 128+15)
+	wantApp(t, s, "onfailure", AppExited, 0)
+	wantApp(t, s, "never", AppFailed, 1)
+}
+
+func TestPodFiftyApps(t *testing.T) {
+	r := newRunner(t)
+	var b strings.Builder
+	b.WriteString("name: fifty\napps:\n")
+	for i := range 50 {
+		fmt.Fprintf(&b, "  - name: app%d\n    exec: [\"/bin/sh\", \"-c\", \"echo %d\"]\n", i, i)
+	}
+	name := run(t, r, b.String(), "")
+	s := wait(t, r, name)
+	wantPod(t, s, PodSucceeded, 0)
+	for i := range 50 {
+		a := fmt.Sprintf("app%d", i)
+		wantApp(t, s, a, AppExited, 0)
+		if data, err := os.ReadFile(LogFile(r.StateDir, name, a)); err != nil || string(data) != fmt.Sprintf("%d\n", i) {
+			t.Errorf("log of %s: %q, %v", a, data, err)
+		}
+	}
+}
+
+// TestPodNastyStrings passes argv and environment values that unit files
+// must escape through the rendered units and checks that they arrive
+// exactly.
+func TestPodNastyStrings(t *testing.T) {
+	r := newRunner(t)
+	out := filepath.Join(t.TempDir(), "out")
+	nasty := []string{"two words", `dq"uote`, "sq'uote", "%h", "%%", "$HOME", "${HOME}", "line\nbreak", `back\slash`, " lead", "trail ", ";", ""}
+	exec := append([]string{"/bin/sh", "-c", `printf '%s\0' "$@" > ` + out + `; printf '%s' "$NASTY" > ` + out + `.env`, "sh"}, nasty...)
+	manifest, err := json.Marshal(map[string]any{
+		"name": "nasty",
+		"apps": []map[string]any{{"name": "args", "exec": exec, "env": map[string]string{"NASTY": strings.Join(nasty, "|")}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := run(t, r, string(manifest), "")
+	wantPod(t, wait(t, r, name), PodSucceeded, 0)
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Join(nasty, "\x00") + "\x00"; string(got) != want {
+		t.Errorf("argv arrived as %q, want %q", got, want)
+	}
+	if got, err := os.ReadFile(out + ".env"); err != nil || string(got) != strings.Join(nasty, "|") {
+		t.Errorf("NASTY arrived as %q (%v), want %q", got, err, strings.Join(nasty, "|"))
+	}
+}
+
+func TestPodRemoveLeavesNothing(t *testing.T) {
+	r := newRunner(t)
+	ctx := context.Background()
+	m, err := r.Create(ctx, []byte("name: gone\napps:\n  - name: sleeps\n    exec: [/bin/sleep, \"600\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Create(ctx, []byte("name: gone\napps:\n  - name: other\n    exec: [/bin/true]\n")); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("second create of pod gone: %v, want already exists", err)
+	}
+	if err := r.Start(ctx, m.Name, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Remove(ctx, m.Name, false); err == nil || !strings.Contains(err.Error(), "running") {
+		t.Errorf("remove of a running pod: %v, want a refusal", err)
+	}
+	if err := r.Remove(ctx, m.Name, true); err != nil {
+		t.Fatal(err)
+	}
+	names, err := r.Mgr.ListUnitNames(ctx, "unitrun-pod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 0 {
+		t.Errorf("units left after pod rm: %v", names)
+	}
+	unitDir, err := r.Mgr.RuntimeUnitDir(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range Nodes(m) {
+		if _, err := os.Stat(filepath.Join(unitDir, n.Name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("unit file %s left after pod rm: %v", n.Name, err)
+		}
+	}
+	if _, err := os.Stat(Dir(r.StateDir, m.Name)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("state of pod gone left after pod rm: %v", err)
+	}
+}
+
+func TestPodInitApps(t *testing.T) {
+	r := newRunner(t)
+	dir := t.TempDir()
+	name := run(t, r, fmt.Sprintf(`
+name: inits
+apps:
+  - name: first
+    init: true
+    exec: ["/bin/sh", "-c", "echo 1 > %[1]s/first"]
+  - name: second
+    init: true
+    exec: ["/bin/sh", "-c", "cat %[1]s/first > %[1]s/second"]
+  - name: main
+    exec: ["/bin/cat", "%[1]s/second"]
+`, dir), "")
+	s := wait(t, r, name)
+	wantPod(t, s, PodSucceeded, 0)
+	for _, a := range []string{"first", "second", "main"} {
+		wantApp(t, s, a, AppExited, 0)
+	}
+	if data, _ := os.ReadFile(LogFile(r.StateDir, name, "main")); string(data) != "1\n" {
+		t.Errorf("main ran before the init apps finished: its output is %q", data)
+	}
+
+	failing := run(t, r, `
+name: init-fails
+apps:
+  - name: setup
+    init: true
+    exec: ["/bin/sh", "-c", "exit 9"]
+  - name: main
+    exec: ["/bin/true"]
+`, "")
+	s = wait(t, r, failing)
+	wantPod(t, s, PodFailed, 9)
+	wantApp(t, s, "setup", AppFailed, 9)
+	if a := appOf(t, s, "main"); a.State != AppWaiting {
+		t.Errorf("main after a failed init app: %s, want waiting", a.State)
+	}
+}

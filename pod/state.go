@@ -1,0 +1,101 @@
+package pod
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Files of a pod's state directory, besides the status files.
+const (
+	manifestFile = "manifest.yaml" // the manifest the pod was created from
+	stoppingFile = "stopping"      // present once the pod is being stopped
+	lockFile     = "lock"          // serialises the hooks of one pod
+	logsDir      = "logs"          // logs/A.log: the output of app A
+)
+
+// Dir is the state directory of pod under stateDir.
+func Dir(stateDir, pod string) string { return filepath.Join(stateDir, "pods", pod) }
+
+// LogFile is the file that app's stdout and stderr are appended to.
+func LogFile(stateDir, pod, app string) string {
+	return filepath.Join(Dir(stateDir, pod), logsDir, app+".log")
+}
+
+// loadState returns the manifest pod was created from, with the exit policy
+// its start chose, and its pod.json.
+func loadState(stateDir, pod string) (*Manifest, PodStatus, error) {
+	if err := checkNames(pod); err != nil {
+		return nil, PodStatus{}, err
+	}
+	m, err := Load(filepath.Join(Dir(stateDir, pod), manifestFile))
+	if err != nil {
+		return nil, PodStatus{}, err
+	}
+	data, err := read(stateDir, "pods", pod, "pod.json")
+	if err != nil {
+		return nil, PodStatus{}, err
+	}
+	s, err := parsePod(data)
+	if err != nil {
+		return nil, PodStatus{}, err
+	}
+	m.ExitPolicy = s.ExitPolicy
+	return m, s, nil
+}
+
+// readAppOrNew returns app's record, or a waiting one if it has none yet.
+func readAppOrNew(stateDir, pod, app string) (AppStatus, error) {
+	s, err := ReadApp(stateDir, pod, app)
+	if errors.Is(err, fs.ErrNotExist) {
+		return AppStatus{Name: app, State: AppWaiting}, nil
+	}
+	return s, err
+}
+
+// ended reports whether s is the record of an app that ended for good.
+func (s AppStatus) ended() bool { return s.State == AppExited || s.State == AppFailed }
+
+// outcome is the Outcome of an app whose record holds an exit.
+func (s AppStatus) outcome() Outcome {
+	return Outcome{
+		App:  s.Name,
+		Exit: Exit{Code: *s.ExitCode, Signal: s.Signal, Result: s.Result, Success: s.State == AppExited || s.State != AppFailed && s.Result == "success"},
+		At:   s.LastExitAt,
+	}
+}
+
+// stopping reports whether pod is being stopped, on request or because its
+// exit policy ended it.
+func stopping(stateDir, pod string) bool {
+	_, err := os.Stat(filepath.Join(Dir(stateDir, pod), stoppingFile))
+	return err == nil
+}
+
+// markStopping records that pod is being stopped.
+func markStopping(stateDir, pod string) error {
+	return write(stateDir, []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), "pods", pod, stoppingFile)
+}
+
+// lock takes the lock of pod, waiting for it, and returns its release.
+func lock(stateDir, pod string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(Dir(stateDir, pod), lockFile), os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock pod %s: %w", pod, err)
+	}
+	return func() { f.Close() }, nil
+}
