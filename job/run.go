@@ -156,10 +156,11 @@ func (r *run) wait(ctx context.Context) (*Status, error) {
 	return st, r.copyError()
 }
 
-// waitEnded waits until the unit's state shows the run has ended, then
-// reads the service's properties once more: the unit is still loaded (it
-// remains after exit, or stays failed until reset), and the read settles
-// the final Result and exit status whatever order the signals came in.
+// waitEnded waits until the unit's state shows the run has ended. systemd
+// sends a unit's PropertiesChanged for the type's interface before the one
+// for org.freedesktop.systemd1.Unit, so when ActiveState says the run ended,
+// the Service properties already received (Result, ExecMainCode,
+// ExecMainStatus) are final.
 func (r *run) waitEnded(ctx context.Context) error {
 	for !r.state.ended() {
 		ev, err := r.next(ctx)
@@ -171,11 +172,6 @@ func (r *run) waitEnded(ctx context.Context) error {
 				return err
 			}
 		}
-	}
-	// A unit whose command line is not valid UTF-8 cannot be read over
-	// D-Bus; its signals stand.
-	if props, err := r.mgr.Properties(ctx, r.unit, manager.ServiceIface); err == nil {
-		r.state.merge(props)
 	}
 	return nil
 }
