@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Times pods against a floor on one manager in one run and prints ratios:
+# from "unitrun pod run --detach" to every app running, and to every exit
+# recorded, for pods of 1, 10 and 100 apps, against as many transient units
+# started at once with job.Command. Usage: bench/pods.sh [COUNT] (default 1)
+# It boots a fresh systemd user manager for the run (see
+# internal/systemdtest), so it needs root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+exec go test ./pod/ -run '^$' -bench '^BenchmarkPods$' -benchtime "${1:-1}x"

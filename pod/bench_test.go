@@ -1,0 +1,128 @@
+package pod
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/job"
+)
+
+// BenchmarkPods measures, for pods of 1, 10 and 100 apps, the time from
+// "unitrun pod run --detach" to every app running (the command returns
+// once the pod's target is started, which is After= every Type=exec app)
+// and to every exit recorded (pod.json has the pod's exit code), against
+// a floor measured in the same run: as many transient units started at
+// once with job.Command, until every Start returned, and until every Run
+// returned with its exit status. It prints one table; run it with
+// bench/pods.sh.
+func BenchmarkPods(b *testing.B) {
+	bin := systemdtest.Binary(b)
+	fmt.Printf("%5s  %12s %12s %6s  %12s %12s %6s\n", "apps", "floor-run", "pod-run", "ratio", "floor-rec", "pod-rec", "ratio")
+	for range b.N {
+		for _, n := range []int{1, 10, 100} {
+			floorRun := floor(b, n, "/bin/sleep", "600")
+			podRun := podTime(b, bin, n, "/bin/sleep", false)
+			floorRec := floor(b, n, "/bin/true")
+			podRec := podTime(b, bin, n, "/bin/true", true)
+			fmt.Printf("%5d  %12s %12s %6.2f  %12s %12s %6.2f\n", n,
+				floorRun.Round(time.Millisecond), podRun.Round(time.Millisecond), float64(podRun)/float64(floorRun),
+				floorRec.Round(time.Millisecond), podRec.Round(time.Millisecond), float64(podRec)/float64(floorRec))
+			b.ReportMetric(float64(podRun)/float64(floorRun), fmt.Sprintf("run-ratio-%d", n))
+			b.ReportMetric(float64(podRec)/float64(floorRec), fmt.Sprintf("rec-ratio-%d", n))
+		}
+	}
+}
+
+// floor starts n transient units running argv at once and returns how
+// long it took until every one had started (a long-running argv, stopped
+// afterwards) or had ended and been reported (a short one).
+func floor(b *testing.B, n int, argv ...string) time.Duration {
+	b.Helper()
+	conn := systemdtest.Conn(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	long := len(argv) > 1
+	cmds := make([]*job.Cmd, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range cmds {
+		cmds[i] = job.CommandContext(ctx, conn, argv[0], argv[1:]...)
+		wg.Go(func() {
+			if long {
+				errs[i] = cmds[i].Start()
+			} else {
+				errs[i] = cmds[i].Run()
+			}
+		})
+	}
+	wg.Wait()
+	d := time.Since(start)
+	for _, err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if long {
+		cancel()
+		for _, c := range cmds {
+			c.Wait()
+		}
+	}
+	return d
+}
+
+// podTime runs a pod of n apps running app (with "600" as argument if it
+// does not end by itself) and returns how long it took until every app was
+// running, or with recorded until every exit was recorded. The pod is
+// removed afterwards.
+func podTime(b *testing.B, bin string, n int, app string, recorded bool) time.Duration {
+	b.Helper()
+	dir := b.TempDir()
+	var m strings.Builder
+	fmt.Fprintf(&m, "name: bench%d\napps:\n", n)
+	for i := range n {
+		fmt.Fprintf(&m, "  - name: a%d\n    exec: [%q", i, app)
+		if !recorded {
+			m.WriteString(`, "600"`)
+		}
+		m.WriteString("]\n")
+	}
+	path := filepath.Join(dir, "pod.yaml")
+	if err := os.WriteFile(path, []byte(m.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	state := filepath.Join(dir, "state")
+	r := &Runner{Mgr: systemdtest.Conn(b), StateDir: state}
+	name := fmt.Sprintf("bench%d", n)
+	defer func() {
+		if err := r.Remove(context.Background(), name, true); err != nil {
+			b.Error(err)
+		}
+	}()
+	start := time.Now()
+	if out, err := exec.Command(bin, "pod", "run", "--detach", "--state-dir", state, path).CombinedOutput(); err != nil {
+		b.Fatalf("pod run --detach: %v\n%s", err, out)
+	}
+	if !recorded {
+		return time.Since(start)
+	}
+	for {
+		s, err := r.Status(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if s.Ended() {
+			return time.Since(start)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
