@@ -11,14 +11,20 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/unitrun/unitrun/internal/atomicfile"
 )
 
 // Container is a systemd system manager running as PID 1 of new PID, mount,
 // UTS and IPC namespaces, as rkt's stage1 ran a pod. It starts Target and
-// the units it pulls in, found in UnitPath. Dir, a host directory, is its
-// /run, so its files (the private socket Dir/systemd/private among them)
-// are visible from the host; but systemd answers only peers inside its PID
-// namespace, so clients run through Command.
+// the units it pulls in, found in UnitPath and then in a small set of base
+// units unitrun writes (sysinit, basic, shutdown, poweroff, halt, reboot and
+// exit targets). The host's own units are never in its path: they would
+// pull in boot services such as systemd-tmpfiles-setup, which empties /tmp,
+// and the container shares the host's file system. Dir, a host directory,
+// is its /run, so its files (the private socket Dir/systemd/private among
+// them) are visible from the host; but systemd answers only peers inside its
+// PID namespace, so clients run through Command.
 type Container struct {
 	Dir      string   // host directory mounted as the container's /run
 	Target   string   // unit to start at boot
@@ -28,6 +34,32 @@ type Container struct {
 	cmd    *exec.Cmd
 	exited chan error
 	pid    int
+}
+
+// containerUnits are the base units of a container manager: the targets
+// that services depend on by default, left empty, and the ways out. Each way
+// out is a target whose service ends the manager once everything else has
+// stopped (shutdown.target conflicts with every default service).
+var containerUnits = map[string]string{
+	"sysinit.target":           "[Unit]\nDescription=System Initialization (unitrun container)\nDefaultDependencies=no\n",
+	"basic.target":             "[Unit]\nDescription=Basic System (unitrun container)\nRequires=sysinit.target\nAfter=sysinit.target\n",
+	"shutdown.target":          "[Unit]\nDescription=Shutdown (unitrun container)\nDefaultDependencies=no\nRefuseManualStart=yes\n",
+	"poweroff.target":          wayOut("Power-Off", "systemd-poweroff.service"),
+	"halt.target":              wayOut("Halt", "systemd-halt.service"),
+	"reboot.target":            wayOut("Reboot", "systemd-reboot.service"),
+	"exit.target":              wayOut("Exit", "systemd-exit.service"),
+	"systemd-poweroff.service": endService("poweroff-force"),
+	"systemd-halt.service":     endService("halt-force"),
+	"systemd-reboot.service":   endService("reboot-force"),
+	"systemd-exit.service":     endService("exit-force"),
+}
+
+func wayOut(what, service string) string {
+	return "[Unit]\nDescription=" + what + " (unitrun container)\nDefaultDependencies=no\nRequires=" + service + "\nAfter=" + service + "\nAllowIsolate=yes\n"
+}
+
+func endService(action string) string {
+	return "[Unit]\nDescription=End the unitrun container manager\nDefaultDependencies=no\nRequires=shutdown.target\nAfter=shutdown.target\nSuccessAction=" + action + "\n\n[Service]\nType=oneshot\nExecStart=/bin/true\n"
 }
 
 // containerScript runs in the new namespaces as PID 1 and becomes systemd.
@@ -57,6 +89,15 @@ func (c *Container) Boot(ctx context.Context) error {
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
 		return fmt.Errorf("container manager: %w", err)
 	}
+	base := filepath.Join(c.Dir, "unitrun-units")
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return fmt.Errorf("container manager: %w", err)
+	}
+	for name, text := range containerUnits {
+		if err := atomicfile.Write(filepath.Join(base, name), []byte(text), 0o644); err != nil {
+			return fmt.Errorf("container manager: %w", err)
+		}
+	}
 	noGenerators := filepath.Join(c.Dir, "unitrun-no-generators")
 	if err := os.MkdirAll(noGenerators, 0o755); err != nil {
 		return fmt.Errorf("container manager: %w", err)
@@ -77,7 +118,7 @@ func (c *Container) Boot(ctx context.Context) error {
 	c.cmd.Env = []string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"container=unitrun",
-		"SYSTEMD_UNIT_PATH=" + strings.Join(c.UnitPath, ":"),
+		"SYSTEMD_UNIT_PATH=" + strings.Join(append(append([]string{}, c.UnitPath...), base), ":"),
 		"SYSTEMD_GENERATOR_PATH=" + noGenerators,
 		"SYSTEMD_ENVIRONMENT_GENERATOR_PATH=" + noGenerators,
 	}

@@ -123,9 +123,10 @@ func newManagerStartCmd(g *globals) *cobra.Command {
 
 func newManagerStopCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "stop",
-		Short: "Stop the embedded manager and every unit it runs",
-		Args:  cobra.NoArgs,
+		Use:     "stop",
+		Short:   "Stop the embedded manager and every unit it runs",
+		Example: "  unitrun manager stop\n  unitrun --embedded-dir /tmp/m manager stop",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := g.embedded().Stop(cmd.Context(), 30*time.Second); err != nil {
 				return &exitError{code: exitFailed, err: err}

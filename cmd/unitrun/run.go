@@ -131,7 +131,7 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	}
 	defer mgr.Close()
 	if f.uid != "" || f.gid != "" {
-		if dir, err := mgr.RuntimeUnitDir(ctx); err != nil || dir != "/run/systemd/system" {
+		if !mgr.IsSystem(ctx) {
 			return &exitError{code: exitUsage, err: fmt.Errorf("--uid and --gid need a system manager, not %s", mgr.Target().Spec)}
 		}
 	}

@@ -204,7 +204,7 @@ func BootSystem(t testing.TB) *manager.Container {
 	if err := os.WriteFile(filepath.Join(units, "unitrun-test.target"), []byte("[Unit]\nDescription=unitrun test system\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := &manager.Container{Dir: filepath.Join(dir, "run"), Target: "unitrun-test.target", UnitPath: []string{units, "/lib/systemd/system"}, Hostname: "unitrun-test"}
+	c := &manager.Container{Dir: filepath.Join(dir, "run"), Target: "unitrun-test.target", UnitPath: []string{units}, Hostname: "unitrun-test"}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := c.Boot(ctx); err != nil {
