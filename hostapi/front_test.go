@@ -1,0 +1,206 @@
+package hostapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/unitrun/unitrun/internal/systemdtest"
+)
+
+// serveTest serves d's HTTP and SEQPACKET front ends on sockets that any
+// user may connect to, in a directory any user may enter, so that tests
+// can call as another uid; it returns the two socket paths.
+func serveTest(t *testing.T, d *Daemon) (api, argv string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "unitrun-test-sock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	api, argv = filepath.Join(dir, "api.sock"), filepath.Join(dir, "argv.sock")
+	hl, err := ListenUnix("unix", api, 0o666)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := ListenUnix("unixpacket", argv, 0o666)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewHTTPServer(d)
+	go srv.Serve(hl)
+	go d.ServeSeqpacket(pl)
+	t.Cleanup(func() {
+		srv.Close()
+		pl.Close()
+	})
+	return api, argv
+}
+
+// curl runs curl on the socket, prefixed by the words of as (such as a
+// setpriv command line), and returns the HTTP status and the body.
+func curl(t *testing.T, sock string, as []string, args ...string) (int, string) {
+	t.Helper()
+	argv := append(as, "curl", "-sS", "--unix-socket", sock, "-w", "\n%{http_code}")
+	argv = append(argv, args...)
+	out, err := exec.Command(argv[0], argv[1:]...).Output()
+	if err != nil {
+		t.Fatalf("%q: %v", argv, err)
+	}
+	i := strings.LastIndexByte(string(out), '\n')
+	body, code := string(out[:i]), string(out[i+1:])
+	var status int
+	fmt.Sscan(code, &status)
+	return status, body
+}
+
+func errorCode(t *testing.T, body string) string {
+	t.Helper()
+	var e struct{ Error Error }
+	if err := json.Unmarshal([]byte(body), &e); err != nil {
+		t.Fatalf("error body %q: %v", body, err)
+	}
+	return e.Error.Code
+}
+
+func TestHTTPCurl(t *testing.T) {
+	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
+	api, _ := serveTest(t, d)
+	const host = "http://unitrun"
+
+	if status, body := curl(t, api, nil, host+"/healthz"); status != 200 || !strings.Contains(body, `"ok":true`) {
+		t.Errorf("healthz: %d %s", status, body)
+	}
+	status, body := curl(t, api, nil, "-X", "POST", "-d", `{"args": ["hi", "4"], "wait": true}`, host+"/v1/ops/echo")
+	var rec Record
+	if err := json.Unmarshal([]byte(body), &rec); err != nil || status != 200 || rec.State != StateFailed || exitCode(&rec) != 4 {
+		t.Fatalf("call: %d %s: want 200 and a failed record with exit code 4", status, body)
+	}
+	if status, body := curl(t, api, nil, host+"/v1/jobs/"+rec.ID+"/logs?follow=1"); status != 200 || body != "out:hi:uid:0\nerr\n" {
+		t.Errorf("logs: %d %q", status, body)
+	}
+	status, body = curl(t, api, nil, "-X", "POST", "-d", `{"args": ["3"]}`, host+"/v1/ops/sleep")
+	var accepted struct{ ID string }
+	if json.Unmarshal([]byte(body), &accepted); status != 202 || accepted.ID == "" {
+		t.Fatalf("call without wait: %d %s: want 202 and an id", status, body)
+	}
+	status, body = curl(t, api, nil, "-X", "DELETE", host+"/v1/jobs/"+accepted.ID)
+	if json.Unmarshal([]byte(body), &rec); status != 200 || rec.State != StateCanceled {
+		t.Errorf("cancel: %d %s", status, body)
+	}
+	if status, body = curl(t, api, nil, host+"/v1/jobs"); status != 200 || strings.Count(body, `"id"`) != 2 {
+		t.Errorf("jobs: %d %s: want the two jobs", status, body)
+	}
+
+	setpriv := []string{"setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"}
+	errs := []struct {
+		as     []string
+		args   []string
+		status int
+		code   string
+	}{
+		{nil, []string{"-X", "POST", host + "/v1/ops/nosuch"}, 404, CodeUnknownOp},
+		{nil, []string{host + "/v1/jobs/20261202T142501Z-0123abcd"}, 404, CodeNotFound},
+		{nil, []string{host + "/v1/jobs/..%2f..%2fetc"}, 404, CodeNotFound},
+		{nil, []string{"-X", "POST", "-d", `{"args": ["x; reboot"]}`, host + "/v1/ops/sleep"}, 400, CodeBadArgs},
+		{nil, []string{"-X", "POST", "-d", `{"argz": []}`, host + "/v1/ops/sleep"}, 400, CodeBadRequest},
+		{nil, []string{"-X", "POST", "-d", `{"args": ["` + strings.Repeat("x", 70000) + `"]}`, host + "/v1/ops/sleep"}, 413, CodeTooLarge},
+		{setpriv, []string{"-X", "POST", "-d", `{"wait": true}`, host + "/v1/ops/echo"}, 403, CodeUnauthorized},
+		{setpriv, []string{host + "/v1/jobs/" + rec.ID}, 404, CodeNotFound},
+	}
+	for _, tt := range errs {
+		status, body := curl(t, api, tt.as, tt.args...)
+		if status != tt.status || errorCode(t, body) != tt.code {
+			t.Errorf("%q: %d %s, want %d and code %s", tt.args, status, body, tt.status, tt.code)
+		}
+	}
+	if status, body := curl(t, api, setpriv, "-X", "POST", "-d", `{"wait": true}`, host+"/v1/ops/nobody"); status != 200 || !strings.Contains(body, `"state":"succeeded"`) {
+		t.Errorf("op allowed to uid 65534, called by it: %d %s", status, body)
+	}
+}
+
+// TestSeqpacketPython speaks the SEQPACKET wire format from Python.
+func TestSeqpacketPython(t *testing.T) {
+	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
+	_, argv := serveTest(t, d)
+	const script = `
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+s.send("\0".join(sys.argv[2:]).encode() + b"\0")
+print(repr(s.recv(65536).decode().split("\0")))
+`
+	tests := []struct {
+		args []string
+		want string // the response as Python prints it, with the job id as ID
+	}{
+		{[]string{"echo", "py"}, `['ok', 'ID', 'exit status 0']`},
+		{[]string{"echo", "py", "9"}, `['error', 'ID', 'exit status 9']`},
+		{[]string{"reboot"}, `['ok', 'ID', 'exit status 0; reboot required']`},
+		{[]string{"nosuch"}, `['error', '', 'unknown_op: op "nosuch": no such op']`},
+	}
+	for _, tt := range tests {
+		out, err := exec.Command("python3", append([]string{"-c", script, argv}, tt.args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("python: %v\n%s", err, out)
+		}
+		got := strings.TrimSpace(string(out))
+		var fields []string
+		json.Unmarshal([]byte(strings.ReplaceAll(got, "'", `"`)), &fields)
+		if len(fields) == 3 && fields[1] != "" {
+			if _, err := d.Get(fields[1]); err != nil {
+				t.Errorf("%q: job id %q: %v", tt.args, fields[1], err)
+			}
+			got = strings.Replace(got, fields[1], "ID", 1)
+		}
+		if got != tt.want {
+			t.Errorf("%q: response %s, want %s", tt.args, got, tt.want)
+		}
+	}
+}
+
+// TestHTTPConcurrentCallers runs 50 calls at once, each with its own args
+// and exit status, and checks that each caller gets its own outcome.
+func TestHTTPConcurrentCallers(t *testing.T) {
+	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
+	api, _ := serveTest(t, d)
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", api)
+	}}}
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := fmt.Sprintf(`{"args": ["c%d", "%d"], "wait": true}`, i, i%7)
+			resp, err := hc.Post("http://unitrun/v1/ops/echo", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			data, _ := io.ReadAll(resp.Body)
+			var rec Record
+			if err := json.Unmarshal(data, &rec); err != nil || resp.StatusCode != 200 {
+				t.Errorf("caller %d: %d %s", i, resp.StatusCode, data)
+				return
+			}
+			if exitCode(&rec) != i%7 || rec.OutputTail != fmt.Sprintf("out:c%d:uid:0\nerr\n", i) {
+				t.Errorf("caller %d: exit code %d, output %q", i, exitCode(&rec), rec.OutputTail)
+			}
+		}()
+	}
+	wg.Wait()
+}

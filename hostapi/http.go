@@ -1,0 +1,252 @@
+package hostapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+)
+
+// callerKey keys the peer credentials that NewHTTPServer stashes in each
+// connection's context.
+type callerKey struct{}
+
+type peer struct {
+	caller Caller
+	err    error
+}
+
+// NewHTTPServer returns the HTTP/JSON front end of d, to Serve on a unix
+// stream socket. Each connection's peer credentials are read once, when it
+// is accepted, and authorize every request on it.
+//
+// Endpoints:
+//
+//	GET    /healthz                  {"ok": true}
+//	GET    /v1/ops                   the ops, with whether the caller may call each
+//	POST   /v1/ops/{name}            body CallRequest; 202 {"id": ...}, or 200 and the final record with "wait": true
+//	GET    /v1/jobs                  the records the caller may see, newest first
+//	GET    /v1/jobs/{id}             the record
+//	GET    /v1/jobs/{id}/wait        the record once the job has ended
+//	GET    /v1/jobs/{id}/logs        the output log; ?follow=1 streams it until the job ends
+//	DELETE /v1/jobs/{id}             cancel; the record once the job has ended
+//
+// Errors are {"error": {"code": ..., "message": ...}} with the status of
+// (*Error).HTTPStatus. A caller sees the jobs it started and those of ops
+// it may call; root sees all.
+func NewHTTPServer(d *Daemon) *http.Server {
+	h := &httpAPI{d: d}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	})
+	mux.HandleFunc("GET /v1/ops", h.ops)
+	mux.HandleFunc("POST /v1/ops/{name}", h.call)
+	mux.HandleFunc("GET /v1/jobs", h.jobs)
+	mux.HandleFunc("GET /v1/jobs/{id}", h.job)
+	mux.HandleFunc("GET /v1/jobs/{id}/wait", h.wait)
+	mux.HandleFunc("GET /v1/jobs/{id}/logs", h.logs)
+	mux.HandleFunc("DELETE /v1/jobs/{id}", h.cancel)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, errorf(CodeNotFound, fmt.Sprintf("%s %s: no such endpoint", r.Method, r.URL.Path)))
+	})
+	return &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			caller, err := PeerCaller(c)
+			return context.WithValue(ctx, callerKey{}, peer{caller, err})
+		},
+	}
+}
+
+type httpAPI struct{ d *Daemon }
+
+// caller returns the request's peer, or writes an error.
+func caller(w http.ResponseWriter, r *http.Request) (Caller, bool) {
+	p, ok := r.Context().Value(callerKey{}).(peer)
+	if !ok || p.err != nil {
+		msg := "no peer credentials on the connection"
+		if ok {
+			msg = p.err.Error()
+		}
+		writeError(w, errorf(CodeUnauthorized, msg))
+		return Caller{}, false
+	}
+	return p.caller, true
+}
+
+// OpInfo is how GET /v1/ops describes an op.
+type OpInfo struct {
+	Name        string `json:"name"`
+	Unit        string `json:"unit,omitempty"`
+	ArgsMin     int    `json:"args_min"`
+	ArgsMax     int    `json:"args_max"`
+	ArgsPattern string `json:"args_pattern,omitempty"`
+	Timeout     string `json:"timeout,omitempty"`
+	Exclusive   bool   `json:"exclusive"`
+	Allowed     bool   `json:"allowed"`
+}
+
+func (h *httpAPI) ops(w http.ResponseWriter, r *http.Request) {
+	c, ok := caller(w, r)
+	if !ok {
+		return
+	}
+	infos := make([]OpInfo, 0, len(h.d.cfg.Ops))
+	for i := range h.d.cfg.Ops {
+		op := &h.d.cfg.Ops[i]
+		info := OpInfo{Name: op.Name, Unit: op.Unit, ArgsMin: op.Args.Min, ArgsMax: op.Args.Max,
+			Exclusive: op.Exclusive, Allowed: op.Allowed(c.UID, c.GIDs)}
+		if op.Args.Pattern != nil {
+			info.ArgsPattern = op.Args.Pattern.String()
+		}
+		if op.Timeout > 0 {
+			info.Timeout = op.Timeout.String()
+		}
+		infos = append(infos, info)
+	}
+	writeJSON(w, http.StatusOK, infos)
+}
+
+func (h *httpAPI) call(w http.ResponseWriter, r *http.Request) {
+	c, ok := caller(w, r)
+	if !ok {
+		return
+	}
+	limit := h.d.cfg.Limits.MaxRequestBytes
+	req, err := DecodeCallRequest(http.MaxBytesReader(w, r.Body, int64(limit)), limit)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	rec, err := h.d.Call(r.Context(), c, r.PathValue("name"), req.Args)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if !req.Wait {
+		w.Header().Set("Location", "/v1/jobs/"+rec.ID)
+		writeJSON(w, http.StatusAccepted, map[string]string{"id": rec.ID})
+		return
+	}
+	h.waitAndWrite(w, r, rec.ID, true)
+}
+
+// waitAndWrite waits for the job and writes its final record. When the
+// caller goes away first and the job's op has on_disconnect "stop", and
+// callerOwned says the caller started it, the job is canceled.
+func (h *httpAPI) waitAndWrite(w http.ResponseWriter, r *http.Request, id string, callerOwned bool) {
+	rec, err := h.d.Wait(r.Context(), id)
+	if err != nil && r.Context().Err() != nil {
+		if op, ok := h.d.ops[h.opOf(id)]; callerOwned && ok && op.OnDisconnect == "stop" {
+			h.d.Cancel(context.Background(), id)
+		}
+		return
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
+}
+
+func (h *httpAPI) opOf(id string) string {
+	if rec, err := h.d.Get(id); err == nil {
+		return rec.Op
+	}
+	return ""
+}
+
+// visible returns the job's record if the caller may see it, or writes an
+// error: not_found for a job it may not see, as for one that does not
+// exist.
+func (h *httpAPI) visible(w http.ResponseWriter, r *http.Request) (*Record, bool) {
+	c, ok := caller(w, r)
+	if !ok {
+		return nil, false
+	}
+	id := r.PathValue("id")
+	rec, err := h.d.Get(id)
+	if err == nil && !h.d.maySee(c, rec) {
+		err = errorf(CodeNotFound, fmt.Sprintf("job %q: no such job", id))
+	}
+	if err != nil {
+		writeError(w, err)
+		return nil, false
+	}
+	return rec, true
+}
+
+func (h *httpAPI) jobs(w http.ResponseWriter, r *http.Request) {
+	c, ok := caller(w, r)
+	if !ok {
+		return
+	}
+	recs, err := h.d.List()
+	if recs == nil && err != nil {
+		writeError(w, err)
+		return
+	}
+	seen := make([]*Record, 0, len(recs))
+	for _, rec := range recs {
+		if h.d.maySee(c, rec) {
+			seen = append(seen, rec)
+		}
+	}
+	writeJSON(w, http.StatusOK, seen)
+}
+
+func (h *httpAPI) job(w http.ResponseWriter, r *http.Request) {
+	if rec, ok := h.visible(w, r); ok {
+		writeJSON(w, http.StatusOK, rec)
+	}
+}
+
+func (h *httpAPI) wait(w http.ResponseWriter, r *http.Request) {
+	if rec, ok := h.visible(w, r); ok {
+		h.waitAndWrite(w, r, rec.ID, false)
+	}
+}
+
+func (h *httpAPI) cancel(w http.ResponseWriter, r *http.Request) {
+	rec, ok := h.visible(w, r)
+	if !ok {
+		return
+	}
+	rec, err := h.d.Cancel(r.Context(), rec.ID)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
+}
+
+// maySee reports whether the caller may see the job: root, the caller
+// that started it, and callers allowed to call its op may.
+func (d *Daemon) maySee(c Caller, rec *Record) bool {
+	if c.UID == 0 || c.UID == rec.CallerUID {
+		return true
+	}
+	op, ok := d.ops[rec.Op]
+	return ok && op.Allowed(c.UID, c.GIDs)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// writeError writes err as {"error": {"code", "message"}}; an error that
+// is not an *Error is an internal one.
+func writeError(w http.ResponseWriter, err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		e = errorf(CodeInternal, err.Error())
+	}
+	writeJSON(w, e.HTTPStatus(), map[string]*Error{"error": e})
+}

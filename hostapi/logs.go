@@ -1,0 +1,78 @@
+package hostapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"time"
+)
+
+// followPoll is how often a followed log is re-read for new output.
+const followPoll = 50 * time.Millisecond
+
+// CopyOutput copies the job's output log to w. With follow, it goes on
+// copying what the job's unit appends until the job has ended (then it
+// copies the rest and returns) or ctx ends. A job whose unit writes no
+// log (a unit op, which logs to the journal) has empty output. flush, when
+// not nil, is called after each chunk.
+func (d *Daemon) CopyOutput(ctx context.Context, w io.Writer, id string, follow bool, flush func()) error {
+	if _, err := d.Get(id); err != nil {
+		return err
+	}
+	var f *os.File
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+	}()
+	for {
+		// Look at done before copying, so that all output written before
+		// the job ended is copied once it has.
+		done := d.Done(id)
+		if f == nil {
+			var err error
+			f, err = d.store.openJobFile(id, outputFile, os.O_RDONLY, 0)
+			if errors.Is(err, fs.ErrNotExist) {
+				f = nil
+			} else if err != nil {
+				return err
+			}
+		}
+		if f != nil {
+			n, err := io.Copy(w, f)
+			if err != nil {
+				return err
+			}
+			if n > 0 && flush != nil {
+				flush()
+			}
+		}
+		if !follow || done == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-done:
+		case <-time.After(followPoll):
+		}
+	}
+}
+
+func (h *httpAPI) logs(w http.ResponseWriter, r *http.Request) {
+	rec, ok := h.visible(w, r)
+	if !ok {
+		return
+	}
+	follow := r.URL.Query().Get("follow")
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	flush := func() {}
+	if fl, ok := w.(http.Flusher); ok {
+		flush = fl.Flush
+	}
+	h.d.CopyOutput(r.Context(), w, rec.ID, follow == "1" || follow == "true", flush)
+}

@@ -1,0 +1,93 @@
+package hostapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// seqpacketReadTimeout bounds the wait for a connection's request packet.
+const seqpacketReadTimeout = 30 * time.Second
+
+// ServeSeqpacket serves the SOCK_SEQPACKET front end of d on l (a
+// "unixpacket" listener) until l is closed, then returns nil. Each
+// connection carries one request packet (see ParseRequest) and gets one
+// response packet (see EncodeResponse) once the job has ended: "ok" when
+// it succeeded, else "error", the job id ("" when the call was refused)
+// and a message: the exit status or what went wrong, with the error code
+// first for a refused call ("unknown_op: ..."), and "; reboot required"
+// appended when the op asked for a reboot. The op's output goes to the
+// job's log. When the peer closes the connection before the job ends, an
+// op with on_disconnect "stop" is canceled.
+func (d *Daemon) ServeSeqpacket(l *net.UnixListener) error {
+	for {
+		c, err := l.AcceptUnix()
+		if errors.Is(err, net.ErrClosed) {
+			return nil
+		}
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		go d.serveSeqpacketConn(c)
+	}
+}
+
+func (d *Daemon) serveSeqpacketConn(c *net.UnixConn) {
+	defer c.Close()
+	ok, id, msg := d.seqpacketCall(c)
+	c.Write(EncodeResponse(ok, id, msg))
+}
+
+// seqpacketCall reads the request, runs the op and returns the response.
+func (d *Daemon) seqpacketCall(c *net.UnixConn) (ok bool, id, msg string) {
+	caller, err := PeerCaller(c)
+	if err != nil {
+		return false, "", errorf(CodeUnauthorized, err.Error()).Error()
+	}
+	limit := d.cfg.Limits.MaxRequestBytes
+	buf := make([]byte, limit+1)
+	c.SetReadDeadline(time.Now().Add(seqpacketReadTimeout))
+	n, _, flags, _, err := c.ReadMsgUnix(buf, nil)
+	switch {
+	case err != nil:
+		return false, "", errorf(CodeBadRequest, "request: "+err.Error()).Error()
+	case flags&unix.MSG_TRUNC != 0 || n > limit:
+		return false, "", errorf(CodeTooLarge, fmt.Sprintf("request: packet larger than the limit of %d bytes (max_request_bytes)", limit)).Error()
+	}
+	c.SetReadDeadline(time.Time{})
+	opName, args, err := ParseRequest(buf[:n], limit)
+	if err != nil {
+		return false, "", errorf(CodeBadRequest, err.Error()).Error()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rec, err := d.Call(ctx, caller, opName, args)
+	if err != nil {
+		return false, "", err.Error()
+	}
+	// The peer sends nothing more: a read ends when it closes.
+	go func() {
+		c.Read(make([]byte, 1))
+		cancel()
+	}()
+	final, err := d.Wait(ctx, rec.ID)
+	if err != nil {
+		if op, _ := d.Op(opName); ctx.Err() != nil && op.OnDisconnect == "stop" {
+			d.Cancel(context.Background(), rec.ID)
+		}
+		return false, rec.ID, err.Error()
+	}
+	msg = final.Message
+	if final.RebootRequired {
+		msg += "; reboot required"
+	}
+	return final.State == StateSucceeded, final.ID, msg
+}
