@@ -116,7 +116,7 @@ func podTime(b *testing.B, bin string, n int, app string, recorded bool) time.Du
 		return time.Since(start)
 	}
 	for {
-		s, err := r.Status(name)
+		s, err := ReadPod(r.StateDir, name)
 		if err != nil {
 			b.Fatal(err)
 		}

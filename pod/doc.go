@@ -21,7 +21,8 @@
 //     moment the app stops, on every stop. It Wants= and is After= its
 //     reaper, so at a stop of both the app stops first.
 //   - unitrun-pod-P-A-reaper.service starts at once and does nothing
-//     (Type=oneshot, RemainAfterExit=yes, StopWhenUnneeded=yes). It stops
+//     (Type=oneshot with no ExecStart=, so no process, RemainAfterExit=yes,
+//     StopWhenUnneeded=yes). It stops
 //     once its app is neither active nor restarting, and its ExecStop= runs
 //     "unitrun pod reap P A", which marks the app finished for good.
 //   - unitrun-pod-P-shutdown.service is built like a reaper, and every
@@ -56,11 +57,12 @@
 // Restart policies map onto Restart= (Never: no, Always: always, OnFailure:
 // on-failure) with StartLimitIntervalSec=0, so restarts never hit the start
 // limit; between two runs the app is "activating", which keeps its reaper
-// needed. Every app runs "unitrun pod backoff P A" as ExecStartPre=, which
-// records the start of each run; systemd 252 has no back-off steps, so
-// before a restart it also waits out the delay that reap-app recorded from
-// [Decide]. An app that may restart has TimeoutStartSec= of the longest
-// delay plus systemd's default 90 s. The hooks run with the "+"
+// needed. systemd 252 has no back-off steps, so an app that may restart runs
+// "unitrun pod backoff P A" as ExecStartPre=, which waits out the delay
+// that reap-app recorded from [Decide] and records the start of each run;
+// its TimeoutStartSec= is the longest delay plus systemd's default 90 s.
+// For an app that runs once, reap-app reads the start of its run from the
+// service's ExecMainStartTimestamp. The hooks run with the "+"
 // prefix: as root and outside RootDirectory=, whatever User= the app has.
 //
 // # Status files

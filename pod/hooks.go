@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/godbus/dbus/v5"
+
 	"github.com/unitrun/unitrun/manager"
 )
 
@@ -77,6 +79,12 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 	exit := Exit{Result: "success", Success: true}
 	if env.ServiceResult != "" || !a.Init {
 		if exit, err = ExitFromEnv(env.ServiceResult, env.ExitCode, env.ExitStatus); err != nil {
+			return err
+		}
+	}
+	if s.State != AppRunning {
+		// No backoff hook recorded this run: ask systemd when it started.
+		if s.StartedAt, err = runStart(ctx, open, pod, app); err != nil {
 			return err
 		}
 	}
@@ -188,6 +196,31 @@ func Shutdown(ctx context.Context, stateDir, pod string, open func(context.Conte
 		return err
 	}
 	return stopUnits(ctx, open, TargetUnit(pod), SliceUnit(pod))
+}
+
+// runStart returns when the current run of app's service started, from
+// its ExecMainStartTimestamp; zero if it never started a process.
+func runStart(ctx context.Context, open func(context.Context) (*manager.Conn, error), pod, app string) (time.Time, error) {
+	mgr, err := open(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer mgr.Close()
+	props, err := mgr.Properties(ctx, AppUnit(pod, app), manager.ServiceIface)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return timestamp(props["ExecMainStartTimestamp"]), nil
+}
+
+// timestamp reads a systemd timestamp property (µs since the epoch, 0 for
+// none).
+func timestamp(v dbus.Variant) time.Time {
+	us, ok := v.Value().(uint64)
+	if !ok || us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(int64(us))
 }
 
 // stopUnits queues a stop job for each unit, without waiting for them: a

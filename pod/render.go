@@ -32,9 +32,6 @@ type UnitFile struct {
 	Data []byte
 }
 
-// trueBinary is what the reapers and the shutdown service run to start.
-const trueBinary = "/bin/true"
-
 // defaultStartTimeout is systemd's DefaultTimeoutStartSec=, which an app
 // that waits out a back-off before it runs gets on top of the longest delay.
 const defaultStartTimeout = 90 * time.Second
@@ -121,15 +118,13 @@ func render(m *Manifest, o RenderOptions, n Node) (*unit.File, error) {
 	return f, err
 }
 
-// idle writes a service that starts at once, does nothing, and runs stop
+// idle writes a service that starts at once, runs nothing (a oneshot
+// service with RemainAfterExit=yes needs no ExecStart=), and runs stop
 // when it stops: a reaper or the shutdown service.
 func idle(f *unit.File, n Node, stop []string) error {
 	f.Set("Service", "Type", "oneshot")
 	f.Set("Service", "RemainAfterExit", "yes")
 	f.Set("Service", "Slice", n.Slice)
-	if err := setExec(f, "ExecStart", "", []string{trueBinary}); err != nil {
-		return err
-	}
 	return setExec(f, "ExecStop", "", stop)
 }
 
@@ -146,10 +141,10 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 		f.Set("Service", "Type", "exec")
 	}
 	f.Set("Service", "Slice", n.Slice)
-	// Every run first records its start, and a restart waits out its
-	// back-off there.
-	if err := setExec(f, "ExecStartPre", "+", h.argv("backoff", a.Name)); err != nil {
-		return err
+	if restartable {
+		if err := setExec(f, "ExecStartPre", "+", h.argv("backoff", a.Name)); err != nil {
+			return err
+		}
 	}
 	if err := setExec(f, "ExecStart", "", a.Exec); err != nil {
 		return err

@@ -295,8 +295,38 @@ func (r *Runner) stopParents(ctx context.Context) error {
 	return nil
 }
 
-// Status returns the status of pod name, from its status files.
-func (r *Runner) Status(name string) (PodStatus, error) { return ReadPod(r.StateDir, name) }
+// Status returns the status of pod name: its status files, and for an
+// app of a running pod that has no record of its run (only an app that
+// may restart records its starts), the state of its service in systemd.
+func (r *Runner) Status(ctx context.Context, name string) (PodStatus, error) {
+	s, err := ReadPod(r.StateDir, name)
+	if err != nil || s.Phase != PodRunning {
+		return s, err
+	}
+	for i, a := range s.Apps {
+		if a.State != AppWaiting {
+			continue
+		}
+		u := AppUnit(name, a.Name)
+		props, err := r.Mgr.Properties(ctx, u, manager.UnitIface)
+		if err != nil {
+			return s, err
+		}
+		switch props["ActiveState"].Value() {
+		case "active", "activating", "deactivating", "reloading":
+		default:
+			continue
+		}
+		svc, err := r.Mgr.Properties(ctx, u, manager.ServiceIface)
+		if err != nil {
+			return s, err
+		}
+		if started := timestamp(svc["ExecMainStartTimestamp"]); !started.IsZero() {
+			s.Apps[i].State, s.Apps[i].StartedAt = AppRunning, started
+		}
+	}
+	return s, nil
+}
 
 // List returns the status of every pod, by name.
 func (r *Runner) List() ([]PodStatus, error) {

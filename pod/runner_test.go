@@ -80,6 +80,9 @@ func wantApp(t *testing.T, s PodStatus, name string, state AppState, code int) {
 	if a.State != state || a.ExitCode == nil || *a.ExitCode != code {
 		t.Errorf("app %s: %s, exit code %s; want %s, %d", name, a.State, fmtCode(a.ExitCode), state, code)
 	}
+	if a.StartedAt.IsZero() || a.FinishedAt.Before(a.StartedAt) {
+		t.Errorf("app %s: started at %v, finished at %v", name, a.StartedAt, a.FinishedAt)
+	}
 }
 
 func fmtCode(c *int) string {
@@ -215,7 +218,7 @@ apps:
 	if got != "0\n" {
 		t.Errorf("status file of quick: %q", got)
 	}
-	s, err := r.Status(name)
+	s, err := r.Status(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}

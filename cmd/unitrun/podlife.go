@@ -41,7 +41,9 @@ func create(ctx context.Context, r *pod.Runner, path string) (*pod.Manifest, err
 
 func newPodCreateCmd(f *podFlags) *cobra.Command {
 	return &cobra.Command{
-		Use:   "create FILE",
+		Use: "create FILE",
+		Example: `  unitrun pod create web.yaml
+  unitrun pod create --state-dir /var/lib/unitrun web.yaml`,
 		Short: "Validate a manifest and prepare its pod: write its units and state, start nothing",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -63,7 +65,9 @@ func newPodCreateCmd(f *podFlags) *cobra.Command {
 func newPodStartCmd(f *podFlags) *cobra.Command {
 	var policy string
 	cmd := &cobra.Command{
-		Use:   "start NAME",
+		Use: "start NAME",
+		Example: `  unitrun pod start web
+  unitrun pod start --exit-policy any web`,
 		Short: "Start a created pod and return once its apps have started",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -83,7 +87,9 @@ func newPodRunCmd(f *podFlags) *cobra.Command {
 	var policy string
 	var detach bool
 	cmd := &cobra.Command{
-		Use:   "run FILE",
+		Use: "run FILE",
+		Example: `  unitrun pod run web.yaml
+  unitrun pod run --detach --exit-policy all web.yaml`,
 		Short: "Create and start a pod, stream its apps' output and exit with its exit code",
 		Long: `Create the pod of FILE and start it. Without --detach, print every line
 the apps write, prefixed "APP | ", until the pod ends, and exit with the
@@ -121,7 +127,7 @@ With --detach, print the pod's name and return once its apps have started.`,
 // it if ctx ends first, and returns the pod's exit.
 func attach(ctx context.Context, r *pod.Runner, m *pod.Manifest, w io.Writer) error {
 	ended := func() bool {
-		s, err := r.Status(m.Name)
+		s, err := pod.ReadPod(r.StateDir, m.Name)
 		return err != nil || s.Ended()
 	}
 	apps := make([]string, len(m.Apps))
@@ -136,7 +142,7 @@ func attach(ctx context.Context, r *pod.Runner, m *pod.Manifest, w io.Writer) er
 	if ctx.Err() != nil {
 		s, err = r.Stop(context.Background(), m.Name, 0)
 	} else {
-		s, err = r.Status(m.Name)
+		s, err = pod.ReadPod(r.StateDir, m.Name)
 	}
 	if err != nil {
 		return failed(err)
@@ -147,7 +153,9 @@ func attach(ctx context.Context, r *pod.Runner, m *pod.Manifest, w io.Writer) er
 func newPodStopCmd(f *podFlags) *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "stop NAME",
+		Use: "stop NAME",
+		Example: `  unitrun pod stop web
+  unitrun pod stop --timeout 30s web`,
 		Short: "Stop a pod gracefully, recording every app's exit, and exit with its exit code",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -170,7 +178,9 @@ func newPodStopCmd(f *podFlags) *cobra.Command {
 func newPodRmCmd(f *podFlags) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
-		Use:   "rm NAME",
+		Use: "rm NAME",
+		Example: `  unitrun pod rm web
+  unitrun pod rm --force web`,
 		Short: "Remove a pod: its units, state and logs",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

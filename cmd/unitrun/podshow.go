@@ -69,15 +69,18 @@ func code(c *int) string {
 func newPodStatusCmd(f *podFlags) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "status NAME",
+		Use: "status NAME",
+		Example: `  unitrun pod status web
+  unitrun pod status --json web`,
 		Short: "Print a pod's phase and each app's state, exit code and restarts",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := f.dir()
+			r, done, err := f.runner(cmd.Context())
 			if err != nil {
 				return err
 			}
-			s, err := pod.ReadPod(dir, args[0])
+			defer done()
+			s, err := r.Status(cmd.Context(), args[0])
 			if err != nil {
 				return failed(err)
 			}
@@ -109,7 +112,9 @@ func stamp(t time.Time) string {
 func newPodListCmd(f *podFlags) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "list",
+		Use: "list",
+		Example: `  unitrun pod list
+  unitrun pod list --json`,
 		Short: "List the pods and their phases",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -144,7 +149,9 @@ func newPodListCmd(f *podFlags) *cobra.Command {
 func newPodLogsCmd(f *podFlags) *cobra.Command {
 	var follow bool
 	cmd := &cobra.Command{
-		Use:   "logs NAME [APP]",
+		Use: "logs NAME [APP]",
+		Example: `  unitrun pod logs web
+  unitrun pod logs -f web server`,
 		Short: `Print the output of a pod's apps, each line prefixed "APP | ", or of one app`,
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -152,8 +159,7 @@ func newPodLogsCmd(f *podFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			r := &pod.Runner{StateDir: dir}
-			m, err := r.Manifest(args[0])
+			m, err := (&pod.Runner{StateDir: dir}).Manifest(args[0])
 			if err != nil {
 				return failed(err)
 			}
@@ -169,7 +175,7 @@ func newPodLogsCmd(f *podFlags) *cobra.Command {
 				}
 			}
 			ended := func() bool {
-				s, err := r.Status(m.Name)
+				s, err := pod.ReadPod(dir, m.Name)
 				return err != nil || s.Ended()
 			}
 			return failed(pod.Logs(cmd.Context(), dir, m.Name, apps, cmd.OutOrStdout(), len(args) == 1, follow, ended))
@@ -182,7 +188,9 @@ func newPodLogsCmd(f *podFlags) *cobra.Command {
 func newPodGraphCmd(f *podFlags) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
-		Use:   "graph FILE|NAME",
+		Use: "graph FILE|NAME",
+		Example: `  unitrun pod graph web.yaml | dot -Tsvg > web.svg
+  unitrun pod graph --format mermaid web`,
 		Short: "Print a pod's unit graph as a Graphviz (dot) or Mermaid diagram",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
