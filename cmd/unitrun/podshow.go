@@ -52,7 +52,8 @@ func newPodView(s pod.PodStatus) podView {
 	return v
 }
 
-func printJSON(w io.Writer, v any) error {
+// printPodJSON writes v as indented JSON.
+func printPodJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
@@ -86,7 +87,7 @@ func newPodStatusCmd(f *podFlags) *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				return printJSON(w, newPodView(s))
+				return printPodJSON(w, newPodView(s))
 			}
 			fmt.Fprintf(w, "pod %s: %s, exit code %s\n", s.Name, s.Phase, code(s.ExitCode))
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -132,7 +133,7 @@ func newPodListCmd(f *podFlags) *cobra.Command {
 				for _, s := range pods {
 					views = append(views, newPodView(s))
 				}
-				return printJSON(w, views)
+				return printPodJSON(w, views)
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "POD\tPHASE\tEXIT\tAPPS")
