@@ -180,6 +180,9 @@ func (c *Cmd) Start() error {
 	if c.ctx == nil {
 		c.ctx = context.Background()
 	}
+	if err := c.ctx.Err(); err != nil {
+		return err
+	}
 	return c.startRun()
 }
 

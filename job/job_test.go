@@ -438,3 +438,25 @@ func TestStartExistingUnit(t *testing.T) {
 		t.Error("Start of a missing unit succeeded")
 	}
 }
+
+// A cancel that lands while systemd is creating the unit still stops and
+// releases it: no unit is left behind, whatever the timing.
+func TestCancelDuringStart(t *testing.T) {
+	conn := systemdtest.Dial(t)
+	for i := range 20 {
+		ctx, cancel := context.WithCancel(context.Background())
+		c := job.CommandContext(ctx, conn, "/bin/sleep", "30")
+		go func() {
+			time.Sleep(time.Duration(i) * 200 * time.Microsecond)
+			cancel()
+		}()
+		err := c.Run()
+		if err == nil {
+			t.Fatalf("run %d: sleep 30 finished despite the cancel", i)
+		}
+		if c.Unit != "" && !gone(t, c.Unit) {
+			t.Errorf("run %d: unit %s left behind after a cancel during start (%v)", i, c.Unit, err)
+		}
+		cancel()
+	}
+}

@@ -29,7 +29,11 @@ func (r *run) start(ctx context.Context, props []unit.Property) error {
 	r.transient = true
 	r.state = state{}
 	r.watch = r.mgr.Watch(r.unit)
-	job, err := r.mgr.StartTransientUnit(ctx, r.unit, "fail", props)
+	// The call is not abandoned when ctx ends: systemd may already have
+	// made the unit, and only its answer says so. waitJob then stops it.
+	call, done := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	job, err := r.mgr.StartTransientUnit(call, r.unit, "fail", props)
+	done()
 	r.closeAfterStart()
 	if err != nil {
 		r.watch.Close()

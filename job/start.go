@@ -40,7 +40,11 @@ func Start(ctx context.Context, mgr *manager.Conn, name string) (*Status, error)
 	}
 	// Forget the previous run: only signals after the start describe this one.
 	r.state = state{}
-	job, err := mgr.StartUnit(ctx, name, "replace")
+	// As for transient units, the call is not abandoned when ctx ends;
+	// waitJob stops the unit then.
+	call, done := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	job, err := mgr.StartUnit(call, name, "replace")
+	done()
 	if err != nil {
 		r.watch.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
