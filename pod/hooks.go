@@ -56,11 +56,8 @@ func BeginRun(ctx context.Context, stateDir, pod, app string) error {
 // record, applies [Decide], and stops the pod if that ends it. The exit of
 // an init app is recorded once per invocation.
 func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open func(context.Context) (*manager.Conn, error)) error {
-	unlock, err := lock(stateDir, pod)
-	if err != nil {
-		return err
-	}
-	defer unlock()
+	// Only this app's own hooks, one at a time, write its record; the lock
+	// is for what the other apps' hooks write.
 	m, _, err := loadState(stateDir, pod)
 	if err != nil {
 		return err
@@ -88,6 +85,14 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 			return err
 		}
 	}
+	if err := WriteExitCode(stateDir, pod, app, exit.Code); err != nil {
+		return err
+	}
+	unlock, err := lock(stateDir, pod)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	now := time.Now()
 	var others []Outcome
 	for _, o := range m.Apps {
@@ -112,9 +117,6 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 		Now:     now,
 	})
 	if err != nil {
-		return err
-	}
-	if err := WriteExitCode(stateDir, pod, app, exit.Code); err != nil {
 		return err
 	}
 	s.ExitCode, s.Signal, s.Result = &exit.Code, exit.Signal, exit.Result
