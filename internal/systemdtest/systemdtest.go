@@ -216,3 +216,29 @@ func BootSystem(t testing.TB) *manager.Container {
 	})
 	return c
 }
+
+// callerScript sets up a container-like caller: a /run of its own that
+// holds only the daemon's socket, then drops to the caller's uid and gid.
+const callerScript = `set -e
+sock=$1; uid=$2; gid=$3; shift 3
+mount -t tmpfs -o mode=0755 unitrun-caller /run
+mkdir -p /run/unitrun
+touch /run/unitrun/api.sock
+mount --bind "$sock" /run/unitrun/api.sock
+exec setpriv --reuid "$uid" --regid "$gid" --clear-groups -- "$@"`
+
+// CallerSocket is where a Caller sees the daemon's socket.
+const CallerSocket = "/run/unitrun/api.sock"
+
+// Caller returns a command that runs argv as a node agent in a privileged
+// container would: in new mount, PID and network namespaces (no network at
+// all), as uid and gid, with a /run of its own in which only the daemon's
+// socket (bind-mounted from socket) appears, at CallerSocket, which
+// $UNITRUN_SOCKET names.
+func Caller(socket string, uid, gid int, argv ...string) *exec.Cmd {
+	args := []string{"--mount", "--propagation", "private", "--pid", "--fork", "--mount-proc", "--net",
+		"/bin/sh", "-c", callerScript, "unitrun-caller", socket, fmt.Sprint(uid), fmt.Sprint(gid)}
+	cmd := exec.Command("unshare", append(args, argv...)...)
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "UNITRUN_SOCKET=" + CallerSocket}
+	return cmd
+}
