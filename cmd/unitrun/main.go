@@ -80,5 +80,6 @@ reuses it (see "unitrun manager").`,
 	root.PersistentFlags().StringVar(&g.embeddedDir, "embedded-dir", "", "runtime directory of the embedded manager (default $"+manager.EnvEmbeddedDir+", else "+manager.DefaultEmbeddedDir+")")
 	root.AddCommand(newRunCmd(g), newStartCmd(g), newManagerCmd(g))
 	root.AddCommand(newPodCmd(g))
+	root.AddCommand(newDaemonCmd(g), newOpCmd(g), newInjectCmd(g))
 	return root
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/godbus/dbus/v5"
 	"github.com/spf13/cobra"
 
+	"github.com/unitrun/unitrun/inject"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/unit"
 )
@@ -26,6 +27,7 @@ type runFlags struct {
 	retry         int
 	retryDelay    time.Duration
 	bindToCaller  bool
+	self          bool
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -66,6 +68,7 @@ SIGTERM stops the unit and waits until it is gone.`,
 	fl.IntVar(&f.retry, "retry", 0, "rerun a failed command up to `N` more times, each as a fresh unit")
 	fl.DurationVar(&f.retryDelay, "retry-delay", time.Second, "wait before the first retry; doubles for each later one")
 	fl.BoolVar(&f.bindToCaller, "bind-to-caller", false, "stop the command when the unit that runs unitrun stops")
+	fl.BoolVar(&f.self, "self", false, "run this unitrun binary with ARGS: inject it into "+inject.DefaultDir+" (see \"unitrun inject\") and run the copy")
 	return cmd
 }
 
@@ -117,6 +120,13 @@ func parseRunFlags(f *runFlags, c *job.Cmd) error {
 
 func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	ctx := cmd.Context()
+	if f.self {
+		self, err := inject.Self(inject.DefaultDir)
+		if err != nil {
+			return &exitError{code: exitFailed, err: err}
+		}
+		args = append([]string{self}, args...)
+	}
 	c := job.CommandContext(ctx, nil, args[0], args[1:]...)
 	if err := parseRunFlags(f, c); err != nil {
 		return &exitError{code: exitUsage, err: err}

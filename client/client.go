@@ -1,0 +1,166 @@
+// Package client is the Go client of the unitrun host API (package
+// hostapi): what an agent in a container imports to run allow-listed host
+// operations through the daemon's HTTP/JSON unix socket.
+//
+// Errors the daemon returns are *hostapi.Error values with a stable Code.
+// Wait survives restarts of the daemon: it reconnects and resumes waiting,
+// since a job's unit runs in systemd and the restarted daemon re-attaches
+// to it.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/unitrun/unitrun/hostapi"
+)
+
+// DefaultSocket is the socket of the shipped unitrun.socket unit.
+const DefaultSocket = "/run/unitrun/api.sock"
+
+// Client talks to one daemon socket. It may be used by several goroutines
+// at once.
+type Client struct {
+	socket string
+	hc     *http.Client
+}
+
+// New returns a client of the daemon listening at socket.
+func New(socket string) *Client {
+	return &Client{socket: socket, hc: &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+		},
+	}}}
+}
+
+// Ops returns the daemon's ops, each saying whether this caller may call it.
+func (c *Client) Ops(ctx context.Context) ([]hostapi.OpInfo, error) {
+	var ops []hostapi.OpInfo
+	return ops, c.do(ctx, http.MethodGet, "/v1/ops", nil, &ops)
+}
+
+// Call starts the op with args and returns the job's id once the daemon
+// accepted it (it may be queued behind a running job of an exclusive op,
+// or be that job when the args are the same).
+func (c *Client) Call(ctx context.Context, op string, args []string) (string, error) {
+	if args == nil {
+		args = []string{}
+	}
+	body, err := json.Marshal(hostapi.CallRequest{Args: args})
+	if err != nil {
+		return "", err
+	}
+	var resp struct{ ID string }
+	if err := c.do(ctx, http.MethodPost, "/v1/ops/"+url.PathEscape(op), body, &resp); err != nil {
+		return "", err
+	}
+	return resp.ID, nil
+}
+
+// Job returns the job's current record.
+func (c *Client) Job(ctx context.Context, id string) (*hostapi.Record, error) {
+	var r hostapi.Record
+	return &r, c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id), nil, &r)
+}
+
+// Jobs returns the records this caller may see, newest first.
+func (c *Client) Jobs(ctx context.Context) ([]*hostapi.Record, error) {
+	var recs []*hostapi.Record
+	return recs, c.do(ctx, http.MethodGet, "/v1/jobs", nil, &recs)
+}
+
+// Cancel cancels the job and returns its final record.
+func (c *Client) Cancel(ctx context.Context, id string) (*hostapi.Record, error) {
+	var r hostapi.Record
+	return &r, c.do(ctx, http.MethodDelete, "/v1/jobs/"+url.PathEscape(id), nil, &r)
+}
+
+// Wait returns the job's final record once it has ended. When the daemon
+// cannot be reached, or goes away while Wait waits (it was restarted), Wait
+// reconnects, with delays growing from 50ms to 2s, until ctx ends; errors
+// the daemon returns (such as an unknown job) end it at once.
+func (c *Client) Wait(ctx context.Context, id string) (*hostapi.Record, error) {
+	delay := 50 * time.Millisecond
+	for {
+		var r hostapi.Record
+		err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/wait", nil, &r)
+		var e *hostapi.Error
+		switch {
+		case err == nil:
+			return &r, nil
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case errors.As(err, &e) && e.Code != hostapi.CodeInternal:
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// Logs copies the job's output to w: what it has written so far, or with
+// follow everything until the job ends.
+func (c *Client) Logs(ctx context.Context, id string, follow bool, w io.Writer) error {
+	path := "/v1/jobs/" + url.PathEscape(id) + "/logs"
+	if follow {
+		path += "?follow=1"
+	}
+	resp, err := c.send(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(w, resp.Body)
+	return err
+}
+
+// do sends a request and decodes the JSON response into out.
+func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
+	resp, err := c.send(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: decoding the response: %w", method, path, err)
+	}
+	return nil
+}
+
+// send sends a request and returns a 2xx response; any other status is
+// returned as the *hostapi.Error of its body.
+func (c *Client) send(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://unitrun"+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("unitrun daemon at %s: %w", c.socket, err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	var e struct{ Error *hostapi.Error }
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&e); err != nil || e.Error == nil {
+		return nil, fmt.Errorf("%s %s: HTTP status %s", method, path, resp.Status)
+	}
+	return nil, e.Error
+}

@@ -1,0 +1,260 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/client"
+	"github.com/unitrun/unitrun/hostapi"
+	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/job"
+	"github.com/unitrun/unitrun/manager"
+)
+
+func TestMain(m *testing.M) { systemdtest.Main(m) }
+
+const testConfig = `
+[[op]]
+name = "echo"
+exec = ["/bin/sh", "-c", "echo \"$@\"; exit \"${EXIT:-0}\"", "sh"]
+args = { max = 3 }
+
+[[op]]
+name = "slow"
+exec = ["/bin/sh", "-c", "echo started; sleep \"$1\"; echo ended; exit \"$2\"", "sh"]
+args = { min = 2, max = 2, pattern = "^[0-9.]+$" }
+`
+
+// daemonDir is where a test daemon keeps its config, state and sockets.
+type daemonDir struct {
+	dir, api, argv string
+}
+
+func newDaemonDir(t *testing.T) daemonDir {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "daemon.toml"), []byte(testConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return daemonDir{dir: dir, api: filepath.Join(dir, "api.sock"), argv: filepath.Join(dir, "argv.sock")}
+}
+
+func (d daemonDir) args() []string {
+	return []string{"daemon", "--config", filepath.Join(d.dir, "daemon.toml"), "--ops-dir", filepath.Join(d.dir, "ops.d"),
+		"--state-dir", filepath.Join(d.dir, "state"), "--socket", d.api, "--seqpacket", d.argv}
+}
+
+// start starts the unitrun daemon binary on the dir by flags and waits
+// until it answers; the test's end stops it.
+func (d daemonDir) start(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(systemdtest.Binary(t), d.args()...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	waitHealthy(t, d.api)
+	return cmd
+}
+
+func waitHealthy(t *testing.T, sock string) {
+	t.Helper()
+	c := client.New(sock)
+	for i := 0; ; i++ {
+		if _, err := c.Ops(context.Background()); err == nil {
+			return
+		} else if i == 500 {
+			t.Fatalf("daemon at %s does not answer: %v", sock, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func timeout(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestClient(t *testing.T) {
+	d := newDaemonDir(t)
+	d.start(t)
+	c := client.New(d.api)
+	ctx := timeout(t)
+	ops, err := c.Ops(ctx)
+	if err != nil || len(ops) != 2 || ops[0].Name != "echo" || !ops[0].Allowed {
+		t.Fatalf("ops: %+v, %v", ops, err)
+	}
+	id, err := c.Call(ctx, "echo", []string{"a b", "$c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := c.Wait(ctx, id)
+	if err != nil || rec.State != hostapi.StateSucceeded || *rec.ExitCode != 0 {
+		t.Fatalf("wait: %+v, %v", rec, err)
+	}
+	var logs strings.Builder
+	if err := c.Logs(ctx, id, false, &logs); err != nil || logs.String() != "a b $c\n" {
+		t.Errorf("logs: %q, %v", logs.String(), err)
+	}
+	if got, err := c.Job(ctx, id); err != nil || got.ID != id || got.State != hostapi.StateSucceeded {
+		t.Errorf("job: %+v, %v", got, err)
+	}
+	slow, err := c.Call(ctx, "slow", []string{"30", "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := c.Cancel(ctx, slow); err != nil || rec.State != hostapi.StateCanceled {
+		t.Errorf("cancel: %+v, %v", rec, err)
+	}
+	if recs, err := c.Jobs(ctx); err != nil || len(recs) != 2 || recs[0].ID != slow {
+		t.Errorf("jobs: %d records, %v: want 2, newest first", len(recs), err)
+	}
+	_, err = c.Call(ctx, "nosuch", nil)
+	var e *hostapi.Error
+	if !errors.As(err, &e) || e.Code != hostapi.CodeUnknownOp {
+		t.Errorf("unknown op: %v", err)
+	}
+	_, err = c.Wait(ctx, "20261202T142501Z-0123abcd")
+	if !errors.As(err, &e) || e.Code != hostapi.CodeNotFound {
+		t.Errorf("wait for no job: %v", err)
+	}
+}
+
+// TestDaemonKilledMidJob SIGKILLs the daemon while a client waits for a
+// job, and while another job ends with no daemon running; a restarted
+// daemon records both real outcomes and the waiting client gets its own.
+func TestDaemonKilledMidJob(t *testing.T) {
+	d := newDaemonDir(t)
+	daemon := d.start(t)
+	c := client.New(d.api)
+	ctx := timeout(t)
+	long, err := c.Call(ctx, "slow", []string{"2", "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, err := c.Call(ctx, "slow", []string{"0.2", "6"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan *hostapi.Record, 1)
+	go func() {
+		rec, err := c.Wait(ctx, long)
+		if err != nil {
+			t.Error(err)
+		}
+		waited <- rec
+	}()
+	rec, err := c.Job(ctx, long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitActive(t, rec.Unit)
+	daemon.Process.Kill()
+	daemon.Wait()
+	time.Sleep(500 * time.Millisecond) // the short job ends meanwhile
+	d.start(t)
+	got := <-waited
+	if got == nil || got.State != hostapi.StateFailed || got.ExitCode == nil || *got.ExitCode != 5 || got.OutputTail != "started\nended\n" {
+		t.Errorf("waiting client got %+v: want exit code 5 and the whole output", got)
+	}
+	rec, err = c.Wait(ctx, short)
+	if err != nil || rec.ExitCode == nil || *rec.ExitCode != 6 {
+		t.Errorf("job that ended while no daemon ran: %+v, %v: want exit code 6", rec, err)
+	}
+}
+
+// waitActive waits until the unit's main process runs.
+func waitActive(t *testing.T, name string) {
+	t.Helper()
+	conn := systemdtest.Conn(t)
+	for {
+		props, err := conn.Properties(context.Background(), name, manager.UnitIface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if props["ActiveState"].Value() == "active" {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSocketActivation starts the daemon from a socket unit of the test
+// manager, with sockets named as the shipped unitrun.socket names them.
+func TestSocketActivation(t *testing.T) {
+	d := newDaemonDir(t)
+	conn := systemdtest.Conn(t)
+	units := systemdtest.RuntimeUnitDir(t)
+	systemdtest.WriteUnit(t, filepath.Join(units, "unitrun-test-api.socket"), `[Socket]
+ListenStream=`+d.api+`
+FileDescriptorName=api
+SocketMode=0600
+`)
+	systemdtest.WriteUnit(t, filepath.Join(units, "unitrun-test-api-argv.socket"), `[Socket]
+ListenSequentialPacket=`+d.argv+`
+FileDescriptorName=argv
+SocketMode=0600
+Service=unitrun-test-api.service
+`)
+	args := d.args()[:7] // without the socket flags
+	systemdtest.WriteUnit(t, filepath.Join(units, "unitrun-test-api.service"), `[Service]
+Type=notify
+ExecStart=`+systemdtest.Binary(t)+" "+strings.Join(args, " ")+`
+Environment=`+manager.EnvManager+"="+os.Getenv(manager.EnvManager)+`
+StandardError=file:`+filepath.Join(d.dir, "daemon.log")+`
+`)
+	ctx := timeout(t)
+	if err := conn.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"unitrun-test-api.socket", "unitrun-test-api-argv.socket"} {
+		if _, err := job.Start(ctx, conn, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, u := range []string{"unitrun-test-api.socket", "unitrun-test-api-argv.socket", "unitrun-test-api.service"} {
+			conn.StopUnit(context.Background(), u, "replace")
+		}
+		for _, u := range []string{"unitrun-test-api.socket", "unitrun-test-api-argv.socket", "unitrun-test-api.service"} {
+			waitGone(t, conn, u)
+			conn.ResetFailedUnit(context.Background(), u)
+		}
+	})
+	c := client.New(d.api)
+	id, err := c.Call(ctx, "echo", []string{"activated"})
+	if err != nil {
+		log, _ := os.ReadFile(filepath.Join(d.dir, "daemon.log"))
+		t.Fatalf("%v; the daemon logged:\n%s", err, log)
+	}
+	if rec, err := c.Wait(ctx, id); err != nil || rec.State != hostapi.StateSucceeded || rec.OutputTail != "activated\n" {
+		t.Errorf("call through the activated daemon: %+v, %v", rec, err)
+	}
+	props, err := conn.Properties(ctx, "unitrun-test-api.service", manager.UnitIface)
+	if err != nil || props["ActiveState"].Value() != "active" {
+		t.Errorf("daemon unit: %v, %v: want active (READY=1 sent)", props["ActiveState"], err)
+	}
+}
+
+// waitGone waits until the unit is stopped and unloaded or inactive.
+func waitGone(t *testing.T, conn *manager.Conn, name string) {
+	for range 500 {
+		props, err := conn.Properties(context.Background(), name, manager.UnitIface)
+		if err != nil || props["ActiveState"].Value() == "inactive" {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/activation"
+	"github.com/coreos/go-systemd/v22/daemon"
+	"github.com/spf13/cobra"
+
+	"github.com/unitrun/unitrun/hostapi"
+)
+
+type daemonFlags struct {
+	config, opsDir, socket, seqpacket, stateDir string
+}
+
+// pruneEvery is how often the daemon prunes old job records.
+const pruneEvery = time.Hour
+
+func newDaemonCmd(g *globals) *cobra.Command {
+	f := &daemonFlags{}
+	cmd := &cobra.Command{
+		Use:   "daemon",
+		Short: "Serve allow-listed host operations over unix sockets (the host API)",
+		Long: `Serve the ops of the config over an HTTP/JSON unix stream socket and a
+SOCK_SEQPACKET socket, running each as a systemd unit and keeping a durable
+record of every job in the state dir (see docs/hostapi.md).
+
+Under socket activation the sockets come from systemd (LISTEN_FDS), named
+"api" and "argv" by FileDescriptorName=; otherwise the daemon binds
+--socket and --seqpacket with mode 0600. It tells systemd READY=1 once it
+serves, re-attaches to the jobs an earlier daemon left running, and on
+SIGTERM stops serving without stopping any running op.`,
+		Example: `  unitrun daemon   # under unitrun.socket, as dist/systemd/unitrun.service runs it
+  unitrun daemon --config ./daemon.toml --ops-dir ./ops.d --state-dir /tmp/state \
+      --socket /tmp/api.sock --seqpacket /tmp/argv.sock`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDaemon(cmd.Context(), g, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.config, "config", "/etc/unitrun/daemon.toml", "operations config `FILE`")
+	fl.StringVar(&f.opsDir, "ops-dir", "/etc/unitrun/ops.d", "drop-in `DIR` of *.toml op files")
+	fl.StringVar(&f.socket, "socket", "", "HTTP/JSON unix socket `PATH` to bind without socket activation (default "+"/run/unitrun/api.sock)")
+	fl.StringVar(&f.seqpacket, "seqpacket", "", "SEQPACKET unix socket `PATH` to bind without socket activation (default /run/unitrun/argv.sock)")
+	fl.StringVar(&f.stateDir, "state-dir", "/var/lib/unitrun", "state `DIR` holding the job records and output logs")
+	return cmd
+}
+
+func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
+	cfg, err := hostapi.LoadConfig(f.config, f.opsDir)
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	store, err := hostapi.OpenStore(f.stateDir)
+	if err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
+	api, argv, err := daemonListeners(f)
+	if err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
+	mgr, err := g.open(context.WithoutCancel(ctx))
+	if err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
+	defer mgr.Close()
+	d := hostapi.NewDaemon(cfg, store, mgr)
+	if err := d.Recover(ctx); err != nil {
+		log.Printf("unitrun daemon: recovering jobs: %v", err)
+	}
+	if err := d.Prune(); err != nil {
+		log.Printf("unitrun daemon: pruning records: %v", err)
+	}
+	srv := hostapi.NewHTTPServer(d)
+	served := make(chan error, 2)
+	go func() { served <- srv.Serve(api) }()
+	go func() { served <- d.ServeSeqpacket(argv) }()
+	daemon.SdNotify(false, daemon.SdNotifyReady)
+	prune := time.NewTicker(pruneEvery)
+	defer prune.Stop()
+loop:
+	for {
+		select {
+		case <-prune.C:
+			if err := d.Prune(); err != nil {
+				log.Printf("unitrun daemon: pruning records: %v", err)
+			}
+		case err = <-served:
+			break loop
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	daemon.SdNotify(false, daemon.SdNotifyStopping)
+	// Running ops go on in systemd; the next daemon re-attaches to them.
+	d.Close()
+	srv.Close()
+	argv.Close()
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return &exitError{code: exitFailed, err: err}
+	}
+	return nil
+}
+
+// daemonListeners returns the sockets systemd passed, or binds the paths
+// of the flags when systemd passed none. A passed socket named "api" (by
+// FileDescriptorName=) is the HTTP one and one named "argv" the SEQPACKET
+// one; a socket with another name counts by its type, stream or seqpacket,
+// so that one socket unit with both listeners works too.
+func daemonListeners(f *daemonFlags) (api net.Listener, argv *net.UnixListener, err error) {
+	named, err := activation.ListenersWithNames()
+	if err != nil {
+		return nil, nil, fmt.Errorf("socket activation: %w", err)
+	}
+	if len(named) > 0 {
+		var apis, argvs []net.Listener
+		for name, ls := range named {
+			for _, l := range ls {
+				switch {
+				case name == "api", name != "argv" && l.Addr().Network() == "unix":
+					apis = append(apis, l)
+				default:
+					argvs = append(argvs, l)
+				}
+			}
+		}
+		if len(apis) != 1 || len(argvs) != 1 {
+			return nil, nil, fmt.Errorf("socket activation: want one socket named %q (or a stream socket) and one named %q (or a SOCK_SEQPACKET socket), got %d and %d", "api", "argv", len(apis), len(argvs))
+		}
+		ul, ok := argvs[0].(*net.UnixListener)
+		if !ok || ul.Addr().Network() != "unixpacket" {
+			return nil, nil, fmt.Errorf("socket activation: socket %q is %s, want a SOCK_SEQPACKET unix socket (ListenSequentialPacket=)", "argv", argvs[0].Addr().Network())
+		}
+		return apis[0], ul, nil
+	}
+	sock, seq := f.socket, f.seqpacket
+	if sock == "" {
+		sock = "/run/unitrun/api.sock"
+	}
+	if seq == "" {
+		seq = "/run/unitrun/argv.sock"
+	}
+	for _, p := range []string{sock, seq} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, nil, err
+		}
+	}
+	hl, err := hostapi.ListenUnix("unix", sock, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--socket: %w", err)
+	}
+	pl, err := hostapi.ListenUnix("unixpacket", seq, 0o600)
+	if err != nil {
+		hl.Close()
+		return nil, nil, fmt.Errorf("--seqpacket: %w", err)
+	}
+	return hl, pl, nil
+}

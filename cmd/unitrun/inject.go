@@ -1,0 +1,149 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/unitrun/unitrun/inject"
+	"github.com/unitrun/unitrun/manager"
+)
+
+func newInjectCmd(g *globals) *cobra.Command {
+	var dir, osRelease string
+	var gc bool
+	var variants []string
+	cmd := &cobra.Command{
+		Use:   "inject [--dir DIR] [PATH | --variant PATH[:FIELD=PATTERN,...]...]",
+		Short: "Copy a binary into /run/bin under a content-addressed name and print its path",
+		Long: `Copy PATH (default: unitrun itself) into DIR as NAME-<sha256 prefix>,
+atomically and idempotently, verify its hash, and print the installed path.
+
+With --variant (repeatable), pick the first build whose os-release(5)
+patterns fit the host, such as
+  --variant /bin/agent:ID=fedora --variant /bin/agent.rhel9:ID=rhel,VERSION_ID=9*
+and refuse when none fits. --gc removes the installed files of DIR that no
+loaded unit of the manager runs (its ExecStart= path).`,
+		Example: `  unitrun inject
+  unitrun inject --dir /run/bin ./agent
+  unitrun inject --variant ./agent:ID=fedora --variant ./agent.rhel9:ID=rhel,VERSION_ID=9*
+  unitrun inject --gc`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if gc {
+				return injectGC(cmd, g, dir)
+			}
+			src, err := injectSource(args, variants, osRelease)
+			if err != nil {
+				return &exitError{code: exitUsage, err: err}
+			}
+			var path string
+			if src == "" {
+				path, err = inject.Self(dir)
+			} else {
+				path, err = inject.Install(dir, src)
+			}
+			if err != nil {
+				return &exitError{code: exitFailed, err: err}
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), path)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", inject.DefaultDir, "directory to install into")
+	cmd.Flags().BoolVar(&gc, "gc", false, "remove installed files that no loaded unit uses")
+	cmd.Flags().StringArrayVar(&variants, "variant", nil, "a build `PATH[:FIELD=PATTERN,...]` and the os-release fields it fits (repeatable)")
+	cmd.Flags().StringVar(&osRelease, "os-release", "/etc/os-release", "the host's os-release `FILE`, for --variant")
+	return cmd
+}
+
+// injectSource returns the file to install: PATH, the variant that fits
+// the host, or "" for unitrun itself.
+func injectSource(args, variants []string, osRelease string) (string, error) {
+	if len(variants) == 0 {
+		if len(args) == 1 {
+			return args[0], nil
+		}
+		return "", nil
+	}
+	if len(args) > 0 {
+		return "", fmt.Errorf("give PATH or --variant, not both")
+	}
+	var vs []inject.Variant
+	for _, s := range variants {
+		path, spec, _ := strings.Cut(s, ":")
+		v := inject.Variant{Path: path, Match: map[string]string{}}
+		for _, kv := range strings.Split(spec, ",") {
+			if kv == "" {
+				continue
+			}
+			k, pat, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return "", fmt.Errorf("--variant %q: %q must be FIELD=PATTERN", s, kv)
+			}
+			v.Match[k] = pat
+		}
+		vs = append(vs, v)
+	}
+	rel, err := inject.ReadOSRelease(osRelease)
+	if err != nil {
+		return "", err
+	}
+	v, err := inject.Choose(vs, rel)
+	if err != nil {
+		return "", err
+	}
+	return v.Path, nil
+}
+
+// injectGC removes what no loaded unit's ExecStart= runs.
+func injectGC(cmd *cobra.Command, g *globals, dir string) error {
+	ctx := cmd.Context()
+	mgr, err := g.open(ctx)
+	if err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
+	defer mgr.Close()
+	inUse, err := execPathsInUse(cmd, mgr)
+	if err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
+	removed, err := inject.GC(dir, func(p string) bool { return inUse[p] })
+	for _, p := range removed {
+		fmt.Fprintln(cmd.OutOrStdout(), "removed", p)
+	}
+	if err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
+	return nil
+}
+
+// execPathsInUse returns the ExecStart= paths of the manager's loaded
+// services.
+func execPathsInUse(cmd *cobra.Command, mgr *manager.Conn) (map[string]bool, error) {
+	ctx := cmd.Context()
+	names, err := mgr.ListUnitNames(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	inUse := make(map[string]bool)
+	for _, name := range names {
+		if !strings.HasSuffix(name, ".service") {
+			continue
+		}
+		props, err := mgr.Properties(ctx, name, manager.ServiceIface)
+		if err != nil {
+			continue
+		}
+		cmds, _ := props["ExecStart"].Value().([][]any)
+		for _, c := range cmds {
+			if len(c) > 0 {
+				if p, ok := c[0].(string); ok {
+					inUse[p] = true
+				}
+			}
+		}
+	}
+	return inUse, nil
+}

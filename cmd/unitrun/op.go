@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/unitrun/unitrun/client"
+	"github.com/unitrun/unitrun/hostapi"
+)
+
+type opFlags struct {
+	socket string
+	asJSON bool
+}
+
+func (f *opFlags) client() *client.Client { return client.New(f.socket) }
+
+func newOpCmd(g *globals) *cobra.Command {
+	f := &opFlags{}
+	cmd := &cobra.Command{
+		Use:   "op",
+		Short: "Call the host operations of a unitrun daemon and follow their jobs",
+	}
+	def := client.DefaultSocket
+	if s := os.Getenv("UNITRUN_SOCKET"); s != "" {
+		def = s
+	}
+	cmd.PersistentFlags().StringVar(&f.socket, "socket", def, "the daemon's HTTP socket (default $UNITRUN_SOCKET, else "+client.DefaultSocket+")")
+	cmd.PersistentFlags().BoolVar(&f.asJSON, "json", false, "print JSON")
+	cmd.AddCommand(newOpListCmd(f), newOpCallCmd(g, f), newOpJobCmd(f, "status", "Print a job's record", false),
+		newOpJobCmd(f, "wait", "Wait for a job to end and print its record; exit with its status", true),
+		newOpLogsCmd(f), newOpJobsCmd(f), newOpCancelCmd(f))
+	return cmd
+}
+
+func newOpListCmd(f *opFlags) *cobra.Command {
+	return &cobra.Command{
+		Use: "list", Short: "List the daemon's ops", Args: cobra.NoArgs,
+		Example: "  unitrun op list\n  unitrun op list --json --socket /run/unitrun/api.sock",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ops, err := f.client().Ops(cmd.Context())
+			if err != nil {
+				return &exitError{code: exitFailed, err: err}
+			}
+			if f.asJSON {
+				return printOpJSON(cmd.OutOrStdout(), ops)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tALLOWED\tARGS\tEXCLUSIVE\tUNIT")
+			for _, op := range ops {
+				fmt.Fprintf(tw, "%s\t%v\t%d-%d\t%v\t%s\n", op.Name, op.Allowed, op.ArgsMin, op.ArgsMax, op.Exclusive, op.Unit)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func newOpCallCmd(g *globals, f *opFlags) *cobra.Command {
+	var noWait, rebootIfNeeded bool
+	cmd := &cobra.Command{
+		Use:   "call NAME [ARGS...]",
+		Short: "Call an op, stream its output and exit with its exit status",
+		Long: `Call the op NAME with ARGS, stream the job's output to stdout until it
+ends, print a summary on stderr (or the record as JSON on stdout with
+--json) and exit with the op's exit status: 0, its exit code, 128+N for a
+signal N, or 125 when it failed otherwise. With --reboot-if-needed, an op
+that reports reboot_required makes unitrun start reboot.target through the
+manager; the daemon itself never reboots.`,
+		Example: `  unitrun op call rebase quay.io/example/os@sha256:0123...
+  unitrun op call --reboot-if-needed rebase quay.io/example/os:stable
+  unitrun op call --no-wait pivot quay.io/example/os:stable`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c := f.client()
+			id, err := c.Call(ctx, args[0], args[1:])
+			if err != nil {
+				return &exitError{code: exitFailed, err: err}
+			}
+			if noWait {
+				fmt.Fprintln(cmd.OutOrStdout(), id)
+				return nil
+			}
+			out := cmd.OutOrStdout()
+			if f.asJSON {
+				out = cmd.ErrOrStderr()
+			}
+			if err := c.Logs(ctx, id, true, out); err != nil && ctx.Err() != nil {
+				return &exitError{code: exitFailed, err: err}
+			}
+			rec, err := c.Wait(ctx, id)
+			if err != nil {
+				return &exitError{code: exitFailed, err: err}
+			}
+			if err := printRecord(cmd, f, rec); err != nil {
+				return err
+			}
+			if rec.RebootRequired && rebootIfNeeded {
+				if err := reboot(ctx, g); err != nil {
+					return &exitError{code: exitFailed, err: err}
+				}
+			}
+			return recordExit(rec)
+		},
+	}
+	cmd.Flags().SetInterspersed(false)
+	cmd.Flags().BoolVar(&noWait, "no-wait", false, "print the job id and return once the daemon accepted the call")
+	cmd.Flags().BoolVar(&rebootIfNeeded, "reboot-if-needed", false, "start reboot.target when the op reports reboot_required")
+	return cmd
+}
+
+// reboot starts reboot.target on the manager.
+func reboot(ctx context.Context, g *globals) error {
+	mgr, err := g.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer mgr.Close()
+	_, err = mgr.StartUnit(ctx, "reboot.target", "replace-irreversibly")
+	if err != nil {
+		return fmt.Errorf("reboot: start reboot.target: %w", err)
+	}
+	return nil
+}
+
+func newOpJobCmd(f *opFlags, use, short string, wait bool) *cobra.Command {
+	return &cobra.Command{
+		Use: use + " ID", Short: short, Args: cobra.ExactArgs(1),
+		Example: "  unitrun op " + use + " 20261202T142501Z-0123abcd\n  unitrun op " + use + " --json 20261202T142501Z-0123abcd",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			get := f.client().Job
+			if wait {
+				get = f.client().Wait
+			}
+			rec, err := get(cmd.Context(), args[0])
+			if err != nil {
+				return &exitError{code: exitFailed, err: err}
+			}
+			if err := printRecord(cmd, f, rec); err != nil || !wait {
+				return err
+			}
+			return recordExit(rec)
+		},
+	}
+}
+
+func newOpLogsCmd(f *opFlags) *cobra.Command {
+	var follow bool
+	cmd := &cobra.Command{
+		Use: "logs ID", Short: "Print a job's output", Args: cobra.ExactArgs(1),
+		Example: "  unitrun op logs 20261202T142501Z-0123abcd\n  unitrun op logs -f 20261202T142501Z-0123abcd",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.client().Logs(cmd.Context(), args[0], follow, cmd.OutOrStdout()); err != nil {
+				return &exitError{code: exitFailed, err: err}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "stream the output until the job ends")
+	return cmd
+}
+
+func newOpJobsCmd(f *opFlags) *cobra.Command {
+	return &cobra.Command{
+		Use: "jobs", Short: "List the jobs, newest first", Args: cobra.NoArgs,
+		Example: "  unitrun op jobs\n  unitrun op jobs --json",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			recs, err := f.client().Jobs(cmd.Context())
+			if err != nil {
+				return &exitError{code: exitFailed, err: err}
+			}
+			if f.asJSON {
+				return printOpJSON(cmd.OutOrStdout(), recs)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tOP\tSTATE\tMESSAGE\tARGS")
+			for _, r := range recs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Op, r.State, r.Message, strings.Join(r.Args, " "))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func newOpCancelCmd(f *opFlags) *cobra.Command {
+	return &cobra.Command{
+		Use: "cancel ID", Short: "Cancel a job and print its final record", Args: cobra.ExactArgs(1),
+		Example: "  unitrun op cancel 20261202T142501Z-0123abcd",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rec, err := f.client().Cancel(cmd.Context(), args[0])
+			if err != nil {
+				return &exitError{code: exitFailed, err: err}
+			}
+			return printRecord(cmd, f, rec)
+		},
+	}
+}
+
+// printRecord prints the record as JSON on stdout, or as a summary line on
+// stderr.
+func printRecord(cmd *cobra.Command, f *opFlags, rec *hostapi.Record) error {
+	if f.asJSON {
+		return printOpJSON(cmd.OutOrStdout(), rec)
+	}
+	line := fmt.Sprintf("job %s (op %s): %s", rec.ID, rec.Op, rec.State)
+	if rec.Message != "" {
+		line += ": " + rec.Message
+	}
+	if rec.RebootRequired {
+		line += "; reboot required"
+	}
+	fmt.Fprintln(cmd.ErrOrStderr(), line)
+	return nil
+}
+
+func printOpJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// recordExit returns the exit status for a finished job: nil when it
+// succeeded, its exit code, 128+N for a signal N, or exitFailed.
+func recordExit(rec *hostapi.Record) error {
+	switch {
+	case rec.State == hostapi.StateSucceeded:
+		return nil
+	case rec.ExitCode != nil && *rec.ExitCode > 0:
+		return &exitError{code: *rec.ExitCode}
+	case rec.Signal != "":
+		if n := unix.SignalNum("SIG" + rec.Signal); n != 0 {
+			return &exitError{code: 128 + int(n)}
+		}
+	}
+	return &exitError{code: exitFailed}
+}
