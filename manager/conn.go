@@ -43,6 +43,7 @@ type Conn struct {
 	bus     *dbus.Conn
 	ready   chan struct{} // closed when bus is usable; replaced on disconnect
 	closed  bool
+	dialErr error                          // why the last redial failed
 	watches map[string]map[*Watch]struct{} // by unit name
 	byPath  map[dbus.ObjectPath]string     // unit object path -> unit name
 	done    chan struct{}
@@ -183,6 +184,9 @@ func (c *Conn) supervise(bus *dbus.Conn) {
 				bus = nb
 				break
 			}
+			c.mu.Lock()
+			c.dialErr = err
+			c.mu.Unlock()
 			select {
 			case <-time.After(delay):
 			case <-c.done:
@@ -229,9 +233,18 @@ func (c *Conn) object(ctx context.Context, path dbus.ObjectPath) (dbus.BusObject
 		case <-ready:
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-time.After(ReconnectWait):
+			c.mu.Lock()
+			err := c.dialErr
+			c.mu.Unlock()
+			return nil, fmt.Errorf("manager %s: not reachable for %v, still redialling: %w", c.target.Spec, ReconnectWait, err)
 		}
 	}
 }
+
+// ReconnectWait bounds how long a call waits for a broken connection to be
+// redialled before it fails. A daemon-reexec takes well under it.
+var ReconnectWait = 10 * time.Second
 
 // call invokes a method on the manager object and stores its reply in out.
 func (c *Conn) call(ctx context.Context, method string, out []any, args ...any) error {

@@ -277,11 +277,22 @@ func makeCgroups(name string) []string {
 	return procs
 }
 
-// removeCgroups removes the cgroup name and all below it in every
-// hierarchy, deepest first; a cgroup that still holds processes stays.
+// removeCgroups kills what is left in the cgroup name (a manager that was
+// killed leaves its children behind) and removes it and all below it in
+// every hierarchy, deepest first.
 func removeCgroups(name string) {
 	for _, root := range cgroupRoots() {
 		dir := filepath.Join(root, name)
+		// cgroup.kill exists on the unified hierarchy (Linux 5.14 and later)
+		// and kills the whole subtree.
+		if os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0) == nil {
+			for range 100 {
+				if b, err := os.ReadFile(filepath.Join(dir, "cgroup.events")); err != nil || strings.Contains(string(b), "populated 0") {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
 		var dirs []string
 		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 			if err == nil && d.IsDir() {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -182,5 +183,57 @@ func TestOpenUserAndAuto(t *testing.T) {
 		if last.Target.Spec != "user" || last.Err != nil || !last.Target.Peer {
 			t.Errorf("Probe(%s) chose %+v", spec, last)
 		}
+	}
+}
+
+// When the manager goes away, new calls fail with a clear error instead of
+// hanging; once it is back, the same connection serves again.
+func TestConnSurvivesManagerDeath(t *testing.T) {
+	dir, err := os.MkdirTemp("", "unitrun-mgr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	e := &manager.Embedded{Dir: dir}
+	defer e.Stop(ctx, 10*time.Second)
+	if _, err := e.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err := manager.Dial(ctx, e.Target())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	old := manager.ReconnectWait
+	manager.ReconnectWait = 300 * time.Millisecond
+	defer func() { manager.ReconnectWait = old }()
+
+	syscall.Kill(e.PID(), syscall.SIGKILL)
+	for e.Running() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := c.Version(ctx); err == nil || !strings.Contains(err.Error(), "not reachable") {
+		t.Fatalf("Version with the manager dead: %v, want a not-reachable error", err)
+	}
+	if _, err := e.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	manager.ReconnectWait = 10 * time.Second
+	if v, err := c.Version(ctx); err != nil || v == "" {
+		t.Fatalf("Version after the manager came back: %q, %v", v, err)
+	}
+	// Stop leaves nothing in the cgroup, not even what the killed manager
+	// left behind (its session bus).
+	cg := "/sys/fs/cgroup/unified/" + e.Cgroup()
+	if _, err := os.Stat(cg); err != nil {
+		cg = "/sys/fs/cgroup/" + e.Cgroup()
+	}
+	if err := e.Stop(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(cg); err == nil {
+		procs, _ := os.ReadFile(filepath.Join(cg, "cgroup.procs"))
+		t.Errorf("cgroup %s still there after Stop, holding %q", cg, procs)
 	}
 }
