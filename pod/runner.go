@@ -43,6 +43,9 @@ func (r *Runner) Create(ctx context.Context, manifest []byte) (*Manifest, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := supported(m); err != nil {
+		return nil, err
+	}
 	dir := Dir(r.StateDir, m.Name)
 	files, err := Graph(m, RenderOptions{
 		Binary:   r.Binary,
@@ -70,6 +73,21 @@ func (r *Runner) Create(ctx context.Context, manifest []byte) (*Manifest, error)
 		return nil, err
 	}
 	return m, nil
+}
+
+// supported refuses what a manifest may say but the Runner does not do: a
+// pod under a systemd of its own (isolation: namespaces) and health probes.
+func supported(m *Manifest) error {
+	var p problems
+	if m.Isolation != NoIsolation {
+		p.add("isolation", string(m.Isolation), "not supported by the runner, which runs pods on the manager it is given")
+	}
+	for i, a := range m.Apps {
+		if a.Probe != nil {
+			p.add(fmt.Sprintf("apps[%d].probe", i), "", "not supported by the runner")
+		}
+	}
+	return errors.Join(p...)
 }
 
 func (r *Runner) prepare(ctx context.Context, m *Manifest, manifest []byte, unitDir string, files []UnitFile) error {
@@ -147,7 +165,8 @@ func (s PodStatus) Ended() bool { return s.Phase == PodSucceeded || s.Phase == P
 
 // Stop stops pod name gracefully: every app gets its stop signal and its
 // stopTimeout, and every exit is recorded. If timeout is positive and the
-// stop takes longer, every process left in the pod is killed. Stop returns
+// stop takes longer, every app still stopping is killed (SIGKILL), and
+// its exit recorded. Stop returns
 // once the pod's units are stopped and its status is recorded.
 func (r *Runner) Stop(ctx context.Context, name string, timeout time.Duration) (PodStatus, error) {
 	_, ps, err := loadState(r.StateDir, name)
@@ -168,14 +187,32 @@ func (r *Runner) Stop(ctx context.Context, name string, timeout time.Duration) (
 	}
 	err = r.stopUnits(stopCtx, name)
 	if err != nil && ctx.Err() == nil && stopCtx.Err() != nil {
-		if err = r.Mgr.KillUnit(ctx, SliceUnit(name), "all", int32(syscall.SIGKILL)); err == nil {
-			err = r.stopUnits(ctx, name)
-		}
+		r.killApps(ctx, name, ps.Apps)
+		err = r.stopUnits(ctx, name)
 	}
 	if err != nil {
 		return PodStatus{}, err
 	}
 	return r.Wait(ctx, name)
+}
+
+// killApps sends SIGKILL to every process of each app that is still
+// stopping, but not to one that is already recording its exit
+// (ExecStopPost= runs in the app's cgroup, in state stop-post and after).
+func (r *Runner) killApps(ctx context.Context, name string, apps []AppStatus) {
+	for _, a := range apps {
+		u := AppUnit(name, a.Name)
+		props, err := r.Mgr.Properties(ctx, u, manager.UnitIface)
+		if err != nil {
+			continue
+		}
+		switch props["SubState"].Value() {
+		case "stop-post", "final-sigterm", "final-sigkill", "dead", "failed":
+			continue
+		}
+		// An app that ended meanwhile has nothing left to kill.
+		r.Mgr.KillUnit(ctx, u, "all", int32(syscall.SIGKILL))
+	}
 }
 
 // stopUnits stops the pod's slice, and with it every service of the pod,

@@ -465,3 +465,41 @@ apps:
 		t.Errorf("main after a failed init app: %s, want waiting", a.State)
 	}
 }
+
+func TestPodStopTimeoutKills(t *testing.T) {
+	r := newRunner(t)
+	name := run(t, r, `
+name: stubborn
+apps:
+  - name: ignores
+    stopTimeout: 5min
+    exec: ["/bin/sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"]
+  - name: polite
+    exec: ["/bin/sleep", "600"]
+`, "")
+	s, err := r.Stop(context.Background(), name, 500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPod(t, s, PodFailed, 128+9)
+	wantApp(t, s, "ignores", AppFailed, 128+9)
+	wantApp(t, s, "polite", AppExited, 128+15)
+}
+
+func TestPodUnsupported(t *testing.T) {
+	r := newRunner(t)
+	_, err := r.Create(context.Background(), []byte(`
+name: unsupported
+isolation: namespaces
+apps:
+  - name: a
+    exec: ["/bin/true"]
+    probe: {exec: ["/bin/true"]}
+`))
+	if err == nil || !strings.Contains(err.Error(), "isolation") || !strings.Contains(err.Error(), "apps[0].probe") {
+		t.Errorf("create with isolation and a probe: %v", err)
+	}
+	if _, err := os.Stat(Dir(r.StateDir, "unsupported")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused pod left state: %v", err)
+	}
+}
