@@ -53,6 +53,15 @@ name = "slowfail"
 exec = ["/bin/sh", "-c", "echo started; sleep 1; exit 3"]
 
 [[op]]
+name = "linger"
+exec = ["/bin/sh", "-c", "echo started; exec sleep 30"]
+
+[[op]]
+name = "stopme"
+exec = ["/bin/sh", "-c", "echo started; exec sleep 30"]
+on_disconnect = "stop"
+
+[[op]]
 name = "nobody"
 exec = ["/bin/true"]
 allow_uids = [65534]

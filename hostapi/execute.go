@@ -156,7 +156,7 @@ func fromStatus(st *job.Status, err error) outcome {
 		case err == nil:
 			r.State = StateSucceeded
 			r.Message = "exit status 0"
-		case st != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded):
+		case st != nil:
 			r.State = StateFailed
 			r.Message = st.String()
 		default:
@@ -218,8 +218,9 @@ func (d *Daemon) finish(l *liveJob, set outcome) {
 // waiters and starts the next queued job of its op.
 func (d *Daemon) finishLocked(l *liveJob, set outcome) {
 	set(l.rec)
-	if l.canceled {
+	if l.canceled && l.rec.State != StateCanceled {
 		l.rec.State = StateCanceled
+		l.rec.Message = "canceled by a caller: " + l.rec.Message
 	}
 	if l.rec.FinishedAt == nil {
 		now := time.Now().UTC()

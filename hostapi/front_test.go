@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
@@ -203,4 +204,43 @@ func TestHTTPConcurrentCallers(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestHTTPDisconnect drops a caller that waits for its job: the job of an
+// op with on_disconnect "stop" is canceled, one with "continue" goes on.
+func TestHTTPDisconnect(t *testing.T) {
+	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
+	api, _ := serveTest(t, d)
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", api)
+	}}}
+	for _, op := range []string{"linger", "stopme"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, "POST", "http://unitrun/v1/ops/"+op, strings.NewReader(`{"wait": true}`))
+		go hc.Do(req)
+		var id string
+		for id == "" {
+			recs, _ := d.List()
+			for _, r := range recs {
+				if tail, _ := d.store.Tail(r.ID, 100); r.Op == op && tail == "started\n" {
+					id = r.ID
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+		wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if op == "stopme" {
+			if r, err := d.Wait(wctx, id); err != nil || r.State != StateCanceled {
+				t.Errorf("%s: %+v, %v: want canceled when its caller went away", op, r, err)
+			}
+		} else {
+			time.Sleep(200 * time.Millisecond)
+			if r, err := d.Get(id); err != nil || r.State != StateRunning {
+				t.Errorf("%s: %+v, %v: want running after its caller went away", op, r, err)
+			}
+			d.Cancel(wctx, id)
+		}
+		wcancel()
+	}
 }

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/hostapi"
+	"github.com/unitrun/unitrun/internal/systemdtest"
+)
+
+// startDaemon runs "unitrun daemon" by flags with one op, "sh", that runs
+// its args as a shell script, and returns its HTTP socket.
+func startDaemon(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "daemon.toml")
+	if err := os.WriteFile(cfg, []byte(`
+[[op]]
+name = "sh"
+exec = ["/bin/sh", "-c"]
+args = { min = 1, max = 1 }
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "api.sock")
+	d := exec.Command(systemdtest.Binary(t), "daemon", "--config", cfg, "--ops-dir", filepath.Join(dir, "ops.d"),
+		"--state-dir", filepath.Join(dir, "state"), "--socket", sock, "--seqpacket", filepath.Join(dir, "argv.sock"))
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		d.Process.Signal(syscall.SIGTERM)
+		if err := d.Wait(); err != nil {
+			t.Errorf("daemon after SIGTERM: %v, want exit 0", err)
+		}
+	})
+	for i := 0; ; i++ {
+		if _, _, code := unitrun(t, "op", "list", "--socket", sock); code == 0 {
+			return sock
+		} else if i == 300 {
+			t.Fatal("daemon does not answer")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestOpCall(t *testing.T) {
+	sock := startDaemon(t)
+	t.Setenv("UNITRUN_SOCKET", sock)
+	out, errs, code := unitrun(t, "op", "call", "sh", "echo one; sleep 0.2; echo two; exit 3")
+	if out != "one\ntwo\n" || code != 3 || !strings.Contains(errs, "failed: exit status 3") {
+		t.Errorf("op call: stdout %q, stderr %q, exit %d: want the output streamed and exit 3", out, errs, code)
+	}
+	out, _, code = unitrun(t, "op", "call", "--json", "sh", "kill -TERM $$")
+	var rec hostapi.Record
+	if err := json.Unmarshal([]byte(out), &rec); err != nil || code != 128+15 || rec.Signal != "TERM" {
+		t.Errorf("op call --json: %q (%v), exit %d: want signal TERM and exit 143", out, err, code)
+	}
+	id, _, code := unitrun(t, "op", "call", "--no-wait", "sh", "echo started; sleep 30")
+	id = strings.TrimSpace(id)
+	if code != 0 || id == "" {
+		t.Fatalf("op call --no-wait: %q, exit %d", id, code)
+	}
+	for out, _, _ := unitrun(t, "op", "logs", id); out != "started\n"; out, _, _ = unitrun(t, "op", "logs", id) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if out, _, code := unitrun(t, "op", "status", "--json", id); code != 0 || !strings.Contains(out, `"state": "running"`) {
+		t.Errorf("op status: %q, exit %d", out, code)
+	}
+	if _, errs, code := unitrun(t, "op", "cancel", id); code != 0 || !strings.Contains(errs, "canceled") {
+		t.Errorf("op cancel: %q, exit %d", errs, code)
+	}
+	if _, errs, code := unitrun(t, "op", "wait", id); code != 128+15 || !strings.Contains(errs, "canceled by a caller: signal: SIGTERM") {
+		t.Errorf("op wait on a canceled job: %q, exit %d", errs, code)
+	}
+	if out, _, code := unitrun(t, "op", "logs", id); code != 0 || out != "started\n" {
+		t.Errorf("op logs: %q, exit %d", out, code)
+	}
+	if out, _, code := unitrun(t, "op", "jobs"); code != 0 || strings.Count(out, "\n") != 4 {
+		t.Errorf("op jobs: %q, exit %d: want a header and 3 jobs", out, code)
+	}
+	if _, errs, code := unitrun(t, "op", "call", "nosuch"); code != exitFailed || !strings.Contains(errs, "unknown_op") {
+		t.Errorf("op call nosuch: %q, exit %d", errs, code)
+	}
+}
+
+func TestInjectCLI(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bin")
+	out, errs, code := unitrun(t, "inject", "--dir", dir)
+	path := strings.TrimSpace(out)
+	if code != 0 || filepath.Dir(path) != dir || !strings.HasPrefix(filepath.Base(path), "unitrun-") {
+		t.Fatalf("inject: %q %q, exit %d", out, errs, code)
+	}
+	if again, _, _ := unitrun(t, "inject", "--dir", dir); strings.TrimSpace(again) != path {
+		t.Errorf("second inject: %q, want %q", again, path)
+	}
+	osRelease := filepath.Join(t.TempDir(), "os-release")
+	os.WriteFile(osRelease, []byte("ID=rhel\nVERSION_ID=9.4\n"), 0o644)
+	bin := systemdtest.Binary(t)
+	out, _, code = unitrun(t, "inject", "--dir", dir, "--os-release", osRelease, "--variant", "/nonexistent:ID=fedora", "--variant", bin+":ID=rhel,VERSION_ID=9*")
+	if code != 0 || strings.TrimSpace(out) != path {
+		t.Errorf("inject --variant: %q, exit %d, want %q", out, code, path)
+	}
+	if _, errs, code := unitrun(t, "inject", "--dir", dir, "--os-release", osRelease, "--variant", bin+":ID=fedora"); code != exitUsage || !strings.Contains(errs, "fedora") {
+		t.Errorf("inject with no fitting variant: %q, exit %d", errs, code)
+	}
+	if out, _, code := unitrun(t, "inject", "--gc", "--dir", dir); code != 0 || strings.TrimSpace(out) != "removed "+path {
+		t.Errorf("inject --gc: %q, exit %d", out, code)
+	}
+}
