@@ -139,7 +139,7 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 	if err := markStopping(stateDir, pod); err != nil {
 		return err
 	}
-	return stopUnits(ctx, open, SliceUnit(pod))
+	return queueStops(ctx, open, SliceUnit(pod))
 }
 
 // Reap is the ExecStop= of an app's reaper, which stops once the app is
@@ -197,7 +197,7 @@ func Shutdown(ctx context.Context, stateDir, pod string, open func(context.Conte
 	if err := markStopping(stateDir, pod); err != nil {
 		return err
 	}
-	return stopUnits(ctx, open, TargetUnit(pod), SliceUnit(pod))
+	return queueStops(ctx, open, TargetUnit(pod), SliceUnit(pod))
 }
 
 // runStart returns when the current run of app's service started, from
@@ -225,9 +225,9 @@ func timestamp(v dbus.Variant) time.Time {
 	return time.UnixMicro(int64(us))
 }
 
-// stopUnits queues a stop job for each unit, without waiting for them: a
+// queueStops queues a stop job for each unit, without waiting for them: a
 // hook runs inside a job that theirs may wait for.
-func stopUnits(ctx context.Context, open func(context.Context) (*manager.Conn, error), units ...string) error {
+func queueStops(ctx context.Context, open func(context.Context) (*manager.Conn, error), units ...string) error {
 	mgr, err := open(ctx)
 	if err != nil {
 		return err

@@ -174,6 +174,20 @@ func Parse(data []byte) (*Manifest, error) {
 
 // Load reads and parses the manifest at path, which may hold at most 1 MiB.
 func Load(path string) (*Manifest, error) {
+	data, err := ReadManifest(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// ReadManifest returns the content of the manifest file at path, which may
+// hold at most 1 MiB, without parsing it.
+func ReadManifest(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -186,11 +200,7 @@ func Load(path string) (*Manifest, error) {
 	if len(data) > maxManifestSize {
 		return nil, fmt.Errorf("%s: manifest larger than %d bytes", path, maxManifestSize)
 	}
-	m, err := Parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return m, nil
+	return data, nil
 }
 
 // App returns the app named name, or nil.

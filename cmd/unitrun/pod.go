@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -78,15 +79,12 @@ func (f *podFlags) hookManager(mgr *manager.Conn) string {
 	return spec
 }
 
-// openHook is how a hook reaches the manager when it must stop units.
-func (f *podFlags) openHook(ctx context.Context) (*manager.Conn, error) { return f.g.open(ctx) }
-
 // failed wraps an error of a pod command in exit status 125.
 func failed(err error) error {
 	if err == nil {
 		return nil
 	}
-	if _, ok := err.(*exitError); ok {
+	if ee := (*exitError)(nil); errors.As(err, &ee) {
 		return err
 	}
 	return &exitError{code: exitFailed, err: err}

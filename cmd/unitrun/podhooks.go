@@ -35,13 +35,13 @@ func newPodHookCmds(f *podFlags) []*cobra.Command {
 				ExitStatus:    os.Getenv("EXIT_STATUS"),
 				InvocationID:  os.Getenv("INVOCATION_ID"),
 			}
-			return pod.ReapApp(cmd.Context(), dir, args[0], args[1], env, f.openHook)
+			return pod.ReapApp(cmd.Context(), dir, args[0], args[1], env, f.g.open)
 		}),
 		hook("reap POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
 			return pod.Reap(dir, args[0], args[1])
 		}),
 		hook("shutdown POD", 1, func(cmd *cobra.Command, dir string, args []string) error {
-			return pod.Shutdown(cmd.Context(), dir, args[0], f.openHook)
+			return pod.Shutdown(cmd.Context(), dir, args[0], f.g.open)
 		}),
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,25 +11,11 @@ import (
 	"github.com/unitrun/unitrun/pod"
 )
 
-// readManifest reads the manifest file at path, at most 1 MiB.
-func readManifest(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, &exitError{code: exitUsage, err: err}
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, 1<<20+1))
-	if err != nil {
-		return nil, &exitError{code: exitUsage, err: err}
-	}
-	return data, nil
-}
-
 // create creates the pod of the manifest at path; a bad manifest exits 2.
 func create(ctx context.Context, r *pod.Runner, path string) (*pod.Manifest, error) {
-	data, err := readManifest(path)
+	data, err := pod.ReadManifest(path)
 	if err != nil {
-		return nil, err
+		return nil, &exitError{code: exitUsage, err: err}
 	}
 	if _, err := pod.Parse(data); err != nil {
 		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", path, err)}
