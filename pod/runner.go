@@ -119,7 +119,8 @@ func (r *Runner) prepare(ctx context.Context, m *Manifest, manifest []byte, unit
 // Start starts a created pod, under policy if it is not "" instead of the
 // manifest's exit policy (the choice is saved with the pod's state), and
 // returns once the start job of the pod's target is done: every app that
-// has no init app before it has started. Only a Pending pod starts.
+// has no init app before it has started (or the pod has already ended).
+// Only a Pending pod starts.
 func (r *Runner) Start(ctx context.Context, name string, policy ExitPolicy) error {
 	_, ps, err := loadState(r.StateDir, name)
 	if err != nil {
@@ -140,7 +141,13 @@ func (r *Runner) Start(ctx context.Context, name string, policy ExitPolicy) erro
 	if err := WritePod(r.StateDir, ps); err != nil {
 		return err
 	}
-	return r.runJob(ctx, TargetUnit(name), r.Mgr.StartUnit)
+	err = r.runJob(ctx, TargetUnit(name), r.Mgr.StartUnit)
+	if err != nil && stopping(r.StateDir, name) {
+		// The pod has run and is ending already: its end stopped the
+		// target, which cancels a start job not yet done.
+		return nil
+	}
+	return err
 }
 
 // Wait waits until pod name has ended and returns its status.

@@ -503,3 +503,21 @@ apps:
 		t.Errorf("a refused pod left state: %v", err)
 	}
 }
+
+func TestPodRemoveCreated(t *testing.T) {
+	r := newRunner(t)
+	ctx := context.Background()
+	m, err := r.Create(ctx, []byte("name: never-started\napps:\n  - name: a\n    exec: [/bin/true]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := r.Status(ctx, m.Name); err != nil || s.Phase != PodPending || appOf(t, s, "a").State != AppWaiting {
+		t.Errorf("status of a created pod: %+v, %v", s, err)
+	}
+	if err := r.Remove(ctx, m.Name, false); err != nil {
+		t.Fatal(err)
+	}
+	if pods, err := r.List(); err != nil || len(pods) != 0 {
+		t.Errorf("pods after rm: %v, %v", pods, err)
+	}
+}
