@@ -1,0 +1,184 @@
+package hostapi
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+
+	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/job"
+	"github.com/unitrun/unitrun/unit"
+)
+
+// benchDaemon serves a daemon with a "true" op and returns an HTTP client
+// of it.
+func benchDaemon(b *testing.B) (*Daemon, *http.Client) {
+	b.Helper()
+	dir := b.TempDir()
+	cfgFile := filepath.Join(dir, "daemon.toml")
+	os.WriteFile(cfgFile, []byte("[[op]]\nname = \"true\"\nexec = [\"/bin/true\"]\n"), 0o600)
+	cfg, err := LoadConfig(cfgFile, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	store, err := OpenStore(filepath.Join(dir, "state"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := NewDaemon(cfg, store, systemdtest.Conn(b))
+	sock := filepath.Join(dir, "api.sock")
+	l, err := ListenUnix("unix", sock, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := NewHTTPServer(d)
+	go srv.Serve(l)
+	b.Cleanup(func() { srv.Close() })
+	return d, &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+}
+
+func post(b *testing.B, hc *http.Client, path, body string) string {
+	resp, err := hc.Post("http://unitrun"+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b.Fatalf("%s: %d %s", path, resp.StatusCode, data)
+	}
+	return string(data)
+}
+
+// BenchmarkOpRoundTrip compares a "true" op called through the daemon's
+// HTTP socket, waiting for its outcome, with the same command run by the
+// job package directly, its output to a file as the daemon does.
+func BenchmarkOpRoundTrip(b *testing.B) {
+	b.Run("daemon", func(b *testing.B) {
+		_, hc := benchDaemon(b)
+		b.ResetTimer()
+		for range b.N {
+			if out := post(b, hc, "/v1/ops/true", `{"wait": true}`); !strings.Contains(out, `"state":"succeeded"`) {
+				b.Fatal(out)
+			}
+		}
+	})
+	for _, withOutcome := range []bool{false, true} {
+		name := "library"
+		if withOutcome {
+			// What the daemon's units add: the ExecStopPost= outcome writer.
+			name = "library+outcome"
+		}
+		b.Run(name, func(b *testing.B) {
+			mgr := systemdtest.Conn(b)
+			store, err := OpenStore(b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			out, err := os.Create(filepath.Join(b.TempDir(), "out"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer out.Close()
+			b.ResetTimer()
+			for range b.N {
+				c := job.Command(mgr, "/bin/true")
+				c.Stdout, c.Stderr = out, out
+				if withOutcome {
+					id := store.NewID()
+					if err := store.Put(&Record{ID: id, Op: "true", State: StateRunning}); err != nil {
+						b.Fatal(err)
+					}
+					post, err := OutcomeCommand(store.OutcomePath(id))
+					if err != nil {
+						b.Fatal(err)
+					}
+					c.Properties = []unit.Property{{Name: "ExecStopPost", Value: dbus.MakeVariant([]execCommand{{Path: post[0], Args: post}})}}
+				}
+				if err := c.Run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkStatusQuery measures GET /v1/jobs/{id} of a finished job, from
+// parallel clients.
+func BenchmarkStatusQuery(b *testing.B) {
+	d, hc := benchDaemon(b)
+	rec, err := d.Call(context.Background(), root, "true", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d.Wait(context.Background(), rec.ID)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			resp, err := hc.Get("http://unitrun/v1/jobs/" + rec.ID)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "queries/s")
+}
+
+// BenchmarkDaemonIdleRSS starts the unitrun daemon binary, calls it once
+// and reports its resident memory once idle.
+func BenchmarkDaemonIdleRSS(b *testing.B) {
+	dir := b.TempDir()
+	cfg := filepath.Join(dir, "daemon.toml")
+	os.WriteFile(cfg, []byte("[[op]]\nname = \"true\"\nexec = [\"/bin/true\"]\n"), 0o600)
+	sock := filepath.Join(dir, "api.sock")
+	cmd := exec.Command(systemdtest.Binary(b), "daemon", "--config", cfg, "--ops-dir", filepath.Join(dir, "ops.d"),
+		"--state-dir", filepath.Join(dir, "state"), "--socket", sock, "--seqpacket", filepath.Join(dir, "argv.sock"))
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	for {
+		if resp, err := hc.Get("http://unitrun/healthz"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for range b.N {
+		post(b, hc, "/v1/ops/true", `{"wait": true}`)
+	}
+	time.Sleep(500 * time.Millisecond)
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var kb float64
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			fmt.Sscan(v, &kb)
+		}
+	}
+	b.ReportMetric(kb/1024, "MB-rss")
+}
