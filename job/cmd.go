@@ -272,6 +272,8 @@ func (c *Cmd) startRun() error {
 		var ee *ExitError
 		if errors.As(err, &ee) {
 			c.setStatus(ee.Status)
+		} else if r.canceled != nil {
+			c.setStatus(r.canceled)
 		}
 		return err
 	}

@@ -454,6 +454,9 @@ func TestCancelDuringStart(t *testing.T) {
 		if err == nil {
 			t.Fatalf("run %d: sleep 30 finished despite the cancel", i)
 		}
+		if c.Unit != "" && c.Status == nil {
+			t.Errorf("run %d: canceled with unit %s but no Status (%v)", i, c.Unit, err)
+		}
 		if c.Unit != "" && !gone(t, c.Unit) {
 			t.Errorf("run %d: unit %s left behind after a cancel during start (%v)", i, c.Unit, err)
 		}

@@ -20,8 +20,9 @@ type run struct {
 	job   dbus.ObjectPath
 	state state
 	stdio
-	transient bool   // a unit unitrun created, to be released after the run
-	dropIn    string // directory of the unit's drop-in, if it needed one
+	transient bool    // a unit unitrun created, to be released after the run
+	dropIn    string  // directory of the unit's drop-in, if it needed one
+	canceled  *Status // how the run ended when a cancel came during its start
 }
 
 // start registers the watch, creates the unit and waits for its start job.
@@ -56,7 +57,7 @@ func (r *run) waitJob(ctx context.Context) error {
 		ev, err := r.next(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
-				r.cancel()
+				r.canceled = r.cancel()
 				return fmt.Errorf("%s: canceled: %w", r.unit, ctx.Err())
 			}
 			r.abort()

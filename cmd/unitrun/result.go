@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os/exec"
+	"syscall"
 	"time"
 
 	"github.com/unitrun/unitrun/job"
@@ -94,9 +96,13 @@ func exitFor(err error, st *job.Status, printed bool) error {
 		}
 		return &exitError{code: exitCannotExec, err: err}
 	}
-	if st != nil && st.Signal != 0 {
-		// Canceled: the unit was stopped; report how it ended.
-		return &exitError{code: st.ExitStatus(), err: err}
+	if errors.Is(err, context.Canceled) {
+		// unitrun was interrupted and stopped the unit: report how the
+		// command ended, or as terminated if it never got to run.
+		if st != nil && st.ExitStatus() != 0 {
+			return &exitError{code: st.ExitStatus(), err: err}
+		}
+		return &exitError{code: 128 + int(syscall.SIGTERM), err: err}
 	}
 	if printed {
 		return &exitError{code: exitFailed}
