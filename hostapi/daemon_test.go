@@ -62,6 +62,11 @@ exec = ["/bin/sh", "-c", "echo started; exec sleep 30"]
 on_disconnect = "stop"
 
 [[op]]
+name = "bound"
+exec = ["/bin/sh", "-c", "echo started; exec sleep 30"]
+bind_to_caller = true
+
+[[op]]
 name = "nobody"
 exec = ["/bin/true"]
 allow_uids = [65534]

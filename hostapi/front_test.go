@@ -3,6 +3,7 @@ package hostapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/job"
 )
 
 // serveTest serves d's HTTP and SEQPACKET front ends on sockets that any
@@ -242,5 +244,60 @@ func TestHTTPDisconnect(t *testing.T) {
 			d.Cancel(wctx, id)
 		}
 		wcancel()
+	}
+}
+
+// TestBindToCaller calls a bind_to_caller op from a process in a unit of
+// the manager, then stops that unit: the op's unit stops with it.
+func TestBindToCaller(t *testing.T) {
+	conn := systemdtest.Conn(t)
+	d, _ := newTestDaemon(t, conn, "")
+	api, _ := serveTest(t, d)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	caller := job.CommandContext(ctx, conn, "/bin/sh", "-c", "curl -sS --unix-socket "+api+" -d '{}' http://unitrun/v1/ops/bound && exec sleep 30")
+	caller.Name = "unitrun-test-caller.service"
+	if err := caller.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	for id == "" {
+		recs, _ := d.List()
+		for _, r := range recs {
+			if tail, _ := d.store.Tail(r.ID, 100); r.Op == "bound" && tail == "started\n" {
+				id = r.ID
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel() // stops the caller's unit
+	caller.Wait()
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+	r, err := d.Wait(wctx, id)
+	if err != nil || r.State != StateFailed || r.Signal != "TERM" {
+		t.Errorf("bound op after its caller's unit stopped: %+v, %v: want failed by SIGTERM", r, err)
+	}
+	_, err = d.Call(context.Background(), root, "bound", nil)
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeNoCallerUnit {
+		t.Errorf("bound op called from outside any unit: %v, want %s", err, CodeNoCallerUnit)
+	}
+}
+
+// TestSeqpacketUnauthorized calls over SEQPACKET as uid 65534.
+func TestSeqpacketUnauthorized(t *testing.T) {
+	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
+	_, argv := serveTest(t, d)
+	const script = `
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+s.send(b"echo\0")
+print(s.recv(65536).decode().split("\0")[0:2])
+`
+	out, err := exec.Command("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "/usr/bin/python3", "-c", script, argv).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "['error', '']" {
+		t.Errorf("python as uid 65534: %s, %v: want an error and no job", out, err)
 	}
 }

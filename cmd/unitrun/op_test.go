@@ -114,3 +114,11 @@ func TestInjectCLI(t *testing.T) {
 		t.Errorf("inject --gc: %q, exit %d", out, code)
 	}
 }
+
+// TestRunSelf runs the injected copy of unitrun itself as a unit.
+func TestRunSelf(t *testing.T) {
+	out, errs, code := unitrun(t, "run", "--self", "-q", "--", "op", "list", "--help")
+	if code != 0 || !strings.Contains(out, "List the daemon's ops") {
+		t.Errorf("run --self: %q %q, exit %d", out, errs, code)
+	}
+}
