@@ -209,9 +209,17 @@ func TestConnSurvivesManagerDeath(t *testing.T) {
 	manager.ReconnectWait = 300 * time.Millisecond
 	defer func() { manager.ReconnectWait = old }()
 
+	w := c.Watch("unitrun-test-none.service")
+	defer w.Close()
 	syscall.Kill(e.PID(), syscall.SIGKILL)
-	for e.Running() {
-		time.Sleep(10 * time.Millisecond)
+	for {
+		ev, err := w.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == manager.EventDisconnected {
+			break
+		}
 	}
 	if _, err := c.Version(ctx); err == nil || !strings.Contains(err.Error(), "not reachable") {
 		t.Fatalf("Version with the manager dead: %v, want a not-reachable error", err)
