@@ -3,7 +3,6 @@ package job
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/godbus/dbus/v5"
 
@@ -195,26 +194,24 @@ func (r *run) cancel() *Status {
 }
 
 // release lets systemd collect the unit: a unit left active (exited) is
-// stopped, a failed one reset; then it waits for the unit to be unloaded,
-// closes the watch and waits for the output to be copied.
+// stopped, waiting for the stop job so that none of its processes is left,
+// and a failed one is reset (its processes are gone already); systemd then
+// unloads it. Last, release closes the watch and waits for the output to
+// be copied.
 func (r *run) release() {
 	ctx, done := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer done()
 	if r.transient {
 		switch r.state.str("ActiveState") {
 		case "failed":
-			if err := r.mgr.ResetFailedUnit(ctx, r.unit); err == nil {
-				r.waitFor(ctx, "")
-			}
+			r.mgr.ResetFailedUnit(ctx, r.unit)
 		case "inactive":
-			r.waitFor(ctx, "")
 		default:
 			if job, err := r.mgr.StopUnit(ctx, r.unit, "replace"); err == nil {
 				r.waitFor(ctx, job)
 				if r.state.str("ActiveState") == "failed" {
 					r.mgr.ResetFailedUnit(ctx, r.unit)
 				}
-				r.waitFor(ctx, "")
 			}
 		}
 	}
@@ -228,27 +225,23 @@ func (r *run) abort() {
 	r.removeDropIn()
 }
 
-// waitFor waits until job is removed, or, with job "", until the unit is
-// unloaded (UnitRemoved). It gives up quietly when ctx ends or the state
-// shows there is nothing to wait for.
+// waitFor waits until job is removed, the unit is unloaded, or ctx ends.
 func (r *run) waitFor(ctx context.Context, job dbus.ObjectPath) {
-	short, done := context.WithTimeout(ctx, 5*time.Second)
-	defer done()
 	for {
-		ev, err := r.next(short)
+		ev, err := r.next(ctx)
 		if err != nil {
 			return
 		}
 		switch ev.Kind {
 		case manager.EventJobRemoved:
-			if job != "" && ev.Job == job {
+			if ev.Job == job {
 				return
 			}
 		case manager.EventRemoved:
 			return
 		case manager.EventReconnected:
 			// reread fails once the unit is collected.
-			if r.reread(short) != nil || job != "" && r.jobGone() {
+			if r.reread(ctx) != nil || r.jobGone() {
 				return
 			}
 		}
