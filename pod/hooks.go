@@ -54,7 +54,9 @@ func BeginRun(ctx context.Context, stateDir, pod, app string) error {
 // app: it records the exit that env describes (in ExecStartPost=, the
 // success of an init app) at once, in the status file and the app's
 // record, applies [Decide], and stops the pod if that ends it. The exit of
-// an init app is recorded once per invocation.
+// an init app is recorded once per invocation. It reaches the manager
+// only to end the pod: the start of a run that no backoff hook recorded
+// is left for [Shutdown] to read from systemd.
 func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open func(context.Context) (*manager.Conn, error)) error {
 	// Only this app's own hooks, one at a time, write its record; the lock
 	// is for what the other apps' hooks write.
@@ -80,10 +82,9 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 		}
 	}
 	if s.State != AppRunning {
-		// No backoff hook recorded this run: ask systemd when it started.
-		if s.StartedAt, err = runStart(ctx, open, pod, app); err != nil {
-			return err
-		}
+		// No backoff hook recorded this run's start; Shutdown and
+		// Runner.Status read it from systemd.
+		s.StartedAt = time.Time{}
 	}
 	if err := WriteExitCode(stateDir, pod, app, exit.Code); err != nil {
 		return err
@@ -139,7 +140,12 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 	if err := markStopping(stateDir, pod); err != nil {
 		return err
 	}
-	return queueStops(ctx, open, SliceUnit(pod))
+	mgr, err := open(ctx)
+	if err != nil {
+		return err
+	}
+	defer mgr.Close()
+	return queueStops(ctx, mgr, SliceUnit(pod))
 }
 
 // Reap is the ExecStop= of an app's reaper, which stops once the app is
@@ -163,9 +169,11 @@ func Reap(stateDir, pod, app string) error {
 }
 
 // Shutdown is the ExecStop= of the pod's shutdown service, which stops once
-// every reaper has stopped: it records the pod's exit code, [PodExitCode]
-// of every app's last exit, and its phase, then stops the pod's target and
-// slice (with any init app still active in it).
+// every reaper has stopped: it gives every app's record that has an exit
+// but no start (an app without a backoff hook) the start of its last run,
+// from its service's ExecMainStartTimestamp; records the pod's exit code,
+// [PodExitCode] of every app's last exit, and its phase; then stops the
+// pod's target and slice (with any init app still active in it).
 func Shutdown(ctx context.Context, stateDir, pod string, open func(context.Context) (*manager.Conn, error)) error {
 	unlock, err := lock(stateDir, pod)
 	if err != nil {
@@ -176,14 +184,31 @@ func Shutdown(ctx context.Context, stateDir, pod string, open func(context.Conte
 	if err != nil {
 		return err
 	}
+	mgr, err := open(ctx)
+	if err != nil {
+		return err
+	}
+	defer mgr.Close()
 	var outcomes []Outcome
 	for _, a := range ps.Apps {
 		r, err := readAppOrNew(stateDir, pod, a.Name)
 		if err != nil {
 			return err
 		}
-		if r.ExitCode != nil {
-			outcomes = append(outcomes, r.outcome())
+		if r.ExitCode == nil {
+			continue
+		}
+		outcomes = append(outcomes, r.outcome())
+		if !r.StartedAt.IsZero() {
+			continue
+		}
+		if r.StartedAt, err = runStart(ctx, mgr, pod, a.Name); err != nil {
+			return err
+		}
+		if !r.StartedAt.IsZero() {
+			if err := WriteApp(stateDir, pod, r); err != nil {
+				return err
+			}
 		}
 	}
 	code := PodExitCode(outcomes)
@@ -197,17 +222,12 @@ func Shutdown(ctx context.Context, stateDir, pod string, open func(context.Conte
 	if err := markStopping(stateDir, pod); err != nil {
 		return err
 	}
-	return queueStops(ctx, open, TargetUnit(pod), SliceUnit(pod))
+	return queueStops(ctx, mgr, TargetUnit(pod), SliceUnit(pod))
 }
 
-// runStart returns when the current run of app's service started, from
-// its ExecMainStartTimestamp; zero if it never started a process.
-func runStart(ctx context.Context, open func(context.Context) (*manager.Conn, error), pod, app string) (time.Time, error) {
-	mgr, err := open(ctx)
-	if err != nil {
-		return time.Time{}, err
-	}
-	defer mgr.Close()
+// runStart returns when the last run of app's service started, from its
+// ExecMainStartTimestamp; zero if it never started a process.
+func runStart(ctx context.Context, mgr *manager.Conn, pod, app string) (time.Time, error) {
 	props, err := mgr.Properties(ctx, AppUnit(pod, app), manager.ServiceIface)
 	if err != nil {
 		return time.Time{}, err
@@ -227,12 +247,7 @@ func timestamp(v dbus.Variant) time.Time {
 
 // queueStops queues a stop job for each unit, without waiting for them: a
 // hook runs inside a job that theirs may wait for.
-func queueStops(ctx context.Context, open func(context.Context) (*manager.Conn, error), units ...string) error {
-	mgr, err := open(ctx)
-	if err != nil {
-		return err
-	}
-	defer mgr.Close()
+func queueStops(ctx context.Context, mgr *manager.Conn, units ...string) error {
 	for _, u := range units {
 		if _, err := mgr.StopUnit(ctx, u, "replace"); err != nil {
 			return err

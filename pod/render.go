@@ -111,7 +111,15 @@ func render(m *Manifest, o RenderOptions, n Node) (*unit.File, error) {
 	case AppRole:
 		err = app(f, n, m.App(n.App), m, h)
 	case ReaperRole:
-		err = idle(f, n, h.argv("reap", n.App))
+		// Only an app that may restart can end for good with a record
+		// that says "restarting"; reap-app records the end of every other
+		// app, whose reaper runs only what systemd requires of a service
+		// without ExecStart= (an ExecStop=).
+		stop := []string{"/bin/true"}
+		if m.App(n.App).RestartPolicy != Never {
+			stop = h.argv("reap", n.App)
+		}
+		err = idle(f, n, stop)
 	case ShutdownRole:
 		err = idle(f, n, h.argv("shutdown"))
 	}

@@ -109,7 +109,7 @@ func (r *Runner) prepare(ctx context.Context, m *Manifest, manifest []byte, unit
 		return err
 	}
 	for _, f := range files {
-		if err := atomicfile.Write(filepath.Join(unitDir, f.Name), f.Data, 0o644); err != nil {
+		if err := replace(filepath.Join(unitDir, f.Name), f.Data); err != nil {
 			return err
 		}
 	}
@@ -340,33 +340,41 @@ func (r *Runner) stopParents(ctx context.Context) error {
 }
 
 // Status returns the status of pod name: its status files, and for an
-// app of a running pod that has no record of its run (only an app that
-// may restart records its starts), the state of its service in systemd.
+// app of a running pod whose record lacks the start of its run (only an
+// app that may restart records its starts; [Shutdown] fills in the others
+// when the pod ends), what its service in systemd says: an app with no
+// record yet that has a process is running.
 func (r *Runner) Status(ctx context.Context, name string) (PodStatus, error) {
 	s, err := ReadPod(r.StateDir, name)
 	if err != nil || s.Phase != PodRunning {
 		return s, err
 	}
 	for i, a := range s.Apps {
-		if a.State != AppWaiting {
+		if !a.StartedAt.IsZero() {
 			continue
 		}
 		u := AppUnit(name, a.Name)
-		props, err := r.Mgr.Properties(ctx, u, manager.UnitIface)
+		if a.State == AppWaiting {
+			props, err := r.Mgr.Properties(ctx, u, manager.UnitIface)
+			if err != nil {
+				return s, err
+			}
+			switch props["ActiveState"].Value() {
+			case "active", "activating", "deactivating", "reloading":
+			default:
+				continue
+			}
+		}
+		started, err := runStart(ctx, r.Mgr, name, a.Name)
 		if err != nil {
 			return s, err
 		}
-		switch props["ActiveState"].Value() {
-		case "active", "activating", "deactivating", "reloading":
-		default:
+		if started.IsZero() {
 			continue
 		}
-		svc, err := r.Mgr.Properties(ctx, u, manager.ServiceIface)
-		if err != nil {
-			return s, err
-		}
-		if started := timestamp(svc["ExecMainStartTimestamp"]); !started.IsZero() {
-			s.Apps[i].State, s.Apps[i].StartedAt = AppRunning, started
+		s.Apps[i].StartedAt = started
+		if a.State == AppWaiting {
+			s.Apps[i].State = AppRunning
 		}
 	}
 	return s, nil

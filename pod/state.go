@@ -78,7 +78,7 @@ func stopping(stateDir, pod string) bool {
 
 // markStopping records that pod is being stopped.
 func markStopping(stateDir, pod string) error {
-	return write(stateDir, []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), "pods", pod, stoppingFile)
+	return write(stateDir, false, []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), "pods", pod, stoppingFile)
 }
 
 // lock takes the lock of pod, waiting for it, and returns its release.

@@ -82,7 +82,7 @@ func WriteExitCode(stateDir, pod, app string, code int) error {
 	if code < 0 || code > 255 {
 		return fmt.Errorf("exit code %d: must be in 0..255", code)
 	}
-	return write(stateDir, []byte(strconv.Itoa(code)+"\n"), "pods", pod, "status", app)
+	return write(stateDir, false, []byte(strconv.Itoa(code)+"\n"), "pods", pod, "status", app)
 }
 
 // ReadExitCode returns app's last exit code, as WriteExitCode wrote it. An
@@ -121,7 +121,7 @@ func WriteApp(stateDir, pod string, s AppStatus) error {
 	if err != nil {
 		return err
 	}
-	return write(stateDir, append(data, '\n'), "pods", pod, "apps", s.Name+".json")
+	return write(stateDir, false, append(data, '\n'), "pods", pod, "apps", s.Name+".json")
 }
 
 // ReadApp returns the status of app of pod, as WriteApp wrote it.
@@ -157,7 +157,7 @@ func WritePod(stateDir string, s PodStatus) error {
 	if err != nil {
 		return err
 	}
-	return write(stateDir, append(data, '\n'), "pods", s.Name, "pod.json")
+	return write(stateDir, true, append(data, '\n'), "pods", s.Name, "pod.json")
 }
 
 // ReadPod returns the status of pod: pod.json as WritePod wrote it, with
@@ -297,13 +297,17 @@ func checkNames(names ...string) error {
 }
 
 // write replaces the file at the path made of elem under stateDir,
-// creating the directories on the way.
-func write(stateDir string, data []byte, elem ...string) error {
+// creating the directories on the way: with durable, synced to disk
+// (atomicfile.Write), else only atomically ([replace]).
+func write(stateDir string, durable bool, data []byte, elem ...string) error {
 	path := filepath.Join(append([]string{stateDir}, elem...)...)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return atomicfile.Write(path, data, 0o644)
+	if durable {
+		return atomicfile.Write(path, data, 0o644)
+	}
+	return replace(path, data)
 }
 
 // read returns the content of the regular file at the path made of elem
