@@ -95,18 +95,9 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 	}
 	defer unlock()
 	now := time.Now()
-	var others []Outcome
-	for _, o := range m.Apps {
-		if o.Name == app {
-			continue
-		}
-		r, err := readAppOrNew(stateDir, pod, o.Name)
-		if err != nil {
-			return err
-		}
-		if r.ended() {
-			others = append(others, r.outcome())
-		}
+	others, err := othersIfAllEnded(stateDir, pod, m, app)
+	if err != nil {
+		return err
 	}
 	stop := stopping(stateDir, pod)
 	d, err := Decide(m, Event{
@@ -146,6 +137,27 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 	}
 	defer mgr.Close()
 	return queueStops(ctx, mgr, SliceUnit(pod))
+}
+
+// othersIfAllEnded returns the outcomes of every app of m but app if every
+// one of them has ended for good, else nil, having read the records only up
+// to the first app that has not. That is all [Decide] needs of them to say
+// whether the pod ends (it needs the rest only for Decision.PodExitCode,
+// which [Shutdown] computes from every record), and it spares each exit
+// reading every other app's record while it holds the pod's lock.
+func othersIfAllEnded(stateDir, pod string, m *Manifest, app string) ([]Outcome, error) {
+	var others []Outcome
+	for _, o := range m.Apps {
+		if o.Name == app {
+			continue
+		}
+		r, err := readAppOrNew(stateDir, pod, o.Name)
+		if err != nil || !r.ended() {
+			return nil, err
+		}
+		others = append(others, r.outcome())
+	}
+	return others, nil
 }
 
 // Reap is the ExecStop= of an app's reaper, which stops once the app is
