@@ -67,15 +67,26 @@ func post(b *testing.B, hc *http.Client, path, body string) string {
 // HTTP socket, waiting for its outcome, with the same command run by the
 // job package directly, its output to a file as the daemon does.
 func BenchmarkOpRoundTrip(b *testing.B) {
-	b.Run("daemon", func(b *testing.B) {
-		_, hc := benchDaemon(b)
-		b.ResetTimer()
-		for range b.N {
-			if out := post(b, hc, "/v1/ops/true", `{"wait": true}`); !strings.Contains(out, `"state":"succeeded"`) {
-				b.Fatal(out)
-			}
+	for _, binaryWriter := range []bool{false, true} {
+		name := "daemon"
+		if binaryWriter {
+			// The outcome written by "unitrun daemon write-outcome", as
+			// the unitrun daemon command does, not by the shell script.
+			name = "daemon+binary-writer"
 		}
-	})
+		b.Run(name, func(b *testing.B) {
+			d, hc := benchDaemon(b)
+			if binaryWriter {
+				d.OutcomeWriter = []string{systemdtest.Binary(b), "daemon", "write-outcome"}
+			}
+			b.ResetTimer()
+			for range b.N {
+				if out := post(b, hc, "/v1/ops/true", `{"wait": true}`); !strings.Contains(out, `"state":"succeeded"`) {
+					b.Fatal(out)
+				}
+			}
+		})
+	}
 	for _, withOutcome := range []bool{false, true} {
 		name := "library"
 		if withOutcome {

@@ -38,6 +38,12 @@ type Daemon struct {
 	// LookupEnv is where env_passthrough variables come from; NewDaemon
 	// sets it to os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+	// OutcomeWriter, when set, is the argv (before the outcome file's path)
+	// of the ExecStopPost= command that writes each exec job's outcome file
+	// with WriteOutcome, such as {"/usr/bin/unitrun", "daemon",
+	// "write-outcome"}; no word may hold '$' or ';' (see OutcomeCommand).
+	// Nil uses OutcomeCommand's shell script.
+	OutcomeWriter []string
 	// Logf reports what the daemon cannot tell a caller, such as a record
 	// it failed to store; NewDaemon sets it to log.Printf.
 	Logf func(format string, args ...any)

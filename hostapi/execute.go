@@ -49,7 +49,7 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob) outcome {
 		return failed("output log: " + err.Error())
 	}
 	defer out.Close()
-	post, err := OutcomeCommand(d.store.OutcomePath(id))
+	post, err := d.outcomeArgv(d.store.OutcomePath(id))
 	if err != nil {
 		return failed(err.Error())
 	}
