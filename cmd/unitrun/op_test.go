@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/unitrun/unitrun/hostapi"
 	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/manager"
 )
 
 // startDaemon runs "unitrun daemon" by flags with one op, "sh", that runs
@@ -25,6 +27,11 @@ func startDaemon(t *testing.T) string {
 name = "sh"
 exec = ["/bin/sh", "-c"]
 args = { min = 1, max = 1 }
+
+[[op]]
+name = "needs-reboot"
+exec = ["/usr/bin/touch", "`+filepath.Join(dir, "reboot-needed")+`"]
+reboot_marker = "`+filepath.Join(dir, "reboot-needed")+`"
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -120,5 +127,38 @@ func TestRunSelf(t *testing.T) {
 	out, errs, code := unitrun(t, "run", "--self", "-q", "--", "op", "list", "--help")
 	if code != 0 || !strings.Contains(out, "List the daemon's ops") {
 		t.Errorf("run --self: %q %q, exit %d", out, errs, code)
+	}
+}
+
+// TestOpCallRebootIfNeeded checks that --reboot-if-needed starts
+// reboot.target on the manager when the op reports reboot_required, here a
+// harmless reboot.target of the test manager.
+func TestOpCallRebootIfNeeded(t *testing.T) {
+	conn := systemdtest.Conn(t)
+	systemdtest.WriteUnit(t, filepath.Join(systemdtest.RuntimeUnitDir(t), "reboot.target"), "[Unit]\nDescription=test reboot\n")
+	if err := conn.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.StopUnit(context.Background(), "reboot.target", "replace") })
+	sock := startDaemon(t)
+	_, errs, code := unitrun(t, "op", "call", "--socket", sock, "needs-reboot")
+	if code != 0 || !strings.Contains(errs, "reboot required") {
+		t.Fatalf("op call: %q, exit %d", errs, code)
+	}
+	if props, err := conn.Properties(context.Background(), "reboot.target", manager.UnitIface); err != nil || props["ActiveState"].Value() != "inactive" {
+		t.Fatalf("reboot.target after a call without --reboot-if-needed: %v, %v", props["ActiveState"], err)
+	}
+	if _, _, code := unitrun(t, "op", "call", "--socket", sock, "--reboot-if-needed", "needs-reboot"); code != 0 {
+		t.Fatalf("op call --reboot-if-needed: exit %d", code)
+	}
+	for {
+		props, err := conn.Properties(context.Background(), "reboot.target", manager.UnitIface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if props["ActiveState"].Value() == "active" {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
