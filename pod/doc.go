@@ -22,9 +22,12 @@
 //     reaper, so at a stop of both the app stops first.
 //   - unitrun-pod-P-A-reaper.service starts at once and does nothing
 //     (Type=oneshot with no ExecStart=, so no process, RemainAfterExit=yes,
-//     StopWhenUnneeded=yes). It stops
-//     once its app is neither active nor restarting, and its ExecStop= runs
-//     "unitrun pod reap P A", which marks the app finished for good.
+//     StopWhenUnneeded=yes). It stops once its app is neither active nor
+//     restarting. For an app that may restart, its ExecStop= runs "unitrun
+//     pod reap P A", which marks finished for good an app recorded as
+//     restarting; reap-app has already recorded the end of any other app,
+//     whose reaper's ExecStop= is /bin/true (systemd refuses a service with
+//     neither ExecStart= nor ExecStop=).
 //   - unitrun-pod-P-shutdown.service is built like a reaper, and every
 //     reaper Wants= it and is After= it: it stops once the last reaper has
 //     stopped, and its ExecStop= runs "unitrun pod shutdown P", which
@@ -61,8 +64,10 @@
 // "unitrun pod backoff P A" as ExecStartPre=, which waits out the delay
 // that reap-app recorded from [Decide] and records the start of each run;
 // its TimeoutStartSec= is the longest delay plus systemd's default 90 s.
-// For an app that runs once, reap-app reads the start of its run from the
-// service's ExecMainStartTimestamp. The hooks run with the "+"
+// For an app that runs once, the shutdown hook (and "unitrun pod status",
+// while the pod runs) reads the start of its run from the service's
+// ExecMainStartTimestamp, so that reap-app needs no manager connection
+// unless it ends the pod. The hooks run with the "+"
 // prefix: as root and outside RootDirectory=, whatever User= the app has.
 //
 // # Status files
@@ -73,8 +78,12 @@
 //	DIR/pods/P/apps/A.json   A's AppStatus
 //	DIR/pods/P/pod.json      P's PodStatus
 //
-// Writers replace a file atomically (temporary file, fsync, rename, fsync
-// of the directory), so a reader sees the old content or the new. Readers
+// Writers replace a file atomically (temporary file, then rename), so a
+// reader sees the old content or the new. Only pod.json, which holds the
+// pod's outcome, and the manifest are also synced to disk (fsync of file
+// and directory); status files, app records and unit files are not: they
+// describe a running pod whose units, in the manager's runtime unit
+// directory, a crash of the host takes away. Readers
 // stay inside DIR, refuse a file, or a directory on the way to it, that is
 // a symlink or not of the expected type, and refuse content that does not
 // parse exactly.

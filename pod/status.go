@@ -74,7 +74,8 @@ type PodStatus struct {
 // maxStatusSize bounds what a reader reads.
 const maxStatusSize = 1 << 20
 
-// WriteExitCode records code as app's last exit code.
+// WriteExitCode records code as app's last exit code, atomically but not
+// synced to disk (see the package documentation).
 func WriteExitCode(stateDir, pod, app string, code int) error {
 	if err := checkNames(pod, app); err != nil {
 		return err
@@ -109,7 +110,8 @@ func parseExitCode(data []byte) (int, error) {
 	return 0, fmt.Errorf("exit code file %q: must hold a decimal number 0..255", data)
 }
 
-// WriteApp records s, the status of an app of pod.
+// WriteApp records s, the status of an app of pod, atomically but not
+// synced to disk.
 func WriteApp(stateDir, pod string, s AppStatus) error {
 	if err := checkNames(pod); err != nil {
 		return err
@@ -148,7 +150,7 @@ func parseApp(data []byte) (AppStatus, error) {
 	return s, s.validate()
 }
 
-// WritePod records s, the status of a pod.
+// WritePod records s, the status of a pod, atomically and synced to disk.
 func WritePod(stateDir string, s PodStatus) error {
 	if err := s.validate(); err != nil {
 		return err
