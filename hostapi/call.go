@@ -118,16 +118,23 @@ func (d *Daemon) startLocked(l *liveJob) error {
 	if err := d.store.Put(l.rec); err != nil {
 		return err
 	}
+	d.goLocked(l, d.execute)
+	return nil
+}
+
+// goLocked runs fn for the job in a goroutine, with a context that Cancel
+// ends, and records the outcome it returns. The job is its op's running
+// job while fn runs.
+func (d *Daemon) goLocked(l *liveJob, fn func(context.Context, *liveJob) outcome) {
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
-	if l.op.Exclusive {
-		d.running[l.op.Name] = l
+	if l.op != nil && l.op.Exclusive {
+		d.running[l.rec.Op] = l
 	}
 	go func() {
 		defer cancel()
-		d.finish(l, d.execute(ctx, l))
+		d.finish(l, fn(ctx, l))
 	}()
-	return nil
 }
 
 // dequeueLocked removes a queued job from its op's queue.

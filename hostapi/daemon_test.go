@@ -90,7 +90,7 @@ func newTestDaemon(t *testing.T, mgr *manager.Conn, extra string) (*Daemon, stri
 		t.Fatal(err)
 	}
 	d := NewDaemon(cfg, store, mgr)
-	if err := d.Recover(context.Background()); err != nil {
+	if err := d.Recover(); err != nil {
 		t.Fatal(err)
 	}
 	return d, dir
@@ -325,7 +325,7 @@ func TestDaemonRecover(t *testing.T) {
 		t.Fatal(err)
 	}
 	d2 := NewDaemon(d1.cfg, store, systemdtest.Conn(t))
-	if err := d2.Recover(context.Background()); err != nil {
+	if err := d2.Recover(); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -19,7 +19,7 @@ import (
 //
 // The error joins those of records that could not be read, which are left
 // as they are.
-func (d *Daemon) Recover(ctx context.Context) error {
+func (d *Daemon) Recover() error {
 	recs, err := d.store.List()
 	slices.Reverse(recs)
 	d.mu.Lock()
@@ -37,15 +37,7 @@ func (d *Daemon) Recover(ctx context.Context) error {
 		case r.State == StateQueued:
 			queued = append(queued, l)
 		default:
-			ctx, cancel := context.WithCancel(context.Background())
-			l.cancel = cancel
-			if l.op != nil && l.op.Exclusive {
-				d.running[r.Op] = l
-			}
-			go func() {
-				defer cancel()
-				d.finish(l, d.reattach(ctx, l))
-			}()
+			d.goLocked(l, d.reattach)
 		}
 	}
 	for _, l := range queued {

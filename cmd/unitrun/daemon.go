@@ -89,7 +89,7 @@ func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
 	defer mgr.Close()
 	d := hostapi.NewDaemon(cfg, store, mgr)
 	d.OutcomeWriter = outcomeWriter()
-	if err := d.Recover(ctx); err != nil {
+	if err := d.Recover(); err != nil {
 		log.Printf("unitrun daemon: recovering jobs: %v", err)
 	}
 	if err := d.Prune(); err != nil {
