@@ -132,10 +132,17 @@ func TestClient(t *testing.T) {
 	}
 }
 
-// TestDaemonKilledMidJob SIGKILLs the daemon while a client waits for a
-// job, and while another job ends with no daemon running; a restarted
-// daemon records both real outcomes and the waiting client gets its own.
+// TestDaemonKilledMidJob SIGKILLs the daemon, then stops it with SIGTERM,
+// while a client waits for a job and while another job ends with no daemon
+// running; a restarted daemon records both real outcomes and the waiting
+// client gets its own.
 func TestDaemonKilledMidJob(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) { testDaemonStoppedMidJob(t, sig) })
+	}
+}
+
+func testDaemonStoppedMidJob(t *testing.T, sig syscall.Signal) {
 	d := newDaemonDir(t)
 	daemon := d.start(t)
 	c := client.New(d.api)
@@ -161,8 +168,10 @@ func TestDaemonKilledMidJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitActive(t, rec.Unit)
-	daemon.Process.Kill()
-	daemon.Wait()
+	daemon.Process.Signal(sig)
+	if err := daemon.Wait(); sig == syscall.SIGTERM && err != nil {
+		t.Errorf("daemon after SIGTERM: %v, want exit 0", err)
+	}
 	time.Sleep(500 * time.Millisecond) // the short job ends meanwhile
 	d.start(t)
 	got := <-waited

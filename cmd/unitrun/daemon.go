@@ -15,6 +15,7 @@ import (
 	"github.com/coreos/go-systemd/v22/activation"
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/unitrun/unitrun/hostapi"
 )
@@ -169,6 +170,8 @@ func daemonListeners(f *daemonFlags) (api net.Listener, argv *net.UnixListener, 
 		}
 		return apis[0], ul, nil
 	}
+	// No moment with a socket others may connect to before its chmod.
+	defer unix.Umask(unix.Umask(0o077))
 	sock, seq := f.socket, f.seqpacket
 	if sock == "" {
 		sock = "/run/unitrun/api.sock"
