@@ -209,41 +209,69 @@ func TestHTTPConcurrentCallers(t *testing.T) {
 }
 
 // TestHTTPDisconnect drops a caller that waits for its job: the job of an
-// op with on_disconnect "stop" is canceled, one with "continue" goes on.
+// op with on_disconnect "stop" is canceled, one with "continue" goes on;
+// a waiter on /wait from the calling process counts as the caller.
 func TestHTTPDisconnect(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
 	api, _ := serveTest(t, d)
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", api)
 	}}}
-	for _, op := range []string{"linger", "stopme"} {
-		ctx, cancel := context.WithCancel(context.Background())
-		req, _ := http.NewRequestWithContext(ctx, "POST", "http://unitrun/v1/ops/"+op, strings.NewReader(`{"wait": true}`))
-		go hc.Do(req)
-		var id string
-		for id == "" {
+	// started returns the id of the op's job once its unit runs.
+	started := func(op string) string {
+		for {
 			recs, _ := d.List()
 			for _, r := range recs {
-				if tail, _ := d.store.Tail(r.ID, 100); r.Op == op && tail == "started\n" {
-					id = r.ID
+				if tail, _ := d.store.Tail(r.ID, 100); r.Op == op && tail == "started\n" && !r.Done() {
+					return r.ID
 				}
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+	}
+	// callAndDrop calls the op waiting, then drops the connection.
+	callAndDrop := func(op string) string {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "POST", "http://unitrun/v1/ops/"+op, strings.NewReader(`{"wait": true}`))
+		go hc.Do(req)
+		return started(op)
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer wcancel()
+
+	id := callAndDrop("linger")
+	time.Sleep(200 * time.Millisecond)
+	if r, err := d.Get(id); err != nil || r.State != StateRunning {
+		t.Errorf("linger: %+v, %v: want running after its caller went away", r, err)
+	}
+	d.Cancel(wctx, id)
+
+	id = callAndDrop("stopme")
+	if r, err := d.Wait(wctx, id); err != nil || r.State != StateCanceled {
+		t.Errorf("stopme: %+v, %v: want canceled when its caller went away", r, err)
+	}
+
+	resp, err := hc.Post("http://unitrun/v1/ops/stopme", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	id = started("stopme")
+	// Whether the dropped /wait request reached the daemon cannot be seen
+	// from here: drop waiters until the job ends.
+	for d.Done(id) != nil && wctx.Err() == nil {
+		ctx, cancel := context.WithTimeout(wctx, 100*time.Millisecond)
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://unitrun/v1/jobs/"+id+"/wait", nil)
+		hc.Do(req)
 		cancel()
-		wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if op == "stopme" {
-			if r, err := d.Wait(wctx, id); err != nil || r.State != StateCanceled {
-				t.Errorf("%s: %+v, %v: want canceled when its caller went away", op, r, err)
-			}
-		} else {
-			time.Sleep(200 * time.Millisecond)
-			if r, err := d.Get(id); err != nil || r.State != StateRunning {
-				t.Errorf("%s: %+v, %v: want running after its caller went away", op, r, err)
-			}
-			d.Cancel(wctx, id)
+		select {
+		case <-d.Done(id):
+		case <-time.After(100 * time.Millisecond):
 		}
-		wcancel()
+	}
+	if r, err := d.Get(id); err != nil || r.State != StateCanceled {
+		t.Errorf("stopme waited on /wait: %+v, %v: want canceled when its waiter went away", r, err)
 	}
 }
 

@@ -137,8 +137,8 @@ func (h *httpAPI) call(w http.ResponseWriter, r *http.Request) {
 }
 
 // waitAndWrite waits for the job and writes its final record. When the
-// caller goes away first and the job's op has on_disconnect "stop", and
-// callerOwned says the caller started it, the job is canceled.
+// waiter goes away first, callerOwned says it is the job's caller and the
+// job's op has on_disconnect "stop", the job is canceled.
 func (h *httpAPI) waitAndWrite(w http.ResponseWriter, r *http.Request, id string, callerOwned bool) {
 	rec, err := h.d.Wait(r.Context(), id)
 	if err != nil && r.Context().Err() != nil {
@@ -206,9 +206,14 @@ func (h *httpAPI) job(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// wait serves GET /v1/jobs/{id}/wait. A waiter from the process that
+// called the op (same uid and pid) counts as its caller for on_disconnect,
+// so that "unitrun op call", which streams the logs before it waits, stops
+// an on_disconnect "stop" op when it goes away.
 func (h *httpAPI) wait(w http.ResponseWriter, r *http.Request) {
 	if rec, ok := h.visible(w, r); ok {
-		h.waitAndWrite(w, r, rec.ID, false)
+		c, _ := caller(w, r)
+		h.waitAndWrite(w, r, rec.ID, c.UID == rec.CallerUID && c.PID == rec.CallerPID)
 	}
 }
 
