@@ -64,7 +64,7 @@ SIGTERM stops serving without stopping any running op.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.config, "config", "/etc/unitrun/daemon.toml", "operations config `FILE`")
 	fl.StringVar(&f.opsDir, "ops-dir", "/etc/unitrun/ops.d", "drop-in `DIR` of *.toml op files")
-	fl.StringVar(&f.socket, "socket", "", "HTTP/JSON unix socket `PATH` to bind without socket activation (default "+"/run/unitrun/api.sock)")
+	fl.StringVar(&f.socket, "socket", "", "HTTP/JSON unix socket `PATH` to bind without socket activation (default /run/unitrun/api.sock)")
 	fl.StringVar(&f.seqpacket, "seqpacket", "", "SEQPACKET unix socket `PATH` to bind without socket activation (default /run/unitrun/argv.sock)")
 	fl.StringVar(&f.stateDir, "state-dir", "/var/lib/unitrun", "state `DIR` holding the job records and output logs")
 	return cmd

@@ -33,7 +33,7 @@ func newOpCmd(g *globals) *cobra.Command {
 	if s := os.Getenv("UNITRUN_SOCKET"); s != "" {
 		def = s
 	}
-	cmd.PersistentFlags().StringVar(&f.socket, "socket", def, "the daemon's HTTP socket (default $UNITRUN_SOCKET, else "+client.DefaultSocket+")")
+	cmd.PersistentFlags().StringVar(&f.socket, "socket", def, "the daemon's HTTP socket; $UNITRUN_SOCKET sets the default")
 	cmd.PersistentFlags().BoolVar(&f.asJSON, "json", false, "print JSON")
 	cmd.AddCommand(newOpListCmd(f), newOpCallCmd(g, f), newOpJobCmd(f, "status", "Print a job's record", false),
 		newOpJobCmd(f, "wait", "Wait for a job to end and print its record; exit with its status", true),
