@@ -12,12 +12,8 @@ import (
 
 	"github.com/unitrun/unitrun/internal/atomicfile"
 	"github.com/unitrun/unitrun/job"
-	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/unit"
 )
-
-// releaseTimeout bounds the release of a unit whose job was canceled.
-const releaseTimeout = 30 * time.Second
 
 // outcome sets the final fields of a job's record.
 type outcome func(*Record)
@@ -67,27 +63,7 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob) outcome {
 		Name: "ExecStopPost", Value: dbus.MakeVariant([]execCommand{{Path: post[0], Args: post}}),
 	})
 	err = c.Run()
-	if c.Status == nil && ctx.Err() != nil {
-		return d.releaseCanceled(l.rec.Unit, err)
-	}
 	return fromStatus(c.Status, err)
-}
-
-// releaseCanceled stops and releases the job's transient unit after a
-// cancel that came while systemd was creating it: the call that creates
-// it may have been abandoned after systemd made the unit, and job then
-// never saw it. A unit that does not exist is fine; err is what job
-// reported.
-func (d *Daemon) releaseCanceled(name string, err error) outcome {
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-	defer cancel()
-	props, perr := d.mgr.Properties(ctx, name, manager.UnitIface)
-	if perr != nil || props["LoadState"].Value() == "not-found" {
-		return fromStatus(nil, err)
-	}
-	d.mgr.StopUnit(ctx, name, "replace")
-	st, _ := job.Attach(ctx, d.mgr, name)
-	return fromStatus(st, err)
 }
 
 // startUnit writes the op's request file, when it has one, and starts its
@@ -112,12 +88,6 @@ func (d *Daemon) startUnit(ctx context.Context, l *liveJob) outcome {
 		defer cancel()
 	}
 	st, err := job.Start(ctx, d.mgr, l.op.Unit)
-	if st == nil && ctx.Err() != nil {
-		// As in releaseCanceled: the start may have reached systemd.
-		stop, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-		defer cancel()
-		d.mgr.StopUnit(stop, l.op.Unit, "replace")
-	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return func(r *Record) {
 			fromStatus(st, err)(r)
