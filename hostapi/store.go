@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/unitrun/unitrun/internal/atomicfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -220,7 +221,7 @@ func (s *Store) create(id string, data []byte) error {
 	if err := writeSyncClose(f, data); err != nil {
 		return err
 	}
-	if err := syncDir(tmp); err != nil {
+	if err := atomicfile.SyncDir(tmp); err != nil {
 		return err
 	}
 	dir := filepath.Join(s.jobs, id)
@@ -230,7 +231,7 @@ func (s *Store) create(id string, data []byte) error {
 		}
 		return writeFileAtomic(dir, recordFile, data)
 	}
-	return syncDir(s.jobs)
+	return atomicfile.SyncDir(s.jobs)
 }
 
 // Get returns the job's record. It returns an error wrapping ErrNotFound

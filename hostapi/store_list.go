@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/unitrun/unitrun/internal/atomicfile"
 )
 
 // List returns the store's records, newest first (by CreatedAt, then by
@@ -98,7 +100,7 @@ func (s *Store) remove(id string) error {
 	if err := os.Rename(filepath.Join(s.jobs, id), gone); err != nil {
 		return fmt.Errorf("job %s: %w", id, err)
 	}
-	if err := syncDir(s.jobs); err != nil {
+	if err := atomicfile.SyncDir(s.jobs); err != nil {
 		return fmt.Errorf("job %s: %w", id, err)
 	}
 	if err := os.RemoveAll(gone); err != nil {

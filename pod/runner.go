@@ -109,7 +109,7 @@ func (r *Runner) prepare(ctx context.Context, m *Manifest, manifest []byte, unit
 		return err
 	}
 	for _, f := range files {
-		if err := replace(filepath.Join(unitDir, f.Name), f.Data); err != nil {
+		if err := atomicfile.Replace(filepath.Join(unitDir, f.Name), f.Data, 0o644); err != nil {
 			return err
 		}
 	}

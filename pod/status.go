@@ -300,7 +300,7 @@ func checkNames(names ...string) error {
 
 // write replaces the file at the path made of elem under stateDir,
 // creating the directories on the way: with durable, synced to disk
-// (atomicfile.Write), else only atomically ([replace]).
+// (atomicfile.Write), else only atomically (atomicfile.Replace).
 func write(stateDir string, durable bool, data []byte, elem ...string) error {
 	path := filepath.Join(append([]string{stateDir}, elem...)...)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -309,7 +309,7 @@ func write(stateDir string, durable bool, data []byte, elem ...string) error {
 	if durable {
 		return atomicfile.Write(path, data, 0o644)
 	}
-	return replace(path, data)
+	return atomicfile.Replace(path, data, 0o644)
 }
 
 // read returns the content of the regular file at the path made of elem

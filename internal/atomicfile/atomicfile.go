@@ -1,7 +1,7 @@
 // Package atomicfile writes files so that readers see the old content or
 // the new, never a part: through a temporary file in the same directory
-// that is written, synced and renamed over the target, and a synced
-// directory.
+// (named "." + the file's name + ".tmp-*", so directory readers can skip
+// it) that is renamed over the target.
 package atomicfile
 
 import (
@@ -9,36 +9,57 @@ import (
 	"path/filepath"
 )
 
-// Write replaces path with data, with permissions perm. It never follows a
-// symlink at path: the rename replaces the link itself.
+// Write replaces path with data, with permissions perm, durably: the
+// temporary file is synced before the rename and the directory after it.
+// It never follows a symlink at path: the rename replaces the link itself.
 func Write(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err := write(path, data, perm, true); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// Replace is Write without the syncs: atomic for readers, but a crash of
+// the host may leave the old content. It suits files that describe what a
+// crash takes away anyway (the state of running units).
+func Replace(path string, data []byte, perm os.FileMode) error {
+	return write(path, data, perm, false)
+}
+
+func write(path string, data []byte, perm os.FileMode, sync bool) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
-	defer os.Remove(tmp)
 	_, err = f.Write(data)
 	if err == nil {
 		err = f.Chmod(perm)
 	}
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
 	if err != nil {
-		return err
+		os.Remove(tmp)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
+	return err
+}
+
+// SyncDir makes the entries of dir durable.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	return d.Sync()
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -50,3 +50,20 @@ func TestWriteMissingDir(t *testing.T) {
 		t.Error("Write into a missing directory succeeded")
 	}
 }
+
+func TestReplace(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	if err := Replace(p, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "x" {
+		t.Errorf("read %q", b)
+	}
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v", fi.Mode().Perm())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("%d entries, want 1", len(entries))
+	}
+}
