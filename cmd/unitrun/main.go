@@ -81,5 +81,6 @@ reuses it (see "unitrun manager").`,
 	root.AddCommand(newRunCmd(g), newStartCmd(g), newManagerCmd(g))
 	root.AddCommand(newPodCmd(g))
 	root.AddCommand(newDaemonCmd(g), newOpCmd(g), newInjectCmd(g))
+	root.AddCommand(newInstallCmd(g), newUninstallCmd(g))
 	return root
 }
