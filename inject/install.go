@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"strings"
 	"syscall"
+
+	"github.com/unitrun/unitrun/internal/atomicfile"
 )
 
 // DefaultDir is where binaries are installed unless told otherwise.
@@ -208,7 +210,7 @@ func write(dir, name, src, sum string) error {
 		os.Remove(tmp)
 		return err
 	}
-	return syncDir(dir)
+	return atomicfile.SyncDir(dir)
 }
 
 // copyAndCheck copies in to out, checking the content's hash, then makes
@@ -225,17 +227,4 @@ func copyAndCheck(out, in *os.File, sum string) error {
 		return err
 	}
 	return out.Sync()
-}
-
-// syncDir makes the entries of dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
