@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -32,55 +31,6 @@ exec = ["/bin/sh", "-c", "echo started; sleep \"$1\"; echo ended; exit \"$2\"", 
 args = { min = 2, max = 2, pattern = "^[0-9.]+$" }
 `
 
-// daemonDir is where a test daemon keeps its config, state and sockets.
-type daemonDir struct {
-	dir, api, argv string
-}
-
-func newDaemonDir(t *testing.T) daemonDir {
-	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "daemon.toml"), []byte(testConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return daemonDir{dir: dir, api: filepath.Join(dir, "api.sock"), argv: filepath.Join(dir, "argv.sock")}
-}
-
-func (d daemonDir) args() []string {
-	return []string{"daemon", "--config", filepath.Join(d.dir, "daemon.toml"), "--ops-dir", filepath.Join(d.dir, "ops.d"),
-		"--state-dir", filepath.Join(d.dir, "state"), "--socket", d.api, "--seqpacket", d.argv}
-}
-
-// start starts the unitrun daemon binary on the dir by flags and waits
-// until it answers; the test's end stops it.
-func (d daemonDir) start(t *testing.T) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(systemdtest.Binary(t), d.args()...)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	})
-	waitHealthy(t, d.api)
-	return cmd
-}
-
-func waitHealthy(t *testing.T, sock string) {
-	t.Helper()
-	c := client.New(sock)
-	for i := 0; ; i++ {
-		if _, err := c.Ops(context.Background()); err == nil {
-			return
-		} else if i == 500 {
-			t.Fatalf("daemon at %s does not answer: %v", sock, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func timeout(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
@@ -88,9 +38,9 @@ func timeout(t *testing.T) context.Context {
 }
 
 func TestClient(t *testing.T) {
-	d := newDaemonDir(t)
-	d.start(t)
-	c := client.New(d.api)
+	d := systemdtest.NewDaemon(t, testConfig)
+	d.Start(t)
+	c := client.New(d.API)
 	ctx := timeout(t)
 	ops, err := c.Ops(ctx)
 	if err != nil || len(ops) != 2 || ops[0].Name != "echo" || !ops[0].Allowed {
@@ -143,9 +93,10 @@ func TestDaemonKilledMidJob(t *testing.T) {
 }
 
 func testDaemonStoppedMidJob(t *testing.T, sig syscall.Signal) {
-	d := newDaemonDir(t)
-	daemon := d.start(t)
-	c := client.New(d.api)
+	d := systemdtest.NewDaemon(t, testConfig)
+	d.Start(t)
+	daemon := d.Cmd
+	c := client.New(d.API)
 	ctx := timeout(t)
 	long, err := c.Call(ctx, "slow", []string{"2", "5"})
 	if err != nil {
@@ -173,7 +124,7 @@ func testDaemonStoppedMidJob(t *testing.T, sig syscall.Signal) {
 		t.Errorf("daemon after SIGTERM: %v, want exit 0", err)
 	}
 	time.Sleep(500 * time.Millisecond) // the short job ends meanwhile
-	d.start(t)
+	d.Start(t)
 	got := <-waited
 	if got == nil || got.State != hostapi.StateFailed || got.ExitCode == nil || *got.ExitCode != 5 || got.OutputTail != "started\nended\n" {
 		t.Errorf("waiting client got %+v: want exit code 5 and the whole output", got)
@@ -203,26 +154,26 @@ func waitActive(t *testing.T, name string) {
 // TestSocketActivation starts the daemon from a socket unit of the test
 // manager, with sockets named as the shipped unitrun.socket names them.
 func TestSocketActivation(t *testing.T) {
-	d := newDaemonDir(t)
+	d := systemdtest.NewDaemon(t, testConfig)
 	conn := systemdtest.Conn(t)
 	units := systemdtest.RuntimeUnitDir(t)
 	systemdtest.WriteUnit(t, filepath.Join(units, "unitrun-test-api.socket"), `[Socket]
-ListenStream=`+d.api+`
+ListenStream=`+d.API+`
 FileDescriptorName=api
 SocketMode=0600
 `)
 	systemdtest.WriteUnit(t, filepath.Join(units, "unitrun-test-api-argv.socket"), `[Socket]
-ListenSequentialPacket=`+d.argv+`
+ListenSequentialPacket=`+d.Argv+`
 FileDescriptorName=argv
 SocketMode=0600
 Service=unitrun-test-api.service
 `)
-	args := d.args()[:7] // without the socket flags
+	args := d.Args() // socket activation gives the sockets
 	systemdtest.WriteUnit(t, filepath.Join(units, "unitrun-test-api.service"), `[Service]
 Type=notify
 ExecStart=`+systemdtest.Binary(t)+" "+strings.Join(args, " ")+`
 Environment=`+manager.EnvManager+"="+os.Getenv(manager.EnvManager)+`
-StandardError=file:`+filepath.Join(d.dir, "daemon.log")+`
+StandardError=file:`+filepath.Join(d.Dir, "daemon.log")+`
 `)
 	ctx := timeout(t)
 	if err := conn.Reload(ctx); err != nil {
@@ -242,10 +193,10 @@ StandardError=file:`+filepath.Join(d.dir, "daemon.log")+`
 			conn.ResetFailedUnit(context.Background(), u)
 		}
 	})
-	c := client.New(d.api)
+	c := client.New(d.API)
 	id, err := c.Call(ctx, "echo", []string{"activated"})
 	if err != nil {
-		log, _ := os.ReadFile(filepath.Join(d.dir, "daemon.log"))
+		log, _ := os.ReadFile(filepath.Join(d.Dir, "daemon.log"))
 		t.Fatalf("%v; the daemon logged:\n%s", err, log)
 	}
 	if rec, err := c.Wait(ctx, id); err != nil || rec.State != hostapi.StateSucceeded || rec.OutputTail != "activated\n" {

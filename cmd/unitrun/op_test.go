@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,9 +18,8 @@ import (
 // its args as a shell script, and returns its HTTP socket.
 func startDaemon(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "daemon.toml")
-	if err := os.WriteFile(cfg, []byte(`
+	marker := filepath.Join(t.TempDir(), "reboot-needed")
+	return systemdtest.StartDaemon(t, `
 [[op]]
 name = "sh"
 exec = ["/bin/sh", "-c"]
@@ -30,31 +27,9 @@ args = { min = 1, max = 1 }
 
 [[op]]
 name = "needs-reboot"
-exec = ["/usr/bin/touch", "`+filepath.Join(dir, "reboot-needed")+`"]
-reboot_marker = "`+filepath.Join(dir, "reboot-needed")+`"
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(dir, "api.sock")
-	d := exec.Command(systemdtest.Binary(t), "daemon", "--config", cfg, "--ops-dir", filepath.Join(dir, "ops.d"),
-		"--state-dir", filepath.Join(dir, "state"), "--socket", sock, "--seqpacket", filepath.Join(dir, "argv.sock"))
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		d.Process.Signal(syscall.SIGTERM)
-		if err := d.Wait(); err != nil {
-			t.Errorf("daemon after SIGTERM: %v, want exit 0", err)
-		}
-	})
-	for i := 0; ; i++ {
-		if _, _, code := unitrun(t, "op", "list", "--socket", sock); code == 0 {
-			return sock
-		} else if i == 300 {
-			t.Fatal("daemon does not answer")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+exec = ["/usr/bin/touch", "`+marker+`"]
+reboot_marker = "`+marker+`"
+`).API
 }
 
 func TestOpCall(t *testing.T) {

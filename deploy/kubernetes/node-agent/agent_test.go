@@ -2,18 +2,14 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/unitrun/unitrun/client"
 	"github.com/unitrun/unitrun/hostapi"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
@@ -38,29 +34,7 @@ func TestAgentInAContainer(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", agent, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "daemon.toml"), []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	api := filepath.Join(dir, "api.sock")
-	daemon := exec.Command(systemdtest.Binary(t), "daemon", "--config", filepath.Join(dir, "daemon.toml"),
-		"--ops-dir", filepath.Join(dir, "ops.d"), "--state-dir", filepath.Join(dir, "state"),
-		"--socket", api, "--seqpacket", filepath.Join(dir, "argv.sock"))
-	daemon.Stderr = os.Stderr
-	if err := daemon.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		daemon.Process.Signal(syscall.SIGTERM)
-		daemon.Wait()
-	}()
-	for i := 0; ; i++ {
-		if _, err := client.New(api).Ops(context.Background()); err == nil {
-			break
-		} else if i == 500 {
-			t.Fatalf("daemon does not answer: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	api := systemdtest.StartDaemon(t, config).API
 	// Let any uid reach the socket, so the daemon's own check decides.
 	os.Chmod(api, 0o666)
 
