@@ -11,7 +11,7 @@
 // # Unit graph
 //
 // For a pod P with apps A…, [Graph] renders (names from [SliceUnit],
-// [TargetUnit], [AppUnit], [ReaperUnit] and [ShutdownUnit]):
+// [TargetUnit], [AppUnit], [ReaperUnit], [ProbeUnit] and [ShutdownUnit]):
 //
 //   - unitrun-pod-P.slice holds every service of the pod.
 //   - unitrun-pod-P.target Wants= and is After= every app service.
@@ -28,6 +28,12 @@
 //     restarting; reap-app has already recorded the end of any other app,
 //     whose reaper's ExecStop= is /bin/true (systemd refuses a service with
 //     neither ExecStart= nor ExecStop=).
+//   - unitrun-pod-P-A-probe.service, for an app with a probe, BindsTo= and
+//     is After= the app, which Wants= it, so it starts and stops with the
+//     app. It runs "unitrun pod probe P A" ([RunProbe]), which checks the
+//     app and records the result in its record; at the failure threshold
+//     it restarts the app, whose reap-app then counts a restart, or ends
+//     the pod, whose reap-app then records the app's exit as a failure.
 //   - unitrun-pod-P-shutdown.service is built like a reaper, and every
 //     reaper Wants= it and is After= it: it stops once the last reaper has
 //     stopped, and its ExecStop= runs "unitrun pod shutdown P", which
@@ -60,8 +66,9 @@
 // Restart policies map onto Restart= (Never: no, Always: always, OnFailure:
 // on-failure) with StartLimitIntervalSec=0, so restarts never hit the start
 // limit; between two runs the app is "activating", which keeps its reaper
-// needed. systemd 252 has no back-off steps, so an app that may restart runs
-// "unitrun pod backoff P A" as ExecStartPre=, which waits out the delay
+// needed. systemd 252 has no back-off steps, so an app that may restart,
+// or whose probe restarts it, runs "unitrun pod backoff P A" as
+// ExecStartPre=, which waits out the delay
 // that reap-app recorded from [Decide] and records the start of each run;
 // its TimeoutStartSec= is the longest delay plus systemd's default 90 s.
 // For an app that runs once, the shutdown hook (and "unitrun pod status",

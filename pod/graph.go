@@ -8,6 +8,7 @@ type DepKind string
 // The dependency directives the graph uses.
 const (
 	Requires  DepKind = "Requires"
+	BindsTo   DepKind = "BindsTo"
 	Wants     DepKind = "Wants"
 	After     DepKind = "After"
 	Before    DepKind = "Before"
@@ -15,7 +16,7 @@ const (
 )
 
 // depKinds is the order in which a unit file lists its dependencies.
-var depKinds = []DepKind{Requires, Wants, After, Conflicts, Before}
+var depKinds = []DepKind{Requires, BindsTo, Wants, After, Conflicts, Before}
 
 // A Dep is one dependency of a unit on another unit.
 type Dep struct {
@@ -33,10 +34,11 @@ const (
 	AppRole      Role = "app"
 	ReaperRole   Role = "reaper"
 	ShutdownRole Role = "shutdown"
+	ProbeRole    Role = "probe"
 )
 
 // A Node is one unit of a pod's graph: its name and role, the app it serves
-// (for AppRole and ReaperRole), the slice it runs in ("" for the slice and
+// (for AppRole, ReaperRole and ProbeRole), the slice it runs in ("" for the slice and
 // the target) and every dependency it declares.
 type Node struct {
 	Name  string
@@ -56,7 +58,8 @@ const (
 
 // Nodes returns the units of m's graph and their dependencies, in the order
 // Graph renders them: the slice, the target, the shutdown service, then for
-// each app its service and, unless it is an init app, its reaper. See the
+// each app its service, unless it is an init app its reaper, and if it has
+// a probe its probe service. See the
 // package documentation for what each unit does.
 func Nodes(m *Manifest) []Node {
 	p := m.Name
@@ -106,7 +109,11 @@ func Nodes(m *Manifest) []Node {
 		for _, i := range inits {
 			app.Deps = append(app.Deps, Dep{Requires, i})
 		}
-		app.Deps = append(app.Deps, Dep{Wants, reaper}, Dep{After, reaper})
+		app.Deps = append(app.Deps, Dep{Wants, reaper})
+		if a.Probe != nil {
+			app.Deps = append(app.Deps, Dep{Wants, ProbeUnit(p, a.Name)})
+		}
+		app.Deps = append(app.Deps, Dep{After, reaper})
 		for _, i := range inits {
 			app.Deps = append(app.Deps, Dep{After, i})
 		}
@@ -118,6 +125,15 @@ func Nodes(m *Manifest) []Node {
 			Slice: slice,
 			Deps:  append([]Dep{{Wants, ShutdownUnit(p)}, {After, ShutdownUnit(p)}}, stopOnExit...),
 		})
+		if a.Probe != nil {
+			nodes = append(nodes, Node{
+				Name:  ProbeUnit(p, a.Name),
+				Role:  ProbeRole,
+				App:   a.Name,
+				Slice: slice,
+				Deps:  append([]Dep{{BindsTo, name}, {After, name}}, stopAtShutdown...),
+			})
+		}
 	}
 	return nodes
 }

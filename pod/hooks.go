@@ -44,6 +44,15 @@ func BeginRun(ctx context.Context, stateDir, pod, app string) error {
 			return ctx.Err()
 		}
 	}
+	// The app's probe writes its record under the pod's lock.
+	unlock, err := lock(stateDir, pod)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if s, err = readAppOrNew(stateDir, pod, app); err != nil {
+		return err
+	}
 	s.State = AppRunning
 	s.StartedAt = time.Now()
 	s.FinishedAt = time.Time{}
@@ -53,7 +62,9 @@ func BeginRun(ctx context.Context, stateDir, pod, app string) error {
 // ReapApp is the ExecStopPost= of an app, and the ExecStartPost= of an init
 // app: it records the exit that env describes (in ExecStartPost=, the
 // success of an init app) at once, in the status file and the app's
-// record, applies [Decide], and stops the pod if that ends it. The exit of
+// record, applies [Decide], and stops the pod if that ends it. An exit that
+// the app's probe caused ([RunProbe]) is a restart, with no back-off, if
+// the probe restarted the app, and a failure if it ends the pod. The exit of
 // an init app is recorded once per invocation. It reaches the manager
 // only to end the pod: the start of a run that no backoff hook recorded
 // is left for [Shutdown] to read from systemd.
@@ -95,21 +106,38 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 	}
 	defer unlock()
 	now := time.Now()
-	others, err := othersIfAllEnded(stateDir, pod, m, app)
+	// The probe writes its state under the lock, after s was read.
+	fresh, err := readAppOrNew(stateDir, pod, app)
 	if err != nil {
 		return err
 	}
+	s.Probe = fresh.Probe
 	stop := stopping(stateDir, pod)
-	d, err := Decide(m, Event{
-		App:     app,
-		Exit:    exit,
-		History: History{LastDelay: s.Backoff, StartedAt: s.StartedAt},
-		Ended:   others,
-		Stopped: stop,
-		Now:     now,
-	})
-	if err != nil {
-		return err
+	var d Decision
+	if p := s.Probe; p != nil && p.Acted == RestartApp && !stop {
+		// The app's probe restarted it: whatever its restart policy, the
+		// exit is a restart, with no back-off.
+		p.Acted = ""
+		d.Restart = true
+	} else {
+		if p != nil && p.Acted == FailPod {
+			// The app's probe ends the pod: the exit is a failure.
+			exit.Success = false
+		}
+		others, err := othersIfAllEnded(stateDir, pod, m, app)
+		if err != nil {
+			return err
+		}
+		if d, err = Decide(m, Event{
+			App:     app,
+			Exit:    exit,
+			History: History{LastDelay: s.Backoff, StartedAt: s.StartedAt},
+			Ended:   others,
+			Stopped: stop,
+			Now:     now,
+		}); err != nil {
+			return err
+		}
 	}
 	s.ExitCode, s.Signal, s.Result = &exit.Code, exit.Signal, exit.Result
 	s.LastExitAt, s.Invocation = now, env.InvocationID

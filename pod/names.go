@@ -49,3 +49,9 @@ func ReaperUnit(pod, app string) string {
 func ShutdownUnit(pod string) string {
 	return "unitrun-pod-" + component(pod) + "-shutdown.service"
 }
+
+// ProbeUnit is the name of the service that runs the health probe of app of
+// pod.
+func ProbeUnit(pod, app string) string {
+	return "unitrun-pod-" + component(pod) + "-" + component(app) + "-probe.service"
+}

@@ -84,11 +84,13 @@ func render(m *Manifest, o RenderOptions, n Node) (*unit.File, error) {
 		desc += ": reaper of " + n.App
 	case ShutdownRole:
 		desc += ": shutdown"
+	case ProbeRole:
+		desc += ": probe of " + n.App
 	}
 	f.Set("Unit", "Description", unit.EscapeSpecifiers(desc))
 	f.Set("Unit", "DefaultDependencies", "no")
 	switch n.Role {
-	case AppRole:
+	case AppRole, ProbeRole:
 		f.Set("Unit", "StartLimitIntervalSec", "0")
 	case ReaperRole, ShutdownRole:
 		f.Set("Unit", "StopWhenUnneeded", "yes")
@@ -122,6 +124,10 @@ func render(m *Manifest, o RenderOptions, n Node) (*unit.File, error) {
 		err = idle(f, n, stop)
 	case ShutdownRole:
 		err = idle(f, n, h.argv("shutdown"))
+	case ProbeRole:
+		f.Set("Service", "Type", "exec")
+		f.Set("Service", "Slice", n.Slice)
+		err = setExec(f, "ExecStart", "", h.argv("probe", n.App))
 	}
 	return f, err
 }
@@ -138,8 +144,9 @@ func idle(f *unit.File, n Node, stop []string) error {
 
 // app writes the service of a, an app of m.
 func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
-	// Init apps never restart (see App.Init).
-	restartable := a.RestartPolicy != Never
+	// Init apps never restart (see App.Init); a probe may restart any
+	// other app.
+	restartable := a.RestartPolicy != Never || a.probeRestarts()
 	if a.Init {
 		f.Set("Service", "Type", "oneshot")
 		// A finished init app stays active, so that restarting another

@@ -76,16 +76,11 @@ func (r *Runner) Create(ctx context.Context, manifest []byte) (*Manifest, error)
 }
 
 // supported refuses what a manifest may say but the Runner does not do: a
-// pod under a systemd of its own (isolation: namespaces) and health probes.
+// pod under a systemd of its own (isolation: namespaces).
 func supported(m *Manifest) error {
 	var p problems
 	if m.Isolation != NoIsolation {
 		p.add("isolation", string(m.Isolation), "not supported by the runner, which runs pods on the manager it is given")
-	}
-	for i, a := range m.Apps {
-		if a.Probe != nil {
-			p.add(fmt.Sprintf("apps[%d].probe", i), "", "not supported by the runner")
-		}
 	}
 	return errors.Join(p...)
 }

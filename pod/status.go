@@ -57,6 +57,23 @@ type AppStatus struct {
 	// Invocation is systemd's $INVOCATION_ID of the run whose exit was
 	// recorded last, so that one run is never recorded twice.
 	Invocation string `json:"invocation_id,omitempty"`
+	// Probe is the state of the app's health probe, once it has run.
+	Probe *ProbeStatus `json:"probe,omitempty"`
+}
+
+// ProbeStatus is the state of an app's health probe.
+type ProbeStatus struct {
+	// LastResult is "success", "failure" or "timeout".
+	LastResult string `json:"last_result"`
+	// Message says why the last check failed.
+	Message string `json:"message,omitempty"`
+	// ConsecutiveFailures counts the failed checks since the last success
+	// or the last action; it is reset when the probe acts.
+	ConsecutiveFailures int `json:"consecutive_failures"`
+	// Acted is the action the probe took at its last failure threshold, set
+	// before it restarts the app or ends the pod, so that the app's exit is
+	// recorded as a restart or a failure.
+	Acted ProbeAction `json:"acted,omitempty"`
 }
 
 // PodStatus is the record of a pod. ExitCode is set once the pod has ended.
@@ -230,6 +247,16 @@ func (s AppStatus) validate() error {
 	}
 	if s.Restarts < 0 || s.Backoff < 0 {
 		return bad("restarts and backoff_ns must not be negative")
+	}
+	if p := s.Probe; p != nil {
+		switch {
+		case p.LastResult != ProbeSuccess && p.LastResult != ProbeFailure && p.LastResult != ProbeTimeout:
+			return bad("probe last_result %q: must be success, failure or timeout", p.LastResult)
+		case p.ConsecutiveFailures < 0:
+			return bad("probe consecutive_failures must not be negative")
+		case p.Acted != "" && p.Acted != RestartApp && p.Acted != FailPod:
+			return bad("probe acted %q: must be restart or fail-pod", p.Acted)
+		}
 	}
 	return nil
 }

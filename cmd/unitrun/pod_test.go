@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
@@ -198,4 +199,42 @@ apps:
 	if !strings.Contains(status, `"phase": "Succeeded"`) || !strings.Contains(status, `"exit_code": 143`) {
 		t.Errorf("status after Ctrl-C: %s", status)
 	}
+}
+
+func TestPodStatusShowsProbe(t *testing.T) {
+	dir := t.TempDir()
+	rmPod(t, dir, "probed")
+	if out, errs, code := podCLI(t, dir, "run", "--detach", manifestFile(t, `
+name: probed
+apps:
+  - name: a
+    exec: ["/bin/sleep", "600"]
+    probe:
+      exec: ["/bin/false"]
+      initialDelaySeconds: 1
+      failureThreshold: 1
+      action: restart
+`)); code != 0 {
+		t.Fatalf("pod run --detach: exit %d, %q, %q", code, out, errs)
+	}
+	var s struct {
+		Apps []struct {
+			Restarts int `json:"restarts"`
+			Probe    *struct {
+				LastResult          string `json:"last_result"`
+				ConsecutiveFailures *int   `json:"consecutive_failures"`
+			} `json:"probe"`
+		} `json:"apps"`
+	}
+	for range 600 {
+		out, errs, _ := podCLI(t, dir, "status", "--json", "probed")
+		if err := json.Unmarshal([]byte(out), &s); err != nil {
+			t.Fatalf("pod status --json: %v: %q, %q", err, out, errs)
+		}
+		if a := s.Apps[0]; a.Restarts >= 2 && a.Probe != nil && a.Probe.LastResult == "failure" && a.Probe.ConsecutiveFailures != nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("pod status --json never showed two probe restarts: %+v", s.Apps[0])
 }

@@ -40,6 +40,9 @@ func newPodHookCmds(f *podFlags) []*cobra.Command {
 		hook("reap POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
 			return pod.Reap(dir, args[0], args[1])
 		}),
+		hook("probe POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
+			return pod.RunProbe(cmd.Context(), dir, args[0], args[1], f.g.open)
+		}),
 		hook("shutdown POD", 1, func(cmd *cobra.Command, dir string, args []string) error {
 			return pod.Shutdown(cmd.Context(), dir, args[0], f.g.open)
 		}),

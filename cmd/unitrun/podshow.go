@@ -34,6 +34,8 @@ type appView struct {
 	Restarts   int          `json:"restarts"`
 	StartedAt  *time.Time   `json:"started_at"`
 	FinishedAt *time.Time   `json:"finished_at"`
+	// Probe is set once the app's probe has run.
+	Probe *pod.ProbeStatus `json:"probe,omitempty"`
 }
 
 // timePtr is t, or nil for the zero time.
@@ -47,7 +49,7 @@ func timePtr(t time.Time) *time.Time {
 func newPodView(s pod.PodStatus) podView {
 	v := podView{Name: s.Name, Phase: s.Phase, ExitCode: s.ExitCode, ExitPolicy: string(s.ExitPolicy), StartedAt: timePtr(s.StartedAt), FinishedAt: timePtr(s.FinishedAt), Apps: []appView{}}
 	for _, a := range s.Apps {
-		v.Apps = append(v.Apps, appView{a.Name, a.State, a.ExitCode, a.Signal, a.Result, a.Restarts, timePtr(a.StartedAt), timePtr(a.FinishedAt)})
+		v.Apps = append(v.Apps, appView{a.Name, a.State, a.ExitCode, a.Signal, a.Result, a.Restarts, timePtr(a.StartedAt), timePtr(a.FinishedAt), a.Probe})
 	}
 	return v
 }
@@ -57,6 +59,15 @@ func printPodJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// probeCell prints a probe's last result and its consecutive failures, or
+// "-" for an app whose probe has not run.
+func probeCell(p *pod.ProbeStatus) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%s, %d failing", p.LastResult, p.ConsecutiveFailures)
 }
 
 // code prints an exit code, or "-".
@@ -91,9 +102,9 @@ func newPodStatusCmd(f *podFlags) *cobra.Command {
 			}
 			fmt.Fprintf(w, "pod %s: %s, exit code %s\n", s.Name, s.Phase, code(s.ExitCode))
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "APP\tSTATE\tEXIT\tRESTARTS\tSTARTED\tFINISHED")
+			fmt.Fprintln(tw, "APP\tSTATE\tEXIT\tRESTARTS\tSTARTED\tFINISHED\tPROBE")
 			for _, a := range s.Apps {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", a.Name, a.State, code(a.ExitCode), a.Restarts, stamp(a.StartedAt), stamp(a.FinishedAt))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.Name, a.State, code(a.ExitCode), a.Restarts, stamp(a.StartedAt), stamp(a.FinishedAt), probeCell(a.Probe))
 			}
 			return tw.Flush()
 		},

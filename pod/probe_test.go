@@ -1,0 +1,141 @@
+package pod
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// flakyServer is an HTTP server on 127.0.0.1:argv[1] that answers 200 to
+// its first argv[2] requests and 500 to every later one.
+const flakyServer = `
+import http.server, sys
+n = 0
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        global n
+        n += 1
+        self.send_response(200 if n <= int(sys.argv[2]) else 500)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+`
+
+// freePort returns a TCP port of 127.0.0.1 that nothing listens on.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// flakyPod is the manifest of pod name, whose app api serves two good
+// answers per run, probed over HTTP with action.
+func flakyPod(t *testing.T, name string, action ProbeAction) string {
+	port := freePort(t)
+	argv, err := json.Marshal([]string{"/usr/bin/python3", "-c", flakyServer, fmt.Sprint(port), "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf(`
+name: %s
+apps:
+  - name: api
+    exec: %s
+    probe:
+      http: {port: %d, path: /healthz}
+      periodSeconds: 1
+      failureThreshold: 2
+      action: %s
+`, name, argv, port, action)
+}
+
+// poll waits, for at most a minute, until ok holds for pod name's status,
+// and returns that status.
+func poll(t *testing.T, r *Runner, name string, ok func(PodStatus) bool) PodStatus {
+	t.Helper()
+	var s PodStatus
+	var err error
+	for range 1200 {
+		if s, err = r.Status(context.Background(), name); err == nil && ok(s) {
+			return s
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	data, _ := json.Marshal(s)
+	t.Fatalf("pod %s: status %s, %v", name, data, err)
+	return s
+}
+
+func TestProbeRestart(t *testing.T) {
+	r := newRunner(t)
+	name := run(t, r, flakyPod(t, "probe-restart", RestartApp), "")
+	s := poll(t, r, name, func(s PodStatus) bool { return s.Apps[0].Restarts >= 2 })
+	if s.Phase != PodRunning {
+		t.Errorf("pod %s after two probe restarts: %s", name, s.Phase)
+	}
+	s = poll(t, r, name, func(s PodStatus) bool { return s.Apps[0].State == AppRunning && s.Apps[0].Probe != nil })
+	if p := s.Apps[0].Probe; p.Acted != "" || p.ConsecutiveFailures >= 2 {
+		t.Errorf("probe of a restarted app: %+v", p)
+	}
+}
+
+func TestProbeFailPod(t *testing.T) {
+	r := newRunner(t)
+	name := run(t, r, flakyPod(t, "probe-fail", FailPod), "")
+	s := wait(t, r, name)
+	if s.Phase != PodFailed {
+		t.Errorf("pod %s: %s, want Failed", name, s.Phase)
+	}
+	a := appOf(t, s, "api")
+	if a.State != AppFailed || a.Restarts != 0 {
+		t.Errorf("app api: %s after %d restarts, want failed after none", a.State, a.Restarts)
+	}
+	if p := a.Probe; p == nil || p.LastResult != ProbeFailure || p.ConsecutiveFailures != 2 || p.Acted != FailPod {
+		t.Errorf("probe: %+v", p)
+	}
+}
+
+func TestProbeExecHangs(t *testing.T) {
+	r := newRunner(t)
+	// A duration of its own tells the probe's sleep from any other; the
+	// shell waits for it, as a child of its own.
+	hang := fmt.Sprintf("29.%d", os.Getpid()%1000)
+	name := run(t, r, fmt.Sprintf(`
+name: probe-hang
+apps:
+  - name: app
+    exec: ["/bin/sleep", "600"]
+    probe:
+      exec: ["/bin/sh", "-c", "sleep %s; true"]
+      timeoutSeconds: 1
+      failureThreshold: 1
+      action: fail-pod
+`, hang), "")
+	s := wait(t, r, name)
+	if s.Phase != PodFailed {
+		t.Errorf("pod %s: %s, want Failed", name, s.Phase)
+	}
+	if p := appOf(t, s, "app").Probe; p == nil || p.LastResult != ProbeTimeout || p.Acted != FailPod {
+		t.Errorf("probe: %+v", p)
+	}
+	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range procs {
+		if data, err := os.ReadFile(path); err == nil && strings.Contains(string(data), "sleep\x00"+hang+"\x00") {
+			t.Errorf("the hung probe is still running: %s", path)
+		}
+	}
+}

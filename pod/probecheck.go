@@ -1,0 +1,113 @@
+package pod
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"os/user"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// check runs a's probe once, bounded by timeout, and returns its result and,
+// for a failure, why. An exec probe runs a's Probe.Exec as a's User= and
+// Group=, when set, in a process group of its own that is killed at the
+// timeout; an http probe GETs http://127.0.0.1:PORT/PATH and wants a status
+// in range; a tcp probe opens a connection to 127.0.0.1:PORT.
+func (a *App) check(ctx context.Context, timeout time.Duration) (string, string) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var err error
+	switch p := a.Probe; {
+	case p.Exec != nil:
+		err = a.execCheck(ctx)
+	case p.HTTP != nil:
+		err = httpCheck(ctx, p.HTTP)
+	case p.TCP != nil:
+		var c net.Conn
+		if c, err = new(net.Dialer).DialContext(ctx, "tcp", localAddr(p.TCP.Port)); err == nil {
+			c.Close()
+		}
+	}
+	switch {
+	case err == nil:
+		return ProbeSuccess, ""
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return ProbeTimeout, fmt.Sprintf("no answer within %v", timeout)
+	}
+	return ProbeFailure, err.Error()
+}
+
+func localAddr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+
+func httpCheck(ctx context.Context, p *HTTPProbe) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+localAddr(p.Port)+p.Path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode < p.Status.Min || resp.StatusCode > p.Status.Max {
+		return fmt.Errorf("status %d, want %d-%d", resp.StatusCode, p.Status.Min, p.Status.Max)
+	}
+	return nil
+}
+
+// execCheck runs the exec probe of a until it exits or ctx is done, when
+// its whole process group is killed.
+func (a *App) execCheck(ctx context.Context) error {
+	cmd := exec.CommandContext(ctx, a.Probe.Exec[0], a.Probe.Exec[1:]...)
+	cmd.Dir = a.WorkingDir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cred, err := a.credential()
+	if err != nil {
+		return err
+	}
+	cmd.SysProcAttr.Credential = cred
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	return cmd.Run()
+}
+
+// credential is who an exec probe of a runs as: a's User= and Group= (the
+// user's primary group if a has no Group=), without supplementary groups;
+// nil, the probe service's own user, if a has no User= or Group=.
+func (a *App) credential() (*syscall.Credential, error) {
+	if a.User == "" && a.Group == "" {
+		return nil, nil
+	}
+	uid, gid := uint64(syscall.Getuid()), uint64(syscall.Getgid())
+	if a.User != "" {
+		u, err := user.Lookup(a.User)
+		if err != nil {
+			if u, err = user.LookupId(a.User); err != nil {
+				return nil, err
+			}
+		}
+		if uid, err = strconv.ParseUint(u.Uid, 10, 32); err != nil {
+			return nil, err
+		}
+		if gid, err = strconv.ParseUint(u.Gid, 10, 32); err != nil {
+			return nil, err
+		}
+	}
+	if a.Group != "" {
+		g, err := user.LookupGroup(a.Group)
+		if err != nil {
+			if g, err = user.LookupGroupId(a.Group); err != nil {
+				return nil, err
+			}
+		}
+		if gid, err = strconv.ParseUint(g.Gid, 10, 32); err != nil {
+			return nil, err
+		}
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
+}
