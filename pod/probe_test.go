@@ -108,9 +108,7 @@ func TestProbeFailPod(t *testing.T) {
 
 func TestProbeExecHangs(t *testing.T) {
 	r := newRunner(t)
-	// A duration of its own tells the probe's sleep from any other; the
-	// shell waits for it, as a child of its own.
-	hang := fmt.Sprintf("29.%d", os.Getpid()%1000)
+	hang := hangDuration()
 	name := run(t, r, fmt.Sprintf(`
 name: probe-hang
 apps:
@@ -129,13 +127,24 @@ apps:
 	if p := appOf(t, s, "app").Probe; p == nil || p.LastResult != ProbeTimeout || p.Acted != FailPod {
 		t.Errorf("probe: %+v", p)
 	}
+	wantGone(t, "sleep", hang)
+}
+
+// hangDuration is a number of seconds, near 30, of this test process's own,
+// which tells its probes' sleep from any other.
+func hangDuration() string { return fmt.Sprintf("29.%d", os.Getpid()%1000) }
+
+// wantGone fails t if a process runs argv.
+func wantGone(t *testing.T, argv ...string) {
+	t.Helper()
 	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
 	if err != nil {
 		t.Fatal(err)
 	}
+	cmdline := strings.Join(argv, "\x00") + "\x00"
 	for _, path := range procs {
-		if data, err := os.ReadFile(path); err == nil && strings.Contains(string(data), "sleep\x00"+hang+"\x00") {
-			t.Errorf("the hung probe is still running: %s", path)
+		if data, err := os.ReadFile(path); err == nil && string(data) == cmdline {
+			t.Errorf("%q still runs: %s", argv, path)
 		}
 	}
 }
