@@ -134,6 +134,7 @@ func TestPodExitCode(t *testing.T) {
 		{"first failure by time", []Outcome{{App: "a", Exit: fail1, At: now}, {App: "b", Exit: fail4, At: earlier}}, 4},
 		{"signal", []Outcome{{App: "a", Exit: ok, At: earlier}, {App: "b", Exit: killed, At: now}}, 137},
 		{"tie keeps list order", []Outcome{{App: "a", Exit: fail1, At: now}, {App: "b", Exit: fail4, At: now}}, 1},
+		{"failure with code 0", []Outcome{{App: "a", Exit: ok, At: earlier}, {App: "b", Exit: Exit{Code: 0, Result: "success"}, At: now}}, 1},
 	} {
 		if got := PodExitCode(c.ended); got != c.want {
 			t.Errorf("%s: PodExitCode = %d, want %d", c.name, got, c.want)

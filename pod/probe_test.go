@@ -106,6 +106,23 @@ func TestProbeFailPod(t *testing.T) {
 	}
 }
 
+func TestProbeFailPodCleanExit(t *testing.T) {
+	r := newRunner(t)
+	name := run(t, r, `
+name: probe-clean
+apps:
+  - name: app
+    exec: ["/bin/sh", "-c", "trap 'exit 0' TERM; sleep 600 & wait"]
+    probe:
+      exec: ["/bin/false"]
+      failureThreshold: 1
+      action: fail-pod
+`, "")
+	s := wait(t, r, name)
+	wantPod(t, s, PodFailed, 1)
+	wantApp(t, s, "app", AppFailed, 0)
+}
+
 func TestProbeExecHangs(t *testing.T) {
 	r := newRunner(t)
 	hang := hangDuration()
