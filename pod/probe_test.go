@@ -165,3 +165,25 @@ func wantGone(t *testing.T, argv ...string) {
 		}
 	}
 }
+
+func TestProbeWaitsOutBackoff(t *testing.T) {
+	r := newRunner(t)
+	port := freePort(t)
+	name := run(t, r, fmt.Sprintf(`
+name: probe-backoff
+restartPolicy: Always
+restartBackoff: {initial: 3s}
+apps:
+  - name: app
+    exec: ["/usr/bin/python3", "-c", "import socket, sys, time; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1', %d)); s.listen(); time.sleep(1.5); sys.exit(1)"]
+    probe:
+      tcp: {port: %d}
+      periodSeconds: 1
+      failureThreshold: 2
+      action: fail-pod
+`, port, port), "")
+	s := poll(t, r, name, func(s PodStatus) bool { return s.Phase != PodRunning || s.Apps[0].Restarts >= 2 })
+	if s.Phase != PodRunning {
+		t.Errorf("pod %s: %s; the probe failed it while its app waited out a back-off", name, s.Phase)
+	}
+}
