@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/unitrun/unitrun/hostapi"
@@ -112,19 +113,66 @@ func (c *Client) Wait(ctx context.Context, id string) (*hostapi.Record, error) {
 }
 
 // Logs copies the job's output to w: what it has written so far, or with
-// follow everything until the job ends.
+// follow everything until the job ends. A followed stream that breaks, or
+// ends while the job has not (the daemon was restarted), is resumed where
+// it stopped, reconnecting as Wait does, so every byte reaches w once.
 func (c *Client) Logs(ctx context.Context, id string, follow bool, w io.Writer) error {
-	path := "/v1/jobs/" + url.PathEscape(id) + "/logs"
-	if follow {
-		path += "?follow=1"
-	}
-	resp, err := c.send(ctx, http.MethodGet, path, nil)
-	if err != nil {
+	base := "/v1/jobs/" + url.PathEscape(id) + "/logs"
+	if !follow {
+		resp, err := c.send(ctx, http.MethodGet, base, nil)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		_, err = io.Copy(w, resp.Body)
 		return err
 	}
-	defer resp.Body.Close()
-	_, err = io.Copy(w, resp.Body)
-	return err
+	var offset int64
+	delay := 50 * time.Millisecond
+	for {
+		resp, err := c.send(ctx, http.MethodGet, base+"?follow=1&offset="+strconv.FormatInt(offset, 10), nil)
+		var e *hostapi.Error
+		if errors.As(err, &e) && e.Code != hostapi.CodeInternal {
+			return err // the daemon's own answer, such as an unknown job
+		}
+		if err == nil {
+			cw := &countingWriter{w: w}
+			_, cerr := io.Copy(cw, resp.Body)
+			resp.Body.Close()
+			offset += cw.n
+			if cw.err != nil {
+				return cw.err // w refused: not the stream's fault
+			}
+			if cerr == nil {
+				if rec, err := c.Job(ctx, id); err == nil && rec.Done() {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// countingWriter counts what reaches w and keeps w's own error apart from
+// the stream's.
+type countingWriter struct {
+	w   io.Writer
+	n   int64
+	err error
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	if err != nil {
+		c.err = err
+	}
+	return n, err
 }
 
 // do sends a request and decodes the JSON response into out.

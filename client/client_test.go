@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -216,5 +217,51 @@ func waitGone(t *testing.T, conn *manager.Conn, name string) {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A followed log survives a daemon killed mid-stream: the client resumes
+// where it stopped, and every byte arrives once.
+func TestLogsFollowResumesAcrossRestart(t *testing.T) {
+	d := systemdtest.NewDaemon(t, testConfig)
+	d.Start(t)
+	c := client.New(d.API)
+	ctx := timeout(t)
+	id, err := c.Call(ctx, "slow", []string{"1.5", "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- c.Logs(ctx, id, true, &out) }()
+	for !strings.Contains(out.String(), "started") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	d.Cmd.Process.Kill()
+	d.Cmd.Wait()
+	d.Start(t)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != "started\nended\n" {
+		t.Errorf("followed log %q, want each line once", got)
 	}
 }

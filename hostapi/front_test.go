@@ -122,6 +122,7 @@ func TestHTTPCurl(t *testing.T) {
 		{nil, []string{"-X", "POST", "-d", `{"args": ["` + strings.Repeat("x", 70000) + `"]}`, host + "/v1/ops/sleep"}, 413, CodeTooLarge},
 		{setpriv, []string{"-X", "POST", "-d", `{"wait": true}`, host + "/v1/ops/echo"}, 403, CodeUnauthorized},
 		{setpriv, []string{host + "/v1/jobs/" + rec.ID}, 404, CodeNotFound},
+		{nil, []string{host + "/v1/jobs/" + rec.ID + "/logs?offset=-1"}, 400, CodeBadRequest},
 	}
 	for _, tt := range errs {
 		status, body := curl(t, api, tt.as, tt.args...)

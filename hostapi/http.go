@@ -31,7 +31,7 @@ type peer struct {
 //	GET    /v1/jobs                  the records the caller may see, newest first
 //	GET    /v1/jobs/{id}             the record
 //	GET    /v1/jobs/{id}/wait        the record once the job has ended
-//	GET    /v1/jobs/{id}/logs        the output log; ?follow=1 streams it until the job ends
+//	GET    /v1/jobs/{id}/logs        the output log; ?follow=1 streams it until the job ends, ?offset=N starts at byte N
 //	DELETE /v1/jobs/{id}             cancel; the record once the job has ended
 //
 // Errors are {"error": {"code": ..., "message": ...}} with the status of

@@ -7,18 +7,19 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 )
 
 // followPoll is how often a followed log is re-read for new output.
 const followPoll = 50 * time.Millisecond
 
-// CopyOutput copies the job's output log to w. With follow, it goes on
-// copying what the job's unit appends until the job has ended (then it
-// copies the rest and returns) or ctx ends. A job whose unit writes no
-// log (a unit op, which logs to the journal) has empty output. flush, when
-// not nil, is called after each chunk.
-func (d *Daemon) CopyOutput(ctx context.Context, w io.Writer, id string, follow bool, flush func()) error {
+// CopyOutput copies the job's output log, from byte offset on, to w. With
+// follow, it goes on copying what the job's unit appends until the job has
+// ended (then it copies the rest and returns) or ctx ends. A job whose unit
+// writes no log (a unit op, which logs to the journal) has empty output.
+// flush, when not nil, is called after each chunk.
+func (d *Daemon) CopyOutput(ctx context.Context, w io.Writer, id string, offset int64, follow bool, flush func()) error {
 	if _, err := d.Get(id); err != nil {
 		return err
 	}
@@ -38,6 +39,8 @@ func (d *Daemon) CopyOutput(ctx context.Context, w io.Writer, id string, follow 
 			if errors.Is(err, fs.ErrNotExist) {
 				f = nil
 			} else if err != nil {
+				return err
+			} else if _, err := f.Seek(offset, io.SeekStart); err != nil {
 				return err
 			}
 		}
@@ -67,12 +70,22 @@ func (h *httpAPI) logs(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	follow := r.URL.Query().Get("follow")
+	q := r.URL.Query()
+	follow := q.Get("follow")
+	var offset int64
+	if o := q.Get("offset"); o != "" {
+		n, err := strconv.ParseInt(o, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, errorf(CodeBadRequest, "offset "+strconv.Quote(o)+": must be a byte count, 0 or more"))
+			return
+		}
+		offset = n
+	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	flush := func() {}
 	if fl, ok := w.(http.Flusher); ok {
 		flush = fl.Flush
 	}
-	h.d.CopyOutput(r.Context(), w, rec.ID, follow == "1" || follow == "true", flush)
+	h.d.CopyOutput(r.Context(), w, rec.ID, offset, follow == "1" || follow == "true", flush)
 }
