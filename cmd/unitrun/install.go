@@ -41,13 +41,8 @@ with --now, start them. Ops go in /etc/unitrun/ops.d (see docs/hostapi.md).
 		Example: "  unitrun install --now\n  unitrun install --bin-dir /usr/local/bin --runtime",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			mgr, err := g.open(ctx)
+			err := g.withManager(cmd.Context(), func(mgr *manager.Conn) error { return install(cmd.Context(), mgr, f) })
 			if err != nil {
-				return &exitError{code: exitFailed, err: err}
-			}
-			defer mgr.Close()
-			if err := install(ctx, mgr, f); err != nil {
 				return &exitError{code: exitFailed, err: err}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "installed %s and %s in %s\n", filepath.Join(f.binDir, "unitrun"), strings.Join(dist.DaemonUnits, ", "), f.unitDir)
@@ -67,13 +62,8 @@ func newUninstallCmd(g *globals) *cobra.Command {
 		Example: "  unitrun uninstall\n  unitrun uninstall --bin-dir /usr/local/bin --runtime",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			mgr, err := g.open(ctx)
+			err := g.withManager(cmd.Context(), func(mgr *manager.Conn) error { return uninstall(cmd.Context(), mgr, f) })
 			if err != nil {
-				return &exitError{code: exitFailed, err: err}
-			}
-			defer mgr.Close()
-			if err := uninstall(ctx, mgr, f); err != nil {
 				return &exitError{code: exitFailed, err: err}
 			}
 			return nil

@@ -46,6 +46,17 @@ func (g *globals) open(ctx context.Context) (*manager.Conn, error) {
 	return manager.Open(ctx, g.manager, manager.Options{EmbeddedDir: g.embeddedDir})
 }
 
+// withManager reaches the manager, runs do on it and closes the
+// connection; a manager that cannot be reached exits 125.
+func (g *globals) withManager(ctx context.Context, do func(mgr *manager.Conn) error) error {
+	mgr, err := g.open(ctx)
+	if err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
+	defer mgr.Close()
+	return do(mgr)
+}
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRoot().ExecuteContext(ctx)

@@ -68,6 +68,17 @@ func (f *podFlags) runner(ctx context.Context) (r *pod.Runner, close func(), err
 	return r, func() { mgr.Close() }, nil
 }
 
+// withRunner reaches the manager, runs do with a runner on it and closes
+// the connection.
+func (f *podFlags) withRunner(cmd *cobra.Command, do func(r *pod.Runner) error) error {
+	r, done, err := f.runner(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer done()
+	return do(r)
+}
+
 // hookManager is the --manager value that the pod's hooks, run by the
 // manager itself, reach it with: the embedded manager by its socket, since
 // the hooks do not see unitrun's --embedded-dir.

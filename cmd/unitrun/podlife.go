@@ -32,17 +32,14 @@ func newPodCreateCmd(f *podFlags) *cobra.Command {
 		Short: "Validate a manifest and prepare its pod: write its units and state, start nothing",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, done, err := f.runner(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
-			m, err := create(cmd.Context(), r, args[0])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), m.Name)
-			return nil
+			return f.withRunner(cmd, func(r *pod.Runner) error {
+				m, err := create(cmd.Context(), r, args[0])
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), m.Name)
+				return nil
+			})
 		},
 	}
 }
@@ -56,12 +53,9 @@ func newPodStartCmd(f *podFlags) *cobra.Command {
 		Short: "Start a created pod and return once its apps have started",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, done, err := f.runner(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
-			return failed(r.Start(cmd.Context(), args[0], pod.ExitPolicy(policy)))
+			return f.withRunner(cmd, func(r *pod.Runner) error {
+				return failed(r.Start(cmd.Context(), args[0], pod.ExitPolicy(policy)))
+			})
 		},
 	}
 	exitPolicyFlag(cmd, &policy)
@@ -144,16 +138,13 @@ func newPodStopCmd(f *podFlags) *cobra.Command {
 		Short: "Stop a pod gracefully, recording every app's exit, and exit with its exit code",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, done, err := f.runner(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
-			s, err := r.Stop(cmd.Context(), args[0], timeout)
-			if err != nil {
-				return failed(err)
-			}
-			return podExit(s)
+			return f.withRunner(cmd, func(r *pod.Runner) error {
+				s, err := r.Stop(cmd.Context(), args[0], timeout)
+				if err != nil {
+					return failed(err)
+				}
+				return podExit(s)
+			})
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill what is left of the pod after this long (0: wait for the apps' stop timeouts)")
@@ -169,12 +160,9 @@ func newPodRmCmd(f *podFlags) *cobra.Command {
 		Short: "Remove a pod: its units, state and logs",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, done, err := f.runner(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
-			return failed(r.Remove(cmd.Context(), args[0], force))
+			return f.withRunner(cmd, func(r *pod.Runner) error {
+				return failed(r.Remove(cmd.Context(), args[0], force))
+			})
 		},
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "stop a running pod first")

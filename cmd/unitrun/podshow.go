@@ -87,26 +87,23 @@ func newPodStatusCmd(f *podFlags) *cobra.Command {
 		Short: "Print a pod's phase and each app's state, exit code and restarts",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, done, err := f.runner(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
-			s, err := r.Status(cmd.Context(), args[0])
-			if err != nil {
-				return failed(err)
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				return printPodJSON(w, newPodView(s))
-			}
-			fmt.Fprintf(w, "pod %s: %s, exit code %s\n", s.Name, s.Phase, code(s.ExitCode))
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "APP\tSTATE\tEXIT\tRESTARTS\tSTARTED\tFINISHED\tPROBE")
-			for _, a := range s.Apps {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.Name, a.State, code(a.ExitCode), a.Restarts, stamp(a.StartedAt), stamp(a.FinishedAt), probeCell(a.Probe))
-			}
-			return tw.Flush()
+			return f.withRunner(cmd, func(r *pod.Runner) error {
+				s, err := r.Status(cmd.Context(), args[0])
+				if err != nil {
+					return failed(err)
+				}
+				w := cmd.OutOrStdout()
+				if asJSON {
+					return printPodJSON(w, newPodView(s))
+				}
+				fmt.Fprintf(w, "pod %s: %s, exit code %s\n", s.Name, s.Phase, code(s.ExitCode))
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "APP\tSTATE\tEXIT\tRESTARTS\tSTARTED\tFINISHED\tPROBE")
+				for _, a := range s.Apps {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.Name, a.State, code(a.ExitCode), a.Restarts, stamp(a.StartedAt), stamp(a.FinishedAt), probeCell(a.Probe))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
