@@ -44,7 +44,7 @@ func benchDaemon(b *testing.B) (*Daemon, *http.Client) {
 	}
 	srv := NewHTTPServer(d)
 	go srv.Serve(l)
-	b.Cleanup(func() { srv.Close() })
+	b.Cleanup(func() { srv.Close(); d.Close() })
 	return d, &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 	}}}

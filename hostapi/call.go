@@ -123,8 +123,8 @@ func (d *Daemon) startLocked(l *liveJob) error {
 }
 
 // goLocked runs fn for the job in a goroutine, with a context that Cancel
-// ends, and records the outcome it returns. The job is its op's running
-// job while fn runs.
+// ends, and records the outcome it returns, unless nil (fn recorded it).
+// The job is its op's running job until its outcome is recorded.
 func (d *Daemon) goLocked(l *liveJob, fn func(context.Context, *liveJob) outcome) {
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
@@ -133,7 +133,9 @@ func (d *Daemon) goLocked(l *liveJob, fn func(context.Context, *liveJob) outcome
 	}
 	go func() {
 		defer cancel()
-		d.finish(l, fn(ctx, l))
+		if set := fn(ctx, l); set != nil {
+			d.finish(l, set)
+		}
 	}()
 }
 

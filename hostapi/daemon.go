@@ -53,6 +53,8 @@ type Daemon struct {
 	running map[string]*liveJob // the running job of each exclusive op
 	queues  map[string][]*liveJob
 	closed  bool
+	// releasing counts the units of recorded jobs not yet released.
+	releasing sync.WaitGroup
 }
 
 // liveJob is a job that is queued or running. Its rec is guarded by the
@@ -178,12 +180,14 @@ func (d *Daemon) Cancel(ctx context.Context, id string) (*Record, error) {
 }
 
 // Close makes the daemon stop recording: jobs that end afterwards are left
-// for a later Daemon's Recover. It stops no unit. Close the manager
+// for a later Daemon's Recover. It stops no running unit, but waits for the
+// units of jobs already recorded to be released. Close the manager
 // connection after Close to end the goroutines that watch the units.
 func (d *Daemon) Close() {
 	d.mu.Lock()
 	d.closed = true
 	d.mu.Unlock()
+	d.releasing.Wait()
 }
 
 // Prune removes old finished records by the config's limits.

@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/godbus/dbus/v5"
+
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/unit"
 )
 
 // testOps is the config the daemon tests run; @DIR@ is replaced by a
@@ -93,6 +96,8 @@ func newTestDaemon(t *testing.T, mgr *manager.Conn, extra string) (*Daemon, stri
 	if err := d.Recover(); err != nil {
 		t.Fatal(err)
 	}
+	// Before the temp dir goes: units still being released write there.
+	t.Cleanup(d.Close)
 	return d, dir
 }
 
@@ -337,5 +342,60 @@ func TestDaemonRecover(t *testing.T) {
 	r, err = d2.Wait(ctx, gone.ID)
 	if err != nil || r.State != StateFailed || r.Signal != "KILL" || r.Result != "signal" {
 		t.Errorf("collected job: %+v, %v: want failed by signal KILL", r, err)
+	}
+}
+
+// TestRecoverReleasesFinishedUnits checks that a unit whose job's outcome
+// was recorded, by a daemon that died before releasing it, is collected by
+// the next daemon, and that a unit op's unit is not touched.
+func TestRecoverReleasesFinishedUnits(t *testing.T) {
+	conn := systemdtest.Conn(t)
+	d1, _ := newTestDaemon(t, conn, "")
+	store := d1.store
+	d1.Close()
+	start := func(name string) {
+		t.Helper()
+		props := []unit.Property{
+			{Name: "Type", Value: dbus.MakeVariant("oneshot")},
+			{Name: "RemainAfterExit", Value: dbus.MakeVariant(true)},
+			{Name: "ExecStart", Value: dbus.MakeVariant([]execCommand{{Path: "/bin/true", Args: []string{"/bin/true"}}})},
+		}
+		if _, err := conn.StartTransientUnit(context.Background(), name, "fail", props); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.StopUnit(context.Background(), name, "replace") })
+	}
+	finished := &Record{ID: store.NewID(), Op: "true", State: StateSucceeded, CreatedAt: time.Now()}
+	finished.Unit = "unitrun-test-" + strings.ToLower(finished.ID) + ".service"
+	host := &Record{ID: store.NewID(), Op: "pivot", State: StateSucceeded, Unit: "unitrun-test-host-unit.service", CreatedAt: time.Now()}
+	for _, r := range []*Record{finished, host} {
+		start(r.Unit)
+		if err := store.Put(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d2 := NewDaemon(d1.cfg, store, conn)
+	if err := d2.Recover(); err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	state := func(name string) string {
+		props, err := conn.Properties(context.Background(), name, manager.UnitIface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if props["LoadState"].Value() == "not-found" {
+			return "gone"
+		}
+		return props["ActiveState"].Value().(string)
+	}
+	for deadline := time.Now().Add(10 * time.Second); state(finished.Unit) != "gone" && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if s := state(finished.Unit); s != "gone" {
+		t.Errorf("unit of the finished job: %s, want gone", s)
+	}
+	if s := state(host.Unit); s != "active" {
+		t.Errorf("unit op's unit: %s, want left active", s)
 	}
 }

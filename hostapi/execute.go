@@ -38,6 +38,8 @@ type execCommand struct {
 // runExec runs an exec op as the transient unit named in the record, its
 // output appended to the job's output log and its outcome written by
 // ExecStopPost= to the job's outcome file, so that both outlive the daemon.
+// It records the outcome itself, before the unit is released, and returns
+// nil.
 func (d *Daemon) runExec(ctx context.Context, l *liveJob) outcome {
 	id := l.rec.ID
 	out, err := d.store.OpenOutput(id)
@@ -62,8 +64,20 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob) outcome {
 	c.Properties = append(l.bind, unit.Property{
 		Name: "ExecStopPost", Value: dbus.MakeVariant([]execCommand{{Path: post[0], Args: post}}),
 	})
-	err = c.Run()
-	return fromStatus(c.Status, err)
+	// The outcome is recorded, and waiters answered, as soon as it is
+	// known; the unit's release (its stop, which runs the outcome writer)
+	// follows. A daemon that dies in between releases it in Recover.
+	released := false
+	c.Exited = func(st *job.Status, err error) {
+		d.releasing.Add(1)
+		released = true
+		d.finish(l, fromStatus(st, err))
+	}
+	c.Run()
+	if released {
+		d.releasing.Done()
+	}
+	return nil
 }
 
 // startUnit writes the op's request file, when it has one, and starts its

@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
 )
 
 // Recover takes over the jobs that an earlier daemon on the same store left
-// unfinished, oldest first. A running job whose unit is still loaded is
+// unfinished, oldest first, after releasing the units of finished jobs that
+// it recorded but did not live to release. A running job whose unit is still loaded is
 // re-attached (job.Attach) and its outcome recorded when it ends; one whose
 // unit is gone gets the outcome its ExecStopPost= wrote, or fails with a
 // message saying the outcome is lost. Queued jobs are queued again, and run
@@ -22,6 +25,7 @@ import (
 func (d *Daemon) Recover() error {
 	recs, err := d.store.List()
 	slices.Reverse(recs)
+	d.releaseFinished(recs)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var queued []*liveJob
@@ -72,4 +76,45 @@ func (d *Daemon) reattach(ctx context.Context, l *liveJob) outcome {
 		return failed(fmt.Sprintf("unit %s is gone and left no outcome: the daemon stopped before the unit started, or the unit's ExecStopPost= did not run", l.rec.Unit))
 	}
 	return fromOutcome(o)
+}
+
+// releaseFinished lets systemd collect the units of finished exec jobs that
+// are still loaded: the daemon records an outcome before it releases the
+// unit, and may die in between. A unit left active is stopped (its
+// outcome writer runs, to no effect) and a failed one is reset. Units of
+// unit ops are the host's own and are left alone.
+func (d *Daemon) releaseFinished(recs []*Record) {
+	finished := make(map[string]bool)
+	for _, r := range recs {
+		if r.Done() && strings.HasSuffix(r.Unit, strings.ToLower(r.ID)+".service") {
+			finished[r.Unit] = true
+		}
+	}
+	if len(finished) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	loaded, err := d.mgr.ListUnitNames(ctx, "")
+	if err != nil {
+		d.Logf("hostapi: listing units to release finished jobs' units: %v", err)
+		return
+	}
+	for _, name := range loaded {
+		if !finished[name] {
+			continue
+		}
+		props, err := d.mgr.Properties(ctx, name, manager.UnitIface)
+		if err != nil {
+			continue
+		}
+		if props["ActiveState"].Value() == "failed" {
+			err = d.mgr.ResetFailedUnit(ctx, name)
+		} else {
+			_, err = d.mgr.StopUnit(ctx, name, "replace")
+		}
+		if err != nil {
+			d.Logf("hostapi: releasing %s, the unit of a finished job: %v", name, err)
+		}
+	}
 }

@@ -83,6 +83,14 @@ type Cmd struct {
 	// Retry, if set, reruns the command as a fresh unit after outcomes it
 	// names. Stdin must then be nil or an *os.File that can be re-read.
 	Retry *RetryPolicy
+	// Exited, if set, is called once with the final Status (nil if the
+	// command never ran) and the error that Wait or Run will return, as
+	// soon as that outcome is known: for a run that ended after its start,
+	// before its unit is released (stopped, its ExecStopPost= commands run,
+	// collected), which Wait and Run still wait for. Output copied through
+	// a pipe may still be arriving when it is called, and a failure to copy
+	// it is reported by Wait alone.
+	Exited func(*Status, error)
 
 	// Manager is the connection to the manager the command runs on.
 	Manager *manager.Conn
@@ -97,6 +105,7 @@ type Cmd struct {
 	run     *run
 	tries   int
 	waited  bool
+	exited  bool
 }
 
 // Command returns a Cmd that runs name with args on the manager reached by
@@ -133,8 +142,9 @@ func (c *Cmd) Run() error {
 	if c.tries > 0 {
 		// The run ended while starting (a start job failed, or the command
 		// exited before systemd saw it start): a retry may follow.
-		return c.retry(err)
+		err = c.retry(err)
 	}
+	c.exit(err)
 	return err
 }
 
@@ -250,6 +260,9 @@ func (c *Cmd) startRun() error {
 		name = unit.RandomName(prefix, "service")
 	}
 	r := &run{mgr: c.Manager, unit: name}
+	if c.Exited != nil {
+		r.ended = c.runEnded
+	}
 	dropIn := needsDropIn(c.Args, c.Env)
 	props, err := c.properties(!dropIn)
 	if err != nil {
@@ -355,7 +368,9 @@ func (c *Cmd) Wait() error {
 		return errors.New("job: Wait was already called")
 	}
 	c.waited = true
-	return c.retry(c.waitRun())
+	err := c.retry(c.waitRun())
+	c.exit(err)
+	return err
 }
 
 // waitRun waits for the current run and records its Status.
@@ -363,6 +378,29 @@ func (c *Cmd) waitRun() error {
 	st, err := c.run.wait(c.ctx)
 	c.setStatus(st)
 	return err
+}
+
+// runEnded is told the outcome of a run before its unit is released: one
+// that ends the command goes to Exited.
+func (c *Cmd) runEnded(st *Status, err error) {
+	if !c.retries(err) {
+		c.setStatus(st)
+		c.exit(err)
+	}
+}
+
+// exit calls Exited, once, with the command's outcome.
+func (c *Cmd) exit(err error) {
+	if c.Exited != nil && !c.exited {
+		c.exited = true
+		c.Exited(c.Status, err)
+	}
+}
+
+// retries reports whether the outcome err of the current run asks for
+// another run.
+func (c *Cmd) retries(err error) bool {
+	return err != nil && c.Retry != nil && c.tries < c.Retry.Attempts && c.Retry.retries(err)
 }
 
 func (c *Cmd) setStatus(st *Status) {
@@ -374,7 +412,7 @@ func (c *Cmd) setStatus(st *Status) {
 
 // retry reruns the command after the outcome err while the policy asks.
 func (c *Cmd) retry(err error) error {
-	for err != nil && c.Retry != nil && c.tries < c.Retry.Attempts && c.Retry.retries(err) {
+	for c.retries(err) {
 		select {
 		case <-time.After(c.Retry.delay(c.tries)):
 		case <-c.ctx.Done():

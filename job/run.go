@@ -22,6 +22,8 @@ type run struct {
 	transient bool    // a unit unitrun created, to be released after the run
 	dropIn    string  // directory of the unit's drop-in, if it needed one
 	canceled  *Status // how the run ended when a cancel came during its start
+	// ended, if set, is told the run's outcome before the unit is released.
+	ended func(*Status, error)
 }
 
 // start registers the watch, creates the unit and waits for its start job.
@@ -77,12 +79,16 @@ func (r *run) waitJob(ctx context.Context) error {
 				r.waitEnded(ctx)
 			}
 			// Read the outcome before release: resetting the unit changes it.
-			ran, st := r.state.ranCommand(), r.state.status(r.unit, ev.Result)
-			r.release()
-			if ran {
-				return &ExitError{st}
+			var err error = &JobError{Unit: r.unit, Result: ev.Result}
+			st := r.state.status(r.unit, ev.Result)
+			if r.state.ranCommand() {
+				err = &ExitError{st}
 			}
-			return &JobError{Unit: r.unit, Result: ev.Result}
+			if r.ended != nil {
+				r.ended(st, err)
+			}
+			r.release()
+			return err
 		case manager.EventReconnected:
 			if err := r.reread(ctx); err != nil {
 				r.abort()
@@ -153,11 +159,18 @@ func (r *run) wait(ctx context.Context) (*Status, error) {
 		return nil, err
 	}
 	st := r.state.status(r.unit, "done")
-	r.release()
+	var err error
 	if !st.Success() {
-		return st, &ExitError{st}
+		err = &ExitError{st}
 	}
-	return st, r.copyError()
+	if r.ended != nil {
+		r.ended(st, err)
+	}
+	r.release()
+	if err == nil {
+		err = r.copyError()
+	}
+	return st, err
 }
 
 // waitEnded waits until the unit's state shows the run has ended. systemd
