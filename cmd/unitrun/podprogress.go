@@ -73,8 +73,11 @@ func (w *podWatch) report(a pod.AppStatus) {
 			continue
 		}
 		k.ended++
+		// The record keeps only the last exit: that of the last restart
+		// while the app runs again or waits to, else its final one.
+		again := a.State == pod.AppRunning || a.State == pod.AppRestarting
 		switch {
-		case k.ended < a.Restarts:
+		case k.ended < a.Restarts || k.ended == a.Restarts && !again:
 			w.p.event(time.Now(), "app %s restarting", a.Name)
 		case k.ended == a.Restarts:
 			w.p.event(time.Now(), "app %s restarting%s", a.Name, exitText(a))
