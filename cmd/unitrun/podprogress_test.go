@@ -50,22 +50,11 @@ func TestPodWatchReportsEveryRun(t *testing.T) {
 	}
 }
 
-// syncBuffer is a strings.Builder safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
 // Output written while the status line ticks lands whole, with the line
 // lifted off around it, and the line is gone once stopped.
 func TestProgressLiftsBlockAroundOutput(t *testing.T) {
-	var screen syncBuffer
+	// The progress's lock orders every write to the shared screen.
+	var screen strings.Builder
 	p := &progress{err: &term{w: &screen, tty: true}, out: &screen, share: true}
 	stop := p.ticking(func() []string { return []string{"status"} })
 	var wg sync.WaitGroup
@@ -80,7 +69,7 @@ func TestProgressLiftsBlockAroundOutput(t *testing.T) {
 	}
 	wg.Wait()
 	stop()
-	got := screen.b.String()
+	got := screen.String()
 	if n := strings.Count(got, "line\n"); n != 200 {
 		t.Errorf("%d output lines arrived, want 200", n)
 	}
@@ -93,7 +82,7 @@ func TestProgressLiftsBlockAroundOutput(t *testing.T) {
 	}
 	p.Write([]byte("partial"))
 	p.draw([]string{"status"})
-	if tail := screen.b.String()[len(got):]; tail != "partial" {
+	if tail := screen.String()[len(got):]; tail != "partial" {
 		t.Errorf("a block drawn under a line not ended: %q", tail)
 	}
 }
