@@ -157,6 +157,7 @@ func (p *progress) ticking(lines func() []string) (stop func()) {
 	if !p.live() {
 		return func() {}
 	}
+	p.draw(lines())
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -165,12 +166,12 @@ func (p *progress) ticking(lines func() []string) (stop func()) {
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		for {
-			p.draw(lines())
 			select {
 			case <-done:
 				return
 			case <-t.C:
 			}
+			p.draw(lines())
 		}
 	}()
 	return func() { close(done); wg.Wait(); p.clear() }
