@@ -37,8 +37,11 @@ func (g *globals) embedded() *manager.Embedded {
 func newManagerStatusCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:     "status",
-		Short:   "Tell which manager --manager picks, and why",
+		Use:   "status",
+		Short: "Tell which manager --manager picks, and why",
+		Long: `List the managers tried, in order, whether each was reached and why, then
+the one used. Piped, each try is one tab-separated line (yes/no, manager,
+detail) and the last line is "using MANAGER (systemd VERSION) at ADDRESS".`,
 		Example: "  unitrun manager status\n  unitrun --manager embedded manager status --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

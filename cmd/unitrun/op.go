@@ -41,6 +41,8 @@ func newOpCmd(g *globals) *cobra.Command {
 func newOpListCmd(f *opFlags) *cobra.Command {
 	return &cobra.Command{
 		Use: "list", Short: "List the daemon's ops", Args: cobra.NoArgs,
+		Long: `List the daemon's ops. Piped, each op is one tab-separated line with no
+header: name, allowed (true/false), args (min-max), exclusive, unit.`,
 		Example: "  unitrun op list\n  unitrun op list --json --socket /run/unitrun/api.sock",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ops, err := f.client().Ops(cmd.Context())
@@ -168,6 +170,8 @@ func newOpLogsCmd(f *opFlags) *cobra.Command {
 func newOpJobsCmd(f *opFlags) *cobra.Command {
 	return &cobra.Command{
 		Use: "jobs", Short: "List the jobs, newest first", Args: cobra.NoArgs,
+		Long: `List the jobs this caller may see, newest first. Piped, each job is one
+tab-separated line with no header: id, op, state, message, args.`,
 		Example: "  unitrun op jobs\n  unitrun op jobs --json",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			recs, err := f.client().Jobs(cmd.Context())

@@ -75,7 +75,11 @@ func newPodStatusCmd(f *podFlags) *cobra.Command {
 		Example: `  unitrun pod status web
   unitrun pod status --json web`,
 		Short: "Print a pod's phase and each app's state, exit code and restarts",
-		Args:  cobra.ExactArgs(1),
+		Long: `Print a pod's phase and a table of its apps. Piped, the first line is the
+pod's, as in "pod list" (name, phase, exit code, apps), then one
+tab-separated line per app: name, state, exit code, restarts, started,
+finished, probe; "-" stands for none.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withRunner(cmd, func(r *pod.Runner) error {
 				s, err := r.Status(cmd.Context(), args[0])
@@ -125,7 +129,9 @@ func newPodListCmd(f *podFlags) *cobra.Command {
 		Example: `  unitrun pod list
   unitrun pod list --json`,
 		Short: "List the pods and their phases",
-		Args:  cobra.NoArgs,
+		Long: `List the pods under --state-dir. Piped, each pod is one tab-separated line
+with no header: name, phase, exit code ("-" until it ended), number of apps.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := f.dir()
 			if err != nil {
