@@ -30,22 +30,23 @@ func newProgress(stderr, out io.Writer, quiet bool) *progress {
 		return nil
 	}
 	p := &progress{err: newTerm(stderr), out: out}
-	p.share = p.err.tty && newTerm(out).tty
+	p.share = p.live() && newTerm(out).tty
 	return p
 }
 
-// live reports whether progress is drawn in place.
-func (p *progress) live() bool { return p != nil && p.err.tty }
+// live reports whether progress is drawn in place: on a terminal that
+// moves its cursor.
+func (p *progress) live() bool { return p != nil && p.err.tty && p.err.cursor }
 
-// event prints one timestamped line when not on a terminal; on a terminal
-// the block tells the same.
-func (p *progress) event(at time.Time, format string, args ...any) {
-	if p == nil || p.err.tty {
+// event prints one line, starting with the time in UTC, unless progress
+// is drawn in place, where the block tells the same.
+func (p *progress) event(format string, args ...any) {
+	if p == nil || p.live() {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Fprintf(p.err.w, "%s %s\n", at.UTC().Format("2006-01-02T15:04:05.000Z"), fmt.Sprintf(format, args...))
+	fmt.Fprintf(p.err.w, "%s %s\n", time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), fmt.Sprintf(format, args...))
 }
 
 // draw replaces the block on the terminal with lines, each cut to the

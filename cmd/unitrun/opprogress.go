@@ -42,13 +42,13 @@ func follow(cmd *cobra.Command, c *client.Client, id, op string, asJSON, quiet b
 	}
 	stop := p.ticking(line)
 	defer stop()
-	p.event(time.Now(), "%s: queued", label)
+	p.event("%s: queued", label)
 	rec, err := waitStarted(ctx, c, id)
 	if err != nil {
 		return nil, &exitError{code: exitFailed, err: err}
 	}
 	if rec.StartedAt != nil {
-		p.event(time.Now(), "%s: started", label)
+		p.event("%s: started", label)
 		set(hostapi.StateRunning)
 		if p.live() {
 			p.draw(line())

@@ -17,10 +17,11 @@ import (
 // colored states; or anything else (a pipe, a file), which gets plain
 // tab-separated lines with no header and no escape sequences.
 type term struct {
-	w     io.Writer
-	tty   bool // w is a terminal
-	color bool // states are colored
-	width int  // columns of the terminal; 0 if unknown or not a terminal
+	w      io.Writer
+	tty    bool // w is a terminal
+	color  bool // states are colored
+	cursor bool // the terminal moves its cursor (TERM is not dumb)
+	width  int  // columns of the terminal; 0 if unknown or not a terminal
 }
 
 // newTerm inspects w: a terminal is an *os.File whose descriptor answers
@@ -35,7 +36,8 @@ func newTerm(w io.Writer) *term {
 		return t
 	}
 	t.tty = true
-	t.color = os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+	t.cursor = os.Getenv("TERM") != "dumb"
+	t.color = os.Getenv("NO_COLOR") == "" && t.cursor
 	if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil {
 		t.width = int(ws.Col)
 	}
@@ -72,26 +74,29 @@ func (t *term) paint(s string) string {
 	return s
 }
 
-// table prints rows under header. On a terminal the columns are aligned,
-// the header comes first and the cells of column stateCol (-1 for none)
-// are colored; elsewhere each row is one line of tab-separated cells, with
-// tabs and newlines inside a cell turned into spaces, and no header.
+// table prints rows under header, with tabs and newlines inside a cell
+// turned into spaces. On a terminal the columns are aligned, the header
+// comes first and the cells of column stateCol (-1 for none) are colored;
+// elsewhere each row is one line of tab-separated cells, and no header.
 func (t *term) table(header []string, rows [][]string, stateCol int) error {
 	var b strings.Builder
+	flat := strings.NewReplacer("\t", " ", "\n", " ")
+	all := [][]string{header}
+	for _, r := range rows {
+		cells := make([]string, len(r))
+		for i, c := range r {
+			cells[i] = flat.Replace(c)
+		}
+		all = append(all, cells)
+	}
 	if !t.tty {
-		for _, r := range rows {
-			for i, c := range r {
-				if i > 0 {
-					b.WriteByte('\t')
-				}
-				b.WriteString(strings.NewReplacer("\t", " ", "\n", " ").Replace(c))
-			}
+		for _, r := range all[1:] {
+			b.WriteString(strings.Join(r, "\t"))
 			b.WriteByte('\n')
 		}
 		_, err := io.WriteString(t.w, b.String())
 		return err
 	}
-	all := append([][]string{header}, rows...)
 	widths := make([]int, len(header))
 	for _, r := range all {
 		for i, c := range r {

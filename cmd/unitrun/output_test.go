@@ -45,12 +45,13 @@ func TestListingsTerminalAndPiped(t *testing.T) {
 	}
 }
 
-// A table cuts nothing and pads by visible width, whatever the colors.
+// A table pads by visible width, whatever the colors, and keeps every row
+// on one line.
 func TestTableAlignsColoredCells(t *testing.T) {
 	var b strings.Builder
 	tt := &term{w: &b, tty: true, color: true}
 	tt.table([]string{"ID", "STATE", "NOTE"}, [][]string{{"1", "failed", "x\ty"}, {"22", "weird", ""}}, 1)
-	want := "ID  STATE   NOTE\n1   " + red + "failed" + reset + "  x\ty\n22  weird   \n"
+	want := "ID  STATE   NOTE\n1   " + red + "failed" + reset + "  x y\n22  weird   \n"
 	if b.String() != want {
 		t.Errorf("table:\n%q\nwant\n%q", b.String(), want)
 	}

@@ -69,7 +69,7 @@ func (w *podWatch) report(a pod.AppStatus) {
 	for k.started < started || k.ended < ended {
 		if k.started == k.ended {
 			k.started++
-			w.p.event(time.Now(), "app %s running", a.Name)
+			w.p.event("app %s running", a.Name)
 			continue
 		}
 		k.ended++
@@ -78,11 +78,11 @@ func (w *podWatch) report(a pod.AppStatus) {
 		again := a.State == pod.AppRunning || a.State == pod.AppRestarting
 		switch {
 		case k.ended < a.Restarts || k.ended == a.Restarts && !again:
-			w.p.event(time.Now(), "app %s restarting", a.Name)
+			w.p.event("app %s restarting", a.Name)
 		case k.ended == a.Restarts:
-			w.p.event(time.Now(), "app %s restarting%s", a.Name, exitText(a))
+			w.p.event("app %s restarting%s", a.Name, exitText(a))
 		default:
-			w.p.event(time.Now(), "app %s %s%s", a.Name, a.State, exitText(a))
+			w.p.event("app %s %s%s", a.Name, a.State, exitText(a))
 		}
 	}
 }
@@ -176,7 +176,7 @@ func runAttached(cmd *cobra.Command, r *pod.Runner, m *pod.Manifest, asJSON, qui
 		// is left, and the block stays with the final state.
 		s, perr := w.poll(context.Background())
 		if perr == nil {
-			p.event(time.Now(), "pod %s %s%s", s.Name, s.Phase, exitText(pod.AppStatus{ExitCode: s.ExitCode}))
+			p.event("pod %s %s%s", s.Name, s.Phase, exitText(pod.AppStatus{ExitCode: s.ExitCode}))
 		}
 	}
 	if asJSON {

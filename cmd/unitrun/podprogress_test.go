@@ -55,7 +55,7 @@ func TestPodWatchReportsEveryRun(t *testing.T) {
 func TestProgressLiftsBlockAroundOutput(t *testing.T) {
 	// The progress's lock orders every write to the shared screen.
 	var screen strings.Builder
-	p := &progress{err: &term{w: &screen, tty: true}, out: &screen, share: true}
+	p := &progress{err: &term{w: &screen, tty: true, cursor: true}, out: &screen, share: true}
 	stop := p.ticking(func() []string { return []string{"status"} })
 	var wg sync.WaitGroup
 	for range 4 {

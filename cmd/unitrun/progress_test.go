@@ -129,6 +129,14 @@ func TestOpCallProgress(t *testing.T) {
 		t.Errorf("op call on a terminal: the status line is not cleared before the summary:\n%q", out)
 	}
 
+	// A terminal that cannot move its cursor gets the lines of a pipe.
+	out, code = unitrunTTY(t, []string{"TERM=dumb"}, "op", "call", "--socket", sock, "sh", "echo one")
+	got = stampRE.ReplaceAllString(out, "")
+	id, _, _ = strings.Cut(strings.TrimPrefix(got, "job "), " ")
+	if want := "job " + id + " (op sh): queued\njob " + id + " (op sh): started\none\njob " + id + " (op sh): succeeded: exit status 0\n"; code != 0 || got != want {
+		t.Errorf("op call on a dumb terminal: exit %d:\n%q", code, out)
+	}
+
 	out, code = unitrunTTY(t, nil, "op", "jobs", "--socket", sock)
 	if code != 0 || !strings.HasPrefix(out, "ID ") || !strings.Contains(out, red+string(hostapi.StateFailed)+reset) {
 		t.Errorf("op jobs on a terminal:\n%q", out)
