@@ -11,8 +11,7 @@ import (
 
 // progress reports how a long command is getting on, on stderr: on a
 // terminal as a block of lines redrawn in place, elsewhere as one
-// timestamped line per event. A nil *progress reports nothing (--json,
-// -q).
+// timestamped line per event. A nil *progress (-q) reports nothing.
 type progress struct {
 	mu    sync.Mutex
 	err   *term     // where progress goes
@@ -82,6 +81,8 @@ func (p *progress) erase() {
 	}
 }
 
+// paint draws the block where the cursor is, unless the command's output
+// on the same terminal left a line unfinished there.
 func (p *progress) paint() {
 	if p.midLn && p.share {
 		return
