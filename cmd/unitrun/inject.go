@@ -12,7 +12,7 @@ import (
 
 func newInjectCmd(g *globals) *cobra.Command {
 	var dir, osRelease string
-	var gc bool
+	var gc, asJSON bool
 	var variants []string
 	cmd := &cobra.Command{
 		Use:   "inject [--dir DIR] [PATH | --variant PATH[:FIELD=PATTERN,...]...]",
@@ -32,7 +32,7 @@ loaded unit of the manager runs (its ExecStart= path).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if gc {
-				return injectGC(cmd, g, dir)
+				return injectGC(cmd, g, dir, asJSON)
 			}
 			src, err := injectSource(args, variants, osRelease)
 			if err != nil {
@@ -47,6 +47,9 @@ loaded unit of the manager runs (its ExecStart= path).`,
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
 			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), map[string]string{"path": path})
+			}
 			fmt.Fprintln(cmd.OutOrStdout(), path)
 			return nil
 		},
@@ -55,6 +58,7 @@ loaded unit of the manager runs (its ExecStart= path).`,
 	cmd.Flags().BoolVar(&gc, "gc", false, "remove installed files that no loaded unit uses")
 	cmd.Flags().StringArrayVar(&variants, "variant", nil, "a build `PATH[:FIELD=PATTERN,...]` and the os-release fields it fits (repeatable)")
 	cmd.Flags().StringVar(&osRelease, "os-release", "/etc/os-release", "the host's os-release `FILE`, for --variant")
+	jsonFlag(cmd, &asJSON, `print {"path"}, or with --gc {"removed": [...]}, as JSON`)
 	return cmd
 }
 
@@ -98,7 +102,7 @@ func injectSource(args, variants []string, osRelease string) (string, error) {
 }
 
 // injectGC removes what no loaded unit's ExecStart= runs.
-func injectGC(cmd *cobra.Command, g *globals, dir string) error {
+func injectGC(cmd *cobra.Command, g *globals, dir string, asJSON bool) error {
 	ctx := cmd.Context()
 	mgr, err := g.open(ctx)
 	if err != nil {
@@ -110,8 +114,14 @@ func injectGC(cmd *cobra.Command, g *globals, dir string) error {
 		return &exitError{code: exitFailed, err: err}
 	}
 	removed, err := inject.GC(dir, func(p string) bool { return inUse[p] })
-	for _, p := range removed {
-		fmt.Fprintln(cmd.OutOrStdout(), "removed", p)
+	if asJSON {
+		if jerr := printJSON(cmd.OutOrStdout(), map[string][]string{"removed": append([]string{}, removed...)}); jerr != nil {
+			return jerr
+		}
+	} else {
+		for _, p := range removed {
+			fmt.Fprintln(cmd.OutOrStdout(), "removed", p)
+		}
 	}
 	if err != nil {
 		return &exitError{code: exitFailed, err: err}

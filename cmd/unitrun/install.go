@@ -30,6 +30,7 @@ func (f *installFlags) add(cmd *cobra.Command) {
 
 func newInstallCmd(g *globals) *cobra.Command {
 	f := &installFlags{}
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "install",
 		Short: "Install this binary and the host API daemon's units, and enable its sockets",
@@ -45,12 +46,21 @@ with --now, start them. Ops go in /etc/unitrun/ops.d (see docs/hostapi.md).
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "installed %s and %s in %s\n", filepath.Join(f.binDir, "unitrun"), strings.Join(dist.DaemonUnits, ", "), f.unitDir)
+			bin := filepath.Join(f.binDir, "unitrun")
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), struct {
+					Binary  string   `json:"binary"`
+					Units   []string `json:"units"`
+					UnitDir string   `json:"unit_dir"`
+				}{bin, dist.DaemonUnits, f.unitDir})
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "installed %s and %s in %s\n", bin, strings.Join(dist.DaemonUnits, ", "), f.unitDir)
 			return nil
 		},
 	}
 	f.add(cmd)
 	cmd.Flags().BoolVar(&f.now, "now", false, "also start the sockets")
+	jsonFlag(cmd, &asJSON, `print {"binary", "units", "unit_dir"} as JSON`)
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,11 +24,19 @@ func TestInstallUninstall(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	out, errs, code := unitrun(t, append([]string{"install", "--now"}, args...)...)
+	out, errs, code := unitrun(t, append([]string{"install", "--now", "--json"}, args...)...)
 	if code != 0 {
 		t.Fatalf("install: exit %d\n%s%s", code, out, errs)
 	}
 	bin := filepath.Join(binDir, "unitrun")
+	var report struct {
+		Binary  string   `json:"binary"`
+		Units   []string `json:"units"`
+		UnitDir string   `json:"unit_dir"`
+	}
+	if err := json.Unmarshal([]byte(out), &report); err != nil || report.Binary != bin || report.UnitDir != unitDir || len(report.Units) != 3 {
+		t.Errorf("install --json: %q (%v)", out, err)
+	}
 	if fi, err := os.Stat(bin); err != nil || fi.Mode().Perm() != 0o755 {
 		t.Fatalf("installed binary: %v %v", fi, err)
 	}

@@ -83,7 +83,13 @@ func newRoot() *cobra.Command {
 and waits race-free for the job, the exit status and the output.
 
 Where no systemd manager is reachable, unitrun boots an embedded one and
-reuses it (see "unitrun manager").`,
+reuses it (see "unitrun manager").
+
+Listings are aligned tables with a header on a terminal, their states
+colored unless NO_COLOR is set or TERM=dumb, and plain tab-separated lines
+with no header and no escapes when piped: stable for scripts. --json prints
+one JSON value on stdout instead. Progress and summaries go to stderr.
+See docs/cli.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -117,6 +117,13 @@ func TestRunNoWait(t *testing.T) {
 		t.Fatal("the detached command never ran")
 	}
 	waitGone(t, name)
+
+	out, errs, code = unitrun(t, "run", "--no-wait", "--json", "--", "true")
+	var started struct{ Unit string }
+	if err := json.Unmarshal([]byte(out), &started); err != nil || code != 0 || !strings.HasPrefix(started.Unit, "unitrun-") {
+		t.Fatalf("run --no-wait --json: exit %d, stdout %q (%v), stderr %q", code, out, err, errs)
+	}
+	waitGone(t, started.Unit)
 }
 
 func waitGone(t *testing.T, name string) {
@@ -251,6 +258,24 @@ func TestEmbeddedDefault(t *testing.T) {
 	sc.Env = append(env, e.Env()...)
 	if b, _ := sc.Output(); len(bytes.TrimSpace(b)) == 0 {
 		t.Errorf("systemctl --user with the exports printed nothing")
+	}
+	cmd = exec.Command(systemdtest.Binary(t), "manager", "start", "--json")
+	cmd.Env = env
+	b, _ = cmd.Output()
+	var st struct {
+		Dir     string `json:"dir"`
+		PID     int    `json:"pid"`
+		Started *bool  `json:"started"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil || st.Dir != dir || st.PID != pid || st.Started == nil || *st.Started {
+		t.Errorf("manager start --json on a running manager: %q (%v)", b, err)
+	}
+	cmd = exec.Command(systemdtest.Binary(t), "manager", "env", "--json")
+	cmd.Env = env
+	b, _ = cmd.Output()
+	var vars map[string]string
+	if err := json.Unmarshal(b, &vars); err != nil || vars["XDG_RUNTIME_DIR"] != dir {
+		t.Errorf("manager env --json: %q (%v)", b, err)
 	}
 	cmd = exec.Command(systemdtest.Binary(t), "manager", "stop")
 	cmd.Env = env

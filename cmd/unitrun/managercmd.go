@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -38,8 +37,11 @@ func (g *globals) embedded() *manager.Embedded {
 func newManagerStatusCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:     "status",
-		Short:   "Tell which manager --manager picks, and why",
+		Use:   "status",
+		Short: "Tell which manager --manager picks, and why",
+		Long: `List the managers tried, in order, whether each was reached and why, then
+the one used. Piped, each try is one tab-separated line (yes/no, manager,
+detail) and the last line is "using MANAGER (systemd VERSION) at ADDRESS".`,
 		Example: "  unitrun manager status\n  unitrun --manager embedded manager status --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -75,10 +77,11 @@ func newManagerStatusCmd(g *globals) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return json.NewEncoder(out).Encode(s)
+				return printJSON(out, s)
 			}
+			var rows [][]string
 			for _, a := range s.Tried {
-				mark := "no "
+				mark := "no"
 				if a.Reached {
 					mark = "yes"
 				}
@@ -86,7 +89,10 @@ func newManagerStatusCmd(g *globals) *cobra.Command {
 				if a.Error != "" {
 					detail = a.Error
 				}
-				fmt.Fprintf(out, "%s  %-10s %s\n", mark, a.Manager, detail)
+				rows = append(rows, []string{mark, a.Manager, detail})
+			}
+			if err := newTerm(out).table([]string{"REACHED", "MANAGER", "DETAIL"}, rows, 0); err != nil {
+				return err
 			}
 			if c == nil {
 				return &exitError{code: exitFailed, err: fmt.Errorf("no manager reachable (%v); the embedded one starts on first use, or with \"unitrun manager start\"", err)}
@@ -95,12 +101,13 @@ func newManagerStatusCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	jsonFlag(cmd, &asJSON, "print the status as JSON")
 	return cmd
 }
 
 func newManagerStartCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:     "start",
 		Short:   "Boot the embedded manager unless it is running",
 		Example: "  unitrun manager start && eval \"$(unitrun manager env)\" && systemctl --user list-units",
@@ -111,6 +118,13 @@ func newManagerStartCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
 			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), struct {
+					Dir     string `json:"dir"`
+					PID     int    `json:"pid"`
+					Started bool   `json:"started"`
+				}{e.Dir, e.PID(), started})
+			}
 			what := "already running"
 			if started {
 				what = "started"
@@ -119,6 +133,8 @@ func newManagerStartCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	jsonFlag(cmd, &asJSON, `print {"dir", "pid", "started"} as JSON`)
+	return cmd
 }
 
 func newManagerStopCmd(g *globals) *cobra.Command {
@@ -137,19 +153,29 @@ func newManagerStopCmd(g *globals) *cobra.Command {
 }
 
 func newManagerEnvCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:     "env",
 		Short:   "Print the exports that point systemctl --user and systemd-run --user at the embedded manager",
 		Example: "  eval \"$(unitrun manager env)\"\n  systemctl --user status",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			env := map[string]string{}
 			for _, kv := range g.embedded().Env() {
 				k, v, _ := strings.Cut(kv, "=")
-				fmt.Fprintf(cmd.OutOrStdout(), "export %s=%s\n", k, shellQuote(v))
+				if !asJSON {
+					fmt.Fprintf(cmd.OutOrStdout(), "export %s=%s\n", k, shellQuote(v))
+				}
+				env[k] = v
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), env)
 			}
 			return nil
 		},
 	}
+	jsonFlag(cmd, &asJSON, "print the variables as one JSON object")
+	return cmd
 }
 
 // shellQuote quotes s for a POSIX shell.

@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -34,7 +31,7 @@ func newOpCmd(g *globals) *cobra.Command {
 		def = s
 	}
 	cmd.PersistentFlags().StringVar(&f.socket, "socket", def, "the daemon's HTTP socket; $UNITRUN_SOCKET sets the default")
-	cmd.PersistentFlags().BoolVar(&f.asJSON, "json", false, "print JSON")
+	cmd.PersistentFlags().BoolVar(&f.asJSON, "json", false, "print the listing or the job's record as JSON on stdout (see docs/cli.md)")
 	cmd.AddCommand(newOpListCmd(f), newOpCallCmd(g, f), newOpJobCmd(f, "status", "Print a job's record", false),
 		newOpJobCmd(f, "wait", "Wait for a job to end and print its record; exit with its status", true),
 		newOpLogsCmd(f), newOpJobsCmd(f), newOpCancelCmd(f))
@@ -44,6 +41,8 @@ func newOpCmd(g *globals) *cobra.Command {
 func newOpListCmd(f *opFlags) *cobra.Command {
 	return &cobra.Command{
 		Use: "list", Short: "List the daemon's ops", Args: cobra.NoArgs,
+		Long: `List the daemon's ops. Piped, each op is one tab-separated line with no
+header: name, allowed (true/false), args (min-max), exclusive, unit.`,
 		Example: "  unitrun op list\n  unitrun op list --json --socket /run/unitrun/api.sock",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ops, err := f.client().Ops(cmd.Context())
@@ -51,27 +50,28 @@ func newOpListCmd(f *opFlags) *cobra.Command {
 				return &exitError{code: exitFailed, err: err}
 			}
 			if f.asJSON {
-				return printOpJSON(cmd.OutOrStdout(), ops)
+				return printJSON(cmd.OutOrStdout(), ops)
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tALLOWED\tARGS\tEXCLUSIVE\tUNIT")
+			var rows [][]string
 			for _, op := range ops {
-				fmt.Fprintf(tw, "%s\t%v\t%d-%d\t%v\t%s\n", op.Name, op.Allowed, op.ArgsMin, op.ArgsMax, op.Exclusive, op.Unit)
+				rows = append(rows, []string{op.Name, fmt.Sprint(op.Allowed), fmt.Sprintf("%d-%d", op.ArgsMin, op.ArgsMax), fmt.Sprint(op.Exclusive), op.Unit})
 			}
-			return tw.Flush()
+			return newTerm(cmd.OutOrStdout()).table([]string{"NAME", "ALLOWED", "ARGS", "EXCLUSIVE", "UNIT"}, rows, -1)
 		},
 	}
 }
 
 func newOpCallCmd(g *globals, f *opFlags) *cobra.Command {
-	var noWait, rebootIfNeeded bool
+	var noWait, rebootIfNeeded, quiet bool
 	cmd := &cobra.Command{
 		Use:   "call NAME [ARGS...]",
 		Short: "Call an op, stream its output and exit with its exit status",
 		Long: `Call the op NAME with ARGS, stream the job's output to stdout until it
 ends, print a summary on stderr (or the record as JSON on stdout with
 --json) and exit with the op's exit status: 0, its exit code, 128+N for a
-signal N, or 125 when it failed otherwise. With --reboot-if-needed, an op
+signal N, or 125 when it failed otherwise. On stderr it shows that the job
+is queued and started and, on a terminal, how long it has been waiting;
+-q shows neither, nor the summary. With --reboot-if-needed, an op
 that reports reboot_required makes unitrun start reboot.target through the
 manager; the daemon itself never reboots.`,
 		Example: `  unitrun op call rebase quay.io/example/os@sha256:0123...
@@ -85,23 +85,21 @@ manager; the daemon itself never reboots.`,
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
 			}
+			if noWait && f.asJSON {
+				return printJSON(cmd.OutOrStdout(), map[string]string{"id": id})
+			}
 			if noWait {
 				fmt.Fprintln(cmd.OutOrStdout(), id)
 				return nil
 			}
-			out := cmd.OutOrStdout()
-			if f.asJSON {
-				out = cmd.ErrOrStderr()
-			}
-			if err := c.Logs(ctx, id, true, out); err != nil && ctx.Err() != nil {
-				return &exitError{code: exitFailed, err: err}
-			}
-			rec, err := c.Wait(ctx, id)
+			rec, err := follow(cmd, c, id, args[0], f.asJSON, quiet)
 			if err != nil {
-				return &exitError{code: exitFailed, err: err}
-			}
-			if err := printRecord(cmd, f, rec); err != nil {
 				return err
+			}
+			if !quiet || f.asJSON {
+				if err := printRecord(cmd, f, rec); err != nil {
+					return err
+				}
 			}
 			if rec.RebootRequired && rebootIfNeeded {
 				if err := reboot(ctx, g); err != nil {
@@ -114,6 +112,7 @@ manager; the daemon itself never reboots.`,
 	cmd.Flags().SetInterspersed(false)
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "print the job id and return once the daemon accepted the call")
 	cmd.Flags().BoolVar(&rebootIfNeeded, "reboot-if-needed", false, "start reboot.target when the op reports reboot_required")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "show no progress and no summary line")
 	return cmd
 }
 
@@ -171,6 +170,8 @@ func newOpLogsCmd(f *opFlags) *cobra.Command {
 func newOpJobsCmd(f *opFlags) *cobra.Command {
 	return &cobra.Command{
 		Use: "jobs", Short: "List the jobs, newest first", Args: cobra.NoArgs,
+		Long: `List the jobs this caller may see, newest first. Piped, each job is one
+tab-separated line with no header: id, op, state, message, args.`,
 		Example: "  unitrun op jobs\n  unitrun op jobs --json",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			recs, err := f.client().Jobs(cmd.Context())
@@ -178,14 +179,13 @@ func newOpJobsCmd(f *opFlags) *cobra.Command {
 				return &exitError{code: exitFailed, err: err}
 			}
 			if f.asJSON {
-				return printOpJSON(cmd.OutOrStdout(), recs)
+				return printJSON(cmd.OutOrStdout(), recs)
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tOP\tSTATE\tMESSAGE\tARGS")
+			var rows [][]string
 			for _, r := range recs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Op, r.State, r.Message, strings.Join(r.Args, " "))
+				rows = append(rows, []string{r.ID, r.Op, string(r.State), r.Message, strings.Join(r.Args, " ")})
 			}
-			return tw.Flush()
+			return newTerm(cmd.OutOrStdout()).table([]string{"ID", "OP", "STATE", "MESSAGE", "ARGS"}, rows, 2)
 		},
 	}
 }
@@ -208,7 +208,7 @@ func newOpCancelCmd(f *opFlags) *cobra.Command {
 // stderr.
 func printRecord(cmd *cobra.Command, f *opFlags, rec *hostapi.Record) error {
 	if f.asJSON {
-		return printOpJSON(cmd.OutOrStdout(), rec)
+		return printJSON(cmd.OutOrStdout(), rec)
 	}
 	line := fmt.Sprintf("job %s (op %s): %s", rec.ID, rec.Op, rec.State)
 	if rec.Message != "" {
@@ -219,12 +219,6 @@ func printRecord(cmd *cobra.Command, f *opFlags, rec *hostapi.Record) error {
 	}
 	fmt.Fprintln(cmd.ErrOrStderr(), line)
 	return nil
-}
-
-func printOpJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // recordExit returns the exit status for a finished job: nil when it

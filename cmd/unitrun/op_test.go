@@ -64,8 +64,8 @@ func TestOpCall(t *testing.T) {
 	if out, _, code := unitrun(t, "op", "logs", id); code != 0 || out != "started\n" {
 		t.Errorf("op logs: %q, exit %d", out, code)
 	}
-	if out, _, code := unitrun(t, "op", "jobs"); code != 0 || strings.Count(out, "\n") != 4 {
-		t.Errorf("op jobs: %q, exit %d: want a header and 3 jobs", out, code)
+	if out, _, code := unitrun(t, "op", "jobs"); code != 0 || strings.Count(out, "\n") != 3 || strings.Count(out, "\t") != 12 {
+		t.Errorf("op jobs: %q, exit %d: want 3 jobs of 5 tab-separated columns and no header", out, code)
 	}
 	if _, errs, code := unitrun(t, "op", "call", "nosuch"); code != exitFailed || !strings.Contains(errs, "unknown_op") {
 		t.Errorf("op call nosuch: %q, exit %d", errs, code)
@@ -82,6 +82,11 @@ func TestInjectCLI(t *testing.T) {
 	if again, _, _ := unitrun(t, "inject", "--dir", dir); strings.TrimSpace(again) != path {
 		t.Errorf("second inject: %q, want %q", again, path)
 	}
+	out, _, _ = unitrun(t, "inject", "--json", "--dir", dir)
+	var installed struct{ Path string }
+	if err := json.Unmarshal([]byte(out), &installed); err != nil || installed.Path != path {
+		t.Errorf("inject --json: %q (%v), want path %q", out, err, path)
+	}
 	osRelease := filepath.Join(t.TempDir(), "os-release")
 	os.WriteFile(osRelease, []byte("ID=rhel\nVERSION_ID=9.4\n"), 0o644)
 	bin := systemdtest.Binary(t)
@@ -94,6 +99,10 @@ func TestInjectCLI(t *testing.T) {
 	}
 	if out, _, code := unitrun(t, "inject", "--gc", "--dir", dir); code != 0 || strings.TrimSpace(out) != "removed "+path {
 		t.Errorf("inject --gc: %q, exit %d", out, code)
+	}
+	var gc struct{ Removed []string }
+	if out, _, code := unitrun(t, "inject", "--gc", "--json", "--dir", dir); json.Unmarshal([]byte(out), &gc) != nil || code != 0 || gc.Removed == nil || len(gc.Removed) != 0 {
+		t.Errorf("inject --gc --json with nothing to remove: %q, exit %d; want {\"removed\": []}", out, code)
 	}
 }
 

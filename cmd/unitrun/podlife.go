@@ -25,7 +25,8 @@ func create(ctx context.Context, r *pod.Runner, path string) (*pod.Manifest, err
 }
 
 func newPodCreateCmd(f *podFlags) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use: "create FILE",
 		Example: `  unitrun pod create web.yaml
   unitrun pod create --state-dir /var/lib/unitrun web.yaml`,
@@ -37,15 +38,21 @@ func newPodCreateCmd(f *podFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if asJSON {
+					return printPod(cmd, r, m.Name)
+				}
 				fmt.Fprintln(cmd.OutOrStdout(), m.Name)
 				return nil
 			})
 		},
 	}
+	jsonFlag(cmd, &asJSON, "print the created pod's status as JSON instead of its name")
+	return cmd
 }
 
 func newPodStartCmd(f *podFlags) *cobra.Command {
 	var policy string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use: "start NAME",
 		Example: `  unitrun pod start web
@@ -54,17 +61,21 @@ func newPodStartCmd(f *podFlags) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withRunner(cmd, func(r *pod.Runner) error {
-				return failed(r.Start(cmd.Context(), args[0], pod.ExitPolicy(policy)))
+				if err := r.Start(cmd.Context(), args[0], pod.ExitPolicy(policy)); err != nil || !asJSON {
+					return failed(err)
+				}
+				return printPod(cmd, r, args[0])
 			})
 		},
 	}
 	exitPolicyFlag(cmd, &policy)
+	jsonFlag(cmd, &asJSON, "print the started pod's status as JSON")
 	return cmd
 }
 
 func newPodRunCmd(f *podFlags) *cobra.Command {
 	var policy string
-	var detach bool
+	var detach, asJSON, quiet bool
 	cmd := &cobra.Command{
 		Use: "run FILE",
 		Example: `  unitrun pod run web.yaml
@@ -74,7 +85,13 @@ func newPodRunCmd(f *podFlags) *cobra.Command {
 the apps write, prefixed "APP | ", until the pod ends, and exit with the
 pod's exit code: 0 if every app succeeded, else the exit code of the first
 app that failed (128+N for a signal N). Ctrl-C or SIGTERM stops the pod.
-With --detach, print the pod's name and return once its apps have started.`,
+With --detach, print the pod's name and return once its apps have started.
+
+While it waits, it shows each app's state on stderr: on a terminal as a
+block redrawn in place (state, exit code, restarts, elapsed time), else as
+one timestamped line per change ("... app api running"). -q shows none;
+--json prints the pod's final status on stdout and the apps' output on
+stderr.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -90,15 +107,20 @@ With --detach, print the pod's name and return once its apps have started.`,
 			if err := r.Start(ctx, m.Name, pod.ExitPolicy(policy)); err != nil {
 				return failed(err)
 			}
+			if detach && asJSON {
+				return printPod(cmd, r, m.Name)
+			}
 			if detach {
 				fmt.Fprintln(cmd.OutOrStdout(), m.Name)
 				return nil
 			}
-			return attach(ctx, r, m, cmd.OutOrStdout())
+			return runAttached(cmd, r, m, asJSON, quiet)
 		},
 	}
 	exitPolicyFlag(cmd, &policy)
 	cmd.Flags().BoolVarP(&detach, "detach", "d", false, "return once the pod has started")
+	jsonFlag(cmd, &asJSON, "print the pod's status as JSON on stdout (the final one unless --detach); the apps' output goes to stderr")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "show no progress")
 	return cmd
 }
 
@@ -131,6 +153,7 @@ func attach(ctx context.Context, r *pod.Runner, m *pod.Manifest, w io.Writer) er
 
 func newPodStopCmd(f *podFlags) *cobra.Command {
 	var timeout time.Duration
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use: "stop NAME",
 		Example: `  unitrun pod stop web
@@ -143,11 +166,17 @@ func newPodStopCmd(f *podFlags) *cobra.Command {
 				if err != nil {
 					return failed(err)
 				}
+				if asJSON {
+					if err := printJSON(cmd.OutOrStdout(), newPodView(s)); err != nil {
+						return err
+					}
+				}
 				return podExit(s)
 			})
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill what is left of the pod after this long (0: wait for the apps' stop timeouts)")
+	jsonFlag(cmd, &asJSON, "print the stopped pod's status as JSON")
 	return cmd
 }
 

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -54,13 +51,6 @@ func newPodView(s pod.PodStatus) podView {
 	return v
 }
 
-// printPodJSON writes v as indented JSON.
-func printPodJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 // probeCell prints a probe's last result and its consecutive failures, or
 // "-" for an app whose probe has not run.
 func probeCell(p *pod.ProbeStatus) string {
@@ -85,7 +75,11 @@ func newPodStatusCmd(f *podFlags) *cobra.Command {
 		Example: `  unitrun pod status web
   unitrun pod status --json web`,
 		Short: "Print a pod's phase and each app's state, exit code and restarts",
-		Args:  cobra.ExactArgs(1),
+		Long: `Print a pod's phase and a table of its apps. Piped, the first line is the
+pod's, as in "pod list" (name, phase, exit code, apps), then one
+tab-separated line per app: name, state, exit code, restarts, started,
+finished, probe; "-" stands for none.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withRunner(cmd, func(r *pod.Runner) error {
 				s, err := r.Status(cmd.Context(), args[0])
@@ -94,20 +88,30 @@ func newPodStatusCmd(f *podFlags) *cobra.Command {
 				}
 				w := cmd.OutOrStdout()
 				if asJSON {
-					return printPodJSON(w, newPodView(s))
+					return printJSON(w, newPodView(s))
 				}
-				fmt.Fprintf(w, "pod %s: %s, exit code %s\n", s.Name, s.Phase, code(s.ExitCode))
-				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "APP\tSTATE\tEXIT\tRESTARTS\tSTARTED\tFINISHED\tPROBE")
+				t := newTerm(w)
+				if t.tty {
+					fmt.Fprintf(w, "pod %s: %s, exit code %s\n", s.Name, t.paint(string(s.Phase)), code(s.ExitCode))
+				} else if err := t.table(nil, [][]string{podRow(s)}, -1); err != nil {
+					return err
+				}
+				var rows [][]string
 				for _, a := range s.Apps {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.Name, a.State, code(a.ExitCode), a.Restarts, stamp(a.StartedAt), stamp(a.FinishedAt), probeCell(a.Probe))
+					rows = append(rows, []string{a.Name, string(a.State), code(a.ExitCode), fmt.Sprint(a.Restarts), stamp(a.StartedAt), stamp(a.FinishedAt), probeCell(a.Probe)})
 				}
-				return tw.Flush()
+				return t.table([]string{"APP", "STATE", "EXIT", "RESTARTS", "STARTED", "FINISHED", "PROBE"}, rows, 1)
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
 	return cmd
+}
+
+// podRow is the row of pod s in "pod list": name, phase, exit code and
+// number of apps.
+func podRow(s pod.PodStatus) []string {
+	return []string{s.Name, string(s.Phase), code(s.ExitCode), fmt.Sprint(len(s.Apps))}
 }
 
 // stamp formats t for a table, "-" if zero.
@@ -125,7 +129,9 @@ func newPodListCmd(f *podFlags) *cobra.Command {
 		Example: `  unitrun pod list
   unitrun pod list --json`,
 		Short: "List the pods and their phases",
-		Args:  cobra.NoArgs,
+		Long: `List the pods under --state-dir. Piped, each pod is one tab-separated line
+with no header: name, phase, exit code ("-" until it ended), number of apps.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := f.dir()
 			if err != nil {
@@ -141,14 +147,13 @@ func newPodListCmd(f *podFlags) *cobra.Command {
 				for _, s := range pods {
 					views = append(views, newPodView(s))
 				}
-				return printPodJSON(w, views)
+				return printJSON(w, views)
 			}
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "POD\tPHASE\tEXIT\tAPPS")
+			var rows [][]string
 			for _, s := range pods {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", s.Name, s.Phase, code(s.ExitCode), len(s.Apps))
+				rows = append(rows, podRow(s))
 			}
-			return tw.Flush()
+			return newTerm(w).table([]string{"POD", "PHASE", "EXIT", "APPS"}, rows, 1)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as JSON")

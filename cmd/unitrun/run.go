@@ -63,7 +63,7 @@ SIGTERM stops the unit and waits until it is gone.`,
 	fl.StringVar(&f.gid, "gid", "", "run as this group (system manager only)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the command after this long (RuntimeMaxSec=)")
 	fl.BoolVar(&f.noWait, "no-wait", false, "print the unit name and return once it started; output goes to the journal")
-	fl.BoolVar(&f.asJSON, "json", false, "print one result object on stdout; the command's stdout then goes to stderr")
+	fl.BoolVar(&f.asJSON, "json", false, "print one result object on stdout (with --no-wait: {\"unit\"}); the command's stdout then goes to stderr")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no summary line")
 	fl.IntVar(&f.retry, "retry", 0, "rerun a failed command up to `N` more times, each as a fresh unit")
 	fl.DurationVar(&f.retryDelay, "retry-delay", time.Second, "wait before the first retry; doubles for each later one")
@@ -155,6 +155,9 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 		}, c.Properties...)
 		if err := c.Start(); err != nil {
 			return exitFor(err, nil, false)
+		}
+		if f.asJSON {
+			return printJSON(cmd.OutOrStdout(), map[string]string{"unit": c.Unit})
 		}
 		fmt.Fprintln(cmd.OutOrStdout(), c.Unit)
 		return nil

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/unitrun/unitrun/hostapi"
+)
+
+// decode parses out, the stdout of a command run with --json, into v.
+func decode(t *testing.T, what, out string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("%s: stdout %q is not the JSON documented: %v", what, out, err)
+	}
+}
+
+// Every op command that prints a listing or a record prints it as JSON
+// with --json.
+func TestOpJSON(t *testing.T) {
+	t.Setenv("UNITRUN_SOCKET", startDaemon(t))
+	out, _, code := unitrun(t, "op", "list", "--json")
+	var ops []hostapi.OpInfo
+	decode(t, "op list", out, &ops)
+	if code != 0 || len(ops) != 2 || ops[0].Name != "sh" || !ops[0].Allowed || ops[0].ArgsMin != 1 || ops[0].ArgsMax != 1 {
+		t.Errorf("op list --json: exit %d, %+v", code, ops)
+	}
+
+	out, _, code = unitrun(t, "op", "call", "--json", "--no-wait", "sh", "exec sleep 600")
+	var called struct{ ID string }
+	decode(t, "op call --no-wait", out, &called)
+	if code != 0 || called.ID == "" {
+		t.Fatalf("op call --no-wait --json: exit %d, %q", code, out)
+	}
+	out, _, code = unitrun(t, "op", "status", "--json", called.ID)
+	var rec hostapi.Record
+	decode(t, "op status", out, &rec)
+	if code != 0 || rec.ID != called.ID || rec.Op != "sh" || rec.Args[0] != "exec sleep 600" || rec.Done() {
+		t.Errorf("op status --json: exit %d, %+v", code, rec)
+	}
+	out, _, code = unitrun(t, "op", "jobs", "--json")
+	var recs []hostapi.Record
+	decode(t, "op jobs", out, &recs)
+	if code != 0 || len(recs) != 1 || recs[0].ID != called.ID {
+		t.Errorf("op jobs --json: exit %d, %+v", code, recs)
+	}
+	out, _, code = unitrun(t, "op", "cancel", "--json", called.ID)
+	rec = hostapi.Record{}
+	decode(t, "op cancel", out, &rec)
+	if code != 0 || rec.ID != called.ID || rec.State != hostapi.StateCanceled {
+		t.Errorf("op cancel --json: exit %d, %+v", code, rec)
+	}
+	out, _, code = unitrun(t, "op", "wait", "--json", called.ID)
+	rec = hostapi.Record{}
+	decode(t, "op wait", out, &rec)
+	if code != 128+15 || rec.State != hostapi.StateCanceled || rec.Signal != "TERM" || rec.FinishedAt == nil {
+		t.Errorf("op wait --json: exit %d, %+v", code, rec)
+	}
+	out, errs, code := unitrun(t, "op", "call", "--json", "sh", "echo out; exit 5")
+	rec = hostapi.Record{}
+	decode(t, "op call", out, &rec)
+	if code != 5 || rec.ExitCode == nil || *rec.ExitCode != 5 || rec.State != hostapi.StateFailed || !strings.Contains(errs, "out\n") {
+		t.Errorf("op call --json: exit %d, %+v, stderr %q", code, rec, errs)
+	}
+}
+
+// Every pod command that creates, starts or stops a pod prints its status
+// as JSON with --json, in the shape of "pod status --json".
+func TestPodJSON(t *testing.T) {
+	dir := t.TempDir()
+	path := manifestFile(t, "name: jsonpod\napps:\n  - name: a\n    exec: [/bin/sleep, \"600\"]\n")
+	out, _, code := podCLI(t, dir, "create", "--json", path)
+	rmPod(t, dir, "jsonpod")
+	var v podView
+	decode(t, "pod create", out, &v)
+	if code != 0 || v.Name != "jsonpod" || v.Phase != "Pending" || len(v.Apps) != 1 || v.Apps[0].State != "waiting" {
+		t.Errorf("pod create --json: exit %d, %s", code, out)
+	}
+	out, _, code = podCLI(t, dir, "start", "--json", "jsonpod")
+	v = podView{}
+	decode(t, "pod start", out, &v)
+	if code != 0 || v.Phase != "Running" || v.StartedAt == nil {
+		t.Errorf("pod start --json: exit %d, %s", code, out)
+	}
+	out, _, code = podCLI(t, dir, "list", "--json")
+	var vs []podView
+	decode(t, "pod list", out, &vs)
+	if code != 0 || len(vs) != 1 || vs[0].Name != "jsonpod" || vs[0].Phase != "Running" {
+		t.Errorf("pod list --json: exit %d, %s", code, out)
+	}
+	out, _, code = podCLI(t, dir, "stop", "--json", "jsonpod")
+	v = podView{}
+	decode(t, "pod stop", out, &v)
+	if code != 0 || v.Phase != "Succeeded" || v.ExitCode == nil || *v.ExitCode != 0 || v.Apps[0].ExitCode == nil || *v.Apps[0].ExitCode != 143 {
+		t.Errorf("pod stop --json: exit %d, %s", code, out)
+	}
+
+	out, _, code = podCLI(t, dir, "run", "--detach", "--json", manifestFile(t, "name: jsondetach\napps:\n  - name: a\n    exec: [/bin/sleep, \"600\"]\n"))
+	rmPod(t, dir, "jsondetach")
+	v = podView{}
+	decode(t, "pod run --detach", out, &v)
+	if code != 0 || v.Name != "jsondetach" || v.Phase != "Running" {
+		t.Errorf("pod run --detach --json: exit %d, %s", code, out)
+	}
+}
+
+// manager status prints what it tried and what it chose as JSON.
+func TestManagerStatusJSON(t *testing.T) {
+	out, _, code := unitrun(t, "manager", "status", "--json")
+	var s struct {
+		Chosen  string `json:"chosen"`
+		Address string `json:"address"`
+		Version string `json:"version"`
+		Tried   []struct {
+			Manager string `json:"manager"`
+			Reached bool   `json:"reached"`
+		} `json:"tried"`
+	}
+	decode(t, "manager status", out, &s)
+	if code != 0 || !strings.HasPrefix(s.Chosen, "private:") || s.Version == "" || len(s.Tried) == 0 || !s.Tried[len(s.Tried)-1].Reached {
+		t.Errorf("manager status --json: exit %d, %s", code, out)
+	}
+}

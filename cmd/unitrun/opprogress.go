@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/unitrun/unitrun/client"
+	"github.com/unitrun/unitrun/hostapi"
+)
+
+// opPollInterval is how often "op call" reads a queued job's record.
+const opPollInterval = 100 * time.Millisecond
+
+// follow follows job id of op: it reports on stderr that the job is
+// queued, then started, streams its output (to stdout, or to stderr with
+// asJSON) and returns its final record. On a terminal a status line tells
+// how long the job has been queued or running, updated every second and
+// cleared at the end. quiet reports nothing.
+func follow(cmd *cobra.Command, c *client.Client, id, op string, asJSON, quiet bool) (*hostapi.Record, error) {
+	ctx := cmd.Context()
+	out := cmd.OutOrStdout()
+	if asJSON {
+		out = cmd.ErrOrStderr()
+	}
+	p := newProgress(cmd.ErrOrStderr(), out, quiet)
+	label := fmt.Sprintf("job %s (op %s)", id, op)
+	var mu sync.Mutex
+	state, since := hostapi.StateQueued, time.Now()
+	set := func(s hostapi.State) {
+		mu.Lock()
+		state, since = s, time.Now()
+		mu.Unlock()
+	}
+	line := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return []string{fmt.Sprintf("%s: %s for %s", label, p.err.paint(string(state)), elapsed(time.Since(since)))}
+	}
+	stop := p.ticking(line)
+	defer stop()
+	p.event("%s: queued", label)
+	rec, err := waitStarted(ctx, c, id)
+	if err != nil {
+		return nil, &exitError{code: exitFailed, err: err}
+	}
+	if rec.StartedAt != nil {
+		p.event("%s: started", label)
+		set(hostapi.StateRunning)
+		if p.live() {
+			p.draw(line())
+		}
+	}
+	if err := c.Logs(ctx, id, true, writer(p, out)); err != nil && ctx.Err() != nil {
+		return nil, &exitError{code: exitFailed, err: err}
+	}
+	rec, err = c.Wait(ctx, id)
+	if err != nil {
+		return nil, &exitError{code: exitFailed, err: err}
+	}
+	return rec, nil
+}
+
+// waitStarted polls job id's record until it is no longer queued.
+func waitStarted(ctx context.Context, c *client.Client, id string) (*hostapi.Record, error) {
+	t := time.NewTicker(opPollInterval)
+	defer t.Stop()
+	for {
+		rec, err := c.Job(ctx, id)
+		if err != nil || rec.State != hostapi.StateQueued {
+			return rec, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/unitrun/unitrun/pod"
+)
+
+// podPollInterval is how often "pod run" reads the pod's status for its
+// progress.
+const podPollInterval = 100 * time.Millisecond
+
+// podWatch turns a pod's status, read again and again, into progress: an
+// event for each run of an app that started or ended, and on a terminal a
+// block with one line per app.
+type podWatch struct {
+	p    *progress
+	r    *pod.Runner
+	name string
+	seen map[string]*runsSeen
+}
+
+// runsSeen counts the runs of an app reported started and ended.
+type runsSeen struct{ started, ended int }
+
+// runs returns how many runs of app a have started and ended, from its
+// record: each restart is a run that ended.
+func runs(a pod.AppStatus) (started, ended int) {
+	switch a.State {
+	case pod.AppRunning:
+		return a.Restarts + 1, a.Restarts
+	case pod.AppRestarting:
+		return a.Restarts, a.Restarts
+	case pod.AppExited, pod.AppFailed:
+		return a.Restarts + 1, a.Restarts + 1
+	}
+	return 0, 0
+}
+
+// exitText tells how app a's last run ended: " signal TERM", " exit 3",
+// or "".
+func exitText(a pod.AppStatus) string {
+	switch {
+	case a.Signal != "":
+		return " signal " + a.Signal
+	case a.ExitCode != nil:
+		return fmt.Sprintf(" exit %d", *a.ExitCode)
+	}
+	return ""
+}
+
+// report prints the events of app a that were not printed yet, in the
+// order they happened: every run is "running", then "restarting" or its
+// final state. A run that started and ended between two reads still gets
+// both events, so the sequence does not depend on timing.
+func (w *podWatch) report(a pod.AppStatus) {
+	k := w.seen[a.Name]
+	if k == nil {
+		k = &runsSeen{}
+		w.seen[a.Name] = k
+	}
+	started, ended := runs(a)
+	for k.started < started || k.ended < ended {
+		if k.started == k.ended {
+			k.started++
+			w.p.event("app %s running", a.Name)
+			continue
+		}
+		k.ended++
+		// The record keeps only the last exit: that of the last restart
+		// while the app runs again or waits to, else its final one.
+		again := a.State == pod.AppRunning || a.State == pod.AppRestarting
+		switch {
+		case k.ended < a.Restarts || k.ended == a.Restarts && !again:
+			w.p.event("app %s restarting", a.Name)
+		case k.ended == a.Restarts:
+			w.p.event("app %s restarting%s", a.Name, exitText(a))
+		default:
+			w.p.event("app %s %s%s", a.Name, a.State, exitText(a))
+		}
+	}
+}
+
+// poll reads the pod's status, reports what changed and redraws the
+// block.
+func (w *podWatch) poll(ctx context.Context) (pod.PodStatus, error) {
+	s, err := w.r.Status(ctx, w.name)
+	if err != nil {
+		return s, err
+	}
+	for _, a := range s.Apps {
+		w.report(a)
+	}
+	w.draw(s)
+	return s, nil
+}
+
+// draw redraws the block: the pod's phase and age, then a row per app
+// with its state, last exit, restarts and the time its run took so far.
+func (w *podWatch) draw(s pod.PodStatus) {
+	if !w.p.live() {
+		return
+	}
+	now := time.Now()
+	since := func(from, to time.Time) string {
+		if from.IsZero() {
+			return "-"
+		}
+		if to.IsZero() {
+			to = now
+		}
+		return elapsed(to.Sub(from))
+	}
+	var rows [][]string
+	for _, a := range s.Apps {
+		end := a.FinishedAt
+		if a.State == pod.AppRestarting {
+			end = a.LastExitAt
+		}
+		rows = append(rows, []string{a.Name, string(a.State), code(a.ExitCode), fmt.Sprint(a.Restarts), since(a.StartedAt, end)})
+	}
+	var b strings.Builder
+	t := &term{w: &b, tty: true, color: w.p.err.color}
+	fmt.Fprintf(&b, "pod %s %s, exit code %s, %s\n", s.Name, t.paint(string(s.Phase)), code(s.ExitCode), since(s.StartedAt, s.FinishedAt))
+	t.table([]string{"APP", "STATE", "EXIT", "RESTARTS", "ELAPSED"}, rows, 1)
+	w.p.draw(strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n"))
+}
+
+// follow polls until the returned stop is called.
+func (w *podWatch) follow(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(podPollInterval)
+		defer t.Stop()
+		for {
+			w.poll(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { cancel(); wg.Wait() }
+}
+
+// runAttached streams the output of pod m's apps until the pod ends, as
+// attach does, with the pod's progress on stderr unless quiet; with
+// asJSON the output goes to stderr and the pod's final status to stdout.
+func runAttached(cmd *cobra.Command, r *pod.Runner, m *pod.Manifest, asJSON, quiet bool) error {
+	ctx := cmd.Context()
+	out := cmd.OutOrStdout()
+	if asJSON {
+		out = cmd.ErrOrStderr()
+	}
+	p := newProgress(cmd.ErrOrStderr(), out, quiet)
+	var w *podWatch
+	stop := func() {}
+	if p != nil {
+		w = &podWatch{p: p, r: r, name: m.Name, seen: map[string]*runsSeen{}}
+		stop = w.follow(ctx)
+	}
+	err := attach(ctx, r, m, writer(p, out))
+	stop()
+	if w != nil {
+		// The pod has ended (or was stopped): the last read reports what
+		// is left, and the block stays with the final state.
+		s, perr := w.poll(context.Background())
+		if perr == nil {
+			p.event("pod %s %s%s", s.Name, s.Phase, exitText(pod.AppStatus{ExitCode: s.ExitCode}))
+		}
+	}
+	if asJSON {
+		if perr := printPod(cmd, r, m.Name); perr != nil {
+			return perr
+		}
+	}
+	return err
+}
+
+// printPod prints pod name's status, as "pod status --json" does, on
+// stdout.
+func printPod(cmd *cobra.Command, r *pod.Runner, name string) error {
+	s, err := r.Status(context.Background(), name)
+	if err != nil {
+		return failed(err)
+	}
+	return printJSON(cmd.OutOrStdout(), newPodView(s))
+}

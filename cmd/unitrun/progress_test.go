@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/unitrun/unitrun/hostapi"
+	"github.com/unitrun/unitrun/internal/systemdtest"
+)
+
+// progressPod is a pod of two apps: an init app that exits 0, then an app
+// that exits 3, which ends the pod.
+const progressPod = `
+name: %s
+apps:
+  - name: setup
+    init: true
+    exec: ["/bin/sh", "-c", "echo ready"]
+  - name: api
+    exec: ["/bin/sh", "-c", "exit 3"]
+`
+
+// Piped, "pod run" prints one timestamped line per change on stderr, in
+// the order the apps went through their states.
+func TestPodRunProgressPiped(t *testing.T) {
+	dir := t.TempDir()
+	rmPod(t, dir, "progress")
+	out, errs, code := podCLI(t, dir, "run", manifestFile(t, strings.ReplaceAll(progressPod, "%s", "progress")))
+	if code != 3 || out != "setup | ready\n" {
+		t.Fatalf("pod run: exit %d, stdout %q, stderr %q; want 3 and the init app's line", code, out, errs)
+	}
+	if n := len(stampRE.FindAllString(errs, -1)); n != 5 {
+		t.Errorf("stderr %q: %d timestamped lines, want 5", errs, n)
+	}
+	want := "app setup running\napp setup exited exit 0\napp api running\napp api failed exit 3\npod progress Failed exit 3\n"
+	if got := stampRE.ReplaceAllString(errs, ""); got != want {
+		t.Errorf("progress:\n%s\nwant:\n%s", got, want)
+	}
+
+	// -q shows no progress; --json prints the final status on stdout and
+	// the apps' output, with the progress, on stderr.
+	rmPod(t, dir, "progress-q")
+	out, errs, code = podCLI(t, dir, "run", "-q", manifestFile(t, strings.ReplaceAll(progressPod, "%s", "progress-q")))
+	if code != 3 || out != "setup | ready\n" || errs != "" {
+		t.Errorf("pod run -q: exit %d, stdout %q, stderr %q; want no progress", code, out, errs)
+	}
+	rmPod(t, dir, "progress-json")
+	out, errs, code = podCLI(t, dir, "run", "--json", manifestFile(t, strings.ReplaceAll(progressPod, "%s", "progress-json")))
+	var v podView
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 3 {
+		t.Fatalf("pod run --json: exit %d, stdout %q: %v", code, out, err)
+	}
+	if v.Phase != "Failed" || v.ExitCode == nil || *v.ExitCode != 3 || len(v.Apps) != 2 || v.Apps[1].State != "failed" {
+		t.Errorf("pod run --json: %s", out)
+	}
+	if !strings.Contains(errs, "setup | ready\n") || !strings.Contains(errs, " app setup running\n") {
+		t.Errorf("pod run --json: stderr %q lacks the output or the progress", errs)
+	}
+}
+
+// On a terminal, "pod run" redraws a block with a line per app, and the
+// last block shows the pod's final state.
+func TestPodRunProgressTerminal(t *testing.T) {
+	dir := t.TempDir()
+	rmPod(t, dir, "progress-tty")
+	out, code := unitrunTTY(t, nil, "pod", "run", "--state-dir", dir, manifestFile(t, strings.ReplaceAll(progressPod, "%s", "progress-tty")))
+	if code != 3 {
+		t.Fatalf("pod run: exit %d:\n%q", code, out)
+	}
+	if !strings.Contains(out, "\x1b[J") || !strings.Contains(out, "setup | ready\n") {
+		t.Errorf("no block redrawn in place, or no output:\n%q", out)
+	}
+	plain := escapes.ReplaceAllString(out, "")
+	last := plain[strings.LastIndex(plain, "pod progress-tty "):]
+	lines := strings.Split(strings.TrimSuffix(last, "\n"), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "pod progress-tty Failed, exit code 3, ") ||
+		!strings.HasPrefix(lines[1], "APP    STATE   EXIT  RESTARTS  ELAPSED") ||
+		!strings.HasPrefix(lines[2], "setup  exited  0     0         ") ||
+		!strings.HasPrefix(lines[3], "api    failed  3     0         ") {
+		t.Errorf("last block:\n%s", last)
+	}
+	if !strings.Contains(out, red+"failed"+reset) || !strings.Contains(out, green+"exited"+reset) {
+		t.Errorf("states not colored:\n%q", out)
+	}
+}
+
+// "op call" tells that the job is queued and started, then streams its
+// output and ends with the summary; on a terminal, a status line with the
+// elapsed time takes the place of the first two and is gone at the end.
+func TestOpCallProgress(t *testing.T) {
+	sock := startDaemon(t)
+	cmd := exec.Command(systemdtest.Binary(t), "op", "call", "--socket", sock, "sh", "echo one; echo two; exit 3")
+	var both bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &both, &both
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+		t.Fatalf("op call: %v, want exit 3:\n%s", err, both.String())
+	}
+	if n := len(stampRE.FindAllString(both.String(), -1)); n != 2 {
+		t.Errorf("%q: %d timestamped lines, want 2", both.String(), n)
+	}
+	got := stampRE.ReplaceAllString(both.String(), "")
+	id, _, _ := strings.Cut(strings.TrimPrefix(got, "job "), " ")
+	want := "job " + id + " (op sh): queued\njob " + id + " (op sh): started\none\ntwo\njob " + id + " (op sh): failed: exit status 3\n"
+	if got != want {
+		t.Errorf("op call:\n%s\nwant:\n%s", got, want)
+	}
+	out, errs, code := unitrun(t, "op", "call", "--socket", sock, "-q", "sh", "echo quiet")
+	if code != 0 || out != "quiet\n" || errs != "" {
+		t.Errorf("op call -q: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+
+	out, code = unitrunTTY(t, nil, "op", "call", "--socket", sock, "sh", "echo one; echo two; exit 3")
+	if code != 3 {
+		t.Fatalf("op call on a terminal: exit %d:\n%q", code, out)
+	}
+	if strings.Contains(out, "queued\n") || !strings.Contains(out, "(op sh): "+yellow+"queued"+reset+" for 0s\n") || !strings.Contains(out, "(op sh): "+green+"running"+reset+" for ") {
+		t.Errorf("op call on a terminal shows no status line:\n%q", out)
+	}
+	plain := escapes.ReplaceAllString(out, "")
+	if !strings.Contains(plain, "one\n") || !strings.Contains(plain, "two\n") {
+		t.Errorf("op call on a terminal lost the output:\n%q", out)
+	}
+	id, _, _ = strings.Cut(strings.TrimPrefix(plain, "job "), " ")
+	if !strings.HasSuffix(out, "\x1b[1F\x1b[Jjob "+id+" (op sh): failed: exit status 3\n") {
+		t.Errorf("op call on a terminal: the status line is not cleared before the summary:\n%q", out)
+	}
+
+	// A terminal that cannot move its cursor gets the lines of a pipe.
+	out, code = unitrunTTY(t, []string{"TERM=dumb"}, "op", "call", "--socket", sock, "sh", "echo one")
+	got = stampRE.ReplaceAllString(out, "")
+	id, _, _ = strings.Cut(strings.TrimPrefix(got, "job "), " ")
+	if want := "job " + id + " (op sh): queued\njob " + id + " (op sh): started\none\njob " + id + " (op sh): succeeded: exit status 0\n"; code != 0 || got != want {
+		t.Errorf("op call on a dumb terminal: exit %d:\n%q", code, out)
+	}
+
+	out, code = unitrunTTY(t, nil, "op", "jobs", "--socket", sock)
+	if code != 0 || !strings.HasPrefix(out, "ID ") || !strings.Contains(out, red+string(hostapi.StateFailed)+reset) {
+		t.Errorf("op jobs on a terminal:\n%q", out)
+	}
+}
