@@ -24,7 +24,7 @@ func (d *Daemon) execute(ctx context.Context, l *liveJob) outcome {
 	if l.op.Unit != "" {
 		return d.startUnit(ctx, l)
 	}
-	return d.runExec(ctx, l)
+	return d.runExec(ctx, l, 0)
 }
 
 // execCommand is an ExecStart=/ExecStopPost= entry as systemd's D-Bus API
@@ -38,9 +38,11 @@ type execCommand struct {
 // runExec runs an exec op as the transient unit named in the record, its
 // output appended to the job's output log and its outcome written by
 // ExecStopPost= to the job's outcome file, so that both outlive the daemon.
-// It records the outcome itself, before the unit is released, and returns
+// done is the number of runs a retry policy already made (by a daemon that
+// died since); the record counts each run before it starts. runExec
+// records the outcome itself, before the unit is released, and returns
 // nil.
-func (d *Daemon) runExec(ctx context.Context, l *liveJob) outcome {
+func (d *Daemon) runExec(ctx context.Context, l *liveJob, done int) outcome {
 	id := l.rec.ID
 	out, err := d.store.OpenOutput(id)
 	if err != nil {
@@ -58,8 +60,10 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob) outcome {
 	c.Env = l.op.Environ(l.caller.ID(), d.LookupEnv)
 	c.Stdout, c.Stderr = out, out
 	c.Timeout = l.op.Timeout
-	if l.op.Retry.Attempts > 1 {
-		c.Retry = &job.RetryPolicy{Attempts: l.op.Retry.Attempts, Delay: l.op.Retry.Delay, MaxDelay: l.op.Retry.MaxDelay}
+	if p := l.op.retryPolicy(); p != nil {
+		p.Attempts -= done
+		c.Retry = p
+		c.Attempting = func(n int) { d.recordAttempt(l, done+n) }
 	}
 	c.Properties = append(l.bind, unit.Property{
 		Name: "ExecStopPost", Value: dbus.MakeVariant([]execCommand{{Path: post[0], Args: post}}),
@@ -71,13 +75,30 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob) outcome {
 	c.Exited = func(st *job.Status, err error) {
 		d.releasing.Add(1)
 		released = true
-		d.finish(l, fromStatus(st, err))
+		d.finish(l, func(r *Record) {
+			fromStatus(st, err)(r)
+			r.Attempts += done
+		})
 	}
 	c.Run()
 	if released {
 		d.releasing.Done()
 	}
 	return nil
+}
+
+// recordAttempt stores the number of the run of a retried job about to
+// start, so that a daemon that restarts knows how many runs are left.
+func (d *Daemon) recordAttempt(l *liveJob, n int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return
+	}
+	l.rec.Attempts = n
+	if err := d.store.Put(l.rec); err != nil {
+		d.Logf("hostapi: job %s: storing attempt %d: %v", l.rec.ID, n, err)
+	}
 }
 
 // startUnit writes the op's request file, when it has one, and starts its

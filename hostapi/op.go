@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/unitrun/unitrun/job"
 )
 
 // argsWord is the word of an exec template replaced by the caller's args.
@@ -91,4 +93,13 @@ func (op *Op) Environ(callerID string, from func(string) (string, bool)) []strin
 	}
 	slices.Sort(env)
 	return env
+}
+
+// retryPolicy returns the op's retry rule as a job.RetryPolicy, or nil if
+// the op runs once (or is nil, no longer configured).
+func (o *Op) retryPolicy() *job.RetryPolicy {
+	if o == nil || o.Retry.Attempts <= 1 {
+		return nil
+	}
+	return &job.RetryPolicy{Attempts: o.Retry.Attempts, Delay: o.Retry.Delay, MaxDelay: o.Retry.MaxDelay}
 }

@@ -59,23 +59,50 @@ func (d *Daemon) Recover() error {
 	return err
 }
 
-// reattach waits for the outcome of a job a previous daemon started.
+// reattach waits for the outcome of a job a previous daemon started. A
+// run of a retried exec op that failed with runs left is followed by the
+// rest of its runs, after the policy's back-off, as if the daemon had not
+// restarted.
 func (d *Daemon) reattach(ctx context.Context, l *liveJob) outcome {
 	props, err := d.mgr.Properties(ctx, l.rec.Unit, manager.UnitIface)
 	if err != nil {
 		return failed(fmt.Sprintf("re-attach to %s: %v", l.rec.Unit, err))
 	}
+	var retry bool
+	var set outcome
 	if props["LoadState"].Value() != "not-found" {
-		return fromStatus(job.Attach(ctx, d.mgr, l.rec.Unit))
+		st, err := job.Attach(ctx, d.mgr, l.rec.Unit)
+		p := l.op.retryPolicy()
+		retry = p != nil && st != nil && p.Retries(err)
+		set = fromStatus(st, err)
+	} else {
+		o, ok, err := d.store.ReadOutcome(l.rec.ID)
+		switch {
+		case err != nil:
+			return failed(err.Error())
+		case !ok:
+			return failed(fmt.Sprintf("unit %s is gone and left no outcome: the daemon stopped before the unit started, or the unit's ExecStopPost= did not run", l.rec.Unit))
+		}
+		retry = l.op.retryPolicy() != nil && o.ServiceResult != "success"
+		set = fromOutcome(o)
 	}
-	o, ok, err := d.store.ReadOutcome(l.rec.ID)
-	switch {
-	case err != nil:
-		return failed(err.Error())
-	case !ok:
-		return failed(fmt.Sprintf("unit %s is gone and left no outcome: the daemon stopped before the unit started, or the unit's ExecStopPost= did not run", l.rec.Unit))
+	runs := max(l.rec.Attempts, 1)
+	if !retry || runs >= l.op.Retry.Attempts || l.rec.Unit != l.op.Prefix+strings.ToLower(l.rec.ID)+".service" {
+		return func(r *Record) {
+			set(r)
+			r.Attempts = runs
+		}
 	}
-	return fromOutcome(o)
+	select {
+	case <-time.After(l.op.retryPolicy().Backoff(runs)):
+	case <-ctx.Done():
+		return func(r *Record) {
+			set(r)
+			r.Attempts = runs
+			r.Message = fmt.Sprintf("canceled before attempt %d: %s", runs+1, r.Message)
+		}
+	}
+	return d.runExec(ctx, l, runs)
 }
 
 // releaseFinished lets systemd collect the units of finished exec jobs that

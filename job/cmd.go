@@ -91,6 +91,9 @@ type Cmd struct {
 	// a pipe may still be arriving when it is called, and a failure to copy
 	// it is reported by Wait alone.
 	Exited func(*Status, error)
+	// Attempting, if set, is called with the number of each run, from 1,
+	// before its unit is created.
+	Attempting func(n int)
 
 	// Manager is the connection to the manager the command runs on.
 	Manager *manager.Conn
@@ -281,6 +284,9 @@ func (c *Cmd) startRun() error {
 	props = append(props, c.Properties...)
 	c.tries++
 	c.Unit = name
+	if c.Attempting != nil {
+		c.Attempting(c.tries)
+	}
 	if err := r.start(c.ctx, props); err != nil {
 		var ee *ExitError
 		if errors.As(err, &ee) {
@@ -400,7 +406,7 @@ func (c *Cmd) exit(err error) {
 // retries reports whether the outcome err of the current run asks for
 // another run.
 func (c *Cmd) retries(err error) bool {
-	return err != nil && c.Retry != nil && c.tries < c.Retry.Attempts && c.Retry.retries(err)
+	return err != nil && c.Retry != nil && c.tries < c.Retry.Attempts && c.Retry.Retries(err)
 }
 
 func (c *Cmd) setStatus(st *Status) {
@@ -414,7 +420,7 @@ func (c *Cmd) setStatus(st *Status) {
 func (c *Cmd) retry(err error) error {
 	for c.retries(err) {
 		select {
-		case <-time.After(c.Retry.delay(c.tries)):
+		case <-time.After(c.Retry.Backoff(c.tries)):
 		case <-c.ctx.Done():
 			return fmt.Errorf("%s: canceled before attempt %d: %w", c.Unit, c.tries+1, c.ctx.Err())
 		}

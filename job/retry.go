@@ -35,8 +35,9 @@ func (p *RetryPolicy) check() error {
 	return nil
 }
 
-// retries reports whether err, the outcome of a run, asks for another.
-func (p *RetryPolicy) retries(err error) bool {
+// Retries reports whether err, the outcome of a run (as Wait returns it),
+// asks for another run.
+func (p *RetryPolicy) Retries(err error) bool {
 	var je *JobError
 	if errors.As(err, &je) {
 		if p.JobResults == nil {
@@ -51,8 +52,9 @@ func (p *RetryPolicy) retries(err error) bool {
 	return false
 }
 
-// delay returns the wait after the given number of runs.
-func (p *RetryPolicy) delay(runs int) time.Duration {
+// Backoff returns the wait before the next run, after the given number
+// of runs (at least 1).
+func (p *RetryPolicy) Backoff(runs int) time.Duration {
 	d := p.Delay
 	for i := 1; i < runs; i++ {
 		d *= 2

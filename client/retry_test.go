@@ -1,0 +1,84 @@
+package client_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/client"
+	"github.com/unitrun/unitrun/hostapi"
+	"github.com/unitrun/unitrun/internal/systemdtest"
+)
+
+// TestRetryAcrossDaemonRestart SIGKILLs the daemon while a retried op's
+// first run is running, and while it waits out the back-off after that
+// run failed: the restarted daemon makes the runs that are left, and the
+// job ends as if the daemon had not died, each run made exactly once.
+func TestRetryAcrossDaemonRestart(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sleep string // the first run's length
+		delay string // the back-off after it
+	}{
+		{"during a run", "2", "100ms"},
+		{"during the back-off", "0", "3s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			count := filepath.Join(t.TempDir(), "count")
+			// Each run counts itself; the first sleeps; the third succeeds.
+			script := `n=$(( $(cat "$1" 2>/dev/null || echo 0) + 1 )); echo $n > "$1"; echo run $n; if [ $n -eq 1 ]; then sleep "$2"; fi; [ $n -ge 3 ]`
+			d := systemdtest.StartDaemon(t, fmt.Sprintf(`
+[[op]]
+name = "flaky"
+exec = ["/bin/sh", "-c", %q, "sh", %q, %q]
+retry = { attempts = 5, delay = %q }
+`, script, count, tc.sleep, tc.delay))
+			c := client.New(d.API)
+			ctx := timeout(t)
+			id, err := c.Call(ctx, "flaky", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Kill once the first run has counted itself and, for the
+			// back-off case, its unit is gone.
+			for {
+				b, _ := os.ReadFile(count)
+				rec, err := c.Job(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.TrimSpace(string(b)) == "1" && (tc.sleep != "0" || gone(t, rec.Unit)) {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			d.Cmd.Process.Signal(syscall.SIGKILL)
+			d.Cmd.Wait()
+			d.Start(t)
+			rec, err := c.Wait(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.State != hostapi.StateSucceeded || rec.Attempts != 3 || rec.OutputTail != "run 1\nrun 2\nrun 3\n" {
+				t.Errorf("record %+v: want succeeded after 3 attempts, each run's output once", rec)
+			}
+			if b, _ := os.ReadFile(count); string(b) != "3\n" {
+				t.Errorf("runs counted: %q, want 3", b)
+			}
+		})
+	}
+}
+
+// gone reports whether the manager has no unit of the name loaded.
+func gone(t *testing.T, name string) bool {
+	t.Helper()
+	names, err := systemdtest.Conn(t).ListUnitNames(timeout(t), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(names) == 0
+}
