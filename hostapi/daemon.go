@@ -44,6 +44,10 @@ type Daemon struct {
 	// "write-outcome"}; no word may hold '$' or ';' (see OutcomeCommand).
 	// Nil uses OutcomeCommand's shell script.
 	OutcomeWriter []string
+	// Journalctl, when set, is the argv (before its options) of the
+	// journalctl that reads what unit ops' units log; nil means
+	// "journalctl", with --user for a user manager.
+	Journalctl []string
 	// Logf reports what the daemon cannot tell a caller, such as a record
 	// it failed to store; NewDaemon sets it to log.Printf.
 	Logf func(format string, args ...any)

@@ -103,6 +103,7 @@ func (d *Daemon) recordAttempt(l *liveJob, n int) {
 
 // startUnit writes the op's request file, when it has one, and starts its
 // unit, waiting for the run as job.Start does. A timeout stops the unit.
+// What the run logged to the journal becomes the job's output log.
 func (d *Daemon) startUnit(ctx context.Context, l *liveJob) outcome {
 	if l.op.RequestFile != "" {
 		sep := "\n"
@@ -123,6 +124,11 @@ func (d *Daemon) startUnit(ctx context.Context, l *liveJob) outcome {
 		defer cancel()
 	}
 	st, err := job.Start(ctx, d.mgr, l.op.Unit)
+	if st != nil && st.InvocationID != "" {
+		if err := d.copyJournal(context.WithoutCancel(ctx), l.rec.ID, st); err != nil {
+			d.Logf("hostapi: job %s: copying the output of %s from the journal: %v", l.rec.ID, l.op.Unit, err)
+		}
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return func(r *Record) {
 			fromStatus(st, err)(r)

@@ -24,6 +24,9 @@ type Status struct {
 	StartedAt  time.Time // when the main process started
 	FinishedAt time.Time // when it ended
 	Attempts   int       // how many runs a retry policy made (1 without one)
+	// MainPID is the main process's PID (0 if none started), as in the
+	// journal's _PID of what it wrote to its standard output and error.
+	MainPID int
 }
 
 // Success reports whether the run exited with status 0 and systemd calls
@@ -149,6 +152,9 @@ func (s state) status(unitName, jobResult string) *Status {
 	st := &Status{Unit: unitName, JobResult: jobResult, Result: s.str("Result"), Attempts: 1}
 	if id, ok := s["InvocationID"].Value().([]byte); ok && len(id) > 0 {
 		st.InvocationID = hex.EncodeToString(id)
+	}
+	if pid, ok := s["ExecMainPID"].Value().(uint32); ok {
+		st.MainPID = int(pid)
 	}
 	code, status := s.i32("ExecMainCode"), s.i32("ExecMainStatus")
 	switch code {
