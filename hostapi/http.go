@@ -55,13 +55,21 @@ func NewHTTPServer(d *Daemon) *http.Server {
 	})
 	return &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: readHeaderTimeout,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			caller, err := PeerCaller(c)
 			return context.WithValue(ctx, callerKey{}, peer{caller, err})
 		},
 	}
 }
+
+// readHeaderTimeout bounds the wait for a request's header, and
+// bodyReadTimeout for the body of a call, so that a caller that stops
+// sending does not hold its connection.
+const (
+	readHeaderTimeout = 10 * time.Second
+	bodyReadTimeout   = 10 * time.Second
+)
 
 type httpAPI struct{ d *Daemon }
 
@@ -118,11 +126,16 @@ func (h *httpAPI) call(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	limit := h.d.cfg.Limits.MaxRequestBytes
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
 	req, err := DecodeCallRequest(http.MaxBytesReader(w, r.Body, int64(limit)), limit)
 	if err != nil {
+		// The deadline stays: the server discards what is left of the body
+		// before it answers, and must not wait for it for ever.
 		writeError(w, err)
 		return
 	}
+	rc.SetReadDeadline(time.Time{})
 	rec, err := h.d.Call(r.Context(), c, r.PathValue("name"), req.Args)
 	if err != nil {
 		writeError(w, err)

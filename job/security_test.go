@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 
@@ -14,48 +13,6 @@ import (
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
 )
-
-// injections are words that would add a setting, a command or a specifier
-// if they reached a unit file unescaped; @P@ is replaced by a path that
-// must never be created.
-var injections = []string{
-	"x\nExecStopPost=/usr/bin/touch @P@.stoppost",
-	"x\nExecStartPre=/usr/bin/touch @P@.startpre",
-	"\r\nExecStopPost=/usr/bin/touch @P@.cr",
-	"x\\\nExecStopPost=/usr/bin/touch @P@.cont",
-	"x\\",
-	"%n %h %% %",
-	"$HOME ${HOME} $$ $",
-	`"; /usr/bin/touch @P@.dq; "`,
-	`'; /usr/bin/touch @P@.sq; '`,
-	"; /usr/bin/touch @P@.semi",
-	"`/usr/bin/touch @P@.bq` $(/usr/bin/touch @P@.sub)",
-	"\\x0a\\nExecStopPost=/usr/bin/touch @P@.esc",
-	"\x1b[2J\x1b]0;title\x07",
-}
-
-func hostile(dir string) []string {
-	p := filepath.Join(dir, "pwned")
-	out := make([]string, len(injections))
-	for i, s := range injections {
-		out[i] = strings.ReplaceAll(s, "@P@", p)
-	}
-	return out
-}
-
-// noneCreated fails the test for every file in dir but the allowed ones.
-func noneCreated(t *testing.T, dir string, allowed ...string) {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if !slices.Contains(allowed, e.Name()) {
-			t.Errorf("%s was created: an injected command ran", filepath.Join(dir, e.Name()))
-		}
-	}
-}
 
 // TestSecurityArgvSurvivesReload hands hostile words to a transient unit as
 // argv and environment values, reloads the manager while
@@ -65,7 +22,7 @@ func noneCreated(t *testing.T, dir string, allowed ...string) {
 // injected command ran.
 func TestSecurityArgvSurvivesReload(t *testing.T) {
 	dir := t.TempDir()
-	words := hostile(dir)
+	words := systemdtest.Hostile(dir)
 	gate := filepath.Join(dir, "gate")
 	var env []string
 	script := `printf '%s\0' "$@"; printf 'ENV:%s\0' "$V0" "$V1"; while [ ! -e "$GATE" ]; do sleep 0.05; done`
@@ -100,7 +57,7 @@ func TestSecurityArgvSurvivesReload(t *testing.T) {
 	if out.String() != want {
 		t.Errorf("argv and env arrived as\n%q\nwant\n%q", out.String(), want)
 	}
-	noneCreated(t, dir, "gate")
+	systemdtest.NoPwned(t, dir)
 }
 
 // TestSecurityUnitNameRefused gives names that are not unit names, or that
@@ -146,5 +103,5 @@ func TestSecurityLineBreakFieldsRefused(t *testing.T) {
 			t.Errorf("%s: %v (unit %q), want an error naming %s and no unit", tt.field, err, c.Unit, tt.field)
 		}
 	}
-	noneCreated(t, dir)
+	systemdtest.NoPwned(t, dir)
 }
