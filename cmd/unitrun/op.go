@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -183,7 +185,11 @@ func newOpJobsCmd(f *opFlags) *cobra.Command {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tOP\tSTATE\tMESSAGE\tARGS")
 			for _, r := range recs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Op, r.State, r.Message, strings.Join(r.Args, " "))
+				args := make([]string, len(r.Args))
+				for i, a := range r.Args {
+					args[i] = printable(a)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Op, r.State, printable(r.Message), strings.Join(args, " "))
 			}
 			return tw.Flush()
 		},
@@ -212,13 +218,23 @@ func printRecord(cmd *cobra.Command, f *opFlags, rec *hostapi.Record) error {
 	}
 	line := fmt.Sprintf("job %s (op %s): %s", rec.ID, rec.Op, rec.State)
 	if rec.Message != "" {
-		line += ": " + rec.Message
+		line += ": " + printable(rec.Message)
 	}
 	if rec.RebootRequired {
 		line += "; reboot required"
 	}
 	fmt.Fprintln(cmd.ErrOrStderr(), line)
 	return nil
+}
+
+// printable returns s as it is when it holds no control character, else
+// quoted as a Go string: a record's args are another caller's strings, and
+// must not move the cursor of the terminal that lists them or add a row.
+func printable(s string) string {
+	if strings.IndexFunc(s, unicode.IsControl) < 0 {
+		return s
+	}
+	return strconv.Quote(s)
 }
 
 func printOpJSON(w io.Writer, v any) error {
