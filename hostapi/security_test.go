@@ -721,3 +721,62 @@ func TestSecurityLogInjection(t *testing.T) {
 		}
 	}
 }
+
+// openFDs counts the test process's open file descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(entries)
+}
+
+// TestSecurityPassedFDs sends file descriptors (SCM_RIGHTS) with requests
+// on both sockets, many times: the daemon, which reads no ancillary data,
+// holds none of them afterwards, and the requests are served as if none
+// were sent.
+func TestSecurityPassedFDs(t *testing.T) {
+	d, _ := newTestDaemon(t, systemdtest.Conn(t), securityOps)
+	api, argv := serveTest(t, d)
+	f, err := os.Open("/dev/null")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fds := make([]int, 250)
+	for i := range fds {
+		fds[i] = int(f.Fd())
+	}
+	rights := syscall.UnixRights(fds...)
+	// Settle the fds the first connections open (the manager's, the store's).
+	rawHTTP(t, api, "GET /healthz HTTP/1.1\r\nHost: unitrun\r\nConnection: close\r\n\r\n")
+	before := openFDs(t)
+	for range 20 {
+		for _, sock := range []struct{ network, path, req string }{
+			{"unix", api, "GET /v1/jobs HTTP/1.1\r\nHost: unitrun\r\nConnection: close\r\n\r\n"},
+			{"unixpacket", argv, "nosuch\x00"},
+		} {
+			c, err := net.DialUnix(sock.network, nil, &net.UnixAddr{Name: sock.path, Net: sock.network})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := c.WriteMsgUnix([]byte(sock.req), rights, nil); err != nil {
+				t.Fatal(err)
+			}
+			resp, _ := io.ReadAll(c)
+			c.Close()
+			if !strings.Contains(string(resp), "200 OK") && !strings.Contains(string(resp), CodeUnknownOp) {
+				t.Errorf("%s with passed fds: %q", sock.network, resp)
+			}
+		}
+	}
+	// The daemon's goroutines close their connections after answering.
+	for range 100 {
+		if openFDs(t) <= before {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("%d fds open after the requests, %d before: the daemon kept passed fds", openFDs(t), before)
+}
