@@ -780,3 +780,46 @@ func TestSecurityPassedFDs(t *testing.T) {
 	}
 	t.Errorf("%d fds open after the requests, %d before: the daemon kept passed fds", openFDs(t), before)
 }
+
+// TestSecurityStateModes runs a job and checks the modes that keep its
+// files to the daemon: the state and jobs dirs and the job's dir 0700, its
+// record, output log and outcome 0600.
+func TestSecurityStateModes(t *testing.T) {
+	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
+	r := call(t, d, "echo", "x")
+	want := map[string]os.FileMode{
+		d.store.dir: 0o700 | os.ModeDir, d.store.jobs: 0o700 | os.ModeDir, d.store.Dir(r.ID): 0o700 | os.ModeDir,
+		filepath.Join(d.store.Dir(r.ID), recordFile): 0o600, d.store.OutputPath(r.ID): 0o600, d.store.OutcomePath(r.ID): 0o600,
+	}
+	for path, mode := range want {
+		if fi, err := os.Lstat(path); err != nil || fi.Mode() != mode {
+			t.Errorf("%s: %v, %v; want mode %v", path, fi.Mode(), err, mode)
+		}
+	}
+}
+
+// TestSecurityRebootMarkerSymlink plants the op's reboot marker as a
+// symlink to a file that must stay: the job reports the reboot, the link
+// is removed and its target is untouched.
+func TestSecurityRebootMarkerSymlink(t *testing.T) {
+	d, dir := newTestDaemon(t, systemdtest.Conn(t), `
+[[op]]
+name = "marked"
+exec = ["/bin/true"]
+reboot_marker = "@DIR@/marker"
+`)
+	victim := filepath.Join(dir, "victim")
+	os.WriteFile(victim, []byte("keep"), 0o600)
+	if err := os.Symlink(victim, filepath.Join(dir, "marker")); err != nil {
+		t.Fatal(err)
+	}
+	if r := call(t, d, "marked"); !r.RebootRequired {
+		t.Errorf("record %+v: want reboot_required", r)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "marker")); err == nil {
+		t.Error("the marker is still there")
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "keep" {
+		t.Errorf("the marker's target: %q, %v; want it untouched", b, err)
+	}
+}

@@ -46,15 +46,14 @@ var (
 // others.
 //
 // If the target already is a regular file, mode 0755 (no setuid, setgid or
-// sticky bit), owned by root or the
-// caller, whose content has the same SHA-256, Install returns it without
-// writing. Otherwise, whatever the target is (a corrupt copy, a file with
-// another mode or owner, a symlink, which is never followed), Install
-// replaces it atomically: it writes a temp file in dir (created with
-// O_EXCL|O_NOFOLLOW), syncs it, sets mode 0755, renames it over the target,
-// syncs dir and verifies the installed file's hash. Concurrent Installs of
-// the same content, in one process or several, all return the same path to
-// a complete file.
+// sticky bit), owned by root or the caller, whose content has the same
+// SHA-256, Install returns it without writing. Otherwise, whatever the
+// target is (a corrupt copy, a file with another mode or owner, a symlink,
+// which is never followed), Install replaces it atomically: it writes a temp
+// file in dir (created with O_EXCL|O_NOFOLLOW), syncs it, sets mode 0755,
+// renames it over the target, syncs dir and verifies the installed file's
+// hash. Concurrent Installs of the same content, in one process or several,
+// all return the same path to a complete file.
 func Install(dir, src string) (string, error) {
 	if err := ensureDir(dir); err != nil {
 		return "", err

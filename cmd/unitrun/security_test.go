@@ -1,9 +1,16 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"unicode"
+
+	"github.com/unitrun/unitrun/dist"
+	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
 // TestSecurityOpJobsTerminal has one caller start a job whose arg holds a
@@ -36,5 +43,48 @@ func TestSecurityOpJobsTerminal(t *testing.T) {
 	}
 	if !strings.Contains(out, `\x1b[2J`) {
 		t.Errorf("op jobs does not show the arg, escaped: %q", out)
+	}
+}
+
+// TestSecurityDaemonSocketModes starts the daemon binding its own sockets,
+// in a directory every user may enter, and connects as uid 65534: the
+// sockets are root's with mode 0600 and refuse the connection. The shipped
+// socket units ask systemd for the same mode.
+func TestSecurityDaemonSocketModes(t *testing.T) {
+	d := systemdtest.NewDaemon(t, "")
+	if err := os.Chmod(d.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d.Start(t)
+	const connect = `import socket, sys
+s = socket.socket(socket.AF_UNIX, int(sys.argv[2]))
+try:
+    s.connect(sys.argv[1])
+    print("connected")
+except OSError as e:
+    print(type(e).__name__)
+`
+	for _, s := range []struct {
+		path string
+		typ  int
+	}{{d.API, syscall.SOCK_STREAM}, {d.Argv, syscall.SOCK_SEQPACKET}} {
+		fi, err := os.Lstat(s.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); fi.Mode().Perm() != 0o600 || st.Uid != 0 {
+			t.Errorf("%s: mode %v, owner %d; want 0600 and root", s.path, fi.Mode().Perm(), st.Uid)
+		}
+		out, err := exec.Command("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+			"/usr/bin/python3", "-c", connect, s.path, fmt.Sprint(s.typ)).CombinedOutput()
+		if err != nil || string(out) != "PermissionError\n" {
+			t.Errorf("uid 65534 connecting to %s: %q, %v; want PermissionError", s.path, out, err)
+		}
+	}
+	for _, name := range []string{"unitrun.socket", "unitrun-argv.socket"} {
+		data, err := dist.Systemd.ReadFile("systemd/" + name)
+		if err != nil || !strings.Contains(string(data), "\nSocketMode=0600\n") {
+			t.Errorf("%s: %v: want SocketMode=0600", name, err)
+		}
 	}
 }
