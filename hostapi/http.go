@@ -126,16 +126,15 @@ func (h *httpAPI) call(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	limit := h.d.cfg.Limits.MaxRequestBytes
-	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	// net/http clears the deadline once the body has been read to its end;
+	// after an error it stays, so that the server, which discards the rest
+	// of the body before it answers, does not wait for it for ever.
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
 	req, err := DecodeCallRequest(http.MaxBytesReader(w, r.Body, int64(limit)), limit)
 	if err != nil {
-		// The deadline stays: the server discards what is left of the body
-		// before it answers, and must not wait for it for ever.
 		writeError(w, err)
 		return
 	}
-	rc.SetReadDeadline(time.Time{})
 	rec, err := h.d.Call(r.Context(), c, r.PathValue("name"), req.Args)
 	if err != nil {
 		writeError(w, err)

@@ -823,3 +823,26 @@ reboot_marker = "@DIR@/marker"
 		t.Errorf("the marker's target: %q, %v; want it untouched", b, err)
 	}
 }
+
+// TestSecurityBodyDeadlineOnlyForBody calls, waiting, an op that stops
+// when its caller goes away and runs longer than the body's read deadline:
+// the deadline ends with the body, so the call is not taken for a
+// disconnect and the job succeeds.
+func TestSecurityBodyDeadlineOnlyForBody(t *testing.T) {
+	d, _ := newTestDaemon(t, systemdtest.Conn(t), fmt.Sprintf(`
+[[op]]
+name = "long"
+exec = ["/bin/sleep", "%d"]
+on_disconnect = "stop"
+`, int(bodyReadTimeout/time.Second)+2))
+	api, _ := serveTest(t, d)
+	resp, err := unixHTTP(api).Post("http://unitrun/v1/ops/long", "application/json", strings.NewReader(`{"wait": true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var rec Record
+	if err := json.NewDecoder(resp.Body).Decode(&rec); err != nil || resp.StatusCode != 200 || rec.State != StateSucceeded {
+		t.Errorf("call waiting past the body's deadline: %s %+v, %v: want 200 and a succeeded record", resp.Status, rec, err)
+	}
+}
