@@ -210,3 +210,20 @@ func TestSecurityPodHostileStrings(t *testing.T) {
 	}
 	systemdtest.NoPwned(t, dir)
 }
+
+// TestSecurityLogsSymlink plants an app's log file as a symlink to a file
+// outside the pod: Logs refuses to open it and prints nothing of it.
+func TestSecurityLogsSymlink(t *testing.T) {
+	state := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("OUTSIDE SECRET\n"), 0o600)
+	log := LogFile(state, "web", "server")
+	os.MkdirAll(filepath.Dir(log), 0o755)
+	if err := os.Symlink(secret, log); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := Logs(context.Background(), state, "web", []string{"server"}, &out, true, false, nil); err == nil || strings.Contains(out.String(), "SECRET") {
+		t.Errorf("Logs through a symlinked log file: %v, printed %q", err, out.String())
+	}
+}
