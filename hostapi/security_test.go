@@ -542,8 +542,8 @@ func TestSecurityHugeRequests(t *testing.T) {
 }
 
 // TestSecurityCallFlood has one caller call faster than jobs end: once
-// max_live_jobs are live the daemon refuses with busy, naming the limit,
-// and starts no more units.
+// max_live_jobs are live, or max_queue calls wait for an exclusive op, the
+// daemon refuses with busy, naming the limit, and starts no more units.
 func TestSecurityCallFlood(t *testing.T) {
 	d, dir := newTestDaemon(t, systemdtest.Conn(t), securityOps+"\n[limits]\nmax_live_jobs = 3\n")
 	api, _ := serveTest(t, d)
@@ -574,6 +574,27 @@ func TestSecurityCallFlood(t *testing.T) {
 	}
 	if recs, _ := d.List(); len(recs) != 3 {
 		t.Errorf("%d jobs, want the 3 accepted", len(recs))
+	}
+
+	// An exclusive op's queue: one job runs, max_queue wait, the next call
+	// is refused.
+	d, _ = newTestDaemon(t, systemdtest.Conn(t), "\n[limits]\nmax_queue = 1\n")
+	var accepted []string
+	for i, arg := range []string{"a", "b", "c"} {
+		r, err := d.Call(context.Background(), root, "excl", []string{arg})
+		var e *Error
+		switch {
+		case i < 2 && err == nil:
+			accepted = append(accepted, r.ID)
+		case i == 2 && errors.As(err, &e) && e.Code == CodeBusy && strings.Contains(e.Message, "max_queue"):
+		default:
+			t.Errorf("excl %s: %+v, %v", arg, r, err)
+		}
+	}
+	for _, id := range accepted {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		d.Wait(ctx, id)
+		cancel()
 	}
 }
 
