@@ -867,3 +867,54 @@ on_disconnect = "stop"
 		t.Errorf("call waiting past the body's deadline: %s %+v, %v: want 200 and a succeeded record", resp.Status, rec, err)
 	}
 }
+
+// TestSecurityConfigOwner plants config that another user could have
+// written: a daemon.toml or drop-in writable by others, an ops dir
+// writable by its group, a drop-in owned by another uid. LoadConfig refuses
+// each, naming the file, so no op of theirs is ever served.
+func TestSecurityConfigOwner(t *testing.T) {
+	const op = "[[op]]\nname = \"evil\"\nexec = [\"/bin/sh\", \"-c\", \"id\"]\nallow_uids = [65534]\n"
+	for _, tt := range []struct {
+		name  string
+		plant func(t *testing.T, main, opsDir string) string // returns the path to be named
+	}{
+		{"daemon.toml writable by others", func(t *testing.T, main, _ string) string {
+			os.Chmod(main, 0o666)
+			return main
+		}},
+		{"drop-in writable by others", func(t *testing.T, _, opsDir string) string {
+			p := filepath.Join(opsDir, "evil.toml")
+			os.WriteFile(p, []byte(op), 0o600)
+			os.Chmod(p, 0o646)
+			return p
+		}},
+		{"ops dir writable by its group", func(t *testing.T, _, opsDir string) string {
+			os.WriteFile(filepath.Join(opsDir, "evil.toml"), []byte(op), 0o600)
+			os.Chmod(opsDir, 0o775)
+			return opsDir
+		}},
+		{"drop-in owned by another uid", func(t *testing.T, _, opsDir string) string {
+			p := filepath.Join(opsDir, "evil.toml")
+			os.WriteFile(p, []byte(op), 0o600)
+			if err := os.Chown(p, 1234, 1234); err != nil {
+				t.Skipf("chown needs root: %v", err)
+			}
+			return p
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			main, opsDir := filepath.Join(dir, "daemon.toml"), filepath.Join(dir, "ops.d")
+			os.WriteFile(main, nil, 0o600)
+			os.Mkdir(opsDir, 0o755)
+			if _, err := LoadConfig(main, opsDir); err != nil {
+				t.Fatalf("before the plant: %v", err)
+			}
+			named := tt.plant(t, main, opsDir)
+			cfg, err := LoadConfig(main, opsDir)
+			if err == nil || !strings.Contains(err.Error(), named+": ") {
+				t.Errorf("LoadConfig: %v (config %v), want an error naming %s", err, cfg != nil, named)
+			}
+		})
+	}
+}
