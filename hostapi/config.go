@@ -137,6 +137,9 @@ type RetryRule struct {
 // in byte order of their names; other names are skipped. A missing opsDir holds no ops. Only
 // daemon.toml may hold a [limits] table; every file may hold [[op]] tables.
 //
+// Each file, and opsDir, must be owned by root or the daemon's uid and not
+// be writable by group or others.
+//
 // Unknown keys, values of the wrong type and broken rules are errors. Each
 // is a *ConfigError naming the file, the line and the rule; when there are
 // several, LoadConfig returns them joined (errors.Join), in file and line
@@ -183,6 +186,9 @@ func listDropIns(dir string) ([]string, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("ops dir: %w", err)
+	}
+	if rule := checkConfigOwner(dir); rule != "" {
+		return nil, &ConfigError{File: dir, Rule: rule}
 	}
 	var files []string
 	for _, e := range entries {

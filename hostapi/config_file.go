@@ -100,6 +100,9 @@ func loadFile(path string, isMain bool) (ops []loadedOp, limits *Limits, errs []
 		}
 		return nil, nil, []*ConfigError{{File: path, Rule: "cannot read: " + err.Error()}}
 	}
+	if rule := checkConfigOwner(path); rule != "" {
+		return nil, nil, []*ConfigError{{File: path, Rule: rule}}
+	}
 	var fops []fileOp
 	var flimits *fileLimits
 	dec := toml.NewDecoder(bytes.NewReader(data))

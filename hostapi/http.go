@@ -55,13 +55,21 @@ func NewHTTPServer(d *Daemon) *http.Server {
 	})
 	return &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: readHeaderTimeout,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			caller, err := PeerCaller(c)
 			return context.WithValue(ctx, callerKey{}, peer{caller, err})
 		},
 	}
 }
+
+// readHeaderTimeout bounds the wait for a request's header, and
+// bodyReadTimeout for the body of a call, so that a caller that stops
+// sending does not hold its connection.
+const (
+	readHeaderTimeout = 10 * time.Second
+	bodyReadTimeout   = 10 * time.Second
+)
 
 type httpAPI struct{ d *Daemon }
 
@@ -118,6 +126,10 @@ func (h *httpAPI) call(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	limit := h.d.cfg.Limits.MaxRequestBytes
+	// net/http clears the deadline once the body has been read to its end;
+	// after an error it stays, so that the server, which discards the rest
+	// of the body before it answers, does not wait for it for ever.
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
 	req, err := DecodeCallRequest(http.MaxBytesReader(w, r.Body, int64(limit)), limit)
 	if err != nil {
 		writeError(w, err)

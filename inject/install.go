@@ -45,15 +45,15 @@ var (
 // a user other than root and the caller, or is writable by group or
 // others.
 //
-// If the target already is a regular file, mode 0755, owned by root or the
-// caller, whose content has the same SHA-256, Install returns it without
-// writing. Otherwise, whatever the target is (a corrupt copy, a file with
-// another mode or owner, a symlink, which is never followed), Install
-// replaces it atomically: it writes a temp file in dir (created with
-// O_EXCL|O_NOFOLLOW), syncs it, sets mode 0755, renames it over the target,
-// syncs dir and verifies the installed file's hash. Concurrent Installs of
-// the same content, in one process or several, all return the same path to
-// a complete file.
+// If the target already is a regular file, mode 0755 (no setuid, setgid or
+// sticky bit), owned by root or the caller, whose content has the same
+// SHA-256, Install returns it without writing. Otherwise, whatever the
+// target is (a corrupt copy, a file with another mode or owner, a symlink,
+// which is never followed), Install replaces it atomically: it writes a temp
+// file in dir (created with O_EXCL|O_NOFOLLOW), syncs it, sets mode 0755,
+// renames it over the target, syncs dir and verifies the installed file's
+// hash. Concurrent Installs of the same content, in one process or several,
+// all return the same path to a complete file.
 func Install(dir, src string) (string, error) {
 	if err := ensureDir(dir); err != nil {
 		return "", err
@@ -158,7 +158,8 @@ func hashFile(path string) (string, error) {
 }
 
 // verify reports whether path is an installed copy with the given hash: a
-// regular file, mode 0755, owned by root or the caller. A missing file or a
+// regular file, mode 0755 with no setuid, setgid or sticky bit, owned by
+// root or the caller. A missing file or a
 // symlink (never followed) is not one. O_NONBLOCK keeps a FIFO planted at
 // path from blocking the open.
 func verify(path, sum string) (bool, error) {
@@ -174,7 +175,8 @@ func verify(path, sum string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("inject: %w", err)
 	}
-	if !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o755 || !ownedByUs(fi) {
+	// Mode 0755 exactly: a regular file without setuid, setgid or sticky bit.
+	if fi.Mode() != 0o755 || !ownedByUs(fi) {
 		return false, nil
 	}
 	h := sha256.New()

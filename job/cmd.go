@@ -52,7 +52,8 @@ type Cmd struct {
 	// Env holds "KEY=value" entries added to the unit's environment, which
 	// otherwise is the manager's default environment (not the caller's).
 	Env []string
-	// Dir is the working directory; empty means the manager's default.
+	// Dir is the working directory; empty means the manager's default. It
+	// must hold no control characters.
 	Dir string
 
 	// Stdin, Stdout and Stderr are the unit's standard streams. An *os.File
@@ -69,9 +70,12 @@ type Cmd struct {
 	Name string
 	// Prefix starts a generated name; empty means DefaultPrefix.
 	Prefix string
-	// Description is the unit's Description=; empty means one derived from Args.
+	// Description is the unit's Description=; empty means one derived from
+	// Args. It must hold no control characters.
 	Description string
-	// Properties are set on the unit after unitrun's own, so they override them.
+	// Properties are set on the unit after unitrun's own, so they override
+	// them. They reach systemd as given, unchecked: no string in them may
+	// come from someone the caller does not trust.
 	Properties []unit.Property
 	// Timeout, if positive, limits the run (RuntimeMaxSec=): systemd stops
 	// the unit and the Status reports Result "timeout".
@@ -225,6 +229,13 @@ func (c *Cmd) check() error {
 			return err
 		}
 	}
+	// systemd 252 writes both unescaped into the transient unit's file, so
+	// a line break would add settings at the next daemon-reload.
+	for _, f := range []struct{ name, value string }{{"Description", c.Description}, {"Dir", c.Dir}} {
+		if i := strings.IndexFunc(f.value, isControl); i >= 0 {
+			return fmt.Errorf("job: %s %q: must not contain control characters (byte %d)", f.name, f.value, i)
+		}
+	}
 	for i, kv := range c.Env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
@@ -348,11 +359,14 @@ func (c *Cmd) properties(withExec bool) ([]unit.Property, error) {
 	return props, nil
 }
 
+// isControl reports an ASCII control character.
+func isControl(r rune) bool { return r < ' ' || r == 0x7f }
+
 // describe makes a Description= from argv: printable, valid UTF-8, short.
 func describe(args []string) string {
 	s := strings.ToValidUTF8(strings.Join(args, " "), "?")
 	s = strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f {
+		if isControl(r) {
 			return ' '
 		}
 		return r

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -13,7 +14,7 @@ import (
 // prefixed with "APP | " if prefix is set. Without follow it copies what
 // the files hold and returns. With follow it keeps copying what the apps
 // write until ctx is done, or until done returns true, after which it
-// copies what is left and returns.
+// copies what is left and returns. A log file that is a symlink is refused.
 func Logs(ctx context.Context, stateDir, pod string, apps []string, w io.Writer, prefix, follow bool, done func() bool) error {
 	var logs []*appLog
 	defer func() {
@@ -25,7 +26,7 @@ func Logs(ctx context.Context, stateDir, pod string, apps []string, w io.Writer,
 		if err := checkNames(pod, a); err != nil {
 			return err
 		}
-		f, err := os.Open(LogFile(stateDir, pod, a))
+		f, err := os.OpenFile(LogFile(stateDir, pod, a), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 		if err != nil {
 			return err
 		}

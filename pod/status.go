@@ -327,9 +327,18 @@ func checkNames(names ...string) error {
 
 // write replaces the file at the path made of elem under stateDir,
 // creating the directories on the way: with durable, synced to disk
-// (atomicfile.Write), else only atomically (atomicfile.Replace).
+// (atomicfile.Write), else only atomically (atomicfile.Replace). Like read,
+// it refuses a symlink at any directory under stateDir; at the file
+// itself, the rename replaces a symlink rather than follow it.
 func write(stateDir string, durable bool, data []byte, elem ...string) error {
 	path := filepath.Join(append([]string{stateDir}, elem...)...)
+	rel := ""
+	for _, e := range elem[:len(elem)-1] {
+		rel = filepath.Join(rel, e)
+		if fi, err := os.Lstat(filepath.Join(stateDir, rel)); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%s: is a symlink", filepath.Join(stateDir, rel))
+		}
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}

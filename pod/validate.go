@@ -185,12 +185,13 @@ func (p *problems) argv(path string, argv []string) {
 }
 
 // path checks a directory setting. The unit file parser strips trailing
-// white space and knows no escapes here, so the path must be clean,
-// absolute, printable and end in no white space.
+// white space, joins the next line to one ending in a backslash and knows
+// no escapes here, so the path must be clean, absolute, printable and end
+// in no white space and no backslash.
 func (p *problems) path(path, dir string) {
 	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || hasControl(dir) ||
-		strings.TrimRightFunc(dir, unicode.IsSpace) != dir {
-		p.add(path, dir, "must be a clean absolute path without control characters or trailing space")
+		strings.TrimRightFunc(dir, unicode.IsSpace) != dir || strings.HasSuffix(dir, `\`) {
+		p.add(path, dir, "must be a clean absolute path without control characters, trailing space or trailing backslash")
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/unitrun/unitrun/dist"
 	"github.com/unitrun/unitrun/internal/atomicfile"
+	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
 )
 
@@ -115,8 +116,10 @@ func install(ctx context.Context, mgr *manager.Conn, f *installFlags) error {
 		return fmt.Errorf("enable %s: %w", strings.Join(sockets, ", "), err)
 	}
 	if f.now {
+		// job.Start waits for the start job: a socket that cannot listen
+		// is an error here, not a surprise later.
 		for _, s := range sockets {
-			if _, err := mgr.StartUnit(ctx, s, "replace"); err != nil {
+			if _, err := job.Start(ctx, mgr, s); err != nil {
 				return fmt.Errorf("start %s: %w", s, err)
 			}
 		}

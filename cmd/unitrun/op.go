@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -183,7 +185,11 @@ tab-separated line with no header: id, op, state, message, args.`,
 			}
 			var rows [][]string
 			for _, r := range recs {
-				rows = append(rows, []string{r.ID, r.Op, string(r.State), r.Message, strings.Join(r.Args, " ")})
+				args := make([]string, len(r.Args))
+				for i, a := range r.Args {
+					args[i] = printable(a)
+				}
+				rows = append(rows, []string{r.ID, r.Op, string(r.State), printable(r.Message), strings.Join(args, " ")})
 			}
 			return newTerm(cmd.OutOrStdout()).table([]string{"ID", "OP", "STATE", "MESSAGE", "ARGS"}, rows, 2)
 		},
@@ -212,13 +218,23 @@ func printRecord(cmd *cobra.Command, f *opFlags, rec *hostapi.Record) error {
 	}
 	line := fmt.Sprintf("job %s (op %s): %s", rec.ID, rec.Op, rec.State)
 	if rec.Message != "" {
-		line += ": " + rec.Message
+		line += ": " + printable(rec.Message)
 	}
 	if rec.RebootRequired {
 		line += "; reboot required"
 	}
 	fmt.Fprintln(cmd.ErrOrStderr(), line)
 	return nil
+}
+
+// printable returns s as it is when it holds no control character, else
+// quoted as a Go string: a record's args are another caller's strings, and
+// must not move the cursor of the terminal that lists them or add a row.
+func printable(s string) string {
+	if strings.IndexFunc(s, unicode.IsControl) < 0 {
+		return s
+	}
+	return strconv.Quote(s)
 }
 
 // recordExit returns the exit status for a finished job: nil when it

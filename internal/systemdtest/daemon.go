@@ -2,6 +2,7 @@ package systemdtest
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -19,6 +20,9 @@ type Daemon struct {
 	API  string // the HTTP socket
 	Argv string // the SEQPACKET socket
 	Cmd  *exec.Cmd
+	// Stderr receives the daemon's standard error (its log); nil is the
+	// test binary's.
+	Stderr io.Writer
 }
 
 // NewDaemon writes config as the daemon's daemon.toml in a new directory.
@@ -53,7 +57,10 @@ func (d *Daemon) Args() []string {
 func (d *Daemon) Start(t testing.TB) {
 	t.Helper()
 	cmd := exec.Command(Binary(t), append(d.Args(), "--socket", d.API, "--seqpacket", d.Argv)...)
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = d.Stderr
+	if cmd.Stderr == nil {
+		cmd.Stderr = os.Stderr
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

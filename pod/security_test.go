@@ -1,0 +1,229 @@
+package pod
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/internal/systemdtest"
+)
+
+// hostileNames are pod or app names that would climb out of the state
+// directory, name another unit, or break a unit file or a log line.
+var hostileNames = []string{"../x", "..", ".", "a/b", "/etc", "A", "x\n", "x\nExecStart=/bin/true", "x%n", "x y", "x\\x2d", "-x", "x.service", strings.Repeat("a", 30), ""}
+
+// TestSecurityPodNamesRefused creates pods with hostile pod and app names:
+// Create refuses each naming the field, and writes neither state nor units.
+func TestSecurityPodNamesRefused(t *testing.T) {
+	r := newRunner(t)
+	unitDir := systemdtest.RuntimeUnitDir(t)
+	before, _ := os.ReadDir(unitDir)
+	for _, name := range hostileNames {
+		for _, tt := range []struct {
+			field    string
+			manifest map[string]any
+		}{
+			{"name", map[string]any{"name": name, "apps": []any{map[string]any{"name": "a", "exec": []string{"/bin/true"}}}}},
+			{"apps[0].name", map[string]any{"name": "p", "apps": []any{map[string]any{"name": name, "exec": []string{"/bin/true"}}}}},
+		} {
+			data, _ := json.Marshal(tt.manifest)
+			_, err := r.Create(context.Background(), data)
+			if err == nil || !strings.Contains(err.Error(), tt.field) {
+				t.Errorf("%s %q: Create: %v, want an error naming %s", tt.field, name, err, tt.field)
+			}
+		}
+	}
+	if entries, _ := os.ReadDir(r.StateDir); len(entries) != 0 {
+		t.Errorf("refused pods left %d entries in the state dir", len(entries))
+	}
+	if after, _ := os.ReadDir(unitDir); len(after) != len(before) {
+		t.Errorf("refused pods changed the unit dir: %d entries, were %d", len(after), len(before))
+	}
+}
+
+// TestSecurityPodStateTraversal calls every function that takes a pod or
+// app name from outside (the command line, a hook's argv) with names that
+// climb out of the state directory, where a pod-like tree is planted: each
+// is refused and the planted tree is neither read nor changed.
+func TestSecurityPodStateTraversal(t *testing.T) {
+	r := newRunner(t)
+	ctx := context.Background()
+	// STATE/../victim/pods/v looks like a pod to a path that climbs out.
+	victim := filepath.Join(filepath.Dir(r.StateDir), "victim")
+	os.MkdirAll(filepath.Join(victim, "status"), 0o755)
+	os.WriteFile(filepath.Join(victim, "status", "a"), []byte("7\n"), 0o644)
+	os.WriteFile(filepath.Join(victim, "pod.json"), []byte(`{"name": "v", "phase": "Running", "exit_policy": "first-failure", "apps": []}`), 0o644)
+	snapshot := func() string {
+		var b strings.Builder
+		filepath.Walk(victim, func(p string, fi os.FileInfo, err error) error {
+			data, _ := os.ReadFile(p)
+			b.WriteString(p + ":" + string(data) + "\n")
+			return nil
+		})
+		return b.String()
+	}
+	was := snapshot()
+	for _, pod := range []string{"../victim", "../../" + filepath.Base(filepath.Dir(r.StateDir)) + "/victim", "/etc", ".."} {
+		calls := map[string]error{}
+		_, calls["ReadExitCode"] = ReadExitCode(r.StateDir, pod, "a")
+		calls["WriteExitCode"] = WriteExitCode(r.StateDir, pod, "a", 1)
+		calls["WriteExitCode app"] = WriteExitCode(r.StateDir, "p", "../../../victim/status/a", 1)
+		_, calls["ReadApp"] = ReadApp(r.StateDir, pod, "a")
+		calls["WriteApp"] = WriteApp(r.StateDir, pod, AppStatus{Name: "a", State: AppRunning})
+		_, calls["ReadPod"] = ReadPod(r.StateDir, pod)
+		calls["WritePod"] = WritePod(r.StateDir, PodStatus{Name: pod, Phase: PodPending, ExitPolicy: FirstFailure})
+		_, calls["Status"] = r.Status(ctx, pod)
+		_, calls["Manifest"] = r.Manifest(pod)
+		calls["Start"] = r.Start(ctx, pod, "")
+		_, calls["Stop"] = r.Stop(ctx, pod, time.Second)
+		calls["Remove"] = r.Remove(ctx, pod, true)
+		calls["Logs"] = Logs(ctx, r.StateDir, pod, []string{"a"}, &bytes.Buffer{}, false, false, nil)
+		calls["BeginRun"] = BeginRun(ctx, r.StateDir, pod, "a")
+		calls["Reap"] = Reap(r.StateDir, pod, "a")
+		for name, err := range calls {
+			if err == nil {
+				t.Errorf("%s(%q): succeeded, want a refusal", name, pod)
+			}
+		}
+	}
+	if now := snapshot(); now != was {
+		t.Errorf("the tree outside the state dir changed:\n%s\nwas:\n%s", now, was)
+	}
+}
+
+// TestSecurityStatusSymlinks plants symlinks to a directory outside the
+// state directory where the hooks write: the pod's directory and its
+// status and apps directories. Every write is refused and the outside
+// directory stays empty.
+func TestSecurityStatusSymlinks(t *testing.T) {
+	writes := map[string]func(state string) error{
+		"WriteExitCode": func(state string) error { return WriteExitCode(state, "web", "server", 3) },
+		"WriteApp":      func(state string) error { return WriteApp(state, "web", AppStatus{Name: "server", State: AppRunning}) },
+		"WritePod": func(state string) error {
+			return WritePod(state, PodStatus{Name: "web", Phase: PodPending, ExitPolicy: FirstFailure})
+		},
+		"markStopping": func(state string) error { return markStopping(state, "web") },
+	}
+	// Each symlink and the writes whose path goes through it.
+	for at, through := range map[string][]string{
+		"pods":            {"WriteExitCode", "WriteApp", "WritePod", "markStopping"},
+		"pods/web":        {"WriteExitCode", "WriteApp", "WritePod", "markStopping"},
+		"pods/web/status": {"WriteExitCode"},
+		"pods/web/apps":   {"WriteApp"},
+	} {
+		t.Run(strings.ReplaceAll(at, "/", "_"), func(t *testing.T) {
+			state, outside := t.TempDir(), t.TempDir()
+			link := filepath.Join(state, at)
+			os.MkdirAll(filepath.Dir(link), 0o755)
+			if err := os.Symlink(outside, link); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range through {
+				if err := writes[name](state); err == nil || !strings.Contains(err.Error(), "is a symlink") {
+					t.Errorf("%s through a symlinked %s: %v, want a refusal naming the symlink", name, at, err)
+				}
+			}
+			var found []string
+			filepath.Walk(outside, func(p string, fi os.FileInfo, err error) error {
+				if p != outside {
+					found = append(found, p)
+				}
+				return nil
+			})
+			if len(found) != 0 {
+				t.Errorf("written outside the state dir: %v", found)
+			}
+		})
+	}
+}
+
+// TestSecurityPodHostileStrings renders and runs a pod whose argv, probe
+// argv, environment values and working directory hold hostile strings:
+// systemd-analyze verify passes every unit for a system and a user
+// manager, and after a daemon-reload mid-run the app receives every
+// string exactly and no injected command runs.
+func TestSecurityPodHostileStrings(t *testing.T) {
+	r := newRunner(t)
+	dir := t.TempDir()
+	words := systemdtest.Hostile(dir)
+	wd := filepath.Join(dir, `wd %h %% $HOME ${X} 'q' "d" \b ; x`)
+	if err := os.Mkdir(wd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, gate := filepath.Join(dir, "out"), filepath.Join(dir, "gate")
+	env := map[string]string{}
+	for i, w := range words {
+		env["V"+string(rune('A'+i))] = w
+	}
+	script := `printf '%s\0' "$@" > ` + out + `.tmp; env -0 | grep -z '^V[A-Z]=' | LC_ALL=C sort -z >> ` + out + `.tmp; pwd >> ` + out + `.tmp; mv ` + out + `.tmp ` + out + `; while [ ! -e ` + gate + ` ]; do sleep 0.05; done`
+	manifest, _ := json.Marshal(map[string]any{
+		"name": "hostile",
+		"apps": []map[string]any{{
+			"name": "app", "exec": append([]string{"/bin/sh", "-c", script, "sh"}, words...),
+			"env": env, "workingDir": wd,
+			"probe": map[string]any{"exec": append([]string{"/bin/true"}, words...), "periodSeconds": 3600},
+		}},
+	})
+	m, err := Parse(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := Graph(m, RenderOptions{Binary: systemdtest.Binary(t), StateDir: r.StateDir, LogPath: func(app string) string { return LogFile(r.StateDir, m.Name, app) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	units := writeUnits(t, files)
+	for _, user := range []bool{false, true} {
+		if err := analyze(t, units, user); err != nil {
+			t.Errorf("user=%v: %v", user, err)
+		}
+	}
+
+	name := run(t, r, string(manifest), "")
+	got := waitFile(t, out)
+	if err := r.Mgr.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(gate, nil, 0o644)
+	wantPod(t, wait(t, r, name), PodSucceeded, 0)
+	var want strings.Builder
+	for _, w := range words {
+		want.WriteString(w + "\x00")
+	}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		want.WriteString(k + "=" + env[k] + "\x00")
+	}
+	want.WriteString(wd + "\n")
+	if got != want.String() {
+		t.Errorf("the app received\n%q\nwant\n%q", got, want.String())
+	}
+	systemdtest.NoPwned(t, dir)
+}
+
+// TestSecurityLogsSymlink plants an app's log file as a symlink to a file
+// outside the pod: Logs refuses to open it and prints nothing of it.
+func TestSecurityLogsSymlink(t *testing.T) {
+	state := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("OUTSIDE SECRET\n"), 0o600)
+	log := LogFile(state, "web", "server")
+	os.MkdirAll(filepath.Dir(log), 0o755)
+	if err := os.Symlink(secret, log); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := Logs(context.Background(), state, "web", []string{"server"}, &out, true, false, nil); err == nil || strings.Contains(out.String(), "SECRET") {
+		t.Errorf("Logs through a symlinked log file: %v, printed %q", err, out.String())
+	}
+}
