@@ -123,6 +123,12 @@ func render(m *Manifest, o RenderOptions, n Node) (*unit.File, error) {
 		}
 		err = idle(f, n, stop)
 	case ShutdownRole:
+		if m.isolated() {
+			// The pod's own systemd ends with the pod, whether its
+			// shutdown hook succeeds or not.
+			f.Set("Unit", "SuccessAction", "exit")
+			f.Set("Unit", "FailureAction", "exit")
+		}
 		err = idle(f, n, h.argv("shutdown"))
 	case ProbeRole:
 		f.Set("Service", "Type", "exec")

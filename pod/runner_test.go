@@ -486,23 +486,6 @@ apps:
 	wantApp(t, s, "polite", AppExited, 128+15)
 }
 
-func TestPodUnsupported(t *testing.T) {
-	r := newRunner(t)
-	_, err := r.Create(context.Background(), []byte(`
-name: unsupported
-isolation: namespaces
-apps:
-  - name: a
-    exec: ["/bin/true"]
-`))
-	if err == nil || !strings.Contains(err.Error(), "isolation") {
-		t.Errorf("create with isolation: %v", err)
-	}
-	if _, err := os.Stat(Dir(r.StateDir, "unsupported")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("a refused pod left state: %v", err)
-	}
-}
-
 func TestPodRemoveCreated(t *testing.T) {
 	r := newRunner(t)
 	ctx := context.Background()

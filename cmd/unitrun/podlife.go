@@ -11,29 +11,43 @@ import (
 	"github.com/unitrun/unitrun/pod"
 )
 
-// create creates the pod of the manifest at path; a bad manifest exits 2.
-func create(ctx context.Context, r *pod.Runner, path string) (*pod.Manifest, error) {
+// create creates the pod of the manifest at path, with isolation iso
+// instead of the manifest's unless it is ""; a bad manifest or isolation
+// exits 2.
+func create(ctx context.Context, r *pod.Runner, path, iso string) (*pod.Manifest, error) {
+	switch pod.Isolation(iso) {
+	case "", pod.NoIsolation, pod.Namespaces:
+	default:
+		return nil, &exitError{code: exitUsage, err: fmt.Errorf("--isolation %q: must be %s or %s", iso, pod.NoIsolation, pod.Namespaces)}
+	}
 	data, err := pod.ReadManifest(path)
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: err}
 	}
-	if _, err := pod.Parse(data); err != nil {
+	if _, err := pod.ParseWith(data, pod.Isolation(iso)); err != nil {
 		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", path, err)}
 	}
-	m, err := r.Create(ctx, data)
+	m, err := r.CreateWith(ctx, data, pod.Isolation(iso))
 	return m, failed(err)
 }
 
+// isolationFlag adds --isolation to cmd.
+func isolationFlag(cmd *cobra.Command, iso *string) {
+	cmd.Flags().StringVar(iso, "isolation", "", fmt.Sprintf("run the pod per %s (on the manager) or %s (under a systemd of its own) instead of the manifest's isolation", pod.NoIsolation, pod.Namespaces))
+}
+
 func newPodCreateCmd(f *podFlags) *cobra.Command {
-	return &cobra.Command{
+	var iso string
+	cmd := &cobra.Command{
 		Use: "create FILE",
 		Example: `  unitrun pod create web.yaml
+  unitrun pod create --isolation namespaces web.yaml
   unitrun pod create --state-dir /var/lib/unitrun web.yaml`,
 		Short: "Validate a manifest and prepare its pod: write its units and state, start nothing",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withRunner(cmd, func(r *pod.Runner) error {
-				m, err := create(cmd.Context(), r, args[0])
+				m, err := create(cmd.Context(), r, args[0], iso)
 				if err != nil {
 					return err
 				}
@@ -42,6 +56,8 @@ func newPodCreateCmd(f *podFlags) *cobra.Command {
 			})
 		},
 	}
+	isolationFlag(cmd, &iso)
+	return cmd
 }
 
 func newPodStartCmd(f *podFlags) *cobra.Command {
@@ -63,7 +79,7 @@ func newPodStartCmd(f *podFlags) *cobra.Command {
 }
 
 func newPodRunCmd(f *podFlags) *cobra.Command {
-	var policy string
+	var policy, iso string
 	var detach bool
 	cmd := &cobra.Command{
 		Use: "run FILE",
@@ -83,7 +99,7 @@ With --detach, print the pod's name and return once its apps have started.`,
 				return err
 			}
 			defer done()
-			m, err := create(ctx, r, args[0])
+			m, err := create(ctx, r, args[0], iso)
 			if err != nil {
 				return err
 			}
@@ -99,6 +115,7 @@ With --detach, print the pod's name and return once its apps have started.`,
 	}
 	exitPolicyFlag(cmd, &policy)
 	cmd.Flags().BoolVarP(&detach, "detach", "d", false, "return once the pod has started")
+	isolationFlag(cmd, &iso)
 	return cmd
 }
 
