@@ -45,6 +45,11 @@ type Container struct {
 	NoNetwork bool
 	// Delegated keeps the container in the caller's cgroup.
 	Delegated bool
+	// Roots are directories, root directories of services inside, into
+	// which the container binds its own /proc, /dev and /sys (creating the
+	// mount points), as a container runtime mounts them into an image. The
+	// mounts exist only in the container's mount namespace.
+	Roots []string
 
 	cmd    *exec.Cmd
 	exited chan error
@@ -84,7 +89,9 @@ func endService(action string) string {
 
 // containerScript runs in the new namespaces as PID 1 and becomes systemd.
 // systemd sets the hostname from /etc/hostname at boot, so the container's
-// own hostname is mounted over it.
+// own hostname is mounted over it. Its log, and the output of services
+// that go to the console, go to Dir/unitrun-manager.log, mounted over
+// /dev/console, rather than to the host's console.
 // Values arrive as arguments, never inside the script text.
 //
 // The binds are mounted inside Dir first, while their host paths are still
@@ -100,6 +107,7 @@ while [ "$i" -lt "$nbinds" ]; do
 done
 printf '%s\n' "$hostname" > "$dir/unitrun-hostname"
 mount --bind "$dir/unitrun-hostname" /etc/hostname
+mount --bind "$dir/unitrun-manager.log" /dev/console
 mount --rbind "$dir" /run
 i=0
 while [ "$i" -lt "$nbinds" ]; do
@@ -109,6 +117,14 @@ while [ "$i" -lt "$nbinds" ]; do
 	i=$((i + 1))
 done
 shift "$nbinds"
+nroots=$1; shift
+i=0
+while [ "$i" -lt "$nroots" ]; do
+	eval "r=\${$((i + 1))}"
+	for fs in proc dev sys; do mkdir -p "$r/$fs"; mount --rbind "/$fs" "$r/$fs"; done
+	i=$((i + 1))
+done
+shift "$nroots"
 for procs in "$@"; do echo 0 > "$procs"; done
 mkdir -p /run/systemd/system
 hostname "$hostname"
@@ -169,6 +185,8 @@ func (c *Container) Start() error {
 	}
 	args = append(args, "/bin/sh", "-c", containerScript, "unitrun-container", c.Dir, hostname, systemd, c.Target, strconv.Itoa(len(c.Binds)))
 	args = append(args, c.Binds...)
+	args = append(args, strconv.Itoa(len(c.Roots)))
+	args = append(args, c.Roots...)
 	if !c.Delegated {
 		args = append(args, makeCgroups(cgroupFor(c.Dir))...)
 	}

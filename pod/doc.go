@@ -75,7 +75,9 @@
 // while the pod runs) reads the start of its run from the service's
 // ExecMainStartTimestamp, so that reap-app needs no manager connection
 // unless it ends the pod. The hooks run with the "+"
-// prefix: as root and outside RootDirectory=, whatever User= the app has.
+// prefix: as root, whatever User= the app has. An app with a rootfs (only
+// in an isolated pod) runs through "unitrun pod chroot" rather than under
+// RootDirectory=, which systemd 252 applies to "+" commands too.
 //
 // # Status files
 //

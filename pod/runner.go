@@ -224,7 +224,9 @@ func (r *Runner) stopUnits(ctx context.Context, m *Manifest) error {
 		units = []string{ContainerUnit(m.Name)}
 	}
 	for _, u := range units {
-		if err := r.runJob(ctx, u, r.Mgr.StopUnit); err != nil {
+		// A unit that is not loaded (an isolated pod's service,
+		// collected once its systemd exited) has nothing to stop.
+		if err := r.runJob(ctx, u, r.Mgr.StopUnit); err != nil && !manager.IsNoSuchUnit(err) {
 			return err
 		}
 	}

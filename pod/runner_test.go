@@ -241,7 +241,7 @@ apps:
   - name: a
     exec: ["/bin/sleep", "600"]
   - name: b
-    exec: ["/bin/sh", "-c", "trap 'exit 7' TERM; sleep 600 & wait"]
+    exec: ["/bin/sh", "-c", "trap 'exit 7' TERM; echo trapped; sleep 600 & wait"]
   - name: c
     exec: ["/bin/sleep", "600"]
 `, "")
@@ -250,6 +250,8 @@ apps:
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+	// Running is recorded before the exec: b's trap must be set too.
+	waitLog(t, r, name, "b", "trapped\n")
 	s, err := r.Stop(context.Background(), name, 0)
 	if err != nil {
 		t.Fatal(err)

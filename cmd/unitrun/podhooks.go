@@ -60,5 +60,15 @@ func newPodHookCmds(f *podFlags) []*cobra.Command {
 		hook("container-exited POD", 1, func(cmd *cobra.Command, dir string, args []string) error {
 			return pod.ContainerExited(dir, args[0])
 		}),
+		{
+			Use:    "chroot ROOT DIR ARGV...",
+			Hidden: true,
+			Args:   cobra.MinimumNArgs(3),
+			// The app's own arguments may look like flags.
+			DisableFlagParsing: true,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return failed(pod.ExecInRoot(args[0], args[1], args[2:]))
+			},
+		},
 	}
 }
