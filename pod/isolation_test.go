@@ -413,3 +413,29 @@ func slicesContainsPID(dirs []string, pid int) bool {
 	}
 	return found
 }
+
+// pod stop with a timeout kills, through the pod's own systemd, an app
+// that ignores SIGTERM, and still records every exit.
+func TestIsolatedPodStopTimeoutKills(t *testing.T) {
+	r := newRunner(t)
+	name := run(t, r, `
+name: stubborn-iso
+isolation: namespaces
+apps:
+  - name: ignores
+    stopTimeout: 5min
+    exec: ["/bin/sh", "-c", "trap '' TERM; echo trapped; while :; do sleep 0.1; done"]
+  - name: polite
+    exec: ["/bin/sleep", "600"]
+`, "")
+	defer containerLog(t, r, name)
+	waitLog(t, r, name, "ignores", "trapped\n")
+	s, err := r.Stop(context.Background(), name, 500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPod(t, s, PodFailed, 128+9)
+	wantApp(t, s, "ignores", AppFailed, 128+9)
+	wantApp(t, s, "polite", AppExited, 128+15)
+	waitInactive(t, r, name)
+}
