@@ -429,13 +429,6 @@ apps:
     exec: ["/bin/sleep", "600"]
 `, "")
 	defer containerLog(t, r, name)
-	waitLog(t, r, name, "ignores", "trapped\n")
-	s, err := r.Stop(context.Background(), name, 500*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantPod(t, s, PodFailed, 128+9)
-	wantApp(t, s, "ignores", AppFailed, 128+9)
-	wantApp(t, s, "polite", AppExited, 128+15)
+	stopStubborn(t, r, name)
 	waitInactive(t, r, name)
 }

@@ -475,10 +475,19 @@ name: stubborn
 apps:
   - name: ignores
     stopTimeout: 5min
-    exec: ["/bin/sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"]
+    exec: ["/bin/sh", "-c", "trap '' TERM; echo trapped; while :; do sleep 0.1; done"]
   - name: polite
     exec: ["/bin/sleep", "600"]
 `, "")
+	stopStubborn(t, r, name)
+}
+
+// stopStubborn stops pod name, whose app "ignores" ignores SIGTERM once it
+// has written "trapped", with a timeout, and checks that it was killed and
+// every exit recorded.
+func stopStubborn(t *testing.T, r *Runner, name string) {
+	t.Helper()
+	waitLog(t, r, name, "ignores", "trapped\n")
 	s, err := r.Stop(context.Background(), name, 500*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
