@@ -432,3 +432,17 @@ apps:
 	stopStubborn(t, r, name)
 	waitInactive(t, r, name)
 }
+
+// Probes of an isolated pod run inside it: an HTTP probe reaches its app
+// on the loopback device of the pod's own network namespace, and restarts
+// it through the pod's own systemd.
+func TestIsolatedPodProbeRestarts(t *testing.T) {
+	r := newRunner(t)
+	manifest := strings.Replace(flakyPod(t, "probe-iso", RestartApp), "apps:\n", "isolation: namespaces\nnetwork: none\napps:\n", 1)
+	name := run(t, r, manifest, "")
+	defer containerLog(t, r, name)
+	s := poll(t, r, name, func(s PodStatus) bool { return s.Apps[0].Restarts >= 2 })
+	if s.Phase != PodRunning {
+		t.Errorf("pod %s after two probe restarts: %s", name, s.Phase)
+	}
+}
