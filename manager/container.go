@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,16 +26,40 @@ import (
 // is its /run, so its files (the private socket Dir/systemd/private among
 // them) are visible from the host; but systemd answers only peers inside its
 // PID namespace, so clients run through Command.
+//
+// A Container either runs in cgroups of its own, made at the root of each
+// hierarchy and removed by Stop, or, Delegated, in the caller's cgroup: that
+// of a service with Delegate=yes, which then holds the whole container, so
+// its manager sees, stops and accounts it as one unit.
 type Container struct {
 	Dir      string   // host directory mounted as the container's /run
 	Target   string   // unit to start at boot
 	UnitPath []string // the container manager's unit search path
 	Hostname string   // hostname in the new UTS namespace
+	// Binds are host paths, directories or files, that the container sees
+	// at the same path even where its own /run hides them (a state
+	// directory or a binary under /run).
+	Binds []string
+	// NoNetwork puts the container in a new network namespace, where it has
+	// only the loopback device (systemd brings it up at boot).
+	NoNetwork bool
+	// Delegated keeps the container in the caller's cgroup.
+	Delegated bool
+	// Roots are directories, root directories of services inside, into
+	// which the container binds its own /proc, /dev and /sys (creating the
+	// mount points), as a container runtime mounts them into an image. The
+	// mounts exist only in the container's mount namespace.
+	Roots []string
 
 	cmd    *exec.Cmd
 	exited chan error
+	ready  chan struct{} // closed when systemd sends READY=1
 	pid    int
 }
+
+// notifySocket is the socket, in Dir, that the container's systemd sends
+// its sd_notify messages to: READY=1 once it has booted.
+const notifySocket = "unitrun-notify"
 
 // containerUnits are the base units of a container manager: the targets
 // that services depend on by default, left empty, and the ways out. Each way
@@ -64,23 +89,62 @@ func endService(action string) string {
 
 // containerScript runs in the new namespaces as PID 1 and becomes systemd.
 // systemd sets the hostname from /etc/hostname at boot, so the container's
-// own hostname is mounted over it.
+// own hostname is mounted over it. Its log, and the output of services
+// that go to the console, go to Dir/unitrun-manager.log, mounted over
+// /dev/console, rather than to the host's console.
 // Values arrive as arguments, never inside the script text.
+//
+// The binds are mounted inside Dir first, while their host paths are still
+// visible, come along with Dir (a recursive bind) and are moved into place.
 const containerScript = `set -e
-dir=$1; hostname=$2; systemd=$3; target=$4; shift 4
-for procs in "$@"; do echo 0 > "$procs"; done
+dir=$1; hostname=$2; systemd=$3; target=$4; nbinds=$5; shift 5
+i=0
+while [ "$i" -lt "$nbinds" ]; do
+	eval "b=\${$((i + 1))}"
+	if [ -d "$b" ]; then mkdir -p "$dir/unitrun-binds/$i"; else mkdir -p "$dir/unitrun-binds"; touch "$dir/unitrun-binds/$i"; fi
+	mount --bind "$b" "$dir/unitrun-binds/$i"
+	i=$((i + 1))
+done
 printf '%s\n' "$hostname" > "$dir/unitrun-hostname"
 mount --bind "$dir/unitrun-hostname" /etc/hostname
-mount --bind "$dir" /run
+mount --bind "$dir/unitrun-manager.log" /dev/console
+mount --rbind "$dir" /run
+i=0
+while [ "$i" -lt "$nbinds" ]; do
+	eval "b=\${$((i + 1))}"
+	if [ -d "/run/unitrun-binds/$i" ]; then mkdir -p "$b"; else mkdir -p "$(dirname "$b")"; [ -e "$b" ] || touch "$b"; fi
+	mount --move "/run/unitrun-binds/$i" "$b"
+	i=$((i + 1))
+done
+shift "$nbinds"
+nroots=$1; shift
+i=0
+while [ "$i" -lt "$nroots" ]; do
+	eval "r=\${$((i + 1))}"
+	for fs in proc dev sys; do mkdir -p "$r/$fs"; mount --rbind "/$fs" "$r/$fs"; done
+	i=$((i + 1))
+done
+shift "$nroots"
+for procs in "$@"; do echo 0 > "$procs"; done
 mkdir -p /run/systemd/system
 hostname "$hostname"
 exec "$systemd" --unit="$target" --log-target=console --log-level=notice`
 
 // Boot starts the container manager and waits until it has finished
-// booting (systemctl is-system-running --wait inside it).
+// booting.
 func (c *Container) Boot(ctx context.Context) error {
+	if err := c.Start(); err != nil {
+		return err
+	}
+	return c.WaitBooted(ctx)
+}
+
+// Start starts the container manager and returns once its systemd has a
+// process (PID returns it), without waiting for its boot. Its output goes
+// to Dir/unitrun-manager.log.
+func (c *Container) Start() error {
 	if c.cmd != nil {
-		return errors.New("container manager: already booted")
+		return errors.New("container manager: already started")
 	}
 	systemd, err := findSystemd()
 	if err != nil {
@@ -98,6 +162,10 @@ func (c *Container) Boot(ctx context.Context) error {
 			return fmt.Errorf("container manager: %w", err)
 		}
 	}
+	notify, err := c.listenNotify()
+	if err != nil {
+		return err
+	}
 	noGenerators := filepath.Join(c.Dir, "unitrun-no-generators")
 	if err := os.MkdirAll(noGenerators, 0o755); err != nil {
 		return fmt.Errorf("container manager: %w", err)
@@ -111,9 +179,17 @@ func (c *Container) Boot(ctx context.Context) error {
 	if hostname == "" {
 		hostname = "unitrun"
 	}
-	args := []string{"--pid", "--fork", "--mount", "--propagation", "private", "--mount-proc", "--uts", "--ipc",
-		"/bin/sh", "-c", containerScript, "unitrun-container", c.Dir, hostname, systemd, c.Target}
-	args = append(args, makeCgroups(cgroupFor(c.Dir))...)
+	args := []string{"--pid", "--fork", "--mount", "--propagation", "private", "--mount-proc", "--uts", "--ipc"}
+	if c.NoNetwork {
+		args = append(args, "--net")
+	}
+	args = append(args, "/bin/sh", "-c", containerScript, "unitrun-container", c.Dir, hostname, systemd, c.Target, strconv.Itoa(len(c.Binds)))
+	args = append(args, c.Binds...)
+	args = append(args, strconv.Itoa(len(c.Roots)))
+	args = append(args, c.Roots...)
+	if !c.Delegated {
+		args = append(args, makeCgroups(cgroupFor(c.Dir))...)
+	}
 	c.cmd = exec.Command("unshare", args...)
 	c.cmd.Env = []string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -121,35 +197,106 @@ func (c *Container) Boot(ctx context.Context) error {
 		"SYSTEMD_UNIT_PATH=" + strings.Join(append(append([]string{}, c.UnitPath...), base), ":"),
 		"SYSTEMD_GENERATOR_PATH=" + noGenerators,
 		"SYSTEMD_ENVIRONMENT_GENERATOR_PATH=" + noGenerators,
+		"NOTIFY_SOCKET=/run/" + notifySocket,
 	}
 	c.cmd.Dir = "/"
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := c.cmd.Start(); err != nil {
+		notify.Close()
 		return fmt.Errorf("container manager: unshare: %w", err)
 	}
 	c.exited = make(chan error, 1)
-	go func() { c.exited <- c.cmd.Wait() }()
+	go func() {
+		err := c.cmd.Wait()
+		notify.Close()
+		c.exited <- err
+	}()
+	c.ready = make(chan struct{})
+	go readNotify(notify, c.ready)
 	for c.pid == 0 {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", c.cmd.Process.Pid, c.cmd.Process.Pid))
 		if f := strings.Fields(string(b)); len(f) > 0 {
 			c.pid, _ = strconv.Atoi(f[0])
 			break
 		}
-		if err := c.pause(ctx); err != nil {
+		if err := c.pause(context.Background()); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// WaitBooted waits until the container manager has finished booting, which
+// it reports with sd_notify's READY=1 once the start job of Target and of
+// all it pulls in are done. It fails if the manager exits first, and kills
+// it if ctx ends first. It runs nothing inside the container: a process
+// entered from outside (Command) that is running when the manager shuts
+// down stops for good at systemd-shutdown's SIGSTOP, with nsenter, its
+// parent outside, stopped with it, and the namespace never ends.
+func (c *Container) WaitBooted(ctx context.Context) error {
+	if c.ready == nil {
+		return errors.New("container manager: not started")
 	}
 	for {
-		out, _ := c.Command("systemctl", "is-system-running", "--wait").Output()
-		switch strings.TrimSpace(string(out)) {
-		case "running", "degraded":
+		select {
+		case <-c.ready:
 			return nil
+		default:
 		}
 		if err := c.pause(ctx); err != nil {
 			return err
 		}
 	}
+}
+
+// listenNotify opens the socket the container's systemd notifies.
+func (c *Container) listenNotify() (*net.UnixConn, error) {
+	path := filepath.Join(c.Dir, notifySocket)
+	os.Remove(path)
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		return nil, fmt.Errorf("container manager: %w", err)
+	}
+	return conn, nil
+}
+
+// readNotify closes ready at the first READY=1 that conn receives, and
+// reads until conn is closed.
+func readNotify(conn *net.UnixConn, ready chan struct{}) {
+	buf := make([]byte, 4096)
+	for {
+		n, err := conn.Read(buf)
+		if err != nil {
+			return
+		}
+		for _, line := range strings.Split(string(buf[:n]), "\n") {
+			if line == "READY=1" && ready != nil {
+				close(ready)
+				ready = nil
+			}
+		}
+	}
+}
+
+// Wait waits for the container manager to exit and returns how unshare,
+// its parent, exited.
+func (c *Container) Wait() error {
+	if c.cmd == nil {
+		return errors.New("container manager: not started")
+	}
+	err := <-c.exited
+	c.exited <- err
+	return err
+}
+
+// Signal sends sig to the container's systemd: SIGRTMIN+3 halts it,
+// SIGRTMIN+4 powers it off (systemd(1)), each stopping every unit first.
+func (c *Container) Signal(sig syscall.Signal) error {
+	if c.pid == 0 {
+		return errors.New("container manager: not started")
+	}
+	return syscall.Kill(c.pid, sig)
 }
 
 // pause waits a little, or reports that the manager exited or ctx ended.
@@ -173,8 +320,14 @@ func (c *Container) PID() int { return c.pid }
 // Command returns a command that runs inside the container's namespaces,
 // where its systemd is PID 1 and reachable as the system manager.
 func (c *Container) Command(name string, args ...string) *exec.Cmd {
-	pid := strconv.Itoa(c.pid)
-	return exec.Command("nsenter", append([]string{"-t", pid, "-m", "-p", "-u", "-i", "--", name}, args...)...)
+	return EnterCommand(c.pid, name, args...)
+}
+
+// EnterCommand returns a command that runs inside the namespaces of the
+// container whose systemd has host process id pid (also its network
+// namespace, if it has one of its own).
+func EnterCommand(pid int, name string, args ...string) *exec.Cmd {
+	return exec.Command("nsenter", append([]string{"-t", strconv.Itoa(pid), "-m", "-p", "-u", "-i", "-n", "--", name}, args...)...)
 }
 
 // Stop powers the container off (SIGRTMIN+4 to its systemd, which stops
@@ -197,7 +350,9 @@ func (c *Container) Stop(timeout time.Duration) error {
 		err = <-c.exited
 	}
 	c.exited <- err
-	removeCgroups(cgroupFor(c.Dir))
+	if !c.Delegated {
+		removeCgroups(cgroupFor(c.Dir))
+	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		return nil // a powered-off manager exits as it likes

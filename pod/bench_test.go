@@ -29,9 +29,9 @@ func BenchmarkPods(b *testing.B) {
 	for range b.N {
 		for _, n := range []int{1, 10, 100} {
 			floorRun := floor(b, n, "/bin/sleep", "600")
-			podRun := podTime(b, bin, n, "/bin/sleep", false)
+			podRun := podTime(b, bin, n, "/bin/sleep", false, NoIsolation)
 			floorRec := floor(b, n, "/bin/true")
-			podRec := podTime(b, bin, n, "/bin/true", true)
+			podRec := podTime(b, bin, n, "/bin/true", true, NoIsolation)
 			fmt.Printf("%5d  %12s %12s %6.2f  %12s %12s %6.2f\n", n,
 				floorRun.Round(time.Millisecond), podRun.Round(time.Millisecond), float64(podRun)/float64(floorRun),
 				floorRec.Round(time.Millisecond), podRec.Round(time.Millisecond), float64(podRec)/float64(floorRec))
@@ -81,14 +81,14 @@ func floor(b *testing.B, n int, argv ...string) time.Duration {
 }
 
 // podTime runs a pod of n apps running app (with "600" as argument if it
-// does not end by itself) and returns how long it took until every app was
-// running, or with recorded until every exit was recorded. The pod is
-// removed afterwards.
-func podTime(b *testing.B, bin string, n int, app string, recorded bool) time.Duration {
+// does not end by itself), with isolation iso, and returns how long it
+// took until every app was running, or with recorded until every exit was
+// recorded. The pod is removed afterwards.
+func podTime(b *testing.B, bin string, n int, app string, recorded bool, iso Isolation) time.Duration {
 	b.Helper()
 	dir := b.TempDir()
 	var m strings.Builder
-	fmt.Fprintf(&m, "name: bench%d\napps:\n", n)
+	fmt.Fprintf(&m, "name: bench%d\nisolation: %s\napps:\n", n, iso)
 	for i := range n {
 		fmt.Fprintf(&m, "  - name: a%d\n    exec: [%q", i, app)
 		if !recorded {
@@ -123,4 +123,23 @@ func podTime(b *testing.B, bin string, n int, app string, recorded bool) time.Du
 		time.Sleep(5 * time.Millisecond)
 	}
 	return time.Since(start)
+}
+
+// BenchmarkIsolatedPods measures, for pods of 1 and 10 apps, the time from
+// "unitrun pod run --detach" to every app running, for an isolated pod
+// (the command returns once the pod's own systemd has booted, which is
+// once its target's start job is done) against a host-mode pod of the
+// same apps, in the same run, on the same manager. It prints one table;
+// run it with bench/pods.sh COUNT isolated.
+func BenchmarkIsolatedPods(b *testing.B) {
+	bin := systemdtest.Binary(b)
+	fmt.Printf("%5s  %12s %12s %6s\n", "apps", "host-run", "isolated-run", "ratio")
+	for range b.N {
+		for _, n := range []int{1, 10} {
+			host := podTime(b, bin, n, "/bin/sleep", false, NoIsolation)
+			isolated := podTime(b, bin, n, "/bin/sleep", false, Namespaces)
+			fmt.Printf("%5d  %12s %12s %6.2f\n", n, host.Round(time.Millisecond), isolated.Round(time.Millisecond), float64(isolated)/float64(host))
+			b.ReportMetric(float64(isolated)/float64(host), fmt.Sprintf("isolated-ratio-%d", n))
+		}
+	}
 }

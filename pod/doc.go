@@ -75,7 +75,23 @@
 // while the pod runs) reads the start of its run from the service's
 // ExecMainStartTimestamp, so that reap-app needs no manager connection
 // unless it ends the pod. The hooks run with the "+"
-// prefix: as root and outside RootDirectory=, whatever User= the app has.
+// prefix: as root, whatever User= the app has. An app with a rootfs (only
+// in an isolated pod) runs through "unitrun pod chroot" rather than under
+// RootDirectory=, which systemd 252 applies to "+" commands too.
+//
+// # Isolated pods
+//
+// An isolated pod (isolation: namespaces) runs its graph under a systemd of
+// its own, PID 1 of new PID, mount, UTS and IPC namespaces (and network,
+// for network: none), whose hostname is the pod's name. On the runner's
+// manager it is one service, [ContainerUnit], whose main process is
+// "unitrun pod container" ([RunContainer]): the whole pod is that
+// service's cgroup (Delegate=yes), and stopping the service powers the
+// pod's systemd off, which stops the graph as a stop from outside does, so
+// every exit is recorded. The pod's units live in STATE/pods/P/units, the
+// container's /run is STATE/pods/P/run, and the state directory and the
+// unitrun binary are bound into the container at their own paths, so the
+// hooks inside write the status files that the runner reads outside.
 //
 // # Status files
 //

@@ -113,6 +113,11 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 	}
 	s.Probe = fresh.Probe
 	stop := stopping(stateDir, pod)
+	if !stop && m.isolated() && restarts(a.RestartPolicy, exit.Success) {
+		// A stop from outside that no runner marked (SIGRTMIN+3/+4 to
+		// the pod's own systemd) shows as a job on the app.
+		stop = stoppedByJob(ctx, open, AppUnit(pod, app))
+	}
 	var d Decision
 	if p := s.Probe; p != nil && p.Acted == RestartApp && !stop {
 		// The app's probe restarted it: whatever its restart policy, the
@@ -213,14 +218,15 @@ func Reap(stateDir, pod, app string) error {
 // but no start (an app without a backoff hook) the start of its last run,
 // from its service's ExecMainStartTimestamp; records the pod's exit code,
 // [PodExitCode] of every app's last exit, and its phase; then stops the
-// pod's target and slice (with any init app still active in it).
+// pod's target and slice (with any init app still active in it), and
+// ends an isolated pod's own systemd.
 func Shutdown(ctx context.Context, stateDir, pod string, open func(context.Context) (*manager.Conn, error)) error {
 	unlock, err := lock(stateDir, pod)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	_, ps, err := loadState(stateDir, pod)
+	m, ps, err := loadState(stateDir, pod)
 	if err != nil {
 		return err
 	}
@@ -229,6 +235,13 @@ func Shutdown(ctx context.Context, stateDir, pod string, open func(context.Conte
 		return err
 	}
 	defer mgr.Close()
+	if m.isolated() {
+		// The pod's own systemd ends with the pod, whatever happens
+		// here: exit.target stops what is left and exits. Mode "fail"
+		// leaves a stop from outside (halt, poweroff), which ends it
+		// too, undisturbed; the error is then that one.
+		defer mgr.StartUnit(context.WithoutCancel(ctx), exitTarget, "fail")
+	}
 	var outcomes []Outcome
 	for _, a := range ps.Apps {
 		r, err := readAppOrNew(stateDir, pod, a.Name)
@@ -294,4 +307,17 @@ func queueStops(ctx context.Context, mgr *manager.Conn, units ...string) error {
 		}
 	}
 	return nil
+}
+
+// stoppedByJob reports whether a job is stopping service u, which then
+// does not restart, whatever its Restart=: an exit on its own runs
+// ExecStopPost= with no job.
+func stoppedByJob(ctx context.Context, open func(context.Context) (*manager.Conn, error), u string) bool {
+	mgr, err := open(ctx)
+	if err != nil {
+		return false
+	}
+	defer mgr.Close()
+	props, err := mgr.Properties(ctx, u, manager.UnitIface)
+	return err == nil && !noJob(props["Job"])
 }

@@ -160,12 +160,19 @@ type TCPProbe struct {
 // Parse decodes and validates a manifest: one YAML document whose fields
 // are all known. The error names the field path and the rule it breaks; a
 // manifest with several invalid fields gets one line per field.
-func Parse(data []byte) (*Manifest, error) {
+func Parse(data []byte) (*Manifest, error) { return ParseWith(data, "") }
+
+// ParseWith is [Parse] with isolation iso, if it is not "", instead of the
+// manifest's; the manifest is then validated as if it said iso.
+func ParseWith(data []byte, iso Isolation) (*Manifest, error) {
 	var m Manifest
 	if err := decode(data, &m); err != nil {
 		return nil, err
 	}
 	m.setDefaults()
+	if iso != "" {
+		m.Isolation = iso
+	}
 	if err := m.validate(); err != nil {
 		return nil, err
 	}

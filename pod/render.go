@@ -156,12 +156,16 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 		f.Set("Service", "Type", "exec")
 	}
 	f.Set("Service", "Slice", n.Slice)
-	if restartable {
+	// The backoff hook also records the start of each run. An isolated
+	// pod needs that of every app: its runner cannot read systemd's
+	// ExecMainStartTimestamp, and its own systemd may have collected an
+	// app stopped at its shutdown before the shutdown hook reads it.
+	if restartable || m.isolated() {
 		if err := setExec(f, "ExecStartPre", "+", h.argv("backoff", a.Name)); err != nil {
 			return err
 		}
 	}
-	if err := setExec(f, "ExecStart", "", a.Exec); err != nil {
+	if err := setExec(f, "ExecStart", "", h.appArgv(a)); err != nil {
 		return err
 	}
 	if a.Init {
@@ -195,18 +199,21 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 		}
 		f.Set("Service", "Environment", v)
 	}
+	workingDir := a.WorkingDir
+	if a.Rootfs != "" {
+		// The chroot hook changes into it, inside the rootfs; it needs
+		// CAP_SYS_CHROOT, which it drops, under any User=.
+		workingDir = ""
+		f.Set("Service", "AmbientCapabilities", "CAP_SYS_CHROOT")
+	}
 	for _, s := range []struct{ key, value string }{
-		{"WorkingDirectory", a.WorkingDir},
+		{"WorkingDirectory", workingDir},
 		{"User", a.User},
 		{"Group", a.Group},
-		{"RootDirectory", a.Rootfs},
 	} {
 		if s.value != "" {
 			f.Set("Service", s.key, unit.EscapeSpecifiers(s.value))
 		}
-	}
-	if a.Rootfs != "" {
-		f.Set("Service", "MountAPIVFS", "yes")
 	}
 	f.Set("Service", "SyslogIdentifier", unit.EscapeSpecifiers(m.Name+"/"+a.Name))
 	out, err := output(h.o.LogPath, a.Name)
@@ -273,6 +280,22 @@ func (h hooks) argv(cmd string, app ...string) []string {
 		argv = append(argv, "--manager", h.o.Manager)
 	}
 	return append(append(argv, h.m.Name), app...)
+}
+
+// appArgv is the command line of app a: its exec, or for an app with a
+// rootfs, "unitrun pod chroot ROOT DIR ARGV..." ([ExecInRoot]), which
+// enters the rootfs and executes it. Not RootDirectory=: systemd 252
+// applies it to every command of the unit, "+" ones too, so the hooks,
+// unitrun itself, would have to run inside the rootfs.
+func (h hooks) appArgv(a *App) []string {
+	if a.Rootfs == "" {
+		return a.Exec
+	}
+	dir := a.WorkingDir
+	if dir == "" {
+		dir = "/"
+	}
+	return append([]string{h.o.Binary, "pod", "chroot", a.Rootfs, dir}, a.Exec...)
 }
 
 // setExec sets an Exec*= command line, with prefix ("+": full privileges,

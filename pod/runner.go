@@ -38,25 +38,25 @@ const pollInterval = 50 * time.Millisecond
 // it validates it, writes the pod's state (a copy of the manifest, a
 // Pending pod.json, empty logs) and its unit files, and reloads the
 // manager. It starts nothing, and refuses a name that an existing pod has.
+// An isolated pod's graph goes to its own unit path, and its container
+// service (see [ContainerUnit]) to the manager.
 func (r *Runner) Create(ctx context.Context, manifest []byte) (*Manifest, error) {
-	m, err := Parse(manifest)
+	return r.CreateWith(ctx, manifest, "")
+}
+
+// CreateWith is [Runner.Create] with isolation iso, if it is not "",
+// instead of the manifest's; the choice is saved with the pod's state.
+func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso Isolation) (*Manifest, error) {
+	m, err := ParseWith(manifest, iso)
 	if err != nil {
-		return nil, err
-	}
-	if err := supported(m); err != nil {
 		return nil, err
 	}
 	dir := Dir(r.StateDir, m.Name)
-	files, err := Graph(m, RenderOptions{
-		Binary:   r.Binary,
-		StateDir: r.StateDir,
-		Manager:  r.Manager,
-		LogPath:  func(app string) string { return LogFile(r.StateDir, m.Name, app) },
-	})
+	unitDir, err := r.Mgr.RuntimeUnitDir(ctx)
 	if err != nil {
 		return nil, err
 	}
-	unitDir, err := r.Mgr.RuntimeUnitDir(ctx)
+	files, err := r.unitFiles(m, unitDir)
 	if err != nil {
 		return nil, err
 	}
@@ -68,24 +68,14 @@ func (r *Runner) Create(ctx context.Context, manifest []byte) (*Manifest, error)
 	} else if err != nil {
 		return nil, err
 	}
-	if err := r.prepare(ctx, m, manifest, unitDir, files); err != nil {
+	if err := r.prepare(ctx, m, manifest, files); err != nil {
 		r.removeFiles(ctx, m, unitDir)
 		return nil, err
 	}
 	return m, nil
 }
 
-// supported refuses what a manifest may say but the Runner does not do: a
-// pod under a systemd of its own (isolation: namespaces).
-func supported(m *Manifest) error {
-	var p problems
-	if m.Isolation != NoIsolation {
-		p.add("isolation", string(m.Isolation), "not supported by the runner, which runs pods on the manager it is given")
-	}
-	return errors.Join(p...)
-}
-
-func (r *Runner) prepare(ctx context.Context, m *Manifest, manifest []byte, unitDir string, files []UnitFile) error {
+func (r *Runner) prepare(ctx context.Context, m *Manifest, manifest []byte, files []placedFile) error {
 	dir := Dir(r.StateDir, m.Name)
 	if err := os.Mkdir(filepath.Join(dir, logsDir), 0o755); err != nil {
 		return err
@@ -93,7 +83,7 @@ func (r *Runner) prepare(ctx context.Context, m *Manifest, manifest []byte, unit
 	if err := atomicfile.Write(filepath.Join(dir, manifestFile), manifest, 0o644); err != nil {
 		return err
 	}
-	ps := PodStatus{Name: m.Name, Phase: PodPending, ExitPolicy: m.ExitPolicy, CreatedAt: time.Now()}
+	ps := PodStatus{Name: m.Name, Phase: PodPending, ExitPolicy: m.ExitPolicy, Isolation: m.Isolation, CreatedAt: time.Now()}
 	for _, a := range m.Apps {
 		ps.Apps = append(ps.Apps, AppStatus{Name: a.Name, State: AppWaiting})
 		if err := os.WriteFile(LogFile(r.StateDir, m.Name, a.Name), nil, 0o644); err != nil {
@@ -104,7 +94,10 @@ func (r *Runner) prepare(ctx context.Context, m *Manifest, manifest []byte, unit
 		return err
 	}
 	for _, f := range files {
-		if err := atomicfile.Replace(filepath.Join(unitDir, f.Name), f.Data, 0o644); err != nil {
+		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+			return err
+		}
+		if err := atomicfile.Replace(f.path, f.data, 0o644); err != nil {
 			return err
 		}
 	}
@@ -117,7 +110,7 @@ func (r *Runner) prepare(ctx context.Context, m *Manifest, manifest []byte, unit
 // has no init app before it has started (or the pod has already ended).
 // Only a Pending pod starts.
 func (r *Runner) Start(ctx context.Context, name string, policy ExitPolicy) error {
-	_, ps, err := loadState(r.StateDir, name)
+	m, ps, err := loadState(r.StateDir, name)
 	if err != nil {
 		return err
 	}
@@ -136,7 +129,7 @@ func (r *Runner) Start(ctx context.Context, name string, policy ExitPolicy) erro
 	if err := WritePod(r.StateDir, ps); err != nil {
 		return err
 	}
-	err = r.runJob(ctx, TargetUnit(name), r.Mgr.StartUnit)
+	err = r.runJob(ctx, entryUnit(m), r.Mgr.StartUnit)
 	if err != nil && stopping(r.StateDir, name) {
 		// The pod has run and is ending already: its end stopped the
 		// target, which cancels a start job not yet done.
@@ -171,7 +164,7 @@ func (s PodStatus) Ended() bool { return s.Phase == PodSucceeded || s.Phase == P
 // its exit recorded. Stop returns
 // once the pod's units are stopped and its status is recorded.
 func (r *Runner) Stop(ctx context.Context, name string, timeout time.Duration) (PodStatus, error) {
-	_, ps, err := loadState(r.StateDir, name)
+	m, ps, err := loadState(r.StateDir, name)
 	if err != nil {
 		return PodStatus{}, err
 	}
@@ -187,10 +180,10 @@ func (r *Runner) Stop(ctx context.Context, name string, timeout time.Duration) (
 		stopCtx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	err = r.stopUnits(stopCtx, name)
+	err = r.stopUnits(stopCtx, m)
 	if err != nil && ctx.Err() == nil && stopCtx.Err() != nil {
-		r.killApps(ctx, name, ps.Apps)
-		err = r.stopUnits(ctx, name)
+		r.killApps(ctx, m, ps.Apps)
+		err = r.stopUnits(ctx, m)
 	}
 	if err != nil {
 		return PodStatus{}, err
@@ -201,7 +194,12 @@ func (r *Runner) Stop(ctx context.Context, name string, timeout time.Duration) (
 // killApps sends SIGKILL to every process of each app that is still
 // stopping, but not to one that is already recording its exit
 // (ExecStopPost= runs in the app's cgroup, in state stop-post and after).
-func (r *Runner) killApps(ctx context.Context, name string, apps []AppStatus) {
+func (r *Runner) killApps(ctx context.Context, m *Manifest, apps []AppStatus) {
+	name := m.Name
+	if m.isolated() {
+		killIsolatedApps(r.StateDir, name, apps)
+		return
+	}
 	for _, a := range apps {
 		u := AppUnit(name, a.Name)
 		props, err := r.Mgr.Properties(ctx, u, manager.UnitIface)
@@ -218,10 +216,17 @@ func (r *Runner) killApps(ctx context.Context, name string, apps []AppStatus) {
 }
 
 // stopUnits stops the pod's slice, and with it every service of the pod,
-// then its target, waiting for both jobs.
-func (r *Runner) stopUnits(ctx context.Context, name string) error {
-	for _, u := range []string{SliceUnit(name), TargetUnit(name)} {
-		if err := r.runJob(ctx, u, r.Mgr.StopUnit); err != nil {
+// then its target, waiting for both jobs; or an isolated pod's container
+// service.
+func (r *Runner) stopUnits(ctx context.Context, m *Manifest) error {
+	units := []string{SliceUnit(m.Name), TargetUnit(m.Name)}
+	if m.isolated() {
+		units = []string{ContainerUnit(m.Name)}
+	}
+	for _, u := range units {
+		// A unit that is not loaded (an isolated pod's service,
+		// collected once its systemd exited) has nothing to stop.
+		if err := r.runJob(ctx, u, r.Mgr.StopUnit); err != nil && !manager.IsNoSuchUnit(err) {
 			return err
 		}
 	}
@@ -278,7 +283,7 @@ func (r *Runner) Remove(ctx context.Context, name string, force bool) error {
 	if err := markStopping(r.StateDir, name); err != nil {
 		return err
 	}
-	if err := r.stopUnits(ctx, name); err != nil {
+	if err := r.stopUnits(ctx, m); err != nil {
 		return err
 	}
 	unitDir, err := r.Mgr.RuntimeUnitDir(ctx)
@@ -295,15 +300,15 @@ func (r *Runner) Remove(ctx context.Context, name string, force bool) error {
 // lets it unload the pod's units.
 func (r *Runner) removeFiles(ctx context.Context, m *Manifest, unitDir string) error {
 	var errs []error
-	nodes := Nodes(m)
-	for _, n := range nodes {
-		if err := os.Remove(filepath.Join(unitDir, n.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	units := hostUnits(m)
+	for _, u := range units {
+		if err := os.Remove(filepath.Join(unitDir, u)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
 	errs = append(errs, os.RemoveAll(Dir(r.StateDir, m.Name)), r.Mgr.Reload(ctx))
-	for _, n := range nodes {
-		if err := r.Mgr.ResetFailedUnit(ctx, n.Name); err != nil && !manager.IsNoSuchUnit(err) {
+	for _, u := range units {
+		if err := r.Mgr.ResetFailedUnit(ctx, u); err != nil && !manager.IsNoSuchUnit(err) {
 			errs = append(errs, err)
 		}
 	}
@@ -338,10 +343,11 @@ func (r *Runner) stopParents(ctx context.Context) error {
 // app of a running pod whose record lacks the start of its run (only an
 // app that may restart records its starts; [Shutdown] fills in the others
 // when the pod ends), what its service in systemd says: an app with no
-// record yet that has a process is running.
+// record yet that has a process is running. (Not for an isolated pod, whose
+// services are out of the runner's reach: its apps show their records.)
 func (r *Runner) Status(ctx context.Context, name string) (PodStatus, error) {
 	s, err := ReadPod(r.StateDir, name)
-	if err != nil || s.Phase != PodRunning {
+	if err != nil || s.Phase != PodRunning || s.Isolation == Namespaces {
 		return s, err
 	}
 	for i, a := range s.Apps {

@@ -45,6 +45,9 @@ func loadState(stateDir, pod string) (*Manifest, PodStatus, error) {
 		return nil, PodStatus{}, err
 	}
 	m.ExitPolicy = s.ExitPolicy
+	if s.Isolation != "" {
+		m.Isolation = s.Isolation
+	}
 	return m, s, nil
 }
 

@@ -78,10 +78,13 @@ type ProbeStatus struct {
 
 // PodStatus is the record of a pod. ExitCode is set once the pod has ended.
 type PodStatus struct {
-	Name       string      `json:"name"`
-	Phase      Phase       `json:"phase"`
-	ExitCode   *int        `json:"exit_code,omitempty"`
-	ExitPolicy ExitPolicy  `json:"exit_policy"`
+	Name       string     `json:"name"`
+	Phase      Phase      `json:"phase"`
+	ExitCode   *int       `json:"exit_code,omitempty"`
+	ExitPolicy ExitPolicy `json:"exit_policy"`
+	// Isolation is where the pod runs, the manifest's or the one its
+	// creation chose instead; "" in the records of older pods.
+	Isolation  Isolation   `json:"isolation,omitempty"`
 	Apps       []AppStatus `json:"apps"`
 	CreatedAt  time.Time   `json:"created_at,omitzero"`
 	StartedAt  time.Time   `json:"started_at,omitzero"`
@@ -288,6 +291,11 @@ func (s PodStatus) validate() error {
 	case FirstFailure, AnyExit, AllExit:
 	default:
 		return bad("exit_policy %q: must be first-failure, any or all", s.ExitPolicy)
+	}
+	switch s.Isolation {
+	case "", NoIsolation, Namespaces:
+	default:
+		return bad("isolation %q: must be none or namespaces", s.Isolation)
 	}
 	seen := make(map[string]bool)
 	for _, a := range s.Apps {

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 
+	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/spf13/cobra"
 
 	"github.com/unitrun/unitrun/pod"
@@ -46,5 +47,28 @@ func newPodHookCmds(f *podFlags) []*cobra.Command {
 		hook("shutdown POD", 1, func(cmd *cobra.Command, dir string, args []string) error {
 			return pod.Shutdown(cmd.Context(), dir, args[0], f.g.open)
 		}),
+		hook("container POD", 1, func(cmd *cobra.Command, dir string, args []string) error {
+			bin, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			return pod.RunContainer(cmd.Context(), dir, bin, args[0], func() error {
+				_, err := daemon.SdNotify(false, daemon.SdNotifyReady)
+				return err
+			})
+		}),
+		hook("container-exited POD", 1, func(cmd *cobra.Command, dir string, args []string) error {
+			return pod.ContainerExited(dir, args[0])
+		}),
+		{
+			Use:    "chroot ROOT DIR ARGV...",
+			Hidden: true,
+			Args:   cobra.MinimumNArgs(3),
+			// The app's own arguments may look like flags.
+			DisableFlagParsing: true,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return failed(pod.ExecInRoot(args[0], args[1], args[2:]))
+			},
+		},
 	}
 }

@@ -11,30 +11,44 @@ import (
 	"github.com/unitrun/unitrun/pod"
 )
 
-// create creates the pod of the manifest at path; a bad manifest exits 2.
-func create(ctx context.Context, r *pod.Runner, path string) (*pod.Manifest, error) {
+// create creates the pod of the manifest at path, with isolation iso
+// instead of the manifest's unless it is ""; a bad manifest or isolation
+// exits 2.
+func create(ctx context.Context, r *pod.Runner, path, iso string) (*pod.Manifest, error) {
+	switch pod.Isolation(iso) {
+	case "", pod.NoIsolation, pod.Namespaces:
+	default:
+		return nil, &exitError{code: exitUsage, err: fmt.Errorf("--isolation %q: must be %s or %s", iso, pod.NoIsolation, pod.Namespaces)}
+	}
 	data, err := pod.ReadManifest(path)
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: err}
 	}
-	if _, err := pod.Parse(data); err != nil {
+	if _, err := pod.ParseWith(data, pod.Isolation(iso)); err != nil {
 		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", path, err)}
 	}
-	m, err := r.Create(ctx, data)
+	m, err := r.CreateWith(ctx, data, pod.Isolation(iso))
 	return m, failed(err)
+}
+
+// isolationFlag adds --isolation to cmd.
+func isolationFlag(cmd *cobra.Command, iso *string) {
+	cmd.Flags().StringVar(iso, "isolation", "", fmt.Sprintf("run the pod per %s (on the manager) or %s (under a systemd of its own) instead of the manifest's isolation", pod.NoIsolation, pod.Namespaces))
 }
 
 func newPodCreateCmd(f *podFlags) *cobra.Command {
 	var asJSON bool
+	var iso string
 	cmd := &cobra.Command{
 		Use: "create FILE",
 		Example: `  unitrun pod create web.yaml
+  unitrun pod create --isolation namespaces web.yaml
   unitrun pod create --state-dir /var/lib/unitrun web.yaml`,
 		Short: "Validate a manifest and prepare its pod: write its units and state, start nothing",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withRunner(cmd, func(r *pod.Runner) error {
-				m, err := create(cmd.Context(), r, args[0])
+				m, err := create(cmd.Context(), r, args[0], iso)
 				if err != nil {
 					return err
 				}
@@ -47,6 +61,7 @@ func newPodCreateCmd(f *podFlags) *cobra.Command {
 		},
 	}
 	jsonFlag(cmd, &asJSON, "print the created pod's status as JSON instead of its name")
+	isolationFlag(cmd, &iso)
 	return cmd
 }
 
@@ -74,7 +89,7 @@ func newPodStartCmd(f *podFlags) *cobra.Command {
 }
 
 func newPodRunCmd(f *podFlags) *cobra.Command {
-	var policy string
+	var policy, iso string
 	var detach, asJSON, quiet bool
 	cmd := &cobra.Command{
 		Use: "run FILE",
@@ -100,7 +115,7 @@ stderr.`,
 				return err
 			}
 			defer done()
-			m, err := create(ctx, r, args[0])
+			m, err := create(ctx, r, args[0], iso)
 			if err != nil {
 				return err
 			}
@@ -121,6 +136,7 @@ stderr.`,
 	cmd.Flags().BoolVarP(&detach, "detach", "d", false, "return once the pod has started")
 	jsonFlag(cmd, &asJSON, "print the pod's status as JSON on stdout (the final one unless --detach); the apps' output goes to stderr")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "show no progress")
+	isolationFlag(cmd, &iso)
 	return cmd
 }
 

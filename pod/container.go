@@ -1,0 +1,183 @@
+package pod
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/unitrun/unitrun/internal/atomicfile"
+	"github.com/unitrun/unitrun/manager"
+)
+
+// sigPoweroff (SIGRTMIN+4, in glibc's numbering) powers a systemd manager
+// off (systemd(1)).
+const sigPoweroff = syscall.Signal(sigRTMin + 4)
+
+// RunContainer is the main process of isolated pod name's [ContainerUnit]:
+// it boots the pod's own systemd (see [manager.Container]) in its own
+// cgroup, the service's, with the pod's target and units, the state
+// directory and binary (the unitrun binary the hooks run) bound in, and
+// its host process id in STATE/pods/P/container.pid while it runs. It calls
+// ready once the boot is over, which is once the start job of the pod's
+// target is done (or the pod is already ending). When ctx ends it powers
+// the pod's systemd off (SIGRTMIN+4), which stops the graph and records
+// every exit. It returns once the pod's systemd has exited.
+func RunContainer(ctx context.Context, stateDir, binary, name string, ready func() error) error {
+	m, _, err := loadState(stateDir, name)
+	if err != nil {
+		return err
+	}
+	if !m.isolated() {
+		return fmt.Errorf("pod %s has isolation %s: it has no systemd of its own", name, m.Isolation)
+	}
+	dir := Dir(stateDir, name)
+	c := &manager.Container{
+		Dir:       filepath.Join(dir, containerRun),
+		Target:    TargetUnit(name),
+		UnitPath:  []string{filepath.Join(dir, containerUnits)},
+		Hostname:  name,
+		Binds:     []string{stateDir, binary},
+		NoNetwork: m.Network == NoNetwork,
+		Delegated: true,
+	}
+	for _, a := range m.Apps {
+		if a.Rootfs != "" && !slices.Contains(c.Roots, a.Rootfs) {
+			c.Roots = append(c.Roots, a.Rootfs)
+		}
+	}
+	if err := c.Start(); err != nil {
+		return err
+	}
+	pidFile := filepath.Join(dir, containerPID)
+	if err := atomicfile.Write(pidFile, []byte(strconv.Itoa(c.PID())+"\n"), 0o644); err != nil {
+		c.Signal(syscall.SIGKILL)
+		c.Wait()
+		return err
+	}
+	defer os.Remove(pidFile)
+	exited := make(chan error, 1)
+	go func() { exited <- c.Wait() }()
+	bootCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	booted := make(chan error, 1)
+	go func() { booted <- c.WaitBooted(bootCtx) }()
+	done := ctx.Done()
+	for {
+		select {
+		case err := <-booted:
+			booted = nil
+			if err == nil && ready != nil {
+				if err := ready(); err != nil {
+					c.Signal(sigPoweroff)
+				}
+			}
+		case <-done:
+			// A stop of the service: the apps' exits are not theirs to
+			// decide on, as under Runner.Stop.
+			done = nil
+			markStopping(stateDir, name)
+			c.Signal(sigPoweroff)
+		case <-exited:
+			// How the manager ended is in the pod's records, not here: a
+			// powered-off manager exits as it likes.
+			return nil
+		}
+	}
+}
+
+// ContainerPID returns the host process id of isolated pod name's systemd,
+// while it runs.
+func ContainerPID(stateDir, name string) (int, error) {
+	if err := checkNames(name); err != nil {
+		return 0, err
+	}
+	b, err := os.ReadFile(filepath.Join(Dir(stateDir, name), containerPID))
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("%s: not a process id", containerPID)
+	}
+	return pid, nil
+}
+
+// ContainerExited is the ExecStopPost= of an isolated pod's container
+// service. If the pod's systemd ended without the shutdown hook recording
+// the pod's end (it was killed, or failed to boot), it records it from the
+// app records: the pod fails with the exit code [PodExitCode] gives the
+// recorded exits, or 255 if that is 0, since an app never recorded an end.
+func ContainerExited(stateDir, name string) error {
+	unlock, err := lock(stateDir, name)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	_, ps, err := loadState(stateDir, name)
+	if err != nil || ps.Ended() || ps.Phase == PodPending {
+		return err
+	}
+	var outcomes []Outcome
+	for _, a := range ps.Apps {
+		r, err := readAppOrNew(stateDir, name, a.Name)
+		if err != nil {
+			return err
+		}
+		if r.ExitCode != nil {
+			outcomes = append(outcomes, r.outcome())
+		}
+	}
+	code := PodExitCode(outcomes)
+	if code == 0 {
+		code = noProcessCode
+	}
+	ps.ExitCode, ps.Phase, ps.FinishedAt = &code, PodFailed, time.Now()
+	if err := WritePod(stateDir, ps); err != nil {
+		return err
+	}
+	return markStopping(stateDir, name)
+}
+
+// killIsolatedApps sends SIGKILL to the main process of each app of
+// isolated pod name that has not ended, through its systemd: an app that
+// is recording its exit (ExecStopPost=) has no main process left.
+func killIsolatedApps(stateDir, name string, apps []AppStatus) {
+	pid, err := ContainerPID(stateDir, name)
+	if err != nil {
+		return
+	}
+	for _, a := range apps {
+		manager.EnterCommand(pid, "systemctl", "kill", "--kill-who=main", "--signal=SIGKILL", AppUnit(name, a.Name)).Run()
+	}
+}
+
+// ExecInRoot is an app with a rootfs: it changes its root to root (in the
+// pod's own systemd, root has the container's /proc, /dev and /sys bound
+// in), its directory to dir inside it, drops its ambient capabilities (the
+// CAP_SYS_CHROOT its unit gave it, so that an app with a User= runs with
+// none) and executes argv, whose argv[0] is a path inside root, with the
+// environment systemd gave it. It returns only on failure.
+func ExecInRoot(root, dir string, argv []string) error {
+	if len(argv) == 0 || !filepath.IsAbs(argv[0]) {
+		return errors.New("chroot: the command must be an absolute path")
+	}
+	if err := syscall.Chroot(root); err != nil {
+		return fmt.Errorf("chroot %s: %w", root, err)
+	}
+	if err := os.Chdir(dir); err != nil {
+		return fmt.Errorf("rootfs %s: %w", root, err)
+	}
+	const prCapAmbient, prCapAmbientClearAll = 47, 4
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prCapAmbient, prCapAmbientClearAll, 0, 0, 0, 0); e != 0 {
+		return fmt.Errorf("drop ambient capabilities: %w", e)
+	}
+	err := syscall.Exec(argv[0], argv, os.Environ())
+	return fmt.Errorf("rootfs %s: exec %s: %w", root, argv[0], err)
+}
