@@ -289,19 +289,54 @@ apps:
 	}
 }
 
-// tinyRootfs builds a root directory holding /bin/sh and the libraries
-// ldd says it needs, and the mount points of /proc, /dev and /sys.
-func tinyRootfs(t *testing.T) string {
+// An exec probe of an app with a rootfs runs chrooted into it: a probe
+// that tests for a file only the rootfs has passes every time, or the pod
+// would fail (fail-pod after one failure).
+func TestIsolatedPodRootfsExecProbe(t *testing.T) {
+	root := tinyRootfs(t, "/bin/sleep")
+	if err := os.WriteFile(filepath.Join(root, "only-in-rootfs"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := newRunner(t)
+	name := run(t, r, fmt.Sprintf(`
+name: rooted-probe
+isolation: namespaces
+apps:
+  - name: app
+    rootfs: %s
+    exec: ["/bin/sleep", "4"]
+    probe:
+      exec: ["/bin/sh", "-c", "test -e /only-in-rootfs"]
+      initialDelaySeconds: 0
+      periodSeconds: 1
+      failureThreshold: 1
+      action: fail-pod
+`, root), "")
+	defer containerLog(t, r, name)
+	s := wait(t, r, name)
+	wantPod(t, s, PodSucceeded, 0)
+	if p := s.Apps[0].Probe; p == nil || p.LastResult != ProbeSuccess {
+		t.Errorf("probe of the rootfs app: %+v, want its last result a success", p)
+	}
+}
+
+// tinyRootfs builds a root directory holding /bin/sh and the other
+// binaries named, the libraries ldd says they need, and the mount points
+// of /proc, /dev and /sys.
+func tinyRootfs(t *testing.T, binaries ...string) string {
 	t.Helper()
 	root := t.TempDir()
-	files := []string{"/bin/sh"}
-	out, err := exec.Command("ldd", "/bin/sh").Output()
-	if err != nil {
-		t.Fatalf("ldd /bin/sh: %v", err)
-	}
-	for _, f := range strings.Fields(string(out)) {
-		if strings.HasPrefix(f, "/") {
-			files = append(files, f)
+	var files []string
+	for _, bin := range append([]string{"/bin/sh"}, binaries...) {
+		files = append(files, bin)
+		out, err := exec.Command("ldd", bin).Output()
+		if err != nil {
+			t.Fatalf("ldd %s: %v", bin, err)
+		}
+		for _, f := range strings.Fields(string(out)) {
+			if strings.HasPrefix(f, "/") {
+				files = append(files, f)
+			}
 		}
 	}
 	for _, d := range []string{"proc", "dev", "sys", "run", "tmp"} {

@@ -61,11 +61,16 @@ func httpCheck(ctx context.Context, p *HTTPProbe) error {
 }
 
 // execCheck runs the exec probe of a until it exits or ctx is done, when
-// its whole process group is killed.
+// its whole process group is killed. For an app with a rootfs the probe
+// runs chrooted into it, as the app does, so its argv names the rootfs's
+// files.
 func (a *App) execCheck(ctx context.Context) error {
 	cmd := exec.CommandContext(ctx, a.Probe.Exec[0], a.Probe.Exec[1:]...)
 	cmd.Dir = a.WorkingDir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Chroot: a.Rootfs}
+	if a.Rootfs != "" && cmd.Dir == "" {
+		cmd.Dir = "/"
+	}
 	cred, err := a.credential()
 	if err != nil {
 		return err
