@@ -63,8 +63,8 @@ func BeginRun(ctx context.Context, stateDir, pod, app string) error {
 // app: it records the exit that env describes (in ExecStartPost=, the
 // success of an init app) at once, in the status file and the app's
 // record, applies [Decide], and stops the pod if that ends it. An exit that
-// the app's probe caused ([RunProbe]) is a restart, with no back-off, if
-// the probe restarted the app, and a failure if it ends the pod. The exit of
+// the app's probe caused ([RunProbe]) is a restart, with the back-off of a
+// crash, if the probe restarted the app, and a failure if it ends the pod. The exit of
 // an init app is recorded once per invocation. It reaches the manager
 // only to end the pod: the start of a run that no backoff hook recorded
 // is left for [Shutdown] to read from systemd.
@@ -121,9 +121,11 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 	var d Decision
 	if p := s.Probe; p != nil && p.Acted == RestartApp && !stop {
 		// The app's probe restarted it: whatever its restart policy, the
-		// exit is a restart, with no back-off.
+		// exit is a restart, backed off as a crash's is, so that a probe
+		// that keeps failing does not restart the app in a tight loop.
 		p.Acted = ""
 		d.Restart = true
+		d.Delay = backoff(m.RestartBackoff, History{LastDelay: s.Backoff, StartedAt: s.StartedAt}, now)
 	} else {
 		if p != nil && p.Acted == FailPod {
 			// The app's probe ends the pod: the exit is a failure.

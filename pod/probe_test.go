@@ -49,6 +49,7 @@ func flakyPod(t *testing.T, name string, action ProbeAction) string {
 	}
 	return fmt.Sprintf(`
 name: %s
+restartBackoff: {initial: 200ms, max: 1s}
 apps:
   - name: api
     exec: %s
@@ -185,5 +186,44 @@ apps:
 	s := poll(t, r, name, func(s PodStatus) bool { return s.Phase != PodRunning || s.Apps[0].Restarts >= 2 })
 	if s.Phase != PodRunning {
 		t.Errorf("pod %s: %s; the probe failed it while its app waited out a back-off", name, s.Phase)
+	}
+}
+
+// TestProbeRestartBacksOff checks that restarts an app's probe causes back
+// off as crashes do: with no initial delay and a probe that always fails,
+// the delays before the app's runs double up to the maximum instead of the
+// app restarting at once, again and again.
+func TestProbeRestartBacksOff(t *testing.T) {
+	r := newRunner(t)
+	name := run(t, r, `
+name: probe-loop
+restartBackoff: {initial: 500ms, max: 2s}
+apps:
+  - name: app
+    exec: ["/bin/sleep", "600"]
+    probe:
+      exec: ["/bin/false"]
+      initialDelaySeconds: 0
+      periodSeconds: 1
+      failureThreshold: 1
+      action: restart
+`, "")
+	delays := map[int]time.Duration{}
+	poll(t, r, name, func(s PodStatus) bool {
+		a := s.Apps[0]
+		if a.Restarts > 0 {
+			delays[a.Restarts] = a.Backoff
+		}
+		return a.Restarts >= 4
+	})
+	want := map[int]time.Duration{1: 500 * time.Millisecond, 2: time.Second, 3: 2 * time.Second, 4: 2 * time.Second}
+	for n, d := range want {
+		if got, seen := delays[n]; seen && got != d {
+			t.Errorf("back-off after restart %d: %v, want %v (all seen: %v)", n, got, d, delays)
+		}
+	}
+	t.Logf("back-offs seen: %v", delays)
+	if len(delays) < 2 {
+		t.Errorf("saw the back-off of %d restarts only: %v", len(delays), delays)
 	}
 }
