@@ -22,7 +22,8 @@ import (
 // unauthorized caller learns nothing about them), CodeBadArgs,
 // CodeNoCallerUnit for a bind_to_caller op whose caller is in no unit of
 // the manager, and CodeBusy when the op's on_busy or the limits refuse it.
-func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []string) (*Record, error) {
+func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []string) (_ *Record, err error) {
+	defer func() { d.metrics.callRefused(err) }()
 	op, err := d.Op(name)
 	if err != nil {
 		return nil, err
@@ -118,6 +119,7 @@ func (d *Daemon) startLocked(l *liveJob) error {
 	if err := d.store.Put(l.rec); err != nil {
 		return err
 	}
+	d.metrics.jobStarted(l.rec)
 	d.goLocked(l, d.execute)
 	return nil
 }

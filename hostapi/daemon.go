@@ -47,7 +47,11 @@ type Daemon struct {
 	// Logf reports what the daemon cannot tell a caller, such as a record
 	// it failed to store; NewDaemon sets it to log.Printf.
 	Logf func(format string, args ...any)
+	// PodStateDir, when set, is the pod state dir whose pods GET /metrics
+	// counts by phase (unitrun_pods), reading their status files.
+	PodStateDir string
 
+	metrics *metrics
 	mu      sync.Mutex
 	live    map[string]*liveJob // jobs queued or running, by id
 	running map[string]*liveJob // the running job of each exclusive op
@@ -82,6 +86,7 @@ func NewDaemon(cfg *Config, store *Store, mgr *manager.Conn) *Daemon {
 	for i := range cfg.Ops {
 		d.ops[cfg.Ops[i].Name] = &cfg.Ops[i]
 	}
+	d.metrics = newMetrics(d)
 	return d
 }
 

@@ -22,6 +22,7 @@ import (
 
 type daemonFlags struct {
 	config, opsDir, socket, seqpacket, stateDir string
+	podStateDir                                 string
 }
 
 // pruneEvery is how often the daemon prunes old job records.
@@ -67,6 +68,7 @@ SIGTERM stops serving without stopping any running op.`,
 	fl.StringVar(&f.socket, "socket", "", "HTTP/JSON unix socket `PATH` to bind without socket activation (default /run/unitrun/api.sock)")
 	fl.StringVar(&f.seqpacket, "seqpacket", "", "SEQPACKET unix socket `PATH` to bind without socket activation (default /run/unitrun/argv.sock)")
 	fl.StringVar(&f.stateDir, "state-dir", "/var/lib/unitrun", "state `DIR` holding the job records and output logs")
+	fl.StringVar(&f.podStateDir, "pod-state-dir", defaultStateDir, "pod state `DIR` whose pods /metrics counts by phase (\"\" counts none)")
 	return cmd
 }
 
@@ -90,6 +92,7 @@ func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
 	defer mgr.Close()
 	d := hostapi.NewDaemon(cfg, store, mgr)
 	d.OutcomeWriter = outcomeWriter()
+	d.PodStateDir = f.podStateDir
 	if err := d.Recover(); err != nil {
 		log.Printf("unitrun daemon: recovering jobs: %v", err)
 	}
