@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -47,6 +48,10 @@ type Daemon struct {
 	// Logf reports what the daemon cannot tell a caller, such as a record
 	// it failed to store; NewDaemon sets it to log.Printf.
 	Logf func(format string, args ...any)
+	// Log receives the daemon's events: each job's start, end and cancel
+	// and each refused call, with the attributes job_id, op, unit and
+	// caller_uid (see events.go); NewDaemon sets it to slog.Default().
+	Log *slog.Logger
 	// PodStateDir, when set, is the pod state dir whose pods GET /metrics
 	// counts by phase (unitrun_pods), reading their status files.
 	PodStateDir string
@@ -79,6 +84,7 @@ func NewDaemon(cfg *Config, store *Store, mgr *manager.Conn) *Daemon {
 		ops:       make(map[string]*Op, len(cfg.Ops)),
 		LookupEnv: os.LookupEnv,
 		Logf:      log.Printf,
+		Log:       slog.Default(),
 		live:      make(map[string]*liveJob),
 		running:   make(map[string]*liveJob),
 		queues:    make(map[string][]*liveJob),
@@ -167,6 +173,9 @@ func (d *Daemon) Cancel(ctx context.Context, id string) (*Record, error) {
 	d.mu.Lock()
 	l, ok := d.live[id]
 	if ok {
+		if !l.canceled {
+			d.jobCanceling(l)
+		}
 		l.canceled = true
 		if l.rec.State == StateQueued {
 			d.dequeueLocked(l)

@@ -52,7 +52,7 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob) outcome {
 	argv := l.op.Argv(l.rec.Args)
 	c := job.CommandContext(ctx, d.mgr, argv[0], argv[1:]...)
 	c.Name = l.rec.Unit
-	c.Description = fmt.Sprintf("unitrun op %s, job %s", l.op.Name, id)
+	c.Description = fmt.Sprintf("unitrun op %s, job %s, caller %s", l.op.Name, id, l.caller.ID())
 	c.Env = l.op.Environ(l.caller.ID(), d.LookupEnv)
 	c.Stdout, c.Stderr = out, out
 	c.Timeout = l.op.Timeout
@@ -61,7 +61,7 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob) outcome {
 	}
 	c.Properties = append(l.bind, unit.Property{
 		Name: "ExecStopPost", Value: dbus.MakeVariant([]execCommand{{Path: post[0], Args: post}}),
-	})
+	}, unit.Property{Name: "SyslogIdentifier", Value: dbus.MakeVariant("unitrun-" + l.op.Name)})
 	err = c.Run()
 	return fromStatus(c.Status, err)
 }
@@ -213,7 +213,7 @@ func (d *Daemon) finishLocked(l *liveJob, set outcome) {
 			d.Logf("hostapi: job %s: removing reboot marker: %v", l.rec.ID, err)
 		}
 	}
-	d.metrics.jobFinished(l.rec)
+	d.jobFinished(l)
 	delete(d.live, l.rec.ID)
 	close(l.done)
 	if d.running[l.rec.Op] == l {

@@ -1,7 +1,6 @@
 package hostapi
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -77,19 +76,8 @@ func (m *metrics) jobFinished(r *Record) {
 	}
 }
 
-// callRefused counts a refused call by its error code; a nil err counts
-// nothing.
-func (m *metrics) callRefused(err error) {
-	if err == nil {
-		return
-	}
-	code := CodeInternal
-	var e *Error
-	if errors.As(err, &e) {
-		code = e.Code
-	}
-	m.refused.WithLabelValues(code).Inc()
-}
+// callRefused counts a refused call by its error code.
+func (m *metrics) callRefused(code string) { m.refused.WithLabelValues(code).Inc() }
 
 // stateCollector reads the gauges from the daemon when scraped: queue
 // depths, live jobs and, when the daemon has a PodStateDir, pods by phase.

@@ -85,27 +85,7 @@ func postOp(t *testing.T, sock, op, body string) (int, map[string]any) {
 // TestMetricsDaemon runs jobs with known outcomes on the real daemon
 // binary and checks that /metrics counts each exactly.
 func TestMetricsDaemon(t *testing.T) {
-	d := systemdtest.StartDaemon(t, `
-[[op]]
-name = "ok"
-exec = ["/bin/true"]
-
-[[op]]
-name = "exit"
-exec = ["/bin/sh", "-c", "exit \"$1\"", "sh"]
-args = { min = 1, max = 1 }
-
-[[op]]
-name = "hold"
-exec = ["/bin/sh", "-c", "exec sleep 60", "sh"]
-args = { max = 1 }
-exclusive = true
-
-[[op]]
-name = "nobody"
-exec = ["/bin/true"]
-allow_uids = [65534]
-`)
+	d := systemdtest.StartDaemon(t, systemdtest.OutcomeOps)
 	for _, c := range []struct{ op, body, state string }{
 		{"ok", `{"wait": true}`, "succeeded"},
 		{"ok", `{"wait": true}`, "succeeded"},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
 	"net"
 	"net/http"
 	"os"
@@ -18,11 +17,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/unitrun/unitrun/hostapi"
+	"github.com/unitrun/unitrun/internal/journallog"
 )
 
 type daemonFlags struct {
 	config, opsDir, socket, seqpacket, stateDir string
-	podStateDir                                 string
+	podStateDir, logLevel, journalSocket        string
 }
 
 // pruneEvery is how often the daemon prunes old job records.
@@ -68,15 +68,23 @@ SIGTERM stops serving without stopping any running op.`,
 	fl.StringVar(&f.socket, "socket", "", "HTTP/JSON unix socket `PATH` to bind without socket activation (default /run/unitrun/api.sock)")
 	fl.StringVar(&f.seqpacket, "seqpacket", "", "SEQPACKET unix socket `PATH` to bind without socket activation (default /run/unitrun/argv.sock)")
 	fl.StringVar(&f.stateDir, "state-dir", "/var/lib/unitrun", "state `DIR` holding the job records and output logs")
+	fl.StringVar(&f.logLevel, "log-level", "info", "least `LEVEL` logged: debug, info, warn or error (to the journal under systemd, else to stderr)")
+	fl.StringVar(&f.journalSocket, "journal-socket", journallog.DefaultSocket, "journald's native `SOCKET`")
+	fl.MarkHidden("journal-socket")
 	fl.StringVar(&f.podStateDir, "pod-state-dir", defaultStateDir, "pod state `DIR` whose pods /metrics counts by phase (\"\" counts none)")
 	return cmd
 }
 
 func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
+	logger, err := daemonLogger(f.logLevel, f.journalSocket)
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
 	cfg, err := hostapi.LoadConfig(f.config, f.opsDir)
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
+	logger.Debug(fmt.Sprintf("config %s and ops dir %s: %d ops", f.config, f.opsDir, len(cfg.Ops)))
 	store, err := hostapi.OpenStore(f.stateDir)
 	if err != nil {
 		return &exitError{code: exitFailed, err: err}
@@ -93,11 +101,13 @@ func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
 	d := hostapi.NewDaemon(cfg, store, mgr)
 	d.OutcomeWriter = outcomeWriter()
 	d.PodStateDir = f.podStateDir
+	d.Log = logger
+	d.Logf = func(format string, args ...any) { logger.Error(fmt.Sprintf(format, args...)) }
 	if err := d.Recover(); err != nil {
-		log.Printf("unitrun daemon: recovering jobs: %v", err)
+		logger.Error(fmt.Sprintf("recovering jobs: %v", err))
 	}
 	if err := d.Prune(); err != nil {
-		log.Printf("unitrun daemon: pruning records: %v", err)
+		logger.Error(fmt.Sprintf("pruning records: %v", err))
 	}
 	srv := hostapi.NewHTTPServer(d)
 	served := make(chan error, 2)
@@ -111,7 +121,7 @@ loop:
 		select {
 		case <-prune.C:
 			if err := d.Prune(); err != nil {
-				log.Printf("unitrun daemon: pruning records: %v", err)
+				logger.Error(fmt.Sprintf("pruning records: %v", err))
 			}
 		case err = <-served:
 			break loop

@@ -2,11 +2,13 @@ package systemdtest
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -19,7 +21,38 @@ type Daemon struct {
 	API  string // the HTTP socket
 	Argv string // the SEQPACKET socket
 	Cmd  *exec.Cmd
+	// Flags, Env and Stderr, set before Start, are more flags for the
+	// daemon, more environment variables (after the test's own) and where
+	// its stderr goes (nil: the test's stderr).
+	Flags  []string
+	Env    []string
+	Stderr io.Writer
 }
+
+// OutcomeOps is a daemon config of ops with known outcomes: "ok"
+// succeeds, "exit" exits with its one arg, "hold" (exclusive, up to one
+// arg) runs until canceled, and "nobody" only uid 65534 may call.
+const OutcomeOps = `
+[[op]]
+name = "ok"
+exec = ["/bin/true"]
+
+[[op]]
+name = "exit"
+exec = ["/bin/sh", "-c", "exit \"$1\"", "sh"]
+args = { min = 1, max = 1 }
+
+[[op]]
+name = "hold"
+exec = ["/bin/sh", "-c", "exec sleep 60", "sh"]
+args = { max = 1 }
+exclusive = true
+
+[[op]]
+name = "nobody"
+exec = ["/bin/true"]
+allow_uids = [65534]
+`
 
 // NewDaemon writes config as the daemon's daemon.toml in a new directory.
 // Start starts it.
@@ -52,8 +85,12 @@ func (d *Daemon) Args() []string {
 // end stops it with SIGTERM.
 func (d *Daemon) Start(t testing.TB) {
 	t.Helper()
-	cmd := exec.Command(Binary(t), append(d.Args(), "--socket", d.API, "--seqpacket", d.Argv)...)
+	cmd := exec.Command(Binary(t), slices.Concat(d.Args(), []string{"--socket", d.API, "--seqpacket", d.Argv}, d.Flags)...)
 	cmd.Stderr = os.Stderr
+	if d.Stderr != nil {
+		cmd.Stderr = d.Stderr
+	}
+	cmd.Env = append(os.Environ(), d.Env...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
