@@ -56,7 +56,9 @@ type Daemon struct {
 	// counts by phase (unitrun_pods), reading their status files.
 	PodStateDir string
 
-	metrics *metrics
+	metrics  *metrics
+	onFinish []func(*Record) // called with a copy of each final record, under mu
+
 	mu      sync.Mutex
 	live    map[string]*liveJob // jobs queued or running, by id
 	running map[string]*liveJob // the running job of each exclusive op

@@ -37,6 +37,9 @@ func (d *Daemon) jobStarted(l *liveJob) {
 func (d *Daemon) jobFinished(l *liveJob) {
 	r := l.rec
 	d.metrics.jobFinished(r)
+	for _, fn := range d.onFinish {
+		fn(copyRecord(r))
+	}
 	level := slog.LevelInfo
 	if r.State == StateFailed {
 		level = slog.LevelWarn

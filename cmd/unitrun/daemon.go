@@ -23,6 +23,7 @@ import (
 type daemonFlags struct {
 	config, opsDir, socket, seqpacket, stateDir string
 	podStateDir, logLevel, journalSocket        string
+	dbus                                        string
 }
 
 // pruneEvery is how often the daemon prunes old job records.
@@ -71,6 +72,7 @@ SIGTERM stops serving without stopping any running op.`,
 	fl.StringVar(&f.logLevel, "log-level", "info", "least `LEVEL` logged: debug, info, warn or error (to the journal under systemd, else to stderr)")
 	fl.StringVar(&f.journalSocket, "journal-socket", journallog.DefaultSocket, "journald's native `SOCKET`")
 	fl.MarkHidden("journal-socket")
+	fl.StringVar(&f.dbus, "dbus", "", "also serve org.unitrun.Ops1 on `BUS`: system, session or a D-Bus address")
 	fl.StringVar(&f.podStateDir, "pod-state-dir", defaultStateDir, "pod state `DIR` whose pods /metrics counts by phase (\"\" counts none)")
 	return cmd
 }
@@ -110,7 +112,18 @@ func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
 		logger.Error(fmt.Sprintf("pruning records: %v", err))
 	}
 	srv := hostapi.NewHTTPServer(d)
-	served := make(chan error, 2)
+	served := make(chan error, 3)
+	if f.dbus != "" {
+		bus, err := serveBus(d, f.dbus)
+		if err != nil {
+			return &exitError{code: exitFailed, err: err}
+		}
+		defer bus.Close()
+		go func() {
+			<-bus.Context().Done()
+			served <- fmt.Errorf("--dbus %s: the bus connection closed", f.dbus)
+		}()
+	}
 	go func() { served <- srv.Serve(api) }()
 	go func() { served <- d.ServeSeqpacket(argv) }()
 	daemon.SdNotify(false, daemon.SdNotifyReady)
