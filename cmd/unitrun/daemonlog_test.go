@@ -43,25 +43,47 @@ func expectEntry(t *testing.T, j *systemdtest.Journal, msg string, want ...strin
 	}
 }
 
+// journalDaemon returns a daemon, not started, whose stderr is a file
+// that JOURNAL_STREAM names, as systemd sets up a service whose output
+// goes to the journal, and which sends its entries to journalSocket.
+func journalDaemon(t *testing.T, journalSocket string) (*systemdtest.Daemon, *os.File) {
+	t.Helper()
+	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stderr.Close() })
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(stderr.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	d := systemdtest.NewDaemon(t, systemdtest.OutcomeOps)
+	d.Flags = []string{"--journal-socket", journalSocket}
+	d.Env = []string{fmt.Sprintf("JOURNAL_STREAM=%d:%d", st.Dev, st.Ino)}
+	d.Stderr = stderr
+	return d, stderr
+}
+
+// TestDaemonLogJournalGone runs the daemon on the journal stream with no
+// journal socket (journald stopped): entries go to stderr as text.
+func TestDaemonLogJournalGone(t *testing.T) {
+	d, stderr := journalDaemon(t, filepath.Join(t.TempDir(), "no-journal"))
+	d.Start(t)
+	t.Setenv("UNITRUN_SOCKET", d.API)
+	failed := callJSON(t, "exit", "3")
+	if b, _ := os.ReadFile(stderr.Name()); !strings.Contains(string(b), "level=WARN") || !strings.Contains(string(b), "job_id="+failed.ID) {
+		t.Errorf("stderr %q: want the failed job's entry as text", b)
+	}
+}
+
 // TestDaemonLogJournal runs the daemon with a stderr that JOURNAL_STREAM
 // names, as systemd sets up a service whose output goes to the journal:
 // it must send native entries, with the job's fields, to the journal
 // socket, and write nothing to stderr.
 func TestDaemonLogJournal(t *testing.T) {
 	j := systemdtest.ListenJournal(t)
-	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stderr.Close()
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(stderr.Fd()), &st); err != nil {
-		t.Fatal(err)
-	}
-	d := systemdtest.NewDaemon(t, systemdtest.OutcomeOps)
-	d.Flags = []string{"--journal-socket", j.Path, "--log-level", "debug"}
-	d.Env = []string{fmt.Sprintf("JOURNAL_STREAM=%d:%d", st.Dev, st.Ino)}
-	d.Stderr = stderr
+	d, stderr := journalDaemon(t, j.Path)
+	d.Flags = append(d.Flags, "--log-level", "debug")
 	d.Start(t)
 	t.Setenv("UNITRUN_SOCKET", d.API)
 	expectEntry(t, j, "4 ops", "PRIORITY=7", "SYSLOG_IDENTIFIER=unitrun")

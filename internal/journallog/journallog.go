@@ -29,6 +29,10 @@ type Options struct {
 	Level slog.Leveler
 	// Identifier is the SYSLOG_IDENTIFIER= of every entry, when set.
 	Identifier string
+	// Fallback, when set, gets each record the journal socket refuses
+	// (journald stopped, or restarting), with the same attributes and
+	// groups, so that it is not lost.
+	Fallback slog.Handler
 }
 
 // Handler writes records to the journal socket it was made for. Each
@@ -75,8 +79,9 @@ func (h *Handler) Enabled(_ context.Context, level slog.Level) bool {
 	return level >= lowest
 }
 
-// Handle sends the record as one journal entry.
-func (h *Handler) Handle(_ context.Context, r slog.Record) error {
+// Handle sends the record as one journal entry, or to the Fallback
+// handler when the socket refuses it.
+func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	var b bytes.Buffer
 	appendField(&b, "MESSAGE", r.Message)
 	appendField(&b, "PRIORITY", fmt.Sprint(priority(r.Level)))
@@ -88,7 +93,11 @@ func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 		appendAttr(&b, h.group, a)
 		return true
 	})
-	return h.s.send(b.Bytes())
+	err := h.s.send(b.Bytes())
+	if err != nil && h.opts.Fallback != nil {
+		return errors.Join(err, h.opts.Fallback.Handle(ctx, r))
+	}
+	return err
 }
 
 // WithAttrs returns a handler that adds attrs to every entry.
@@ -99,6 +108,9 @@ func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	}
 	c := *h
 	c.attrs = append(append([]byte(nil), h.attrs...), b.Bytes()...)
+	if h.opts.Fallback != nil {
+		c.opts.Fallback = h.opts.Fallback.WithAttrs(attrs)
+	}
 	return &c
 }
 
@@ -110,6 +122,9 @@ func (h *Handler) WithGroup(name string) slog.Handler {
 	}
 	c := *h
 	c.group = h.group + name + "_"
+	if h.opts.Fallback != nil {
+		c.opts.Fallback = h.opts.Fallback.WithGroup(name)
+	}
 	return &c
 }
 

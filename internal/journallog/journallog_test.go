@@ -50,8 +50,17 @@ func TestHandlerNoJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := slog.New(h).Handler().Handle(t.Context(), slog.Record{Message: "x"}); err == nil || !strings.Contains(err.Error(), "none") {
+	if err := h.Handle(t.Context(), slog.Record{Message: "x"}); err == nil || !strings.Contains(err.Error(), "none") {
 		t.Errorf("Handle with no journal: %v, want an error naming the socket", err)
+	}
+	var text strings.Builder
+	h, err = New(filepath.Join(t.TempDir(), "none"), Options{Fallback: slog.NewTextHandler(&text, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slog.New(h).With("op", "echo").WithGroup("g").Info("lost?", "k", 1)
+	if got := text.String(); !strings.Contains(got, `msg=lost? op=echo g.k=1`) {
+		t.Errorf("fallback got %q, want the record with its attributes and group", got)
 	}
 }
 
