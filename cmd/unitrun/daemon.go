@@ -42,10 +42,14 @@ Under socket activation the sockets come from systemd (LISTEN_FDS), named
 "api" and "argv" by FileDescriptorName=; otherwise the daemon binds
 --socket and --seqpacket with mode 0600. It tells systemd READY=1 once it
 serves, re-attaches to the jobs an earlier daemon left running, and on
-SIGTERM stops serving without stopping any running op.`,
+SIGTERM stops serving without stopping any running op.
+
+GET /metrics on the HTTP socket serves Prometheus metrics; --dbus also
+serves the ops as org.unitrun.Ops1 on a D-Bus bus. Under systemd the daemon
+logs to the journal with fields JOB_ID, OP, UNIT and CALLER_UID.`,
 		Example: `  unitrun daemon   # under unitrun.socket, as dist/systemd/unitrun.service runs it
   unitrun daemon --config ./daemon.toml --ops-dir ./ops.d --state-dir /tmp/state \
-      --socket /tmp/api.sock --seqpacket /tmp/argv.sock`,
+      --socket /tmp/api.sock --seqpacket /tmp/argv.sock --dbus session --log-level debug`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDaemon(cmd.Context(), g, f)
