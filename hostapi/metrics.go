@@ -59,9 +59,11 @@ func newMetrics(d *Daemon) *metrics {
 }
 
 // handler serves the registry in the Prometheus text format (or another
-// that the scraper asks for).
+// that the scraper asks for). A metric that cannot be read, such as
+// unitrun_pods with a broken pod status file, is left out; the others are
+// served.
 func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
 
 // jobStarted counts a job whose unit is being started.

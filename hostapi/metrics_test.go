@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -175,5 +177,17 @@ func TestMetricsPods(t *testing.T) {
 	}
 	if n := len(fams["unitrun_jobs_started_total"].GetMetric()); n != 0 {
 		t.Errorf("a daemon that ran no job reports %d unitrun_jobs_started_total series, want 0 (another daemon's leak in)", n)
+	}
+
+	// A broken status file leaves unitrun_pods out, not the other metrics.
+	if err := os.WriteFile(filepath.Join(pod.Dir(d.PodStateDir, "a"), "pod.json"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fams = scrape(t, api)
+	if _, ok := fams["unitrun_pods"]; ok {
+		t.Errorf("unitrun_pods served from a broken status file: %v", fams["unitrun_pods"])
+	}
+	if got := sample(t, fams, "unitrun_live_jobs"); got != 0 {
+		t.Errorf("unitrun_live_jobs = %v, want 0", got)
 	}
 }
