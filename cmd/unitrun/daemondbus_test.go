@@ -204,6 +204,22 @@ func TestDaemonDBus(t *testing.T) {
 		t.Errorf("Wait %s as uid 65534: %s %s: want succeeded, caller_uid 65534", theirs, data, errs)
 	}
 
+	// allow_gids by the groups the bus reports: supplementary and primary.
+	var groupIDs []any
+	for _, as := range [][]string{
+		{"setpriv", "--reuid", "2", "--regid", "2", "--groups", "65534"},
+		{"setpriv", "--reuid", "2", "--regid", "65534", "--clear-groups"},
+	} {
+		gid, errs := busCallID(t, addr, as, "group")
+		if errs != "" {
+			t.Errorf("Call group as %q: %s, want allowed", as, errs)
+		}
+		groupIDs = append([]any{gid}, groupIDs...)
+	}
+	if _, errs := busCallID(t, addr, []string{"setpriv", "--reuid", "2", "--regid", "2", "--clear-groups"}, "group"); !strings.Contains(errs, "none of its gids is in allow_gids") {
+		t.Errorf("Call group as uid and gid 2 (bin): %q, want refused", errs)
+	}
+
 	conn, err := dbus.Connect(addr)
 	if err != nil {
 		t.Fatal(err)
@@ -268,7 +284,7 @@ func TestDaemonDBus(t *testing.T) {
 	for _, j := range jobs {
 		ids = append(ids, j[0])
 	}
-	if want := []any{holdID, okID, theirs, id}; !slices.Equal(ids, want) {
+	if want := slices.Concat([]any{holdID, okID}, groupIDs, []any{theirs, id}); !slices.Equal(ids, want) {
 		t.Errorf("List: %v, want %v, newest first", ids, want)
 	}
 	var names []string

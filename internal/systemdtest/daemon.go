@@ -31,7 +31,8 @@ type Daemon struct {
 
 // OutcomeOps is a daemon config of ops with known outcomes: "ok"
 // succeeds, "exit" exits with its one arg, "hold" (exclusive, up to one
-// arg) runs until canceled, and "nobody" only uid 65534 may call.
+// arg) runs until canceled, "nobody" only uid 65534 may call, and "group"
+// only gid 65534.
 const OutcomeOps = `
 [[op]]
 name = "ok"
@@ -52,6 +53,11 @@ exclusive = true
 name = "nobody"
 exec = ["/bin/true"]
 allow_uids = [65534]
+
+[[op]]
+name = "group"
+exec = ["/bin/true"]
+allow_gids = [65534]
 `
 
 // NewDaemon writes config as the daemon's daemon.toml in a new directory.
