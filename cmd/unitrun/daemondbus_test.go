@@ -287,6 +287,12 @@ func TestDaemonDBus(t *testing.T) {
 	if want := slices.Concat([]any{holdID, okID}, groupIDs, []any{theirs, id}); !slices.Equal(ids, want) {
 		t.Errorf("List: %v, want %v, newest first", ids, want)
 	}
+	out, err := exec.Command("busctl", "--address="+addr, "introspect", hostapi.DBusName, string(hostapi.DBusPath), hostapi.DBusIface).Output()
+	for _, member := range []string{".Call ", ".Get ", ".Wait ", ".List ", ".Cancel ", ".Subscribe ", ".Finished "} {
+		if !strings.Contains(string(out), member) {
+			t.Errorf("busctl introspect (%v): no %s in\n%s", err, member, out)
+		}
+	}
 	var names []string
 	if err := conn.BusObject().Call("org.freedesktop.DBus.ListActivatableNames", 0).Store(&names); err != nil || !slices.Contains(names, hostapi.DBusName) {
 		t.Errorf("activatable names %v (%v): want %s from the shipped service file", names, err, hostapi.DBusName)
