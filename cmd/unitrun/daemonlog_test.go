@@ -175,3 +175,34 @@ func TestDaemonLogStderr(t *testing.T) {
 		t.Errorf("daemon --log-level loud: exit %d, %q: want 2 naming the flag and the values", code, errs)
 	}
 }
+
+// TestDaemonLogJournald runs the daemon on the journal stream of a real
+// systemd-journald: its entries must arrive by the native protocol
+// (_TRANSPORT=journal), with fields journalctl matches on.
+func TestDaemonLogJournald(t *testing.T) {
+	j := systemdtest.NewJournald(t)
+	d := systemdtest.NewDaemon(t, systemdtest.OutcomeOps)
+	d.Wrap = j.Wrap()
+	d.Start(t)
+	t.Setenv("UNITRUN_SOCKET", d.API)
+	ok := callJSON(t, "ok")
+	failed := callJSON(t, "exit", "3")
+
+	entries := j.Entries(t, 2, "JOB_ID="+failed.ID)
+	if len(entries) != 2 {
+		t.Fatalf("journal entries of job %s: %v, want its start and its end", failed.ID, entries)
+	}
+	end := entries[1]
+	for k, v := range map[string]string{
+		"_TRANSPORT": "journal", "SYSLOG_IDENTIFIER": "unitrun", "PRIORITY": "4",
+		"OP": "exit", "UNIT": failed.Unit, "CALLER_UID": "0", "STATE": "failed", "RESULT": "exit-code",
+		"MESSAGE": "job " + failed.ID + " of op exit failed: exit status 3",
+	} {
+		if end[k] != v {
+			t.Errorf("journal entry %v: %s=%v, want %s", end, k, end[k], v)
+		}
+	}
+	if got := j.Entries(t, 1, "OP=ok", "STATE=succeeded"); len(got) != 1 || got[0]["JOB_ID"] != ok.ID || got[0]["PRIORITY"] != "6" {
+		t.Errorf("journal entries OP=ok STATE=succeeded: %v, want the one of job %s at priority 6", got, ok.ID)
+	}
+}

@@ -23,10 +23,13 @@ type Daemon struct {
 	Cmd  *exec.Cmd
 	// Flags, Env and Stderr, set before Start, are more flags for the
 	// daemon, more environment variables (after the test's own) and where
-	// its stderr goes (nil: the test's stderr).
+	// its stderr goes (nil: the test's stderr). Wrap, when set, is a
+	// command line that runs the daemon's (Journald.Wrap); it must exec
+	// the daemon, so that the daemon gets Start's SIGTERM.
 	Flags  []string
 	Env    []string
 	Stderr io.Writer
+	Wrap   []string
 }
 
 // OutcomeOps is a daemon config of ops with known outcomes: "ok"
@@ -91,7 +94,8 @@ func (d *Daemon) Args() []string {
 // end stops it with SIGTERM.
 func (d *Daemon) Start(t testing.TB) {
 	t.Helper()
-	cmd := exec.Command(Binary(t), slices.Concat(d.Args(), []string{"--socket", d.API, "--seqpacket", d.Argv}, d.Flags)...)
+	argv := slices.Concat(d.Wrap, []string{Binary(t)}, d.Args(), []string{"--socket", d.API, "--seqpacket", d.Argv}, d.Flags)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
 	if d.Stderr != nil {
 		cmd.Stderr = d.Stderr
