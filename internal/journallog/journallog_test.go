@@ -2,9 +2,12 @@ package journallog
 
 import (
 	"log/slog"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
@@ -74,4 +77,35 @@ func equal(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// TestHandlerJournald sends entries, one too large for a datagram, to a
+// real systemd-journald, from this test binary run on its journal stream.
+func TestHandlerJournald(t *testing.T) {
+	if os.Getenv("JOURNALLOG_SEND") != "" {
+		h, err := New(DefaultSocket, Options{Identifier: "journallog-test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		log := slog.New(h)
+		log.Info("two\nlines", "job_id", "j1")
+		if err := h.Handle(t.Context(), slog.NewRecord(time.Now(), slog.LevelWarn, strings.Repeat("x", 1<<19), 0)); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	j := systemdtest.NewJournald(t)
+	argv := append(j.Wrap(), os.Args[0], "-test.run=^TestHandlerJournald$")
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "JOURNALLOG_SEND=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("sender: %v\n%s", err, out)
+	}
+	got := j.Entries(t, 2, "SYSLOG_IDENTIFIER=journallog-test")
+	if len(got) != 2 || got[0]["MESSAGE"] != "two\nlines" || got[0]["JOB_ID"] != "j1" || got[0]["PRIORITY"] != "6" || got[0]["_TRANSPORT"] != "journal" {
+		t.Fatalf("entries %v, want the two-line entry with JOB_ID=j1 first", got)
+	}
+	if big, _ := got[1]["MESSAGE"].(string); len(big) != 1<<19 || got[1]["PRIORITY"] != "4" {
+		t.Errorf("large entry: MESSAGE of %d bytes, PRIORITY %v; want %d bytes and 4", len(big), got[1]["PRIORITY"], 1<<19)
+	}
 }

@@ -71,12 +71,12 @@ func (j *Journald) Wrap() []string {
 
 // Entries waits, up to 30s, until the journal holds want entries that
 // match matches (journalctl FIELD=value words) and returns them, each
-// field as journalctl -o json gives it. It fails the test on fewer.
+// field as journalctl -o json --all gives it (large ones too). It fails the test on fewer.
 func (j *Journald) Entries(t testing.TB, want int, matches ...string) []map[string]any {
 	t.Helper()
 	var entries []map[string]any
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		args := append([]string{"-D", filepath.Join(j.Dir, "log", "journal"), "-o", "json", "--no-pager"}, matches...)
+		args := append([]string{"-D", filepath.Join(j.Dir, "log", "journal"), "-o", "json", "--all", "--no-pager"}, matches...)
 		out, err := exec.Command("journalctl", args...).Output()
 		entries = nil
 		for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
