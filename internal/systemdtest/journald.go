@@ -71,7 +71,8 @@ func (j *Journald) Wrap() []string {
 
 // Entries waits, up to 30s, until the journal holds want entries that
 // match matches (journalctl FIELD=value words) and returns them, each
-// field as journalctl -o json --all gives it (large ones too). It fails the test on fewer.
+// field as journalctl -o json --all gives it (large ones too). It fails
+// the test on fewer.
 func (j *Journald) Entries(t testing.TB, want int, matches ...string) []map[string]any {
 	t.Helper()
 	var entries []map[string]any
