@@ -1,6 +1,6 @@
 // Package dist holds the files unitrun ships for hosts: the systemd units
 // of the host API daemon, embedded so that "unitrun install" can put them
-// in place.
+// in place, and the D-Bus files of its bus name.
 package dist
 
 import "embed"
@@ -9,6 +9,13 @@ import "embed"
 //
 //go:embed systemd/*.socket systemd/*.service
 var Systemd embed.FS
+
+// DBus holds dbus/org.unitrun.Ops1.service (bus activation of
+// unitrun.service) and dbus/org.unitrun.Ops1.conf (the bus policy: root
+// owns the name, anyone may call it).
+//
+//go:embed dbus/org.unitrun.Ops1.service dbus/org.unitrun.Ops1.conf
+var DBus embed.FS
 
 // DaemonUnits are the units "unitrun install" installs, sockets first.
 var DaemonUnits = []string{"unitrun.socket", "unitrun-argv.socket", "unitrun.service"}

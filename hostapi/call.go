@@ -22,7 +22,8 @@ import (
 // unauthorized caller learns nothing about them), CodeBadArgs,
 // CodeNoCallerUnit for a bind_to_caller op whose caller is in no unit of
 // the manager, and CodeBusy when the op's on_busy or the limits refuse it.
-func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []string) (*Record, error) {
+func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []string) (_ *Record, err error) {
+	defer func() { d.callRefused(caller, name, err) }()
 	op, err := d.Op(name)
 	if err != nil {
 		return nil, err
@@ -80,6 +81,7 @@ func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []st
 		}
 		d.live[l.rec.ID] = l
 		d.queues[op.Name] = append(d.queues[op.Name], l)
+		d.jobQueued(l)
 		return copyRecord(l.rec), nil
 	}
 	d.live[l.rec.ID] = l
@@ -118,6 +120,7 @@ func (d *Daemon) startLocked(l *liveJob) error {
 	if err := d.store.Put(l.rec); err != nil {
 		return err
 	}
+	d.jobStarted(l)
 	d.goLocked(l, d.execute)
 	return nil
 }

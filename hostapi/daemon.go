@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -51,6 +52,16 @@ type Daemon struct {
 	// Logf reports what the daemon cannot tell a caller, such as a record
 	// it failed to store; NewDaemon sets it to log.Printf.
 	Logf func(format string, args ...any)
+	// Log receives the daemon's events: each job's start, end and cancel
+	// and each refused call, with the attributes job_id, op, unit and
+	// caller_uid (see events.go); NewDaemon sets it to slog.Default().
+	Log *slog.Logger
+	// PodStateDir, when set, is the pod state dir whose pods GET /metrics
+	// counts by phase (unitrun_pods), reading their status files.
+	PodStateDir string
+
+	metrics  *metrics
+	onFinish []func(*Record) // called with a copy of each final record, under mu
 
 	mu      sync.Mutex
 	live    map[string]*liveJob // jobs queued or running, by id
@@ -81,6 +92,7 @@ func NewDaemon(cfg *Config, store *Store, mgr *manager.Conn) *Daemon {
 		ops:       make(map[string]*Op, len(cfg.Ops)),
 		LookupEnv: os.LookupEnv,
 		Logf:      log.Printf,
+		Log:       slog.Default(),
 		live:      make(map[string]*liveJob),
 		running:   make(map[string]*liveJob),
 		queues:    make(map[string][]*liveJob),
@@ -88,6 +100,7 @@ func NewDaemon(cfg *Config, store *Store, mgr *manager.Conn) *Daemon {
 	for i := range cfg.Ops {
 		d.ops[cfg.Ops[i].Name] = &cfg.Ops[i]
 	}
+	d.metrics = newMetrics(d)
 	return d
 }
 
@@ -168,6 +181,9 @@ func (d *Daemon) Cancel(ctx context.Context, id string) (*Record, error) {
 	d.mu.Lock()
 	l, ok := d.live[id]
 	if ok {
+		if !l.canceled {
+			d.jobCanceling(l)
+		}
 		l.canceled = true
 		if l.rec.State == StateQueued {
 			d.dequeueLocked(l)

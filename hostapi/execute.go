@@ -56,7 +56,7 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob, done int) outcome {
 	argv := l.op.Argv(l.rec.Args)
 	c := job.CommandContext(ctx, d.mgr, argv[0], argv[1:]...)
 	c.Name = l.rec.Unit
-	c.Description = fmt.Sprintf("unitrun op %s, job %s", l.op.Name, id)
+	c.Description = fmt.Sprintf("unitrun op %s, job %s, caller %s", l.op.Name, id, l.caller.ID())
 	c.Env = l.op.Environ(l.caller.ID(), d.LookupEnv)
 	c.Stdout, c.Stderr = out, out
 	c.Timeout = l.op.Timeout
@@ -67,7 +67,7 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob, done int) outcome {
 	}
 	c.Properties = append(l.bind, unit.Property{
 		Name: "ExecStopPost", Value: dbus.MakeVariant([]execCommand{{Path: post[0], Args: post}}),
-	})
+	}, unit.Property{Name: "SyslogIdentifier", Value: dbus.MakeVariant("unitrun-" + l.op.Name)})
 	// The outcome is recorded, and waiters answered, as soon as it is
 	// known; the unit's release (its stop, which runs the outcome writer)
 	// follows. A daemon that dies in between releases it in Recover.
@@ -254,6 +254,7 @@ func (d *Daemon) finishLocked(l *liveJob, set outcome) {
 			d.Logf("hostapi: job %s: removing reboot marker: %v", l.rec.ID, err)
 		}
 	}
+	d.jobFinished(l)
 	delete(d.live, l.rec.ID)
 	close(l.done)
 	if d.running[l.rec.Op] == l {

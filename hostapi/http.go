@@ -26,6 +26,7 @@ type peer struct {
 // Endpoints:
 //
 //	GET    /healthz                  {"ok": true}
+//	GET    /metrics                  Prometheus metrics (see metrics.go), to any peer that may connect
 //	GET    /v1/ops                   the ops, with whether the caller may call each
 //	POST   /v1/ops/{name}            body CallRequest; 202 {"id": ...}, or 200 and the final record with "wait": true
 //	GET    /v1/jobs                  the records the caller may see, newest first
@@ -43,6 +44,7 @@ func NewHTTPServer(d *Daemon) *http.Server {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 	})
+	mux.Handle("GET /metrics", d.metrics.handler())
 	mux.HandleFunc("GET /v1/ops", h.ops)
 	mux.HandleFunc("POST /v1/ops/{name}", h.call)
 	mux.HandleFunc("GET /v1/jobs", h.jobs)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
 	"net"
 	"net/http"
 	"os"
@@ -18,10 +17,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/unitrun/unitrun/hostapi"
+	"github.com/unitrun/unitrun/internal/journallog"
 )
 
 type daemonFlags struct {
 	config, opsDir, socket, seqpacket, stateDir string
+	podStateDir, logLevel, journalSocket        string
+	dbus                                        string
 }
 
 // pruneEvery is how often the daemon prunes old job records.
@@ -40,10 +42,14 @@ Under socket activation the sockets come from systemd (LISTEN_FDS), named
 "api" and "argv" by FileDescriptorName=; otherwise the daemon binds
 --socket and --seqpacket with mode 0600. It tells systemd READY=1 once it
 serves, re-attaches to the jobs an earlier daemon left running, and on
-SIGTERM stops serving without stopping any running op.`,
+SIGTERM stops serving without stopping any running op.
+
+GET /metrics on the HTTP socket serves Prometheus metrics; --dbus also
+serves the ops as org.unitrun.Ops1 on a D-Bus bus. Under systemd the daemon
+logs to the journal with fields JOB_ID, OP, UNIT and CALLER_UID.`,
 		Example: `  unitrun daemon   # under unitrun.socket, as dist/systemd/unitrun.service runs it
   unitrun daemon --config ./daemon.toml --ops-dir ./ops.d --state-dir /tmp/state \
-      --socket /tmp/api.sock --seqpacket /tmp/argv.sock`,
+      --socket /tmp/api.sock --seqpacket /tmp/argv.sock --dbus session --log-level debug`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDaemon(cmd.Context(), g, f)
@@ -67,14 +73,24 @@ SIGTERM stops serving without stopping any running op.`,
 	fl.StringVar(&f.socket, "socket", "", "HTTP/JSON unix socket `PATH` to bind without socket activation (default /run/unitrun/api.sock)")
 	fl.StringVar(&f.seqpacket, "seqpacket", "", "SEQPACKET unix socket `PATH` to bind without socket activation (default /run/unitrun/argv.sock)")
 	fl.StringVar(&f.stateDir, "state-dir", "/var/lib/unitrun", "state `DIR` holding the job records and output logs")
+	fl.StringVar(&f.logLevel, "log-level", "info", "least `LEVEL` logged: debug, info, warn or error (to the journal under systemd, else to stderr)")
+	fl.StringVar(&f.journalSocket, "journal-socket", journallog.DefaultSocket, "journald's native `SOCKET`")
+	fl.MarkHidden("journal-socket")
+	fl.StringVar(&f.dbus, "dbus", "", "also serve org.unitrun.Ops1 on `BUS`: system, session or a D-Bus address")
+	fl.StringVar(&f.podStateDir, "pod-state-dir", defaultStateDir, "pod state `DIR` whose pods /metrics counts by phase (\"\" counts none)")
 	return cmd
 }
 
 func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
+	logger, err := daemonLogger(f.logLevel, f.journalSocket)
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
 	cfg, err := hostapi.LoadConfig(f.config, f.opsDir)
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
+	logger.Debug(fmt.Sprintf("config %s and ops dir %s: %d ops", f.config, f.opsDir, len(cfg.Ops)))
 	store, err := hostapi.OpenStore(f.stateDir)
 	if err != nil {
 		return &exitError{code: exitFailed, err: err}
@@ -90,14 +106,28 @@ func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
 	defer mgr.Close()
 	d := hostapi.NewDaemon(cfg, store, mgr)
 	d.OutcomeWriter = outcomeWriter()
+	d.PodStateDir = f.podStateDir
+	d.Log = logger
+	d.Logf = func(format string, args ...any) { logger.Error(fmt.Sprintf(format, args...)) }
 	if err := d.Recover(); err != nil {
-		log.Printf("unitrun daemon: recovering jobs: %v", err)
+		logger.Error(fmt.Sprintf("recovering jobs: %v", err))
 	}
 	if err := d.Prune(); err != nil {
-		log.Printf("unitrun daemon: pruning records: %v", err)
+		logger.Error(fmt.Sprintf("pruning records: %v", err))
 	}
 	srv := hostapi.NewHTTPServer(d)
-	served := make(chan error, 2)
+	served := make(chan error, 3)
+	if f.dbus != "" {
+		bus, err := serveBus(d, f.dbus)
+		if err != nil {
+			return &exitError{code: exitFailed, err: err}
+		}
+		defer bus.Close()
+		go func() {
+			<-bus.Context().Done()
+			served <- fmt.Errorf("--dbus %s: the bus connection closed", f.dbus)
+		}()
+	}
 	go func() { served <- srv.Serve(api) }()
 	go func() { served <- d.ServeSeqpacket(argv) }()
 	daemon.SdNotify(false, daemon.SdNotifyReady)
@@ -108,7 +138,7 @@ loop:
 		select {
 		case <-prune.C:
 			if err := d.Prune(); err != nil {
-				log.Printf("unitrun daemon: pruning records: %v", err)
+				logger.Error(fmt.Sprintf("pruning records: %v", err))
 			}
 		case err = <-served:
 			break loop

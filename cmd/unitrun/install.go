@@ -21,12 +21,14 @@ import (
 type installFlags struct {
 	binDir, unitDir string
 	runtime, now    bool
+	dbusDir         string
 }
 
 func (f *installFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.binDir, "bin-dir", filepath.Dir(dist.InstalledBinary), "directory of the installed binary")
 	cmd.Flags().StringVar(&f.unitDir, "unit-dir", "/etc/systemd/system", "directory of the installed units")
 	cmd.Flags().BoolVar(&f.runtime, "runtime", false, "enable until reboot only (in /run), not persistently")
+	cmd.Flags().StringVar(&f.dbusDir, "dbus-dir", "/usr/share/dbus-1", "D-Bus data `DIR` of org.unitrun.Ops1's system.d policy and system-services file (\"\": none)")
 }
 
 func newInstallCmd(g *globals) *cobra.Command {
@@ -37,8 +39,9 @@ func newInstallCmd(g *globals) *cobra.Command {
 		Short: "Install this binary and the host API daemon's units, and enable its sockets",
 		Long: `Copy this binary to --bin-dir/unitrun, write unitrun.socket,
 unitrun-argv.socket and unitrun.service (from dist/systemd, pointing at the
-installed binary) to --unit-dir, reload the manager and enable the sockets;
-with --now, start them. Ops go in /etc/unitrun/ops.d (see docs/hostapi.md).
+installed binary) to --unit-dir and the D-Bus policy and activation files
+of org.unitrun.Ops1 (dist/dbus) under --dbus-dir, reload the manager and
+enable the sockets; with --now, start them. Ops go in /etc/unitrun/ops.d (see docs/hostapi.md).
 "unitrun uninstall" reverses every step.`,
 		Example: "  unitrun install --now\n  unitrun install --bin-dir /usr/local/bin --runtime",
 		Args:    cobra.NoArgs,
@@ -108,6 +111,11 @@ func install(ctx context.Context, mgr *manager.Conn, f *installFlags) error {
 		}
 		paths = append(paths, p)
 	}
+	if f.dbusDir != "" {
+		if err := installDBus(f.dbusDir); err != nil {
+			return err
+		}
+	}
 	if err := mgr.Reload(ctx); err != nil {
 		return err
 	}
@@ -153,6 +161,9 @@ func uninstall(ctx context.Context, mgr *manager.Conn, f *installFlags) error {
 	}
 	if err := os.Remove(filepath.Join(f.binDir, "unitrun")); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		errs = append(errs, err)
+	}
+	if f.dbusDir != "" {
+		errs = append(errs, uninstallDBus(f.dbusDir))
 	}
 	errs = append(errs, mgr.Reload(ctx))
 	return errors.Join(errs...)

@@ -17,8 +17,9 @@ func TestInstallUninstall(t *testing.T) {
 	ctx := context.Background()
 	conn := systemdtest.Conn(t)
 	unitDir := systemdtest.RuntimeUnitDir(t)
-	binDir := t.TempDir()
-	args := []string{"--bin-dir", binDir, "--unit-dir", unitDir, "--runtime"}
+	binDir, dbusDir := t.TempDir(), t.TempDir()
+	args := []string{"--bin-dir", binDir, "--unit-dir", unitDir, "--runtime", "--dbus-dir", dbusDir}
+	dbusFiles := []string{filepath.Join(dbusDir, "system.d", "org.unitrun.Ops1.conf"), filepath.Join(dbusDir, "system-services", "org.unitrun.Ops1.service")}
 	before, err := conn.ListUnitNames(ctx, "unitrun")
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +45,11 @@ func TestInstallUninstall(t *testing.T) {
 	if err != nil || !strings.Contains(string(svc), "ExecStart="+bin+" ") {
 		t.Errorf("unitrun.service does not run the installed binary:\n%s", svc)
 	}
+	for _, p := range dbusFiles {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("D-Bus file not installed: %v", err)
+		}
+	}
 	for _, s := range []string{"unitrun.socket", "unitrun-argv.socket"} {
 		state, err := conn.UnitFileState(ctx, s)
 		if err != nil || state != "enabled-runtime" {
@@ -60,6 +66,11 @@ func TestInstallUninstall(t *testing.T) {
 	}
 	if _, err := os.Stat(bin); err == nil {
 		t.Error("binary still installed")
+	}
+	for _, p := range dbusFiles {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s still installed", p)
+		}
 	}
 	for _, name := range []string{"unitrun.socket", "unitrun-argv.socket", "unitrun.service"} {
 		if _, err := os.Stat(filepath.Join(unitDir, name)); err == nil {

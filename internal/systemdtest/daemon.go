@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -20,10 +21,47 @@ type Daemon struct {
 	API  string // the HTTP socket
 	Argv string // the SEQPACKET socket
 	Cmd  *exec.Cmd
-	// Stderr receives the daemon's standard error (its log); nil is the
-	// test binary's.
+	// Flags, Env and Stderr, set before Start, are more flags for the
+	// daemon, more environment variables (after the test's own) and where
+	// its stderr goes (nil: the test's stderr). Wrap, when set, is a
+	// command line that runs the daemon's (Journald.Wrap); it must exec
+	// the daemon, so that the daemon gets Start's SIGTERM.
+	Flags  []string
+	Env    []string
 	Stderr io.Writer
+	Wrap   []string
 }
+
+// OutcomeOps is a daemon config of ops with known outcomes: "ok"
+// succeeds, "exit" exits with its one arg, "hold" (exclusive, up to one
+// arg) runs until canceled, "nobody" only uid 65534 may call, and "group"
+// only gid 65534.
+const OutcomeOps = `
+[[op]]
+name = "ok"
+exec = ["/bin/true"]
+
+[[op]]
+name = "exit"
+exec = ["/bin/sh", "-c", "exit \"$1\"", "sh"]
+args = { min = 1, max = 1 }
+
+[[op]]
+name = "hold"
+exec = ["/bin/sh", "-c", "exec sleep 60", "sh"]
+args = { max = 1 }
+exclusive = true
+
+[[op]]
+name = "nobody"
+exec = ["/bin/true"]
+allow_uids = [65534]
+
+[[op]]
+name = "group"
+exec = ["/bin/true"]
+allow_gids = [65534]
+`
 
 // NewDaemon writes config as the daemon's daemon.toml in a new directory.
 // Start starts it.
@@ -56,11 +94,13 @@ func (d *Daemon) Args() []string {
 // end stops it with SIGTERM.
 func (d *Daemon) Start(t testing.TB) {
 	t.Helper()
-	cmd := exec.Command(Binary(t), append(d.Args(), "--socket", d.API, "--seqpacket", d.Argv)...)
-	cmd.Stderr = d.Stderr
-	if cmd.Stderr == nil {
-		cmd.Stderr = os.Stderr
+	argv := slices.Concat(d.Wrap, []string{Binary(t)}, d.Args(), []string{"--socket", d.API, "--seqpacket", d.Argv}, d.Flags)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stderr = os.Stderr
+	if d.Stderr != nil {
+		cmd.Stderr = d.Stderr
 	}
+	cmd.Env = append(os.Environ(), d.Env...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

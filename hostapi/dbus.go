@@ -1,0 +1,290 @@
+package hostapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+	"github.com/godbus/dbus/v5/introspect"
+)
+
+// The D-Bus front end: the bus name it owns, its object and interface.
+const (
+	DBusName  = "org.unitrun.Ops1"
+	DBusPath  = dbus.ObjectPath("/org/unitrun/Ops1")
+	DBusIface = "org.unitrun.Ops1"
+)
+
+// dbusCancelWait bounds how long Cancel waits for the job to end.
+const dbusCancelWait = 5 * time.Minute
+
+// dbusIntrospection describes the object for busctl introspect and
+// other D-Bus tools.
+const dbusIntrospection = `<node>
+ <interface name="org.unitrun.Ops1">
+  <method name="Call"><arg name="op" type="s" direction="in"/><arg name="args" type="as" direction="in"/><arg name="job_id" type="s" direction="out"/></method>
+  <method name="Get"><arg name="job_id" type="s" direction="in"/><arg name="record" type="a{sv}" direction="out"/></method>
+  <method name="Wait"><arg name="job_id" type="s" direction="in"/><arg name="record" type="a{sv}" direction="out"/></method>
+  <method name="List"><arg name="jobs" type="a(ssss)" direction="out"/></method>
+  <method name="Cancel"><arg name="job_id" type="s" direction="in"/><arg name="record" type="a{sv}" direction="out"/></method>
+  <method name="Subscribe"><arg name="job_id" type="s" direction="in"/></method>
+  <signal name="Finished"><arg name="job_id" type="s"/><arg name="success" type="b"/><arg name="exit_status" type="i"/><arg name="message" type="s"/></signal>
+ </interface>` + introspect.IntrospectDataString + `</node>`
+
+// ServeDBus serves the D-Bus front end of d on conn: it exports DBusPath
+// with interface DBusIface and claims DBusName, failing when another
+// connection owns it. Calls are served until conn is closed.
+//
+// Methods (see docs/hostapi.md):
+//
+//	Call(s op, as args) -> s job_id     start a job, as POST /v1/ops/{op}
+//	Get(s job_id) -> a{sv} record       the record, its keys those of the JSON record
+//	Wait(s job_id) -> a{sv} record      the record once the job has ended
+//	List() -> a(ssss)                   (id, op, state, message) of the visible jobs, newest first
+//	Cancel(s job_id) -> a{sv} record    cancel; the record once the job has ended
+//	Subscribe(s job_id)                 have Finished sent to the caller, at once if the job has ended
+//
+// Signal Finished(s job_id, b success, i exit_status, s message) is sent,
+// addressed to each connection that called the op or subscribed to the job
+// (never broadcast, so that no one learns of jobs they may not see), once
+// per connection. exit_status is the exit code, or -1 when the main
+// process did not exit (a signal, or it never ran).
+//
+// Each call is authorized by the sender's credentials as the bus reports
+// them (GetConnectionCredentials: uid, gids, pid) with the rules of the
+// other front ends. Errors are named "org.unitrun.Ops1.Error.<code>" (such
+// as org.unitrun.Ops1.Error.unauthorized), with the message as their text.
+func (d *Daemon) ServeDBus(conn *dbus.Conn) error {
+	a := &dbusAPI{d: d, conn: conn, subs: make(map[string][]string)}
+	d.mu.Lock()
+	d.onFinish = append(d.onFinish, func(r *Record) { go a.finished(r) })
+	d.mu.Unlock()
+	if err := conn.Export(a, DBusPath, DBusIface); err != nil {
+		return fmt.Errorf("D-Bus: %w", err)
+	}
+	if err := conn.Export(introspect.Introspectable(dbusIntrospection), DBusPath, "org.freedesktop.DBus.Introspectable"); err != nil {
+		return fmt.Errorf("D-Bus: %w", err)
+	}
+	reply, err := conn.RequestName(DBusName, dbus.NameFlagDoNotQueue)
+	if err != nil {
+		return fmt.Errorf("D-Bus: claiming %s: %w", DBusName, err)
+	}
+	if reply != dbus.RequestNameReplyPrimaryOwner {
+		return fmt.Errorf("D-Bus: claiming %s: another connection owns it", DBusName)
+	}
+	return nil
+}
+
+// dbusAPI is the exported object. Its exported methods are the D-Bus
+// methods.
+type dbusAPI struct {
+	d    *Daemon
+	conn *dbus.Conn
+
+	mu   sync.Mutex
+	subs map[string][]string // job id: unique names to send its Finished to
+}
+
+// jobSummary is an entry of List.
+type jobSummary struct {
+	ID, Op, State, Message string
+}
+
+// Call starts the op with args for the sender, who then gets the job's
+// Finished signal.
+func (a *dbusAPI) Call(sender dbus.Sender, op string, args []string) (string, *dbus.Error) {
+	c, derr := a.caller(sender)
+	if derr != nil {
+		return "", derr
+	}
+	rec, err := a.d.Call(context.Background(), c, op, args)
+	if err != nil {
+		return "", dbusError(err)
+	}
+	a.subscribe(string(sender), rec.ID)
+	return rec.ID, nil
+}
+
+// Get returns the job's record.
+func (a *dbusAPI) Get(sender dbus.Sender, id string) (map[string]dbus.Variant, *dbus.Error) {
+	rec, derr := a.visible(sender, id)
+	if derr != nil {
+		return nil, derr
+	}
+	return recordVariant(rec), nil
+}
+
+// Wait returns the job's record once it has ended, or an error when the
+// daemon's bus connection closes first.
+func (a *dbusAPI) Wait(sender dbus.Sender, id string) (map[string]dbus.Variant, *dbus.Error) {
+	if _, derr := a.visible(sender, id); derr != nil {
+		return nil, derr
+	}
+	rec, err := a.d.Wait(a.conn.Context(), id)
+	if err != nil {
+		return nil, dbusError(err)
+	}
+	return recordVariant(rec), nil
+}
+
+// List returns the jobs the sender may see, newest first.
+func (a *dbusAPI) List(sender dbus.Sender) ([]jobSummary, *dbus.Error) {
+	c, derr := a.caller(sender)
+	if derr != nil {
+		return nil, derr
+	}
+	recs, err := a.d.List()
+	if recs == nil && err != nil {
+		return nil, dbusError(err)
+	}
+	jobs := []jobSummary{}
+	for _, r := range recs {
+		if a.d.maySee(c, r) {
+			jobs = append(jobs, jobSummary{r.ID, r.Op, string(r.State), r.Message})
+		}
+	}
+	return jobs, nil
+}
+
+// Cancel cancels the job and returns its record once it has ended.
+func (a *dbusAPI) Cancel(sender dbus.Sender, id string) (map[string]dbus.Variant, *dbus.Error) {
+	if _, derr := a.visible(sender, id); derr != nil {
+		return nil, derr
+	}
+	ctx, cancel := context.WithTimeout(a.conn.Context(), dbusCancelWait)
+	defer cancel()
+	rec, err := a.d.Cancel(ctx, id)
+	if err != nil {
+		return nil, dbusError(err)
+	}
+	return recordVariant(rec), nil
+}
+
+// Subscribe has the job's Finished signal sent to the sender: now, when
+// the job has ended, else when it ends.
+func (a *dbusAPI) Subscribe(sender dbus.Sender, id string) *dbus.Error {
+	if _, derr := a.visible(sender, id); derr != nil {
+		return derr
+	}
+	a.subscribe(string(sender), id)
+	return nil
+}
+
+// subscribe adds name to the job's subscribers, then, if the job has
+// ended, sends Finished to them itself: whichever of this and the
+// daemon's finish hook takes the subscribers sends, so each gets the
+// signal once.
+func (a *dbusAPI) subscribe(name, id string) {
+	a.mu.Lock()
+	a.subs[id] = append(a.subs[id], name)
+	a.mu.Unlock()
+	if a.d.Done(id) != nil {
+		return
+	}
+	if rec, err := a.d.Get(id); err == nil {
+		a.finished(rec)
+	}
+}
+
+// finished sends the job's Finished signal to its subscribers.
+func (a *dbusAPI) finished(r *Record) {
+	a.mu.Lock()
+	names := a.subs[r.ID]
+	delete(a.subs, r.ID)
+	a.mu.Unlock()
+	status := int32(-1)
+	if r.ExitCode != nil {
+		status = int32(*r.ExitCode)
+	}
+	body := []any{r.ID, r.State == StateSucceeded, status, r.Message}
+	for _, name := range names {
+		msg := &dbus.Message{Type: dbus.TypeSignal, Headers: map[dbus.HeaderField]dbus.Variant{
+			dbus.FieldPath:        dbus.MakeVariant(DBusPath),
+			dbus.FieldInterface:   dbus.MakeVariant(DBusIface),
+			dbus.FieldMember:      dbus.MakeVariant("Finished"),
+			dbus.FieldDestination: dbus.MakeVariant(name),
+			dbus.FieldSignature:   dbus.MakeVariant(dbus.SignatureOf(body...)),
+		}, Body: body}
+		a.conn.Send(msg, nil) // a subscriber that has left is no error
+	}
+}
+
+// caller returns the sender's credentials as the bus daemon reports them.
+func (a *dbusAPI) caller(sender dbus.Sender) (Caller, *dbus.Error) {
+	var creds map[string]dbus.Variant
+	err := a.conn.BusObject().Call("org.freedesktop.DBus.GetConnectionCredentials", 0, string(sender)).Store(&creds)
+	if err != nil {
+		return Caller{}, dbusError(errorf(CodeUnauthorized, fmt.Sprintf("credentials of %s: %v", sender, err)))
+	}
+	uid, ok := creds["UnixUserID"].Value().(uint32)
+	if !ok {
+		return Caller{}, dbusError(errorf(CodeUnauthorized, fmt.Sprintf("credentials of %s: the bus reports no uid", sender)))
+	}
+	c := Caller{UID: uid}
+	c.GIDs, _ = creds["UnixGroupIDs"].Value().([]uint32)
+	if pid, ok := creds["ProcessID"].Value().(uint32); ok {
+		c.PID = int32(pid)
+	}
+	return c, nil
+}
+
+// visible returns the job's record if the sender may see it: not_found
+// for a job it may not see, as for one that does not exist.
+func (a *dbusAPI) visible(sender dbus.Sender, id string) (*Record, *dbus.Error) {
+	c, derr := a.caller(sender)
+	if derr != nil {
+		return nil, derr
+	}
+	rec, err := a.d.Get(id)
+	if err == nil && !a.d.maySee(c, rec) {
+		err = errorf(CodeNotFound, fmt.Sprintf("job %q: no such job", id))
+	}
+	if err != nil {
+		return nil, dbusError(err)
+	}
+	return rec, nil
+}
+
+// dbusError returns err as the D-Bus error org.unitrun.Ops1.Error.<code>;
+// an error that is not an *Error is an internal one.
+func dbusError(err error) *dbus.Error {
+	var e *Error
+	if !errors.As(err, &e) {
+		e = errorf(CodeInternal, err.Error())
+	}
+	return dbus.NewError(DBusIface+".Error."+e.Code, []any{e.Message})
+}
+
+// recordVariant returns the record as a{sv}, with the keys of its JSON
+// form; optional fields that are unset are left out, as exit_code when
+// the main process did not exit. Times are RFC 3339 strings.
+func recordVariant(r *Record) map[string]dbus.Variant {
+	v := map[string]dbus.Variant{
+		"id": dbus.MakeVariant(r.ID), "op": dbus.MakeVariant(r.Op), "args": dbus.MakeVariant(append([]string{}, r.Args...)),
+		"state": dbus.MakeVariant(string(r.State)), "unit": dbus.MakeVariant(r.Unit),
+		"reboot_required": dbus.MakeVariant(r.RebootRequired), "caller_uid": dbus.MakeVariant(r.CallerUID),
+		"caller_pid": dbus.MakeVariant(r.CallerPID), "created_at": dbus.MakeVariant(r.CreatedAt.Format(time.RFC3339Nano)),
+	}
+	for k, s := range map[string]string{"invocation_id": r.InvocationID, "job_result": r.JobResult, "result": r.Result,
+		"signal": r.Signal, "message": r.Message, "output_tail": r.OutputTail} {
+		if s != "" {
+			v[k] = dbus.MakeVariant(s)
+		}
+	}
+	if r.ExitCode != nil {
+		v["exit_code"] = dbus.MakeVariant(int32(*r.ExitCode))
+	}
+	if r.StartedAt != nil {
+		v["started_at"] = dbus.MakeVariant(r.StartedAt.Format(time.RFC3339Nano))
+	}
+	if r.FinishedAt != nil {
+		v["finished_at"] = dbus.MakeVariant(r.FinishedAt.Format(time.RFC3339Nano))
+	}
+	if r.Attempts > 0 {
+		v["attempts"] = dbus.MakeVariant(int32(r.Attempts))
+	}
+	return v
+}
