@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -37,6 +38,7 @@ func benchDaemon(b *testing.B) (*Daemon, *http.Client) {
 		b.Fatal(err)
 	}
 	d := NewDaemon(cfg, store, systemdtest.Conn(b))
+	d.Log = slog.New(slog.DiscardHandler) // the events would fill the benchmark's output
 	sock := filepath.Join(dir, "api.sock")
 	l, err := ListenUnix("unix", sock, 0o600)
 	if err != nil {
