@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"time"
 )
 
 // callerKey keys the peer credentials that NewHTTPServer stashes in each
@@ -55,7 +54,8 @@ func NewHTTPServer(d *Daemon) *http.Server {
 	})
 	return &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: d.cfg.Limits.ReadHeaderTimeout,
+		IdleTimeout:       d.cfg.Limits.IdleTimeout,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			caller, err := PeerCaller(c)
 			return context.WithValue(ctx, callerKey{}, peer{caller, err})
