@@ -62,7 +62,16 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob) outcome {
 	c.Properties = append(l.bind, unit.Property{
 		Name: "ExecStopPost", Value: dbus.MakeVariant([]execCommand{{Path: post[0], Args: post}}),
 	})
-	err = c.Run()
+	if c.Retry != nil {
+		// An op with retry is declared safe to run again: with no mark,
+		// a restarted daemon that finds no outcome runs it again.
+		err = c.Run()
+	} else if err = c.Start(); err == nil {
+		if err := d.store.markStarted(id); err != nil {
+			d.Logf("hostapi: job %s: marking its unit created: %v", id, err)
+		}
+		err = c.Wait()
+	}
 	return fromStatus(c.Status, err)
 }
 
