@@ -115,8 +115,8 @@ func settleFDs(ctx context.Context, t testing.TB, d *systemdtest.Daemon, want in
 }
 
 // healthy fails the test unless the daemon answers /healthz and a
-// SEQPACKET call of op.
-func healthy(ctx context.Context, t testing.TB, d *systemdtest.Daemon, op string) {
+// SEQPACKET call of op with args succeeds.
+func healthy(ctx context.Context, t testing.TB, d *systemdtest.Daemon, op string, args ...string) {
 	t.Helper()
 	resp, err := rawHTTP(d.API).Get("http://unitrun/healthz")
 	if err != nil {
@@ -126,7 +126,7 @@ func healthy(ctx context.Context, t testing.TB, d *systemdtest.Daemon, op string
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("healthz: %s", resp.Status)
 	}
-	if ok, _, msg, err := seqCall(ctx, d.Argv, seqRequest(t, op)); err != nil || !ok {
+	if ok, _, msg, err := seqCall(ctx, d.Argv, seqRequest(t, op, args...)); err != nil || !ok {
 		t.Fatalf("seqpacket %s: %v %q, %v", op, ok, msg, err)
 	}
 }
