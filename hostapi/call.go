@@ -21,7 +21,8 @@ import (
 // CodeUnknownOp, CodeUnauthorized (checked before the args, so that an
 // unauthorized caller learns nothing about them), CodeBadArgs,
 // CodeNoCallerUnit for a bind_to_caller op whose caller is in no unit of
-// the manager, and CodeBusy when the op's on_busy or the limits refuse it.
+// the manager, CodeManagerUnavailable while the manager cannot be reached,
+// and CodeBusy when the op's on_busy or the limits refuse it.
 func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []string) (*Record, error) {
 	op, err := d.Op(name)
 	if err != nil {
@@ -35,6 +36,9 @@ func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []st
 	}
 	if err := op.CheckArgs(args); err != nil {
 		return nil, errorf(CodeBadArgs, err.Error())
+	}
+	if err := d.managerReachable(ctx); err != nil {
+		return nil, err
 	}
 	var bind []unit.Property
 	if op.BindToCaller {

@@ -53,6 +53,8 @@ type Daemon struct {
 	running map[string]*liveJob // the running job of each exclusive op
 	queues  map[string][]*liveJob
 	closed  bool
+
+	mgrState mgrState
 }
 
 // liveJob is a job that is queued or running. Its rec is guarded by the

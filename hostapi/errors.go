@@ -15,6 +15,8 @@ const (
 	CodeTooLarge     = "too_large"      // the request is larger than max_request_bytes (HTTP 413)
 	CodeNoCallerUnit = "no_caller_unit" // bind_to_caller: no unit holds the caller's pid (HTTP 412)
 	CodeInternal     = "internal"       // the daemon failed (HTTP 500)
+
+	CodeManagerUnavailable = "manager_unavailable" // the systemd manager cannot be reached (HTTP 503)
 )
 
 // Error is an error the daemon returns to a caller: a stable Code and a
@@ -41,6 +43,8 @@ func (e *Error) HTTPStatus() int {
 		return http.StatusRequestEntityTooLarge
 	case CodeNoCallerUnit:
 		return http.StatusPreconditionFailed
+	case CodeManagerUnavailable:
+		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
 }

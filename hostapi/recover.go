@@ -22,6 +22,7 @@ import (
 // The error joins those of records that could not be read, which are left
 // as they are.
 func (d *Daemon) Recover() error {
+	d.followManager()
 	recs, err := d.store.List()
 	slices.Reverse(recs)
 	d.mu.Lock()
@@ -59,12 +60,21 @@ func (d *Daemon) Recover() error {
 
 // reattach waits for the outcome of a job a previous daemon started.
 //
-// A loaded unit that is inactive tells nothing: its start job may still be
-// pending (the previous daemon stopped right after creating it), or its
-// run ended and was reset, which clears its Result. Its outcome file is
-// read then, or, while there is none, the unit is looked at again.
+// ExecStopPost= writes the outcome file before the unit is failed or
+// inactive, while the unit's state may still change under us by what the
+// previous daemon sent before it died (a reset-failed, which clears
+// Result): an outcome file wins over the unit's state. A loaded unit that
+// is inactive, with no outcome yet, tells nothing (its start job may be
+// pending): it is looked at again.
 func (d *Daemon) reattach(ctx context.Context, l *liveJob) outcome {
 	for {
+		if o, ok, err := d.store.ReadOutcome(l.rec.ID); err != nil || ok {
+			if err != nil {
+				return failed(err.Error())
+			}
+			d.release(ctx, l.rec.Unit)
+			return fromOutcome(o)
+		}
 		props, err := d.mgr.Properties(ctx, l.rec.Unit, manager.UnitIface)
 		if err != nil {
 			return failed(fmt.Sprintf("re-attach to %s: %v", l.rec.Unit, err))
@@ -75,17 +85,41 @@ func (d *Daemon) reattach(ctx context.Context, l *liveJob) outcome {
 		case props["ActiveState"].Value() != "inactive":
 			return fromStatus(job.Attach(ctx, d.mgr, l.rec.Unit))
 		}
-		if o, ok, err := d.store.ReadOutcome(l.rec.ID); err != nil || ok {
-			if err != nil {
-				return failed(err.Error())
-			}
-			return fromOutcome(o)
-		}
-		select {
-		case <-ctx.Done():
+		if !sleepCtx(ctx, followPoll) {
 			return failed(fmt.Sprintf("re-attach to %s: %v", l.rec.Unit, ctx.Err()))
-		case <-time.After(followPoll):
 		}
+	}
+}
+
+// release lets systemd collect a unit whose run has ended, once it has
+// finished deactivating: a failed one is reset; an inactive or unloaded
+// one is collected anyway.
+func (d *Daemon) release(ctx context.Context, name string) {
+	for {
+		props, err := d.mgr.Properties(ctx, name, manager.UnitIface)
+		if err != nil {
+			return
+		}
+		switch props["ActiveState"].Value() {
+		case "failed":
+			d.mgr.ResetFailedUnit(ctx, name)
+			return
+		case "inactive":
+			return
+		}
+		if !sleepCtx(ctx, followPoll) {
+			return
+		}
+	}
+}
+
+// sleepCtx waits for d, or until ctx ends, and reports whether it waited.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
 	}
 }
 

@@ -19,6 +19,9 @@ type Daemon struct {
 	API  string // the HTTP socket
 	Argv string // the SEQPACKET socket
 	Cmd  *exec.Cmd
+	// Env, when set, is added to the daemon's environment, such as a
+	// UNITRUN_MANAGER naming another manager than the test one.
+	Env []string
 }
 
 // NewDaemon writes config as the daemon's daemon.toml in a new directory.
@@ -54,6 +57,9 @@ func (d *Daemon) Start(t testing.TB) {
 	t.Helper()
 	cmd := exec.Command(Binary(t), append(d.Args(), "--socket", d.API, "--seqpacket", d.Argv)...)
 	cmd.Stderr = os.Stderr
+	if d.Env != nil {
+		cmd.Env = append(os.Environ(), d.Env...)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
