@@ -22,6 +22,7 @@ import (
 // unauthorized caller learns nothing about them), CodeBadArgs,
 // CodeNoCallerUnit for a bind_to_caller op whose caller is in no unit of
 // the manager, CodeManagerUnavailable while the manager cannot be reached,
+// CodeNoSpace when the state directory is too full to record the job,
 // and CodeBusy when the op's on_busy or the limits refuse it.
 func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []string) (*Record, error) {
 	op, err := d.Op(name)
@@ -80,7 +81,7 @@ func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []st
 			return nil, errorf(CodeBusy, fmt.Sprintf("op %q: job %s runs and %d calls wait, the limit max_queue", op.Name, r.rec.ID, len(d.queues[op.Name])))
 		}
 		if err := d.store.Put(l.rec); err != nil {
-			return nil, errorf(CodeInternal, err.Error())
+			return nil, storeRefusal(err)
 		}
 		d.live[l.rec.ID] = l
 		d.queues[op.Name] = append(d.queues[op.Name], l)
@@ -89,7 +90,7 @@ func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []st
 	d.live[l.rec.ID] = l
 	if err := d.startLocked(l); err != nil {
 		delete(d.live, l.rec.ID)
-		return nil, errorf(CodeInternal, err.Error())
+		return nil, storeRefusal(err)
 	}
 	return copyRecord(l.rec), nil
 }

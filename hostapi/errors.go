@@ -17,6 +17,7 @@ const (
 	CodeInternal     = "internal"       // the daemon failed (HTTP 500)
 
 	CodeManagerUnavailable = "manager_unavailable" // the systemd manager cannot be reached (HTTP 503)
+	CodeNoSpace            = "no_space"            // the state directory is full (HTTP 507)
 )
 
 // Error is an error the daemon returns to a caller: a stable Code and a
@@ -45,6 +46,8 @@ func (e *Error) HTTPStatus() int {
 		return http.StatusPreconditionFailed
 	case CodeManagerUnavailable:
 		return http.StatusServiceUnavailable
+	case CodeNoSpace:
+		return http.StatusInsufficientStorage
 	}
 	return http.StatusInternalServerError
 }
