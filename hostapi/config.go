@@ -49,6 +49,10 @@ type Limits struct {
 	// requests before it is closed (idle_timeout, a duration string, 1s to
 	// 24h).
 	IdleTimeout time.Duration
+	// WriteTimeout bounds how long a write of a streamed response (a job's
+	// output log) may wait for a caller that reads nothing; the connection
+	// is then closed (write_timeout, a duration string, 100ms to 1h).
+	WriteTimeout time.Duration
 }
 
 // DefaultLimits returns the limits used for keys absent from [limits].
@@ -63,6 +67,7 @@ func DefaultLimits() Limits {
 
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+		WriteTimeout:      time.Minute,
 	}
 }
 

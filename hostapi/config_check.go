@@ -227,5 +227,6 @@ func checkLimits(l *Limits) []fieldError {
 	}
 	between("read_header_timeout", l.ReadHeaderTimeout, 100*time.Millisecond, 10*time.Minute)
 	between("idle_timeout", l.IdleTimeout, time.Second, 24*time.Hour)
+	between("write_timeout", l.WriteTimeout, 100*time.Millisecond, time.Hour)
 	return errs
 }

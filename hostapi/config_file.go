@@ -68,6 +68,7 @@ type fileLimits struct {
 
 	ReadHeaderTimeout *string `toml:"read_header_timeout"`
 	IdleTimeout       *string `toml:"idle_timeout"`
+	WriteTimeout      *string `toml:"write_timeout"`
 }
 
 // A fieldError is a broken rule before it is placed in a file: key is the
@@ -265,6 +266,7 @@ func buildLimits(fl *fileLimits) (Limits, []fieldError) {
 	setDuration("limits.records_max_age", &l.RecordsMaxAge, fl.RecordsMaxAge)
 	setDuration("limits.read_header_timeout", &l.ReadHeaderTimeout, fl.ReadHeaderTimeout)
 	setDuration("limits.idle_timeout", &l.IdleTimeout, fl.IdleTimeout)
+	setDuration("limits.write_timeout", &l.WriteTimeout, fl.WriteTimeout)
 	return l, errs
 }
 
