@@ -42,8 +42,9 @@ type Limits struct {
 	// (records_max_age, a duration string, at least "1m").
 	RecordsMaxAge time.Duration
 	// ReadHeaderTimeout bounds how long an HTTP connection may take to send
-	// a request's headers; a slower one is closed (read_header_timeout, a
-	// duration string, 100ms to 10m).
+	// a request's headers, and a SEQPACKET connection its request packet; a
+	// slower one is answered with an error and closed (read_header_timeout,
+	// a duration string, 100ms to 10m).
 	ReadHeaderTimeout time.Duration
 	// IdleTimeout is how long an HTTP connection may stay open between
 	// requests before it is closed (idle_timeout, a duration string, 1s to

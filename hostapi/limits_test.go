@@ -141,6 +141,22 @@ func TestLimitsBreached(t *testing.T) {
 		t.Errorf("slow headers: all %d bytes were taken: want the connection closed before", sent)
 	}
 
+	// read_header_timeout: a SEQPACKET connection that sends no packet.
+	silent, err := net.Dial("unixpacket", d.Argv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	silent.SetReadDeadline(time.Now().Add(30 * time.Second))
+	buf := make([]byte, 4096)
+	n, err := silent.Read(buf)
+	if err != nil {
+		t.Fatalf("silent SEQPACKET connection: %v, want an answer", err)
+	}
+	if ok, id, msg, err := hostapi.ParseResponse(buf[:n]); err != nil || ok || id != "" || !strings.HasPrefix(msg, hostapi.CodeBadRequest+": ") || !strings.Contains(msg, "read_header_timeout") {
+		t.Errorf("silent SEQPACKET connection: %v %q %q, %v: want bad_request naming the timeout", ok, id, msg, err)
+	}
+
 	// idle_timeout: a kept-alive connection is closed once idle.
 	conn2, err := net.Dial("unix", d.API)
 	if err != nil {
