@@ -66,11 +66,17 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob) outcome {
 		// An op with retry is declared safe to run again: with no mark,
 		// a restarted daemon that finds no outcome runs it again.
 		err = c.Run()
-	} else if err = c.Start(); err == nil {
-		if err := d.store.markStarted(id); err != nil {
-			d.Logf("hostapi: job %s: marking its unit created: %v", id, err)
+	} else {
+		// A command that failed while starting ran too (it has a Status).
+		err = c.Start()
+		if err == nil || c.Status != nil {
+			if err := d.store.markStarted(id); err != nil {
+				d.Logf("hostapi: job %s: marking its unit created: %v", id, err)
+			}
 		}
-		err = c.Wait()
+		if err == nil {
+			err = c.Wait()
+		}
 	}
 	return fromStatus(c.Status, err)
 }
