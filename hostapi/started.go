@@ -14,7 +14,8 @@ import (
 // startedFile, in a job's directory, says that the job's transient unit
 // was created and its command executed. A running record without it, whose
 // unit is gone and left no outcome, is a job the daemon accepted and then
-// stopped before creating its unit: the job never ran.
+// stopped before creating its unit: the job never ran. Jobs of ops with
+// retry get no mark, so that such a job is run again (see runExec).
 const startedFile = "started"
 
 // markStarted records that the job's unit was created and its command
