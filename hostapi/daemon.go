@@ -55,6 +55,10 @@ type Daemon struct {
 	closed  bool
 
 	mgrState mgrState
+	// sincePrune counts the jobs finished since the last Prune that
+	// pruneLocked started; pruning says one runs.
+	sincePrune int
+	pruning    bool
 }
 
 // liveJob is a job that is queued or running. Its rec is guarded by the

@@ -228,6 +228,7 @@ func (d *Daemon) finishLocked(l *liveJob, set outcome) {
 			d.Logf("hostapi: job %s: removing reboot marker: %v", l.rec.ID, err)
 		}
 	}
+	d.pruneLocked()
 	delete(d.live, l.rec.ID)
 	close(l.done)
 	if d.running[l.rec.Op] == l {
