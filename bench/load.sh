@@ -39,4 +39,7 @@ bin/unitrun daemon --config "$work/daemon.toml" --ops-dir "$work/ops.d" --state-
 daemon=$!
 for _ in $(seq 100); do [ -S "$work/argv.sock" ] && curl -sf --unix-socket "$work/api.sock" http://unitrun/healthz >/dev/null && break; sleep 0.1; done
 echo "unitrun load: $(date -u +%Y-%m-%dT%H:%MZ), systemd $(systemctl --user --version | head -1 | cut -d' ' -f2), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-bin/benchload -api "$work/api.sock" -argv "$work/argv.sock" -pid "$daemon" -callers "$CALLERS" -duration "$DURATION" "$@"
+status=0
+bin/benchload -api "$work/api.sock" -argv "$work/argv.sock" -pid "$daemon" -callers "$CALLERS" -duration "$DURATION" "$@" || status=$?
+echo "job records in the state dir at the end: $(find "$work/state/jobs" -mindepth 1 -maxdepth 1 ! -name '.*' | wc -l) (records_keep 1000)"
+exit "$status"
