@@ -21,7 +21,9 @@ import (
 // CodeUnknownOp, CodeUnauthorized (checked before the args, so that an
 // unauthorized caller learns nothing about them), CodeBadArgs,
 // CodeNoCallerUnit for a bind_to_caller op whose caller is in no unit of
-// the manager, and CodeBusy when the op's on_busy or the limits refuse it.
+// the manager, CodeManagerUnavailable while the manager cannot be reached,
+// CodeNoSpace when the state directory is too full to record the job,
+// and CodeBusy when the op's on_busy or the limits refuse it.
 func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []string) (_ *Record, err error) {
 	defer func() { d.callRefused(caller, name, err) }()
 	op, err := d.Op(name)
@@ -36,6 +38,9 @@ func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []st
 	}
 	if err := op.CheckArgs(args); err != nil {
 		return nil, errorf(CodeBadArgs, err.Error())
+	}
+	if err := d.managerReachable(ctx); err != nil {
+		return nil, err
 	}
 	var bind []unit.Property
 	if op.BindToCaller {
@@ -77,7 +82,7 @@ func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []st
 			return nil, errorf(CodeBusy, fmt.Sprintf("op %q: job %s runs and %d calls wait, the limit max_queue", op.Name, r.rec.ID, len(d.queues[op.Name])))
 		}
 		if err := d.store.Put(l.rec); err != nil {
-			return nil, errorf(CodeInternal, err.Error())
+			return nil, storeRefusal(err)
 		}
 		d.live[l.rec.ID] = l
 		d.queues[op.Name] = append(d.queues[op.Name], l)
@@ -87,7 +92,7 @@ func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []st
 	d.live[l.rec.ID] = l
 	if err := d.startLocked(l); err != nil {
 		delete(d.live, l.rec.ID)
-		return nil, errorf(CodeInternal, err.Error())
+		return nil, storeRefusal(err)
 	}
 	return copyRecord(l.rec), nil
 }

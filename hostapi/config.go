@@ -41,6 +41,19 @@ type Limits struct {
 	// RecordsMaxAge is how long a finished job record is kept
 	// (records_max_age, a duration string, at least "1m").
 	RecordsMaxAge time.Duration
+	// ReadHeaderTimeout bounds how long an HTTP connection may take to send
+	// a request's headers, and a SEQPACKET connection its request packet; a
+	// slower one is answered with an error and closed (read_header_timeout,
+	// a duration string, 100ms to 10m).
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout is how long an HTTP connection may stay open between
+	// requests before it is closed (idle_timeout, a duration string, 1s to
+	// 24h).
+	IdleTimeout time.Duration
+	// WriteTimeout bounds how long a write of a streamed response (a job's
+	// output log) may wait for a caller that reads nothing; the connection
+	// is then closed (write_timeout, a duration string, 100ms to 1h).
+	WriteTimeout time.Duration
 }
 
 // DefaultLimits returns the limits used for keys absent from [limits].
@@ -52,6 +65,10 @@ func DefaultLimits() Limits {
 		OutputTailBytes: 64 << 10,
 		RecordsKeep:     1000,
 		RecordsMaxAge:   30 * 24 * time.Hour,
+
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		WriteTimeout:      time.Minute,
 	}
 }
 

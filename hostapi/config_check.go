@@ -220,5 +220,13 @@ func checkLimits(l *Limits) []fieldError {
 	if l.RecordsMaxAge < minRecordsMaxAge {
 		errs = append(errs, fieldError{"limits.records_max_age", fmt.Sprintf("limits.records_max_age must be at least %s", minRecordsMaxAge)})
 	}
+	between := func(key string, v, lo, hi time.Duration) {
+		if v < lo || v > hi {
+			errs = append(errs, fieldError{"limits." + key, fmt.Sprintf("limits.%s must be between %s and %s", key, lo, hi)})
+		}
+	}
+	between("read_header_timeout", l.ReadHeaderTimeout, 100*time.Millisecond, 10*time.Minute)
+	between("idle_timeout", l.IdleTimeout, time.Second, 24*time.Hour)
+	between("write_timeout", l.WriteTimeout, 100*time.Millisecond, time.Hour)
 	return errs
 }

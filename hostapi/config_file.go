@@ -65,6 +65,10 @@ type fileLimits struct {
 	OutputTailBytes *int64  `toml:"output_tail_bytes"`
 	RecordsKeep     *int64  `toml:"records_keep"`
 	RecordsMaxAge   *string `toml:"records_max_age"`
+
+	ReadHeaderTimeout *string `toml:"read_header_timeout"`
+	IdleTimeout       *string `toml:"idle_timeout"`
+	WriteTimeout      *string `toml:"write_timeout"`
 }
 
 // A fieldError is a broken rule before it is placed in a file: key is the
@@ -255,11 +259,17 @@ func buildLimits(fl *fileLimits) (Limits, []fieldError) {
 	set(&l.MaxQueue, fl.MaxQueue)
 	set(&l.OutputTailBytes, fl.OutputTailBytes)
 	set(&l.RecordsKeep, fl.RecordsKeep)
-	if fl.RecordsMaxAge != nil {
-		if d, ok := parseDuration("limits.records_max_age", *fl.RecordsMaxAge, fail); ok {
-			l.RecordsMaxAge = d
+	setDuration := func(key string, dst *time.Duration, v *string) {
+		if v != nil {
+			if d, ok := parseDuration(key, *v, fail); ok {
+				*dst = d
+			}
 		}
 	}
+	setDuration("limits.records_max_age", &l.RecordsMaxAge, fl.RecordsMaxAge)
+	setDuration("limits.read_header_timeout", &l.ReadHeaderTimeout, fl.ReadHeaderTimeout)
+	setDuration("limits.idle_timeout", &l.IdleTimeout, fl.IdleTimeout)
+	setDuration("limits.write_timeout", &l.WriteTimeout, fl.WriteTimeout)
 	return l, errs
 }
 

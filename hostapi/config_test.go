@@ -118,7 +118,7 @@ func sameOp(a, b *Op) bool {
 
 func TestLoadConfigDropIns(t *testing.T) {
 	dir := writeFiles(t, map[string]string{
-		"daemon.toml": "[limits]\nmax_queue = 0\nrecords_max_age = \"48h\"\n",
+		"daemon.toml": "[limits]\nmax_queue = 0\nrecords_max_age = \"48h\"\nread_header_timeout = \"2s\"\nidle_timeout = \"30s\"\nwrite_timeout = \"5s\"\n",
 		// Read in name order: 10 before 20; files not named *.toml are skipped.
 		"ops.d/20-b.toml":  "[[op]]\nname = \"b\"\nexec = [\"/bin/b\"]\n",
 		"ops.d/10-a.toml":  "[[op]]\nname = \"a\"\nexec = [\"/bin/a\", \"{args}\", \"--end\"]\nargs = { min = 1, max = 2 }\nprefix = \"a-\"\n",
@@ -145,6 +145,9 @@ func TestLoadConfigDropIns(t *testing.T) {
 	wantLimits := DefaultLimits()
 	wantLimits.MaxQueue = 0
 	wantLimits.RecordsMaxAge = 48 * time.Hour
+	wantLimits.ReadHeaderTimeout = 2 * time.Second
+	wantLimits.IdleTimeout = 30 * time.Second
+	wantLimits.WriteTimeout = 5 * time.Second
 	if cfg.Limits != wantLimits {
 		t.Errorf("limits = %+v, want %+v", cfg.Limits, wantLimits)
 	}
@@ -265,6 +268,10 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"limits range", "\n[limits]\nmax_request_bytes = 10\n", nil, `D:3: limits.max_request_bytes must be between 256 and 16777216`},
 		{"limits huge", "[limits]\nmax_live_jobs = 99999999999\n", nil, `D:2: limits.max_live_jobs must be between 1 and 65536`},
 		{"limits age", "limits = { records_max_age = \"1s\" }\n", nil, `D:1: limits.records_max_age must be at least 1m0s`},
+		{"header timeout range", "[limits]\nread_header_timeout = \"0s\"\n", nil, `D:2: limits.read_header_timeout must be between 100ms and 10m0s`},
+		{"idle timeout range", "[limits]\nidle_timeout = \"48h\"\n", nil, `D:2: limits.idle_timeout must be between 1s and 24h0m0s`},
+		{"write timeout range", "[limits]\nwrite_timeout = \"1ms\"\n", nil, `D:2: limits.write_timeout must be between 100ms and 1h0m0s`},
+		{"idle timeout syntax", "[limits]\nidle_timeout = \"soon\"\n", nil, `D:2: limits.idle_timeout "soon" is not a duration such as "30m" or "1h30m"`},
 		{"limits age syntax", "[limits]\nrecords_max_age = \"forever\"\n", nil, `D:2: limits.records_max_age "forever" is not a duration such as "30m" or "1h30m"`},
 		{"duplicate op in one file", op + "\n" + op, nil, `D:5: op "x": already defined at D:1`},
 		{"duplicate op in two files", op, map[string]string{"a.toml": "\n" + op}, `O/a.toml:2: op "x": already defined at D:1`},
@@ -304,7 +311,7 @@ func TestValidate(t *testing.T) {
 		want string
 	}{
 		{"valid", Config{Ops: []Op{valid}, Limits: DefaultLimits()}, ""},
-		{"zero limits", Config{Ops: []Op{valid}}, "limits.max_request_bytes must be between 256 and 16777216\nlimits.max_live_jobs must be between 1 and 65536\nlimits.records_keep must be between 1 and 1000000\nlimits.records_max_age must be at least 1m0s"},
+		{"zero limits", Config{Ops: []Op{valid}}, "limits.max_request_bytes must be between 256 and 16777216\nlimits.max_live_jobs must be between 1 and 65536\nlimits.records_keep must be between 1 and 1000000\nlimits.records_max_age must be at least 1m0s\nlimits.read_header_timeout must be between 100ms and 10m0s\nlimits.idle_timeout must be between 1s and 24h0m0s\nlimits.write_timeout must be between 100ms and 1h0m0s"},
 		{"defaults not applied", Config{Ops: []Op{{Name: "x", Exec: []string{"/bin/x"}}}, Limits: DefaultLimits()}, "op \"x\": on_disconnect \"\" must be \"continue\" or \"stop\"\nop \"x\": retry.attempts must be between 1 and 100\nop \"x\": prefix must not be empty"},
 		{"uid -1", Config{Ops: []Op{func() Op { o := valid; o.AllowUIDs = []uint32{1<<32 - 1}; return o }()}, Limits: DefaultLimits()}, "op \"x\": allow_uids[0] = 4294967295: must be between 0 and 4294967294"},
 		{"twice", Config{Ops: []Op{valid, valid}, Limits: DefaultLimits()}, "op \"x\": defined twice"},

@@ -70,6 +70,12 @@ type Daemon struct {
 	closed  bool
 	// releasing counts the units of recorded jobs not yet released.
 	releasing sync.WaitGroup
+
+	mgrState mgrState
+	// sincePrune counts the jobs finished since the last Prune that
+	// pruneLocked started; pruning says one runs.
+	sincePrune int
+	pruning    bool
 }
 
 // liveJob is a job that is queued or running. Its rec is guarded by the

@@ -15,6 +15,9 @@ const (
 	CodeTooLarge     = "too_large"      // the request is larger than max_request_bytes (HTTP 413)
 	CodeNoCallerUnit = "no_caller_unit" // bind_to_caller: no unit holds the caller's pid (HTTP 412)
 	CodeInternal     = "internal"       // the daemon failed (HTTP 500)
+
+	CodeManagerUnavailable = "manager_unavailable" // the systemd manager cannot be reached (HTTP 503)
+	CodeNoSpace            = "no_space"            // the state directory is full (HTTP 507)
 )
 
 // Error is an error the daemon returns to a caller: a stable Code and a
@@ -41,6 +44,10 @@ func (e *Error) HTTPStatus() int {
 		return http.StatusRequestEntityTooLarge
 	case CodeNoCallerUnit:
 		return http.StatusPreconditionFailed
+	case CodeManagerUnavailable:
+		return http.StatusServiceUnavailable
+	case CodeNoSpace:
+		return http.StatusInsufficientStorage
 	}
 	return http.StatusInternalServerError
 }

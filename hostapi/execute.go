@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -80,7 +81,27 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob, done int) outcome {
 			r.Attempts += done
 		})
 	}
-	c.Run()
+	if c.Retry != nil {
+		// An op with retry is declared safe to run again: with no mark,
+		// a restarted daemon that finds no outcome runs it again.
+		c.Run()
+	} else {
+		// A command that failed while starting ran too (it has a Status).
+		err := c.Start()
+		if err == nil || c.Status != nil {
+			if err := d.store.markStarted(id); err != nil {
+				d.Logf("hostapi: job %s: marking its unit created: %v", id, err)
+			}
+		}
+		switch {
+		case err == nil:
+			c.Wait()
+		case !released:
+			// Exited reports a run that ended while starting; any other
+			// failure to start is recorded here.
+			d.finish(l, fromStatus(c.Status, err))
+		}
+	}
 	if released {
 		d.releasing.Done()
 	}
@@ -88,12 +109,17 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob, done int) outcome {
 }
 
 // recordAttempt stores the number of the run of a retried job about to
-// start, so that a daemon that restarts knows how many runs are left.
+// start, so that a daemon that restarts knows how many runs are left. The
+// outcome file of the run before goes first: a restarted daemon reads an
+// outcome file as the outcome of the run the record counts.
 func (d *Daemon) recordAttempt(l *liveJob, n int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return
+	}
+	if err := os.Remove(d.store.OutcomePath(l.rec.ID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		d.Logf("hostapi: job %s: removing the outcome of attempt %d: %v", l.rec.ID, n-1, err)
 	}
 	l.rec.Attempts = n
 	if err := d.store.Put(l.rec); err != nil {
@@ -255,6 +281,7 @@ func (d *Daemon) finishLocked(l *liveJob, set outcome) {
 		}
 	}
 	d.jobFinished(l)
+	d.pruneLocked()
 	delete(d.live, l.rec.ID)
 	close(l.done)
 	if d.running[l.rec.Op] == l {

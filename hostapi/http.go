@@ -57,7 +57,8 @@ func NewHTTPServer(d *Daemon) *http.Server {
 	})
 	return &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: readHeaderTimeout,
+		ReadHeaderTimeout: d.cfg.Limits.ReadHeaderTimeout,
+		IdleTimeout:       d.cfg.Limits.IdleTimeout,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			caller, err := PeerCaller(c)
 			return context.WithValue(ctx, callerKey{}, peer{caller, err})
@@ -65,13 +66,10 @@ func NewHTTPServer(d *Daemon) *http.Server {
 	}
 }
 
-// readHeaderTimeout bounds the wait for a request's header, and
-// bodyReadTimeout for the body of a call, so that a caller that stops
+// bodyReadTimeout bounds the wait for the body of a call, as the limit
+// read_header_timeout bounds the header's, so that a caller that stops
 // sending does not hold its connection.
-const (
-	readHeaderTimeout = 10 * time.Second
-	bodyReadTimeout   = 10 * time.Second
-)
+const bodyReadTimeout = 10 * time.Second
 
 type httpAPI struct{ d *Daemon }
 

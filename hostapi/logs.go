@@ -83,9 +83,22 @@ func (h *httpAPI) logs(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	flush := func() {}
-	if fl, ok := w.(http.Flusher); ok {
-		flush = fl.Flush
-	}
-	h.d.CopyOutput(r.Context(), w, rec.ID, offset, follow == "1" || follow == "true", flush)
+	rc := http.NewResponseController(w)
+	defer rc.SetWriteDeadline(time.Time{})
+	dw := &deadlineWriter{w: w, rc: rc, timeout: h.d.cfg.Limits.WriteTimeout}
+	h.d.CopyOutput(r.Context(), dw, rec.ID, offset, follow == "1" || follow == "true", func() { rc.Flush() })
+}
+
+// deadlineWriter gives each write to a response write_timeout to reach the
+// caller, so that a caller that stops reading a stream has its connection
+// closed instead of holding a goroutine and a file forever.
+type deadlineWriter struct {
+	w       io.Writer
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (dw *deadlineWriter) Write(p []byte) (int, error) {
+	dw.rc.SetWriteDeadline(time.Now().Add(dw.timeout))
+	return dw.w.Write(p)
 }

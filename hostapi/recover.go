@@ -15,14 +15,16 @@ import (
 // unfinished, oldest first, after releasing the units of finished jobs that
 // it recorded but did not live to release. A running job whose unit is still loaded is
 // re-attached (job.Attach) and its outcome recorded when it ends; one whose
-// unit is gone gets the outcome its ExecStopPost= wrote, or fails with a
-// message saying the outcome is lost. Queued jobs are queued again, and run
+// unit is gone gets the outcome its ExecStopPost= wrote; one whose unit
+// was never created (the earlier daemon stopped first) runs now; others
+// fail with a message saying the outcome is lost. Queued jobs are queued again, and run
 // in turn. A job whose op is no longer configured is re-attached the same
 // way; one still queued fails. Each outcome is recorded exactly once.
 //
 // The error joins those of records that could not be read, which are left
 // as they are.
 func (d *Daemon) Recover() error {
+	d.followManager()
 	recs, err := d.store.List()
 	slices.Reverse(recs)
 	d.releaseFinished(recs)
@@ -64,38 +66,18 @@ func (d *Daemon) Recover() error {
 // rest of its runs, after the policy's back-off, as if the daemon had not
 // restarted.
 func (d *Daemon) reattach(ctx context.Context, l *liveJob) outcome {
-	props, err := d.mgr.Properties(ctx, l.rec.Unit, manager.UnitIface)
-	if err != nil {
-		return failed(fmt.Sprintf("re-attach to %s: %v", l.rec.Unit, err))
-	}
-	var retry bool
-	var set outcome
-	if props["LoadState"].Value() != "not-found" {
-		st, err := job.Attach(ctx, d.mgr, l.rec.Unit)
-		p := l.op.retryPolicy()
-		retry = p != nil && st != nil && p.Retries(err)
-		set = fromStatus(st, err)
-	} else {
-		o, ok, err := d.store.ReadOutcome(l.rec.ID)
-		switch {
-		case err != nil:
-			return failed(err.Error())
-		case !ok:
-			return failed(fmt.Sprintf("unit %s is gone and left no outcome: the daemon stopped before the unit started, or the unit's ExecStopPost= did not run", l.rec.Unit))
-		}
-		retry = l.op.retryPolicy() != nil && o.ServiceResult != "success"
-		set = fromOutcome(o)
-	}
+	set, retry := d.lastRun(ctx, l)
 	runs := max(l.rec.Attempts, 1)
+	if set == nil {
+		return nil // it ran now, and recorded its outcome itself
+	}
 	if !retry || runs >= l.op.Retry.Attempts || l.rec.Unit != l.op.Prefix+strings.ToLower(l.rec.ID)+".service" {
 		return func(r *Record) {
 			set(r)
 			r.Attempts = runs
 		}
 	}
-	select {
-	case <-time.After(l.op.retryPolicy().Backoff(runs)):
-	case <-ctx.Done():
+	if !sleepCtx(ctx, l.op.retryPolicy().Backoff(runs)) {
 		return func(r *Record) {
 			set(r)
 			r.Attempts = runs
@@ -103,6 +85,91 @@ func (d *Daemon) reattach(ctx context.Context, l *liveJob) outcome {
 		}
 	}
 	return d.runExec(ctx, l, runs)
+}
+
+// lastRun returns the outcome of the last run that a previous daemon
+// started for the job, and whether it is a failure a retry policy reruns.
+//
+// ExecStopPost= writes the outcome file before the unit is failed or
+// inactive, while the unit's state may still change under us by what the
+// previous daemon sent before it died (a reset-failed, which clears
+// Result): an outcome file wins over the unit's state. A loaded unit that
+// is inactive, with no outcome yet, tells nothing (its start job may be
+// pending): it is looked at again.
+func (d *Daemon) lastRun(ctx context.Context, l *liveJob) (outcome, bool) {
+	p := l.op.retryPolicy()
+	for {
+		if o, ok, err := d.store.ReadOutcome(l.rec.ID); err != nil || ok {
+			if err != nil {
+				return failed(err.Error()), false
+			}
+			d.release(ctx, l.rec.Unit)
+			return fromOutcome(o), p != nil && o.ServiceResult != "success"
+		}
+		props, err := d.mgr.Properties(ctx, l.rec.Unit, manager.UnitIface)
+		if err != nil {
+			return failed(fmt.Sprintf("re-attach to %s: %v", l.rec.Unit, err)), false
+		}
+		switch {
+		case props["LoadState"].Value() == "not-found":
+			return d.collected(ctx, l), false
+		case props["ActiveState"].Value() != "inactive":
+			st, err := job.Attach(ctx, d.mgr, l.rec.Unit)
+			return fromStatus(st, err), p != nil && st != nil && p.Retries(err)
+		}
+		if !sleepCtx(ctx, followPoll) {
+			return failed(fmt.Sprintf("re-attach to %s: %v", l.rec.Unit, ctx.Err())), false
+		}
+	}
+}
+
+// release lets systemd collect a unit whose run has ended, once it has
+// finished deactivating: a failed one is reset; an inactive or unloaded
+// one is collected anyway.
+func (d *Daemon) release(ctx context.Context, name string) {
+	for {
+		props, err := d.mgr.Properties(ctx, name, manager.UnitIface)
+		if err != nil {
+			return
+		}
+		switch props["ActiveState"].Value() {
+		case "failed":
+			d.mgr.ResetFailedUnit(ctx, name)
+			return
+		case "inactive":
+			return
+		}
+		if !sleepCtx(ctx, followPoll) {
+			return
+		}
+	}
+}
+
+// sleepCtx waits for d, or until ctx ends, and reports whether it waited.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// collected returns the outcome of a job whose unit is no longer loaded.
+func (d *Daemon) collected(ctx context.Context, l *liveJob) outcome {
+	o, ok, err := d.store.ReadOutcome(l.rec.ID)
+	if err == nil && !ok {
+		if started, serr := d.store.started(l.rec.ID); serr == nil && !started {
+			return d.neverStarted(ctx, l)
+		}
+	}
+	switch {
+	case err != nil:
+		return failed(err.Error())
+	case !ok:
+		return failed(fmt.Sprintf("unit %s is gone and left no outcome: the daemon stopped before the unit started, or the unit's ExecStopPost= did not run", l.rec.Unit))
+	}
+	return fromOutcome(o)
 }
 
 // releaseFinished lets systemd collect the units of finished exec jobs that

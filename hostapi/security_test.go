@@ -643,7 +643,7 @@ func TestSecuritySlowClients(t *testing.T) {
 		c, _ := net.Dial("unix", api)
 		defer c.Close()
 		io.WriteString(c, "POST /v1/ops/argv HTTP/1.1\r\nHost: unitrun\r\n")
-		closed(t, c, 3*readHeaderTimeout)
+		closed(t, c, 3*DefaultLimits().ReadHeaderTimeout)
 	})
 	t.Run("body", func(t *testing.T) {
 		t.Parallel()
@@ -658,7 +658,7 @@ func TestSecuritySlowClients(t *testing.T) {
 		t.Parallel()
 		c, _ := net.Dial("unixpacket", argv)
 		defer c.Close()
-		if got := closed(t, c, 3*seqpacketReadTimeout); !strings.Contains(got, CodeBadRequest) {
+		if got := closed(t, c, 3*DefaultLimits().ReadHeaderTimeout); !strings.Contains(got, CodeBadRequest) {
 			t.Errorf("answer to a missing request: %q, want a %s error", got, CodeBadRequest)
 		}
 	})

@@ -10,9 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// seqpacketReadTimeout bounds the wait for a connection's request packet.
-const seqpacketReadTimeout = 30 * time.Second
-
 // ServeSeqpacket serves the SOCK_SEQPACKET front end of d on l (a
 // "unixpacket" listener) until l is closed, then returns nil. Each
 // connection carries one request packet (see ParseRequest) and gets one
@@ -54,9 +51,12 @@ func (d *Daemon) seqpacketCall(c *net.UnixConn) (ok bool, id, msg string) {
 	}
 	limit := d.cfg.Limits.MaxRequestBytes
 	buf := make([]byte, limit+1)
-	c.SetReadDeadline(time.Now().Add(seqpacketReadTimeout))
+	c.SetReadDeadline(time.Now().Add(d.cfg.Limits.ReadHeaderTimeout))
 	n, _, flags, _, err := c.ReadMsgUnix(buf, nil)
+	var ne net.Error
 	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		return false, "", errorf(CodeBadRequest, fmt.Sprintf("request: no packet within %v (read_header_timeout)", d.cfg.Limits.ReadHeaderTimeout)).Error()
 	case err != nil:
 		return false, "", errorf(CodeBadRequest, "request: "+err.Error()).Error()
 	case flags&unix.MSG_TRUNC != 0 || n > limit:

@@ -122,8 +122,12 @@ func (r *run) next(ctx context.Context) (manager.Event, error) {
 }
 
 // reread refreshes the state after a reconnect, when signals were missed.
+// The Unit interface is read first: a run that ends between the two reads
+// then shows an ActiveState that has not ended yet (the signals that
+// follow say when it has), never an ended ActiveState beside the Service
+// properties (Result, ExecMainStatus) of before the end.
 func (r *run) reread(ctx context.Context) error {
-	for _, iface := range []string{manager.ServiceIface, manager.UnitIface} {
+	for _, iface := range []string{manager.UnitIface, manager.ServiceIface} {
 		props, err := r.mgr.Properties(ctx, r.unit, iface)
 		if err != nil {
 			return fmt.Errorf("%s: re-read after reconnect: %w", r.unit, err)

@@ -1,0 +1,53 @@
+package hostapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/unitrun/unitrun/internal/atomicfile"
+)
+
+// startedFile, in a job's directory, says that the job's transient unit
+// was created and its command executed. A running record without it, whose
+// unit is gone and left no outcome, is a job the daemon accepted and then
+// stopped before creating its unit: the job never ran. Jobs of ops with
+// retry get no mark, so that such a job is run again (see runExec).
+const startedFile = "started"
+
+// markStarted records that the job's unit was created and its command
+// executed.
+func (s *Store) markStarted(id string) error {
+	f, err := s.openJobFile(id, startedFile, os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return atomicfile.SyncDir(filepath.Dir(f.Name()))
+}
+
+// started reports whether markStarted was called for the job.
+func (s *Store) started(id string) (bool, error) {
+	_, err := os.Lstat(s.jobPath(id, startedFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// neverStarted returns the outcome of a job that a previous daemon
+// accepted but stopped before the job's unit was created, which left no
+// unit and no outcome: the job runs now, under its unit name, unless its
+// op is gone or binds to a caller that may be gone too.
+func (d *Daemon) neverStarted(ctx context.Context, l *liveJob) outcome {
+	if l.op == nil || l.op.Exec == nil || l.op.BindToCaller {
+		return failed(fmt.Sprintf("unit %s never started: the daemon stopped after accepting the job and before creating its unit", l.rec.Unit))
+	}
+	d.Logf("hostapi: job %s: its unit %s was never created: starting it now", l.rec.ID, l.rec.Unit)
+	return d.runExec(ctx, l, max(l.rec.Attempts-1, 0))
+}
