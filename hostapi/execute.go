@@ -78,7 +78,9 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob, done int) outcome {
 		released = true
 		d.finish(l, func(r *Record) {
 			fromStatus(st, err)(r)
-			r.Attempts += done
+			if st != nil {
+				r.Attempts = done + st.Attempts
+			}
 		})
 	}
 	if c.Retry != nil {
