@@ -16,8 +16,9 @@ const followPoll = 50 * time.Millisecond
 
 // CopyOutput copies the job's output log, from byte offset on, to w. With
 // follow, it goes on copying what the job's unit appends until the job has
-// ended (then it copies the rest and returns) or ctx ends. A job whose unit
-// writes no log (a unit op, which logs to the journal) has empty output.
+// ended (then it copies the rest and returns) or ctx ends. A unit op's
+// output log is the copy of its run's journal entries that the daemon
+// makes when the run ends (copyJournal): empty until then.
 // flush, when not nil, is called after each chunk.
 func (d *Daemon) CopyOutput(ctx context.Context, w io.Writer, id string, offset int64, follow bool, flush func()) error {
 	if _, err := d.Get(id); err != nil {
