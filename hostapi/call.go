@@ -67,6 +67,9 @@ func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []st
 	if len(d.live) >= d.cfg.Limits.MaxLiveJobs {
 		return nil, errorf(CodeBusy, fmt.Sprintf("op %q: %d jobs are queued or running, the limit max_live_jobs", op.Name, len(d.live)))
 	}
+	if n, limit := d.liveOfLocked(caller.UID), d.cfg.Limits.MaxLiveJobsPerUID; limit > 0 && n >= limit {
+		return nil, errorf(CodeBusy, fmt.Sprintf("op %q: uid %d has %d jobs queued or running, the limit max_live_jobs_per_uid", op.Name, caller.UID, n))
+	}
 	l := &liveJob{
 		rec: &Record{
 			ID: d.store.NewID(), Op: op.Name, Args: slices.Clone(args), State: StateQueued,
@@ -168,4 +171,16 @@ func (d *Daemon) startNextLocked(opName string) {
 			})
 		}
 	}
+}
+
+// liveOfLocked returns the number of jobs queued or running that uid
+// started.
+func (d *Daemon) liveOfLocked(uid uint32) int {
+	n := 0
+	for _, l := range d.live {
+		if l.rec.CallerUID == uid {
+			n++
+		}
+	}
+	return n
 }

@@ -28,6 +28,11 @@ type Limits struct {
 	// MaxLiveJobs is the number of jobs queued or running at once across
 	// all ops (max_live_jobs, 1 to 65536).
 	MaxLiveJobs int
+	// MaxLiveJobsPerUID bounds the jobs queued or running at once that one
+	// caller uid started, so that one caller cannot take every one of
+	// max_live_jobs (max_live_jobs_per_uid, 0 to 65536; 0, the default,
+	// sets no bound but max_live_jobs).
+	MaxLiveJobsPerUID int
 	// MaxQueue is the number of calls an exclusive op holds waiting behind
 	// its running job (max_queue, 0 to 65536; 0 refuses every call that
 	// cannot join).

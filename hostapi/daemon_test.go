@@ -399,3 +399,48 @@ func TestRecoverReleasesFinishedUnits(t *testing.T) {
 		t.Errorf("unit op's unit: %s, want left active", s)
 	}
 }
+
+// TestDaemonLiveJobsPerUID checks max_live_jobs_per_uid: a caller at its
+// bound is refused, naming the limit, while another uid still gets a job
+// under max_live_jobs.
+func TestDaemonLiveJobsPerUID(t *testing.T) {
+	d, _ := newTestDaemon(t, systemdtest.Conn(t), `
+[[op]]
+name = "shared"
+exec = ["/bin/sleep", "30"]
+allow_uids = [0, 65534]
+
+[limits]
+max_live_jobs = 4
+max_live_jobs_per_uid = 2
+`)
+	ctx := context.Background()
+	other := Caller{UID: 65534, PID: int32(os.Getpid())}
+	var ids []string
+	for range 2 {
+		r, err := d.Call(ctx, root, "shared", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	_, err := d.Call(ctx, root, "shared", nil)
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeBusy || !strings.Contains(e.Message, "max_live_jobs_per_uid") {
+		t.Errorf("third job of uid 0: %v, want %s naming max_live_jobs_per_uid", err, CodeBusy)
+	}
+	r, err := d.Call(ctx, other, "shared", nil)
+	if err != nil {
+		t.Errorf("first job of uid 65534: %v, want it accepted", err)
+	} else {
+		ids = append(ids, r.ID)
+	}
+	for _, id := range ids {
+		if _, err := d.Cancel(ctx, id); err != nil {
+			t.Error(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		d.Wait(wctx, id)
+		cancel()
+	}
+}
