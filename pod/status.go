@@ -358,13 +358,31 @@ func write(stateDir string, durable bool, data []byte, elem ...string) error {
 
 // read returns the content of the regular file at the path made of elem
 // under stateDir. It stays inside stateDir and refuses a symlink, or an
-// entry of the wrong type, at any element.
+// entry of the wrong type, at any element. A file replaced while it is
+// opened (the writers rename new content over it) is looked at again.
 func read(stateDir string, elem ...string) ([]byte, error) {
 	root, err := os.OpenRoot(stateDir)
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
+	for tries := 1; ; tries++ {
+		data, err := readIn(root, stateDir, elem)
+		if !errors.Is(err, errReplaced) || tries == maxReadTries {
+			return data, err
+		}
+	}
+}
+
+// errReplaced is readIn's error for a file replaced between its check
+// and its opening; maxReadTries bounds how often read looks again.
+var errReplaced = errors.New("replaced while being opened")
+
+const maxReadTries = 10
+
+// readIn is one attempt of read, in root (stateDir).
+func readIn(root *os.Root, stateDir string, elem []string) ([]byte, error) {
+	var err error
 	rel := ""
 	var info fs.FileInfo
 	for i, e := range elem {
@@ -388,7 +406,7 @@ func read(stateDir string, elem ...string) ([]byte, error) {
 	}
 	defer f.Close()
 	if opened, err := f.Stat(); err != nil || !os.SameFile(info, opened) {
-		return nil, fmt.Errorf("%s: replaced while being opened", filepath.Join(stateDir, rel))
+		return nil, fmt.Errorf("%s: %w", filepath.Join(stateDir, rel), errReplaced)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxStatusSize+1))
 	if err != nil {

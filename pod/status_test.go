@@ -253,3 +253,41 @@ func FuzzParsePodStatus(f *testing.F) {
 	f.Add([]byte(`{"name":"web","phase":"Pending","exit_policy":"any","apps":[]}`))
 	f.Fuzz(func(t *testing.T, data []byte) { roundTrip(t, data, parsePod) })
 }
+
+// TestReadAppWhileReplaced reads an app record while another goroutine
+// keeps replacing it, as the hooks and the probe do while a pod runs:
+// every read returns a whole record, none fails.
+func TestReadAppWhileReplaced(t *testing.T) {
+	dir := t.TempDir()
+	rec := AppStatus{Name: "app", State: AppRunning}
+	if err := WriteApp(dir, "p", rec); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			r := rec
+			r.Restarts = n
+			if err := WriteApp(dir, "p", r); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	for range 2000 {
+		if got, err := ReadApp(dir, "p", "app"); err != nil || got.Name != "app" {
+			t.Fatalf("ReadApp while the record is replaced: %+v, %v", got, err)
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
