@@ -118,15 +118,20 @@ func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
 	srv := hostapi.NewHTTPServer(d)
 	served := make(chan error, 3)
 	if f.dbus != "" {
-		bus, err := serveBus(d, f.dbus)
-		if err != nil {
-			return &exitError{code: exitFailed, err: err}
+		// The sockets are the daemon's own faces: a bus that cannot be
+		// reached at start, or a name that cannot be claimed, turns the
+		// D-Bus front end off, said in the log, and the sockets are
+		// served. A bus lost later ends the daemon, for systemd to
+		// restart it onto the bus again.
+		if bus, err := serveBus(d, f.dbus); err != nil {
+			logger.Error(fmt.Sprintf("D-Bus front end off: %v", err))
+		} else {
+			defer bus.Close()
+			go func() {
+				<-bus.Context().Done()
+				served <- fmt.Errorf("--dbus %s: the bus connection closed", f.dbus)
+			}()
 		}
-		defer bus.Close()
-		go func() {
-			<-bus.Context().Done()
-			served <- fmt.Errorf("--dbus %s: the bus connection closed", f.dbus)
-		}()
 	}
 	go func() { served <- srv.Serve(api) }()
 	go func() { served <- d.ServeSeqpacket(argv) }()

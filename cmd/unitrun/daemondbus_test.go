@@ -16,6 +16,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/unitrun/unitrun/client"
 	"github.com/unitrun/unitrun/dist"
 	"github.com/unitrun/unitrun/hostapi"
 	"github.com/unitrun/unitrun/internal/systemdtest"
@@ -296,5 +297,32 @@ func TestDaemonDBus(t *testing.T) {
 	var names []string
 	if err := conn.BusObject().Call("org.freedesktop.DBus.ListActivatableNames", 0).Store(&names); err != nil || !slices.Contains(names, hostapi.DBusName) {
 		t.Errorf("activatable names %v (%v): want %s from the shipped service file", names, err, hostapi.DBusName)
+	}
+}
+
+// TestDaemonDBusUnreachable starts the daemon binary with a bus that is not
+// there: it serves its sockets (Start waits for /healthz) and logs that
+// the D-Bus front end is off.
+func TestDaemonDBusUnreachable(t *testing.T) {
+	d := systemdtest.NewDaemon(t, systemdtest.OutcomeOps)
+	d.Flags = []string{"--dbus", "unix:path=" + filepath.Join(d.Dir, "no-bus")}
+	log, err := os.Create(filepath.Join(d.Dir, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	d.Stderr = log
+	d.Start(t)
+	c := client.New(d.API)
+	id, err := c.Call(t.Context(), "ok", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := c.Wait(t.Context(), id); err != nil || rec.State != hostapi.StateSucceeded {
+		t.Errorf("op over HTTP with no bus: %+v, %v", rec, err)
+	}
+	data, err := os.ReadFile(log.Name())
+	if err != nil || !strings.Contains(string(data), "D-Bus front end off") {
+		t.Errorf("daemon's log: %q, %v: want it to say the D-Bus front end is off", data, err)
 	}
 }
