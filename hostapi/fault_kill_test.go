@@ -158,13 +158,17 @@ func callOnce(ctx context.Context, c *client.Client, op string, args []string, l
 func waitNoUnits(ctx context.Context, t *testing.T, prefix string) {
 	t.Helper()
 	conn := systemdtest.Conn(t)
+	var left []string
 	for {
 		names, err := conn.ListUnitNames(ctx, prefix)
 		if err == nil && len(names) == 0 {
 			return
 		}
+		if err == nil {
+			left = names
+		}
 		if ctx.Err() != nil {
-			t.Errorf("units left: %q, %v", names, err)
+			t.Errorf("units left: %q (last listed), %v", left, err)
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
