@@ -2,7 +2,9 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/godbus/dbus/v5"
 
@@ -213,27 +215,55 @@ func (r *run) cancel() *Status {
 // release lets systemd collect the unit: a unit left active (exited) is
 // stopped, waiting for the stop job so that none of its processes is left,
 // and a failed one is reset (its processes are gone already); systemd then
-// unloads it. Last, release closes the watch and waits for the output to
-// be copied.
+// unloads it. A call lost with the connection (the manager re-executing)
+// is made again once the unit's state is read anew. Last, release closes
+// the watch and waits for the output to be copied.
 func (r *run) release() {
 	ctx, done := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer done()
-	if r.transient {
-		switch r.state.str("ActiveState") {
-		case "failed":
-			r.mgr.ResetFailedUnit(ctx, r.unit)
-		case "inactive":
-		default:
-			if job, err := r.mgr.StopUnit(ctx, r.unit, "replace"); err == nil {
-				r.waitFor(ctx, job)
-				if r.state.str("ActiveState") == "failed" {
-					r.mgr.ResetFailedUnit(ctx, r.unit)
-				}
-			}
+	for r.transient && ctx.Err() == nil {
+		err := r.releaseOnce(ctx)
+		var reply dbus.Error
+		if err == nil || errors.As(err, &reply) {
+			break // done, or systemd's own answer: nothing to retry
+		}
+		time.Sleep(releaseRetry)
+		if r.reread(ctx) != nil {
+			break // collected meanwhile, or the manager stays away
 		}
 	}
 	r.abort()
 }
+
+// releaseRetry is the pause before release looks again at a unit whose
+// release call was lost.
+const releaseRetry = 100 * time.Millisecond
+
+// releaseOnce stops or resets the unit as its last known state asks.
+func (r *run) releaseOnce(ctx context.Context) error {
+	switch r.state.str("ActiveState") {
+	case "failed":
+		return r.mgr.ResetFailedUnit(ctx, r.unit)
+	case "inactive":
+		return nil
+	}
+	job, err := r.mgr.StopUnit(ctx, r.unit, "replace")
+	if err != nil {
+		return err
+	}
+	r.waitFor(ctx, job)
+	switch r.state.str("ActiveState") {
+	case "failed":
+		return r.mgr.ResetFailedUnit(ctx, r.unit)
+	case "inactive":
+		return nil
+	}
+	// waitFor gave up on the stop job across a reconnect.
+	return errNotReleased
+}
+
+// errNotReleased is releaseOnce's error for a unit still not stopped.
+var errNotReleased = errors.New("unit not stopped yet")
 
 // abort releases what it can after an error that ended the wait early.
 func (r *run) abort() {
