@@ -12,17 +12,20 @@ import (
 // with it too); no job id starts with it.
 const tempPrefix = "."
 
-// writeFileAtomic replaces dir/name with data, mode 0600, durably. A crash
-// leaves the old file or the new one, and at worst a temp file named
-// ".<name>.tmp-*" beside it.
-func writeFileAtomic(dir, name string, data []byte) error {
+// writeFileAtomic replaces dir/name with data, mode 0600, durably when
+// sync is set. A crash leaves the old file or the new one, and at worst a
+// temp file named ".<name>.tmp-*" beside it.
+func writeFileAtomic(dir, name string, data []byte, sync bool) error {
+	if !sync {
+		return atomicfile.Replace(filepath.Join(dir, name), data, 0o600)
+	}
 	return atomicfile.Write(filepath.Join(dir, name), data, 0o600)
 }
 
-// writeSyncClose writes data to f, syncs and closes it.
-func writeSyncClose(f *os.File, data []byte) error {
+// writeClose writes data to f, syncs it when sync is set, and closes it.
+func writeClose(f *os.File, data []byte, sync bool) error {
 	_, err := f.Write(data)
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

@@ -55,20 +55,37 @@ func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []st
 	}
 
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	rec, started, err := d.admitLocked(op, caller, args, bind)
+	d.mu.Unlock()
+	if err != nil || started == nil {
+		return rec, err
+	}
+	// The job's unit is being created meanwhile; the caller hears of the
+	// job only once its record is durable.
+	if err := d.store.commit(started.rec.ID); err != nil {
+		d.Cancel(context.WithoutCancel(ctx), started.rec.ID)
+		return nil, commitRefusal(err)
+	}
+	return rec, nil
+}
+
+// admitLocked joins, queues or starts a job of op for the caller, or
+// refuses it, and returns a copy of its record. When it started a job, it
+// returns it too: its running record is staged, not yet durable.
+func (d *Daemon) admitLocked(op *Op, caller Caller, args []string, bind []unit.Property) (_ *Record, started *liveJob, _ error) {
 	if d.closed {
-		return nil, errorf(CodeInternal, "the daemon is shutting down")
+		return nil, nil, errorf(CodeInternal, "the daemon is shutting down")
 	}
 	if op.Exclusive {
 		if l := d.joinLocked(op, args); l != nil {
-			return copyRecord(l.rec), nil
+			return copyRecord(l.rec), nil, nil
 		}
 	}
 	if len(d.live) >= d.cfg.Limits.MaxLiveJobs {
-		return nil, errorf(CodeBusy, fmt.Sprintf("op %q: %d jobs are queued or running, the limit max_live_jobs", op.Name, len(d.live)))
+		return nil, nil, errorf(CodeBusy, fmt.Sprintf("op %q: %d jobs are queued or running, the limit max_live_jobs", op.Name, len(d.live)))
 	}
 	if n, limit := d.liveOfLocked(caller.UID), d.cfg.Limits.MaxLiveJobsPerUID; limit > 0 && n >= limit {
-		return nil, errorf(CodeBusy, fmt.Sprintf("op %q: uid %d has %d jobs queued or running, the limit max_live_jobs_per_uid", op.Name, caller.UID, n))
+		return nil, nil, errorf(CodeBusy, fmt.Sprintf("op %q: uid %d has %d jobs queued or running, the limit max_live_jobs_per_uid", op.Name, caller.UID, n))
 	}
 	l := &liveJob{
 		rec: &Record{
@@ -80,24 +97,24 @@ func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []st
 	if r := d.running[op.Name]; op.Exclusive && r != nil {
 		switch {
 		case op.OnBusy == "join-or-refuse":
-			return nil, errorf(CodeBusy, fmt.Sprintf("op %q: job %s runs with other args and on_busy is %q", op.Name, r.rec.ID, op.OnBusy))
+			return nil, nil, errorf(CodeBusy, fmt.Sprintf("op %q: job %s runs with other args and on_busy is %q", op.Name, r.rec.ID, op.OnBusy))
 		case len(d.queues[op.Name]) >= d.cfg.Limits.MaxQueue:
-			return nil, errorf(CodeBusy, fmt.Sprintf("op %q: job %s runs and %d calls wait, the limit max_queue", op.Name, r.rec.ID, len(d.queues[op.Name])))
+			return nil, nil, errorf(CodeBusy, fmt.Sprintf("op %q: job %s runs and %d calls wait, the limit max_queue", op.Name, r.rec.ID, len(d.queues[op.Name])))
 		}
 		if err := d.store.Put(l.rec); err != nil {
-			return nil, storeRefusal(err)
+			return nil, nil, storeRefusal(err)
 		}
 		d.live[l.rec.ID] = l
 		d.queues[op.Name] = append(d.queues[op.Name], l)
 		d.jobQueued(l)
-		return copyRecord(l.rec), nil
+		return copyRecord(l.rec), nil, nil
 	}
 	d.live[l.rec.ID] = l
-	if err := d.startLocked(l); err != nil {
+	if err := d.startLocked(l, false); err != nil {
 		delete(d.live, l.rec.ID)
-		return nil, storeRefusal(err)
+		return nil, nil, storeRefusal(err)
 	}
-	return copyRecord(l.rec), nil
+	return copyRecord(l.rec), l, nil
 }
 
 // joinLocked returns the running or queued job of the exclusive op that
@@ -114,10 +131,12 @@ func (d *Daemon) joinLocked(op *Op, args []string) *liveJob {
 	return nil
 }
 
-// startLocked records the job as running, with the name of its unit, and
-// starts it in a goroutine. The record is stored before the unit is
-// created, so that a daemon that dies in between finds the job.
-func (d *Daemon) startLocked(l *liveJob) error {
+// startLocked records the job as running, with the name of its unit and
+// the host's boot, and starts it in a goroutine. The record is stored
+// before the unit is created, so that a daemon that dies in between finds
+// the job; durably if durable is set, else only staged (see Store.stage),
+// for the caller to commit while the unit is created.
+func (d *Daemon) startLocked(l *liveJob, durable bool) error {
 	now := time.Now().UTC()
 	l.rec.State = StateRunning
 	l.rec.StartedAt = &now
@@ -125,7 +144,12 @@ func (d *Daemon) startLocked(l *liveJob) error {
 	if l.op.Unit == "" {
 		l.rec.Unit = l.op.Prefix + strings.ToLower(l.rec.ID) + ".service"
 	}
-	if err := d.store.Put(l.rec); err != nil {
+	l.rec.BootID = d.bootID
+	put := d.store.stage
+	if durable {
+		put = d.store.Put
+	}
+	if err := put(l.rec); err != nil {
 		return err
 	}
 	d.jobStarted(l)
@@ -164,7 +188,7 @@ func (d *Daemon) startNextLocked(opName string) {
 	for d.running[opName] == nil && len(d.queues[opName]) > 0 {
 		l := d.queues[opName][0]
 		d.queues[opName] = d.queues[opName][1:]
-		if err := d.startLocked(l); err != nil {
+		if err := d.startLocked(l, true); err != nil {
 			d.finishLocked(l, func(r *Record) {
 				r.State = StateFailed
 				r.Message = "start: " + err.Error()

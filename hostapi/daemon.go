@@ -7,6 +7,7 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,6 +63,7 @@ type Daemon struct {
 
 	metrics  *metrics
 	onFinish []func(*Record) // called with a copy of each final record, under mu
+	bootID   string          // the host's boot ID, which each job's record keeps
 
 	mu      sync.Mutex
 	live    map[string]*liveJob // jobs queued or running, by id
@@ -105,6 +107,9 @@ func NewDaemon(cfg *Config, store *Store, mgr *manager.Conn) *Daemon {
 	}
 	for i := range cfg.Ops {
 		d.ops[cfg.Ops[i].Name] = &cfg.Ops[i]
+	}
+	if id, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
+		d.bootID = strings.TrimSpace(string(id))
 	}
 	d.metrics = newMetrics(d)
 	return d

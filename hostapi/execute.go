@@ -252,7 +252,8 @@ func (d *Daemon) finish(l *liveJob, set outcome) {
 
 // finishLocked applies set to the job's record, marks it canceled if a
 // caller canceled it, adds the output tail and reboot_required, stores the
-// record, then removes the reboot marker, so that a crash in between
+// record, then marks it recorded (the unit's outcome writer then skips its
+// work) and removes the reboot marker, so that a crash in between
 // reports the reboot twice rather than never. Then it wakes the job's
 // waiters and starts the next queued job of its op.
 func (d *Daemon) finishLocked(l *liveJob, set outcome) {
@@ -277,9 +278,14 @@ func (d *Daemon) finishLocked(l *liveJob, set outcome) {
 	}
 	if err := d.store.Put(l.rec); err != nil {
 		d.Logf("hostapi: job %s: storing its outcome: %v", l.rec.ID, err)
-	} else if marker != "" {
-		if err := os.Remove(marker); err != nil {
-			d.Logf("hostapi: job %s: removing reboot marker: %v", l.rec.ID, err)
+	} else {
+		if err := d.store.markRecorded(l.rec.ID); err != nil {
+			d.Logf("hostapi: job %s: marking its outcome recorded: %v", l.rec.ID, err)
+		}
+		if marker != "" {
+			if err := os.Remove(marker); err != nil {
+				d.Logf("hostapi: job %s: removing reboot marker: %v", l.rec.ID, err)
+			}
 		}
 	}
 	d.jobFinished(l)

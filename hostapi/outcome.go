@@ -119,7 +119,9 @@ var outcomeNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
 
 // OutcomeCommand returns the argv of an ExecStopPost= command that writes
 // the outcome file at path: the three lines ReadOutcome reads, to a temp
-// file beside it, synced, renamed over path, and the directory synced.
+// file beside it, synced, renamed over path, and the directory synced;
+// unless the daemon has recorded the job's outcome already (a file named
+// "recorded" beside path, see Store.markRecorded), when it writes nothing.
 //
 // The argv is
 //
@@ -154,9 +156,9 @@ func OutcomeCommand(path string) ([]string, error) {
 	case !outcomeNameRE.MatchString(name):
 		return nil, fmt.Errorf("outcome path %q: base name must match %s", path, outcomeNameRE)
 	}
-	script := "umask 077 && printf '" +
+	script := "[ -e " + recordedFile + " ] || ( umask 077 && printf '" +
 		outcomeKeys[0] + `=%s\n` + outcomeKeys[1] + `=%s\n` + outcomeKeys[2] + `=%s\n' ` +
 		"\"`printenv " + outcomeKeys[0] + "`\" \"`printenv " + outcomeKeys[1] + "`\" \"`printenv " + outcomeKeys[2] + "`\"" +
-		" >" + name + ".tmp && sync " + name + ".tmp && mv -f " + name + ".tmp " + name + " && sync ."
+		" >" + name + ".tmp && sync " + name + ".tmp && mv -f " + name + ".tmp " + name + " && sync . )"
 	return []string{"/usr/bin/env", "-C", filepath.Clean(dir), "/bin/sh", "-c", script}, nil
 }

@@ -169,4 +169,17 @@ func TestOutcomeCommandWrites(t *testing.T) {
 			t.Errorf("the command left %s", e.Name())
 		}
 	}
+	// Once the daemon has recorded the job, the command writes nothing.
+	os.Remove(s.OutcomePath(r.ID))
+	if err := s.markRecorded(r.ID); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, tests[0].env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%q: %v\n%s", argv, err, out)
+	}
+	if _, ok, err := s.ReadOutcome(r.ID); ok || err != nil {
+		t.Errorf("recorded job: outcome written (%v, %v), want none", ok, err)
+	}
 }

@@ -2,6 +2,7 @@ package hostapi
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/unitrun/unitrun/internal/atomicfile"
@@ -33,8 +34,16 @@ func WriteOutcome(path string, getenv func(string) string) error {
 }
 
 // outcomeArgv returns the argv of the job's ExecStopPost= command that
-// writes its outcome file at path: OutcomeWriter followed by path, or
-// OutcomeCommand's when OutcomeWriter is nil.
+// writes its outcome file at path: OutcomeCommand's when OutcomeWriter is
+// nil, else
+//
+//	/bin/sh -c "[ -e '<dir>/recorded' ] || exec '<writer>'... '<path>'"
+//
+// which runs OutcomeWriter followed by path unless the daemon has recorded
+// the job already. The daemon releases a job's unit after recording it, so
+// that on that common path the stop costs one small shell, not the
+// writer. The words are single-quoted for the shell, so neither path nor
+// writer may hold a quote, a backslash, a newline, or what OutcomeCommand refuses.
 func (d *Daemon) outcomeArgv(path string) ([]string, error) {
 	if d.OutcomeWriter == nil {
 		return OutcomeCommand(path)
@@ -42,10 +51,12 @@ func (d *Daemon) outcomeArgv(path string) ([]string, error) {
 	if _, err := OutcomeCommand(path); err != nil {
 		return nil, err
 	}
-	for i, w := range d.OutcomeWriter {
-		if strings.ContainsAny(w, "$;\x00") {
-			return nil, fmt.Errorf("outcome writer: word %d %q: must not contain '$', ';' or NUL", i, w)
+	words := append(append([]string(nil), d.OutcomeWriter...), path)
+	for i, w := range words {
+		if strings.ContainsAny(w, "$;'\\\n\x00") {
+			return nil, fmt.Errorf("outcome writer: word %d %q: must not contain '$', ';', a quote, a backslash, a newline or NUL", i, w)
 		}
 	}
-	return append(append([]string(nil), d.OutcomeWriter...), path), nil
+	script := "[ -e '" + filepath.Join(filepath.Dir(path), recordedFile) + "' ] || exec '" + strings.Join(words, "' '") + "'"
+	return []string{"/bin/sh", "-c", script}, nil
 }

@@ -2,10 +2,12 @@ package hostapi
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/manager"
 )
 
 func TestWriteOutcome(t *testing.T) {
@@ -51,5 +53,33 @@ func TestOutcomeWriterSystemd(t *testing.T) {
 	o, ok, err := d.store.ReadOutcome(r.ID)
 	if want := (Outcome{"exit-code", "exited", "3"}); !ok || err != nil || o != want {
 		t.Errorf("outcome %+v, %v, %v: want %+v", o, ok, err, want)
+	}
+}
+
+// TestOutcomeWriterSkipsRecorded runs a job that succeeds: the daemon
+// records it, marks it recorded, then releases its unit, whose stop runs
+// the outcome writer, which then writes nothing.
+func TestOutcomeWriterSkipsRecorded(t *testing.T) {
+	mgr := systemdtest.Conn(t)
+	d, _ := newTestDaemon(t, mgr, "")
+	d.OutcomeWriter = []string{systemdtest.Binary(t), "daemon", "write-outcome"}
+	r, err := d.Call(context.Background(), root, "echo", []string{"x", "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if r, err = d.Wait(ctx, r.ID); err != nil || r.State != StateSucceeded {
+		t.Fatalf("record %+v, %v: want succeeded", r, err)
+	}
+	d.Close() // waits for the release, and so for the writer
+	if _, err := os.Lstat(d.store.jobPath(r.ID, recordedFile)); err != nil {
+		t.Errorf("recorded mark: %v", err)
+	}
+	if _, ok, err := d.store.ReadOutcome(r.ID); ok || err != nil {
+		t.Errorf("outcome file written (%v, %v): want none, the job was recorded", ok, err)
+	}
+	if st, err := mgr.Properties(ctx, r.Unit, manager.UnitIface); err == nil && st["LoadState"].Value() != "not-found" {
+		t.Errorf("unit %s left %v/%v", r.Unit, st["LoadState"].Value(), st["ActiveState"].Value())
 	}
 }

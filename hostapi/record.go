@@ -42,6 +42,7 @@ type Record struct {
 	StartedAt      *time.Time `json:"started_at,omitempty"`
 	FinishedAt     *time.Time `json:"finished_at,omitempty"`
 	Attempts       int        `json:"attempts,omitempty"`
+	BootID         string     `json:"boot_id,omitempty"` // the host's boot the job started in
 	Message        string     `json:"message,omitempty"`
 	OutputTail     string     `json:"output_tail,omitempty"`
 }

@@ -51,7 +51,7 @@ func (d *Daemon) Recover() error {
 			d.queues[l.op.Name] = append(d.queues[l.op.Name], l)
 			continue
 		}
-		if err := d.startLocked(l); err != nil {
+		if err := d.startLocked(l, true); err != nil {
 			d.finishLocked(l, failed("start: "+err.Error()))
 		}
 	}
@@ -158,6 +158,12 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // collected returns the outcome of a job whose unit is no longer loaded.
 func (d *Daemon) collected(ctx context.Context, l *liveJob) outcome {
 	o, ok, err := d.store.ReadOutcome(l.rec.ID)
+	if err == nil && !ok && l.rec.BootID != "" && d.bootID != "" && l.rec.BootID != d.bootID {
+		// The host went down before the unit's outcome writer ran (a
+		// crash), or before the unit was even created: it is not run
+		// again, since the started mark may not have outlived the crash.
+		return failed(fmt.Sprintf("unit %s is gone and left no outcome: the host restarted while the job ran (boot %s, now %s)", l.rec.Unit, l.rec.BootID, d.bootID))
+	}
 	if err == nil && !ok {
 		if started, serr := d.store.started(l.rec.ID); serr == nil && !started {
 			return d.neverStarted(ctx, l)

@@ -802,16 +802,18 @@ func TestSecurityPassedFDs(t *testing.T) {
 	t.Errorf("%d fds open after the requests, %d before: the daemon kept passed fds", openFDs(t), before)
 }
 
-// TestSecurityStateModes runs a job and checks the modes that keep its
-// files to the daemon: the state and jobs dirs and the job's dir 0700, its
-// record, output log and outcome 0600.
+// TestSecurityStateModes runs a job that fails, so that its outcome
+// writer writes as the run ends, and checks the modes that keep its files
+// to the daemon: the state and jobs dirs and the job's dir 0700, its
+// record, output log, outcome and marks 0600.
 func TestSecurityStateModes(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
-	r := call(t, d, "echo", "x")
-	d.Close() // the outcome file is written as the unit is released
+	r := call(t, d, "echo", "x", "3")
+	d.Close()
 	want := map[string]os.FileMode{
 		d.store.dir: 0o700 | os.ModeDir, d.store.jobs: 0o700 | os.ModeDir, d.store.Dir(r.ID): 0o700 | os.ModeDir,
 		filepath.Join(d.store.Dir(r.ID), recordFile): 0o600, d.store.OutputPath(r.ID): 0o600, d.store.OutcomePath(r.ID): 0o600,
+		d.store.jobPath(r.ID, startedFile): 0o600, d.store.jobPath(r.ID, recordedFile): 0o600,
 	}
 	for path, mode := range want {
 		if fi, err := os.Lstat(path); err != nil {

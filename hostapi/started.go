@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
-
-	"github.com/unitrun/unitrun/internal/atomicfile"
 )
 
 // startedFile, in a job's directory, says that the job's transient unit
@@ -18,17 +15,28 @@ import (
 // retry get no mark, so that such a job is run again (see runExec).
 const startedFile = "started"
 
+// recordedFile, in a job's directory, says that the daemon has stored the
+// job's final record, so that the outcome writer of its unit, which runs
+// when the daemon releases the unit, has nothing to add (see outcomeArgv).
+const recordedFile = "recorded"
+
 // markStarted records that the job's unit was created and its command
-// executed.
-func (s *Store) markStarted(id string) error {
-	f, err := s.openJobFile(id, startedFile, os.O_CREATE|os.O_WRONLY, 0o600)
+// executed. It needs no sync: a daemon started after this one died finds
+// it, and after a crash of the host the record's boot ID tells the job
+// apart from one that never started (see Daemon.collected).
+func (s *Store) markStarted(id string) error { return s.mark(id, startedFile) }
+
+// markRecorded records that the job's final record is stored. It needs
+// no sync: it only spares the outcome writer work while the host runs.
+func (s *Store) markRecorded(id string) error { return s.mark(id, recordedFile) }
+
+// mark creates the empty file name in the job's directory.
+func (s *Store) mark(id, name string) error {
+	f, err := s.openJobFile(id, name, os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return atomicfile.SyncDir(filepath.Dir(f.Name()))
+	return f.Close()
 }
 
 // started reports whether markStarted was called for the job.

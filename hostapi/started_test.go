@@ -9,16 +9,18 @@ import (
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
-// TestRecoverNeverStarted recovers two running records whose units are
+// TestRecoverNeverStarted recovers three running records whose units are
 // gone and left no outcome: the one never marked started (its daemon died
 // before creating the unit) runs now and records its real exit status; the
-// one marked started fails saying its outcome is lost.
+// one marked started fails saying its outcome is lost; the unmarked one of
+// an earlier boot of the host (which may have lost the mark in a crash)
+// fails saying the host restarted, and is not run again.
 func TestRecoverNeverStarted(t *testing.T) {
 	d1, _ := newTestDaemon(t, systemdtest.Conn(t), "")
 	store := d1.store
-	running := func(marked bool) *Record {
+	running := func(marked bool, boot string) *Record {
 		id := store.NewID()
-		r := &Record{ID: id, Op: "echo", Args: []string{"again", "5"}, State: StateRunning,
+		r := &Record{ID: id, Op: "echo", Args: []string{"again", "5"}, State: StateRunning, BootID: boot,
 			Unit: "unitrun-op-echo-" + strings.ToLower(id) + ".service", CreatedAt: time.Now().UTC()}
 		if err := store.Put(r); err != nil {
 			t.Fatal(err)
@@ -30,7 +32,11 @@ func TestRecoverNeverStarted(t *testing.T) {
 		}
 		return r
 	}
-	unstarted, lost := running(false), running(true)
+	if d1.bootID == "" {
+		t.Fatal("the daemon read no boot ID from /proc/sys/kernel/random/boot_id")
+	}
+	unstarted, lost := running(false, d1.bootID), running(true, d1.bootID)
+	rebooted := running(false, "0123456789abcdef0123456789abcdef")
 	d2 := NewDaemon(d1.cfg, store, systemdtest.Conn(t))
 	if err := d2.Recover(); err != nil {
 		t.Fatal(err)
@@ -45,7 +51,14 @@ func TestRecoverNeverStarted(t *testing.T) {
 	if err != nil || r.State != StateFailed || r.ExitCode != nil || !strings.Contains(r.Message, "left no outcome") {
 		t.Errorf("started job without outcome: %+v, %v: want failed, its outcome lost", r, err)
 	}
+	r, err = d2.Wait(ctx, rebooted.ID)
+	if err != nil || r.State != StateFailed || r.ExitCode != nil || !strings.Contains(r.Message, "the host restarted while the job ran") {
+		t.Errorf("job of an earlier boot: %+v, %v: want failed, the host restarted", r, err)
+	}
 	d2.Close() // the outcome is recorded as soon as known, the mark may follow
+	if ok, err := store.started(rebooted.ID); ok || err != nil {
+		t.Errorf("job of an earlier boot: marked started %v, %v: want it not run again", ok, err)
+	}
 	if ok, err := store.started(unstarted.ID); !ok || err != nil {
 		t.Errorf("never started job after its run: marked %v, %v", ok, err)
 	}

@@ -166,11 +166,40 @@ func (s *Store) jobPath(id, name string) string {
 	return filepath.Join(s.jobs, id, name)
 }
 
-// Put stores r, replacing the job's record atomically: after a crash Get
-// returns the old record or the new one. The first Put of an id creates
-// the job's directory, with the record already in it. Put refuses an id
-// not of NewID's form, an empty Op and an unknown State.
-func (s *Store) Put(r *Record) error {
+// Put stores r durably, replacing the job's record atomically: after a
+// crash Get returns the old record or the new one. The first Put of an id
+// creates the job's directory, with the record already in it. Put refuses
+// an id not of NewID's form, an empty Op and an unknown State.
+func (s *Store) Put(r *Record) error { return s.put(r, true) }
+
+// stage is Put without the syncs: the record is in place, atomically, for
+// a daemon that starts after this one dies, but a crash of the host may
+// take it away until commit returns.
+func (s *Store) stage(r *Record) error { return s.put(r, false) }
+
+// commit makes the job's record, as stage left it, durable.
+func (s *Store) commit(id string) error {
+	f, err := s.openJobFile(id, recordFile, os.O_RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", id, err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = atomicfile.SyncDir(s.Dir(id))
+	}
+	if err == nil {
+		err = atomicfile.SyncDir(s.jobs)
+	}
+	if err != nil {
+		return fmt.Errorf("job %s: %w", id, err)
+	}
+	return nil
+}
+
+func (s *Store) put(r *Record, sync bool) error {
 	if err := checkID(r.ID); err != nil {
 		return err
 	}
@@ -189,12 +218,12 @@ func (s *Store) Put(r *Record) error {
 	fi, err := os.Lstat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		err = s.create(r.ID, data)
+		err = s.create(r.ID, data, sync)
 	case err != nil:
 	case !fi.IsDir():
 		err = fmt.Errorf("%s is not a directory", dir)
 	default:
-		err = writeFileAtomic(dir, recordFile, data)
+		err = writeFileAtomic(dir, recordFile, data, sync)
 	}
 	if err != nil {
 		return fmt.Errorf("job %s: %w", r.ID, err)
@@ -206,9 +235,10 @@ func (s *Store) Put(r *Record) error {
 }
 
 // create makes the job's directory with its first record: it fills a temp
-// directory and renames it into place. If another Put created the directory
-// first, the record replaces that Put's.
-func (s *Store) create(id string, data []byte) error {
+// directory and renames it into place, syncing file and directories when
+// sync is set. If another Put created the directory first, the record
+// replaces that Put's.
+func (s *Store) create(id string, data []byte, sync bool) error {
 	tmp, err := os.MkdirTemp(s.jobs, tempPrefix+"new-"+id+"-")
 	if err != nil {
 		return err
@@ -218,18 +248,23 @@ func (s *Store) create(id string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := writeSyncClose(f, data); err != nil {
+	if err := writeClose(f, data, sync); err != nil {
 		return err
 	}
-	if err := atomicfile.SyncDir(tmp); err != nil {
-		return err
+	if sync {
+		if err := atomicfile.SyncDir(tmp); err != nil {
+			return err
+		}
 	}
 	dir := filepath.Join(s.jobs, id)
 	if err := os.Rename(tmp, dir); err != nil {
 		if !errors.Is(err, syscall.EEXIST) && !errors.Is(err, syscall.ENOTEMPTY) {
 			return err
 		}
-		return writeFileAtomic(dir, recordFile, data)
+		return writeFileAtomic(dir, recordFile, data, sync)
+	}
+	if !sync {
+		return nil
 	}
 	return atomicfile.SyncDir(s.jobs)
 }
