@@ -3,6 +3,7 @@ package pod
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/godbus/dbus/v5"
@@ -174,15 +175,18 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 	return queueStops(ctx, mgr, SliceUnit(pod))
 }
 
-// othersIfAllEnded returns the outcomes of every app of m but app if every
-// one of them has ended for good, else nil, having read the records only up
-// to the first app that has not. That is all [Decide] needs of them to say
-// whether the pod ends (it needs the rest only for Decision.PodExitCode,
-// which [Shutdown] computes from every record), and it spares each exit
-// reading every other app's record while it holds the pod's lock.
+// othersIfAllEnded returns the outcomes of every app of m but app, in the
+// manifest's order, if every one of them has ended for good, else nil,
+// having read the records only back to the last app that has not. That is
+// all [Decide] needs of them to say whether the pod ends (it needs the rest
+// only for Decision.PodExitCode, which [Shutdown] computes from every
+// record), and it spares each exit reading every other app's record while
+// it holds the pod's lock. The records are read from the manifest's end:
+// apps tend to end in the order they start, so the first record read is
+// mostly one of an app still running.
 func othersIfAllEnded(stateDir, pod string, m *Manifest, app string) ([]Outcome, error) {
 	var others []Outcome
-	for _, o := range m.Apps {
+	for _, o := range slices.Backward(m.Apps) {
 		if o.Name == app {
 			continue
 		}
@@ -192,6 +196,7 @@ func othersIfAllEnded(stateDir, pod string, m *Manifest, app string) ([]Outcome,
 		}
 		others = append(others, r.outcome())
 	}
+	slices.Reverse(others)
 	return others, nil
 }
 

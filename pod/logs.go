@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"syscall"
 	"time"
@@ -19,18 +20,22 @@ func Logs(ctx context.Context, stateDir, pod string, apps []string, w io.Writer,
 	var logs []*appLog
 	defer func() {
 		for _, l := range logs {
-			l.f.Close()
+			if l.f != nil {
+				l.f.Close()
+			}
 		}
 	}()
+	if _, err := os.Lstat(Dir(stateDir, pod)); err != nil {
+		return err
+	}
 	for _, a := range apps {
 		if err := checkNames(pod, a); err != nil {
 			return err
 		}
-		f, err := os.OpenFile(LogFile(stateDir, pod, a), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-		if err != nil {
+		l := &appLog{path: LogFile(stateDir, pod, a)}
+		if err := l.open(); err != nil {
 			return err
 		}
-		l := &appLog{f: f, r: bufio.NewReader(f)}
 		if prefix {
 			l.prefix = a + " | "
 		}
@@ -58,15 +63,36 @@ func Logs(ctx context.Context, stateDir, pod string, apps []string, w io.Writer,
 
 // appLog is one app's log file being read.
 type appLog struct {
-	f       *os.File
+	path    string
+	f       *os.File // nil until the file exists
 	r       *bufio.Reader
 	prefix  string
 	partial []byte // the start of a line not yet ended
 }
 
+// open opens the log file if it exists: systemd creates it as the app
+// first starts (StandardOutput=append:).
+func (l *appLog) open() error {
+	f, err := os.OpenFile(l.path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	l.f, l.r = f, bufio.NewReader(f)
+	return nil
+}
+
 // copy writes the complete lines the file holds now to w, and with final
-// also the last line if it has no newline.
+// also the last line if it has no newline. A file that does not exist yet
+// holds nothing.
 func (l *appLog) copy(w io.Writer, final bool) error {
+	if l.f == nil {
+		if err := l.open(); err != nil || l.f == nil {
+			return err
+		}
+	}
 	for {
 		chunk, err := l.r.ReadBytes('\n')
 		l.partial = append(l.partial, chunk...)

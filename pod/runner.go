@@ -86,9 +86,6 @@ func (r *Runner) prepare(ctx context.Context, m *Manifest, manifest []byte, file
 	ps := PodStatus{Name: m.Name, Phase: PodPending, ExitPolicy: m.ExitPolicy, Isolation: m.Isolation, CreatedAt: time.Now()}
 	for _, a := range m.Apps {
 		ps.Apps = append(ps.Apps, AppStatus{Name: a.Name, State: AppWaiting})
-		if err := os.WriteFile(LogFile(r.StateDir, m.Name, a.Name), nil, 0o644); err != nil {
-			return err
-		}
 	}
 	if err := WritePod(r.StateDir, ps); err != nil {
 		return err

@@ -46,6 +46,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// Removed last, after the manager whose units may run it.
+	defer func() {
+		if build.path != "" {
+			os.RemoveAll(filepath.Dir(build.path))
+		}
+	}()
 	embedded = &manager.Embedded{Dir: dir}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -131,7 +137,8 @@ var build struct {
 	err  error
 }
 
-// Binary builds the unitrun command once per test binary and returns its path.
+// Binary builds the unitrun command once per test binary and returns its
+// path. Under Main the build is removed once the tests have run.
 func Binary(t testing.TB) string {
 	t.Helper()
 	build.Do(func() {
