@@ -153,8 +153,9 @@ func BenchmarkStatusQuery(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "queries/s")
 }
 
-// BenchmarkDaemonIdleRSS starts the unitrun daemon binary, calls it once
-// and reports its resident memory once idle.
+// BenchmarkDaemonIdleRSS starts the unitrun daemon binary, calls it b.N
+// times and reports its resident memory once idle: a second after the
+// last job ended (idleFree) and a second more.
 func BenchmarkDaemonIdleRSS(b *testing.B) {
 	dir := b.TempDir()
 	cfg := filepath.Join(dir, "daemon.toml")
@@ -182,7 +183,7 @@ func BenchmarkDaemonIdleRSS(b *testing.B) {
 	for range b.N {
 		post(b, hc, "/v1/ops/true", `{"wait": true}`)
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(idleFree + time.Second)
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
 	if err != nil {
 		b.Fatal(err)

@@ -78,6 +78,7 @@ type Daemon struct {
 	// pruneLocked started; pruning says one runs.
 	sincePrune int
 	pruning    bool
+	idle       *time.Timer // see idleLocked
 }
 
 // liveJob is a job that is queued or running. Its rec is guarded by the

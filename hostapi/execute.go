@@ -291,6 +291,7 @@ func (d *Daemon) finishLocked(l *liveJob, set outcome) {
 	d.jobFinished(l)
 	d.pruneLocked()
 	delete(d.live, l.rec.ID)
+	d.idleLocked()
 	close(l.done)
 	if d.running[l.rec.Op] == l {
 		delete(d.running, l.rec.Op)
