@@ -51,12 +51,37 @@ func (c *Client) Ops(ctx context.Context) ([]hostapi.OpInfo, error) {
 
 // Call starts the op with args and returns the job's id once the daemon
 // accepted it (it may be queued behind a running job of an exclusive op,
-// or be that job when the args are the same).
+// or be that job when the args are the same). A call whose answer is lost
+// (the daemon restarted) may or may not have started a job: CallKeyed
+// knows.
 func (c *Client) Call(ctx context.Context, op string, args []string) (string, error) {
+	return c.call(ctx, op, args, "")
+}
+
+// CallKeyed is Call with an idempotency key (see hostapi.CallRequest.Key):
+// the daemon starts at most one job per op, caller uid and key, and
+// answers a repeated call with that job's id. So CallKeyed, unlike Call,
+// calls again when the daemon cannot be reached or goes away before it
+// answers, as Wait does, until ctx ends; errors the daemon returns end it
+// at once. With key "" it is Call.
+func (c *Client) CallKeyed(ctx context.Context, op string, args []string, key string) (string, error) {
+	if key == "" {
+		return c.call(ctx, op, args, "")
+	}
+	var id string
+	err := retrying(ctx, func() error {
+		var err error
+		id, err = c.call(ctx, op, args, key)
+		return err
+	})
+	return id, err
+}
+
+func (c *Client) call(ctx context.Context, op string, args []string, key string) (string, error) {
 	if args == nil {
 		args = []string{}
 	}
-	body, err := json.Marshal(hostapi.CallRequest{Args: args})
+	body, err := json.Marshal(hostapi.CallRequest{Args: args, Key: key})
 	if err != nil {
 		return "", err
 	}
@@ -90,22 +115,36 @@ func (c *Client) Cancel(ctx context.Context, id string) (*hostapi.Record, error)
 // reconnects, with delays growing from 50ms to 2s, until ctx ends; errors
 // the daemon returns (such as an unknown job) end it at once.
 func (c *Client) Wait(ctx context.Context, id string) (*hostapi.Record, error) {
+	var r hostapi.Record
+	err := retrying(ctx, func() error {
+		r = hostapi.Record{}
+		return c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/wait", nil, &r)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// retrying calls fn until it succeeds, ctx ends, or it returns an error
+// of the daemon's other than CodeInternal; after a failure to reach the
+// daemon (or CodeInternal) it waits, with delays growing from 50ms to 2s.
+func retrying(ctx context.Context, fn func() error) error {
 	delay := 50 * time.Millisecond
 	for {
-		var r hostapi.Record
-		err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/wait", nil, &r)
+		err := fn()
 		var e *hostapi.Error
 		switch {
 		case err == nil:
-			return &r, nil
+			return nil
 		case ctx.Err() != nil:
-			return nil, ctx.Err()
+			return ctx.Err()
 		case errors.As(err, &e) && e.Code != hostapi.CodeInternal:
-			return nil, err
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, 2*time.Second)

@@ -83,6 +83,42 @@ func TestClient(t *testing.T) {
 	}
 }
 
+// TestCallKeyedWhileDaemonDown calls with a key while no daemon runs: the
+// call is made again until a daemon answers, and a repeated call gets the
+// same job, whose op ran once.
+func TestCallKeyedWhileDaemonDown(t *testing.T) {
+	d := systemdtest.NewDaemon(t, testConfig)
+	c := client.New(d.API)
+	ctx := timeout(t)
+	got := make(chan string, 1)
+	go func() {
+		id, err := c.CallKeyed(ctx, "echo", []string{"once"}, "agent-7:pivot")
+		if err != nil {
+			t.Error(err)
+		}
+		got <- id
+	}()
+	time.Sleep(300 * time.Millisecond) // a few refused connections
+	d.Start(t)
+	id := <-got
+	again, err := c.CallKeyed(ctx, "echo", []string{"once"}, "agent-7:pivot")
+	if err != nil || again != id {
+		t.Fatalf("repeated call: %q, %v; want job %s", again, err, id)
+	}
+	rec, err := c.Wait(ctx, id)
+	if err != nil || rec.State != hostapi.StateSucceeded || rec.OutputTail != "once\n" {
+		t.Fatalf("keyed job: %+v, %v", rec, err)
+	}
+	if recs, err := c.Jobs(ctx); err != nil || len(recs) != 1 {
+		t.Errorf("jobs: %d records, %v; want 1", len(recs), err)
+	}
+	_, err = c.CallKeyed(ctx, "echo", []string{"twice"}, "agent-7:pivot")
+	var e *hostapi.Error
+	if !errors.As(err, &e) || e.Code != hostapi.CodeKeyConflict {
+		t.Errorf("same key, other args: %v; want %s", err, hostapi.CodeKeyConflict)
+	}
+}
+
 // TestDaemonKilledMidJob SIGKILLs the daemon, then stops it with SIGTERM,
 // while a client waits for a job and while another job ends with no daemon
 // running; a restarted daemon records both real outcomes and the waiting

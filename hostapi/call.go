@@ -24,7 +24,17 @@ import (
 // the manager, CodeManagerUnavailable while the manager cannot be reached,
 // CodeNoSpace when the state directory is too full to record the job,
 // and CodeBusy when the op's on_busy or the limits refuse it.
-func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []string) (_ *Record, err error) {
+func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []string) (*Record, error) {
+	return d.CallKeyed(ctx, caller, name, args, "")
+}
+
+// CallKeyed is Call with an idempotency key, unless key is "": when the
+// caller's uid has called the op with the same key before, and that job's
+// record is still kept, it returns that job's record (live or final) and
+// starts nothing. The args must be the same as then, or the error has
+// CodeKeyConflict. A key not of the form KeyPattern is CodeBadRequest.
+// The key is stored in the job's record, so that it outlives the daemon.
+func (d *Daemon) CallKeyed(ctx context.Context, caller Caller, name string, args []string, key string) (_ *Record, err error) {
 	defer func() { d.callRefused(caller, name, err) }()
 	op, err := d.Op(name)
 	if err != nil {
@@ -38,6 +48,9 @@ func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []st
 	}
 	if err := op.CheckArgs(args); err != nil {
 		return nil, errorf(CodeBadArgs, err.Error())
+	}
+	if key != "" && !keyRE.MatchString(key) {
+		return nil, errorf(CodeBadRequest, fmt.Sprintf("key %q: must match %s", key, KeyPattern))
 	}
 	if err := d.managerReachable(ctx); err != nil {
 		return nil, err
@@ -55,7 +68,7 @@ func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []st
 	}
 
 	d.mu.Lock()
-	rec, started, err := d.admitLocked(op, caller, args, bind)
+	rec, started, err := d.admitLocked(op, caller, args, bind, key)
 	d.mu.Unlock()
 	if err != nil || started == nil {
 		return rec, err
@@ -69,15 +82,26 @@ func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []st
 	return rec, nil
 }
 
-// admitLocked joins, queues or starts a job of op for the caller, or
-// refuses it, and returns a copy of its record. When it started a job, it
-// returns it too: its running record is staged, not yet durable.
-func (d *Daemon) admitLocked(op *Op, caller Caller, args []string, bind []unit.Property) (_ *Record, started *liveJob, _ error) {
+// admitLocked finds the job of the caller's key, or joins, queues or
+// starts a job of op for the caller, or refuses it, and returns a copy of
+// its record. When it started a job, it returns it too: its running record
+// is staged, not yet durable.
+func (d *Daemon) admitLocked(op *Op, caller Caller, args []string, bind []unit.Property, key string) (_ *Record, started *liveJob, _ error) {
 	if d.closed {
 		return nil, nil, errorf(CodeInternal, "the daemon is shutting down")
 	}
+	if key != "" {
+		if r, err := d.keyedLocked(op.Name, caller.UID, key, args); r != nil || err != nil {
+			return r, nil, err
+		}
+	}
 	if op.Exclusive {
 		if l := d.joinLocked(op, args); l != nil {
+			if key != "" {
+				// Remembered while this daemon runs; the record keeps
+				// the key of the call that started the job.
+				d.keys[keyOf(op.Name, caller.UID, key)] = l.rec.ID
+			}
 			return copyRecord(l.rec), nil, nil
 		}
 	}
@@ -90,7 +114,7 @@ func (d *Daemon) admitLocked(op *Op, caller Caller, args []string, bind []unit.P
 	l := &liveJob{
 		rec: &Record{
 			ID: d.store.NewID(), Op: op.Name, Args: slices.Clone(args), State: StateQueued,
-			CallerUID: caller.UID, CallerPID: caller.PID, CreatedAt: time.Now().UTC(),
+			CallerUID: caller.UID, CallerPID: caller.PID, CreatedAt: time.Now().UTC(), Key: key,
 		},
 		op: op, caller: caller, bind: bind, done: make(chan struct{}),
 	}
@@ -105,6 +129,7 @@ func (d *Daemon) admitLocked(op *Op, caller Caller, args []string, bind []unit.P
 			return nil, nil, storeRefusal(err)
 		}
 		d.live[l.rec.ID] = l
+		d.indexKeyLocked(l.rec)
 		d.queues[op.Name] = append(d.queues[op.Name], l)
 		d.jobQueued(l)
 		return copyRecord(l.rec), nil, nil
@@ -114,6 +139,7 @@ func (d *Daemon) admitLocked(op *Op, caller Caller, args []string, bind []unit.P
 		delete(d.live, l.rec.ID)
 		return nil, nil, storeRefusal(err)
 	}
+	d.indexKeyLocked(l.rec)
 	return copyRecord(l.rec), l, nil
 }
 

@@ -69,6 +69,7 @@ type Daemon struct {
 	live    map[string]*liveJob // jobs queued or running, by id
 	running map[string]*liveJob // the running job of each exclusive op
 	queues  map[string][]*liveJob
+	keys    map[string]string // job id by idempotency key (keyOf)
 	closed  bool
 	// releasing counts the units of recorded jobs not yet released.
 	releasing sync.WaitGroup
@@ -105,6 +106,7 @@ func NewDaemon(cfg *Config, store *Store, mgr *manager.Conn) *Daemon {
 		live:      make(map[string]*liveJob),
 		running:   make(map[string]*liveJob),
 		queues:    make(map[string][]*liveJob),
+		keys:      make(map[string]string),
 	}
 	for i := range cfg.Ops {
 		d.ops[cfg.Ops[i].Name] = &cfg.Ops[i]

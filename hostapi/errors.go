@@ -12,6 +12,7 @@ const (
 	CodeBadRequest   = "bad_request"    // the request itself is malformed (HTTP 400)
 	CodeUnauthorized = "unauthorized"   // the caller may not call the op (HTTP 403)
 	CodeBusy         = "busy"           // an exclusive op runs, or too many jobs are live (HTTP 409)
+	CodeKeyConflict  = "key_conflict"   // the call's key names a job of other args (HTTP 409)
 	CodeTooLarge     = "too_large"      // the request is larger than max_request_bytes (HTTP 413)
 	CodeNoCallerUnit = "no_caller_unit" // bind_to_caller: no unit holds the caller's pid (HTTP 412)
 	CodeInternal     = "internal"       // the daemon failed (HTTP 500)
@@ -38,7 +39,7 @@ func (e *Error) HTTPStatus() int {
 		return http.StatusBadRequest
 	case CodeUnauthorized:
 		return http.StatusForbidden
-	case CodeBusy:
+	case CodeBusy, CodeKeyConflict:
 		return http.StatusConflict
 	case CodeTooLarge:
 		return http.StatusRequestEntityTooLarge

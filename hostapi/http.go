@@ -135,7 +135,7 @@ func (h *httpAPI) call(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	rec, err := h.d.Call(r.Context(), c, r.PathValue("name"), req.Args)
+	rec, err := h.d.CallKeyed(r.Context(), c, r.PathValue("name"), req.Args, req.Key)
 	if err != nil {
 		writeError(w, err)
 		return

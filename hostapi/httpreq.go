@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 )
 
 // CallRequest is the body of POST /v1/ops/{name}.
@@ -17,12 +18,23 @@ type CallRequest struct {
 	// record; false (the default) answers 202 Accepted with the job's id as
 	// soon as the job is accepted.
 	Wait bool `json:"wait"`
+	// Key, if not empty, makes the call idempotent: a call of the same op
+	// by the same uid with the same key gets the job the first one
+	// started, as long as its record is kept, instead of a new job. It
+	// must match [KeyPattern].
+	Key string `json:"key,omitempty"`
 }
+
+// KeyPattern is the form of a call's idempotency key.
+const KeyPattern = `^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`
+
+var keyRE = regexp.MustCompile(KeyPattern)
 
 // DecodeCallRequest decodes a CallRequest of at most limit bytes. An empty
 // body is a request with no args that does not wait. The body must be one
 // JSON object with no other keys than "args" (an array of strings, or
-// null) and "wait" (a boolean), and nothing after it. Errors are *Errors:
+// null), "wait" (a boolean) and "key" (a string matching KeyPattern), and
+// nothing after it. Errors are *Errors:
 // CodeTooLarge for a body over limit, CodeBadRequest naming what is wrong.
 func DecodeCallRequest(body io.Reader, limit int) (CallRequest, error) {
 	data, err := io.ReadAll(io.LimitReader(body, int64(limit)+1))
@@ -41,13 +53,16 @@ func DecodeCallRequest(body io.Reader, limit int) (CallRequest, error) {
 	dec.DisallowUnknownFields()
 	var req CallRequest
 	if err := dec.Decode(&req); err != nil {
-		return CallRequest{}, errorf(CodeBadRequest, "request body: "+err.Error()+` (want {"args": ["..."], "wait": true|false})`)
+		return CallRequest{}, errorf(CodeBadRequest, "request body: "+err.Error()+` (want {"args": ["..."], "wait": true|false, "key": "..."})`)
 	}
 	if dec.More() {
 		return CallRequest{}, errorf(CodeBadRequest, "request body: more than one JSON value")
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return CallRequest{}, errorf(CodeBadRequest, "request body: data after the JSON object")
+	}
+	if req.Key != "" && !keyRE.MatchString(req.Key) {
+		return CallRequest{}, errorf(CodeBadRequest, fmt.Sprintf("request body: key %q: must match %s", req.Key, KeyPattern))
 	}
 	if req.Args == nil {
 		req.Args = []string{}

@@ -34,7 +34,7 @@ func FuzzDecodeCallRequest(f *testing.F) {
 			t.Fatal(err)
 		}
 		back, err := DecodeCallRequest(bytes.NewReader(again), len(again))
-		if err != nil || back.Wait != req.Wait || !slices.Equal(back.Args, req.Args) {
+		if err != nil || back.Wait != req.Wait || back.Key != req.Key || !slices.Equal(back.Args, req.Args) {
 			t.Fatalf("re-encoded %s: %+v, %v, want %+v", again, back, err, req)
 		}
 	})

@@ -43,6 +43,7 @@ type Record struct {
 	FinishedAt     *time.Time `json:"finished_at,omitempty"`
 	Attempts       int        `json:"attempts,omitempty"`
 	BootID         string     `json:"boot_id,omitempty"` // the host's boot the job started in
+	Key            string     `json:"key,omitempty"`     // the caller's idempotency key, if the call had one
 	Message        string     `json:"message,omitempty"`
 	OutputTail     string     `json:"output_tail,omitempty"`
 }

@@ -32,6 +32,7 @@ func (d *Daemon) Recover() error {
 	defer d.mu.Unlock()
 	var queued []*liveJob
 	for _, r := range recs {
+		d.indexKeyLocked(r)
 		if r.Done() {
 			continue
 		}

@@ -65,6 +65,7 @@ header: name, allowed (true/false), args (min-max), exclusive, unit.`,
 
 func newOpCallCmd(g *globals, f *opFlags) *cobra.Command {
 	var noWait, rebootIfNeeded, quiet bool
+	var key string
 	cmd := &cobra.Command{
 		Use:   "call NAME [ARGS...]",
 		Short: "Call an op, stream its output and exit with its exit status",
@@ -78,12 +79,13 @@ that reports reboot_required makes unitrun start reboot.target through the
 manager; the daemon itself never reboots.`,
 		Example: `  unitrun op call rebase quay.io/example/os@sha256:0123...
   unitrun op call --reboot-if-needed rebase quay.io/example/os:stable
-  unitrun op call --no-wait pivot quay.io/example/os:stable`,
+  unitrun op call --no-wait pivot quay.io/example/os:stable
+  unitrun op call --key rebase-2026-12-02 rebase quay.io/example/os:stable`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			c := f.client()
-			id, err := c.Call(ctx, args[0], args[1:])
+			id, err := c.CallKeyed(ctx, args[0], args[1:], key)
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
 			}
@@ -113,6 +115,7 @@ manager; the daemon itself never reboots.`,
 	}
 	cmd.Flags().SetInterspersed(false)
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "print the job id and return once the daemon accepted the call")
+	cmd.Flags().StringVar(&key, "key", "", "idempotency key: a repeated call with the same key gets the job the first one started, and a lost answer is asked for again")
 	cmd.Flags().BoolVar(&rebootIfNeeded, "reboot-if-needed", false, "start reboot.target when the op reports reboot_required")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "show no progress and no summary line")
 	return cmd

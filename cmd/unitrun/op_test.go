@@ -70,6 +70,18 @@ func TestOpCall(t *testing.T) {
 	if _, errs, code := unitrun(t, "op", "call", "nosuch"); code != exitFailed || !strings.Contains(errs, "unknown_op") {
 		t.Errorf("op call nosuch: %q, exit %d", errs, code)
 	}
+	// A repeated call with the same key gets the first call's job.
+	first, _, code := unitrun(t, "op", "call", "--key", "k1", "--no-wait", "sh", "echo keyed")
+	again, _, code2 := unitrun(t, "op", "call", "--key", "k1", "sh", "echo keyed")
+	if code != 0 || code2 != 0 || strings.TrimSpace(first) == "" || again != "keyed\n" {
+		t.Errorf("op call --key twice: %q (exit %d), then %q (exit %d): want the job's id, then its output once", first, code, again, code2)
+	}
+	if out, _, _ := unitrun(t, "op", "jobs"); strings.Count(out, "\n") != 4 {
+		t.Errorf("op jobs after two keyed calls: %q: want one job more", out)
+	}
+	if _, errs, code := unitrun(t, "op", "call", "--key", "k1", "sh", "echo other"); code != exitFailed || !strings.Contains(errs, "key_conflict") {
+		t.Errorf("op call --key with other args: %q, exit %d", errs, code)
+	}
 }
 
 func TestInjectCLI(t *testing.T) {

@@ -1,0 +1,45 @@
+package hostapi
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+)
+
+// keyOf is the index entry of a call's idempotency key: keys are scoped
+// to the op and the caller's uid, so that one caller's key never names
+// another's job.
+func keyOf(op string, uid uint32, key string) string {
+	return op + "\x00" + strconv.FormatUint(uint64(uid), 10) + "\x00" + key
+}
+
+// indexKeyLocked records the job of rec's key, if it has one.
+func (d *Daemon) indexKeyLocked(rec *Record) {
+	if rec.Key != "" {
+		d.keys[keyOf(rec.Op, rec.CallerUID, rec.Key)] = rec.ID
+	}
+}
+
+// keyedLocked returns a copy of the record of the job that uid started
+// with key for op, or nil when there is none (or its record was pruned).
+// The error has CodeKeyConflict when that job had other args.
+func (d *Daemon) keyedLocked(op string, uid uint32, key string, args []string) (*Record, error) {
+	k := keyOf(op, uid, key)
+	id, ok := d.keys[k]
+	if !ok {
+		return nil, nil
+	}
+	var rec *Record
+	if l := d.live[id]; l != nil {
+		rec = copyRecord(l.rec)
+	} else if r, err := d.store.Get(id); err == nil {
+		rec = r
+	} else {
+		delete(d.keys, k)
+		return nil, nil
+	}
+	if !slices.Equal(rec.Args, args) {
+		return nil, errorf(CodeKeyConflict, fmt.Sprintf("op %q: key %q names job %s, called with other args %q", op, key, id, rec.Args))
+	}
+	return rec, nil
+}

@@ -1,0 +1,78 @@
+package hostapi
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/internal/systemdtest"
+)
+
+// TestCallKeyed calls ops with idempotency keys: a repeated call gets the
+// first call's job and starts nothing, before and after the job ended and
+// after the daemon restarted; other args with the same key are refused;
+// the same key of another uid, or of another op, is another job.
+func TestCallKeyed(t *testing.T) {
+	d, _ := newTestDaemon(t, systemdtest.Conn(t), `
+[[op]]
+name = "both"
+exec = ["/bin/sh", "-c", "echo ran"]
+allow_uids = [0, 65534]
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	first, err := d.CallKeyed(ctx, root, "echo", []string{"k", "4"}, "upgrade-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := d.CallKeyed(ctx, root, "echo", []string{"k", "4"}, "upgrade-1")
+	if err != nil || again.ID != first.ID {
+		t.Fatalf("repeated call while the job runs: %+v, %v; want job %s", again, err, first.ID)
+	}
+	done, err := d.Wait(ctx, first.ID)
+	if err != nil || exitCode(done) != 4 || done.Key != "upgrade-1" {
+		t.Fatalf("keyed job: %+v, %v; want exit code 4 and its key", done, err)
+	}
+	after, err := d.CallKeyed(ctx, root, "echo", []string{"k", "4"}, "upgrade-1")
+	if err != nil || after.ID != first.ID || after.State != StateFailed {
+		t.Errorf("repeated call after the job ended: %+v, %v; want its final record", after, err)
+	}
+	var e *Error
+	if _, err := d.CallKeyed(ctx, root, "echo", []string{"other"}, "upgrade-1"); !errors.As(err, &e) || e.Code != CodeKeyConflict {
+		t.Errorf("same key, other args: %v; want %s", err, CodeKeyConflict)
+	}
+	if _, err := d.CallKeyed(ctx, root, "echo", nil, "bad key"); !errors.As(err, &e) || e.Code != CodeBadRequest {
+		t.Errorf("key with a space: %v; want %s", err, CodeBadRequest)
+	}
+	mine, err := d.CallKeyed(ctx, root, "both", nil, "upgrade-1")
+	if err != nil || mine.ID == first.ID {
+		t.Fatalf("same key, other op: %+v, %v; want a job of its own", mine, err)
+	}
+	theirs, err := d.CallKeyed(ctx, Caller{UID: 65534, PID: root.PID}, "both", nil, "upgrade-1")
+	if err != nil || theirs.ID == mine.ID {
+		t.Fatalf("same key, other uid: %+v, %v; want a job of its own", theirs, err)
+	}
+	for _, id := range []string{mine.ID, theirs.ID} {
+		if r, err := d.Wait(ctx, id); err != nil || r.State != StateSucceeded {
+			t.Fatalf("job %s: %+v, %v", id, r, err)
+		}
+	}
+	recs, err := d.store.List()
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("%d records, %v; want 3: one per job", len(recs), err)
+	}
+	d.Close()
+	d2 := NewDaemon(d.cfg, d.store, systemdtest.Conn(t))
+	if err := d2.Recover(); err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	restarted, err := d2.CallKeyed(ctx, root, "echo", []string{"k", "4"}, "upgrade-1")
+	if err != nil || restarted.ID != first.ID || exitCode(restarted) != 4 {
+		t.Errorf("repeated call to a restarted daemon: %+v, %v; want job %s", restarted, err, first.ID)
+	}
+	if recs, _ := d2.store.List(); len(recs) != 3 {
+		t.Errorf("%d records after the restarted daemon's answer, want 3", len(recs))
+	}
+}
