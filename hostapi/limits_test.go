@@ -133,8 +133,10 @@ func TestLimitsBreached(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-	// net/http answers a header timeout with 400 and closes.
-	if got, err := io.ReadAll(conn); err != nil || !strings.HasPrefix(string(got), "HTTP/1.1 400 ") {
+	// net/http answers a header timeout with 400 and closes; bytes the
+	// client wrote meanwhile and the server never read make the close a
+	// reset, after the answer.
+	if got, err := io.ReadAll(conn); err != nil && !errors.Is(err, syscall.ECONNRESET) || !strings.HasPrefix(string(got), "HTTP/1.1 400 ") {
 		t.Errorf("slow headers: %q, %v: want 400 and the connection closed", got, err)
 	}
 	if sent == len(header) {
