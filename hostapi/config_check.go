@@ -3,11 +3,11 @@ package hostapi
 import (
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/unitrun/unitrun/internal/lazyregexp"
 	"github.com/unitrun/unitrun/unit"
 )
 
@@ -17,8 +17,8 @@ const (
 )
 
 var (
-	opNameRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
-	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	opNameRE  = lazyregexp.New(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+	envNameRE = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
 // checkOp returns the rules op breaks; keys are relative to the op.

@@ -3,10 +3,11 @@ package hostapi
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	toml "github.com/pelletier/go-toml/v2"
+
+	"github.com/unitrun/unitrun/internal/lazyregexp"
 )
 
 // keyTypes describes the value each key takes, for type errors.
@@ -48,7 +49,7 @@ var keyTypes = map[string]string{
 
 // typeMismatch matches go-toml's message for a value of the wrong type and
 // captures the TOML type found and the Go field it was meant for.
-var typeMismatch = regexp.MustCompile(`^toml: cannot decode TOML (\w+) into struct field [\w.]*?(\w+) of type`)
+var typeMismatch = lazyregexp.New(`^toml: cannot decode TOML (\w+) into struct field [\w.]*?(\w+) of type`)
 
 // decodeErrors turns go-toml's errors into ConfigErrors at their lines.
 func decodeErrors(path string, isMain bool, err error) []*ConfigError {

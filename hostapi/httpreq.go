@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
+
+	"github.com/unitrun/unitrun/internal/lazyregexp"
 )
 
 // CallRequest is the body of POST /v1/ops/{name}.
@@ -28,7 +29,7 @@ type CallRequest struct {
 // KeyPattern is the form of a call's idempotency key.
 const KeyPattern = `^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`
 
-var keyRE = regexp.MustCompile(KeyPattern)
+var keyRE = lazyregexp.New(KeyPattern)
 
 // DecodeCallRequest decodes a CallRequest of at most limit bytes. An empty
 // body is a request with no args that does not wait. The body must be one

@@ -7,9 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/unitrun/unitrun/internal/lazyregexp"
 )
 
 // Outcome is how a job's unit ended, as its ExecStopPost= saw it: the
@@ -36,8 +37,8 @@ var outcomeKeys = [3]string{"SERVICE_RESULT", "EXIT_CODE", "EXIT_STATUS"}
 const maxOutcome = 512
 
 var (
-	serviceResultRE = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
-	signalNameRE    = regexp.MustCompile(`^([A-Z][A-Z0-9]*(\+[0-9]+)?|[0-9]+)$`)
+	serviceResultRE = lazyregexp.New(`^[a-z][a-z0-9-]*$`)
+	signalNameRE    = lazyregexp.New(`^([A-Z][A-Z0-9]*(\+[0-9]+)?|[0-9]+)$`)
 )
 
 // ReadOutcome reads the job's outcome file. It reports false, with no
@@ -115,7 +116,7 @@ func parseOutcome(data []byte) (Outcome, error) {
 
 // outcomeNameRE is the form of an outcome file's name: safe as a word of
 // the shell script OutcomeCommand writes.
-var outcomeNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
+var outcomeNameRE = lazyregexp.New(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
 
 // OutcomeCommand returns the argv of an ExecStopPost= command that writes
 // the outcome file at path: the three lines ReadOutcome reads, to a temp

@@ -10,13 +10,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/unitrun/unitrun/internal/atomicfile"
+	"github.com/unitrun/unitrun/internal/lazyregexp"
 	"golang.org/x/sys/unix"
 )
 
@@ -63,7 +63,7 @@ const (
 	outcomeFile = "outcome"
 )
 
-var idRE = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}$`)
+var idRE = lazyregexp.New(`^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}$`)
 
 // checkID refuses an id that NewID cannot have returned, so that no id
 // names a path outside the store.

@@ -10,11 +10,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 
 	"github.com/unitrun/unitrun/internal/atomicfile"
+	"github.com/unitrun/unitrun/internal/lazyregexp"
 )
 
 // DefaultDir is where binaries are installed unless told otherwise.
@@ -25,13 +25,13 @@ const hashLen = 16
 
 // baseRE is the form of a source file's name, and so of the first part of
 // an installed name.
-var baseRE = regexp.MustCompile(`^[A-Za-z0-9_+][A-Za-z0-9._+-]*$`)
+var baseRE = lazyregexp.New(`^[A-Za-z0-9_+][A-Za-z0-9._+-]*$`)
 
 // installedRE matches the names Install gives, tempRE those of its temp
 // files.
 var (
-	installedRE = regexp.MustCompile(`^[A-Za-z0-9_+][A-Za-z0-9._+-]*-[0-9a-f]{16}$`)
-	tempRE      = regexp.MustCompile(`^\.[A-Za-z0-9_+][A-Za-z0-9._+-]*-[0-9a-f]{16}\.tmp-[0-9a-f]{8}$`)
+	installedRE = lazyregexp.New(`^[A-Za-z0-9_+][A-Za-z0-9._+-]*-[0-9a-f]{16}$`)
+	tempRE      = lazyregexp.New(`^\.[A-Za-z0-9_+][A-Za-z0-9._+-]*-[0-9a-f]{16}\.tmp-[0-9a-f]{8}$`)
 )
 
 // Install copies the regular file src (symlinks to it are followed) into

@@ -5,14 +5,15 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"regexp"
 	"strings"
+
+	"github.com/unitrun/unitrun/internal/lazyregexp"
 )
 
 // osReleasePaths are where os-release(5) says to look, in order.
 var osReleasePaths = []string{"/etc/os-release", "/usr/lib/os-release"}
 
-var osReleaseKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var osReleaseKeyRE = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // ReadOSRelease reads an os-release(5) file into its fields. An empty path
 // reads /etc/os-release, or /usr/lib/os-release when the former does not

@@ -2,10 +2,11 @@ package pod
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/unitrun/unitrun/internal/lazyregexp"
 )
 
 // An Exit is how one run of an app ended, as systemd tells ExecStopPost=.
@@ -30,7 +31,7 @@ type Exit struct {
 // noProcessCode is the code of a failed run that had no main process.
 const noProcessCode = 255
 
-var resultRE = regexp.MustCompile(`^[a-z][a-z-]*$`)
+var resultRE = lazyregexp.New(`^[a-z][a-z-]*$`)
 
 // ExitFromEnv reads the variables systemd sets for ExecStopPost=:
 // $SERVICE_RESULT, $EXIT_CODE ("exited", "killed" or "dumped") and

@@ -2,8 +2,8 @@ package pod
 
 import (
 	"fmt"
-	"regexp"
 
+	"github.com/unitrun/unitrun/internal/lazyregexp"
 	"github.com/unitrun/unitrun/unit"
 )
 
@@ -12,7 +12,7 @@ import (
 // '-' of P and A escaped as \x2d, within systemd's 255.
 const NamePattern = `^[a-z0-9][a-z0-9-]{0,28}$`
 
-var nameRE = regexp.MustCompile(NamePattern)
+var nameRE = lazyregexp.New(NamePattern)
 
 // reservedApp is the one app name whose unit would be the pod's shutdown
 // service.

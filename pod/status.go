@@ -9,11 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"time"
 
 	"github.com/unitrun/unitrun/internal/atomicfile"
+	"github.com/unitrun/unitrun/internal/lazyregexp"
 )
 
 // AppState is where an app is in its life.
@@ -119,7 +119,7 @@ func ReadExitCode(stateDir, pod, app string) (int, error) {
 	return parseExitCode(data)
 }
 
-var exitCodeRE = regexp.MustCompile(`^(0|[1-9][0-9]{0,2})\n?$`)
+var exitCodeRE = lazyregexp.New(`^(0|[1-9][0-9]{0,2})\n?$`)
 
 func parseExitCode(data []byte) (int, error) {
 	if exitCodeRE.Match(data) {

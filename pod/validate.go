@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/unitrun/unitrun/internal/lazyregexp"
 	"github.com/unitrun/unitrun/unit"
 )
 
@@ -22,8 +22,8 @@ const (
 )
 
 var (
-	envKeyRE   = regexp.MustCompile(envKeyPattern)
-	userNameRE = regexp.MustCompile(userNamePattern)
+	envKeyRE   = lazyregexp.New(envKeyPattern)
+	userNameRE = lazyregexp.New(userNamePattern)
 )
 
 // problems collects the rules a manifest breaks.
