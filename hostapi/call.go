@@ -52,6 +52,16 @@ func (d *Daemon) CallKeyed(ctx context.Context, caller Caller, name string, args
 	if key != "" && !keyRE.MatchString(key) {
 		return nil, errorf(CodeBadRequest, fmt.Sprintf("key %q: must match %s", key, KeyPattern))
 	}
+	if key != "" {
+		// A call made again with its key gets its job even when what the
+		// checks below need is gone: the manager, or the caller's unit.
+		d.mu.Lock()
+		rec, err := d.keyedLocked(op.Name, caller.UID, key, args)
+		d.mu.Unlock()
+		if rec != nil || err != nil {
+			return rec, err
+		}
+	}
 	if err := d.managerReachable(ctx); err != nil {
 		return nil, err
 	}
@@ -76,6 +86,11 @@ func (d *Daemon) CallKeyed(ctx context.Context, caller Caller, name string, args
 	// The job's unit is being created meanwhile; the caller hears of the
 	// job only once its record is durable.
 	if err := d.store.commit(started.rec.ID); err != nil {
+		// The caller is told that nothing started, so a call made
+		// again with the key must not get this job back.
+		d.mu.Lock()
+		d.dropKeyLocked(started)
+		d.mu.Unlock()
 		d.Cancel(context.WithoutCancel(ctx), started.rec.ID)
 		return nil, commitRefusal(err)
 	}

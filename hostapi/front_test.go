@@ -277,14 +277,16 @@ func TestHTTPDisconnect(t *testing.T) {
 }
 
 // TestBindToCaller calls a bind_to_caller op from a process in a unit of
-// the manager, then stops that unit: the op's unit stops with it.
+// the manager, then stops that unit: the op's unit stops with it. A call
+// made again with the first call's key gets that job, though the caller's
+// unit is gone.
 func TestBindToCaller(t *testing.T) {
 	conn := systemdtest.Conn(t)
 	d, _ := newTestDaemon(t, conn, "")
 	api, _ := serveTest(t, d)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	caller := job.CommandContext(ctx, conn, "/bin/sh", "-c", "curl -sS --unix-socket "+api+" -d '{}' http://unitrun/v1/ops/bound && exec sleep 30")
+	caller := job.CommandContext(ctx, conn, "/bin/sh", "-c", "curl -sS --unix-socket "+api+" -d '{\"key\": \"bound-1\"}' http://unitrun/v1/ops/bound && exec sleep 30")
 	caller.Name = "unitrun-test-caller.service"
 	if err := caller.Start(); err != nil {
 		t.Fatal(err)
@@ -306,6 +308,10 @@ func TestBindToCaller(t *testing.T) {
 	r, err := d.Wait(wctx, id)
 	if err != nil || r.State != StateFailed || r.Signal != "TERM" {
 		t.Errorf("bound op after its caller's unit stopped: %+v, %v: want failed by SIGTERM", r, err)
+	}
+	again, err := d.CallKeyed(context.Background(), root, "bound", nil, "bound-1")
+	if err != nil || again.ID != id || again.State != StateFailed {
+		t.Errorf("bound op called again with its key from outside any unit: %+v, %v: want job %s, failed", again, err, id)
 	}
 	_, err = d.Call(context.Background(), root, "bound", nil)
 	var e *Error

@@ -20,6 +20,18 @@ func (d *Daemon) indexKeyLocked(rec *Record) {
 	}
 }
 
+// dropKeyLocked takes the job's key out of the index and its record, so
+// that no later call finds the job by it.
+func (d *Daemon) dropKeyLocked(l *liveJob) {
+	if l.rec.Key == "" {
+		return
+	}
+	if k := keyOf(l.rec.Op, l.rec.CallerUID, l.rec.Key); d.keys[k] == l.rec.ID {
+		delete(d.keys, k)
+	}
+	l.rec.Key = ""
+}
+
 // keyedLocked returns a copy of the record of the job that uid started
 // with key for op, or nil when there is none (or its record was pruned).
 // The error has CodeKeyConflict when that job had other args.
