@@ -1,11 +1,13 @@
 package pod
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,19 +24,26 @@ import (
 // a floor measured in the same run: as many transient units started at
 // once with job.Command, until every Start returned, and until every Run
 // returned with its exit status. It prints one table; run it with
-// bench/pods.sh.
+// bench/pods.sh. For the rec measures it also prints the CPU time the
+// manager used meanwhile, its own and that of the processes it forked and
+// reaped (apps, hooks), to tell systemd's share from unitrun's.
 func BenchmarkPods(b *testing.B) {
 	bin := systemdtest.Binary(b)
-	fmt.Printf("%5s  %12s %12s %6s  %12s %12s %6s\n", "apps", "floor-run", "pod-run", "ratio", "floor-rec", "pod-rec", "ratio")
+	mgr := systemdtest.Manager(b).PID()
+	fmt.Printf("%5s  %12s %12s %6s  %12s %12s %6s  %s\n", "apps", "floor-run", "pod-run", "ratio", "floor-rec", "pod-rec", "ratio",
+		"rec CPU: manager, its children (floor -> pod)")
 	for range b.N {
 		for _, n := range []int{1, 10, 100} {
 			floorRun := floor(b, n, "/bin/sleep", "600")
-			podRun := podTime(b, bin, n, "/bin/sleep", false, NoIsolation)
+			podRun, _ := podTime(b, bin, n, "/bin/sleep", false, NoIsolation)
+			c0 := cpuOf(b, mgr)
 			floorRec := floor(b, n, "/bin/true")
-			podRec := podTime(b, bin, n, "/bin/true", true, NoIsolation)
-			fmt.Printf("%5d  %12s %12s %6.2f  %12s %12s %6.2f\n", n,
+			floorCPU := cpuOf(b, mgr).sub(c0)
+			podRec, podCPU := podTime(b, bin, n, "/bin/true", true, NoIsolation)
+			fmt.Printf("%5d  %12s %12s %6.2f  %12s %12s %6.2f  %s, %s -> %s, %s\n", n,
 				floorRun.Round(time.Millisecond), podRun.Round(time.Millisecond), float64(podRun)/float64(floorRun),
-				floorRec.Round(time.Millisecond), podRec.Round(time.Millisecond), float64(podRec)/float64(floorRec))
+				floorRec.Round(time.Millisecond), podRec.Round(time.Millisecond), float64(podRec)/float64(floorRec),
+				floorCPU.self, floorCPU.children, podCPU.self, podCPU.children)
 			b.ReportMetric(float64(podRun)/float64(floorRun), fmt.Sprintf("run-ratio-%d", n))
 			b.ReportMetric(float64(podRec)/float64(floorRec), fmt.Sprintf("rec-ratio-%d", n))
 		}
@@ -83,8 +92,9 @@ func floor(b *testing.B, n int, argv ...string) time.Duration {
 // podTime runs a pod of n apps running app (with "600" as argument if it
 // does not end by itself), with isolation iso, and returns how long it
 // took until every app was running, or with recorded until every exit was
-// recorded. The pod is removed afterwards.
-func podTime(b *testing.B, bin string, n int, app string, recorded bool, iso Isolation) time.Duration {
+// recorded, and the manager's CPU time meanwhile (see cpuOf). The pod is
+// removed afterwards.
+func podTime(b *testing.B, bin string, n int, app string, recorded bool, iso Isolation) (time.Duration, cpuTime) {
 	b.Helper()
 	dir := b.TempDir()
 	var m strings.Builder
@@ -108,12 +118,14 @@ func podTime(b *testing.B, bin string, n int, app string, recorded bool, iso Iso
 			b.Error(err)
 		}
 	}()
+	mgr := systemdtest.Manager(b).PID()
+	c0 := cpuOf(b, mgr)
 	start := time.Now()
 	if out, err := exec.Command(bin, "pod", "run", "--detach", "--state-dir", state, path).CombinedOutput(); err != nil {
 		b.Fatalf("pod run --detach: %v\n%s", err, out)
 	}
 	if !recorded {
-		return time.Since(start)
+		return time.Since(start), cpuOf(b, mgr).sub(c0)
 	}
 	for i := 0; i < n; {
 		if _, err := ReadExitCode(state, name, fmt.Sprintf("a%d", i)); err == nil {
@@ -122,7 +134,34 @@ func podTime(b *testing.B, bin string, n int, app string, recorded bool, iso Iso
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return time.Since(start)
+	return time.Since(start), cpuOf(b, mgr).sub(c0)
+}
+
+// cpuTime is CPU time a process used itself and that of the children it
+// has waited for.
+type cpuTime struct{ self, children time.Duration }
+
+func (c cpuTime) sub(d cpuTime) cpuTime { return cpuTime{c.self - d.self, c.children - d.children} }
+
+// cpuOf reads the CPU times of process pid from /proc (utime+stime and
+// cutime+cstime, in clock ticks of 10 ms, Linux's USER_HZ).
+func cpuOf(b *testing.B, pid int) cpuTime {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command name, which is in parentheses: state
+	// is [0], utime [11], stime [12], cutime [13], cstime [14].
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	var t [4]int64
+	for i := range t {
+		if t[i], err = strconv.ParseInt(f[11+i], 10, 64); err != nil {
+			b.Fatalf("/proc/%d/stat: %v", pid, err)
+		}
+	}
+	const tick = 10 * time.Millisecond
+	return cpuTime{time.Duration(t[0]+t[1]) * tick, time.Duration(t[2]+t[3]) * tick}
 }
 
 // BenchmarkIsolatedPods measures, for pods of 1 and 10 apps, the time from
@@ -136,8 +175,8 @@ func BenchmarkIsolatedPods(b *testing.B) {
 	fmt.Printf("%5s  %12s %12s %6s\n", "apps", "host-run", "isolated-run", "ratio")
 	for range b.N {
 		for _, n := range []int{1, 10} {
-			host := podTime(b, bin, n, "/bin/sleep", false, NoIsolation)
-			isolated := podTime(b, bin, n, "/bin/sleep", false, Namespaces)
+			host, _ := podTime(b, bin, n, "/bin/sleep", false, NoIsolation)
+			isolated, _ := podTime(b, bin, n, "/bin/sleep", false, Namespaces)
 			fmt.Printf("%5d  %12s %12s %6.2f\n", n, host.Round(time.Millisecond), isolated.Round(time.Millisecond), float64(isolated)/float64(host))
 			b.ReportMetric(float64(isolated)/float64(host), fmt.Sprintf("isolated-ratio-%d", n))
 		}
