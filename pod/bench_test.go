@@ -110,7 +110,7 @@ func podTime(b *testing.B, bin string, n int, app string, recorded bool, iso Iso
 	if err := os.WriteFile(path, []byte(m.String()), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	state := stateOnTmpfs(b)
+	state := systemdtest.RunDir(b) // on a tmpfs, as /run/unitrun is
 	r := &Runner{Mgr: systemdtest.Conn(b), StateDir: state}
 	name := fmt.Sprintf("bench%d", n)
 	defer func() {
@@ -135,21 +135,6 @@ func podTime(b *testing.B, bin string, n int, app string, recorded bool, iso Iso
 		time.Sleep(5 * time.Millisecond)
 	}
 	return time.Since(start), cpuOf(b, mgr).sub(c0)
-}
-
-// stateOnTmpfs returns a new pod state dir on a tmpfs, removed at the end
-// of the benchmark, as the default state dir, /run/unitrun, is on a
-// systemd host. A temp dir may be on disk (here ext4, where each status
-// file and record replaced by a rename cost 0.5 to 0.9 ms of writeback
-// that the default never pays).
-func stateOnTmpfs(b *testing.B) string {
-	b.Helper()
-	dir, err := os.MkdirTemp("/dev/shm", "unitrun-bench-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
 }
 
 // cpuTime is CPU time a process used itself and that of the children it

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,7 +41,7 @@ func Main(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "unitrun-test-")
+	dir, err := os.MkdirTemp(runtimeBase(), "unitrun-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "systemdtest:", err)
 		return 1
@@ -80,6 +81,36 @@ func run(m *testing.M) int {
 	}
 	return code
 }
+
+// runtimeBase is where the manager's runtime directory goes: on a tmpfs,
+// as a manager's /run is on a systemd host, where there is one. Its unit
+// files and the pods' state are replaced by renames, which on a disk file
+// system start writeback each time (0.5 to 0.9 ms on this project's test
+// machines, whose /tmp and /run are on ext4).
+func runtimeBase() string {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs("/dev/shm", &st); err == nil && st.Type == tmpfsMagic {
+		return "/dev/shm"
+	}
+	return os.TempDir()
+}
+
+// RunDir returns a new directory, removed when t ends, where the
+// manager's runtime directory is: for state that a user keeps under /run,
+// such as pods' (/run/unitrun), so that the tests write it as fast as a
+// systemd host does.
+func RunDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(runtimeBase(), "unitrun-run-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// tmpfsMagic is statfs's f_type of a tmpfs (TMPFS_MAGIC).
+const tmpfsMagic = 0x01021994
 
 // leftovers lists units named unitrun-* still loaded, after giving
 // collection a moment.
