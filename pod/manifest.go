@@ -83,78 +83,78 @@ const maxManifestSize = 1 << 20
 // and every app carries its effective restart policy: its own, else the
 // pod's; an init app's is always Never.
 type Manifest struct {
-	Name           string        `yaml:"name"`
-	ExitPolicy     ExitPolicy    `yaml:"exitPolicy"`
-	RestartPolicy  RestartPolicy `yaml:"restartPolicy"`
-	RestartBackoff Backoff       `yaml:"restartBackoff"`
-	Isolation      Isolation     `yaml:"isolation"`
-	Network        Network       `yaml:"network"`
-	Apps           []App         `yaml:"apps"`
+	Name           string        `yaml:"name" json:"name,omitzero"`
+	ExitPolicy     ExitPolicy    `yaml:"exitPolicy" json:"exitPolicy,omitzero"`
+	RestartPolicy  RestartPolicy `yaml:"restartPolicy" json:"restartPolicy,omitzero"`
+	RestartBackoff Backoff       `yaml:"restartBackoff" json:"restartBackoff,omitzero"`
+	Isolation      Isolation     `yaml:"isolation" json:"isolation,omitzero"`
+	Network        Network       `yaml:"network" json:"network,omitzero"`
+	Apps           []App         `yaml:"apps" json:"apps,omitzero"`
 }
 
 // Backoff are the steps between restarts: the first delay is Initial, each
 // next one doubles up to Max, and an app that ran for Reset or longer before
 // it exited starts again from Initial.
 type Backoff struct {
-	Initial time.Duration `yaml:"initial"`
-	Max     time.Duration `yaml:"max"`
-	Reset   time.Duration `yaml:"reset"`
+	Initial time.Duration `yaml:"initial" json:"initial,omitzero"`
+	Max     time.Duration `yaml:"max" json:"max,omitzero"`
+	Reset   time.Duration `yaml:"reset" json:"reset,omitzero"`
 }
 
 // An App is one process of a pod.
 type App struct {
-	Name             string            `yaml:"name"`
-	Exec             []string          `yaml:"exec"`
-	Env              map[string]string `yaml:"env"`
-	WorkingDir       string            `yaml:"workingDir"`
-	User             string            `yaml:"user"`
-	Group            string            `yaml:"group"`
-	RestartPolicy    RestartPolicy     `yaml:"restartPolicy"`
-	SuccessExitCodes []int             `yaml:"successExitCodes"`
+	Name             string            `yaml:"name" json:"name,omitzero"`
+	Exec             []string          `yaml:"exec" json:"exec,omitzero"`
+	Env              map[string]string `yaml:"env" json:"env,omitzero"`
+	WorkingDir       string            `yaml:"workingDir" json:"workingDir,omitzero"`
+	User             string            `yaml:"user" json:"user,omitzero"`
+	Group            string            `yaml:"group" json:"group,omitzero"`
+	RestartPolicy    RestartPolicy     `yaml:"restartPolicy" json:"restartPolicy,omitzero"`
+	SuccessExitCodes []int             `yaml:"successExitCodes" json:"successExitCodes,omitzero"`
 	// StopTimeout is how long a stop waits before it kills the app; 0 means
 	// the manager's default.
-	StopTimeout time.Duration `yaml:"stopTimeout"`
+	StopTimeout time.Duration `yaml:"stopTimeout" json:"stopTimeout,omitzero"`
 	// Init apps run once, to completion, in manifest order, before the
 	// others; one that fails ends the pod. They do not restart: under
 	// systemd 252 a oneshot service that fails and restarts has already
 	// failed the start jobs of the units that require it.
-	Init      bool      `yaml:"init"`
-	Rootfs    string    `yaml:"rootfs"`
-	Resources Resources `yaml:"resources"`
-	Probe     *Probe    `yaml:"probe"`
+	Init      bool      `yaml:"init" json:"init,omitzero"`
+	Rootfs    string    `yaml:"rootfs" json:"rootfs,omitzero"`
+	Resources Resources `yaml:"resources" json:"resources,omitzero"`
+	Probe     *Probe    `yaml:"probe" json:"probe,omitzero"`
 }
 
 // Resources limit an app. Nil means no limit.
 type Resources struct {
 	// Memory is MemoryMax=, in ParseSize syntax: "512M".
-	Memory    string `yaml:"memory"`
-	CPUWeight *int   `yaml:"cpuWeight"`
-	Tasks     *int   `yaml:"tasks"`
+	Memory    string `yaml:"memory" json:"memory,omitzero"`
+	CPUWeight *int   `yaml:"cpuWeight" json:"cpuWeight,omitzero"`
+	Tasks     *int   `yaml:"tasks" json:"tasks,omitzero"`
 }
 
 // A Probe checks an app's health. Exactly one of Exec, HTTP and TCP is set.
 // Zero timings mean the defaults (period 10 s, timeout 1 s, threshold 3).
 type Probe struct {
-	Exec                []string    `yaml:"exec"`
-	HTTP                *HTTPProbe  `yaml:"http"`
-	TCP                 *TCPProbe   `yaml:"tcp"`
-	InitialDelaySeconds int         `yaml:"initialDelaySeconds"`
-	PeriodSeconds       int         `yaml:"periodSeconds"`
-	TimeoutSeconds      int         `yaml:"timeoutSeconds"`
-	FailureThreshold    int         `yaml:"failureThreshold"`
-	Action              ProbeAction `yaml:"action"`
+	Exec                []string    `yaml:"exec" json:"exec,omitzero"`
+	HTTP                *HTTPProbe  `yaml:"http" json:"http,omitzero"`
+	TCP                 *TCPProbe   `yaml:"tcp" json:"tcp,omitzero"`
+	InitialDelaySeconds int         `yaml:"initialDelaySeconds" json:"initialDelaySeconds,omitzero"`
+	PeriodSeconds       int         `yaml:"periodSeconds" json:"periodSeconds,omitzero"`
+	TimeoutSeconds      int         `yaml:"timeoutSeconds" json:"timeoutSeconds,omitzero"`
+	FailureThreshold    int         `yaml:"failureThreshold" json:"failureThreshold,omitzero"`
+	Action              ProbeAction `yaml:"action" json:"action,omitzero"`
 }
 
 // An HTTPProbe succeeds when GET Path on Port answers with a status in Status.
 type HTTPProbe struct {
-	Port   int         `yaml:"port"`
-	Path   string      `yaml:"path"`
-	Status StatusRange `yaml:"status"`
+	Port   int         `yaml:"port" json:"port,omitzero"`
+	Path   string      `yaml:"path" json:"path,omitzero"`
+	Status StatusRange `yaml:"status" json:"status,omitzero"`
 }
 
 // A TCPProbe succeeds when a connection to Port opens.
 type TCPProbe struct {
-	Port int `yaml:"port"`
+	Port int `yaml:"port" json:"port,omitzero"`
 }
 
 // Parse decodes and validates a manifest: one YAML document whose fields

@@ -83,6 +83,9 @@ func (r *Runner) prepare(ctx context.Context, m *Manifest, manifest []byte, file
 	if err := atomicfile.Write(filepath.Join(dir, manifestFile), manifest, 0o644); err != nil {
 		return err
 	}
+	if err := writeSpec(r.StateDir, m); err != nil {
+		return err
+	}
 	ps := PodStatus{Name: m.Name, Phase: PodPending, ExitPolicy: m.ExitPolicy, Isolation: m.Isolation, CreatedAt: time.Now()}
 	for _, a := range m.Apps {
 		ps.Apps = append(ps.Apps, AppStatus{Name: a.Name, State: AppWaiting})

@@ -12,6 +12,14 @@ type StatusRange struct {
 	Min, Max int
 }
 
+// MarshalText writes r as UnmarshalText reads it.
+func (r StatusRange) MarshalText() ([]byte, error) {
+	if r.Min == r.Max {
+		return []byte(strconv.Itoa(r.Min)), nil
+	}
+	return []byte(strconv.Itoa(r.Min) + "-" + strconv.Itoa(r.Max)), nil
+}
+
 // UnmarshalText parses "N" or "N-M" with 100 <= N <= M <= 599.
 func (r *StatusRange) UnmarshalText(text []byte) error {
 	lo, hi, found := strings.Cut(string(text), "-")

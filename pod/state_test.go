@@ -1,0 +1,88 @@
+package pod
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// TestSpecRoundTrip checks that the spec file gives back every manifest of
+// testdata as Parse returned it, and that a pod without one (created by a
+// unitrun that wrote none) is read from its manifest.
+func TestSpecRoundTrip(t *testing.T) {
+	paths, err := filepath.Glob("testdata/*.yaml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no manifests in testdata: %v", err)
+	}
+	for _, path := range paths {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Parse(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			state := t.TempDir()
+			dir := Dir(state, want.Name)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, manifestFile), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := writeSpec(state, want); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := readSpec(state, want.Name); err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("spec file read back:\n%+v, %v\nwant\n%+v", got, err, want)
+			}
+			if err := os.Remove(filepath.Join(dir, specFile)); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := readSpec(state, want.Name); err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("pod without a spec file:\n%+v, %v\nwant\n%+v", got, err, want)
+			}
+		})
+	}
+}
+
+// BenchmarkLoadSpec compares what a hook pays to learn a pod of 100 apps:
+// its spec file against its manifest parsed again.
+func BenchmarkLoadSpec(b *testing.B) {
+	data := []byte("name: b100\napps:\n")
+	for i := range 100 {
+		data = fmt.Appendf(data, "  - name: a%d\n    exec: [/bin/true]\n", i)
+	}
+	m, err := Parse(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	state := b.TempDir()
+	if err := os.MkdirAll(Dir(state, m.Name), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(Dir(state, m.Name), manifestFile), data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := writeSpec(state, m); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("spec", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := readSpec(state, m.Name); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("manifest", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Load(filepath.Join(Dir(state, m.Name), manifestFile)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
