@@ -39,10 +39,11 @@ func wantRan(t *testing.T, r *Runner, name, file string) {
 	}
 }
 
-// TestCreateWithoutReload creates and runs a pod while another loaded
-// unit's file has changed on disk: the pod runs, and the other unit still
-// needs a daemon-reload, so the pod's units were loaded without one.
-func TestCreateWithoutReload(t *testing.T) {
+// TestCreateRemoveWithoutReload creates, runs and removes a pod while
+// another loaded unit's file has changed on disk: the pod runs, its units
+// are gone after pod rm, and the other unit still needs a daemon-reload,
+// so neither create nor rm made one.
+func TestCreateRemoveWithoutReload(t *testing.T) {
 	mgr := systemdtest.Conn(t)
 	const other = "unitrun-test-changed.service"
 	path := filepath.Join(systemdtest.RuntimeUnitDir(t), other)
@@ -67,9 +68,23 @@ func TestCreateWithoutReload(t *testing.T) {
 	}
 	r := newRunner(t)
 	manifest, file := ranApp(t, "noreload")
-	wantRan(t, r, run(t, r, manifest, ""), file)
+	ctx := context.Background()
+	m, err := r.Create(ctx, []byte(manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx, m.Name, ""); err != nil {
+		t.Fatal(err)
+	}
+	wantRan(t, r, m.Name, file)
+	if err := r.Remove(ctx, m.Name, false); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := mgr.ListUnitNames(ctx, "unitrun-pod-"); err != nil || len(left) != 0 {
+		t.Errorf("units left after pod rm: %v, %v", left, err)
+	}
 	if !needsReload() {
-		t.Errorf("%s no longer needs a daemon-reload: creating the pod made one", other)
+		t.Errorf("%s no longer needs a daemon-reload: pod create or rm made one", other)
 	}
 }
 

@@ -336,8 +336,10 @@ func (r *Runner) Remove(ctx context.Context, name string, force bool) error {
 	return r.stopParents(ctx)
 }
 
-// removeFiles deletes m's unit files and state, reloads the manager and
-// lets it unload the pod's units.
+// removeFiles deletes m's unit files and state and resets the pod's failed
+// units, so that the manager unloads every one: it collects the inactive
+// units that no other unit refers to. No daemon-reload is needed for that
+// (it would reread every unit of the manager).
 func (r *Runner) removeFiles(ctx context.Context, m *Manifest, unitDir string) error {
 	var errs []error
 	units := hostUnits(m)
@@ -346,7 +348,7 @@ func (r *Runner) removeFiles(ctx context.Context, m *Manifest, unitDir string) e
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, os.RemoveAll(Dir(r.StateDir, m.Name)), r.Mgr.Reload(ctx))
+	errs = append(errs, os.RemoveAll(Dir(r.StateDir, m.Name)))
 	for _, u := range units {
 		if err := r.Mgr.ResetFailedUnit(ctx, u); err != nil && !manager.IsNoSuchUnit(err) {
 			errs = append(errs, err)
