@@ -33,6 +33,11 @@ type Limits struct {
 	// max_live_jobs (max_live_jobs_per_uid, 0 to 65536; 0, the default,
 	// sets no bound but max_live_jobs).
 	MaxLiveJobsPerUID int
+	// MaxConnectionsPerUID bounds the connections one caller uid holds
+	// open at once on the HTTP and SEQPACKET sockets together; one more is
+	// answered with CodeBusy and closed (max_connections_per_uid, 0 to
+	// 65536; 0 sets no bound).
+	MaxConnectionsPerUID int
 	// MaxQueue is the number of calls an exclusive op holds waiting behind
 	// its running job (max_queue, 0 to 65536; 0 refuses every call that
 	// cannot join).
@@ -67,9 +72,11 @@ func DefaultLimits() Limits {
 		MaxRequestBytes: 64 << 10,
 		MaxLiveJobs:     64,
 		MaxQueue:        16,
-		OutputTailBytes: 64 << 10,
-		RecordsKeep:     1000,
-		RecordsMaxAge:   30 * 24 * time.Hour,
+
+		MaxConnectionsPerUID: 1024,
+		OutputTailBytes:      64 << 10,
+		RecordsKeep:          1000,
+		RecordsMaxAge:        30 * 24 * time.Hour,
 
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,

@@ -59,13 +59,14 @@ type fileRetry struct {
 }
 
 type fileLimits struct {
-	MaxRequestBytes   *int64  `toml:"max_request_bytes"`
-	MaxLiveJobs       *int64  `toml:"max_live_jobs"`
-	MaxLiveJobsPerUID *int64  `toml:"max_live_jobs_per_uid"`
-	MaxQueue          *int64  `toml:"max_queue"`
-	OutputTailBytes   *int64  `toml:"output_tail_bytes"`
-	RecordsKeep       *int64  `toml:"records_keep"`
-	RecordsMaxAge     *string `toml:"records_max_age"`
+	MaxRequestBytes      *int64  `toml:"max_request_bytes"`
+	MaxLiveJobs          *int64  `toml:"max_live_jobs"`
+	MaxLiveJobsPerUID    *int64  `toml:"max_live_jobs_per_uid"`
+	MaxConnectionsPerUID *int64  `toml:"max_connections_per_uid"`
+	MaxQueue             *int64  `toml:"max_queue"`
+	OutputTailBytes      *int64  `toml:"output_tail_bytes"`
+	RecordsKeep          *int64  `toml:"records_keep"`
+	RecordsMaxAge        *string `toml:"records_max_age"`
 
 	ReadHeaderTimeout *string `toml:"read_header_timeout"`
 	IdleTimeout       *string `toml:"idle_timeout"`
@@ -258,6 +259,7 @@ func buildLimits(fl *fileLimits) (Limits, []fieldError) {
 	set(&l.MaxRequestBytes, fl.MaxRequestBytes)
 	set(&l.MaxLiveJobs, fl.MaxLiveJobs)
 	set(&l.MaxLiveJobsPerUID, fl.MaxLiveJobsPerUID)
+	set(&l.MaxConnectionsPerUID, fl.MaxConnectionsPerUID)
 	set(&l.MaxQueue, fl.MaxQueue)
 	set(&l.OutputTailBytes, fl.OutputTailBytes)
 	set(&l.RecordsKeep, fl.RecordsKeep)

@@ -267,6 +267,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"prefix long", op + "prefix = \"" + strings.Repeat("p", 230) + "\"\n", nil, `D:4: op "x": prefix: unit name prefix "` + strings.Repeat("p", 230) + `": 230 bytes long (max 229, so that a random name fits in 255)`},
 		{"limits range", "\n[limits]\nmax_request_bytes = 10\n", nil, `D:3: limits.max_request_bytes must be between 256 and 16777216`},
 		{"limits huge", "[limits]\nmax_live_jobs = 99999999999\n", nil, `D:2: limits.max_live_jobs must be between 1 and 65536`},
+		{"connections per uid", "[limits]\nmax_connections_per_uid = -1\n", nil, `D:2: limits.max_connections_per_uid must be between 0 and 65536`},
 		{"limits age", "limits = { records_max_age = \"1s\" }\n", nil, `D:1: limits.records_max_age must be at least 1m0s`},
 		{"header timeout range", "[limits]\nread_header_timeout = \"0s\"\n", nil, `D:2: limits.read_header_timeout must be between 100ms and 10m0s`},
 		{"idle timeout range", "[limits]\nidle_timeout = \"48h\"\n", nil, `D:2: limits.idle_timeout must be between 1s and 24h0m0s`},

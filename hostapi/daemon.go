@@ -62,6 +62,7 @@ type Daemon struct {
 	PodStateDir string
 
 	metrics  *metrics
+	conns    *connCounter    // open connections by caller uid, both sockets
 	onFinish []func(*Record) // called with a copy of each final record, under mu
 	bootID   string          // the host's boot ID, which each job's record keeps
 
@@ -115,6 +116,7 @@ func NewDaemon(cfg *Config, store *Store, mgr *manager.Conn) *Daemon {
 		d.bootID = strings.TrimSpace(string(id))
 	}
 	d.metrics = newMetrics(d)
+	d.conns = newConnCounter(cfg.Limits.MaxConnectionsPerUID)
 	return d
 }
 

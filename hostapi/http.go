@@ -15,8 +15,9 @@ import (
 type callerKey struct{}
 
 type peer struct {
-	caller Caller
-	err    error
+	caller  Caller
+	err     error
+	refused error // the connection is over max_connections_per_uid
 }
 
 // NewHTTPServer returns the HTTP/JSON front end of d, to Serve on a unix
@@ -56,14 +57,36 @@ func NewHTTPServer(d *Daemon) *http.Server {
 		writeError(w, errorf(CodeNotFound, fmt.Sprintf("%s %s: no such endpoint", r.Method, r.URL.Path)))
 	})
 	return &http.Server{
-		Handler:           mux,
+		Handler:           refuseOverLimit(mux),
 		ReadHeaderTimeout: d.cfg.Limits.ReadHeaderTimeout,
 		IdleTimeout:       d.cfg.Limits.IdleTimeout,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			caller, err := PeerCaller(c)
-			return context.WithValue(ctx, callerKey{}, peer{caller, err})
+			p := peer{}
+			p.caller, p.err = PeerCaller(c)
+			if p.err == nil {
+				p.refused = d.takeConn(p.caller.UID, c)
+			}
+			return context.WithValue(ctx, callerKey{}, p)
+		},
+		ConnState: func(c net.Conn, s http.ConnState) {
+			if s == http.StateClosed || s == http.StateHijacked {
+				d.conns.release(c)
+			}
 		},
 	}
+}
+
+// refuseOverLimit answers every request on a connection over
+// max_connections_per_uid with its error, and closes the connection.
+func refuseOverLimit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p, _ := r.Context().Value(callerKey{}).(peer); p.refused != nil {
+			w.Header().Set("Connection", "close")
+			writeError(w, p.refused)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // bodyReadTimeout bounds the wait for the body of a call, as the limit

@@ -49,6 +49,10 @@ func (d *Daemon) seqpacketCall(c *net.UnixConn) (ok bool, id, msg string) {
 	if err != nil {
 		return false, "", errorf(CodeUnauthorized, err.Error()).Error()
 	}
+	refused := d.takeConn(caller.UID, c)
+	if refused == nil {
+		defer d.conns.release(c)
+	}
 	limit := d.cfg.Limits.MaxRequestBytes
 	buf := make([]byte, limit+1)
 	c.SetReadDeadline(time.Now().Add(d.cfg.Limits.ReadHeaderTimeout))
@@ -61,6 +65,11 @@ func (d *Daemon) seqpacketCall(c *net.UnixConn) (ok bool, id, msg string) {
 		return false, "", errorf(CodeBadRequest, "request: "+err.Error()).Error()
 	case flags&unix.MSG_TRUNC != 0 || n > limit:
 		return false, "", errorf(CodeTooLarge, fmt.Sprintf("request: packet larger than the limit of %d bytes (max_request_bytes)", limit)).Error()
+	case refused != nil:
+		// Answered once the request has been read: a socket closed with
+		// a packet unread resets the connection, and the peer would not
+		// get the answer.
+		return false, "", refused.Error()
 	}
 	c.SetReadDeadline(time.Time{})
 	opName, args, err := ParseRequest(buf[:n], limit)

@@ -1,0 +1,95 @@
+package hostapi
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/internal/systemdtest"
+)
+
+// TestConnectionsPerUID holds uid 0 to max_connections_per_uid = 2 over
+// both sockets: with an HTTP connection kept alive and a SEQPACKET one
+// open, a third is refused as busy, naming the limit, over HTTP and over
+// SEQPACKET; another uid still connects; once one of the two closes, uid 0
+// connects again.
+func TestConnectionsPerUID(t *testing.T) {
+	d, _ := newTestDaemon(t, systemdtest.Conn(t), "\n[limits]\nmax_connections_per_uid = 2\n")
+	api, argv := serveTest(t, d)
+	kept, err := net.Dial("unix", api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kept.Close()
+	if _, err := kept.Write([]byte("GET /healthz HTTP/1.1\r\nHost: unitrun\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(kept), nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("first connection: %v, %v", resp, err)
+	}
+	resp.Body.Close()
+	waiting, err := net.Dial("unixpacket", argv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiting.Close()
+	waitConns(t, d, 2)
+
+	status, body := curl(t, api, nil, "http://unitrun/healthz")
+	if status != http.StatusConflict || errorCode(t, body) != CodeBusy || !strings.Contains(body, "max_connections_per_uid") {
+		t.Errorf("third connection over HTTP: %d %s, want 409 busy naming max_connections_per_uid", status, body)
+	}
+	if got := seqpacketCallRaw(t, argv, "echo\x00x"); !strings.HasPrefix(got, "error\x00\x00busy: ") || !strings.Contains(got, "max_connections_per_uid") {
+		t.Errorf("third connection over SEQPACKET: %q, want an error naming max_connections_per_uid", got)
+	}
+	other := []string{"setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"}
+	if status, body := curl(t, api, other, "http://unitrun/healthz"); status != http.StatusOK {
+		t.Errorf("uid 65534 while uid 0 is at its limit: %d %s, want 200", status, body)
+	}
+	kept.Close()
+	waitConns(t, d, 1)
+	if status, body := curl(t, api, nil, "http://unitrun/healthz"); status != http.StatusOK {
+		t.Errorf("uid 0 after one of its connections closed: %d %s, want 200", status, body)
+	}
+}
+
+// waitConns waits until uid 0 has n connections counted.
+func waitConns(t *testing.T, d *Daemon, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		d.conns.mu.Lock()
+		got := d.conns.byUID[0]
+		d.conns.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("uid 0 has %d connections counted, want %d", got, n)
+		}
+	}
+}
+
+// seqpacketCallRaw sends one request packet to the SEQPACKET socket and
+// returns the response packet.
+func seqpacketCallRaw(t *testing.T, sock, req string) string {
+	t.Helper()
+	c, err := net.Dial("unixpacket", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	buf := make([]byte, 65536)
+	n, err := c.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(buf[:n])
+}
