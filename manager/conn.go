@@ -342,7 +342,8 @@ func (c *Conn) Properties(ctx context.Context, name, iface string) (map[string]d
 }
 
 // ListUnitNames returns the names of the units the manager has loaded whose
-// name has the given prefix.
+// name has the given prefix. The manager filters them (ListUnitsByPatterns),
+// so that the answer holds only those, not every unit of a host.
 func (c *Conn) ListUnitNames(ctx context.Context, prefix string) ([]string, error) {
 	var units []struct {
 		Name, Description, LoadState, ActiveState, SubState, Following string
@@ -351,7 +352,11 @@ func (c *Conn) ListUnitNames(ctx context.Context, prefix string) ([]string, erro
 		JobType                                                        string
 		JobPath                                                        dbus.ObjectPath
 	}
-	if err := c.call(ctx, "ListUnits", []any{&units}); err != nil {
+	// systemd matches with fnmatch(3) and FNM_NOESCAPE, so a backslash,
+	// which escaped unit names hold, is literal; '*', '?' and '[', which
+	// no unit name holds, could only widen the match, and the names are
+	// checked against prefix below.
+	if err := c.call(ctx, "ListUnitsByPatterns", []any{&units}, []string{}, []string{prefix + "*"}); err != nil {
 		return nil, err
 	}
 	var names []string

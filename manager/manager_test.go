@@ -245,3 +245,27 @@ func TestConnSurvivesManagerDeath(t *testing.T) {
 		t.Errorf("cgroup %s still there after Stop, holding %q", cg, procs)
 	}
 }
+
+// TestListUnitNamesPrefix lists the loaded units by a prefix that holds a
+// backslash, as escaped unit names do: the manager matches it literally.
+func TestListUnitNamesPrefix(t *testing.T) {
+	conn := systemdtest.Conn(t)
+	ctx := context.Background()
+	dir := systemdtest.RuntimeUnitDir(t)
+	names := []string{`unitrun-test-a\x2db.service`, `unitrun-test-ax2db.service`}
+	for _, n := range names {
+		systemdtest.WriteUnit(t, filepath.Join(dir, n), "[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true\n")
+		if _, err := conn.StartUnit(ctx, n, "replace"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.StopUnit(context.Background(), n, "replace") })
+	}
+	got, err := conn.ListUnitNames(ctx, `unitrun-test-a\x2d`)
+	if err != nil || len(got) != 1 || got[0] != names[0] {
+		t.Errorf(`ListUnitNames("unitrun-test-a\x2d") = %q, %v; want [%s]`, got, err, names[0])
+	}
+	got, err = conn.ListUnitNames(ctx, "unitrun-test-a")
+	if err != nil || len(got) != 2 {
+		t.Errorf(`ListUnitNames("unitrun-test-a") = %q, %v; want both`, got, err)
+	}
+}
