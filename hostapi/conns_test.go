@@ -43,8 +43,8 @@ func TestConnectionsPerUID(t *testing.T) {
 	if status != http.StatusConflict || errorCode(t, body) != CodeBusy || !strings.Contains(body, "max_connections_per_uid") {
 		t.Errorf("third connection over HTTP: %d %s, want 409 busy naming max_connections_per_uid", status, body)
 	}
-	if got := seqpacketCallRaw(t, argv, "echo\x00x"); !strings.HasPrefix(got, "error\x00\x00busy: ") || !strings.Contains(got, "max_connections_per_uid") {
-		t.Errorf("third connection over SEQPACKET: %q, want an error naming max_connections_per_uid", got)
+	if ok, id, msg := seqpacketRoundTrip(t, argv, []byte("echo\x00x")); ok || id != "" || !strings.HasPrefix(msg, "busy: ") || !strings.Contains(msg, "max_connections_per_uid") {
+		t.Errorf("third connection over SEQPACKET: %v %q %q, want an error naming max_connections_per_uid and no job", ok, id, msg)
 	}
 	other := []string{"setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"}
 	if status, body := curl(t, api, other, "http://unitrun/healthz"); status != http.StatusOK {
@@ -71,25 +71,4 @@ func waitConns(t *testing.T, d *Daemon, n int) {
 			t.Fatalf("uid 0 has %d connections counted, want %d", got, n)
 		}
 	}
-}
-
-// seqpacketCallRaw sends one request packet to the SEQPACKET socket and
-// returns the response packet.
-func seqpacketCallRaw(t *testing.T, sock, req string) string {
-	t.Helper()
-	c, err := net.Dial("unixpacket", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Write([]byte(req)); err != nil {
-		t.Fatal(err)
-	}
-	c.SetReadDeadline(time.Now().Add(30 * time.Second))
-	buf := make([]byte, 65536)
-	n, err := c.Read(buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(buf[:n])
 }
