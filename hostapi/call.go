@@ -55,6 +55,7 @@ func (d *Daemon) CallKeyed(ctx context.Context, caller Caller, name string, args
 	if key != "" {
 		// A call made again with its key gets its job even when what the
 		// checks below need is gone: the manager, or the caller's unit.
+		// admitLocked looks again, for a call with the key made meanwhile.
 		d.mu.Lock()
 		rec, err := d.keyedLocked(op.Name, caller.UID, key, args)
 		d.mu.Unlock()

@@ -69,11 +69,10 @@ type Limits struct {
 // DefaultLimits returns the limits used for keys absent from [limits].
 func DefaultLimits() Limits {
 	return Limits{
-		MaxRequestBytes: 64 << 10,
-		MaxLiveJobs:     64,
-		MaxQueue:        16,
-
+		MaxRequestBytes:      64 << 10,
+		MaxLiveJobs:          64,
 		MaxConnectionsPerUID: 1024,
+		MaxQueue:             16,
 		OutputTailBytes:      64 << 10,
 		RecordsKeep:          1000,
 		RecordsMaxAge:        30 * 24 * time.Hour,
