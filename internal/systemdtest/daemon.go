@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ type Daemon struct {
 	Cmd  *exec.Cmd
 	// Flags, Env and Stderr, set before Start, are more flags for the
 	// daemon, more environment variables (after the test's own) and where
-	// its stderr goes (nil: the test's stderr). Wrap, when set, is a
+	// its stderr goes (nil: kept, and logged if the test fails). Wrap, when set, is a
 	// command line that runs the daemon's (Journald.Wrap); it must exec
 	// the daemon, so that the daemon gets Start's SIGTERM.
 	Flags  []string
@@ -96,10 +97,21 @@ func (d *Daemon) Start(t testing.TB) {
 	t.Helper()
 	argv := slices.Concat(d.Wrap, []string{Binary(t)}, d.Args(), []string{"--socket", d.API, "--seqpacket", d.Argv}, d.Flags)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stderr = os.Stderr
-	if d.Stderr != nil {
-		cmd.Stderr = d.Stderr
+	cmd.Stderr = d.Stderr
+	if cmd.Stderr == nil {
+		log := new(tailBuffer)
+		cmd.Stderr = log
+		// Registered before the stop below, so it runs after it and
+		// holds the daemon's last words.
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("daemon %s stderr:\n%s", d.Dir, log.String())
+			}
+		})
 	}
+	// Wait returns at most 5 s after the daemon exits, even if a process
+	// it started still holds its stderr open.
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Env = append(os.Environ(), d.Env...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -129,4 +141,29 @@ func (d *Daemon) Start(t testing.TB) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("daemon at %s does not answer: %v", d.API, last)
+}
+
+// tailBuffer keeps the last tailMax bytes written to it, for concurrent
+// writers.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailMax = 256 << 10
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - tailMax; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
 }
