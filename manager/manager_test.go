@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
 )
 
@@ -255,7 +256,9 @@ func TestListUnitNamesPrefix(t *testing.T) {
 	names := []string{`unitrun-test-a\x2db.service`, `unitrun-test-ax2db.service`}
 	for _, n := range names {
 		systemdtest.WriteUnit(t, filepath.Join(dir, n), "[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true\n")
-		if _, err := conn.StartUnit(ctx, n, "replace"); err != nil {
+		// Started to the end, so that the stop below finds no start job
+		// to cancel: a oneshot killed while it starts fails and stays.
+		if _, err := job.Start(ctx, conn, n); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { conn.StopUnit(context.Background(), n, "replace") })
