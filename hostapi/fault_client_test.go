@@ -1,10 +1,8 @@
 package hostapi_test
 
 import (
-	"bufio"
 	"io"
 	"net"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -74,24 +72,11 @@ func TestBadClients(t *testing.T) {
 		stalled = append(stalled, conn)
 	}
 	for range 10 { // headers a byte at a time: cut off by read_header_timeout
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			conn := dial()
-			defer conn.Close()
-			slow := "GET /healthz HTTP/1.1\r\nHost: unitrun\r\nX-Slow: " + strings.Repeat("s", 100) + "\r\n\r\n"
-			for i := 0; i < len(slow); i++ {
-				if _, err := conn.Write([]byte{slow[i]}); err != nil {
-					break
-				}
-				time.Sleep(50 * time.Millisecond)
+		wg.Go(func() {
+			if err := slowHeaders(ctx, d.API, 50*time.Millisecond, nil); err != nil {
+				t.Errorf("slow headers: %v", err)
 			}
-			conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-			line, err := bufio.NewReader(conn).ReadString('\n')
-			if !strings.HasPrefix(line, "HTTP/1.1 400 ") {
-				t.Errorf("slow headers: %q, %v: want 400 before the headers ended", line, err)
-			}
-		}()
+		})
 	}
 	for range 10 {
 		healthy(ctx, t, d, "true")

@@ -2,11 +2,14 @@ package hostapi_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -129,4 +132,44 @@ func healthy(ctx context.Context, t testing.TB, d *systemdtest.Daemon, op string
 	if ok, _, msg, err := seqCall(ctx, d.Argv, seqRequest(t, op, args...)); err != nil || !ok {
 		t.Fatalf("seqpacket %s: %v %q, %v", op, ok, msg, err)
 	}
+}
+
+// slowHeaders sends a request to the HTTP socket a byte every pause, its
+// headers long enough to outlast read_header_timeout, calling each (if
+// set) every 10 bytes, and returns an error unless the daemon cut it off:
+// closed the connection before the last byte, having answered 400 or
+// nothing. Which of the two depends on where the deadline falls: net/http
+// answers 400 to a partial line it cannot parse (the request line, or a
+// header with no colon yet) and closes without a word on one that parses.
+func slowHeaders(ctx context.Context, api string, pause time.Duration, each func()) error {
+	conn, err := (&net.Dialer{}).DialContext(ctx, "unix", api)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	header := "GET /healthz HTTP/1.1\r\nHost: unitrun\r\nX-Slow: " + strings.Repeat("s", 200) + "\r\n\r\n"
+	sent := 0
+	for ; sent < len(header); sent++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if _, err := conn.Write([]byte{header[sent]}); err != nil {
+			break // closed by the daemon
+		}
+		if each != nil && sent%10 == 0 {
+			each()
+		}
+		time.Sleep(pause)
+	}
+	if sent == len(header) {
+		return fmt.Errorf("all %d bytes were taken: want the connection closed before", sent)
+	}
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	// Bytes written that the daemon never read make its close a reset,
+	// after any answer.
+	got, err := io.ReadAll(conn)
+	if err != nil && !errors.Is(err, syscall.ECONNRESET) || len(got) > 0 && !strings.HasPrefix(string(got), "HTTP/1.1 400 ") {
+		return fmt.Errorf("cut off after %d bytes with %q, %v: want a 400 or no answer, then the close", sent, got, err)
+	}
+	return nil
 }
