@@ -41,6 +41,7 @@ type Conn struct {
 
 	mu      sync.Mutex
 	bus     *dbus.Conn
+	stream  *peerStream   // bus's stream, on a private socket (else nil)
 	ready   chan struct{} // closed when bus is usable; replaced on disconnect
 	closed  bool
 	dialErr error                          // why the last redial failed
@@ -58,11 +59,11 @@ func Dial(ctx context.Context, target Target) (*Conn, error) {
 		byPath:  make(map[dbus.ObjectPath]string),
 		done:    make(chan struct{}),
 	}
-	bus, err := c.connect(ctx)
+	bus, stream, err := c.connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	c.bus = bus
+	c.bus, c.stream = bus, stream
 	close(c.ready)
 	go c.supervise(bus)
 	return c, nil
@@ -93,41 +94,70 @@ func (c *Conn) Close() error {
 	return nil
 }
 
-// connect dials, authenticates and subscribes.
-func (c *Conn) connect(ctx context.Context) (*dbus.Conn, error) {
-	bus, err := dbus.Dial(c.target.Address, dbus.WithSignalHandler(signalRouter{c}), dbus.WithContext(context.Background()))
-	if err != nil {
-		return nil, fmt.Errorf("manager %s: dial %s: %w", c.target.Spec, c.target.Address, err)
+// connect dials, authenticates and subscribes. On a private socket it
+// returns the peerStream that the connection reads and writes.
+func (c *Conn) connect(ctx context.Context) (_ *dbus.Conn, _ *peerStream, err error) {
+	var bus *dbus.Conn
+	var stream *peerStream
+	opts := []dbus.ConnOption{dbus.WithSignalHandler(signalRouter{c}), dbus.WithContext(context.Background())}
+	if path, ok := socketPath(c.target.Address); ok && c.target.Peer {
+		stream, err = dialPeer(path, c.wanted)
+		if err == nil {
+			bus, err = dbus.NewConn(stream, opts...)
+			if err != nil {
+				stream.Close()
+			}
+		}
+	} else {
+		bus, err = dbus.Dial(c.target.Address, opts...)
 	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("manager %s: dial %s: %w", c.target.Spec, c.target.Address, err)
+	}
+	defer func() {
+		if err != nil {
+			bus.Close()
+		}
+	}()
 	if err := bus.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
-		bus.Close()
-		return nil, fmt.Errorf("manager %s: authenticate: %w", c.target.Spec, err)
+		return nil, nil, fmt.Errorf("manager %s: authenticate: %w", c.target.Spec, err)
 	}
 	if !c.target.Peer {
 		if err := bus.Hello(); err != nil {
-			bus.Close()
-			return nil, fmt.Errorf("manager %s: hello: %w", c.target.Spec, err)
+			return nil, nil, fmt.Errorf("manager %s: hello: %w", c.target.Spec, err)
 		}
 		for _, member := range []string{"JobRemoved", "UnitRemoved"} {
 			if err := bus.AddMatchSignalContext(ctx, dbus.WithMatchSender(busName), dbus.WithMatchInterface(managerIface), dbus.WithMatchMember(member)); err != nil {
-				bus.Close()
-				return nil, fmt.Errorf("manager %s: add match: %w", c.target.Spec, err)
+				return nil, nil, fmt.Errorf("manager %s: add match: %w", c.target.Spec, err)
 			}
 		}
 		if err := bus.AddMatchSignalContext(ctx, dbus.WithMatchSender(busName), dbus.WithMatchInterface(propsIface), dbus.WithMatchMember("PropertiesChanged"), dbus.WithMatchPathNamespace(unitPathSpace)); err != nil {
-			bus.Close()
-			return nil, fmt.Errorf("manager %s: add match: %w", c.target.Spec, err)
+			return nil, nil, fmt.Errorf("manager %s: add match: %w", c.target.Spec, err)
 		}
 	}
 	if err := wake(ctx, bus); err != nil {
-		bus.Close()
-		return nil, fmt.Errorf("manager %s: %w", c.target.Spec, err)
+		return nil, nil, fmt.Errorf("manager %s: %w", c.target.Spec, err)
 	}
 	if err := bus.Object(busName, objectPath).CallWithContext(ctx, managerIface+".Subscribe", 0).Err; err != nil {
-		bus.Close()
-		return nil, fmt.Errorf("manager %s: subscribe: %w", c.target.Spec, err)
+		return nil, nil, fmt.Errorf("manager %s: subscribe: %w", c.target.Spec, err)
 	}
-	return bus, nil
+	return bus, stream, nil
+}
+
+// wanted reports whether a signal is one the signal router delivers:
+// JobRemoved and UnitRemoved, and PropertiesChanged of a watched unit.
+// A private socket's peerStream leaves the others out unread.
+func (c *Conn) wanted(path dbus.ObjectPath, iface, member string) bool {
+	switch {
+	case iface == managerIface:
+		return member == "JobRemoved" || member == "UnitRemoved"
+	case iface == propsIface && member == "PropertiesChanged":
+		c.mu.Lock()
+		_, ok := c.byPath[path]
+		c.mu.Unlock()
+		return ok
+	}
+	return false
 }
 
 // wake pings the manager until it answers. systemd's bus server leaves a
@@ -159,6 +189,7 @@ func wake(ctx context.Context, bus *dbus.Conn) error {
 
 // supervise waits for the connection to break and redials until Close.
 func (c *Conn) supervise(bus *dbus.Conn) {
+	var stream *peerStream
 	for {
 		select {
 		case <-bus.Context().Done():
@@ -170,7 +201,7 @@ func (c *Conn) supervise(bus *dbus.Conn) {
 			c.mu.Unlock()
 			return
 		}
-		c.bus = nil
+		c.bus, c.stream = nil, nil
 		c.ready = make(chan struct{})
 		c.broadcastLocked(Event{Kind: EventDisconnected})
 		c.mu.Unlock()
@@ -178,10 +209,10 @@ func (c *Conn) supervise(bus *dbus.Conn) {
 		delay := 10 * time.Millisecond
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			nb, err := c.connect(ctx)
+			nb, ns, err := c.connect(ctx)
 			cancel()
 			if err == nil {
-				bus = nb
+				bus, stream = nb, ns
 				break
 			}
 			c.mu.Lock()
@@ -200,7 +231,7 @@ func (c *Conn) supervise(bus *dbus.Conn) {
 			bus.Close()
 			return
 		}
-		c.bus = bus
+		c.bus, c.stream = bus, stream
 		close(c.ready)
 		c.broadcastLocked(Event{Kind: EventReconnected})
 		c.mu.Unlock()
@@ -218,26 +249,36 @@ func (c *Conn) broadcastLocked(ev Event) {
 // object waits until the connection is usable and returns the manager object
 // or the object at path.
 func (c *Conn) object(ctx context.Context, path dbus.ObjectPath) (dbus.BusObject, error) {
+	bus, _, err := c.usable(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return bus.Object(busName, path), nil
+}
+
+// usable waits until the connection is usable and returns it, with its
+// peerStream on a private socket.
+func (c *Conn) usable(ctx context.Context) (*dbus.Conn, *peerStream, error) {
 	for {
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
-			return nil, ErrClosed
+			return nil, nil, ErrClosed
 		}
-		bus, ready := c.bus, c.ready
+		bus, stream, ready := c.bus, c.stream, c.ready
 		c.mu.Unlock()
 		if bus != nil {
-			return bus.Object(busName, path), nil
+			return bus, stream, nil
 		}
 		select {
 		case <-ready:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case <-time.After(ReconnectWait):
 			c.mu.Lock()
 			err := c.dialErr
 			c.mu.Unlock()
-			return nil, fmt.Errorf("manager %s: not reachable for %v, still redialling: %w", c.target.Spec, ReconnectWait, err)
+			return nil, nil, fmt.Errorf("manager %s: not reachable for %v, still redialling: %w", c.target.Spec, ReconnectWait, err)
 		}
 	}
 }
@@ -268,16 +309,51 @@ func (c *Conn) StartTransientUnit(ctx context.Context, name, mode string, props 
 		Name  string
 		Value dbus.Variant
 	}
+	bus, stream, err := c.usable(ctx)
+	if err != nil {
+		return "", err
+	}
+	// godbus passes the fds of UnixFD values on a socket transport; on a
+	// peerStream they go as indexes, and the stream attaches the fds.
+	var fds []int
 	ps := make([]prop, len(props))
 	for i, p := range props {
 		ps[i] = prop{p.Name, p.Value}
+		if fd, ok := p.Value.Value().(dbus.UnixFD); ok && stream != nil {
+			ps[i].Value = dbus.MakeVariant(dbus.UnixFDIndex(len(fds)))
+			fds = append(fds, int(fd))
+		}
 	}
 	type aux struct {
 		Name  string
 		Props []prop
 	}
+	args := []any{name, mode, ps, []aux{}}
 	var job dbus.ObjectPath
-	err := c.call(ctx, "StartTransientUnit", []any{&job}, name, mode, ps, []aux{})
+	if fds == nil {
+		err = c.call(ctx, "StartTransientUnit", []any{&job}, args...)
+		return job, err
+	}
+	msg := &dbus.Message{Type: dbus.TypeMethodCall, Headers: map[dbus.HeaderField]dbus.Variant{
+		dbus.FieldPath:        dbus.MakeVariant(objectPath),
+		dbus.FieldDestination: dbus.MakeVariant(busName),
+		dbus.FieldInterface:   dbus.MakeVariant(managerIface),
+		dbus.FieldMember:      dbus.MakeVariant("StartTransientUnit"),
+		dbus.FieldSignature:   dbus.MakeVariant(dbus.SignatureOf(args...)),
+		dbus.FieldUnixFDs:     dbus.MakeVariant(uint32(len(fds))),
+	}, Body: args}
+	var call *dbus.Call
+	err = stream.sendFDs(fds, func() { call = bus.SendWithContext(ctx, msg, make(chan *dbus.Call, 1)) })
+	// godbus ends the call with its reply, or with the error that kept it
+	// from being sent or answered.
+	call = <-call.Done
+	if call.Err != nil {
+		return "", call.Err
+	}
+	if err != nil {
+		return "", err
+	}
+	err = call.Store(&job)
 	return job, err
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -278,4 +279,15 @@ func unixAddress(path string) string {
 		b.WriteByte(hex[c&15])
 	}
 	return b.String()
+}
+
+// socketPath returns the path of a unix:path= address as unixAddress
+// writes it, or false for any other address.
+func socketPath(address string) (string, bool) {
+	rest, ok := strings.CutPrefix(address, "unix:path=")
+	if !ok || strings.ContainsAny(rest, ",;") {
+		return "", false
+	}
+	path, err := url.PathUnescape(rest)
+	return path, err == nil
 }
