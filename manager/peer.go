@@ -33,7 +33,10 @@ type peerStream struct {
 	in     []byte // read from the socket, not yet framed
 	out    []byte // framed messages kept; godbus has read them up to outPos
 	outPos int
-	begun  bool // the authentication is over: frame what follows
+	// begun says the authentication is over: frame what follows. Write
+	// sets it with godbus's BEGIN, before godbus starts the goroutine
+	// that reads messages.
+	begun bool
 
 	fdmu sync.Mutex // held by sendFDs throughout
 	wmu  sync.Mutex
@@ -50,6 +53,10 @@ func dialPeer(path string, keep func(dbus.ObjectPath, string, string) bool) (*pe
 	}
 	return &peerStream{conn: conn, keep: keep}, nil
 }
+
+// readBlock is the size of peerStream's first read buffer: a few of the
+// manager's signals (each under 2 KB). It doubles for a longer message.
+const readBlock = 8 << 10
 
 // maxMessage is the D-Bus limit on a message's length.
 const maxMessage = 1 << 27
@@ -71,8 +78,8 @@ func (s *peerStream) Read(p []byte) (int, error) {
 		if len(s.out) > 0 {
 			break
 		}
-		if len(s.in) == cap(s.in) {
-			s.in = append(s.in, make([]byte, max(64<<10, len(s.in)))...)[:len(s.in)]
+		if len(s.in) == cap(s.in) { // a message longer than the buffer
+			s.in = append(s.in, make([]byte, max(readBlock, len(s.in)))...)[:len(s.in)]
 		}
 		n, err := s.conn.Read(s.in[len(s.in):cap(s.in)])
 		s.in = s.in[:len(s.in)+n]
@@ -131,26 +138,30 @@ func (s *peerStream) wanted(msg []byte, order binary.ByteOrder) bool {
 	if dbus.Type(msg[1]) != dbus.TypeSignal {
 		return true
 	}
-	h, _, ok := readHeader(msg, order)
+	h, ok := readHeader(msg, order)
 	if !ok {
 		return true
 	}
-	return s.keep(dbus.ObjectPath(h[dbus.FieldPath]), h[dbus.FieldInterface], h[dbus.FieldMember])
+	return s.keep(dbus.ObjectPath(h.path), h.iface, h.member)
 }
 
-// readHeader returns the string-valued fields (path, interface, member,
-// ...) of the header of msg, which holds at least the whole header, and
-// whether it has a unix_fds field, or false if the header is malformed.
-func readHeader(msg []byte, order binary.ByteOrder) (h map[dbus.HeaderField]string, fds, ok bool) {
+// header holds what peerStream reads of a message's header.
+type header struct {
+	path, iface, member string
+	fds                 bool // it has a unix_fds field
+}
+
+// readHeader returns the header of msg, which holds at least the whole
+// header, or false if the header is malformed.
+func readHeader(msg []byte, order binary.ByteOrder) (h header, ok bool) {
 	end := 16 + int(order.Uint32(msg[12:16]))
 	if end > len(msg) {
-		return nil, false, false
+		return h, false
 	}
-	h = make(map[dbus.HeaderField]string, 4)
 	for i := 16; i < end; {
 		i = (i + 7) &^ 7 // each field is a struct, aligned to 8
 		if i+4 > end || msg[i+1] != 1 || msg[i+3] != 0 {
-			return nil, false, false // a field code, a one-type signature
+			return h, false // a field code, a one-type signature
 		}
 		code, sig := dbus.HeaderField(msg[i]), msg[i+2]
 		i += 4
@@ -158,30 +169,37 @@ func readHeader(msg []byte, order binary.ByteOrder) (h map[dbus.HeaderField]stri
 		case 's', 'o': // uint32 length, the string, NUL
 			i = (i + 3) &^ 3
 			if i+4 > end {
-				return nil, false, false
+				return h, false
 			}
 			n := int(order.Uint32(msg[i : i+4]))
 			if n > end-i-5 {
-				return nil, false, false
+				return h, false
 			}
-			h[code] = string(msg[i+4 : i+4+n])
+			switch v := string(msg[i+4 : i+4+n]); code {
+			case dbus.FieldPath:
+				h.path = v
+			case dbus.FieldInterface:
+				h.iface = v
+			case dbus.FieldMember:
+				h.member = v
+			}
 			i += 4 + n + 1
 		case 'g': // byte length, the signature, NUL
 			if i >= end {
-				return nil, false, false
+				return h, false
 			}
 			i += 1 + int(msg[i]) + 1
 		case 'u':
-			fds = fds || code == dbus.FieldUnixFDs
+			h.fds = h.fds || code == dbus.FieldUnixFDs
 			i = (i+3)&^3 + 4
 		default:
-			return nil, false, false
+			return h, false
 		}
 		if i > end {
-			return nil, false, false
+			return h, false
 		}
 	}
-	return h, fds, true
+	return h, true
 }
 
 // Write writes a message godbus encoded, in the one write it makes of
@@ -243,8 +261,8 @@ func declaresFDs(p []byte) bool {
 	if err != nil {
 		return false
 	}
-	_, fds, ok := readHeader(p, order)
-	return ok && fds
+	h, ok := readHeader(p, order)
+	return ok && h.fds
 }
 
 // sendFDs calls send, which must write a message that declares unix fds,

@@ -181,11 +181,9 @@ func FuzzReadHeader(f *testing.F) {
 		if len(data) < 16 {
 			return
 		}
-		h, _, ok := readHeader(data, binary.LittleEndian)
-		for _, v := range h {
-			if ok && len(v) > len(data) {
-				t.Fatalf("field of %d bytes from %d", len(v), len(data))
-			}
+		h, ok := readHeader(data, binary.LittleEndian)
+		if ok && len(h.path)+len(h.iface)+len(h.member) > len(data) {
+			t.Fatalf("fields of %d bytes from %d", len(h.path)+len(h.iface)+len(h.member), len(data))
 		}
 		declaresFDs(data)
 	})
