@@ -1,20 +1,14 @@
 #!/usr/bin/env bash
 # Compares unitrun with systemd-run on one manager in one run and prints
 # jobs/s and ratios. Usage: bench/run.sh [N]   (default N=200)
-# It boots a fresh embedded manager in a temporary directory, so it needs
-# root, and stops it at the end.
+# It boots a fresh embedded manager (bench/embedded.sh), so it needs root,
+# and stops it at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-200}
 P=8
-work=$(mktemp -d /tmp/unitrun-bench-XXXXXX)
-trap 'bin/unitrun --embedded-dir "$work/m" manager stop >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-mkdir -p bin
-go build -o bin/unitrun ./cmd/unitrun
+. bench/embedded.sh
 go build -o bin/benchjobs ./bench/jobs
-bin/unitrun --embedded-dir "$work/m" manager start >/dev/null
-eval "$(bin/unitrun --embedded-dir "$work/m" manager env)"
-export UNITRUN_MANAGER="private:$work/m/systemd/private"
 systemd-run --user --wait -q true # warm the session bus
 
 rate() { # rate SECONDS -> jobs/s
