@@ -9,7 +9,7 @@ import (
 
 // ContainerUnit is the name of the service on the runner's manager that
 // runs isolated pod's own systemd.
-func ContainerUnit(pod string) string { return "unitrun-pod-" + component(pod) + ".service" }
+func ContainerUnit(pod string) string { return unitPrefix + component(pod) + ".service" }
 
 // innerManager is the --manager value by which the hooks of an isolated
 // pod reach the pod's own systemd: its private socket, in the container's

@@ -26,32 +26,35 @@ func checkName(name string) error {
 	return nil
 }
 
+// unitPrefix starts the name of every unit of every pod.
+const unitPrefix = "unitrun-pod-"
+
 // component is name as it appears inside a unit name.
 func component(name string) string { return unit.Escape(name) }
 
 // SliceUnit is the name of the slice that holds every service of pod.
-func SliceUnit(pod string) string { return "unitrun-pod-" + component(pod) + ".slice" }
+func SliceUnit(pod string) string { return unitPrefix + component(pod) + ".slice" }
 
 // TargetUnit is the name of pod's target, which wants every app.
-func TargetUnit(pod string) string { return "unitrun-pod-" + component(pod) + ".target" }
+func TargetUnit(pod string) string { return unitPrefix + component(pod) + ".target" }
 
 // AppUnit is the name of the service that runs app of pod.
 func AppUnit(pod, app string) string {
-	return "unitrun-pod-" + component(pod) + "-" + component(app) + ".service"
+	return unitPrefix + component(pod) + "-" + component(app) + ".service"
 }
 
 // ReaperUnit is the name of the service that marks app of pod finished.
 func ReaperUnit(pod, app string) string {
-	return "unitrun-pod-" + component(pod) + "-" + component(app) + "-reaper.service"
+	return unitPrefix + component(pod) + "-" + component(app) + "-reaper.service"
 }
 
 // ShutdownUnit is the name of the service that ends pod.
 func ShutdownUnit(pod string) string {
-	return "unitrun-pod-" + component(pod) + "-shutdown.service"
+	return unitPrefix + component(pod) + "-shutdown.service"
 }
 
 // ProbeUnit is the name of the service that runs the health probe of app of
 // pod.
 func ProbeUnit(pod, app string) string {
-	return "unitrun-pod-" + component(pod) + "-" + component(app) + "-probe.service"
+	return unitPrefix + component(pod) + "-" + component(app) + "-probe.service"
 }
