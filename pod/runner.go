@@ -121,10 +121,10 @@ func (r *Runner) loadUnits(ctx context.Context, files []placedFile) error {
 	// with the mtime unchanged; an mtime set to the precise time after
 	// the last write makes the next load rebuild it.
 	now := time.Now()
-	ours := make(map[string]bool, len(files))
+	names := make([]string, len(files))
 	dirs := make(map[string]bool)
-	for _, f := range files {
-		ours[filepath.Base(f.path)] = true
+	for i, f := range files {
+		names[i] = filepath.Base(f.path)
 		dirs[filepath.Dir(f.path)] = true
 	}
 	for dir := range dirs {
@@ -132,16 +132,31 @@ func (r *Runner) loadUnits(ctx context.Context, files []placedFile) error {
 			return err
 		}
 	}
-	loaded, err := r.Mgr.ListUnitNames(ctx, unitPrefix)
-	if err != nil {
+	loaded, err := r.loaded(ctx, names)
+	if err != nil || len(loaded) == 0 {
 		return err
 	}
-	for _, u := range loaded {
+	return r.Mgr.Reload(ctx)
+}
+
+// loaded returns those of the pod units names that the manager holds in
+// memory, from one listing of every pod's units.
+func (r *Runner) loaded(ctx context.Context, names []string) ([]string, error) {
+	all, err := r.Mgr.ListUnitNames(ctx, unitPrefix)
+	if err != nil {
+		return nil, err
+	}
+	ours := make(map[string]bool, len(names))
+	for _, n := range names {
+		ours[n] = true
+	}
+	var loaded []string
+	for _, u := range all {
 		if ours[u] {
-			return r.Mgr.Reload(ctx)
+			loaded = append(loaded, u)
 		}
 	}
-	return nil
+	return loaded, nil
 }
 
 // Start starts a created pod, under policy if it is not "" instead of the
@@ -352,18 +367,11 @@ func (r *Runner) removeFiles(ctx context.Context, m *Manifest, unitDir string) e
 	errs = append(errs, os.RemoveAll(Dir(r.StateDir, m.Name)))
 	// One listing instead of a reset call for each of the 2N+3 units, most
 	// of them collected already.
-	loaded, err := r.Mgr.ListUnitNames(ctx, unitPrefix)
+	loaded, err := r.loaded(ctx, units)
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
-	ours := make(map[string]bool, len(units))
-	for _, u := range units {
-		ours[u] = true
-	}
 	for _, u := range loaded {
-		if !ours[u] {
-			continue
-		}
 		if err := r.Mgr.ResetFailedUnit(ctx, u); err != nil && !manager.IsNoSuchUnit(err) {
 			errs = append(errs, err)
 		}
