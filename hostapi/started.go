@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // startedFile, in a job's directory, says that the job's transient unit
@@ -30,13 +33,30 @@ func (s *Store) markStarted(id string) error { return s.mark(id, startedFile) }
 // no sync: it only spares the outcome writer work while the host runs.
 func (s *Store) markRecorded(id string) error { return s.mark(id, recordedFile) }
 
-// mark creates the empty file name in the job's directory.
+// markFile, in the state directory, is the empty file that marks name: a
+// mark is a hard link to it, a name added to the job's directory with no
+// inode to allocate, the costliest step of making a file on some file
+// systems (see atomicfile.Prepare).
+const markFile = "mark"
+
+// mark adds the mark name to the job's directory: a link to the store's
+// mark file or, should that fail (the file's link count is bounded, by
+// 65,000 on ext4), an empty file of its own.
 func (s *Store) mark(id, name string) error {
-	f, err := s.openJobFile(id, name, os.O_CREATE|os.O_WRONLY, 0o600)
+	dfd, err := s.openJobDir(id)
 	if err != nil {
 		return err
 	}
-	return f.Close()
+	defer unix.Close(dfd)
+	err = unix.Linkat(unix.AT_FDCWD, filepath.Join(s.dir, markFile), dfd, name, 0)
+	if err == nil || errors.Is(err, unix.EEXIST) {
+		return nil
+	}
+	fd, err := unix.Openat(dfd, name, unix.O_CREAT|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: s.jobPath(id, name), Err: err}
+	}
+	return unix.Close(fd)
 }
 
 // started reports whether markStarted was called for the job.

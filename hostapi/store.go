@@ -94,7 +94,30 @@ func OpenStore(dir string) (*Store, error) {
 			return nil, err
 		}
 	}
+	if err := ensureMarkFile(filepath.Join(abs, markFile)); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// ensureMarkFile creates the store's mark file (see Store.mark) with mode
+// 0600 if it is missing, and checks that it is a regular file of mode 0600.
+func ensureMarkFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	if err != nil {
+		return fmt.Errorf("state dir: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return fmt.Errorf("state dir: %w", err)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("state dir: %s is not a regular file", path)
+	case fi.Mode().Perm() != 0o600:
+		return fmt.Errorf("state dir: %s has mode %v, want 0600 (every job's marks share it)", path, fi.Mode().Perm())
+	}
+	return nil
 }
 
 // ensurePrivateDir creates dir with mode 0700 if it is missing and checks
@@ -315,22 +338,32 @@ func (s *Store) OpenOutput(id string) (*os.File, error) {
 // the directory or the file. A missing directory is ErrNotFound; a missing
 // file is an error satisfying errors.Is(err, fs.ErrNotExist).
 func (s *Store) openJobFile(id, name string, flag int, perm uint32) (*os.File, error) {
-	if err := checkID(id); err != nil {
+	dfd, err := s.openJobDir(id)
+	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(s.jobs, id)
-	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) {
-		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
-	}
 	defer unix.Close(dfd)
-	path := filepath.Join(dir, name)
+	path := filepath.Join(s.jobs, id, name)
 	fd, err := unix.Openat(dfd, name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	return os.NewFile(uintptr(fd), path), nil
+}
+
+// openJobDir opens the job's directory, not following a symlink there. A
+// missing directory is ErrNotFound.
+func (s *Store) openJobDir(id string) (int, error) {
+	if err := checkID(id); err != nil {
+		return -1, err
+	}
+	dir := filepath.Join(s.jobs, id)
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return -1, fmt.Errorf("job %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	return dfd, nil
 }

@@ -68,6 +68,15 @@ func TestOpenStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(filepath.Join(base, "open"), 0o777)
+	if err := os.MkdirAll(filepath.Join(base, "markdir", markFile), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(base, "markmode"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(base, "markmode", markFile), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		dir  string
 		want string
@@ -78,6 +87,8 @@ func TestOpenStore(t *testing.T) {
 		{filepath.Join(base, "open"), "writable by group or others"},
 		{filepath.Join(base, "a$b"), "must not contain '$' or ';'"},
 		{filepath.Join(base, "a;b"), "must not contain '$' or ';'"},
+		{filepath.Join(base, "markdir"), "mark: is a directory"},
+		{filepath.Join(base, "markmode"), "mark has mode -rw-r--r--, want 0600"},
 	}
 	for _, tt := range tests {
 		_, err := OpenStore(tt.dir)
@@ -460,5 +471,44 @@ func TestOutputSymlink(t *testing.T) {
 	}
 	if got, err := s.Tail(r.ID, 10); err == nil {
 		t.Errorf("Tail followed a symlink: %q", got)
+	}
+}
+
+// TestMarksAreLinks checks that a job's marks are names of the store's
+// mark file, so that marking a job allocates no inode, and that a mark is
+// still made, as a file of its own, when there is no mark file to link.
+func TestMarksAreLinks(t *testing.T) {
+	s := openTestStore(t)
+	mark, err := os.Stat(filepath.Join(s.dir, markFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := putRecord(t, s, StateRunning, time.Now())
+	for _, markJob := range []func(string) error{s.markStarted, s.markRecorded, s.markRecorded} {
+		if err := markJob(r.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{startedFile, recordedFile} {
+		if fi, err := os.Stat(s.jobPath(r.ID, name)); err != nil || !os.SameFile(fi, mark) {
+			t.Errorf("%s: %v; want a link to the store's mark file", name, err)
+		}
+	}
+	if ok, err := s.started(r.ID); !ok || err != nil {
+		t.Errorf("started = %v, %v; want true", ok, err)
+	}
+
+	if err := os.Remove(filepath.Join(s.dir, markFile)); err != nil {
+		t.Fatal(err)
+	}
+	other := putRecord(t, s, StateRunning, time.Now())
+	if err := s.markStarted(other.ID); err != nil {
+		t.Fatalf("mark with no mark file: %v", err)
+	}
+	if fi, err := os.Lstat(s.jobPath(other.ID, startedFile)); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+		t.Errorf("mark with no mark file: %v, %v; want a 0600 file", fi, err)
+	}
+	if err := s.markStarted("../x"); !errors.Is(err, ErrInvalidID) {
+		t.Errorf("mark of a bad id: %v, want ErrInvalidID", err)
 	}
 }
