@@ -29,7 +29,7 @@ type mgrState struct {
 func (d *Daemon) followManager() {
 	d.mgrState.once.Do(func() {
 		// No unit has this name: the watch gets connection events only.
-		w := d.mgr.Watch("unitrun-hostapi-connection.watch")
+		w := d.mgr.WatchProps("unitrun-hostapi-connection.watch") // only the connection's events
 		go func() {
 			defer w.Close()
 			s := &d.mgrState

@@ -32,7 +32,7 @@ type run struct {
 func (r *run) start(ctx context.Context, props []unit.Property) error {
 	r.transient = true
 	r.state = state{}
-	r.watch = r.mgr.Watch(r.unit)
+	r.watch = r.mgr.WatchProps(r.unit, stateProps...)
 	// The call is not abandoned when ctx ends: systemd may already have
 	// made the unit, and only its answer says so. waitJob then stops it.
 	call, done := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)

@@ -22,7 +22,7 @@ func Start(ctx context.Context, mgr *manager.Conn, name string) (*Status, error)
 		return nil, err
 	}
 	r := &run{mgr: mgr, unit: name, state: state{}}
-	r.watch = mgr.Watch(name)
+	r.watch = mgr.WatchProps(name, stateProps...)
 	waits := false
 	if svc, err := mgr.Properties(ctx, name, manager.ServiceIface); err == nil {
 		r.state.merge(svc)
@@ -74,7 +74,7 @@ func Attach(ctx context.Context, mgr *manager.Conn, name string) (*Status, error
 		return nil, err
 	}
 	r := &run{mgr: mgr, unit: name, state: state{}, transient: true}
-	r.watch = mgr.Watch(name)
+	r.watch = mgr.WatchProps(name, stateProps...)
 	if err := r.reread(ctx); err != nil {
 		r.abort()
 		return nil, err

@@ -87,6 +87,14 @@ var ErrUnitExists = errors.New("unit already exists")
 // property reads.
 type state map[string]dbus.Variant
 
+// stateProps are the properties that state's methods read, the only ones
+// a run's Watch asks for (manager.Conn.WatchProps): a property read here
+// must be named here.
+var stateProps = []string{
+	"ActiveState", "SubState", "LoadState", "Job", "Type", "InvocationID", "Result",
+	"ExecMainCode", "ExecMainStatus", "ExecMainPID", "ExecMainStartTimestamp", "ExecMainExitTimestamp",
+}
+
 func (s state) merge(props map[string]dbus.Variant) {
 	for k, v := range props {
 		s[k] = v

@@ -46,7 +46,7 @@ type Conn struct {
 	closed  bool
 	dialErr error                          // why the last redial failed
 	watches map[string]map[*Watch]struct{} // by unit name
-	byPath  map[dbus.ObjectPath]string     // unit object path -> unit name
+	byPath  map[dbus.ObjectPath]watched    // by the unit's object path
 	done    chan struct{}
 }
 
@@ -56,7 +56,7 @@ func Dial(ctx context.Context, target Target) (*Conn, error) {
 		target:  target,
 		ready:   make(chan struct{}),
 		watches: make(map[string]map[*Watch]struct{}),
-		byPath:  make(map[dbus.ObjectPath]string),
+		byPath:  make(map[dbus.ObjectPath]watched),
 		done:    make(chan struct{}),
 	}
 	bus, stream, err := c.connect(ctx)
@@ -145,19 +145,20 @@ func (c *Conn) connect(ctx context.Context) (_ *dbus.Conn, _ *peerStream, err er
 }
 
 // wanted reports whether a signal is one the signal router delivers:
-// JobRemoved and UnitRemoved, and PropertiesChanged of a watched unit.
-// A private socket's peerStream leaves the others out unread.
-func (c *Conn) wanted(path dbus.ObjectPath, iface, member string) bool {
+// JobRemoved and UnitRemoved, and PropertiesChanged of a watched unit
+// whose watches read a property, with the properties they read (nil:
+// all). A private socket's peerStream leaves the others out unread.
+func (c *Conn) wanted(path dbus.ObjectPath, iface, member string) (bool, map[string]bool) {
 	switch {
 	case iface == managerIface:
-		return member == "JobRemoved" || member == "UnitRemoved"
+		return member == "JobRemoved" || member == "UnitRemoved", nil
 	case iface == propsIface && member == "PropertiesChanged":
 		c.mu.Lock()
-		_, ok := c.byPath[path]
+		w, ok := c.byPath[path]
 		c.mu.Unlock()
-		return ok
+		return ok && (w.props == nil || len(w.props) > 0), w.props
 	}
-	return false
+	return false, nil
 }
 
 // wake pings the manager until it answers. systemd's bus server leaves a

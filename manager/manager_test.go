@@ -4,15 +4,19 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/godbus/dbus/v5"
+
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/unit"
 )
 
 func TestMain(m *testing.M) { systemdtest.Main(m) }
@@ -270,5 +274,81 @@ func TestListUnitNamesPrefix(t *testing.T) {
 	got, err = conn.ListUnitNames(ctx, "unitrun-test-a")
 	if err != nil || len(got) != 2 {
 		t.Errorf(`ListUnitNames("unitrun-test-a") = %q, %v; want both`, got, err)
+	}
+}
+
+// execStart is an ExecStart= value as the manager's D-Bus API takes it.
+type execStart struct {
+	Path             string
+	Args             []string
+	UncleanIsFailure bool
+}
+
+// runWatched starts a transient oneshot /bin/true named name, waits for
+// its start job's JobRemoved on done, then for every event queued on the
+// watches, and returns the properties each saw in EventChanged events
+// (nil for a watch that saw none) and whether each saw the JobRemoved.
+func runWatched(t *testing.T, conn *manager.Conn, name string, watches ...*manager.Watch) (props []map[string]bool, jobs []bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	t.Cleanup(func() { conn.StopUnit(context.Background(), name, "replace") })
+	job, err := conn.StartTransientUnit(ctx, name, "fail", []unit.Property{
+		{Name: "Type", Value: dbus.MakeVariant("oneshot")},
+		{Name: "RemainAfterExit", Value: dbus.MakeVariant(true)},
+		{Name: "ExecStart", Value: dbus.MakeVariant([]execStart{{Path: "/bin/true", Args: []string{"true"}}})},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	props, jobs = make([]map[string]bool, len(watches)), make([]bool, len(watches))
+	for i, w := range watches {
+		for !jobs[i] {
+			ev, err := w.Next(ctx)
+			if err != nil {
+				t.Fatalf("watch %d: %v", i, err)
+			}
+			switch ev.Kind {
+			case manager.EventChanged:
+				if props[i] == nil {
+					props[i] = map[string]bool{}
+				}
+				for k := range ev.Props {
+					props[i][k] = true
+				}
+			case manager.EventJobRemoved:
+				jobs[i] = ev.Job == job
+			}
+		}
+		w.Close()
+	}
+	return props, jobs
+}
+
+// TestWatchProps runs units on the test manager, a private socket, under
+// watches that read one property, none, or all: the first sees only that
+// property, the second no EventChanged, and both their job's end, also
+// beside a watch of all, which sees the others.
+func TestWatchProps(t *testing.T) {
+	conn := systemdtest.Conn(t)
+	name := unit.RandomName("unitrun-test-watchprops-", "service")
+	props, jobs := runWatched(t, conn, name, conn.WatchProps(name, "ActiveState"), conn.WatchProps(name))
+	if !jobs[0] || !jobs[1] {
+		t.Errorf("JobRemoved seen: %v, want both", jobs)
+	}
+	if !reflect.DeepEqual(props[0], map[string]bool{"ActiveState": true}) {
+		t.Errorf("the watch of ActiveState saw %v", props[0])
+	}
+	if props[1] != nil {
+		t.Errorf("the watch of no property saw %v", props[1])
+	}
+
+	name = unit.RandomName("unitrun-test-watchprops-", "service")
+	props, _ = runWatched(t, conn, name, conn.WatchProps(name, "ActiveState"), conn.WatchProps(name), conn.Watch(name))
+	if !reflect.DeepEqual(props[0], map[string]bool{"ActiveState": true}) || props[1] != nil {
+		t.Errorf("beside a watch of all, the watches of ActiveState and of none saw %v and %v", props[0], props[1])
+	}
+	if !props[2]["ExecMainStatus"] || !props[2]["SubState"] {
+		t.Errorf("the watch of all saw %v", props[2])
 	}
 }

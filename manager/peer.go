@@ -27,8 +27,10 @@ import (
 type peerStream struct {
 	conn *net.UnixConn
 	// keep reports whether a signal from path, of iface and member, is to
-	// reach godbus; methods' replies and errors always do.
-	keep func(path dbus.ObjectPath, iface, member string) bool
+	// reach godbus, and, for a PropertiesChanged, the only properties it
+	// needs (nil: all; see slimProps); methods' replies and errors always
+	// reach it.
+	keep keepFunc
 
 	in     []byte // read from the socket, not yet framed
 	out    []byte // framed messages kept; godbus has read them up to outPos
@@ -43,10 +45,13 @@ type peerStream struct {
 	fds  []int // for the next message written that declares unix fds
 }
 
+// A keepFunc is peerStream's filter of signals (see peerStream.keep).
+type keepFunc func(path dbus.ObjectPath, iface, member string) (keep bool, props map[string]bool)
+
 // dialPeer connects to the private socket at path; godbus authenticates
 // through the stream it returns (see Write for the negotiation of unix
 // fds).
-func dialPeer(path string, keep func(dbus.ObjectPath, string, string) bool) (*peerStream, error) {
+func dialPeer(path string, keep keepFunc) (*peerStream, error) {
 	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		return nil, err
@@ -112,7 +117,7 @@ func (s *peerStream) frame() error {
 		if len(rest) < n {
 			break
 		}
-		if msg := rest[:n]; s.wanted(msg, order) {
+		if msg, ok := s.wanted(rest[:n], order); ok {
 			s.out = append(s.out, msg...)
 		}
 		rest = rest[n:]
@@ -131,24 +136,30 @@ func byteOrder(b byte) (binary.ByteOrder, error) {
 	return nil, dbus.InvalidMessageError("invalid byte order")
 }
 
-// wanted reports whether godbus is to get msg: anything but a signal,
-// a signal the keep function asks for, and a message whose header it
-// cannot read (godbus then reports what is wrong with it).
-func (s *peerStream) wanted(msg []byte, order binary.ByteOrder) bool {
+// wanted reports whether godbus is to get msg, and returns what it is to
+// get of it: anything but a signal, a signal the keep function asks for
+// (a PropertiesChanged with only the properties it names), and a message
+// whose header it cannot read (godbus then reports what is wrong with it).
+func (s *peerStream) wanted(msg []byte, order binary.ByteOrder) ([]byte, bool) {
 	if dbus.Type(msg[1]) != dbus.TypeSignal {
-		return true
+		return msg, true
 	}
 	h, ok := readHeader(msg, order)
 	if !ok {
-		return true
+		return msg, true
 	}
-	return s.keep(dbus.ObjectPath(h.path), h.iface, h.member)
+	keep, props := s.keep(dbus.ObjectPath(h.path), h.iface, h.member)
+	if keep && props != nil && h.member == "PropertiesChanged" && h.sig == "sa{sv}as" {
+		msg = slimProps(msg, order, props)
+	}
+	return msg, keep
 }
 
 // header holds what peerStream reads of a message's header.
 type header struct {
 	path, iface, member string
-	fds                 bool // it has a unix_fds field
+	sig                 string // the body's signature
+	fds                 bool   // it has a unix_fds field
 }
 
 // readHeader returns the header of msg, which holds at least the whole
@@ -188,7 +199,14 @@ func readHeader(msg []byte, order binary.ByteOrder) (h header, ok bool) {
 			if i >= end {
 				return h, false
 			}
-			i += 1 + int(msg[i]) + 1
+			n := int(msg[i])
+			if i+1+n+1 > end {
+				return h, false
+			}
+			if code == dbus.FieldSignature {
+				h.sig = string(msg[i+1 : i+1+n])
+			}
+			i += 1 + n + 1
 		case 'u':
 			h.fds = h.fds || code == dbus.FieldUnixFDs
 			i = (i+3)&^3 + 4

@@ -13,7 +13,7 @@ import (
 
 // peerPair returns a peerStream past its authentication and the socket at
 // its other end, as the manager's.
-func peerPair(t *testing.T, keep func(dbus.ObjectPath, string, string) bool) (*peerStream, *net.UnixConn) {
+func peerPair(t *testing.T, keep keepFunc) (*peerStream, *net.UnixConn) {
 	t.Helper()
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
 	if err != nil {
@@ -59,8 +59,8 @@ func signal(t *testing.T, serial uint32, path dbus.ObjectPath, iface, member str
 // every message but the other unit's, whole and in order.
 func TestPeerStreamKeeps(t *testing.T) {
 	watched := dbus.ObjectPath("/org/freedesktop/systemd1/unit/a_2eservice")
-	s, manager := peerPair(t, func(path dbus.ObjectPath, iface, member string) bool {
-		return path == watched || member == "JobRemoved"
+	s, manager := peerPair(t, func(path dbus.ObjectPath, iface, member string) (bool, map[string]bool) {
+		return path == watched || member == "JobRemoved", nil
 	})
 	props := map[string]dbus.Variant{"ActiveState": dbus.MakeVariant("active")}
 	reply := &dbus.Message{Type: dbus.TypeMethodReply, Headers: map[dbus.HeaderField]dbus.Variant{
@@ -99,6 +99,27 @@ func TestPeerStreamKeeps(t *testing.T) {
 	}
 	if want := []uint32{2, 3, 5}; !equalSerials(got, want) {
 		t.Errorf("decoded serials %v, want %v", got, want)
+	}
+}
+
+// TestPeerStreamSlims writes a service's PropertiesChanged that the keep
+// function wants only ActiveState and ExecMainStatus of: godbus decodes
+// those alone.
+func TestPeerStreamSlims(t *testing.T) {
+	s, manager := peerPair(t, func(dbus.ObjectPath, string, string) (bool, map[string]bool) {
+		return true, map[string]bool{"ActiveState": true, "ExecMainStatus": true}
+	})
+	go func() {
+		manager.Write(encodeSignal(t, binary.LittleEndian, serviceChange(), nil))
+		manager.Close()
+	}()
+	msg, err := dbus.DecodeMessage(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := msg.Body[1].(map[string]dbus.Variant)
+	if len(got) != 2 || got["ActiveState"].Value() != "active" || got["ExecMainStatus"].Value() != int32(3) {
+		t.Errorf("decoded %v", got)
 	}
 }
 

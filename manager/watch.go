@@ -41,17 +41,35 @@ type Event struct {
 // moment it is created. Register it before starting the unit so no signal can
 // be missed. Events queue without bound; Close releases the Watch.
 type Watch struct {
-	c    *Conn
-	unit string
+	c     *Conn
+	unit  string
+	props map[string]bool // the properties it reads; nil: all
 
 	mu     sync.Mutex
 	queue  []Event
 	notify chan struct{}
 }
 
-// Watch starts recording the events of the named unit.
-func (c *Conn) Watch(name string) *Watch {
-	w := &Watch{c: c, unit: name, notify: make(chan struct{}, 1)}
+// Watch starts recording the events of the named unit, EventChanged with
+// every property that changed.
+func (c *Conn) Watch(name string) *Watch { return c.watch(name, nil) }
+
+// WatchProps is Watch for a watcher that reads only the named properties:
+// its EventChanged events carry only those, and none is sent when none of
+// them changed, so that with no names it gets no EventChanged. On a
+// private socket, where the manager sends every property of an interface
+// at each change, the properties that no Watch of the unit reads are left
+// out of the signals before they are decoded.
+func (c *Conn) WatchProps(name string, props ...string) *Watch {
+	set := make(map[string]bool, len(props))
+	for _, p := range props {
+		set[p] = true
+	}
+	return c.watch(name, set)
+}
+
+func (c *Conn) watch(name string, props map[string]bool) *Watch {
+	w := &Watch{c: c, unit: name, props: props, notify: make(chan struct{}, 1)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -62,10 +80,39 @@ func (c *Conn) Watch(name string) *Watch {
 	if set == nil {
 		set = make(map[*Watch]struct{})
 		c.watches[name] = set
-		c.byPath[unit.BusPath(name)] = name
 	}
 	set[w] = struct{}{}
+	c.indexLocked(name)
 	return w
+}
+
+// indexLocked records, by the unit's object path, the name of a watched
+// unit and the properties its watches read: nil if one reads all, else
+// their union.
+func (c *Conn) indexLocked(name string) {
+	path := unit.BusPath(name)
+	set := c.watches[name]
+	if len(set) == 0 {
+		delete(c.byPath, path)
+		return
+	}
+	w := watched{name: name, props: map[string]bool{}}
+	for x := range set {
+		if x.props == nil {
+			w.props = nil
+			break
+		}
+		for p := range x.props {
+			w.props[p] = true
+		}
+	}
+	c.byPath[path] = w
+}
+
+// watched is what Conn knows of a watched unit by its object path.
+type watched struct {
+	name  string
+	props map[string]bool // read by its watches; nil: all
 }
 
 // Unit returns the name of the watched unit.
@@ -80,8 +127,8 @@ func (w *Watch) Close() {
 	delete(set, w)
 	if len(set) == 0 {
 		delete(c.watches, w.unit)
-		delete(c.byPath, unit.BusPath(w.unit))
 	}
+	c.indexLocked(w.unit)
 }
 
 // Next returns the next event, waiting for one until ctx is done.
@@ -153,9 +200,36 @@ func (r signalRouter) DeliverSignal(iface, member string, s *dbus.Signal) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ev.Kind == EventChanged {
-		name = c.byPath[s.Path]
+		name = c.byPath[s.Path].name
 	}
 	for w := range c.watches[name] {
-		w.push(ev)
+		if ev, ok := w.filter(ev); ok {
+			w.push(ev)
+		}
 	}
+}
+
+// filter returns ev as w is to get it: an EventChanged with only the
+// properties w reads, and none at all when none of them changed.
+func (w *Watch) filter(ev Event) (Event, bool) {
+	if ev.Kind != EventChanged || w.props == nil {
+		return ev, true
+	}
+	n := 0
+	for k := range ev.Props {
+		if w.props[k] {
+			n++
+		}
+	}
+	if n == len(ev.Props) {
+		return ev, n > 0
+	}
+	props := make(map[string]dbus.Variant, n)
+	for k, v := range ev.Props {
+		if w.props[k] {
+			props[k] = v
+		}
+	}
+	ev.Props = props
+	return ev, n > 0
 }

@@ -291,7 +291,7 @@ func (r *Runner) stopUnits(ctx context.Context, m *Manifest) error {
 // runJob queues a job for u with enqueue, in mode "replace", and waits
 // until it is removed. A job that does not end "done" is an error.
 func (r *Runner) runJob(ctx context.Context, u string, enqueue func(context.Context, string, string) (dbus.ObjectPath, error)) error {
-	w := r.Mgr.Watch(u)
+	w := r.Mgr.WatchProps(u) // only its jobs
 	defer w.Close()
 	job, err := enqueue(ctx, u, "replace")
 	if err != nil {
