@@ -59,7 +59,9 @@ func (c *Conn) Watch(name string) *Watch { return c.watch(name, nil) }
 // them changed, so that with no names it gets no EventChanged. On a
 // private socket, where the manager sends every property of an interface
 // at each change, the properties that no Watch of the unit reads are left
-// out of the signals before they are decoded.
+// out of the signals before they are decoded; so a Watch made beside
+// another of the unit that reads fewer may find, in signals already on
+// their way, only the properties that one reads.
 func (c *Conn) WatchProps(name string, props ...string) *Watch {
 	set := make(map[string]bool, len(props))
 	for _, p := range props {
