@@ -30,7 +30,7 @@ const sigPoweroff = syscall.Signal(sigRTMin + 4)
 // the pod's systemd off (SIGRTMIN+4), which stops the graph and records
 // every exit. It returns once the pod's systemd has exited.
 func RunContainer(ctx context.Context, stateDir, binary, name string, ready func() error) error {
-	m, _, err := loadState(stateDir, name)
+	m, err := loadSpec(stateDir, name)
 	if err != nil {
 		return err
 	}

@@ -72,7 +72,7 @@ func BeginRun(ctx context.Context, stateDir, pod, app string) error {
 func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open func(context.Context) (*manager.Conn, error)) error {
 	// Only this app's own hooks, one at a time, write its record; the lock
 	// is for what the other apps' hooks write.
-	m, _, err := loadState(stateDir, pod)
+	m, err := loadSpec(stateDir, pod)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func (a *App) probeRestarts() bool { return a.Probe != nil && a.Probe.Action == 
 // (reap-app counts the restart); fail-pod ends the pod, whose phase becomes
 // Failed. It returns nil when ctx is done.
 func RunProbe(ctx context.Context, stateDir, pod, app string, open func(context.Context) (*manager.Conn, error)) error {
-	m, _, err := loadState(stateDir, pod)
+	m, err := loadSpec(stateDir, pod)
 	if err != nil {
 		return err
 	}

@@ -29,16 +29,9 @@ func LogFile(stateDir, pod, app string) string {
 }
 
 // loadState returns the manifest pod was created from, with the exit policy
-// its start chose, and its pod.json.
+// and isolation its start and creation chose, and its pod.json.
 func loadState(stateDir, pod string) (*Manifest, PodStatus, error) {
-	if err := checkNames(pod); err != nil {
-		return nil, PodStatus{}, err
-	}
-	m, err := readSpec(stateDir, pod)
-	if err != nil {
-		return nil, PodStatus{}, err
-	}
-	data, err := read(stateDir, "pods", pod, "pod.json")
+	m, data, err := readSpecAndStatus(stateDir, pod)
 	if err != nil {
 		return nil, PodStatus{}, err
 	}
@@ -46,11 +39,49 @@ func loadState(stateDir, pod string) (*Manifest, PodStatus, error) {
 	if err != nil {
 		return nil, PodStatus{}, err
 	}
-	m.ExitPolicy = s.ExitPolicy
-	if s.Isolation != "" {
-		m.Isolation = s.Isolation
-	}
+	m.apply(s.choices())
 	return m, s, nil
+}
+
+// loadSpec is loadState for the hooks, which need the manifest and the
+// choices alone: of pod.json it reads only those (see parseChoices).
+func loadSpec(stateDir, pod string) (*Manifest, error) {
+	m, data, err := readSpecAndStatus(stateDir, pod)
+	if err != nil {
+		return nil, err
+	}
+	c, err := parseChoices(data)
+	if err != nil {
+		return nil, err
+	}
+	m.apply(c)
+	return m, nil
+}
+
+// readSpecAndStatus returns pod's manifest (see readSpec) and the bytes of
+// its pod.json.
+func readSpecAndStatus(stateDir, pod string) (*Manifest, []byte, error) {
+	if err := checkNames(pod); err != nil {
+		return nil, nil, err
+	}
+	m, err := readSpec(stateDir, pod)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := read(stateDir, "pods", pod, "pod.json")
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, data, nil
+}
+
+// apply sets the exit policy and, unless c has none, the isolation that
+// the pod's start and creation chose.
+func (m *Manifest) apply(c podChoices) {
+	m.ExitPolicy = c.ExitPolicy
+	if c.Isolation != "" {
+		m.Isolation = c.Isolation
+	}
 }
 
 // writeSpec saves m, a manifest Parse returned, as the pod's spec file.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // TestSpecRoundTrip checks that the spec file gives back every manifest of
@@ -81,6 +82,29 @@ func BenchmarkLoadSpec(b *testing.B) {
 	b.Run("manifest", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := Load(filepath.Join(Dir(state, m.Name), manifestFile)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// With the pod's status as its creation writes it: loadState, which
+	// the commands use, and loadSpec, which the hooks use.
+	ps := PodStatus{Name: m.Name, Phase: PodPending, ExitPolicy: FirstFailure, Isolation: NoIsolation, CreatedAt: time.Now()}
+	for _, a := range m.Apps {
+		ps.Apps = append(ps.Apps, AppStatus{Name: a.Name, State: AppWaiting})
+	}
+	if err := WritePod(state, ps); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("state", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := loadState(state, m.Name); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("hook", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := loadSpec(state, m.Name); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -287,15 +287,8 @@ func (s PodStatus) validate() error {
 	case c != nil && (*c == 0) != (s.Phase == PodSucceeded):
 		return bad("phase %s does not go with exit_code %d", s.Phase, *c)
 	}
-	switch s.ExitPolicy {
-	case FirstFailure, AnyExit, AllExit:
-	default:
-		return bad("exit_policy %q: must be first-failure, any or all", s.ExitPolicy)
-	}
-	switch s.Isolation {
-	case "", NoIsolation, Namespaces:
-	default:
-		return bad("isolation %q: must be none or namespaces", s.Isolation)
+	if err := s.choices().validate(); err != nil {
+		return bad("%v", err)
 	}
 	seen := make(map[string]bool)
 	for _, a := range s.Apps {
@@ -416,4 +409,43 @@ func readIn(root *os.Root, stateDir string, elem []string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: larger than %d bytes", filepath.Join(stateDir, rel), maxStatusSize)
 	}
 	return data, nil
+}
+
+// podChoices are the fields of a pod's status that its creation and start
+// chose over the manifest: all that its hooks read of pod.json.
+type podChoices struct {
+	ExitPolicy ExitPolicy `json:"exit_policy"`
+	Isolation  Isolation  `json:"isolation,omitempty"`
+}
+
+func (s PodStatus) choices() podChoices {
+	return podChoices{ExitPolicy: s.ExitPolicy, Isolation: s.Isolation}
+}
+
+func (c podChoices) validate() error {
+	switch c.ExitPolicy {
+	case FirstFailure, AnyExit, AllExit:
+	default:
+		return fmt.Errorf("exit_policy %q: must be first-failure, any or all", c.ExitPolicy)
+	}
+	switch c.Isolation {
+	case "", NoIsolation, Namespaces:
+	default:
+		return fmt.Errorf("isolation %q: must be none or namespaces", c.Isolation)
+	}
+	return nil
+}
+
+// parseChoices reads a pod's choices from its pod.json, skipping the rest
+// unchecked: the apps' statuses, which make most of it (8 KB for 100 apps)
+// and which a hook does not read.
+func parseChoices(data []byte) (podChoices, error) {
+	var c podChoices
+	if err := json.Unmarshal(data, &c); err != nil {
+		return podChoices{}, fmt.Errorf("pod status: %w", err)
+	}
+	if err := c.validate(); err != nil {
+		return podChoices{}, fmt.Errorf("pod status: %w", err)
+	}
+	return c, nil
 }

@@ -291,3 +291,22 @@ func TestReadAppWhileReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestParseChoices reads the exit policy and isolation from a pod status,
+// as the hooks do, and refuses a bad one naming its field; the apps are
+// left unread.
+func TestParseChoices(t *testing.T) {
+	c, err := parseChoices([]byte(`{"name":"p","phase":"Running","exit_policy":"any","isolation":"namespaces","apps":[{"name":"a","state":"bogus"}]}`))
+	if err != nil || c != (podChoices{ExitPolicy: AnyExit, Isolation: Namespaces}) {
+		t.Errorf("parseChoices = %+v, %v", c, err)
+	}
+	for _, tt := range []struct{ data, want string }{
+		{`{"exit_policy":"sometimes"}`, `exit_policy "sometimes": must be first-failure, any or all`},
+		{`{"exit_policy":"all","isolation":"vm"}`, `isolation "vm": must be none or namespaces`},
+		{`{"exit_policy":`, "pod status: unexpected end of JSON input"},
+	} {
+		if _, err := parseChoices([]byte(tt.data)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("parseChoices(%s) = %v, want an error containing %q", tt.data, err, tt.want)
+		}
+	}
+}
