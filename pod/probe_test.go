@@ -124,6 +124,39 @@ apps:
 	wantApp(t, s, "app", AppFailed, 0)
 }
 
+// TestProbeInFlightAtExit ends the app while its probe's check runs. The
+// stop of the probe service, which the app's end brings, must end the
+// check through the probe, not by signalling the check's command itself:
+// a command killed by the stop's SIGTERM before the probe learns of the
+// stop reads as a failed check, which with a threshold of one and
+// fail-pod would fail a pod whose app succeeded. The check's command
+// writes a file if it gets SIGTERM, in a session of its own, where the
+// probe's end of a check (SIGKILL to its process group) does not reach.
+func TestProbeInFlightAtExit(t *testing.T) {
+	mark := filepath.Join(t.TempDir(), "term")
+	r := newRunner(t)
+	name := run(t, r, fmt.Sprintf(`
+name: probe-in-flight
+apps:
+  - name: app
+    exec: ["/bin/sleep", "1"]
+    probe:
+      exec: ["/usr/bin/setsid", "--wait", "/bin/sh", "-c", "trap 'echo TERM > %s; exit 1' TERM; sleep 30 & wait"]
+      initialDelaySeconds: 0
+      timeoutSeconds: 60
+      failureThreshold: 1
+      action: fail-pod
+`, mark), "")
+	s := wait(t, r, name)
+	wantPod(t, s, PodSucceeded, 0)
+	if p := appOf(t, s, "app").Probe; p != nil {
+		t.Errorf("probe recorded %+v for a check cut short by the app's end", p)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Error("the stop of the probe service sent SIGTERM to the check's command")
+	}
+}
+
 func TestProbeExecHangs(t *testing.T) {
 	r := newRunner(t)
 	hang := hangDuration()

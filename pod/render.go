@@ -127,6 +127,12 @@ func render(m *Manifest, o RenderOptions, n Node) (*unit.File, error) {
 	case ProbeRole:
 		f.Set("Service", "Type", "exec")
 		f.Set("Service", "Slice", n.Slice)
+		// The stop's SIGTERM goes to the probe alone, which then ends
+		// the check in flight itself; sent to the check's command too,
+		// it would kill it before the probe knew of the stop, and the
+		// probe would count an app that just exited as failing its check
+		// (and, at the threshold, act). What is left gets SIGKILL.
+		f.Set("Service", "KillMode", "mixed")
 		err = setExec(f, "ExecStart", "", h.argv("probe", n.App))
 	}
 	return f, err
