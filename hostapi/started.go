@@ -35,8 +35,9 @@ func (s *Store) markRecorded(id string) error { return s.mark(id, recordedFile) 
 
 // markFile, in the state directory, is the empty file that marks name: a
 // mark is a hard link to it, a name added to the job's directory with no
-// inode to allocate, the costliest step of making a file on some file
-// systems (see atomicfile.Prepare).
+// inode to allocate, which on some file systems is the costliest step of
+// making a file (0.2 to 0.8 ms on the test machines' ext4 against 13 to
+// 16 µs for a link, BenchmarkMark).
 const markFile = "mark"
 
 // mark adds the mark name to the job's directory: a link to the store's
