@@ -169,24 +169,22 @@ func readHeader(msg []byte, order binary.ByteOrder) (h header, ok bool) {
 	if end > len(msg) {
 		return h, false
 	}
-	for i := 16; i < end; {
-		i = (i + 7) &^ 7 // each field is a struct, aligned to 8
+	r := reader{b: msg[:end], order: order, off: 16}
+	for r.off < end {
+		r.align(8) // each field is a struct, aligned to 8
+		i := r.off
 		if i+4 > end || msg[i+1] != 1 || msg[i+3] != 0 {
 			return h, false // a field code, a one-type signature
 		}
 		code, sig := dbus.HeaderField(msg[i]), msg[i+2]
-		i += 4
+		r.off += 4
 		switch sig {
-		case 's', 'o': // uint32 length, the string, NUL
-			i = (i + 3) &^ 3
-			if i+4 > end {
+		case 's', 'o':
+			v, ok := r.str()
+			if !ok {
 				return h, false
 			}
-			n := int(order.Uint32(msg[i : i+4]))
-			if n > end-i-5 {
-				return h, false
-			}
-			switch v := string(msg[i+4 : i+4+n]); code {
+			switch code {
 			case dbus.FieldPath:
 				h.path = v
 			case dbus.FieldInterface:
@@ -194,26 +192,20 @@ func readHeader(msg []byte, order binary.ByteOrder) (h header, ok bool) {
 			case dbus.FieldMember:
 				h.member = v
 			}
-			i += 4 + n + 1
-		case 'g': // byte length, the signature, NUL
-			if i >= end {
-				return h, false
-			}
-			n := int(msg[i])
-			if i+1+n+1 > end {
+		case 'g':
+			v, ok := r.sig()
+			if !ok {
 				return h, false
 			}
 			if code == dbus.FieldSignature {
-				h.sig = string(msg[i+1 : i+1+n])
+				h.sig = v
 			}
-			i += 1 + n + 1
 		case 'u':
+			if _, ok := r.u32(); !ok {
+				return h, false
+			}
 			h.fds = h.fds || code == dbus.FieldUnixFDs
-			i = (i+3)&^3 + 4
 		default:
-			return h, false
-		}
-		if i > end {
 			return h, false
 		}
 	}
