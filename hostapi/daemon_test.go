@@ -353,6 +353,8 @@ func TestRecoverReleasesFinishedUnits(t *testing.T) {
 	d1, _ := newTestDaemon(t, conn, "")
 	store := d1.store
 	d1.Close()
+	// start runs a oneshot to its end, as a finished job's unit is: one
+	// stopped while its start job runs would fail and stay loaded.
 	start := func(name string) {
 		t.Helper()
 		props := []unit.Property{
@@ -360,10 +362,27 @@ func TestRecoverReleasesFinishedUnits(t *testing.T) {
 			{Name: "RemainAfterExit", Value: dbus.MakeVariant(true)},
 			{Name: "ExecStart", Value: dbus.MakeVariant([]execCommand{{Path: "/bin/true", Args: []string{"/bin/true"}}})},
 		}
-		if _, err := conn.StartTransientUnit(context.Background(), name, "fail", props); err != nil {
+		w := conn.WatchProps(name)
+		defer w.Close()
+		job, err := conn.StartTransientUnit(context.Background(), name, "fail", props)
+		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { conn.StopUnit(context.Background(), name, "replace") })
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for {
+			ev, err := w.Next(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Kind == manager.EventJobRemoved && ev.Job == job {
+				if ev.Result != "done" {
+					t.Fatalf("start of %s: %s", name, ev.Result)
+				}
+				return
+			}
+		}
 	}
 	finished := &Record{ID: store.NewID(), Op: "true", State: StateSucceeded, CreatedAt: time.Now()}
 	finished.Unit = "unitrun-test-" + strings.ToLower(finished.ID) + ".service"

@@ -284,10 +284,10 @@ type execStart struct {
 	UncleanIsFailure bool
 }
 
-// runWatched starts a transient oneshot /bin/true named name, waits for
-// its start job's JobRemoved on done, then for every event queued on the
-// watches, and returns the properties each saw in EventChanged events
-// (nil for a watch that saw none) and whether each saw the JobRemoved.
+// runWatched starts a transient oneshot /bin/true named name and reads
+// each watch up to its start job's JobRemoved. It returns the properties
+// each watch saw in EventChanged events (nil for one that saw none) and
+// whether each saw the JobRemoved.
 func runWatched(t *testing.T, conn *manager.Conn, name string, watches ...*manager.Watch) (props []map[string]bool, jobs []bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
