@@ -35,7 +35,7 @@ func slimProps(msg []byte, order binary.ByteOrder, keep map[string]bool) []byte 
 	}
 	r.align(8)
 	entries, end := r.off, r.off+int(n)
-	if end > len(msg) || r.off > len(msg) {
+	if end > len(msg) {
 		return msg
 	}
 	out := append(make([]byte, 0, len(msg)), msg[:entries]...)

@@ -106,10 +106,7 @@ func (r *reader) skipOne(t string) bool {
 		}
 		r.align(alignOf(t[1]))
 		r.off += int(n)
-	case '(':
-		r.align(8)
-		return r.skip(t[1 : len(t)-1])
-	case '{':
+	case '(', '{': // a struct or dict entry: its fields in order
 		r.align(8)
 		return r.skip(t[1 : len(t)-1])
 	default:
