@@ -1,6 +1,7 @@
 package hostapi
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -22,13 +23,16 @@ import (
 
 // Store keeps job records durably in a state directory:
 //
-//	<state>/jobs/<id>/record.json   the Record, replaced atomically
+//	<state>/jobs/<id>/record.jsonl  the Record, a JSON line per version, the last one current
 //	<state>/jobs/<id>/output.log    the op's stdout and stderr, appended by its unit
 //	<state>/jobs/<id>/outcome       written by the unit's ExecStopPost (see OutcomeCommand)
 //
 // A job directory appears with its first record in place, so every job
-// directory holds a record. Entries of jobs/ whose names start with "." are
-// the store's temp files and are never listed.
+// directory holds a record. A new version of a record is appended to its
+// file, not written to a new file renamed over it: on the file systems of
+// hosts it spares each update an inode and the sync of a directory (see
+// docs/performance.md). Entries of jobs/ whose names start with "." are the
+// store's temp files and are never listed.
 //
 // A Store may be used by several goroutines at once; one state directory
 // should be used by one process at a time.
@@ -58,7 +62,7 @@ func (e *RecordError) Unwrap() error { return e.Err }
 
 const (
 	idLayout    = "20060102T150405Z"
-	recordFile  = "record.json"
+	recordFile  = "record.jsonl"
 	outputFile  = "output.log"
 	outcomeFile = "outcome"
 )
@@ -191,8 +195,9 @@ func (s *Store) jobPath(id, name string) string {
 
 // Put stores r durably, replacing the job's record atomically: after a
 // crash Get returns the old record or the new one. The first Put of an id
-// creates the job's directory, with the record already in it. Put refuses
-// an id not of NewID's form, an empty Op and an unknown State.
+// creates the job's directory, with the record already in it; later ones
+// append the new version to the record file (see appendRecord). Put
+// refuses an id not of NewID's form, an empty Op and an unknown State.
 func (s *Store) Put(r *Record) error { return s.put(r, true) }
 
 // stage is Put without the syncs: the record is in place, atomically, for
@@ -232,7 +237,8 @@ func (s *Store) put(r *Record, sync bool) error {
 	if !r.State.valid() {
 		return fmt.Errorf("job %s: record state %q is not one of queued, running, succeeded, failed, canceled", r.ID, r.State)
 	}
-	data, err := json.MarshalIndent(r, "", "  ")
+	// One line: JSON escapes the newlines of strings.
+	data, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", r.ID, err)
 	}
@@ -246,7 +252,7 @@ func (s *Store) put(r *Record, sync bool) error {
 	case !fi.IsDir():
 		err = fmt.Errorf("%s is not a directory", dir)
 	default:
-		err = writeFileAtomic(dir, recordFile, data, sync)
+		err = s.appendRecord(r.ID, data, sync)
 	}
 	if err != nil {
 		return fmt.Errorf("job %s: %w", r.ID, err)
@@ -257,10 +263,32 @@ func (s *Store) put(r *Record, sync bool) error {
 	return nil
 }
 
+// appendRecord appends line, a record ended by a newline, to the job's
+// record file, and syncs the file when sync is set. The line goes after a
+// newline of its own, so that a line a crash left unfinished never runs
+// into it: Get passes over such a line (see decodeRecord). Appends are
+// atomic with respect to each other (O_APPEND); of Puts that run at once,
+// the one appended last wins.
+func (s *Store) appendRecord(id string, line []byte, sync bool) error {
+	f, err := s.openJobFile(id, recordFile, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file", f.Name())
+	}
+	if err != nil {
+		f.Close()
+		return err
+	}
+	return writeClose(f, append([]byte{'\n'}, line...), sync)
+}
+
 // create makes the job's directory with its first record: it fills a temp
 // directory and renames it into place, syncing file and directories when
-// sync is set. If another Put created the directory first, the record
-// replaces that Put's.
+// sync is set. If another Put created the directory first, the record is
+// appended to that Put's.
 func (s *Store) create(id string, data []byte, sync bool) error {
 	tmp, err := os.MkdirTemp(s.jobs, tempPrefix+"new-"+id+"-")
 	if err != nil {
@@ -284,7 +312,7 @@ func (s *Store) create(id string, data []byte, sync bool) error {
 		if !errors.Is(err, syscall.EEXIST) && !errors.Is(err, syscall.ENOTEMPTY) {
 			return err
 		}
-		return writeFileAtomic(dir, recordFile, data, sync)
+		return s.appendRecord(id, data, sync)
 	}
 	if !sync {
 		return nil
@@ -310,8 +338,8 @@ func (s *Store) Get(id string) (*Record, error) {
 	if err != nil {
 		return nil, &RecordError{ID: id, Err: err}
 	}
-	var r Record
-	if err := json.Unmarshal(data, &r); err != nil {
+	r, err := decodeRecord(data)
+	if err != nil {
 		return nil, &RecordError{ID: id, Err: err}
 	}
 	switch {
@@ -323,6 +351,29 @@ func (s *Store) Get(id string) (*Record, error) {
 		return nil, &RecordError{ID: id, Err: fmt.Errorf("state %q is not a state", r.State)}
 	}
 	return &r, nil
+}
+
+// decodeRecord returns the current version of a record from its file's
+// contents: the last line, ended by a newline, that decodes as JSON. A
+// line that a crash left unfinished, without its newline or holding bytes
+// that do not decode, is passed over for the version before it; empty
+// lines separate the versions.
+func decodeRecord(data []byte) (Record, error) {
+	err := errors.New("no complete line")
+	rest := data[:bytes.LastIndexByte(data, '\n')+1]
+	for len(rest) > 0 {
+		line := rest[:len(rest)-1]
+		start := bytes.LastIndexByte(line, '\n') + 1
+		rest = rest[:start]
+		if start == len(line) {
+			continue // an empty line
+		}
+		var r Record
+		if err = json.Unmarshal(line[start:], &r); err == nil {
+			return r, nil
+		}
+	}
+	return Record{}, err
 }
 
 // OpenOutput opens the job's output log for appending, creating it with

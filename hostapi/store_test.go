@@ -150,8 +150,8 @@ func TestPutGet(t *testing.T) {
 		t.Errorf("jobs dir holds %d entries, want 1 (no temp left)", len(entries))
 	}
 	entries, _ = os.ReadDir(s.Dir(r.ID))
-	if len(entries) != 1 || entries[0].Name() != "record.json" {
-		t.Errorf("job dir holds %v, want only record.json", entries)
+	if len(entries) != 1 || entries[0].Name() != recordFile {
+		t.Errorf("job dir holds %v, want only %s", entries, recordFile)
 	}
 }
 
@@ -205,20 +205,17 @@ func TestGetErrors(t *testing.T) {
 	}
 }
 
-// TestPutCrash simulates a crash in the middle of Put: a temp file beside
-// the record, and a temp directory of a first Put in jobs/.
+// TestPutCrash simulates a crash in the middle of Put: a version of the
+// record appended in part, and a temp directory of a first Put in jobs/.
 func TestPutCrash(t *testing.T) {
 	s := openTestStore(t)
 	r := putRecord(t, s, StateRunning, time.Now())
-	torn := filepath.Join(s.Dir(r.ID), ".record.json.tmp-123")
-	if err := os.WriteFile(torn, []byte(`{"id": "`+r.ID+`", "state": "succ`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	appendTorn(t, s, r.ID, "\n"+`{"id": "`+r.ID+`", "state": "succ`)
 	newTmp := filepath.Join(s.jobs, ".new-20261202T142501Z-0123abcd-99")
 	if err := os.Mkdir(newTmp, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(newTmp, "record.json"), []byte("{"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(newTmp, recordFile), []byte("{"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Get(r.ID)
@@ -280,12 +277,12 @@ func TestListCorrupt(t *testing.T) {
 	bad := putRecord(t, s, StateFailed, t0.Add(2*time.Hour))
 	other := putRecord(t, s, StateFailed, t0.Add(3*time.Hour))
 	newest := putRecord(t, s, StateQueued, t0.Add(4*time.Hour))
-	if err := os.WriteFile(filepath.Join(s.Dir(bad.ID), "record.json"), []byte("{not json"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(s.Dir(bad.ID), recordFile), []byte("{not json\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// A record under the wrong directory is corrupt too.
-	data, _ := os.ReadFile(filepath.Join(s.Dir(old.ID), "record.json"))
-	if err := os.WriteFile(filepath.Join(s.Dir(other.ID), "record.json"), data, 0o600); err != nil {
+	data, _ := os.ReadFile(filepath.Join(s.Dir(old.ID), recordFile))
+	if err := os.WriteFile(filepath.Join(s.Dir(other.ID), recordFile), data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// Entries not of the id form are ignored.
