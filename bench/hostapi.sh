@@ -2,8 +2,9 @@
 # Times an op's round trip through the host API daemon, its outcome
 # writer the unitrun binary as `unitrun daemon` has it, against the same
 # command run by the library, on one manager in one run, and prints the
-# ratio for each of ROUNDS runs, then status queries/s and the daemon's
-# idle RSS from the last. Usage: bench/hostapi.sh [ROUNDS] [CALLS]
+# ratio for each of ROUNDS runs, with the CPU time a call costs the whole
+# machine (every process it involves), then status queries/s and the
+# daemon's idle RSS from the last. Usage: bench/hostapi.sh [ROUNDS] [CALLS]
 # (default 3 rounds of 200 calls). The daemon's state dir is made under
 # $TMPDIR (default /tmp): point it at another file system to measure
 # there. The test harness boots the manager, so it needs root.
@@ -13,11 +14,11 @@ rounds=${1:-3}
 calls=${2:-200}
 go test -c -o bin/hostapi.test ./hostapi/
 cd hostapi # the test binary reads its testdata from the package's directory
-printf '%5s %12s %12s %7s\n' round daemon library ratio
+printf '%5s %12s %12s %7s   %s\n' round daemon library ratio 'machine CPU per call: daemon, library, ratio'
 for r in $(seq "$rounds"); do
   ../bin/hostapi.test -test.run '^$' -test.bench 'OpRoundTrip/(daemon\+binary-writer|library)$' -test.benchtime "${calls}x" |
-    awk -v r="$r" '/ns\/op/ { t[$1 ~ /daemon/ ? "d" : "l"] = $3 / 1e6 }
-      END { printf "%5d %9.2f ms %9.2f ms %7.2f\n", r, t["d"], t["l"], t["d"] / t["l"] }'
+    awk -v r="$r" '/ns\/op/ { k = $1 ~ /daemon/ ? "d" : "l"; t[k] = $3 / 1e6; c[k] = $5 }
+      END { printf "%5d %9.2f ms %9.2f ms %7.2f   %.2f ms, %.2f ms, %.2f\n", r, t["d"], t["l"], t["d"] / t["l"], c["d"], c["l"], c["d"] / c["l"] }'
 done
 ../bin/hostapi.test -test.run '^$' -test.bench 'StatusQuery|DaemonIdleRSS' -test.benchtime 100x |
   awk '/queries\/s/ { print "status queries: " $(NF-1) "/s" } /MB-rss/ { print "daemon idle RSS: " $(NF-1) " MB" }'
