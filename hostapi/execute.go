@@ -76,8 +76,16 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob, done int) outcome {
 	c.Exited = func(st *job.Status, err error) {
 		d.releasing.Add(1)
 		released = true
+		set := fromStatus(st, err)
+		if errors.Is(err, job.ErrCollected) {
+			// The unit's stop ran its outcome writer, which says how the
+			// run ended.
+			if o, ok, oerr := d.store.ReadOutcome(id); oerr == nil && ok {
+				set = fromOutcome(o)
+			}
+		}
 		d.finish(l, func(r *Record) {
-			fromStatus(st, err)(r)
+			set(r)
 			if st != nil {
 				r.Attempts = done + st.Attempts
 			}

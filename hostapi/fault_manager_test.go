@@ -1,9 +1,11 @@
 package hostapi_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,28 +16,41 @@ import (
 )
 
 // TestManagerGoneAndBack runs the daemon binary on a manager of its own,
-// stops that manager while the daemon runs and a job is running, then
+// makes that manager exit while the daemon runs and a job is running, then
 // boots it again. While it is gone, calls on both front ends are refused
 // with manager_unavailable and the daemon still answers reads; once the
-// manager is back the same daemon runs jobs again, and the job that ran
-// is failed, saying its outcome was lost with its manager.
+// manager is back the same daemon runs jobs again. When the manager
+// exited the orderly way, through exit.target (as "systemctl --user exit"
+// and a logout do), it stopped the job's unit, with SIGTERM, before it
+// closed its connections: the job is recorded as killed by SIGTERM. When
+// it exited at once (its D-Bus Exit method), no unit is stopped and no
+// outcome writer runs: the job is failed, saying its outcome was lost with
+// its manager.
 func TestManagerGoneAndBack(t *testing.T) {
-	ctx := faultCtx(t, 2*time.Minute)
-	dir, err := os.MkdirTemp("", "unitrun-mgr-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &manager.Embedded{Dir: dir}
-	if _, err := e.Ensure(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		e.Stop(ctx, 10*time.Second)
-		os.RemoveAll(dir)
+	t.Run("exit.target", func(t *testing.T) {
+		managerGoneAndBack(t, func(c *manager.Conn, ctx context.Context) error {
+			_, err := c.StartUnit(ctx, "exit.target", "replace-irreversibly")
+			return err
+		}, func(t *testing.T, rec *hostapi.Record) {
+			if rec.State != hostapi.StateFailed || rec.Signal != "TERM" || rec.Message != "signal: SIGTERM" {
+				t.Errorf("job running when the manager exited: %+v: want failed by SIGTERM, the stop of its unit", rec)
+			}
+		})
 	})
-	d := systemdtest.NewDaemon(t, reloadConfig)
-	d.Env = append([]string{manager.EnvManager + "=private:" + e.Socket()}, e.Env()...)
-	d.Start(t)
+	t.Run("Exit", func(t *testing.T) {
+		managerGoneAndBack(t, (*manager.Conn).Exit, func(t *testing.T, rec *hostapi.Record) {
+			if rec.State != hostapi.StateFailed || !strings.Contains(rec.Message, "outcome is lost") {
+				t.Errorf("job running when the manager exited: %+v: want failed, its outcome lost", rec)
+			}
+		})
+	})
+}
+
+// managerGoneAndBack is TestManagerGoneAndBack with the manager made to
+// exit by exit, and the record of the job that ran then checked by check.
+func managerGoneAndBack(t *testing.T, exit func(*manager.Conn, context.Context) error, check func(*testing.T, *hostapi.Record)) {
+	ctx := faultCtx(t, 2*time.Minute)
+	e, d := ownManagerDaemon(ctx, t)
 	c := client.New(d.API)
 
 	runs := func(code string) {
@@ -54,6 +69,22 @@ func TestManagerGoneAndBack(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	conn, err := manager.Dial(ctx, e.Target())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The job's command must run before the manager exits, else the
+	// exit stops a unit still starting.
+	waitRunning(ctx, t, c, conn, running)
+	err = exit(conn, ctx)
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Let the manager end by itself: Stop would make it exit at once.
+	for e.Running() {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if err := e.Stop(ctx, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -92,9 +123,98 @@ func TestManagerGoneAndBack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("job running when the manager went away: %v", err)
 	}
-	// The manager's exit stops the unit; what its ExecStopPost= did is
-	// not seen then, so the daemon says the outcome is lost.
-	if rec.State != hostapi.StateFailed || !strings.Contains(rec.Message, "outcome is lost") {
-		t.Errorf("job running when the manager went away: %+v: want failed, its outcome lost", rec)
+	check(t, rec)
+}
+
+// waitRunning waits until the command of job id runs in its unit.
+func waitRunning(ctx context.Context, t *testing.T, c *client.Client, conn *manager.Conn, id string) *hostapi.Record {
+	t.Helper()
+	rec, err := c.Job(ctx, id)
+	if err != nil {
+		t.Fatal(err)
 	}
+	for {
+		props, err := conn.Properties(ctx, rec.Unit, manager.ServiceIface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pid, _ := props["ExecMainPID"].Value().(uint32); pid != 0 {
+			return rec
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestJobEndsWhileDisconnected stops a job's unit while the daemon's
+// connection to the manager is down: the daemon is SIGSTOPped across a
+// daemon-reexec, which closes the manager's connections, and the unit is
+// stopped meanwhile. Its outcome writer records the end and systemd
+// collects the unit; the daemon, once it has redialled and found the unit
+// gone, records the outcome the writer left, not an outcome lost.
+func TestJobEndsWhileDisconnected(t *testing.T) {
+	ctx := faultCtx(t, 2*time.Minute)
+	e, d := ownManagerDaemon(ctx, t)
+	c := client.New(d.API)
+	conn, err := manager.Dial(ctx, e.Target())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	id, err := c.Call(ctx, "exit", []string{"1", "0", "600"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := waitRunning(ctx, t, c, conn, id)
+	if err := d.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Reexecute(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.StopUnit(ctx, rec.Unit, "replace"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		props, err := conn.Properties(ctx, rec.Unit, manager.UnitIface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if props["LoadState"].Value() == "not-found" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := d.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	rec, err = c.Wait(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.State != hostapi.StateFailed || rec.Signal != "TERM" || rec.Message != "signal: SIGTERM" {
+		t.Errorf("job stopped while the daemon was disconnected: %+v: want failed by SIGTERM, as its outcome writer recorded", rec)
+	}
+}
+
+// ownManagerDaemon boots a manager of the test's own and starts the daemon
+// binary on it, with reloadConfig's ops.
+func ownManagerDaemon(ctx context.Context, t *testing.T) (*manager.Embedded, *systemdtest.Daemon) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "unitrun-mgr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &manager.Embedded{Dir: dir}
+	if _, err := e.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		e.Stop(ctx, 10*time.Second)
+		os.RemoveAll(dir)
+	})
+	d := systemdtest.NewDaemon(t, reloadConfig)
+	d.Env = append([]string{manager.EnvManager + "=private:" + e.Socket()}, e.Env()...)
+	d.Start(t)
+	return e, d
 }

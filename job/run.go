@@ -137,7 +137,7 @@ func (r *run) reread(ctx context.Context) error {
 		r.state.merge(props)
 	}
 	if r.state.str("LoadState") == "not-found" {
-		return fmt.Errorf("%s: unit was collected while the connection to the manager was down; its outcome is lost", r.unit)
+		return fmt.Errorf("%s: %w", r.unit, ErrCollected)
 	}
 	return nil
 }

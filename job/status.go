@@ -83,6 +83,13 @@ func (e *JobError) Error() string { return "job for " + e.Unit + ": " + e.Result
 // unitrun never joins or touches someone else's unit.
 var ErrUnitExists = errors.New("unit already exists")
 
+// ErrCollected is wrapped by the error of a wait for a unit that systemd
+// collected while the connection to the manager was down (the manager
+// exited, say, stopping the unit): no signal of its end was seen, and its
+// outcome went with it. A caller that had the unit record its outcome
+// elsewhere (an ExecStopPost= writing $EXIT_STATUS) reads it there.
+var ErrCollected = errors.New("unit was collected while the connection to the manager was down; its outcome is lost")
+
 // state accumulates a unit's properties from PropertiesChanged signals and
 // property reads.
 type state map[string]dbus.Variant
