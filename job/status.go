@@ -84,10 +84,11 @@ func (e *JobError) Error() string { return "job for " + e.Unit + ": " + e.Result
 var ErrUnitExists = errors.New("unit already exists")
 
 // ErrCollected is wrapped by the error of a wait for a unit that systemd
-// collected while the connection to the manager was down (the manager
-// exited, say, stopping the unit): no signal of its end was seen, and its
-// outcome went with it. A caller that had the unit record its outcome
-// elsewhere (an ExecStopPost= writing $EXIT_STATUS) reads it there.
+// collected while the connection to the manager was down (stopped or
+// reset by someone else while a daemon-reexec or a bus restart cut the
+// connection): no signal of its end was seen, and its outcome went with
+// it. A caller that had the unit record its outcome elsewhere (an
+// ExecStopPost= writing $EXIT_STATUS) reads it there.
 var ErrCollected = errors.New("unit was collected while the connection to the manager was down; its outcome is lost")
 
 // state accumulates a unit's properties from PropertiesChanged signals and
