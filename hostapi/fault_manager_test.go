@@ -82,7 +82,7 @@ func managerGoneAndBack(t *testing.T, exit func(*manager.Conn, context.Context) 
 		t.Fatal(err)
 	}
 	// Let the manager end by itself: Stop would make it exit at once.
-	for e.Running() {
+	for e.Running() && ctx.Err() == nil {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if err := e.Stop(ctx, 10*time.Second); err != nil {
@@ -189,11 +189,11 @@ func TestJobEndsWhileDisconnected(t *testing.T) {
 	}
 	for {
 		props, err := conn.Properties(ctx, rec.Unit, manager.UnitIface)
-		if err != nil && time.Now().After(deadline) {
-			t.Fatal(err)
-		}
 		if err == nil && props["LoadState"].Value() == "not-found" {
 			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("unit %s not collected after its stop: %v, %v", rec.Unit, props["LoadState"], err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
