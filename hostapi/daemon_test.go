@@ -360,7 +360,7 @@ func TestRecoverReleasesFinishedUnits(t *testing.T) {
 		props := []unit.Property{
 			{Name: "Type", Value: dbus.MakeVariant("oneshot")},
 			{Name: "RemainAfterExit", Value: dbus.MakeVariant(true)},
-			{Name: "ExecStart", Value: dbus.MakeVariant([]execCommand{{Path: "/bin/true", Args: []string{"/bin/true"}}})},
+			unit.Exec("ExecStart", "/bin/true", []string{"/bin/true"}),
 		}
 		w := conn.WatchProps(name)
 		defer w.Close()

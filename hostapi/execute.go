@@ -28,14 +28,6 @@ func (d *Daemon) execute(ctx context.Context, l *liveJob) outcome {
 	return d.runExec(ctx, l, 0)
 }
 
-// execCommand is an ExecStart=/ExecStopPost= entry as systemd's D-Bus API
-// takes it (signature (sasb)).
-type execCommand struct {
-	Path             string
-	Args             []string
-	UncleanIsFailure bool
-}
-
 // runExec runs an exec op as the transient unit named in the record, its
 // output appended to the job's output log and its outcome written by
 // ExecStopPost= to the job's outcome file, so that both outlive the daemon.
@@ -66,9 +58,7 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob, done int) outcome {
 		c.Retry = p
 		c.Attempting = func(n int) { d.recordAttempt(l, done+n) }
 	}
-	c.Properties = append(l.bind, unit.Property{
-		Name: "ExecStopPost", Value: dbus.MakeVariant([]execCommand{{Path: post[0], Args: post}}),
-	}, unit.Property{Name: "SyslogIdentifier", Value: dbus.MakeVariant("unitrun-" + l.op.Name)})
+	c.Properties = append(l.bind, unit.Exec("ExecStopPost", post[0], post), unit.Property{Name: "SyslogIdentifier", Value: dbus.MakeVariant("unitrun-" + l.op.Name)})
 	// The outcome is recorded, and waiters answered, as soon as it is
 	// known; the unit's release (its stop, which runs the outcome writer)
 	// follows. A daemon that dies in between releases it in Recover.

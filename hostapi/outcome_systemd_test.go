@@ -65,8 +65,8 @@ func TestOutcomeCommandSystemd(t *testing.T) {
 		props := []unit.Property{
 			{Name: "Type", Value: dbus.MakeVariant("exec")},
 			{Name: "CollectMode", Value: dbus.MakeVariant("inactive-or-failed")},
-			{Name: "ExecStart", Value: dbus.MakeVariant([]execCommand{{tt.argv[0], tt.argv, false}})},
-			{Name: "ExecStopPost", Value: dbus.MakeVariant([]execCommand{{post[0], post, false}})},
+			unit.Exec("ExecStart", tt.argv[0], tt.argv),
+			unit.Exec("ExecStopPost", post[0], post),
 		}
 		if _, err := conn.StartTransientUnit(ctx, tt.unit, "fail", props); err != nil {
 			t.Fatalf("%s: %v", tt.unit, err)

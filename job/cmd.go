@@ -314,11 +314,6 @@ func (c *Cmd) startRun() error {
 // properties returns unitrun's own properties for the unit; withExec adds
 // the command line and environment.
 func (c *Cmd) properties(withExec bool) ([]unit.Property, error) {
-	type execCommand struct {
-		Path             string
-		Args             []string
-		UncleanIsFailure bool
-	}
 	desc := c.Description
 	if desc == "" {
 		desc = describe(c.Args)
@@ -336,7 +331,7 @@ func (c *Cmd) properties(withExec bool) ([]unit.Property, error) {
 		for i, a := range c.Args {
 			args[i] = strings.ReplaceAll(a, "$", "$$")
 		}
-		props = append(props, unit.Property{Name: "ExecStart", Value: dbus.MakeVariant([]execCommand{{Path: c.Path, Args: args}})})
+		props = append(props, unit.Exec("ExecStart", c.Path, args))
 	}
 	if withExec && len(c.Env) > 0 {
 		props = append(props, unit.Property{Name: "Environment", Value: dbus.MakeVariant(c.Env)})

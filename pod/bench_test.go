@@ -15,6 +15,7 @@ import (
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
+	"github.com/unitrun/unitrun/unit"
 )
 
 // BenchmarkPods measures, for pods of 1, 10 and 100 apps, the time from
@@ -27,33 +28,50 @@ import (
 // bench/pods.sh. For the rec measures it also prints the CPU time the
 // manager used meanwhile, its own and that of the processes it forked and
 // reaped (apps, hooks), to tell systemd's share from unitrun's.
+//
+// For rec it also times a floor with the graph's processes (floor3-rec):
+// the same transient units, each with ExecStop=/bin/true and
+// ExecStopPost=/bin/true, so that every exit costs the manager three
+// processes, as an app's exit does in the graph (the app, its
+// ExecStopPost= hook, its reaper's ExecStop=), with nothing of unitrun's
+// in them. floor3/floor is what the graph's shape costs; pod/floor3 is
+// what unitrun's hooks add to it.
 func BenchmarkPods(b *testing.B) {
 	bin := systemdtest.Binary(b)
 	mgr := systemdtest.Manager(b).PID()
-	fmt.Printf("%5s  %12s %12s %6s  %12s %12s %6s  %s\n", "apps", "floor-run", "pod-run", "ratio", "floor-rec", "pod-rec", "ratio",
-		"rec CPU: manager, its children (floor -> pod)")
+	fmt.Printf("%5s  %10s %10s %6s  %10s %11s %10s %6s %13s %10s  %s\n", "apps", "floor-run", "pod-run", "ratio",
+		"floor-rec", "floor3-rec", "pod-rec", "ratio", "floor3/floor", "pod/floor3", "rec CPU: manager, its children (floor -> pod)")
+	forks3 := []unit.Property{
+		unit.Exec("ExecStop", "/bin/true", []string{"/bin/true"}),
+		unit.Exec("ExecStopPost", "/bin/true", []string{"/bin/true"}),
+	}
 	for range b.N {
 		for _, n := range []int{1, 10, 100} {
-			floorRun := floor(b, n, "/bin/sleep", "600")
+			floorRun := floor(b, n, nil, "/bin/sleep", "600")
 			podRun, _ := podTime(b, bin, n, "/bin/sleep", false, NoIsolation)
 			c0 := cpuOf(b, mgr)
-			floorRec := floor(b, n, "/bin/true")
+			floorRec := floor(b, n, nil, "/bin/true")
 			floorCPU := cpuOf(b, mgr).sub(c0)
+			floor3Rec := floor(b, n, forks3, "/bin/true")
 			podRec, podCPU := podTime(b, bin, n, "/bin/true", true, NoIsolation)
-			fmt.Printf("%5d  %12s %12s %6.2f  %12s %12s %6.2f  %s, %s -> %s, %s\n", n,
-				floorRun.Round(time.Millisecond), podRun.Round(time.Millisecond), float64(podRun)/float64(floorRun),
-				floorRec.Round(time.Millisecond), podRec.Round(time.Millisecond), float64(podRec)/float64(floorRec),
+			ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+			fmt.Printf("%5d  %10s %10s %6.2f  %10s %11s %10s %6.2f %13.2f %10.2f  %s, %s -> %s, %s\n", n,
+				ms(floorRun), ms(podRun), float64(podRun)/float64(floorRun),
+				ms(floorRec), ms(floor3Rec), ms(podRec), float64(podRec)/float64(floorRec),
+				float64(floor3Rec)/float64(floorRec), float64(podRec)/float64(floor3Rec),
 				floorCPU.self, floorCPU.children, podCPU.self, podCPU.children)
 			b.ReportMetric(float64(podRun)/float64(floorRun), fmt.Sprintf("run-ratio-%d", n))
 			b.ReportMetric(float64(podRec)/float64(floorRec), fmt.Sprintf("rec-ratio-%d", n))
+			b.ReportMetric(float64(floor3Rec)/float64(floorRec), fmt.Sprintf("floor3-ratio-%d", n))
 		}
 	}
 }
 
-// floor starts n transient units running argv at once and returns how
-// long it took until every one had started (a long-running argv, stopped
-// afterwards) or had ended and been reported (a short one).
-func floor(b *testing.B, n int, argv ...string) time.Duration {
+// floor starts n transient units running argv, with the extra
+// properties props, at once and returns how long it took until every one
+// had started (a long-running argv, stopped afterwards) or had ended and
+// been reported (a short one).
+func floor(b *testing.B, n int, props []unit.Property, argv ...string) time.Duration {
 	b.Helper()
 	conn := systemdtest.Conn(b)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -65,6 +83,7 @@ func floor(b *testing.B, n int, argv ...string) time.Duration {
 	start := time.Now()
 	for i := range cmds {
 		cmds[i] = job.CommandContext(ctx, conn, argv[0], argv[1:]...)
+		cmds[i].Properties = props
 		wg.Go(func() {
 			if long {
 				errs[i] = cmds[i].Start()

@@ -18,6 +18,24 @@ type Property struct {
 	Value dbus.Variant
 }
 
+// ExecCommand is one command of an Exec*= property (ExecStart=,
+// ExecStop=, ExecStopPost=, ...) as systemd's D-Bus API takes it, of
+// signature (sasb): the path of the executable, the whole argv (argv[0]
+// included) and whether an unclean exit counts as a failure.
+type ExecCommand struct {
+	Path             string
+	Args             []string
+	UncleanIsFailure bool
+}
+
+// Exec returns the property name (such as "ExecStart") holding the one
+// command that runs the executable at path with argv. The words are sent
+// as they are: systemd 252 still expands "$VAR", "${VAR}" and "$$" in
+// them when the command runs.
+func Exec(name, path string, argv []string) Property {
+	return prop(name, []ExecCommand{{Path: path, Args: argv}})
+}
+
 // ParseProperty parses the assignment "Key=Value" into the property that
 // "systemd-run -p Key=Value" sends for a service, with the same D-Bus name,
 // type and value (systemd 252's bus-unit-util.c). Key is a unit-file

@@ -237,3 +237,18 @@ func TestKnownProperties(t *testing.T) {
 		}
 	}
 }
+
+func TestExec(t *testing.T) {
+	p := Exec("ExecStopPost", "/bin/sh", []string{"sh", "-c", "echo $$"})
+	if p.Name != "ExecStopPost" {
+		t.Errorf("name %q", p.Name)
+	}
+	// The signature systemd's D-Bus API takes for every Exec*= property.
+	if sig := p.Value.Signature().String(); sig != "a(sasb)" {
+		t.Errorf("signature %s, want a(sasb)", sig)
+	}
+	want := []ExecCommand{{Path: "/bin/sh", Args: []string{"sh", "-c", "echo $$"}}}
+	if got, ok := p.Value.Value().([]ExecCommand); !ok || !reflect.DeepEqual(got, want) {
+		t.Errorf("value %#v, want %#v", p.Value.Value(), want)
+	}
+}
