@@ -29,22 +29,24 @@ import (
 // manager used meanwhile, its own and that of the processes it forked and
 // reaped (apps, hooks), to tell systemd's share from unitrun's.
 //
-// For rec it also times a floor with the graph's processes (floor3-rec):
+// For rec it also times floors with the graph's processes: floor3-rec,
 // the same transient units, each with ExecStop=/bin/true and
 // ExecStopPost=/bin/true, so that every exit costs the manager three
 // processes, as an app's exit does in the graph (the app, its
 // ExecStopPost= hook, its reaper's ExecStop=), with nothing of unitrun's
-// in them. floor3/floor is what the graph's shape costs; pod/floor3 is
-// what unitrun's hooks add to it.
+// in them; and floor2-rec, with ExecStop=/bin/true alone: two processes
+// per exit, the fewest a graph whose reapers work in ExecStop= can have.
+// floor3/floor is what the graph's shape costs; pod/floor3 is what
+// unitrun's hooks add to it.
 func BenchmarkPods(b *testing.B) {
 	bin := systemdtest.Binary(b)
 	mgr := systemdtest.Manager(b).PID()
-	fmt.Printf("%5s  %10s %10s %6s  %10s %11s %10s %6s %13s %10s  %s\n", "apps", "floor-run", "pod-run", "ratio",
-		"floor-rec", "floor3-rec", "pod-rec", "ratio", "floor3/floor", "pod/floor3", "rec CPU: manager, its children (floor -> pod)")
-	forks3 := []unit.Property{
-		unit.Exec("ExecStop", "/bin/true", []string{"/bin/true"}),
-		unit.Exec("ExecStopPost", "/bin/true", []string{"/bin/true"}),
-	}
+	fmt.Printf("%5s  %10s %10s %6s  %10s %11s %11s %10s %6s %13s %13s %10s  %s\n", "apps", "floor-run", "pod-run", "ratio",
+		"floor-rec", "floor2-rec", "floor3-rec", "pod-rec", "ratio", "floor2/floor", "floor3/floor", "pod/floor3",
+		"rec CPU: manager, its children (floor -> pod)")
+	stop := unit.Exec("ExecStop", "/bin/true", []string{"/bin/true"})
+	forks2 := []unit.Property{stop}
+	forks3 := []unit.Property{stop, unit.Exec("ExecStopPost", "/bin/true", []string{"/bin/true"})}
 	for range b.N {
 		for _, n := range []int{1, 10, 100} {
 			floorRun := floor(b, n, nil, "/bin/sleep", "600")
@@ -52,16 +54,18 @@ func BenchmarkPods(b *testing.B) {
 			c0 := cpuOf(b, mgr)
 			floorRec := floor(b, n, nil, "/bin/true")
 			floorCPU := cpuOf(b, mgr).sub(c0)
+			floor2Rec := floor(b, n, forks2, "/bin/true")
 			floor3Rec := floor(b, n, forks3, "/bin/true")
 			podRec, podCPU := podTime(b, bin, n, "/bin/true", true, NoIsolation)
 			ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
-			fmt.Printf("%5d  %10s %10s %6.2f  %10s %11s %10s %6.2f %13.2f %10.2f  %s, %s -> %s, %s\n", n,
+			fmt.Printf("%5d  %10s %10s %6.2f  %10s %11s %11s %10s %6.2f %13.2f %13.2f %10.2f  %s, %s -> %s, %s\n", n,
 				ms(floorRun), ms(podRun), float64(podRun)/float64(floorRun),
-				ms(floorRec), ms(floor3Rec), ms(podRec), float64(podRec)/float64(floorRec),
-				float64(floor3Rec)/float64(floorRec), float64(podRec)/float64(floor3Rec),
+				ms(floorRec), ms(floor2Rec), ms(floor3Rec), ms(podRec), float64(podRec)/float64(floorRec),
+				float64(floor2Rec)/float64(floorRec), float64(floor3Rec)/float64(floorRec), float64(podRec)/float64(floor3Rec),
 				floorCPU.self, floorCPU.children, podCPU.self, podCPU.children)
 			b.ReportMetric(float64(podRun)/float64(floorRun), fmt.Sprintf("run-ratio-%d", n))
 			b.ReportMetric(float64(podRec)/float64(floorRec), fmt.Sprintf("rec-ratio-%d", n))
+			b.ReportMetric(float64(floor2Rec)/float64(floorRec), fmt.Sprintf("floor2-ratio-%d", n))
 			b.ReportMetric(float64(floor3Rec)/float64(floorRec), fmt.Sprintf("floor3-ratio-%d", n))
 		}
 	}
