@@ -155,7 +155,7 @@ func testDaemonStoppedMidJob(t *testing.T, sig syscall.Signal) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitActive(t, rec.Unit)
+	systemdtest.WaitActiveState(t, systemdtest.Conn(t), rec.Unit, "active")
 	daemon.Process.Signal(sig)
 	if err := daemon.Wait(); sig == syscall.SIGTERM && err != nil {
 		t.Errorf("daemon after SIGTERM: %v, want exit 0", err)
@@ -169,22 +169,6 @@ func testDaemonStoppedMidJob(t *testing.T, sig syscall.Signal) {
 	rec, err = c.Wait(ctx, short)
 	if err != nil || rec.ExitCode == nil || *rec.ExitCode != 6 {
 		t.Errorf("job that ended while no daemon ran: %+v, %v: want exit code 6", rec, err)
-	}
-}
-
-// waitActive waits until the unit's main process runs.
-func waitActive(t *testing.T, name string) {
-	t.Helper()
-	conn := systemdtest.Conn(t)
-	for {
-		props, err := conn.Properties(context.Background(), name, manager.UnitIface)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if props["ActiveState"].Value() == "active" {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

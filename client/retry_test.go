@@ -12,6 +12,7 @@ import (
 	"github.com/unitrun/unitrun/client"
 	"github.com/unitrun/unitrun/hostapi"
 	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/manager"
 )
 
 // TestRetryAcrossDaemonRestart SIGKILLs the daemon while a retried op's
@@ -44,14 +45,15 @@ retry = { attempts = 5, delay = %q }
 				t.Fatal(err)
 			}
 			// Kill once the first run has counted itself and, for the
-			// back-off case, its unit is gone.
+			// back-off case, has ended: its unit stays loaded, failed,
+			// through the back-off.
 			for {
 				b, _ := os.ReadFile(count)
 				rec, err := c.Job(ctx, id)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if strings.TrimSpace(string(b)) == "1" && (tc.sleep != "0" || gone(t, rec.Unit)) {
+				if strings.TrimSpace(string(b)) == "1" && (tc.sleep != "0" || failed(t, rec.Unit)) {
 					break
 				}
 				time.Sleep(10 * time.Millisecond)
@@ -73,12 +75,12 @@ retry = { attempts = 5, delay = %q }
 	}
 }
 
-// gone reports whether the manager has no unit of the name loaded.
-func gone(t *testing.T, name string) bool {
+// failed reports whether the unit of the name is failed.
+func failed(t *testing.T, name string) bool {
 	t.Helper()
-	names, err := systemdtest.Conn(t).ListUnitNames(timeout(t), name)
+	props, err := systemdtest.Conn(t).Properties(timeout(t), name, manager.UnitIface)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(names) == 0
+	return props["ActiveState"].Value() == "failed"
 }

@@ -18,7 +18,6 @@ import (
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
-	"github.com/unitrun/unitrun/unit"
 )
 
 // benchDaemon serves a daemon with a "true" op and returns an HTTP client
@@ -66,66 +65,28 @@ func post(b *testing.B, hc *http.Client, path, body string) string {
 
 // BenchmarkOpRoundTrip compares a "true" op called through the daemon's
 // HTTP socket, waiting for its outcome, with the same command run by the
-// job package directly, its output to a file as the daemon does.
+// job package directly, its output to a file as the daemon does, with and
+// without the pin the daemon's units have (library+pin: the unit the
+// daemon runs, and none of the daemon's own work).
 func BenchmarkOpRoundTrip(b *testing.B) {
-	for _, binaryWriter := range []bool{false, true} {
-		name := "daemon"
-		if binaryWriter {
-			// The outcome written by "unitrun daemon write-outcome", as
-			// the unitrun daemon command does, not by the shell script.
-			name = "daemon+binary-writer"
+	b.Run("daemon", func(b *testing.B) {
+		_, hc := benchDaemon(b)
+		b.ResetTimer()
+		c0 := machineCPU(b)
+		for range b.N {
+			if out := post(b, hc, "/v1/ops/true", `{"wait": true}`); !strings.Contains(out, `"state":"succeeded"`) {
+				b.Fatal(out)
+			}
 		}
-		b.Run(name, func(b *testing.B) {
-			d, hc := benchDaemon(b)
-			if binaryWriter {
-				d.OutcomeWriter = []string{systemdtest.Binary(b), "daemon", "write-outcome"}
-			}
-			b.ResetTimer()
-			c0 := machineCPU(b)
-			for range b.N {
-				if out := post(b, hc, "/v1/ops/true", `{"wait": true}`); !strings.Contains(out, `"state":"succeeded"`) {
-					b.Fatal(out)
-				}
-			}
-			reportMachineCPU(b, c0)
-		})
-	}
-	for _, withOutcome := range []bool{false, true} {
+		reportMachineCPU(b, c0)
+	})
+	for _, pin := range []bool{false, true} {
 		name := "library"
-		if withOutcome {
-			// The unit the daemon runs, on its common path: the
-			// ExecStopPost= outcome writer of "unitrun daemon" finds the
-			// job recorded and writes nothing. Only the unit's cost; none
-			// of the daemon's records.
-			name = "library+outcome"
+		if pin {
+			name = "library+pin"
 		}
 		b.Run(name, func(b *testing.B) {
 			mgr := systemdtest.Conn(b)
-			var props []unit.Property
-			if withOutcome {
-				store, err := OpenStore(b.TempDir())
-				if err != nil {
-					b.Fatal(err)
-				}
-				id := store.NewID()
-				if err := store.Put(&Record{ID: id, Op: "true", State: StateRunning}); err != nil {
-					b.Fatal(err)
-				}
-				if err := store.markRecorded(id); err != nil {
-					b.Fatal(err)
-				}
-				d := &Daemon{OutcomeWriter: []string{systemdtest.Binary(b), "daemon", "write-outcome"}}
-				post, err := d.outcomeArgv(store.OutcomePath(id))
-				if err != nil {
-					b.Fatal(err)
-				}
-				props = []unit.Property{unit.Exec("ExecStopPost", post[0], post)}
-				b.Cleanup(func() {
-					if _, ok, _ := store.ReadOutcome(id); ok {
-						b.Error("the outcome writer wrote an outcome for a recorded job")
-					}
-				})
-			}
 			out, err := os.Create(filepath.Join(b.TempDir(), "out"))
 			if err != nil {
 				b.Fatal(err)
@@ -136,7 +97,7 @@ func BenchmarkOpRoundTrip(b *testing.B) {
 			for range b.N {
 				c := job.Command(mgr, "/bin/true")
 				c.Stdout, c.Stderr = out, out
-				c.Properties = props
+				c.Pin = pin
 				if err := c.Run(); err != nil {
 					b.Fatal(err)
 				}
@@ -170,7 +131,7 @@ func machineCPU(b *testing.B) time.Duration {
 
 // reportMachineCPU reports the machine's CPU time per op since c0 (a
 // machineCPU reading) as "machine-ms/op": what a call costs every process
-// it involves (the manager, the op, the outcome writer), a steadier
+// it involves (the manager, the op), a steadier
 // measure than the time per op on a shared machine of two cores.
 func reportMachineCPU(b *testing.B, c0 time.Duration) {
 	b.ReportMetric(float64(machineCPU(b)-c0)/float64(time.Millisecond)/float64(b.N), "machine-ms/op")

@@ -40,12 +40,6 @@ type Daemon struct {
 	// LookupEnv is where env_passthrough variables come from; NewDaemon
 	// sets it to os.LookupEnv.
 	LookupEnv func(string) (string, bool)
-	// OutcomeWriter, when set, is the argv (before the outcome file's path)
-	// of the ExecStopPost= command that writes each exec job's outcome file
-	// with WriteOutcome, such as {"/usr/bin/unitrun", "daemon",
-	// "write-outcome"}; no word may hold '$' or ';' (see OutcomeCommand).
-	// Nil uses OutcomeCommand's shell script.
-	OutcomeWriter []string
 	// Journalctl, when set, is the argv (before its options) of the
 	// journalctl that reads what unit ops' units log; nil means
 	// "journalctl", with --user for a user manager.

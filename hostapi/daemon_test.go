@@ -13,6 +13,7 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/unit"
 )
@@ -299,37 +300,33 @@ args = { max = 2 }
 // TestDaemonRecover stops one daemon mid-job, without recording and with
 // its manager connection gone, as a SIGKILL would, and checks that a new
 // daemon on the same store records the real outcome, both of a job whose
-// unit still runs and of one whose unit ended and was collected meanwhile.
+// unit still runs and of one whose unit someone else stopped meanwhile
+// (its pin kept it loaded, with its outcome), and that the second daemon
+// leaves neither unit nor pin behind.
 func TestDaemonRecover(t *testing.T) {
 	conn := systemdtest.Dial(t)
 	d1, _ := newTestDaemon(t, conn, "")
-	running, err := d1.Call(context.Background(), root, "slowfail", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		props, err := conn.Properties(context.Background(), running.Unit, manager.UnitIface)
+	var jobs []*Record
+	for _, op := range []string{"slowfail", "linger"} {
+		r, err := d1.Call(context.Background(), root, op, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if props["ActiveState"].Value() == "active" {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+		jobs = append(jobs, r)
+	}
+	running, stopped := jobs[0], jobs[1]
+	for _, r := range jobs {
+		systemdtest.WaitActiveState(t, conn, r.Unit, "active")
 	}
 	d1.Close()
 	conn.Close()
-	store := d1.store
-	// A job whose unit is collected while no daemon runs: its outcome is in
-	// its outcome file only.
-	gone := &Record{ID: store.NewID(), Op: "echo", State: StateRunning, Unit: "unitrun-test-gone.service", CreatedAt: time.Now()}
-	if err := store.Put(gone); err != nil {
+	// Someone stops the second job's unit while no daemon runs.
+	other := systemdtest.Conn(t)
+	if _, err := other.StopUnit(context.Background(), stopped.Unit, "replace"); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(store.OutcomePath(gone.ID), []byte("SERVICE_RESULT=signal\nEXIT_CODE=killed\nEXIT_STATUS=KILL\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	d2 := NewDaemon(d1.cfg, store, systemdtest.Conn(t))
+	systemdtest.WaitActiveState(t, other, stopped.Unit, "inactive")
+	d2 := NewDaemon(d1.cfg, d1.store, other)
 	if err := d2.Recover(); err != nil {
 		t.Fatal(err)
 	}
@@ -339,9 +336,17 @@ func TestDaemonRecover(t *testing.T) {
 	if err != nil || r.State != StateFailed || exitCode(r) != 3 || r.OutputTail != "started\n" {
 		t.Errorf("re-attached job: %+v, %v: want failed with exit code 3 and its output", r, err)
 	}
-	r, err = d2.Wait(ctx, gone.ID)
-	if err != nil || r.State != StateFailed || r.Signal != "KILL" || r.Result != "signal" {
-		t.Errorf("collected job: %+v, %v: want failed by signal KILL", r, err)
+	r, err = d2.Wait(ctx, stopped.ID)
+	if err != nil || r.State != StateFailed || r.Signal != "TERM" {
+		t.Errorf("job stopped while no daemon ran: %+v, %v: want failed by signal TERM", r, err)
+	}
+	d2.Close()
+	for _, r := range jobs {
+		for _, name := range []string{r.Unit, job.PinName(r.Unit)} {
+			if !unitGone(t, other, name) {
+				t.Errorf("%s still loaded after the recovery", name)
+			}
+		}
 	}
 }
 
@@ -462,4 +467,19 @@ max_live_jobs_per_uid = 2
 		d.Wait(wctx, id)
 		cancel()
 	}
+}
+
+// unitGone reports whether the manager unloads the unit within 10 s.
+func unitGone(t *testing.T, conn *manager.Conn, name string) bool {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		props, err := conn.Properties(context.Background(), name, manager.UnitIface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if props["LoadState"].Value() == "not-found" {
+			return true
+		}
+	}
+	return false
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -29,12 +28,12 @@ func (d *Daemon) execute(ctx context.Context, l *liveJob) outcome {
 }
 
 // runExec runs an exec op as the transient unit named in the record, its
-// output appended to the job's output log and its outcome written by
-// ExecStopPost= to the job's outcome file, so that both outlive the daemon.
-// done is the number of runs a retry policy already made (by a daemon that
-// died since); the record counts each run before it starts. runExec
-// records the outcome itself, before the unit is released, and returns
-// nil.
+// output appended to the job's output log, and the unit pinned
+// (job.Cmd.Pin) so that systemd keeps its outcome, whoever stops it,
+// until the daemon has recorded it: both outlive the daemon. done is the
+// number of runs a retry policy already made (by a daemon that died
+// since); the record counts each run before it starts. runExec records
+// the outcome itself, before the unit is released, and returns nil.
 func (d *Daemon) runExec(ctx context.Context, l *liveJob, done int) outcome {
 	id := l.rec.ID
 	out, err := d.store.OpenOutput(id)
@@ -42,10 +41,6 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob, done int) outcome {
 		return failed("output log: " + err.Error())
 	}
 	defer out.Close()
-	post, err := d.outcomeArgv(d.store.OutcomePath(id))
-	if err != nil {
-		return failed(err.Error())
-	}
 	argv := l.op.Argv(l.rec.Args)
 	c := job.CommandContext(ctx, d.mgr, argv[0], argv[1:]...)
 	c.Name = l.rec.Unit
@@ -58,22 +53,16 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob, done int) outcome {
 		c.Retry = p
 		c.Attempting = func(n int) { d.recordAttempt(l, done+n) }
 	}
-	c.Properties = append(l.bind, unit.Exec("ExecStopPost", post[0], post), unit.Property{Name: "SyslogIdentifier", Value: dbus.MakeVariant("unitrun-" + l.op.Name)})
+	c.Properties = append(l.bind, unit.Property{Name: "SyslogIdentifier", Value: dbus.MakeVariant("unitrun-" + l.op.Name)})
+	c.Pin = true
 	// The outcome is recorded, and waiters answered, as soon as it is
-	// known; the unit's release (its stop, which runs the outcome writer)
-	// follows. A daemon that dies in between releases it in Recover.
+	// known; the unit's release (its stop, and its pin's) follows. A
+	// daemon that dies in between releases it in Recover.
 	released := false
 	c.Exited = func(st *job.Status, err error) {
 		d.releasing.Add(1)
 		released = true
 		set := fromStatus(st, err)
-		if errors.Is(err, job.ErrCollected) {
-			// The unit's stop ran its outcome writer, which says how the
-			// run ended.
-			if o, ok, oerr := d.store.ReadOutcome(id); oerr == nil && ok {
-				set = fromOutcome(o)
-			}
-		}
 		d.finish(l, func(r *Record) {
 			set(r)
 			if st != nil {
@@ -109,17 +98,12 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob, done int) outcome {
 }
 
 // recordAttempt stores the number of the run of a retried job about to
-// start, so that a daemon that restarts knows how many runs are left. The
-// outcome file of the run before goes first: a restarted daemon reads an
-// outcome file as the outcome of the run the record counts.
+// start, so that a daemon that restarts knows how many runs are left.
 func (d *Daemon) recordAttempt(l *liveJob, n int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return
-	}
-	if err := os.Remove(d.store.OutcomePath(l.rec.ID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		d.Logf("hostapi: job %s: removing the outcome of attempt %d: %v", l.rec.ID, n-1, err)
 	}
 	l.rec.Attempts = n
 	if err := d.store.Put(l.rec); err != nil {
@@ -203,33 +187,6 @@ func fromStatus(st *job.Status, err error) outcome {
 	}
 }
 
-// fromOutcome returns the outcome that the unit's ExecStopPost= recorded.
-func fromOutcome(o Outcome) outcome {
-	return func(r *Record) {
-		r.JobResult = "done"
-		r.Result = o.ServiceResult
-		r.State = StateFailed
-		switch o.ExitCode {
-		case "exited":
-			var code int
-			fmt.Sscan(o.ExitStatus, &code)
-			r.ExitCode = &code
-			r.Message = "exit status " + o.ExitStatus
-			if code == 0 && o.ServiceResult == "success" {
-				r.State = StateSucceeded
-			}
-		case "killed", "dumped":
-			r.Signal = o.ExitStatus
-			r.Message = "signal: SIG" + o.ExitStatus
-		default:
-			r.Message = "no main process ran"
-		}
-		if o.ServiceResult != "success" && o.ServiceResult != "exit-code" && o.ServiceResult != "signal" {
-			r.Message += " (result " + o.ServiceResult + ")"
-		}
-	}
-}
-
 // failed returns the outcome of a job that could not run.
 func failed(msg string) outcome {
 	return func(r *Record) {
@@ -250,8 +207,7 @@ func (d *Daemon) finish(l *liveJob, set outcome) {
 
 // finishLocked applies set to the job's record, marks it canceled if a
 // caller canceled it, adds the output tail and reboot_required, stores the
-// record, then marks it recorded (the unit's outcome writer then skips its
-// work) and removes the reboot marker, so that a crash in between
+// record, then removes the reboot marker, so that a crash in between
 // reports the reboot twice rather than never. Then it wakes the job's
 // waiters and starts the next queued job of its op.
 func (d *Daemon) finishLocked(l *liveJob, set outcome) {
@@ -276,14 +232,9 @@ func (d *Daemon) finishLocked(l *liveJob, set outcome) {
 	}
 	if err := d.store.Put(l.rec); err != nil {
 		d.Logf("hostapi: job %s: storing its outcome: %v", l.rec.ID, err)
-	} else {
-		if err := d.store.markRecorded(l.rec.ID); err != nil {
-			d.Logf("hostapi: job %s: marking its outcome recorded: %v", l.rec.ID, err)
-		}
-		if marker != "" {
-			if err := os.Remove(marker); err != nil {
-				d.Logf("hostapi: job %s: removing reboot marker: %v", l.rec.ID, err)
-			}
+	} else if marker != "" {
+		if err := os.Remove(marker); err != nil {
+			d.Logf("hostapi: job %s: removing reboot marker: %v", l.rec.ID, err)
 		}
 	}
 	d.jobFinished(l)

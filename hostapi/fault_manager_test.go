@@ -23,9 +23,9 @@ import (
 // exited the orderly way, through exit.target (as "systemctl --user exit"
 // and a logout do), it stopped the job's unit, with SIGTERM, before it
 // closed its connections: the job is recorded as killed by SIGTERM. When
-// it exited at once (its D-Bus Exit method), no unit is stopped and no
-// outcome writer runs: the job is failed, saying its outcome was lost with
-// its manager.
+// it exited at once (its D-Bus Exit method), no unit is stopped and the
+// job's unit, with its outcome, goes with the manager: the job is failed,
+// saying its outcome was lost.
 func TestManagerGoneAndBack(t *testing.T) {
 	t.Run("exit.target", func(t *testing.T) {
 		managerGoneAndBack(t, func(c *manager.Conn, ctx context.Context) error {
@@ -148,9 +148,9 @@ func waitRunning(ctx context.Context, t *testing.T, c *client.Client, conn *mana
 // TestJobEndsWhileDisconnected stops a job's unit while the daemon's
 // connection to the manager is down: the daemon is SIGSTOPped across a
 // daemon-reexec, which closes the manager's connections, and the unit is
-// stopped meanwhile. Its outcome writer records the end and systemd
-// collects the unit; the daemon, once it has redialled and found the unit
-// gone, records the outcome the writer left, not an outcome lost.
+// stopped meanwhile. Its pin keeps it loaded, with its outcome; the
+// daemon, once it has redialled, records that outcome, not an outcome
+// lost.
 func TestJobEndsWhileDisconnected(t *testing.T) {
 	ctx := faultCtx(t, 2*time.Minute)
 	e, d := ownManagerDaemon(ctx, t)
@@ -189,11 +189,11 @@ func TestJobEndsWhileDisconnected(t *testing.T) {
 	}
 	for {
 		props, err := conn.Properties(ctx, rec.Unit, manager.UnitIface)
-		if err == nil && props["LoadState"].Value() == "not-found" {
+		if err == nil && props["ActiveState"].Value() == "inactive" {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("unit %s not collected after its stop: %v, %v", rec.Unit, props["LoadState"], err)
+			t.Fatalf("unit %s not inactive after its stop: %v, %v", rec.Unit, props["ActiveState"], err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -205,7 +205,7 @@ func TestJobEndsWhileDisconnected(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rec.State != hostapi.StateFailed || rec.Signal != "TERM" || rec.Message != "signal: SIGTERM" {
-		t.Errorf("job stopped while the daemon was disconnected: %+v: want failed by SIGTERM, as its outcome writer recorded", rec)
+		t.Errorf("job stopped while the daemon was disconnected: %+v: want failed by SIGTERM, as its unit kept", rec)
 	}
 }
 

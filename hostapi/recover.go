@@ -2,6 +2,7 @@ package hostapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,13 +14,14 @@ import (
 
 // Recover takes over the jobs that an earlier daemon on the same store left
 // unfinished, oldest first, after releasing the units of finished jobs that
-// it recorded but did not live to release. A running job whose unit is still loaded is
-// re-attached (job.Attach) and its outcome recorded when it ends; one whose
-// unit is gone gets the outcome its ExecStopPost= wrote; one whose unit
-// was never created (the earlier daemon stopped first) runs now; others
-// fail with a message saying the outcome is lost. Queued jobs are queued again, and run
-// in turn. A job whose op is no longer configured is re-attached the same
-// way; one still queued fails. Each outcome is recorded exactly once.
+// it recorded but did not live to release. A running job whose unit is
+// still loaded (its pin keeps it so, however it ended) is re-attached
+// (job.Attach) and its outcome recorded when it ends; one whose unit was
+// never created (the earlier daemon stopped first) runs now; others fail
+// with a message saying the outcome is lost. Queued jobs are queued again,
+// and run in turn. A job whose op is no longer configured is re-attached
+// the same way; one still queued fails. Each outcome is recorded exactly
+// once.
 //
 // The error joins those of records that could not be read, which are left
 // as they are.
@@ -67,81 +69,75 @@ func (d *Daemon) Recover() error {
 // rest of its runs, after the policy's back-off, as if the daemon had not
 // restarted.
 func (d *Daemon) reattach(ctx context.Context, l *liveJob) outcome {
-	set, retry := d.lastRun(ctx, l)
 	runs := max(l.rec.Attempts, 1)
-	if set == nil {
-		return nil // it ran now, and recorded its outcome itself
-	}
-	if !retry || runs >= l.op.Retry.Attempts || l.rec.Unit != l.op.Prefix+strings.ToLower(l.rec.ID)+".service" {
-		return func(r *Record) {
-			set(r)
-			r.Attempts = runs
-		}
+	set, retry := d.lastRun(ctx, l, runs)
+	switch {
+	case set == nil:
+		return nil // recorded already: by lastRun, or by the run it made now
+	case !retry:
+		return withAttempts(set, runs)
 	}
 	if !sleepCtx(ctx, l.op.retryPolicy().Backoff(runs)) {
 		return func(r *Record) {
-			set(r)
-			r.Attempts = runs
+			withAttempts(set, runs)(r)
 			r.Message = fmt.Sprintf("canceled before attempt %d: %s", runs+1, r.Message)
 		}
 	}
 	return d.runExec(ctx, l, runs)
 }
 
-// lastRun returns the outcome of the last run that a previous daemon
-// started for the job, and whether it is a failure a retry policy reruns.
-//
-// ExecStopPost= writes the outcome file before the unit is failed or
-// inactive, while the unit's state may still change under us by what the
-// previous daemon sent before it died (a reset-failed, which clears
-// Result): an outcome file wins over the unit's state. A loaded unit that
-// is inactive, with no outcome yet, tells nothing (its start job may be
-// pending): it is looked at again.
-func (d *Daemon) lastRun(ctx context.Context, l *liveJob) (outcome, bool) {
+// withAttempts is set followed by setting the record's count of runs.
+func withAttempts(set outcome, runs int) outcome {
+	return func(r *Record) {
+		set(r)
+		r.Attempts = runs
+	}
+}
+
+// retries reports whether the job's runs-th run, which ended as st and
+// err say, is a failure that its op's retry policy reruns, with runs left.
+func (l *liveJob) retries(runs int, st *job.Status, err error) bool {
 	p := l.op.retryPolicy()
+	return p != nil && st != nil && p.Retries(err) && runs < p.Attempts &&
+		l.rec.Unit == l.op.Prefix+strings.ToLower(l.rec.ID)+".service"
+}
+
+// lastRun returns the outcome of the last run, the runs-th, that a
+// previous daemon started for the job, and whether it is a failure a
+// retry policy reruns. The unit's pin keeps it loaded, with its outcome,
+// after any stop; a loaded unit that is inactive with a job pending has
+// not started yet, and is looked at again. A final outcome is recorded
+// here, before the unit is released, so that a daemon that dies in
+// between finds the unit still loaded; lastRun then returns nil.
+func (d *Daemon) lastRun(ctx context.Context, l *liveJob, runs int) (outcome, bool) {
 	for {
-		if o, ok, err := d.store.ReadOutcome(l.rec.ID); err != nil || ok {
-			if err != nil {
-				return failed(err.Error()), false
-			}
-			d.release(ctx, l.rec.Unit)
-			return fromOutcome(o), p != nil && o.ServiceResult != "success"
-		}
 		props, err := d.mgr.Properties(ctx, l.rec.Unit, manager.UnitIface)
 		if err != nil {
 			return failed(fmt.Sprintf("re-attach to %s: %v", l.rec.Unit, err)), false
 		}
-		switch {
-		case props["LoadState"].Value() == "not-found":
+		if props["LoadState"].Value() == "not-found" {
 			return d.collected(ctx, l), false
-		case props["ActiveState"].Value() != "inactive":
-			st, err := job.Attach(ctx, d.mgr, l.rec.Unit)
-			return fromStatus(st, err), p != nil && st != nil && p.Retries(err)
+		}
+		if props["ActiveState"].Value() != "inactive" || !manager.JobPending(props) {
+			recorded := false
+			st, err := job.Attach(ctx, d.mgr, l.rec.Unit, func(st *job.Status, err error) {
+				if !l.retries(runs, st, err) {
+					d.releasing.Add(1)
+					d.finish(l, withAttempts(fromStatus(st, err), runs))
+					recorded = true
+				}
+			})
+			switch {
+			case recorded:
+				d.releasing.Done()
+				return nil, false
+			case errors.Is(err, job.ErrCollected) || errors.Is(err, job.ErrNeverRan):
+				return d.collected(ctx, l), false
+			}
+			return fromStatus(st, err), l.retries(runs, st, err)
 		}
 		if !sleepCtx(ctx, followPoll) {
 			return failed(fmt.Sprintf("re-attach to %s: %v", l.rec.Unit, ctx.Err())), false
-		}
-	}
-}
-
-// release lets systemd collect a unit whose run has ended, once it has
-// finished deactivating: a failed one is reset; an inactive or unloaded
-// one is collected anyway.
-func (d *Daemon) release(ctx context.Context, name string) {
-	for {
-		props, err := d.mgr.Properties(ctx, name, manager.UnitIface)
-		if err != nil {
-			return
-		}
-		switch props["ActiveState"].Value() {
-		case "failed":
-			d.mgr.ResetFailedUnit(ctx, name)
-			return
-		case "inactive":
-			return
-		}
-		if !sleepCtx(ctx, followPoll) {
-			return
 		}
 	}
 }
@@ -156,39 +152,36 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// collected returns the outcome of a job whose unit is no longer loaded.
+// collected returns the outcome of a job whose unit is no longer loaded,
+// or never ran.
 func (d *Daemon) collected(ctx context.Context, l *liveJob) outcome {
-	o, ok, err := d.store.ReadOutcome(l.rec.ID)
-	if err == nil && !ok && l.rec.BootID != "" && d.bootID != "" && l.rec.BootID != d.bootID {
-		// The host went down before the unit's outcome writer ran (a
-		// crash), or before the unit was even created: it is not run
-		// again, since the started mark may not have outlived the crash.
+	if l.rec.BootID != "" && d.bootID != "" && l.rec.BootID != d.bootID {
+		// The host went down while the job ran, or before its unit was
+		// even created: it is not run again, since the started mark may
+		// not have outlived the crash.
 		return failed(fmt.Sprintf("unit %s is gone and left no outcome: the host restarted while the job ran (boot %s, now %s)", l.rec.Unit, l.rec.BootID, d.bootID))
 	}
-	if err == nil && !ok {
-		if started, serr := d.store.started(l.rec.ID); serr == nil && !started {
-			return d.neverStarted(ctx, l)
-		}
-	}
+	started, err := d.store.started(l.rec.ID)
 	switch {
 	case err != nil:
 		return failed(err.Error())
-	case !ok:
-		return failed(fmt.Sprintf("unit %s is gone and left no outcome: the daemon stopped before the unit started, or the unit's ExecStopPost= did not run", l.rec.Unit))
+	case !started:
+		return d.neverStarted(ctx, l)
 	}
-	return fromOutcome(o)
+	return failed(fmt.Sprintf("unit %s is gone and left no outcome: its pin was stopped, or its manager restarted, while no daemon ran", l.rec.Unit))
 }
 
 // releaseFinished lets systemd collect the units of finished exec jobs that
 // are still loaded: the daemon records an outcome before it releases the
-// unit, and may die in between. A unit left active is stopped (its
-// outcome writer runs, to no effect) and a failed one is reset. Units of
-// unit ops are the host's own and are left alone.
+// unit, and may die in between. A unit left active is stopped, a failed
+// one is reset, and its pin is stopped. Units of unit ops are the host's
+// own and are left alone.
 func (d *Daemon) releaseFinished(recs []*Record) {
 	finished := make(map[string]bool)
 	for _, r := range recs {
 		if r.Done() && strings.HasSuffix(r.Unit, strings.ToLower(r.ID)+".service") {
 			finished[r.Unit] = true
+			finished[job.PinName(r.Unit)] = true
 		}
 	}
 	if len(finished) == 0 {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
 )
 
@@ -69,8 +70,8 @@ func waitOutput(t *testing.T, d *Daemon, id, want string) {
 // the manager while the job runs (systemd then re-reads the unit from the
 // file it wrote for it), and checks that the op received every arg and the
 // value exactly, that the reloaded unit has no command but its own
-// ExecStart= and the daemon's one ExecStopPost=, that the outcome was
-// recorded, and that no injected command ran.
+// ExecStart= and still wants its pin, that the outcome was recorded, and
+// that no injected command ran.
 func TestSecurityExecArgsExact(t *testing.T) {
 	conn := systemdtest.Conn(t)
 	d, dir := newTestDaemon(t, conn, securityOps)
@@ -101,10 +102,13 @@ func TestSecurityExecArgsExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, n := range map[string]int{"ExecStartPre": 0, "ExecStartPost": 0, "ExecStop": 0, "ExecStopPost": 1, "ExecStart": 1} {
+	for k, n := range map[string]int{"ExecStartPre": 0, "ExecStartPost": 0, "ExecStop": 0, "ExecStopPost": 0, "ExecStart": 1} {
 		if v := reflect.ValueOf(props[k].Value()); v.Kind() != reflect.Slice || v.Len() != n {
 			t.Errorf("after daemon-reload the unit has %s=%s, want %d commands", k, props[k], n)
 		}
+	}
+	if u, err := conn.Properties(ctx, rec.Unit, manager.UnitIface); err != nil || !slices.Contains(u["Wants"].Value().([]string), job.PinName(rec.Unit)) {
+		t.Errorf("after daemon-reload the unit wants %v (%v), want its pin %s", u["Wants"], err, job.PinName(rec.Unit))
 	}
 
 	// The same args over SEQPACKET, which carries them NUL-separated.
@@ -293,13 +297,10 @@ func TestSecurityJobIDTraversal(t *testing.T) {
 			}
 			t.Errorf("OpenOutput(%q): %v, want ErrInvalidID", id, err)
 		}
-		if _, _, err := d.store.ReadOutcome(id); !errors.Is(err, ErrInvalidID) {
-			t.Errorf("ReadOutcome(%q): %v, want ErrInvalidID", id, err)
-		}
 		if _, err := d.store.Tail(id, 10); !errors.Is(err, ErrInvalidID) {
 			t.Errorf("Tail(%q): %v, want ErrInvalidID", id, err)
 		}
-		if d.store.Dir(id) != "" || d.store.OutputPath(id) != "" || d.store.OutcomePath(id) != "" {
+		if d.store.Dir(id) != "" || d.store.OutputPath(id) != "" {
 			t.Errorf("%q: the store gave a path for it", id)
 		}
 		if err := d.store.Put(&Record{ID: id, Op: "argv", State: StateRunning}); !errors.Is(err, ErrInvalidID) {
@@ -313,7 +314,7 @@ func TestSecurityJobIDTraversal(t *testing.T) {
 
 // TestSecuritySymlinksInJobDir plants symlinks where the store reads and
 // writes: a job directory that is a symlink to a directory laid out as a
-// job, and record, output and outcome files that are symlinks to files
+// job, and record and output files that are symlinks to files
 // outside. Reads and writes refuse them, and no file outside is read or
 // written.
 func TestSecuritySymlinksInJobDir(t *testing.T) {
@@ -347,7 +348,7 @@ func TestSecuritySymlinksInJobDir(t *testing.T) {
 
 	// Files of a real job that are symlinks.
 	r := call(t, d, "echo")
-	for _, name := range []string{outputFile, outcomeFile, recordFile} {
+	for _, name := range []string{outputFile, recordFile} {
 		p := filepath.Join(d.store.Dir(r.ID), name)
 		os.Remove(p)
 		if err := os.Symlink(secret, p); err != nil {
@@ -357,9 +358,6 @@ func TestSecuritySymlinksInJobDir(t *testing.T) {
 	if f, err := d.store.OpenOutput(r.ID); err == nil {
 		f.Close()
 		t.Error("OpenOutput followed a symlinked output.log")
-	}
-	if _, _, err := d.store.ReadOutcome(r.ID); err == nil {
-		t.Error("ReadOutcome followed a symlinked outcome")
 	}
 	if got, err := d.store.Get(r.ID); err == nil {
 		t.Errorf("Get followed a symlinked record file: %+v", got)
@@ -799,18 +797,17 @@ func TestSecurityPassedFDs(t *testing.T) {
 	t.Errorf("%d fds open after the requests, %d before: the daemon kept passed fds", openFDs(t), before)
 }
 
-// TestSecurityStateModes runs a job that fails, so that its outcome
-// writer writes as the run ends, and checks the modes that keep its files
-// to the daemon: the state and jobs dirs and the job's dir 0700, its
-// record, output log, outcome and marks 0600.
+// TestSecurityStateModes runs a job that fails and checks the modes that
+// keep its files to the daemon: the state and jobs dirs and the job's dir
+// 0700, its record, output log and started mark 0600.
 func TestSecurityStateModes(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
 	r := call(t, d, "echo", "x", "3")
 	d.Close()
 	want := map[string]os.FileMode{
 		d.store.dir: 0o700 | os.ModeDir, d.store.jobs: 0o700 | os.ModeDir, d.store.Dir(r.ID): 0o700 | os.ModeDir,
-		filepath.Join(d.store.Dir(r.ID), recordFile): 0o600, d.store.OutputPath(r.ID): 0o600, d.store.OutcomePath(r.ID): 0o600,
-		d.store.jobPath(r.ID, startedFile): 0o600, d.store.jobPath(r.ID, recordedFile): 0o600,
+		filepath.Join(d.store.Dir(r.ID), recordFile): 0o600, d.store.OutputPath(r.ID): 0o600,
+		d.store.jobPath(r.ID, startedFile): 0o600,
 	}
 	for path, mode := range want {
 		if fi, err := os.Lstat(path); err != nil {

@@ -18,20 +18,11 @@ import (
 // retry get no mark, so that such a job is run again (see runExec).
 const startedFile = "started"
 
-// recordedFile, in a job's directory, says that the daemon has stored the
-// job's final record, so that the outcome writer of its unit, which runs
-// when the daemon releases the unit, has nothing to add (see outcomeArgv).
-const recordedFile = "recorded"
-
 // markStarted records that the job's unit was created and its command
 // executed. It needs no sync: a daemon started after this one died finds
 // it, and after a crash of the host the record's boot ID tells the job
 // apart from one that never started (see Daemon.collected).
 func (s *Store) markStarted(id string) error { return s.mark(id, startedFile) }
-
-// markRecorded records that the job's final record is stored. It needs
-// no sync: it only spares the outcome writer work while the host runs.
-func (s *Store) markRecorded(id string) error { return s.mark(id, recordedFile) }
 
 // markFile, in the state directory, is the empty file that marks name: a
 // mark is a hard link to it, a name added to the job's directory with no

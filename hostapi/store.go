@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -25,7 +24,6 @@ import (
 //
 //	<state>/jobs/<id>/record.jsonl  the Record, a JSON line per version, the last one current
 //	<state>/jobs/<id>/output.log    the op's stdout and stderr, appended by its unit
-//	<state>/jobs/<id>/outcome       written by the unit's ExecStopPost (see OutcomeCommand)
 //
 // A job directory appears with its first record in place, so every job
 // directory holds a record. A new version of a record is appended to its
@@ -61,10 +59,9 @@ func (e *RecordError) Error() string { return "job " + e.ID + ": corrupt record:
 func (e *RecordError) Unwrap() error { return e.Err }
 
 const (
-	idLayout    = "20060102T150405Z"
-	recordFile  = "record.jsonl"
-	outputFile  = "output.log"
-	outcomeFile = "outcome"
+	idLayout   = "20060102T150405Z"
+	recordFile = "record.jsonl"
+	outputFile = "output.log"
 )
 
 var idRE = lazyregexp.New(`^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}$`)
@@ -80,17 +77,11 @@ func checkID(id string) error {
 
 // OpenStore opens the store in the state directory dir, creating dir and
 // dir/jobs with mode 0700 when missing. It refuses a dir or jobs directory
-// that is a symlink, is not a directory or is writable by group or others,
-// and a dir whose absolute path holds '$' or ';', which systemd 252 does
-// not carry intact through a daemon-reload in the commands of transient
-// units (see OutcomeCommand).
+// that is a symlink, is not a directory or is writable by group or others.
 func OpenStore(dir string) (*Store, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
-	}
-	if strings.ContainsAny(abs, "$;") {
-		return nil, fmt.Errorf("state dir %q: must not contain '$' or ';' (systemd 252 alters them in unit commands on daemon-reload)", abs)
 	}
 	s := &Store{dir: abs, jobs: filepath.Join(abs, "jobs"), issued: make(map[string]bool)}
 	for _, d := range []string{s.dir, s.jobs} {
@@ -178,12 +169,6 @@ func (s *Store) Dir(id string) string {
 // of NewID's form.
 func (s *Store) OutputPath(id string) string {
 	return s.jobPath(id, outputFile)
-}
-
-// OutcomePath returns the path of the job's outcome file, the path to give
-// OutcomeCommand, or "" for an id not of NewID's form.
-func (s *Store) OutcomePath(id string) string {
-	return s.jobPath(id, outcomeFile)
 }
 
 func (s *Store) jobPath(id, name string) string {

@@ -85,8 +85,6 @@ func TestOpenStore(t *testing.T) {
 		{filepath.Join(base, "jobslink"), "jobs is a symlink"},
 		{filepath.Join(base, "file"), "not a directory"},
 		{filepath.Join(base, "open"), "writable by group or others"},
-		{filepath.Join(base, "a$b"), "must not contain '$' or ';'"},
-		{filepath.Join(base, "a;b"), "must not contain '$' or ';'"},
 		{filepath.Join(base, "markdir"), "mark: is a directory"},
 		{filepath.Join(base, "markmode"), "mark has mode -rw-r--r--, want 0600"},
 	}
@@ -471,9 +469,10 @@ func TestOutputSymlink(t *testing.T) {
 	}
 }
 
-// TestMarksAreLinks checks that a job's marks are names of the store's
-// mark file, so that marking a job allocates no inode, and that a mark is
-// still made, as a file of its own, when there is no mark file to link.
+// TestMarksAreLinks checks that a job's mark is a name of the store's
+// mark file, so that marking a job allocates no inode, that marking twice
+// is no error, and that a mark is still made, as a file of its own, when
+// there is no mark file to link.
 func TestMarksAreLinks(t *testing.T) {
 	s := openTestStore(t)
 	mark, err := os.Stat(filepath.Join(s.dir, markFile))
@@ -481,15 +480,13 @@ func TestMarksAreLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := putRecord(t, s, StateRunning, time.Now())
-	for _, markJob := range []func(string) error{s.markStarted, s.markRecorded, s.markRecorded} {
-		if err := markJob(r.ID); err != nil {
+	for range 2 {
+		if err := s.markStarted(r.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range []string{startedFile, recordedFile} {
-		if fi, err := os.Stat(s.jobPath(r.ID, name)); err != nil || !os.SameFile(fi, mark) {
-			t.Errorf("%s: %v; want a link to the store's mark file", name, err)
-		}
+	if fi, err := os.Stat(s.jobPath(r.ID, startedFile)); err != nil || !os.SameFile(fi, mark) {
+		t.Errorf("%s: %v; want a link to the store's mark file", startedFile, err)
 	}
 	if ok, err := s.started(r.ID); !ok || err != nil {
 		t.Errorf("started = %v, %v; want true", ok, err)

@@ -85,7 +85,9 @@ type Cmd struct {
 	// stops, even if nothing is left to cancel it.
 	BindToCaller bool
 	// Retry, if set, reruns the command as a fresh unit after outcomes it
-	// names. Stdin must then be nil or an *os.File that can be re-read.
+	// names. Stdin must then be nil or an *os.File that can be re-read. The
+	// unit of a run that is retried stays loaded, with its outcome, through
+	// the back-off, and is released just before the next run is created.
 	Retry *RetryPolicy
 	// Exited, if set, is called once with the final Status (nil if the
 	// command never ran) and the error that Wait or Run will return, as
@@ -98,6 +100,15 @@ type Cmd struct {
 	// Attempting, if set, is called with the number of each run, from 1,
 	// before its unit is created.
 	Attempting func(n int)
+	// Pin, if set, keeps the unit loaded, with its outcome, however its
+	// run ends and whoever stops or resets it, until the run is released
+	// (by Wait, Run, or Attach in another process): the unit Wants= a
+	// transient timer of its own name (PinName), created with it, that
+	// never elapses, and systemd collects no unit that an active unit
+	// refers to. Releasing the run stops the pin too. It is
+	// for a caller that may die while the run ends and must read the
+	// outcome when it comes back, as the host API daemon does.
+	Pin bool
 
 	// Manager is the connection to the manager the command runs on.
 	Manager *manager.Conn
@@ -110,6 +121,7 @@ type Cmd struct {
 	ctx     context.Context
 	lookErr error
 	run     *run
+	held    *run // a failed run's, loaded through the back-off before a retry
 	tries   int
 	waited  bool
 	exited  bool
@@ -298,7 +310,13 @@ func (c *Cmd) startRun() error {
 	if c.Attempting != nil {
 		c.Attempting(c.tries)
 	}
-	if err := r.start(c.ctx, props); err != nil {
+	var aux []manager.Aux
+	if c.Pin {
+		wants, pin := pinUnit(name)
+		props, aux = append(props, wants), []manager.Aux{pin}
+		r.pin = pin.Name
+	}
+	if err := r.start(c.ctx, props, aux...); err != nil {
 		var ee *ExitError
 		if errors.As(err, &ee) {
 			c.setStatus(ee.Status)
@@ -390,9 +408,22 @@ func (c *Cmd) Wait() error {
 
 // waitRun waits for the current run and records its Status.
 func (c *Cmd) waitRun() error {
+	c.run.hold = c.retries
 	st, err := c.run.wait(c.ctx)
+	if c.retries(err) {
+		c.held = c.run
+	}
 	c.setStatus(st)
 	return err
+}
+
+// releaseHeld releases the unit of a run that a retry follows, which
+// waitRun left loaded for the back-off.
+func (c *Cmd) releaseHeld() {
+	if c.held != nil {
+		c.held.release()
+		c.held = nil
+	}
 }
 
 // runEnded is told the outcome of a run before its unit is released: one
@@ -431,8 +462,10 @@ func (c *Cmd) retry(err error) error {
 		select {
 		case <-time.After(c.Retry.Backoff(c.tries)):
 		case <-c.ctx.Done():
+			c.releaseHeld()
 			return fmt.Errorf("%s: canceled before attempt %d: %w", c.Unit, c.tries+1, c.ctx.Err())
 		}
+		c.releaseHeld()
 		if err = c.startRun(); err == nil {
 			err = c.waitRun()
 		}

@@ -22,21 +22,26 @@ type run struct {
 	state state
 	stdio
 	transient bool    // a unit unitrun created, to be released after the run
+	pin       string  // the unit's pin (Cmd.Pin), stopped at the release
 	dropIn    string  // directory of the unit's drop-in, if it needed one
 	canceled  *Status // how the run ended when a cancel came during its start
 	// ended, if set, is told the run's outcome before the unit is released.
 	ended func(*Status, error)
+	// hold, if set, says whether wait leaves the unit of a run that ended
+	// with err loaded, for the caller to release.
+	hold func(err error) bool
 }
 
-// start registers the watch, creates the unit and waits for its start job.
-func (r *run) start(ctx context.Context, props []unit.Property) error {
+// start registers the watch, creates the unit (and the aux units beside
+// it) and waits for its start job.
+func (r *run) start(ctx context.Context, props []unit.Property, aux ...manager.Aux) error {
 	r.transient = true
 	r.state = state{}
 	r.watch = r.mgr.WatchProps(r.unit, stateProps...)
 	// The call is not abandoned when ctx ends: systemd may already have
 	// made the unit, and only its answer says so. waitJob then stops it.
 	call, done := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	job, err := r.mgr.StartTransientUnit(call, r.unit, "fail", props)
+	job, err := r.mgr.StartTransientUnit(call, r.unit, "fail", props, aux...)
 	done()
 	r.closeAfterStart()
 	if err != nil {
@@ -143,14 +148,7 @@ func (r *run) reread(ctx context.Context) error {
 }
 
 // jobGone reports whether the unit has no job pending (read after reconnect).
-func (r *run) jobGone() bool {
-	v, ok := r.state["Job"].Value().([]any)
-	if !ok || len(v) != 2 {
-		return true
-	}
-	id, _ := v[0].(uint32)
-	return id == 0
-}
+func (r *run) jobGone() bool { return !manager.JobPending(r.state) }
 
 // wait waits for the run to end and returns its Status; the error is nil
 // for a success, an *ExitError otherwise, or wraps ctx.Err() if ctx ended
@@ -171,6 +169,9 @@ func (r *run) wait(ctx context.Context) (*Status, error) {
 	}
 	if r.ended != nil {
 		r.ended(st, err)
+	}
+	if r.hold != nil && r.hold(err) {
+		return st, err
 	}
 	r.release()
 	if err == nil {
@@ -214,10 +215,11 @@ func (r *run) cancel() *Status {
 
 // release lets systemd collect the unit: a unit left active (exited) is
 // stopped, waiting for the stop job so that none of its processes is left,
-// and a failed one is reset (its processes are gone already); systemd then
-// unloads it. A call lost with the connection (the manager re-executing)
-// is made again once the unit's state is read anew. Last, release closes
-// the watch and waits for the output to be copied.
+// and a failed one is reset (its processes are gone already); then its pin,
+// if it has one, is stopped; systemd then unloads it. A call lost with the
+// connection (the manager re-executing) is made again once the unit's
+// state is read anew. Last, release closes the watch and waits for the
+// output to be copied.
 func (r *run) release() {
 	ctx, done := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer done()
@@ -231,6 +233,9 @@ func (r *run) release() {
 		if r.reread(ctx) != nil {
 			break // collected meanwhile, or the manager stays away
 		}
+	}
+	if r.transient {
+		r.unpin(ctx)
 	}
 	r.abort()
 }

@@ -66,18 +66,28 @@ func Start(ctx context.Context, mgr *manager.Conn, name string) (*Status, error)
 
 // Attach waits for the run in progress of a transient unit that unitrun
 // created earlier, possibly in another process (a daemon that restarted),
-// and reports it as Cmd.Wait does; then it releases the unit. A unit whose
-// run has already ended (kept by RemainAfterExit) is reported at once. A
-// unit that is not loaded gives an error: its outcome is not in systemd.
-func Attach(ctx context.Context, mgr *manager.Conn, name string) (*Status, error) {
+// and reports it as Cmd.Wait does; then it releases the unit, and its pin
+// if it was made with Cmd.Pin. ended, if not nil, is told the outcome
+// before the release, as Cmd.Exited is, so that a caller can store it
+// while systemd still holds it. A unit whose run has already ended (kept
+// by RemainAfterExit, or by its pin after a stop) is reported at once. A
+// unit that is not loaded gives an error that wraps ErrCollected (its
+// outcome is not in systemd), and one that never ran is released and
+// gives an error that wraps ErrNeverRan.
+func Attach(ctx context.Context, mgr *manager.Conn, name string, ended func(*Status, error)) (*Status, error) {
 	if err := unit.Validate(name); err != nil {
 		return nil, err
 	}
-	r := &run{mgr: mgr, unit: name, state: state{}, transient: true}
+	r := &run{mgr: mgr, unit: name, state: state{}, transient: true, ended: ended}
 	r.watch = mgr.WatchProps(name, stateProps...)
 	if err := r.reread(ctx); err != nil {
 		r.abort()
 		return nil, err
+	}
+	r.pin = r.state.pinnedBy(name)
+	if r.state.str("ActiveState") == "inactive" && !r.state.invoked() && r.jobGone() {
+		r.release()
+		return nil, fmt.Errorf("%s: %w", name, ErrNeverRan)
 	}
 	return r.wait(ctx)
 }

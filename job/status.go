@@ -87,9 +87,13 @@ var ErrUnitExists = errors.New("unit already exists")
 // collected while the connection to the manager was down (stopped or
 // reset by someone else while a daemon-reexec or a bus restart cut the
 // connection): no signal of its end was seen, and its outcome went with
-// it. A caller that had the unit record its outcome elsewhere (an
-// ExecStopPost= writing $EXIT_STATUS) reads it there.
+// it. A pinned unit (Cmd.Pin) is not collected so.
 var ErrCollected = errors.New("unit was collected while the connection to the manager was down; its outcome is lost")
+
+// ErrNeverRan is wrapped by Attach's error for a unit that is loaded,
+// inactive, and never ran: its start job was canceled, or failed before
+// systemd made the run (no invocation ID). Attach releases it.
+var ErrNeverRan = errors.New("unit never ran")
 
 // state accumulates a unit's properties from PropertiesChanged signals and
 // property reads.
@@ -134,6 +138,13 @@ func (s state) ended() bool {
 		return s.str("SubState") == "exited"
 	}
 	return false
+}
+
+// invoked reports whether systemd made a run of the unit: it has an
+// invocation ID from its last start on.
+func (s state) invoked() bool {
+	id, _ := s["InvocationID"].Value().([]byte)
+	return len(id) > 0
 }
 
 // ran reports whether the main process of this run was started and ended.

@@ -26,6 +26,17 @@ const (
 	unitPathSpace = dbus.ObjectPath("/org/freedesktop/systemd1/unit")
 )
 
+// JobPending reports whether props, properties of the Unit interface,
+// show a job of the unit pending (its Job property names one).
+func JobPending(props map[string]dbus.Variant) bool {
+	v, ok := props["Job"].Value().([]any)
+	if !ok || len(v) != 2 {
+		return false
+	}
+	id, _ := v[0].(uint32)
+	return id != 0
+}
+
 // ErrClosed is returned by calls on a Conn after Close.
 var ErrClosed = errors.New("manager: connection closed")
 
@@ -304,8 +315,17 @@ func (c *Conn) call(ctx context.Context, method string, out []any, args ...any) 
 	return nil
 }
 
-// StartTransientUnit creates and starts a transient unit and returns its job.
-func (c *Conn) StartTransientUnit(ctx context.Context, name, mode string, props []unit.Property) (dbus.ObjectPath, error) {
+// Aux is a transient unit that StartTransientUnit creates beside the one
+// it starts, in the same call: it is created, not started, unless the
+// started unit pulls it in (Wants=, Requires=, ...).
+type Aux struct {
+	Name       string
+	Properties []unit.Property
+}
+
+// StartTransientUnit creates and starts a transient unit, creating the aux
+// units beside it, and returns its job.
+func (c *Conn) StartTransientUnit(ctx context.Context, name, mode string, props []unit.Property, aux ...Aux) (dbus.ObjectPath, error) {
 	type prop struct {
 		Name  string
 		Value dbus.Variant
@@ -325,11 +345,18 @@ func (c *Conn) StartTransientUnit(ctx context.Context, name, mode string, props 
 			fds = append(fds, int(fd))
 		}
 	}
-	type aux struct {
+	type auxUnit struct {
 		Name  string
 		Props []prop
 	}
-	args := []any{name, mode, ps, []aux{}}
+	auxs := make([]auxUnit, len(aux))
+	for i, a := range aux {
+		auxs[i] = auxUnit{Name: a.Name, Props: make([]prop, len(a.Properties))}
+		for j, p := range a.Properties {
+			auxs[i].Props[j] = prop{p.Name, p.Value}
+		}
+	}
+	args := []any{name, mode, ps, auxs}
 	var job dbus.ObjectPath
 	if fds == nil {
 		err = c.call(ctx, "StartTransientUnit", []any{&job}, args...)

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/activation"
@@ -55,18 +54,6 @@ logs to the journal with fields JOB_ID, OP, UNIT and CALLER_UID.`,
 			return runDaemon(cmd.Context(), g, f)
 		},
 	}
-	cmd.AddCommand(&cobra.Command{
-		Use:    "write-outcome PATH",
-		Short:  "Write a job's outcome file from $SERVICE_RESULT, $EXIT_CODE and $EXIT_STATUS (the daemon's ExecStopPost=)",
-		Hidden: true,
-		Args:   cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := hostapi.WriteOutcome(args[0], os.Getenv); err != nil {
-				return &exitError{code: exitFailed, err: err}
-			}
-			return nil
-		},
-	})
 	fl := cmd.Flags()
 	fl.StringVar(&f.config, "config", "/etc/unitrun/daemon.toml", "operations config `FILE`")
 	fl.StringVar(&f.opsDir, "ops-dir", "/etc/unitrun/ops.d", "drop-in `DIR` of *.toml op files")
@@ -105,7 +92,6 @@ func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
 	}
 	defer mgr.Close()
 	d := hostapi.NewDaemon(cfg, store, mgr)
-	d.OutcomeWriter = outcomeWriter()
 	d.PodStateDir = f.podStateDir
 	d.Log = logger
 	d.Logf = func(format string, args ...any) { logger.Error(fmt.Sprintf(format, args...)) }
@@ -160,18 +146,6 @@ loop:
 		return &exitError{code: exitFailed, err: err}
 	}
 	return nil
-}
-
-// outcomeWriter returns the command that makes this binary write a job's
-// outcome file, or nil (the shell script of hostapi.OutcomeCommand) when
-// its path is unknown, deleted (replaced by an upgrade) or holds '$' or
-// ';'.
-func outcomeWriter() []string {
-	exe, err := os.Executable()
-	if err != nil || strings.HasSuffix(exe, " (deleted)") || strings.ContainsAny(exe, "$;") {
-		return nil
-	}
-	return []string{exe, "daemon", "write-outcome"}
 }
 
 // daemonListeners returns the sockets systemd passed, or binds the paths

@@ -1,0 +1,26 @@
+package systemdtest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/manager"
+)
+
+// WaitActiveState waits until the unit's ActiveState on conn is state
+// (such as "active" or "inactive"), failing the test after 30 s.
+func WaitActiveState(t testing.TB, conn *manager.Conn, name, state string) {
+	t.Helper()
+	var last any
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		props, err := conn.Properties(context.Background(), name, manager.UnitIface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last = props["ActiveState"].Value(); last == state {
+			return
+		}
+	}
+	t.Fatalf("%s: ActiveState %v after 30 s, want %s", name, last, state)
+}

@@ -1,0 +1,79 @@
+package job
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/godbus/dbus/v5"
+
+	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/unit"
+)
+
+// PinName returns the name of the pin of the service (see Cmd.Pin): the
+// timer of the same name, which systemd makes trigger that service.
+func PinName(service string) string {
+	return strings.TrimSuffix(service, ".service") + ".timer"
+}
+
+// pinUnit returns the properties that make a service pinned: the Wants= of
+// its pin, which the service's start job then starts too, and the pin, to
+// create beside it.
+func pinUnit(service string) (unit.Property, manager.Aux) {
+	pin := PinName(service)
+	wants := unit.Property{Name: "Wants", Value: dbus.MakeVariant([]string{pin})}
+	return wants, manager.Aux{Name: pin, Properties: []unit.Property{
+		{Name: "Description", Value: dbus.MakeVariant("unitrun: keeps " + service + " loaded until its outcome is read")},
+		// A timer that never elapses (its next elapse is infinity): it
+		// stays active ("waiting") and never starts the service, and
+		// unlike a path unit it takes no inotify instance of the
+		// manager's, whose number is bounded (128 by default).
+		{Name: "TimersMonotonic", Value: dbus.MakeVariant([]struct {
+			Base  string
+			Value uint64
+		}{{"OnActiveSec", math.MaxUint64}})},
+	}}
+}
+
+// pinnedBy returns the service's pin if the state, read from the Unit
+// interface, shows the service wants it, else "".
+func (s state) pinnedBy(service string) string {
+	wants, _ := s["Wants"].Value().([]string)
+	if pin := PinName(service); slices.Contains(wants, pin) {
+		return pin
+	}
+	return ""
+}
+
+// unpin stops the run's pin, if it has one, waits for the stop job and
+// resets the pin if it failed, so that systemd may collect the unit, and
+// the name may be used again, once it returns. A pin already gone is no
+// error.
+func (r *run) unpin(ctx context.Context) {
+	if r.pin == "" {
+		return
+	}
+	w := r.mgr.Watch(r.pin)
+	defer w.Close()
+	job, err := r.mgr.StopUnit(ctx, r.pin, "replace")
+	if err != nil {
+		return
+	}
+	for {
+		ev, err := w.Next(ctx)
+		if err != nil {
+			return
+		}
+		switch ev.Kind {
+		case manager.EventJobRemoved:
+			if ev.Job == job {
+				r.mgr.ResetFailedUnit(ctx, r.pin) // a pin that failed stays loaded until reset
+				return
+			}
+		case manager.EventRemoved, manager.EventReconnected, manager.EventClosed:
+			return
+		}
+	}
+}
