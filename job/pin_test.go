@@ -74,7 +74,7 @@ func TestPinKeepsOutcome(t *testing.T) {
 // the unit and its pin.
 func TestAttachPinned(t *testing.T) {
 	ctx := context.Background()
-	c := job.Command(systemdtest.Dial(t), "/bin/sh", "-c", "exit 7")
+	c := job.Command(systemdtest.Dial(t), "/bin/sh", "-c", "sleep 0.2; exit 7")
 	c.Pin = true
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
