@@ -55,7 +55,7 @@ func (r *run) unpin(ctx context.Context) {
 	if r.pin == "" {
 		return
 	}
-	w := r.mgr.Watch(r.pin)
+	w := r.mgr.WatchProps(r.pin) // its JobRemoved alone
 	defer w.Close()
 	job, err := r.mgr.StopUnit(ctx, r.pin, "replace")
 	if err != nil {
