@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Times what one unitrun process costs, since systemd starts one per pod
-# app exit (pod reap-app) and per failed host API job (daemon
-# write-outcome): median wall time, CPU time and page faults per run of
+# app exit (pod reap-app): median wall time, CPU time and page faults per run of
 # "unitrun --help" and of "unitrun pod reap-app" on a pod of 100 apps,
 # for the default build and a CGO_ENABLED=0 build, beside an empty Go
 # program and /bin/true. Usage: bench/startup.sh [N]   (default N=200)
