@@ -34,6 +34,9 @@ func pinUnit(service string) (unit.Property, manager.Aux) {
 			Base  string
 			Value uint64
 		}{{"OnActiveSec", math.MaxUint64}})},
+		// Collected once stopped even if it failed (to start), so that no
+		// failed pin stays loaded, holding the service.
+		{Name: "CollectMode", Value: dbus.MakeVariant("inactive-or-failed")},
 	}}
 }
 
@@ -47,10 +50,9 @@ func (s state) pinnedBy(service string) string {
 	return ""
 }
 
-// unpin stops the run's pin, if it has one, waits for the stop job and
-// resets the pin if it failed, so that systemd may collect the unit, and
-// the name may be used again, once it returns. A pin already gone is no
-// error.
+// unpin stops the run's pin, if it has one, and waits for the stop job,
+// so that systemd may collect the unit, and the name may be used again,
+// once it returns. A pin already gone is no error.
 func (r *run) unpin(ctx context.Context) {
 	if r.pin == "" {
 		return
@@ -69,7 +71,6 @@ func (r *run) unpin(ctx context.Context) {
 		switch ev.Kind {
 		case manager.EventJobRemoved:
 			if ev.Job == job {
-				r.mgr.ResetFailedUnit(ctx, r.pin) // a pin that failed stays loaded until reset
 				return
 			}
 		case manager.EventRemoved, manager.EventReconnected, manager.EventClosed:
