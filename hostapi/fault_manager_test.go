@@ -126,23 +126,18 @@ func managerGoneAndBack(t *testing.T, exit func(*manager.Conn, context.Context) 
 	check(t, rec)
 }
 
-// waitRunning waits until the command of job id runs in its unit.
+// waitRunning waits until the command of job id runs in its unit and the
+// unit's start job is over: the unit is active. (A main PID alone is
+// not enough: systemd sets it at the fork, while the start job runs until
+// the exec, and a stop then cancels that job.)
 func waitRunning(ctx context.Context, t *testing.T, c *client.Client, conn *manager.Conn, id string) *hostapi.Record {
 	t.Helper()
 	rec, err := c.Job(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		props, err := conn.Properties(ctx, rec.Unit, manager.ServiceIface)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pid, _ := props["ExecMainPID"].Value().(uint32); pid != 0 {
-			return rec
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	systemdtest.WaitActiveState(t, conn, rec.Unit, "active")
+	return rec
 }
 
 // TestJobEndsWhileDisconnected stops a job's unit while the daemon's
