@@ -152,6 +152,7 @@ func (d *Daemon) startUnit(ctx context.Context, l *liveJob) outcome {
 // fromStatus returns the outcome of a run that job reported.
 func fromStatus(st *job.Status, err error) outcome {
 	return func(r *Record) {
+		ended := false // the run's process exited or was killed
 		if st != nil {
 			r.InvocationID = st.InvocationID
 			r.JobResult = st.JobResult
@@ -160,9 +161,14 @@ func fromStatus(st *job.Status, err error) outcome {
 			switch {
 			case st.Signal != 0:
 				r.Signal = strings.TrimPrefix(job.SignalName(st.Signal), "SIG")
-			case st.JobResult == "done" || st.Result != "":
+				ended = true
+			case st.JobResult == "done" || !st.FinishedAt.IsZero():
+				// A run whose start job failed has an exit code only if
+				// its process exited (systemd's own 203 for a failed
+				// exec, say); not one canceled before it was reaped.
 				code := st.ExitCode
 				r.ExitCode = &code
+				ended = true
 			}
 			if !st.FinishedAt.IsZero() {
 				t := st.FinishedAt.UTC()
@@ -177,7 +183,7 @@ func fromStatus(st *job.Status, err error) outcome {
 		case err == nil:
 			r.State = StateSucceeded
 			r.Message = "exit status 0"
-		case st != nil:
+		case ended:
 			r.State = StateFailed
 			r.Message = st.String()
 		default:

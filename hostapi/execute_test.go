@@ -1,0 +1,54 @@
+package hostapi
+
+import (
+	"errors"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/job"
+)
+
+// TestFromStatus checks the record of each way a run ends: an exit code
+// only for a process that exited, whatever the start job's result, and a
+// message that names the job's result when no process ended.
+func TestFromStatus(t *testing.T) {
+	now := time.Now()
+	const unit = "unitrun-x.service"
+	tests := []struct {
+		name     string
+		st       *job.Status
+		err      error
+		state    State
+		exitCode int // -1: none
+		signal   string
+		message  string
+	}{
+		{"success", &job.Status{Unit: unit, JobResult: "done", Result: "success", FinishedAt: now}, nil, StateSucceeded, 0, "", "exit status 0"},
+		{"exit 3", &job.Status{Unit: unit, JobResult: "done", Result: "exit-code", ExitCode: 3, FinishedAt: now}, &job.ExitError{}, StateFailed, 3, "", "exit status 3"},
+		{"SIGTERM", &job.Status{Unit: unit, JobResult: "done", Result: "success", ExitCode: -1, Signal: syscall.SIGTERM, FinishedAt: now}, &job.ExitError{}, StateFailed, -1, "TERM", "signal: SIGTERM"},
+		{"exec failed while starting", &job.Status{Unit: unit, JobResult: "failed", Result: "exit-code", ExitCode: 203, FinishedAt: now}, &job.JobError{Unit: unit, Result: "failed"}, StateFailed, 203, "", "exit status 203"},
+		{"start job canceled before any exit", &job.Status{Unit: unit, JobResult: "canceled", Result: "success", MainPID: 42}, &job.JobError{Unit: unit, Result: "canceled"}, StateFailed, -1, "", "job for unitrun-x.service: canceled"},
+		{"no status", nil, errors.New("start: no manager"), StateFailed, -1, "", "start: no manager"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if ee, ok := tt.err.(*job.ExitError); ok {
+				ee.Status = tt.st
+			}
+			r := &Record{}
+			fromStatus(tt.st, tt.err)(r)
+			code := -1
+			if r.ExitCode != nil {
+				code = *r.ExitCode
+			}
+			if r.State != tt.state || code != tt.exitCode || r.Signal != tt.signal || r.Message != tt.message {
+				t.Errorf("state %s, exit code %d, signal %q, message %q; want %s, %d, %q, %q",
+					r.State, code, r.Signal, r.Message, tt.state, tt.exitCode, tt.signal, tt.message)
+			}
+			if tt.st != nil && tt.st.JobResult == "canceled" && r.JobResult != "canceled" {
+				t.Errorf("job_result %q, want canceled", r.JobResult)
+			}
+		})
+	}
+}
