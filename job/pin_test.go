@@ -12,10 +12,9 @@ import (
 	"github.com/unitrun/unitrun/manager"
 )
 
-// stoppedByOthers starts c, a sleep, stops its unit as someone else would
-// (another connection) and returns the unit's LoadState once it is inactive
-// and systemd has had the time to collect it.
-func stoppedByOthers(t *testing.T, c *job.Cmd) string {
+// stopByOthers starts c, a sleep, stops its unit as someone else would
+// (another connection) and waits until the unit is inactive or unloaded.
+func stopByOthers(t *testing.T, c *job.Cmd) {
 	t.Helper()
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
@@ -31,16 +30,11 @@ func stoppedByOthers(t *testing.T, c *job.Cmd) string {
 			t.Fatal(err)
 		}
 		if s := p["ActiveState"].Value(); s == "inactive" || s == "failed" || p["LoadState"].Value() != "loaded" {
-			break
+			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(200 * time.Millisecond) // systemd collects at once; this leaves it the time
-	p, err := other.Properties(ctx, c.Unit, manager.UnitIface)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p["LoadState"].Value().(string)
+	t.Fatalf("%s not stopped after 2 s", c.Unit)
 }
 
 // TestPinKeepsOutcome: a pinned unit stopped by someone else before its
@@ -49,23 +43,29 @@ func stoppedByOthers(t *testing.T, c *job.Cmd) string {
 // the unit at the stop.
 func TestPinKeepsOutcome(t *testing.T) {
 	c := job.Command(systemdtest.Conn(t), "/bin/sleep", "60")
-	if state := stoppedByOthers(t, c); state != "not-found" {
-		t.Errorf("unpinned unit after a stop: %s, want not-found (collected)", state)
+	stopByOthers(t, c)
+	if !gone(t, c.Unit) {
+		t.Errorf("unpinned unit %s still loaded after a stop, want it collected", c.Unit)
 	}
 	c.Wait()
 
 	c = job.Command(systemdtest.Conn(t), "/bin/sleep", "60")
 	c.Pin = true
-	if state := stoppedByOthers(t, c); state != "loaded" {
-		t.Fatalf("pinned unit after a stop: %s, want loaded", state)
+	stopByOthers(t, c)
+	time.Sleep(500 * time.Millisecond) // systemd collects at once; this leaves it the time
+	p, err := systemdtest.Conn(t).Properties(context.Background(), c.Unit, manager.UnitIface)
+	if err != nil || p["LoadState"].Value() != "loaded" {
+		t.Fatalf("pinned unit after a stop: %v, %v; want loaded", p["LoadState"], err)
+	}
+	if p, err := systemdtest.Conn(t).Properties(context.Background(), job.PinName(c.Unit), manager.UnitIface); err != nil || p["ActiveState"].Value() != "active" {
+		t.Errorf("pin %s: %v, %v; want active", job.PinName(c.Unit), p["ActiveState"], err)
 	}
 	var ee *job.ExitError
 	if err := c.Wait(); !errors.As(err, &ee) || ee.Signal != syscall.SIGTERM {
 		t.Fatalf("Wait: %v, want killed by SIGTERM", err)
 	}
-	pin := c.Unit[:len(c.Unit)-len(".service")] + ".path"
-	if !gone(t, c.Unit) || !gone(t, pin) {
-		t.Errorf("%s or %s still loaded after the release", c.Unit, pin)
+	if !gone(t, c.Unit) || !gone(t, job.PinName(c.Unit)) {
+		t.Errorf("%s or %s still loaded after the release", c.Unit, job.PinName(c.Unit))
 	}
 }
 
@@ -100,7 +100,7 @@ func TestAttachPinned(t *testing.T) {
 	if !errors.As(err, &ee) || st.ExitCode != 7 {
 		t.Fatalf("Attach: %v %+v, want exit status 7", err, st)
 	}
-	if !gone(t, name) || !gone(t, name[:len(name)-len(".service")]+".path") {
+	if !gone(t, name) || !gone(t, job.PinName(name)) {
 		t.Errorf("%s or its pin still loaded after Attach", name)
 	}
 }
