@@ -50,31 +50,17 @@ func (s state) pinnedBy(service string) string {
 	return ""
 }
 
-// unpin stops the run's pin, if it has one, and waits for the stop job,
-// so that systemd may collect the unit, and the name may be used again,
-// once it returns. A pin already gone is no error.
+// unpin stops the run's pin, if it has one, and waits for the stop job
+// (as waitFor does, on a watch of the pin's own), so that systemd may
+// collect the unit, and the name may be used again, once it returns. A
+// pin already gone is no error.
 func (r *run) unpin(ctx context.Context) {
 	if r.pin == "" {
 		return
 	}
-	w := r.mgr.WatchProps(r.pin) // its JobRemoved alone
-	defer w.Close()
-	job, err := r.mgr.StopUnit(ctx, r.pin, "replace")
-	if err != nil {
-		return
-	}
-	for {
-		ev, err := w.Next(ctx)
-		if err != nil {
-			return
-		}
-		switch ev.Kind {
-		case manager.EventJobRemoved:
-			if ev.Job == job {
-				return
-			}
-		case manager.EventRemoved, manager.EventReconnected, manager.EventClosed:
-			return
-		}
+	pin := &run{mgr: r.mgr, unit: r.pin, state: state{}, watch: r.mgr.WatchProps(r.pin)} // its JobRemoved alone
+	defer pin.watch.Close()
+	if job, err := r.mgr.StopUnit(ctx, r.pin, "replace"); err == nil {
+		pin.waitFor(ctx, job)
 	}
 }

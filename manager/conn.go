@@ -345,18 +345,9 @@ func (c *Conn) StartTransientUnit(ctx context.Context, name, mode string, props 
 			fds = append(fds, int(fd))
 		}
 	}
-	type auxUnit struct {
-		Name  string
-		Props []prop
-	}
-	auxs := make([]auxUnit, len(aux))
-	for i, a := range aux {
-		auxs[i] = auxUnit{Name: a.Name, Props: make([]prop, len(a.Properties))}
-		for j, p := range a.Properties {
-			auxs[i].Props[j] = prop{p.Name, p.Value}
-		}
-	}
-	args := []any{name, mode, ps, auxs}
+	// Aux has the shape of the call's aux argument, a(sa(sv)); none (a
+	// nil slice) is an empty array.
+	args := []any{name, mode, ps, aux}
 	var job dbus.ObjectPath
 	if fds == nil {
 		err = c.call(ctx, "StartTransientUnit", []any{&job}, args...)
