@@ -343,7 +343,7 @@ func TestDaemonRecover(t *testing.T) {
 	d2.Close()
 	for _, r := range jobs {
 		for _, name := range []string{r.Unit, job.PinName(r.Unit)} {
-			if !unitGone(t, other, name) {
+			if !systemdtest.Unloaded(t, other, name) {
 				t.Errorf("%s still loaded after the recovery", name)
 			}
 		}
@@ -403,24 +403,11 @@ func TestRecoverReleasesFinishedUnits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d2.Close()
-	state := func(name string) string {
-		props, err := conn.Properties(context.Background(), name, manager.UnitIface)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if props["LoadState"].Value() == "not-found" {
-			return "gone"
-		}
-		return props["ActiveState"].Value().(string)
+	if !systemdtest.Unloaded(t, conn, finished.Unit) {
+		t.Errorf("unit of the finished job %s still loaded, want it gone", finished.Unit)
 	}
-	for deadline := time.Now().Add(10 * time.Second); state(finished.Unit) != "gone" && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if s := state(finished.Unit); s != "gone" {
-		t.Errorf("unit of the finished job: %s, want gone", s)
-	}
-	if s := state(host.Unit); s != "active" {
-		t.Errorf("unit op's unit: %s, want left active", s)
+	if props, err := conn.Properties(context.Background(), host.Unit, manager.UnitIface); err != nil || props["ActiveState"].Value() != "active" {
+		t.Errorf("unit op's unit: %v, %v; want left active", props["ActiveState"], err)
 	}
 }
 
@@ -467,19 +454,4 @@ max_live_jobs_per_uid = 2
 		d.Wait(wctx, id)
 		cancel()
 	}
-}
-
-// unitGone reports whether the manager unloads the unit within 10 s.
-func unitGone(t *testing.T, conn *manager.Conn, name string) bool {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		props, err := conn.Properties(context.Background(), name, manager.UnitIface)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if props["LoadState"].Value() == "not-found" {
-			return true
-		}
-	}
-	return false
 }

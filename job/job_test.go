@@ -29,20 +29,10 @@ func sh(t *testing.T, script string, args ...string) *job.Cmd {
 	return job.Command(systemdtest.Conn(t), "/bin/sh", append([]string{"-c", script, "sh"}, args...)...)
 }
 
-// gone reports whether the manager has unloaded the unit.
+// gone reports whether the test manager unloads the unit.
 func gone(t *testing.T, name string) bool {
 	t.Helper()
-	for range 100 {
-		p, err := systemdtest.Conn(t).Properties(context.Background(), name, manager.UnitIface)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p["LoadState"].Value() == "not-found" {
-			return true
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return false
+	return systemdtest.Unloaded(t, systemdtest.Conn(t), name)
 }
 
 func TestExitCodes(t *testing.T) {

@@ -24,3 +24,21 @@ func WaitActiveState(t testing.TB, conn *manager.Conn, name, state string) {
 	}
 	t.Fatalf("%s: ActiveState %v after 30 s, want %s", name, last, state)
 }
+
+// Unloaded reports whether the manager on conn has unloaded the unit, or
+// does so within 10 s.
+func Unloaded(t testing.TB, conn *manager.Conn, name string) bool {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		props, err := conn.Properties(context.Background(), name, manager.UnitIface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if props["LoadState"].Value() == "not-found" {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
