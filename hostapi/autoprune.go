@@ -10,7 +10,9 @@ func (d *Daemon) pruneLocked() {
 		return
 	}
 	d.pruning, d.sincePrune = true, 0
+	d.prunes.Add(1)
 	go func() {
+		defer d.prunes.Done()
 		if err := d.Prune(); err != nil {
 			d.Logf("hostapi: pruning records: %v", err)
 		}

@@ -20,13 +20,16 @@ import (
 	"github.com/unitrun/unitrun/job"
 )
 
+// benchRecordsKeep is the records_keep of the benchmarks' daemon.
+const benchRecordsKeep = 50
+
 // benchDaemon serves a daemon with a "true" op and returns an HTTP client
 // of it.
 func benchDaemon(b *testing.B) (*Daemon, *http.Client) {
 	b.Helper()
 	dir := b.TempDir()
 	cfgFile := filepath.Join(dir, "daemon.toml")
-	os.WriteFile(cfgFile, []byte("[[op]]\nname = \"true\"\nexec = [\"/bin/true\"]\n"), 0o600)
+	os.WriteFile(cfgFile, []byte(fmt.Sprintf("[[op]]\nname = \"true\"\nexec = [\"/bin/true\"]\n[limits]\nrecords_keep = %d\n", benchRecordsKeep)), 0o600)
 	cfg, err := LoadConfig(cfgFile, "")
 	if err != nil {
 		b.Fatal(err)
@@ -67,10 +70,19 @@ func post(b *testing.B, hc *http.Client, path, body string) string {
 // HTTP socket, waiting for its outcome, with the same command run by the
 // job package directly, its output to a file as the daemon does, with and
 // without the pin the daemon's units have (library+pin: the unit the
-// daemon runs, and none of the daemon's own work).
+// daemon runs, and none of the daemon's own work). The daemon is timed in
+// its steady state, once it keeps as many records as records_keep allows.
 func BenchmarkOpRoundTrip(b *testing.B) {
 	b.Run("daemon", func(b *testing.B) {
-		_, hc := benchDaemon(b)
+		d, hc := benchDaemon(b)
+		// A daemon that has run for a while: it keeps records_keep
+		// records, and prunes one for each new job.
+		for range benchRecordsKeep + benchRecordsKeep/10 {
+			post(b, hc, "/v1/ops/true", `{"wait": true}`)
+		}
+		if err := d.Prune(); err != nil {
+			b.Fatal(err)
+		}
 		b.ResetTimer()
 		c0 := machineCPU(b)
 		for range b.N {

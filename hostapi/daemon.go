@@ -68,6 +68,8 @@ type Daemon struct {
 	closed  bool
 	// releasing counts the units of recorded jobs not yet released.
 	releasing sync.WaitGroup
+	// prunes counts the Prunes that pruneLocked started and that run.
+	prunes sync.WaitGroup
 
 	mgrState mgrState
 	// sincePrune counts the jobs finished since the last Prune that
@@ -162,14 +164,18 @@ func (d *Daemon) Wait(ctx context.Context, id string) (*Record, error) {
 	d.mu.Lock()
 	l, ok := d.live[id]
 	d.mu.Unlock()
-	if ok {
-		select {
-		case <-l.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	if !ok {
+		return d.Get(id)
 	}
-	return d.Get(id)
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	// The final record, as finishLocked stored it.
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return copyRecord(l.rec), nil
 }
 
 // Done returns a channel closed when the job has ended, or nil when it
@@ -211,13 +217,15 @@ func (d *Daemon) Cancel(ctx context.Context, id string) (*Record, error) {
 
 // Close makes the daemon stop recording: jobs that end afterwards are left
 // for a later Daemon's Recover. It stops no running unit, but waits for the
-// units of jobs already recorded to be released. Close the manager
+// units of jobs already recorded to be released, and for a Prune started
+// in the background to end. Close the manager
 // connection after Close to end the goroutines that watch the units.
 func (d *Daemon) Close() {
 	d.mu.Lock()
 	d.closed = true
 	d.mu.Unlock()
 	d.releasing.Wait()
+	d.prunes.Wait()
 }
 
 // Prune removes old finished records by the config's limits.

@@ -25,6 +25,7 @@ func (d *Daemon) CopyOutput(ctx context.Context, w io.Writer, id string, offset 
 		return err
 	}
 	var f *os.File
+	buf := make([]byte, 32<<10)
 	defer func() {
 		if f != nil {
 			f.Close()
@@ -46,7 +47,7 @@ func (d *Daemon) CopyOutput(ctx context.Context, w io.Writer, id string, offset 
 			}
 		}
 		if f != nil {
-			n, err := io.Copy(w, f)
+			n, err := d.store.copyOutput(w, id, f, buf)
 			if err != nil {
 				return err
 			}

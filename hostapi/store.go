@@ -39,7 +39,11 @@ type Store struct {
 	jobs string // dir/jobs
 
 	mu     sync.Mutex
-	issued map[string]bool // ids returned by NewID and not yet Put
+	issued map[string]bool      // ids returned by NewID and not yet Put
+	spares []string             // names of the spares in jobs (see recycle)
+	index  map[string]pruneMeta // the records by id, for Prune (see loadIndex)
+
+	pruneMu sync.Mutex // held by Prune
 }
 
 // Errors returned by the Store; test them with errors.Is.
@@ -91,6 +95,9 @@ func OpenStore(dir string) (*Store, error) {
 	}
 	if err := ensureMarkFile(filepath.Join(abs, markFile)); err != nil {
 		return nil, err
+	}
+	if err := s.loadSpares(); err != nil {
+		return nil, fmt.Errorf("state dir: %w", err)
 	}
 	return s, nil
 }
@@ -244,6 +251,7 @@ func (s *Store) put(r *Record, sync bool) error {
 	}
 	s.mu.Lock()
 	delete(s.issued, r.ID)
+	s.indexLocked(r)
 	s.mu.Unlock()
 	return nil
 }
@@ -270,11 +278,14 @@ func (s *Store) appendRecord(id string, line []byte, sync bool) error {
 	return writeClose(f, append([]byte{'\n'}, line...), sync)
 }
 
-// create makes the job's directory with its first record: it fills a temp
-// directory and renames it into place, syncing file and directories when
-// sync is set. If another Put created the directory first, the record is
-// appended to that Put's.
+// create makes the job's directory with its first record: it fills a spare
+// or, when there is none, a new temp directory, and renames it into place,
+// syncing file and directories when sync is set. If another Put created
+// the directory first, the record is appended to that Put's.
 func (s *Store) create(id string, data []byte, sync bool) error {
+	if took, err := s.createFromSpare(id, data, sync); took {
+		return err
+	}
 	tmp, err := os.MkdirTemp(s.jobs, tempPrefix+"new-"+id+"-")
 	if err != nil {
 		return err
@@ -319,6 +330,17 @@ func (s *Store) Get(id string) (*Record, error) {
 		return nil, err
 	}
 	defer f.Close()
+	r, err := readRecord(f, id)
+	if err != nil && !s.holds(id, recordFile, f) {
+		// Prune removed the job while it was read, and its file may be
+		// another job's by now (see recycle).
+		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
+	}
+	return r, err
+}
+
+// readRecord reads the record of the job id from its record file f.
+func readRecord(f *os.File, id string) (*Record, error) {
 	data, err := io.ReadAll(f)
 	if err != nil {
 		return nil, &RecordError{ID: id, Err: err}

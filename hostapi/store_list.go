@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,13 +42,62 @@ func (s *Store) List() ([]*Record, error) {
 			recs = append(recs, r)
 		}
 	}
-	sort.Slice(recs, func(i, j int) bool {
-		if !recs[i].CreatedAt.Equal(recs[j].CreatedAt) {
-			return recs[i].CreatedAt.After(recs[j].CreatedAt)
-		}
-		return recs[i].ID > recs[j].ID
-	})
+	slices.SortFunc(recs, func(a, b *Record) int { return newestFirst(a.CreatedAt, a.ID, b.CreatedAt, b.ID) })
 	return recs, errors.Join(errs...)
+}
+
+// newestFirst orders jobs newest first: by creation time, then by id.
+func newestFirst(aCreated time.Time, aID string, bCreated time.Time, bID string) int {
+	if c := bCreated.Compare(aCreated); c != 0 {
+		return c
+	}
+	return strings.Compare(bID, aID)
+}
+
+// pruneMeta is what Prune reads of a record.
+type pruneMeta struct {
+	done    bool
+	created time.Time
+	end     time.Time // FinishedAt, or CreatedAt when it is unset
+}
+
+func pruneMetaOf(r *Record) pruneMeta {
+	m := pruneMeta{done: r.Done(), created: r.CreatedAt, end: r.CreatedAt}
+	if r.FinishedAt != nil {
+		m.end = *r.FinishedAt
+	}
+	return m
+}
+
+// indexLocked records r in the index of the store's records that Prune
+// reads, once Prune has made it.
+func (s *Store) indexLocked(r *Record) {
+	if s.index != nil {
+		s.index[r.ID] = pruneMetaOf(r)
+	}
+}
+
+// loadIndex makes the index of the store's records, reading each record
+// once (List); Puts keep it up to date from then on. The error is List's.
+func (s *Store) loadIndex() error {
+	s.mu.Lock()
+	if s.index != nil {
+		s.mu.Unlock()
+		return nil
+	}
+	// Puts from now on are indexed; List's versions of their records may
+	// be older and do not replace them.
+	s.index = make(map[string]pruneMeta)
+	s.mu.Unlock()
+	recs, err := s.List()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range recs {
+		if _, ok := s.index[r.ID]; !ok {
+			s.index[r.ID] = pruneMetaOf(r)
+		}
+	}
+	return err
 }
 
 // staleTemp is the age after which Prune removes a temp directory left by
@@ -59,39 +108,46 @@ const staleTemp = time.Hour
 // keep newest finished ones, and those that finished (FinishedAt, or
 // CreatedAt when it is unset) before now minus maxAge. A negative keep or a
 // maxAge <= 0 sets no bound of that kind. A job that is not Done is never
-// removed, nor is one whose record cannot be read; those are reported as
-// List reports them. Each job directory is renamed away before it is
-// deleted, so a crash never leaves a job without its record. Prune also
-// deletes what earlier crashed Puts and Prunes left behind.
+// removed, nor is one whose record cannot be read: the first Prune of a
+// Store reads every record, and reports those as List does; later ones
+// read no record, but what the Store's Puts left in its index. Each job directory is renamed away before it is
+// emptied to be a spare or deleted, so a crash never leaves a job without
+// its record. Prune also deletes what earlier crashed Puts and Prunes left
+// behind. Prunes run one at a time.
 func (s *Store) Prune(keep int, maxAge time.Duration, now time.Time) (removed []string, err error) {
-	errs := []error{s.removeLeftovers(now)}
-	recs, err := s.List()
-	errs = append(errs, err)
-	kept := 0
-	for _, r := range recs {
-		if !r.Done() {
-			continue
+	s.pruneMu.Lock()
+	defer s.pruneMu.Unlock()
+	errs := []error{s.removeLeftovers(now), s.loadIndex()}
+	type job struct {
+		id string
+		pruneMeta
+	}
+	s.mu.Lock()
+	jobs := make([]job, 0, len(s.index))
+	for id, m := range s.index {
+		if m.done {
+			jobs = append(jobs, job{id, m})
 		}
-		end := r.CreatedAt
-		if r.FinishedAt != nil {
-			end = *r.FinishedAt
-		}
-		tooMany := keep >= 0 && kept >= keep
-		tooOld := maxAge > 0 && end.Before(now.Add(-maxAge))
+	}
+	s.mu.Unlock()
+	slices.SortFunc(jobs, func(a, b job) int { return newestFirst(a.created, a.id, b.created, b.id) })
+	for i, j := range jobs {
+		tooMany := keep >= 0 && i >= keep
+		tooOld := maxAge > 0 && j.end.Before(now.Add(-maxAge))
 		if !tooMany && !tooOld {
-			kept++
 			continue
 		}
-		if err := s.remove(r.ID); err != nil {
+		if err := s.remove(j.id); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		removed = append(removed, r.ID)
+		removed = append(removed, j.id)
 	}
 	return removed, errors.Join(errs...)
 }
 
-// remove deletes a job's directory: renamed first, then deleted.
+// remove deletes a job's directory: renamed first, then made a spare
+// (recycle) or deleted.
 func (s *Store) remove(id string) error {
 	gone := filepath.Join(s.jobs, tempPrefix+"rm-"+id)
 	if err := os.RemoveAll(gone); err != nil {
@@ -102,6 +158,12 @@ func (s *Store) remove(id string) error {
 	}
 	if err := atomicfile.SyncDir(s.jobs); err != nil {
 		return fmt.Errorf("job %s: %w", id, err)
+	}
+	s.mu.Lock()
+	delete(s.index, id)
+	s.mu.Unlock()
+	if s.recycle(gone) {
+		return nil
 	}
 	if err := os.RemoveAll(gone); err != nil {
 		return fmt.Errorf("job %s: %w", id, err)

@@ -365,10 +365,17 @@ func TestPrune(t *testing.T) {
 				}
 			}
 			entries, _ := os.ReadDir(s.jobs)
+			spares := 0
 			for _, e := range entries {
-				if strings.HasPrefix(e.Name(), ".") {
+				switch {
+				case strings.HasPrefix(e.Name(), sparePrefix):
+					spares++
+				case strings.HasPrefix(e.Name(), "."):
 					t.Errorf("Prune left %s", e.Name())
 				}
+			}
+			if spares != len(want) {
+				t.Errorf("Prune left %d spares, want one per job removed, %d", spares, len(want))
 			}
 		})
 	}

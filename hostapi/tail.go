@@ -2,6 +2,7 @@ package hostapi
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -10,7 +11,8 @@ import (
 // Tail returns the last n bytes of the job's output log, exactly (the tail
 // may begin inside a UTF-8 sequence), or all of it when it is shorter. It
 // returns "" when n <= 0 or the job has no output log yet, and an error
-// wrapping ErrNotFound when there is no such job. Output appended while
+// wrapping ErrNotFound when there is no such job, or Prune removed it
+// while Tail read. Output appended while
 // Tail reads is not included.
 func (s *Store) Tail(id string, n int) (string, error) {
 	if n <= 0 {
@@ -35,5 +37,35 @@ func (s *Store) Tail(id string, n int) (string, error) {
 	if err != nil && !errors.Is(err, io.EOF) {
 		return "", err
 	}
+	if !s.holds(id, outputFile, f) {
+		return "", fmt.Errorf("job %s: %w", id, ErrNotFound) // pruned while read
+	}
 	return string(buf[:m]), nil
+}
+
+// copyOutput copies the job's output log f, opened by openJobFile, to w
+// from f's offset to its end, through buf. Each chunk is written only once
+// f is known to be the job's own log still: if Prune removed the job
+// meanwhile, the file may hold another job's output by now (see recycle),
+// and the copy ends with an error wrapping ErrNotFound.
+func (s *Store) copyOutput(w io.Writer, id string, f *os.File, buf []byte) (int64, error) {
+	var n int64
+	for {
+		m, err := f.Read(buf)
+		if m > 0 {
+			if !s.holds(id, outputFile, f) {
+				return n, fmt.Errorf("job %s: %w", id, ErrNotFound)
+			}
+			if _, err := w.Write(buf[:m]); err != nil {
+				return n, err
+			}
+			n += int64(m)
+		}
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
 }
