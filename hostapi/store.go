@@ -208,9 +208,6 @@ func (s *Store) commit(id string) error {
 		err = cerr
 	}
 	if err == nil {
-		err = atomicfile.SyncDir(s.Dir(id))
-	}
-	if err == nil {
 		err = atomicfile.SyncDir(s.jobs)
 	}
 	if err != nil {
@@ -298,10 +295,10 @@ func (s *Store) create(id string, data []byte, sync bool) error {
 	if err := writeClose(f, data, sync); err != nil {
 		return err
 	}
-	if sync {
-		if err := atomicfile.SyncDir(tmp); err != nil {
-			return err
-		}
+	// Synced even when the record is not: commit syncs the record file
+	// and the jobs dir, not the job's own (a spare's has its entries).
+	if err := atomicfile.SyncDir(tmp); err != nil {
+		return err
 	}
 	dir := filepath.Join(s.jobs, id)
 	if err := os.Rename(tmp, dir); err != nil {

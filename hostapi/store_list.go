@@ -110,9 +110,10 @@ const staleTemp = time.Hour
 // maxAge <= 0 sets no bound of that kind. A job that is not Done is never
 // removed, nor is one whose record cannot be read: the first Prune of a
 // Store reads every record, and reports those as List does; later ones
-// read no record, but what the Store's Puts left in its index. Each job directory is renamed away before it is
-// emptied to be a spare or deleted, so a crash never leaves a job without
-// its record. Prune also deletes what earlier crashed Puts and Prunes left
+// read no record, but what the Store's Puts left in its index. The job
+// directories are renamed away, durably, before they are emptied to be
+// spares (recycle) or deleted, so a crash never leaves a job without its
+// record. Prune also deletes what earlier crashed Puts and Prunes left
 // behind. Prunes run one at a time.
 func (s *Store) Prune(keep int, maxAge time.Duration, now time.Time) (removed []string, err error) {
 	s.pruneMu.Lock()
@@ -131,44 +132,47 @@ func (s *Store) Prune(keep int, maxAge time.Duration, now time.Time) (removed []
 	}
 	s.mu.Unlock()
 	slices.SortFunc(jobs, func(a, b job) int { return newestFirst(a.created, a.id, b.created, b.id) })
-	for i, j := range jobs {
-		tooMany := keep >= 0 && i >= keep
+	kept := 0
+	for _, j := range jobs {
+		tooMany := keep >= 0 && kept >= keep
 		tooOld := maxAge > 0 && j.end.Before(now.Add(-maxAge))
 		if !tooMany && !tooOld {
+			kept++
 			continue
 		}
-		if err := s.remove(j.id); err != nil {
-			errs = append(errs, err)
+		if err := os.Rename(filepath.Join(s.jobs, j.id), s.removal(j.id)); err != nil {
+			errs = append(errs, fmt.Errorf("job %s: %w", j.id, err))
 			continue
 		}
 		removed = append(removed, j.id)
 	}
+	if len(removed) == 0 {
+		return nil, errors.Join(errs...)
+	}
+	s.mu.Lock()
+	for _, id := range removed {
+		delete(s.index, id)
+	}
+	s.mu.Unlock()
+	// The renames are durable before any job's files are touched; the
+	// directories are left for the next Prune to delete if they are not.
+	if err := atomicfile.SyncDir(s.jobs); err != nil {
+		return removed, errors.Join(append(errs, fmt.Errorf("jobs dir: %w", err))...)
+	}
+	for _, id := range removed {
+		if !s.recycle(s.removal(id)) {
+			if err := os.RemoveAll(s.removal(id)); err != nil {
+				errs = append(errs, fmt.Errorf("job %s: %w", id, err))
+			}
+		}
+	}
 	return removed, errors.Join(errs...)
 }
 
-// remove deletes a job's directory: renamed first, then made a spare
-// (recycle) or deleted.
-func (s *Store) remove(id string) error {
-	gone := filepath.Join(s.jobs, tempPrefix+"rm-"+id)
-	if err := os.RemoveAll(gone); err != nil {
-		return fmt.Errorf("job %s: %w", id, err)
-	}
-	if err := os.Rename(filepath.Join(s.jobs, id), gone); err != nil {
-		return fmt.Errorf("job %s: %w", id, err)
-	}
-	if err := atomicfile.SyncDir(s.jobs); err != nil {
-		return fmt.Errorf("job %s: %w", id, err)
-	}
-	s.mu.Lock()
-	delete(s.index, id)
-	s.mu.Unlock()
-	if s.recycle(gone) {
-		return nil
-	}
-	if err := os.RemoveAll(gone); err != nil {
-		return fmt.Errorf("job %s: %w", id, err)
-	}
-	return nil
+// removal is the name that Prune gives the directory of a job it removes
+// before it makes it a spare or deletes it.
+func (s *Store) removal(id string) string {
+	return filepath.Join(s.jobs, tempPrefix+"rm-"+id)
 }
 
 // removeLeftovers deletes the directories of removals that did not finish
