@@ -10,16 +10,22 @@ import (
 	"time"
 )
 
-// appendTorn appends raw bytes to the job's record file, as a crash in the
-// middle of an append leaves them.
+// appendTorn writes raw bytes to the job's record file where the next
+// version goes, just after its last newline, as a crash in the middle of
+// a Put leaves them.
 func appendTorn(t *testing.T, s *Store, id, raw string) {
 	t.Helper()
-	f, err := os.OpenFile(filepath.Join(s.Dir(id), recordFile), os.O_WRONLY|os.O_APPEND, 0)
+	path := filepath.Join(s.Dir(id), recordFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := f.WriteString(raw); err != nil {
+	if _, err := f.WriteAt([]byte(raw), int64(bytes.LastIndexByte(data, '\n')+1)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -203,10 +203,7 @@ func (s *Store) commit(id string) error {
 	if err != nil {
 		return fmt.Errorf("job %s: %w", id, err)
 	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err = closeSynced(f, nil, true)
 	if err == nil {
 		err = atomicfile.SyncDir(s.jobs)
 	}
@@ -253,14 +250,16 @@ func (s *Store) put(r *Record, sync bool) error {
 	return nil
 }
 
-// appendRecord appends line, a record ended by a newline, to the job's
-// record file, and syncs the file when sync is set. The line goes after a
-// newline of its own, so that a line a crash left unfinished never runs
-// into it: Get passes over such a line (see decodeRecord). Appends are
-// atomic with respect to each other (O_APPEND); of Puts that run at once,
-// the one appended last wins.
+// appendRecord adds line, a record ended by a newline, to the job's record
+// file, and syncs the file's data when sync is set. The line is written
+// just after the file's last newline: over a line that a crash left
+// unfinished, which Get passed over (see decodeRecord), and over the
+// zeroed room of a spare's record file (see recycle), which then needs no
+// sync of the file's size. Of Puts of one job that run at once, the one
+// written last wins: should a shorter line end before a longer one's, the
+// longer one's rest follows the last newline and is passed over too.
 func (s *Store) appendRecord(id string, line []byte, sync bool) error {
-	f, err := s.openJobFile(id, recordFile, os.O_WRONLY|os.O_APPEND, 0)
+	f, err := s.openJobFile(id, recordFile, os.O_RDWR, 0)
 	if err != nil {
 		return err
 	}
@@ -268,11 +267,14 @@ func (s *Store) appendRecord(id string, line []byte, sync bool) error {
 	if err == nil && !fi.Mode().IsRegular() {
 		err = fmt.Errorf("%s is not a regular file", f.Name())
 	}
-	if err != nil {
-		f.Close()
-		return err
+	var data []byte
+	if err == nil {
+		data, err = io.ReadAll(f)
 	}
-	return writeClose(f, append([]byte{'\n'}, line...), sync)
+	if err == nil {
+		_, err = f.WriteAt(line, int64(bytes.LastIndexByte(data, '\n')+1))
+	}
+	return closeSynced(f, err, sync)
 }
 
 // create makes the job's directory with its first record: it fills a spare

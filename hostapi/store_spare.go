@@ -1,9 +1,11 @@
 package hostapi
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,8 +17,8 @@ import (
 
 // A spare is the emptied directory of a pruned job, kept as jobs/.spare-*
 // to be the directory of a new job: its record file and output log stay,
-// truncated, so that a new job that takes a spare allocates no inode and
-// a pruned one frees none. On some file systems making a file is the
+// the log emptied and the record file zeroed (recordRoom), so that a new
+// job that takes a spare allocates no inode and a pruned one frees none. On some file systems making a file is the
 // costliest step of a job's storage: the test machines' ext4 has no
 // journal, and there each new inode steps over every inode freed in the
 // last minute (docs/performance.md). A daemon that has run records_keep
@@ -85,30 +87,46 @@ func (s *Store) createFromSpare(id string, data []byte, sync bool) (bool, error)
 	return true, atomicfile.SyncDir(s.jobs)
 }
 
-// fillSpare empties the spare's files, removes a started mark (a crash of
-// the host may have undone those steps of recycle too) and writes data to
-// its record file.
+// fillSpare empties the spare's output log, removes a started mark (a
+// crash of the host may have undone those steps of recycle) and writes
+// data, the first record, to its record file: into the file's zeroed room
+// when recycle's zeros are all there, else to the file emptied first.
 func (s *Store) fillSpare(spare string, data []byte, sync bool) error {
 	dfd, err := unix.Open(spare, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(dfd)
-	if err := truncateAt(dfd, outputFile); err != nil && !errors.Is(err, unix.ENOENT) {
+	if err := truncateAt(dfd, outputFile, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return err
 	}
 	if err := unix.Unlinkat(dfd, startedFile, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return err
 	}
-	fd, err := unix.Openat(dfd, recordFile, unix.O_WRONLY|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(dfd, recordFile, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
-	return writeClose(os.NewFile(uintptr(fd), filepath.Join(spare, recordFile)), data, sync)
+	f := os.NewFile(uintptr(fd), filepath.Join(spare, recordFile))
+	old, err := io.ReadAll(f)
+	if err == nil && len(bytes.Trim(old, "\x00")) != 0 {
+		err = f.Truncate(0)
+	}
+	if err == nil {
+		_, err = f.WriteAt(data, 0)
+	}
+	return closeSynced(f, err, sync)
 }
 
-// truncateAt empties the regular file name of the directory dfd.
-func truncateAt(dfd int, name string) error {
+// recordRoom is the size of the zeroed room that recycle leaves in a
+// spare's record file: records written there change no metadata of the
+// file, so that syncing them is one write to the disk. It holds a job's
+// records unless its output tail is long.
+const recordRoom = 8 << 10
+
+// truncateAt sets the size of the regular file name of the directory dfd
+// to size, and writes zeros over it all.
+func truncateAt(dfd int, name string, size int) error {
 	fd, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -121,7 +139,11 @@ func truncateAt(dfd int, name string) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return &fs.PathError{Op: "truncate", Path: name, Err: unix.EINVAL}
 	}
-	return unix.Ftruncate(fd, 0)
+	if err := unix.Ftruncate(fd, int64(size)); err != nil || size == 0 {
+		return err
+	}
+	_, err = unix.Pwrite(fd, make([]byte, size), 0)
+	return err
 }
 
 // recycle turns dir, the directory of a pruned job already renamed away
@@ -146,8 +168,10 @@ func (s *Store) recycle(dir string) bool {
 	defer unix.Close(dfd)
 	for _, e := range entries {
 		switch e.Name() {
-		case recordFile, outputFile:
-			err = truncateAt(dfd, e.Name())
+		case recordFile:
+			err = truncateAt(dfd, recordFile, recordRoom)
+		case outputFile:
+			err = truncateAt(dfd, outputFile, 0)
 		case startedFile:
 			err = unix.Unlinkat(dfd, startedFile, 0)
 		default:

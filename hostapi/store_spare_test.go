@@ -75,9 +75,14 @@ func TestSpares(t *testing.T) {
 	}
 	entries, _ := os.ReadDir(filepath.Join(s.jobs, spares[0]))
 	for _, e := range entries {
-		fi, _ := e.Info()
-		if e.Name() == startedFile || fi.Size() != 0 {
-			t.Errorf("spare holds %s of %d bytes, want only empty files", e.Name(), fi.Size())
+		data, _ := os.ReadFile(filepath.Join(s.jobs, spares[0], e.Name()))
+		switch {
+		case e.Name() == recordFile && (len(data) != recordRoom || len(bytes.Trim(data, "\x00")) != 0):
+			t.Errorf("spare's record file holds %q, want %d zeros", data, recordRoom)
+		case e.Name() == outputFile && len(data) != 0:
+			t.Errorf("spare's output log holds %q, want nothing", data)
+		case e.Name() != recordFile && e.Name() != outputFile:
+			t.Errorf("spare holds %s", e.Name())
 		}
 	}
 
@@ -218,5 +223,37 @@ func TestPruneFollowsPuts(t *testing.T) {
 	}
 	if recs, err := s.List(); err != nil || len(recs) != 0 {
 		t.Errorf("List after the prunes = %v, %v; want none", recs, err)
+	}
+}
+
+// TestSpareRecordRoom stores a job's versions in a spare's zeroed room,
+// one of them cut short by a crash and longer than the next: Get returns
+// the last whole version, and the file keeps its size.
+func TestSpareRecordRoom(t *testing.T) {
+	s := openTestStore(t)
+	finishedJob(t, s, "")
+	s.Prune(0, 0, time.Now())
+	r := putRecord(t, s, StateRunning, time.Now())
+	path := filepath.Join(s.Dir(r.ID), recordFile)
+	appendTorn(t, s, r.ID, `{"id":"`+r.ID+`","op":"rebase","state":"failed","message":"`+strings.Repeat("x", 900))
+	if got, err := s.Get(r.ID); err != nil || got.State != StateRunning {
+		t.Errorf("Get after a torn version = %+v, %v; want the running record", got, err)
+	}
+	r.State = StateSucceeded
+	if err := s.Put(r); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Get(r.ID); err != nil || got.State != StateSucceeded {
+		t.Errorf("Get after the next version = %+v, %v; want it", got, err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() != recordRoom {
+		t.Errorf("record file: %v, %v; want %d bytes, the room's", fi, err, recordRoom)
+	}
+	r.Message = "a version longer than the room: " + strings.Repeat("y", recordRoom)
+	if err := s.Put(r); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Get(r.ID); err != nil || got.Message != r.Message {
+		t.Errorf("Get of a version past the room: %v", err)
 	}
 }
