@@ -25,7 +25,7 @@ func appendTorn(t *testing.T, s *Store, id, raw string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := f.WriteAt([]byte(raw), int64(bytes.LastIndexByte(data, '\n')+1)); err != nil {
+	if _, err := f.WriteAt([]byte(raw), nextRecordAt(data)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -108,12 +108,14 @@ func TestDecodeRecord(t *testing.T) {
 }
 
 // FuzzDecodeRecord checks that no record file's contents make
-// decodeRecord panic, and that a version appended as appendRecord does,
-// after whatever bytes a crash left, is the one it returns.
+// decodeRecord panic, and that a version written as appendRecord writes
+// it (at nextRecordAt), over and before whatever bytes a crash or a
+// spare's zeroed room left, is the one it returns.
 func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte(`{"id": "x", "op": "a", "state": "running"}` + "\n"))
 	f.Add([]byte(`{"op": "a"}` + "\n\n" + `{"op": "b`))
 	f.Add([]byte("\x00\x00\n"))
+	f.Add(append([]byte(`{"id": "x", "op": "a", "state": "running"}`+"\n"+`{"op": "torn, longer than the next version`), make([]byte, 64)...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		decodeRecord(data)
 		line, err := json.Marshal(&Record{ID: "20261202T142501Z-0123abcd", Op: "op\n\"}", State: StateFailed, Message: string(data)})
@@ -124,7 +126,14 @@ func FuzzDecodeRecord(f *testing.F) {
 		if err := json.Unmarshal(line, &want); err != nil {
 			t.Fatal(err)
 		}
-		got, err := decodeRecord(append(append(bytes.Clone(data), '\n'), append(line, '\n')...))
+		file := bytes.Clone(data)
+		off := nextRecordAt(file)
+		line = append(line, '\n')
+		if end := off + int64(len(line)); end > int64(len(file)) {
+			file = append(file, make([]byte, end-int64(len(file)))...)
+		}
+		copy(file[off:], line)
+		got, err := decodeRecord(file)
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("after %q: %+v, %v; want %+v", data, got, err, want)
 		}

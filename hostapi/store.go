@@ -272,10 +272,14 @@ func (s *Store) appendRecord(id string, line []byte, sync bool) error {
 		data, err = io.ReadAll(f)
 	}
 	if err == nil {
-		_, err = f.WriteAt(line, int64(bytes.LastIndexByte(data, '\n')+1))
+		_, err = f.WriteAt(line, nextRecordAt(data))
 	}
 	return closeSynced(f, err, sync)
 }
+
+// nextRecordAt returns where the next version of a record goes in a
+// record file that holds data: just after its last newline.
+func nextRecordAt(data []byte) int64 { return int64(bytes.LastIndexByte(data, '\n') + 1) }
 
 // create makes the job's directory with its first record: it fills a spare
 // or, when there is none, a new temp directory, and renames it into place,
