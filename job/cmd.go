@@ -8,8 +8,9 @@
 // returns the Status systemd recorded (ExecMainCode, ExecMainStatus, Result).
 // Signals are correlated by job object path and unit, read from a
 // subscription made before the start, and the unit is kept loaded
-// (RemainAfterExit=yes) until its outcome has been read, then stopped or
-// reset so systemd collects it: no unit is left behind.
+// (RemainAfterExit=yes, or its pin: Cmd.Pin) until its outcome has been
+// read, then stopped or reset so systemd collects it: no unit is left
+// behind.
 package job
 
 import (
@@ -105,9 +106,12 @@ type Cmd struct {
 	// (by Wait, Run, or Attach in another process): the unit Wants= a
 	// transient timer of its own name (PinName), created with it, that
 	// never elapses, and systemd collects no unit that an active unit
-	// refers to. Releasing the run stops the pin too. It is
-	// for a caller that may die while the run ends and must read the
-	// outcome when it comes back, as the host API daemon does.
+	// refers to. Releasing the run stops the pin too. A pinned unit has
+	// no RemainAfterExit: it goes inactive when its command exits, and
+	// the release of a run that ended needs no stop of the unit, only of
+	// the pin. It is for a caller that may die while the run ends and
+	// must read the outcome when it comes back, as the host API daemon
+	// does.
 	Pin bool
 
 	// Manager is the connection to the manager the command runs on.
@@ -339,7 +343,7 @@ func (c *Cmd) properties(withExec bool) ([]unit.Property, error) {
 	props := []unit.Property{
 		{Name: "Description", Value: dbus.MakeVariant(desc)},
 		{Name: "Type", Value: dbus.MakeVariant("exec")},
-		{Name: "RemainAfterExit", Value: dbus.MakeVariant(true)},
+		{Name: "RemainAfterExit", Value: dbus.MakeVariant(!c.Pin)},
 		{Name: "TimeoutStopUSec", Value: dbus.MakeVariant(uint64(stopTimeout.Microseconds()))},
 	}
 	if withExec {

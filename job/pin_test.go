@@ -104,3 +104,31 @@ func TestAttachPinned(t *testing.T) {
 		t.Errorf("%s or its pin still loaded after Attach", name)
 	}
 }
+
+// TestPinnedSuccessKept: a pinned run that exits 0 while no one watches it
+// goes inactive (a pinned unit has no RemainAfterExit), and stays loaded
+// with its outcome until Attach reads it and releases it and its pin.
+func TestPinnedSuccessKept(t *testing.T) {
+	ctx := context.Background()
+	c := job.Command(systemdtest.Dial(t), "/bin/sh", "-c", "sleep 0.2; echo done")
+	c.Pin = true
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	name := c.Unit
+	c.Manager.Close() // the caller is gone; its Wait never comes
+	mgr := systemdtest.Conn(t)
+	systemdtest.WaitActiveState(t, mgr, name, "inactive")
+	time.Sleep(500 * time.Millisecond) // systemd collects at once; this leaves it the time
+	p, err := mgr.Properties(ctx, name, manager.ServiceIface)
+	if err != nil || p["ExecMainStatus"].Value() != int32(0) || p["ExecMainCode"].Value() != int32(1) {
+		t.Fatalf("pinned unit after its exit: %v, %v; want loaded, exited with status 0", p, err)
+	}
+	st, err := job.Attach(ctx, mgr, name, nil)
+	if err != nil || st.ExitCode != 0 || st.Result != "success" {
+		t.Fatalf("Attach: %v %+v, want a success", err, st)
+	}
+	if !gone(t, name) || !gone(t, job.PinName(name)) {
+		t.Errorf("%s or its pin still loaded after Attach", name)
+	}
+}
