@@ -218,8 +218,8 @@ func (d *Daemon) Cancel(ctx context.Context, id string) (*Record, error) {
 // Close makes the daemon stop recording: jobs that end afterwards are left
 // for a later Daemon's Recover. It stops no running unit, but waits for the
 // units of jobs already recorded to be released, and for a Prune started
-// in the background to end. Close the manager
-// connection after Close to end the goroutines that watch the units.
+// in the background to end. Close the manager connection after Close to
+// end the goroutines that watch the units.
 func (d *Daemon) Close() {
 	d.mu.Lock()
 	d.closed = true

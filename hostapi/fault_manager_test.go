@@ -88,6 +88,11 @@ func managerGoneAndBack(t *testing.T, exit func(*manager.Conn, context.Context) 
 	if err := e.Stop(ctx, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
+	// The daemon learns of it from its connection, not at once: a call
+	// that comes first is taken, and fails when its unit cannot start.
+	for !strings.Contains(d.Log(), "the connection to the manager") && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
 	_, err = c.Call(ctx, "exit", []string{"3", "0", "0"})
 	var he *hostapi.Error
 	if !errors.As(err, &he) || he.Code != hostapi.CodeManagerUnavailable {

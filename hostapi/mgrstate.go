@@ -42,9 +42,11 @@ func (d *Daemon) followManager() {
 				switch {
 				case ev.Kind == manager.EventDisconnected && !s.down:
 					s.down, s.back = true, make(chan struct{})
+					d.Logf("hostapi: the connection to the manager %s broke: calls wait up to %v for it, then are refused with %s", d.mgr.Target().Spec, managerGrace, CodeManagerUnavailable)
 				case ev.Kind == manager.EventReconnected && s.down:
 					s.down = false
 					close(s.back)
+					d.Logf("hostapi: the connection to the manager %s is back", d.mgr.Target().Spec)
 				}
 				s.mu.Unlock()
 			}

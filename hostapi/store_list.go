@@ -61,6 +61,7 @@ type pruneMeta struct {
 	end     time.Time // FinishedAt, or CreatedAt when it is unset
 }
 
+// pruneMetaOf returns what Prune reads of r.
 func pruneMetaOf(r *Record) pruneMeta {
 	m := pruneMeta{done: r.Done(), created: r.CreatedAt, end: r.CreatedAt}
 	if r.FinishedAt != nil {

@@ -18,10 +18,11 @@ import (
 // A spare is the emptied directory of a pruned job, kept as jobs/.spare-*
 // to be the directory of a new job: its record file and output log stay,
 // the log emptied and the record file zeroed (recordRoom), so that a new
-// job that takes a spare allocates no inode and a pruned one frees none. On some file systems making a file is the
-// costliest step of a job's storage: the test machines' ext4 has no
-// journal, and there each new inode steps over every inode freed in the
-// last minute (docs/performance.md). A daemon that has run records_keep
+// job that takes a spare allocates no inode and a pruned one frees none.
+// On some file systems making a file is the costliest step of a job's
+// storage: the test machines' ext4 has no journal, and there each new
+// inode steps over every inode freed in the last minute
+// (docs/performance.md). A daemon that has run records_keep
 // jobs prunes one job for each new one, so in its steady state every new
 // job finds a spare.
 const sparePrefix = tempPrefix + "spare-"
@@ -60,10 +61,9 @@ func (s *Store) takeSpare() string {
 }
 
 // createFromSpare makes the job's directory from a spare, with data, the
-// first record, in its record file: the file is truncated first, since a
-// crash of the host may have undone its truncation by Prune. It reports
-// false, having changed nothing in the store, when there is no spare to
-// take; a spare that cannot be used is deleted.
+// first record, in its record file (see fillSpare), and reports whether
+// it did. It reports false, having changed nothing in the store, when
+// there is no spare to take; a spare that cannot be used is deleted.
 func (s *Store) createFromSpare(id string, data []byte, sync bool) (bool, error) {
 	spare := s.takeSpare()
 	if spare == "" {
@@ -97,7 +97,7 @@ func (s *Store) fillSpare(spare string, data []byte, sync bool) error {
 		return err
 	}
 	defer unix.Close(dfd)
-	if err := truncateAt(dfd, outputFile, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+	if err := zeroFileAt(dfd, outputFile, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return err
 	}
 	if err := unix.Unlinkat(dfd, startedFile, 0); err != nil && !errors.Is(err, unix.ENOENT) {
@@ -124,9 +124,10 @@ func (s *Store) fillSpare(spare string, data []byte, sync bool) error {
 // records unless its output tail is long.
 const recordRoom = 8 << 10
 
-// truncateAt sets the size of the regular file name of the directory dfd
-// to size, and writes zeros over it all.
-func truncateAt(dfd int, name string, size int) error {
+// zeroFileAt makes the regular file name of the directory dfd size bytes
+// long, all zeros, written: not a hole, which a write would fill with new
+// blocks.
+func zeroFileAt(dfd int, name string, size int) error {
 	fd, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -169,9 +170,9 @@ func (s *Store) recycle(dir string) bool {
 	for _, e := range entries {
 		switch e.Name() {
 		case recordFile:
-			err = truncateAt(dfd, recordFile, recordRoom)
+			err = zeroFileAt(dfd, recordFile, recordRoom)
 		case outputFile:
-			err = truncateAt(dfd, outputFile, 0)
+			err = zeroFileAt(dfd, outputFile, 0)
 		case startedFile:
 			err = unix.Unlinkat(dfd, startedFile, 0)
 		default:

@@ -12,8 +12,7 @@ import (
 // may begin inside a UTF-8 sequence), or all of it when it is shorter. It
 // returns "" when n <= 0 or the job has no output log yet, and an error
 // wrapping ErrNotFound when there is no such job, or Prune removed it
-// while Tail read. Output appended while
-// Tail reads is not included.
+// while Tail read. Output appended while Tail reads is not included.
 func (s *Store) Tail(id string, n int) (string, error) {
 	if n <= 0 {
 		return "", checkID(id)

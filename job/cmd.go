@@ -294,14 +294,18 @@ func (c *Cmd) startRun() error {
 		r.ended = c.runEnded
 	}
 	dropIn := needsDropIn(c.Args, c.Env)
-	props, err := c.properties(!dropIn)
-	if err != nil {
-		return err
-	}
 	if dropIn {
 		if err := writeDropIn(c.ctx, r, c.Path, c.Args, c.Env); err != nil {
-			return err
+			if !dbusCarries(c.Args, c.Env) {
+				return err
+			}
+			dropIn = false // over D-Bus: exact unless a daemon-reload comes before the exec
 		}
+	}
+	props, err := c.properties(!dropIn)
+	if err != nil {
+		r.removeDropIn()
+		return err
 	}
 	if err := r.openStdio(c.Stdin, c.Stdout, c.Stderr); err != nil {
 		r.removeDropIn()

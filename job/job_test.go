@@ -174,6 +174,45 @@ func TestArgvExact(t *testing.T) {
 	}
 }
 
+// TestArgvExactAcrossReload has the manager daemon-reload between the
+// unit's creation and its command's exec (an ExecStartPre= sleeps): the
+// words with '$' and ';', all valid UTF-8, still arrive as given, which
+// they do not over D-Bus (systemd 252 reads them back from the transient
+// unit's file with escapes added), and the drop-in that carries them is
+// gone after the run.
+func TestArgvExactAcrossReload(t *testing.T) {
+	var words []string
+	for _, w := range append(nasty, ";", "$", "a;b$c") {
+		if utf8.ValidString(w) {
+			words = append(words, w)
+		}
+	}
+	c := sh(t, `printf '%s\0' "$@"`, words...)
+	c.Properties = append(c.Properties, unit.Exec("ExecStartPre", "/bin/sleep", []string{"sleep", "1"}))
+	reloaded := make(chan error, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		reloaded <- c.Manager.Reload(context.Background())
+	}()
+	out, err := c.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-reloaded; err != nil {
+		t.Fatalf("daemon-reload: %v", err)
+	}
+	if want := strings.Join(words, "\x00") + "\x00"; string(out) != want {
+		t.Errorf("argv came back as %q, want %q", out, want)
+	}
+	dir, err := c.Manager.RuntimeUnitDir(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, c.Unit+".d")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("drop-in dir of %s after the run: %v, want it gone", c.Unit, err)
+	}
+}
+
 func TestEnvExact(t *testing.T) {
 	var env []string
 	var script strings.Builder

@@ -3,6 +3,8 @@ package job_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -71,10 +73,11 @@ func TestPinKeepsOutcome(t *testing.T) {
 
 // TestAttachPinned: a pinned run whose Cmd is abandoned (its process died)
 // and whose unit was stopped meanwhile is read by Attach, which releases
-// the unit and its pin.
+// the unit and its pin, and removes the drop-in that carried its command
+// line (a word with '$').
 func TestAttachPinned(t *testing.T) {
 	ctx := context.Background()
-	c := job.Command(systemdtest.Dial(t), "/bin/sh", "-c", "sleep 0.2; exit 7")
+	c := job.Command(systemdtest.Dial(t), "/bin/sh", "-c", "sleep 0.2; exit $0", "7")
 	c.Pin = true
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
@@ -95,6 +98,14 @@ func TestAttachPinned(t *testing.T) {
 	if err := mgr.ResetFailedUnit(ctx, name); err != nil {
 		t.Logf("reset-failed: %v", err)
 	}
+	dir, err := mgr.RuntimeUnitDir(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropIn := filepath.Join(dir, name+".d")
+	if _, err := os.Lstat(dropIn); err != nil {
+		t.Fatalf("the run's drop-in: %v", err)
+	}
 	st, err := job.Attach(ctx, mgr, name, nil)
 	var ee *job.ExitError
 	if !errors.As(err, &ee) || st.ExitCode != 7 {
@@ -102,6 +113,9 @@ func TestAttachPinned(t *testing.T) {
 	}
 	if !gone(t, name) || !gone(t, job.PinName(name)) {
 		t.Errorf("%s or its pin still loaded after Attach", name)
+	}
+	if _, err := os.Lstat(dropIn); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("drop-in after Attach: %v, want it gone", err)
 	}
 }
 

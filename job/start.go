@@ -85,6 +85,7 @@ func Attach(ctx context.Context, mgr *manager.Conn, name string, ended func(*Sta
 		return nil, err
 	}
 	r.pin = r.state.pinnedBy(name)
+	r.findDropIn(ctx)
 	if r.state.str("ActiveState") == "inactive" && !r.state.invoked() && r.jobGone() {
 		r.release()
 		return nil, fmt.Errorf("%s: %w", name, ErrNeverRan)

@@ -31,6 +31,17 @@ type Daemon struct {
 	Env    []string
 	Stderr io.Writer
 	Wrap   []string
+
+	log *tailBuffer // the daemon's stderr, when Stderr is nil
+}
+
+// Log returns what the daemon has written to its stderr so far (the last
+// 256 KiB), or "" when Stderr was set at Start.
+func (d *Daemon) Log() string {
+	if d.log == nil {
+		return ""
+	}
+	return d.log.String()
 }
 
 // OutcomeOps is a daemon config of ops with known outcomes: "ok"
@@ -100,6 +111,7 @@ func (d *Daemon) Start(t testing.TB) {
 	cmd.Stderr = d.Stderr
 	if cmd.Stderr == nil {
 		log := new(tailBuffer)
+		d.log = log
 		cmd.Stderr = log
 		// Registered before the stop below, so it runs after it and
 		// holds the daemon's last words.
