@@ -17,16 +17,19 @@ import (
 
 // TestRetryAcrossDaemonRestart SIGKILLs the daemon while a retried op's
 // first run is running, and while it waits out the back-off after that
-// run failed: the restarted daemon makes the runs that are left, and the
-// job ends as if the daemon had not died, each run made exactly once.
+// run failed, once and then again while the restarted daemon waits out
+// the back-off: the last daemon makes the runs that are left, and the job
+// ends as if no daemon had died, each run made exactly once.
 func TestRetryAcrossDaemonRestart(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		sleep string // the first run's length
 		delay string // the back-off after it
+		kills int
 	}{
-		{"during a run", "2", "100ms"},
-		{"during the back-off", "0", "3s"},
+		{"during a run", "2", "100ms", 1},
+		{"during the back-off", "0", "3s", 1},
+		{"during the back-off, twice", "0", "3s", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			count := filepath.Join(t.TempDir(), "count")
@@ -45,22 +48,32 @@ retry = { attempts = 5, delay = %q }
 				t.Fatal(err)
 			}
 			// Kill once the first run has counted itself and, for the
-			// back-off case, has ended: its unit stays loaded, failed,
-			// through the back-off.
-			for {
-				b, _ := os.ReadFile(count)
-				rec, err := c.Job(ctx, id)
-				if err != nil {
-					t.Fatal(err)
+			// back-off cases, has ended: its unit stays loaded, failed,
+			// through the back-off, the restarted daemon's too.
+			for k := range tc.kills {
+				if k > 0 {
+					// The restarted daemon re-attaches at once, then
+					// waits out the back-off's 3 s holding the unit.
+					time.Sleep(time.Second)
 				}
-				if strings.TrimSpace(string(b)) == "1" && (tc.sleep != "0" || failed(t, rec.Unit)) {
-					break
+				for {
+					b, _ := os.ReadFile(count)
+					if n := strings.TrimSpace(string(b)); n != "" && n != "1" {
+						t.Fatalf("run %s started before the daemon was killed", n)
+					}
+					rec, err := c.Job(ctx, id)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if strings.TrimSpace(string(b)) == "1" && (tc.sleep != "0" || failed(t, rec.Unit)) {
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
 				}
-				time.Sleep(10 * time.Millisecond)
+				d.Cmd.Process.Signal(syscall.SIGKILL)
+				d.Cmd.Wait()
+				d.Start(t)
 			}
-			d.Cmd.Process.Signal(syscall.SIGKILL)
-			d.Cmd.Wait()
-			d.Start(t)
 			rec, err := c.Wait(ctx, id)
 			if err != nil {
 				t.Fatal(err)

@@ -67,17 +67,20 @@ func (d *Daemon) Recover() error {
 // reattach waits for the outcome of a job a previous daemon started. A
 // run of a retried exec op that failed with runs left is followed by the
 // rest of its runs, after the policy's back-off, as if the daemon had not
-// restarted.
+// restarted; the failed run's unit stays loaded through the back-off, so
+// that a daemon that dies then leaves it for the next one to find.
 func (d *Daemon) reattach(ctx context.Context, l *liveJob) outcome {
 	runs := max(l.rec.Attempts, 1)
-	set, retry := d.lastRun(ctx, l, runs)
+	set, release := d.lastRun(ctx, l, runs)
 	switch {
 	case set == nil:
 		return nil // recorded already: by lastRun, or by the run it made now
-	case !retry:
+	case release == nil:
 		return withAttempts(set, runs)
 	}
-	if !sleepCtx(ctx, l.op.retryPolicy().Backoff(runs)) {
+	waited := sleepCtx(ctx, l.op.retryPolicy().Backoff(runs))
+	release()
+	if !waited {
 		return func(r *Record) {
 			withAttempts(set, runs)(r)
 			r.Message = fmt.Sprintf("canceled before attempt %d: %s", runs+1, r.Message)
@@ -103,41 +106,42 @@ func (l *liveJob) retries(runs int, st *job.Status, err error) bool {
 }
 
 // lastRun returns the outcome of the last run, the runs-th, that a
-// previous daemon started for the job, and whether it is a failure a
-// retry policy reruns. The unit's pin keeps it loaded, with its outcome,
-// after any stop; a loaded unit that is inactive with a job pending has
-// not started yet, and is looked at again. A final outcome is recorded
-// here, before the unit is released, so that a daemon that dies in
-// between finds the unit still loaded; lastRun then returns nil.
-func (d *Daemon) lastRun(ctx context.Context, l *liveJob, runs int) (outcome, bool) {
+// previous daemon started for the job and, when it is a failure that a
+// retry policy reruns, the release of its unit, which it leaves loaded.
+// The unit's pin keeps it loaded, with its outcome, after any stop; a
+// loaded unit that is inactive with a job pending has not started yet,
+// and is looked at again. A final outcome is recorded here, before the
+// unit is released, so that a daemon that dies in between finds the unit
+// still loaded; lastRun then returns nil.
+func (d *Daemon) lastRun(ctx context.Context, l *liveJob, runs int) (outcome, func()) {
 	for {
 		props, err := d.mgr.Properties(ctx, l.rec.Unit, manager.UnitIface)
 		if err != nil {
-			return failed(fmt.Sprintf("re-attach to %s: %v", l.rec.Unit, err)), false
+			return failed(fmt.Sprintf("re-attach to %s: %v", l.rec.Unit, err)), nil
 		}
 		if props["LoadState"].Value() == "not-found" {
-			return d.collected(ctx, l), false
+			return d.collected(ctx, l), nil
 		}
 		if props["ActiveState"].Value() != "inactive" || !manager.JobPending(props) {
-			recorded := false
-			st, err := job.Attach(ctx, d.mgr, l.rec.Unit, func(st *job.Status, err error) {
-				if !l.retries(runs, st, err) {
+			recorded, retry := false, false
+			st, release, err := job.AttachHeld(ctx, d.mgr, l.rec.Unit, func(st *job.Status, err error) {
+				if retry = l.retries(runs, st, err); !retry {
 					d.releasing.Add(1)
 					d.finish(l, withAttempts(fromStatus(st, err), runs))
 					recorded = true
 				}
-			})
+			}, func(error) bool { return retry })
 			switch {
 			case recorded:
 				d.releasing.Done()
-				return nil, false
+				return nil, nil
 			case errors.Is(err, job.ErrCollected) || errors.Is(err, job.ErrNeverRan):
-				return d.collected(ctx, l), false
+				return d.collected(ctx, l), nil
 			}
-			return fromStatus(st, err), l.retries(runs, st, err)
+			return fromStatus(st, err), release
 		}
 		if !sleepCtx(ctx, followPoll) {
-			return failed(fmt.Sprintf("re-attach to %s: %v", l.rec.Unit, ctx.Err())), false
+			return failed(fmt.Sprintf("re-attach to %s: %v", l.rec.Unit, ctx.Err())), nil
 		}
 	}
 }

@@ -28,8 +28,9 @@ type run struct {
 	// ended, if set, is told the run's outcome before the unit is released.
 	ended func(*Status, error)
 	// hold, if set, says whether wait leaves the unit of a run that ended
-	// with err loaded, for the caller to release.
+	// with err loaded, for the caller to release; held says it did.
 	hold func(err error) bool
+	held bool
 }
 
 // start registers the watch, creates the unit (and the aux units beside
@@ -171,6 +172,7 @@ func (r *run) wait(ctx context.Context) (*Status, error) {
 		r.ended(st, err)
 	}
 	if r.hold != nil && r.hold(err) {
+		r.held = true
 		return st, err
 	}
 	r.release()

@@ -75,20 +75,36 @@ func Start(ctx context.Context, mgr *manager.Conn, name string) (*Status, error)
 // outcome is not in systemd), and one that never ran is released and
 // gives an error that wraps ErrNeverRan.
 func Attach(ctx context.Context, mgr *manager.Conn, name string, ended func(*Status, error)) (*Status, error) {
+	st, _, err := AttachHeld(ctx, mgr, name, ended, nil)
+	return st, err
+}
+
+// AttachHeld is Attach for a run that another may follow under the same
+// unit name, as a retry's does: when hold, told the run's outcome (nil
+// for a success), reports true, the unit is left loaded, with its outcome
+// and its pin, and release, then not nil, releases it. The caller calls
+// release just before the next run is created, as Cmd does through a
+// retry's back-off, so that a process that dies meanwhile leaves the
+// outcome for the next one to find.
+func AttachHeld(ctx context.Context, mgr *manager.Conn, name string, ended func(*Status, error), hold func(error) bool) (st *Status, release func(), err error) {
 	if err := unit.Validate(name); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	r := &run{mgr: mgr, unit: name, state: state{}, transient: true, ended: ended}
+	r := &run{mgr: mgr, unit: name, state: state{}, transient: true, ended: ended, hold: hold}
 	r.watch = mgr.WatchProps(name, stateProps...)
 	if err := r.reread(ctx); err != nil {
 		r.abort()
-		return nil, err
+		return nil, nil, err
 	}
 	r.pin = r.state.pinnedBy(name)
 	r.findDropIn(ctx)
 	if r.state.str("ActiveState") == "inactive" && !r.state.invoked() && r.jobGone() {
 		r.release()
-		return nil, fmt.Errorf("%s: %w", name, ErrNeverRan)
+		return nil, nil, fmt.Errorf("%s: %w", name, ErrNeverRan)
 	}
-	return r.wait(ctx)
+	st, err = r.wait(ctx)
+	if r.held {
+		release = r.release
+	}
+	return st, release, err
 }
