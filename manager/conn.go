@@ -59,6 +59,7 @@ type Conn struct {
 	watches map[string]map[*Watch]struct{} // by unit name
 	byPath  map[dbus.ObjectPath]watched    // by the unit's object path
 	done    chan struct{}
+	runDir  string // RuntimeUnitDir's answer, once it has one
 }
 
 // Dial connects to the manager that target names and subscribes to its signals.
@@ -511,8 +512,15 @@ func IsNoSuchUnit(err error) bool {
 // RuntimeUnitDir returns the directory in the manager's unit search path
 // where units that live until reboot belong (/run/systemd/system for the
 // system manager, $XDG_RUNTIME_DIR/systemd/user for a user manager). Units
-// written there take effect after Reload.
+// written there take effect after Reload. The manager's unit path is read
+// once: it does not change while the manager runs.
 func (c *Conn) RuntimeUnitDir(ctx context.Context) (string, error) {
+	c.mu.Lock()
+	dir := c.runDir
+	c.mu.Unlock()
+	if dir != "" {
+		return dir, nil
+	}
 	obj, err := c.object(ctx, objectPath)
 	if err != nil {
 		return "", err
@@ -524,6 +532,9 @@ func (c *Conn) RuntimeUnitDir(ctx context.Context) (string, error) {
 	paths, _ := v.Value().([]string)
 	for _, p := range paths {
 		if p == "/run/systemd/system" || strings.HasSuffix(p, "/systemd/user") && !strings.HasPrefix(p, "/etc/") && !strings.HasPrefix(p, "/usr/") && !strings.Contains(p, "/.config/") {
+			c.mu.Lock()
+			c.runDir = p
+			c.mu.Unlock()
 			return p, nil
 		}
 	}
