@@ -71,19 +71,27 @@ func TestPinKeepsOutcome(t *testing.T) {
 	}
 }
 
+// startAbandoned starts the shell script, pinned, on a connection of its
+// own that it then closes, as a caller that dies after the start does, and
+// returns the unit's name.
+func startAbandoned(t *testing.T, script string, args ...string) string {
+	t.Helper()
+	c := job.Command(systemdtest.Dial(t), "/bin/sh", append([]string{"-c", script}, args...)...)
+	c.Pin = true
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c.Manager.Close() // the caller is gone; its Wait never comes
+	return c.Unit
+}
+
 // TestAttachPinned: a pinned run whose Cmd is abandoned (its process died)
 // and whose unit was stopped meanwhile is read by Attach, which releases
 // the unit and its pin, and removes the drop-in that carried its command
 // line (a word with '$').
 func TestAttachPinned(t *testing.T) {
 	ctx := context.Background()
-	c := job.Command(systemdtest.Dial(t), "/bin/sh", "-c", "sleep 0.2; exit $0", "7")
-	c.Pin = true
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	name := c.Unit
-	c.Manager.Close() // the caller is gone; its Wait never comes
+	name := startAbandoned(t, "sleep 0.2; exit $0", "7")
 	mgr := systemdtest.Conn(t)
 	for range 100 {
 		p, err := mgr.Properties(ctx, name, manager.UnitIface)
@@ -124,13 +132,7 @@ func TestAttachPinned(t *testing.T) {
 // with its outcome until Attach reads it and releases it and its pin.
 func TestPinnedSuccessKept(t *testing.T) {
 	ctx := context.Background()
-	c := job.Command(systemdtest.Dial(t), "/bin/sh", "-c", "sleep 0.2; echo done")
-	c.Pin = true
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	name := c.Unit
-	c.Manager.Close() // the caller is gone; its Wait never comes
+	name := startAbandoned(t, "sleep 0.2; echo done")
 	mgr := systemdtest.Conn(t)
 	systemdtest.WaitActiveState(t, mgr, name, "inactive")
 	time.Sleep(500 * time.Millisecond) // systemd collects at once; this leaves it the time
