@@ -2,7 +2,6 @@ package pod
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -156,28 +155,4 @@ func killIsolatedApps(stateDir, name string, apps []AppStatus) {
 	for _, a := range apps {
 		manager.EnterCommand(pid, "systemctl", "kill", "--kill-who=main", "--signal=SIGKILL", AppUnit(name, a.Name)).Run()
 	}
-}
-
-// ExecInRoot is an app with a rootfs: it changes its root to root (in the
-// pod's own systemd, root has the container's /proc, /dev and /sys bound
-// in), its directory to dir inside it, drops its ambient capabilities (the
-// CAP_SYS_CHROOT its unit gave it, so that an app with a User= runs with
-// none) and executes argv, whose argv[0] is a path inside root, with the
-// environment systemd gave it. It returns only on failure.
-func ExecInRoot(root, dir string, argv []string) error {
-	if len(argv) == 0 || !filepath.IsAbs(argv[0]) {
-		return errors.New("chroot: the command must be an absolute path")
-	}
-	if err := syscall.Chroot(root); err != nil {
-		return fmt.Errorf("chroot %s: %w", root, err)
-	}
-	if err := os.Chdir(dir); err != nil {
-		return fmt.Errorf("rootfs %s: %w", root, err)
-	}
-	const prCapAmbient, prCapAmbientClearAll = 47, 4
-	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prCapAmbient, prCapAmbientClearAll, 0, 0, 0, 0); e != 0 {
-		return fmt.Errorf("drop ambient capabilities: %w", e)
-	}
-	err := syscall.Exec(argv[0], argv, os.Environ())
-	return fmt.Errorf("rootfs %s: exec %s: %w", root, argv[0], err)
 }

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/godbus/dbus/v5"
-
 	"github.com/unitrun/unitrun/manager"
 )
 
@@ -25,39 +23,25 @@ type HookEnv struct {
 	InvocationID  string
 }
 
-// BeginRun is the ExecStartPre= of an app: it waits out the back-off that
-// the app's last exit recorded, if that exit was followed by a restart,
-// then records that the app is running.
+// BeginRun is the ExecStartPre= of an app that may restart: it waits out
+// the back-off that the app's last exit recorded, if that exit was
+// followed by a restart. The run's start is recorded by [ExecApp].
 func BeginRun(ctx context.Context, stateDir, pod, app string) error {
 	if err := checkNames(pod, app); err != nil {
 		return err
 	}
 	s, err := readAppOrNew(stateDir, pod, app)
-	if err != nil {
+	if err != nil || s.State != AppRestarting {
 		return err
 	}
-	if s.State == AppRestarting {
-		t := time.NewTimer(time.Until(s.LastExitAt.Add(s.Backoff)))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		}
+	t := time.NewTimer(time.Until(s.LastExitAt.Add(s.Backoff)))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	// The app's probe writes its record under the pod's lock.
-	unlock, err := lock(stateDir, pod)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if s, err = readAppOrNew(stateDir, pod, app); err != nil {
-		return err
-	}
-	s.State = AppRunning
-	s.StartedAt = time.Now()
-	s.FinishedAt = time.Time{}
-	return WriteApp(stateDir, pod, s)
 }
 
 // ReapApp is the ExecStopPost= of an app, and the ExecStartPost= of an init
@@ -93,14 +77,17 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 			return err
 		}
 	}
-	if s.State != AppRunning {
-		// No backoff hook recorded this run's start; Shutdown and
-		// Runner.Status read it from systemd.
-		s.StartedAt = time.Time{}
-	}
-	if err := WriteExitCode(stateDir, pod, app, exit.Code); err != nil {
+	why, err := takeStartError(stateDir, pod, app)
+	if err != nil {
 		return err
 	}
+	if why != "" {
+		// ExecApp could not execute the command: whatever the exit
+		// code, the run failed.
+		exit.Success = false
+	}
+	// ExecApp records the start of every run that gets as far as it.
+	started := s.State == AppRunning
 	unlock, err := lock(stateDir, pod)
 	if err != nil {
 		return err
@@ -113,22 +100,37 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 		return err
 	}
 	s.Probe = fresh.Probe
+	probeRestart := s.Probe != nil && s.Probe.Acted == RestartApp
 	stop := stopping(stateDir, pod)
-	if !stop && m.isolated() && restarts(a.RestartPolicy, exit.Success) {
-		// A stop from outside that no runner marked (SIGRTMIN+3/+4 to
-		// the pod's own systemd) shows as a job on the app.
+	if !stop && !probeRestart && (s.State == AppRestarting || restarts(a.RestartPolicy, exit.Success)) {
+		// A stop from outside that no runner marked (systemctl stop of
+		// the app, systemctl exit of the manager, SIGRTMIN+3/+4 to an
+		// isolated pod's systemd) shows as a job on the app; an exit on
+		// its own has none.
 		stop = stoppedByJob(ctx, open, AppUnit(pod, app))
 	}
+	if !started && s.State == AppRestarting && env.ExitCode == "" && stop {
+		// Stopped while it waited out its back-off: that was no run.
+		// The app ends with the exit of its last run.
+		return WriteApp(stateDir, pod, s.endRestart())
+	}
+	if !started {
+		// The run never got as far as its command.
+		s.StartedAt = time.Time{}
+	}
+	if err := WriteExitCode(stateDir, pod, app, exit.Code); err != nil {
+		return err
+	}
 	var d Decision
-	if p := s.Probe; p != nil && p.Acted == RestartApp && !stop {
+	if probeRestart && !stop {
 		// The app's probe restarted it: whatever its restart policy, the
 		// exit is a restart, backed off as a crash's is, so that a probe
 		// that keeps failing does not restart the app in a tight loop.
-		p.Acted = ""
+		s.Probe.Acted = ""
 		d.Restart = true
 		d.Delay = backoff(m.RestartBackoff, History{LastDelay: s.Backoff, StartedAt: s.StartedAt}, now)
 	} else {
-		if p != nil && p.Acted == FailPod {
+		if s.Probe != nil && s.Probe.Acted == FailPod {
 			// The app's probe ends the pod: the exit is a failure.
 			exit.Success = false
 		}
@@ -147,12 +149,11 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 			return err
 		}
 	}
-	s.ExitCode, s.Signal, s.Result = &exit.Code, exit.Signal, exit.Result
+	s.ExitCode, s.Signal, s.Result, s.Message = &exit.Code, exit.Signal, exit.Result, why
 	s.LastExitAt, s.Invocation = now, env.InvocationID
 	switch {
 	case d.Restart:
 		s.State, s.Backoff = AppRestarting, d.Delay
-		s.Restarts++
 	case exit.Success:
 		s.State, s.FinishedAt = AppExited, now
 	default:
@@ -202,7 +203,8 @@ func othersIfAllEnded(stateDir, pod string, m *Manifest, app string) ([]Outcome,
 
 // Reap is the ExecStop= of an app's reaper, which stops once the app is
 // neither active nor restarting: an app whose record still says it
-// restarts (systemd stopped it between two runs) has ended for good.
+// restarts (systemd stopped it between two runs, before the next one
+// started) has ended for good, with the exit of its last run.
 func Reap(stateDir, pod, app string) error {
 	unlock, err := lock(stateDir, pod)
 	if err != nil {
@@ -213,20 +215,14 @@ func Reap(stateDir, pod, app string) error {
 	if err != nil || s.State != AppRestarting {
 		return err
 	}
-	s.State, s.FinishedAt = AppFailed, s.LastExitAt
-	if s.outcome().Exit.Success {
-		s.State = AppExited
-	}
-	return WriteApp(stateDir, pod, s)
+	return WriteApp(stateDir, pod, s.endRestart())
 }
 
 // Shutdown is the ExecStop= of the pod's shutdown service, which stops once
-// every reaper has stopped: it gives every app's record that has an exit
-// but no start (an app without a backoff hook) the start of its last run,
-// from its service's ExecMainStartTimestamp; records the pod's exit code,
-// [PodExitCode] of every app's last exit, and its phase; then stops the
-// pod's target and slice (with any init app still active in it), and
-// ends an isolated pod's own systemd.
+// every reaper has stopped: it records the pod's exit code, [PodExitCode]
+// of every app's last exit, and its phase; then stops the pod's target and
+// slice (with any init app still active in it), and ends an isolated
+// pod's own systemd.
 func Shutdown(ctx context.Context, stateDir, pod string, open func(context.Context) (*manager.Conn, error)) error {
 	unlock, err := lock(stateDir, pod)
 	if err != nil {
@@ -255,20 +251,8 @@ func Shutdown(ctx context.Context, stateDir, pod string, open func(context.Conte
 		if err != nil {
 			return err
 		}
-		if r.ExitCode == nil {
-			continue
-		}
-		outcomes = append(outcomes, r.outcome())
-		if !r.StartedAt.IsZero() {
-			continue
-		}
-		if r.StartedAt, err = runStart(ctx, mgr, pod, a.Name); err != nil {
-			return err
-		}
-		if !r.StartedAt.IsZero() {
-			if err := WriteApp(stateDir, pod, r); err != nil {
-				return err
-			}
+		if r.ExitCode != nil {
+			outcomes = append(outcomes, r.outcome())
 		}
 	}
 	code := PodExitCode(outcomes)
@@ -283,26 +267,6 @@ func Shutdown(ctx context.Context, stateDir, pod string, open func(context.Conte
 		return err
 	}
 	return queueStops(ctx, mgr, TargetUnit(pod), SliceUnit(pod))
-}
-
-// runStart returns when the last run of app's service started, from its
-// ExecMainStartTimestamp; zero if it never started a process.
-func runStart(ctx context.Context, mgr *manager.Conn, pod, app string) (time.Time, error) {
-	props, err := mgr.Properties(ctx, AppUnit(pod, app), manager.ServiceIface)
-	if err != nil {
-		return time.Time{}, err
-	}
-	return timestamp(props["ExecMainStartTimestamp"]), nil
-}
-
-// timestamp reads a systemd timestamp property (µs since the epoch, 0 for
-// none).
-func timestamp(v dbus.Variant) time.Time {
-	us, ok := v.Value().(uint64)
-	if !ok || us == 0 {
-		return time.Time{}
-	}
-	return time.UnixMicro(int64(us))
 }
 
 // queueStops queues a stop job for each unit, without waiting for them: a

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
-	"os/user"
 	"strconv"
 	"syscall"
 	"time"
@@ -90,11 +89,9 @@ func (a *App) credential() (*syscall.Credential, error) {
 	}
 	uid, gid := uint64(syscall.Getuid()), uint64(syscall.Getgid())
 	if a.User != "" {
-		u, err := user.Lookup(a.User)
+		u, err := lookupUser(a.User)
 		if err != nil {
-			if u, err = user.LookupId(a.User); err != nil {
-				return nil, err
-			}
+			return nil, err
 		}
 		if uid, err = strconv.ParseUint(u.Uid, 10, 32); err != nil {
 			return nil, err
@@ -104,11 +101,9 @@ func (a *App) credential() (*syscall.Credential, error) {
 		}
 	}
 	if a.Group != "" {
-		g, err := user.LookupGroup(a.Group)
+		g, err := lookupGroup(a.Group)
 		if err != nil {
-			if g, err = user.LookupGroupId(a.Group); err != nil {
-				return nil, err
-			}
+			return nil, err
 		}
 		if gid, err = strconv.ParseUint(g.Gid, 10, 32); err != nil {
 			return nil, err

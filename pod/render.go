@@ -162,16 +162,18 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 		f.Set("Service", "Type", "exec")
 	}
 	f.Set("Service", "Slice", n.Slice)
-	// The backoff hook also records the start of each run. An isolated
-	// pod needs that of every app: its runner cannot read systemd's
-	// ExecMainStartTimestamp, and its own systemd may have collected an
-	// app stopped at its shutdown before the shutdown hook reads it.
-	if restartable || m.isolated() {
+	// The backoff hook waits out the delay before a restart.
+	if restartable {
 		if err := setExec(f, "ExecStartPre", "+", h.argv("backoff", a.Name)); err != nil {
 			return err
 		}
 	}
-	if err := setExec(f, "ExecStart", "", h.appArgv(a)); err != nil {
+	// The command runs through the exec hook, which records the run's
+	// start and then takes on the app's rootfs, workingDir, group and user:
+	// systemd 252 applies RootDirectory=, WorkingDirectory=, User= and
+	// Group= to the "+" hooks too, so one that does not resolve would
+	// keep them from recording the run.
+	if err := setExec(f, "ExecStart", "", h.argv("exec", a.Name)); err != nil {
 		return err
 	}
 	if a.Init {
@@ -204,22 +206,6 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 			return err
 		}
 		f.Set("Service", "Environment", v)
-	}
-	workingDir := a.WorkingDir
-	if a.Rootfs != "" {
-		// The chroot hook changes into it, inside the rootfs; it needs
-		// CAP_SYS_CHROOT, which it drops, under any User=.
-		workingDir = ""
-		f.Set("Service", "AmbientCapabilities", "CAP_SYS_CHROOT")
-	}
-	for _, s := range []struct{ key, value string }{
-		{"WorkingDirectory", workingDir},
-		{"User", a.User},
-		{"Group", a.Group},
-	} {
-		if s.value != "" {
-			f.Set("Service", s.key, unit.EscapeSpecifiers(s.value))
-		}
 	}
 	f.Set("Service", "SyslogIdentifier", unit.EscapeSpecifiers(m.Name+"/"+a.Name))
 	out, err := output(h.o.LogPath, a.Name)
@@ -288,24 +274,8 @@ func (h hooks) argv(cmd string, app ...string) []string {
 	return append(append(argv, h.m.Name), app...)
 }
 
-// appArgv is the command line of app a: its exec, or for an app with a
-// rootfs, "unitrun pod chroot ROOT DIR ARGV..." ([ExecInRoot]), which
-// enters the rootfs and executes it. Not RootDirectory=: systemd 252
-// applies it to every command of the unit, "+" ones too, so the hooks,
-// unitrun itself, would have to run inside the rootfs.
-func (h hooks) appArgv(a *App) []string {
-	if a.Rootfs == "" {
-		return a.Exec
-	}
-	dir := a.WorkingDir
-	if dir == "" {
-		dir = "/"
-	}
-	return append([]string{h.o.Binary, "pod", "chroot", a.Rootfs, dir}, a.Exec...)
-}
-
-// setExec sets an Exec*= command line, with prefix ("+": full privileges,
-// outside User= and RootDirectory=) before the quoted argv.
+// setExec sets an Exec*= command line, with prefix ("+": full privileges)
+// before the quoted argv.
 func setExec(f *unit.File, key, prefix string, argv []string) error {
 	line, err := unit.ExecLine(argv)
 	if err != nil {

@@ -47,7 +47,7 @@ func (r *Runner) Create(ctx context.Context, manifest []byte) (*Manifest, error)
 // CreateWith is [Runner.Create] with isolation iso, if it is not "",
 // instead of the manifest's; the choice is saved with the pod's state.
 func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso Isolation) (*Manifest, error) {
-	m, err := ParseWith(manifest, iso)
+	m, err := ParseForHost(manifest, iso)
 	if err != nil {
 		return nil, err
 	}
@@ -403,46 +403,9 @@ func (r *Runner) stopParents(ctx context.Context) error {
 	return nil
 }
 
-// Status returns the status of pod name: its status files, and for an
-// app of a running pod whose record lacks the start of its run (only an
-// app that may restart records its starts; [Shutdown] fills in the others
-// when the pod ends), what its service in systemd says: an app with no
-// record yet that has a process is running. (Not for an isolated pod, whose
-// services are out of the runner's reach: its apps show their records.)
+// Status returns the status of pod name, from its status files.
 func (r *Runner) Status(ctx context.Context, name string) (PodStatus, error) {
-	s, err := ReadPod(r.StateDir, name)
-	if err != nil || s.Phase != PodRunning || s.Isolation == Namespaces {
-		return s, err
-	}
-	for i, a := range s.Apps {
-		if !a.StartedAt.IsZero() {
-			continue
-		}
-		u := AppUnit(name, a.Name)
-		if a.State == AppWaiting {
-			props, err := r.Mgr.Properties(ctx, u, manager.UnitIface)
-			if err != nil {
-				return s, err
-			}
-			switch props["ActiveState"].Value() {
-			case "active", "activating", "deactivating", "reloading":
-			default:
-				continue
-			}
-		}
-		started, err := runStart(ctx, r.Mgr, name, a.Name)
-		if err != nil {
-			return s, err
-		}
-		if started.IsZero() {
-			continue
-		}
-		s.Apps[i].StartedAt = started
-		if a.State == AppWaiting {
-			s.Apps[i].State = AppRunning
-		}
-	}
-	return s, nil
+	return ReadPod(r.StateDir, name)
 }
 
 // List returns the status of every pod, by name.

@@ -488,6 +488,10 @@ apps:
 func stopStubborn(t *testing.T, r *Runner, name string) {
 	t.Helper()
 	waitLog(t, r, name, "ignores", "trapped\n")
+	// A run stopped before it executed its command has no start.
+	for appState(t, r, name, "polite") != AppRunning {
+		time.Sleep(10 * time.Millisecond)
+	}
 	s, err := r.Stop(context.Background(), name, 500*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)

@@ -129,9 +129,34 @@ func (s AppStatus) ended() bool { return s.State == AppExited || s.State == AppF
 func (s AppStatus) outcome() Outcome {
 	return Outcome{
 		App:  s.Name,
-		Exit: Exit{Code: *s.ExitCode, Signal: s.Signal, Result: s.Result, Success: s.State == AppExited || s.State != AppFailed && s.Result == "success"},
+		Exit: Exit{Code: *s.ExitCode, Signal: s.Signal, Result: s.Result, Success: s.lastSucceeded()},
 		At:   s.LastExitAt,
 	}
+}
+
+// lastSucceeded reports whether the last exit that s records succeeded:
+// the state says so once the app has ended; before, as between two runs,
+// systemd's result does, unless the command could not be executed.
+func (s AppStatus) lastSucceeded() bool {
+	switch s.State {
+	case AppExited:
+		return true
+	case AppFailed:
+		return false
+	}
+	return s.Result == "success" && s.Message == ""
+}
+
+// endRestart is s, the record of an app waiting for a restart that will
+// not come (the app was stopped before its next run started), as the
+// record of an app that ended with the exit of its last run.
+func (s AppStatus) endRestart() AppStatus {
+	s.State = AppFailed
+	if s.lastSucceeded() {
+		s.State = AppExited
+	}
+	s.FinishedAt = s.LastExitAt
+	return s
 }
 
 // stopping reports whether pod is being stopped, on request or because its

@@ -57,6 +57,9 @@ type AppStatus struct {
 	// Invocation is systemd's $INVOCATION_ID of the run whose exit was
 	// recorded last, so that one run is never recorded twice.
 	Invocation string `json:"invocation_id,omitempty"`
+	// Message says why the last run could not execute the app's command
+	// ("user web: no such user"); empty if it could.
+	Message string `json:"message,omitempty"`
 	// Probe is the state of the app's health probe, once it has run.
 	Probe *ProbeStatus `json:"probe,omitempty"`
 }

@@ -29,6 +29,11 @@ func newPodHookCmds(f *podFlags) []*cobra.Command {
 		hook("backoff POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
 			return pod.BeginRun(cmd.Context(), dir, args[0], args[1])
 		}),
+		hook("exec POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
+			// A command that cannot be executed exits 127 or 126, as
+			// with "unitrun run".
+			return exitFor(pod.ExecApp(dir, args[0], args[1]), nil, false)
+		}),
 		hook("reap-app POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
 			env := pod.HookEnv{
 				ServiceResult: os.Getenv("SERVICE_RESULT"),
@@ -60,15 +65,5 @@ func newPodHookCmds(f *podFlags) []*cobra.Command {
 		hook("container-exited POD", 1, func(cmd *cobra.Command, dir string, args []string) error {
 			return pod.ContainerExited(dir, args[0])
 		}),
-		{
-			Use:    "chroot ROOT DIR ARGV...",
-			Hidden: true,
-			Args:   cobra.MinimumNArgs(3),
-			// The app's own arguments may look like flags.
-			DisableFlagParsing: true,
-			RunE: func(cmd *cobra.Command, args []string) error {
-				return failed(pod.ExecInRoot(args[0], args[1], args[2:]))
-			},
-		},
 	}
 }

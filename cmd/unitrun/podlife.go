@@ -24,7 +24,7 @@ func create(ctx context.Context, r *pod.Runner, path, iso string) (*pod.Manifest
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: err}
 	}
-	if _, err := pod.ParseWith(data, pod.Isolation(iso)); err != nil {
+	if _, err := pod.ParseForHost(data, pod.Isolation(iso)); err != nil {
 		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", path, err)}
 	}
 	m, err := r.CreateWith(ctx, data, pod.Isolation(iso))

@@ -28,6 +28,7 @@ type appView struct {
 	ExitCode   *int         `json:"exit_code"`
 	Signal     string       `json:"signal,omitempty"`
 	Result     string       `json:"result,omitempty"`
+	Message    string       `json:"message,omitempty"`
 	Restarts   int          `json:"restarts"`
 	StartedAt  *time.Time   `json:"started_at"`
 	FinishedAt *time.Time   `json:"finished_at"`
@@ -46,7 +47,7 @@ func timePtr(t time.Time) *time.Time {
 func newPodView(s pod.PodStatus) podView {
 	v := podView{Name: s.Name, Phase: s.Phase, ExitCode: s.ExitCode, ExitPolicy: string(s.ExitPolicy), StartedAt: timePtr(s.StartedAt), FinishedAt: timePtr(s.FinishedAt), Apps: []appView{}}
 	for _, a := range s.Apps {
-		v.Apps = append(v.Apps, appView{a.Name, a.State, a.ExitCode, a.Signal, a.Result, a.Restarts, timePtr(a.StartedAt), timePtr(a.FinishedAt), a.Probe})
+		v.Apps = append(v.Apps, appView{a.Name, a.State, a.ExitCode, a.Signal, a.Result, a.Message, a.Restarts, timePtr(a.StartedAt), timePtr(a.FinishedAt), a.Probe})
 	}
 	return v
 }

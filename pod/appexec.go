@@ -1,0 +1,229 @@
+package pod
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ExecApp is the main process of app's service, "unitrun pod exec P A": it
+// records that a run of app has started (state running, its start time,
+// and one more restart if the run follows one), then enters app's rootfs,
+// changes to its workingDir, takes its group and user, and executes its
+// command, which replaces it. It returns only if the command could not be
+// executed: an *exec.Error, wrapping exec.ErrNotFound for a command that
+// does not exist, whose reason is also left for reap-app to record with
+// the run's exit ([ReapApp]).
+//
+// The service itself has no User=, Group=, WorkingDirectory= or
+// RootDirectory=: systemd 252 applies them to its "+" hooks too, so a user
+// that does not resolve or a directory that does not exist would fail the
+// hooks that record the run, and the run would end unrecorded.
+func ExecApp(stateDir, pod, app string) error {
+	m, err := loadSpec(stateDir, pod)
+	if err != nil {
+		return err
+	}
+	a := m.App(app)
+	if a == nil {
+		return fmt.Errorf("pod %s has no app %q", pod, app)
+	}
+	// Opened before the credentials change, so that a failure after it
+	// is recorded too; the command's exec closes it.
+	why, err := openStartError(stateDir, pod, app)
+	if err != nil {
+		return err
+	}
+	defer why.Close()
+	if err := beginRun(stateDir, pod, app); err != nil {
+		return err
+	}
+	err = a.exec()
+	fmt.Fprintln(why, err.Error())
+	return &exec.Error{Name: a.Exec[0], Err: err}
+}
+
+// beginRun records that a run of app has started.
+func beginRun(stateDir, pod, app string) error {
+	unlock, err := lock(stateDir, pod)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	s, err := readAppOrNew(stateDir, pod, app)
+	if err != nil {
+		return err
+	}
+	if s.State == AppRestarting {
+		s.Restarts++
+	}
+	s.State, s.StartedAt, s.FinishedAt = AppRunning, time.Now(), time.Time{}
+	return WriteApp(stateDir, pod, s)
+}
+
+// exec sets up the process as a asks and executes a's command; it returns
+// why it could not, as a message for the app's record: an error wrapping
+// exec.ErrNotFound if the command does not exist.
+func (a *App) exec() error {
+	cred, env, err := a.identity()
+	if err != nil {
+		return err
+	}
+	dir := a.WorkingDir
+	if a.Rootfs != "" {
+		if err := syscall.Chroot(a.Rootfs); err != nil {
+			return fmt.Errorf("rootfs %s: %w", a.Rootfs, unwrapPath(err))
+		}
+		if dir == "" {
+			dir = "/"
+		}
+	}
+	if dir != "" {
+		if err := os.Chdir(dir); err != nil {
+			return fmt.Errorf("workingDir %s: %w", dir, unwrapPath(err))
+		}
+	}
+	if fi, err := os.Stat(a.Exec[0]); errors.Is(err, fs.ErrNotExist) {
+		return notFound(a.Exec[0])
+	} else if err == nil && fi.IsDir() {
+		return fmt.Errorf("command %s: is a directory", a.Exec[0])
+	}
+	if cred != nil {
+		if err := syscall.Setgroups(intIDs(cred.Groups)); err != nil {
+			return fmt.Errorf("supplementary groups: %w", err)
+		}
+		if err := syscall.Setgid(int(cred.Gid)); err != nil {
+			return fmt.Errorf("group %d: %w", cred.Gid, err)
+		}
+		if err := syscall.Setuid(int(cred.Uid)); err != nil {
+			return fmt.Errorf("user %d: %w", cred.Uid, err)
+		}
+	}
+	err = syscall.Exec(a.Exec[0], a.Exec, append(os.Environ(), env...))
+	if errors.Is(err, syscall.ENOENT) {
+		return notFound(a.Exec[0])
+	}
+	return fmt.Errorf("command %s: %w", a.Exec[0], err)
+}
+
+// notFound is the error of a command that does not exist; it is
+// exec.ErrNotFound.
+type notFound string
+
+func (e notFound) Error() string      { return "command " + string(e) + ": not found" }
+func (notFound) Is(target error) bool { return target == exec.ErrNotFound }
+
+// identity returns the credential a's command runs with (nil to keep
+// unitrun's own, root's) and the variables that systemd's User= would set
+// ($USER, $LOGNAME, $HOME), with the user's supplementary groups, as
+// systemd's User= gives them. Names resolve on the host, also for an app
+// with a rootfs, as systemd's User= resolved them.
+func (a *App) identity() (*syscall.Credential, []string, error) {
+	cred, err := a.credential()
+	if err != nil || a.User == "" {
+		return cred, nil, err
+	}
+	u, err := lookupUser(a.User)
+	if err != nil {
+		return nil, nil, err
+	}
+	gids, err := u.GroupIds()
+	if err != nil {
+		return nil, nil, fmt.Errorf("user %s: supplementary groups: %w", a.User, err)
+	}
+	for _, g := range gids {
+		n, err := strconv.ParseUint(g, 10, 32)
+		if err != nil {
+			return nil, nil, fmt.Errorf("user %s: group id %q: %w", a.User, g, err)
+		}
+		cred.Groups = append(cred.Groups, uint32(n))
+	}
+	return cred, []string{"USER=" + u.Username, "LOGNAME=" + u.Username, "HOME=" + u.HomeDir}, nil
+}
+
+// lookupUser finds a user by name or, failing that, by number.
+func lookupUser(name string) (*user.User, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		if u, err = user.LookupId(name); err != nil {
+			return nil, fmt.Errorf("user %s: no such user", name)
+		}
+	}
+	return u, nil
+}
+
+// lookupGroup finds a group by name or, failing that, by number.
+func lookupGroup(name string) (*user.Group, error) {
+	g, err := user.LookupGroup(name)
+	if err != nil {
+		if g, err = user.LookupGroupId(name); err != nil {
+			return nil, fmt.Errorf("group %s: no such group", name)
+		}
+	}
+	return g, nil
+}
+
+func intIDs(ids []uint32) []int {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
+}
+
+// unwrapPath drops the operation and path of a *fs.PathError, which the
+// message names itself.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// startErrorFile is where ExecApp leaves why a run could not execute its
+// command, for reap-app: STATE/pods/P/apps/A.start-error.
+func startErrorFile(app string) string { return app + ".start-error" }
+
+// openStartError creates app's start error file afresh, empty, without
+// following a symlink out of stateDir.
+func openStartError(stateDir, pod, app string) (*os.File, error) {
+	if err := checkNames(pod, app); err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(Dir(stateDir, pod))
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	if err := root.MkdirAll("apps", 0o755); err != nil {
+		return nil, err
+	}
+	return root.OpenFile(filepath.Join("apps", startErrorFile(app)), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+}
+
+// takeStartError returns the reason the run of app that just ended could
+// not execute its command, and removes it, so that no later run, which
+// may end before its own ExecApp, is given it; "" if the command was
+// executed or the run never got as far as ExecApp.
+func takeStartError(stateDir, pod, app string) (string, error) {
+	data, err := read(stateDir, "pods", pod, "apps", startErrorFile(app))
+	if errors.Is(err, fs.ErrNotExist) || err == nil && len(data) == 0 {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := os.Remove(filepath.Join(Dir(stateDir, pod), "apps", startErrorFile(app))); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(string(data), "\n"), nil
+}

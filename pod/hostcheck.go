@@ -1,0 +1,76 @@
+package pod
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+)
+
+// ParseForHost is [ParseWith], then [Manifest.CheckHost]: what "pod create"
+// checks before it creates anything.
+func ParseForHost(data []byte, iso Isolation) (*Manifest, error) {
+	m, err := ParseWith(data, iso)
+	if err != nil {
+		return nil, err
+	}
+	return m, m.CheckHost()
+}
+
+// CheckHost checks, on this host, what an app's run would otherwise find
+// out only when it starts ([ExecApp]): that each app's user and group
+// resolve (on the host, also for an app with a rootfs, as ExecApp resolves
+// them) and that its workingDir is a directory, inside its rootfs for an
+// app with one. A directory that a symlink inside the rootfs leads to is
+// taken on trust: it resolves only once the app has entered its rootfs.
+// Each error names the field.
+func (m *Manifest) CheckHost() error {
+	var p problems
+	for i := range m.Apps {
+		a := &m.Apps[i]
+		path := fmt.Sprintf("apps[%d]", i)
+		if a.User != "" {
+			if _, err := lookupUser(a.User); err != nil {
+				p.add(path+".user", a.User, "no such user on this host")
+			}
+		}
+		if a.Group != "" {
+			if _, err := lookupGroup(a.Group); err != nil {
+				p.add(path+".group", a.Group, "no such group on this host")
+			}
+		}
+		if a.WorkingDir != "" {
+			if rule := a.checkDir(); rule != "" {
+				p.add(path+".workingDir", a.WorkingDir, rule)
+			}
+		}
+	}
+	return errors.Join(p...)
+}
+
+// checkDir says what is wrong with a's workingDir, or "" if nothing is, or
+// if it cannot tell.
+func (a *App) checkDir() string {
+	var fi fs.FileInfo
+	var err error
+	if a.Rootfs == "" {
+		fi, err = os.Stat(a.WorkingDir)
+	} else {
+		root, rerr := os.OpenRoot(a.Rootfs)
+		if rerr != nil {
+			return ""
+		}
+		defer root.Close()
+		fi, err = root.Stat(a.WorkingDir)
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if a.Rootfs != "" {
+			return "no such directory in rootfs " + a.Rootfs
+		}
+		return "no such directory"
+	case err == nil && !fi.IsDir():
+		return "not a directory"
+	}
+	return ""
+}
