@@ -80,7 +80,7 @@ func (a *App) exec() error {
 	dir := a.WorkingDir
 	if a.Rootfs != "" {
 		if err := syscall.Chroot(a.Rootfs); err != nil {
-			return fmt.Errorf("rootfs %s: %w", a.Rootfs, unwrapPath(err))
+			return fmt.Errorf("rootfs %s: %v", a.Rootfs, unwrapPath(err))
 		}
 		if dir == "" {
 			dir = "/"
@@ -88,7 +88,7 @@ func (a *App) exec() error {
 	}
 	if dir != "" {
 		if err := os.Chdir(dir); err != nil {
-			return fmt.Errorf("workingDir %s: %w", dir, unwrapPath(err))
+			return fmt.Errorf("workingDir %s: %v", dir, unwrapPath(err))
 		}
 	}
 	if fi, err := os.Stat(a.Exec[0]); errors.Is(err, fs.ErrNotExist) {
@@ -111,7 +111,7 @@ func (a *App) exec() error {
 	if errors.Is(err, syscall.ENOENT) {
 		return notFound(a.Exec[0])
 	}
-	return fmt.Errorf("command %s: %w", a.Exec[0], err)
+	return fmt.Errorf("command %s: %v", a.Exec[0], err)
 }
 
 // notFound is the error of a command that does not exist; it is

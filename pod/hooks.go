@@ -25,7 +25,9 @@ type HookEnv struct {
 
 // BeginRun is the ExecStartPre= of an app that may restart: it waits out
 // the back-off that the app's last exit recorded, if that exit was
-// followed by a restart. The run's start is recorded by [ExecApp].
+// followed by a restart. The run's start is recorded by [ExecApp]. A stop
+// (ctx done: systemd's SIGTERM) ends the wait without an error: the stop
+// goes on, and reap-app records that the back-off was no run.
 func BeginRun(ctx context.Context, stateDir, pod, app string) error {
 	if err := checkNames(pod, app); err != nil {
 		return err
@@ -40,7 +42,7 @@ func BeginRun(ctx context.Context, stateDir, pod, app string) error {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil
 	}
 }
 

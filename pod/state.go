@@ -151,9 +151,10 @@ func (s AppStatus) lastSucceeded() bool {
 // not come (the app was stopped before its next run started), as the
 // record of an app that ended with the exit of its last run.
 func (s AppStatus) endRestart() AppStatus {
-	s.State = AppFailed
 	if s.lastSucceeded() {
 		s.State = AppExited
+	} else {
+		s.State = AppFailed
 	}
 	s.FinishedAt = s.LastExitAt
 	return s

@@ -1,0 +1,326 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/manager"
+)
+
+// The tests below are rkt's functional tests (tests/rkt_exit_test.go,
+// rkt_stop_test.go, rkt_run_pod_manifest_test.go) for unitrun's pods: a
+// manifest, "unitrun pod run" through the built binary, then the exit
+// code, the status files and "pod status --json". Each covers one way an
+// app's run can end.
+
+// podOutcome is what "pod status --json" says of a pod's outcome.
+type podOutcome struct {
+	Phase    string `json:"phase"`
+	ExitCode *int   `json:"exit_code"`
+	Apps     []struct {
+		Name      string  `json:"name"`
+		State     string  `json:"state"`
+		ExitCode  *int    `json:"exit_code"`
+		Signal    string  `json:"signal"`
+		Message   string  `json:"message"`
+		Restarts  int     `json:"restarts"`
+		StartedAt *string `json:"started_at"`
+	} `json:"apps"`
+}
+
+// outcome reads "pod status --json NAME".
+func outcome(t *testing.T, dir, name string) podOutcome {
+	t.Helper()
+	out, errs, code := podCLI(t, dir, "status", "--json", name)
+	var o podOutcome
+	if err := json.Unmarshal([]byte(out), &o); code != 0 || err != nil {
+		t.Fatalf("pod status --json %s: exit %d, %v: %q %q", name, code, err, out, errs)
+	}
+	return o
+}
+
+// wantOutcome checks the pod's phase and exit code, and each app's state,
+// exit code, status file and restarts (app name → "state code restarts").
+func wantOutcome(t *testing.T, dir, name, phase string, code int, apps map[string]string) podOutcome {
+	t.Helper()
+	o := outcome(t, dir, name)
+	if o.Phase != phase || o.ExitCode == nil || *o.ExitCode != code {
+		t.Errorf("pod %s: %s, exit code %v; want %s, %d", name, o.Phase, fmtInt(o.ExitCode), phase, code)
+	}
+	for _, a := range o.Apps {
+		want, ok := apps[a.Name]
+		if !ok {
+			continue
+		}
+		if got := fmt.Sprintf("%s %s %d", a.State, fmtInt(a.ExitCode), a.Restarts); got != want {
+			t.Errorf("app %s: %q, want %q (state, exit code, restarts)", a.Name, got, want)
+		}
+		var file string
+		if data, err := os.ReadFile(filepath.Join(dir, "pods", name, "status", a.Name)); err == nil {
+			file = strings.TrimSpace(string(data))
+		}
+		if file != fmtInt(a.ExitCode) {
+			t.Errorf("status file of %s: %q, want %s", a.Name, file, fmtInt(a.ExitCode))
+		}
+	}
+	return o
+}
+
+func fmtInt(p *int) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprint(*p)
+}
+
+// app returns app name of o.
+func (o podOutcome) app(name string) (state, message string, started bool) {
+	for _, a := range o.Apps {
+		if a.Name == name {
+			return a.State, a.Message, a.StartedAt != nil
+		}
+	}
+	return "", "", false
+}
+
+// Every way a lone app's run ends, in host mode and in an isolated pod:
+// pod run exits with the pod's code, the app's status file and record say
+// how it ended, with the reason if its command could not be executed.
+func TestPodOutcomeOfEachEnd(t *testing.T) {
+	cases := []struct {
+		name, app string
+		phase     string
+		code      int
+		want      string // state, exit code, restarts
+		message   string
+	}{
+		{"exit0", `exec: ["/bin/true"]`, "Succeeded", 0, "exited 0 0", ""},
+		{"exit7", `exec: ["/bin/sh", "-c", "exit 7"]`, "Failed", 7, "failed 7 0", ""},
+		{"sigkill", `exec: ["/bin/sh", "-c", "kill -KILL $$"]`, "Failed", 137, "failed 137 0", ""},
+		// systemd counts a death by SIGTERM as clean (docs/pods.md).
+		{"sigterm", `exec: ["/bin/sh", "-c", "kill -TERM $$"]`, "Succeeded", 0, "exited 143 0", ""},
+		{"success-code", "exec: [\"/bin/sh\", \"-c\", \"exit 3\"]\n    successExitCodes: [3]", "Succeeded", 0, "exited 3 0", ""},
+		{"missing", `exec: ["/nonexistent/cmd"]`, "Failed", 127, "failed 127 0", "command /nonexistent/cmd: not found"},
+		{"not-executable", `exec: ["/dev/null"]`, "Failed", 126, "failed 126 0", "command /dev/null: permission denied"},
+	}
+	for _, iso := range []string{"none", "namespaces"} {
+		for _, c := range cases {
+			if iso == "namespaces" && c.message == "" && c.name != "exit7" {
+				continue // the pod's own systemd reports these as the host's
+			}
+			t.Run(iso+"/"+c.name, func(t *testing.T) {
+				// Short: the socket of an isolated pod's systemd is
+				// under it.
+				dir := systemdtest.RunDir(t)
+				name := "end-" + c.name
+				rmPod(t, dir, name)
+				_, errs, code := podCLI(t, dir, "run", "--isolation", iso, manifestFile(t, fmt.Sprintf("name: %s\napps:\n  - name: a\n    %s\n", name, c.app)))
+				if code != c.code {
+					t.Errorf("pod run: exit %d, want %d (stderr %q)", code, c.code, errs)
+				}
+				o := wantOutcome(t, dir, name, c.phase, c.code, map[string]string{"a": c.want})
+				if _, msg, started := o.app("a"); msg != c.message || !started {
+					t.Errorf("app a: message %q, started %v; want %q, true", msg, started, c.message)
+				}
+			})
+		}
+	}
+}
+
+// A user, group or working directory that does not resolve is refused at
+// pod create, naming the field; nothing is left behind.
+func TestPodCreateChecksHost(t *testing.T) {
+	for _, c := range []struct{ field, yaml string }{
+		{`apps[0].user "no-such-user": no such user`, "user: no-such-user"},
+		{`apps[0].group "no-such-group": no such group`, "group: no-such-group"},
+		{`apps[0].workingDir "/nonexistent/dir": no such directory`, "workingDir: /nonexistent/dir"},
+		{`apps[0].workingDir "/etc/hostname": not a directory`, "workingDir: /etc/hostname"},
+	} {
+		t.Run(c.field, func(t *testing.T) {
+			dir := t.TempDir()
+			_, errs, code := podCLI(t, dir, "create", manifestFile(t, "name: host\napps:\n  - name: a\n    exec: [/bin/true]\n    "+c.yaml+"\n"))
+			if code != exitUsage || !strings.Contains(errs, c.field) {
+				t.Errorf("exit %d, stderr %q; want %d naming %s", code, errs, exitUsage, c.field)
+			}
+			if entries, _ := os.ReadDir(filepath.Join(dir, "pods")); len(entries) != 0 {
+				t.Errorf("a refused manifest left state: %v", entries)
+			}
+		})
+	}
+}
+
+// A group or working directory that is gone by the time the app starts
+// fails the run, recorded with its reason: the hooks that record it run
+// under neither (systemd 252 would fail them too, 216/GROUP, 200/CHDIR,
+// and the pod would say Succeeded). With OnFailure the app backs off as
+// for any failure, and a stop during the back-off leaves the failure as
+// the pod's outcome.
+func TestPodRunTimeSetupFailure(t *testing.T) {
+	group := fmt.Sprintf("unitrun-t%d", os.Getpid())
+	if out, err := exec.Command("groupadd", group).CombinedOutput(); err != nil {
+		t.Skipf("cannot add a group for the test: %v: %s", err, out)
+	}
+	defer exec.Command("groupdel", group).Run()
+	work := t.TempDir()
+	for _, c := range []struct {
+		name, setting, message string
+		gone                   func() error
+	}{
+		{"group", "group: " + group, "group " + group + ": no such group", func() error { return exec.Command("groupdel", group).Run() }},
+		{"dir", "workingDir: " + work, "workingDir " + work + ": no such file or directory", func() error { return os.Remove(work) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			name := "gone-" + c.name
+			path := manifestFile(t, fmt.Sprintf(`
+name: %s
+restartBackoff: {initial: 1h, max: 1h}
+apps:
+  - name: a
+    restartPolicy: OnFailure
+    exec: ["/bin/true"]
+    %s
+  - name: b
+    exec: ["/bin/sleep", "600"]
+`, name, c.setting))
+			if _, errs, code := podCLI(t, dir, "create", path); code != 0 {
+				t.Fatalf("pod create: exit %d: %s", code, errs)
+			}
+			rmPod(t, dir, name)
+			if err := c.gone(); err != nil {
+				t.Fatal(err)
+			}
+			if _, errs, code := podCLI(t, dir, "start", name); code != 0 {
+				t.Fatalf("pod start: exit %d: %s", code, errs)
+			}
+			var o podOutcome
+			for range 600 {
+				if o = outcome(t, dir, name); o.Apps[0].State == "restarting" {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if state, msg, _ := o.app("a"); state != "restarting" || msg != c.message {
+				t.Fatalf("app a: %s, message %q; want restarting, %q", state, msg, c.message)
+			}
+			if _, errs, code := podCLI(t, dir, "stop", name); code != 126 {
+				t.Errorf("pod stop: exit %d, want 126: %s", code, errs)
+			}
+			wantOutcome(t, dir, name, "Failed", 126, map[string]string{"a": "failed 126 0", "b": "exited 143 0"})
+		})
+	}
+}
+
+// An Always app that waits out its back-off when the pod ends has ended
+// with its last run: the interrupted back-off is no run, and the pod's
+// exit code is that run's.
+func TestPodEndsDuringBackoff(t *testing.T) {
+	const apps = `
+name: %s
+restartBackoff: {initial: 1h, max: 1h}
+apps:
+  - name: a
+    restartPolicy: Always
+    exec: ["/bin/true"]
+  - name: b
+    exec: ["/bin/sh", "-c", "while [ ! -e %s/pods/%s/status/a ]; do sleep 0.05; done; %s"]
+`
+	t.Run("exit-policy-any", func(t *testing.T) {
+		dir := t.TempDir()
+		name := "backoff-any"
+		rmPod(t, dir, name)
+		_, errs, code := podCLI(t, dir, "run", "--exit-policy", "any", manifestFile(t, fmt.Sprintf(apps, name, dir, name, "exit 0")))
+		if code != 0 {
+			t.Errorf("pod run: exit %d, want 0: %s", code, errs)
+		}
+		wantOutcome(t, dir, name, "Succeeded", 0, map[string]string{"a": "exited 0 0", "b": "exited 0 0"})
+	})
+	t.Run("pod-stop", func(t *testing.T) {
+		dir := t.TempDir()
+		name := "backoff-stop"
+		rmPod(t, dir, name)
+		if _, errs, code := podCLI(t, dir, "run", "--detach", manifestFile(t, fmt.Sprintf(apps, name, dir, name, "exec sleep 600"))); code != 0 {
+			t.Fatalf("pod run --detach: exit %d: %s", code, errs)
+		}
+		for range 600 {
+			if state, _, _ := outcome(t, dir, name).app("a"); state == "restarting" {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if _, errs, code := podCLI(t, dir, "stop", name); code != 0 {
+			t.Errorf("pod stop: exit %d, want 0: %s", code, errs)
+		}
+		wantOutcome(t, dir, name, "Succeeded", 0, map[string]string{"a": "exited 0 0", "b": "exited 143 0"})
+	})
+}
+
+// A stop from outside, systemctl exit of the manager the pod runs on,
+// records every app as it ended: an Always app that traps SIGTERM and
+// exits 0 has succeeded and did not restart, and an app with no restart
+// policy keeps the start of its run.
+func TestPodManagerExit(t *testing.T) {
+	em := &manager.Embedded{Dir: filepath.Join(systemdtest.RunDir(t), "manager")}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := em.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer em.Stop(context.Background(), 10*time.Second)
+	dir := t.TempDir()
+	name := "mgr-exit"
+	spec := "--manager=private:" + em.Socket()
+	cmd := exec.Command(systemdtest.Binary(t), "pod", "run", spec, "--state-dir", dir, manifestFile(t, `
+name: mgr-exit
+apps:
+  - name: always
+    restartPolicy: Always
+    exec: ["/bin/sh", "-c", "trap 'exit 0' TERM; echo trapped; sleep 600 & wait"]
+  - name: once
+    exec: ["/bin/sleep", "600"]
+`))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "always | trapped\n" {
+		t.Fatalf("pod run printed %q, %v", line, err)
+	}
+	for {
+		if state, _, _ := outcome(t, dir, name).app("once"); state == "running" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	exitCmd := exec.Command("systemctl", "--user", "exit")
+	exitCmd.Env = append(os.Environ(), em.Env()...)
+	if out, err := exitCmd.CombinedOutput(); err != nil {
+		t.Fatalf("systemctl --user exit: %v: %s", err, out)
+	}
+	for range 600 {
+		if outcome(t, dir, name).Phase != "Running" {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	o := wantOutcome(t, dir, name, "Succeeded", 0, map[string]string{"always": "exited 0 0", "once": "exited 143 0"})
+	if _, _, started := o.app("once"); !started {
+		t.Errorf("app once lost its start at the manager's exit")
+	}
+}
