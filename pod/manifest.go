@@ -21,6 +21,16 @@ const (
 	AllExit ExitPolicy = "all"
 )
 
+// Check returns an error unless p is one of the exit policies. It does not
+// say what p is for: `"sometimes": must be first-failure, any or all`.
+func (p ExitPolicy) Check() error {
+	switch p {
+	case FirstFailure, AnyExit, AllExit:
+		return nil
+	}
+	return fmt.Errorf("%q: must be %s, %s or %s", p, FirstFailure, AnyExit, AllExit)
+}
+
 // RestartPolicy says when an app runs again after it exits.
 type RestartPolicy string
 
