@@ -1,9 +1,12 @@
 package pod
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -40,6 +43,9 @@ const (
 	Always    RestartPolicy = "Always"
 	OnFailure RestartPolicy = "OnFailure"
 )
+
+// valid reports whether p is one of the restart policies.
+func (p RestartPolicy) valid() bool { return p == Never || p == Always || p == OnFailure }
 
 // Isolation says where a pod's units run.
 type Isolation string
@@ -176,7 +182,8 @@ func Parse(data []byte) (*Manifest, error) { return ParseWith(data, "") }
 // manifest's; the manifest is then validated as if it said iso.
 func ParseWith(data []byte, iso Isolation) (*Manifest, error) {
 	var m Manifest
-	if err := decode(data, &m); err != nil {
+	problems, bad, err := decode(data, &m)
+	if err != nil {
 		return nil, err
 	}
 	m.setDefaults()
@@ -184,9 +191,36 @@ func ParseWith(data []byte, iso Isolation) (*Manifest, error) {
 		m.Isolation = iso
 	}
 	if err := m.validate(); err != nil {
-		return nil, err
+		verrs := []error{err}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			verrs = j.Unwrap()
+		}
+		problems = append(problems, outside(verrs, bad)...)
+	}
+	if len(problems) > 0 {
+		return nil, errors.Join(problems...)
 	}
 	return &m, nil
+}
+
+// outside returns the errors among errs whose field is not at or under
+// one of the paths bad: values that could not be decoded were left zero,
+// and the rules they then break are not the user's to hear about.
+func outside(errs []error, bad []string) []error {
+	var kept []error
+	for _, err := range errs {
+		fe, ok := err.(*FieldError)
+		if !ok || !slices.ContainsFunc(bad, func(b string) bool { return under(fe.Path, b) }) {
+			kept = append(kept, err)
+		}
+	}
+	return kept
+}
+
+// under reports whether the field path is at or under the field base.
+func under(path, base string) bool {
+	rest, ok := strings.CutPrefix(path, base)
+	return ok && (rest == "" || base == "" || rest[0] == '.' || rest[0] == '[')
 }
 
 // Load reads and parses the manifest at path, which may hold at most 1 MiB.
@@ -255,10 +289,14 @@ func (m *Manifest) setDefaults() {
 	}
 	for i := range m.Apps {
 		a := &m.Apps[i]
+		// An app inherits the pod's policy only if it is valid: a bad
+		// one is reported once, for the pod, not again for each app.
 		if a.RestartPolicy == "" {
-			a.RestartPolicy = m.RestartPolicy
-			if a.Init {
+			switch {
+			case a.Init:
 				a.RestartPolicy = Never
+			case m.RestartPolicy.valid():
+				a.RestartPolicy = m.RestartPolicy
 			}
 		}
 		if p := a.Probe; p != nil {

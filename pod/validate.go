@@ -86,7 +86,9 @@ func (p *problems) app(path string, a *App, iso Isolation) {
 	}
 	p.account(path+".user", a.User)
 	p.account(path+".group", a.Group)
-	oneOf(p, path+".restartPolicy", a.RestartPolicy, Never, Always, OnFailure)
+	if a.RestartPolicy != "" { // "": it would inherit the pod's, which is not valid
+		oneOf(p, path+".restartPolicy", a.RestartPolicy, Never, Always, OnFailure)
+	}
 	if a.Init && a.RestartPolicy != Never {
 		p.add(path+".restartPolicy", string(a.RestartPolicy), "not allowed for an init app, which runs once: only Never is")
 	}
