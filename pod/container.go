@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -158,6 +159,49 @@ func killIsolatedApps(stateDir, name string, apps []AppStatus) {
 	}
 }
 
+// CheckRootfs returns an error unless dir is a directory other than the
+// root directory: not /, and not a path that resolves to it, such as a
+// symlink to / or a bind mount of it, in which a chroot would leave the
+// app on the host's (or the isolated pod's) whole file system.
+func CheckRootfs(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return errors.New("must be a directory: " + pathErrText(err))
+	}
+	if !fi.IsDir() {
+		return errors.New("must be a directory")
+	}
+	if root, err := os.Stat("/"); err != nil || os.SameFile(fi, root) {
+		return errors.New("must be a directory other than /, and must not resolve to /")
+	}
+	return nil
+}
+
+// pathErrText is what err, from a call on a path, says without the call
+// and the path: "no such file or directory".
+func pathErrText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// CheckHost checks what m's fields name on this host: each app's rootfs
+// (see [CheckRootfs]). The error names each field that fails.
+func (m *Manifest) CheckHost() error {
+	var p problems
+	for i, a := range m.Apps {
+		if a.Rootfs == "" {
+			continue
+		}
+		if err := CheckRootfs(a.Rootfs); err != nil {
+			p.add(fmt.Sprintf("apps[%d].rootfs", i), a.Rootfs, err.Error())
+		}
+	}
+	return errors.Join(p...)
+}
+
 // ExecInRoot is an app with a rootfs: it changes its root to root (in the
 // pod's own systemd, root has the container's /proc, /dev and /sys bound
 // in), its directory to dir inside it, drops its ambient capabilities (the
@@ -167,6 +211,11 @@ func killIsolatedApps(stateDir, name string, apps []AppStatus) {
 func ExecInRoot(root, dir string, argv []string) error {
 	if len(argv) == 0 || !filepath.IsAbs(argv[0]) {
 		return errors.New("chroot: the command must be an absolute path")
+	}
+	// Checked at pod create too; the directory may have been replaced
+	// since by a link to /.
+	if err := CheckRootfs(root); err != nil {
+		return fmt.Errorf("rootfs %s: %w", root, err)
 	}
 	if err := syscall.Chroot(root); err != nil {
 		return fmt.Errorf("chroot %s: %w", root, err)

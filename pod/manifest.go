@@ -1,6 +1,7 @@
 package pod
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -93,6 +94,15 @@ const (
 
 // maxManifestSize bounds what Load reads.
 const maxManifestSize = 1 << 20
+
+// MaxApps is the most apps a pod may have. Each app has two units or three
+// (its service, its reaper, its probe), and the pod's status, pod.json,
+// holds a record of each, which must stay within what its reader reads.
+const MaxApps = 1000
+
+// maxArgLen is the longest argument or environment entry ("K=V") the
+// kernel executes, MAX_ARG_STRLEN less its NUL.
+const maxArgLen = 32*4096 - 1
 
 // A Manifest describes a pod. Parse and Load fill in every default, so a
 // Manifest they return has no empty policy, back-off step or probe timing,
@@ -200,7 +210,37 @@ func ParseWith(data []byte, iso Isolation) (*Manifest, error) {
 	if len(problems) > 0 {
 		return nil, errors.Join(problems...)
 	}
+	if err := checkSizes(data, &m); err != nil {
+		return nil, err
+	}
 	return &m, nil
+}
+
+// checkSizes refuses a manifest whose text, or whose parsed form as the
+// pod's manifest.json holds it, is larger than their readers read back,
+// so that a pod that can be created can be started and removed. JSON
+// escapes <, > and & as \u003c, so a value grows up to six times there.
+func checkSizes(text []byte, m *Manifest) error {
+	if len(text) > maxManifestSize {
+		return fmt.Errorf("manifest is %d bytes, more than the %d a manifest may have", len(text), maxManifestSize)
+	}
+	spec, err := m.specJSON()
+	if err != nil {
+		return err
+	}
+	if len(spec) > maxStatusSize {
+		return fmt.Errorf("manifest would be %d bytes in the pod's %s (where JSON escapes <, > and & as 6 bytes each), more than the %d it may have: shorten its values", len(spec), specFile, maxStatusSize)
+	}
+	return nil
+}
+
+// specJSON is m as the pod's manifest.json holds it.
+func (m *Manifest) specJSON() ([]byte, error) {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
 }
 
 // outside returns the errors among errs whose field is not at or under

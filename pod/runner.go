@@ -52,6 +52,9 @@ func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso Isolation)
 	if err != nil {
 		return nil, err
 	}
+	if err := m.CheckHost(); err != nil {
+		return nil, err
+	}
 	dir := Dir(r.StateDir, m.Name)
 	unitDir, err := r.Mgr.RuntimeUnitDir(ctx)
 	if err != nil {

@@ -24,10 +24,14 @@ func create(ctx context.Context, r *pod.Runner, path, iso string) (*pod.Manifest
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: err}
 	}
-	if _, err := pod.ParseWith(data, pod.Isolation(iso)); err != nil {
+	m, err := pod.ParseWith(data, pod.Isolation(iso))
+	if err == nil {
+		err = m.CheckHost()
+	}
+	if err != nil {
 		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", path, err)}
 	}
-	m, err := r.CreateWith(ctx, data, pod.Isolation(iso))
+	m, err = r.CreateWith(ctx, data, pod.Isolation(iso))
 	return m, failed(err)
 }
 
