@@ -211,3 +211,124 @@ func TestPodRmLeavesNoSlice(t *testing.T) {
 		}
 	}
 }
+
+// A pod whose state is broken (an oversized manifest.json, a pod.json that
+// is not JSON) does not break "pod list" for the others, and "pod rm
+// --force" removes everything it left, even while it runs.
+func TestPodRmForceBrokenState(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"broken", "healthy"} {
+		if _, errs, code := podCLI(t, dir, "run", "--detach", manifestFile(t, "name: "+name+"\napps:\n  - name: a\n    exec: [/bin/sleep, \"600\"]\n")); code != 0 {
+			t.Fatalf("pod run --detach %s: exit %d, %q", name, code, errs)
+		}
+	}
+	rmPod(t, dir, "healthy")
+	state := filepath.Join(dir, "pods", "broken")
+	if err := os.WriteFile(filepath.Join(state, "manifest.json"), []byte(strings.Repeat(`"\u003c`, 400000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, "pod.json"), []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := podCLI(t, dir, "list")
+	if code != 1 || out != "healthy\tRunning\t-\t1\n" || !strings.Contains(errs, "pod broken: ") {
+		t.Errorf("pod list with one broken pod: exit %d, stdout %q, stderr %q; want 1, the healthy pod listed and the broken one named", code, out, errs)
+	}
+	if _, errs, code := podCLI(t, dir, "rm", "broken"); code == 0 || !strings.Contains(errs, "force") {
+		t.Errorf("pod rm of a broken pod: exit %d, %q; want a refusal that points to --force", code, errs)
+	}
+	if _, errs, code := podCLI(t, dir, "rm", "--force", "broken"); code != 0 {
+		t.Errorf("pod rm --force of a broken pod: exit %d, %q", code, errs)
+	}
+	if left := podLeft(t, dir, "broken"); len(left) > 0 {
+		t.Errorf("pod rm --force left %v", left)
+	}
+	if s := podStatus(t, dir, "healthy"); s.Phase != "Running" {
+		t.Errorf("the other pod after pod rm --force: %s, want Running", s.Phase)
+	}
+}
+
+// Limits are checked at pod create against what would be written, with
+// exit 2, an error naming the limit, and nothing left behind.
+func TestPodCreateLimits(t *testing.T) {
+	var many strings.Builder
+	many.WriteString("name: many\napps:\n")
+	for i := range 1001 {
+		fmt.Fprintf(&many, "  - {name: a%d, exec: [/bin/true]}\n", i)
+	}
+	var escapes strings.Builder
+	escapes.WriteString("name: escapes\napps:\n  - name: a\n    exec: [/bin/true]\n    env:\n")
+	for i := range 9 {
+		fmt.Fprintf(&escapes, "      X%d: %q\n", i, strings.Repeat("<", 100000))
+	}
+	for _, c := range []struct{ name, yaml, want string }{
+		{"many", many.String(), "apps: lists 1001 apps, more than the 1000 a pod may have"},
+		{"escapes", escapes.String(), "more than the 1048576 it may have"},
+		{"long-env", "name: long-env\napps:\n  - name: a\n    exec: [/bin/true]\n    env: {X: \"" + strings.Repeat("<", 180000) + "\"}\n",
+			`apps[0].env["X"]: is 180002 bytes as K=V, more than the 131071 the kernel passes to a command`},
+		{"long-arg", "name: long-arg\napps:\n  - name: a\n    exec: [/bin/echo, " + strings.Repeat("x", 140000) + "]\n",
+			`apps[0].exec[1]: is 140000 bytes, more than the 131071 the kernel passes to a command`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			_, errs, code := podCLI(t, dir, "create", manifestFile(t, c.yaml))
+			if code != exitUsage || !strings.Contains(errs, c.want) {
+				t.Errorf("pod create: exit %d, stderr %.300q; want 2 and %q", code, errs, c.want)
+			}
+			if left := podLeft(t, dir, c.name); len(left) > 0 {
+				t.Errorf("a refused pod create left %v", left)
+			}
+		})
+	}
+}
+
+// A rootfs must be a directory other than /, however the path gets there.
+func TestPodRootfsNotHostRoot(t *testing.T) {
+	tmp := t.TempDir()
+	if err := os.Symlink("/", filepath.Join(tmp, "to-root")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/tmp/..", filepath.Join(tmp, "to-root-dots")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ rootfs, want string }{
+		{"/", "must be a directory other than /"},
+		{"/./", "must be a clean absolute path"},
+		{"//", "must be a clean absolute path"},
+		{filepath.Join(tmp, "to-root"), "must be a directory other than /, and must not resolve to /"},
+		{filepath.Join(tmp, "to-root-dots"), "must be a directory other than /, and must not resolve to /"},
+		{filepath.Join(tmp, "file"), "must be a directory"},
+		{filepath.Join(tmp, "none"), "must be a directory: no such file or directory"},
+	} {
+		dir := t.TempDir()
+		_, errs, code := podCLI(t, dir, "run", manifestFile(t, fmt.Sprintf("name: rooted\nisolation: namespaces\napps:\n  - name: a\n    exec: [/bin/sh, -c, \"echo escaped > /tmp/unitrun-rootfs-escape\"]\n    rootfs: %q\n", c.rootfs)))
+		want := fmt.Sprintf("apps[0].rootfs %q: %s", c.rootfs, c.want)
+		if code != exitUsage || !strings.Contains(errs, want) {
+			t.Errorf("rootfs %s: exit %d, stderr %q; want 2 and %q", c.rootfs, code, errs, want)
+		}
+		if left := podLeft(t, dir, "rooted"); len(left) > 0 {
+			t.Errorf("rootfs %s: a refused pod run left %v", c.rootfs, left)
+		}
+	}
+	if _, err := os.Stat("/tmp/unitrun-rootfs-escape"); err == nil {
+		os.Remove("/tmp/unitrun-rootfs-escape")
+		t.Errorf("an app with a rootfs that resolves to / wrote to the host's /tmp")
+	}
+}
+
+// pod create prints every error of a manifest at once, each once, with
+// its field path, and exits 2.
+func TestPodManifestErrorsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	path := manifestFile(t, "name: p\nrestartPolicy: OnFaliure\napps:\n  - {name: a, exce: [/bin/true], exec: [/bin/true], init: maybe}\n  - {name: b, exec: [/bin/true]}\n")
+	_, errs, code := podCLI(t, dir, "create", path)
+	want := "unitrun: " + path + `: apps[0]: field "exce" not known` + "\n" +
+		`apps[0].init "maybe": must be true or false` + "\n" +
+		`restartPolicy "OnFaliure": must be one of Never, Always, OnFailure` + "\n"
+	if code != exitUsage || errs != want {
+		t.Errorf("pod create: exit %d, stderr:\n%s\nwant 2 and:\n%s", code, errs, want)
+	}
+}
