@@ -1,6 +1,7 @@
 package pod
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -324,6 +325,50 @@ func TestParseReportsEveryError(t *testing.T) {
 			}
 			if got, want := err.Error(), strings.Join(c.want, "\n"); got != want {
 				t.Errorf("Parse error:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
+// TestParseLimits: a manifest at each limit is accepted, one past it is
+// refused with an error that names the limit.
+func TestParseLimits(t *testing.T) {
+	apps := func(n int) string {
+		var b strings.Builder
+		b.WriteString("name: p\napps:\n")
+		for i := range n {
+			fmt.Fprintf(&b, "  - {name: a%d, exec: [/bin/true]}\n", i)
+		}
+		return b.String()
+	}
+	arg := func(n int) string {
+		return "name: p\napps:\n  - {name: a, exec: [/bin/echo, " + strings.Repeat("x", n) + "]}\n"
+	}
+	env := func(n int) string {
+		return "name: p\napps:\n  - {name: a, exec: [/bin/true], env: {X: " + strings.Repeat("x", n-2) + "}}\n"
+	}
+	escaped := "name: p\napps:\n  - name: a\n    exec: [/bin/true]\n    env:\n"
+	for i := range 2 {
+		escaped += fmt.Sprintf("      X%d: %q\n", i, strings.Repeat("<", maxArgLen-3))
+	}
+	for _, c := range []struct {
+		name, yaml, err string
+	}{
+		{"most apps", apps(MaxApps), ""},
+		{"too many apps", apps(MaxApps + 1), fmt.Sprintf("apps: lists %d apps, more than the %d a pod may have", MaxApps+1, MaxApps)},
+		{"longest argument", arg(maxArgLen), ""},
+		{"argument too long", arg(maxArgLen + 1), fmt.Sprintf("apps[0].exec[1]: is %d bytes, more than the %d the kernel passes to a command", maxArgLen+1, maxArgLen)},
+		{"longest env entry", env(maxArgLen), ""},
+		{"env entry too long", env(maxArgLen + 1), fmt.Sprintf(`apps[0].env["X"]: is %d bytes as K=V, more than the %d the kernel passes to a command`, maxArgLen+1, maxArgLen)},
+		{"manifest.json too large", escaped, "manifest would be 1573090 bytes in the pod's manifest.json"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.yaml))
+			switch {
+			case c.err == "" && err != nil:
+				t.Errorf("Parse refused it: %v", err)
+			case c.err != "" && (err == nil || !strings.HasPrefix(err.Error(), c.err)):
+				t.Errorf("Parse error %v, want one that starts with %q", err, c.err)
 			}
 		})
 	}

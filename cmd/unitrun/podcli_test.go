@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/pod"
 )
 
 // podLeft lists what pod name left: its state directory's entries, its
@@ -253,7 +254,7 @@ func TestPodRmForceBrokenState(t *testing.T) {
 func TestPodCreateLimits(t *testing.T) {
 	var many strings.Builder
 	many.WriteString("name: many\napps:\n")
-	for i := range 1001 {
+	for i := range pod.MaxApps + 1 {
 		fmt.Fprintf(&many, "  - {name: a%d, exec: [/bin/true]}\n", i)
 	}
 	var escapes strings.Builder
@@ -262,7 +263,7 @@ func TestPodCreateLimits(t *testing.T) {
 		fmt.Fprintf(&escapes, "      X%d: %q\n", i, strings.Repeat("<", 100000))
 	}
 	for _, c := range []struct{ name, yaml, want string }{
-		{"many", many.String(), "apps: lists 1001 apps, more than the 1000 a pod may have"},
+		{"many", many.String(), fmt.Sprintf("apps: lists %d apps, more than the %d a pod may have", pod.MaxApps+1, pod.MaxApps)},
 		{"escapes", escapes.String(), "more than the 1048576 it may have"},
 		{"long-env", "name: long-env\napps:\n  - name: a\n    exec: [/bin/true]\n    env: {X: \"" + strings.Repeat("<", 180000) + "\"}\n",
 			`apps[0].env["X"]: is 180002 bytes as K=V, more than the 131071 the kernel passes to a command`},
