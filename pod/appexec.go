@@ -79,6 +79,11 @@ func (a *App) exec() error {
 	}
 	dir := a.WorkingDir
 	if a.Rootfs != "" {
+		// Checked at pod create too; the directory may have been
+		// replaced since by a link to /.
+		if err := CheckRootfs(a.Rootfs); err != nil {
+			return fmt.Errorf("rootfs %s: %w", a.Rootfs, err)
+		}
 		if err := syscall.Chroot(a.Rootfs); err != nil {
 			return fmt.Errorf("rootfs %s: %v", a.Rootfs, unwrapPath(err))
 		}

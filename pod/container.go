@@ -2,6 +2,7 @@ package pod
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -155,4 +156,22 @@ func killIsolatedApps(stateDir, name string, apps []AppStatus) {
 	for _, a := range apps {
 		manager.EnterCommand(pid, "systemctl", "kill", "--kill-who=main", "--signal=SIGKILL", AppUnit(name, a.Name)).Run()
 	}
+}
+
+// CheckRootfs returns an error unless dir is a directory other than the
+// root directory: not /, and not a path that resolves to it, such as a
+// symlink to / or a bind mount of it, in which a chroot would leave the
+// app on the host's (or the isolated pod's) whole file system.
+func CheckRootfs(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return errors.New("must be a directory: " + unwrapPath(err).Error())
+	}
+	if !fi.IsDir() {
+		return errors.New("must be a directory")
+	}
+	if root, err := os.Stat("/"); err != nil || os.SameFile(fi, root) {
+		return errors.New("must be a directory other than /, and must not resolve to /")
+	}
+	return nil
 }

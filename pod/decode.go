@@ -24,25 +24,31 @@ import (
 // field path: decode reports `apps[2]: field "exce" not known`. It also
 // refuses keys given twice, nulls and values of the wrong kind, each with the
 // path of the value, and stops once aliases have expanded the document past
-// maxNodes values.
-func decode(data []byte, v any) error {
+// maxNodes values. It reports every such field, each once, and goes on
+// after each: problems holds one *FieldError per field, in document
+// order, and bad the paths of the values it could not decode, which it
+// leaves zero. err is for a document it cannot read at all.
+func decode(data []byte, v any) (problems []error, bad []string, err error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return errors.New("manifest is empty")
+			return nil, nil, errors.New("manifest is empty")
 		}
-		return err
+		return nil, nil, err
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return errors.New("manifest must hold one YAML document")
+		return nil, nil, errors.New("manifest must hold one YAML document")
 	}
 	if doc.Content[0].Kind != yaml.MappingNode {
-		return errors.New("manifest must be a YAML mapping")
+		return nil, nil, errors.New("manifest must be a YAML mapping")
 	}
 	d := decoder{budget: maxNodes}
-	return d.node(doc.Content[0], reflect.ValueOf(v).Elem(), "")
+	if err := d.node(doc.Content[0], reflect.ValueOf(v).Elem(), ""); err != nil {
+		return nil, nil, err
+	}
+	return d.errs, d.bad, nil
 }
 
 // maxNodes bounds the values one manifest may expand to, so that a few
@@ -50,7 +56,15 @@ func decode(data []byte, v any) error {
 const maxNodes = 1 << 20
 
 type decoder struct {
-	budget int // values left to decode
+	budget int      // values left to decode
+	errs   []error  // the fields that break a rule, in document order
+	bad    []string // the paths of the values not decoded
+}
+
+// fail records e, a value at e.Path that could not be decoded.
+func (d *decoder) fail(e *FieldError) {
+	d.errs = append(d.errs, e)
+	d.bad = append(d.bad, e.Path)
 }
 
 var (
@@ -58,7 +72,8 @@ var (
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
-// node decodes n into v; path names n in errors.
+// node decodes n into v; path names n in errors. It records what breaks a
+// rule and goes on; its error is for a document too large to go on with.
 func (d *decoder) node(n *yaml.Node, v reflect.Value, path string) error {
 	if d.budget--; d.budget < 0 {
 		return fmt.Errorf("manifest expands to more than %d values", maxNodes)
@@ -67,18 +82,20 @@ func (d *decoder) node(n *yaml.Node, v reflect.Value, path string) error {
 		n = n.Alias
 	}
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		return &FieldError{Path: path, Rule: "must not be null"}
+		d.fail(&FieldError{Path: path, Rule: "must not be null"})
+		return nil
 	}
 	switch {
 	case v.Type() == durationType:
-		return decodeDuration(n, v, path)
+		d.duration(n, v, path)
+		return nil
 	case reflect.PointerTo(v.Type()).Implements(textUnmarshalerType):
-		s, err := scalar(n, path)
-		if err != nil {
-			return err
+		s, ok := d.scalar(n, path)
+		if !ok {
+			return nil
 		}
 		if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
-			return &FieldError{Path: path, Value: s, Rule: err.Error()}
+			d.fail(&FieldError{Path: path, Value: s, Rule: err.Error()})
 		}
 		return nil
 	}
@@ -90,7 +107,8 @@ func (d *decoder) node(n *yaml.Node, v reflect.Value, path string) error {
 		return d.mapping(n, v, path)
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			return kindError(n, path, "a sequence")
+			d.fail(kindError(n, path, "a sequence"))
+			return nil
 		}
 		v.Set(reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content)))
 		for i, item := range n.Content {
@@ -102,23 +120,23 @@ func (d *decoder) node(n *yaml.Node, v reflect.Value, path string) error {
 	case reflect.Map:
 		return d.dict(n, v, path)
 	case reflect.String:
-		s, err := scalar(n, path)
-		if err != nil {
-			return err
+		if s, ok := d.scalar(n, path); ok {
+			v.SetString(s)
 		}
-		v.SetString(s)
 		return nil
 	case reflect.Bool:
 		var b bool
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" || n.Decode(&b) != nil {
-			return &FieldError{Path: path, Value: n.Value, Rule: "must be true or false"}
+			d.fail(&FieldError{Path: path, Value: n.Value, Rule: "must be true or false"})
+			return nil
 		}
 		v.SetBool(b)
 		return nil
 	case reflect.Int:
 		var i int64
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(&i) != nil || v.OverflowInt(i) {
-			return &FieldError{Path: path, Value: n.Value, Rule: "must be an integer"}
+			d.fail(&FieldError{Path: path, Value: n.Value, Rule: "must be an integer"})
+			return nil
 		}
 		v.SetInt(i)
 		return nil
@@ -129,7 +147,8 @@ func (d *decoder) node(n *yaml.Node, v reflect.Value, path string) error {
 // mapping decodes the mapping n into the struct v by the fields' yaml tags.
 func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) error {
 	if n.Kind != yaml.MappingNode {
-		return kindError(n, path, "a mapping")
+		d.fail(kindError(n, path, "a mapping"))
+		return nil
 	}
 	fields := make(map[string]int)
 	for i := range v.NumField() {
@@ -139,14 +158,17 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) error {
 	for i := 0; i < len(n.Content); i += 2 {
 		key, val := n.Content[i], n.Content[i+1]
 		if key.Kind != yaml.ScalarNode {
-			return &FieldError{Path: path, Rule: "keys must be field names"}
+			d.errs = append(d.errs, &FieldError{Path: path, Rule: "keys must be field names"})
+			continue
 		}
 		field, ok := fields[key.Value]
 		if !ok {
-			return &FieldError{Path: path, Rule: fmt.Sprintf("field %q not known", key.Value)}
+			d.errs = append(d.errs, &FieldError{Path: path, Rule: fmt.Sprintf("field %q not known", key.Value)})
+			continue
 		}
 		if seen[key.Value] {
-			return &FieldError{Path: path, Rule: fmt.Sprintf("field %q given twice", key.Value)}
+			d.errs = append(d.errs, &FieldError{Path: path, Rule: fmt.Sprintf("field %q given twice", key.Value)})
+			continue
 		}
 		seen[key.Value] = true
 		if err := d.node(val, v.Field(field), join(path, key.Value)); err != nil {
@@ -159,18 +181,20 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) error {
 // dict decodes the mapping n into the map v, whose keys are strings.
 func (d *decoder) dict(n *yaml.Node, v reflect.Value, path string) error {
 	if n.Kind != yaml.MappingNode {
-		return kindError(n, path, "a mapping")
+		d.fail(kindError(n, path, "a mapping"))
+		return nil
 	}
 	v.Set(reflect.MakeMapWithSize(v.Type(), len(n.Content)/2))
 	for i := 0; i < len(n.Content); i += 2 {
 		key, val := n.Content[i], n.Content[i+1]
-		k, err := scalar(key, path)
-		if err != nil {
-			return err
+		k, ok := d.scalar(key, path)
+		if !ok {
+			continue
 		}
 		keyPath := fmt.Sprintf("%s[%q]", path, k)
 		if v.MapIndex(reflect.ValueOf(k)).IsValid() {
-			return &FieldError{Path: path, Rule: fmt.Sprintf("key %q given twice", k)}
+			d.errs = append(d.errs, &FieldError{Path: path, Rule: fmt.Sprintf("key %q given twice", k)})
+			continue
 		}
 		elem := reflect.New(v.Type().Elem()).Elem()
 		if err := d.node(val, elem, keyPath); err != nil {
@@ -181,37 +205,38 @@ func (d *decoder) dict(n *yaml.Node, v reflect.Value, path string) error {
 	return nil
 }
 
-// decodeDuration reads a time span in systemd's syntax ("1min 30s", "90")
-// or Go's ("1m30s", "1.5s").
-func decodeDuration(n *yaml.Node, v reflect.Value, path string) error {
-	s, err := scalar(n, path)
+// duration reads a time span in systemd's syntax ("1min 30s", "90") or
+// Go's ("1m30s", "1.5s").
+func (d *decoder) duration(n *yaml.Node, v reflect.Value, path string) {
+	s, ok := d.scalar(n, path)
+	if !ok {
+		return
+	}
+	t, err := unit.ParseTimeSpan(s)
 	if err != nil {
-		return err
+		t, err = time.ParseDuration(s)
 	}
-	d, err := unit.ParseTimeSpan(s)
-	if err != nil {
-		d, err = time.ParseDuration(s)
+	if err != nil || t < 0 || t == math.MaxInt64 {
+		d.fail(&FieldError{Path: path, Value: s, Rule: `must be a finite time span like "90s", "1min 30s" or "1m30s"`})
+		return
 	}
-	if err != nil || d < 0 || d == math.MaxInt64 {
-		return &FieldError{Path: path, Value: s, Rule: `must be a finite time span like "90s", "1min 30s" or "1m30s"`}
-	}
-	v.SetInt(int64(d))
-	return nil
+	v.SetInt(int64(t))
 }
 
 // scalar returns the text of the scalar n: a string, or a number or boolean
-// read as its text.
-func scalar(n *yaml.Node, path string) (string, error) {
+// read as its text. It records a value of another kind, and returns false.
+func (d *decoder) scalar(n *yaml.Node, path string) (string, bool) {
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" || n.Tag == "!!binary" {
-		return "", kindError(n, path, "a string")
+		d.fail(kindError(n, path, "a string"))
+		return "", false
 	}
-	return n.Value, nil
+	return n.Value, true
 }
 
-func kindError(n *yaml.Node, path, want string) error {
+func kindError(n *yaml.Node, path, want string) *FieldError {
 	got := map[yaml.Kind]string{
 		yaml.ScalarNode:   "a scalar",
 		yaml.SequenceNode: "a sequence",

@@ -18,7 +18,8 @@ func ParseForHost(data []byte, iso Isolation) (*Manifest, error) {
 }
 
 // CheckHost checks, on this host, what an app's run would otherwise find
-// out only when it starts ([ExecApp]): that each app's user and group
+// out only when it starts ([ExecApp]): that each app's rootfs is a
+// directory other than / ([CheckRootfs]), that each app's user and group
 // resolve (on the host, also for an app with a rootfs, as ExecApp resolves
 // them) and that its workingDir is a directory, inside its rootfs for an
 // app with one. A directory that a symlink inside the rootfs leads to is
@@ -29,6 +30,12 @@ func (m *Manifest) CheckHost() error {
 	for i := range m.Apps {
 		a := &m.Apps[i]
 		path := fmt.Sprintf("apps[%d]", i)
+		if a.Rootfs != "" {
+			if err := CheckRootfs(a.Rootfs); err != nil {
+				p.add(path+".rootfs", a.Rootfs, err.Error())
+				continue
+			}
+		}
 		if a.User != "" {
 			if _, err := lookupUser(a.User); err != nil {
 				p.add(path+".user", a.User, "no such user on this host")

@@ -43,18 +43,6 @@ func entryUnit(m *Manifest) string {
 	return TargetUnit(m.Name)
 }
 
-// hostUnits are the units that pod m has on the runner's manager.
-func hostUnits(m *Manifest) []string {
-	if m.isolated() {
-		return []string{ContainerUnit(m.Name)}
-	}
-	var names []string
-	for _, n := range Nodes(m) {
-		names = append(names, n.Name)
-	}
-	return names
-}
-
 // placedFile is a rendered unit file and where it goes.
 type placedFile struct {
 	path string

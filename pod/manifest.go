@@ -1,9 +1,13 @@
 package pod
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -21,6 +25,16 @@ const (
 	AllExit ExitPolicy = "all"
 )
 
+// Check returns an error unless p is one of the exit policies. It does not
+// say what p is for: `"sometimes": must be first-failure, any or all`.
+func (p ExitPolicy) Check() error {
+	switch p {
+	case FirstFailure, AnyExit, AllExit:
+		return nil
+	}
+	return fmt.Errorf("%q: must be %s, %s or %s", p, FirstFailure, AnyExit, AllExit)
+}
+
 // RestartPolicy says when an app runs again after it exits.
 type RestartPolicy string
 
@@ -30,6 +44,9 @@ const (
 	Always    RestartPolicy = "Always"
 	OnFailure RestartPolicy = "OnFailure"
 )
+
+// valid reports whether p is one of the restart policies.
+func (p RestartPolicy) valid() bool { return p == Never || p == Always || p == OnFailure }
 
 // Isolation says where a pod's units run.
 type Isolation string
@@ -77,6 +94,19 @@ const (
 
 // maxManifestSize bounds what Load reads.
 const maxManifestSize = 1 << 20
+
+// MaxApps is the most apps a pod may have. Each app has two unit files or
+// three (its service, its reaper, its probe) in the manager's runtime unit
+// directory, and systemd 252's "systemctl list-unit-files" takes time with
+// each unit file there: 1.2 s with the 203 files of 100 apps, 2.7 s with
+// 503, 6.8 s with 1003 and 29 s with 2003 on the test machine (20,000 apps
+// made it run for minutes). The pod's pod.json, which lists every app,
+// stays far within what its reader reads.
+const MaxApps = 256
+
+// maxArgLen is the longest argument or environment entry ("K=V") the
+// kernel executes, MAX_ARG_STRLEN less its NUL.
+const maxArgLen = 32*4096 - 1
 
 // A Manifest describes a pod. Parse and Load fill in every default, so a
 // Manifest they return has no empty policy, back-off step or probe timing,
@@ -166,7 +196,8 @@ func Parse(data []byte) (*Manifest, error) { return ParseWith(data, "") }
 // manifest's; the manifest is then validated as if it said iso.
 func ParseWith(data []byte, iso Isolation) (*Manifest, error) {
 	var m Manifest
-	if err := decode(data, &m); err != nil {
+	problems, bad, err := decode(data, &m)
+	if err != nil {
 		return nil, err
 	}
 	m.setDefaults()
@@ -174,9 +205,66 @@ func ParseWith(data []byte, iso Isolation) (*Manifest, error) {
 		m.Isolation = iso
 	}
 	if err := m.validate(); err != nil {
+		verrs := []error{err}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			verrs = j.Unwrap()
+		}
+		problems = append(problems, outside(verrs, bad)...)
+	}
+	if len(problems) > 0 {
+		return nil, errors.Join(problems...)
+	}
+	if err := checkSizes(data, &m); err != nil {
 		return nil, err
 	}
 	return &m, nil
+}
+
+// checkSizes refuses a manifest whose text, or whose parsed form as the
+// pod's manifest.json holds it, is larger than their readers read back,
+// so that a pod that can be created can be started and removed. JSON
+// escapes <, > and & as \u003c, so a value grows up to six times there.
+func checkSizes(text []byte, m *Manifest) error {
+	if len(text) > maxManifestSize {
+		return fmt.Errorf("manifest is %d bytes, more than the %d a manifest may have", len(text), maxManifestSize)
+	}
+	spec, err := m.specJSON()
+	if err != nil {
+		return err
+	}
+	if len(spec) > maxStatusSize {
+		return fmt.Errorf("manifest would be %d bytes in the pod's %s (where JSON escapes <, > and & as 6 bytes each), more than the %d it may have: shorten its values", len(spec), specFile, maxStatusSize)
+	}
+	return nil
+}
+
+// specJSON is m as the pod's manifest.json holds it.
+func (m *Manifest) specJSON() ([]byte, error) {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
+}
+
+// outside returns the errors among errs whose field is not at or under
+// one of the paths bad: values that could not be decoded were left zero,
+// and the rules they then break are not the user's to hear about.
+func outside(errs []error, bad []string) []error {
+	var kept []error
+	for _, err := range errs {
+		fe, ok := err.(*FieldError)
+		if !ok || !slices.ContainsFunc(bad, func(b string) bool { return under(fe.Path, b) }) {
+			kept = append(kept, err)
+		}
+	}
+	return kept
+}
+
+// under reports whether the field path is at or under the field base.
+func under(path, base string) bool {
+	rest, ok := strings.CutPrefix(path, base)
+	return ok && (rest == "" || base == "" || rest[0] == '.' || rest[0] == '[')
 }
 
 // Load reads and parses the manifest at path, which may hold at most 1 MiB.
@@ -245,10 +333,14 @@ func (m *Manifest) setDefaults() {
 	}
 	for i := range m.Apps {
 		a := &m.Apps[i]
+		// An app inherits the pod's policy only if it is valid: a bad
+		// one is reported once, for the pod, not again for each app.
 		if a.RestartPolicy == "" {
-			a.RestartPolicy = m.RestartPolicy
-			if a.Init {
+			switch {
+			case a.Init:
 				a.RestartPolicy = Never
+			case m.RestartPolicy.valid():
+				a.RestartPolicy = m.RestartPolicy
 			}
 		}
 		if p := a.Probe; p != nil {

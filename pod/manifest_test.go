@@ -1,6 +1,7 @@
 package pod
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -290,4 +291,85 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse accepted a manifest that Graph refuses: %v\n%s", err, data)
 		}
 	})
+}
+
+// TestParseReportsEveryError: a manifest's errors come all at once, each
+// once, each with its field path, whatever kind of error comes first.
+func TestParseReportsEveryError(t *testing.T) {
+	const mustBePolicy = `must be one of Never, Always, OnFailure`
+	for _, c := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"pod restart policy once", "name: p\nrestartPolicy: OnFaliure\napps:\n  - {name: a, exec: [/bin/true]}\n  - {name: b, exec: [/bin/true]}\n  - {name: c, init: true, exec: [/bin/true]}\n",
+			[]string{`restartPolicy "OnFaliure": ` + mustBePolicy}},
+		{"pod and app restart policies", "name: p\nrestartPolicy: OnFaliure\napps:\n  - {name: a, exec: [/bin/true], restartPolicy: always}\n  - {name: b, exec: [/bin/true]}\n",
+			[]string{`restartPolicy "OnFaliure": ` + mustBePolicy, `apps[0].restartPolicy "always": ` + mustBePolicy}},
+		{"unknown field then type errors", "name: p\napps:\n  - {name: a, exce: [/bin/true], exec: /bin/true, init: maybe, stopTimeout: soon}\n  - {name: b, exec: [/bin/true], successExitCodes: [x]}\n",
+			[]string{`apps[0]: field "exce" not known`, `apps[0].exec: must be a sequence, not a scalar`, `apps[0].init "maybe": must be true or false`,
+				`apps[0].stopTimeout "soon": must be a finite time span like "90s", "1min 30s" or "1m30s"`, `apps[1].successExitCodes[0] "x": must be an integer`}},
+		{"unknown top field, type errors and rules", "nmae: q\nname: P\nexitPolicy: [any]\nrestartBackoff: {initial: soon}\napps:\n  - {name: A, exec: [x], env: {A: [1]}}\n",
+			[]string{`field "nmae" not known`, `exitPolicy: must be a string, not a sequence`, `restartBackoff.initial "soon": must be a finite time span like "90s", "1min 30s" or "1m30s"`, `apps[0].env["A"]: must be a string, not a sequence`,
+				`name "P": must match ^[a-z0-9][a-z0-9-]{0,28}$`, `apps[0].name "A": must match ^[a-z0-9][a-z0-9-]{0,28}$`, `apps[0].exec[0] "x": must be an absolute path`}},
+		{"app not a mapping", "name: p\napps: [x, {name: b, exec: [/bin/true]}, {name: c}]\n",
+			[]string{`apps[0]: must be a mapping, not a scalar`, `apps[2].exec: must not be empty`}},
+		{"apps not a sequence", "name: p\napps: 3\n",
+			[]string{`apps: must be a sequence, not a scalar`}},
+		{"fields and keys twice", "name: p\nname: q\napps: [{name: a, exec: [/bin/true], env: {A: x, A: y}, init: 1}]\n",
+			[]string{`field "name" given twice`, `apps[0].env: key "A" given twice`, `apps[0].init "1": must be true or false`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.yaml))
+			if err == nil {
+				t.Fatalf("Parse accepted:\n%s", c.yaml)
+			}
+			if got, want := err.Error(), strings.Join(c.want, "\n"); got != want {
+				t.Errorf("Parse error:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
+// TestParseLimits: a manifest at each limit is accepted, one past it is
+// refused with an error that names the limit.
+func TestParseLimits(t *testing.T) {
+	apps := func(n int) string {
+		var b strings.Builder
+		b.WriteString("name: p\napps:\n")
+		for i := range n {
+			fmt.Fprintf(&b, "  - {name: a%d, exec: [/bin/true]}\n", i)
+		}
+		return b.String()
+	}
+	arg := func(n int) string {
+		return "name: p\napps:\n  - {name: a, exec: [/bin/echo, " + strings.Repeat("x", n) + "]}\n"
+	}
+	env := func(n int) string {
+		return "name: p\napps:\n  - {name: a, exec: [/bin/true], env: {X: " + strings.Repeat("x", n-2) + "}}\n"
+	}
+	escaped := "name: p\napps:\n  - name: a\n    exec: [/bin/true]\n    env:\n"
+	for i := range 2 {
+		escaped += fmt.Sprintf("      X%d: %q\n", i, strings.Repeat("<", maxArgLen-3))
+	}
+	for _, c := range []struct {
+		name, yaml, err string
+	}{
+		{"most apps", apps(MaxApps), ""},
+		{"too many apps", apps(MaxApps + 1), fmt.Sprintf("apps: lists %d apps, more than the %d a pod may have", MaxApps+1, MaxApps)},
+		{"longest argument", arg(maxArgLen), ""},
+		{"argument too long", arg(maxArgLen + 1), fmt.Sprintf("apps[0].exec[1]: is %d bytes, more than the %d the kernel passes to a command", maxArgLen+1, maxArgLen)},
+		{"longest env entry", env(maxArgLen), ""},
+		{"env entry too long", env(maxArgLen + 1), fmt.Sprintf(`apps[0].env["X"]: is %d bytes as K=V, more than the %d the kernel passes to a command`, maxArgLen+1, maxArgLen)},
+		{"manifest.json too large", escaped, "manifest would be 1573090 bytes in the pod's manifest.json"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.yaml))
+			switch {
+			case c.err == "" && err != nil:
+				t.Errorf("Parse refused it: %v", err)
+			case c.err != "" && (err == nil || !strings.HasPrefix(err.Error(), c.err)):
+				t.Errorf("Parse error %v, want one that starts with %q", err, c.err)
+			}
+		})
+	}
 }

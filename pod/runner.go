@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -51,6 +52,9 @@ func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso Isolation)
 	if err != nil {
 		return nil, err
 	}
+	if err := m.CheckHost(); err != nil {
+		return nil, err
+	}
 	dir := Dir(r.StateDir, m.Name)
 	unitDir, err := r.Mgr.RuntimeUnitDir(ctx)
 	if err != nil {
@@ -69,7 +73,7 @@ func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso Isolation)
 		return nil, err
 	}
 	if err := r.prepare(ctx, m, manifest, files); err != nil {
-		r.removeFiles(ctx, m, unitDir)
+		r.removeFiles(ctx, m.Name, unitDir)
 		return nil, err
 	}
 	return m, nil
@@ -165,6 +169,14 @@ func (r *Runner) loaded(ctx context.Context, names []string) ([]string, error) {
 // has no init app before it has started (or the pod has already ended).
 // Only a Pending pod starts.
 func (r *Runner) Start(ctx context.Context, name string, policy ExitPolicy) error {
+	if policy != "" {
+		if err := policy.Check(); err != nil {
+			return fmt.Errorf("exit policy %w", err)
+		}
+	}
+	if err := r.exists(name); err != nil {
+		return err
+	}
 	m, ps, err := loadState(r.StateDir, name)
 	if err != nil {
 		return err
@@ -173,11 +185,6 @@ func (r *Runner) Start(ctx context.Context, name string, policy ExitPolicy) erro
 		return fmt.Errorf("pod %s is %s: only a Pending pod starts", name, ps.Phase)
 	}
 	if policy != "" {
-		switch policy {
-		case FirstFailure, AnyExit, AllExit:
-		default:
-			return fmt.Errorf("exit policy %q: must be first-failure, any or all", policy)
-		}
 		ps.ExitPolicy = policy
 	}
 	ps.Phase, ps.StartedAt = PodRunning, time.Now()
@@ -219,6 +226,9 @@ func (s PodStatus) Ended() bool { return s.Phase == PodSucceeded || s.Phase == P
 // its exit recorded. Stop returns
 // once the pod's units are stopped and its status is recorded.
 func (r *Runner) Stop(ctx context.Context, name string, timeout time.Duration) (PodStatus, error) {
+	if err := r.exists(name); err != nil {
+		return PodStatus{}, err
+	}
 	m, ps, err := loadState(r.StateDir, name)
 	if err != nil {
 		return PodStatus{}, err
@@ -235,10 +245,10 @@ func (r *Runner) Stop(ctx context.Context, name string, timeout time.Duration) (
 		stopCtx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	err = r.stopUnits(stopCtx, m)
+	err = r.stopUnits(stopCtx, unitsToStop(m))
 	if err != nil && ctx.Err() == nil && stopCtx.Err() != nil {
 		r.killApps(ctx, m, ps.Apps)
-		err = r.stopUnits(ctx, m)
+		err = r.stopUnits(ctx, unitsToStop(m))
 	}
 	if err != nil {
 		return PodStatus{}, err
@@ -270,14 +280,18 @@ func (r *Runner) killApps(ctx context.Context, m *Manifest, apps []AppStatus) {
 	}
 }
 
-// stopUnits stops the pod's slice, and with it every service of the pod,
-// then its target, waiting for both jobs; or an isolated pod's container
-// service.
-func (r *Runner) stopUnits(ctx context.Context, m *Manifest) error {
-	units := []string{SliceUnit(m.Name), TargetUnit(m.Name)}
+// unitsToStop are the units whose stop stops pod m: its slice, and with it
+// every service of the pod, then its target; or an isolated pod's
+// container service.
+func unitsToStop(m *Manifest) []string {
 	if m.isolated() {
-		units = []string{ContainerUnit(m.Name)}
+		return []string{ContainerUnit(m.Name)}
 	}
+	return []string{SliceUnit(m.Name), TargetUnit(m.Name)}
+}
+
+// stopUnits stops units in turn, waiting for each job.
+func (r *Runner) stopUnits(ctx context.Context, units []string) error {
 	for _, u := range units {
 		// A unit that is not loaded (an isolated pod's service,
 		// collected once its systemd exited) has nothing to stop.
@@ -324,50 +338,133 @@ func (r *Runner) runJob(ctx context.Context, u string, enqueue func(context.Cont
 
 // Remove deletes pod name: its units, its state and its logs. It refuses a
 // pod that has started and not ended, unless force, which stops it first.
-// Once no other pod is loaded, it also stops the parent slices that the
-// pods' slice names imply (unitrun-pod.slice, unitrun.slice), so that no
-// unit of unitrun's pods remains.
+// Forced, it reads nothing of the pod's state: it stops the pod's units and
+// deletes what the pod left by the names every pod's units and state have,
+// so that a pod whose state is broken or oversized is removed too. Once no
+// other pod is loaded, it also stops the parent slices that the pods'
+// slice names imply (unitrun-pod.slice, unitrun.slice), so that no unit of
+// unitrun's pods remains.
 func (r *Runner) Remove(ctx context.Context, name string, force bool) error {
-	m, ps, err := loadState(r.StateDir, name)
-	if err != nil {
-		return err
-	}
-	if ps.Phase == PodRunning && !force {
-		return fmt.Errorf("pod %s is running: stop it first, or remove it with force", name)
-	}
-	if err := markStopping(r.StateDir, name); err != nil {
-		return err
-	}
-	if err := r.stopUnits(ctx, m); err != nil {
-		return err
+	if checkName(name) != nil {
+		return &NoPodError{Name: name, StateDir: r.StateDir}
 	}
 	unitDir, err := r.Mgr.RuntimeUnitDir(ctx)
 	if err != nil {
 		return err
 	}
-	if err := r.removeFiles(ctx, m, unitDir); err != nil {
+	if force {
+		if err := r.left(ctx, name, unitDir); err != nil {
+			return err
+		}
+	} else if err := r.removable(name); err != nil {
+		return err
+	}
+	// Without a state directory there are no hooks to tell.
+	if err := markStopping(r.StateDir, name); err != nil && !force {
+		return err
+	}
+	if err := r.stopUnits(ctx, []string{ContainerUnit(name), SliceUnit(name), TargetUnit(name)}); err != nil {
+		return err
+	}
+	if err := r.removeFiles(ctx, name, unitDir); err != nil {
 		return err
 	}
 	return r.stopParents(ctx)
 }
 
-// removeFiles deletes m's unit files and state and resets the pod's units
-// still loaded (failed ones), so that the manager unloads every one: it
-// collects the inactive units that no other unit refers to. No
+// removable returns nil if pod name may be removed without force: it
+// exists, its pod.json can be read and it is not running.
+func (r *Runner) removable(name string) error {
+	if err := r.exists(name); err != nil {
+		return err
+	}
+	ps, err := ReadPod(r.StateDir, name)
+	if err != nil {
+		return fmt.Errorf("pod %s: %w (remove it with force whatever its state)", name, err)
+	}
+	if ps.Phase == PodRunning {
+		return fmt.Errorf("pod %s is running: stop it first, or remove it with force", name)
+	}
+	return nil
+}
+
+// left returns a *NoPodError if pod name left nothing: no state directory,
+// no unit file and no unit loaded.
+func (r *Runner) left(ctx context.Context, name, unitDir string) error {
+	if _, err := os.Lstat(Dir(r.StateDir, name)); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	files, err := podFiles(unitDir, name)
+	if err != nil || len(files) > 0 {
+		return err
+	}
+	loaded, err := r.loadedOf(ctx, name)
+	if err != nil || len(loaded) > 0 {
+		return err
+	}
+	return &NoPodError{Name: name, StateDir: r.StateDir}
+}
+
+// ofPod reports whether u is the name of a unit of pod: its slice, target
+// or container service, or a unit named after one of its apps. Pod and app
+// names are escaped in unit names ('-' is \x2d), so the '-' after the pod's
+// name is no other pod's.
+func ofPod(u, pod string) bool {
+	base := unitPrefix + component(pod)
+	switch u {
+	case SliceUnit(pod), TargetUnit(pod), ContainerUnit(pod):
+		return true
+	}
+	return strings.HasPrefix(u, base+"-")
+}
+
+// podFiles lists the unit files of pod in unitDir.
+func podFiles(unitDir, pod string) ([]string, error) {
+	entries, err := os.ReadDir(unitDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	var files []string
+	for _, e := range entries {
+		if ofPod(e.Name(), pod) {
+			files = append(files, e.Name())
+		}
+	}
+	return files, err
+}
+
+// loadedOf lists the units of pod that the manager holds in memory.
+func (r *Runner) loadedOf(ctx context.Context, pod string) ([]string, error) {
+	all, err := r.Mgr.ListUnitNames(ctx, unitPrefix+component(pod))
+	if err != nil {
+		return nil, err
+	}
+	var units []string
+	for _, u := range all {
+		if ofPod(u, pod) {
+			units = append(units, u)
+		}
+	}
+	return units, nil
+}
+
+// removeFiles deletes pod's unit files and state and resets the pod's
+// units still loaded (failed ones), so that the manager unloads every one:
+// it collects the inactive units that no other unit refers to. No
 // daemon-reload is needed for that (it would reread every unit of the
 // manager).
-func (r *Runner) removeFiles(ctx context.Context, m *Manifest, unitDir string) error {
-	var errs []error
-	units := hostUnits(m)
-	for _, u := range units {
-		if err := os.Remove(filepath.Join(unitDir, u)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+func (r *Runner) removeFiles(ctx context.Context, pod, unitDir string) error {
+	files, err := podFiles(unitDir, pod)
+	errs := []error{err}
+	for _, f := range files {
+		if err := os.Remove(filepath.Join(unitDir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, os.RemoveAll(Dir(r.StateDir, m.Name)))
+	errs = append(errs, os.RemoveAll(Dir(r.StateDir, pod)))
 	// One listing instead of a reset call for each of the 2N+3 units, most
 	// of them collected already.
-	loaded, err := r.loaded(ctx, units)
+	loaded, err := r.loadedOf(ctx, pod)
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
@@ -379,25 +476,33 @@ func (r *Runner) removeFiles(ctx context.Context, m *Manifest, unitDir string) e
 	return errors.Join(errs...)
 }
 
-// Parent slices of every pod's slice.
+// Parent slices of every pod's slice, innermost first.
 var parentSlices = []string{"unitrun-pod.slice", "unitrun.slice"}
 
-// stopParents stops the parent slices when they hold no other slice.
+// stopParents stops the parent slices that are loaded, innermost first,
+// each only once nothing is in it but the parent stopped before it: no
+// other pod's slice, and no unit that something else put there.
 func (r *Runner) stopParents(ctx context.Context) error {
-	names, err := r.Mgr.ListUnitNames(ctx, "unitrun-")
+	loaded, err := r.Mgr.ListUnitNames(ctx, "unitrun")
 	if err != nil {
 		return err
 	}
-	for _, n := range names {
-		if strings.HasSuffix(n, ".slice") && !slices.Contains(parentSlices, n) {
-			return nil
+	for i, s := range parentSlices {
+		if !slices.Contains(loaded, s) {
+			continue
 		}
-	}
-	for _, s := range parentSlices {
-		if slices.Contains(names, s) {
-			if err := r.runJob(ctx, s, r.Mgr.StopUnit); err != nil {
-				return err
+		props, err := r.Mgr.Properties(ctx, s, manager.UnitIface)
+		if err != nil {
+			return err
+		}
+		children, _ := props["SliceOf"].Value().([]string)
+		for _, c := range children {
+			if i == 0 || c != parentSlices[i-1] {
+				return nil
 			}
+		}
+		if err := r.runJob(ctx, s, r.Mgr.StopUnit); err != nil && !manager.IsNoSuchUnit(err) {
+			return err
 		}
 	}
 	return nil
@@ -405,10 +510,15 @@ func (r *Runner) stopParents(ctx context.Context) error {
 
 // Status returns the status of pod name, from its status files.
 func (r *Runner) Status(ctx context.Context, name string) (PodStatus, error) {
+	if err := r.exists(name); err != nil {
+		return PodStatus{}, err
+	}
 	return ReadPod(r.StateDir, name)
 }
 
-// List returns the status of every pod, by name.
+// List returns the status of every pod, by name. A pod whose status cannot
+// be read is left out, and the error, which names each such pod, is
+// returned with the others' statuses.
 func (r *Runner) List() ([]PodStatus, error) {
 	entries, err := os.ReadDir(filepath.Join(r.StateDir, "pods"))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -418,6 +528,7 @@ func (r *Runner) List() ([]PodStatus, error) {
 		return nil, err
 	}
 	var pods []PodStatus
+	var errs []error
 	for _, e := range entries {
 		if !e.IsDir() || checkName(e.Name()) != nil {
 			continue
@@ -427,17 +538,46 @@ func (r *Runner) List() ([]PodStatus, error) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			errs = append(errs, fmt.Errorf("pod %s: %w", e.Name(), err))
+			continue
 		}
 		pods = append(pods, s)
 	}
-	return pods, nil
+	return pods, errors.Join(errs...)
 }
 
 // Manifest returns the manifest pod name was created from.
 func (r *Runner) Manifest(name string) (*Manifest, error) {
+	if err := r.exists(name); err != nil {
+		return nil, err
+	}
 	m, _, err := loadState(r.StateDir, name)
 	return m, err
+}
+
+// A NoPodError is the error for a pod that does not exist.
+type NoPodError struct {
+	Name     string
+	StateDir string
+}
+
+func (e *NoPodError) Error() string {
+	name := e.Name
+	if checkName(name) != nil {
+		name = strconv.Quote(name)
+	}
+	return fmt.Sprintf("no pod named %s in state dir %s", name, e.StateDir)
+}
+
+// exists returns a *NoPodError unless pod name has a state directory.
+func (r *Runner) exists(name string) error {
+	if checkName(name) != nil {
+		return &NoPodError{Name: name, StateDir: r.StateDir}
+	}
+	if _, err := os.Lstat(Dir(r.StateDir, name)); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return &NoPodError{Name: name, StateDir: r.StateDir}
+	}
+	return nil
 }
 
 // noJob reports whether v, a unit's Job property (id, path), names no job.

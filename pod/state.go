@@ -1,7 +1,6 @@
 package pod
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -86,11 +85,11 @@ func (m *Manifest) apply(c podChoices) {
 
 // writeSpec saves m, a manifest Parse returned, as the pod's spec file.
 func writeSpec(stateDir string, m *Manifest) error {
-	data, err := json.Marshal(m)
+	data, err := m.specJSON()
 	if err != nil {
 		return err
 	}
-	return write(stateDir, true, append(data, '\n'), "pods", m.Name, specFile)
+	return write(stateDir, true, data, "pods", m.Name, specFile)
 }
 
 // readSpec returns the manifest pod was created from, as parsed then: its

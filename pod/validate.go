@@ -52,6 +52,10 @@ func (m *Manifest) validate() error {
 	if !slices.ContainsFunc(m.Apps, func(a App) bool { return !a.Init }) {
 		p.add("apps", "", "must list at least one app that is not an init app")
 	}
+	if len(m.Apps) > MaxApps {
+		p.add("apps", "", fmt.Sprintf("lists %d apps, more than the %d a pod may have", len(m.Apps), MaxApps))
+		return errors.Join(p...)
+	}
 	first := make(map[string]int)
 	for i := range m.Apps {
 		a := &m.Apps[i]
@@ -77,6 +81,8 @@ func (p *problems) app(path string, a *App, iso Isolation) {
 		kp := fmt.Sprintf("%s.env[%q]", path, k)
 		if !envKeyRE.MatchString(k) {
 			p.add(kp, "", "must match "+envKeyPattern)
+		} else if n := len(k) + 1 + len(a.Env[k]); n > maxArgLen {
+			p.add(kp, "", fmt.Sprintf("is %d bytes as K=V, more than the %d the kernel passes to a command", n, maxArgLen))
 		} else if _, err := unit.QuoteEnv(k, a.Env[k]); err != nil {
 			p.add(kp, "", err.Error())
 		}
@@ -86,7 +92,9 @@ func (p *problems) app(path string, a *App, iso Isolation) {
 	}
 	p.account(path+".user", a.User)
 	p.account(path+".group", a.Group)
-	oneOf(p, path+".restartPolicy", a.RestartPolicy, Never, Always, OnFailure)
+	if a.RestartPolicy != "" { // "": it would inherit the pod's, which is not valid
+		oneOf(p, path+".restartPolicy", a.RestartPolicy, Never, Always, OnFailure)
+	}
 	if a.Init && a.RestartPolicy != Never {
 		p.add(path+".restartPolicy", string(a.RestartPolicy), "not allowed for an init app, which runs once: only Never is")
 	}
@@ -95,7 +103,9 @@ func (p *problems) app(path string, a *App, iso Isolation) {
 			p.add(fmt.Sprintf("%s.successExitCodes[%d]", path, i), strconv.Itoa(c), "must be in 0..255")
 		}
 	}
-	if a.Rootfs != "" {
+	if a.Rootfs == "/" {
+		p.add(path+".rootfs", a.Rootfs, "must be a directory other than /")
+	} else if a.Rootfs != "" {
 		p.path(path+".rootfs", a.Rootfs)
 		if iso != Namespaces {
 			p.add(path+".rootfs", a.Rootfs, "needs isolation: namespaces")
@@ -176,6 +186,10 @@ func (p *problems) argv(path string, argv []string) {
 	for i, arg := range argv {
 		if strings.IndexByte(arg, 0) >= 0 {
 			p.add(fmt.Sprintf("%s[%d]", path, i), arg, "must not contain NUL")
+			return
+		}
+		if len(arg) > maxArgLen {
+			p.add(fmt.Sprintf("%s[%d]", path, i), "", fmt.Sprintf("is %d bytes, more than the %d the kernel passes to a command", len(arg), maxArgLen))
 			return
 		}
 	}

@@ -90,13 +90,21 @@ func (f *podFlags) hookManager(mgr *manager.Conn) string {
 	return spec
 }
 
-// failed wraps an error of a pod command in exit status 125.
+// exitNoPod is the exit status of a pod command given a pod that does not
+// exist.
+const exitNoPod = 1
+
+// failed wraps an error of a pod command in exit status 125, or exitNoPod
+// for a pod that does not exist.
 func failed(err error) error {
 	if err == nil {
 		return nil
 	}
 	if ee := (*exitError)(nil); errors.As(err, &ee) {
 		return err
+	}
+	if np := (*pod.NoPodError)(nil); errors.As(err, &np) {
+		return &exitError{code: exitNoPod, err: err}
 	}
 	return &exitError{code: exitFailed, err: err}
 }
@@ -107,6 +115,18 @@ func podExit(s pod.PodStatus) error {
 		return nil
 	}
 	return &exitError{code: *s.ExitCode}
+}
+
+// checkExitPolicy refuses an --exit-policy value that is not an exit
+// policy, with exit status 2.
+func checkExitPolicy(p string) error {
+	if p == "" {
+		return nil
+	}
+	if err := pod.ExitPolicy(p).Check(); err != nil {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--exit-policy %w", err)}
+	}
+	return nil
 }
 
 // exitPolicyFlag adds --exit-policy to cmd.

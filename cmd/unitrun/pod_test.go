@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
 // podCLI runs "unitrun pod ARGS... --state-dir DIR".
@@ -168,36 +164,6 @@ func TestPodBadManifests(t *testing.T) {
 				t.Errorf("a rejected manifest left state: %v", entries)
 			}
 		})
-	}
-}
-
-func TestPodRunInterrupted(t *testing.T) {
-	dir := t.TempDir()
-	rmPod(t, dir, "interrupted")
-	cmd := exec.Command(systemdtest.Binary(t), "pod", "run", "--state-dir", dir, manifestFile(t, `
-name: interrupted
-apps:
-  - name: hello
-    exec: ["/bin/sh", "-c", "echo hi; exec sleep 600"]
-`))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || line != "hello | hi\n" {
-		t.Fatalf("first line of pod run: %q, %v", line, err)
-	}
-	cmd.Process.Signal(os.Interrupt)
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("pod run after Ctrl-C: %v, want exit 0 (hello stopped by SIGTERM)", err)
-	}
-	status, _, _ := podCLI(t, dir, "status", "--json", "interrupted")
-	if !strings.Contains(status, `"phase": "Succeeded"`) || !strings.Contains(status, `"exit_code": 143`) {
-		t.Errorf("status after Ctrl-C: %s", status)
 	}
 }
 

@@ -75,6 +75,9 @@ func newPodStartCmd(f *podFlags) *cobra.Command {
 		Short: "Start a created pod and return once its apps have started",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkExitPolicy(policy); err != nil {
+				return err
+			}
 			return f.withRunner(cmd, func(r *pod.Runner) error {
 				if err := r.Start(cmd.Context(), args[0], pod.ExitPolicy(policy)); err != nil || !asJSON {
 					return failed(err)
@@ -99,7 +102,10 @@ func newPodRunCmd(f *podFlags) *cobra.Command {
 		Long: `Create the pod of FILE and start it. Without --detach, print every line
 the apps write, prefixed "APP | ", until the pod ends, and exit with the
 pod's exit code: 0 if every app succeeded, else the exit code of the first
-app that failed (128+N for a signal N). Ctrl-C or SIGTERM stops the pod.
+app that failed (128+N for a signal N). Ctrl-C or SIGTERM stops the pod:
+the apps' output is printed until the pod has ended, every exit is
+recorded as it happened, and pod run exits 130 (SIGINT) or 143 (SIGTERM),
+so that "pod run web.yaml && next" stops at an interrupt.
 With --detach, print the pod's name and return once its apps have started.
 
 While it waits, it shows each app's state on stderr: on a terminal as a
@@ -109,6 +115,11 @@ one timestamped line per change ("... app api running"). -q shows none;
 stderr.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkExitPolicy(policy); err != nil {
+				return err
+			}
+			sigs := notifyInterrupts()
+			defer sigs.stop()
 			ctx := cmd.Context()
 			r, done, err := f.runner(ctx)
 			if err != nil {
@@ -120,7 +131,12 @@ stderr.`,
 				return err
 			}
 			if err := r.Start(ctx, m.Name, pod.ExitPolicy(policy)); err != nil {
-				return failed(err)
+				if err := interruptedStart(r, m.Name, sigs, err); err != nil {
+					return err
+				}
+				// A signal ended the start of a pod that has begun to
+				// run: runAttached stops it and waits for its end.
+				return runAttached(cmd, r, m, sigs, asJSON, quiet)
 			}
 			if detach && asJSON {
 				return printPod(cmd, r, m.Name)
@@ -129,7 +145,7 @@ stderr.`,
 				fmt.Fprintln(cmd.OutOrStdout(), m.Name)
 				return nil
 			}
-			return runAttached(cmd, r, m, asJSON, quiet)
+			return runAttached(cmd, r, m, sigs, asJSON, quiet)
 		},
 	}
 	exitPolicyFlag(cmd, &policy)
@@ -140,8 +156,30 @@ stderr.`,
 	return cmd
 }
 
-// attach streams the output of m's apps to w until the pod ends, stopping
-// it if ctx ends first, and returns the pod's exit.
+// interruptedStart returns the exit of "pod run" whose start of pod name
+// failed with err, or nil if a signal ended the start of a pod that has
+// begun to run. If a signal ended it before the pod began to run, the pod
+// is removed and the exit status is 128 plus the signal's number.
+func interruptedStart(r *pod.Runner, name string, sigs *interrupts, err error) error {
+	sig := sigs.received()
+	if sig == 0 {
+		return failed(err)
+	}
+	s, rerr := pod.ReadPod(r.StateDir, name)
+	if rerr != nil {
+		return failed(err)
+	}
+	if s.Phase != pod.PodPending {
+		return nil
+	}
+	if err := r.Remove(context.Background(), name, false); err != nil {
+		return failed(err)
+	}
+	return &exitError{code: 128 + int(sig)}
+}
+
+// attach streams the output of m's apps to w until the pod ends and
+// returns the pod's exit.
 func attach(ctx context.Context, r *pod.Runner, m *pod.Manifest, w io.Writer) error {
 	ended := func() bool {
 		s, err := pod.ReadPod(r.StateDir, m.Name)
@@ -151,16 +189,10 @@ func attach(ctx context.Context, r *pod.Runner, m *pod.Manifest, w io.Writer) er
 	for i, a := range m.Apps {
 		apps[i] = a.Name
 	}
-	if err := pod.Logs(ctx, r.StateDir, m.Name, apps, w, true, true, ended); err != nil && ctx.Err() == nil {
+	if err := pod.Logs(ctx, r.StateDir, m.Name, apps, w, true, true, ended); err != nil {
 		return failed(err)
 	}
-	var s pod.PodStatus
-	var err error
-	if ctx.Err() != nil {
-		s, err = r.Stop(context.Background(), m.Name, 0)
-	} else {
-		s, err = pod.ReadPod(r.StateDir, m.Name)
-	}
+	s, err := pod.ReadPod(r.StateDir, m.Name)
 	if err != nil {
 		return failed(err)
 	}

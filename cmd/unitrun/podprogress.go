@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -156,8 +159,13 @@ func (w *podWatch) follow(ctx context.Context) (stop func()) {
 // runAttached streams the output of pod m's apps until the pod ends, as
 // attach does, with the pod's progress on stderr unless quiet; with
 // asJSON the output goes to stderr and the pod's final status to stdout.
-func runAttached(cmd *cobra.Command, r *pod.Runner, m *pod.Manifest, asJSON, quiet bool) error {
-	ctx := cmd.Context()
+// The first of sigs stops the pod; the output and progress go on until
+// the pod has ended, and the exit status is then 128 plus the signal's
+// number, whatever the pod's exit code.
+func runAttached(cmd *cobra.Command, r *pod.Runner, m *pod.Manifest, sigs *interrupts, asJSON, quiet bool) error {
+	// The pod's end ends what follows, not the signal that ends the
+	// command's context.
+	ctx := context.WithoutCancel(cmd.Context())
 	out := cmd.OutOrStdout()
 	if asJSON {
 		out = cmd.ErrOrStderr()
@@ -169,12 +177,16 @@ func runAttached(cmd *cobra.Command, r *pod.Runner, m *pod.Manifest, asJSON, qui
 		w = &podWatch{p: p, r: r, name: m.Name, seen: map[string]*runsSeen{}}
 		stop = w.follow(ctx)
 	}
+	stopped := stopOnInterrupt(r, m.Name, sigs)
 	err := attach(ctx, r, m, writer(p, out))
 	stop()
+	if sig, serr := stopped(); sig != 0 {
+		err = &exitError{code: 128 + int(sig), err: serr}
+	}
 	if w != nil {
-		// The pod has ended (or was stopped): the last read reports what
-		// is left, and the block stays with the final state.
-		s, perr := w.poll(context.Background())
+		// The pod has ended: the last read reports what is left, and the
+		// block stays with the final state.
+		s, perr := w.poll(ctx)
 		if perr == nil {
 			p.event("pod %s %s%s", s.Name, s.Phase, exitText(pod.AppStatus{ExitCode: s.ExitCode}))
 		}
@@ -185,6 +197,68 @@ func runAttached(cmd *cobra.Command, r *pod.Runner, m *pod.Manifest, asJSON, qui
 		}
 	}
 	return err
+}
+
+// stopOnInterrupt stops pod name, gracefully and in the background, at the
+// first of sigs. The returned func ends the wait for a signal and returns
+// the signal that stopped the pod (0 if none did) and the stop's error.
+func stopOnInterrupt(r *pod.Runner, name string, sigs *interrupts) func() (syscall.Signal, error) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var err error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if sigs.wait(done) != 0 {
+			_, err = r.Stop(context.Background(), name, 0)
+		}
+	}()
+	return func() (syscall.Signal, error) {
+		close(done)
+		wg.Wait()
+		return sigs.sig, err
+	}
+}
+
+// interrupts records the first SIGINT or SIGTERM that unitrun receives.
+// One goroutine at a time uses it.
+type interrupts struct {
+	ch  chan os.Signal
+	sig syscall.Signal // the first signal received, once received or wait has seen it
+}
+
+// notifyInterrupts starts recording; stop ends it.
+func notifyInterrupts() *interrupts {
+	i := &interrupts{ch: make(chan os.Signal, 1)}
+	signal.Notify(i.ch, os.Interrupt, syscall.SIGTERM)
+	return i
+}
+
+func (i *interrupts) stop() { signal.Stop(i.ch) }
+
+// received returns the first signal received so far, or 0.
+func (i *interrupts) received() syscall.Signal {
+	if i.sig == 0 {
+		select {
+		case s := <-i.ch:
+			i.sig = s.(syscall.Signal)
+		default:
+		}
+	}
+	return i.sig
+}
+
+// wait waits for the first signal, or until done is closed, and returns
+// the signal, or 0.
+func (i *interrupts) wait(done <-chan struct{}) syscall.Signal {
+	if i.sig == 0 {
+		select {
+		case s := <-i.ch:
+			i.sig = s.(syscall.Signal)
+		case <-done:
+		}
+	}
+	return i.sig
 }
 
 // printPod prints pod name's status, as "pod status --json" does, on

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -131,34 +132,45 @@ func newPodListCmd(f *podFlags) *cobra.Command {
   unitrun pod list --json`,
 		Short: "List the pods and their phases",
 		Long: `List the pods under --state-dir. Piped, each pod is one tab-separated line
-with no header: name, phase, exit code ("-" until it ended), number of apps.`,
+with no header: name, phase, exit code ("-" until it ended), number of apps.
+A pod whose state cannot be read is named on stderr instead, after the
+others are listed, and the exit status is then 1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := f.dir()
 			if err != nil {
 				return err
 			}
-			pods, err := (&pod.Runner{StateDir: dir}).List()
-			if err != nil {
-				return failed(err)
+			pods, lerr := (&pod.Runner{StateDir: dir}).List()
+			if err := printPods(cmd.OutOrStdout(), pods, asJSON); err != nil {
+				return err
 			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				views := []podView{}
-				for _, s := range pods {
-					views = append(views, newPodView(s))
-				}
-				return printJSON(w, views)
+			if lerr != nil {
+				// The pods that can be read are listed; each other one
+				// is named on stderr, and the exit status is 1.
+				return &exitError{code: 1, err: fmt.Errorf("%w\n(\"unitrun pod rm --force NAME\" removes a pod whatever its state)", lerr)}
 			}
-			var rows [][]string
-			for _, s := range pods {
-				rows = append(rows, podRow(s))
-			}
-			return newTerm(w).table([]string{"POD", "PHASE", "EXIT", "APPS"}, rows, 1)
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as JSON")
 	return cmd
+}
+
+// printPods prints pods as "pod list" does.
+func printPods(w io.Writer, pods []pod.PodStatus, asJSON bool) error {
+	if asJSON {
+		views := []podView{}
+		for _, s := range pods {
+			views = append(views, newPodView(s))
+		}
+		return printJSON(w, views)
+	}
+	var rows [][]string
+	for _, s := range pods {
+		rows = append(rows, podRow(s))
+	}
+	return newTerm(w).table([]string{"POD", "PHASE", "EXIT", "APPS"}, rows, 1)
 }
 
 func newPodLogsCmd(f *podFlags) *cobra.Command {
