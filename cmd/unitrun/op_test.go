@@ -118,11 +118,16 @@ func TestInjectCLI(t *testing.T) {
 	}
 }
 
-// TestRunSelf runs the injected copy of unitrun itself as a unit.
+// TestRunSelf runs the injected copy of unitrun itself as a unit, injected
+// into a directory of the test's, not the host's /run/bin.
 func TestRunSelf(t *testing.T) {
-	out, errs, code := unitrun(t, "run", "--self", "-q", "--", "op", "list", "--help")
+	dir := t.TempDir()
+	out, errs, code := unitrun(t, "run", "--self", "--inject-dir", dir, "-q", "--", "op", "list", "--help")
 	if code != 0 || !strings.Contains(out, "List the daemon's ops") {
 		t.Errorf("run --self: %q %q, exit %d", out, errs, code)
+	}
+	if copies, _ := filepath.Glob(filepath.Join(dir, "unitrun-*")); len(copies) != 1 {
+		t.Errorf("run --self --inject-dir %s: copies %q, want one", dir, copies)
 	}
 }
 
