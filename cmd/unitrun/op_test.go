@@ -55,8 +55,8 @@ func TestOpCall(t *testing.T) {
 	if out, _, code := unitrun(t, "op", "status", "--json", id); code != 0 || !strings.Contains(out, `"state": "running"`) {
 		t.Errorf("op status: %q, exit %d", out, code)
 	}
-	if _, errs, code := unitrun(t, "op", "cancel", id); code != 0 || !strings.Contains(errs, "canceled") {
-		t.Errorf("op cancel: %q, exit %d", errs, code)
+	if out, _, code := unitrun(t, "op", "cancel", id); code != 0 || !strings.Contains(out, "state\tcanceled\n") {
+		t.Errorf("op cancel: %q, exit %d", out, code)
 	}
 	if _, errs, code := unitrun(t, "op", "wait", id); code != 128+15 || !strings.Contains(errs, "canceled by a caller: signal: SIGTERM") {
 		t.Errorf("op wait on a canceled job: %q, exit %d", errs, code)
