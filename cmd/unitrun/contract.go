@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -134,4 +135,22 @@ func unitArg(c *cobra.Command, args []string) error {
 		return err
 	}
 	return unit.Validate(args[0])
+}
+
+// flagPathError is err about the path that flag names, in the user's
+// words: the system call that failed is left out, and the path it failed
+// on is named when it is not the flag's own, as in
+// "--state-dir /etc/passwd/x: /etc/passwd: not a directory".
+func flagPathError(flag, path string, err error) error {
+	var pe *fs.PathError
+	var se *os.SyscallError
+	switch {
+	case errors.As(err, &pe) && pe.Path != path:
+		return fmt.Errorf("%s %s: %s: %w", flag, path, pe.Path, pe.Err)
+	case errors.As(err, &pe):
+		return fmt.Errorf("%s %s: %w", flag, path, pe.Err)
+	case errors.As(err, &se):
+		return fmt.Errorf("%s %s: %w", flag, path, se.Err)
+	}
+	return fmt.Errorf("%s: %w", flag, err)
 }

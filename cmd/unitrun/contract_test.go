@@ -138,3 +138,47 @@ func unitrunEnv(t *testing.T, env []string, args ...string) (string, string, int
 	}
 	return out.String(), errb.String(), code
 }
+
+// TestErrorsShowNoInternals gives run, start, op, daemon, inject and
+// --manager input that fails and checks that the error names what the
+// user gave and the reason, with no system call, Go or D-Bus names.
+func TestErrorsShowNoInternals(t *testing.T) {
+	dir := t.TempDir()
+	config := filepath.Join(dir, "daemon.toml")
+	if err := os.WriteFile(config, []byte("[[op]]\nname = \"x\"\nexec = [\"/bin/true\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	notExec := filepath.Join(dir, "not-executable")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	daemon := []string{"daemon", "--config", config, "--ops-dir", filepath.Join(dir, "ops.d"), "--state-dir", filepath.Join(dir, "state"),
+		"--socket", filepath.Join(dir, "api.sock"), "--seqpacket", filepath.Join(dir, "argv.sock")}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"run", "--", notExec}, exitCannotExec, notExec + ": cannot execute: permission denied"},
+		{[]string{"start", "unitrun-no-such-unit.service"}, exitFailed, "start unitrun-no-such-unit.service: Unit unitrun-no-such-unit.service not found."},
+		{[]string{"--manager", "private:" + filepath.Join(dir, "none.sock"), "run", "--", "true"}, exitFailed, filepath.Join(dir, "none.sock") + "): no such file or directory"},
+		{[]string{"op", "list", "--socket", filepath.Join(dir, "none.sock")}, exitFailed, "unitrun daemon at " + filepath.Join(dir, "none.sock") + ": no such file or directory"},
+		{append(daemon, "--state-dir", config+"/state"), exitFailed, "--state-dir " + config + "/state: " + config + ": not a directory"},
+		{append(daemon, "--socket", config+"/api.sock"), exitFailed, "--socket " + config + "/api.sock: " + config + ": not a directory"},
+		{append(daemon, "--dbus", "bogus"), exitUsage, `--dbus "bogus": must be system, session or a D-Bus address`},
+		{[]string{"inject", "--dir", filepath.Join(dir, "bin"), filepath.Join(dir, "none")}, exitFailed, "source " + filepath.Join(dir, "none") + ": no such file or directory"},
+	} {
+		_, errs, code := unitrun(t, tc.args...)
+		if code != tc.code || !strings.Contains(errs, tc.want) {
+			t.Errorf("unitrun %q: exit %d, stderr %q; want exit %d and %q", tc.args, code, errs, tc.code, tc.want)
+		}
+		for _, internal := range []string{`exec: "`, "dial unix", "connect:", "mkdir ", "open ", `Get "`, "org.freedesktop", "statat", "strconv"} {
+			if strings.Contains(errs, internal) {
+				t.Errorf("unitrun %q: stderr %q shows %q", tc.args, errs, internal)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bin")); !os.IsNotExist(err) {
+		t.Errorf("inject of a missing source created its --dir (%v)", err)
+	}
+}

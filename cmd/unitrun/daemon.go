@@ -85,6 +85,9 @@ func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
+	if err := checkBusFlag(f.dbus); err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
 	cfg, err := hostapi.LoadConfig(f.config, f.opsDir)
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
@@ -92,7 +95,7 @@ func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
 	logger.Debug(fmt.Sprintf("config %s and ops dir %s: %d ops", f.config, f.opsDir, len(cfg.Ops)))
 	store, err := hostapi.OpenStore(f.stateDir)
 	if err != nil {
-		return &exitError{code: exitFailed, err: err}
+		return &exitError{code: exitFailed, err: flagPathError("--state-dir", f.stateDir, err)}
 	}
 	api, argv, err := daemonListeners(f)
 	if err != nil {
@@ -220,19 +223,19 @@ func daemonListeners(f *daemonFlags) (api net.Listener, argv *net.UnixListener, 
 	if seq == "" {
 		seq = "/run/unitrun/argv.sock"
 	}
-	for _, p := range []string{sock, seq} {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return nil, nil, err
+	for _, s := range []struct{ flag, path string }{{"--socket", sock}, {"--seqpacket", seq}} {
+		if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
+			return nil, nil, flagPathError(s.flag, s.path, err)
 		}
 	}
 	hl, err := hostapi.ListenUnix("unix", sock, 0o600)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--socket: %w", err)
+		return nil, nil, flagPathError("--socket", sock, err)
 	}
 	pl, err := hostapi.ListenUnix("unixpacket", seq, 0o600)
 	if err != nil {
 		hl.Close()
-		return nil, nil, fmt.Errorf("--seqpacket: %w", err)
+		return nil, nil, flagPathError("--seqpacket", seq, err)
 	}
 	return hl, pl, nil
 }
