@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"time"
 
@@ -239,7 +240,7 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte) (*h
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("unitrun daemon at %s: %w", c.socket, err)
+		return nil, fmt.Errorf("unitrun daemon at %s: %w", c.socket, reason(err))
 	}
 	if resp.StatusCode/100 == 2 {
 		return resp, nil
@@ -250,4 +251,23 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte) (*h
 		return nil, fmt.Errorf("%s %s: HTTP status %s", method, path, resp.Status)
 	}
 	return nil, e.Error
+}
+
+// reason is the cause of a failed request without the layers of Go's
+// HTTP client around it (`Get "http://unitrun/v1/ops": dial unix
+// /run/unitrun/api.sock: connect: no such file or directory` becomes "no
+// such file or directory"), since the error names the socket itself.
+func reason(err error) error {
+	for {
+		switch e := err.(type) {
+		case *url.Error:
+			err = e.Err
+		case *net.OpError:
+			err = e.Err
+		case *os.SyscallError:
+			err = e.Err
+		default:
+			return err
+		}
+	}
 }

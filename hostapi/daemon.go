@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/unitrun/unitrun/manager"
@@ -36,7 +37,7 @@ type Daemon struct {
 	cfg   *Config
 	store *Store
 	mgr   *manager.Conn
-	ops   map[string]*Op
+	ops   atomic.Pointer[opSet] // the ops new calls get (see Reload)
 	// LookupEnv is where env_passthrough variables come from; NewDaemon
 	// sets it to os.LookupEnv.
 	LookupEnv func(string) (string, bool)
@@ -96,7 +97,6 @@ type liveJob struct {
 func NewDaemon(cfg *Config, store *Store, mgr *manager.Conn) *Daemon {
 	d := &Daemon{
 		cfg: cfg, store: store, mgr: mgr,
-		ops:       make(map[string]*Op, len(cfg.Ops)),
 		LookupEnv: os.LookupEnv,
 		Logf:      log.Printf,
 		Log:       slog.Default(),
@@ -105,9 +105,7 @@ func NewDaemon(cfg *Config, store *Store, mgr *manager.Conn) *Daemon {
 		queues:    make(map[string][]*liveJob),
 		keys:      make(map[string]string),
 	}
-	for i := range cfg.Ops {
-		d.ops[cfg.Ops[i].Name] = &cfg.Ops[i]
-	}
+	d.ops.Store(newOpSet(cfg.Ops))
 	if id, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
 		d.bootID = strings.TrimSpace(string(id))
 	}
@@ -116,12 +114,13 @@ func NewDaemon(cfg *Config, store *Store, mgr *manager.Conn) *Daemon {
 	return d
 }
 
-// Config returns the daemon's config.
+// Config returns the config the daemon was made with; Reload replaces its
+// ops, not this value.
 func (d *Daemon) Config() *Config { return d.cfg }
 
 // Op returns the named op, or an *Error with CodeUnknownOp.
 func (d *Daemon) Op(name string) (*Op, error) {
-	op, ok := d.ops[name]
+	op, ok := d.lookupOp(name)
 	if !ok {
 		return nil, errorf(CodeUnknownOp, fmt.Sprintf("op %q: no such op", name))
 	}

@@ -120,6 +120,9 @@ type OpInfo struct {
 	Timeout     string `json:"timeout,omitempty"`
 	Exclusive   bool   `json:"exclusive"`
 	Allowed     bool   `json:"allowed"`
+	// OnDisconnect is what happens to a job whose waiting caller goes
+	// away: "continue" or "stop" (the op's on_disconnect).
+	OnDisconnect string `json:"on_disconnect"`
 }
 
 func (h *httpAPI) ops(w http.ResponseWriter, r *http.Request) {
@@ -127,11 +130,11 @@ func (h *httpAPI) ops(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	infos := make([]OpInfo, 0, len(h.d.cfg.Ops))
-	for i := range h.d.cfg.Ops {
-		op := &h.d.cfg.Ops[i]
+	ops := h.d.ops.Load().list
+	infos := make([]OpInfo, 0, len(ops))
+	for _, op := range ops {
 		info := OpInfo{Name: op.Name, Unit: op.Unit, ArgsMin: op.Args.Min, ArgsMax: op.Args.Max,
-			Exclusive: op.Exclusive, Allowed: op.Allowed(c.UID, c.GIDs)}
+			Exclusive: op.Exclusive, Allowed: op.Allowed(c.UID, c.GIDs), OnDisconnect: op.OnDisconnect}
 		if op.Args.Pattern != nil {
 			info.ArgsPattern = op.Args.Pattern.String()
 		}
@@ -177,7 +180,7 @@ func (h *httpAPI) call(w http.ResponseWriter, r *http.Request) {
 func (h *httpAPI) waitAndWrite(w http.ResponseWriter, r *http.Request, id string, callerOwned bool) {
 	rec, err := h.d.Wait(r.Context(), id)
 	if err != nil && r.Context().Err() != nil {
-		if op, ok := h.d.ops[h.opOf(id)]; callerOwned && ok && op.OnDisconnect == "stop" {
+		if op, ok := h.d.lookupOp(h.opOf(id)); callerOwned && ok && op.OnDisconnect == "stop" {
 			h.d.Cancel(context.Background(), id)
 		}
 		return
@@ -271,7 +274,7 @@ func (d *Daemon) maySee(c Caller, rec *Record) bool {
 	if c.UID == 0 || c.UID == rec.CallerUID {
 		return true
 	}
-	op, ok := d.ops[rec.Op]
+	op, ok := d.lookupOp(rec.Op)
 	return ok && op.Allowed(c.UID, c.GIDs)
 }
 

@@ -94,9 +94,9 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	d := c.d
 	d.mu.Lock()
-	for name, op := range d.ops {
+	for _, op := range d.ops.Load().list {
 		if op.Exclusive {
-			ch <- prometheus.MustNewConstMetric(queueDesc, prometheus.GaugeValue, float64(len(d.queues[name])), name)
+			ch <- prometheus.MustNewConstMetric(queueDesc, prometheus.GaugeValue, float64(len(d.queues[op.Name])), op.Name)
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(liveDesc, prometheus.GaugeValue, float64(len(d.live)))

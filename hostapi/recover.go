@@ -38,7 +38,7 @@ func (d *Daemon) Recover() error {
 		if r.Done() {
 			continue
 		}
-		l := &liveJob{rec: r, op: d.ops[r.Op], caller: Caller{UID: r.CallerUID, PID: r.CallerPID}, done: make(chan struct{})}
+		l := &liveJob{rec: r, op: d.ops.Load().byName[r.Op], caller: Caller{UID: r.CallerUID, PID: r.CallerPID}, done: make(chan struct{})}
 		d.live[r.ID] = l
 		switch {
 		case r.State == StateQueued && l.op == nil:

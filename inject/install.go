@@ -40,7 +40,8 @@ var (
 // of the SHA-256 of its content, and returns the installed path. The file
 // name of src must match [A-Za-z0-9_+][A-Za-z0-9._+-]*.
 //
-// dir is created with mode 0755 if it is missing (its parent must exist).
+// dir is created with mode 0755 if it is missing (its parent must exist),
+// once src is known to be a file Install can copy.
 // Install refuses a dir that is a symlink, is not a directory, is owned by
 // a user other than root and the caller, or is writable by group or
 // others.
@@ -55,9 +56,6 @@ var (
 // hash. Concurrent Installs of the same content, in one process or several,
 // all return the same path to a complete file.
 func Install(dir, src string) (string, error) {
-	if err := ensureDir(dir); err != nil {
-		return "", err
-	}
 	sum, err := hashFile(src)
 	if err != nil {
 		return "", fmt.Errorf("inject: %w", err)
@@ -65,6 +63,9 @@ func Install(dir, src string) (string, error) {
 	base := strings.TrimSuffix(filepath.Base(src), "-"+sum[:hashLen])
 	if !baseRE.MatchString(base) {
 		return "", fmt.Errorf("inject: source %s: name %q must match %s", src, base, baseRE)
+	}
+	if err := ensureDir(dir); err != nil {
+		return "", err
 	}
 	name := base + "-" + sum[:hashLen]
 	path := filepath.Join(dir, name)
@@ -104,7 +105,7 @@ func ensureDir(dir string) error {
 			return fmt.Errorf("inject: %w", err)
 		}
 	} else if !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("inject: %w", err)
+		return fmt.Errorf("inject: dir %s: %w", dir, reason(err))
 	}
 	return checkDir(dir)
 }
@@ -140,12 +141,12 @@ func ownedByUs(fi fs.FileInfo) bool {
 func hashFile(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("source %s: %w", path, reason(err))
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("source %s: %w", path, reason(err))
 	}
 	if !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("source %s is not a regular file", path)
@@ -155,6 +156,16 @@ func hashFile(path string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// reason is err without the operation and path of an *fs.PathError
+// ("open /x: no such file or directory" becomes "no such file or
+// directory"), for a message that names the path in its own words.
+func reason(err error) error {
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // verify reports whether path is an installed copy with the given hash: a

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/godbus/dbus/v5"
+
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/unit"
 )
@@ -36,7 +38,7 @@ func Start(ctx context.Context, mgr *manager.Conn, name string) (*Status, error)
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	} else if u["LoadState"].Value() != "loaded" {
 		r.watch.Close()
-		return nil, fmt.Errorf("start %s: unit is %v (%v)", name, u["LoadState"].Value(), u["LoadError"].Value())
+		return nil, fmt.Errorf("start %s: %s", name, loadError(u))
 	}
 	// Forget the previous run: only signals after the start describe this one.
 	r.state = state{}
@@ -107,4 +109,16 @@ func AttachHeld(ctx context.Context, mgr *manager.Conn, name string, ended func(
 		release = r.release
 	}
 	return st, release, err
+}
+
+// loadError says why a unit whose properties are u is not loaded: systemd's
+// message of its LoadError (a D-Bus error name and a message), such as
+// "Unit x.service not found.", else its LoadState.
+func loadError(u map[string]dbus.Variant) string {
+	if e, ok := u["LoadError"].Value().([]any); ok && len(e) == 2 {
+		if msg, ok := e[1].(string); ok && msg != "" {
+			return msg
+		}
+	}
+	return fmt.Sprintf("unit is %v", u["LoadState"].Value())
 }

@@ -138,7 +138,7 @@ func open(ctx context.Context, spec string, o Options, boot bool) (*Conn, []Atte
 		var b strings.Builder
 		fmt.Fprintf(&b, "manager %s: no manager reachable", s)
 		for _, a := range tries {
-			fmt.Fprintf(&b, "; %s (%s): %v", a.Target.Spec, a.Target.Address, a.Err)
+			fmt.Fprintf(&b, "; %s (%s): %v", a.Target.Spec, a.Target.Address, dialReason(a.Err))
 		}
 		return errors.New(b.String())
 	}
@@ -290,4 +290,16 @@ func socketPath(address string) (string, bool) {
 	}
 	path, err := url.PathUnescape(rest)
 	return path, err == nil
+}
+
+// dialReason is err without the layers of a failed dial around the
+// system's reason ("manager private:/x: dial unix:path=/x: dial unix /x:
+// connect: no such file or directory" is "no such file or directory"),
+// for a message that names the manager and its address already.
+func dialReason(err error) error {
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		return se.Err
+	}
+	return err
 }

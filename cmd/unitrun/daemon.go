@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/activation"
@@ -43,6 +46,11 @@ Under socket activation the sockets come from systemd (LISTEN_FDS), named
 serves, re-attaches to the jobs an earlier daemon left running, and on
 SIGTERM stops serving without stopping any running op.
 
+SIGHUP ("systemctl reload unitrun") reads the config and the ops dir again:
+a valid config's ops apply to new calls while running jobs go on as they
+were called; an invalid one is logged with its file:line errors and the
+ops stay as they were. [limits] apply at the next start.
+
 GET /metrics on the HTTP socket serves Prometheus metrics; --dbus also
 serves the ops as org.unitrun.Ops1 on a D-Bus bus. Under systemd the daemon
 logs to the journal with fields JOB_ID, OP, UNIT and CALLER_UID.`,
@@ -69,8 +77,15 @@ logs to the journal with fields JOB_ID, OP, UNIT and CALLER_UID.`,
 }
 
 func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
+	// From the start, so that a SIGHUP never ends the daemon.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	logger, err := daemonLogger(f.logLevel, f.journalSocket)
 	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	if err := checkBusFlag(f.dbus); err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
 	cfg, err := hostapi.LoadConfig(f.config, f.opsDir)
@@ -80,7 +95,7 @@ func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
 	logger.Debug(fmt.Sprintf("config %s and ops dir %s: %d ops", f.config, f.opsDir, len(cfg.Ops)))
 	store, err := hostapi.OpenStore(f.stateDir)
 	if err != nil {
-		return &exitError{code: exitFailed, err: err}
+		return &exitError{code: exitFailed, err: flagPathError("--state-dir", f.stateDir, err)}
 	}
 	api, argv, err := daemonListeners(f)
 	if err != nil {
@@ -131,6 +146,8 @@ loop:
 			if err := d.Prune(); err != nil {
 				logger.Error(fmt.Sprintf("pruning records: %v", err))
 			}
+		case <-hup:
+			reload(d, f, logger)
 		case err = <-served:
 			break loop
 		case <-ctx.Done():
@@ -146,6 +163,24 @@ loop:
 		return &exitError{code: exitFailed, err: err}
 	}
 	return nil
+}
+
+// reload reads the ops config again and gives its ops to d, or logs why
+// it cannot and leaves d's ops as they are. It tells systemd that it
+// reloads, then that it is ready again.
+func reload(d *hostapi.Daemon, f *daemonFlags, logger *slog.Logger) {
+	daemon.SdNotify(false, daemon.SdNotifyReloading)
+	defer daemon.SdNotify(false, daemon.SdNotifyReady)
+	cfg, err := hostapi.LoadConfig(f.config, f.opsDir)
+	if err != nil {
+		logger.Error(fmt.Sprintf("reload: the ops stay as they were: %v", err))
+		return
+	}
+	limitsDiffer := d.Reload(cfg)
+	logger.Info(fmt.Sprintf("reload: config %s and ops dir %s: %d ops", f.config, f.opsDir, len(cfg.Ops)))
+	if limitsDiffer {
+		logger.Warn(fmt.Sprintf("reload: the [limits] of %s changed; they apply when the daemon restarts", f.config))
+	}
 }
 
 // daemonListeners returns the sockets systemd passed, or binds the paths
@@ -188,19 +223,19 @@ func daemonListeners(f *daemonFlags) (api net.Listener, argv *net.UnixListener, 
 	if seq == "" {
 		seq = "/run/unitrun/argv.sock"
 	}
-	for _, p := range []string{sock, seq} {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return nil, nil, err
+	for _, s := range []struct{ flag, path string }{{"--socket", sock}, {"--seqpacket", seq}} {
+		if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
+			return nil, nil, flagPathError(s.flag, s.path, err)
 		}
 	}
 	hl, err := hostapi.ListenUnix("unix", sock, 0o600)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--socket: %w", err)
+		return nil, nil, flagPathError("--socket", sock, err)
 	}
 	pl, err := hostapi.ListenUnix("unixpacket", seq, 0o600)
 	if err != nil {
 		hl.Close()
-		return nil, nil, fmt.Errorf("--seqpacket: %w", err)
+		return nil, nil, flagPathError("--seqpacket", seq, err)
 	}
 	return hl, pl, nil
 }

@@ -2,11 +2,25 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/godbus/dbus/v5"
 
 	"github.com/unitrun/unitrun/hostapi"
 )
+
+// checkBusFlag refuses a --dbus value that names no bus: one that is
+// not "", "system", "session" or an address of the form TRANSPORT:KEYS.
+func checkBusFlag(bus string) error {
+	switch bus {
+	case "", "system", "session":
+		return nil
+	}
+	if transport, _, ok := strings.Cut(bus, ":"); ok && transport != "" {
+		return nil
+	}
+	return fmt.Errorf("--dbus %q: must be system, session or a D-Bus address such as unix:path=/run/dbus/system_bus_socket", bus)
+}
 
 // connectBus connects to the bus that --dbus names: "system", "session",
 // or a D-Bus address such as unix:path=/run/dbus/system_bus_socket.

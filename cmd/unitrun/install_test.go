@@ -11,6 +11,9 @@ import (
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
+// sockDir is where the shipped socket units listen.
+const sockDir = "/run/unitrun"
+
 // install puts the binary and the daemon's units in place, enabled and
 // listening; uninstall leaves the manager as it was.
 func TestInstallUninstall(t *testing.T) {
@@ -23,6 +26,11 @@ func TestInstallUninstall(t *testing.T) {
 	before, err := conn.ListUnitNames(ctx, "unitrun")
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The sockets listen in the host's /run/unitrun, which systemd
+	// creates: remove it again if it was not there.
+	if _, err := os.Lstat(sockDir); os.IsNotExist(err) {
+		t.Cleanup(func() { os.Remove(sockDir) })
 	}
 
 	out, errs, code := unitrun(t, append([]string{"install", "--now", "--json"}, args...)...)
@@ -80,7 +88,7 @@ func TestInstallUninstall(t *testing.T) {
 			t.Errorf("%s: unit file state %q after uninstall", name, state)
 		}
 	}
-	for _, sock := range []string{"/run/unitrun/api.sock", "/run/unitrun/argv.sock"} {
+	for _, sock := range []string{filepath.Join(sockDir, "api.sock"), filepath.Join(sockDir, "argv.sock")} {
 		if _, err := os.Lstat(sock); err == nil {
 			t.Errorf("socket %s left after uninstall", sock)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
 )
 
@@ -57,16 +58,37 @@ func (g *globals) withManager(ctx context.Context, do func(mgr *manager.Conn) er
 	return do(mgr)
 }
 
+// interrupt is the cause of a command's context that a signal canceled.
+type interrupt struct{ sig syscall.Signal }
+
+func (i interrupt) Error() string { return "interrupted by " + job.SignalName(i.sig) }
+
+// interruptedBy returns the signal that canceled ctx, if one did.
+func interruptedBy(ctx context.Context) (syscall.Signal, bool) {
+	var i interrupt
+	if errors.As(context.Cause(ctx), &i) {
+		return i.sig, true
+	}
+	return 0, false
+}
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first SIGINT or SIGTERM cancels the command's context, with the
+	// signal as its cause; later ones are caught and dropped.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() { cancel(interrupt{(<-sigs).(syscall.Signal)}) }()
 	err := newRoot().ExecuteContext(ctx)
-	stop()
+	signal.Stop(sigs)
 	if err == nil {
 		return
 	}
 	var ee *exitError
 	if !errors.As(err, &ee) {
-		ee = &exitError{code: exitUsage, err: err}
+		// Bad input is an *exitError with exitUsage (see applyContract):
+		// anything else is unitrun's own failure.
+		ee = &exitError{code: exitFailed, err: err}
 	}
 	if ee.err != nil {
 		fmt.Fprintln(os.Stderr, "unitrun:", ee.err)
@@ -99,5 +121,6 @@ See docs/cli.md.`,
 	root.AddCommand(newPodCmd(g))
 	root.AddCommand(newDaemonCmd(g), newOpCmd(g), newInjectCmd(g))
 	root.AddCommand(newInstallCmd(g), newUninstallCmd(g))
+	applyContract(root)
 	return root
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 	"unicode"
 
 	"github.com/spf13/cobra"
@@ -64,7 +67,7 @@ header: name, allowed (true/false), args (min-max), exclusive, unit.`,
 }
 
 func newOpCallCmd(g *globals, f *opFlags) *cobra.Command {
-	var noWait, rebootIfNeeded, quiet bool
+	var noWait, rebootIfNeeded, quiet, cancelOnInterrupt bool
 	var key string
 	cmd := &cobra.Command{
 		Use:   "call NAME [ARGS...]",
@@ -76,7 +79,15 @@ signal N, or 125 when it failed otherwise. On stderr it shows that the job
 is queued and started and, on a terminal, how long it has been waiting;
 -q shows neither, nor the summary. With --reboot-if-needed, an op
 that reports reboot_required makes unitrun start reboot.target through the
-manager; the daemon itself never reboots.`,
+manager; the daemon itself never reboots.
+
+A "--" right after NAME ends unitrun's flags and is not passed to the op.
+
+Ctrl-C or SIGTERM stops following the job, not the job: unitrun says that
+it goes on, with its id for "unitrun op wait" and "unitrun op cancel", and
+exits 128+N for the signal N. With --cancel-on-interrupt, or for an op
+whose on_disconnect is "stop", unitrun cancels the job instead and exits
+with its final status.`,
 		Example: `  unitrun op call rebase quay.io/example/os@sha256:0123...
   unitrun op call --reboot-if-needed rebase quay.io/example/os:stable
   unitrun op call --no-wait pivot quay.io/example/os:stable
@@ -85,6 +96,9 @@ manager; the daemon itself never reboots.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			c := f.client()
+			if len(args) > 1 && args[1] == "--" {
+				args = slices.Delete(args, 1, 2)
+			}
 			id, err := c.CallKeyed(ctx, args[0], args[1:], key)
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
@@ -98,6 +112,9 @@ manager; the daemon itself never reboots.`,
 			}
 			rec, err := follow(cmd, c, id, args[0], f.asJSON, quiet)
 			if err != nil {
+				if sig, ok := interruptedBy(ctx); ok {
+					return interruptedCall(cmd, f, c, id, args[0], sig, cancelOnInterrupt)
+				}
 				return err
 			}
 			if !quiet || f.asJSON {
@@ -118,7 +135,43 @@ manager; the daemon itself never reboots.`,
 	cmd.Flags().StringVar(&key, "key", "", "idempotency key: a repeated call with the same key gets the job the first one started, and a lost answer is asked for again")
 	cmd.Flags().BoolVar(&rebootIfNeeded, "reboot-if-needed", false, "start reboot.target when the op reports reboot_required")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "show no progress and no summary line")
+	cmd.Flags().BoolVar(&cancelOnInterrupt, "cancel-on-interrupt", false, "cancel the job on Ctrl-C or SIGTERM instead of leaving it running")
 	return cmd
+}
+
+// interruptedCall ends an "op call" that signal sig interrupted while it
+// followed job id of op: it cancels the job when asked to, or when the op
+// cancels a job whose caller goes away (on_disconnect "stop"), and exits
+// with the job's final status; otherwise it says that the job goes on and
+// exits 128+sig.
+func interruptedCall(cmd *cobra.Command, f *opFlags, c *client.Client, id, op string, sig syscall.Signal, cancel bool) error {
+	ctx, stop := context.WithTimeout(context.WithoutCancel(cmd.Context()), 30*time.Second)
+	defer stop()
+	if !cancel {
+		cancel = opStopsOnDisconnect(ctx, c, op)
+	}
+	if !cancel {
+		return &exitError{code: 128 + int(sig), err: fmt.Errorf("interrupted: job %s (op %s) goes on; follow it with \"unitrun op wait %s\" or stop it with \"unitrun op cancel %s\"", id, op, id, id)}
+	}
+	rec, err := c.Cancel(ctx, id)
+	if err != nil {
+		return &exitError{code: exitFailed, err: fmt.Errorf("interrupted: cancel job %s (op %s): %w", id, op, err)}
+	}
+	if err := printRecord(cmd, f, rec); err != nil {
+		return err
+	}
+	return recordExit(rec)
+}
+
+// opStopsOnDisconnect reports whether the daemon cancels a job of op once
+// its waiting caller goes away (on_disconnect "stop").
+func opStopsOnDisconnect(ctx context.Context, c *client.Client, op string) bool {
+	ops, err := c.Ops(ctx)
+	if err != nil {
+		return false
+	}
+	i := slices.IndexFunc(ops, func(o hostapi.OpInfo) bool { return o.Name == op })
+	return i >= 0 && ops[i].OnDisconnect == "stop"
 }
 
 // reboot starts reboot.target on the manager.
@@ -136,8 +189,12 @@ func reboot(ctx context.Context, g *globals) error {
 }
 
 func newOpJobCmd(f *opFlags, use, short string, wait bool) *cobra.Command {
+	long := ""
+	if !wait {
+		long = short + recordFieldsHelp
+	}
 	return &cobra.Command{
-		Use: use + " ID", Short: short, Args: cobra.ExactArgs(1),
+		Use: use + " ID", Short: short, Long: long, Args: cobra.ExactArgs(1),
 		Example: "  unitrun op " + use + " 20261202T142501Z-0123abcd\n  unitrun op " + use + " --json 20261202T142501Z-0123abcd",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			get := f.client().Job
@@ -148,7 +205,10 @@ func newOpJobCmd(f *opFlags, use, short string, wait bool) *cobra.Command {
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
 			}
-			if err := printRecord(cmd, f, rec); err != nil || !wait {
+			if !wait {
+				return printRecordFields(cmd, f, rec)
+			}
+			if err := printRecord(cmd, f, rec); err != nil {
 				return err
 			}
 			return recordExit(rec)
@@ -202,13 +262,14 @@ tab-separated line with no header: id, op, state, message, args.`,
 func newOpCancelCmd(f *opFlags) *cobra.Command {
 	return &cobra.Command{
 		Use: "cancel ID", Short: "Cancel a job and print its final record", Args: cobra.ExactArgs(1),
+		Long:    "Cancel a job and print its final record" + recordFieldsHelp,
 		Example: "  unitrun op cancel 20261202T142501Z-0123abcd",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rec, err := f.client().Cancel(cmd.Context(), args[0])
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
 			}
-			return printRecord(cmd, f, rec)
+			return printRecordFields(cmd, f, rec)
 		},
 	}
 }
@@ -228,6 +289,47 @@ func printRecord(cmd *cobra.Command, f *opFlags, rec *hostapi.Record) error {
 	}
 	fmt.Fprintln(cmd.ErrOrStderr(), line)
 	return nil
+}
+
+// recordFieldsHelp ends the help of the commands that print a record with
+// printRecordFields.
+const recordFieldsHelp = ` on stdout: one field a line,
+named as in --json (id, op, args, state, message, unit, invocation_id,
+job_result, result, exit_code, signal, reboot_required, caller_uid,
+caller_pid, created_at, started_at, finished_at, attempts, key). On a
+terminal the values are aligned; piped, each line is the name, a tab and
+the value, "-" for none.`
+
+// printRecordFields prints the record on stdout: as JSON, or one field a
+// line (see recordFieldsHelp).
+func printRecordFields(cmd *cobra.Command, f *opFlags, rec *hostapi.Record) error {
+	if f.asJSON {
+		return printJSON(cmd.OutOrStdout(), rec)
+	}
+	when := func(t *time.Time) string {
+		if t == nil {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	exit := ""
+	if rec.ExitCode != nil {
+		exit = strconv.Itoa(*rec.ExitCode)
+	}
+	args := make([]string, len(rec.Args))
+	for i, a := range rec.Args {
+		args[i] = printable(a)
+	}
+	rows := [][]string{
+		{"id", rec.ID}, {"op", rec.Op}, {"args", strings.Join(args, " ")}, {"state", string(rec.State)},
+		{"message", printable(rec.Message)}, {"unit", rec.Unit}, {"invocation_id", rec.InvocationID},
+		{"job_result", rec.JobResult}, {"result", rec.Result}, {"exit_code", exit}, {"signal", rec.Signal},
+		{"reboot_required", strconv.FormatBool(rec.RebootRequired)},
+		{"caller_uid", strconv.FormatUint(uint64(rec.CallerUID), 10)}, {"caller_pid", strconv.Itoa(int(rec.CallerPID))},
+		{"created_at", when(&rec.CreatedAt)}, {"started_at", when(rec.StartedAt)}, {"finished_at", when(rec.FinishedAt)},
+		{"attempts", strconv.Itoa(rec.Attempts)}, {"key", printable(rec.Key)},
+	}
+	return newTerm(cmd.OutOrStdout()).table([]string{"FIELD", "VALUE"}, rows, -1)
 }
 
 // printable returns s as it is when it holds no control character, else

@@ -55,8 +55,8 @@ func TestOpCall(t *testing.T) {
 	if out, _, code := unitrun(t, "op", "status", "--json", id); code != 0 || !strings.Contains(out, `"state": "running"`) {
 		t.Errorf("op status: %q, exit %d", out, code)
 	}
-	if _, errs, code := unitrun(t, "op", "cancel", id); code != 0 || !strings.Contains(errs, "canceled") {
-		t.Errorf("op cancel: %q, exit %d", errs, code)
+	if out, _, code := unitrun(t, "op", "cancel", id); code != 0 || !strings.Contains(out, "state\tcanceled\n") {
+		t.Errorf("op cancel: %q, exit %d", out, code)
 	}
 	if _, errs, code := unitrun(t, "op", "wait", id); code != 128+15 || !strings.Contains(errs, "canceled by a caller: signal: SIGTERM") {
 		t.Errorf("op wait on a canceled job: %q, exit %d", errs, code)
@@ -118,11 +118,16 @@ func TestInjectCLI(t *testing.T) {
 	}
 }
 
-// TestRunSelf runs the injected copy of unitrun itself as a unit.
+// TestRunSelf runs the injected copy of unitrun itself as a unit, injected
+// into a directory of the test's, not the host's /run/bin.
 func TestRunSelf(t *testing.T) {
-	out, errs, code := unitrun(t, "run", "--self", "-q", "--", "op", "list", "--help")
+	dir := t.TempDir()
+	out, errs, code := unitrun(t, "run", "--self", "--inject-dir", dir, "-q", "--", "op", "list", "--help")
 	if code != 0 || !strings.Contains(out, "List the daemon's ops") {
 		t.Errorf("run --self: %q %q, exit %d", out, errs, code)
+	}
+	if copies, _ := filepath.Glob(filepath.Join(dir, "unitrun-*")); len(copies) != 1 {
+		t.Errorf("run --self --inject-dir %s: copies %q, want one", dir, copies)
 	}
 }
 

@@ -77,7 +77,8 @@ func (t *term) paint(s string) string {
 // table prints rows under header, with tabs and newlines inside a cell
 // turned into spaces. On a terminal the columns are aligned, the header
 // comes first and the cells of column stateCol (-1 for none) are colored;
-// elsewhere each row is one line of tab-separated cells, and no header.
+// elsewhere each row is one line of tab-separated cells, an empty cell
+// printed as "-", and no header.
 func (t *term) table(header []string, rows [][]string, stateCol int) error {
 	var b strings.Builder
 	flat := strings.NewReplacer("\t", " ", "\n", " ")
@@ -91,6 +92,11 @@ func (t *term) table(header []string, rows [][]string, stateCol int) error {
 	}
 	if !t.tty {
 		for _, r := range all[1:] {
+			for i, c := range r {
+				if c == "" {
+					r[i] = "-" // a script's field splitting keeps the column
+				}
+			}
 			b.WriteString(strings.Join(r, "\t"))
 			b.WriteByte('\n')
 		}

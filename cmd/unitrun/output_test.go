@@ -57,8 +57,8 @@ func TestTableAlignsColoredCells(t *testing.T) {
 	}
 	b.Reset()
 	tt.tty = false
-	tt.table([]string{"ID", "STATE", "NOTE"}, [][]string{{"1", "failed", "x\ty\nz"}}, 1)
-	if b.String() != "1\tfailed\tx y z\n" {
+	tt.table([]string{"ID", "STATE", "NOTE"}, [][]string{{"1", "failed", "x\ty\nz"}, {"2", "", ""}}, 1)
+	if b.String() != "1\tfailed\tx y z\n2\t-\t-\n" {
 		t.Errorf("plain table: %q", b.String())
 	}
 }

@@ -94,7 +94,7 @@ func exitFor(err error, st *job.Status, printed bool) error {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			return &exitError{code: exitNotFound, err: fmt.Errorf("%s: command not found", xe.Name)}
 		}
-		return &exitError{code: exitCannotExec, err: err}
+		return &exitError{code: exitCannotExec, err: fmt.Errorf("%s: cannot execute: %w", xe.Name, xe.Err)}
 	}
 	if errors.Is(err, context.Canceled) {
 		// unitrun was interrupted and stopped the unit: report how the

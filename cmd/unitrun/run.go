@@ -28,6 +28,7 @@ type runFlags struct {
 	retryDelay    time.Duration
 	bindToCaller  bool
 	self          bool
+	injectDir     string
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -54,7 +55,7 @@ SIGTERM stops the unit and waits until it is gone.`,
 	}
 	fl := cmd.Flags()
 	fl.SetInterspersed(false)
-	fl.StringVarP(&f.unit, "unit", "u", "", "unit name (must end in .service; default: PREFIX + random)")
+	fl.StringVarP(&f.unit, "unit", "u", "", "unit `NAME`: a name ending in .service, or without a suffix, to which .service is added (default: PREFIX + random)")
 	fl.StringVar(&f.prefix, "prefix", job.DefaultPrefix, "prefix of generated unit names")
 	fl.StringArrayVarP(&f.properties, "property", "p", nil, "set a unit property `K=V` (repeatable)")
 	fl.StringArrayVarP(&f.setenv, "setenv", "E", nil, "set an environment variable `K=V` in the unit, or pass K from unitrun's environment (repeatable)")
@@ -68,15 +69,22 @@ SIGTERM stops the unit and waits until it is gone.`,
 	fl.IntVar(&f.retry, "retry", 0, "rerun a failed command up to `N` more times, each as a fresh unit")
 	fl.DurationVar(&f.retryDelay, "retry-delay", time.Second, "wait before the first retry; doubles for each later one")
 	fl.BoolVar(&f.bindToCaller, "bind-to-caller", false, "stop the command when the unit that runs unitrun stops")
-	fl.BoolVar(&f.self, "self", false, "run this unitrun binary with ARGS: inject it into "+inject.DefaultDir+" (see \"unitrun inject\") and run the copy")
+	fl.BoolVar(&f.self, "self", false, "run this unitrun binary with ARGS: inject it into --inject-dir (see \"unitrun inject\") and run the copy")
+	fl.StringVar(&f.injectDir, "inject-dir", inject.DefaultDir, "directory --self injects into")
 	return cmd
 }
 
 // parseRunFlags turns flags into a Cmd's settings, validating each.
 func parseRunFlags(f *runFlags, c *job.Cmd) error {
-	c.Name, c.Prefix, c.Dir, c.Timeout, c.BindToCaller = f.unit, f.prefix, f.workdir, f.timeout, f.bindToCaller
-	if f.unit != "" && !strings.HasSuffix(f.unit, ".service") {
-		c.Name = f.unit + ".service"
+	c.Prefix, c.Dir, c.Timeout, c.BindToCaller = f.prefix, f.workdir, f.timeout, f.bindToCaller
+	if f.unit != "" {
+		name, err := serviceName(f.unit)
+		if err != nil {
+			return err
+		}
+		c.Name = name
+	} else if err := unit.ValidatePrefix(f.prefix); err != nil {
+		return fmt.Errorf("--prefix: %w", err)
 	}
 	for _, p := range f.properties {
 		prop, err := unit.ParseProperty(p)
@@ -121,7 +129,7 @@ func parseRunFlags(f *runFlags, c *job.Cmd) error {
 func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	ctx := cmd.Context()
 	if f.self {
-		self, err := inject.Self(inject.DefaultDir)
+		self, err := inject.Self(f.injectDir)
 		if err != nil {
 			return &exitError{code: exitFailed, err: err}
 		}

@@ -17,7 +17,7 @@ simple, exec or idle, wait for the run to end and exit with its status as
 that fails exits 125.`,
 		Example: `  unitrun start pivot.service
   unitrun start --json os-update.service`,
-		Args: cobra.ExactArgs(1),
+		Args: unitArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			mgr, err := g.open(ctx)

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/hostapi"
+	"github.com/unitrun/unitrun/internal/systemdtest"
+)
+
+// TestOpStatusCancelPrintRecord: "op status" and "op cancel" print the
+// record on stdout, one field a line, "-" for an empty one when piped,
+// and the object with --json.
+func TestOpStatusCancelPrintRecord(t *testing.T) {
+	t.Setenv("UNITRUN_SOCKET", startDaemon(t))
+	id, _, code := unitrun(t, "op", "call", "--no-wait", "sh", "echo started; sleep 30")
+	id = strings.TrimSpace(id)
+	if code != 0 || id == "" {
+		t.Fatalf("op call --no-wait: %q, exit %d", id, code)
+	}
+	for out, _, _ := unitrun(t, "op", "logs", id); out != "started\n"; out, _, _ = unitrun(t, "op", "logs", id) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	out, errs, code := unitrun(t, "op", "status", id)
+	fields := recordFields(t, out)
+	if code != 0 || errs != "" || fields["id"] != id || fields["op"] != "sh" || fields["state"] != "running" ||
+		fields["exit_code"] != "-" || fields["finished_at"] != "-" || fields["args"] != "echo started; sleep 30" {
+		t.Errorf("op status: stdout %q, stderr %q, exit %d; want the running record on stdout", out, errs, code)
+	}
+	out, _, code = unitrun(t, "op", "status", "--json", id)
+	var rec hostapi.Record
+	if err := json.Unmarshal([]byte(out), &rec); err != nil || code != 0 || rec.ID != id || rec.State != hostapi.StateRunning {
+		t.Errorf("op status --json: %q (%v), exit %d", out, err, code)
+	}
+	out, errs, code = unitrun(t, "op", "cancel", id)
+	fields = recordFields(t, out)
+	if code != 0 || errs != "" || fields["id"] != id || fields["state"] != "canceled" || fields["signal"] != "TERM" || fields["finished_at"] == "-" {
+		t.Errorf("op cancel: stdout %q, stderr %q, exit %d; want the canceled record on stdout", out, errs, code)
+	}
+	out, _, code = unitrun(t, "op", "cancel", "--json", id)
+	if err := json.Unmarshal([]byte(out), &rec); err != nil || code != 0 || rec.State != hostapi.StateCanceled {
+		t.Errorf("op cancel --json of a canceled job: %q (%v), exit %d", out, err, code)
+	}
+	// A piped listing prints "-" for an empty cell: the exec op has no unit.
+	if out, _, code := unitrun(t, "op", "list"); code != 0 || !strings.Contains(out, "sh\ttrue\t1-1\tfalse\t-\n") {
+		t.Errorf("op list piped: %q, exit %d; want - in the empty unit column", out, code)
+	}
+}
+
+// recordFields parses "name\tvalue" lines; each line must have exactly
+// one tab.
+func recordFields(t *testing.T, out string) map[string]string {
+	t.Helper()
+	fields := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		k, v, ok := strings.Cut(line, "\t")
+		if !ok || strings.Contains(v, "\t") {
+			t.Errorf("record line %q is not name<TAB>value", line)
+			continue
+		}
+		fields[k] = v
+	}
+	return fields
+}
+
+// TestOpCallDashDash: "op call NAME -- ARGS" passes ARGS, not "--".
+func TestOpCallDashDash(t *testing.T) {
+	t.Setenv("UNITRUN_SOCKET", startDaemon(t))
+	out, errs, code := unitrun(t, "op", "call", "-q", "sh", "--", "echo ran")
+	if code != 0 || out != "ran\n" {
+		t.Errorf("op call sh -- SCRIPT: stdout %q, stderr %q, exit %d; want the script run alone", out, errs, code)
+	}
+}
+
+// TestOpCallInterrupt sends SIGINT to "op call" while its job runs: the
+// job goes on and the message names it; with --cancel-on-interrupt, or
+// for an op with on_disconnect "stop", the job is canceled and unitrun
+// exits with its final status.
+func TestOpCallInterrupt(t *testing.T) {
+	sock := systemdtest.StartDaemon(t, `
+[[op]]
+name = "sh"
+exec = ["/bin/sh", "-c"]
+args = { min = 1, max = 1 }
+
+[[op]]
+name = "sh-stop"
+exec = ["/bin/sh", "-c"]
+args = { min = 1, max = 1 }
+on_disconnect = "stop"
+`).API
+	t.Setenv("UNITRUN_SOCKET", sock)
+	idRE := regexp.MustCompile(`job (\S+) \(op `)
+	for _, tc := range []struct {
+		args      []string
+		wantCode  int
+		wantErr   string
+		wantState hostapi.State
+	}{
+		{[]string{"sh"}, 128 + int(syscall.SIGINT), "goes on", hostapi.StateRunning},
+		{[]string{"--cancel-on-interrupt", "sh"}, 128 + int(syscall.SIGTERM), "canceled", hostapi.StateCanceled},
+		{[]string{"sh-stop"}, 128 + int(syscall.SIGTERM), "canceled", hostapi.StateCanceled},
+	} {
+		cmd := exec.Command(systemdtest.Binary(t), append(append([]string{"op", "call"}, tc.args...), "echo started; sleep 30")...)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if line != "started\n" {
+			cmd.Process.Kill()
+			t.Fatalf("op call %v: first output %q (%v)", tc.args, line, err)
+		}
+		cmd.Process.Signal(syscall.SIGINT)
+		err = cmd.Wait()
+		code := cmd.ProcessState.ExitCode()
+		errs := errb.String()
+		m := idRE.FindStringSubmatch(errs)
+		if m == nil {
+			t.Fatalf("op call %v: stderr %q names no job", tc.args, errs)
+		}
+		id := m[1]
+		if code != tc.wantCode || !strings.Contains(errs, tc.wantErr) || !strings.Contains(errs, id) {
+			t.Errorf("op call %v after SIGINT: exit %d (%v), stderr %q; want exit %d and %q with the job id", tc.args, code, err, errs, tc.wantCode, tc.wantErr)
+		}
+		if tc.wantState == hostapi.StateRunning && !strings.Contains(errs, "unitrun op cancel "+id) {
+			t.Errorf("op call %v after SIGINT: stderr %q does not tell how to cancel the job", tc.args, errs)
+		}
+		out, _, _ := unitrun(t, "op", "status", "--json", id)
+		var rec hostapi.Record
+		if err := json.Unmarshal([]byte(out), &rec); err != nil || rec.State != tc.wantState {
+			t.Errorf("op call %v: after SIGINT the job is %q (%v), want %s", tc.args, rec.State, err, tc.wantState)
+		}
+		unitrun(t, "op", "cancel", id)
+	}
+}
