@@ -1,0 +1,98 @@
+package job_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/job"
+	"github.com/unitrun/unitrun/manager"
+)
+
+// TestStartAcrossDaemonReexec starts commands without pause from 8
+// goroutines while the manager is daemon-reexecuted 6 times, each time
+// once 10 more commands have ended, so that start calls are in flight
+// when the manager closes its connections. Every command must run
+// exactly once (each appends a line to a file of its own) and be
+// reported with its own exit status and output: a start call lost with
+// the connection is made again only if it never reached systemd.
+func TestStartAcrossDaemonReexec(t *testing.T) {
+	const workers, reexecs, between = 8, 6, 10
+	conn, ctl := systemdtest.Dial(t), systemdtest.Dial(t)
+	dir := t.TempDir()
+	var (
+		stop  atomic.Bool
+		ended = make(chan struct{}, 1024)
+		mu    sync.Mutex
+		runs  []error // by job number: what was wrong with it, if anything
+		wg    sync.WaitGroup
+		next  atomic.Int64
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				i := int(next.Add(1) - 1)
+				err := checkOnce(conn, dir, i)
+				mu.Lock()
+				for len(runs) <= i {
+					runs = append(runs, nil)
+				}
+				runs[i] = err
+				mu.Unlock()
+				select {
+				case ended <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}
+	for range reexecs {
+		for range between {
+			<-ended
+		}
+		if err := ctl.Reexecute(context.Background()); err != nil {
+			stop.Store(true)
+			wg.Wait()
+			t.Fatalf("daemon-reexec: %v", err)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("%d commands across %d daemon-reexecs", len(runs), reexecs)
+	for _, err := range runs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// checkOnce runs command i, which appends a line to dir/i, prints i and
+// exits with i%256, and returns what is wrong with what was reported or
+// with the number of times it ran.
+func checkOnce(mgr *manager.Conn, dir string, i int) error {
+	file := filepath.Join(dir, fmt.Sprint(i))
+	c := job.Command(mgr, "/bin/sh", "-c", `echo ran >> "$1"; echo "$2"; exit $(($2 % 256))`, "sh", file, fmt.Sprint(i))
+	out, err := c.Output()
+	if b, rerr := os.ReadFile(file); rerr != nil || string(b) != "ran\n" {
+		return fmt.Errorf("command %d ran %q times (%v), want once; reported %v", i, b, rerr, err)
+	}
+	want := i % 256
+	var ee *job.ExitError
+	switch {
+	case want == 0 && err != nil, want != 0 && !errors.As(err, &ee):
+		return fmt.Errorf("command %d: %v, want exit status %d", i, err, want)
+	case c.Status == nil || c.Status.ExitCode != want:
+		return fmt.Errorf("command %d: status %+v, want exit status %d", i, c.Status, want)
+	case string(out) != fmt.Sprintf("%d\n", i):
+		return fmt.Errorf("command %d: output %q", i, out)
+	}
+	return nil
+}
