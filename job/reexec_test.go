@@ -9,10 +9,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/unit"
 )
 
 // TestStartAcrossDaemonReexec starts commands without pause from 8
@@ -95,4 +97,62 @@ func checkOnce(mgr *manager.Conn, dir string, i int) error {
 		return fmt.Errorf("command %d: output %q", i, out)
 	}
 	return nil
+}
+
+// TestStartUnitAcrossDaemonReexec is TestStartAcrossDaemonReexec for
+// job.Start: 8 goroutines start 48 oneshot units of unit files, one each,
+// while the manager is daemon-reexecuted 6 times, each time once 6 more
+// have ended. Each unit's command must run exactly once and be reported
+// with its own exit status.
+func TestStartUnitAcrossDaemonReexec(t *testing.T) {
+	const units, workers, reexecs, between = 48, 8, 6, 6
+	conn, ctl := systemdtest.Dial(t), systemdtest.Dial(t)
+	dir, unitDir := t.TempDir(), systemdtest.RuntimeUnitDir(t)
+	names := make([]string, units)
+	for i := range names {
+		names[i] = unit.RandomName(fmt.Sprintf("unitrun-test-reexec%d-", i), "service")
+		systemdtest.WriteUnit(t, filepath.Join(unitDir, names[i]), fmt.Sprintf(
+			"[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo ran >> %s/%d; exit %d'\n", dir, i, i))
+	}
+	if err := ctl.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	errs := make([]error, units)
+	ended := make(chan struct{}, units)
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < units; i = int(next.Add(1) - 1) {
+				st, err := job.Start(context.Background(), conn, names[i])
+				// Lets systemd unload the unit; made again when a reexec took it.
+				for manager.IsConnLost(conn.ResetFailedUnit(context.Background(), names[i])) {
+					time.Sleep(50 * time.Millisecond)
+				}
+				if b, rerr := os.ReadFile(filepath.Join(dir, fmt.Sprint(i))); rerr != nil || string(b) != "ran\n" {
+					errs[i] = fmt.Errorf("unit %d ran %q times (%v), want once; reported %v", i, b, rerr, err)
+				} else if st == nil || st.ExitCode != i || (i == 0) != (err == nil) {
+					errs[i] = fmt.Errorf("unit %d: %v (status %+v), want exit status %d", i, err, st, i)
+				}
+				ended <- struct{}{}
+			}
+		}()
+	}
+	for range reexecs {
+		for range between {
+			<-ended
+		}
+		if err := ctl.Reexecute(context.Background()); err != nil {
+			t.Errorf("daemon-reexec: %v", err)
+			break
+		}
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
 }

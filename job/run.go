@@ -219,10 +219,7 @@ func (r *run) next(ctx context.Context) (manager.Event, error) {
 // manager is back.
 func (r *run) reread(ctx context.Context) error {
 	for _, iface := range []string{manager.UnitIface, manager.ServiceIface} {
-		props, err := r.mgr.Properties(ctx, r.unit, iface)
-		for manager.IsConnLost(err) && sleep(ctx, releaseRetry) {
-			props, err = r.mgr.Properties(ctx, r.unit, iface)
-		}
+		props, err := properties(ctx, r.mgr, r.unit, iface)
 		if err != nil {
 			return fmt.Errorf("%s: re-read after reconnect: %w", r.unit, err)
 		}
@@ -232,6 +229,17 @@ func (r *run) reread(ctx context.Context) error {
 		return fmt.Errorf("%s: %w", r.unit, ErrCollected)
 	}
 	return nil
+}
+
+// properties reads the unit's properties on one interface, as
+// manager.Conn.Properties does; a read lost with the connection (the
+// manager re-executing) is made again once the manager is back.
+func properties(ctx context.Context, mgr *manager.Conn, name, iface string) (map[string]dbus.Variant, error) {
+	props, err := mgr.Properties(ctx, name, iface)
+	for manager.IsConnLost(err) && sleep(ctx, releaseRetry) {
+		props, err = mgr.Properties(ctx, name, iface)
+	}
+	return props, err
 }
 
 // jobGone reports whether the unit has no job pending (read after reconnect).
