@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	godbus "github.com/godbus/dbus/v5"
+
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
@@ -154,5 +156,73 @@ func TestStartUnitAcrossDaemonReexec(t *testing.T) {
 		if err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestStartCallLost loses the answer of the call that creates a command's
+// unit, as a daemon-reexec does, in each of its three ways: after systemd
+// made the unit (the answer lost), before it did (the call lost), and
+// with the name taken meanwhile by a unit that someone else made. The
+// command runs exactly once in the first two and is reported with its
+// exit status and output; the third is ErrUnitExists, the other unit
+// untouched.
+func TestStartCallLost(t *testing.T) {
+	conn := systemdtest.Dial(t)
+	dir := t.TempDir()
+	other := func(real job.StartTransient, c *manager.Conn, ctx context.Context, name string) {
+		props := []unit.Property{unit.Exec("ExecStart", "/bin/sleep", []string{"sleep", "30"})}
+		if _, err := real(c, ctx, name, "fail", props); err != nil {
+			t.Errorf("someone else's unit %s: %v", name, err)
+		}
+	}
+	for i, how := range []string{"answer", "call", "taken"} {
+		t.Run(how, func(t *testing.T) {
+			lost := false
+			defer job.SetStartTransient(func(real job.StartTransient) job.StartTransient {
+				return func(c *manager.Conn, ctx context.Context, name, mode string, props []unit.Property, aux ...manager.Aux) (godbus.ObjectPath, error) {
+					if lost {
+						return real(c, ctx, name, mode, props, aux...)
+					}
+					lost = true
+					switch how {
+					case "answer":
+						real(c, ctx, name, mode, props, aux...)
+					case "taken":
+						other(real, c, ctx, name)
+					}
+					return "", godbus.ErrClosed
+				}
+			})()
+			file := filepath.Join(dir, how)
+			c := job.Command(conn, "/bin/sh", "-c", `echo ran >> "$1"; echo out; exit 3`, "sh", file)
+			c.Name = fmt.Sprintf("unitrun-test-lost%d-%d.service", i, os.Getpid())
+			out, err := c.Output()
+			if how == "taken" {
+				if !errors.Is(err, job.ErrUnitExists) {
+					t.Errorf("Run: %v, want ErrUnitExists", err)
+				}
+				if _, err := os.Stat(file); err == nil {
+					t.Error("the command ran")
+				}
+				if props, err := conn.Properties(context.Background(), c.Name, manager.UnitIface); err != nil || props["ActiveState"].Value() == "failed" || props["LoadState"].Value() != "loaded" {
+					t.Errorf("someone else's unit: %v %v, %v; want it loaded and not failed", props["LoadState"], props["ActiveState"], err)
+				}
+				conn.StopUnit(context.Background(), c.Name, "replace")
+				if !gone(t, c.Name) {
+					t.Errorf("someone else's unit %s still loaded after its stop", c.Name)
+				}
+				return
+			}
+			var ee *job.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode != 3 || string(out) != "out\n" {
+				t.Errorf("Run: %v, output %q; want exit status 3 and output \"out\\n\"", err, out)
+			}
+			if b, err := os.ReadFile(file); string(b) != "ran\n" {
+				t.Errorf("the command ran %q times (%v), want once", b, err)
+			}
+			if !gone(t, c.Name) {
+				t.Errorf("unit %s still loaded", c.Name)
+			}
+		})
 	}
 }

@@ -75,7 +75,7 @@ func (r *run) create(ctx context.Context, props []unit.Property, aux []manager.A
 	mark := runMark()
 	props = append(props, mark)
 	for {
-		job, err := r.mgr.StartTransientUnit(ctx, r.unit, "fail", props, aux...)
+		job, err := startTransient(r.mgr, ctx, r.unit, "fail", props, aux...)
 		if !manager.IsConnLost(err) {
 			return job, err
 		}
@@ -101,6 +101,10 @@ func (r *run) create(ctx context.Context, props []unit.Property, aux []manager.A
 		return "", ErrUnitExists
 	}
 }
+
+// startTransient is manager.Conn.StartTransientUnit; a test replaces it
+// to lose a call (export_test.go).
+var startTransient = (*manager.Conn).StartTransientUnit
 
 // runMark returns a property that marks one run's unit as made by that
 // run: a journal field (LogExtraFields=) UNITRUN_RUN= with 16 random hex
