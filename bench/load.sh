@@ -6,6 +6,9 @@
 # It boots a fresh embedded manager in a temporary directory, so it needs
 # root, and stops it and the daemon at the end.
 #
+# FOLLOW=N, instead of the load, has N callers follow the log of one job
+# (300 lines over 3 s) and check every byte (load -follow).
+#
 # FAULT=kill|stop|reexec injects a fault during the load (give DURATION
 # 15s or more): kill SIGKILLs the daemon 3 times, 3 s apart from 2 s in,
 # and starts it again at once; stop SIGSTOPs it for 10 s from 2 s in;
@@ -43,6 +46,11 @@ name = "echo"
 exec = ["/bin/sh", "-c", "echo \"\$1\"", "sh"]
 args = { min = 1, max = 1, pattern = "^[0-9]+\$" }
 
+[[op]]
+name = "lines"
+exec = ["/bin/sh", "-c", "i=0; while [ \$i -lt \$1 ]; do i=\$((i+1)); echo line \$i; sleep 0.01; done", "sh"]
+args = { min = 1, max = 1, pattern = "^[0-9]+\$" }
+
 [limits]
 max_live_jobs = 1024
 records_keep = $keep
@@ -58,6 +66,7 @@ for _ in $(seq 100); do [ -S "$work/argv.sock" ] && curl -sf --unix-socket "$wor
 echo "unitrun load: $(date -u +%Y-%m-%dT%H:%MZ), systemd $(systemctl --user --version | head -1 | cut -d' ' -f2), load average $(cut -d' ' -f1-3 /proc/loadavg)${FAULT:+, fault $FAULT}"
 faultflags=()
 [ -n "$FAULT" ] && faultflags=(-faults -answers "$work/answers")
+[ -n "${FOLLOW:-}" ] && faultflags=(-follow "$FOLLOW")
 status=0
 bin/benchload -api "$work/api.sock" -argv "$work/argv.sock" -pidfile "$work/daemon.pid" -callers "$CALLERS" -duration "$DURATION" "${faultflags[@]}" "$@" &
 load=$!

@@ -56,6 +56,7 @@ func main() {
 	faults := flag.Bool("faults", false, "the daemon is killed or stopped meanwhile: HTTP calls carry a key and are made again until answered, broken SEQPACKET calls are counted as lost")
 	answers := flag.String("answers", "", "write \"arg job-id\" of each answered call to this file")
 	checkState := flag.String("check-state", "", "check the records in this state dir against -answers, and exit")
+	follow := flag.Int("follow", 0, "instead of the load: this many callers follow the log of one job of the op \"lines\" and check every byte")
 	flag.Parse()
 	if *checkState != "" {
 		os.Exit(check(*checkState, *answers))
@@ -72,7 +73,10 @@ func main() {
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", *api)
 		}}}
-	before := read(*pid)
+	before := read(hc, *pid)
+	if *follow > 0 {
+		os.Exit(followLog(hc, *pid, *follow, *settle, before))
+	}
 	var out answered
 	fronts := []*front{{name: "http", call: func(tag string) (string, error) { return httpCall(hc, tag, *faults) }},
 		{name: "seqpacket", call: func(tag string) (string, error) { return seqCall(*argv, tag) }}}
@@ -108,7 +112,7 @@ func main() {
 		b, _ := os.ReadFile(*pidFile)
 		*pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 	}
-	after := read(*pid)
+	after := read(hc, *pid)
 	if *answers != "" {
 		if err := os.WriteFile(*answers, []byte(out.b.String()), 0o600); err != nil {
 			fmt.Fprintln(os.Stderr, "load:", err)
@@ -126,9 +130,7 @@ func main() {
 		all.wrong += f.wrong
 	}
 	all.print(elapsed)
-	fmt.Printf("%-10s %10s %6s %8s\n", "daemon", "RSS KiB", "fds", "threads")
-	fmt.Printf("%-10s %10d %6d %8d\n", "before", before.rss, before.fds, before.threads)
-	fmt.Printf("%-10s %10d %6d %8d\n", "after", after.rss, after.fds, after.threads)
+	printStats(before, after)
 	for _, f := range fronts {
 		if f.lost > 0 {
 			fmt.Printf("%s calls whose connection broke (answer lost): %d\n", f.name, f.lost)
@@ -319,10 +321,89 @@ func check(stateDir, answersFile string) int {
 	return 0
 }
 
-// stats is what /proc says of the daemon.
-type stats struct{ rss, fds, threads int }
+// followLog starts a job of the op "lines" (300 lines, 10 ms apart) and
+// has n callers follow its log over HTTP from the start to its end, each
+// checking every byte. It prints the daemon's figures before, once all n
+// follow, and after (once settle has passed), and returns the exit
+// status: 1 if a follower got other bytes.
+func followLog(hc *http.Client, pid, n int, settle time.Duration, before stats) int {
+	const lines = 300
+	var want strings.Builder
+	for i := 1; i <= lines; i++ {
+		fmt.Fprintf(&want, "line %d\n", i)
+	}
+	resp, err := hc.Post("http://unitrun/v1/ops/lines", "application/json", strings.NewReader(`{"args": ["`+strconv.Itoa(lines)+`"]}`))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		return 1
+	}
+	var rec hostapi.Record
+	json.NewDecoder(resp.Body).Decode(&rec)
+	resp.Body.Close()
+	if rec.ID == "" {
+		fmt.Fprintf(os.Stderr, "load: call of lines: %s, no job\n", resp.Status)
+		return 1
+	}
+	start := time.Now()
+	var connected sync.WaitGroup
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wrong, firstErr := 0, error(nil)
+	for range n {
+		connected.Add(1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := followOnce(hc, rec.ID, want.String(), connected.Done)
+			if err != nil {
+				mu.Lock()
+				wrong++
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	connected.Wait()
+	during := read(hc, pid)
+	wg.Wait()
+	elapsed := time.Since(start)
+	hc.CloseIdleConnections()
+	time.Sleep(settle)
+	after := read(hc, pid)
+	fmt.Printf("%d callers followed the log of job %s (%d lines, %d bytes) to its end in %v: %d got other bytes\n",
+		n, rec.ID, lines, want.Len(), elapsed.Round(time.Millisecond), wrong)
+	printStats(before, after)
+	fmt.Printf("%-10s %10d %6d %8d %11d   (all %d following)\n", "during", during.rss, during.fds, during.threads, during.goroutines, n)
+	if firstErr != nil {
+		fmt.Println("first wrong follower:", firstErr)
+		return 1
+	}
+	return 0
+}
 
-func read(pid int) stats {
+// followOnce follows the job's log to its end, calls connected once the
+// daemon has answered, and checks the bytes.
+func followOnce(hc *http.Client, id, want string, connected func()) error {
+	resp, err := hc.Get("http://unitrun/v1/jobs/" + id + "/logs?follow=1")
+	connected()
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || string(got) != want {
+		return fmt.Errorf("%s: %d bytes (%v), want %d", resp.Status, len(got), err, len(want))
+	}
+	return nil
+}
+
+// stats is what /proc says of the daemon, and its goroutines (its
+// go_goroutines metric).
+type stats struct{ rss, fds, threads, goroutines int }
+
+func read(hc *http.Client, pid int) stats {
 	var s stats
 	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	fields := map[string]*int{"VmRSS:": &s.rss, "Threads:": &s.threads}
@@ -333,5 +414,25 @@ func read(pid int) stats {
 	}
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	s.fds = len(fds)
+	if resp, err := hc.Get("http://unitrun/metrics"); err == nil {
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "go_goroutines "); ok {
+				s.goroutines, _ = strconv.Atoi(v)
+			}
+		}
+	}
 	return s
+}
+
+// printStats prints the daemon's figures before and after.
+func printStats(before, after stats) {
+	fmt.Printf("%-10s %10s %6s %8s %11s\n", "daemon", "RSS KiB", "fds", "threads", "goroutines")
+	for _, r := range []struct {
+		name string
+		s    stats
+	}{{"before", before}, {"after", after}} {
+		fmt.Printf("%-10s %10d %6d %8d %11d\n", r.name, r.s.rss, r.s.fds, r.s.threads, r.s.goroutines)
+	}
 }
