@@ -5,6 +5,19 @@
 # (default 10s and 200; bench/soak.sh passes 5m and -leak-check).
 # It boots a fresh embedded manager in a temporary directory, so it needs
 # root, and stops it and the daemon at the end.
+#
+# FOLLOW=N, instead of the load, has N callers follow the log of one job
+# (300 lines over 3 s) and check every byte (load -follow).
+#
+# FAULT=kill|stop|reexec injects a fault during the load (give DURATION
+# 15s or more): kill SIGKILLs the daemon 3 times, 3 s apart from 2 s in,
+# and starts it again at once; stop SIGSTOPs it for 10 s from 2 s in;
+# reexec runs systemctl --user daemon-reload at 2 s, then daemon-reexec at
+# 4 s and 7 s. With a fault, HTTP calls carry idempotency keys and are
+# made again until answered, SEQPACKET calls whose connection breaks are
+# counted as lost, records_keep is raised so that no record is pruned, and
+# once the daemon has stopped every job record is checked (load
+# -check-state): none duplicated, wrong or missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${1:-10s}
@@ -24,22 +37,62 @@ go build -o bin/benchload ./bench/load
 bin/unitrun --embedded-dir "$work/m" manager start >/dev/null
 eval "$(bin/unitrun --embedded-dir "$work/m" manager env)"
 export UNITRUN_MANAGER="private:$work/m/systemd/private"
+FAULT=${FAULT:-}
+keep=1000
+[ -n "$FAULT" ] && keep=1000000
 cat >"$work/daemon.toml" <<TOML
 [[op]]
 name = "echo"
 exec = ["/bin/sh", "-c", "echo \"\$1\"", "sh"]
 args = { min = 1, max = 1, pattern = "^[0-9]+\$" }
 
+[[op]]
+name = "lines"
+exec = ["/bin/sh", "-c", "i=0; while [ \$i -lt \$1 ]; do i=\$((i+1)); echo line \$i; sleep 0.01; done", "sh"]
+args = { min = 1, max = 1, pattern = "^[0-9]+\$" }
+
 [limits]
 max_live_jobs = 1024
-records_keep = 1000
+records_keep = $keep
 TOML
-bin/unitrun daemon --config "$work/daemon.toml" --ops-dir "$work/ops.d" --state-dir "$work/state" \
-  --socket "$work/api.sock" --seqpacket "$work/argv.sock" 2>"$work/daemon.log" &
-daemon=$!
+start_daemon() {
+  bin/unitrun daemon --config "$work/daemon.toml" --ops-dir "$work/ops.d" --state-dir "$work/state" \
+    --socket "$work/api.sock" --seqpacket "$work/argv.sock" 2>>"$work/daemon.log" &
+  daemon=$!
+  echo "$daemon" >"$work/daemon.pid"
+}
+start_daemon
 for _ in $(seq 100); do [ -S "$work/argv.sock" ] && curl -sf --unix-socket "$work/api.sock" http://unitrun/healthz >/dev/null && break; sleep 0.1; done
-echo "unitrun load: $(date -u +%Y-%m-%dT%H:%MZ), systemd $(systemctl --user --version | head -1 | cut -d' ' -f2), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "unitrun load: $(date -u +%Y-%m-%dT%H:%MZ), systemd $(systemctl --user --version | head -1 | cut -d' ' -f2), load average $(cut -d' ' -f1-3 /proc/loadavg)${FAULT:+, fault $FAULT}"
+faultflags=()
+[ -n "$FAULT" ] && faultflags=(-faults -answers "$work/answers")
+[ -n "${FOLLOW:-}" ] && faultflags=(-follow "$FOLLOW")
 status=0
-bin/benchload -api "$work/api.sock" -argv "$work/argv.sock" -pid "$daemon" -callers "$CALLERS" -duration "$DURATION" "$@" || status=$?
-echo "job records in the state dir at the end: $(find "$work/state/jobs" -mindepth 1 -maxdepth 1 ! -name '.*' | wc -l) (records_keep 1000)"
+bin/benchload -api "$work/api.sock" -argv "$work/argv.sock" -pidfile "$work/daemon.pid" -callers "$CALLERS" -duration "$DURATION" "${faultflags[@]}" "$@" &
+load=$!
+case "$FAULT" in
+kill)
+  sleep 2
+  for n in 1 2 3; do
+    kill -KILL "$daemon"; wait "$daemon" 2>/dev/null || true
+    start_daemon
+    echo "SIGKILL $n of the daemon at $(date -u +%T.%N | cut -c1-12), started again as pid $daemon"
+    [ "$n" = 3 ] || sleep 3
+  done ;;
+stop)
+  sleep 2; kill -STOP "$daemon"; echo "SIGSTOP at $(date -u +%T)"
+  sleep 10; kill -CONT "$daemon"; echo "SIGCONT at $(date -u +%T)" ;;
+reexec)
+  sleep 2; systemctl --user daemon-reload; echo "daemon-reload at $(date -u +%T.%N | cut -c1-12)"
+  sleep 2; systemctl --user daemon-reexec; echo "daemon-reexec at $(date -u +%T.%N | cut -c1-12)"
+  sleep 3; systemctl --user daemon-reexec; echo "daemon-reexec at $(date -u +%T.%N | cut -c1-12)" ;;
+"") ;;
+*) echo "load.sh: FAULT must be kill, stop or reexec" >&2; kill "$load"; exit 2 ;;
+esac
+wait "$load" || status=$?
+echo "job records in the state dir at the end: $(find "$work/state/jobs" -mindepth 1 -maxdepth 1 ! -name '.*' | wc -l) (records_keep $keep)"
+if [ -n "$FAULT" ]; then
+  kill -TERM "$daemon"; wait "$daemon" 2>/dev/null || true; daemon=
+  bin/benchload -check-state "$work/state" -answers "$work/answers" || status=1
+fi
 exit "$status"

@@ -33,8 +33,10 @@ func (d *Daemon) dropKeyLocked(l *liveJob) {
 }
 
 // keyedLocked returns a copy of the record of the job that uid started
-// with key for op, or nil when there is none (or its record was pruned).
-// The error has CodeKeyConflict when that job had other args.
+// with key for op, or nil when there is none (or its record was pruned),
+// or when that job failed before its command ran (neverRan): that job
+// gives up the key, so that the call is made again. The error has
+// CodeKeyConflict when that job had other args.
 func (d *Daemon) keyedLocked(op string, uid uint32, key string, args []string) (*Record, error) {
 	k := keyOf(op, uid, key)
 	id, ok := d.keys[k]
@@ -53,5 +55,25 @@ func (d *Daemon) keyedLocked(op string, uid uint32, key string, args []string) (
 	if !slices.Equal(rec.Args, args) {
 		return nil, errorf(CodeKeyConflict, fmt.Sprintf("op %q: key %q names job %s, called with other args %q", op, key, id, rec.Args))
 	}
+	if neverRan(rec) {
+		// Stored without the key first, so that a daemon that restarts
+		// never finds two jobs of one key.
+		rec.Key = ""
+		if err := d.store.Put(rec); err != nil {
+			d.Logf("hostapi: job %s: giving up key %q of a job that never ran: %v", id, key, err)
+			rec.Key = key
+			return rec, nil
+		}
+		delete(d.keys, k)
+		return nil, nil
+	}
 	return rec, nil
+}
+
+// neverRan reports whether rec is of a job that failed before its command
+// ran: its start job did not complete (a job_result other than done) and
+// systemd made no run of it (no invocation ID, exit code or signal).
+func neverRan(rec *Record) bool {
+	return rec.State == StateFailed && rec.JobResult != "" && rec.JobResult != "done" &&
+		rec.InvocationID == "" && rec.ExitCode == nil && rec.Signal == ""
 }

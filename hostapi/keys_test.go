@@ -3,10 +3,13 @@ package hostapi
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/unit"
 )
 
 // TestCallKeyed calls ops with idempotency keys: a repeated call gets the
@@ -74,5 +77,57 @@ allow_uids = [0, 65534]
 	}
 	if recs, _ := d2.store.List(); len(recs) != 3 {
 		t.Errorf("%d records after the restarted daemon's answer, want 3", len(recs))
+	}
+}
+
+// TestKeyedCallAfterJobNeverRan calls an op whose unit's start job fails
+// on a dependency, so that its command never runs, then calls it again
+// with the same key once the dependency is fixed: the second call gets a
+// new job, which runs, and a third call gets that job. A keyed job that
+// ran and failed keeps its key (TestCallKeyed).
+func TestKeyedCallAfterJobNeverRan(t *testing.T) {
+	unitDir, dir := systemdtest.RuntimeUnitDir(t), t.TempDir()
+	dep := unit.RandomName("unitrun-test-dep-", "service")
+	main := unit.RandomName("unitrun-test-keyed-", "service")
+	systemdtest.WriteUnit(t, filepath.Join(unitDir, dep), "[Service]\nType=oneshot\nExecStart=/bin/test -e "+dir+"/ready\n")
+	systemdtest.WriteUnit(t, filepath.Join(unitDir, main), "[Unit]\nRequires="+dep+"\nAfter="+dep+"\n[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo ran >> "+dir+"/runs'\n")
+	mgr := systemdtest.Conn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := mgr.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mgr.ResetFailedUnit(context.Background(), dep) })
+	d, _ := newTestDaemon(t, mgr, "\n[[op]]\nname = \"keyed\"\nunit = \""+main+"\"\n")
+	call := func() *Record {
+		t.Helper()
+		rec, err := d.CallKeyed(ctx, root, "keyed", nil, "once")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec, err = d.Wait(ctx, rec.ID); err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	first := call()
+	if first.State != StateFailed || first.JobResult != "dependency" {
+		t.Fatalf("first call: %+v; want failed with job result dependency", first)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ready"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	second := call()
+	if second.ID == first.ID || second.State != StateSucceeded || second.Key != "once" {
+		t.Fatalf("second call with the key: %+v; want a new job that succeeded, with the key", second)
+	}
+	if third := call(); third.ID != second.ID {
+		t.Errorf("third call with the key: job %s, want %s", third.ID, second.ID)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "runs")); string(b) != "ran\n" {
+		t.Errorf("the unit ran %q times (%v), want once", b, err)
+	}
+	if old, err := d.store.Get(first.ID); err != nil || old.Key != "" || old.State != StateFailed {
+		t.Errorf("the first job's record: %+v, %v; want it kept, failed, without the key", old, err)
 	}
 }

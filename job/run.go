@@ -2,6 +2,8 @@ package job
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -42,20 +44,107 @@ func (r *run) start(ctx context.Context, props []unit.Property, aux ...manager.A
 	// The call is not abandoned when ctx ends: systemd may already have
 	// made the unit, and only its answer says so. waitJob then stops it.
 	call, done := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	job, err := r.mgr.StartTransientUnit(call, r.unit, "fail", props, aux...)
+	job, err := r.create(call, props, aux)
 	done()
 	r.closeAfterStart()
 	if err != nil {
 		r.watch.Close()
 		r.closeAfterWait()
 		r.removeDropIn()
-		if manager.IsUnitExists(err) {
+		if manager.IsUnitExists(err) || errors.Is(err, ErrUnitExists) {
 			return fmt.Errorf("%s: %w", r.unit, ErrUnitExists)
 		}
 		return fmt.Errorf("start %s: %w", r.unit, err)
 	}
 	r.job = job
+	if job == "" {
+		// Its start job ended while the connection was down.
+		return r.startedUnseen()
+	}
 	return r.waitJob(ctx)
+}
+
+// create makes the unit (and the aux units beside it) and returns its
+// start job, or "" if the job ended unseen. A call lost with the
+// connection to the manager (a daemon-reexec closes it) is made again
+// once the manager is back, unless the unit shows that it reached
+// systemd: it is loaded and carries this run's mark (runMark). So a
+// command never runs twice, and a unit that someone else made meanwhile
+// is never taken for ours: that one is ErrUnitExists.
+func (r *run) create(ctx context.Context, props []unit.Property, aux []manager.Aux) (dbus.ObjectPath, error) {
+	mark := runMark()
+	props = append(props, mark)
+	for {
+		job, err := startTransient(r.mgr, ctx, r.unit, "fail", props, aux...)
+		if !manager.IsConnLost(err) {
+			return job, err
+		}
+		loaded, rerr := r.loaded(ctx)
+		if rerr == nil && loaded {
+			rerr = r.reread(ctx)
+		}
+		switch {
+		case rerr != nil:
+			return "", err // the manager stays away: the call's own error says so
+		case !loaded:
+			// A new Watch: the events queued in the old one (the
+			// reconnection, which waitJob would answer by reading the
+			// unit anew) are older than the call made again, and a
+			// read then would return a state that the signals of the
+			// unit's start, still on their way, would take back.
+			r.watch.Close()
+			r.watch = r.mgr.WatchProps(r.unit, stateProps...)
+			continue
+		case r.state.marked(mark):
+			return r.state.job(), nil
+		}
+		return "", ErrUnitExists
+	}
+}
+
+// startTransient is manager.Conn.StartTransientUnit; a test replaces it
+// to lose a call (export_test.go).
+var startTransient = (*manager.Conn).StartTransientUnit
+
+// runMark returns a property that marks one run's unit as made by that
+// run: a journal field (LogExtraFields=) UNITRUN_RUN= with 16 random hex
+// digits, which systemd adds to what the unit logs to the journal and
+// which changes nothing else.
+func runMark() unit.Property {
+	var b [8]byte
+	rand.Read(b[:]) // never fails: crypto/rand.Read aborts the program instead
+	field := markField + "=" + hex.EncodeToString(b[:])
+	return unit.Property{Name: "LogExtraFields", Value: dbus.MakeVariant([][]byte{[]byte(field)})}
+}
+
+// markField is the journal field of runMark.
+const markField = "UNITRUN_RUN"
+
+// loaded waits for the manager to be back after a start call lost with
+// the connection and reports whether the unit is loaded, without loading
+// it: a unit loaded by a read would be collected later, and its signals
+// then describe another unit than the one a new call makes. Calls made in
+// a manager's last instant before a daemon-reexec were either carried out
+// before its state was saved or never read, and the manager answers again
+// only once that state is loaded, so the answer is exact.
+func (r *run) loaded(ctx context.Context) (bool, error) {
+	ok, err := r.mgr.Loaded(ctx, r.unit)
+	for manager.IsConnLost(err) && sleep(ctx, releaseRetry) {
+		ok, err = r.mgr.Loaded(ctx, r.unit)
+	}
+	return ok, err
+}
+
+// startedUnseen returns the outcome of a start job that ended while the
+// connection to the manager was down, as the state read anew shows it:
+// nil if the unit is active or its command ran (Wait reports how), else a
+// *JobError, the unit released.
+func (r *run) startedUnseen() error {
+	if r.state.ranCommand() || r.state.str("ActiveState") == "active" {
+		return nil
+	}
+	r.release()
+	return &JobError{Unit: r.unit, Result: "unknown (the connection to the manager broke while the job ran)"}
 }
 
 // waitJob waits for the start job to be removed. A job that did not complete
@@ -103,11 +192,7 @@ func (r *run) waitJob(ctx context.Context) error {
 				return err
 			}
 			if r.jobGone() {
-				if r.state.ranCommand() || r.state.str("ActiveState") == "active" {
-					return nil
-				}
-				r.release()
-				return &JobError{Unit: r.unit, Result: "unknown (the connection to the manager broke while the job ran)"}
+				return r.startedUnseen()
 			}
 		}
 	}
@@ -133,10 +218,12 @@ func (r *run) next(ctx context.Context) (manager.Event, error) {
 // The Unit interface is read first: a run that ends between the two reads
 // then shows an ActiveState that has not ended yet (the signals that
 // follow say when it has), never an ended ActiveState beside the Service
-// properties (Result, ExecMainStatus) of before the end.
+// properties (Result, ExecMainStatus) of before the end. A read lost with
+// the connection (the manager re-executing again) is made again once the
+// manager is back.
 func (r *run) reread(ctx context.Context) error {
 	for _, iface := range []string{manager.UnitIface, manager.ServiceIface} {
-		props, err := r.mgr.Properties(ctx, r.unit, iface)
+		props, err := properties(ctx, r.mgr, r.unit, iface)
 		if err != nil {
 			return fmt.Errorf("%s: re-read after reconnect: %w", r.unit, err)
 		}
@@ -146,6 +233,17 @@ func (r *run) reread(ctx context.Context) error {
 		return fmt.Errorf("%s: %w", r.unit, ErrCollected)
 	}
 	return nil
+}
+
+// properties reads the unit's properties on one interface, as
+// manager.Conn.Properties does; a read lost with the connection (the
+// manager re-executing) is made again once the manager is back.
+func properties(ctx context.Context, mgr *manager.Conn, name, iface string) (map[string]dbus.Variant, error) {
+	props, err := mgr.Properties(ctx, name, iface)
+	for manager.IsConnLost(err) && sleep(ctx, releaseRetry) {
+		props, err = mgr.Properties(ctx, name, iface)
+	}
+	return props, err
 }
 
 // jobGone reports whether the unit has no job pending (read after reconnect).
@@ -240,6 +338,17 @@ func (r *run) release() {
 		r.unpin(ctx)
 	}
 	r.abort()
+}
+
+// sleep pauses for d and reports true, or reports false at once if ctx
+// ends first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-time.After(d):
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // releaseRetry is the pause before release looks again at a unit whose

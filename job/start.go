@@ -1,6 +1,7 @@
 package job
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -26,14 +27,15 @@ func Start(ctx context.Context, mgr *manager.Conn, name string) (*Status, error)
 	r := &run{mgr: mgr, unit: name, state: state{}}
 	r.watch = mgr.WatchProps(name, stateProps...)
 	waits := false
-	if svc, err := mgr.Properties(ctx, name, manager.ServiceIface); err == nil {
+	if svc, err := properties(ctx, mgr, name, manager.ServiceIface); err == nil {
 		r.state.merge(svc)
 		switch r.state.str("Type") {
 		case "oneshot", "simple", "exec", "idle":
 			waits = true
 		}
 	}
-	if u, err := mgr.Properties(ctx, name, manager.UnitIface); err != nil {
+	u, err := properties(ctx, mgr, name, manager.UnitIface)
+	if err != nil {
 		r.watch.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	} else if u["LoadState"].Value() != "loaded" {
@@ -45,14 +47,21 @@ func Start(ctx context.Context, mgr *manager.Conn, name string) (*Status, error)
 	// As for transient units, the call is not abandoned when ctx ends;
 	// waitJob stops the unit then.
 	call, done := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	job, err := mgr.StartUnit(call, name, "replace")
+	before, _ := u["InvocationID"].Value().([]byte)
+	job, err := r.startUnit(call, before)
 	done()
 	if err != nil {
 		r.watch.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	r.job = job
-	if err := r.waitJob(ctx); err != nil {
+	if job == "" {
+		// Its start job ended while the connection was down.
+		err = r.startedUnseen()
+	} else {
+		err = r.waitJob(ctx)
+	}
+	if err != nil {
 		var ee *ExitError
 		if errors.As(err, &ee) {
 			return ee.Status, err
@@ -64,6 +73,32 @@ func Start(ctx context.Context, mgr *manager.Conn, name string) (*Status, error)
 		return &Status{Unit: name, JobResult: "done", Attempts: 1}, nil
 	}
 	return r.wait(ctx)
+}
+
+// startUnit starts the unit and returns its start job, or "" if the job
+// ended unseen. A call lost with the connection to the manager (a
+// daemon-reexec closes it) is made again once the manager is back,
+// unless the unit shows that a start reached systemd: a job of the unit
+// is pending, or its invocation ID is no longer before, the one it had
+// before the call. As Start joins a run in progress, it takes that run
+// for its own.
+func (r *run) startUnit(ctx context.Context, before []byte) (dbus.ObjectPath, error) {
+	for {
+		job, err := r.mgr.StartUnit(ctx, r.unit, "replace")
+		if !manager.IsConnLost(err) {
+			return job, err
+		}
+		if r.reread(ctx) != nil {
+			return "", err // the manager stays away: the call's own error says so
+		}
+		if id, _ := r.state["InvocationID"].Value().([]byte); r.state.job() != "" || !bytes.Equal(id, before) {
+			return r.state.job(), nil
+		}
+		// As in create: no event queued before the call made again is read.
+		r.state = state{}
+		r.watch.Close()
+		r.watch = r.mgr.WatchProps(r.unit, stateProps...)
+	}
 }
 
 // Attach waits for the run in progress of a transient unit that unitrun

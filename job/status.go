@@ -1,13 +1,18 @@
 package job
 
 import (
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"syscall"
 	"time"
 
 	"github.com/godbus/dbus/v5"
+
+	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/unit"
 )
 
 // Status is what happened to one run of a unit: systemd's own account, read
@@ -145,6 +150,24 @@ func (s state) ended() bool {
 func (s state) invoked() bool {
 	id, _ := s["InvocationID"].Value().([]byte)
 	return len(id) > 0
+}
+
+// job returns the unit's pending job, or "" if it has none.
+func (s state) job() dbus.ObjectPath {
+	v, _ := s["Job"].Value().([]any)
+	if len(v) != 2 || !manager.JobPending(s) {
+		return ""
+	}
+	path, _ := v[1].(dbus.ObjectPath)
+	return path
+}
+
+// marked reports whether the unit carries mark, the property (runMark)
+// that a run set on the unit it made.
+func (s state) marked(mark unit.Property) bool {
+	want := mark.Value.Value().([][]byte)[0]
+	have, _ := s["LogExtraFields"].Value().([][]byte)
+	return slices.ContainsFunc(have, func(f []byte) bool { return bytes.Equal(f, want) })
 }
 
 // ran reports whether the main process of this run was started and ended.

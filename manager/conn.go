@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/godbus/dbus/v5"
@@ -437,6 +440,18 @@ func (c *Conn) Properties(ctx context.Context, name, iface string) (map[string]d
 	return props, nil
 }
 
+// Loaded reports whether the manager has the named unit loaded. Unlike
+// Properties, it loads no unit that is not (systemd's GetUnit), so that
+// nothing about the name changes in the manager.
+func (c *Conn) Loaded(ctx context.Context, name string) (bool, error) {
+	var path dbus.ObjectPath
+	err := c.call(ctx, "GetUnit", []any{&path}, name)
+	if IsNoSuchUnit(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // ListUnitNames returns the names of the units the manager has loaded whose
 // name has the given prefix. The manager filters them (ListUnitsByPatterns),
 // so that the answer holds only those, not every unit of a host.
@@ -501,6 +516,21 @@ func (c *Conn) Exit(ctx context.Context) error { return c.call(ctx, "Exit", nil)
 func IsUnitExists(err error) bool {
 	var de dbus.Error
 	return errors.As(err, &de) && de.Name == "org.freedesktop.systemd1.UnitExists"
+}
+
+// IsConnLost reports whether err ended a call because the connection to
+// the manager broke under it (a daemon-reexec closes every connection, so
+// does a bus restart): the call may or may not have reached the manager,
+// and only what the manager shows once it is back tells. A reply of the
+// manager, the end of the call's context and a closed Conn (ErrClosed)
+// are not.
+func IsConnLost(err error) bool {
+	for _, e := range []error{dbus.ErrClosed, io.EOF, io.ErrUnexpectedEOF, net.ErrClosed, syscall.EPIPE, syscall.ECONNRESET} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // IsNoSuchUnit reports whether err says the unit is not loaded.

@@ -7,16 +7,29 @@
 // SETTLE has passed). bench/load.sh and bench/soak.sh run it.
 //
 // Usage: load -api SOCK -argv SOCK -pid PID [-callers 200] [-duration 10s]
-// [-settle 3s] [-leak-check]. With -leak-check it exits 1 when any call got
-// a wrong answer, the fds grew by more than 5 or the RSS by more than
-// -max-rss-growth MiB.
+// [-settle 3s] [-leak-check] [-faults -answers FILE]. With -leak-check it
+// exits 1 when any call got a wrong answer, the fds grew by more than 5 or
+// the RSS by more than -max-rss-growth MiB. With -pidfile the daemon's pid
+// is read from a file at each look, for a daemon restarted meanwhile.
+//
+// With -faults, for a daemon killed or stopped during the load, an HTTP
+// call carries an idempotency key ("load-" and its arg) and is made again
+// until it is answered, and a SEQPACKET call whose connection breaks is
+// counted as lost, not wrong. -answers writes "arg job-id" for each call
+// answered; "load -check-state DIR -answers FILE", run once the daemon has
+// stopped, then reads every job record in the state dir and prints the
+// records duplicated (two jobs of one arg), wrong (not succeeded with the
+// arg as output) and missing (an answered job with no record), and exits 1
+// if there is any.
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -39,18 +52,34 @@ func main() {
 	settle := flag.Duration("settle", 3*time.Second, "wait after the load before reading the daemon's figures")
 	leakCheck := flag.Bool("leak-check", false, "exit 1 on a wrong answer or fds/RSS growth")
 	maxRSS := flag.Int("max-rss-growth", 64, "RSS growth in MiB that -leak-check allows")
+	pidFile := flag.String("pidfile", "", "a file that holds the daemon's pid (instead of -pid)")
+	faults := flag.Bool("faults", false, "the daemon is killed or stopped meanwhile: HTTP calls carry a key and are made again until answered, broken SEQPACKET calls are counted as lost")
+	answers := flag.String("answers", "", "write \"arg job-id\" of each answered call to this file")
+	checkState := flag.String("check-state", "", "check the records in this state dir against -answers, and exit")
+	follow := flag.Int("follow", 0, "instead of the load: this many callers follow the log of one job of the op \"lines\" and check every byte")
 	flag.Parse()
+	if *checkState != "" {
+		os.Exit(check(*checkState, *answers))
+	}
+	if *pidFile != "" {
+		b, _ := os.ReadFile(*pidFile)
+		*pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
 	if *api == "" || *argv == "" || *pid == 0 {
-		fmt.Fprintln(os.Stderr, "load: -api, -argv and -pid are required")
+		fmt.Fprintln(os.Stderr, "load: -api, -argv and -pid (or -pidfile) are required")
 		os.Exit(2)
 	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *callers,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", *api)
 		}}}
-	before := read(*pid)
-	fronts := []*front{{name: "http", call: func(tag string) error { return httpCall(hc, tag) }},
-		{name: "seqpacket", call: func(tag string) error { return seqCall(*argv, tag) }}}
+	before := read(hc, *pid)
+	if *follow > 0 {
+		os.Exit(followLog(hc, *pid, *follow, *settle, before))
+	}
+	var out answered
+	fronts := []*front{{name: "http", call: func(tag string) (string, error) { return httpCall(hc, tag, *faults) }},
+		{name: "seqpacket", call: func(tag string) (string, error) { return seqCall(*argv, tag) }}}
 	start := time.Now()
 	end := start.Add(*duration)
 	var wg sync.WaitGroup
@@ -61,8 +90,17 @@ func main() {
 			defer wg.Done()
 			for n := 0; time.Now().Before(end); n++ {
 				t0 := time.Now()
-				err := f.call(strconv.Itoa(c*1_000_000 + n))
+				tag := strconv.Itoa(c*1_000_000 + n)
+				id, err := f.call(tag)
+				var broken *brokenError
+				if *faults && errors.As(err, &broken) {
+					f.lose()
+					continue
+				}
 				f.record(time.Since(t0), err)
+				if err == nil {
+					out.add(tag, id)
+				}
 			}
 		}()
 	}
@@ -70,7 +108,17 @@ func main() {
 	elapsed := time.Since(start)
 	hc.CloseIdleConnections()
 	time.Sleep(*settle)
-	after := read(*pid)
+	if *pidFile != "" {
+		b, _ := os.ReadFile(*pidFile)
+		*pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+	after := read(hc, *pid)
+	if *answers != "" {
+		if err := os.WriteFile(*answers, []byte(out.b.String()), 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, "load:", err)
+			os.Exit(1)
+		}
+	}
 
 	fmt.Printf("%d callers (%d HTTP, %d SEQPACKET) for %v, %d cores\n", *callers, (*callers+1)/2, *callers/2, *duration, runtime.NumCPU())
 	fmt.Printf("%-10s %8s %7s %8s %8s %8s\n", "front", "calls", "wrong", "jobs/s", "p50 ms", "p99 ms")
@@ -82,9 +130,12 @@ func main() {
 		all.wrong += f.wrong
 	}
 	all.print(elapsed)
-	fmt.Printf("%-10s %10s %6s %8s\n", "daemon", "RSS KiB", "fds", "threads")
-	fmt.Printf("%-10s %10d %6d %8d\n", "before", before.rss, before.fds, before.threads)
-	fmt.Printf("%-10s %10d %6d %8d\n", "after", after.rss, after.fds, after.threads)
+	printStats(before, after)
+	for _, f := range fronts {
+		if f.lost > 0 {
+			fmt.Printf("%s calls whose connection broke (answer lost): %d\n", f.name, f.lost)
+		}
+	}
 	for _, f := range fronts {
 		if f.firstErr != nil {
 			fmt.Printf("first wrong answer on %s: %v\n", f.name, f.firstErr)
@@ -102,12 +153,36 @@ func main() {
 // front is one front end's calls and what they measured.
 type front struct {
 	name     string
-	call     func(tag string) error
+	call     func(tag string) (id string, err error)
 	mu       sync.Mutex
 	lat      []time.Duration
 	wrong    int
+	lost     int
 	firstErr error
 }
+
+func (f *front) lose() {
+	f.mu.Lock()
+	f.lost++
+	f.mu.Unlock()
+}
+
+// answered collects "arg job-id" lines of the calls answered.
+type answered struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (a *answered) add(tag, id string) {
+	a.mu.Lock()
+	fmt.Fprintf(&a.b, "%s %s\n", tag, id)
+	a.mu.Unlock()
+}
+
+// brokenError is a call whose connection broke before it was answered.
+type brokenError struct{ err error }
+
+func (e *brokenError) Error() string { return "connection broke: " + e.err.Error() }
 
 func (f *front) record(d time.Duration, err error) {
 	f.mu.Lock()
@@ -134,50 +209,201 @@ func (f *front) print(elapsed time.Duration) {
 		float64(len(f.lat))/elapsed.Seconds(), pct(0.5), pct(0.99))
 }
 
-// httpCall calls echo over HTTP, waiting, and checks the record.
-func httpCall(hc *http.Client, tag string) error {
-	resp, err := hc.Post("http://unitrun/v1/ops/echo", "application/json", strings.NewReader(`{"args": ["`+tag+`"], "wait": true}`))
-	if err != nil {
-		return err
+// httpCall calls echo over HTTP, waiting, checks the record and returns
+// its job id. With keyed, the call carries a key and is made again while
+// the daemon cannot be reached or breaks the connection, for up to 2
+// minutes.
+func httpCall(hc *http.Client, tag string, keyed bool) (string, error) {
+	body := `{"args": ["` + tag + `"], "wait": true}`
+	if keyed {
+		body = `{"args": ["` + tag + `"], "wait": true, "key": "load-` + tag + `"}`
 	}
-	defer resp.Body.Close()
-	var rec hostapi.Record
-	switch err := json.NewDecoder(resp.Body).Decode(&rec); {
-	case err != nil:
-		return fmt.Errorf("%s: %v", resp.Status, err)
-	case rec.State != hostapi.StateSucceeded, rec.OutputTail != tag+"\n":
-		return fmt.Errorf("%s: job %s %s, output %q: want succeeded with %q", resp.Status, rec.ID, rec.State, rec.OutputTail, tag+"\n")
+	for give := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		id, err := httpOnce(hc, body, tag)
+		var broken *brokenError
+		if !keyed || !errors.As(err, &broken) || time.Now().After(give) {
+			return id, err
+		}
 	}
-	return nil
 }
 
-// seqCall calls echo over SEQPACKET and checks the response.
-func seqCall(sock, tag string) error {
+// httpOnce makes one HTTP call; a call whose connection breaks before the
+// record is read is a *brokenError.
+func httpOnce(hc *http.Client, body, tag string) (string, error) {
+	resp, err := hc.Post("http://unitrun/v1/ops/echo", "application/json", strings.NewReader(body))
+	if err != nil {
+		return "", &brokenError{err}
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", &brokenError{err}
+	}
+	var rec hostapi.Record
+	switch err := json.Unmarshal(data, &rec); {
+	case err != nil:
+		return "", fmt.Errorf("%s: %v", resp.Status, err)
+	case rec.State != hostapi.StateSucceeded, rec.OutputTail != tag+"\n":
+		return "", fmt.Errorf("%s: job %s %s, output %q: want succeeded with %q", resp.Status, rec.ID, rec.State, rec.OutputTail, tag+"\n")
+	}
+	return rec.ID, nil
+}
+
+// seqCall calls echo over SEQPACKET, checks the response and returns the
+// job id; a call whose connection breaks before the answer is a
+// *brokenError.
+func seqCall(sock, tag string) (string, error) {
 	c, err := net.Dial("unixpacket", sock)
 	if err != nil {
-		return err
+		return "", &brokenError{err}
 	}
 	defer c.Close()
 	pkt, _ := hostapi.EncodeRequest("echo", []string{tag})
 	if _, err := c.Write(pkt); err != nil {
-		return err
+		return "", &brokenError{err}
 	}
 	buf := make([]byte, 4096)
 	n, err := c.Read(buf)
-	if err != nil {
-		return err
+	if err != nil || n == 0 {
+		return "", &brokenError{fmt.Errorf("read %d bytes: %v", n, err)}
 	}
 	ok, id, msg, err := hostapi.ParseResponse(buf[:n])
 	if err != nil || !ok || id == "" {
-		return fmt.Errorf("response %v %q %q (%v)", ok, id, msg, err)
+		return "", fmt.Errorf("response %v %q %q (%v)", ok, id, msg, err)
+	}
+	return id, nil
+}
+
+// check reads every job record in the state dir and the answers file and
+// prints the records duplicated, wrong and missing; it returns the exit
+// status: 1 if there is any.
+func check(stateDir, answersFile string) int {
+	store, err := hostapi.OpenStore(stateDir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		return 1
+	}
+	recs, err := store.List()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		return 1
+	}
+	byTag, byID := map[string]int{}, map[string]bool{}
+	wrong, dup, missing := 0, 0, 0
+	for _, r := range recs {
+		byID[r.ID] = true
+		if len(r.Args) != 1 {
+			continue
+		}
+		if byTag[r.Args[0]]++; byTag[r.Args[0]] == 2 {
+			dup++
+		}
+		if r.State != hostapi.StateSucceeded || r.OutputTail != r.Args[0]+"\n" {
+			wrong++
+			fmt.Printf("wrong record: job %s arg %s: %s %q\n", r.ID, r.Args[0], r.State, r.Message)
+		}
+	}
+	data, err := os.ReadFile(answersFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		return 1
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	for _, line := range lines {
+		if _, id, ok := strings.Cut(line, " "); ok && !byID[id] {
+			missing++
+		}
+	}
+	fmt.Printf("records: %d for %d answered calls; duplicated %d, wrong %d, missing %d\n", len(recs), len(lines), dup, wrong, missing)
+	if dup+wrong+missing > 0 {
+		return 1
+	}
+	return 0
+}
+
+// followLog starts a job of the op "lines" (300 lines, 10 ms apart) and
+// has n callers follow its log over HTTP from the start to its end, each
+// checking every byte. It prints the daemon's figures before, once all n
+// follow, and after (once settle has passed), and returns the exit
+// status: 1 if a follower got other bytes.
+func followLog(hc *http.Client, pid, n int, settle time.Duration, before stats) int {
+	const lines = 300
+	var want strings.Builder
+	for i := 1; i <= lines; i++ {
+		fmt.Fprintf(&want, "line %d\n", i)
+	}
+	resp, err := hc.Post("http://unitrun/v1/ops/lines", "application/json", strings.NewReader(`{"args": ["`+strconv.Itoa(lines)+`"]}`))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		return 1
+	}
+	var rec hostapi.Record
+	json.NewDecoder(resp.Body).Decode(&rec)
+	resp.Body.Close()
+	if rec.ID == "" {
+		fmt.Fprintf(os.Stderr, "load: call of lines: %s, no job\n", resp.Status)
+		return 1
+	}
+	start := time.Now()
+	var connected sync.WaitGroup
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wrong, firstErr := 0, error(nil)
+	for range n {
+		connected.Add(1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := followOnce(hc, rec.ID, want.String(), connected.Done)
+			if err != nil {
+				mu.Lock()
+				wrong++
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	connected.Wait()
+	during := read(hc, pid)
+	wg.Wait()
+	elapsed := time.Since(start)
+	hc.CloseIdleConnections()
+	time.Sleep(settle)
+	after := read(hc, pid)
+	fmt.Printf("%d callers followed the log of job %s (%d lines, %d bytes) to its end in %v: %d got other bytes\n",
+		n, rec.ID, lines, want.Len(), elapsed.Round(time.Millisecond), wrong)
+	printStats(before, after)
+	fmt.Printf("%-10s %10d %6d %8d %11d   (all %d following)\n", "during", during.rss, during.fds, during.threads, during.goroutines, n)
+	if firstErr != nil {
+		fmt.Println("first wrong follower:", firstErr)
+		return 1
+	}
+	return 0
+}
+
+// followOnce follows the job's log to its end, calls connected once the
+// daemon has answered, and checks the bytes.
+func followOnce(hc *http.Client, id, want string, connected func()) error {
+	resp, err := hc.Get("http://unitrun/v1/jobs/" + id + "/logs?follow=1")
+	connected()
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || string(got) != want {
+		return fmt.Errorf("%s: %d bytes (%v), want %d", resp.Status, len(got), err, len(want))
 	}
 	return nil
 }
 
-// stats is what /proc says of the daemon.
-type stats struct{ rss, fds, threads int }
+// stats is what /proc says of the daemon, and its goroutines (its
+// go_goroutines metric).
+type stats struct{ rss, fds, threads, goroutines int }
 
-func read(pid int) stats {
+func read(hc *http.Client, pid int) stats {
 	var s stats
 	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	fields := map[string]*int{"VmRSS:": &s.rss, "Threads:": &s.threads}
@@ -188,5 +414,25 @@ func read(pid int) stats {
 	}
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	s.fds = len(fds)
+	if resp, err := hc.Get("http://unitrun/metrics"); err == nil {
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "go_goroutines "); ok {
+				s.goroutines, _ = strconv.Atoi(v)
+			}
+		}
+	}
 	return s
+}
+
+// printStats prints the daemon's figures before and after.
+func printStats(before, after stats) {
+	fmt.Printf("%-10s %10s %6s %8s %11s\n", "daemon", "RSS KiB", "fds", "threads", "goroutines")
+	for _, r := range []struct {
+		name string
+		s    stats
+	}{{"before", before}, {"after", after}} {
+		fmt.Printf("%-10s %10d %6d %8d %11d\n", r.name, r.s.rss, r.s.fds, r.s.threads, r.s.goroutines)
+	}
 }

@@ -1,0 +1,228 @@
+package job_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	godbus "github.com/godbus/dbus/v5"
+
+	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/job"
+	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/unit"
+)
+
+// TestStartAcrossDaemonReexec starts commands without pause from 8
+// goroutines while the manager is daemon-reexecuted 6 times, each time
+// once 10 more commands have ended, so that start calls are in flight
+// when the manager closes its connections. Every command must run
+// exactly once (each appends a line to a file of its own) and be
+// reported with its own exit status and output: a start call lost with
+// the connection is made again only if it never reached systemd.
+func TestStartAcrossDaemonReexec(t *testing.T) {
+	const workers, reexecs, between = 8, 6, 10
+	conn, ctl := systemdtest.Dial(t), systemdtest.Dial(t)
+	dir := t.TempDir()
+	var (
+		stop  atomic.Bool
+		ended = make(chan struct{}, 1024)
+		mu    sync.Mutex
+		runs  []error // by job number: what was wrong with it, if anything
+		wg    sync.WaitGroup
+		next  atomic.Int64
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				i := int(next.Add(1) - 1)
+				err := checkOnce(conn, dir, i)
+				mu.Lock()
+				for len(runs) <= i {
+					runs = append(runs, nil)
+				}
+				runs[i] = err
+				mu.Unlock()
+				select {
+				case ended <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}
+	for range reexecs {
+		for range between {
+			<-ended
+		}
+		if err := ctl.Reexecute(context.Background()); err != nil {
+			stop.Store(true)
+			wg.Wait()
+			t.Fatalf("daemon-reexec: %v", err)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("%d commands across %d daemon-reexecs", len(runs), reexecs)
+	for _, err := range runs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// checkOnce runs command i, which appends a line to dir/i, prints i and
+// exits with i%256, and returns what is wrong with what was reported or
+// with the number of times it ran.
+func checkOnce(mgr *manager.Conn, dir string, i int) error {
+	file := filepath.Join(dir, fmt.Sprint(i))
+	c := job.Command(mgr, "/bin/sh", "-c", `echo ran >> "$1"; echo "$2"; exit $(($2 % 256))`, "sh", file, fmt.Sprint(i))
+	out, err := c.Output()
+	if b, rerr := os.ReadFile(file); rerr != nil || string(b) != "ran\n" {
+		return fmt.Errorf("command %d ran %q times (%v), want once; reported %v", i, b, rerr, err)
+	}
+	want := i % 256
+	var ee *job.ExitError
+	switch {
+	case want == 0 && err != nil, want != 0 && !errors.As(err, &ee):
+		return fmt.Errorf("command %d: %v, want exit status %d", i, err, want)
+	case c.Status == nil || c.Status.ExitCode != want:
+		return fmt.Errorf("command %d: status %+v, want exit status %d", i, c.Status, want)
+	case string(out) != fmt.Sprintf("%d\n", i):
+		return fmt.Errorf("command %d: output %q", i, out)
+	}
+	return nil
+}
+
+// TestStartUnitAcrossDaemonReexec is TestStartAcrossDaemonReexec for
+// job.Start: 8 goroutines start 48 oneshot units of unit files, one each,
+// while the manager is daemon-reexecuted 6 times, each time once 6 more
+// have ended. Each unit's command must run exactly once and be reported
+// with its own exit status.
+func TestStartUnitAcrossDaemonReexec(t *testing.T) {
+	const units, workers, reexecs, between = 48, 8, 6, 6
+	conn, ctl := systemdtest.Dial(t), systemdtest.Dial(t)
+	dir, unitDir := t.TempDir(), systemdtest.RuntimeUnitDir(t)
+	names := make([]string, units)
+	for i := range names {
+		names[i] = unit.RandomName(fmt.Sprintf("unitrun-test-reexec%d-", i), "service")
+		systemdtest.WriteUnit(t, filepath.Join(unitDir, names[i]), fmt.Sprintf(
+			"[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo ran >> %s/%d; exit %d'\n", dir, i, i))
+	}
+	if err := ctl.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	errs := make([]error, units)
+	ended := make(chan struct{}, units)
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < units; i = int(next.Add(1) - 1) {
+				st, err := job.Start(context.Background(), conn, names[i])
+				// Lets systemd unload the unit; made again when a reexec took it.
+				for manager.IsConnLost(conn.ResetFailedUnit(context.Background(), names[i])) {
+					time.Sleep(50 * time.Millisecond)
+				}
+				if b, rerr := os.ReadFile(filepath.Join(dir, fmt.Sprint(i))); rerr != nil || string(b) != "ran\n" {
+					errs[i] = fmt.Errorf("unit %d ran %q times (%v), want once; reported %v", i, b, rerr, err)
+				} else if st == nil || st.ExitCode != i || (i == 0) != (err == nil) {
+					errs[i] = fmt.Errorf("unit %d: %v (status %+v), want exit status %d", i, err, st, i)
+				}
+				ended <- struct{}{}
+			}
+		}()
+	}
+	for range reexecs {
+		for range between {
+			<-ended
+		}
+		if err := ctl.Reexecute(context.Background()); err != nil {
+			t.Errorf("daemon-reexec: %v", err)
+			break
+		}
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestStartCallLost loses the answer of the call that creates a command's
+// unit, as a daemon-reexec does, in each of its three ways: after systemd
+// made the unit (the answer lost), before it did (the call lost), and
+// with the name taken meanwhile by a unit that someone else made. The
+// command runs exactly once in the first two and is reported with its
+// exit status and output; the third is ErrUnitExists, the other unit
+// untouched.
+func TestStartCallLost(t *testing.T) {
+	conn := systemdtest.Dial(t)
+	dir := t.TempDir()
+	other := func(real job.StartTransient, c *manager.Conn, ctx context.Context, name string) {
+		props := []unit.Property{unit.Exec("ExecStart", "/bin/sleep", []string{"sleep", "30"})}
+		if _, err := real(c, ctx, name, "fail", props); err != nil {
+			t.Errorf("someone else's unit %s: %v", name, err)
+		}
+	}
+	for i, how := range []string{"answer", "call", "taken"} {
+		t.Run(how, func(t *testing.T) {
+			lost := false
+			defer job.SetStartTransient(func(real job.StartTransient) job.StartTransient {
+				return func(c *manager.Conn, ctx context.Context, name, mode string, props []unit.Property, aux ...manager.Aux) (godbus.ObjectPath, error) {
+					if lost {
+						return real(c, ctx, name, mode, props, aux...)
+					}
+					lost = true
+					switch how {
+					case "answer":
+						real(c, ctx, name, mode, props, aux...)
+					case "taken":
+						other(real, c, ctx, name)
+					}
+					return "", godbus.ErrClosed
+				}
+			})()
+			file := filepath.Join(dir, how)
+			c := job.Command(conn, "/bin/sh", "-c", `echo ran >> "$1"; echo out; exit 3`, "sh", file)
+			c.Name = fmt.Sprintf("unitrun-test-lost%d-%d.service", i, os.Getpid())
+			out, err := c.Output()
+			if how == "taken" {
+				if !errors.Is(err, job.ErrUnitExists) {
+					t.Errorf("Run: %v, want ErrUnitExists", err)
+				}
+				if _, err := os.Stat(file); err == nil {
+					t.Error("the command ran")
+				}
+				if props, err := conn.Properties(context.Background(), c.Name, manager.UnitIface); err != nil || props["ActiveState"].Value() == "failed" || props["LoadState"].Value() != "loaded" {
+					t.Errorf("someone else's unit: %v %v, %v; want it loaded and not failed", props["LoadState"], props["ActiveState"], err)
+				}
+				conn.StopUnit(context.Background(), c.Name, "replace")
+				if !gone(t, c.Name) {
+					t.Errorf("someone else's unit %s still loaded after its stop", c.Name)
+				}
+				return
+			}
+			var ee *job.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode != 3 || string(out) != "out\n" {
+				t.Errorf("Run: %v, output %q; want exit status 3 and output \"out\\n\"", err, out)
+			}
+			if b, err := os.ReadFile(file); string(b) != "ran\n" {
+				t.Errorf("the command ran %q times (%v), want once", b, err)
+			}
+			if !gone(t, c.Name) {
+				t.Errorf("unit %s still loaded", c.Name)
+			}
+		})
+	}
+}
