@@ -37,6 +37,11 @@ func RunContainer(ctx context.Context, stateDir, binary, name string, ready func
 	if !m.isolated() {
 		return fmt.Errorf("pod %s has isolation %s: it has no systemd of its own", name, m.Isolation)
 	}
+	// Checked at pod create too; a rootfs may have been replaced since by
+	// a link to /, into which the container would mount.
+	if err := m.CheckHost(); err != nil {
+		return fmt.Errorf("pod %s: %w", name, err)
+	}
 	dir := Dir(stateDir, name)
 	c := &manager.Container{
 		Dir:       filepath.Join(dir, containerRun),

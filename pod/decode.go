@@ -45,7 +45,9 @@ func decode(data []byte, v any) (problems []error, bad []string, err error) {
 		return nil, nil, errors.New("manifest must be a YAML mapping")
 	}
 	d := decoder{budget: maxNodes}
-	if err := d.node(doc.Content[0], reflect.ValueOf(v).Elem(), ""); err != nil {
+	if err := d.node(doc.Content[0], reflect.ValueOf(v).Elem(), ""); errors.Is(err, errTooMany) {
+		return d.errs, d.bad, err
+	} else if err != nil {
 		return nil, nil, err
 	}
 	return d.errs, d.bad, nil
@@ -54,6 +56,13 @@ func decode(data []byte, v any) (problems []error, bad []string, err error) {
 // maxNodes bounds the values one manifest may expand to, so that a few
 // aliases cannot make decoding take quadratic time.
 const maxNodes = 1 << 20
+
+// maxProblems bounds the errors reported about one manifest: a few aliases
+// could otherwise repeat one error a million times.
+const maxProblems = 100
+
+// errTooMany follows the first maxProblems errors.
+var errTooMany = fmt.Errorf("more than %d errors: fix these first", maxProblems)
 
 type decoder struct {
 	budget int      // values left to decode
@@ -77,6 +86,9 @@ var (
 func (d *decoder) node(n *yaml.Node, v reflect.Value, path string) error {
 	if d.budget--; d.budget < 0 {
 		return fmt.Errorf("manifest expands to more than %d values", maxNodes)
+	}
+	if len(d.errs) >= maxProblems {
+		return errTooMany
 	}
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias

@@ -197,6 +197,9 @@ func Parse(data []byte) (*Manifest, error) { return ParseWith(data, "") }
 func ParseWith(data []byte, iso Isolation) (*Manifest, error) {
 	var m Manifest
 	problems, bad, err := decode(data, &m)
+	if errors.Is(err, errTooMany) {
+		return nil, errors.Join(append(problems, err)...)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +213,9 @@ func ParseWith(data []byte, iso Isolation) (*Manifest, error) {
 			verrs = j.Unwrap()
 		}
 		problems = append(problems, outside(verrs, bad)...)
+	}
+	if len(problems) > maxProblems {
+		problems = append(problems[:maxProblems], errTooMany)
 	}
 	if len(problems) > 0 {
 		return nil, errors.Join(problems...)

@@ -373,3 +373,17 @@ func TestParseLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestParseErrorsBounded: an error that aliases repeat is reported at most
+// maxProblems times, and the error says there are more.
+func TestParseErrorsBounded(t *testing.T) {
+	yaml := "name: p\napps:\n  - &a {name: a, exec: x}\n" + strings.Repeat("  - *a\n", 100000)
+	_, err := Parse([]byte(yaml))
+	if err == nil {
+		t.Fatal("Parse accepted it")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != maxProblems+1 || lines[0] != "apps[0].exec: must be a sequence, not a scalar" || lines[maxProblems] != "more than 100 errors: fix these first" {
+		t.Errorf("Parse error has %d lines, first %q, last %q", len(lines), lines[0], lines[len(lines)-1])
+	}
+}

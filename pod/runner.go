@@ -359,7 +359,8 @@ func (r *Runner) Remove(ctx context.Context, name string, force bool) error {
 	} else if err := r.removable(name); err != nil {
 		return err
 	}
-	// Without a state directory there are no hooks to tell.
+	// The hooks that the stop runs read the mark; a forced removal goes
+	// on without it, whatever the state directory holds.
 	if err := markStopping(r.StateDir, name); err != nil && !force {
 		return err
 	}

@@ -333,3 +333,35 @@ func TestPodManifestErrorsAtOnce(t *testing.T) {
 		t.Errorf("pod create: exit %d, stderr:\n%s\nwant 2 and:\n%s", code, errs, want)
 	}
 }
+
+// A rootfs replaced by a link to / after pod create is refused when the
+// pod starts: the pod fails and its app writes nothing on the host.
+func TestPodRootfsSwappedForRoot(t *testing.T) {
+	dir := t.TempDir()
+	rootfs := filepath.Join(t.TempDir(), "rootfs")
+	if err := os.Mkdir(rootfs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(t.TempDir(), "escaped")
+	path := manifestFile(t, fmt.Sprintf("name: swapped\nisolation: namespaces\napps:\n  - name: a\n    exec: [/bin/sh, -c, \"echo escaped > %s\"]\n    rootfs: %s\n", marker, rootfs))
+	if _, errs, code := podCLI(t, dir, "create", path); code != 0 {
+		t.Fatalf("pod create: exit %d, %q", code, errs)
+	}
+	rmPod(t, dir, "swapped")
+	if err := os.Remove(rootfs); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/", rootfs); err != nil {
+		t.Fatal(err)
+	}
+	podCLI(t, dir, "start", "swapped")
+	if _, errs, code := podCLI(t, dir, "logs", "-f", "swapped"); code != 0 {
+		t.Fatalf("pod logs -f: exit %d, %q", code, errs)
+	}
+	if s := podStatus(t, dir, "swapped"); s.Phase != "Failed" {
+		t.Errorf("pod with its rootfs swapped for /: %s, want Failed", s.Phase)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("the app of a rootfs swapped for / wrote %s on the host", marker)
+	}
+}
