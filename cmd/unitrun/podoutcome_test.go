@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -286,7 +287,7 @@ apps:
     restartPolicy: Always
     exec: ["/bin/sh", "-c", "trap 'exit 0' TERM; echo trapped; sleep 600 & wait"]
   - name: once
-    exec: ["/bin/sleep", "600"]
+    exec: ["/bin/sh", "-c", "echo started; exec sleep 600"]
 `))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -299,14 +300,18 @@ apps:
 		cmd.Process.Kill()
 		cmd.Wait()
 	}()
-	if line, err := bufio.NewReader(out).ReadString('\n'); line != "always | trapped\n" {
-		t.Fatalf("pod run printed %q, %v", line, err)
-	}
-	for {
-		if state, _, _ := outcome(t, dir, name).app("once"); state == "running" {
-			break
+	lines := bufio.NewReader(out)
+	var seen []string
+	for len(seen) < 2 {
+		line, err := lines.ReadString('\n')
+		if err != nil {
+			t.Fatalf("pod run printed %q, then %v", seen, err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		seen = append(seen, line)
+	}
+	slices.Sort(seen)
+	if want := []string{"always | trapped\n", "once | started\n"}; !slices.Equal(seen, want) {
+		t.Fatalf("pod run printed %q, want %q", seen, want)
 	}
 	exitCmd := exec.Command("systemctl", "--user", "exit")
 	exitCmd.Env = append(os.Environ(), em.Env()...)
