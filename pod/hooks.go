@@ -90,6 +90,22 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 	}
 	// ExecApp records the start of every run that gets as far as it.
 	started := s.State == AppRunning
+	// The probe sets Acted before it restarts the app or ends the pod.
+	probeRestart := s.Probe != nil && s.Probe.Acted == RestartApp
+	stop := stopping(stateDir, pod)
+	if !stop && !probeRestart && (s.State == AppRestarting || restarts(a.RestartPolicy, exit.Success)) {
+		// A stop from outside that no runner marked (systemctl stop of
+		// the app, systemctl exit of the manager, SIGRTMIN+3/+4 to an
+		// isolated pod's systemd) shows as a job on the app; an exit on
+		// its own has none.
+		stop = stoppedByJob(ctx, open, AppUnit(pod, app))
+	}
+	backoffStopped := !started && s.State == AppRestarting && env.ExitCode == "" && stop
+	if !backoffStopped {
+		if err := WriteExitCode(stateDir, pod, app, exit.Code); err != nil {
+			return err
+		}
+	}
 	unlock, err := lock(stateDir, pod)
 	if err != nil {
 		return err
@@ -102,16 +118,7 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 		return err
 	}
 	s.Probe = fresh.Probe
-	probeRestart := s.Probe != nil && s.Probe.Acted == RestartApp
-	stop := stopping(stateDir, pod)
-	if !stop && !probeRestart && (s.State == AppRestarting || restarts(a.RestartPolicy, exit.Success)) {
-		// A stop from outside that no runner marked (systemctl stop of
-		// the app, systemctl exit of the manager, SIGRTMIN+3/+4 to an
-		// isolated pod's systemd) shows as a job on the app; an exit on
-		// its own has none.
-		stop = stoppedByJob(ctx, open, AppUnit(pod, app))
-	}
-	if !started && s.State == AppRestarting && env.ExitCode == "" && stop {
+	if backoffStopped {
 		// Stopped while it waited out its back-off: that was no run.
 		// The app ends with the exit of its last run.
 		return WriteApp(stateDir, pod, s.endRestart())
@@ -119,9 +126,6 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 	if !started {
 		// The run never got as far as its command.
 		s.StartedAt = time.Time{}
-	}
-	if err := WriteExitCode(stateDir, pod, app, exit.Code); err != nil {
-		return err
 	}
 	var d Decision
 	if probeRestart && !stop {
