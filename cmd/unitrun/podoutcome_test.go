@@ -329,3 +329,27 @@ apps:
 		t.Errorf("app once lost its start at the manager's exit")
 	}
 }
+
+// rkt's TestExitCodeWithSeveralApps: three apps exit 0, 5 and (later) 6;
+// the pod exits 5, the first failure. rkt recorded the third app, stopped
+// when the second failed, as status 0 (rkt#1461); here its status says it
+// was stopped by SIGTERM.
+func TestPodExitCodeWithSeveralApps(t *testing.T) {
+	dir := t.TempDir()
+	name := "several"
+	rmPod(t, dir, name)
+	_, errs, code := podCLI(t, dir, "run", manifestFile(t, fmt.Sprintf(`
+name: several
+apps:
+  - name: hello0
+    exec: ["/bin/sh", "-c", "echo HelloWorld; exit 0"]
+  - name: hello1
+    exec: ["/bin/sh", "-c", "echo HelloWorld; while [ ! -e %s/pods/several/status/hello0 ]; do sleep 0.05; done; exit 5"]
+  - name: hello2
+    exec: ["/bin/sh", "-c", "echo HelloWorld; sleep 600; exit 6"]
+`, dir)))
+	if code != 5 {
+		t.Errorf("pod run: exit %d, want 5: %s", code, errs)
+	}
+	wantOutcome(t, dir, name, "Failed", 5, map[string]string{"hello0": "exited 0 0", "hello1": "failed 5 0", "hello2": "exited 143 0"})
+}
