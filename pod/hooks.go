@@ -51,10 +51,14 @@ func BeginRun(ctx context.Context, stateDir, pod, app string) error {
 // success of an init app) at once, in the status file and the app's
 // record, applies [Decide], and stops the pod if that ends it. An exit that
 // the app's probe caused ([RunProbe]) is a restart, with the back-off of a
-// crash, if the probe restarted the app, and a failure if it ends the pod. The exit of
-// an init app is recorded once per invocation. It reaches the manager
-// only to end the pod: the start of a run that no backoff hook recorded
-// is left for [Shutdown] to read from systemd.
+// crash, if the probe restarted the app, and a failure if it ends the pod.
+// A run whose command [ExecApp] could not execute failed, with ExecApp's
+// reason as the record's Message. A run stopped while it waited out its
+// back-off was no run: the app ends with the exit of its last run, and
+// its status file is left as that run left it. The exit of an init app is
+// recorded once per invocation. It reaches the manager to end the pod,
+// and for an app that would restart, to see whether a stop job ended the
+// run (a stop from outside that no runner marked).
 func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open func(context.Context) (*manager.Conn, error)) error {
 	// Only this app's own hooks, one at a time, write its record; the lock
 	// is for what the other apps' hooks write.

@@ -353,3 +353,37 @@ apps:
 	}
 	wantOutcome(t, dir, name, "Failed", 5, map[string]string{"hello0": "exited 0 0", "hello1": "failed 5 0", "hello2": "exited 143 0"})
 }
+
+// systemctl stop of an app of a host-mode pod is a stop, though no pod
+// stop marked it: an Always app that traps SIGTERM and exits 0 succeeded,
+// does not restart, and the pod, all of whose apps have ended, succeeds.
+func TestPodAppStoppedBySystemctl(t *testing.T) {
+	dir := t.TempDir()
+	name := "sysstop"
+	rmPod(t, dir, name)
+	if _, errs, code := podCLI(t, dir, "run", "--detach", manifestFile(t, `
+name: sysstop
+apps:
+  - name: a
+    restartPolicy: Always
+    exec: ["/bin/sh", "-c", "trap 'exit 0' TERM; echo trapped; sleep 600 & wait"]
+`)); code != 0 {
+		t.Fatalf("pod run --detach: exit %d: %s", code, errs)
+	}
+	for range 600 {
+		if data, _ := os.ReadFile(filepath.Join(dir, "pods", name, "logs", "a.log")); string(data) == "trapped\n" {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if out, err := exec.Command("systemctl", "--user", "stop", "unitrun-pod-sysstop-a.service").CombinedOutput(); err != nil {
+		t.Fatalf("systemctl stop: %v: %s", err, out)
+	}
+	for range 600 {
+		if outcome(t, dir, name).Phase != "Running" {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	wantOutcome(t, dir, name, "Succeeded", 0, map[string]string{"a": "exited 0 0"})
+}
