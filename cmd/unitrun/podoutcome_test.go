@@ -387,3 +387,23 @@ apps:
 	}
 	wantOutcome(t, dir, name, "Succeeded", 0, map[string]string{"a": "exited 0 0"})
 }
+
+// An app's user, group and working directory are taken on by the exec
+// hook, as systemd's User=, Group= and WorkingDirectory= would: the
+// command runs with the user's ids and no capabilities, in the directory.
+func TestPodAppUser(t *testing.T) {
+	dir := t.TempDir()
+	name := "as-nobody"
+	rmPod(t, dir, name)
+	out, errs, code := podCLI(t, dir, "run", manifestFile(t, `
+name: as-nobody
+apps:
+  - name: a
+    user: "65534"
+    workingDir: /tmp
+    exec: ["/bin/sh", "-c", "echo $(id -u) $(id -g) $(pwd) $(grep CapEff /proc/self/status | tr -d '\t')"]
+`))
+	if code != 0 || out != "a | 65534 65534 /tmp CapEff:0000000000000000\n" {
+		t.Errorf("pod run: exit %d, output %q; want the user's ids, its directory, no capabilities (stderr %q)", code, out, errs)
+	}
+}
