@@ -97,6 +97,7 @@
 //
 //	DIR/pods/P/status/A      the exit code of A's last exit, as decimal text
 //	DIR/pods/P/apps/A.json   A's AppStatus
+//	DIR/pods/P/apps/A.start-error  why A's last run could not execute its command, until reap-app records it
 //	DIR/pods/P/pod.json      P's PodStatus
 //
 // Writers replace a file atomically (temporary file, then rename), so a
