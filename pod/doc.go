@@ -68,16 +68,14 @@
 // limit; between two runs the app is "activating", which keeps its reaper
 // needed. systemd 252 has no back-off steps, so an app that may restart,
 // or whose probe restarts it, runs "unitrun pod backoff P A" as
-// ExecStartPre=, which waits out the delay
-// that reap-app recorded from [Decide] and records the start of each run;
-// its TimeoutStartSec= is the longest delay plus systemd's default 90 s.
-// For an app that runs once, the shutdown hook (and "unitrun pod status",
-// while the pod runs) reads the start of its run from the service's
-// ExecMainStartTimestamp, so that reap-app needs no manager connection
-// unless it ends the pod. The hooks run with the "+"
-// prefix: as root, whatever User= the app has. An app with a rootfs (only
-// in an isolated pod) runs through "unitrun pod chroot" rather than under
-// RootDirectory=, which systemd 252 applies to "+" commands too.
+// ExecStartPre=, which waits out the delay that reap-app recorded from
+// [Decide]; its TimeoutStartSec= is the longest delay plus systemd's
+// default 90 s. Every app's main process is "unitrun pod exec P A"
+// ([ExecApp]), which records the start of each run and then takes on the
+// app's rootfs, workingDir, group and user and executes its command: the
+// unit has no User=, Group=, WorkingDirectory= or RootDirectory=, which
+// systemd 252 applies to the "+" hooks too, so that nothing the manifest
+// asks of a run can keep the hooks from recording it.
 //
 // # Isolated pods
 //
@@ -99,6 +97,7 @@
 //
 //	DIR/pods/P/status/A      the exit code of A's last exit, as decimal text
 //	DIR/pods/P/apps/A.json   A's AppStatus
+//	DIR/pods/P/apps/A.start-error  why A's last run could not execute its command, until reap-app records it
 //	DIR/pods/P/pod.json      P's PodStatus
 //
 // Writers replace a file atomically (temporary file, then rename), so a

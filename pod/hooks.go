@@ -51,10 +51,14 @@ func BeginRun(ctx context.Context, stateDir, pod, app string) error {
 // success of an init app) at once, in the status file and the app's
 // record, applies [Decide], and stops the pod if that ends it. An exit that
 // the app's probe caused ([RunProbe]) is a restart, with the back-off of a
-// crash, if the probe restarted the app, and a failure if it ends the pod. The exit of
-// an init app is recorded once per invocation. It reaches the manager
-// only to end the pod: the start of a run that no backoff hook recorded
-// is left for [Shutdown] to read from systemd.
+// crash, if the probe restarted the app, and a failure if it ends the pod.
+// A run whose command [ExecApp] could not execute failed, with ExecApp's
+// reason as the record's Message. A run stopped while it waited out its
+// back-off was no run: the app ends with the exit of its last run, and
+// its status file is left as that run left it. The exit of an init app is
+// recorded once per invocation. It reaches the manager to end the pod,
+// and for an app that would restart, to see whether a stop job ended the
+// run (a stop from outside that no runner marked).
 func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open func(context.Context) (*manager.Conn, error)) error {
 	// Only this app's own hooks, one at a time, write its record; the lock
 	// is for what the other apps' hooks write.
@@ -90,6 +94,22 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 	}
 	// ExecApp records the start of every run that gets as far as it.
 	started := s.State == AppRunning
+	// The probe sets Acted before it restarts the app or ends the pod.
+	probeRestart := s.Probe != nil && s.Probe.Acted == RestartApp
+	stop := stopping(stateDir, pod)
+	if !stop && !probeRestart && (s.State == AppRestarting || restarts(a.RestartPolicy, exit.Success)) {
+		// A stop from outside that no runner marked (systemctl stop of
+		// the app, systemctl exit of the manager, SIGRTMIN+3/+4 to an
+		// isolated pod's systemd) shows as a job on the app; an exit on
+		// its own has none.
+		stop = stoppedByJob(ctx, open, AppUnit(pod, app))
+	}
+	backoffStopped := !started && s.State == AppRestarting && env.ExitCode == "" && stop
+	if !backoffStopped {
+		if err := WriteExitCode(stateDir, pod, app, exit.Code); err != nil {
+			return err
+		}
+	}
 	unlock, err := lock(stateDir, pod)
 	if err != nil {
 		return err
@@ -102,16 +122,7 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 		return err
 	}
 	s.Probe = fresh.Probe
-	probeRestart := s.Probe != nil && s.Probe.Acted == RestartApp
-	stop := stopping(stateDir, pod)
-	if !stop && !probeRestart && (s.State == AppRestarting || restarts(a.RestartPolicy, exit.Success)) {
-		// A stop from outside that no runner marked (systemctl stop of
-		// the app, systemctl exit of the manager, SIGRTMIN+3/+4 to an
-		// isolated pod's systemd) shows as a job on the app; an exit on
-		// its own has none.
-		stop = stoppedByJob(ctx, open, AppUnit(pod, app))
-	}
-	if !started && s.State == AppRestarting && env.ExitCode == "" && stop {
+	if backoffStopped {
 		// Stopped while it waited out its back-off: that was no run.
 		// The app ends with the exit of its last run.
 		return WriteApp(stateDir, pod, s.endRestart())
@@ -119,9 +130,6 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 	if !started {
 		// The run never got as far as its command.
 		s.StartedAt = time.Time{}
-	}
-	if err := WriteExitCode(stateDir, pod, app, exit.Code); err != nil {
-		return err
 	}
 	var d Decision
 	if probeRestart && !stop {

@@ -243,8 +243,10 @@ apps:
 `, "")
 	delays := map[int]time.Duration{}
 	poll(t, r, name, func(s PodStatus) bool {
+		// While the app runs, its back-off is the delay before this
+		// run, the restarts'th.
 		a := s.Apps[0]
-		if a.Restarts > 0 {
+		if a.Restarts > 0 && a.State == AppRunning {
 			delays[a.Restarts] = a.Backoff
 		}
 		return a.Restarts >= 4

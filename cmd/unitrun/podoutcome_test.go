@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -286,7 +287,7 @@ apps:
     restartPolicy: Always
     exec: ["/bin/sh", "-c", "trap 'exit 0' TERM; echo trapped; sleep 600 & wait"]
   - name: once
-    exec: ["/bin/sleep", "600"]
+    exec: ["/bin/sh", "-c", "echo started; exec sleep 600"]
 `))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -299,14 +300,18 @@ apps:
 		cmd.Process.Kill()
 		cmd.Wait()
 	}()
-	if line, err := bufio.NewReader(out).ReadString('\n'); line != "always | trapped\n" {
-		t.Fatalf("pod run printed %q, %v", line, err)
-	}
-	for {
-		if state, _, _ := outcome(t, dir, name).app("once"); state == "running" {
-			break
+	lines := bufio.NewReader(out)
+	var seen []string
+	for len(seen) < 2 {
+		line, err := lines.ReadString('\n')
+		if err != nil {
+			t.Fatalf("pod run printed %q, then %v", seen, err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		seen = append(seen, line)
+	}
+	slices.Sort(seen)
+	if want := []string{"always | trapped\n", "once | started\n"}; !slices.Equal(seen, want) {
+		t.Fatalf("pod run printed %q, want %q", seen, want)
 	}
 	exitCmd := exec.Command("systemctl", "--user", "exit")
 	exitCmd.Env = append(os.Environ(), em.Env()...)
@@ -322,5 +327,83 @@ apps:
 	o := wantOutcome(t, dir, name, "Succeeded", 0, map[string]string{"always": "exited 0 0", "once": "exited 143 0"})
 	if _, _, started := o.app("once"); !started {
 		t.Errorf("app once lost its start at the manager's exit")
+	}
+}
+
+// rkt's TestExitCodeWithSeveralApps: three apps exit 0, 5 and (later) 6;
+// the pod exits 5, the first failure. rkt recorded the third app, stopped
+// when the second failed, as status 0 (rkt#1461); here its status says it
+// was stopped by SIGTERM.
+func TestPodExitCodeWithSeveralApps(t *testing.T) {
+	dir := t.TempDir()
+	name := "several"
+	rmPod(t, dir, name)
+	_, errs, code := podCLI(t, dir, "run", manifestFile(t, fmt.Sprintf(`
+name: several
+apps:
+  - name: hello0
+    exec: ["/bin/sh", "-c", "echo HelloWorld; exit 0"]
+  - name: hello1
+    exec: ["/bin/sh", "-c", "echo HelloWorld; while [ ! -e %s/pods/several/status/hello0 ]; do sleep 0.05; done; exit 5"]
+  - name: hello2
+    exec: ["/bin/sh", "-c", "echo HelloWorld; sleep 600; exit 6"]
+`, dir)))
+	if code != 5 {
+		t.Errorf("pod run: exit %d, want 5: %s", code, errs)
+	}
+	wantOutcome(t, dir, name, "Failed", 5, map[string]string{"hello0": "exited 0 0", "hello1": "failed 5 0", "hello2": "exited 143 0"})
+}
+
+// systemctl stop of an app of a host-mode pod is a stop, though no pod
+// stop marked it: an Always app that traps SIGTERM and exits 0 succeeded,
+// does not restart, and the pod, all of whose apps have ended, succeeds.
+func TestPodAppStoppedBySystemctl(t *testing.T) {
+	dir := t.TempDir()
+	name := "sysstop"
+	rmPod(t, dir, name)
+	if _, errs, code := podCLI(t, dir, "run", "--detach", manifestFile(t, `
+name: sysstop
+apps:
+  - name: a
+    restartPolicy: Always
+    exec: ["/bin/sh", "-c", "trap 'exit 0' TERM; echo trapped; sleep 600 & wait"]
+`)); code != 0 {
+		t.Fatalf("pod run --detach: exit %d: %s", code, errs)
+	}
+	for range 600 {
+		if data, _ := os.ReadFile(filepath.Join(dir, "pods", name, "logs", "a.log")); string(data) == "trapped\n" {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if out, err := exec.Command("systemctl", "--user", "stop", "unitrun-pod-sysstop-a.service").CombinedOutput(); err != nil {
+		t.Fatalf("systemctl stop: %v: %s", err, out)
+	}
+	for range 600 {
+		if outcome(t, dir, name).Phase != "Running" {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	wantOutcome(t, dir, name, "Succeeded", 0, map[string]string{"a": "exited 0 0"})
+}
+
+// An app's user, group and working directory are taken on by the exec
+// hook, as systemd's User=, Group= and WorkingDirectory= would: the
+// command runs with the user's ids and no capabilities, in the directory.
+func TestPodAppUser(t *testing.T) {
+	dir := t.TempDir()
+	name := "as-nobody"
+	rmPod(t, dir, name)
+	out, errs, code := podCLI(t, dir, "run", manifestFile(t, `
+name: as-nobody
+apps:
+  - name: a
+    user: "65534"
+    workingDir: /tmp
+    exec: ["/bin/sh", "-c", "echo $(id -u) $(id -g) $(pwd) $(grep CapEff /proc/self/status | tr -d '\t')"]
+`))
+	if code != 0 || out != "a | 65534 65534 /tmp CapEff:0000000000000000\n" {
+		t.Errorf("pod run: exit %d, output %q; want the user's ids, its directory, no capabilities (stderr %q)", code, out, errs)
 	}
 }
