@@ -20,6 +20,7 @@ import (
 // never booted).
 func TestBadInputExits2(t *testing.T) {
 	embedded := filepath.Join(t.TempDir(), "embedded")
+	installDir, missing := t.TempDir(), filepath.Join(t.TempDir(), "missing")
 	for _, tc := range []struct {
 		args []string
 		env  string // NAME=VALUE, or ""
@@ -67,6 +68,9 @@ func TestBadInputExits2(t *testing.T) {
 		{[]string{"start", "a/b.service"}, "", `unit name "a/b.service"`},
 		{[]string{"start", "nosuffix"}, "", `unit name "nosuffix": no type suffix`},
 
+		{[]string{"install", "--bin-dir", missing, "--unit-dir", installDir, "--dbus-dir", installDir}, "", "--bin-dir " + missing + ": no such file or directory"},
+		{[]string{"install", "--bin-dir", installDir, "--unit-dir", installDir, "--dbus-dir", missing}, "", "--dbus-dir " + missing + ": no such file or directory"},
+
 		{[]string{"--manager", "bogus", "run", "--", "true"}, "", `--manager: manager "bogus": must be auto, system, user, private:PATH or embedded`},
 		{[]string{"--manager", "bogus", "start", "x.service"}, "", "--manager"},
 		{[]string{"--manager", "bogus", "manager", "status"}, "", "--manager"},
@@ -92,6 +96,9 @@ func TestBadInputExits2(t *testing.T) {
 	}
 	if _, err := os.Stat(embedded); !os.IsNotExist(err) {
 		t.Errorf("bad input booted the embedded manager in %s (%v)", embedded, err)
+	}
+	if names, _ := os.ReadDir(installDir); len(names) != 0 {
+		t.Errorf("install with a missing dir wrote %v", names)
 	}
 }
 
