@@ -188,4 +188,9 @@ func TestErrorsShowNoInternals(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "bin")); !os.IsNotExist(err) {
 		t.Errorf("inject of a missing source created its --dir (%v)", err)
 	}
+	sock := filepath.Join(dir, "none.sock")
+	out, _, code := unitrun(t, "--manager", "private:"+sock, "manager", "status")
+	if want := "no\tprivate:" + sock + "\tunix:path=" + sock + ": no such file or directory\n"; code != exitFailed || out != want {
+		t.Errorf("manager status of a missing socket: exit %d, stdout %q; want %q", code, out, want)
+	}
 }
