@@ -52,6 +52,8 @@ func TestBadInputExits2(t *testing.T) {
 		{[]string{"run", "--json=maybe", "--", "true"}, "", `--json "maybe": must be true or false`},
 		{[]string{"op", "call", "--no-wait=2", "sh"}, "", `--no-wait "2": must be true or false`},
 		{[]string{"run", "--timeout", "-1s", "--", "true"}, "", "--timeout"},
+		{[]string{"run", "--retry", "1", "--retry-delay", "-1s", "--", "true"}, "", "--retry-delay -1s: must not be negative"},
+		{[]string{"inject", "--variant", ":ID=x"}, "", `--variant ":ID=x": the PATH before the first ':' is empty`},
 
 		{[]string{"start"}, "", "accepts 1 arg"},
 		{[]string{"op", "status"}, "", "accepts 1 arg"},
@@ -174,12 +176,14 @@ func TestErrorsShowNoInternals(t *testing.T) {
 		{append(daemon, "--socket", config+"/api.sock"), exitFailed, "--socket " + config + "/api.sock: " + config + ": not a directory"},
 		{append(daemon, "--dbus", "bogus"), exitUsage, `--dbus "bogus": must be system, session or a D-Bus address`},
 		{[]string{"inject", "--dir", filepath.Join(dir, "bin"), filepath.Join(dir, "none")}, exitFailed, "source " + filepath.Join(dir, "none") + ": no such file or directory"},
+		{[]string{"inject", "--os-release", filepath.Join(dir, "none"), "--variant", "/bin/true:ID=x"}, exitUsage, "os-release " + filepath.Join(dir, "none") + ": no such file or directory"},
+		{[]string{"inject", "--gc", "--dir", filepath.Join(dir, "none")}, exitFailed, "dir " + filepath.Join(dir, "none") + ": no such file or directory"},
 	} {
 		_, errs, code := unitrun(t, tc.args...)
 		if code != tc.code || !strings.Contains(errs, tc.want) {
 			t.Errorf("unitrun %q: exit %d, stderr %q; want exit %d and %q", tc.args, code, errs, tc.code, tc.want)
 		}
-		for _, internal := range []string{`exec: "`, "dial unix", "connect:", "mkdir ", "open ", `Get "`, "org.freedesktop", "statat", "strconv"} {
+		for _, internal := range []string{`exec: "`, "dial unix", "connect:", "mkdir ", "open ", "lstat ", `Get "`, "org.freedesktop", "statat", "strconv"} {
 			if strings.Contains(errs, internal) {
 				t.Errorf("unitrun %q: stderr %q shows %q", tc.args, errs, internal)
 			}
