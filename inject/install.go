@@ -115,7 +115,7 @@ func ensureDir(dir string) error {
 func checkDir(dir string) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
-		return fmt.Errorf("inject: %w", err)
+		return fmt.Errorf("inject: dir %s: %w", dir, reason(err))
 	}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:

@@ -39,7 +39,7 @@ func ReadOSRelease(path string) (map[string]string, error) {
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("inject: os-release: %w", err)
+		return nil, fmt.Errorf("inject: os-release %s: %w", path, reason(err))
 	}
 	fields := make(map[string]string)
 	for i, line := range strings.Split(string(data), "\n") {

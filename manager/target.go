@@ -100,7 +100,7 @@ func (o Options) Embedded() *Embedded {
 // Attempt records one candidate tried while resolving a spec.
 type Attempt struct {
 	Target Target
-	Err    error // nil if it was reached
+	Err    error // nil if it was reached; of a failed dial, the system's reason alone
 	Why    string
 }
 
@@ -131,14 +131,14 @@ func open(ctx context.Context, spec string, o Options, boot bool) (*Conn, []Atte
 	var tries []Attempt
 	try := func(t Target, why string) *Conn {
 		c, err := Dial(ctx, t)
-		tries = append(tries, Attempt{Target: t, Err: err, Why: why})
+		tries = append(tries, Attempt{Target: t, Err: dialReason(err), Why: why})
 		return c
 	}
 	fail := func() error {
 		var b strings.Builder
 		fmt.Fprintf(&b, "manager %s: no manager reachable", s)
 		for _, a := range tries {
-			fmt.Fprintf(&b, "; %s (%s): %v", a.Target.Spec, a.Target.Address, dialReason(a.Err))
+			fmt.Fprintf(&b, "; %s (%s): %v", a.Target.Spec, a.Target.Address, a.Err)
 		}
 		return errors.New(b.String())
 	}

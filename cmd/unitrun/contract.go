@@ -41,10 +41,12 @@ func applyContract(root *cobra.Command) {
 		case c.Args != nil:
 			check := c.Args
 			c.Args = func(c *cobra.Command, args []string) error {
-				if err := check(c, args); err != nil {
-					return usageError(err)
+				err := check(c, args)
+				if ee := (*exitError)(nil); err == nil || errors.As(err, &ee) {
+					return err
 				}
-				return nil
+				// cobra's count of the arguments.
+				return usageError(fmt.Errorf("%w; usage: %s", err, c.UseLine()))
 			}
 		}
 		for _, sub := range c.Commands() {
@@ -134,7 +136,10 @@ func unitArg(c *cobra.Command, args []string) error {
 	if err := cobra.ExactArgs(1)(c, args); err != nil {
 		return err
 	}
-	return unit.Validate(args[0])
+	if err := unit.Validate(args[0]); err != nil {
+		return usageError(err)
+	}
+	return nil
 }
 
 // flagPathError is err about the path that flag names, in the user's

@@ -20,6 +20,7 @@ import (
 // never booted).
 func TestBadInputExits2(t *testing.T) {
 	embedded := filepath.Join(t.TempDir(), "embedded")
+	installDir, missing := t.TempDir(), filepath.Join(t.TempDir(), "missing")
 	for _, tc := range []struct {
 		args []string
 		env  string // NAME=VALUE, or ""
@@ -51,6 +52,8 @@ func TestBadInputExits2(t *testing.T) {
 		{[]string{"run", "--json=maybe", "--", "true"}, "", `--json "maybe": must be true or false`},
 		{[]string{"op", "call", "--no-wait=2", "sh"}, "", `--no-wait "2": must be true or false`},
 		{[]string{"run", "--timeout", "-1s", "--", "true"}, "", "--timeout"},
+		{[]string{"run", "--retry", "1", "--retry-delay", "-1s", "--", "true"}, "", "--retry-delay -1s: must not be negative"},
+		{[]string{"inject", "--variant", ":ID=x"}, "", `--variant ":ID=x": the PATH before the first ':' is empty`},
 
 		{[]string{"start"}, "", "accepts 1 arg"},
 		{[]string{"op", "status"}, "", "accepts 1 arg"},
@@ -66,6 +69,9 @@ func TestBadInputExits2(t *testing.T) {
 		{[]string{"run", "--unit", "", "--prefix", "a/b-", "--", "true"}, "", `--prefix: unit name prefix "a/b-"`},
 		{[]string{"start", "a/b.service"}, "", `unit name "a/b.service"`},
 		{[]string{"start", "nosuffix"}, "", `unit name "nosuffix": no type suffix`},
+
+		{[]string{"install", "--bin-dir", missing, "--unit-dir", installDir, "--dbus-dir", installDir}, "", "--bin-dir " + missing + ": no such file or directory"},
+		{[]string{"install", "--bin-dir", installDir, "--unit-dir", installDir, "--dbus-dir", missing}, "", "--dbus-dir " + missing + ": no such file or directory"},
 
 		{[]string{"--manager", "bogus", "run", "--", "true"}, "", `--manager: manager "bogus": must be auto, system, user, private:PATH or embedded`},
 		{[]string{"--manager", "bogus", "start", "x.service"}, "", "--manager"},
@@ -92,6 +98,9 @@ func TestBadInputExits2(t *testing.T) {
 	}
 	if _, err := os.Stat(embedded); !os.IsNotExist(err) {
 		t.Errorf("bad input booted the embedded manager in %s (%v)", embedded, err)
+	}
+	if names, _ := os.ReadDir(installDir); len(names) != 0 {
+		t.Errorf("install with a missing dir wrote %v", names)
 	}
 }
 
@@ -167,12 +176,14 @@ func TestErrorsShowNoInternals(t *testing.T) {
 		{append(daemon, "--socket", config+"/api.sock"), exitFailed, "--socket " + config + "/api.sock: " + config + ": not a directory"},
 		{append(daemon, "--dbus", "bogus"), exitUsage, `--dbus "bogus": must be system, session or a D-Bus address`},
 		{[]string{"inject", "--dir", filepath.Join(dir, "bin"), filepath.Join(dir, "none")}, exitFailed, "source " + filepath.Join(dir, "none") + ": no such file or directory"},
+		{[]string{"inject", "--os-release", filepath.Join(dir, "none"), "--variant", "/bin/true:ID=x"}, exitUsage, "os-release " + filepath.Join(dir, "none") + ": no such file or directory"},
+		{[]string{"inject", "--gc", "--dir", filepath.Join(dir, "none")}, exitFailed, "dir " + filepath.Join(dir, "none") + ": no such file or directory"},
 	} {
 		_, errs, code := unitrun(t, tc.args...)
 		if code != tc.code || !strings.Contains(errs, tc.want) {
 			t.Errorf("unitrun %q: exit %d, stderr %q; want exit %d and %q", tc.args, code, errs, tc.code, tc.want)
 		}
-		for _, internal := range []string{`exec: "`, "dial unix", "connect:", "mkdir ", "open ", `Get "`, "org.freedesktop", "statat", "strconv"} {
+		for _, internal := range []string{`exec: "`, "dial unix", "connect:", "mkdir ", "open ", "lstat ", `Get "`, "org.freedesktop", "statat", "strconv"} {
 			if strings.Contains(errs, internal) {
 				t.Errorf("unitrun %q: stderr %q shows %q", tc.args, errs, internal)
 			}
@@ -180,5 +191,10 @@ func TestErrorsShowNoInternals(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "bin")); !os.IsNotExist(err) {
 		t.Errorf("inject of a missing source created its --dir (%v)", err)
+	}
+	sock := filepath.Join(dir, "none.sock")
+	out, _, code := unitrun(t, "--manager", "private:"+sock, "manager", "status")
+	if want := "no\tprivate:" + sock + "\tunix:path=" + sock + ": no such file or directory\n"; code != exitFailed || out != want {
+		t.Errorf("manager status of a missing socket: exit %d, stdout %q; want %q", code, out, want)
 	}
 }

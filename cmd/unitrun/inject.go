@@ -77,6 +77,9 @@ func injectSource(args, variants []string, osRelease string) (string, error) {
 	var vs []inject.Variant
 	for _, s := range variants {
 		path, spec, _ := strings.Cut(s, ":")
+		if path == "" {
+			return "", fmt.Errorf("--variant %q: the PATH before the first ':' is empty", s)
+		}
 		v := inject.Variant{Path: path, Match: map[string]string{}}
 		for _, kv := range strings.Split(spec, ",") {
 			if kv == "" {

@@ -46,6 +46,9 @@ enable the sockets; with --now, start them. Ops go in /etc/unitrun/ops.d (see do
 		Example: "  unitrun install --now\n  unitrun install --bin-dir /usr/local/bin --runtime",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.checkDirs(); err != nil {
+				return usageError(err)
+			}
 			err := g.withManager(cmd.Context(), func(mgr *manager.Conn) error { return install(cmd.Context(), mgr, f) })
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
@@ -85,6 +88,29 @@ func newUninstallCmd(g *globals) *cobra.Command {
 	}
 	f.add(cmd)
 	return cmd
+}
+
+// checkDirs checks, before anything is written, that the directories
+// install writes to exist.
+func (f *installFlags) checkDirs() error {
+	for _, d := range []struct{ flag, path string }{{"--bin-dir", f.binDir}, {"--unit-dir", f.unitDir}, {"--dbus-dir", f.dbusDir}} {
+		if d.path == "" && d.flag == "--dbus-dir" {
+			continue
+		}
+		fi, err := os.Stat(d.path)
+		if err == nil && !fi.IsDir() {
+			err = fmt.Errorf("%s %s: not a directory", d.flag, d.path)
+		} else if err != nil {
+			err = flagPathError(d.flag, d.path, err)
+		}
+		if err != nil && d.flag == "--dbus-dir" {
+			return fmt.Errorf("%w (--dbus-dir \"\" installs no D-Bus files)", err)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // install copies the binary, writes the units, reloads, enables and, with

@@ -90,6 +90,10 @@ func main() {
 		// anything else is unitrun's own failure.
 		ee = &exitError{code: exitFailed, err: err}
 	}
+	// A command that a signal cut short did not fail: it exits 128+N.
+	if sig, ok := interruptedBy(ctx); ok && ee.code == exitFailed && errors.Is(ee.err, context.Canceled) {
+		ee = &exitError{code: 128 + int(sig), err: context.Cause(ctx)}
+	}
 	if ee.err != nil {
 		fmt.Fprintln(os.Stderr, "unitrun:", ee.err)
 	}

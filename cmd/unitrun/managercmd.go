@@ -85,8 +85,13 @@ detail) and the last line is "using MANAGER (systemd VERSION) at ADDRESS".`,
 				if a.Reached {
 					mark = "yes"
 				}
+				// Why, or why not: the error of a dial tells the
+				// address it dialed.
 				detail := a.Why
-				if a.Error != "" {
+				switch {
+				case a.Error != "" && a.Why != "skipped" && a.Address != "":
+					detail = a.Address + ": " + a.Error
+				case a.Error != "":
 					detail = a.Error
 				}
 				rows = append(rows, []string{mark, a.Manager, detail})

@@ -146,3 +146,37 @@ on_disconnect = "stop"
 		unitrun(t, "op", "cancel", id)
 	}
 }
+
+// TestOpLogsInterrupt: a signal that cuts "op logs -f" short is no failure
+// of unitrun: it exits 128+N and says so, and the job goes on.
+func TestOpLogsInterrupt(t *testing.T) {
+	t.Setenv("UNITRUN_SOCKET", startDaemon(t))
+	id, _, code := unitrun(t, "op", "call", "--no-wait", "sh", "echo started; sleep 30")
+	id = strings.TrimSpace(id)
+	if code != 0 || id == "" {
+		t.Fatalf("op call --no-wait: %q, exit %d", id, code)
+	}
+	defer unitrun(t, "op", "cancel", id)
+	cmd := exec.Command(systemdtest.Binary(t), "op", "logs", "-f", id)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "started\n" {
+		cmd.Process.Kill()
+		t.Fatalf("op logs -f: first output %q (%v)", line, err)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGINT) || errb.String() != "unitrun: interrupted by SIGINT\n" {
+		t.Errorf("op logs -f after SIGINT: exit %d, stderr %q; want 130 and the signal named", code, errb.String())
+	}
+	if out, _, _ := unitrun(t, "op", "status", id); !strings.Contains(out, "state\trunning\n") {
+		t.Errorf("the job after op logs -f was interrupted: %q, want running", out)
+	}
+}

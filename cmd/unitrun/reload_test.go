@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -11,6 +13,8 @@ import (
 
 	"github.com/unitrun/unitrun/hostapi"
 	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/job"
+	"github.com/unitrun/unitrun/manager"
 )
 
 // TestDaemonReloadsOnSIGHUP runs a daemon on the test manager and sends it
@@ -106,4 +110,69 @@ exec = ["/bin/echo", "new op"]
 func socketAnswers(t *testing.T) bool {
 	_, _, code := unitrun(t, "op", "jobs")
 	return code == 0
+}
+
+// TestDaemonUnitReload runs the daemon as a Type=notify service of the
+// test manager with the shipped unit's ExecReload= line: "systemctl
+// reload" applies a new config, and the service stays active on the same
+// main process.
+func TestDaemonUnitReload(t *testing.T) {
+	shipped, err := os.ReadFile("../../dist/systemd/unitrun.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var execReload string
+	for _, line := range strings.Split(string(shipped), "\n") {
+		if strings.HasPrefix(line, "ExecReload=") {
+			execReload = line
+		}
+	}
+	if execReload == "" {
+		t.Fatal("dist/systemd/unitrun.service has no ExecReload=")
+	}
+	d := systemdtest.NewDaemon(t, "[[op]]\nname = \"before\"\nexec = [\"/bin/true\"]\n")
+	conn := systemdtest.Conn(t)
+	const name = "unitrun-test-reload.service"
+	systemdtest.WriteUnit(t, filepath.Join(systemdtest.RuntimeUnitDir(t), name), `[Service]
+Type=notify
+ExecStart=`+systemdtest.Binary(t)+" "+strings.Join(append(d.Args(), "--socket", d.API, "--seqpacket", d.Argv), " ")+`
+`+execReload+`
+Environment=`+manager.EnvManager+"="+os.Getenv(manager.EnvManager)+`
+`)
+	ctx := context.Background()
+	if err := conn.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.StopUnit(context.Background(), name, "replace")
+		conn.ResetFailedUnit(context.Background(), name)
+	})
+	if _, err := job.Start(ctx, conn, name); err != nil {
+		t.Fatal(err)
+	}
+	pid := func() any {
+		p, err := conn.Properties(ctx, name, manager.ServiceIface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p["MainPID"].Value()
+	}
+	before := pid()
+	t.Setenv("UNITRUN_SOCKET", d.API)
+	if err := os.WriteFile(filepath.Join(d.Dir, "daemon.toml"), []byte("[[op]]\nname = \"after\"\nexec = [\"/bin/true\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("systemctl", "--user", "reload", name).CombinedOutput(); err != nil {
+		t.Fatalf("systemctl --user reload: %v\n%s", err, out)
+	}
+	for out, _, _ := unitrun(t, "op", "list"); !strings.HasPrefix(out, "after\t"); out, _, _ = unitrun(t, "op", "list") {
+		if p, err := conn.Properties(ctx, name, manager.UnitIface); err != nil || p["ActiveState"].Value() == "failed" || p["ActiveState"].Value() == "inactive" {
+			t.Fatalf("the daemon's unit after the reload: %v (%v)", p["ActiveState"], err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	systemdtest.WaitActiveState(t, conn, name, "active")
+	if after := pid(); after != before {
+		t.Errorf("MainPID %v before the reload, %v after: want the same daemon", before, after)
+	}
 }

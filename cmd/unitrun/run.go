@@ -114,6 +114,9 @@ func parseRunFlags(f *runFlags, c *job.Cmd) error {
 	if f.retry < 0 {
 		return fmt.Errorf("--retry %d: must not be negative", f.retry)
 	}
+	if f.retryDelay < 0 {
+		return fmt.Errorf("--retry-delay %v: must not be negative", f.retryDelay)
+	}
 	if f.retry > 0 {
 		c.Retry = &job.RetryPolicy{Attempts: f.retry + 1, Delay: f.retryDelay}
 	}
