@@ -57,6 +57,7 @@ type Daemon struct {
 
 	metrics  *metrics
 	conns    *connCounter    // open connections by caller uid, both sockets
+	logLimit logLimiter      // lines logged for each reason of refusal
 	onFinish []func(*Record) // called with a copy of each final record, under mu
 	bootID   string          // the host's boot ID, which each job's record keeps
 
@@ -112,7 +113,7 @@ func NewDaemon(cfg *Config, store *Store, mgr *manager.Conn) *Daemon {
 		d.bootID = strings.TrimSpace(string(id))
 	}
 	d.metrics = newMetrics(d)
-	d.conns = newConnCounter(cfg.Limits.MaxConnectionsPerUID)
+	d.conns = newConnCounter(cfg.Limits.MaxConnectionsPerUID, connBudget())
 	return d
 }
 

@@ -2,7 +2,6 @@ package hostapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -251,10 +250,7 @@ func (a *dbusAPI) visible(sender dbus.Sender, id string) (*Record, *dbus.Error) 
 // dbusError returns err as the D-Bus error org.unitrun.Ops1.Error.<code>;
 // an error that is not an *Error is an internal one.
 func dbusError(err error) *dbus.Error {
-	var e *Error
-	if !errors.As(err, &e) {
-		e = errorf(CodeInternal, err.Error())
-	}
+	e := asError(err)
 	return dbus.NewError(DBusIface+".Error."+e.Code, []any{e.Message})
 }
 

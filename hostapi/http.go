@@ -15,14 +15,14 @@ import (
 type callerKey struct{}
 
 type peer struct {
-	caller  Caller
-	err     error
-	refused error // the connection is over max_connections_per_uid
+	caller Caller
+	conn   *guardConn
+	err    error
 }
 
-// NewHTTPServer returns the HTTP/JSON front end of d, to Serve on a unix
-// stream socket. Each connection's peer credentials are read once, when it
-// is accepted, and authorize every request on it.
+// NewHTTPServer returns the HTTP/JSON front end of d, to serve with
+// ServeHTTP on a unix stream socket. Each connection's peer credentials
+// are read once, when it is accepted, and authorize every request on it.
 //
 // Endpoints:
 //
@@ -57,36 +57,40 @@ func NewHTTPServer(d *Daemon) *http.Server {
 		writeError(w, errorf(CodeNotFound, fmt.Sprintf("%s %s: no such endpoint", r.Method, r.URL.Path)))
 	})
 	return &http.Server{
-		Handler:           refuseOverLimit(mux),
+		Handler:           mux,
 		ReadHeaderTimeout: d.cfg.Limits.ReadHeaderTimeout,
 		IdleTimeout:       d.cfg.Limits.IdleTimeout,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			p := peer{}
-			p.caller, p.err = PeerCaller(c)
-			if p.err == nil {
-				p.refused = d.takeConn(p.caller.UID, c)
+			p := peer{err: errors.New("the connection was not accepted by the daemon's listener")}
+			if gc, ok := c.(*guardConn); ok {
+				p = peer{caller: gc.caller, conn: gc}
 			}
 			return context.WithValue(ctx, callerKey{}, p)
-		},
-		ConnState: func(c net.Conn, s http.ConnState) {
-			if s == http.StateClosed || s == http.StateHijacked {
-				d.conns.release(c)
-			}
 		},
 	}
 }
 
-// refuseOverLimit answers every request on a connection over
-// max_connections_per_uid with its error, and closes the connection.
-func refuseOverLimit(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p, _ := r.Context().Value(callerKey{}).(peer); p.refused != nil {
-			w.Header().Set("Connection", "close")
-			writeError(w, p.refused)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+// ServeHTTP serves srv, the server NewHTTPServer returned, on l (a "unix"
+// listener) until srv is closed, as srv.Serve does, admitting each
+// connection as the daemon's limits allow: one over them is answered 409
+// busy, naming the limit, and closed at once.
+func (d *Daemon) ServeHTTP(srv *http.Server, l net.Listener) error {
+	return srv.Serve(d.guard(l, refuseHTTP))
+}
+
+// refuseHTTP answers a refused HTTP connection with err and closes it,
+// after reading what the caller sent within refuseGrace when wait is set.
+func refuseHTTP(c *net.UnixConn, err error, wait bool) {
+	defer c.Close()
+	if wait {
+		c.SetReadDeadline(time.Now().Add(refuseGrace))
+		c.Read(make([]byte, 4096))
+	}
+	e := asError(err)
+	body, _ := json.Marshal(map[string]*Error{"error": e})
+	c.SetWriteDeadline(time.Now().Add(refuseGrace))
+	fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s\n",
+		e.HTTPStatus(), http.StatusText(e.HTTPStatus()), len(body)+1, body)
 }
 
 // bodyReadTimeout bounds the wait for the body of a call, as the limit
@@ -284,9 +288,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // writeError writes err as {"error": {"code", "message"}}; an error that
 // is not an *Error is an internal one.
 func writeError(w http.ResponseWriter, err error) {
-	var e *Error
-	if !errors.As(err, &e) {
-		e = errorf(CodeInternal, err.Error())
-	}
+	e := asError(err)
 	writeJSON(w, e.HTTPStatus(), map[string]*Error{"error": e})
 }

@@ -21,38 +21,47 @@ import (
 // job's log. When the peer closes the connection before the job ends, an
 // op with on_disconnect "stop" is canceled.
 func (d *Daemon) ServeSeqpacket(l *net.UnixListener) error {
+	return d.serveSeqpacket(d.guard(l, refuseSeqpacket))
+}
+
+// serveSeqpacket serves the connections l accepts until it fails.
+func (d *Daemon) serveSeqpacket(l net.Listener) error {
 	for {
-		c, err := l.AcceptUnix()
+		c, err := l.Accept()
 		if errors.Is(err, net.ErrClosed) {
 			return nil
 		}
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
 			return err
 		}
-		go d.serveSeqpacketConn(c)
+		go d.serveSeqpacketConn(c.(*guardConn))
 	}
 }
 
-func (d *Daemon) serveSeqpacketConn(c *net.UnixConn) {
+// refuseSeqpacket answers a refused SEQPACKET connection with err and
+// closes it, after reading its request packet within refuseGrace when
+// wait is set (or one already sent when not).
+func refuseSeqpacket(c *net.UnixConn, err error, wait bool) {
+	defer c.Close()
+	if wait {
+		c.SetReadDeadline(time.Now().Add(refuseGrace))
+		c.Read(make([]byte, 1))
+	} else if raw, err := c.SyscallConn(); err == nil {
+		raw.Control(func(fd uintptr) { unix.Recvfrom(int(fd), make([]byte, 1), unix.MSG_DONTWAIT) })
+	}
+	c.SetWriteDeadline(time.Now().Add(refuseGrace))
+	c.Write(EncodeResponse(false, "", err.Error()))
+}
+
+func (d *Daemon) serveSeqpacketConn(c *guardConn) {
 	defer c.Close()
 	ok, id, msg := d.seqpacketCall(c)
 	c.Write(EncodeResponse(ok, id, msg))
 }
 
 // seqpacketCall reads the request, runs the op and returns the response.
-func (d *Daemon) seqpacketCall(c *net.UnixConn) (ok bool, id, msg string) {
-	caller, err := PeerCaller(c)
-	if err != nil {
-		return false, "", errorf(CodeUnauthorized, err.Error()).Error()
-	}
-	refused := d.takeConn(caller.UID, c)
-	if refused == nil {
-		defer d.conns.release(c)
-	}
+func (d *Daemon) seqpacketCall(c *guardConn) (ok bool, id, msg string) {
+	caller := c.caller
 	limit := d.cfg.Limits.MaxRequestBytes
 	buf := make([]byte, limit+1)
 	c.SetReadDeadline(time.Now().Add(d.cfg.Limits.ReadHeaderTimeout))
@@ -65,11 +74,6 @@ func (d *Daemon) seqpacketCall(c *net.UnixConn) (ok bool, id, msg string) {
 		return false, "", errorf(CodeBadRequest, "request: "+err.Error()).Error()
 	case flags&unix.MSG_TRUNC != 0 || n > limit:
 		return false, "", errorf(CodeTooLarge, fmt.Sprintf("request: packet larger than the limit of %d bytes (max_request_bytes)", limit)).Error()
-	case refused != nil:
-		// Answered once the request has been read: a socket closed with
-		// a packet unread resets the connection, and the peer would not
-		// get the answer.
-		return false, "", refused.Error()
 	}
 	c.SetReadDeadline(time.Time{})
 	opName, args, err := ParseRequest(buf[:n], limit)
