@@ -162,7 +162,11 @@ func (h *httpAPI) call(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	rec, err := h.d.CallKeyed(r.Context(), c, r.PathValue("name"), req.Args, req.Key)
+	ctx, stop := peerContext(r)
+	rec, err := h.d.CallKeyed(ctx, c, r.PathValue("name"), req.Args, req.Key)
+	if err != nil || !req.Wait {
+		stop()
+	}
 	if err != nil {
 		writeError(w, err)
 		return
@@ -172,15 +176,29 @@ func (h *httpAPI) call(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusAccepted, map[string]string{"id": rec.ID})
 		return
 	}
-	h.waitAndWrite(w, r, rec.ID, true)
+	h.waitAndWrite(ctx, stop, w, rec.ID, true)
 }
 
-// waitAndWrite waits for the job and writes its final record. When the
-// waiter goes away first, callerOwned says it is the job's caller and the
-// job's op has on_disconnect "stop", the job is canceled.
-func (h *httpAPI) waitAndWrite(w http.ResponseWriter, r *http.Request, id string, callerOwned bool) {
-	rec, err := h.d.Wait(r.Context(), id)
-	if err != nil && r.Context().Err() != nil {
+// peerContext returns a context that ends when the request's caller has
+// gone (watchHangup): net/http's request context ends as soon as the
+// caller shuts down its writing side, which a caller that waits for its
+// answer may do. stop ends the watch; call it before writing the answer.
+func peerContext(r *http.Request) (ctx context.Context, stop func()) {
+	if p, _ := r.Context().Value(callerKey{}).(peer); p.conn != nil {
+		return watchHangup(p.conn.UnixConn)
+	}
+	return r.Context(), func() {}
+}
+
+// waitAndWrite waits for the job and writes its final record; ctx and
+// stop are peerContext's. When the waiter goes away first, callerOwned
+// says it is the job's caller and the job's op has on_disconnect "stop",
+// the job is canceled.
+func (h *httpAPI) waitAndWrite(ctx context.Context, stop func(), w http.ResponseWriter, id string, callerOwned bool) {
+	rec, err := h.d.Wait(ctx, id)
+	gone := err != nil && ctx.Err() != nil
+	stop()
+	if gone {
 		if op, ok := h.d.ops[h.opOf(id)]; callerOwned && ok && op.OnDisconnect == "stop" {
 			h.d.Cancel(context.Background(), id)
 		}
@@ -252,7 +270,8 @@ func (h *httpAPI) job(w http.ResponseWriter, r *http.Request) {
 func (h *httpAPI) wait(w http.ResponseWriter, r *http.Request) {
 	if rec, ok := h.visible(w, r); ok {
 		c, _ := caller(w, r)
-		h.waitAndWrite(w, r, rec.ID, c.UID == rec.CallerUID && c.PID == rec.CallerPID)
+		ctx, stop := peerContext(r)
+		h.waitAndWrite(ctx, stop, w, rec.ID, c.UID == rec.CallerUID && c.PID == rec.CallerPID)
 	}
 }
 
@@ -261,7 +280,9 @@ func (h *httpAPI) cancel(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rec, err := h.d.Cancel(r.Context(), rec.ID)
+	ctx, stop := peerContext(r)
+	rec, err := h.d.Cancel(ctx, rec.ID)
+	stop()
 	if err != nil {
 		writeError(w, err)
 		return

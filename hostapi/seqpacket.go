@@ -19,7 +19,8 @@ import (
 // first for a refused call ("unknown_op: ..."), and "; reboot required"
 // appended when the op asked for a reboot. The op's output goes to the
 // job's log. When the peer closes the connection before the job ends, an
-// op with on_disconnect "stop" is canceled.
+// op with on_disconnect "stop" is canceled; a peer that only shut down
+// its writing side still gets the answer.
 func (d *Daemon) ServeSeqpacket(l *net.UnixListener) error {
 	return d.serveSeqpacket(d.guard(l, refuseSeqpacket))
 }
@@ -80,17 +81,14 @@ func (d *Daemon) seqpacketCall(c *guardConn) (ok bool, id, msg string) {
 	if err != nil {
 		return false, "", errorf(CodeBadRequest, err.Error()).Error()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	// The peer has gone when it can no longer read the answer: one that
+	// shut down its writing side after the request still waits for it.
+	ctx, stop := watchHangup(c.UnixConn)
+	defer stop()
 	rec, err := d.Call(ctx, caller, opName, args)
 	if err != nil {
 		return false, "", err.Error()
 	}
-	// The peer sends nothing more: a read ends when it closes.
-	go func() {
-		c.Read(make([]byte, 1))
-		cancel()
-	}()
 	final, err := d.Wait(ctx, rec.ID)
 	if err != nil {
 		if op, _ := d.Op(opName); ctx.Err() != nil && op.OnDisconnect == "stop" {
