@@ -193,6 +193,22 @@ args = { max = 2 }
 	if ok, id, msg := seqpacketRoundTrip(t, argvSock, []byte("argv\x00ok\x00\xff\xfe\x00")); ok || id != "" || !strings.HasPrefix(msg, CodeBadRequest+": ") {
 		t.Errorf("SEQPACKET arg not UTF-8: %v %q %q, want a bad_request refusal and no job", ok, id, msg)
 	}
+	// Over HTTP, bytes that are not UTF-8 and lone surrogate escapes,
+	// which encoding/json turns into U+FFFD, are refused.
+	for _, body := range []string{"{\"args\": [\"ok\", \"\xff\"]}", `{"args": ["ok", "\ud800"]}`} {
+		resp, err := unixHTTP(api).Post("http://unitrun/v1/ops/argv", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || errorCode(t, string(data)) != CodeBadRequest || !strings.Contains(string(data), "arg 1: ") {
+			t.Errorf("%q: %d %s, want 400 bad_request naming arg 1", body, resp.StatusCode, data)
+		}
+	}
+	if recs, _ := d.List(); len(recs) != 0 {
+		t.Errorf("%d jobs after refused calls, want none", len(recs))
+	}
 }
 
 // TestSecurityRequestFileExact passes args with newlines, NULs refused,
