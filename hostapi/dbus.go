@@ -93,11 +93,15 @@ type jobSummary struct {
 }
 
 // Call starts the op with args for the sender, who then gets the job's
-// Finished signal.
+// Finished signal. The op name and args are held to max_request_bytes as
+// a SEQPACKET packet of them is.
 func (a *dbusAPI) Call(sender dbus.Sender, op string, args []string) (string, *dbus.Error) {
 	c, derr := a.caller(sender)
 	if derr != nil {
 		return "", derr
+	}
+	if n, limit := requestBytes(op, args), a.d.cfg.Limits.MaxRequestBytes; n > limit {
+		return "", dbusError(errorf(CodeTooLarge, fmt.Sprintf("request: op name and args of %d bytes (each with a NUL after it), larger than the limit of %d bytes (max_request_bytes)", n, limit)))
 	}
 	rec, err := a.d.Call(context.Background(), c, op, args)
 	if err != nil {
