@@ -133,23 +133,26 @@ func (a *dbusAPI) Wait(sender dbus.Sender, id string) (map[string]dbus.Variant, 
 	return recordVariant(rec), nil
 }
 
-// List returns the jobs the sender may see, newest first.
+// List returns the jobs the sender may see, newest first, read a page at
+// a time (Daemon.ListPage), so that only their summaries are held.
 func (a *dbusAPI) List(sender dbus.Sender) ([]jobSummary, *dbus.Error) {
 	c, derr := a.caller(sender)
 	if derr != nil {
 		return nil, derr
 	}
-	recs, err := a.d.List()
-	if recs == nil && err != nil {
-		return nil, dbusError(err)
-	}
 	jobs := []jobSummary{}
-	for _, r := range recs {
-		if a.d.maySee(c, r) {
+	for after := ""; ; {
+		recs, next, err := a.d.ListPage(a.conn.Context(), c, after, MaxPage)
+		if err != nil {
+			return nil, dbusError(err)
+		}
+		for _, r := range recs {
 			jobs = append(jobs, jobSummary{r.ID, r.Op, string(r.State), r.Message})
 		}
+		if after = next; after == "" {
+			return jobs, nil
+		}
 	}
-	return jobs, nil
 }
 
 // Cancel cancels the job and returns its record once it has ended.

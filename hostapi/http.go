@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -30,7 +32,7 @@ type peer struct {
 //	GET    /metrics                  Prometheus metrics (see metrics.go), to any peer that may connect
 //	GET    /v1/ops                   the ops, with whether the caller may call each
 //	POST   /v1/ops/{name}            body CallRequest; 202 {"id": ...}, or 200 and the final record with "wait": true
-//	GET    /v1/jobs                  the records the caller may see, newest first
+//	GET    /v1/jobs                  a page of the records the caller may see, newest first; ?limit=N&after=CURSOR, Link: <...>; rel="next"
 //	GET    /v1/jobs/{id}             the record
 //	GET    /v1/jobs/{id}/wait        the record once the job has ended
 //	GET    /v1/jobs/{id}/logs        the output log; ?follow=1 streams it until the job ends, ?offset=N starts at byte N
@@ -238,23 +240,34 @@ func (h *httpAPI) visible(w http.ResponseWriter, r *http.Request) (*Record, bool
 	return rec, true
 }
 
+// jobs serves GET /v1/jobs: a page of the records the caller may see,
+// newest first, at most ?limit= (default and most MaxPage) after the
+// cursor ?after=; when there are more, the header Link names the next
+// page (rel="next").
 func (h *httpAPI) jobs(w http.ResponseWriter, r *http.Request) {
 	c, ok := caller(w, r)
 	if !ok {
 		return
 	}
-	recs, err := h.d.List()
-	if recs == nil && err != nil {
+	q := r.URL.Query()
+	limit := MaxPage
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxPage {
+			writeError(w, errorf(CodeBadRequest, fmt.Sprintf("limit %q: must be a number from 1 to %d", s, MaxPage)))
+			return
+		}
+		limit = n
+	}
+	recs, next, err := h.d.ListPage(r.Context(), c, q.Get("after"), limit)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
-	seen := make([]*Record, 0, len(recs))
-	for _, rec := range recs {
-		if h.d.maySee(c, rec) {
-			seen = append(seen, rec)
-		}
+	if next != "" {
+		w.Header().Set("Link", fmt.Sprintf(`</v1/jobs?limit=%d&after=%s>; rel="next"`, limit, url.QueryEscape(next)))
 	}
-	writeJSON(w, http.StatusOK, seen)
+	writeJSON(w, http.StatusOK, recs)
 }
 
 func (h *httpAPI) job(w http.ResponseWriter, r *http.Request) {
@@ -293,11 +306,16 @@ func (h *httpAPI) cancel(w http.ResponseWriter, r *http.Request) {
 // maySee reports whether the caller may see the job: root, the caller
 // that started it, and callers allowed to call its op may.
 func (d *Daemon) maySee(c Caller, rec *Record) bool {
-	if c.UID == 0 || c.UID == rec.CallerUID {
+	return d.maySeeJob(c, rec.Op, rec.CallerUID)
+}
+
+// maySeeJob is maySee for a job of op called by uid.
+func (d *Daemon) maySeeJob(c Caller, op string, uid uint32) bool {
+	if c.UID == 0 || c.UID == uid {
 		return true
 	}
-	op, ok := d.ops[rec.Op]
-	return ok && op.Allowed(c.UID, c.GIDs)
+	o, ok := d.ops[op]
+	return ok && o.Allowed(c.UID, c.GIDs)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
