@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/unitrun/unitrun/hostapi"
@@ -99,10 +100,34 @@ func (c *Client) Job(ctx context.Context, id string) (*hostapi.Record, error) {
 	return &r, c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id), nil, &r)
 }
 
-// Jobs returns the records this caller may see, newest first.
+// Jobs returns the records this caller may see, newest first, asking for
+// them a page at a time.
 func (c *Client) Jobs(ctx context.Context) ([]*hostapi.Record, error) {
-	var recs []*hostapi.Record
-	return recs, c.do(ctx, http.MethodGet, "/v1/jobs", nil, &recs)
+	all := []*hostapi.Record{}
+	for path := "/v1/jobs"; path != ""; {
+		resp, err := c.send(ctx, http.MethodGet, path, nil)
+		if err != nil {
+			return nil, err
+		}
+		var page []*hostapi.Record
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("GET %s: decoding the response: %w", path, err)
+		}
+		all = append(all, page...)
+		path = nextPage(resp.Header.Get("Link"))
+	}
+	return all, nil
+}
+
+// nextPage returns the path that a Link header names as rel="next", or "".
+func nextPage(link string) string {
+	target, params, ok := strings.Cut(link, ";")
+	if !ok || !strings.Contains(params, `rel="next"`) {
+		return ""
+	}
+	return strings.Trim(strings.TrimSpace(target), "<>")
 }
 
 // Cancel cancels the job and returns its final record.

@@ -285,3 +285,33 @@ func TestLogsFollowResumesAcrossRestart(t *testing.T) {
 		t.Errorf("followed log %q, want each line once", got)
 	}
 }
+
+// TestJobsPages lists a daemon that keeps 230 records, more than a page
+// holds: Jobs follows the pages and returns each record once, newest
+// first, as "unitrun op jobs" prints them.
+func TestJobsPages(t *testing.T) {
+	d := systemdtest.NewDaemon(t, testConfig)
+	s, err := hostapi.OpenStore(filepath.Join(d.Dir, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().Add(-time.Hour)
+	for i := range 230 {
+		r := &hostapi.Record{ID: s.NewID(), Op: "echo", State: hostapi.StateSucceeded, CreatedAt: t0.Add(time.Duration(i) * time.Second)}
+		if err := s.Put(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Start(t)
+	recs, err := client.New(d.API).Jobs(timeout(t))
+	if err != nil || len(recs) != 230 {
+		t.Fatalf("Jobs: %d records, %v: want 230", len(recs), err)
+	}
+	seen := make(map[string]bool)
+	for i, r := range recs {
+		if seen[r.ID] || i > 0 && !r.CreatedAt.Before(recs[i-1].CreatedAt) {
+			t.Fatalf("record %d (%s): listed twice or out of order", i, r.ID)
+		}
+		seen[r.ID] = true
+	}
+}

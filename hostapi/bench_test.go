@@ -46,7 +46,7 @@ func benchDaemon(b *testing.B) (*Daemon, *http.Client) {
 		b.Fatal(err)
 	}
 	srv := NewHTTPServer(d)
-	go srv.Serve(l)
+	go d.ServeHTTP(srv, l)
 	b.Cleanup(func() { srv.Close(); d.Close() })
 	return d, &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)

@@ -166,7 +166,11 @@ type RetryRule struct {
 // daemon.toml may hold a [limits] table; every file may hold [[op]] tables.
 //
 // Each file, and opsDir, must be owned by root or the daemon's uid and not
-// be writable by group or others.
+// be writable by group or others, and so must each directory on the way
+// to them (a directory of root's with the sticky bit, as /tmp, may be
+// writable by others); a symlink on the way must be owned by root or the
+// daemon's uid; a file must be a regular file named *.toml, after
+// symlinks. Each file is opened once and judged as opened.
 //
 // Unknown keys, values of the wrong type and broken rules are errors. Each
 // is a *ConfigError naming the file, the line and the rule; when there are
@@ -208,15 +212,16 @@ func LoadConfig(file, opsDir string) (*Config, error) {
 
 // listDropIns returns the *.toml files of dir sorted by name.
 func listDropIns(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
+	real, err := resolveConfigPath(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ops dir: %w", err)
+		return nil, configReadError(dir, err)
 	}
-	if rule := checkConfigOwner(dir); rule != "" {
-		return nil, &ConfigError{File: dir, Rule: rule}
+	entries, err := os.ReadDir(real)
+	if err != nil {
+		return nil, fmt.Errorf("ops dir: %w", err)
 	}
 	var files []string
 	for _, e := range entries {

@@ -51,6 +51,9 @@ func checkOp(op *Op) []fieldError {
 			fail("request_file", "request_file needs unit (an exec op gets its args as argv)")
 		}
 		checkPath("request_file", op.RequestFile, fail)
+		if strings.HasSuffix(op.RequestFile, ".toml") {
+			fail("request_file", "request_file %q must not be named *.toml: callers' args are written to it, and the daemon reads its config from *.toml files", op.RequestFile)
+		}
 	}
 	switch {
 	case op.RequestFile == "" && op.RequestFormat != "":

@@ -2,11 +2,8 @@ package hostapi
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
 	"math"
-	"os"
 	"regexp"
 	"time"
 
@@ -98,16 +95,9 @@ func (lo *loadedOp) where() string {
 // daemon.toml, the only file that may hold [limits]; limits is nil when the
 // file has none.
 func loadFile(path string, isMain bool) (ops []loadedOp, limits *Limits, errs []*ConfigError) {
-	data, err := os.ReadFile(path)
+	data, err := readConfigFile(path)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, nil, []*ConfigError{{File: path, Rule: "cannot read: " + err.Error()}}
-	}
-	if rule := checkConfigOwner(path); rule != "" {
-		return nil, nil, []*ConfigError{{File: path, Rule: rule}}
+		return nil, nil, []*ConfigError{configReadError(path, err)}
 	}
 	var fops []fileOp
 	var flimits *fileLimits

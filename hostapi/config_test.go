@@ -236,6 +236,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"request_file with exec", op + "request_file = \"/run/x\"\n", nil, `D:4: op "x": request_file needs unit (an exec op gets its args as argv)`},
 		{"request_file relative", "[[op]]\nname = \"x\"\nunit = \"x.service\"\nrequest_file = \"run/x\"\n", nil, `D:4: op "x": request_file "run/x" must be an absolute path in clean form`},
 		{"request_file unclean", "[[op]]\nname = \"x\"\nunit = \"x.service\"\nrequest_file = \"/run/../x\"\n", nil, `D:4: op "x": request_file "/run/../x" must be an absolute path in clean form`},
+		{"request_file named *.toml", "[[op]]\nname = \"x\"\nunit = \"x.service\"\nrequest_file = \"/etc/unitrun/ops.d/x.toml\"\n", nil, `D:4: op "x": request_file "/etc/unitrun/ops.d/x.toml" must not be named *.toml: callers' args are written to it, and the daemon reads its config from *.toml files`},
 		{"request_format without file", "[[op]]\nname = \"x\"\nunit = \"x.service\"\nrequest_format = \"nul\"\n", nil, `D:4: op "x": request_format needs request_file`},
 		{"request_format value", "[[op]]\nname = \"x\"\nunit = \"x.service\"\nrequest_file = \"/run/x\"\nrequest_format = \"json\"\n", nil, `D:5: op "x": request_format "json" must be "lines" or "nul"`},
 		{"pattern compiles", op + "args = { max = 1, pattern = \"(\" }\n", nil, `D:4: op "x": args.pattern "(" does not compile: error parsing regexp: missing closing ): ` + "`(`"},

@@ -2,58 +2,69 @@ package hostapi
 
 import (
 	"fmt"
-	"net"
+	"math"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // connCounter counts the open connections of each caller uid on the
 // daemon's HTTP and SEQPACKET sockets, to hold every uid to
-// Limits.MaxConnectionsPerUID: each connection holds a goroutine and a
-// descriptor, and a followed log polls its file for as long as it is open.
+// Limits.MaxConnectionsPerUID, and all of them to the descriptors the
+// daemon can spare for connections: each connection holds a goroutine and
+// a descriptor, and a followed log polls its file for as long as it is
+// open.
 type connCounter struct {
-	max   int // 0: no bound
-	mu    sync.Mutex
-	byUID map[uint32]int
-	uidOf map[net.Conn]uint32
+	max    int // per uid; 0: no bound
+	budget int // connections of all uids together (connBudget)
+	mu     sync.Mutex
+	total  int
+	byUID  map[uint32]int
 }
 
-func newConnCounter(max int) *connCounter {
-	return &connCounter{max: max, byUID: make(map[uint32]int), uidOf: make(map[net.Conn]uint32)}
+func newConnCounter(max, budget int) *connCounter {
+	return &connCounter{max: max, budget: budget, byUID: make(map[uint32]int)}
 }
 
-// take counts conn, of caller uid, or returns an *Error with CodeBusy when
-// uid has its limit of connections open already.
-func (c *connCounter) take(uid uint32, conn net.Conn) error {
+// connBudget returns how many connections the daemon may hold open at
+// once: its descriptor limit (RLIMIT_NOFILE) less a reserve of a quarter
+// of it, at least 64, which the daemon keeps for itself (job records and
+// output logs, followed logs, the manager and the journal).
+func connBudget() int {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil || rl.Cur > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	n := int(rl.Cur)
+	return max(0, n-max(64, n/4))
+}
+
+// take counts a connection of caller uid, or returns an *Error with
+// CodeBusy when uid has its limit of connections open already, or when
+// uid would hold half or more of the connections that the other uids
+// leave free of the budget: one uid, however many connections it opens,
+// leaves room for the others.
+func (c *connCounter) take(uid uint32) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if n := c.byUID[uid]; c.max > 0 && n >= c.max {
+	n := c.byUID[uid]
+	switch {
+	case c.max > 0 && n >= c.max:
 		return errorf(CodeBusy, fmt.Sprintf("uid %d has %d connections open to the daemon, the limit max_connections_per_uid", uid, n))
+	case 2*n >= c.budget-(c.total-n):
+		return errorf(CodeBusy, fmt.Sprintf("uid %d has %d connections open to the daemon, its share of the %d the daemon's file descriptor limit allows", uid, n, c.budget))
 	}
 	c.byUID[uid]++
-	c.uidOf[conn] = uid
+	c.total++
 	return nil
 }
 
-// release uncounts conn; a connection that take refused was never counted.
-func (c *connCounter) release(conn net.Conn) {
+// release uncounts a connection of uid that take counted.
+func (c *connCounter) release(uid uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	uid, ok := c.uidOf[conn]
-	if !ok {
-		return
-	}
-	delete(c.uidOf, conn)
+	c.total--
 	if c.byUID[uid]--; c.byUID[uid] == 0 {
 		delete(c.byUID, uid)
 	}
-}
-
-// takeConn counts conn, of caller uid, on d's connections, or logs and
-// returns the refusal of one over max_connections_per_uid.
-func (d *Daemon) takeConn(uid uint32, conn net.Conn) error {
-	err := d.conns.take(uid, conn)
-	if err != nil {
-		d.Log.Warn(fmt.Sprintf("connection of uid %d refused: %v", uid, err), logCallerUID, uid, "reason", CodeBusy)
-	}
-	return err
 }

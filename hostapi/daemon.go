@@ -58,6 +58,7 @@ type Daemon struct {
 
 	metrics  *metrics
 	conns    *connCounter    // open connections by caller uid, both sockets
+	logLimit logLimiter      // lines logged for each reason of refusal
 	onFinish []func(*Record) // called with a copy of each final record, under mu
 	bootID   string          // the host's boot ID, which each job's record keeps
 
@@ -78,6 +79,8 @@ type Daemon struct {
 	sincePrune int
 	pruning    bool
 	idle       *time.Timer // see idleLocked
+
+	listing chan struct{} // a token for each listing that reads records (ListPage)
 }
 
 // liveJob is a job that is queued or running. Its rec is guarded by the
@@ -104,13 +107,14 @@ func NewDaemon(cfg *Config, store *Store, mgr *manager.Conn) *Daemon {
 		running:   make(map[string]*liveJob),
 		queues:    make(map[string][]*liveJob),
 		keys:      make(map[string]string),
+		listing:   make(chan struct{}, maxListing),
 	}
 	d.ops.Store(newOpSet(cfg.Ops))
 	if id, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
 		d.bootID = strings.TrimSpace(string(id))
 	}
 	d.metrics = newMetrics(d)
-	d.conns = newConnCounter(cfg.Limits.MaxConnectionsPerUID)
+	d.conns = newConnCounter(cfg.Limits.MaxConnectionsPerUID, connBudget())
 	return d
 }
 
@@ -155,6 +159,49 @@ func (d *Daemon) List() ([]*Record, error) {
 		}
 	}
 	return recs, err
+}
+
+// maxListing bounds the pages of records read at once for listings, so
+// that callers listing in parallel, however many, hold at most this many
+// pages of records in memory; further listings wait their turn.
+const maxListing = 4
+
+// ListPage returns a page of the records the caller may see, newest first:
+// at most limit (1 to MaxPage), after the cursor after unless it is "",
+// and the cursor of the next page, "" when this is the last. Records not
+// visible to the caller are passed over before any is read. It waits for
+// its turn among maxListing listings, until ctx ends. A cursor that no
+// listing gave is an *Error with CodeBadRequest.
+func (d *Daemon) ListPage(ctx context.Context, c Caller, after string, limit int) ([]*Record, string, error) {
+	var cur *Cursor
+	if after != "" {
+		pc, err := ParseCursor(after)
+		if err != nil {
+			return nil, "", errorf(CodeBadRequest, "after: "+err.Error())
+		}
+		cur = &pc
+	}
+	select {
+	case d.listing <- struct{}{}:
+		defer func() { <-d.listing }()
+	case <-ctx.Done():
+		return nil, "", ctx.Err()
+	}
+	recs, next, err := d.store.Page(cur, limit, func(op string, uid uint32) bool { return d.maySeeJob(c, op, uid) })
+	if err != nil {
+		return nil, "", err
+	}
+	d.mu.Lock()
+	for i, r := range recs {
+		if l, ok := d.live[r.ID]; ok {
+			recs[i] = copyRecord(l.rec)
+		}
+	}
+	d.mu.Unlock()
+	if next == nil {
+		return recs, "", nil
+	}
+	return recs, next.String(), nil
 }
 
 // Wait waits until the job has ended and returns its final record. If ctx

@@ -2,7 +2,6 @@ package hostapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -94,11 +93,15 @@ type jobSummary struct {
 }
 
 // Call starts the op with args for the sender, who then gets the job's
-// Finished signal.
+// Finished signal. The op name and args are held to max_request_bytes as
+// a SEQPACKET packet of them is.
 func (a *dbusAPI) Call(sender dbus.Sender, op string, args []string) (string, *dbus.Error) {
 	c, derr := a.caller(sender)
 	if derr != nil {
 		return "", derr
+	}
+	if n, limit := requestBytes(op, args), a.d.cfg.Limits.MaxRequestBytes; n > limit {
+		return "", dbusError(errorf(CodeTooLarge, fmt.Sprintf("request: op name and args of %d bytes (each with a NUL after it), larger than the limit of %d bytes (max_request_bytes)", n, limit)))
 	}
 	rec, err := a.d.Call(context.Background(), c, op, args)
 	if err != nil {
@@ -130,23 +133,26 @@ func (a *dbusAPI) Wait(sender dbus.Sender, id string) (map[string]dbus.Variant, 
 	return recordVariant(rec), nil
 }
 
-// List returns the jobs the sender may see, newest first.
+// List returns the jobs the sender may see, newest first, read a page at
+// a time (Daemon.ListPage), so that only their summaries are held.
 func (a *dbusAPI) List(sender dbus.Sender) ([]jobSummary, *dbus.Error) {
 	c, derr := a.caller(sender)
 	if derr != nil {
 		return nil, derr
 	}
-	recs, err := a.d.List()
-	if recs == nil && err != nil {
-		return nil, dbusError(err)
-	}
 	jobs := []jobSummary{}
-	for _, r := range recs {
-		if a.d.maySee(c, r) {
+	for after := ""; ; {
+		recs, next, err := a.d.ListPage(a.conn.Context(), c, after, MaxPage)
+		if err != nil {
+			return nil, dbusError(err)
+		}
+		for _, r := range recs {
 			jobs = append(jobs, jobSummary{r.ID, r.Op, string(r.State), r.Message})
 		}
+		if after = next; after == "" {
+			return jobs, nil
+		}
 	}
-	return jobs, nil
 }
 
 // Cancel cancels the job and returns its record once it has ended.
@@ -251,10 +257,7 @@ func (a *dbusAPI) visible(sender dbus.Sender, id string) (*Record, *dbus.Error) 
 // dbusError returns err as the D-Bus error org.unitrun.Ops1.Error.<code>;
 // an error that is not an *Error is an internal one.
 func dbusError(err error) *dbus.Error {
-	var e *Error
-	if !errors.As(err, &e) {
-		e = errorf(CodeInternal, err.Error())
-	}
+	e := asError(err)
 	return dbus.NewError(DBusIface+".Error."+e.Code, []any{e.Message})
 }
 

@@ -1,6 +1,9 @@
 package hostapi
 
-import "net/http"
+import (
+	"errors"
+	"net/http"
+)
 
 // Codes of the errors the daemon returns to callers. They are stable: the
 // HTTP front end serves them as {"error": {"code": ..., "message": ...}}
@@ -54,3 +57,12 @@ func (e *Error) HTTPStatus() int {
 }
 
 func errorf(code, msg string) *Error { return &Error{Code: code, Message: msg} }
+
+// asError returns err as an *Error; one that is not is an internal error.
+func asError(err error) *Error {
+	var e *Error
+	if !errors.As(err, &e) {
+		e = errorf(CodeInternal, err.Error())
+	}
+	return e
+}

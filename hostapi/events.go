@@ -54,7 +54,7 @@ func (d *Daemon) jobCanceling(l *liveJob) {
 }
 
 // callRefused reports a refused call, if err is one: counted by its code
-// and logged at level warn.
+// and logged at level warn, at most a line a second for each code.
 func (d *Daemon) callRefused(c Caller, op string, err error) {
 	if err == nil {
 		return
@@ -65,6 +65,6 @@ func (d *Daemon) callRefused(c Caller, op string, err error) {
 		code = e.Code
 	}
 	d.metrics.callRefused(code)
-	d.Log.Warn(fmt.Sprintf("call of op %s by uid %d refused: %v", op, c.UID, err),
+	d.warnLimited("call "+code, fmt.Sprintf("call of op %s by uid %d refused: %v", op, c.UID, err),
 		logOp, op, logCallerUID, c.UID, "reason", code)
 }

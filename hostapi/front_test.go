@@ -43,7 +43,7 @@ func serveTest(t *testing.T, d *Daemon) (api, argv string) {
 		t.Fatal(err)
 	}
 	srv := NewHTTPServer(d)
-	go srv.Serve(hl)
+	go d.ServeHTTP(srv, hl)
 	go d.ServeSeqpacket(pl)
 	t.Cleanup(func() {
 		srv.Close()

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -15,14 +17,14 @@ import (
 type callerKey struct{}
 
 type peer struct {
-	caller  Caller
-	err     error
-	refused error // the connection is over max_connections_per_uid
+	caller Caller
+	conn   *guardConn
+	err    error
 }
 
-// NewHTTPServer returns the HTTP/JSON front end of d, to Serve on a unix
-// stream socket. Each connection's peer credentials are read once, when it
-// is accepted, and authorize every request on it.
+// NewHTTPServer returns the HTTP/JSON front end of d, to serve with
+// ServeHTTP on a unix stream socket. Each connection's peer credentials
+// are read once, when it is accepted, and authorize every request on it.
 //
 // Endpoints:
 //
@@ -30,7 +32,7 @@ type peer struct {
 //	GET    /metrics                  Prometheus metrics (see metrics.go), to any peer that may connect
 //	GET    /v1/ops                   the ops, with whether the caller may call each
 //	POST   /v1/ops/{name}            body CallRequest; 202 {"id": ...}, or 200 and the final record with "wait": true
-//	GET    /v1/jobs                  the records the caller may see, newest first
+//	GET    /v1/jobs                  a page of the records the caller may see, newest first; ?limit=N&after=CURSOR, Link: <...>; rel="next"
 //	GET    /v1/jobs/{id}             the record
 //	GET    /v1/jobs/{id}/wait        the record once the job has ended
 //	GET    /v1/jobs/{id}/logs        the output log; ?follow=1 streams it until the job ends, ?offset=N starts at byte N
@@ -57,36 +59,40 @@ func NewHTTPServer(d *Daemon) *http.Server {
 		writeError(w, errorf(CodeNotFound, fmt.Sprintf("%s %s: no such endpoint", r.Method, r.URL.Path)))
 	})
 	return &http.Server{
-		Handler:           refuseOverLimit(mux),
+		Handler:           mux,
 		ReadHeaderTimeout: d.cfg.Limits.ReadHeaderTimeout,
 		IdleTimeout:       d.cfg.Limits.IdleTimeout,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			p := peer{}
-			p.caller, p.err = PeerCaller(c)
-			if p.err == nil {
-				p.refused = d.takeConn(p.caller.UID, c)
+			p := peer{err: errors.New("the connection was not accepted by the daemon's listener")}
+			if gc, ok := c.(*guardConn); ok {
+				p = peer{caller: gc.caller, conn: gc}
 			}
 			return context.WithValue(ctx, callerKey{}, p)
-		},
-		ConnState: func(c net.Conn, s http.ConnState) {
-			if s == http.StateClosed || s == http.StateHijacked {
-				d.conns.release(c)
-			}
 		},
 	}
 }
 
-// refuseOverLimit answers every request on a connection over
-// max_connections_per_uid with its error, and closes the connection.
-func refuseOverLimit(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p, _ := r.Context().Value(callerKey{}).(peer); p.refused != nil {
-			w.Header().Set("Connection", "close")
-			writeError(w, p.refused)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+// ServeHTTP serves srv, the server NewHTTPServer returned, on l (a "unix"
+// listener) until srv is closed, as srv.Serve does, admitting each
+// connection as the daemon's limits allow: one over them is answered 409
+// busy, naming the limit, and closed at once.
+func (d *Daemon) ServeHTTP(srv *http.Server, l net.Listener) error {
+	return srv.Serve(d.guard(l, refuseHTTP))
+}
+
+// refuseHTTP answers a refused HTTP connection with err and closes it,
+// after reading what the caller sent within refuseGrace when wait is set.
+func refuseHTTP(c *net.UnixConn, err error, wait bool) {
+	defer c.Close()
+	if wait {
+		c.SetReadDeadline(time.Now().Add(refuseGrace))
+		c.Read(make([]byte, 4096))
+	}
+	e := asError(err)
+	body, _ := json.Marshal(map[string]*Error{"error": e})
+	c.SetWriteDeadline(time.Now().Add(refuseGrace))
+	fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s\n",
+		e.HTTPStatus(), http.StatusText(e.HTTPStatus()), len(body)+1, body)
 }
 
 // bodyReadTimeout bounds the wait for the body of a call, as the limit
@@ -161,7 +167,11 @@ func (h *httpAPI) call(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	rec, err := h.d.CallKeyed(r.Context(), c, r.PathValue("name"), req.Args, req.Key)
+	ctx, stop := peerContext(r)
+	rec, err := h.d.CallKeyed(ctx, c, r.PathValue("name"), req.Args, req.Key)
+	if err != nil || !req.Wait {
+		stop()
+	}
 	if err != nil {
 		writeError(w, err)
 		return
@@ -171,15 +181,29 @@ func (h *httpAPI) call(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusAccepted, map[string]string{"id": rec.ID})
 		return
 	}
-	h.waitAndWrite(w, r, rec.ID, true)
+	h.waitAndWrite(ctx, stop, w, rec.ID, true)
 }
 
-// waitAndWrite waits for the job and writes its final record. When the
-// waiter goes away first, callerOwned says it is the job's caller and the
-// job's op has on_disconnect "stop", the job is canceled.
-func (h *httpAPI) waitAndWrite(w http.ResponseWriter, r *http.Request, id string, callerOwned bool) {
-	rec, err := h.d.Wait(r.Context(), id)
-	if err != nil && r.Context().Err() != nil {
+// peerContext returns a context that ends when the request's caller has
+// gone (watchHangup): net/http's request context ends as soon as the
+// caller shuts down its writing side, which a caller that waits for its
+// answer may do. stop ends the watch; call it before writing the answer.
+func peerContext(r *http.Request) (ctx context.Context, stop func()) {
+	if p, _ := r.Context().Value(callerKey{}).(peer); p.conn != nil {
+		return watchHangup(p.conn.UnixConn)
+	}
+	return r.Context(), func() {}
+}
+
+// waitAndWrite waits for the job and writes its final record; ctx and
+// stop are peerContext's. When the waiter goes away first, callerOwned
+// says it is the job's caller and the job's op has on_disconnect "stop",
+// the job is canceled.
+func (h *httpAPI) waitAndWrite(ctx context.Context, stop func(), w http.ResponseWriter, id string, callerOwned bool) {
+	rec, err := h.d.Wait(ctx, id)
+	gone := err != nil && ctx.Err() != nil
+	stop()
+	if gone {
 		if op, ok := h.d.lookupOp(h.opOf(id)); callerOwned && ok && op.OnDisconnect == "stop" {
 			h.d.Cancel(context.Background(), id)
 		}
@@ -219,23 +243,34 @@ func (h *httpAPI) visible(w http.ResponseWriter, r *http.Request) (*Record, bool
 	return rec, true
 }
 
+// jobs serves GET /v1/jobs: a page of the records the caller may see,
+// newest first, at most ?limit= (default and most MaxPage) after the
+// cursor ?after=; when there are more, the header Link names the next
+// page (rel="next").
 func (h *httpAPI) jobs(w http.ResponseWriter, r *http.Request) {
 	c, ok := caller(w, r)
 	if !ok {
 		return
 	}
-	recs, err := h.d.List()
-	if recs == nil && err != nil {
+	q := r.URL.Query()
+	limit := MaxPage
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxPage {
+			writeError(w, errorf(CodeBadRequest, fmt.Sprintf("limit %q: must be a number from 1 to %d", s, MaxPage)))
+			return
+		}
+		limit = n
+	}
+	recs, next, err := h.d.ListPage(r.Context(), c, q.Get("after"), limit)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
-	seen := make([]*Record, 0, len(recs))
-	for _, rec := range recs {
-		if h.d.maySee(c, rec) {
-			seen = append(seen, rec)
-		}
+	if next != "" {
+		w.Header().Set("Link", fmt.Sprintf(`</v1/jobs?limit=%d&after=%s>; rel="next"`, limit, url.QueryEscape(next)))
 	}
-	writeJSON(w, http.StatusOK, seen)
+	writeJSON(w, http.StatusOK, recs)
 }
 
 func (h *httpAPI) job(w http.ResponseWriter, r *http.Request) {
@@ -251,7 +286,8 @@ func (h *httpAPI) job(w http.ResponseWriter, r *http.Request) {
 func (h *httpAPI) wait(w http.ResponseWriter, r *http.Request) {
 	if rec, ok := h.visible(w, r); ok {
 		c, _ := caller(w, r)
-		h.waitAndWrite(w, r, rec.ID, c.UID == rec.CallerUID && c.PID == rec.CallerPID)
+		ctx, stop := peerContext(r)
+		h.waitAndWrite(ctx, stop, w, rec.ID, c.UID == rec.CallerUID && c.PID == rec.CallerPID)
 	}
 }
 
@@ -260,7 +296,9 @@ func (h *httpAPI) cancel(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rec, err := h.d.Cancel(r.Context(), rec.ID)
+	ctx, stop := peerContext(r)
+	rec, err := h.d.Cancel(ctx, rec.ID)
+	stop()
 	if err != nil {
 		writeError(w, err)
 		return
@@ -271,11 +309,16 @@ func (h *httpAPI) cancel(w http.ResponseWriter, r *http.Request) {
 // maySee reports whether the caller may see the job: root, the caller
 // that started it, and callers allowed to call its op may.
 func (d *Daemon) maySee(c Caller, rec *Record) bool {
-	if c.UID == 0 || c.UID == rec.CallerUID {
+	return d.maySeeJob(c, rec.Op, rec.CallerUID)
+}
+
+// maySeeJob is maySee for a job of op called by uid.
+func (d *Daemon) maySeeJob(c Caller, op string, uid uint32) bool {
+	if c.UID == 0 || c.UID == uid {
 		return true
 	}
-	op, ok := d.lookupOp(rec.Op)
-	return ok && op.Allowed(c.UID, c.GIDs)
+	o, ok := d.lookupOp(op)
+	return ok && o.Allowed(c.UID, c.GIDs)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -287,9 +330,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // writeError writes err as {"error": {"code", "message"}}; an error that
 // is not an *Error is an internal one.
 func writeError(w http.ResponseWriter, err error) {
-	var e *Error
-	if !errors.As(err, &e) {
-		e = errorf(CodeInternal, err.Error())
-	}
+	e := asError(err)
 	writeJSON(w, e.HTTPStatus(), map[string]*Error{"error": e})
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzDecodeCallRequest checks that DecodeCallRequest never panics, that
@@ -29,6 +31,9 @@ func FuzzDecodeCallRequest(f *testing.F) {
 		if req.Args == nil {
 			t.Fatal("accepted request with nil Args")
 		}
+		if !utf8.Valid(body) {
+			t.Fatal("accepted a body that is not valid UTF-8")
+		}
 		again, err := json.Marshal(req)
 		if err != nil {
 			t.Fatal(err)
@@ -38,4 +43,34 @@ func FuzzDecodeCallRequest(f *testing.F) {
 			t.Fatalf("re-encoded %s: %+v, %v, want %+v", again, back, err, req)
 		}
 	})
+}
+
+// TestSecurityArgsNotUTF8 sends args that encoding/json would change into
+// U+FFFD: bytes that are not UTF-8 and lone surrogate escapes. Each call
+// is refused naming the arg, and args that are valid (a surrogate pair, a
+// U+FFFD sent as such, escaped backslashes before a u) decode exactly.
+func TestSecurityArgsNotUTF8(t *testing.T) {
+	for _, body := range []string{
+		"{\"args\": [\"ok\", \"a\xffb\"]}",
+		"{\"args\": [\"ok\", \"\xed\xa0\x80\"]}",
+		`{"args": ["ok", "\ud800"]}`,
+		`{"args": ["ok", "x\udc00y"]}`,
+		`{"args": ["ok", "\ud800\u0041"]}`,
+		`{"args": ["ok", "\ud800\\udc00"]}`,
+	} {
+		_, err := DecodeCallRequest(strings.NewReader(body), 1<<10)
+		var e *Error
+		if !errors.As(err, &e) || e.Code != CodeBadRequest || !strings.Contains(e.Message, "arg 1: ") {
+			t.Errorf("%q: %v, want bad_request naming arg 1", body, err)
+		}
+	}
+	for body, want := range map[string][]string{
+		`{"args": ["\ud83d\ude00", "\ufffd", "\\ud800", "\uFFFD\u00e9"]}`: {"😀", "\ufffd", `\ud800`, "\ufffdé"},
+		`{"args": ["` + "\xef\xbf\xbd" + `"]}`:                            {"\ufffd"},
+	} {
+		req, err := DecodeCallRequest(strings.NewReader(body), 1<<10)
+		if err != nil || !slices.Equal(req.Args, want) {
+			t.Errorf("%q: %q, %v, want %q", body, req.Args, err, want)
+		}
+	}
 }

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/godbus/dbus/v5"
 
 	"github.com/unitrun/unitrun/client"
 	"github.com/unitrun/unitrun/hostapi"
@@ -61,17 +64,38 @@ func wantCode(t *testing.T, what string, err error, code, limit string) {
 // the tail kept in a record is bounded, old records are pruned, and slow
 // or idle connections are closed; the daemon answers throughout.
 func TestLimitsBreached(t *testing.T) {
-	d := systemdtest.StartDaemon(t, limitsConfig)
+	d := systemdtest.NewDaemon(t, limitsConfig)
+	bus := sessionBus(t)
+	d.Flags = []string{"--dbus", bus}
+	d.Start(t)
 	c := client.New(d.API)
 	ctx := faultCtx(t, 60*time.Second)
+	busConn, err := dbus.Connect(bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busConn.Close()
+	ops := busConn.Object(hostapi.DBusName, hostapi.DBusPath)
+	busCall := func(op string, args ...string) error {
+		var id string
+		err := ops.CallWithContext(ctx, hostapi.DBusIface+".Call", 0, op, append([]string{}, args...)).Store(&id)
+		var e dbus.Error
+		if errors.As(err, &e) && strings.HasPrefix(e.Name, hostapi.DBusIface+".Error.") {
+			msg, _ := e.Body[0].(string)
+			return &hostapi.Error{Code: strings.TrimPrefix(e.Name, hostapi.DBusIface+".Error."), Message: msg}
+		}
+		return err
+	}
 
-	// max_request_bytes, on both front ends.
-	_, err := c.Call(ctx, "hold", []string{strings.Repeat("1", 600)})
+	// max_request_bytes, on every front end.
+	_, err = c.Call(ctx, "hold", []string{strings.Repeat("1", 600)})
 	wantCode(t, "HTTP body of 600 bytes", err, hostapi.CodeTooLarge, "max_request_bytes")
 	ok, id, msg, err := seqCall(ctx, d.Argv, seqRequest(t, "hold", strings.Repeat("1", 600)))
 	if err != nil || ok || id != "" || !strings.HasPrefix(msg, hostapi.CodeTooLarge+": ") || !strings.Contains(msg, "max_request_bytes") {
 		t.Errorf("SEQPACKET packet of 600 bytes: %v %q %q, %v: want error too_large naming max_request_bytes", ok, id, msg, err)
 	}
+	wantCode(t, "D-Bus Call of 600 bytes", busCall("hold", strings.Repeat("1", 600)), hostapi.CodeTooLarge, "max_request_bytes")
+	wantCode(t, "D-Bus Call of 30 MB", busCall("hold", strings.Repeat("1", 30<<20)), hostapi.CodeTooLarge, "max_request_bytes")
 
 	// max_queue, then max_live_jobs: excl runs, one excl call waits.
 	var live []string
@@ -84,6 +108,7 @@ func TestLimitsBreached(t *testing.T) {
 	}
 	_, err = c.Call(ctx, "excl", []string{"32"})
 	wantCode(t, "second queued call", err, hostapi.CodeBusy, "max_queue")
+	wantCode(t, "second queued call over D-Bus", busCall("excl", "32"), hostapi.CodeBusy, "max_queue")
 	id, err = c.Call(ctx, "hold", []string{"30"})
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +120,7 @@ func TestLimitsBreached(t *testing.T) {
 	if err != nil || ok || id != "" || !strings.HasPrefix(msg, hostapi.CodeBusy+": ") || !strings.Contains(msg, "max_live_jobs") {
 		t.Errorf("SEQPACKET call over max_live_jobs: %v %q %q, %v", ok, id, msg, err)
 	}
+	wantCode(t, "D-Bus call over max_live_jobs", busCall("true"), hostapi.CodeBusy, "max_live_jobs")
 	for _, id := range live {
 		if rec, err := c.Cancel(ctx, id); err != nil || rec.State != hostapi.StateCanceled {
 			t.Errorf("cancel %s: %+v, %v", id, rec, err)
@@ -174,4 +200,27 @@ func TestLimitsBreached(t *testing.T) {
 	if err != nil || len(recs) != 2 || recs[0].ID != before[0].ID || recs[1].ID != before[1].ID {
 		t.Errorf("jobs after restart: %d, %v: want the same 2", len(recs), err)
 	}
+}
+
+// sessionBus runs a dbus-daemon with the session bus's config for the
+// test and returns its address.
+func sessionBus(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command("dbus-daemon", "--session", "--nofork", "--nopidfile", "--nosyslog", "--print-address")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	addr, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("dbus-daemon --session: %v", err)
+	}
+	return strings.TrimSpace(addr)
 }

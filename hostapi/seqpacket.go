@@ -19,40 +19,50 @@ import (
 // first for a refused call ("unknown_op: ..."), and "; reboot required"
 // appended when the op asked for a reboot. The op's output goes to the
 // job's log. When the peer closes the connection before the job ends, an
-// op with on_disconnect "stop" is canceled.
+// op with on_disconnect "stop" is canceled; a peer that only shut down
+// its writing side still gets the answer.
 func (d *Daemon) ServeSeqpacket(l *net.UnixListener) error {
+	return d.serveSeqpacket(d.guard(l, refuseSeqpacket))
+}
+
+// serveSeqpacket serves the connections l accepts until it fails.
+func (d *Daemon) serveSeqpacket(l net.Listener) error {
 	for {
-		c, err := l.AcceptUnix()
+		c, err := l.Accept()
 		if errors.Is(err, net.ErrClosed) {
 			return nil
 		}
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
 			return err
 		}
-		go d.serveSeqpacketConn(c)
+		go d.serveSeqpacketConn(c.(*guardConn))
 	}
 }
 
-func (d *Daemon) serveSeqpacketConn(c *net.UnixConn) {
+// refuseSeqpacket answers a refused SEQPACKET connection with err and
+// closes it, after reading its request packet within refuseGrace when
+// wait is set (or one already sent when not).
+func refuseSeqpacket(c *net.UnixConn, err error, wait bool) {
+	defer c.Close()
+	if wait {
+		c.SetReadDeadline(time.Now().Add(refuseGrace))
+		c.Read(make([]byte, 1))
+	} else if raw, err := c.SyscallConn(); err == nil {
+		raw.Control(func(fd uintptr) { unix.Recvfrom(int(fd), make([]byte, 1), unix.MSG_DONTWAIT) })
+	}
+	c.SetWriteDeadline(time.Now().Add(refuseGrace))
+	c.Write(EncodeResponse(false, "", err.Error()))
+}
+
+func (d *Daemon) serveSeqpacketConn(c *guardConn) {
 	defer c.Close()
 	ok, id, msg := d.seqpacketCall(c)
 	c.Write(EncodeResponse(ok, id, msg))
 }
 
 // seqpacketCall reads the request, runs the op and returns the response.
-func (d *Daemon) seqpacketCall(c *net.UnixConn) (ok bool, id, msg string) {
-	caller, err := PeerCaller(c)
-	if err != nil {
-		return false, "", errorf(CodeUnauthorized, err.Error()).Error()
-	}
-	refused := d.takeConn(caller.UID, c)
-	if refused == nil {
-		defer d.conns.release(c)
-	}
+func (d *Daemon) seqpacketCall(c *guardConn) (ok bool, id, msg string) {
+	caller := c.caller
 	limit := d.cfg.Limits.MaxRequestBytes
 	buf := make([]byte, limit+1)
 	c.SetReadDeadline(time.Now().Add(d.cfg.Limits.ReadHeaderTimeout))
@@ -65,28 +75,20 @@ func (d *Daemon) seqpacketCall(c *net.UnixConn) (ok bool, id, msg string) {
 		return false, "", errorf(CodeBadRequest, "request: "+err.Error()).Error()
 	case flags&unix.MSG_TRUNC != 0 || n > limit:
 		return false, "", errorf(CodeTooLarge, fmt.Sprintf("request: packet larger than the limit of %d bytes (max_request_bytes)", limit)).Error()
-	case refused != nil:
-		// Answered once the request has been read: a socket closed with
-		// a packet unread resets the connection, and the peer would not
-		// get the answer.
-		return false, "", refused.Error()
 	}
 	c.SetReadDeadline(time.Time{})
 	opName, args, err := ParseRequest(buf[:n], limit)
 	if err != nil {
 		return false, "", errorf(CodeBadRequest, err.Error()).Error()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	// The peer has gone when it can no longer read the answer: one that
+	// shut down its writing side after the request still waits for it.
+	ctx, stop := watchHangup(c.UnixConn)
+	defer stop()
 	rec, err := d.Call(ctx, caller, opName, args)
 	if err != nil {
 		return false, "", err.Error()
 	}
-	// The peer sends nothing more: a read ends when it closes.
-	go func() {
-		c.Read(make([]byte, 1))
-		cancel()
-	}()
 	final, err := d.Wait(ctx, rec.ID)
 	if err != nil {
 		if op, _ := d.Op(opName); ctx.Err() != nil && op.OnDisconnect == "stop" {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,6 +45,8 @@ type Store struct {
 	index  map[string]pruneMeta // the records by id, for Prune (see loadIndex)
 
 	pruneMu sync.Mutex // held by Prune
+
+	reads atomic.Int64 // records read by Get, which the tests of Page count
 }
 
 // Errors returned by the Store; test them with errors.Is.
@@ -323,6 +326,7 @@ func (s *Store) create(id string, data []byte, sync bool) error {
 // when there is none, ErrInvalidID for an id not of NewID's form, and a
 // *RecordError when the record cannot be decoded.
 func (s *Store) Get(id string) (*Record, error) {
+	s.reads.Add(1)
 	f, err := s.openJobFile(id, recordFile, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Put never leaves a job directory without its record; one made

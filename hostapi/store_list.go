@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,6 +47,74 @@ func (s *Store) List() ([]*Record, error) {
 	return recs, errors.Join(errs...)
 }
 
+// MaxPage is the most records a page of a listing holds (Store.Page).
+const MaxPage = 100
+
+// A Cursor is where a page of a listing ends: the creation time and id of
+// its last record. The next page starts with the record after it, newest
+// first, whatever was added or pruned meanwhile.
+type Cursor struct {
+	Created time.Time
+	ID      string
+}
+
+// String returns the cursor as a caller passes it back: the creation time
+// in nanoseconds since 1970, a dot and the id.
+func (c Cursor) String() string {
+	return fmt.Sprintf("%d.%s", c.Created.UnixNano(), c.ID)
+}
+
+// ParseCursor parses what Cursor.String returned.
+func ParseCursor(s string) (Cursor, error) {
+	ns, id, ok := strings.Cut(s, ".")
+	n, err := strconv.ParseInt(ns, 10, 64)
+	if !ok || err != nil || checkID(id) != nil {
+		return Cursor{}, fmt.Errorf("cursor %q is not one a listing gave", s)
+	}
+	return Cursor{Created: time.Unix(0, n), ID: id}, nil
+}
+
+// Page returns, newest first, at most limit (1 to MaxPage) of the records
+// whose op and caller uid see admits, those after the cursor when after
+// is not nil, and the cursor of the page's last record when there are
+// more. It chooses from the store's index (which the first listing or
+// Prune of a Store makes by reading each record once) and reads no other
+// record than those it returns: a caller that may see no job has no
+// record read. Records that cannot be read are left out.
+func (s *Store) Page(after *Cursor, limit int, see func(op string, uid uint32) bool) ([]*Record, *Cursor, error) {
+	if limit < 1 || limit > MaxPage {
+		return nil, nil, fmt.Errorf("limit %d: must be between 1 and %d", limit, MaxPage)
+	}
+	if err := s.loadIndex(); err != nil {
+		var re *RecordError
+		if !errors.As(err, &re) {
+			return nil, nil, err
+		}
+	}
+	var page []Cursor
+	s.mu.Lock()
+	for id, m := range s.index {
+		c := Cursor{Created: m.created, ID: id}
+		if (after == nil || newestFirst(after.Created, after.ID, c.Created, c.ID) < 0) && see(m.op, m.uid) {
+			page = append(page, c)
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(page, func(a, b Cursor) int { return newestFirst(a.Created, a.ID, b.Created, b.ID) })
+	var next *Cursor
+	if len(page) > limit {
+		page = page[:limit]
+		next = &page[limit-1]
+	}
+	recs := make([]*Record, 0, len(page))
+	for _, c := range page {
+		if r, err := s.Get(c.ID); err == nil {
+			recs = append(recs, r)
+		}
+	}
+	return recs, next, nil
+}
+
 // newestFirst orders jobs newest first: by creation time, then by id.
 func newestFirst(aCreated time.Time, aID string, bCreated time.Time, bID string) int {
 	if c := bCreated.Compare(aCreated); c != 0 {
@@ -54,16 +123,18 @@ func newestFirst(aCreated time.Time, aID string, bCreated time.Time, bID string)
 	return strings.Compare(bID, aID)
 }
 
-// pruneMeta is what Prune reads of a record.
+// pruneMeta is what Prune and Page read of a record.
 type pruneMeta struct {
 	done    bool
 	created time.Time
 	end     time.Time // FinishedAt, or CreatedAt when it is unset
+	op      string
+	uid     uint32 // CallerUID
 }
 
-// pruneMetaOf returns what Prune reads of r.
+// pruneMetaOf returns what Prune and Page read of r.
 func pruneMetaOf(r *Record) pruneMeta {
-	m := pruneMeta{done: r.Done(), created: r.CreatedAt, end: r.CreatedAt}
+	m := pruneMeta{done: r.Done(), created: r.CreatedAt, end: r.CreatedAt, op: r.Op, uid: r.CallerUID}
 	if r.FinishedAt != nil {
 		m.end = *r.FinishedAt
 	}

@@ -50,11 +50,7 @@ func EncodeRequest(op string, args []string) ([]byte, error) {
 	if op == "" {
 		return nil, errors.New("request: op name is empty")
 	}
-	n := len(op) + 1
-	for _, a := range args {
-		n += len(a) + 1
-	}
-	pkt := make([]byte, 0, n)
+	pkt := make([]byte, 0, requestBytes(op, args))
 	for i, s := range append([]string{op}, args...) {
 		what := "op name"
 		if i > 0 {
@@ -70,6 +66,16 @@ func EncodeRequest(op string, args []string) ([]byte, error) {
 		pkt = append(pkt, 0)
 	}
 	return pkt, nil
+}
+
+// requestBytes returns the size of the request packet of op and args, the
+// size that max_request_bytes bounds on every front end.
+func requestBytes(op string, args []string) int {
+	n := len(op) + 1
+	for _, a := range args {
+		n += len(a) + 1
+	}
+	return n
 }
 
 // EncodeResponse returns the response packet. A NUL in jobID or msg, which

@@ -134,7 +134,7 @@ func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
 			}()
 		}
 	}
-	go func() { served <- srv.Serve(api) }()
+	go func() { served <- d.ServeHTTP(srv, api) }()
 	go func() { served <- d.ServeSeqpacket(argv) }()
 	daemon.SdNotify(false, daemon.SdNotifyReady)
 	prune := time.NewTicker(pruneEvery)
