@@ -289,7 +289,7 @@ func (c *Cmd) startRun() error {
 		}
 		name = unit.RandomName(prefix, "service")
 	}
-	r := &run{mgr: c.Manager, unit: name}
+	r := &run{mgr: c.Manager, unit: name, typ: "exec"}
 	if c.Exited != nil {
 		r.ended = c.runEnded
 	}
@@ -313,6 +313,11 @@ func (c *Cmd) startRun() error {
 	}
 	props = append(props, r.stdioProperties()...)
 	props = append(props, c.Properties...)
+	for _, p := range c.Properties {
+		if t, ok := p.Value.Value().(string); ok && p.Name == "Type" {
+			r.typ = t
+		}
+	}
 	c.tries++
 	c.Unit = name
 	if c.Attempting != nil {
