@@ -293,16 +293,13 @@ func (c *Cmd) startRun() error {
 	if c.Exited != nil {
 		r.ended = c.runEnded
 	}
-	dropIn := needsDropIn(c.Args, c.Env)
-	if dropIn {
-		if err := writeDropIn(c.ctx, r, c.Path, c.Args, c.Env); err != nil {
-			if !dbusCarries(c.Args, c.Env) {
-				return err
-			}
-			dropIn = false // over D-Bus: exact unless a daemon-reload comes before the exec
-		}
+	if err := r.claim(c.ctx, c.Name != "", c.Path, c.Args, c.Env); err != nil {
+		return err
 	}
-	props, err := c.properties(!dropIn)
+	r.ref = c.Manager.CanRef(c.ctx)
+	// Without a drop-in, the command line goes over D-Bus: exact unless a
+	// daemon-reload comes before the exec (see needsDropIn).
+	props, err := c.properties(r.dropIn == "", r.ref)
 	if err != nil {
 		r.removeDropIn()
 		return err
@@ -343,8 +340,11 @@ func (c *Cmd) startRun() error {
 }
 
 // properties returns unitrun's own properties for the unit; withExec adds
-// the command line and environment.
-func (c *Cmd) properties(withExec bool) ([]unit.Property, error) {
+// the command line and environment. With ref, the unit is kept loaded for
+// this process (AddRef=yes) until its run is released or the process is
+// gone, and then collected however it ended; without, it remains active
+// after its command exits (RemainAfterExit=yes), unless it is pinned.
+func (c *Cmd) properties(withExec, ref bool) ([]unit.Property, error) {
 	desc := c.Description
 	if desc == "" {
 		desc = describe(c.Args)
@@ -352,8 +352,13 @@ func (c *Cmd) properties(withExec bool) ([]unit.Property, error) {
 	props := []unit.Property{
 		{Name: "Description", Value: dbus.MakeVariant(desc)},
 		{Name: "Type", Value: dbus.MakeVariant("exec")},
-		{Name: "RemainAfterExit", Value: dbus.MakeVariant(!c.Pin)},
+		{Name: "RemainAfterExit", Value: dbus.MakeVariant(!c.Pin && !ref)},
 		{Name: "TimeoutStopUSec", Value: dbus.MakeVariant(uint64(stopTimeout.Microseconds()))},
+	}
+	if ref {
+		props = append(props,
+			unit.Property{Name: "AddRef", Value: dbus.MakeVariant(true)},
+			unit.Property{Name: "CollectMode", Value: dbus.MakeVariant("inactive-or-failed")})
 	}
 	if withExec {
 		// systemd expands $VAR, ${VAR} and $$ in command lines, even those

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/godbus/dbus/v5"
@@ -21,11 +22,15 @@ type run struct {
 	job   dbus.ObjectPath
 	state state
 	stdio
-	transient bool    // a unit unitrun created, to be released after the run
-	typ       string  // the service's Type=, if known ("exec" for unitrun's own)
-	pin       string  // the unit's pin (Cmd.Pin), stopped at the release
-	dropIn    string  // directory of the unit's drop-in, if it needed one
-	canceled  *Status // how the run ended when a cancel came during its start
+	transient bool   // a unit unitrun created, to be released after the run
+	ref       bool   // the unit is kept for this process (AddRef=yes) until abort
+	typ       string // the service's Type=, if known ("exec" for unitrun's own)
+	pin       string // the unit's pin (Cmd.Pin), stopped at the release
+	dropIn    string // the unit's drop-in, if it needed one
+	// dropInInfo identifies the very file dropIn that the run wrote.
+	dropInInfo os.FileInfo
+	unlock     func()  // releases the name's lock (see claim), while held
+	canceled   *Status // how the run ended when a cancel came during its start
 	// ended, if set, is told the run's outcome before the unit is released.
 	ended func(*Status, error)
 	// hold, if set, says whether wait leaves the unit of a run that ended
@@ -45,6 +50,7 @@ func (r *run) start(ctx context.Context, props []unit.Property, aux ...manager.A
 	call, done := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	job, err := r.mgr.StartTransientUnit(call, r.unit, "fail", props, aux...)
 	done()
+	r.unclaim()
 	r.closeAfterStart()
 	if err != nil {
 		r.watch.Close()
@@ -286,8 +292,16 @@ func (r *run) releaseOnce(ctx context.Context) error {
 // errNotReleased is releaseOnce's error for a unit still not stopped.
 var errNotReleased = errors.New("unit not stopped yet")
 
-// abort releases what it can after an error that ended the wait early.
+// abort releases what it can after an error that ended the wait early;
+// it ends release too. Dropping the unit's reference lets systemd collect
+// it once it is inactive or failed.
 func (r *run) abort() {
+	if r.ref {
+		ctx, done := context.WithTimeout(context.Background(), cleanupTimeout)
+		r.mgr.Unref(ctx, r.unit)
+		done()
+		r.ref = false
+	}
 	r.watch.Close()
 	r.closeAfterWait()
 	r.removeDropIn()
