@@ -216,6 +216,13 @@ func (c *Cmd) Start() error {
 	if err := c.ctx.Err(); err != nil {
 		return err
 	}
+	// Where the manager sees the caller's file system, a working
+	// directory that cannot be entered is refused before anything starts.
+	if c.Dir != "" && c.Manager.SharesFS(c.ctx) {
+		if err := checkDir(c.Dir); err != nil {
+			return fmt.Errorf("job: working directory %s: %w", c.Dir, err)
+		}
+	}
 	return c.startRun()
 }
 

@@ -94,7 +94,7 @@ func (r *run) waitJob(ctx context.Context) error {
 				r.waitEnded(ctx)
 			}
 			// Read the outcome before release: resetting the unit changes it.
-			var err error = &JobError{Unit: r.unit, Result: ev.Result}
+			var err error = &JobError{Unit: r.unit, Result: ev.Result, Reason: r.setupFailure(ctx)}
 			st := r.state.status(r.unit, r.jobResult(ev.Result))
 			if r.state.ranCommand() {
 				err = &ExitError{st}

@@ -71,13 +71,21 @@ func (e *ExitError) Error() string { return e.Unit + ": " + e.Status.String() }
 
 // JobError reports a start job that did not complete, so the command never
 // ran: Result is the JobRemoved result (failed, canceled, timeout,
-// dependency, skipped, ...).
+// dependency, skipped, ...). Reason, when systemd could not set up the
+// run, names the setting and why ("user nope: no such user (systemd exit
+// status 217/USER)").
 type JobError struct {
 	Unit   string
 	Result string
+	Reason string
 }
 
-func (e *JobError) Error() string { return "job for " + e.Unit + ": " + e.Result }
+func (e *JobError) Error() string {
+	if e.Reason != "" {
+		return e.Unit + ": " + e.Reason
+	}
+	return "job for " + e.Unit + ": " + e.Result
+}
 
 // ErrUnitExists is wrapped by errors for a unit name that is already taken:
 // unitrun never joins or touches someone else's unit.
