@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/godbus/dbus/v5"
+
 	"github.com/unitrun/unitrun/internal/atomicfile"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/unit"
@@ -63,12 +65,12 @@ func dbusCarries(args, env []string) bool {
 
 // dropInText renders the drop-in, at path file, that sets the command
 // line and environment. "@" lets argv[0] differ from the path, as the
-// D-Bus ExecStart does. Its ExecStopPost= lines remove it, and its
-// directory if that is left empty, when the unit stops (while the unit is
-// still loaded, so no other unit of the name can read it), even if no
-// client is left to release the run; '-' ignores their failure (a unit
-// whose User= may not remove it leaves it for its release, or for the
-// next run of its name).
+// D-Bus ExecStart does. Its ExecStopPost= removes it, and its directory if
+// that is left empty, when the unit stops (while the unit is still loaded,
+// so no other unit of the name can read it), even if no client is left to
+// release the run. It writes nothing to the unit's output, and '-' ignores
+// its failure (a unit whose User= may not remove the file leaves it for
+// its release, or for the next run of its name).
 func dropInText(file, path string, args, env []string) ([]byte, error) {
 	words := []string{unit.QuoteArg("@" + path)}
 	for _, a := range args {
@@ -85,15 +87,22 @@ func dropInText(file, path string, args, env []string) ([]byte, error) {
 		}
 		f.Set("Service", "Environment", q)
 	}
-	if rm, rmdir := lookTool("rm"), lookTool("rmdir"); rm != "" && rmdir != "" {
-		f.Set("Service", "ExecStopPost", "-"+strings.Join([]string{unit.QuoteArg(rm), "-f", "--", unit.QuoteArg(file)}, " "))
-		f.Set("Service", "ExecStopPost", "-"+strings.Join([]string{unit.QuoteArg(rmdir), "--", unit.QuoteArg(filepath.Dir(file))}, " "))
+	if sh := lookTool("sh"); sh != "" {
+		cleanup := []string{sh, "-c", removeScript, "sh", file, filepath.Dir(file)}
+		for i, w := range cleanup {
+			cleanup[i] = unit.QuoteArg(w)
+		}
+		f.Set("Service", "ExecStopPost", "-"+strings.Join(cleanup, " "))
 	}
 	return f.Bytes()
 }
 
-// lookTool returns the path of a coreutils tool in /usr/bin or /bin, or
-// "" if neither has it.
+// removeScript removes the drop-in $1 and its directory $2 if empty,
+// silently: its output would be the unit's.
+const removeScript = `rm -f -- "$1" 2>/dev/null; rmdir -- "$2" 2>/dev/null; exit 0`
+
+// lookTool returns the path of a tool in /usr/bin or /bin, or "" if
+// neither has it.
 func lookTool(name string) string {
 	for _, dir := range []string{"/usr/bin", "/bin"} {
 		p := filepath.Join(dir, name)
@@ -156,12 +165,12 @@ func (r *run) claim(ctx context.Context, fixed bool, path string, args, env []st
 	_, err = os.Lstat(filepath.Join(d, dropInFile))
 	stale := err == nil
 	if stale || need {
-		p, err := r.mgr.Properties(ctx, r.unit, manager.UnitIface)
+		p, err := r.loadState(ctx)
 		if err != nil {
 			r.unclaim()
 			return fmt.Errorf("start %s: %w", r.unit, err)
 		}
-		if p["LoadState"].Value() != "not-found" {
+		if p != "not-found" {
 			r.unclaim()
 			return fmt.Errorf("%s: %w", r.unit, ErrUnitExists)
 		}
@@ -179,6 +188,22 @@ func (r *run) claim(ctx context.Context, fixed bool, path string, args, env []st
 		}
 	}
 	return nil
+}
+
+// loadState reads the unit's LoadState, reading again after a call lost
+// with the connection (the manager re-executing), until cleanupTimeout.
+func (r *run) loadState(ctx context.Context) (string, error) {
+	ctx, done := context.WithTimeout(ctx, cleanupTimeout)
+	defer done()
+	for {
+		p, err := r.mgr.Properties(ctx, r.unit, manager.UnitIface)
+		var reply dbus.Error
+		if err == nil || errors.As(err, &reply) || ctx.Err() != nil {
+			s, _ := p["LoadState"].Value().(string)
+			return s, err
+		}
+		time.Sleep(releaseRetry)
+	}
 }
 
 // unclaim releases the name's lock, if the run holds it.

@@ -258,6 +258,7 @@ func (r *run) release() {
 	}
 	if r.transient {
 		r.unpin(ctx)
+		r.removeDropIn()
 	}
 	r.abort()
 }
@@ -294,7 +295,8 @@ var errNotReleased = errors.New("unit not stopped yet")
 
 // abort releases what it can after an error that ended the wait early;
 // it ends release too. Dropping the unit's reference lets systemd collect
-// it once it is inactive or failed.
+// it once it is inactive or failed. A unit that may still run keeps its
+// drop-in, which it removes when it stops.
 func (r *run) abort() {
 	if r.ref {
 		ctx, done := context.WithTimeout(context.Background(), cleanupTimeout)
@@ -304,7 +306,7 @@ func (r *run) abort() {
 	}
 	r.watch.Close()
 	r.closeAfterWait()
-	r.removeDropIn()
+	r.unclaim()
 }
 
 // waitFor waits until job is removed, the unit is unloaded, or ctx ends.

@@ -113,22 +113,16 @@ func TestSecurityLineBreakFieldsRefused(t *testing.T) {
 }
 
 // onlyDropInCleanup reports whether v, an ExecStopPost= read from the
-// unit, holds exactly the two commands with which a unit removes its
-// drop-in (rm -f -- FILE, then rmdir -- DIR), ignoring their failure.
+// unit, holds exactly the command with which a unit removes its drop-in
+// (sh -c SCRIPT sh FILE DIR), ignoring its failure.
 func onlyDropInCleanup(t *testing.T, name string, v dbus.Variant) bool {
 	t.Helper()
 	cmds, ok := v.Value().([][]any)
-	if !ok || len(cmds) != 2 {
+	if !ok || len(cmds) != 1 {
 		return false
 	}
 	dir := filepath.Join(systemdtest.RuntimeUnitDir(t), name+".d")
-	want := [][]string{{"rm", "-f", "--", filepath.Join(dir, "50-unitrun-exec.conf")}, {"rmdir", "--", dir}}
-	for i, c := range cmds {
-		argv, _ := c[1].([]string)
-		ignore, _ := c[2].(bool)
-		if !ignore || len(argv) != len(want[i]) || filepath.Base(argv[0]) != want[i][0] || !slices.Equal(argv[1:], want[i][1:]) {
-			return false
-		}
-	}
-	return true
+	argv, _ := cmds[0][1].([]string)
+	ignore, _ := cmds[0][2].(bool)
+	return ignore && len(argv) == 6 && filepath.Base(argv[0]) == "sh" && slices.Equal(argv[4:], []string{filepath.Join(dir, "50-unitrun-exec.conf"), dir})
 }

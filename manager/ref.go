@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -131,7 +132,23 @@ func (c *Conn) startRef(ctx context.Context, name, mode string, props []unit.Pro
 	}
 	var job dbus.ObjectPath
 	err = refs.Object(busName, objectPath).CallWithContext(ctx, managerIface+".StartTransientUnit", 0, name, mode, ps, aux).Store(&job)
-	return job, err
+	return job, lostOnBus(err)
+}
+
+// lostOnBus turns the bus's answers for a call that the manager never
+// answered (it left the bus to re-execute, or had not joined it again)
+// into an error that is not a dbus.Error, as the loss of a private
+// socket's connection is: not the manager's own answer.
+func lostOnBus(err error) error {
+	var de dbus.Error
+	if errors.As(err, &de) {
+		switch de.Name {
+		case "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.ServiceUnknown",
+			"org.freedesktop.DBus.Error.NameHasNoOwner", "org.freedesktop.DBus.Error.Disconnected":
+			return fmt.Errorf("manager: call lost on the bus: %s", de.Error())
+		}
+	}
+	return err
 }
 
 // Unref drops the reference that AddRef=yes took for this connection, so
@@ -142,5 +159,5 @@ func (c *Conn) Unref(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	return refs.Object(busName, objectPath).CallWithContext(ctx, managerIface+".UnrefUnit", 0, name).Err
+	return lostOnBus(refs.Object(busName, objectPath).CallWithContext(ctx, managerIface+".UnrefUnit", 0, name).Err)
 }
