@@ -7,10 +7,11 @@
 // systemd's start job is done. Wait waits for the main process to end and
 // returns the Status systemd recorded (ExecMainCode, ExecMainStatus, Result).
 // Signals are correlated by job object path and unit, read from a
-// subscription made before the start, and the unit is kept loaded
-// (RemainAfterExit=yes, or its pin: Cmd.Pin) until its outcome has been
-// read, then stopped or reset so systemd collects it: no unit is left
-// behind.
+// subscription made before the start, and the unit is kept loaded for the
+// caller (AddRef=yes; where the manager is on no bus, RemainAfterExit=yes;
+// and by its pin: Cmd.Pin) until its outcome has been read, then stopped
+// or reset and let go so systemd collects it: no unit is left behind, and
+// a caller that dies leaves its unit to be collected when its run ends.
 package job
 
 import (
@@ -54,7 +55,10 @@ type Cmd struct {
 	// otherwise is the manager's default environment (not the caller's).
 	Env []string
 	// Dir is the working directory; empty means the manager's default. It
-	// must hold no control characters.
+	// must hold no control characters. Where the manager sees the
+	// caller's file system (manager.Conn.SharesFS), Start refuses a Dir
+	// that cannot be entered before anything is created; elsewhere
+	// systemd's failure to enter it is a *JobError naming it.
 	Dir string
 
 	// Stdin, Stdout and Stderr are the unit's standard streams. An *os.File
