@@ -156,12 +156,18 @@ func (r *run) claim(ctx context.Context, fixed bool, path string, args, env []st
 		}
 		return nil
 	}
+	d := filepath.Join(dir, r.unit+".d")
 	unlock, err := lockDir(ctx, dir)
 	if err != nil {
+		// A caller that may not write the directory (a user reaching the
+		// system manager over its bus) writes no drop-in and can remove
+		// none: it goes on only if there is none to remove.
+		if _, serr := os.Lstat(filepath.Join(d, dropInFile)); !need && errors.Is(serr, os.ErrNotExist) && isPermission(err) {
+			return nil
+		}
 		return fmt.Errorf("job: lock the name %s: %w", r.unit, err)
 	}
 	r.unlock = unlock
-	d := filepath.Join(dir, r.unit+".d")
 	_, err = os.Lstat(filepath.Join(d, dropInFile))
 	stale := err == nil
 	if stale || need {
@@ -215,9 +221,15 @@ func (r *run) unclaim() {
 }
 
 // lockDir takes the lock of the runtime unit directory dir, waiting for
-// it until ctx ends, and returns the function that releases it.
+// it until ctx ends, and returns the function that releases it. The lock
+// file is readable by all, so that a caller that may not write dir takes
+// the lock too, if the file is there.
 func lockDir(ctx context.Context, dir string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_CREATE|os.O_RDWR, 0o600)
+	path := filepath.Join(dir, lockFile)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if isPermission(err) {
+		f, err = os.Open(path) // flock(2) needs no write access
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -237,6 +249,11 @@ func lockDir(ctx context.Context, dir string) (func(), error) {
 		case <-time.After(time.Millisecond):
 		}
 	}
+}
+
+// isPermission reports an error of a caller that may not write a file.
+func isPermission(err error) bool {
+	return errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS)
 }
 
 // writeDropIn writes the run's drop-in into the drop-in directory d.
