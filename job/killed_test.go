@@ -147,3 +147,39 @@ func TestAddRefAcrossReexec(t *testing.T) {
 		t.Errorf("%s still loaded after the release", c.Unit)
 	}
 }
+
+// TestManagerStopLeavesNoDropIn: "unitrun manager stop" stops every unit
+// of the embedded manager as a stop job does, so a run whose client is
+// gone (--no-wait) removes its drop-in then, and a later manager's unit of
+// that name cannot read it.
+func TestManagerStopLeavesNoDropIn(t *testing.T) {
+	dir, err := os.MkdirTemp("", "unitrun-emb-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	e := &manager.Embedded{Dir: dir}
+	defer e.Stop(context.Background(), 10*time.Second)
+	env := append(os.Environ(), manager.EnvEmbeddedDir+"="+dir, manager.EnvManager+"=embedded")
+	bin := systemdtest.Binary(t)
+	name := unit.RandomName("unitrun-test-stopped-", "service")
+	run := exec.Command(bin, "run", "--no-wait", "-u", name, "--", "sh", "-c", "sleep 100; true")
+	run.Env = env
+	if out, err := run.CombinedOutput(); err != nil {
+		t.Fatalf("run --no-wait: %v: %s", err, out)
+	}
+	dropIn := filepath.Join(dir, "systemd", "user", name+".d")
+	if _, err := os.Lstat(dropIn); err != nil {
+		t.Fatalf("drop-in of the running unit: %v", err)
+	}
+	began := time.Now()
+	stop := exec.Command(bin, "manager", "stop")
+	stop.Env = env
+	if out, err := stop.CombinedOutput(); err != nil {
+		t.Fatalf("manager stop: %v: %s", err, out)
+	}
+	t.Logf("manager stop took %v", time.Since(began))
+	if _, err := os.Lstat(dropIn); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("drop-in after manager stop: %v, want it gone", err)
+	}
+}
