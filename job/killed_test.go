@@ -112,10 +112,10 @@ func startCLI(t *testing.T, bin string, args ...string) *exec.Cmd {
 }
 
 // TestAddRefAcrossReexec: a unit kept for its client (AddRef=yes) whose
-// run has ended stays loaded, with its outcome, across a daemon-reexec of
-// the manager (systemd 252 keeps the names it tracks on the bus), where
-// without the reference it would be collected (CollectMode
-// inactive-or-failed).
+// run has ended (failed) stays loaded, with its outcome, across a
+// daemon-reexec of the manager (systemd 252 keeps the names it tracks on
+// the bus, which the reexec leaves), although nothing but the reference
+// keeps it (no RemainAfterExit, CollectMode inactive-or-failed).
 func TestAddRefAcrossReexec(t *testing.T) {
 	ctx := context.Background()
 	mgr := systemdtest.Dial(t)
@@ -137,6 +137,13 @@ func TestAddRefAcrossReexec(t *testing.T) {
 		}
 		if err != nil || p["ExecMainStatus"].Value() != int32(7) {
 			t.Errorf("%s after a daemon-reexec: %v, %v; want loaded, exit status 7", c.Unit, p["ExecMainStatus"], err)
+		}
+		// Only the reference keeps it: nothing else would.
+		if p["RemainAfterExit"].Value() != false {
+			t.Errorf("%s has RemainAfterExit=%v, want no", c.Unit, p["RemainAfterExit"])
+		}
+		if u, err := systemdtest.Conn(t).Properties(ctx, c.Unit, manager.UnitIface); err != nil || u["CollectMode"].Value() != "inactive-or-failed" || u["ActiveState"].Value() != "failed" {
+			t.Errorf("%s: CollectMode %v, ActiveState %v (%v); want inactive-or-failed, failed", c.Unit, u["CollectMode"], u["ActiveState"], err)
 		}
 	}
 	var ee *job.ExitError
