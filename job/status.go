@@ -95,7 +95,8 @@ var ErrUnitExists = errors.New("unit already exists")
 // collected while the connection to the manager was down (stopped or
 // reset by someone else while a daemon-reexec or a bus restart cut the
 // connection): no signal of its end was seen, and its outcome went with
-// it. A pinned unit (Cmd.Pin) is not collected so.
+// it. A unit kept for its caller (AddRef=yes, which unitrun sets where
+// the manager is on a bus) or pinned (Cmd.Pin) is not collected so.
 var ErrCollected = errors.New("unit was collected while the connection to the manager was down; its outcome is lost")
 
 // ErrNeverRan is wrapped by Attach's error for a unit that is loaded,
