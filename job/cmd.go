@@ -7,10 +7,11 @@
 // systemd's start job is done. Wait waits for the main process to end and
 // returns the Status systemd recorded (ExecMainCode, ExecMainStatus, Result).
 // Signals are correlated by job object path and unit, read from a
-// subscription made before the start, and the unit is kept loaded
-// (RemainAfterExit=yes, or its pin: Cmd.Pin) until its outcome has been
-// read, then stopped or reset so systemd collects it: no unit is left
-// behind.
+// subscription made before the start, and the unit is kept loaded for the
+// caller (AddRef=yes; where the manager is on no bus, RemainAfterExit=yes;
+// and by its pin: Cmd.Pin) until its outcome has been read, then stopped
+// or reset and let go so systemd collects it: no unit is left behind, and
+// a caller that dies leaves its unit to be collected when its run ends.
 package job
 
 import (
@@ -54,7 +55,10 @@ type Cmd struct {
 	// otherwise is the manager's default environment (not the caller's).
 	Env []string
 	// Dir is the working directory; empty means the manager's default. It
-	// must hold no control characters.
+	// must hold no control characters. Where the manager sees the
+	// caller's file system (manager.Conn.SharesFS), Start refuses a Dir
+	// that cannot be entered before anything is created; elsewhere
+	// systemd's failure to enter it is a *JobError naming it.
 	Dir string
 
 	// Stdin, Stdout and Stderr are the unit's standard streams. An *os.File
@@ -216,6 +220,13 @@ func (c *Cmd) Start() error {
 	if err := c.ctx.Err(); err != nil {
 		return err
 	}
+	// Where the manager sees the caller's file system, a working
+	// directory that cannot be entered is refused before anything starts.
+	if c.Dir != "" && c.Manager.SharesFS(c.ctx) {
+		if err := checkDir(c.Dir); err != nil {
+			return fmt.Errorf("job: working directory %s: %w", c.Dir, err)
+		}
+	}
 	return c.startRun()
 }
 
@@ -289,20 +300,17 @@ func (c *Cmd) startRun() error {
 		}
 		name = unit.RandomName(prefix, "service")
 	}
-	r := &run{mgr: c.Manager, unit: name}
+	r := &run{mgr: c.Manager, unit: name, typ: "exec"}
 	if c.Exited != nil {
 		r.ended = c.runEnded
 	}
-	dropIn := needsDropIn(c.Args, c.Env)
-	if dropIn {
-		if err := writeDropIn(c.ctx, r, c.Path, c.Args, c.Env); err != nil {
-			if !dbusCarries(c.Args, c.Env) {
-				return err
-			}
-			dropIn = false // over D-Bus: exact unless a daemon-reload comes before the exec
-		}
+	if err := r.claim(c.ctx, c.Name != "", c.Path, c.Args, c.Env); err != nil {
+		return err
 	}
-	props, err := c.properties(!dropIn)
+	r.ref = c.Manager.CanRef(c.ctx)
+	// Without a drop-in, the command line goes over D-Bus: exact unless a
+	// daemon-reload comes before the exec (see needsDropIn).
+	props, err := c.properties(r.dropIn == "", r.ref)
 	if err != nil {
 		r.removeDropIn()
 		return err
@@ -313,6 +321,11 @@ func (c *Cmd) startRun() error {
 	}
 	props = append(props, r.stdioProperties()...)
 	props = append(props, c.Properties...)
+	for _, p := range c.Properties {
+		if t, ok := p.Value.Value().(string); ok && p.Name == "Type" {
+			r.typ = t
+		}
+	}
 	c.tries++
 	c.Unit = name
 	if c.Attempting != nil {
@@ -338,8 +351,11 @@ func (c *Cmd) startRun() error {
 }
 
 // properties returns unitrun's own properties for the unit; withExec adds
-// the command line and environment.
-func (c *Cmd) properties(withExec bool) ([]unit.Property, error) {
+// the command line and environment. With ref, the unit is kept loaded for
+// this process (AddRef=yes) until its run is released or the process is
+// gone, and then collected however it ended; without, it remains active
+// after its command exits (RemainAfterExit=yes), unless it is pinned.
+func (c *Cmd) properties(withExec, ref bool) ([]unit.Property, error) {
 	desc := c.Description
 	if desc == "" {
 		desc = describe(c.Args)
@@ -347,8 +363,13 @@ func (c *Cmd) properties(withExec bool) ([]unit.Property, error) {
 	props := []unit.Property{
 		{Name: "Description", Value: dbus.MakeVariant(desc)},
 		{Name: "Type", Value: dbus.MakeVariant("exec")},
-		{Name: "RemainAfterExit", Value: dbus.MakeVariant(!c.Pin)},
+		{Name: "RemainAfterExit", Value: dbus.MakeVariant(!c.Pin && !ref)},
 		{Name: "TimeoutStopUSec", Value: dbus.MakeVariant(uint64(stopTimeout.Microseconds()))},
+	}
+	if ref {
+		props = append(props,
+			unit.Property{Name: "AddRef", Value: dbus.MakeVariant(true)},
+			unit.Property{Name: "CollectMode", Value: dbus.MakeVariant("inactive-or-failed")})
 	}
 	if withExec {
 		// systemd expands $VAR, ${VAR} and $$ in command lines, even those

@@ -12,15 +12,15 @@ import (
 )
 
 // TestExitedBeforeRelease checks that Exited reports the final outcome
-// once, while the unit is still loaded (a success still active, not yet
-// stopped; a failure not yet reset), and that Run still releases the unit
-// before it returns.
+// once, while the unit is still loaded (kept for its client, inactive
+// after a success, failed after a failure), and that Run still releases
+// the unit before it returns.
 func TestExitedBeforeRelease(t *testing.T) {
 	conn := systemdtest.Conn(t)
 	for _, tc := range []struct {
 		code  int
 		state string
-	}{{0, "active"}, {3, "failed"}} {
+	}{{0, "inactive"}, {3, "failed"}} {
 		c := sh(t, fmt.Sprintf("exit %d", tc.code))
 		var calls, code int
 		var state string
@@ -37,6 +37,9 @@ func TestExitedBeforeRelease(t *testing.T) {
 				return
 			}
 			state, _ = p["ActiveState"].Value().(string)
+			if p["LoadState"].Value() != "loaded" {
+				state += " and " + fmt.Sprint(p["LoadState"].Value())
+			}
 		}
 		err := c.Run()
 		if c.Status == nil || c.Status.ExitCode != tc.code || (err == nil) != (tc.code == 0) {

@@ -39,17 +39,21 @@ func stopByOthers(t *testing.T, c *job.Cmd) {
 	t.Fatalf("%s not stopped after 2 s", c.Unit)
 }
 
-// TestPinKeepsOutcome: a pinned unit stopped by someone else before its
-// outcome is read stays loaded, its outcome is read afterwards, and the
-// release leaves neither it nor its pin; without the pin systemd collects
-// the unit at the stop.
+// TestPinKeepsOutcome: a unit stopped by someone else before its outcome
+// is read stays loaded, its outcome is read afterwards, and the release
+// leaves neither it nor its pin: for a live client, by the reference the
+// unit keeps for it (AddRef=yes), and with Pin, by its pin also.
 func TestPinKeepsOutcome(t *testing.T) {
 	c := job.Command(systemdtest.Conn(t), "/bin/sleep", "60")
 	stopByOthers(t, c)
-	if !gone(t, c.Unit) {
-		t.Errorf("unpinned unit %s still loaded after a stop, want it collected", c.Unit)
+	time.Sleep(500 * time.Millisecond) // systemd collects at once; this leaves it the time
+	var ee *job.ExitError
+	if err := c.Wait(); !errors.As(err, &ee) || ee.Signal != syscall.SIGTERM {
+		t.Fatalf("Wait of a unit kept for its client: %v, want killed by SIGTERM", err)
 	}
-	c.Wait()
+	if !gone(t, c.Unit) {
+		t.Errorf("%s still loaded after the release", c.Unit)
+	}
 
 	c = job.Command(systemdtest.Conn(t), "/bin/sleep", "60")
 	c.Pin = true
@@ -62,7 +66,6 @@ func TestPinKeepsOutcome(t *testing.T) {
 	if p, err := systemdtest.Conn(t).Properties(context.Background(), job.PinName(c.Unit), manager.UnitIface); err != nil || p["ActiveState"].Value() != "active" {
 		t.Errorf("pin %s: %v, %v; want active", job.PinName(c.Unit), p["ActiveState"], err)
 	}
-	var ee *job.ExitError
 	if err := c.Wait(); !errors.As(err, &ee) || ee.Signal != syscall.SIGTERM {
 		t.Fatalf("Wait: %v, want killed by SIGTERM", err)
 	}
@@ -87,12 +90,21 @@ func startAbandoned(t *testing.T, script string, args ...string) string {
 
 // TestAttachPinned: a pinned run whose Cmd is abandoned (its process died)
 // and whose unit was stopped meanwhile is read by Attach, which releases
-// the unit and its pin, and removes the drop-in that carried its command
-// line (a word with '$').
+// the unit and its pin. The drop-in that carried its command line (a word
+// with '$') is gone once the run ended, although no client was left to
+// release it: the unit removed it when it stopped.
 func TestAttachPinned(t *testing.T) {
 	ctx := context.Background()
 	name := startAbandoned(t, "sleep 0.2; exit $0", "7")
 	mgr := systemdtest.Conn(t)
+	dir, err := mgr.RuntimeUnitDir(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropIn := filepath.Join(dir, name+".d")
+	if _, err := os.Lstat(dropIn); err != nil {
+		t.Errorf("the run's drop-in while it runs: %v", err)
+	}
 	for range 100 {
 		p, err := mgr.Properties(ctx, name, manager.UnitIface)
 		if err != nil {
@@ -106,13 +118,8 @@ func TestAttachPinned(t *testing.T) {
 	if err := mgr.ResetFailedUnit(ctx, name); err != nil {
 		t.Logf("reset-failed: %v", err)
 	}
-	dir, err := mgr.RuntimeUnitDir(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dropIn := filepath.Join(dir, name+".d")
-	if _, err := os.Lstat(dropIn); err != nil {
-		t.Fatalf("the run's drop-in: %v", err)
+	if _, err := os.Lstat(dropIn); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("drop-in after the run ended with no client left: %v, want it gone", err)
 	}
 	st, err := job.Attach(ctx, mgr, name, nil)
 	var ee *job.ExitError
@@ -121,9 +128,6 @@ func TestAttachPinned(t *testing.T) {
 	}
 	if !gone(t, name) || !gone(t, job.PinName(name)) {
 		t.Errorf("%s or its pin still loaded after Attach", name)
-	}
-	if _, err := os.Lstat(dropIn); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("drop-in after Attach: %v, want it gone", err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/godbus/dbus/v5"
@@ -23,10 +24,15 @@ type run struct {
 	job   dbus.ObjectPath
 	state state
 	stdio
-	transient bool    // a unit unitrun created, to be released after the run
-	pin       string  // the unit's pin (Cmd.Pin), stopped at the release
-	dropIn    string  // directory of the unit's drop-in, if it needed one
-	canceled  *Status // how the run ended when a cancel came during its start
+	transient bool   // a unit unitrun created, to be released after the run
+	ref       bool   // the unit is kept for this process (AddRef=yes) until abort
+	typ       string // the service's Type=, if known ("exec" for unitrun's own)
+	pin       string // the unit's pin (Cmd.Pin), stopped at the release
+	dropIn    string // the unit's drop-in, if it needed one
+	// dropInInfo identifies the very file dropIn that the run wrote.
+	dropInInfo os.FileInfo
+	unlock     func()  // releases the name's lock (see claim), while held
+	canceled   *Status // how the run ended when a cancel came during its start
 	// ended, if set, is told the run's outcome before the unit is released.
 	ended func(*Status, error)
 	// hold, if set, says whether wait leaves the unit of a run that ended
@@ -46,6 +52,7 @@ func (r *run) start(ctx context.Context, props []unit.Property, aux ...manager.A
 	call, done := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	job, err := r.create(call, props, aux)
 	done()
+	r.unclaim()
 	r.closeAfterStart()
 	if err != nil {
 		r.watch.Close()
@@ -176,8 +183,8 @@ func (r *run) waitJob(ctx context.Context) error {
 				r.waitEnded(ctx)
 			}
 			// Read the outcome before release: resetting the unit changes it.
-			var err error = &JobError{Unit: r.unit, Result: ev.Result}
-			st := r.state.status(r.unit, ev.Result)
+			var err error = &JobError{Unit: r.unit, Result: ev.Result, Reason: r.setupFailure(ctx)}
+			st := r.state.status(r.unit, r.jobResult(ev.Result))
 			if r.state.ranCommand() {
 				err = &ExitError{st}
 			}
@@ -196,6 +203,19 @@ func (r *run) waitJob(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// jobResult returns what a start job that systemd removed with result
+// did. Under Type=exec, systemd 252 can fail the start job of a command
+// that exits at once although the command ran (the race that systemd's
+// TEST-07-PID1 type-exec-parallel was written for): such a job ran, and
+// reads "done". A command that never got as far as its own code (systemd's
+// setup exit statuses, 203 for a failed exec) keeps the job's result.
+func (r *run) jobResult(result string) string {
+	if result == "failed" && r.typ == "exec" && r.state.ranCommand() {
+		return "done"
+	}
+	return result
 }
 
 // next returns the next event, applying property changes to the state. A
@@ -336,6 +356,7 @@ func (r *run) release() {
 	}
 	if r.transient {
 		r.unpin(ctx)
+		r.removeDropIn()
 	}
 	r.abort()
 }
@@ -381,11 +402,20 @@ func (r *run) releaseOnce(ctx context.Context) error {
 // errNotReleased is releaseOnce's error for a unit still not stopped.
 var errNotReleased = errors.New("unit not stopped yet")
 
-// abort releases what it can after an error that ended the wait early.
+// abort releases what it can after an error that ended the wait early;
+// it ends release too. Dropping the unit's reference lets systemd collect
+// it once it is inactive or failed. A unit that may still run keeps its
+// drop-in, which it removes when it stops.
 func (r *run) abort() {
+	if r.ref {
+		ctx, done := context.WithTimeout(context.Background(), cleanupTimeout)
+		r.mgr.Unref(ctx, r.unit)
+		done()
+		r.ref = false
+	}
 	r.watch.Close()
 	r.closeAfterWait()
-	r.removeDropIn()
+	r.unclaim()
 }
 
 // waitFor waits until job is removed, the unit is unloaded, or ctx ends.

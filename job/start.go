@@ -29,7 +29,8 @@ func Start(ctx context.Context, mgr *manager.Conn, name string) (*Status, error)
 	waits := false
 	if svc, err := properties(ctx, mgr, name, manager.ServiceIface); err == nil {
 		r.state.merge(svc)
-		switch r.state.str("Type") {
+		r.typ = r.state.str("Type")
+		switch r.typ {
 		case "oneshot", "simple", "exec", "idle":
 			waits = true
 		}

@@ -76,13 +76,21 @@ func (e *ExitError) Error() string { return e.Unit + ": " + e.Status.String() }
 
 // JobError reports a start job that did not complete, so the command never
 // ran: Result is the JobRemoved result (failed, canceled, timeout,
-// dependency, skipped, ...).
+// dependency, skipped, ...). Reason, when systemd could not set up the
+// run, names the setting and why ("user nope: no such user (systemd exit
+// status 217/USER)").
 type JobError struct {
 	Unit   string
 	Result string
+	Reason string
 }
 
-func (e *JobError) Error() string { return "job for " + e.Unit + ": " + e.Result }
+func (e *JobError) Error() string {
+	if e.Reason != "" {
+		return e.Unit + ": " + e.Reason
+	}
+	return "job for " + e.Unit + ": " + e.Result
+}
 
 // ErrUnitExists is wrapped by errors for a unit name that is already taken:
 // unitrun never joins or touches someone else's unit.
@@ -92,7 +100,8 @@ var ErrUnitExists = errors.New("unit already exists")
 // collected while the connection to the manager was down (stopped or
 // reset by someone else while a daemon-reexec or a bus restart cut the
 // connection): no signal of its end was seen, and its outcome went with
-// it. A pinned unit (Cmd.Pin) is not collected so.
+// it. A unit kept for its caller (AddRef=yes, which unitrun sets where
+// the manager is on a bus) or pinned (Cmd.Pin) is not collected so.
 var ErrCollected = errors.New("unit was collected while the connection to the manager was down; its outcome is lost")
 
 // ErrNeverRan is wrapped by Attach's error for a unit that is loaded,

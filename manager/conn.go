@@ -62,7 +62,8 @@ type Conn struct {
 	watches map[string]map[*Watch]struct{} // by unit name
 	byPath  map[dbus.ObjectPath]watched    // by the unit's object path
 	done    chan struct{}
-	runDir  string // RuntimeUnitDir's answer, once it has one
+	runDir  string     // RuntimeUnitDir's answer, once it has one
+	refs    *dbus.Conn // on a private socket, the bus for AddRef (ref.go)
 }
 
 // Dial connects to the manager that target names and subscribes to its signals.
@@ -97,6 +98,9 @@ func (c *Conn) Close() error {
 	c.closed = true
 	close(c.done)
 	bus := c.bus
+	if c.refs != nil {
+		c.refs.Close()
+	}
 	for _, set := range c.watches {
 		for w := range set {
 			w.push(Event{Kind: EventClosed})
@@ -333,6 +337,9 @@ func (c *Conn) StartTransientUnit(ctx context.Context, name, mode string, props 
 	type prop struct {
 		Name  string
 		Value dbus.Variant
+	}
+	if c.target.Peer && addRef(props) {
+		return c.startRef(ctx, name, mode, props, aux)
 	}
 	bus, stream, err := c.usable(ctx)
 	if err != nil {

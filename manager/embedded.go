@@ -201,7 +201,12 @@ func (e *Embedded) Stop(ctx context.Context, timeout time.Duration) error {
 		return nil
 	}
 	if c, err := Dial(ctx, e.Target()); err == nil {
-		c.Exit(ctx)
+		// exit.target stops every unit as a stop job does (ExecStop=,
+		// ExecStopPost=), then the manager exits; Exit alone ("systemctl
+		// --force exit") skips the units' stop commands.
+		if _, err := c.StartUnit(ctx, "exit.target", "replace-irreversibly"); err != nil {
+			c.Exit(ctx)
+		}
 		c.Close()
 	}
 	deadline := time.Now().Add(timeout)

@@ -67,6 +67,16 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer conn.Close()
+	// The manager joins its session bus a moment after it boots; units
+	// are kept for their callers (AddRef=) through that bus, so the tests
+	// start once it is there.
+	for !conn.CanRef(ctx) {
+		if ctx.Err() != nil {
+			fmt.Fprintf(os.Stderr, "systemdtest: FAIL: the manager is not on its session bus: %v\n", ctx.Err())
+			return 1
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	os.Setenv(manager.EnvManager, "private:"+embedded.Socket())
 	for _, kv := range embedded.Env() {
 		k, v, _ := strings.Cut(kv, "=")

@@ -1,0 +1,57 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// SharesFS reports whether the manager sees the caller's file system: its
+// root directory is the caller's, so that a path the caller checks is the
+// one the manager will use. That holds for a user manager of the caller's
+// host and for the embedded manager; not for a manager that the caller
+// reaches from another root (a container with the manager's socket
+// mounted into it), nor for one whose process the caller cannot see.
+func (c *Conn) SharesFS(ctx context.Context) bool {
+	pid, err := c.managerPID(ctx)
+	if err != nil || pid <= 0 {
+		return false
+	}
+	theirs, err := os.Stat(fmt.Sprintf("/proc/%d/root/", pid))
+	if err != nil {
+		return false
+	}
+	ours, err := os.Stat("/")
+	return err == nil && os.SameFile(theirs, ours)
+}
+
+// managerPID returns the process id of the manager: the peer of a private
+// socket, or the bus's word for the owner of the manager's name.
+func (c *Conn) managerPID(ctx context.Context) (int, error) {
+	bus, stream, err := c.usable(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if stream != nil {
+		raw, err := stream.conn.SyscallConn()
+		if err != nil {
+			return 0, err
+		}
+		var cred *unix.Ucred
+		var credErr error
+		if err := raw.Control(func(fd uintptr) {
+			cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+		}); err != nil {
+			return 0, err
+		}
+		if credErr != nil {
+			return 0, credErr
+		}
+		return int(cred.Pid), nil
+	}
+	var pid uint32
+	err = bus.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetConnectionUnixProcessID", 0, busName).Store(&pid)
+	return int(pid), err
+}

@@ -1,0 +1,163 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/godbus/dbus/v5"
+
+	"github.com/unitrun/unitrun/unit"
+)
+
+// systemd keeps a unit for a caller (AddRef=yes, Ref) by tracking the
+// caller's unique name on a bus: the unit is not collected while the name
+// is there, however its run ends, and is collected once the caller's
+// connection is gone (a killed process, too). On a private socket the
+// caller has no name, and systemd 252 refuses AddRef=yes with "Invalid
+// argument"; systemd-run --wait connects through the bus for that reason.
+// So does Conn, for these calls alone: refs is a connection of its own to
+// the bus the manager is on. The bus outlives a daemon-reexec, and systemd
+// 252 saves the names it tracks across one, so a unit stays kept through
+// it (TestAddRefAcrossReexec).
+
+// refAddress returns the address of the bus the manager of t is on, for
+// a private socket, or "" if there is none to try.
+func (t Target) refAddress() string {
+	for _, kv := range t.Env {
+		if v, ok := strings.CutPrefix(kv, "DBUS_SESSION_BUS_ADDRESS="); ok {
+			return v
+		}
+	}
+	if p, ok := socketPath(t.Address); ok && p == "/run/systemd/private" {
+		if addr := os.Getenv("DBUS_SYSTEM_BUS_ADDRESS"); addr != "" {
+			return addr
+		}
+		return unixAddress("/run/dbus/system_bus_socket")
+	}
+	return ""
+}
+
+// CanRef reports whether the manager can keep units for this connection:
+// whether a StartTransientUnit with the property AddRef=yes, and Unref,
+// can be made. On a bus they can; on a private socket they go over the
+// bus the manager is on, which CanRef dials once it is there with the
+// manager on it (until then, each call tries again).
+func (c *Conn) CanRef(ctx context.Context) bool {
+	_, err := c.refConn(ctx)
+	return err == nil
+}
+
+// refConn returns the connection that AddRef and Unref go through.
+func (c *Conn) refConn(ctx context.Context) (*dbus.Conn, error) {
+	if !c.target.Peer {
+		bus, _, err := c.usable(ctx)
+		return bus, err
+	}
+	c.mu.Lock()
+	refs, closed := c.refs, c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	if refs != nil && refs.Connected() {
+		return refs, nil
+	}
+	addr := c.target.refAddress()
+	if addr == "" {
+		return nil, errNoRefBus
+	}
+	refs, err := dbus.Dial(addr, dbus.WithContext(context.Background()))
+	if err != nil {
+		return nil, err
+	}
+	if err := refs.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
+		refs.Close()
+		return nil, err
+	}
+	if err := refs.Hello(); err != nil {
+		refs.Close()
+		return nil, err
+	}
+	var there bool
+	if err := refs.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.NameHasOwner", 0, busName).Store(&there); err != nil || !there {
+		refs.Close()
+		return nil, errNoRefBus
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		refs.Close()
+		return nil, ErrClosed
+	}
+	if c.refs != nil && c.refs.Connected() {
+		refs.Close() // another call dialled meanwhile: units are kept on its connection
+		return c.refs, nil
+	}
+	c.refs = refs
+	return refs, nil
+}
+
+// errNoRefBus says that no bus with the manager on it is reachable.
+var errNoRefBus = errors.New("manager: no bus with the manager on it")
+
+// addRef reports whether props ask for AddRef=yes.
+func addRef(props []unit.Property) bool {
+	for _, p := range props {
+		if v, ok := p.Value.Value().(bool); ok && p.Name == "AddRef" && v {
+			return true
+		}
+	}
+	return false
+}
+
+// startRef is StartTransientUnit for a unit with AddRef=yes, on a private
+// socket: the call goes over the bus (godbus passes the fds of UnixFD
+// values there itself).
+func (c *Conn) startRef(ctx context.Context, name, mode string, props []unit.Property, aux []Aux) (dbus.ObjectPath, error) {
+	refs, err := c.refConn(ctx)
+	if err != nil {
+		return "", err
+	}
+	type prop struct {
+		Name  string
+		Value dbus.Variant
+	}
+	ps := make([]prop, len(props))
+	for i, p := range props {
+		ps[i] = prop{p.Name, p.Value}
+	}
+	var job dbus.ObjectPath
+	err = refs.Object(busName, objectPath).CallWithContext(ctx, managerIface+".StartTransientUnit", 0, name, mode, ps, aux).Store(&job)
+	return job, lostOnBus(err)
+}
+
+// lostOnBus turns the bus's answers for a call that the manager never
+// answered (it left the bus to re-execute, or had not joined it again)
+// into an error that is not a dbus.Error, as the loss of a private
+// socket's connection is: not the manager's own answer.
+func lostOnBus(err error) error {
+	var de dbus.Error
+	if errors.As(err, &de) {
+		switch de.Name {
+		case "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.ServiceUnknown",
+			"org.freedesktop.DBus.Error.NameHasNoOwner", "org.freedesktop.DBus.Error.Disconnected":
+			return fmt.Errorf("manager: call lost on the bus: %s", de.Error())
+		}
+	}
+	return err
+}
+
+// Unref drops the reference that AddRef=yes took for this connection, so
+// that systemd may collect the unit once it is inactive (or failed, with
+// CollectMode=inactive-or-failed).
+func (c *Conn) Unref(ctx context.Context, name string) error {
+	refs, err := c.refConn(ctx)
+	if err != nil {
+		return err
+	}
+	return lostOnBus(refs.Object(busName, objectPath).CallWithContext(ctx, managerIface+".UnrefUnit", 0, name).Err)
+}
