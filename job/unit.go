@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -55,7 +56,18 @@ func (u *UnitCmd) Start(ctx context.Context) (*Status, error) {
 	// Whatever an earlier run logged is then stored, and read with the
 	// invocation ID it ran with, before this start makes a new one.
 	syncJournal(ctx, o.journal)
-	st, err := start(ctx, u.mgr, u.Name, o.invoked)
+	// On a private socket every change of the unit's properties (its
+	// job's, say) signals them all, the last run's ID among them.
+	props, err := u.mgr.Properties(ctx, u.Name, manager.UnitIface)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", u.Name, err)
+	}
+	last := props["InvocationID"].Value()
+	st, err := start(ctx, u.mgr, u.Name, func(id string) {
+		if b, _ := last.([]byte); hex.EncodeToString(b) != id {
+			o.invoked(id)
+		}
+	})
 	return st, u.finish(ctx, o, err)
 }
 
@@ -132,12 +144,13 @@ func (u *UnitCmd) Wait(ctx context.Context) (*Status, error) {
 // waitForGood waits until the service has ended and no run of its
 // Restart= follows. systemd 252 shows a service that restarts as failed
 // (or inactive) on its way to auto-restart, and inactive with a new
-// invocation ID and a job between the restart's stop and its start: so
-// when the signals say the run ended, the unit is read once more, and it
-// has ended for good only if that read, which systemd answers after it has
-// made every change it made with the one signaled (the restart's arming
-// among them), finds it in the same state with no job. A unit that the
-// read finds collected (not found, or loaded anew with no run) ended for
+// invocation ID and a job between the restart's stop and its start (and
+// a unit whose start job waits is inactive too): so when the signals say
+// the run ended, the unit is read once more, and it has ended for good
+// only if that read, which systemd answers after it has made every change
+// it made with the one signaled (the restart's arming among them), finds
+// it with no job and in the same state. A unit that the read finds with no
+// job and collected (not found, or loaded anew with no run) ended for
 // good: systemd collects no unit on its way to a restart.
 func (r *run) waitForGood(ctx context.Context) error {
 	for {
@@ -148,16 +161,18 @@ func (r *run) waitForGood(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		id, _ := now["InvocationID"].Value().([]byte)
-		if now["LoadState"].Value() != "loaded" || len(id) == 0 {
-			return nil
-		}
-		same := true
-		for _, p := range []string{"ActiveState", "SubState", "InvocationID"} {
-			same = same && reflect.DeepEqual(now[p].Value(), r.state[p].Value())
-		}
-		if same && !manager.JobPending(now) {
-			return nil
+		if !manager.JobPending(now) {
+			id, _ := now["InvocationID"].Value().([]byte)
+			if now["LoadState"].Value() != "loaded" || len(id) == 0 {
+				return nil
+			}
+			same := true
+			for _, p := range []string{"ActiveState", "SubState", "InvocationID"} {
+				same = same && reflect.DeepEqual(now[p].Value(), r.state[p].Value())
+			}
+			if same {
+				return nil
+			}
 		}
 		// The change the read saw, or the job's end, is signaled next.
 		ev, err := r.next(ctx)
