@@ -40,14 +40,13 @@ func Unit(mgr *manager.Conn, name string) *UnitCmd {
 }
 
 // Start starts the unit and waits as the package's Start does, copying
-// the output of the runs the start makes (a service's Restart= ones too)
-// until they end, or until the start job is done for a unit that Start
-// does not wait for; the run of a unit already running when Start is
-// called is waited for, its output not copied. No entry of an earlier run
-// is copied: the journal is brought up to date before the start, then the
-// entries are chosen by the invocation IDs of the runs the start makes.
-// If the run succeeded and its output could not be copied, the error says
-// why.
+// the output of the run the start makes until it ends, or until the start
+// job is done for a unit that Start does not wait for; the run of a unit
+// already running when Start is called is waited for, its output not
+// copied. No entry of an earlier run is copied: the journal is brought up
+// to date before the start, then the entries are chosen by the invocation
+// IDs of the runs the start makes. If the run succeeded and its output
+// could not be copied, the error says why.
 func (u *UnitCmd) Start(ctx context.Context) (*Status, error) {
 	o := u.output()
 	if o == nil {

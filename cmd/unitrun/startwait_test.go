@@ -239,6 +239,11 @@ func TestWaitNotRunning(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 || r.Unit != "unitrun-test-idle.service" || !strings.Contains(r.Error, "not running") {
 		t.Errorf("--json: exit %d, stdout %q (%v)", code, out, err)
 	}
+	for _, name := range []string{"unitrun-test-idle", "unitrun-test.target", "bad/name.service"} {
+		if _, errs, code := unitrun(t, "wait", name); code != 2 || !strings.Contains(errs, name) {
+			t.Errorf("wait %s: exit %d, stderr %q; want 2 and an error naming it", name, code, errs)
+		}
+	}
 }
 
 // TestWaitInterrupted: SIGINT ends the wait, not the unit: wait exits

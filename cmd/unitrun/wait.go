@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/unitrun/unitrun/job"
+	"github.com/unitrun/unitrun/unit"
 )
 
 func newWaitCmd(g *globals) *cobra.Command {
@@ -22,7 +24,8 @@ statuses, summary line and --json object). Its output is shown as
 "unitrun start" shows it, from the run's first line.
 
 A service that is not running (inactive, failed, or active with its run
-ended) is not waited for: unitrun says so on stderr and exits 0.
+ended) is not waited for: unitrun says so on stderr (unless -q) and exits
+0. UNIT must be a service's full name (NAME.service); any other exits 2.
 
 wait only watches: Ctrl-C or SIGTERM ends the wait, never the unit, which
 goes on running; unitrun then exits 143, as for an interrupted run.`,
@@ -30,6 +33,12 @@ goes on running; unitrun then exits 143, as for an interrupted run.`,
   unitrun wait --json -q os-update.service`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := unit.Validate(args[0]); err != nil {
+				return &exitError{code: exitUsage, err: err}
+			}
+			if !strings.HasSuffix(args[0], ".service") {
+				return &exitError{code: exitUsage, err: fmt.Errorf("unit %q: only a service has a run to wait for", args[0])}
+			}
 			ctx := cmd.Context()
 			mgr, err := g.open(ctx)
 			if err != nil {
@@ -40,7 +49,9 @@ goes on running; unitrun then exits 143, as for an interrupted run.`,
 			showOutput(cmd, u, asJSON, quiet)
 			st, err := u.Wait(ctx)
 			if errors.Is(err, job.ErrNotRunning) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "unitrun: %v; nothing to wait for\n", err)
+				if !quiet {
+					fmt.Fprintf(cmd.ErrOrStderr(), "unitrun: %v; nothing to wait for\n", err)
+				}
 				if asJSON {
 					json.NewEncoder(cmd.OutOrStdout()).Encode(newResult(args[0], nil, err))
 				}
@@ -50,6 +61,6 @@ goes on running; unitrun then exits 143, as for an interrupted run.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one result object on stdout (the unit's output then goes to stderr)")
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print neither the unit's output nor a summary line")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print neither the unit's output nor a summary line (nor that it is not running)")
 	return cmd
 }
