@@ -93,7 +93,8 @@ func (e *Embedded) Ensure(ctx context.Context) (bool, error) {
 // from the manager's Dir/systemd/units (as /run/systemd/units, where
 // journald looks for them). The units' output reaches it as it does on a
 // host: their stdout and stderr are streams to /run/systemd/journal/stdout.
-// systemd starts once journald listens, so no unit's output is lost. Paths
+// journald and systemd start side by side; boot returns once both listen,
+// before any unit of a caller starts, so no unit's output is lost. Paths
 // arrive as arguments, never inside the script text.
 const bootScript = `set -e
 systemd=$1; journald=$2; dir=$3; conf=$4; shift 4
@@ -107,10 +108,6 @@ mount --bind "$dir/log" /run/log
 printf '%s' "$conf" >/run/systemd/journald.conf.d/zz-unitrun-embedded.conf
 "$journald" </dev/null >"$dir/journald.log" 2>&1 &
 echo $! >"$dir/journald.pid"
-until [ -S "$dir/journal/stdout" ]; do
-	kill -0 $! 2>/dev/null || { echo "systemd-journald exited" >&2; cat "$dir/journald.log" >&2; exit 1; }
-	sleep 0.01
-done
 exec "$systemd" --user --log-target=console --log-level=notice`
 
 // journaldConf is the embedded journald's configuration: a volatile
@@ -220,13 +217,16 @@ func (e *Embedded) boot(ctx context.Context) error {
 	}
 	deadline := time.NewTimer(15 * time.Second)
 	defer deadline.Stop()
-	for !e.Running() {
+	journal := filepath.Join(e.Dir, "journal", "stdout")
+	for !e.Running() || !socketExists(journal) {
 		select {
 		case err := <-exited:
 			return fmt.Errorf("embedded manager exited while booting (%v): %s", err, e.logTail())
 		case <-deadline.C:
 			cmd.Process.Kill()
-			return fmt.Errorf("embedded manager did not open %s within 15s: %s", e.Socket(), e.logTail())
+			e.stopJournald(5 * time.Second)
+			return fmt.Errorf("embedded manager did not open %s and its journald %s within 15s (see %s): %s",
+				e.Socket(), journal, filepath.Join(e.Dir, "journald.log"), e.logTail())
 		case <-ctx.Done():
 			cmd.Process.Kill()
 			return ctx.Err()
