@@ -262,3 +262,15 @@ func TestWaitInterrupted(t *testing.T) {
 		t.Errorf("after the interrupted wait the service is %v (%v); want it active still", p["ActiveState"], err)
 	}
 }
+
+// TestStartShowsEveryLine starts a oneshot that prints many lines and
+// exits at once: start shows every one of them, though journald stores
+// the last ones after the unit has ended.
+func TestStartShowsEveryLine(t *testing.T) {
+	writeService(t, "unitrun-test-lines.service", "[Service]\nType=oneshot\nExecStart=/usr/bin/seq 20000\n")
+	out, errs, code := unitrun(t, "start", "unitrun-test-lines.service")
+	want, _ := exec.Command("seq", "20000").Output()
+	if code != 0 || out != string(want) {
+		t.Errorf("exit %d, %d bytes of stdout, want 0 and the %d bytes of seq 20000 (stderr %q)", code, len(out), len(want), errs)
+	}
+}
