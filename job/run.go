@@ -39,6 +39,9 @@ type run struct {
 	// with err loaded, for the caller to release; held says it did.
 	hold func(err error) bool
 	held bool
+	// invoked, if set, is told the invocation ID (hex) of each run of
+	// the unit that a signal or a re-read announces.
+	invoked func(id string)
 }
 
 // start registers the watch, creates the unit (and the aux units beside
@@ -227,7 +230,7 @@ func (r *run) next(ctx context.Context) (manager.Event, error) {
 	}
 	switch ev.Kind {
 	case manager.EventChanged:
-		r.state.merge(ev.Props)
+		r.merge(ev.Props)
 	case manager.EventClosed:
 		return ev, manager.ErrClosed
 	}
@@ -247,7 +250,7 @@ func (r *run) reread(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%s: re-read after reconnect: %w", r.unit, err)
 		}
-		r.state.merge(props)
+		r.merge(props)
 	}
 	if r.state.str("LoadState") == "not-found" {
 		return fmt.Errorf("%s: %w", r.unit, ErrCollected)
@@ -264,6 +267,15 @@ func properties(ctx context.Context, mgr *manager.Conn, name, iface string) (map
 		props, err = mgr.Properties(ctx, name, iface)
 	}
 	return props, err
+}
+
+// merge applies properties to the state and tells invoked of an
+// invocation ID among them.
+func (r *run) merge(props map[string]dbus.Variant) {
+	r.state.merge(props)
+	if id, ok := props["InvocationID"].Value().([]byte); ok && len(id) > 0 && r.invoked != nil {
+		r.invoked(hex.EncodeToString(id))
+	}
 }
 
 // jobGone reports whether the unit has no job pending (read after reconnect).

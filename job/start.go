@@ -21,10 +21,16 @@ import (
 // not restarted, and Start then waits for the run in progress. If ctx ends
 // first, Start stops the unit and returns an error that wraps ctx.Err().
 func Start(ctx context.Context, mgr *manager.Conn, name string) (*Status, error) {
+	return start(ctx, mgr, name, nil)
+}
+
+// start is Start that tells invoked the invocation ID of each run that
+// the start makes.
+func start(ctx context.Context, mgr *manager.Conn, name string, invoked func(id string)) (*Status, error) {
 	if err := unit.Validate(name); err != nil {
 		return nil, err
 	}
-	r := &run{mgr: mgr, unit: name, state: state{}}
+	r := &run{mgr: mgr, unit: name, state: state{}, invoked: invoked}
 	r.watch = mgr.WatchProps(name, stateProps...)
 	waits := false
 	if svc, err := properties(ctx, mgr, name, manager.ServiceIface); err == nil {

@@ -18,12 +18,14 @@ import (
 )
 
 // Embedded is a systemd user manager that unitrun boots in a private mount
-// namespace, with a session bus beside it, for hosts where no manager is
-// reachable (containers, CI machines, tests). It lives in Dir, its
-// XDG_RUNTIME_DIR: the private socket is Dir/systemd/private, the bus
-// Dir/bus, the log Dir/manager.log, transient and runtime units under
-// Dir/systemd. Once booted it outlives the process that booted it and is
-// reused by later ones until Stop. It needs root (for the mount namespace).
+// namespace, with a session bus and a systemd-journald beside it, for hosts
+// where no manager is reachable (containers, CI machines, tests). It lives
+// in Dir, its XDG_RUNTIME_DIR: the private socket is Dir/systemd/private,
+// the bus Dir/bus, the log Dir/manager.log, transient and runtime units
+// under Dir/systemd, journald's sockets in Dir/journal and the journal that
+// its units' output goes to in JournalDir. Once booted it outlives the
+// process that booted it and is reused by later ones until Stop. It needs
+// root (for the mount namespace).
 type Embedded struct {
 	Dir string
 }
@@ -33,8 +35,13 @@ func (e *Embedded) Socket() string { return filepath.Join(e.Dir, "systemd", "pri
 
 // Target returns how to dial the embedded manager.
 func (e *Embedded) Target() Target {
-	return Target{Spec: string(KindEmbedded), Address: unixAddress(e.Socket()), Peer: true, Env: runtimeEnv(e.Dir)}
+	return Target{Spec: string(KindEmbedded), Address: unixAddress(e.Socket()), Peer: true, Env: runtimeEnv(e.Dir),
+		Journal: Journal{Dir: e.JournalDir(), Sockets: filepath.Join(e.Dir, "journal")}}
 }
+
+// JournalDir returns the directory of the journal files that the embedded
+// manager's journald writes: "journalctl --directory=" reads them.
+func (e *Embedded) JournalDir() string { return filepath.Join(e.Dir, "log", "journal") }
 
 // Env returns the exports that point systemctl --user and systemd-run --user
 // at the embedded manager.
@@ -79,15 +86,45 @@ func (e *Embedded) Ensure(ctx context.Context) (bool, error) {
 }
 
 // bootScript runs in the new mount namespace: it moves itself into the
-// manager's cgroups, gives the manager a /run/systemd of its own and becomes
-// systemd. Paths arrive as arguments, never inside the script text.
+// manager's cgroups, gives the manager a /run/systemd of its own, starts a
+// systemd-journald there and becomes systemd. journald keeps its sockets in
+// Dir/journal (as /run/systemd/journal), its journal files in Dir/log (as
+// /run/log, volatile storage) and reads the invocation IDs of the units
+// from the manager's Dir/systemd/units (as /run/systemd/units, where
+// journald looks for them). The units' output reaches it as it does on a
+// host: their stdout and stderr are streams to /run/systemd/journal/stdout.
+// journald and systemd start side by side; boot returns once both listen,
+// before any unit of a caller starts, so no unit's output is lost. Paths
+// arrive as arguments, never inside the script text.
 const bootScript = `set -e
-systemd=$1; shift
+systemd=$1; journald=$2; dir=$3; conf=$4; shift 4
 for procs in "$@"; do echo $$ > "$procs"; done
-mkdir -p /run/systemd
+mkdir -p /run/systemd /run/log
 mount -t tmpfs -o mode=0755 unitrun /run/systemd
-mkdir -p /run/systemd/system
+mkdir -p /run/systemd/system /run/systemd/journald.conf.d
+ln -s "$dir/journal" /run/systemd/journal
+ln -s "$dir/systemd/units" /run/systemd/units
+mount --bind "$dir/log" /run/log
+printf '%s' "$conf" >/run/systemd/journald.conf.d/zz-unitrun-embedded.conf
+"$journald" </dev/null >"$dir/journald.log" 2>&1 &
+echo $! >"$dir/journald.pid"
 exec "$systemd" --user --log-target=console --log-level=notice`
+
+// journaldConf is the embedded journald's configuration: a volatile
+// journal, no rate limit (a unit's output is never dropped), nothing read
+// from the kernel or audit, nothing forwarded to the host's syslog,
+// console or terminals.
+const journaldConf = `[Journal]
+Storage=volatile
+RateLimitIntervalSec=0
+RateLimitBurst=0
+ReadKMsg=no
+Audit=no
+ForwardToSyslog=no
+ForwardToKMsg=no
+ForwardToConsole=no
+ForwardToWall=no
+`
 
 // baseUnits are the units the embedded manager needs beyond its transient
 // ones: a default target that starts the session bus, and the bus itself
@@ -120,6 +157,7 @@ func (e *Embedded) boot(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	journald := filepath.Join(filepath.Dir(systemd), "systemd-journald")
 	unitDir := filepath.Join(e.Dir, "units")
 	if err := os.MkdirAll(unitDir, 0o755); err != nil {
 		return fmt.Errorf("embedded manager: %w", err)
@@ -130,9 +168,13 @@ func (e *Embedded) boot(ctx context.Context) error {
 		}
 	}
 	runtimeUnits := filepath.Join(e.Dir, "systemd", "user")
-	if err := os.MkdirAll(runtimeUnits, 0o755); err != nil {
-		return fmt.Errorf("embedded manager: %w", err)
+	for _, dir := range []string{runtimeUnits, filepath.Join(e.Dir, "journal"), filepath.Join(e.Dir, "log")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("embedded manager: %w", err)
+		}
 	}
+	// A journald left by a manager that died would write the same files.
+	e.stopJournald(5 * time.Second)
 	logf, err := os.OpenFile(filepath.Join(e.Dir, "manager.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("embedded manager: %w", err)
@@ -140,7 +182,7 @@ func (e *Embedded) boot(ctx context.Context) error {
 	defer logf.Close()
 
 	procs := makeCgroups(e.Cgroup())
-	args := append([]string{"-c", bootScript, "unitrun-manager", systemd}, procs...)
+	args := append([]string{"-c", bootScript, "unitrun-manager", systemd, journald, e.Dir, journaldConf}, procs...)
 	cmd := exec.Command("/bin/sh", args...)
 	// No generators: the host's user generators (environment.d readers,
 	// gpg-agent, xdg-autostart) are for login sessions, and some take
@@ -175,13 +217,16 @@ func (e *Embedded) boot(ctx context.Context) error {
 	}
 	deadline := time.NewTimer(15 * time.Second)
 	defer deadline.Stop()
-	for !e.Running() {
+	journal := filepath.Join(e.Dir, "journal", "stdout")
+	for !e.Running() || !socketExists(journal) {
 		select {
 		case err := <-exited:
 			return fmt.Errorf("embedded manager exited while booting (%v): %s", err, e.logTail())
 		case <-deadline.C:
 			cmd.Process.Kill()
-			return fmt.Errorf("embedded manager did not open %s within 15s: %s", e.Socket(), e.logTail())
+			e.stopJournald(5 * time.Second)
+			return fmt.Errorf("embedded manager did not open %s and its journald %s within 15s (see %s): %s",
+				e.Socket(), journal, filepath.Join(e.Dir, "journald.log"), e.logTail())
 		case <-ctx.Done():
 			cmd.Process.Kill()
 			return ctx.Err()
@@ -197,6 +242,7 @@ func (e *Embedded) boot(ctx context.Context) error {
 func (e *Embedded) Stop(ctx context.Context, timeout time.Duration) error {
 	pid := e.PID()
 	if pid == 0 && !e.Running() {
+		e.stopJournald(5 * time.Second)
 		removeCgroups(e.Cgroup())
 		return nil
 	}
@@ -218,8 +264,32 @@ func (e *Embedded) Stop(ctx context.Context, timeout time.Duration) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	os.Remove(filepath.Join(e.Dir, "manager.pid"))
+	e.stopJournald(5 * time.Second)
 	removeCgroups(e.Cgroup())
 	return nil
+}
+
+// stopJournald stops the manager's journald, once the manager is gone, with
+// SIGTERM so that it closes its journal files cleanly (SIGKILL after
+// timeout).
+func (e *Embedded) stopJournald(timeout time.Duration) {
+	pidFile := filepath.Join(e.Dir, "journald.pid")
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	// The comm check keeps a recycled pid safe; the kernel cuts it to 15 bytes.
+	if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && pid > 0 && strings.TrimSpace(string(comm)) == "systemd-journal" {
+		syscall.Kill(pid, syscall.SIGTERM)
+		for deadline := time.Now().Add(timeout); syscall.Kill(pid, 0) == nil; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				deadline = time.Now().Add(5 * time.Second)
+			}
+		}
+	}
+	os.Remove(pidFile)
 }
 
 func (e *Embedded) logTail() string {
@@ -233,8 +303,13 @@ func (e *Embedded) logTail() string {
 // Cgroup is the name of the cgroup the embedded manager runs in, below the
 // root of each hierarchy; one per Dir, so several embedded managers (one per
 // test binary) never share cgroups.
+//
+// Its name ends in ".slice": journald names the unit that a process logs
+// from after the slices that begin its cgroup path, so that the units'
+// cgroups (NAME.slice/app.slice/UNIT) make their output UNIT's, with the
+// invocation ID of its run (_SYSTEMD_UNIT, _SYSTEMD_INVOCATION_ID).
 func (e *Embedded) Cgroup() string {
-	return cgroupFor(e.Dir)
+	return cgroupFor(e.Dir) + ".slice"
 }
 
 // cgroupFor names the cgroup of the manager that lives in dir.

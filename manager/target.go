@@ -76,6 +76,19 @@ type Target struct {
 	// Env holds the environment that points systemctl and systemd-run at
 	// this manager (empty for the system manager).
 	Env []string
+	// Journal is where the manager's units log.
+	Journal Journal
+}
+
+// Journal says where the units of a manager log: the host's journal, or
+// the embedded manager's own.
+type Journal struct {
+	// Dir is the directory of the journal files, for journalctl
+	// --directory; empty for the host's journal.
+	Dir string
+	// Sockets is journald's runtime directory, where its sockets are;
+	// empty for the host's (/run/systemd/journal).
+	Sockets string
 }
 
 // Options tune Open and Resolve.
@@ -235,7 +248,12 @@ func privateTarget(path string) Target {
 	t := Target{Spec: "private:" + path, Address: unixAddress(path), Peer: true}
 	// A user manager's private socket is <runtime dir>/systemd/private.
 	if filepath.Base(path) == "private" && filepath.Base(filepath.Dir(path)) == "systemd" && path != "/run/systemd/private" {
-		t.Env = runtimeEnv(filepath.Dir(filepath.Dir(path)))
+		rt := filepath.Dir(filepath.Dir(path))
+		t.Env = runtimeEnv(rt)
+		// An embedded manager's: its units log to its own journal.
+		if e := (&Embedded{Dir: rt}); socketExists(filepath.Join(e.Target().Journal.Sockets, "stdout")) {
+			t.Journal = e.Target().Journal
+		}
 	}
 	return t
 }

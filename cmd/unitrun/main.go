@@ -121,7 +121,7 @@ See docs/cli.md.`,
 	}
 	root.PersistentFlags().StringVar(&g.manager, "manager", "", "manager to use: auto, system, user, private:PATH or embedded (default $"+manager.EnvManager+", else auto)")
 	root.PersistentFlags().StringVar(&g.embeddedDir, "embedded-dir", "", "runtime directory of the embedded manager (default $"+manager.EnvEmbeddedDir+", else "+manager.DefaultEmbeddedDir+")")
-	root.AddCommand(newRunCmd(g), newStartCmd(g), newManagerCmd(g))
+	root.AddCommand(newRunCmd(g), newStartCmd(g), newWaitCmd(g), newManagerCmd(g))
 	root.AddCommand(newPodCmd(g))
 	root.AddCommand(newDaemonCmd(g), newOpCmd(g), newInjectCmd(g))
 	root.AddCommand(newInstallCmd(g), newUninstallCmd(g))

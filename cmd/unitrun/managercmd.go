@@ -160,13 +160,18 @@ func newManagerStopCmd(g *globals) *cobra.Command {
 func newManagerEnvCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:     "env",
-		Short:   "Print the exports that point systemctl --user and systemd-run --user at the embedded manager",
-		Example: "  eval \"$(unitrun manager env)\"\n  systemctl --user status",
+		Use:   "env",
+		Short: "Print the exports that point systemctl --user and systemd-run --user at the embedded manager",
+		Long: `Print the exports that point systemctl --user and systemd-run --user at
+the embedded manager, then, as a shell comment, the journalctl command that
+reads its journal, where its units' output goes (with --json, only the
+variables).`,
+		Example: "  eval \"$(unitrun manager env)\"\n  systemctl --user status\n  journalctl --directory=/run/unitrun/manager/log/journal -u pivot.service",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			e := g.embedded()
 			env := map[string]string{}
-			for _, kv := range g.embedded().Env() {
+			for _, kv := range e.Env() {
 				k, v, _ := strings.Cut(kv, "=")
 				if !asJSON {
 					fmt.Fprintf(cmd.OutOrStdout(), "export %s=%s\n", k, shellQuote(v))
@@ -176,6 +181,7 @@ func newManagerEnvCmd(g *globals) *cobra.Command {
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), env)
 			}
+			fmt.Fprintf(cmd.OutOrStdout(), "# its journal: journalctl --directory=%s\n", shellQuote(e.JournalDir()))
 			return nil
 		},
 	}

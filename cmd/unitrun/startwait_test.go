@@ -1,0 +1,276 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/manager"
+)
+
+// counterScript is a oneshot's command that numbers its runs (in the file
+// $1), prints to stdout and stderr, with a "<3>" (error) prefix on one
+// line, and ends with a line without a newline, then exits 3.
+const counterScript = `n=$$(( $$(cat "$1" 2>/dev/null || echo 0) + 1 )); echo $$n >"$1"; ` +
+	`echo "out $$n"; echo "err $$n" >&2; echo "<3>bad $$n" >&2; printf "tail $$n"; exit 3`
+
+// writeService writes a unit file into the test manager's runtime unit
+// directory, reloads it, and when the test ends stops the unit and resets
+// it so that nothing of it stays loaded.
+func writeService(t *testing.T, name, text string) {
+	t.Helper()
+	systemdtest.WriteUnit(t, filepath.Join(systemdtest.RuntimeUnitDir(t), name), text)
+	conn := systemdtest.Conn(t)
+	conn.Reload(context.Background())
+	t.Cleanup(func() {
+		ctx := context.Background()
+		conn.StopUnit(ctx, name, "replace")
+		conn.ResetFailedUnit(ctx, name)
+	})
+}
+
+// TestStartShowsOutput starts a oneshot twice: each start shows exactly
+// what that run logged, its stdout and stderr lines on stdout and its
+// error line on stderr, never a line of the run before; -q shows nothing.
+func TestStartShowsOutput(t *testing.T) {
+	counter := filepath.Join(t.TempDir(), "n")
+	writeService(t, "unitrun-test-output.service",
+		"[Service]\nType=oneshot\nExecStart=/bin/sh -c '"+counterScript+"' sh "+counter+"\n")
+	for n, want := range []string{"out 1\nerr 1\ntail 1", "out 2\nerr 2\ntail 2"} {
+		out, errs, code := unitrun(t, "start", "unitrun-test-output.service")
+		if code != 3 || out != want {
+			t.Errorf("run %d: exit %d, stdout %q; want 3 and %q (stderr %q)", n+1, code, out, want, errs)
+		}
+		if bad := "bad " + string(rune('1'+n)) + "\n"; !strings.HasPrefix(errs, bad) || strings.Count(errs, "bad") != 1 {
+			t.Errorf("run %d: stderr %q; want %q then the summary line", n+1, errs, bad)
+		}
+	}
+	out, errs, code := unitrun(t, "start", "-q", "unitrun-test-output.service")
+	if code != 3 || out != "" || errs != "" {
+		t.Errorf("start -q: exit %d, stdout %q, stderr %q; want 3 and nothing", code, out, errs)
+	}
+}
+
+// TestStartOutputEmbedded boots an embedded manager of the test's own: a
+// unit started on it shows its output, and the journalctl line that
+// "manager env" prints reads that output from its journal.
+func TestStartOutputEmbedded(t *testing.T) {
+	dir, err := os.MkdirTemp("", "unitrun-emb-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	e := &manager.Embedded{Dir: dir}
+	defer e.Stop(context.Background(), 10*time.Second)
+	env := []string{"PATH=" + os.Getenv("PATH"), manager.EnvEmbeddedDir + "=" + dir, manager.EnvManager + "=embedded"}
+	cli := func(args ...string) (string, string, int) {
+		cmd := exec.Command(systemdtest.Binary(t), args...)
+		cmd.Env = env
+		var out, errs strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errs
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return out.String(), errs.String(), ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), errs.String(), 0
+	}
+	if _, errs, code := cli("manager", "start"); code != 0 {
+		t.Fatalf("manager start: exit %d: %s", code, errs)
+	}
+	ctx := context.Background()
+	c, err := manager.Dial(ctx, e.Target())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	units, err := c.RuntimeUnitDir(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := filepath.Join(dir, "n")
+	text := "[Service]\nType=oneshot\nExecStart=/bin/sh -c '" + counterScript + "' sh " + counter + "\n"
+	if err := os.WriteFile(filepath.Join(units, "emb-output.service"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.Reload(ctx)
+	out, errs, code := cli("start", "emb-output.service")
+	if code != 3 || out != "out 1\nerr 1\ntail 1" || !strings.HasPrefix(errs, "bad 1\n") {
+		t.Errorf("start on the embedded manager: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	out, _, _ = cli("manager", "env")
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(l, "# its journal: "); ok {
+			line = rest
+		}
+	}
+	if !strings.HasPrefix(line, "journalctl ") {
+		t.Fatalf("manager env printed no journalctl line: %q", out)
+	}
+	b, err := exec.Command("/bin/sh", "-c", line+" --no-pager -o cat -u emb-output.service").CombinedOutput()
+	if err != nil || string(b) != "out 1\nerr 1\nbad 1\ntail 1\n" {
+		t.Errorf("%s: %v, printed %q; want the unit's four lines", line, err, b)
+	}
+}
+
+// startService starts a service without waiting and returns once its
+// first run has begun.
+func startService(t *testing.T, name string) {
+	t.Helper()
+	if _, err := systemdtest.Conn(t).StartUnit(context.Background(), name, "replace"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitCLI starts "unitrun wait" with args and returns once it has shown
+// first, the first line of the unit's output (it is then attached): on
+// stdout, or with --json on stderr. Its end returns its exit status and
+// the rest of its stdout and stderr.
+func waitCLI(t *testing.T, first string, args ...string) (cmd *exec.Cmd, end func() (int, string, string)) {
+	t.Helper()
+	cmd = exec.Command(systemdtest.Binary(t), append([]string{"wait"}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// A test that goes wrong ends rather than hangs.
+	timer := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
+	t.Cleanup(func() { timer.Stop(); cmd.Process.Kill() })
+	outs, errs := bufio.NewReader(stdout), bufio.NewReader(stderr)
+	lines := outs
+	if slices.Contains(args, "--json") {
+		lines = errs
+	}
+	if l, err := lines.ReadString('\n'); l != first {
+		cmd.Process.Kill()
+		rest, _ := io.ReadAll(errs)
+		t.Fatalf("unitrun wait: first line %q (%v), want %q (stderr %q)", l, err, first, rest)
+	}
+	return cmd, func() (int, string, string) {
+		t.Helper()
+		errb := make(chan []byte)
+		go func() { b, _ := io.ReadAll(errs); errb <- b }()
+		o, _ := io.ReadAll(outs)
+		e := <-errb
+		err := cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(o), string(e)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(o), string(e)
+	}
+}
+
+// gated is a service's command that prints "started" and exits $2 once the
+// file $1 exists.
+const gated = `echo started; while [ ! -e "$1" ]; do sleep 0.05; done; exit $2`
+
+// TestWaitExitStatus waits for a running service that exits 3: wait exits
+// 3 with run's summary line and shows the run's output from its start.
+func TestWaitExitStatus(t *testing.T) {
+	gate := filepath.Join(t.TempDir(), "go")
+	writeService(t, "unitrun-test-wait.service", "[Service]\nExecStart=/bin/sh -c '"+gated+"' sh "+gate+" 3\n")
+	startService(t, "unitrun-test-wait.service")
+	_, end := waitCLI(t, "started\n", "unitrun-test-wait.service")
+	os.WriteFile(gate, nil, 0o644)
+	if code, out, errs := end(); code != 3 || out != "" || !strings.HasPrefix(errs, "unitrun: unitrun-test-wait.service finished: exit status 3, result exit-code") {
+		t.Errorf("exit %d, more stdout %q, stderr %q; want 3 and run's summary line", code, out, errs)
+	}
+	// With --json, the result object of run, and the output on stderr.
+	os.Remove(gate)
+	startService(t, "unitrun-test-wait.service")
+	_, end = waitCLI(t, "started\n", "--json", "unitrun-test-wait.service")
+	os.WriteFile(gate, nil, 0o644)
+	code, out, _ := end()
+	var r result
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 3 || r.ExitCode == nil || *r.ExitCode != 3 || r.Result != "exit-code" || r.JobResult != "done" || r.InvocationID == "" {
+		t.Errorf("wait --json: exit %d, stdout %q (%v); want 3 and run's result object", code, out, err)
+	}
+}
+
+// TestWaitThroughRestart waits across a Restart=on-failure restart: the
+// first run exits 3 and is restarted, the second exits 7, which
+// RestartPreventExitStatus= keeps from a restart: wait exits 7.
+func TestWaitThroughRestart(t *testing.T) {
+	tmp := t.TempDir()
+	gate, second := filepath.Join(tmp, "go"), filepath.Join(tmp, "second")
+	script := `echo run; if [ -e "$2" ]; then exit 7; fi; touch "$2"; while [ ! -e "$1" ]; do sleep 0.05; done; exit 3`
+	writeService(t, "unitrun-test-restart.service", "[Service]\nExecStart=/bin/sh -c '"+script+"' sh "+gate+" "+second+
+		"\nRestart=on-failure\nRestartSec=100ms\nRestartPreventExitStatus=7\n")
+	startService(t, "unitrun-test-restart.service")
+	_, end := waitCLI(t, "run\n", "unitrun-test-restart.service")
+	os.WriteFile(gate, nil, 0o644)
+	if code, out, errs := end(); code != 7 || out != "run\n" || !strings.Contains(errs, "finished: exit status 7, result exit-code") {
+		t.Errorf("exit %d, more stdout %q, stderr %q; want 7 from the run after the restart, and its line", code, out, errs)
+	}
+}
+
+// TestWaitNotRunning: a service that is not running is not waited for:
+// wait says so and exits 0; with --json it prints the result object with
+// the reason.
+func TestWaitNotRunning(t *testing.T) {
+	writeService(t, "unitrun-test-idle.service", "[Service]\nType=oneshot\nExecStart=/bin/true\n")
+	out, errs, code := unitrun(t, "wait", "unitrun-test-idle.service")
+	if code != 0 || out != "" || !strings.Contains(errs, "unitrun-test-idle.service is inactive (dead): not running; nothing to wait for") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 0 and a message", code, out, errs)
+	}
+	out, _, code = unitrun(t, "wait", "--json", "unitrun-test-idle.service")
+	var r result
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 || r.Unit != "unitrun-test-idle.service" || !strings.Contains(r.Error, "not running") {
+		t.Errorf("--json: exit %d, stdout %q (%v)", code, out, err)
+	}
+	for _, name := range []string{"unitrun-test-idle", "unitrun-test.target", "bad/name.service"} {
+		if _, errs, code := unitrun(t, "wait", name); code != 2 || !strings.Contains(errs, name) {
+			t.Errorf("wait %s: exit %d, stderr %q; want 2 and an error naming it", name, code, errs)
+		}
+	}
+}
+
+// TestWaitInterrupted: SIGINT ends the wait, not the unit: wait exits
+// 143, as an interrupted run does, and the service goes on running.
+func TestWaitInterrupted(t *testing.T) {
+	gate := filepath.Join(t.TempDir(), "go")
+	writeService(t, "unitrun-test-waitint.service", "[Service]\nExecStart=/bin/sh -c '"+gated+"' sh "+gate+" 0\n")
+	startService(t, "unitrun-test-waitint.service")
+	cmd, end := waitCLI(t, "started\n", "unitrun-test-waitint.service")
+	cmd.Process.Signal(syscall.SIGINT)
+	if code, _, errs := end(); code != 143 || !strings.Contains(errs, "stopped waiting for unitrun-test-waitint.service") {
+		t.Errorf("exit %d, stderr %q; want 143 and a message", code, errs)
+	}
+	p, err := systemdtest.Conn(t).Properties(context.Background(), "unitrun-test-waitint.service", manager.UnitIface)
+	if err != nil || p["ActiveState"].Value() != "active" {
+		t.Errorf("after the interrupted wait the service is %v (%v); want it active still", p["ActiveState"], err)
+	}
+}
+
+// TestStartShowsEveryLine starts a oneshot that prints many lines and
+// exits at once: start shows every one of them, though journald stores
+// the last ones after the unit has ended.
+func TestStartShowsEveryLine(t *testing.T) {
+	writeService(t, "unitrun-test-lines.service", "[Service]\nType=oneshot\nExecStart=/usr/bin/seq 20000\n")
+	out, errs, code := unitrun(t, "start", "unitrun-test-lines.service")
+	want, _ := exec.Command("seq", "20000").Output()
+	if code != 0 || out != string(want) {
+		t.Errorf("exit %d, %d bytes of stdout, want 0 and the %d bytes of seq 20000 (stderr %q)", code, len(out), len(want), errs)
+	}
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/unitrun/unitrun/job"
+	"github.com/unitrun/unitrun/unit"
+)
+
+func newWaitCmd(g *globals) *cobra.Command {
+	var asJSON, quiet bool
+	cmd := &cobra.Command{
+		Use:   "wait [flags] UNIT",
+		Short: "Wait for the run of a service in progress and exit with its status",
+		Long: `Wait for the run of service UNIT that is in progress, through the runs
+its Restart= setting makes, until it is inactive or failed for good, and
+exit with the last run's status as "unitrun run" does (the same exit
+statuses, summary line and --json object). Its output is shown as
+"unitrun start" shows it, from the run's first line.
+
+A service that is not running (inactive, failed, or active with its run
+ended) is not waited for: unitrun says so on stderr (unless -q) and exits
+0. UNIT must be a service's full name (NAME.service); any other exits 2.
+
+wait only watches: Ctrl-C or SIGTERM ends the wait, never the unit, which
+goes on running; unitrun then exits 143, as for an interrupted run.`,
+		Example: `  unitrun wait pivot.service
+  unitrun wait --json -q os-update.service`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := unit.Validate(args[0]); err != nil {
+				return &exitError{code: exitUsage, err: err}
+			}
+			if !strings.HasSuffix(args[0], ".service") {
+				return &exitError{code: exitUsage, err: fmt.Errorf("unit %q: only a service has a run to wait for", args[0])}
+			}
+			ctx := cmd.Context()
+			mgr, err := g.open(ctx)
+			if err != nil {
+				return &exitError{code: exitFailed, err: err}
+			}
+			defer mgr.Close()
+			u := job.Unit(mgr, args[0])
+			showOutput(cmd, u, asJSON, quiet)
+			st, err := u.Wait(ctx)
+			if errors.Is(err, job.ErrNotRunning) {
+				if !quiet {
+					fmt.Fprintf(cmd.ErrOrStderr(), "unitrun: %v; nothing to wait for\n", err)
+				}
+				if asJSON {
+					json.NewEncoder(cmd.OutOrStdout()).Encode(newResult(args[0], nil, err))
+				}
+				return nil
+			}
+			return report(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], st, err, asJSON, quiet)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one result object on stdout (the unit's output then goes to stderr)")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print neither the unit's output nor a summary line (nor that it is not running)")
+	return cmd
+}

@@ -1,0 +1,279 @@
+package job
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/unitrun/unitrun/manager"
+)
+
+// journalOutput copies the journal entries of the runs of a unit, chosen by
+// their invocation IDs (_SYSTEMD_INVOCATION_ID), to stdout and stderr as
+// journald stores them. It reads them with journalctl -o json, following
+// the journal while the runs go on; every entry copied moves a cursor, so
+// that a journalctl started anew (for one more run, or for the last read)
+// goes on after the last entry copied: none is copied twice or skipped.
+type journalOutput struct {
+	journal        manager.Journal
+	stdout, stderr io.Writer
+
+	ids    []string
+	follow *exec.Cmd
+	copied chan error // the follower's copy, once it has read all it printed
+
+	mu     sync.Mutex
+	cursor string // of the last entry copied
+	err    error  // the first error of a copy
+}
+
+// invoked follows the entries of the run id as well, from its first one
+// on. It is a run's invoked hook, called in the run's goroutine.
+func (o *journalOutput) invoked(id string) {
+	if slices.Contains(o.ids, id) {
+		return
+	}
+	o.ids = append(o.ids, id)
+	o.stopFollowing()
+	cmd := exec.Command("journalctl", o.args(true)...)
+	stdout, err := cmd.StdoutPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	if err != nil {
+		o.fail(fmt.Errorf("reading the journal: %w", err))
+		return
+	}
+	o.follow, o.copied = cmd, make(chan error, 1)
+	go func() { o.copied <- o.copy(stdout) }()
+}
+
+// finish copies the entries that the runs followed have left in the
+// journal. It first has journald store all it has received (syncJournal):
+// once a run has ended, its processes have written all they will into
+// their streams to journald, so everything they logged is then in the
+// journal. Where journald cannot be asked (its socket is root's), finish
+// gives it journalSettle instead. finish returns the first error met in
+// copying.
+func (o *journalOutput) finish(ctx context.Context) error {
+	if len(o.ids) > 0 {
+		if syncJournal(ctx, o.journal) != nil {
+			time.Sleep(journalSettle)
+		}
+		o.stopFollowing()
+		cmd := exec.CommandContext(ctx, "journalctl", o.args(false)...)
+		stdout, err := cmd.StdoutPipe()
+		if err == nil {
+			err = cmd.Start()
+		}
+		if err != nil {
+			o.fail(fmt.Errorf("reading the journal: %w", err))
+		} else {
+			o.fail(o.copy(stdout))
+			if err := cmd.Wait(); err != nil {
+				o.fail(fmt.Errorf("reading the journal: %w", err))
+			}
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
+}
+
+// journalSettle is how long finish waits for journald to store the last
+// lines of a run when it cannot ask it to.
+const journalSettle = 250 * time.Millisecond
+
+// stopFollowing ends the follower, if there is one, once its copy has
+// taken every whole entry it printed.
+func (o *journalOutput) stopFollowing() {
+	if o.follow == nil {
+		return
+	}
+	o.follow.Process.Kill()
+	o.fail(<-o.copied)
+	o.follow.Wait()
+	o.follow = nil
+}
+
+// args returns journalctl's arguments for the entries of the runs after
+// the cursor.
+func (o *journalOutput) args(follow bool) []string {
+	args := []string{"--output=json", "--all", "--quiet", "--no-pager", "--lines=all"}
+	if o.journal.Dir != "" {
+		args = append(args, "--directory="+o.journal.Dir)
+	}
+	if follow {
+		args = append(args, "--follow")
+	}
+	o.mu.Lock()
+	if o.cursor != "" {
+		args = append(args, "--after-cursor="+o.cursor)
+	}
+	o.mu.Unlock()
+	for _, id := range o.ids {
+		args = append(args, "_SYSTEMD_INVOCATION_ID="+id)
+	}
+	return args
+}
+
+func (o *journalOutput) fail(err error) {
+	o.mu.Lock()
+	if o.err == nil {
+		o.err = err
+	}
+	o.mu.Unlock()
+}
+
+// copy writes the message of each entry that journalctl prints on r to
+// stdout or stderr (see entry.dest) and moves the cursor past it. A last
+// line cut short (journalctl was killed) is left for the next read.
+func (o *journalOutput) copy(r io.Reader) error {
+	br := bufio.NewReader(r)
+	for {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+		var e entry
+		if err := json.Unmarshal(line, &e); err != nil {
+			return fmt.Errorf("reading the journal: %w", err)
+		}
+		w := o.stdout
+		if e.priority() <= warningPriority {
+			w = o.stderr
+		}
+		if w != nil {
+			for _, msg := range fieldValues(e.Message) {
+				if _, err := w.Write(append(msg, e.terminator()...)); err != nil {
+					return err
+				}
+			}
+		}
+		o.mu.Lock()
+		o.cursor = e.Cursor
+		o.mu.Unlock()
+	}
+}
+
+// warningPriority is syslog's LOG_WARNING: entries of this priority and
+// the more severe ones go to stderr.
+const warningPriority = 4
+
+// entry is the part of a journal entry, as journalctl -o json --all prints
+// it, that the output of a run needs.
+type entry struct {
+	Message   json.RawMessage `json:"MESSAGE"`
+	Priority  json.RawMessage `json:"PRIORITY"`
+	LineBreak json.RawMessage `json:"_LINE_BREAK"`
+	Cursor    string          `json:"__CURSOR"`
+}
+
+// priority returns the entry's syslog priority, info (6) if it has none.
+func (e *entry) priority() int {
+	if v := fieldValues(e.Priority); len(v) > 0 {
+		if p, err := strconv.Atoi(string(v[0])); err == nil {
+			return p
+		}
+	}
+	return 6
+}
+
+// terminator returns what ended the line in the stream the entry came
+// from: journald leaves it out of MESSAGE, and says in _LINE_BREAK when it
+// was not a newline: a NUL, or none at all (the stream ended, the line was
+// longer than LineMax=, or another process wrote to the stream).
+func (e *entry) terminator() []byte {
+	v := fieldValues(e.LineBreak)
+	switch {
+	case len(v) == 0:
+		return []byte("\n")
+	case string(v[0]) == "nul":
+		return []byte{0}
+	}
+	return nil
+}
+
+// fieldValues decodes a field as journalctl -o json prints it: a string,
+// an array of bytes (a value that is not printable UTF-8), null, or an
+// array of such values for a field the entry has more than once.
+func fieldValues(raw json.RawMessage) [][]byte {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return [][]byte{[]byte(s)}
+	}
+	var b []byte
+	var ints []int
+	if json.Unmarshal(raw, &ints) == nil {
+		for _, c := range ints {
+			b = append(b, byte(c))
+		}
+		return [][]byte{b}
+	}
+	var many []json.RawMessage
+	if json.Unmarshal(raw, &many) != nil {
+		return nil
+	}
+	var vals [][]byte
+	for _, m := range many {
+		vals = append(vals, fieldValues(m)...)
+	}
+	return vals
+}
+
+// syncJournal asks journald to store all it has received (the
+// io.systemd.Journal.Synchronize call of its varlink socket, as
+// journalctl --sync does) and waits for its answer: journald answers after
+// it has processed every message and stream data queued before the call.
+func syncJournal(ctx context.Context, j manager.Journal) error {
+	dir := j.Sockets
+	if dir == "" {
+		dir = "/run/systemd/journal"
+	}
+	ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", filepath.Join(dir, "io.systemd.journal"))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if deadline, ok := ctx.Deadline(); ok {
+		c.SetDeadline(deadline)
+	}
+	if _, err := c.Write([]byte(`{"method":"io.systemd.Journal.Synchronize","parameters":{}}` + "\x00")); err != nil {
+		return err
+	}
+	reply, err := bufio.NewReader(c).ReadBytes(0)
+	if err != nil {
+		return err
+	}
+	var r struct {
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal(reply[:len(reply)-1], &r); err != nil {
+		return err
+	}
+	if r.Error != "" {
+		return errors.New(r.Error)
+	}
+	return nil
+}

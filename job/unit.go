@@ -1,0 +1,204 @@
+package job
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+
+	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/unit"
+)
+
+// UnitCmd is an existing unit to start, or whose run to wait for, as Cmd
+// is a command to run: Unit returns one, its fields say where the run's
+// output goes, and Start or Wait report the run as Cmd.Wait does.
+type UnitCmd struct {
+	Name string // the unit, such as "pivot.service"
+
+	// Stdout and Stderr, if either is not nil, receive what the run logs
+	// to the journal (the entries of its invocation ID, its standard
+	// output and error among them) while it runs, each entry's message
+	// as one line: the entries of priority warning or more severe to
+	// Stderr, the others to Stdout. systemd gives a service's standard
+	// output and error one stream to journald, so the journal cannot
+	// tell them apart: a line's priority is its "<N>" prefix
+	// (SyslogLevelPrefix=), else the unit's SyslogLevel= (info). A nil
+	// one discards its entries. The output is read from the manager's
+	// journal (manager.Target's Journal) with journalctl.
+	Stdout, Stderr io.Writer
+
+	mgr *manager.Conn
+}
+
+// Unit returns the UnitCmd of the named unit on mgr.
+func Unit(mgr *manager.Conn, name string) *UnitCmd {
+	return &UnitCmd{Name: name, mgr: mgr}
+}
+
+// Start starts the unit and waits as the package's Start does, copying
+// the output of the run the start makes until it ends, or until the start
+// job is done for a unit that Start does not wait for; the run of a unit
+// already running when Start is called is waited for, its output not
+// copied. No entry of an earlier run is copied: the journal is brought up
+// to date before the start, then the entries are chosen by the invocation
+// IDs of the runs the start makes. If the run succeeded and its output
+// could not be copied, the error says why.
+func (u *UnitCmd) Start(ctx context.Context) (*Status, error) {
+	o := u.output()
+	if o == nil {
+		return start(ctx, u.mgr, u.Name, nil)
+	}
+	// Whatever an earlier run logged is then stored, and read with the
+	// invocation ID it ran with, before this start makes a new one.
+	syncJournal(ctx, o.journal)
+	// On a private socket every change of the unit's properties (its
+	// job's, say) signals them all, the last run's ID among them.
+	props, err := u.mgr.Properties(ctx, u.Name, manager.UnitIface)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", u.Name, err)
+	}
+	last := props["InvocationID"].Value()
+	st, err := start(ctx, u.mgr, u.Name, func(id string) {
+		if b, _ := last.([]byte); hex.EncodeToString(b) != id {
+			o.invoked(id)
+		}
+	})
+	return st, u.finish(ctx, o, err)
+}
+
+// ErrNotRunning is wrapped by Wait's error for a unit that has no run in
+// progress: inactive, failed, or active with its run ended
+// (RemainAfterExit=).
+var ErrNotRunning = errors.New("not running")
+
+// Wait waits for the run of the service that is in progress, through the
+// runs its Restart= setting makes, until the service is inactive or
+// failed for good (or active with its run ended, for RemainAfterExit=),
+// and reports the last run as Cmd.Wait does: nil for a success, an
+// *ExitError otherwise. Wait only watches: it neither starts nor stops
+// the unit. If ctx ends first, Wait returns an error that wraps ctx.Err()
+// and leaves the unit as it is. A service that is not running gives, at
+// once, an error that wraps ErrNotRunning and tells its state; a unit that
+// is not a service, or not found, an error. With Stdout or Stderr set,
+// Wait copies the output of the runs it waits for, from their first entry.
+func (u *UnitCmd) Wait(ctx context.Context) (*Status, error) {
+	if err := unit.Validate(u.Name); err != nil {
+		return nil, err
+	}
+	if !strings.HasSuffix(u.Name, ".service") {
+		return nil, fmt.Errorf("wait %s: only a service has a run to wait for", u.Name)
+	}
+	r := &run{mgr: u.mgr, unit: u.Name, state: state{}}
+	r.watch = u.mgr.WatchProps(u.Name, stateProps...)
+	for _, iface := range []string{manager.UnitIface, manager.ServiceIface} {
+		props, err := u.mgr.Properties(ctx, u.Name, iface)
+		if err != nil {
+			r.abort()
+			return nil, fmt.Errorf("wait %s: %w", u.Name, err)
+		}
+		r.state.merge(props)
+	}
+	if load := r.state.str("LoadState"); load != "loaded" {
+		r.abort()
+		return nil, fmt.Errorf("wait %s: unit is %s", u.Name, load)
+	}
+	if r.state.ended() && !manager.JobPending(r.state) {
+		r.abort()
+		return nil, fmt.Errorf("%s is %s (%s): %w", u.Name, r.state.str("ActiveState"), r.state.str("SubState"), ErrNotRunning)
+	}
+	o := u.output()
+	if o != nil {
+		r.invoked = o.invoked
+		if id := r.state.status(u.Name, "").InvocationID; id != "" {
+			o.invoked(id)
+		}
+	}
+	err := r.waitForGood(ctx)
+	r.abort() // closes the watch: the unit is not unitrun's to release
+	var st *Status
+	switch {
+	case ctx.Err() != nil:
+		err = fmt.Errorf("stopped waiting for %s, which goes on: %w", u.Name, ctx.Err())
+	case err != nil:
+	case !r.state.invoked():
+		// Read anew after a reconnect, the unit has no run: systemd
+		// unloaded it meanwhile, with the outcome of its last run.
+		err = fmt.Errorf("%s: %w", u.Name, ErrCollected)
+	default:
+		st = r.state.status(u.Name, "done")
+		if !st.Success() {
+			err = &ExitError{st}
+		}
+	}
+	if o != nil {
+		err = u.finish(ctx, o, err)
+	}
+	return st, err
+}
+
+// waitForGood waits until the service has ended and no run of its
+// Restart= follows. systemd 252 shows a service that restarts as failed
+// (or inactive) on its way to auto-restart, and inactive with a new
+// invocation ID and a job between the restart's stop and its start (and
+// a unit whose start job waits is inactive too): so when the signals say
+// the run ended, the unit is read once more, and it has ended for good
+// only if that read, which systemd answers after it has made every change
+// it made with the one signaled (the restart's arming among them), finds
+// it with no job and in the same state. A unit that the read finds with no
+// job and collected (not found, or loaded anew with no run) ended for
+// good: systemd collects no unit on its way to a restart.
+func (r *run) waitForGood(ctx context.Context) error {
+	for {
+		if err := r.waitEnded(ctx); err != nil {
+			return err
+		}
+		now, err := r.mgr.Properties(ctx, r.unit, manager.UnitIface)
+		if err != nil {
+			return err
+		}
+		if !manager.JobPending(now) {
+			id, _ := now["InvocationID"].Value().([]byte)
+			if now["LoadState"].Value() != "loaded" || len(id) == 0 {
+				return nil
+			}
+			same := true
+			for _, p := range []string{"ActiveState", "SubState", "InvocationID"} {
+				same = same && reflect.DeepEqual(now[p].Value(), r.state[p].Value())
+			}
+			if same {
+				return nil
+			}
+		}
+		// The change the read saw, or the job's end, is signaled next.
+		ev, err := r.next(ctx)
+		if err != nil {
+			return err
+		}
+		if ev.Kind == manager.EventReconnected {
+			if err := r.reread(ctx); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// output returns the journalOutput of u's Stdout and Stderr, or nil.
+func (u *UnitCmd) output() *journalOutput {
+	if u.Stdout == nil && u.Stderr == nil {
+		return nil
+	}
+	return &journalOutput{journal: u.mgr.Target().Journal, stdout: u.Stdout, stderr: u.Stderr}
+}
+
+// finish copies the rest of the output and returns the error of the run,
+// or the output's if the run succeeded.
+func (u *UnitCmd) finish(ctx context.Context, o *journalOutput, err error) error {
+	if outErr := o.finish(context.WithoutCancel(ctx)); err == nil && outErr != nil {
+		return fmt.Errorf("%s: copying its output from the journal: %w", u.Name, outErr)
+	}
+	return err
+}
