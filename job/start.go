@@ -27,14 +27,14 @@ func Start(ctx context.Context, mgr *manager.Conn, name string) (*Status, error)
 	r := &run{mgr: mgr, unit: name, state: state{}}
 	r.watch = mgr.WatchProps(name, stateProps...)
 	waits := false
-	if svc, err := properties(ctx, mgr, name, manager.ServiceIface); err == nil {
+	if svc, _, err := properties(ctx, mgr, name, manager.ServiceIface); err == nil {
 		r.state.merge(svc)
 		switch r.state.str("Type") {
 		case "oneshot", "simple", "exec", "idle":
 			waits = true
 		}
 	}
-	u, err := properties(ctx, mgr, name, manager.UnitIface)
+	u, _, err := properties(ctx, mgr, name, manager.UnitIface)
 	if err != nil {
 		r.watch.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -95,7 +95,7 @@ func (r *run) startUnit(ctx context.Context, before []byte) (dbus.ObjectPath, er
 			return r.state.job(), nil
 		}
 		// As in create: no event queued before the call made again is read.
-		r.state = state{}
+		r.state, r.readAt = state{}, nil
 		r.watch.Close()
 		r.watch = r.mgr.WatchProps(r.unit, stateProps...)
 	}
