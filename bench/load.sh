@@ -12,8 +12,9 @@
 # FAULT=kill|stop|reexec injects a fault during the load (give DURATION
 # 15s or more): kill SIGKILLs the daemon 3 times, 3 s apart from 2 s in,
 # and starts it again at once; stop SIGSTOPs it for 10 s from 2 s in;
-# reexec runs systemctl --user daemon-reload at 2 s, then daemon-reexec at
-# 4 s and 7 s; full puts the state dir on a 64 MiB tmpfs and fills it
+# reexec sends systemctl --user daemon-reload at 2 s, then daemon-reexec
+# at 5 s and 9 s (each from its own start, whenever the one before is
+# answered); full puts the state dir on a 64 MiB tmpfs and fills it
 # from 2 s to 7 s (calls refused meanwhile count as wrong). With a fault, HTTP calls carry idempotency keys and are
 # made again until answered, SEQPACKET calls whose connection breaks are
 # counted as lost, records_keep is raised so that no record is pruned, and
@@ -89,9 +90,13 @@ stop)
   sleep 2; kill -STOP "$daemon"; echo "SIGSTOP at $(date -u +%T)"
   sleep 10; kill -CONT "$daemon"; echo "SIGCONT at $(date -u +%T)" ;;
 reexec)
-  sleep 2; systemctl --user daemon-reload; echo "daemon-reload at $(date -u +%T.%N | cut -c1-12)"
-  sleep 2; systemctl --user daemon-reexec; echo "daemon-reexec at $(date -u +%T.%N | cut -c1-12)"
-  sleep 3; systemctl --user daemon-reexec; echo "daemon-reexec at $(date -u +%T.%N | cut -c1-12)" ;;
+  steps=()
+  for step in "2 daemon-reload" "5 daemon-reexec" "9 daemon-reexec"; do
+    set -- $step
+    (sleep "$1"; t=$(date -u +%T.%N | cut -c1-12); systemctl --user "$2"; echo "$2 sent at $t, answered at $(date -u +%T.%N | cut -c1-12)") &
+    steps+=($!)
+  done
+  wait "${steps[@]}" ;;
 full)
   sleep 2; dd if=/dev/zero of="$work/state/filler" bs=1M 2>/dev/null || true
   echo "state dir full at $(date -u +%T.%N | cut -c1-12) ($(df --output=avail -B1 "$work/state" | tail -1) bytes left)"
