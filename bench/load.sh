@@ -12,8 +12,10 @@
 # FAULT=kill|stop|reexec injects a fault during the load (give DURATION
 # 15s or more): kill SIGKILLs the daemon 3 times, 3 s apart from 2 s in,
 # and starts it again at once; stop SIGSTOPs it for 10 s from 2 s in;
-# reexec runs systemctl --user daemon-reload at 2 s, then daemon-reexec at
-# 4 s and 7 s. With a fault, HTTP calls carry idempotency keys and are
+# reexec sends systemctl --user daemon-reload at 2 s, then daemon-reexec
+# at 5 s and 9 s (each from its own start, whenever the one before is
+# answered); full puts the state dir on a 64 MiB tmpfs and fills it
+# from 2 s to 7 s (calls refused meanwhile count as wrong). With a fault, HTTP calls carry idempotency keys and are
 # made again until answered, SEQPACKET calls whose connection breaks are
 # counted as lost, records_keep is raised so that no record is pruned, and
 # once the daemon has stopped every job record is checked (load
@@ -28,6 +30,7 @@ daemon=
 cleanup() {
   if [ -n "$daemon" ]; then kill -TERM "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; fi
   bin/unitrun --embedded-dir "$work/m" manager stop >/dev/null 2>&1 || true
+  if mountpoint -q "$work/state"; then umount "$work/state"; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -55,6 +58,10 @@ args = { min = 1, max = 1, pattern = "^[0-9]+\$" }
 max_live_jobs = 1024
 records_keep = $keep
 TOML
+if [ "${FAULT:-}" = full ]; then
+  mkdir -m 0700 "$work/state"
+  mount -t tmpfs -o size=64m,mode=0700 unitrun-load-state "$work/state"
+fi
 start_daemon() {
   bin/unitrun daemon --config "$work/daemon.toml" --ops-dir "$work/ops.d" --state-dir "$work/state" \
     --socket "$work/api.sock" --seqpacket "$work/argv.sock" 2>>"$work/daemon.log" &
@@ -83,13 +90,22 @@ stop)
   sleep 2; kill -STOP "$daemon"; echo "SIGSTOP at $(date -u +%T)"
   sleep 10; kill -CONT "$daemon"; echo "SIGCONT at $(date -u +%T)" ;;
 reexec)
-  sleep 2; systemctl --user daemon-reload; echo "daemon-reload at $(date -u +%T.%N | cut -c1-12)"
-  sleep 2; systemctl --user daemon-reexec; echo "daemon-reexec at $(date -u +%T.%N | cut -c1-12)"
-  sleep 3; systemctl --user daemon-reexec; echo "daemon-reexec at $(date -u +%T.%N | cut -c1-12)" ;;
+  steps=()
+  for step in "2 daemon-reload" "5 daemon-reexec" "9 daemon-reexec"; do
+    set -- $step
+    (sleep "$1"; t=$(date -u +%T.%N | cut -c1-12); systemctl --user "$2"; echo "$2 sent at $t, answered at $(date -u +%T.%N | cut -c1-12)") &
+    steps+=($!)
+  done
+  wait "${steps[@]}" ;;
+full)
+  sleep 2; dd if=/dev/zero of="$work/state/filler" bs=1M 2>/dev/null || true
+  echo "state dir full at $(date -u +%T.%N | cut -c1-12) ($(df --output=avail -B1 "$work/state" | tail -1) bytes left)"
+  sleep 5; rm "$work/state/filler"; echo "filler removed at $(date -u +%T.%N | cut -c1-12)" ;;
 "") ;;
-*) echo "load.sh: FAULT must be kill, stop or reexec" >&2; kill "$load"; exit 2 ;;
+*) echo "load.sh: FAULT must be kill, stop, reexec or full" >&2; kill "$load"; exit 2 ;;
 esac
 wait "$load" || status=$?
+echo "daemon log: $(wc -l <"$work/daemon.log") lines, $(grep -c 'no_space\|no space' "$work/daemon.log" || true) of them about no space"
 echo "job records in the state dir at the end: $(find "$work/state/jobs" -mindepth 1 -maxdepth 1 ! -name '.*' | wc -l) (records_keep $keep)"
 if [ -n "$FAULT" ]; then
   kill -TERM "$daemon"; wait "$daemon" 2>/dev/null || true; daemon=

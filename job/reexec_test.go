@@ -161,7 +161,8 @@ func TestStartUnitAcrossDaemonReexec(t *testing.T) {
 
 // TestStartCallLost loses the answer of the call that creates a command's
 // unit, as a daemon-reexec does, in each of its three ways: after systemd
-// made the unit (the answer lost), before it did (the call lost), and
+// made the unit and the command runs (the answer lost), before it did
+// (the call lost), and
 // with the name taken meanwhile by a unit that someone else made. The
 // command runs exactly once in the first two and is reported with its
 // exit status and output; the third is ErrUnitExists, the other unit
@@ -169,6 +170,12 @@ func TestStartUnitAcrossDaemonReexec(t *testing.T) {
 func TestStartCallLost(t *testing.T) {
 	conn := systemdtest.Dial(t)
 	dir := t.TempDir()
+	// A script, so that the argv goes over D-Bus: no word holds $ or ;,
+	// which would take it through a drop-in of the unit's name.
+	script := filepath.Join(dir, "cmd.sh")
+	if err := os.WriteFile(script, []byte(`while [ ! -e "$2" ]; do sleep 0.01; done; echo ran >> "$1"; echo out; exit 3`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	other := func(real job.StartTransient, c *manager.Conn, ctx context.Context, name string) {
 		props := []unit.Property{unit.Exec("ExecStart", "/bin/sleep", []string{"sleep", "30"})}
 		if _, err := real(c, ctx, name, "fail", props); err != nil {
@@ -177,6 +184,11 @@ func TestStartCallLost(t *testing.T) {
 	}
 	for i, how := range []string{"answer", "call", "taken"} {
 		t.Run(how, func(t *testing.T) {
+			// The command waits for this file.
+			proceed := filepath.Join(dir, how+".proceed")
+			if how != "answer" {
+				os.WriteFile(proceed, nil, 0o600)
+			}
 			lost := false
 			defer job.SetStartTransient(func(real job.StartTransient) job.StartTransient {
 				return func(c *manager.Conn, ctx context.Context, name, mode string, props []unit.Property, aux ...manager.Aux) (godbus.ObjectPath, error) {
@@ -186,7 +198,18 @@ func TestStartCallLost(t *testing.T) {
 					lost = true
 					switch how {
 					case "answer":
+						// The answer is lost once the command runs: the
+						// signals of the unit's start, queued, are older
+						// than the state the run reads then, and must
+						// not take it back (inactive, before the start).
 						real(c, ctx, name, mode, props, aux...)
+						for p, _ := c.Properties(ctx, name, manager.UnitIface); p["ActiveState"].Value() != "active"; p, _ = c.Properties(ctx, name, manager.UnitIface) {
+							time.Sleep(10 * time.Millisecond)
+						}
+						go func() {
+							time.Sleep(300 * time.Millisecond)
+							os.WriteFile(proceed, nil, 0o600)
+						}()
 					case "taken":
 						other(real, c, ctx, name)
 					}
@@ -194,7 +217,7 @@ func TestStartCallLost(t *testing.T) {
 				}
 			})()
 			file := filepath.Join(dir, how)
-			c := job.Command(conn, "/bin/sh", "-c", `echo ran >> "$1"; echo out; exit 3`, "sh", file)
+			c := job.Command(conn, "/bin/sh", script, file, proceed)
 			c.Name = fmt.Sprintf("unitrun-test-lost%d-%d.service", i, os.Getpid())
 			out, err := c.Output()
 			if how == "taken" {

@@ -23,6 +23,9 @@ type run struct {
 	watch *manager.Watch
 	job   dbus.ObjectPath
 	state state
+	// readAt stamps the last read of each interface's properties: the
+	// signals received before it are older than the state.
+	readAt map[string]manager.Stamp
 	stdio
 	transient bool   // a unit unitrun created, to be released after the run
 	ref       bool   // the unit is kept for this process (AddRef=yes) until abort
@@ -230,6 +233,9 @@ func (r *run) next(ctx context.Context) (manager.Event, error) {
 	}
 	switch ev.Kind {
 	case manager.EventChanged:
+		if at, ok := r.readAt[ev.Interface]; ok && ev.Stamp.Before(at) {
+			break // older than the state read since: it would take it back
+		}
 		r.merge(ev.Props)
 	case manager.EventClosed:
 		return ev, manager.ErrClosed
@@ -246,11 +252,15 @@ func (r *run) next(ctx context.Context) (manager.Event, error) {
 // manager is back.
 func (r *run) reread(ctx context.Context) error {
 	for _, iface := range []string{manager.UnitIface, manager.ServiceIface} {
-		props, err := properties(ctx, r.mgr, r.unit, iface)
+		props, at, err := properties(ctx, r.mgr, r.unit, iface)
 		if err != nil {
 			return fmt.Errorf("%s: re-read after reconnect: %w", r.unit, err)
 		}
 		r.merge(props)
+		if r.readAt == nil {
+			r.readAt = map[string]manager.Stamp{}
+		}
+		r.readAt[iface] = at
 	}
 	if r.state.str("LoadState") == "not-found" {
 		return fmt.Errorf("%s: %w", r.unit, ErrCollected)
@@ -259,14 +269,14 @@ func (r *run) reread(ctx context.Context) error {
 }
 
 // properties reads the unit's properties on one interface, as
-// manager.Conn.Properties does; a read lost with the connection (the
+// manager.Conn.PropertiesAt does; a read lost with the connection (the
 // manager re-executing) is made again once the manager is back.
-func properties(ctx context.Context, mgr *manager.Conn, name, iface string) (map[string]dbus.Variant, error) {
-	props, err := mgr.Properties(ctx, name, iface)
+func properties(ctx context.Context, mgr *manager.Conn, name, iface string) (map[string]dbus.Variant, manager.Stamp, error) {
+	props, at, err := mgr.PropertiesAt(ctx, name, iface)
 	for manager.IsConnLost(err) && sleep(ctx, releaseRetry) {
-		props, err = mgr.Properties(ctx, name, iface)
+		props, at, err = mgr.PropertiesAt(ctx, name, iface)
 	}
-	return props, err
+	return props, at, err
 }
 
 // merge applies properties to the state and tells invoked of an

@@ -33,7 +33,7 @@ func start(ctx context.Context, mgr *manager.Conn, name string, invoked func(id 
 	r := &run{mgr: mgr, unit: name, state: state{}, invoked: invoked}
 	r.watch = mgr.WatchProps(name, stateProps...)
 	waits := false
-	if svc, err := properties(ctx, mgr, name, manager.ServiceIface); err == nil {
+	if svc, _, err := properties(ctx, mgr, name, manager.ServiceIface); err == nil {
 		r.state.merge(svc)
 		r.typ = r.state.str("Type")
 		switch r.typ {
@@ -41,7 +41,7 @@ func start(ctx context.Context, mgr *manager.Conn, name string, invoked func(id 
 			waits = true
 		}
 	}
-	u, err := properties(ctx, mgr, name, manager.UnitIface)
+	u, _, err := properties(ctx, mgr, name, manager.UnitIface)
 	if err != nil {
 		r.watch.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -102,7 +102,7 @@ func (r *run) startUnit(ctx context.Context, before []byte) (dbus.ObjectPath, er
 			return r.state.job(), nil
 		}
 		// As in create: no event queued before the call made again is read.
-		r.state = state{}
+		r.state, r.readAt = state{}, nil
 		r.watch.Close()
 		r.watch = r.mgr.WatchProps(r.unit, stateProps...)
 	}

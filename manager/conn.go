@@ -64,6 +64,23 @@ type Conn struct {
 	done    chan struct{}
 	runDir  string     // RuntimeUnitDir's answer, once it has one
 	refs    *dbus.Conn // on a private socket, the bus for AddRef (ref.go)
+	gen     uint64     // bus's number: each connection made gets the next
+	gens    uint64     // connections made
+}
+
+// Stamp places a signal or a call's answer in the order in which the
+// connection received them (across redials: a later connection's come
+// after), so that a watcher that read a unit's properties can tell the
+// signals older than its read, which its state already includes and
+// which would take it back, from the newer ones.
+type Stamp struct {
+	conn uint64
+	seq  dbus.Sequence
+}
+
+// Before reports whether s was received before t.
+func (s Stamp) Before(t Stamp) bool {
+	return s.conn < t.conn || s.conn == t.conn && s.seq < t.seq
 }
 
 // Dial connects to the manager that target names and subscribes to its signals.
@@ -75,11 +92,11 @@ func Dial(ctx context.Context, target Target) (*Conn, error) {
 		byPath:  make(map[dbus.ObjectPath]watched),
 		done:    make(chan struct{}),
 	}
-	bus, stream, err := c.connect(ctx)
+	bus, stream, gen, err := c.connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	c.bus, c.stream = bus, stream
+	c.bus, c.stream, c.gen = bus, stream, gen
 	close(c.ready)
 	go c.supervise(bus)
 	return c, nil
@@ -114,11 +131,16 @@ func (c *Conn) Close() error {
 }
 
 // connect dials, authenticates and subscribes. On a private socket it
-// returns the peerStream that the connection reads and writes.
-func (c *Conn) connect(ctx context.Context) (_ *dbus.Conn, _ *peerStream, err error) {
+// returns the peerStream that the connection reads and writes. It returns
+// the connection's number too (see Stamp).
+func (c *Conn) connect(ctx context.Context) (_ *dbus.Conn, _ *peerStream, gen uint64, err error) {
 	var bus *dbus.Conn
 	var stream *peerStream
-	opts := []dbus.ConnOption{dbus.WithSignalHandler(signalRouter{c}), dbus.WithContext(context.Background())}
+	c.mu.Lock()
+	c.gens++
+	gen = c.gens
+	c.mu.Unlock()
+	opts := []dbus.ConnOption{dbus.WithSignalHandler(signalRouter{c, gen}), dbus.WithContext(context.Background())}
 	if path, ok := socketPath(c.target.Address); ok && c.target.Peer {
 		stream, err = dialPeer(path, c.wanted)
 		if err == nil {
@@ -131,7 +153,7 @@ func (c *Conn) connect(ctx context.Context) (_ *dbus.Conn, _ *peerStream, err er
 		bus, err = dbus.Dial(c.target.Address, opts...)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("manager %s: dial %s: %w", c.target.Spec, c.target.Address, err)
+		return nil, nil, 0, fmt.Errorf("manager %s: dial %s: %w", c.target.Spec, c.target.Address, err)
 	}
 	defer func() {
 		if err != nil {
@@ -139,28 +161,28 @@ func (c *Conn) connect(ctx context.Context) (_ *dbus.Conn, _ *peerStream, err er
 		}
 	}()
 	if err := bus.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
-		return nil, nil, fmt.Errorf("manager %s: authenticate: %w", c.target.Spec, err)
+		return nil, nil, 0, fmt.Errorf("manager %s: authenticate: %w", c.target.Spec, err)
 	}
 	if !c.target.Peer {
 		if err := bus.Hello(); err != nil {
-			return nil, nil, fmt.Errorf("manager %s: hello: %w", c.target.Spec, err)
+			return nil, nil, 0, fmt.Errorf("manager %s: hello: %w", c.target.Spec, err)
 		}
 		for _, member := range []string{"JobRemoved", "UnitRemoved"} {
 			if err := bus.AddMatchSignalContext(ctx, dbus.WithMatchSender(busName), dbus.WithMatchInterface(managerIface), dbus.WithMatchMember(member)); err != nil {
-				return nil, nil, fmt.Errorf("manager %s: add match: %w", c.target.Spec, err)
+				return nil, nil, 0, fmt.Errorf("manager %s: add match: %w", c.target.Spec, err)
 			}
 		}
 		if err := bus.AddMatchSignalContext(ctx, dbus.WithMatchSender(busName), dbus.WithMatchInterface(propsIface), dbus.WithMatchMember("PropertiesChanged"), dbus.WithMatchPathNamespace(unitPathSpace)); err != nil {
-			return nil, nil, fmt.Errorf("manager %s: add match: %w", c.target.Spec, err)
+			return nil, nil, 0, fmt.Errorf("manager %s: add match: %w", c.target.Spec, err)
 		}
 	}
 	if err := wake(ctx, bus); err != nil {
-		return nil, nil, fmt.Errorf("manager %s: %w", c.target.Spec, err)
+		return nil, nil, 0, fmt.Errorf("manager %s: %w", c.target.Spec, err)
 	}
 	if err := bus.Object(busName, objectPath).CallWithContext(ctx, managerIface+".Subscribe", 0).Err; err != nil {
-		return nil, nil, fmt.Errorf("manager %s: subscribe: %w", c.target.Spec, err)
+		return nil, nil, 0, fmt.Errorf("manager %s: subscribe: %w", c.target.Spec, err)
 	}
-	return bus, stream, nil
+	return bus, stream, gen, nil
 }
 
 // wanted reports whether a signal is one the signal router delivers:
@@ -210,6 +232,7 @@ func wake(ctx context.Context, bus *dbus.Conn) error {
 // supervise waits for the connection to break and redials until Close.
 func (c *Conn) supervise(bus *dbus.Conn) {
 	var stream *peerStream
+	var gen uint64
 	for {
 		select {
 		case <-bus.Context().Done():
@@ -229,10 +252,10 @@ func (c *Conn) supervise(bus *dbus.Conn) {
 		delay := 10 * time.Millisecond
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			nb, ns, err := c.connect(ctx)
+			nb, ns, ng, err := c.connect(ctx)
 			cancel()
 			if err == nil {
-				bus, stream = nb, ns
+				bus, stream, gen = nb, ns, ng
 				break
 			}
 			c.mu.Lock()
@@ -251,7 +274,7 @@ func (c *Conn) supervise(bus *dbus.Conn) {
 			bus.Close()
 			return
 		}
-		c.bus, c.stream = bus, stream
+		c.bus, c.stream, c.gen = bus, stream, gen
 		close(c.ready)
 		c.broadcastLocked(Event{Kind: EventReconnected})
 		c.mu.Unlock()
@@ -269,7 +292,7 @@ func (c *Conn) broadcastLocked(ev Event) {
 // object waits until the connection is usable and returns the manager object
 // or the object at path.
 func (c *Conn) object(ctx context.Context, path dbus.ObjectPath) (dbus.BusObject, error) {
-	bus, _, err := c.usable(ctx)
+	bus, _, _, err := c.usable(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -277,28 +300,28 @@ func (c *Conn) object(ctx context.Context, path dbus.ObjectPath) (dbus.BusObject
 }
 
 // usable waits until the connection is usable and returns it, with its
-// peerStream on a private socket.
-func (c *Conn) usable(ctx context.Context) (*dbus.Conn, *peerStream, error) {
+// peerStream on a private socket and its number (see Stamp).
+func (c *Conn) usable(ctx context.Context) (*dbus.Conn, *peerStream, uint64, error) {
 	for {
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
-			return nil, nil, ErrClosed
+			return nil, nil, 0, ErrClosed
 		}
-		bus, stream, ready := c.bus, c.stream, c.ready
+		bus, stream, gen, ready := c.bus, c.stream, c.gen, c.ready
 		c.mu.Unlock()
 		if bus != nil {
-			return bus, stream, nil
+			return bus, stream, gen, nil
 		}
 		select {
 		case <-ready:
 		case <-ctx.Done():
-			return nil, nil, ctx.Err()
+			return nil, nil, 0, ctx.Err()
 		case <-time.After(ReconnectWait):
 			c.mu.Lock()
 			err := c.dialErr
 			c.mu.Unlock()
-			return nil, nil, fmt.Errorf("manager %s: not reachable for %v, still redialling: %w", c.target.Spec, ReconnectWait, err)
+			return nil, nil, 0, fmt.Errorf("manager %s: not reachable for %v, still redialling: %w", c.target.Spec, ReconnectWait, err)
 		}
 	}
 }
@@ -341,7 +364,7 @@ func (c *Conn) StartTransientUnit(ctx context.Context, name, mode string, props 
 	if c.target.Peer && addRef(props) {
 		return c.startRef(ctx, name, mode, props, aux)
 	}
-	bus, stream, err := c.usable(ctx)
+	bus, stream, _, err := c.usable(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -436,15 +459,24 @@ func (c *Conn) UnitByPID(ctx context.Context, pid uint32) (string, error) {
 // (UnitIface, ServiceIface, ...). A unit that is not loaded reads as
 // LoadState "not-found".
 func (c *Conn) Properties(ctx context.Context, name, iface string) (map[string]dbus.Variant, error) {
-	obj, err := c.object(ctx, unit.BusPath(name))
+	props, _, err := c.PropertiesAt(ctx, name, iface)
+	return props, err
+}
+
+// PropertiesAt is Properties, and returns the Stamp of the answer: the
+// EventChanged of the unit's interface stamped before it are older than
+// the properties returned.
+func (c *Conn) PropertiesAt(ctx context.Context, name, iface string) (map[string]dbus.Variant, Stamp, error) {
+	bus, _, gen, err := c.usable(ctx)
 	if err != nil {
-		return nil, err
+		return nil, Stamp{}, err
 	}
 	var props map[string]dbus.Variant
-	if err := obj.CallWithContext(ctx, propsIface+".GetAll", 0, iface).Store(&props); err != nil {
-		return nil, err
+	call := bus.Object(busName, unit.BusPath(name)).CallWithContext(ctx, propsIface+".GetAll", 0, iface)
+	if err := call.Store(&props); err != nil {
+		return nil, Stamp{}, err
 	}
-	return props, nil
+	return props, Stamp{gen, call.ResponseSequence}, nil
 }
 
 // Loaded reports whether the manager has the named unit loaded. Unlike
@@ -532,7 +564,7 @@ func IsUnitExists(err error) bool {
 // manager, the end of the call's context and a closed Conn (ErrClosed)
 // are not.
 func IsConnLost(err error) bool {
-	for _, e := range []error{dbus.ErrClosed, io.EOF, io.ErrUnexpectedEOF, net.ErrClosed, syscall.EPIPE, syscall.ECONNRESET} {
+	for _, e := range []error{errLostOnBus, dbus.ErrClosed, io.EOF, io.ErrUnexpectedEOF, net.ErrClosed, syscall.EPIPE, syscall.ECONNRESET} {
 		if errors.Is(err, e) {
 			return true
 		}

@@ -30,7 +30,7 @@ func (c *Conn) SharesFS(ctx context.Context) bool {
 // managerPID returns the process id of the manager: the peer of a private
 // socket, or the bus's word for the owner of the manager's name.
 func (c *Conn) managerPID(ctx context.Context) (int, error) {
-	bus, stream, err := c.usable(ctx)
+	bus, stream, _, err := c.usable(ctx)
 	if err != nil {
 		return 0, err
 	}

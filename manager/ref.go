@@ -54,7 +54,7 @@ func (c *Conn) CanRef(ctx context.Context) bool {
 // refConn returns the connection that AddRef and Unref go through.
 func (c *Conn) refConn(ctx context.Context) (*dbus.Conn, error) {
 	if !c.target.Peer {
-		bus, _, err := c.usable(ctx)
+		bus, _, _, err := c.usable(ctx)
 		return bus, err
 	}
 	c.mu.Lock()
@@ -135,17 +135,21 @@ func (c *Conn) startRef(ctx context.Context, name, mode string, props []unit.Pro
 	return job, lostOnBus(err)
 }
 
+// errLostOnBus is a call that the manager never answered on the bus: it
+// left the bus to re-execute, or had not joined it again. Like the loss of
+// a private socket's connection, it is not the manager's own answer, and
+// the call may or may not have taken effect ([IsConnLost]).
+var errLostOnBus = errors.New("manager: call lost on the bus")
+
 // lostOnBus turns the bus's answers for a call that the manager never
-// answered (it left the bus to re-execute, or had not joined it again)
-// into an error that is not a dbus.Error, as the loss of a private
-// socket's connection is: not the manager's own answer.
+// answered into an error wrapping errLostOnBus that is not a dbus.Error.
 func lostOnBus(err error) error {
 	var de dbus.Error
 	if errors.As(err, &de) {
 		switch de.Name {
 		case "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.ServiceUnknown",
 			"org.freedesktop.DBus.Error.NameHasNoOwner", "org.freedesktop.DBus.Error.Disconnected":
-			return fmt.Errorf("manager: call lost on the bus: %s", de.Error())
+			return fmt.Errorf("%w: %s", errLostOnBus, de.Error())
 		}
 	}
 	return err

@@ -35,6 +35,7 @@ type Event struct {
 	Result    string
 	Interface string
 	Props     map[string]dbus.Variant
+	Stamp     Stamp // when the connection received the signal (not set for connection events)
 }
 
 // Watch receives, in order and without loss, the events of one unit from the
@@ -163,9 +164,12 @@ func (w *Watch) push(ev Event) {
 	}
 }
 
-// signalRouter is the connection's signal handler. godbus calls it from its
-// single reader goroutine; it never blocks.
-type signalRouter struct{ c *Conn }
+// signalRouter is the handler of the connection numbered gen. godbus
+// calls it from its single reader goroutine; it never blocks.
+type signalRouter struct {
+	c   *Conn
+	gen uint64
+}
 
 func (r signalRouter) DeliverSignal(iface, member string, s *dbus.Signal) {
 	var name string
@@ -198,6 +202,7 @@ func (r signalRouter) DeliverSignal(iface, member string, s *dbus.Signal) {
 	default:
 		return
 	}
+	ev.Stamp = Stamp{r.gen, s.Sequence}
 	c := r.c
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -15,7 +15,8 @@
 // With -faults, for a daemon killed or stopped during the load, an HTTP
 // call carries an idempotency key ("load-" and its arg) and is made again
 // until it is answered, and a SEQPACKET call whose connection breaks is
-// counted as lost, not wrong. -answers writes "arg job-id" for each call
+// counted as lost, not wrong (a call that cannot connect waits for the
+// daemon to be back). -answers writes "arg job-id" for each call
 // answered; "load -check-state DIR -answers FILE", run once the daemon has
 // stopped, then reads every job record in the state dir and prints the
 // records duplicated (two jobs of one arg), wrong (not succeeded with the
@@ -251,11 +252,16 @@ func httpOnce(hc *http.Client, body, tag string) (string, error) {
 
 // seqCall calls echo over SEQPACKET, checks the response and returns the
 // job id; a call whose connection breaks before the answer is a
-// *brokenError.
+// *brokenError. While the socket refuses connections (the daemon is
+// down), it tries again every 50 ms for up to 2 minutes: nothing was sent.
 func seqCall(sock, tag string) (string, error) {
 	c, err := net.Dial("unixpacket", sock)
+	for give := time.Now().Add(2 * time.Minute); err != nil && time.Now().Before(give); {
+		time.Sleep(50 * time.Millisecond)
+		c, err = net.Dial("unixpacket", sock)
+	}
 	if err != nil {
-		return "", &brokenError{err}
+		return "", err
 	}
 	defer c.Close()
 	pkt, _ := hostapi.EncodeRequest("echo", []string{tag})
