@@ -77,8 +77,10 @@ func main() {
 	// signal as its cause; later ones are caught and dropped.
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() { cancel(interrupt{(<-sigs).(syscall.Signal)}) }()
+	if !isAppExec(os.Args) {
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+		go func() { cancel(interrupt{(<-sigs).(syscall.Signal)}) }()
+	}
 	err := newRoot().ExecuteContext(ctx)
 	signal.Stop(sigs)
 	if err == nil {
@@ -98,6 +100,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, "unitrun:", ee.err)
 	}
 	os.Exit(ee.code)
+}
+
+// isAppExec reports whether args are those of "unitrun pod exec", which a
+// pod's app service runs as its main process and which becomes the app's
+// command: a stop signal that comes before that must end it as it would
+// end the command, so it keeps the default action of SIGINT and SIGTERM
+// (a handler would swallow the signal, and the command, started after it,
+// would run on until the stop timeout's SIGKILL).
+func isAppExec(args []string) bool {
+	return len(args) > 2 && args[1] == "pod" && args[2] == "exec"
 }
 
 func newRoot() *cobra.Command {
