@@ -20,6 +20,7 @@ type runFlags struct {
 	properties    []string
 	setenv        []string
 	workdir       string
+	sameDir       bool
 	uid, gid      string
 	timeout       time.Duration
 	noWait        bool
@@ -56,9 +57,10 @@ SIGTERM stops the unit and waits until it is gone.`,
 	fl.SetInterspersed(false)
 	fl.StringVarP(&f.unit, "unit", "u", "", "unit name (must end in .service; default: PREFIX + random)")
 	fl.StringVar(&f.prefix, "prefix", job.DefaultPrefix, "prefix of generated unit names")
-	fl.StringArrayVarP(&f.properties, "property", "p", nil, "set a unit property `K=V` (repeatable)")
-	fl.StringArrayVarP(&f.setenv, "setenv", "E", nil, "set an environment variable `K=V` in the unit, or pass K from unitrun's environment (repeatable)")
-	fl.StringVar(&f.workdir, "working-directory", "", "working directory of the command")
+	fl.StringArrayVarP(&f.properties, "property", "p", nil, "set a unit property `K=V`, as systemd-run -p does (repeatable; -p help lists them)")
+	fl.StringArrayVarP(&f.setenv, "setenv", "E", nil, "set an environment variable `K=V` in the unit, or K to pass unitrun's own (empty if unset); the last -E of a name wins, also over -p Environment= (repeatable)")
+	fl.StringVar(&f.workdir, "working-directory", "", "working directory of the command (default: the manager's: / for a system manager, the user's home for a user manager)")
+	fl.BoolVarP(&f.sameDir, "same-dir", "d", false, "run the command in unitrun's current directory")
 	fl.StringVar(&f.uid, "uid", "", "run as this user (system manager only)")
 	fl.StringVar(&f.gid, "gid", "", "run as this group (system manager only)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the command after this long (RuntimeMaxSec=)")
@@ -78,6 +80,16 @@ func parseRunFlags(f *runFlags, c *job.Cmd) error {
 	if f.unit != "" && !strings.HasSuffix(f.unit, ".service") {
 		c.Name = f.unit + ".service"
 	}
+	if f.sameDir {
+		if f.workdir != "" {
+			return fmt.Errorf("--same-dir and --working-directory: give one of them")
+		}
+		wd, err := os.Getwd()
+		if err != nil {
+			return fmt.Errorf("--same-dir: %w", err)
+		}
+		c.Dir = wd
+	}
 	for _, p := range f.properties {
 		prop, err := unit.ParseProperty(p)
 		if err != nil {
@@ -86,16 +98,11 @@ func parseRunFlags(f *runFlags, c *job.Cmd) error {
 		c.Properties = append(c.Properties, prop)
 	}
 	for _, e := range f.setenv {
-		if k, _, ok := strings.Cut(e, "="); ok {
-			if _, err := unit.QuoteEnv(k, e[len(k)+1:]); err != nil {
-				return fmt.Errorf("--setenv %q: %w", e, err)
-			}
-			c.Env = append(c.Env, e)
-			continue
+		kv, err := setenvEntry(e)
+		if err != nil {
+			return fmt.Errorf("--setenv %q: %w", e, err)
 		}
-		if v, ok := os.LookupEnv(e); ok {
-			c.Env = append(c.Env, e+"="+v)
-		}
+		c.Env = append(c.Env, kv)
 	}
 	if f.workdir != "" && !strings.HasPrefix(f.workdir, "/") {
 		return fmt.Errorf("--working-directory %q: must be an absolute path", f.workdir)
@@ -116,6 +123,20 @@ func parseRunFlags(f *runFlags, c *job.Cmd) error {
 		c.Properties = append(c.Properties, unit.Property{Name: "Group", Value: dbus.MakeVariant(f.gid)})
 	}
 	return nil
+}
+
+// setenvEntry turns the value of -E into an environment entry as
+// systemd-run does: NAME=VALUE as given, and NAME alone as NAME and its
+// value in unitrun's environment, empty if it has none.
+func setenvEntry(e string) (string, error) {
+	k, v, ok := strings.Cut(e, "=")
+	if !ok {
+		v = os.Getenv(k)
+	}
+	if _, err := unit.QuoteEnv(k, v); err != nil {
+		return "", err
+	}
+	return k + "=" + v, nil
 }
 
 func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
