@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,7 +50,12 @@ SIGTERM stops the unit and waits until it is gone.`,
   unitrun run -p MemoryMax=256M -E LANG=C.UTF-8 --timeout 30s -- make -j2
   unitrun run --json --retry 4 --retry-delay 2s -- /usr/bin/podman pull quay.io/example/app
   unitrun run --no-wait --unit nightly-backup.service -- /usr/local/bin/backup`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if slices.Contains(f.properties, "help") {
+				return nil // -p help needs no command
+			}
+			return cobra.MinimumNArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRun(cmd, g, f, args)
 		},
@@ -91,11 +98,14 @@ func parseRunFlags(f *runFlags, c *job.Cmd) error {
 		c.Dir = wd
 	}
 	for _, p := range f.properties {
-		prop, err := unit.ParseProperty(p)
+		props, err := unit.ParseProperty(p)
+		if errors.Is(err, unit.ErrUnknownProperty) {
+			return fmt.Errorf("--property: %w; \"-p help\" lists the known ones", err)
+		}
 		if err != nil {
 			return fmt.Errorf("--property: %w", err)
 		}
-		c.Properties = append(c.Properties, prop)
+		c.Properties = append(c.Properties, props...)
 	}
 	for _, e := range f.setenv {
 		kv, err := setenvEntry(e)
@@ -147,6 +157,10 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 			return &exitError{code: exitFailed, err: err}
 		}
 		args = append([]string{self}, args...)
+	}
+	if slices.Contains(f.properties, "help") {
+		fmt.Fprintln(cmd.OutOrStdout(), strings.Join(unit.KnownProperties(), "\n"))
+		return nil
 	}
 	c := job.CommandContext(ctx, nil, args[0], args[1:]...)
 	if err := parseRunFlags(f, c); err != nil {
