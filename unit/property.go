@@ -37,57 +37,49 @@ func Exec(name, path string, argv []string) Property {
 	return prop(name, []ExecCommand{{Path: path, Args: argv}})
 }
 
-// ParseProperty parses the assignment "Key=Value" into the property that
-// "systemd-run -p Key=Value" sends for a service, with the same D-Bus name,
-// type and value (systemd 252's bus-unit-util.c). Key is a unit-file
-// setting name; KnownProperties lists the ones ParseProperty knows.
+// ParseProperty parses the assignment "Key=Value" into the properties that
+// "systemd-run -p Key=Value" sends for a service, with the same D-Bus
+// names, types and values (systemd 252's bus-unit-util.c): most settings
+// send one property, some none (an empty StateDirectory=) or two
+// (LimitNOFILE= sends LimitNOFILE and LimitNOFILESoft, TimeoutSec= the
+// start and stop timeouts). Key is a unit-file setting name of a service;
+// KnownProperties lists them.
 //
-// Values are parsed as systemd-run parses them:
+// Values are parsed as systemd-run parses them, for example:
 //
-//   - booleans (PrivateTmp, RemainAfterExit, MemoryAccounting, ...): 1, yes,
-//     y, true, t, on or 0, no, n, false, f, off, in any case; type b.
-//   - time spans (RuntimeMaxSec, TimeoutStopSec, RestartSec, ...): as in
-//     ParseTimeSpan, sent in microseconds as type t under the name with
-//     "Sec" replaced by "USec" (RuntimeMaxSec becomes RuntimeMaxUSec);
+//   - booleans (PrivateTmp, RemainAfterExit, ...): 1, yes, y, true, t, on
+//     or 0, no, n, false, f, off, in any case.
+//   - time spans (RuntimeMaxSec, TimeoutStopSec, ...): as in ParseTimeSpan,
+//     sent in microseconds under the name with "Sec" replaced by "USec";
 //     "infinity" is Infinity.
-//   - memory limits (MemoryMin, MemoryLow, MemoryHigh, MemoryMax,
-//     MemorySwapMax, ...): a size as in ParseSize, or "infinity", as t
-//     bytes; a percentage of physical memory such as "50%" is sent, as
-//     systemd-run does, as the u property MemoryMaxScale (and so on), 100%
-//     being 2^32-1; an empty value is the default (infinity, or 0 for the
-//     Min and Low limits).
-//   - TasksMax: a count or "infinity" as t, or a percentage as the u
-//     property TasksMaxScale.
-//   - CPUQuota: a percentage of one CPU ("50%", "150%", "12.5%"), sent as
-//     CPUQuotaPerSecUSec, the CPU time per second in microseconds (50% is
-//     500000); empty is infinity.
-//   - CPUWeight, StartupCPUWeight ("idle" is 0), IOWeight, StartupIOWeight:
-//     1..10000 as t; empty is the default, Infinity.
-//   - Nice (-20..19), OOMScoreAdjust (-1000..1000), KillSignal and the
-//     other signals (SIGTERM, TERM, RTMIN+3, or a number): type i.
-//   - enumerations (Type, Restart, KillMode, CollectMode, ProtectSystem,
-//     ProtectHome, StandardOutput, ...): the value is checked against the
-//     names systemd 252 accepts and sent as s; StandardOutput and
-//     StandardError also take fd:NAME, file:PATH, append:PATH and
-//     truncate:PATH, sent as StandardOutputFileDescriptorName,
-//     StandardOutputFile and so on.
-//   - other strings (User, Group, WorkingDirectory, Description, Slice,
-//     SyslogIdentifier, ...): s, with WorkingDirectory and Slice checked.
-//   - lists (After, Wants, Environment, ReadWritePaths,
-//     SupplementaryGroups, ...): words split at white space, with quotes
-//     removed (and C escapes decoded for Environment, UnsetEnvironment and
-//     PassEnvironment), as as; each unit name must pass Validate and not be
-//     a template, each path must be absolute (after an optional '-' and
-//     '+'), and each Environment word must be a valid assignment. An empty
-//     list resets the setting. Repeating an assignment adds to the list;
-//     combining repeated assignments is the caller's business.
+//   - memory limits and TasksMax: a size as in ParseSize, "infinity", or a
+//     percentage sent as the property NAMEScale (100% is 2^32-1).
+//   - resource limits (LimitNOFILE, LimitCORE, ... every Limit*=): one value
+//     or SOFT:HARD, each a count, a size (1K, 1M for the byte limits), a
+//     time span (LimitCPU in seconds, LimitRTTIME in microseconds), a nice
+//     level (LimitNICE: +19..-20, or 0..40 raw) or "infinity".
+//   - EnvironmentFile: a path, with a leading '-' if a missing file is no
+//     error, sent as the list EnvironmentFiles.
+//   - Exec*= commands other than ExecStart (ExecStartPre, ExecStopPost,
+//     ...), with the prefixes '-', '@', ':', '+', '!' and '!!'.
+//   - signals, exit statuses, capabilities, CPU sets, IP prefixes,
+//     conditions and asserts, credentials, bind mounts and the rest of
+//     systemd's table, each in its own D-Bus type.
+//   - lists (After, Environment, ReadWritePaths, ...): words split at white
+//     space, with quotes removed (and C escapes decoded for the environment
+//     settings and command lines). An empty list resets the setting.
+//     Repeating an assignment adds to the list; combining repeated
+//     assignments is the caller's business.
 //
 // Numbers are read as systemd reads them, so "0x10" is 16 and "010" is 8.
 // The assignment must be valid UTF-8, as D-Bus strings must be. For the
-// enumerations, Slice, WorkingDirectory, OOMScoreAdjust and the lists,
-// ParseProperty also refuses at once what systemd-run would pass on and the
-// manager refuse; other strings, such as User and Group, are passed on as
-// given.
+// enumerations (Type, Restart, KillMode, StandardInput, StandardOutput,
+// ...), Slice, WorkingDirectory, OOMScoreAdjust, the dependencies, the
+// environment settings and the path lists, ParseProperty also refuses at
+// once what systemd-run would pass on and the manager refuse; so it does
+// for the dependencies systemd does not create for a transient unit
+// (WantedBy, RequiredBy, ...) and for ExecStart, whose command is argv.
+// Other strings, such as User and Group, are passed on as given.
 func ParseProperty(assignment string) ([]Property, error) {
 	key, value, ok := strings.Cut(assignment, "=")
 	if !ok {
