@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -116,7 +117,7 @@ func parseCoredumpFilter(key, v string) (Property, error) {
 		case w == "all":
 			m = coredumpAll
 		default:
-			if i := index(coredumpFilters, w); i >= 0 {
+			if i := slices.Index(coredumpFilters, w); i >= 0 {
 				m |= 1 << i
 				continue
 			}
@@ -136,15 +137,6 @@ const (
 	coredumpDefault = 1<<0 | 1<<1 | 1<<4 | 1<<5
 	coredumpAll     = math.MaxUint32
 )
-
-func index(table []string, s string) int {
-	for i, name := range table {
-		if name == s {
-			return i
-		}
-	}
-	return -1
-}
 
 // parseErrnoOrAction is seccomp_parse_errno_or_action: "kill", an errno
 // name such as EPERM, or a number in 0..4095.
@@ -284,13 +276,11 @@ func parseInput(key, v string) (Property, error) {
 			return prop(key+f.suffix, rest), nil
 		}
 	}
-	if !contains(inputs, v) {
+	if !slices.Contains(inputs, v) {
 		return Property{}, fmt.Errorf("%q is not one of %s, or fd:NAME, file:PATH", v, strings.Join(inputs, ", "))
 	}
 	return prop(key, v), nil
 }
-
-func contains(table []string, s string) bool { return index(table, s) >= 0 }
 
 // parseInputText sends the text, C escapes decoded, and a newline.
 func parseInputText(key, v string) (Property, error) {
@@ -321,15 +311,7 @@ func cunescapeAll(s string, acceptNUL bool) ([]byte, error) {
 		if i+1 == len(s) {
 			return nil, errors.New("trailing backslash")
 		}
-		if acceptNUL && isNULEscape(s[i+1:]) {
-			n := 3
-			if s[i+1] == 'x' {
-				n = 3
-			} else if s[i+1] == 'u' {
-				n = 5
-			} else if s[i+1] == 'U' {
-				n = 9
-			}
+		if n := nulEscape(s[i+1:]); acceptNUL && n > 0 {
 			b = append(b, 0)
 			i += n
 			continue
@@ -343,15 +325,15 @@ func cunescapeAll(s string, acceptNUL bool) ([]byte, error) {
 	return b, nil
 }
 
-// isNULEscape reports whether p (after a backslash) is an escape of NUL:
-// \x00, \000, \u0000 or \U00000000.
-func isNULEscape(p string) bool {
+// nulEscape returns the length of the escape of NUL that p (after a
+// backslash) starts with, \x00, \000, \u0000 or \U00000000, or 0.
+func nulEscape(p string) int {
 	for _, e := range []string{"x00", "000", "u0000", "U00000000"} {
 		if strings.HasPrefix(p, e) {
-			return true
+			return len(e)
 		}
 	}
-	return false
+	return 0
 }
 
 // unbase64 decodes base64 as systemd's unbase64mem does: white space is
@@ -599,7 +581,7 @@ func parseCPUAffinity(key, v string) (Property, error) {
 }
 
 func parseNUMAPolicy(key, v string) (Property, error) {
-	i := index(numaPolicies, v)
+	i := slices.Index(numaPolicies, v)
 	if i < 0 {
 		return Property{}, fmt.Errorf("%q is not one of %s", v, strings.Join(numaPolicies, ", "))
 	}
@@ -686,8 +668,7 @@ func parseBindPaths(key, v string) (Property, error) {
 		b := bindPath{Flags: msRec}
 		src, b.Ignore = strings.CutPrefix(src, "-")
 		b.Source, b.Dest = src, src
-		if rest, more := c.rest(); more && c.i > 0 && v[c.i-1] == ':' {
-			_ = rest
+		if _, more := c.rest(); more && v[c.i-1] == ':' {
 			if b.Dest, ok, err = c.extractWord(seps, xUnquote|xDontCoalesce); err != nil || !ok {
 				return bad(errors.New("missing destination after ':'"))
 			}
