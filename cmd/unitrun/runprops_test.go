@@ -85,3 +85,17 @@ func TestRunPropertyHelp(t *testing.T) {
 		t.Errorf("run -p EnviromentFile=/x: exit %d, stderr %q; want 2 and the nearest name", code, errs)
 	}
 }
+
+// Resource limits given with -p reach the command as systemd-run's do.
+func TestRunLimitsLikeSystemdRun(t *testing.T) {
+	flags := []string{"-p", "LimitNOFILE=1024:4096", "-p", "LimitCORE=infinity", "-p", "LimitFSIZE=1M:2M", "-p", "LimitCPU=1min"}
+	script := "ulimit -Sn; ulimit -Hn; ulimit -c; ulimit -Sf; ulimit -Hf; ulimit -t"
+	want, errs, code := systemdRun(t, append(append([]string{"-q", "--wait", "--pipe"}, flags...), "sh", "-c", script)...)
+	if code != 0 {
+		t.Fatalf("systemd-run: exit %d, %s", code, errs)
+	}
+	got, errs, code := unitrun(t, append(append([]string{"run", "-q"}, flags...), "--", "sh", "-c", script)...)
+	if code != 0 || got != want {
+		t.Errorf("run %q: exit %d, stdout %q (stderr %q); systemd-run gives %q", flags, code, got, errs, want)
+	}
+}
