@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,6 +54,10 @@ type Cmd struct {
 	Args []string
 	// Env holds "KEY=value" entries added to the unit's environment, which
 	// otherwise is the manager's default environment (not the caller's).
+	// Each KEY must match [A-Za-z_][A-Za-z0-9_]* and each value be valid
+	// UTF-8 without NUL bytes. If a KEY appears more than once, the last
+	// entry wins, as in os/exec; Env also wins over an Environment= in
+	// Properties, as systemd-run's -E wins over its -p Environment=.
 	Env []string
 	// Dir is the working directory; empty means the manager's default. It
 	// must hold no control characters. Where the manager sees the
@@ -127,6 +132,7 @@ type Cmd struct {
 	Status *Status
 
 	ctx     context.Context
+	env     []string // Env without repeated keys
 	lookErr error
 	run     *run
 	held    *run // a failed run's, loaded through the back-off before a retry
@@ -272,6 +278,7 @@ func (c *Cmd) check() error {
 			return fmt.Errorf("job: Env[%d]: %w", i, err)
 		}
 	}
+	c.env = dedupEnv(c.Env)
 	for i, a := range c.Args {
 		if strings.IndexByte(a, 0) >= 0 {
 			return fmt.Errorf("job: Args[%d]: contains a NUL byte", i)
@@ -304,7 +311,7 @@ func (c *Cmd) startRun() error {
 	if c.Exited != nil {
 		r.ended = c.runEnded
 	}
-	if err := r.claim(c.ctx, c.Name != "", c.Path, c.Args, c.Env); err != nil {
+	if err := r.claim(c.ctx, c.Name != "", c.Path, c.Args, c.env); err != nil {
 		return err
 	}
 	r.ref = c.Manager.CanRef(c.ctx)
@@ -325,6 +332,11 @@ func (c *Cmd) startRun() error {
 		if t, ok := p.Value.Value().(string); ok && p.Name == "Type" {
 			r.typ = t
 		}
+	}
+	if r.dropIn == "" && len(c.env) > 0 {
+		// After Properties: the manager merges each Environment= into the
+		// last, and Env wins.
+		props = append(props, unit.Property{Name: "Environment", Value: dbus.MakeVariant(c.env)})
 	}
 	c.tries++
 	c.Unit = name
@@ -380,9 +392,6 @@ func (c *Cmd) properties(withExec, ref bool) ([]unit.Property, error) {
 		}
 		props = append(props, unit.Exec("ExecStart", c.Path, args))
 	}
-	if withExec && len(c.Env) > 0 {
-		props = append(props, unit.Property{Name: "Environment", Value: dbus.MakeVariant(c.Env)})
-	}
 	if c.Dir != "" {
 		props = append(props, unit.Property{Name: "WorkingDirectory", Value: dbus.MakeVariant(c.Dir)})
 	}
@@ -399,6 +408,22 @@ func (c *Cmd) properties(withExec, ref bool) ([]unit.Property, error) {
 			unit.Property{Name: "After", Value: dbus.MakeVariant([]string{caller})})
 	}
 	return props, nil
+}
+
+// dedupEnv returns env with only the last entry of each key, in the order
+// of those last entries, as os/exec does.
+func dedupEnv(env []string) []string {
+	seen := make(map[string]bool, len(env))
+	out := make([]string, 0, len(env))
+	for i := len(env) - 1; i >= 0; i-- {
+		k, _, _ := strings.Cut(env[i], "=")
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, env[i])
+		}
+	}
+	slices.Reverse(out)
+	return out
 }
 
 // isControl reports an ASCII control character.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -153,8 +154,8 @@ func TestOracle(t *testing.T) {
 				if sys != "err" {
 					t.Errorf("ParseProperty(%q): %v; systemd-run says %s", tt.in, err, sys)
 				}
-			case sys != "ok "+formatProperty(p):
-				t.Errorf("ParseProperty(%q) = %s; systemd-run says %s", tt.in, formatProperty(p), sys)
+			case sys != strings.TrimSpace("ok "+formatProperties(p)):
+				t.Errorf("ParseProperty(%q) = %s; systemd-run says %s", tt.in, formatProperties(p), sys)
 			}
 		}
 		// Every known property with every sample value: where ParseProperty
@@ -166,14 +167,28 @@ func TestOracle(t *testing.T) {
 			"SIGTERM", "RTMIN+1", "KILL", "a.service", "a.service b.target", "x.slice", "getty@.service", "A=1",
 			`"A=x y" B=\x41`, "1A=b", "/x", "-/x", "~", "relative", "journal", "fd:x", "file:/f", "strict", "full",
 			"read-only", "tmpfs", "on-failure", "exec", "mixed", "inactive", "kill", "cgroup", "all", "cpu io",
-			`"a b"`, `\x41`, `\q`, `"open`, "%h", "$X"}
+			`"a b"`, `\x41`, `\q`, `"open`, "%h", "$X",
+			// values of the settings with structured values
+			"infinity:infinity", "5:10", "10:5", "1K:1M", "5:", ":5", "+5", "-20", "1s:2s", "cap_sys_admin CAP_NET_RAW",
+			"~cap_chown", "0-3", "1,3 5", "3-1", "8192", "10.0.0.0/8 ::1", "10.0.0.1/33", "localhost", "any",
+			"link-local", "ipv4:tcp:80", "tcp:1-1024", "udp:0", "ipv6", "ipv4:tcp:80:x", "/dev/null rw",
+			"/dev/sda 1M", "/dev/sda 5ms", "/dev/sda infinity", "ID:data", `ID:a\x00b`, "ID:/path", "ID:", "ID",
+			"ID:aGVsbG8=", "aGVsbG8=", "aGVs bG8=", "cgroup net", "~net", "~", "/a:/b:norbind", "-/a:/b /c",
+			"/a:/b:rbind", "/a:/b:bogus", "/a:", "/tmp:mode=755 /run", "foo:bar", "foo/./bar//:x", "|!/x", "!/x",
+			"|/x", "200 SIGKILL", "INVALIDARGUMENT EXEC", "256", "-/bin/true x", "+@/bin/sh sh -c x",
+			"!!/bin/true", ":/bin/echo $x", "-:/bin/echo", "EPERM", "EWOULDBLOCK", "4096", "err", "debug",
+			"local0", "fifo", "best-effort", "keep-caps noroot bogus", "elf-headers 0x10", "shared", "numa",
+			"interleave", "@system-service ~@mount", "root:ro home:rw", `a\:b:c`, "-/img:/mnt:root:ro",
+			"/img:/mnt:ro", "/img", "0755", "invisible", "pid", "0:0", "1M:infinity", "cgroup_skb/egress:/sys/fs/bpf/x",
+			"deadbeef", "00112233445566778899aabbccddeeff", "base64:aGVsbG8=", "base64:!", "noexec"}
 		checked := map[string]bool{}
 		for _, name := range strings.Fields(`Type Restart KillMode CollectMode OOMPolicy NotifyAccess ExitType
 			ProtectSystem ProtectHome StandardOutput StandardError Slice WorkingDirectory OOMScoreAdjust
 			Environment PassEnvironment UnsetEnvironment ReadWritePaths ReadOnlyPaths InaccessiblePaths
 			ExecPaths NoExecPaths After Before Requires Requisite Wants BindsTo PartOf Upholds Conflicts
 			OnFailure OnSuccess PropagatesReloadTo ReloadPropagatedFrom PropagatesStopTo StopPropagatedFrom
-			JoinsNamespaceOf`) {
+			JoinsNamespaceOf ReadWriteDirectories ReadOnlyDirectories InaccessibleDirectories StandardInput
+			IODeviceLatencyTargetSec`) {
 			checked[name] = true
 		}
 		for _, name := range KnownProperties() {
@@ -184,8 +199,8 @@ func TestOracle(t *testing.T) {
 				switch {
 				case err != nil && sys != "err" && !checked[name]:
 					t.Errorf("ParseProperty(%q): %v; systemd-run says %s", in, err, sys)
-				case err == nil && sys != "ok "+formatProperty(p):
-					t.Errorf("ParseProperty(%q) = %s; systemd-run says %s", in, formatProperty(p), sys)
+				case err == nil && sys != strings.TrimSpace("ok "+formatProperties(p)):
+					t.Errorf("ParseProperty(%q) = %s; systemd-run says %s", in, formatProperties(p), sys)
 				}
 			}
 		}
@@ -286,26 +301,46 @@ func hexWords(sep string, words []string) string {
 	return b.String()
 }
 
-// formatProperty formats p as the oracle does: "NAME SIG VALUE".
-func formatProperty(p Property) string {
-	var v string
-	switch x := p.Value.Value().(type) {
-	case bool:
-		v = "0"
-		if x {
-			v = "1"
+// formatProperties formats ps as the oracle does: "NAME SIG VALUE ...".
+func formatProperties(ps []Property) string {
+	var b strings.Builder
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteByte(' ')
 		}
-	case string:
-		v = hexString(x)
-	case []string:
-		v = strings.TrimPrefix(hexWords(",", x), ",")
-		if len(x) == 0 {
-			v = "."
-		}
-	default:
-		v = fmt.Sprint(x)
+		b.WriteString(p.Name + " " + p.Value.Signature().String() + " " + formatValue(reflect.ValueOf(p.Value.Value())))
 	}
-	return p.Name + " " + p.Value.Signature().String() + " " + v
+	return b.String()
+}
+
+// formatValue formats v as the oracle's print_value does.
+func formatValue(v reflect.Value) string {
+	switch v.Kind() {
+	case reflect.Bool:
+		if v.Bool() {
+			return "1"
+		}
+		return "0"
+	case reflect.String:
+		return hexString(v.String())
+	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return fmt.Sprint(v.Int())
+	case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprint(v.Uint())
+	case reflect.Slice:
+		items := make([]string, v.Len())
+		for i := range items {
+			items[i] = formatValue(v.Index(i))
+		}
+		return "[" + strings.Join(items, ",") + "]"
+	case reflect.Struct:
+		fields := make([]string, v.NumField())
+		for i := range fields {
+			fields[i] = formatValue(v.Field(i))
+		}
+		return "(" + strings.Join(fields, " ") + ")"
+	}
+	return "?"
 }
 
 // generate returns n strings, each made of up to max random pieces.

@@ -77,12 +77,15 @@ func sizeError(field, s string, err error) error {
 	return fmt.Errorf("%s %q: not a size (examples: 4096, 100K, 512M, 1.5G)", field, s)
 }
 
-// timeUnits is the suffix table of systemd 252's parse_time, in the order
-// it is searched (the first prefix that matches wins).
-var timeUnits = []struct {
+// A timeUnit is a suffix of a time span and the span it stands for.
+type timeUnit struct {
 	suffix string
 	usec   uint64
-}{
+}
+
+// timeUnits is the suffix table of systemd 252's parse_time, in the order
+// it is searched (the first prefix that matches wins).
+var timeUnits = []timeUnit{
 	{"seconds", 1e6}, {"second", 1e6}, {"sec", 1e6}, {"s", 1e6},
 	{"minutes", 60e6}, {"minute", 60e6}, {"min", 60e6},
 	{"months", 2629800e6}, {"month", 2629800e6}, {"M", 2629800e6},
@@ -95,7 +98,12 @@ var timeUnits = []struct {
 }
 
 // parseSec is systemd's parse_sec: a time span in microseconds.
-func parseSec(t string) (uint64, error) {
+func parseSec(t string) (uint64, error) { return parseTime(t, 1e6, timeUnits) }
+
+// parseTime is systemd's parse_time, and parse_nsec with the units of
+// nanoseconds: a time span in the units of the table, a number without a
+// unit counting defaultUnit.
+func parseTime(t string, defaultUnit uint64, units []timeUnit) (uint64, error) {
 	p := trimLeftWhitespace(t)
 	if rest, ok := strings.CutPrefix(p, "infinity"); ok {
 		if trimLeftWhitespace(rest) != "" {
@@ -133,8 +141,8 @@ func parseSec(t string) (uint64, error) {
 		} else if e == 0 {
 			return 0, errSyntax
 		}
-		multiplier, s := uint64(1e6), trimLeftWhitespace(rest)
-		for _, u := range timeUnits {
+		multiplier, s := defaultUnit, trimLeftWhitespace(rest)
+		for _, u := range units {
 			if after, ok := strings.CutPrefix(s, u.suffix); ok {
 				multiplier, s = u.usec, after
 				break
@@ -180,8 +188,24 @@ var sizeUnits = []struct {
 	{"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}, {"", 1},
 }
 
+// sizeUnits1000 is the suffix table of parse_size with base 1000.
+var sizeUnits1000 = []struct {
+	suffix string
+	factor uint64
+}{
+	{"E", 1e18}, {"P", 1e15}, {"T", 1e12}, {"G", 1e9},
+	{"M", 1e6}, {"K", 1e3}, {"B", 1}, {"", 1},
+}
+
 // parseSize is systemd's parse_size with base 1024.
-func parseSize(t string) (uint64, error) {
+func parseSize(t string) (uint64, error) { return parseSizeBase(t, 1024) }
+
+// parseSizeBase is systemd's parse_size with base 1024 or 1000.
+func parseSizeBase(t string, base int) (uint64, error) {
+	sizeUnits := sizeUnits
+	if base == 1000 {
+		sizeUnits = sizeUnits1000
+	}
 	var r uint64
 	start := 0
 	p := t

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -36,77 +37,96 @@ func Exec(name, path string, argv []string) Property {
 	return prop(name, []ExecCommand{{Path: path, Args: argv}})
 }
 
-// ParseProperty parses the assignment "Key=Value" into the property that
-// "systemd-run -p Key=Value" sends for a service, with the same D-Bus name,
-// type and value (systemd 252's bus-unit-util.c). Key is a unit-file
-// setting name; KnownProperties lists the ones ParseProperty knows.
+// ParseProperty parses the assignment "Key=Value" into the properties that
+// "systemd-run -p Key=Value" sends for a service, with the same D-Bus
+// names, types and values (systemd 252's bus-unit-util.c): most settings
+// send one property, some none (an empty StateDirectory=) or two
+// (LimitNOFILE= sends LimitNOFILE and LimitNOFILESoft, TimeoutSec= the
+// start and stop timeouts). Key is a unit-file setting name of a service;
+// KnownProperties lists them.
 //
-// Values are parsed as systemd-run parses them:
+// Values are parsed as systemd-run parses them, for example:
 //
-//   - booleans (PrivateTmp, RemainAfterExit, MemoryAccounting, ...): 1, yes,
-//     y, true, t, on or 0, no, n, false, f, off, in any case; type b.
-//   - time spans (RuntimeMaxSec, TimeoutStopSec, RestartSec, ...): as in
-//     ParseTimeSpan, sent in microseconds as type t under the name with
-//     "Sec" replaced by "USec" (RuntimeMaxSec becomes RuntimeMaxUSec);
+//   - booleans (PrivateTmp, RemainAfterExit, ...): 1, yes, y, true, t, on
+//     or 0, no, n, false, f, off, in any case.
+//   - time spans (RuntimeMaxSec, TimeoutStopSec, ...): as in ParseTimeSpan,
+//     sent in microseconds under the name with "Sec" replaced by "USec";
 //     "infinity" is Infinity.
-//   - memory limits (MemoryMin, MemoryLow, MemoryHigh, MemoryMax,
-//     MemorySwapMax, ...): a size as in ParseSize, or "infinity", as t
-//     bytes; a percentage of physical memory such as "50%" is sent, as
-//     systemd-run does, as the u property MemoryMaxScale (and so on), 100%
-//     being 2^32-1; an empty value is the default (infinity, or 0 for the
-//     Min and Low limits).
-//   - TasksMax: a count or "infinity" as t, or a percentage as the u
-//     property TasksMaxScale.
-//   - CPUQuota: a percentage of one CPU ("50%", "150%", "12.5%"), sent as
-//     CPUQuotaPerSecUSec, the CPU time per second in microseconds (50% is
-//     500000); empty is infinity.
-//   - CPUWeight, StartupCPUWeight ("idle" is 0), IOWeight, StartupIOWeight:
-//     1..10000 as t; empty is the default, Infinity.
-//   - Nice (-20..19), OOMScoreAdjust (-1000..1000), KillSignal and the
-//     other signals (SIGTERM, TERM, RTMIN+3, or a number): type i.
-//   - enumerations (Type, Restart, KillMode, CollectMode, ProtectSystem,
-//     ProtectHome, StandardOutput, ...): the value is checked against the
-//     names systemd 252 accepts and sent as s; StandardOutput and
-//     StandardError also take fd:NAME, file:PATH, append:PATH and
-//     truncate:PATH, sent as StandardOutputFileDescriptorName,
-//     StandardOutputFile and so on.
-//   - other strings (User, Group, WorkingDirectory, Description, Slice,
-//     SyslogIdentifier, ...): s, with WorkingDirectory and Slice checked.
-//   - lists (After, Wants, Environment, ReadWritePaths,
-//     SupplementaryGroups, ...): words split at white space, with quotes
-//     removed (and C escapes decoded for Environment, UnsetEnvironment and
-//     PassEnvironment), as as; each unit name must pass Validate and not be
-//     a template, each path must be absolute (after an optional '-' and
-//     '+'), and each Environment word must be a valid assignment. An empty
-//     list resets the setting. Repeating an assignment adds to the list;
-//     combining repeated assignments is the caller's business.
+//   - memory limits and TasksMax: a size as in ParseSize, "infinity", or a
+//     percentage sent as the property NAMEScale (100% is 2^32-1).
+//   - resource limits (LimitNOFILE, LimitCORE, ... every Limit*=): one value
+//     or SOFT:HARD, each a count, a size (1K, 1M for the byte limits), a
+//     time span (LimitCPU in seconds, LimitRTTIME in microseconds), a nice
+//     level (LimitNICE: +19..-20, or 0..40 raw) or "infinity".
+//   - EnvironmentFile: a path, with a leading '-' if a missing file is no
+//     error, sent as the list EnvironmentFiles.
+//   - Exec*= commands other than ExecStart (ExecStartPre, ExecStopPost,
+//     ...), with the prefixes '-', '@', ':', '+', '!' and '!!'.
+//   - signals, exit statuses, capabilities, CPU sets, IP prefixes,
+//     conditions and asserts, credentials, bind mounts and the rest of
+//     systemd's table, each in its own D-Bus type.
+//   - lists (After, Environment, ReadWritePaths, ...): words split at white
+//     space, with quotes removed (and C escapes decoded for the environment
+//     settings and command lines). An empty list resets the setting.
+//     Repeating an assignment adds to the list; combining repeated
+//     assignments is the caller's business.
 //
 // Numbers are read as systemd reads them, so "0x10" is 16 and "010" is 8.
 // The assignment must be valid UTF-8, as D-Bus strings must be. For the
-// enumerations, Slice, WorkingDirectory, OOMScoreAdjust and the lists,
-// ParseProperty also refuses at once what systemd-run would pass on and the
-// manager refuse; other strings, such as User and Group, are passed on as
-// given.
-func ParseProperty(assignment string) (Property, error) {
+// enumerations (Type, Restart, KillMode, StandardInput, StandardOutput,
+// ...), Slice, WorkingDirectory, OOMScoreAdjust, the dependencies, the
+// environment settings and the path lists, ParseProperty also refuses at
+// once what systemd-run would pass on and the manager refuse; so it does
+// for the dependencies systemd does not create for a transient unit
+// (WantedBy, RequiredBy, ...) and for ExecStart, whose command is argv.
+// Other strings, such as User and Group, are passed on as given.
+func ParseProperty(assignment string) ([]Property, error) {
 	key, value, ok := strings.Cut(assignment, "=")
 	if !ok {
-		return Property{}, fmt.Errorf("property assignment %q: missing '='", assignment)
+		return nil, fmt.Errorf("property assignment %q: missing '='", assignment)
 	}
 	switch {
 	case strings.IndexByte(assignment, 0) >= 0:
-		return Property{}, fmt.Errorf("property %q: value contains a NUL byte", key)
+		return nil, fmt.Errorf("property %q: value contains a NUL byte", key)
 	case !utf8.ValidString(assignment):
-		return Property{}, fmt.Errorf("property %q: not valid UTF-8 (D-Bus strings must be)", key)
+		return nil, fmt.Errorf("property %q: not valid UTF-8 (D-Bus strings must be)", key)
 	}
 	parse, ok := properties[key]
 	if !ok {
-		return Property{}, unknownProperty(key)
+		return nil, unknownProperty(key)
 	}
-	p, err := parse(key, value)
+	ps, err := parse(key, value)
 	if err != nil {
-		return Property{}, fmt.Errorf("property %q: %v", key, err)
+		return nil, fmt.Errorf("property %q: %v", key, err)
 	}
-	return p, nil
+	for _, p := range ps {
+		if !stringsValid(reflect.ValueOf(p.Value.Value())) {
+			return nil, fmt.Errorf("property %q: an escape sequence makes a string that is not valid UTF-8 (D-Bus strings must be)", key)
+		}
+	}
+	return ps, nil
+}
+
+// stringsValid reports whether every string in v is valid UTF-8 without
+// NUL bytes, as D-Bus strings must be.
+func stringsValid(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.String:
+		return utf8.ValidString(v.String()) && strings.IndexByte(v.String(), 0) < 0
+	case reflect.Slice:
+		for i := range v.Len() {
+			if !stringsValid(v.Index(i)) {
+				return false
+			}
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if !stringsValid(v.Field(i)) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // KnownProperties returns the names of the settings ParseProperty parses,
@@ -120,92 +140,236 @@ func KnownProperties() []string {
 	return names
 }
 
+// ErrUnknownProperty is wrapped by the error of ParseProperty for a setting
+// it does not know.
+var ErrUnknownProperty = errors.New("unknown")
+
 func unknownProperty(key string) error {
-	for name := range properties {
-		if strings.EqualFold(name, key) {
-			return fmt.Errorf("property %q: unknown (did you mean %q?)", key, name)
-		}
-	}
 	if hint, ok := unparsed[key]; ok {
 		return fmt.Errorf("property %q: not supported by unitrun (%s)", key, hint)
 	}
-	return fmt.Errorf("property %q: unknown (known: After, CPUQuota, Environment, MemoryMax, RuntimeMaxSec, User, ...; see unit.KnownProperties)", key)
+	if near := nearestProperty(key); near != "" {
+		return fmt.Errorf("property %q: %w (did you mean %q?)", key, ErrUnknownProperty, near)
+	}
+	return fmt.Errorf("property %q: %w", key, ErrUnknownProperty)
+}
+
+// nearestProperty returns the known name closest to key, ignoring case, if
+// it is close enough to be a likely typo: at most a third of its letters
+// differ.
+func nearestProperty(key string) string {
+	best, bestDist := "", len(key)/3+1
+	for _, name := range KnownProperties() {
+		if d := editDistance(strings.ToLower(key), strings.ToLower(name)); d < bestDist || d == 0 {
+			best, bestDist = name, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // unparsed explains settings systemd-run takes that ParseProperty does not.
 var unparsed = map[string]string{
-	"TimeoutSec": "it sets two properties; use TimeoutStartSec and TimeoutStopSec",
-	"ExecStart":  "pass the command line as argv",
+	"ExecStart":   "pass the command line as argv",
+	"ExecStartEx": "pass the command line as argv",
 }
 
-type parser func(key, value string) (Property, error)
+func init() {
+	// systemd-run sends these, and the manager refuses them: "Dependency
+	// type ... may not be created transiently".
+	for _, d := range strings.Fields(`RequiredBy RequisiteOf WantedBy BoundBy UpheldBy ConsistsOf ConflictedBy
+		OnSuccessOf OnFailureOf Triggers TriggeredBy References ReferencedBy InSlice SliceOf`) {
+		unparsed[d] = "systemd does not create this dependency for a transient unit"
+	}
+}
+
+// A parser turns the value of a setting into the properties systemd-run
+// sends for it.
+type parser func(key, value string) ([]Property, error)
 
 func prop(name string, v any) Property { return Property{name, dbus.MakeVariant(v)} }
 
 // properties maps each setting to its parser.
 var properties = map[string]parser{}
 
-func init() {
-	add := func(p parser, keys ...string) {
-		for _, k := range keys {
-			properties[k] = p
+// one makes a parser of a function that returns one property.
+func one(f func(key, value string) (Property, error)) parser {
+	return func(key, value string) ([]Property, error) {
+		p, err := f(key, value)
+		if err != nil {
+			return nil, err
 		}
+		return []Property{p}, nil
 	}
-	add(parseBool,
-		// resource control
-		"CPUAccounting", "MemoryAccounting", "IOAccounting", "TasksAccounting", "IPAccounting",
-		// execution environment
-		"IgnoreSIGPIPE", "PrivateTmp", "PrivateDevices", "PrivateNetwork", "PrivateUsers",
-		"PrivateMounts", "PrivateIPC", "NoNewPrivileges", "DynamicUser", "RemoveIPC",
-		"ProtectKernelTunables", "ProtectKernelModules", "ProtectKernelLogs", "ProtectClock",
-		"ProtectControlGroups", "ProtectHostname", "MountAPIVFS", "MemoryDenyWriteExecute",
-		"RestrictRealtime", "RestrictSUIDSGID", "LockPersonality", "SyslogLevelPrefix",
-		// kill
-		"SendSIGHUP", "SendSIGKILL",
-		// service
-		"RemainAfterExit", "GuessMainPID", "RootDirectoryStartOnly",
-		// unit
-		"StopWhenUnneeded", "RefuseManualStart", "RefuseManualStop", "DefaultDependencies",
-		"IgnoreOnIsolate", "AllowIsolate")
-	add(parseString, "Description", "User", "Group", "SyslogIdentifier", "UtmpIdentifier",
-		"PAMName", "SuccessAction", "FailureAction")
-	add(oneOf("simple", "exec", "forking", "oneshot", "dbus", "notify", "idle"), "Type")
-	add(oneOf("no", "on-success", "on-failure", "on-abnormal", "on-watchdog", "on-abort", "always"), "Restart")
-	add(oneOf("control-group", "process", "mixed", "none"), "KillMode")
-	add(oneOf("inactive", "inactive-or-failed"), "CollectMode")
-	add(oneOf("continue", "stop", "kill"), "OOMPolicy")
-	add(oneOf("none", "main", "exec", "all"), "NotifyAccess")
-	add(oneOf("main", "cgroup"), "ExitType")
+}
+
+// The table follows bus_append_unit_property_assignment of systemd 252
+// (src/shared/bus-unit-util.c) for a service: its cgroup, execute, kill,
+// service and unit parts, in that order and with the same groups. Where
+// ParseProperty checks a value more strictly than systemd-run, it is one
+// that the manager refuses.
+func init() {
+	add := func(f func(key, value string) (Property, error), keys ...string) {
+		addParser(one(f), keys...)
+	}
+
+	// cgroup
+	add(parseString, "DevicePolicy", "ManagedOOMSwap", "ManagedOOMMemoryPressure", "ManagedOOMPreference")
+	add(parseSlice, "Slice")
+	add(parseScale, "ManagedOOMMemoryPressureLimit")
+	add(parseBool, "CPUAccounting", "MemoryAccounting", "IOAccounting", "BlockIOAccounting", "TasksAccounting",
+		"IPAccounting")
+	add(parseWeight, "CPUWeight", "StartupCPUWeight", "IOWeight", "StartupIOWeight")
+	add(rangeOrEmpty(2, 262144), "CPUShares", "StartupCPUShares")
+	add(parseCPUSet, "AllowedCPUs", "StartupAllowedCPUs", "AllowedMemoryNodes", "StartupAllowedMemoryNodes")
+	add(rangeOrEmpty(10, 1000), "BlockIOWeight", "StartupBlockIOWeight")
+	add(wordList, "DisableControllers")
+	add(parseDelegate, "Delegate")
+	add(parseLimit, "MemoryMin", "DefaultMemoryLow", "DefaultMemoryMin", "MemoryLow", "MemoryHigh", "MemoryMax",
+		"MemorySwapMax", "MemoryLimit", "TasksMax")
+	add(parseCPUQuota, "CPUQuota")
+	add(parseCPUQuotaPeriod, "CPUQuotaPeriodSec")
+	add(parseDeviceAllow, "DeviceAllow")
+	add(parseIOLimit, "IOReadBandwidthMax", "IOWriteBandwidthMax", "IOReadIOPSMax", "IOWriteIOPSMax",
+		"BlockIOReadBandwidth", "BlockIOWriteBandwidth")
+	add(parseDeviceWeight, "IODeviceWeight", "BlockIODeviceWeight")
+	add(parseDeviceLatency, "IODeviceLatencyTargetSec")
+	add(parseIPAccess, "IPAddressAllow", "IPAddressDeny")
+	add(parseOptionalPath, "IPIngressFilterPath", "IPEgressFilterPath")
+	add(parseBPFProgram, "BPFProgram")
+	add(parseSocketBind, "SocketBindAllow", "SocketBindDeny")
+
+	// execute
+	add(parseString, "User", "Group", "UtmpIdentifier", "UtmpMode", "PAMName", "TTYPath", "RootDirectory",
+		"SyslogIdentifier", "SELinuxContext", "RootImage", "RootVerity", "RuntimeDirectoryPreserve", "Personality",
+		"KeyringMode", "ProtectProc", "ProcSubset", "NetworkNamespacePath", "IPCNamespacePath", "LogNamespace")
+	add(parseWorkingDirectory, "WorkingDirectory")
 	add(boolOr("full", "strict"), "ProtectSystem")
 	add(boolOr("read-only", "tmpfs"), "ProtectHome")
-	add(parseOutput, "StandardOutput", "StandardError")
-	add(parseSlice, "Slice")
-	add(parseWorkingDirectory, "WorkingDirectory")
-	add(parseSecProperty,
-		"RestartSec", "TimeoutStartSec", "TimeoutStopSec", "TimeoutAbortSec", "RuntimeMaxSec",
-		"RuntimeRandomizedExtraSec", "WatchdogSec", "JobTimeoutSec", "JobRunningTimeoutSec",
-		"StartLimitIntervalSec")
-	add(parseCPUQuotaPeriod, "CPUQuotaPeriodSec")
-	add(parseLimit, "MemoryMin", "MemoryLow", "MemoryHigh", "MemoryMax", "MemorySwapMax",
-		"DefaultMemoryMin", "DefaultMemoryLow", "TasksMax")
-	add(parseCPUQuota, "CPUQuota")
-	add(parseWeight, "CPUWeight", "StartupCPUWeight", "IOWeight", "StartupIOWeight")
-	add(parseNice, "Nice")
+	add(parseBool, "IgnoreSIGPIPE", "TTYVHangup", "TTYReset", "TTYVTDisallocate", "PrivateTmp", "PrivateDevices",
+		"PrivateNetwork", "PrivateUsers", "PrivateMounts", "PrivateIPC", "NoNewPrivileges", "SyslogLevelPrefix",
+		"MemoryDenyWriteExecute", "RestrictRealtime", "DynamicUser", "RemoveIPC", "ProtectKernelTunables",
+		"ProtectKernelModules", "ProtectKernelLogs", "ProtectClock", "ProtectControlGroups", "MountAPIVFS",
+		"CPUSchedulingResetOnFork", "LockPersonality", "ProtectHostname", "RestrictSUIDSGID")
+	add(pathList, "ReadWriteDirectories", "ReadOnlyDirectories", "InaccessibleDirectories", "ReadWritePaths",
+		"ReadOnlyPaths", "InaccessiblePaths", "ExecPaths", "NoExecPaths")
+	add(wordList, "ExecSearchPath", "ExtensionDirectories", "ConfigurationDirectory", "SupplementaryGroups",
+		"SystemCallArchitectures")
+	add(lookup(logLevels, 7), "SyslogLevel", "LogLevelMax")
+	add(lookup(logFacilities, 127), "SyslogFacility")
+	add(parseSecureBits, "SecureBits")
+	add(lookup(schedPolicies, math.MaxInt32), "CPUSchedulingPolicy")
+	add(parseInt, "CPUSchedulingPriority")
 	add(parseOOMScoreAdjust, "OOMScoreAdjust")
-	add(parseSignal, "KillSignal", "RestartKillSignal", "FinalKillSignal", "WatchdogSignal")
-	add(parseExitStatus, "SuccessActionExitStatus", "FailureActionExitStatus")
-	add(parseStartLimitBurst, "StartLimitBurst")
-	add(parseUMask, "UMask")
-	add(parseDelegate, "Delegate")
-	add(unitList,
-		"After", "Before", "Requires", "Requisite", "Wants", "BindsTo", "PartOf", "Upholds",
-		"Conflicts", "OnFailure", "OnSuccess", "PropagatesReloadTo", "ReloadPropagatedFrom",
-		"PropagatesStopTo", "StopPropagatedFrom", "JoinsNamespaceOf")
-	add(pathList, "ReadWritePaths", "ReadOnlyPaths", "InaccessiblePaths", "ExecPaths", "NoExecPaths")
-	add(wordList, "SupplementaryGroups")
+	add(parseCoredumpFilter, "CoredumpFilter")
+	add(parseNice, "Nice")
+	add(parseErrnoOrAction, "SystemCallErrorNumber")
+	add(lookup(ioprioClasses, 8), "IOSchedulingClass")
+	add(parseIOPriority, "IOSchedulingPriority")
+	add(parseUMask, "RuntimeDirectoryMode", "StateDirectoryMode", "CacheDirectoryMode", "LogsDirectoryMode",
+		"ConfigurationDirectoryMode", "UMask")
+	add(parseNSec, "TimerSlackNSec")
+	add(parseSecProperty, "LogRateLimitIntervalSec")
+	add(parseUint32, "LogRateLimitBurst", "TTYRows", "TTYColumns")
+	add(parseMountFlags, "MountFlags")
 	add(envList(checkAssignment), "Environment")
-	add(envList(checkEnvName), "PassEnvironment")
 	add(envList(checkUnset), "UnsetEnvironment")
+	add(envList(checkEnvName), "PassEnvironment")
+	add(parseEnvironmentFile, "EnvironmentFile")
+	add(parseSetCredential, "SetCredential", "SetCredentialEncrypted")
+	add(parseLoadCredential, "LoadCredential", "LoadCredentialEncrypted")
+	add(parseLogExtraFields, "LogExtraFields")
+	add(parseInput, "StandardInput")
+	add(parseOutput, "StandardOutput", "StandardError")
+	add(parseInputText, "StandardInputText")
+	add(parseInputData, "StandardInputData")
+	addParser(parseRlimit, rlimitNames()...)
+	add(parseOptionalName, "AppArmorProfile", "SmackProcessLabel")
+	add(parseCapabilities, "CapabilityBoundingSet", "AmbientCapabilities")
+	add(parseCPUAffinity, "CPUAffinity")
+	add(parseNUMAPolicy, "NUMAPolicy")
+	add(parseNUMAMask, "NUMAMask")
+	add(parseFilter, "RestrictAddressFamilies", "RestrictFileSystems", "SystemCallFilter", "SystemCallLog",
+		"RestrictNetworkInterfaces")
+	add(parseRestrictNamespaces, "RestrictNamespaces")
+	add(parseBindPaths, "BindPaths", "BindReadOnlyPaths")
+	add(parseTemporaryFileSystem, "TemporaryFileSystem")
+	add(parseRootHash, "RootHash")
+	add(parseRootHashSignature, "RootHashSignature")
+	add(parseRootImageOptions, "RootImageOptions")
+	add(parseMountImages, "MountImages")
+	add(parseExtensionImages, "ExtensionImages")
+	addParser(parseDirectories, "StateDirectory", "RuntimeDirectory", "CacheDirectory", "LogsDirectory")
+
+	// kill
+	add(oneOf("control-group", "process", "mixed", "none"), "KillMode")
+	add(parseBool, "SendSIGHUP", "SendSIGKILL")
+	add(parseSignal, "KillSignal", "RestartKillSignal", "FinalKillSignal", "WatchdogSignal")
+
+	// service
+	add(parseString, "PIDFile", "BusName", "USBFunctionDescriptors", "USBFunctionStrings",
+		"TimeoutStartFailureMode", "TimeoutStopFailureMode")
+	add(oneOf("simple", "exec", "forking", "oneshot", "dbus", "notify", "idle"), "Type")
+	add(oneOf("main", "cgroup"), "ExitType")
+	add(oneOf("no", "on-success", "on-failure", "on-abnormal", "on-watchdog", "on-abort", "always"), "Restart")
+	add(oneOf("none", "main", "exec", "all"), "NotifyAccess")
+	add(oneOf("continue", "stop", "kill"), "OOMPolicy")
+	add(parseBool, "PermissionsStartOnly", "RootDirectoryStartOnly", "RemainAfterExit", "GuessMainPID")
+	add(parseSecProperty, "RestartSec", "TimeoutStartSec", "TimeoutStopSec", "TimeoutAbortSec", "RuntimeMaxSec",
+		"RuntimeRandomizedExtraSec", "WatchdogSec")
+	addParser(parseTimeoutSec, "TimeoutSec")
+	add(parseUint32, "FileDescriptorStoreMax")
+	add(parseExecCommand, "ExecCondition", "ExecStartPre", "ExecStartPost", "ExecConditionEx", "ExecStartPreEx",
+		"ExecStartPostEx", "ExecReload", "ExecStop", "ExecStopPost", "ExecReloadEx", "ExecStopEx", "ExecStopPostEx")
+	add(parseExitStatusSet, "RestartPreventExitStatus", "RestartForceExitStatus", "SuccessExitStatus")
+
+	// unit
+	add(parseString, "Description", "SourcePath", "OnFailureJobMode", "JobTimeoutAction",
+		"JobTimeoutRebootArgument", "StartLimitAction", "FailureAction", "SuccessAction", "RebootArgument")
+	add(oneOf("inactive", "inactive-or-failed"), "CollectMode")
+	add(parseBool, "StopWhenUnneeded", "RefuseManualStart", "RefuseManualStop", "AllowIsolate", "IgnoreOnIsolate",
+		"DefaultDependencies")
+	add(parseSecProperty, "JobTimeoutSec", "JobRunningTimeoutSec", "StartLimitIntervalSec")
+	add(parseUint32, "StartLimitBurst")
+	add(parseExitStatus, "SuccessActionExitStatus", "FailureActionExitStatus")
+	add(unitList, "Requires", "Requisite", "Wants", "BindsTo", "PartOf", "Upholds", "Conflicts", "Before", "After",
+		"OnSuccess", "OnFailure", "PropagatesReloadTo", "ReloadPropagatedFrom", "PropagatesStopTo",
+		"StopPropagatedFrom", "JoinsNamespaceOf")
+	add(wordList, "Documentation", "RequiresMountsFor", "Markers")
+	for _, c := range conditions {
+		add(parseCondition("Conditions"), "Condition"+c)
+		add(parseCondition("Asserts"), "Assert"+c)
+	}
+}
+
+// addParser sets the parser of keys.
+func addParser(p parser, keys ...string) {
+	for _, k := range keys {
+		if _, dup := properties[k]; dup {
+			panic("unit: property " + k + " twice in the table")
+		}
+		properties[k] = p
+	}
 }
 
 func parseBool(key, v string) (Property, error) {
@@ -218,7 +382,7 @@ func parseBool(key, v string) (Property, error) {
 
 func parseString(key, v string) (Property, error) { return prop(key, v), nil }
 
-func oneOf(values ...string) parser {
+func oneOf(values ...string) func(key, v string) (Property, error) {
 	return func(key, v string) (Property, error) {
 		if !slices.Contains(values, v) {
 			return Property{}, fmt.Errorf("%q is not one of %s", v, strings.Join(values, ", "))
@@ -227,7 +391,7 @@ func oneOf(values ...string) parser {
 	}
 }
 
-func boolOr(values ...string) parser {
+func boolOr(values ...string) func(key, v string) (Property, error) {
 	return func(key, v string) (Property, error) {
 		if _, err := parseBoolean(v); err != nil && !slices.Contains(values, v) {
 			return Property{}, fmt.Errorf("%q is neither a boolean nor one of %s", v, strings.Join(values, ", "))
@@ -378,14 +542,6 @@ func parseExitStatus(key, v string) (Property, error) {
 	return prop(key, int32(n)), nil
 }
 
-func parseStartLimitBurst(key, v string) (Property, error) {
-	n, err := safeAtou(v, 0, 32, false)
-	if err != nil {
-		return Property{}, fmt.Errorf("%q is not a count", v)
-	}
-	return prop(key, uint32(n)), nil
-}
-
 // parseUMask is systemd's parse_mode.
 func parseUMask(key, v string) (Property, error) {
 	n, err := safeAtou(v, 8, 32, true)
@@ -445,7 +601,7 @@ func pathList(key, v string) (Property, error) {
 	return prop(key, nonNil(words)), nil
 }
 
-func envList(check func(string) error) parser {
+func envList(check func(string) error) func(key, v string) (Property, error) {
 	return func(key, v string) (Property, error) {
 		words, err := splitWords(v, true)
 		if err != nil {

@@ -175,65 +175,132 @@ func EscapeSpecifiers(s string) string { return strings.ReplaceAll(s, "%", "%%")
 // for itself. An unbalanced quote, a trailing backslash and a bad escape
 // are errors.
 func splitWords(s string, cunescape bool) ([]string, error) {
+	flags := xUnquote
+	if cunescape {
+		flags |= xCunescape
+	}
+	return allWords(s, whitespace, flags)
+}
+
+// allWords returns every word of s, as repeated calls of extractWord.
+func allWords(s, seps string, flags extractFlags) ([]string, error) {
 	var words []string
-	for i := 0; ; {
-		w, next, err := nextWord(s, i, cunescape)
+	for c := (cursor{s: s}); ; {
+		w, ok, err := c.extractWord(seps, flags)
 		if err != nil {
 			return nil, err
 		}
-		if next < 0 {
+		if !ok {
 			return words, nil
 		}
 		words = append(words, w)
-		i = next
 	}
 }
 
-// nextWord reads the word of s that starts at or after s[i], after white
-// space, as splitWords does. It returns the word and the index after it, or
-// next < 0 if only white space is left.
-func nextWord(s string, i int, cunescape bool) (word string, next int, err error) {
-	for i < len(s) && isWhitespace(s[i]) {
-		i++
+// extractFlags are the flags of systemd's extract_first_word that its
+// property parsers use.
+type extractFlags uint
+
+const (
+	xCunescape          extractFlags = 1 << iota // decode C escapes after a backslash
+	xUnescapeSeparators                          // a backslash may escape a separator or itself
+	xUnquote                                     // quotes group and are removed
+	xDontCoalesce                                // each separator ends a word, empty words too
+	xRetainEscape                                // a backslash stays as it is
+)
+
+// A cursor is the position in a string that extract_first_word advances;
+// done is its NULL pointer, after the last word.
+type cursor struct {
+	s    string
+	i    int
+	done bool
+}
+
+// rest returns what follows the cursor, and false after the last word
+// (where the C pointer is NULL).
+func (c *cursor) rest() (string, bool) {
+	if c.done {
+		return "", false
 	}
-	if i == len(s) {
-		return "", -1, nil
+	return c.s[c.i:], true
+}
+
+// extractWord is systemd's extract_first_word: it returns the next word
+// of c, separated by any byte of seps, and ok false after the last one.
+func (c *cursor) extractWord(seps string, flags extractFlags) (word string, ok bool, err error) {
+	if c.done {
+		return "", false, nil
+	}
+	isSep := func(b byte) bool { return strings.IndexByte(seps, b) >= 0 }
+	i := c.i
+	for ; i < len(c.s) && isSep(c.s[i]); i++ {
+		if flags&xDontCoalesce != 0 {
+			c.i = i + 1
+			return "", true, nil
+		}
+	}
+	if i == len(c.s) {
+		c.done = true
+		return "", flags&xDontCoalesce != 0, nil
 	}
 	var w []byte
 	var quote byte
-	for i < len(s) {
-		switch c := s[i]; {
-		case c == '\\':
-			if i+1 == len(s) {
-				return "", 0, errors.New("trailing backslash")
+	backslash := false
+	for ; ; i++ {
+		switch {
+		case backslash:
+			if i == len(c.s) {
+				return "", false, errors.New("trailing backslash")
 			}
-			if !cunescape {
-				w = append(w, s[i+1])
-				i += 2
-				continue
+			ch := c.s[i]
+			if flags&(xCunescape|xUnescapeSeparators) == 0 {
+				w = append(w, ch)
+			} else if n, err := cunescapeOne(c.s[i:], &w); flags&xCunescape != 0 && err == nil {
+				i += n - 1
+			} else if flags&xUnescapeSeparators != 0 && (isSep(ch) || ch == '\\') {
+				w = append(w, ch)
+			} else {
+				return "", false, fmt.Errorf("bad escape sequence at byte %d", i-1)
 			}
-			n, err := cunescapeOne(s[i+1:], &w)
-			if err != nil {
-				return "", 0, fmt.Errorf("bad escape sequence at byte %d", i)
+			backslash = false
+		case quote != 0:
+			if i == len(c.s) {
+				return "", false, fmt.Errorf("unbalanced %c quote", quote)
 			}
-			i += 1 + n
-		case quote != 0 && c == quote:
-			quote = 0
-			i++
-		case quote == 0 && (c == '\'' || c == '"'):
-			quote = c
-			i++
-		case quote == 0 && isWhitespace(c):
-			return string(w), i, nil
+			switch ch := c.s[i]; {
+			case ch == quote:
+				quote = 0
+			case ch == '\\' && flags&xRetainEscape == 0:
+				backslash = true
+			default:
+				w = append(w, ch)
+			}
 		default:
-			w = append(w, c)
-			i++
+			if i == len(c.s) {
+				c.done = true
+				return string(w), true, nil
+			}
+			switch ch := c.s[i]; {
+			case (ch == '\'' || ch == '"') && flags&xUnquote != 0:
+				quote = ch
+			case ch == '\\' && flags&xRetainEscape == 0:
+				backslash = true
+			case isSep(ch):
+				if flags&xDontCoalesce != 0 {
+					c.i = i + 1
+					return string(w), true, nil
+				}
+				for i < len(c.s) && isSep(c.s[i]) {
+					i++
+				}
+				c.i, c.done = i, i == len(c.s)
+				return string(w), true, nil
+			default:
+				w = append(w, ch)
+			}
 		}
 	}
-	if quote != 0 {
-		return "", 0, fmt.Errorf("unbalanced %c quote", quote)
-	}
-	return string(w), i, nil
 }
 
 // cunescapeOne is systemd's cunescape_one without accepting NUL: it decodes

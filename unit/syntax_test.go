@@ -228,18 +228,16 @@ func TestSplitWords(t *testing.T) {
 // '$' other than "$$".
 func parseCommandLine(line string) ([]string, error) {
 	var words []string
-	for i := 0; ; {
-		for i < len(line) && isWhitespace(line[i]) {
-			i++
-		}
-		if rest := strings.TrimPrefix(line[i:], `\`); strings.HasPrefix(rest, ";") && (len(rest) == 1 || isWhitespace(rest[1])) {
+	for c := (cursor{s: line}); ; {
+		rest, _ := c.rest()
+		if rest = strings.TrimPrefix(trimLeftWhitespace(rest), `\`); strings.HasPrefix(rest, ";") && (len(rest) == 1 || isWhitespace(rest[1])) {
 			return nil, errors.New("command separator")
 		}
-		w, next, err := nextWord(line, i, true)
+		w, ok, err := c.extractWord(whitespace, xUnquote|xCunescape)
 		if err != nil {
 			return nil, err
 		}
-		if next < 0 {
+		if !ok {
 			return words, nil
 		}
 		if w, err = expandSpecifiers(w); err != nil {
@@ -249,7 +247,6 @@ func parseCommandLine(line string) ([]string, error) {
 			return nil, err
 		}
 		words = append(words, w)
-		i = next
 	}
 }
 

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +22,7 @@ type runFlags struct {
 	properties    []string
 	setenv        []string
 	workdir       string
+	sameDir       bool
 	uid, gid      string
 	timeout       time.Duration
 	noWait        bool
@@ -48,7 +51,12 @@ SIGTERM stops the unit and waits until it is gone.`,
   unitrun run -p MemoryMax=256M -E LANG=C.UTF-8 --timeout 30s -- make -j2
   unitrun run --json --retry 4 --retry-delay 2s -- /usr/bin/podman pull quay.io/example/app
   unitrun run --no-wait --unit nightly-backup.service -- /usr/local/bin/backup`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if slices.Contains(f.properties, "help") {
+				return nil // -p help needs no command
+			}
+			return cobra.MinimumNArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRun(cmd, g, f, args)
 		},
@@ -57,9 +65,10 @@ SIGTERM stops the unit and waits until it is gone.`,
 	fl.SetInterspersed(false)
 	fl.StringVarP(&f.unit, "unit", "u", "", "unit `NAME`: a name ending in .service, or without a suffix, to which .service is added (default: PREFIX + random)")
 	fl.StringVar(&f.prefix, "prefix", job.DefaultPrefix, "prefix of generated unit names")
-	fl.StringArrayVarP(&f.properties, "property", "p", nil, "set a unit property `K=V` (repeatable)")
-	fl.StringArrayVarP(&f.setenv, "setenv", "E", nil, "set an environment variable `K=V` in the unit, or pass K from unitrun's environment (repeatable)")
-	fl.StringVar(&f.workdir, "working-directory", "", "working directory of the command")
+	fl.StringArrayVarP(&f.properties, "property", "p", nil, "set a unit property `K=V`, as systemd-run -p does (repeatable; -p help lists them)")
+	fl.StringArrayVarP(&f.setenv, "setenv", "E", nil, "set an environment variable `K=V` in the unit, or K to pass unitrun's own (empty if unset); the last -E of a name wins, also over -p Environment= (repeatable)")
+	fl.StringVar(&f.workdir, "working-directory", "", "working directory of the command (default: the manager's: / for a system manager, the user's home for a user manager)")
+	fl.BoolVarP(&f.sameDir, "same-dir", "d", false, "run the command in unitrun's current directory")
 	fl.StringVar(&f.uid, "uid", "", "run as this user (system manager only)")
 	fl.StringVar(&f.gid, "gid", "", "run as this group (system manager only)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the command after this long (RuntimeMaxSec=)")
@@ -86,24 +95,32 @@ func parseRunFlags(f *runFlags, c *job.Cmd) error {
 	} else if err := unit.ValidatePrefix(f.prefix); err != nil {
 		return fmt.Errorf("--prefix: %w", err)
 	}
+	if f.sameDir {
+		if f.workdir != "" {
+			return fmt.Errorf("--same-dir and --working-directory: give one of them")
+		}
+		wd, err := os.Getwd()
+		if err != nil {
+			return fmt.Errorf("--same-dir: %w", err)
+		}
+		c.Dir = wd
+	}
 	for _, p := range f.properties {
-		prop, err := unit.ParseProperty(p)
+		props, err := unit.ParseProperty(p)
+		if errors.Is(err, unit.ErrUnknownProperty) {
+			return fmt.Errorf("--property: %w; \"-p help\" lists the known ones", err)
+		}
 		if err != nil {
 			return fmt.Errorf("--property: %w", err)
 		}
-		c.Properties = append(c.Properties, prop)
+		c.Properties = append(c.Properties, props...)
 	}
 	for _, e := range f.setenv {
-		if k, _, ok := strings.Cut(e, "="); ok {
-			if _, err := unit.QuoteEnv(k, e[len(k)+1:]); err != nil {
-				return fmt.Errorf("--setenv %q: %w", e, err)
-			}
-			c.Env = append(c.Env, e)
-			continue
+		kv, err := setenvEntry(e)
+		if err != nil {
+			return fmt.Errorf("--setenv %q: %w", e, err)
 		}
-		if v, ok := os.LookupEnv(e); ok {
-			c.Env = append(c.Env, e+"="+v)
-		}
+		c.Env = append(c.Env, kv)
 	}
 	if f.workdir != "" && !strings.HasPrefix(f.workdir, "/") {
 		return fmt.Errorf("--working-directory %q: must be an absolute path", f.workdir)
@@ -129,6 +146,20 @@ func parseRunFlags(f *runFlags, c *job.Cmd) error {
 	return nil
 }
 
+// setenvEntry turns the value of -E into an environment entry as
+// systemd-run does: NAME=VALUE as given, and NAME alone as NAME and its
+// value in unitrun's environment, empty if it has none.
+func setenvEntry(e string) (string, error) {
+	k, v, ok := strings.Cut(e, "=")
+	if !ok {
+		v = os.Getenv(k)
+	}
+	if _, err := unit.QuoteEnv(k, v); err != nil {
+		return "", err
+	}
+	return k + "=" + v, nil
+}
+
 func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	ctx := cmd.Context()
 	if f.self {
@@ -137,6 +168,10 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 			return &exitError{code: exitFailed, err: err}
 		}
 		args = append([]string{self}, args...)
+	}
+	if slices.Contains(f.properties, "help") {
+		fmt.Fprintln(cmd.OutOrStdout(), strings.Join(unit.KnownProperties(), "\n"))
+		return nil
 	}
 	c := job.CommandContext(ctx, nil, args[0], args[1:]...)
 	if err := parseRunFlags(f, c); err != nil {

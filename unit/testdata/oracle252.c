@@ -65,9 +65,87 @@ static void puthex(const char *s) {
                 printf("%02x", (unsigned char) *s);
 }
 
+static void print_value(sd_bus_message *m, char type, const char *contents);
+
+/* print_items prints the values left in the container m is in, separated
+ * by sep. */
+static void print_items(sd_bus_message *m, const char *sep) {
+        const char *contents;
+        char type;
+        bool first = true;
+
+        while (sd_bus_message_peek_type(m, &type, &contents) > 0) {
+                if (!first)
+                        printf("%s", sep);
+                first = false;
+                print_value(m, type, contents);
+        }
+}
+
+/* print_value prints the next value: a string in hex ("-" if empty), a
+ * boolean as 0 or 1, a number in decimal, an array as [a,b], a struct as
+ * (a b). */
+static void print_value(sd_bus_message *m, char type, const char *contents) {
+        union {
+                const char *s;
+                int b;
+                uint8_t y;
+                int16_t n;
+                uint16_t q;
+                int32_t i;
+                uint32_t u;
+                int64_t x;
+                uint64_t t;
+        } v;
+
+        switch (type) {
+        case 'a':
+        case 'r':
+        case 'v':
+                sd_bus_message_enter_container(m, type, contents);
+                printf("%s", type == 'a' ? "[" : type == 'r' ? "(" : "");
+                print_items(m, type == 'a' ? "," : " ");
+                printf("%s", type == 'a' ? "]" : type == 'r' ? ")" : "");
+                sd_bus_message_exit_container(m);
+                return;
+        }
+        sd_bus_message_read_basic(m, type, &v);
+        switch (type) {
+        case 's':
+                puthex(v.s);
+                break;
+        case 'b':
+                printf("%d", v.b);
+                break;
+        case 'y':
+                printf("%u", v.y);
+                break;
+        case 'n':
+                printf("%d", v.n);
+                break;
+        case 'q':
+                printf("%u", v.q);
+                break;
+        case 'i':
+                printf("%d", v.i);
+                break;
+        case 'u':
+                printf("%u", v.u);
+                break;
+        case 'x':
+                printf("%lld", (long long) v.x);
+                break;
+        case 't':
+                printf("%llu", (unsigned long long) v.t);
+                break;
+        default:
+                printf("?");
+        }
+}
+
 /* prop prints the properties the assignment turns into, as
- * "ok NAME SIG VALUE NAME SIG VALUE ...", where a list is its words in hex
- * separated by commas, or "err". */
+ * "ok NAME SIG VALUE NAME SIG VALUE ...", with values as print_value
+ * prints them, or "err". */
 static void prop(sd_bus *bus, const char *assignment) {
         sd_bus_message *m = NULL;
         const char *contents;
@@ -91,43 +169,7 @@ static void prop(sd_bus *bus, const char *assignment) {
                 sd_bus_message_read_basic(m, 's', &name);
                 sd_bus_message_peek_type(m, &type, &contents);
                 printf(" %s %s ", name, contents);
-                sd_bus_message_enter_container(m, 'v', contents);
-                if (strcmp(contents, "as") == 0) {
-                        const char *w;
-                        bool first = true;
-                        sd_bus_message_enter_container(m, 'a', "s");
-                        while (sd_bus_message_read_basic(m, 's', &w) > 0) {
-                                if (!first)
-                                        putchar(',');
-                                puthex(w);
-                                first = false;
-                        }
-                        if (first)
-                                putchar('.'); /* the empty list */
-                        sd_bus_message_exit_container(m);
-                } else if (strcmp(contents, "s") == 0) {
-                        const char *s;
-                        sd_bus_message_read_basic(m, 's', &s);
-                        puthex(s);
-                } else if (strcmp(contents, "b") == 0) {
-                        int b;
-                        sd_bus_message_read_basic(m, 'b', &b);
-                        printf("%d", b);
-                } else if (strcmp(contents, "i") == 0) {
-                        int32_t i;
-                        sd_bus_message_read_basic(m, 'i', &i);
-                        printf("%d", i);
-                } else if (strcmp(contents, "u") == 0) {
-                        uint32_t u;
-                        sd_bus_message_read_basic(m, 'u', &u);
-                        printf("%u", u);
-                } else if (strcmp(contents, "t") == 0) {
-                        uint64_t t;
-                        sd_bus_message_read_basic(m, 't', &t);
-                        printf("%llu", (unsigned long long) t);
-                } else
-                        printf("?");
-                sd_bus_message_exit_container(m);
+                print_value(m, type, contents);
                 sd_bus_message_exit_container(m);
         }
         printf("\n");
