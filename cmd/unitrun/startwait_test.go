@@ -254,8 +254,8 @@ func TestWaitInterrupted(t *testing.T) {
 	startService(t, "unitrun-test-waitint.service")
 	cmd, end := waitCLI(t, "started\n", "unitrun-test-waitint.service")
 	cmd.Process.Signal(syscall.SIGINT)
-	if code, _, errs := end(); code != 143 || !strings.Contains(errs, "stopped waiting for unitrun-test-waitint.service") {
-		t.Errorf("exit %d, stderr %q; want 143 and a message", code, errs)
+	if code, _, errs := end(); code != 130 || !strings.Contains(errs, "stopped waiting for unitrun-test-waitint.service") {
+		t.Errorf("exit %d, stderr %q; want 130 (128+SIGINT) and a message", code, errs)
 	}
 	p, err := systemdtest.Conn(t).Properties(context.Background(), "unitrun-test-waitint.service", manager.UnitIface)
 	if err != nil || p["ActiveState"].Value() != "active" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,7 +29,7 @@ ended) is not waited for: unitrun says so on stderr (unless -q) and exits
 0. UNIT must be a service's full name (NAME.service); any other exits 2.
 
 wait only watches: Ctrl-C or SIGTERM ends the wait, never the unit, which
-goes on running; unitrun then exits 143, as for an interrupted run.`,
+goes on running; unitrun then exits 128+N for signal N (130 for Ctrl-C).`,
 		Example: `  unitrun wait pivot.service
   unitrun wait --json -q os-update.service`,
 		Args: cobra.ExactArgs(1),
@@ -56,6 +57,11 @@ goes on running; unitrun then exits 143, as for an interrupted run.`,
 					json.NewEncoder(cmd.OutOrStdout()).Encode(newResult(args[0], nil, err))
 				}
 				return nil
+			}
+			if sig, ok := interruptedBy(ctx); ok && errors.Is(err, context.Canceled) {
+				// unitrun was interrupted, not the unit: it exits as an
+				// interrupted command does, and the unit goes on.
+				return &exitError{code: 128 + int(sig), err: fmt.Errorf("stopped waiting for %s, which goes on: %w", args[0], context.Cause(ctx))}
 			}
 			return report(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], st, err, asJSON, quiet)
 		},
