@@ -555,8 +555,8 @@ func (r *Runner) Status(ctx context.Context, name string) (PodStatus, error) {
 }
 
 // List returns the status of every pod, by name. A pod whose status cannot
-// be read is left out, and the error, which names each such pod, is
-// returned with the others' statuses.
+// be read is left out, and the error, which joins one error naming the pod
+// for each such pod (errors.Join), is returned with the others' statuses.
 func (r *Runner) List() ([]PodStatus, error) {
 	entries, err := os.ReadDir(filepath.Join(r.StateDir, "pods"))
 	if errors.Is(err, fs.ErrNotExist) {
