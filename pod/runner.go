@@ -193,20 +193,15 @@ func (r *Runner) Start(ctx context.Context, name string, policy ExitPolicy) erro
 		return err
 	}
 	err = r.runJob(ctx, entryUnit(m), r.Mgr.StartUnit)
-	if err != nil && m.isolated() {
-		// The container service failed to start: its ExecStopPost=
-		// records the pod's end once the service has stopped, which a
-		// start job does not wait for.
-		if serr := r.stopUnits(ctx, unitsToStop(m)); serr != nil {
-			return errors.Join(err, serr)
-		}
-	}
 	if !stopping(r.StateDir, name) {
 		return err
 	}
-	// The pod has run and is ending already: its end stopped the target
-	// or the container service, which cancels a start job not yet done,
-	// and a start job done is no sign that it runs.
+	// The pod has run and is ending already: its end stopped the target,
+	// which cancels a start job not yet done, or its systemd failed to
+	// boot, which fails the container service's start job once its
+	// ExecStopPost= has recorded the end (systemd ends a start job when
+	// the unit is inactive or failed, after its ExecStopPost=). A start
+	// job done is then no sign that the pod runs.
 	return r.endedStart(ctx, name)
 }
 
