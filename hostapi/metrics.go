@@ -26,7 +26,9 @@ var (
 	liveDesc = prometheus.NewDesc("unitrun_live_jobs",
 		"Jobs queued or running, all ops (the limit max_live_jobs applies to it).", nil, nil)
 	podsDesc = prometheus.NewDesc("unitrun_pods",
-		"Pods in the pod state dir, by phase.", []string{"phase"}, nil)
+		"Pods in the pod state dir, by phase (the unreadable ones left out).", []string{"phase"}, nil)
+	unreadableDesc = prometheus.NewDesc("unitrun_pods_unreadable",
+		"Pods in the pod state dir whose status cannot be read.", nil, nil)
 )
 
 // podPhases are the phases unitrun_pods reports, each even at zero.
@@ -60,8 +62,8 @@ func newMetrics(d *Daemon) *metrics {
 
 // handler serves the registry in the Prometheus text format (or another
 // that the scraper asks for). A metric that cannot be read, such as
-// unitrun_pods with a broken pod status file, is left out; the others are
-// served.
+// unitrun_pods with a pod state dir that cannot be listed, is left out;
+// the others are served.
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
@@ -82,13 +84,15 @@ func (m *metrics) jobFinished(r *Record) {
 func (m *metrics) callRefused(code string) { m.refused.WithLabelValues(code).Inc() }
 
 // stateCollector reads the gauges from the daemon when scraped: queue
-// depths, live jobs and, when the daemon has a PodStateDir, pods by phase.
+// depths, live jobs and, when the daemon has a PodStateDir, pods by phase
+// and the pods whose status cannot be read.
 type stateCollector struct{ d *Daemon }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- queueDesc
 	ch <- liveDesc
 	ch <- podsDesc
+	ch <- unreadableDesc
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -105,15 +109,23 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	pods, err := (&pod.Runner{StateDir: d.PodStateDir}).List()
-	if err != nil {
+	// List joins one error for each pod it could not read.
+	unreadable, ok := err.(interface{ Unwrap() []error })
+	if err != nil && !ok {
 		ch <- prometheus.NewInvalidMetric(podsDesc, err)
+		ch <- prometheus.NewInvalidMetric(unreadableDesc, err)
 		return
 	}
-	n := make(map[pod.Phase]int, len(podPhases))
+	n := 0
+	if ok {
+		n = len(unreadable.Unwrap())
+	}
+	ch <- prometheus.MustNewConstMetric(unreadableDesc, prometheus.GaugeValue, float64(n))
+	phases := make(map[pod.Phase]int, len(podPhases))
 	for _, p := range pods {
-		n[p.Phase]++
+		phases[p.Phase]++
 	}
 	for _, ph := range podPhases {
-		ch <- prometheus.MustNewConstMetric(podsDesc, prometheus.GaugeValue, float64(n[ph]), string(ph))
+		ch <- prometheus.MustNewConstMetric(podsDesc, prometheus.GaugeValue, float64(phases[ph]), string(ph))
 	}
 }

@@ -168,17 +168,46 @@ func TestMetricsPods(t *testing.T) {
 			t.Errorf("unitrun_pods{phase=%s} = %v, want %v", phase, got, want)
 		}
 	}
+	if got := sample(t, fams, "unitrun_pods_unreadable"); got != 0 {
+		t.Errorf("unitrun_pods_unreadable = %v, want 0", got)
+	}
 	if n := len(fams["unitrun_jobs_started_total"].GetMetric()); n != 0 {
 		t.Errorf("a daemon that ran no job reports %d unitrun_jobs_started_total series, want 0 (another daemon's leak in)", n)
 	}
 
-	// A broken status file leaves unitrun_pods out, not the other metrics.
-	if err := os.WriteFile(filepath.Join(pod.Dir(d.PodStateDir, "a"), "pod.json"), []byte("{"), 0o644); err != nil {
+	// Broken status files are counted apart; the readable pods are
+	// reported by phase as before.
+	for _, name := range []string{"a", "d"} {
+		if err := os.WriteFile(filepath.Join(pod.Dir(d.PodStateDir, name), "pod.json"), []byte("{"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fams = scrape(t, api)
+	for phase, want := range map[string]float64{"Pending": 0, "Running": 1, "Succeeded": 1, "Failed": 0} {
+		if got := sample(t, fams, "unitrun_pods", "phase="+phase); got != want {
+			t.Errorf("with two broken pods: unitrun_pods{phase=%s} = %v, want %v", phase, got, want)
+		}
+	}
+	if got := sample(t, fams, "unitrun_pods_unreadable"); got != 2 {
+		t.Errorf("unitrun_pods_unreadable = %v, want 2", got)
+	}
+	if got := sample(t, fams, "unitrun_live_jobs"); got != 0 {
+		t.Errorf("unitrun_live_jobs = %v, want 0", got)
+	}
+
+	// A pod state dir that cannot be listed leaves both pod metrics out,
+	// not the others.
+	if err := os.RemoveAll(filepath.Join(d.PodStateDir, "pods")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d.PodStateDir, "pods"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	fams = scrape(t, api)
-	if _, ok := fams["unitrun_pods"]; ok {
-		t.Errorf("unitrun_pods served from a broken status file: %v", fams["unitrun_pods"])
+	for _, name := range []string{"unitrun_pods", "unitrun_pods_unreadable"} {
+		if _, ok := fams[name]; ok {
+			t.Errorf("%s served from a pod state dir that cannot be listed: %v", name, fams[name])
+		}
 	}
 	if got := sample(t, fams, "unitrun_live_jobs"); got != 0 {
 		t.Errorf("unitrun_live_jobs = %v, want 0", got)

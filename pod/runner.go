@@ -166,8 +166,9 @@ func (r *Runner) loaded(ctx context.Context, names []string) ([]string, error) {
 // Start starts a created pod, under policy if it is not "" instead of the
 // manifest's exit policy (the choice is saved with the pod's state), and
 // returns once the start job of the pod's target is done: every app that
-// has no init app before it has started (or the pod has already ended).
-// Only a Pending pod starts.
+// has no init app before it has started. If the pod is ending by then (it
+// ended before or while it started), Start waits for its end and returns
+// an *EndedError if it failed. Only a Pending pod starts.
 func (r *Runner) Start(ctx context.Context, name string, policy ExitPolicy) error {
 	if policy != "" {
 		if err := policy.Check(); err != nil {
@@ -192,12 +193,43 @@ func (r *Runner) Start(ctx context.Context, name string, policy ExitPolicy) erro
 		return err
 	}
 	err = r.runJob(ctx, entryUnit(m), r.Mgr.StartUnit)
-	if err != nil && stopping(r.StateDir, name) {
-		// The pod has run and is ending already: its end stopped the
-		// target, which cancels a start job not yet done.
-		return nil
+	if !stopping(r.StateDir, name) {
+		return err
 	}
-	return err
+	// The pod has run and is ending already: its end stopped the target,
+	// which cancels a start job not yet done, or its systemd failed to
+	// boot, which fails the container service's start job once its
+	// ExecStopPost= has recorded the end (systemd ends a start job when
+	// the unit is inactive or failed, after its ExecStopPost=). A start
+	// job done is then no sign that the pod runs.
+	return r.endedStart(ctx, name)
+}
+
+// endedStart waits until pod name, which is ending, has ended and returns
+// an *EndedError if it failed.
+func (r *Runner) endedStart(ctx context.Context, name string) error {
+	s, err := r.Wait(ctx, name)
+	if err != nil {
+		return err
+	}
+	if s.Phase == PodFailed {
+		return &EndedError{Status: s}
+	}
+	return nil
+}
+
+// An EndedError is the error of a start whose pod ended Failed before the
+// start was over, such as an isolated pod whose systemd could not boot.
+type EndedError struct {
+	Status PodStatus
+}
+
+func (e *EndedError) Error() string {
+	code := "no exit code"
+	if e.Status.ExitCode != nil {
+		code = "exit code " + strconv.Itoa(*e.Status.ExitCode)
+	}
+	return fmt.Sprintf("pod %s ended %s (%s) while it started: see pod status and pod logs", e.Status.Name, e.Status.Phase, code)
 }
 
 // Wait waits until pod name has ended and returns its status.
@@ -518,8 +550,8 @@ func (r *Runner) Status(ctx context.Context, name string) (PodStatus, error) {
 }
 
 // List returns the status of every pod, by name. A pod whose status cannot
-// be read is left out, and the error, which names each such pod, is
-// returned with the others' statuses.
+// be read is left out, and the error, which joins one error naming the pod
+// for each such pod (errors.Join), is returned with the others' statuses.
 func (r *Runner) List() ([]PodStatus, error) {
 	entries, err := os.ReadDir(filepath.Join(r.StateDir, "pods"))
 	if errors.Is(err, fs.ErrNotExist) {

@@ -95,7 +95,8 @@ func (f *podFlags) hookManager(mgr *manager.Conn) string {
 const exitNoPod = 1
 
 // failed wraps an error of a pod command in exit status 125, or exitNoPod
-// for a pod that does not exist.
+// for a pod that does not exist, or the pod's exit code for a pod that
+// ended Failed while it started.
 func failed(err error) error {
 	if err == nil {
 		return nil
@@ -105,6 +106,9 @@ func failed(err error) error {
 	}
 	if np := (*pod.NoPodError)(nil); errors.As(err, &np) {
 		return &exitError{code: exitNoPod, err: err}
+	}
+	if ended := (*pod.EndedError)(nil); errors.As(err, &ended) && ended.Status.ExitCode != nil {
+		return &exitError{code: *ended.Status.ExitCode, err: err}
 	}
 	return &exitError{code: exitFailed, err: err}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -131,6 +132,11 @@ stderr.`,
 				return err
 			}
 			if err := r.Start(ctx, m.Name, pod.ExitPolicy(policy)); err != nil {
+				if ended := (*pod.EndedError)(nil); errors.As(err, &ended) && !detach {
+					// The pod failed while it started: runAttached
+					// prints its output and exits with its code.
+					return runAttached(cmd, r, m, sigs, asJSON, quiet)
+				}
 				if err := interruptedStart(r, m.Name, sigs, err); err != nil {
 					return err
 				}

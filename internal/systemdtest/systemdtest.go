@@ -8,8 +8,8 @@
 //	func TestMain(m *testing.M) { systemdtest.Main(m) }
 //
 // Main fails the whole binary, loudly, if the manager cannot boot, and after
-// the tests fails it if any unit whose name starts with "unitrun-" is still
-// loaded.
+// the tests fails it if any unit of ours is still loaded: named unitrun-*
+// or unitrun.TYPE, of any type.
 package systemdtest
 
 import (
@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -122,18 +123,26 @@ func RunDir(t testing.TB) string {
 // tmpfsMagic is statfs's f_type of a tmpfs (TMPFS_MAGIC).
 const tmpfsMagic = 0x01021994
 
-// leftovers lists units named unitrun-* still loaded, after giving
-// collection a moment.
+// ours reports whether u, a unit name, is one that unitrun names: any
+// unit of any type named unitrun-* (jobs, pins, ops, pods and their
+// slices, targets and timers) or unitrun.TYPE (the pods' parent
+// unitrun.slice, the daemon's unitrun.socket and unitrun.service).
+func ours(u string) bool {
+	return strings.HasPrefix(u, "unitrun-") || strings.HasPrefix(u, "unitrun.")
+}
+
+// leftovers lists the units of ours still loaded, after
+// giving collection a moment.
 func leftovers() []string {
 	var left []string
 	for range 50 {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		names, err := conn.ListUnitNames(ctx, "unitrun-")
+		names, err := conn.ListUnitNames(ctx, "unitrun")
 		cancel()
 		if err != nil {
 			return []string{"(cannot list units: " + err.Error() + ")"}
 		}
-		left = names
+		left = slices.DeleteFunc(names, func(u string) bool { return !ours(u) })
 		if len(left) == 0 {
 			return nil
 		}
