@@ -100,6 +100,21 @@ func waitLog(t *testing.T, r *Runner, name, app, want string) {
 	t.Fatalf("app %s of pod %s never wrote %q", app, name, want)
 }
 
+// waitStarted waits until app of pod name has recorded the start of its run.
+func waitStarted(t *testing.T, r *Runner, name, app string) {
+	t.Helper()
+	for range 1200 {
+		s, _ := ReadPod(r.StateDir, name)
+		for _, a := range s.Apps {
+			if a.Name == app && !a.StartedAt.IsZero() {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("app %s of pod %s never started", app, name)
+}
+
 // Every way to stop an isolated pod from outside stops it gracefully: each
 // app gets SIGTERM and each exit is recorded, in the status files too.
 func TestIsolatedPodStopFromOutside(t *testing.T) {
@@ -125,8 +140,10 @@ func TestIsolatedPodStopFromOutside(t *testing.T) {
 			r := newRunner(t)
 			name := run(t, r, fmt.Sprintf(stoppable, "out-"+w.name), "")
 			defer containerLog(t, r, name)
-			// a has started: the start job waited for it. b must have
-			// set its trap.
+			// a's command must have started (the start job waited only
+			// for "pod exec", which records the start and then executes
+			// it), and b must have set its trap.
+			waitStarted(t, r, name, "a")
 			waitLog(t, r, name, "b", "trapped\n")
 			w.stop(t, r, name)
 			s := wait(t, r, name)
