@@ -1,6 +1,7 @@
 package job
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -36,6 +37,9 @@ type run struct {
 	dropInInfo os.FileInfo
 	unlock     func()  // releases the name's lock (see claim), while held
 	canceled   *Status // how the run ended when a cancel came during its start
+	// before is, for Start, the unit's invocation ID before its call: a
+	// state that still has it describes an earlier run, not this start's.
+	before []byte
 	// ended, if set, is told the run's outcome before the unit is released.
 	ended func(*Status, error)
 	// hold, if set, says whether wait leaves the unit of a run that ended
@@ -182,6 +186,7 @@ func (r *run) waitJob(ctx context.Context) error {
 			if ev.Result == "done" {
 				return nil
 			}
+			r.forgetEarlierRun(ctx)
 			if r.state.ran() {
 				// The command ran and ended while starting (a fast failure
 				// under Type=exec, or a oneshot): its final state and
@@ -286,6 +291,34 @@ func (r *run) merge(props map[string]dbus.Variant) {
 	if id, ok := props["InvocationID"].Value().([]byte); ok && len(id) > 0 && r.invoked != nil {
 		r.invoked(hex.EncodeToString(id))
 	}
+}
+
+// forgetEarlierRun drops from the state the outcome of the unit's earlier
+// run, if Start's call made no run of its own: a start refused by
+// systemd's start limit, a condition or a dependency leaves the unit
+// inactive or failed with the invocation ID it had before, and with that
+// run's exit status, which is not this start's. It reads the unit again
+// before it judges, and reports whether it dropped anything.
+func (r *run) forgetEarlierRun(ctx context.Context) bool {
+	earlier := func() bool {
+		id, _ := r.state["InvocationID"].Value().([]byte)
+		switch r.state.str("ActiveState") {
+		case "inactive", "failed":
+			return r.before != nil && bytes.Equal(id, r.before)
+		}
+		return false
+	}
+	if !earlier() {
+		return false
+	}
+	r.reread(ctx)
+	if !earlier() {
+		return false
+	}
+	for _, p := range []string{"InvocationID", "Result", "ExecMainCode", "ExecMainStatus", "ExecMainPID", "ExecMainStartTimestamp", "ExecMainExitTimestamp"} {
+		delete(r.state, p)
+	}
+	return true
 }
 
 // jobGone reports whether the unit has no job pending (read after reconnect).

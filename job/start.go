@@ -55,6 +55,7 @@ func start(ctx context.Context, mgr *manager.Conn, name string, invoked func(id 
 	// waitJob stops the unit then.
 	call, done := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	before, _ := u["InvocationID"].Value().([]byte)
+	r.before = append([]byte{}, before...)
 	job, err := r.startUnit(call, before)
 	done()
 	if err != nil {
@@ -76,6 +77,12 @@ func start(ctx context.Context, mgr *manager.Conn, name string, invoked func(id 
 		return nil, err
 	}
 	if !waits {
+		r.release()
+		return &Status{Unit: name, JobResult: "done", Attempts: 1}, nil
+	}
+	if r.forgetEarlierRun(ctx) {
+		// The start job is done and the unit made no run (a condition
+		// not met): there is no run to wait for.
 		r.release()
 		return &Status{Unit: name, JobResult: "done", Attempts: 1}, nil
 	}
