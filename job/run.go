@@ -186,7 +186,7 @@ func (r *run) waitJob(ctx context.Context) error {
 			if ev.Result == "done" {
 				return nil
 			}
-			r.forgetEarlierRun(ctx)
+			noRun := r.forgetEarlierRun(ctx)
 			if r.state.ran() {
 				// The command ran and ended while starting (a fast failure
 				// under Type=exec, or a oneshot): its final state and
@@ -194,7 +194,11 @@ func (r *run) waitJob(ctx context.Context) error {
 				r.waitEnded(ctx)
 			}
 			// Read the outcome before release: resetting the unit changes it.
-			var err error = &JobError{Unit: r.unit, Result: ev.Result, Reason: r.setupFailure(ctx)}
+			je := &JobError{Unit: r.unit, Result: ev.Result, Reason: r.setupFailure(ctx)}
+			if noRun && je.Reason == "" {
+				je.Reason = "job " + ev.Result + ": systemd made no run (its start limit, a condition or a dependency refused the start; systemctl status tells which)"
+			}
+			var err error = je
 			st := r.state.status(r.unit, r.jobResult(ev.Result))
 			if r.state.ranCommand() {
 				err = &ExitError{st}
