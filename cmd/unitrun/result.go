@@ -66,6 +66,10 @@ func report(stdout, stderr io.Writer, unitName string, st *job.Status, err error
 		if e := enc.Encode(newResult(unitName, st, err)); e != nil {
 			return &exitError{code: exitFailed, err: e}
 		}
+	} else if !quiet && st != nil && st.InvocationID == "" && st.JobResult == "done" {
+		// Start of a service that stays up (not waited for), or whose
+		// condition was not met: its start job is all there is.
+		fmt.Fprintf(stderr, "unitrun: %s: start job done; no run to wait for\n", st.Unit)
 	} else if !quiet && st != nil {
 		took := ""
 		if !st.StartedAt.IsZero() && !st.FinishedAt.IsZero() {

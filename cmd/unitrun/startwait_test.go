@@ -274,3 +274,22 @@ func TestStartShowsEveryLine(t *testing.T) {
 		t.Errorf("exit %d, %d bytes of stdout, want 0 and the %d bytes of seq 20000 (stderr %q)", code, len(out), len(want), errs)
 	}
 }
+
+// TestStartMakesNoRun starts a oneshot twice: the second start makes no
+// run (its condition is no longer met), and start says so and exits 0, as
+// systemctl start does, instead of reporting the first run's exit 5.
+func TestStartMakesNoRun(t *testing.T) {
+	gate := filepath.Join(t.TempDir(), "gate")
+	writeService(t, "unitrun-test-norun.service", "[Unit]\nConditionPathExists=!"+gate+"\n[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo ran; exit 5'\n")
+	defer systemdtest.Conn(t).ResetFailedUnit(context.Background(), "unitrun-test-norun.service")
+	if out, _, code := unitrun(t, "start", "unitrun-test-norun.service"); code != 5 || out != "ran\n" {
+		t.Fatalf("first start: exit %d, stdout %q; want 5 and ran", code, out)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := unitrun(t, "start", "unitrun-test-norun.service")
+	if code != 0 || out != "" || errs != "unitrun: unitrun-test-norun.service: start job done; no run to wait for\n" {
+		t.Errorf("second start: exit %d, stdout %q, stderr %q; want 0 and no run", code, out, errs)
+	}
+}
