@@ -235,7 +235,7 @@ func userTarget() (Target, error) {
 	rt := os.Getenv("XDG_RUNTIME_DIR")
 	if rt != "" {
 		if p := filepath.Join(rt, "systemd", "private"); socketExists(p) {
-			return Target{Spec: string(KindUser), Address: unixAddress(p), Peer: true, Env: runtimeEnv(rt)}, nil
+			return Target{Spec: string(KindUser), Address: unixAddress(p), Peer: true, Env: runtimeEnv(rt), Journal: runtimeJournal(rt)}, nil
 		}
 	}
 	if addr := os.Getenv("DBUS_SESSION_BUS_ADDRESS"); addr != "" {
@@ -250,12 +250,21 @@ func privateTarget(path string) Target {
 	if filepath.Base(path) == "private" && filepath.Base(filepath.Dir(path)) == "systemd" && path != "/run/systemd/private" {
 		rt := filepath.Dir(filepath.Dir(path))
 		t.Env = runtimeEnv(rt)
-		// An embedded manager's: its units log to its own journal.
-		if e := (&Embedded{Dir: rt}); socketExists(filepath.Join(e.Target().Journal.Sockets, "stdout")) {
-			t.Journal = e.Target().Journal
-		}
+		t.Journal = runtimeJournal(rt)
 	}
 	return t
+}
+
+// runtimeJournal is where the units of the user manager whose runtime
+// directory is rt log: the journal of its own that an embedded manager
+// (booted in rt) runs beside it, else the host's (the zero Journal). It is
+// the same whether that manager is reached as private:PATH or, after
+// "eval $(unitrun manager env)", as the user manager.
+func runtimeJournal(rt string) Journal {
+	if e := (&Embedded{Dir: rt}); socketExists(filepath.Join(e.Target().Journal.Sockets, "stdout")) {
+		return e.Target().Journal
+	}
+	return Journal{}
 }
 
 func runtimeEnv(rt string) []string {

@@ -263,6 +263,18 @@ func TestWaitInterrupted(t *testing.T) {
 	}
 }
 
+// TestStartOutputAfterManagerEnv reaches the embedded manager as a user
+// does after eval "$(unitrun manager env)": as the user manager, through
+// $XDG_RUNTIME_DIR. start still shows the unit's output, read from the
+// embedded manager's own journal.
+func TestStartOutputAfterManagerEnv(t *testing.T) {
+	writeService(t, "unitrun-test-userenv.service", "[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo from-the-unit; exit 4'\n")
+	out, errs, code := unitrun(t, "--manager", "user", "start", "unitrun-test-userenv.service")
+	if code != 4 || out != "from-the-unit\n" {
+		t.Errorf("exit %d, stdout %q; want 4 and the unit's line (stderr %q)", code, out, errs)
+	}
+}
+
 // TestStartShowsEveryLine starts a oneshot that prints many lines and
 // exits at once: start shows every one of them, though journald stores
 // the last ones after the unit has ended.
