@@ -148,6 +148,11 @@ func open(ctx context.Context, spec string, o Options, boot bool) (*Conn, []Atte
 		return c
 	}
 	fail := func() error {
+		// A canceled caller (Ctrl-C while the embedded manager boots) is
+		// told so, not that no manager is there.
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("manager %s: %w", s, err)
+		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "manager %s: no manager reachable", s)
 		for _, a := range tries {

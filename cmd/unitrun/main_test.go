@@ -287,6 +287,49 @@ func TestEmbeddedDefault(t *testing.T) {
 	}
 }
 
+// TestRunInterruptedWhileBooting sends SIGINT to the first run, while it
+// boots the embedded manager: unitrun exits 130 and says it was
+// interrupted (not that no manager is reachable, nor 125), the command
+// never runs and the half-booted manager's journald is not left running.
+func TestRunInterruptedWhileBooting(t *testing.T) {
+	dir, err := os.MkdirTemp("", "unitrun-emb-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	e := &manager.Embedded{Dir: dir}
+	defer e.Stop(context.Background(), 10*time.Second)
+	ran := filepath.Join(t.TempDir(), "ran")
+	cmd := exec.Command(systemdtest.Binary(t), "run", "--", "/bin/sh", "-c", `touch "$1"; exec sleep 600`, "sh", ran)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), manager.EnvEmbeddedDir + "=" + dir, manager.EnvManager + "=auto"}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// journald.pid is written once journald is started, just before the
+	// manager's process becomes systemd, which then takes a while to answer.
+	for range 10000 {
+		if _, err := os.Stat(filepath.Join(dir, "journald.pid")); err == nil {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	if _, err := os.Stat(ran); err == nil {
+		t.Skip("the manager booted before SIGINT arrived; the command ran")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 || errb.String() != "unitrun: interrupted by SIGINT\n" {
+		t.Errorf("exit %d, stderr %q; want 130 and %q", code, errb.String(), "unitrun: interrupted by SIGINT\n")
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "journald.pid")); err == nil {
+		if pid := atoi(strings.TrimSpace(string(b))); pid > 0 && systemdtest.Alive(pid) {
+			t.Errorf("the embedded journald %d is still running after the interrupted boot", pid)
+		}
+	}
+}
+
 // On a system manager (PID 1 of its own namespaces), --uid and --gid run
 // the command as that user, and auto picks the system manager.
 func TestRunUIDOnSystemManager(t *testing.T) {
