@@ -78,6 +78,22 @@ func TestRunCommandNotFound(t *testing.T) {
 	if code != 127 || !strings.Contains(errs, "no-such-command-unitrun: command not found") {
 		t.Errorf("exit %d, stderr %q; want 127 and a shell-like message", code, errs)
 	}
+	// --json prints its one object, with the reason, for a command that
+	// is missing (127) or cannot be executed (126).
+	for _, tc := range []struct {
+		path string
+		code int
+		want string
+	}{
+		{"no-such-command-unitrun", 127, "no-such-command-unitrun: command not found"},
+		{t.TempDir(), 126, ": cannot execute: "},
+	} {
+		out, errs, code := unitrun(t, "run", "--json", "--", tc.path)
+		var r result
+		if err := json.Unmarshal([]byte(out), &r); err != nil || code != tc.code || !strings.Contains(r.Error, tc.want) || r.ExitCode != nil {
+			t.Errorf("run --json %s: exit %d, stdout %q (%v), stderr %q; want %d and one object whose error has %q", tc.path, code, out, err, errs, tc.code, tc.want)
+		}
+	}
 }
 
 func TestRunBadFlags(t *testing.T) {

@@ -142,9 +142,14 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	if err := parseRunFlags(f, c); err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
-	// A missing command is reported before anything starts, as a shell would.
+	// A missing command is reported before anything starts, as a shell
+	// would; --json still prints its one object, with the reason.
 	if _, err := exec.LookPath(c.Path); err != nil {
-		return exitFor(err, nil, false)
+		ee := exitFor(err, nil, false)
+		if f.asJSON {
+			printJSON(cmd.OutOrStdout(), result{Unit: c.Name, Error: ee.Error()})
+		}
+		return ee
 	}
 	mgr, err := g.open(ctx)
 	if err != nil {
