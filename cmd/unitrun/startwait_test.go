@@ -247,15 +247,16 @@ func TestWaitNotRunning(t *testing.T) {
 }
 
 // TestWaitInterrupted: SIGINT ends the wait, not the unit: wait exits
-// 143, as an interrupted run does, and the service goes on running.
+// 130 (128+SIGINT), as an interrupted run does, and the service goes on
+// running.
 func TestWaitInterrupted(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "go")
 	writeService(t, "unitrun-test-waitint.service", "[Service]\nExecStart=/bin/sh -c '"+gated+"' sh "+gate+" 0\n")
 	startService(t, "unitrun-test-waitint.service")
 	cmd, end := waitCLI(t, "started\n", "unitrun-test-waitint.service")
 	cmd.Process.Signal(syscall.SIGINT)
-	if code, _, errs := end(); code != 143 || !strings.Contains(errs, "stopped waiting for unitrun-test-waitint.service") {
-		t.Errorf("exit %d, stderr %q; want 143 and a message", code, errs)
+	if code, _, errs := end(); code != 130 || !strings.Contains(errs, "stopped waiting for unitrun-test-waitint.service, which goes on: interrupted by SIGINT") {
+		t.Errorf("exit %d, stderr %q; want 130 and a message", code, errs)
 	}
 	p, err := systemdtest.Conn(t).Properties(context.Background(), "unitrun-test-waitint.service", manager.UnitIface)
 	if err != nil || p["ActiveState"].Value() != "active" {
