@@ -105,13 +105,14 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"run", "-p", "NoSuchProperty=1", "--", "true"}, "NoSuchProperty"},
 		{[]string{"run", "-E", "1BAD=x", "--", "true"}, "1BAD"},
 		{[]string{"run", "--unit", "bad name", "--", "true"}, "bad name"},
+		{[]string{"run", "--unit", "", "--", "true"}, "--unit: must not be empty"},
 		{[]string{"run", "--working-directory", "relative", "--", "true"}, "--working-directory"},
 		{[]string{"--manager", "nonsense", "run", "--", "true"}, "nonsense"},
 		{[]string{"run", "--uid", "nobody", "--", "true"}, "--uid"},
 	} {
 		_, errs, code := unitrun(t, tc.args...)
-		if code == 0 || !strings.Contains(errs, tc.want) {
-			t.Errorf("%v: exit %d, stderr %q; want an error naming %q", tc.args, code, errs, tc.want)
+		if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and an error naming %q", tc.args, code, errs, tc.want)
 		}
 	}
 }

@@ -140,6 +140,10 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 		args = append([]string{self}, args...)
 	}
 	c := job.CommandContext(ctx, nil, args[0], args[1:]...)
+	if cmd.Flags().Changed("unit") && f.unit == "" {
+		// systemd-run refuses it too; it must not mean a random name.
+		return &exitError{code: exitUsage, err: fmt.Errorf("--unit: must not be empty")}
+	}
 	if err := parseRunFlags(f, c); err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
