@@ -224,7 +224,7 @@ func (c *Cmd) Start() error {
 	// directory that cannot be entered is refused before anything starts.
 	if c.Dir != "" && c.Manager.SharesFS(c.ctx) {
 		if err := checkDir(c.Dir); err != nil {
-			return fmt.Errorf("job: working directory %s: %w", c.Dir, err)
+			return fmt.Errorf("working directory %s: %w", c.Dir, err)
 		}
 	}
 	return c.startRun()
