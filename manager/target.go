@@ -156,6 +156,10 @@ func open(ctx context.Context, spec string, o Options, boot bool) (*Conn, []Atte
 		var b strings.Builder
 		fmt.Fprintf(&b, "manager %s: no manager reachable", s)
 		for _, a := range tries {
+			if a.Target.Address == "" { // skipped before an address was known
+				fmt.Fprintf(&b, "; %s: %v", a.Target.Spec, a.Err)
+				continue
+			}
 			fmt.Fprintf(&b, "; %s (%s): %v", a.Target.Spec, a.Target.Address, a.Err)
 		}
 		return errors.New(b.String())
@@ -168,7 +172,7 @@ func open(ctx context.Context, spec string, o Options, boot bool) (*Conn, []Atte
 	case KindUser:
 		t, err := userTarget()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("manager user: %w", err)
 		}
 		if c := try(t, "asked for"); c != nil {
 			return c, tries, nil
@@ -246,7 +250,7 @@ func userTarget() (Target, error) {
 	if addr := os.Getenv("DBUS_SESSION_BUS_ADDRESS"); addr != "" {
 		return Target{Spec: string(KindUser), Address: addr, Env: runtimeEnv(rt)}, nil
 	}
-	return Target{}, errors.New("manager user: neither $XDG_RUNTIME_DIR/systemd/private nor $DBUS_SESSION_BUS_ADDRESS is there")
+	return Target{}, errors.New("neither $XDG_RUNTIME_DIR/systemd/private nor $DBUS_SESSION_BUS_ADDRESS is there")
 }
 
 func privateTarget(path string) Target {
