@@ -229,6 +229,7 @@ func (e *Embedded) boot(ctx context.Context) error {
 				e.Socket(), journal, filepath.Join(e.Dir, "journald.log"), e.logTail())
 		case <-ctx.Done():
 			cmd.Process.Kill()
+			e.stopJournald(5 * time.Second)
 			return ctx.Err()
 		case <-time.After(5 * time.Millisecond):
 		}

@@ -63,6 +63,18 @@ func TestOpenUnreachableNamesWhatWasTried(t *testing.T) {
 	}
 }
 
+// TestOpenAutoUnreachableMessage: auto's error lists each manager it
+// tried with the address it dialed, and one it skipped without an
+// address (no user manager in the environment) with its reason alone.
+func TestOpenAutoUnreachableMessage(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", "")
+	_, _, err := manager.Probe(context.Background(), "auto", manager.Options{EmbeddedDir: filepath.Join(t.TempDir(), "none")}, false)
+	if err == nil || strings.Contains(err.Error(), "()") || strings.Contains(err.Error(), "user: manager user") || !strings.Contains(err.Error(), "; user: ") || !strings.Contains(err.Error(), "; embedded (unix:path=") {
+		t.Errorf("Probe auto: %v; want each manager tried named once, with no empty address", err)
+	}
+}
+
 func TestOpenPrivateReachesTestManager(t *testing.T) {
 	ctx := context.Background()
 	c, err := manager.Open(ctx, os.Getenv(manager.EnvManager), manager.Options{})

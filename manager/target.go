@@ -148,9 +148,18 @@ func open(ctx context.Context, spec string, o Options, boot bool) (*Conn, []Atte
 		return c
 	}
 	fail := func() error {
+		// A canceled caller (Ctrl-C while the embedded manager boots) is
+		// told so, not that no manager is there.
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("manager %s: %w", s, err)
+		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "manager %s: no manager reachable", s)
 		for _, a := range tries {
+			if a.Target.Address == "" { // skipped before an address was known
+				fmt.Fprintf(&b, "; %s: %v", a.Target.Spec, a.Err)
+				continue
+			}
 			fmt.Fprintf(&b, "; %s (%s): %v", a.Target.Spec, a.Target.Address, a.Err)
 		}
 		return errors.New(b.String())
@@ -163,7 +172,7 @@ func open(ctx context.Context, spec string, o Options, boot bool) (*Conn, []Atte
 	case KindUser:
 		t, err := userTarget()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("manager user: %w", err)
 		}
 		if c := try(t, "asked for"); c != nil {
 			return c, tries, nil
@@ -235,13 +244,13 @@ func userTarget() (Target, error) {
 	rt := os.Getenv("XDG_RUNTIME_DIR")
 	if rt != "" {
 		if p := filepath.Join(rt, "systemd", "private"); socketExists(p) {
-			return Target{Spec: string(KindUser), Address: unixAddress(p), Peer: true, Env: runtimeEnv(rt)}, nil
+			return Target{Spec: string(KindUser), Address: unixAddress(p), Peer: true, Env: runtimeEnv(rt), Journal: runtimeJournal(rt)}, nil
 		}
 	}
 	if addr := os.Getenv("DBUS_SESSION_BUS_ADDRESS"); addr != "" {
 		return Target{Spec: string(KindUser), Address: addr, Env: runtimeEnv(rt)}, nil
 	}
-	return Target{}, errors.New("manager user: neither $XDG_RUNTIME_DIR/systemd/private nor $DBUS_SESSION_BUS_ADDRESS is there")
+	return Target{}, errors.New("neither $XDG_RUNTIME_DIR/systemd/private nor $DBUS_SESSION_BUS_ADDRESS is there")
 }
 
 func privateTarget(path string) Target {
@@ -250,12 +259,21 @@ func privateTarget(path string) Target {
 	if filepath.Base(path) == "private" && filepath.Base(filepath.Dir(path)) == "systemd" && path != "/run/systemd/private" {
 		rt := filepath.Dir(filepath.Dir(path))
 		t.Env = runtimeEnv(rt)
-		// An embedded manager's: its units log to its own journal.
-		if e := (&Embedded{Dir: rt}); socketExists(filepath.Join(e.Target().Journal.Sockets, "stdout")) {
-			t.Journal = e.Target().Journal
-		}
+		t.Journal = runtimeJournal(rt)
 	}
 	return t
+}
+
+// runtimeJournal is where the units of the user manager whose runtime
+// directory is rt log: the journal of its own that an embedded manager
+// (booted in rt) runs beside it, else the host's (the zero Journal). It is
+// the same whether that manager is reached as private:PATH or, after
+// "eval $(unitrun manager env)", as the user manager.
+func runtimeJournal(rt string) Journal {
+	if e := (&Embedded{Dir: rt}); socketExists(filepath.Join(e.Target().Journal.Sockets, "stdout")) {
+		return e.Target().Journal
+	}
+	return Journal{}
 }
 
 func runtimeEnv(rt string) []string {

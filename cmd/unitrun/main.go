@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -72,6 +73,17 @@ func interruptedBy(ctx context.Context) (syscall.Signal, bool) {
 	return 0, false
 }
 
+// interrupted tells err, which ends in the "context canceled" of a context
+// that a signal canceled, with that signal instead ("stopped waiting for
+// x.service, which goes on: interrupted by SIGINT").
+func interrupted(err, cause error) error {
+	msg, ok := strings.CutSuffix(err.Error(), context.Canceled.Error())
+	if !ok || msg == "" {
+		return cause
+	}
+	return fmt.Errorf("%s%w", msg, cause)
+}
+
 func main() {
 	// The first SIGINT or SIGTERM cancels the command's context, with the
 	// signal as its cause; later ones are caught and dropped.
@@ -94,7 +106,7 @@ func main() {
 	}
 	// A command that a signal cut short did not fail: it exits 128+N.
 	if sig, ok := interruptedBy(ctx); ok && ee.code == exitFailed && errors.Is(ee.err, context.Canceled) {
-		ee = &exitError{code: 128 + int(sig), err: context.Cause(ctx)}
+		ee = &exitError{code: 128 + int(sig), err: interrupted(ee.err, context.Cause(ctx))}
 	}
 	if ee.err != nil {
 		fmt.Fprintln(os.Stderr, "unitrun:", ee.err)

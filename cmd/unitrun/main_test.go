@@ -78,6 +78,22 @@ func TestRunCommandNotFound(t *testing.T) {
 	if code != 127 || !strings.Contains(errs, "no-such-command-unitrun: command not found") {
 		t.Errorf("exit %d, stderr %q; want 127 and a shell-like message", code, errs)
 	}
+	// --json prints its one object, with the reason, for a command that
+	// is missing (127) or cannot be executed (126).
+	for _, tc := range []struct {
+		path string
+		code int
+		want string
+	}{
+		{"no-such-command-unitrun", 127, "no-such-command-unitrun: command not found"},
+		{t.TempDir(), 126, ": cannot execute: "},
+	} {
+		out, errs, code := unitrun(t, "run", "--json", "--", tc.path)
+		var r result
+		if err := json.Unmarshal([]byte(out), &r); err != nil || code != tc.code || !strings.Contains(r.Error, tc.want) || r.ExitCode != nil {
+			t.Errorf("run --json %s: exit %d, stdout %q (%v), stderr %q; want %d and one object whose error has %q", tc.path, code, out, err, errs, tc.code, tc.want)
+		}
+	}
 }
 
 func TestRunBadFlags(t *testing.T) {
@@ -89,13 +105,14 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"run", "-p", "NoSuchProperty=1", "--", "true"}, "NoSuchProperty"},
 		{[]string{"run", "-E", "1BAD=x", "--", "true"}, "1BAD"},
 		{[]string{"run", "--unit", "bad name", "--", "true"}, "bad name"},
+		{[]string{"run", "--unit", "", "--", "true"}, "--unit: must not be empty"},
 		{[]string{"run", "--working-directory", "relative", "--", "true"}, "--working-directory"},
 		{[]string{"--manager", "nonsense", "run", "--", "true"}, "nonsense"},
 		{[]string{"run", "--uid", "nobody", "--", "true"}, "--uid"},
 	} {
 		_, errs, code := unitrun(t, tc.args...)
-		if code == 0 || !strings.Contains(errs, tc.want) {
-			t.Errorf("%v: exit %d, stderr %q; want an error naming %q", tc.args, code, errs, tc.want)
+		if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and an error naming %q", tc.args, code, errs, tc.want)
 		}
 	}
 }
@@ -164,6 +181,47 @@ func TestRunSIGTERMStopsUnit(t *testing.T) {
 		t.Errorf("command %d still running", pid)
 	}
 	waitGone(t, "unitrun-test-sigterm.service")
+}
+
+// TestRunInterruptedExits128N interrupts run with SIGINT and SIGTERM
+// while its command runs, and during --retry's back-off: run stops the
+// unit and exits 128+N of the signal it got, not the status the stopped
+// command chose (this one exits 5 on SIGTERM), so that "run x && next"
+// stops at an interrupt, as "pod run" and "op call" do.
+func TestRunInterruptedExits128N(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sig  syscall.Signal
+		argv []string
+	}{
+		{"running-sigint", syscall.SIGINT, []string{"--", "sh", "-c", `trap 'exit 5' TERM; touch "$1"; while :; do sleep 0.1; done`, "sh"}},
+		{"running-sigterm", syscall.SIGTERM, []string{"--", "sh", "-c", `trap 'exit 5' TERM; touch "$1"; while :; do sleep 0.1; done`, "sh"}},
+		{"backoff-sigint", syscall.SIGINT, []string{"--retry", "3", "--retry-delay", "1h", "--", "sh", "-c", `touch "$1"; exit 7`, "sh"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ready := filepath.Join(t.TempDir(), "ready")
+			cmd := exec.Command(systemdtest.Binary(t), append(append([]string{"run"}, tc.argv...), ready)...)
+			var errb bytes.Buffer
+			cmd.Stderr = &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			for range 3000 {
+				if _, err := os.Stat(ready); err == nil {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			// The back-off starts once the failed attempt is reported.
+			time.Sleep(200 * time.Millisecond)
+			cmd.Process.Signal(tc.sig)
+			cmd.Wait()
+			want := "interrupted by " + map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM"}[tc.sig]
+			if code := cmd.ProcessState.ExitCode(); code != 128+int(tc.sig) || !strings.Contains(errb.String(), want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, errb.String(), 128+int(tc.sig), want)
+			}
+		})
+	}
 }
 
 func atoi(s string) int {
@@ -284,6 +342,49 @@ func TestEmbeddedDefault(t *testing.T) {
 	}
 	if systemdtest.Alive(pid) {
 		t.Errorf("embedded manager %d still running after stop", pid)
+	}
+}
+
+// TestRunInterruptedWhileBooting sends SIGINT to the first run, while it
+// boots the embedded manager: unitrun exits 130 and says it was
+// interrupted (not that no manager is reachable, nor 125), the command
+// never runs and the half-booted manager's journald is not left running.
+func TestRunInterruptedWhileBooting(t *testing.T) {
+	dir, err := os.MkdirTemp("", "unitrun-emb-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	e := &manager.Embedded{Dir: dir}
+	defer e.Stop(context.Background(), 10*time.Second)
+	ran := filepath.Join(t.TempDir(), "ran")
+	cmd := exec.Command(systemdtest.Binary(t), "run", "--", "/bin/sh", "-c", `touch "$1"; exec sleep 600`, "sh", ran)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), manager.EnvEmbeddedDir + "=" + dir, manager.EnvManager + "=auto"}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// journald.pid is written once journald is started, just before the
+	// manager's process becomes systemd, which then takes a while to answer.
+	for range 10000 {
+		if _, err := os.Stat(filepath.Join(dir, "journald.pid")); err == nil {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	if _, err := os.Stat(ran); err == nil {
+		t.Skip("the manager booted before SIGINT arrived; the command ran")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.HasSuffix(errb.String(), "interrupted by SIGINT\n") || strings.Contains(errb.String(), "no manager reachable") {
+		t.Errorf("exit %d, stderr %q; want 130 and that it was interrupted by SIGINT", code, errb.String())
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "journald.pid")); err == nil {
+		if pid := atoi(strings.TrimSpace(string(b))); pid > 0 && systemdtest.Alive(pid) {
+			t.Errorf("the embedded journald %d is still running after the interrupted boot", pid)
+		}
 	}
 }
 

@@ -32,7 +32,7 @@ func newPodHookCmds(f *podFlags) []*cobra.Command {
 		hook("exec POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
 			// A command that cannot be executed exits 127 or 126, as
 			// with "unitrun run".
-			return exitFor(pod.ExecApp(dir, args[0], args[1]), nil, false)
+			return exitFor(pod.ExecApp(dir, args[0], args[1]), false)
 		}),
 		hook("reap-app POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
 			env := pod.HookEnv{

@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os/exec"
-	"syscall"
 	"time"
 
 	"github.com/unitrun/unitrun/job"
@@ -81,11 +80,11 @@ func report(stdout, stderr io.Writer, unitName string, st *job.Status, err error
 		}
 		fmt.Fprintf(stderr, "unitrun: %s finished: %s, result %s%s%s\n", st.Unit, st, st.Result, took, attempts)
 	}
-	return exitFor(err, st, asJSON)
+	return exitFor(err, asJSON)
 }
 
 // exitFor maps a run's outcome to unitrun's exit status.
-func exitFor(err error, st *job.Status, printed bool) error {
+func exitFor(err error, printed bool) error {
 	if err == nil {
 		return nil
 	}
@@ -101,12 +100,10 @@ func exitFor(err error, st *job.Status, printed bool) error {
 		return &exitError{code: exitCannotExec, err: fmt.Errorf("%s: cannot execute: %w", xe.Name, xe.Err)}
 	}
 	if errors.Is(err, context.Canceled) {
-		// unitrun was interrupted and stopped the unit: report how the
-		// command ended, or as terminated if it never got to run.
-		if st != nil && st.ExitStatus() != 0 {
-			return &exitError{code: st.ExitStatus(), err: err}
-		}
-		return &exitError{code: 128 + int(syscall.SIGTERM), err: err}
+		// A signal interrupted unitrun (and, for run and start, it stopped
+		// the unit): main exits 128+N of that signal, whatever the unit's
+		// own status, which the summary line tells.
+		return &exitError{code: exitFailed, err: err}
 	}
 	if printed {
 		return &exitError{code: exitFailed}

@@ -46,7 +46,8 @@ unitrun's own, handed to the unit as file descriptors, so output is exact.
 unitrun exits with the command's exit status, 128+N if a signal N killed
 it, 127 if the command is not found, 126 if it cannot be executed, and
 125 if unitrun itself failed (no manager, the start job failed). Ctrl-C or
-SIGTERM stops the unit and waits until it is gone.`,
+SIGTERM stops the unit, waits until it is gone and exits 128+N of that
+signal (130 for Ctrl-C), whatever status the stopped command ends with.`,
 		Example: `  unitrun run -- sh -c 'echo hello; exit 3'
   unitrun run -p MemoryMax=256M -E LANG=C.UTF-8 --timeout 30s -- make -j2
   unitrun run --json --retry 4 --retry-delay 2s -- /usr/bin/podman pull quay.io/example/app
@@ -174,12 +175,21 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 		return nil
 	}
 	c := job.CommandContext(ctx, nil, args[0], args[1:]...)
+	if cmd.Flags().Changed("unit") && f.unit == "" {
+		// systemd-run refuses it too; it must not mean a random name.
+		return &exitError{code: exitUsage, err: fmt.Errorf("--unit: must not be empty")}
+	}
 	if err := parseRunFlags(f, c); err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
-	// A missing command is reported before anything starts, as a shell would.
+	// A missing command is reported before anything starts, as a shell
+	// would; --json still prints its one object, with the reason.
 	if _, err := exec.LookPath(c.Path); err != nil {
-		return exitFor(err, nil, false)
+		ee := exitFor(err, false)
+		if f.asJSON {
+			printJSON(cmd.OutOrStdout(), result{Unit: c.Name, Error: ee.Error()})
+		}
+		return ee
 	}
 	mgr, err := g.open(ctx)
 	if err != nil {
@@ -200,7 +210,7 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 			{Name: "StandardError", Value: dbus.MakeVariant("journal")},
 		}, c.Properties...)
 		if err := c.Start(); err != nil {
-			return exitFor(err, nil, false)
+			return exitFor(err, false)
 		}
 		if f.asJSON {
 			return printJSON(cmd.OutOrStdout(), map[string]string{"unit": c.Unit})

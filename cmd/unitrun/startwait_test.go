@@ -247,19 +247,32 @@ func TestWaitNotRunning(t *testing.T) {
 }
 
 // TestWaitInterrupted: SIGINT ends the wait, not the unit: wait exits
-// 143, as an interrupted run does, and the service goes on running.
+// 130 (128+SIGINT), as an interrupted run does, and the service goes on
+// running.
 func TestWaitInterrupted(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "go")
 	writeService(t, "unitrun-test-waitint.service", "[Service]\nExecStart=/bin/sh -c '"+gated+"' sh "+gate+" 0\n")
 	startService(t, "unitrun-test-waitint.service")
 	cmd, end := waitCLI(t, "started\n", "unitrun-test-waitint.service")
 	cmd.Process.Signal(syscall.SIGINT)
-	if code, _, errs := end(); code != 130 || !strings.Contains(errs, "stopped waiting for unitrun-test-waitint.service") {
-		t.Errorf("exit %d, stderr %q; want 130 (128+SIGINT) and a message", code, errs)
+	if code, _, errs := end(); code != 130 || !strings.Contains(errs, "stopped waiting for unitrun-test-waitint.service, which goes on: interrupted by SIGINT") {
+		t.Errorf("exit %d, stderr %q; want 130 and a message", code, errs)
 	}
 	p, err := systemdtest.Conn(t).Properties(context.Background(), "unitrun-test-waitint.service", manager.UnitIface)
 	if err != nil || p["ActiveState"].Value() != "active" {
 		t.Errorf("after the interrupted wait the service is %v (%v); want it active still", p["ActiveState"], err)
+	}
+}
+
+// TestStartOutputAfterManagerEnv reaches the embedded manager as a user
+// does after eval "$(unitrun manager env)": as the user manager, through
+// $XDG_RUNTIME_DIR. start still shows the unit's output, read from the
+// embedded manager's own journal.
+func TestStartOutputAfterManagerEnv(t *testing.T) {
+	writeService(t, "unitrun-test-userenv.service", "[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo from-the-unit; exit 4'\n")
+	out, errs, code := unitrun(t, "--manager", "user", "start", "unitrun-test-userenv.service")
+	if code != 4 || out != "from-the-unit\n" {
+		t.Errorf("exit %d, stdout %q; want 4 and the unit's line (stderr %q)", code, out, errs)
 	}
 }
 
