@@ -467,8 +467,12 @@ var errNotReleased = errors.New("unit not stopped yet")
 // drop-in, which it removes when it stops.
 func (r *run) abort() {
 	if r.ref {
+		// A call lost on the bus while the manager re-executes is made
+		// again: a reference left behind would keep the unit loaded for
+		// as long as this process lives.
 		ctx, done := context.WithTimeout(context.Background(), cleanupTimeout)
-		r.mgr.Unref(ctx, r.unit)
+		for err := r.mgr.Unref(ctx, r.unit); manager.IsConnLost(err) && sleep(ctx, releaseRetry); err = r.mgr.Unref(ctx, r.unit) {
+		}
 		done()
 		r.ref = false
 	}
