@@ -64,31 +64,46 @@ func (o *journalOutput) invoked(id string) {
 // once a run has ended, its processes have written all they will into
 // their streams to journald, so everything they logged is then in the
 // journal. Where journald cannot be asked (its socket is root's), finish
-// gives it journalSettle instead. finish returns the first error met in
-// copying.
+// gives it journalSettle instead. A stream that journald has not yet
+// accepted when it answers the sync is not among what it stores first, so
+// where no entry at all was found, which is what a run that ended very
+// fast can meet on a busy host, finish looks once more after
+// journalSettle. finish returns the first error met in copying.
 func (o *journalOutput) finish(ctx context.Context) error {
 	if len(o.ids) > 0 {
-		if syncJournal(ctx, o.journal) != nil {
-			time.Sleep(journalSettle)
-		}
-		o.stopFollowing()
-		cmd := exec.CommandContext(ctx, "journalctl", o.args(false)...)
-		stdout, err := cmd.StdoutPipe()
-		if err == nil {
-			err = cmd.Start()
-		}
-		if err != nil {
-			o.fail(fmt.Errorf("reading the journal: %w", err))
-		} else {
-			o.fail(o.copy(stdout))
-			if err := cmd.Wait(); err != nil {
-				o.fail(fmt.Errorf("reading the journal: %w", err))
-			}
+		o.readRest(ctx)
+		o.mu.Lock()
+		none := o.cursor == ""
+		o.mu.Unlock()
+		if none && sleep(ctx, journalSettle) {
+			o.readRest(ctx)
 		}
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.err
+}
+
+// readRest has journald store what it has received, then copies every
+// entry of the runs after the cursor.
+func (o *journalOutput) readRest(ctx context.Context) {
+	if syncJournal(ctx, o.journal) != nil {
+		time.Sleep(journalSettle)
+	}
+	o.stopFollowing()
+	cmd := exec.CommandContext(ctx, "journalctl", o.args(false)...)
+	stdout, err := cmd.StdoutPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	if err != nil {
+		o.fail(fmt.Errorf("reading the journal: %w", err))
+		return
+	}
+	o.fail(o.copy(stdout))
+	if err := cmd.Wait(); err != nil {
+		o.fail(fmt.Errorf("reading the journal: %w", err))
+	}
 }
 
 // journalSettle is how long finish waits for journald to store the last

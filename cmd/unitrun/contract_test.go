@@ -66,7 +66,7 @@ func TestBadInputExits2(t *testing.T) {
 		{[]string{"run", "-u", "x.scope", "--", "true"}, "", `--unit "x.scope": a command runs as a service`},
 		{[]string{"run", "-u", "x.target", "--", "true"}, "", `--unit "x.target"`},
 		{[]string{"run", "-u", "x@.service", "--", "true"}, "", `--unit "x@.service": a template cannot run`},
-		{[]string{"run", "--unit", "", "--prefix", "a/b-", "--", "true"}, "", `--prefix: unit name prefix "a/b-"`},
+		{[]string{"run", "--prefix", "a/b-", "--", "true"}, "", `--prefix: unit name prefix "a/b-"`},
 		{[]string{"start", "a/b.service"}, "", `unit name "a/b.service"`},
 		{[]string{"start", "nosuffix"}, "", `unit name "nosuffix": no type suffix`},
 
