@@ -14,6 +14,7 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"github.com/unitrun/unitrun/internal/atomicfile"
+	"github.com/unitrun/unitrun/internal/flock"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/unit"
 )
@@ -233,22 +234,10 @@ func lockDir(ctx context.Context, dir string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { f.Close() }, nil // closing the file releases the lock
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, err
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(time.Millisecond):
-		}
+	if err := flock.Lock(ctx, f); err != nil {
+		return nil, err
 	}
+	return func() { f.Close() }, nil // closing the file releases the lock
 }
 
 // isPermission reports an error of a caller that may not write a file.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/internal/atomicfile"
+	"github.com/unitrun/unitrun/internal/flock"
 )
 
 // Embedded is a systemd user manager that unitrun boots in a private mount
@@ -409,20 +410,8 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, err
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
+	if err := flock.Lock(ctx, f); err != nil {
+		return nil, err
 	}
+	return func() { f.Close() }, nil // closing the file releases the lock
 }
