@@ -108,17 +108,21 @@ func TestProbeFailPod(t *testing.T) {
 }
 
 func TestProbeFailPodCleanExit(t *testing.T) {
+	// The probe fails only once the app has set its trap: a probe may
+	// check as soon as the app's service has started, which can be before
+	// its command runs.
+	ready := filepath.Join(t.TempDir(), "ready")
 	r := newRunner(t)
-	name := run(t, r, `
+	name := run(t, r, fmt.Sprintf(`
 name: probe-clean
 apps:
   - name: app
-    exec: ["/bin/sh", "-c", "trap 'exit 0' TERM; sleep 600 & wait"]
+    exec: ["/bin/sh", "-c", "trap 'exit 0' TERM; touch %[1]s; sleep 600 & wait"]
     probe:
-      exec: ["/bin/false"]
+      exec: ["/bin/sh", "-c", "! test -e %[1]s"]
       failureThreshold: 1
       action: fail-pod
-`, "")
+`, ready), "")
 	s := wait(t, r, name)
 	wantPod(t, s, PodFailed, 1)
 	wantApp(t, s, "app", AppFailed, 0)
