@@ -71,6 +71,11 @@ func (r *run) start(ctx context.Context, props []unit.Property, aux ...manager.A
 		if manager.IsUnitExists(err) || errors.Is(err, ErrUnitExists) {
 			return fmt.Errorf("%s: %w", r.unit, ErrUnitExists)
 		}
+		// systemd makes the unit, with AddRef=yes's reference, before it
+		// queues the start job, and keeps it when it refuses the job (a
+		// dependency not found, RefuseManualStart=yes, ...): inactive, it
+		// would stay loaded under its name while this process is connected.
+		r.unref()
 		return fmt.Errorf("start %s: %w", r.unit, err)
 	}
 	r.job = job
@@ -466,19 +471,25 @@ var errNotReleased = errors.New("unit not stopped yet")
 // it once it is inactive or failed. A unit that may still run keeps its
 // drop-in, which it removes when it stops.
 func (r *run) abort() {
-	if r.ref {
-		// A call lost on the bus while the manager re-executes is made
-		// again: a reference left behind would keep the unit loaded for
-		// as long as this process lives.
-		ctx, done := context.WithTimeout(context.Background(), cleanupTimeout)
-		for err := r.mgr.Unref(ctx, r.unit); manager.IsConnLost(err) && sleep(ctx, releaseRetry); err = r.mgr.Unref(ctx, r.unit) {
-		}
-		done()
-		r.ref = false
-	}
+	r.unref()
 	r.watch.Close()
 	r.closeAfterWait()
 	r.unclaim()
+}
+
+// unref drops the unit's reference that this process took (AddRef=yes),
+// if it holds one, so that systemd may collect the unit. A call lost on
+// the bus while the manager re-executes is made again: a reference left
+// behind would keep the unit loaded for as long as this process lives.
+func (r *run) unref() {
+	if !r.ref {
+		return
+	}
+	ctx, done := context.WithTimeout(context.Background(), cleanupTimeout)
+	for err := r.mgr.Unref(ctx, r.unit); manager.IsConnLost(err) && sleep(ctx, releaseRetry); err = r.mgr.Unref(ctx, r.unit) {
+	}
+	done()
+	r.ref = false
 }
 
 // waitFor waits until job is removed, the unit is unloaded, or ctx ends.
