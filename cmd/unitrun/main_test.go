@@ -23,17 +23,7 @@ func TestMain(m *testing.M) { systemdtest.Main(m) }
 // stderr and exit status.
 func unitrun(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(systemdtest.Binary(t), args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return unitrunEnv(t, nil, args...)
 }
 
 func TestRunMirrorsExitStatus(t *testing.T) {

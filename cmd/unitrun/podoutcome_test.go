@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -23,38 +22,12 @@ import (
 // code, the status files and "pod status --json". Each covers one way an
 // app's run can end.
 
-// podOutcome is what "pod status --json" says of a pod's outcome.
-type podOutcome struct {
-	Phase    string `json:"phase"`
-	ExitCode *int   `json:"exit_code"`
-	Apps     []struct {
-		Name      string  `json:"name"`
-		State     string  `json:"state"`
-		ExitCode  *int    `json:"exit_code"`
-		Signal    string  `json:"signal"`
-		Message   string  `json:"message"`
-		Restarts  int     `json:"restarts"`
-		StartedAt *string `json:"started_at"`
-	} `json:"apps"`
-}
-
-// outcome reads "pod status --json NAME".
-func outcome(t *testing.T, dir, name string) podOutcome {
-	t.Helper()
-	out, errs, code := podCLI(t, dir, "status", "--json", name)
-	var o podOutcome
-	if err := json.Unmarshal([]byte(out), &o); code != 0 || err != nil {
-		t.Fatalf("pod status --json %s: exit %d, %v: %q %q", name, code, err, out, errs)
-	}
-	return o
-}
-
 // wantOutcome checks the pod's phase and exit code, and each app's state,
 // exit code, status file and restarts (app name → "state code restarts").
-func wantOutcome(t *testing.T, dir, name, phase string, code int, apps map[string]string) podOutcome {
+func wantOutcome(t *testing.T, dir, name, phase string, code int, apps map[string]string) podView {
 	t.Helper()
-	o := outcome(t, dir, name)
-	if o.Phase != phase || o.ExitCode == nil || *o.ExitCode != code {
+	o := podStatus(t, dir, name)
+	if string(o.Phase) != phase || o.ExitCode == nil || *o.ExitCode != code {
 		t.Errorf("pod %s: %s, exit code %v; want %s, %d", name, o.Phase, fmtInt(o.ExitCode), phase, code)
 	}
 	for _, a := range o.Apps {
@@ -83,11 +56,12 @@ func fmtInt(p *int) string {
 	return fmt.Sprint(*p)
 }
 
-// app returns app name of o.
-func (o podOutcome) app(name string) (state, message string, started bool) {
+// appOf returns the state and message of app name of o, and whether its
+// run started.
+func appOf(o podView, name string) (state, message string, started bool) {
 	for _, a := range o.Apps {
 		if a.Name == name {
-			return a.State, a.Message, a.StartedAt != nil
+			return string(a.State), a.Message, a.StartedAt != nil
 		}
 	}
 	return "", "", false
@@ -129,7 +103,7 @@ func TestPodOutcomeOfEachEnd(t *testing.T) {
 					t.Errorf("pod run: exit %d, want %d (stderr %q)", code, c.code, errs)
 				}
 				o := wantOutcome(t, dir, name, c.phase, c.code, map[string]string{"a": c.want})
-				if _, msg, started := o.app("a"); msg != c.message || !started {
+				if _, msg, started := appOf(o, "a"); msg != c.message || !started {
 					t.Errorf("app a: message %q, started %v; want %q, true", msg, started, c.message)
 				}
 			})
@@ -203,14 +177,14 @@ apps:
 			if _, errs, code := podCLI(t, dir, "start", name); code != 0 {
 				t.Fatalf("pod start: exit %d: %s", code, errs)
 			}
-			var o podOutcome
+			var o podView
 			for range 600 {
-				if o = outcome(t, dir, name); o.Apps[0].State == "restarting" {
+				if o = podStatus(t, dir, name); o.Apps[0].State == "restarting" {
 					break
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			if state, msg, _ := o.app("a"); state != "restarting" || msg != c.message {
+			if state, msg, _ := appOf(o, "a"); state != "restarting" || msg != c.message {
 				t.Fatalf("app a: %s, message %q; want restarting, %q", state, msg, c.message)
 			}
 			if _, errs, code := podCLI(t, dir, "stop", name); code != 126 {
@@ -253,7 +227,7 @@ apps:
 			t.Fatalf("pod run --detach: exit %d: %s", code, errs)
 		}
 		for range 600 {
-			if state, _, _ := outcome(t, dir, name).app("a"); state == "restarting" {
+			if state, _, _ := appOf(podStatus(t, dir, name), "a"); state == "restarting" {
 				break
 			}
 			time.Sleep(50 * time.Millisecond)
@@ -319,13 +293,13 @@ apps:
 		t.Fatalf("systemctl --user exit: %v: %s", err, out)
 	}
 	for range 600 {
-		if outcome(t, dir, name).Phase != "Running" {
+		if podStatus(t, dir, name).Phase != "Running" {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	o := wantOutcome(t, dir, name, "Succeeded", 0, map[string]string{"always": "exited 0 0", "once": "exited 143 0"})
-	if _, _, started := o.app("once"); !started {
+	if _, _, started := appOf(o, "once"); !started {
 		t.Errorf("app once lost its start at the manager's exit")
 	}
 }
@@ -380,7 +354,7 @@ apps:
 		t.Fatalf("systemctl stop: %v: %s", err, out)
 	}
 	for range 600 {
-		if outcome(t, dir, name).Phase != "Running" {
+		if podStatus(t, dir, name).Phase != "Running" {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
