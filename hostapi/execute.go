@@ -183,6 +183,11 @@ func fromStatus(st *job.Status, err error) outcome {
 		case err == nil:
 			r.State = StateSucceeded
 			r.Message = "exit status 0"
+		case errors.Is(err, job.ErrUnitExists):
+			// A retry's next run could not take the unit's name: st
+			// is the run before it, err says why no other followed.
+			r.State = StateFailed
+			r.Message = err.Error()
 		case ended:
 			r.State = StateFailed
 			r.Message = st.String()

@@ -471,11 +471,11 @@ func (c *Cmd) waitRun() error {
 	return err
 }
 
-// releaseHeld releases the unit of a run that a retry follows, which
-// waitRun left loaded for the back-off.
-func (c *Cmd) releaseHeld() {
+// releaseHeld releases, with release or handOver, the unit of a run
+// that a retry follows, which waitRun left loaded for the back-off.
+func (c *Cmd) releaseHeld(how func(*run)) {
 	if c.held != nil {
-		c.held.release()
+		how(c.held)
 		c.held = nil
 	}
 }
@@ -516,10 +516,10 @@ func (c *Cmd) retry(err error) error {
 		select {
 		case <-time.After(c.Retry.Backoff(c.tries)):
 		case <-c.ctx.Done():
-			c.releaseHeld()
+			c.releaseHeld((*run).release)
 			return fmt.Errorf("%s: canceled before attempt %d: %w", c.Unit, c.tries+1, c.ctx.Err())
 		}
-		c.releaseHeld()
+		c.releaseHeld((*run).handOver)
 		if err = c.startRun(); err == nil {
 			err = c.waitRun()
 		}

@@ -400,6 +400,31 @@ func TestRetry(t *testing.T) {
 	}
 }
 
+// TestRetryFixedName reruns a command under a fixed unit name, with no
+// back-off, many times over: each next run takes the name as soon as the
+// one before it is released, which systemd completes only after the
+// release's calls have returned (the AddRef reference, the pin), so every
+// run must wait for the name before it claims it, or fail as taken.
+func TestRetryFixedName(t *testing.T) {
+	for i := range 15 {
+		counter := filepath.Join(t.TempDir(), "count")
+		// The script's "$" and ";" take the drop-in path, which claims the name.
+		c := sh(t, `n=$(cat "$1" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$1"; [ $n -ge 3 ] || exit 5`, counter)
+		c.Name = unit.RandomName("unitrun-test-retry-", "service")
+		c.Pin = true
+		c.Retry = &job.RetryPolicy{Attempts: 5, ExitCodes: []int{5}}
+		if err := c.Run(); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		if b, _ := os.ReadFile(counter); c.Status.Attempts != 3 || string(b) != "3\n" {
+			t.Fatalf("round %d: %d attempts, %q counted; want 3", i, c.Status.Attempts, b)
+		}
+		if !gone(t, c.Name) {
+			t.Errorf("round %d: %s still loaded", i, c.Name)
+		}
+	}
+}
+
 func TestBindToCaller(t *testing.T) {
 	conn := systemdtest.Conn(t)
 	bin := systemdtest.Binary(t)

@@ -425,6 +425,30 @@ func (r *run) release() {
 	r.abort()
 }
 
+// handOver releases the unit of a run that another run of the same name
+// follows, as a retry's does, and waits until systemd has collected the
+// unit, so that the next run finds its name free. systemd collects it a
+// little after the release's calls return, not before their answers: the
+// reference that AddRef=yes took is dropped as the bus that carried the
+// Unref goes on (sd-bus's track queue), and the unit is collected after
+// its pin, so a next run that looked at once could find the name still
+// taken (ErrUnitExists). It gives up after cleanupTimeout: a unit that
+// someone else keeps loaded then fails the next run as taken.
+func (r *run) handOver() {
+	r.release()
+	ctx, done := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer done()
+	for {
+		loaded, err := r.loaded(ctx)
+		if err != nil || !loaded || !sleep(ctx, collectPoll) {
+			return
+		}
+	}
+}
+
+// collectPoll is how often handOver looks whether the unit is collected.
+const collectPoll = 10 * time.Millisecond
+
 // sleep pauses for d and reports true, or reports false at once if ctx
 // ends first.
 func sleep(ctx context.Context, d time.Duration) bool {

@@ -155,7 +155,7 @@ func AttachHeld(ctx context.Context, mgr *manager.Conn, name string, ended func(
 	}
 	st, err = r.wait(ctx)
 	if r.held {
-		release = r.release
+		release = r.handOver
 	}
 	return st, release, err
 }
