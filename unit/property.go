@@ -225,15 +225,23 @@ func one(f func(key, value string) (Property, error)) parser {
 
 // The table follows bus_append_unit_property_assignment of systemd 252
 // (src/shared/bus-unit-util.c) for a service: its cgroup, execute, kill,
-// service and unit parts, in that order and with the same groups. Where
-// ParseProperty checks a value more strictly than systemd-run, it is one
-// that the manager refuses.
+// service and unit parts, in that order and with the same groups, one
+// function each. Where ParseProperty checks a value more strictly than
+// systemd-run, it is one that the manager refuses.
 func init() {
-	add := func(f func(key, value string) (Property, error), keys ...string) {
-		addParser(one(f), keys...)
-	}
+	addCgroupProperties()
+	addExecuteProperties()
+	addKillProperties()
+	addServiceProperties()
+	addUnitProperties()
+}
 
-	// cgroup
+// add sets f, which returns one property, as the parser of keys.
+func add(f func(key, value string) (Property, error), keys ...string) {
+	addParser(one(f), keys...)
+}
+
+func addCgroupProperties() {
 	add(parseString, "DevicePolicy", "ManagedOOMSwap", "ManagedOOMMemoryPressure", "ManagedOOMPreference")
 	add(parseSlice, "Slice")
 	add(parseScale, "ManagedOOMMemoryPressureLimit")
@@ -258,8 +266,9 @@ func init() {
 	add(parseOptionalPath, "IPIngressFilterPath", "IPEgressFilterPath")
 	add(parseBPFProgram, "BPFProgram")
 	add(parseSocketBind, "SocketBindAllow", "SocketBindDeny")
+}
 
-	// execute
+func addExecuteProperties() {
 	add(parseString, "User", "Group", "UtmpIdentifier", "UtmpMode", "PAMName", "TTYPath", "RootDirectory",
 		"SyslogIdentifier", "SELinuxContext", "RootImage", "RootVerity", "RuntimeDirectoryPreserve", "Personality",
 		"KeyringMode", "ProtectProc", "ProcSubset", "NetworkNamespacePath", "IPCNamespacePath", "LogNamespace")
@@ -320,13 +329,15 @@ func init() {
 	add(parseMountImages, "MountImages")
 	add(parseExtensionImages, "ExtensionImages")
 	addParser(parseDirectories, "StateDirectory", "RuntimeDirectory", "CacheDirectory", "LogsDirectory")
+}
 
-	// kill
+func addKillProperties() {
 	add(oneOf("control-group", "process", "mixed", "none"), "KillMode")
 	add(parseBool, "SendSIGHUP", "SendSIGKILL")
 	add(parseSignal, "KillSignal", "RestartKillSignal", "FinalKillSignal", "WatchdogSignal")
+}
 
-	// service
+func addServiceProperties() {
 	add(parseString, "PIDFile", "BusName", "USBFunctionDescriptors", "USBFunctionStrings",
 		"TimeoutStartFailureMode", "TimeoutStopFailureMode")
 	add(oneOf("simple", "exec", "forking", "oneshot", "dbus", "notify", "idle"), "Type")
@@ -342,8 +353,9 @@ func init() {
 	add(parseExecCommand, "ExecCondition", "ExecStartPre", "ExecStartPost", "ExecConditionEx", "ExecStartPreEx",
 		"ExecStartPostEx", "ExecReload", "ExecStop", "ExecStopPost", "ExecReloadEx", "ExecStopEx", "ExecStopPostEx")
 	add(parseExitStatusSet, "RestartPreventExitStatus", "RestartForceExitStatus", "SuccessExitStatus")
+}
 
-	// unit
+func addUnitProperties() {
 	add(parseString, "Description", "SourcePath", "OnFailureJobMode", "JobTimeoutAction",
 		"JobTimeoutRebootArgument", "StartLimitAction", "FailureAction", "SuccessAction", "RebootArgument")
 	add(oneOf("inactive", "inactive-or-failed"), "CollectMode")

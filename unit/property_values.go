@@ -928,56 +928,85 @@ type ExecCommandEx struct {
 	Flags []string
 }
 
+// execPrefixes are the prefixes of a command line in systemd.service(5).
+type execPrefixes struct {
+	ignore     bool // '-': failure is ignored
+	explicit   bool // '@': the first word is the path, the second argv[0]
+	noEnv      bool // ':': no environment variable expansion
+	privileged bool // '+'
+	noSetuid   bool // '!'
+	ambient    bool // '!!'
+}
+
+// cutExecPrefixes returns the prefixes that begin v, as systemd reads
+// them (each at most once, '+' not with '!'), and the rest of v.
+func cutExecPrefixes(v string) (execPrefixes, string) {
+	var p execPrefixes
+	for ; v != ""; v = v[1:] {
+		switch v[0] {
+		case '-':
+			if p.ignore {
+				return p, v
+			}
+			p.ignore = true
+		case '@':
+			if p.explicit {
+				return p, v
+			}
+			p.explicit = true
+		case ':':
+			if p.noEnv {
+				return p, v
+			}
+			p.noEnv = true
+		case '+':
+			if p.privileged || p.noSetuid || p.ambient {
+				return p, v
+			}
+			p.privileged = true
+		case '!':
+			switch {
+			case p.privileged || p.ambient:
+				return p, v
+			case p.noSetuid:
+				p.noSetuid, p.ambient = false, true
+			default:
+				p.noSetuid = true
+			}
+		default:
+			return p, v
+		}
+	}
+	return p, v
+}
+
+// flags returns the prefixes that the Ex form carries, as its flag names.
+func (p execPrefixes) flags() []string {
+	flags := []string{}
+	for _, f := range []struct {
+		set  bool
+		name string
+	}{{p.ignore, "ignore-failure"}, {p.privileged, "privileged"}, {p.noSetuid, "no-setuid"}, {p.ambient, "ambient"}, {p.noEnv, "no-env-expand"}} {
+		if f.set {
+			flags = append(flags, f.name)
+		}
+	}
+	return flags
+}
+
 // parseExecCommand is a command line with the prefixes of systemd.service(5):
 // '-' ignores failure, '@' gives argv[0], ':' '+' '!' '!!' need the Ex
 // form, to which the setting is then renamed.
 func parseExecCommand(key, v string) (Property, error) {
-	var ignore, explicit, noEnv, privileged, noSetuid, ambient bool
+	p, v := cutExecPrefixes(v)
 	ex := strings.HasSuffix(key, "Ex")
-prefixes:
-	for v != "" {
-		switch v[0] {
-		case '-':
-			if ignore {
-				break prefixes
-			}
-			ignore = true
-		case '@':
-			if explicit {
-				break prefixes
-			}
-			explicit = true
-		case ':':
-			if noEnv {
-				break prefixes
-			}
-			noEnv = true
-		case '+':
-			if privileged || noSetuid || ambient {
-				break prefixes
-			}
-			privileged = true
-		case '!':
-			switch {
-			case privileged || ambient:
-				break prefixes
-			case noSetuid:
-				noSetuid, ambient = false, true
-			default:
-				noSetuid = true
-			}
-		default:
-			break prefixes
-		}
-		v = v[1:]
-	}
 	name := key
-	if !ex && (noEnv || privileged || noSetuid || ambient) {
+	if !ex && (p.noEnv || p.privileged || p.noSetuid || p.ambient) {
 		ex, name = true, key+"Ex"
 	}
 	c := cursor{s: v}
 	var execPath string
-	if explicit {
+	if p.explicit {
 		w, _, err := c.extractWord(whitespace, xUnquote|xCunescape)
 		if err != nil {
 			return Property{}, fmt.Errorf("%q: %v", v, err)
@@ -985,7 +1014,7 @@ prefixes:
 		execPath = w
 	}
 	rest, _ := c.rest()
-	if !explicit {
+	if !p.explicit {
 		rest = v
 	}
 	argv, err := splitWords(rest, true)
@@ -998,22 +1027,13 @@ prefixes:
 	if !ex {
 		cmds := []ExecCommand{}
 		if len(argv) > 0 {
-			cmds = append(cmds, ExecCommand{execPath, argv, ignore})
+			cmds = append(cmds, ExecCommand{execPath, argv, p.ignore})
 		}
 		return prop(name, cmds), nil
 	}
-	flags := []string{}
-	for _, f := range []struct {
-		set  bool
-		name string
-	}{{ignore, "ignore-failure"}, {privileged, "privileged"}, {noSetuid, "no-setuid"}, {ambient, "ambient"}, {noEnv, "no-env-expand"}} {
-		if f.set {
-			flags = append(flags, f.name)
-		}
-	}
 	cmds := []ExecCommandEx{}
 	if len(argv) > 0 {
-		cmds = append(cmds, ExecCommandEx{execPath, argv, flags})
+		cmds = append(cmds, ExecCommandEx{execPath, argv, p.flags()})
 	}
 	return prop(name, cmds), nil
 }
