@@ -168,7 +168,7 @@ func CommandContext(ctx context.Context, mgr *manager.Conn, name string, args ..
 // systemd's start job failed. With a Retry policy, Run reruns the command
 // while the policy asks for it.
 func (c *Cmd) Run() error {
-	err := c.Start()
+	err := c.start()
 	if err == nil {
 		return c.Wait()
 	}
@@ -208,6 +208,15 @@ func (c *Cmd) CombinedOutput() ([]byte, error) {
 // start job is done, that is, once the command has been executed. It does
 // not wait for it to finish.
 func (c *Cmd) Start() error {
+	err := c.start()
+	// Only Run retries a run that ended while starting.
+	c.releaseHeld((*run).release)
+	return err
+}
+
+// start is Start, but a run that ended while starting and that a retry
+// would follow stays held (Cmd.held) for Run.
+func (c *Cmd) start() error {
 	if c.Manager == nil {
 		return errors.New("job: Cmd has no manager (use job.Command)")
 	}
@@ -307,7 +316,7 @@ func (c *Cmd) startRun() error {
 		}
 		name = unit.RandomName(prefix, "service")
 	}
-	r := &run{mgr: c.Manager, unit: name, typ: "exec"}
+	r := &run{mgr: c.Manager, unit: name, typ: "exec", hold: c.retries}
 	if c.Exited != nil {
 		r.ended = c.runEnded
 	}
@@ -350,6 +359,9 @@ func (c *Cmd) startRun() error {
 		r.pin = pin.Name
 	}
 	if err := r.start(c.ctx, props, aux...); err != nil {
+		if r.held {
+			c.held = r
+		}
 		var ee *ExitError
 		if errors.As(err, &ee) {
 			c.setStatus(ee.Status)
@@ -462,9 +474,8 @@ func (c *Cmd) Wait() error {
 
 // waitRun waits for the current run and records its Status.
 func (c *Cmd) waitRun() error {
-	c.run.hold = c.retries
 	st, err := c.run.wait(c.ctx)
-	if c.retries(err) {
+	if c.run.held {
 		c.held = c.run
 	}
 	c.setStatus(st)

@@ -413,6 +413,7 @@ func TestRetryFixedName(t *testing.T) {
 		c.Name = unit.RandomName("unitrun-test-retry-", "service")
 		c.Pin = true
 		c.Retry = &job.RetryPolicy{Attempts: 5, ExitCodes: []int{5}}
+		c.Exited = func(*job.Status, error) {}
 		if err := c.Run(); err != nil {
 			t.Fatalf("round %d: %v", i, err)
 		}
@@ -421,6 +422,29 @@ func TestRetryFixedName(t *testing.T) {
 		}
 		if !gone(t, c.Name) {
 			t.Errorf("round %d: %s still loaded", i, c.Name)
+		}
+	}
+	// A run that ends while starting (its ExecStartPre= fails, so the
+	// start job fails) is followed in the same way.
+	for i := range 5 {
+		counter := filepath.Join(t.TempDir(), "count")
+		pre, err := unit.ParseProperty(`ExecStartPre=/bin/sh -c 'n=$$(cat "$$1" 2>/dev/null || echo 0); n=$$((n+1)); echo $$n > "$$1"; [ $$n -ge 3 ]' sh ` + counter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := job.Command(systemdtest.Conn(t), "/bin/true")
+		c.Name = unit.RandomName("unitrun-test-retry-", "service")
+		c.Properties = pre
+		c.Pin = true
+		c.Retry = &job.RetryPolicy{Attempts: 5}
+		if err := c.Run(); err != nil {
+			t.Fatalf("start-failure round %d: %v", i, err)
+		}
+		if b, _ := os.ReadFile(counter); c.Status.Attempts != 3 || string(b) != "3\n" {
+			t.Fatalf("start-failure round %d: %d attempts, %q counted; want 3", i, c.Status.Attempts, b)
+		}
+		if !gone(t, c.Name) {
+			t.Errorf("start-failure round %d: %s still loaded", i, c.Name)
 		}
 	}
 }

@@ -42,8 +42,9 @@ type run struct {
 	before []byte
 	// ended, if set, is told the run's outcome before the unit is released.
 	ended func(*Status, error)
-	// hold, if set, says whether wait leaves the unit of a run that ended
-	// with err loaded, for the caller to release; held says it did.
+	// hold, if set, says whether wait, or waitJob for a run that ended
+	// while starting, leaves the unit of a run that ended with err
+	// loaded, for the caller to release; held says it did.
 	hold func(err error) bool
 	held bool
 	// invoked, if set, is told the invocation ID (hex) of each run of
@@ -210,6 +211,10 @@ func (r *run) waitJob(ctx context.Context) error {
 			}
 			if r.ended != nil {
 				r.ended(st, err)
+			}
+			if r.hold != nil && r.hold(err) {
+				r.held = true // as in wait: a retry follows
+				return err
 			}
 			r.release()
 			return err
