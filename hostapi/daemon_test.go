@@ -86,7 +86,7 @@ func newTestDaemon(t *testing.T, mgr *manager.Conn, extra string) (*Daemon, stri
 	if err := os.WriteFile(cfgFile, []byte(strings.ReplaceAll(testOps+extra, "@DIR@", dir)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.LoadConfig(cfgFile, "")
+	cfg, err := config.Load(cfgFile, "")
 	if err != nil {
 		t.Fatal(err)
 	}

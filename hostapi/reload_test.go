@@ -26,7 +26,7 @@ func TestReloadWhileCalling(t *testing.T) {
 		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := config.LoadConfig(p, "")
+		cfg, err := config.Load(p, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -89,7 +89,7 @@ func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
 	if err := checkBusFlag(f.dbus); err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
-	cfg, err := config.LoadConfig(f.config, f.opsDir)
+	cfg, err := config.Load(f.config, f.opsDir)
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
@@ -172,7 +172,7 @@ loop:
 func reload(d *hostapi.Daemon, f *daemonFlags, logger *slog.Logger) {
 	daemon.SdNotify(false, daemon.SdNotifyReloading)
 	defer daemon.SdNotify(false, daemon.SdNotifyReady)
-	cfg, err := config.LoadConfig(f.config, f.opsDir)
+	cfg, err := config.Load(f.config, f.opsDir)
 	if err != nil {
 		logger.Error(fmt.Sprintf("reload: the ops stay as they were: %v", err))
 		return

@@ -51,7 +51,7 @@ func writeFiles(t *testing.T, files map[string]string) string {
 
 func TestLoadConfigContract(t *testing.T) {
 	dir := writeFiles(t, map[string]string{"daemon.toml": contractTOML})
-	cfg, err := LoadConfig(filepath.Join(dir, "daemon.toml"), filepath.Join(dir, "ops.d"))
+	cfg, err := Load(filepath.Join(dir, "daemon.toml"), filepath.Join(dir, "ops.d"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestLoadConfigDropIns(t *testing.T) {
 		"ops.d/70-g.toml":  "[[op]]\nname = \"g\"\nexec = [\"/bin/g\"]\nallow_gids = [10, 4294967294]\nbind_to_caller = true\non_disconnect = \"stop\"\n",
 		"ops.d/80-h.toml":  "# no ops here\n",
 	})
-	cfg, err := LoadConfig(filepath.Join(dir, "daemon.toml"), filepath.Join(dir, "ops.d"))
+	cfg, err := Load(filepath.Join(dir, "daemon.toml"), filepath.Join(dir, "ops.d"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,14 +177,14 @@ func TestLoadConfigDropIns(t *testing.T) {
 
 func TestLoadConfigMissing(t *testing.T) {
 	dir := t.TempDir()
-	_, err := LoadConfig(filepath.Join(dir, "daemon.toml"), "")
+	_, err := Load(filepath.Join(dir, "daemon.toml"), "")
 	want := filepath.Join(dir, "daemon.toml") + ": cannot read: no such file or directory"
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
 	}
 	// A missing ops dir holds no ops.
 	dir = writeFiles(t, map[string]string{"daemon.toml": ""})
-	cfg, err := LoadConfig(filepath.Join(dir, "daemon.toml"), filepath.Join(dir, "nope"))
+	cfg, err := Load(filepath.Join(dir, "daemon.toml"), filepath.Join(dir, "nope"))
 	if err != nil || len(cfg.Ops) != 0 {
 		t.Errorf("cfg, err = %+v, %v; want no ops", cfg, err)
 	}
@@ -192,7 +192,7 @@ func TestLoadConfigMissing(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "ops.d", "a.toml"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, err = LoadConfig(filepath.Join(dir, "daemon.toml"), filepath.Join(dir, "ops.d"))
+	_, err = Load(filepath.Join(dir, "daemon.toml"), filepath.Join(dir, "ops.d"))
 	want = filepath.Join(dir, "ops.d", "a.toml") + ": cannot read: is a directory"
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
@@ -289,17 +289,17 @@ func TestLoadConfigErrors(t *testing.T) {
 			}
 			dir := writeFiles(t, files)
 			daemon, opsDir := filepath.Join(dir, "daemon.toml"), filepath.Join(dir, "ops.d")
-			cfg, err := LoadConfig(daemon, opsDir)
+			cfg, err := Load(daemon, opsDir)
 			if err == nil {
-				t.Fatalf("LoadConfig accepted it: %+v", cfg)
+				t.Fatalf("Load accepted it: %+v", cfg)
 			}
 			want := strings.NewReplacer("D:", daemon+":", "O/", opsDir+"/").Replace(tt.want)
 			if err.Error() != want {
 				t.Errorf("err =\n%s\nwant\n%s", err, want)
 			}
-			var ce *ConfigError
+			var ce *Error
 			if !errors.As(err, &ce) {
-				t.Errorf("err is a %T, not a *ConfigError", err)
+				t.Errorf("err is a %T, not an *Error", err)
 			}
 		})
 	}

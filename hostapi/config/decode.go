@@ -53,10 +53,10 @@ var keyTypes = map[string]string{
 var typeMismatch = lazyregexp.New(`^toml: cannot decode TOML (\w+) into struct field [\w.]*?(\w+) of type`)
 
 // decodeErrors turns go-toml's errors into ConfigErrors at their lines.
-func decodeErrors(path string, isMain bool, err error) []*ConfigError {
+func decodeErrors(path string, isMain bool, err error) []*Error {
 	var sme *toml.StrictMissingError
 	if errors.As(err, &sme) {
-		errs := make([]*ConfigError, len(sme.Errors))
+		errs := make([]*Error, len(sme.Errors))
 		for i := range sme.Errors {
 			de := &sme.Errors[i]
 			line, _ := de.Position()
@@ -65,7 +65,7 @@ func decodeErrors(path string, isMain bool, err error) []*ConfigError {
 			if !isMain && key == "limits" {
 				rule += " (only daemon.toml may set [limits])"
 			}
-			errs[i] = &ConfigError{File: path, Line: line, Key: key, Rule: rule}
+			errs[i] = &Error{File: path, Line: line, Key: key, Rule: rule}
 		}
 		return errs
 	}
@@ -84,9 +84,9 @@ func decodeErrors(path string, isMain bool, err error) []*ConfigError {
 				rule = fmt.Sprintf("%s must be %s, not a TOML %s", strings.TrimPrefix(key, "op."), want, m[1])
 			}
 		}
-		return []*ConfigError{{File: path, Line: line, Key: key, Rule: rule}}
+		return []*Error{{File: path, Line: line, Key: key, Rule: rule}}
 	}
-	return []*ConfigError{{File: path, Rule: err.Error()}}
+	return []*Error{{File: path, Rule: err.Error()}}
 }
 
 // snakeCase turns a Go field name such as MaxDelay into its TOML key,

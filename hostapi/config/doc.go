@@ -5,6 +5,6 @@
 //
 // Every file and directory on the way to the config is judged as sshd's
 // StrictModes judges a user's files, since whoever may write the config
-// chooses what the daemon runs as root. Every broken rule is a *ConfigError
+// chooses what the daemon runs as root. Every broken rule is an *Error
 // naming the file, the line, the field and the rule.
 package config

@@ -83,8 +83,8 @@ type loadedOp struct {
 	pos  opPos
 }
 
-func (lo *loadedOp) err(key, rule string) *ConfigError {
-	return &ConfigError{File: lo.file, Line: lo.pos.line(key), Op: lo.op.Name, Key: key, Rule: rule}
+func (lo *loadedOp) err(key, rule string) *Error {
+	return &Error{File: lo.file, Line: lo.pos.line(key), Op: lo.op.Name, Key: key, Rule: rule}
 }
 
 func (lo *loadedOp) where() string {
@@ -94,10 +94,10 @@ func (lo *loadedOp) where() string {
 // loadFile reads and checks one config file. isMain says whether it is
 // daemon.toml, the only file that may hold [limits]; limits is nil when the
 // file has none.
-func loadFile(path string, isMain bool) (ops []loadedOp, limits *Limits, errs []*ConfigError) {
+func loadFile(path string, isMain bool) (ops []loadedOp, limits *Limits, errs []*Error) {
 	data, err := readConfigFile(path)
 	if err != nil {
-		return nil, nil, []*ConfigError{configReadError(path, err)}
+		return nil, nil, []*Error{configReadError(path, err)}
 	}
 	var fops []fileOp
 	var flimits *fileLimits
@@ -130,7 +130,7 @@ func loadFile(path string, isMain bool) (ops []loadedOp, limits *Limits, errs []
 		l, fes := buildLimits(flimits)
 		fes = append(fes, checkLimits(&l)...)
 		for _, fe := range fes {
-			errs = append(errs, &ConfigError{File: path, Line: pos.limitsLine(fe.key), Key: fe.key, Rule: fe.rule})
+			errs = append(errs, &Error{File: path, Line: pos.limitsLine(fe.key), Key: fe.key, Rule: fe.rule})
 		}
 		limits = &l
 	}

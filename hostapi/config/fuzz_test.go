@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// FuzzLoadConfig feeds arbitrary bytes to LoadConfig as daemon.toml: it
+// FuzzLoadConfig feeds arbitrary bytes to Load as daemon.toml: it
 // must never panic, and every config it accepts must pass Validate.
 func FuzzLoadConfig(f *testing.F) {
 	f.Add([]byte(contractTOML))
@@ -20,10 +20,10 @@ func FuzzLoadConfig(f *testing.F) {
 		if err := os.WriteFile(file, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := LoadConfig(file, "")
+		cfg, err := Load(file, "")
 		if err != nil {
 			if cfg != nil {
-				t.Fatalf("LoadConfig returned a config with error %v", err)
+				t.Fatalf("Load returned a config with error %v", err)
 			}
 			return
 		}

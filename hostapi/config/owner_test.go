@@ -11,7 +11,7 @@ import (
 
 // TestSecurityConfigOwner plants config that another user could have
 // written: a daemon.toml or drop-in writable by others, an ops dir
-// writable by its group, a drop-in owned by another uid. LoadConfig refuses
+// writable by its group, a drop-in owned by another uid. Load refuses
 // each, naming the file, so no op of theirs is ever served.
 func TestSecurityConfigOwner(t *testing.T) {
 	const op = "[[op]]\nname = \"evil\"\nexec = [\"/bin/sh\", \"-c\", \"id\"]\nallow_uids = [65534]\n"
@@ -48,13 +48,13 @@ func TestSecurityConfigOwner(t *testing.T) {
 			main, opsDir := filepath.Join(dir, "daemon.toml"), filepath.Join(dir, "ops.d")
 			os.WriteFile(main, nil, 0o600)
 			os.Mkdir(opsDir, 0o755)
-			if _, err := LoadConfig(main, opsDir); err != nil {
+			if _, err := Load(main, opsDir); err != nil {
 				t.Fatalf("before the plant: %v", err)
 			}
 			named := tt.plant(t, main, opsDir)
-			cfg, err := LoadConfig(main, opsDir)
+			cfg, err := Load(main, opsDir)
 			if err == nil || !strings.Contains(err.Error(), named+": ") {
-				t.Errorf("LoadConfig: %v (config %v), want an error naming %s", err, cfg != nil, named)
+				t.Errorf("Load: %v (config %v), want an error naming %s", err, cfg != nil, named)
 			}
 		})
 	}
@@ -146,21 +146,21 @@ func TestSecurityConfigSymlinks(t *testing.T) {
 			var err error
 			go func() {
 				defer close(done)
-				cfg, err = LoadConfig(main, opsDir)
+				cfg, err = Load(main, opsDir)
 			}()
 			select {
 			case <-done:
 			case <-time.After(30 * time.Second):
-				t.Fatal("LoadConfig blocked for 30 s")
+				t.Fatal("Load blocked for 30 s")
 			}
 			if named == "" {
 				if err != nil || len(cfg.Ops) != 1 || cfg.Ops[0].Name != "agent" {
-					t.Fatalf("LoadConfig: %v, %v: want op agent", cfg, err)
+					t.Fatalf("Load: %v, %v: want op agent", cfg, err)
 				}
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), named+": ") || !strings.Contains(err.Error(), want) {
-				t.Errorf("LoadConfig: %v (config %v), want an error naming %s: %s", err, cfg != nil, named, want)
+				t.Errorf("Load: %v (config %v), want an error naming %s: %s", err, cfg != nil, named, want)
 			}
 		})
 	}
