@@ -234,7 +234,7 @@ func listDropIns(dir string) ([]string, error) {
 }
 
 // Validate checks the rules Load enforces on a Config whose defaults
-// are applied, such as one built in code. Its errors are *ConfigErrors
+// are applied, such as one built in code. Its errors are *Errors
 // without file or line.
 func (c *Config) Validate() error {
 	var errs []*Error
