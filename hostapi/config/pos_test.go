@@ -43,14 +43,7 @@ func TestScanLines(t *testing.T) {
 		"max = 1\n" + // 20
 		"[limits]\n" + // 21
 		"max_queue = 1\n" // 22
-	if err := toml.Unmarshal([]byte(doc), new(map[string]any)); err != nil {
-		t.Fatal(err)
-	}
-	l := scanLines([]byte(doc))
-	for _, tt := range []struct {
-		at   keyPath
-		want int
-	}{
+	l := scanLinesWant(t, doc, []lineWant{
 		{at("op"), 2},
 		{at("op", 0), 2},
 		{at("op", 0, "name"), 3},
@@ -75,11 +68,7 @@ func TestScanLines(t *testing.T) {
 		{at("op", 1, "args", "max"), 20},
 		{at("limits"), 21},
 		{at("limits", "max_queue"), 22},
-	} {
-		if got, ok := l[tt.at]; !ok || got != tt.want {
-			t.Errorf("line of %s = %d, %v; want %d", tt.at, got, ok, tt.want)
-		}
-	}
+	})
 	if got := l.line(at("op", 0), "args.pattern.x"); got != 8 {
 		t.Errorf("line of args.pattern.x in op 0 = %d, want 8 (that of args.pattern)", got)
 	}
@@ -92,14 +81,7 @@ func TestScanLines(t *testing.T) {
 // inline table.
 func TestScanLinesInlineOps(t *testing.T) {
 	const doc = "op = [\n  { name = \"a\" },\n\n  {\n    name = \"b\", env = { X = \"}\" } }, # }\n  {}]\n"
-	if err := toml.Unmarshal([]byte(doc), new(map[string]any)); err != nil {
-		t.Fatal(err)
-	}
-	l := scanLines([]byte(doc))
-	for _, tt := range []struct {
-		at   keyPath
-		want int
-	}{
+	scanLinesWant(t, doc, []lineWant{
 		{at("op"), 1},
 		{at("op", 0), 2},
 		{at("op", 0, "name"), 2},
@@ -107,9 +89,26 @@ func TestScanLinesInlineOps(t *testing.T) {
 		{at("op", 1, "name"), 5},
 		{at("op", 1, "env", "X"), 5},
 		{at("op", 2), 6},
-	} {
-		if got, ok := l[tt.at]; !ok || got != tt.want {
-			t.Errorf("line of %s = %d, %v; want %d", tt.at, got, ok, tt.want)
+	})
+}
+
+type lineWant struct {
+	at   keyPath
+	want int
+}
+
+// scanLinesWant scans doc, which must be TOML, checks the lines of want
+// and returns the lines.
+func scanLinesWant(t *testing.T, doc string, want []lineWant) lines {
+	t.Helper()
+	if err := toml.Unmarshal([]byte(doc), new(map[string]any)); err != nil {
+		t.Fatal(err)
+	}
+	l := scanLines([]byte(doc))
+	for _, w := range want {
+		if got, ok := l[w.at]; !ok || got != w.want {
+			t.Errorf("line of %s = %d, %v; want %d", w.at, got, ok, w.want)
 		}
 	}
+	return l
 }
