@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/hostapi/config"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
 )
@@ -30,7 +31,7 @@ func benchDaemon(b *testing.B) (*Daemon, *http.Client) {
 	dir := b.TempDir()
 	cfgFile := filepath.Join(dir, "daemon.toml")
 	os.WriteFile(cfgFile, []byte(fmt.Sprintf("[[op]]\nname = \"true\"\nexec = [\"/bin/true\"]\n[limits]\nrecords_keep = %d\n", benchRecordsKeep)), 0o600)
-	cfg, err := LoadConfig(cfgFile, "")
+	cfg, err := config.Load(cfgFile, "")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/unitrun/unitrun/hostapi/config"
 	"github.com/unitrun/unitrun/unit"
 )
 
@@ -102,7 +103,7 @@ func (d *Daemon) CallKeyed(ctx context.Context, caller Caller, name string, args
 // starts a job of op for the caller, or refuses it, and returns a copy of
 // its record. When it started a job, it returns it too: its running record
 // is staged, not yet durable.
-func (d *Daemon) admitLocked(op *Op, caller Caller, args []string, bind []unit.Property, key string) (_ *Record, started *liveJob, _ error) {
+func (d *Daemon) admitLocked(op *config.Op, caller Caller, args []string, bind []unit.Property, key string) (_ *Record, started *liveJob, _ error) {
 	if d.closed {
 		return nil, nil, errorf(CodeInternal, "the daemon is shutting down")
 	}
@@ -161,7 +162,7 @@ func (d *Daemon) admitLocked(op *Op, caller Caller, args []string, bind []unit.P
 
 // joinLocked returns the running or queued job of the exclusive op that
 // has the same args, or nil.
-func (d *Daemon) joinLocked(op *Op, args []string) *liveJob {
+func (d *Daemon) joinLocked(op *config.Op, args []string) *liveJob {
 	if r := d.running[op.Name]; r != nil && slices.Equal(r.rec.Args, args) && !r.canceled {
 		return r
 	}

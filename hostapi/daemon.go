@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/unitrun/unitrun/hostapi/config"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/unit"
 )
@@ -34,7 +35,7 @@ func (c Caller) ID() string { return fmt.Sprintf("uid:%d", c.UID) }
 // units alone, and a new Daemon on the same store and manager re-attaches
 // to them in Recover and records their real outcome.
 type Daemon struct {
-	cfg   *Config
+	cfg   *config.Config
 	store *Store
 	mgr   *manager.Conn
 	ops   atomic.Pointer[opSet] // the ops new calls get (see Reload)
@@ -87,7 +88,7 @@ type Daemon struct {
 // Daemon's mu; done is closed once the final record is stored.
 type liveJob struct {
 	rec      *Record
-	op       *Op
+	op       *config.Op
 	caller   Caller
 	bind     []unit.Property // BindsTo= and After= the caller's unit
 	done     chan struct{}
@@ -97,7 +98,7 @@ type liveJob struct {
 
 // NewDaemon returns a Daemon serving cfg's ops, storing records in store
 // and running jobs on mgr. Call Recover before serving callers.
-func NewDaemon(cfg *Config, store *Store, mgr *manager.Conn) *Daemon {
+func NewDaemon(cfg *config.Config, store *Store, mgr *manager.Conn) *Daemon {
 	d := &Daemon{
 		cfg: cfg, store: store, mgr: mgr,
 		LookupEnv: os.LookupEnv,
@@ -120,10 +121,10 @@ func NewDaemon(cfg *Config, store *Store, mgr *manager.Conn) *Daemon {
 
 // Config returns the config the daemon was made with; Reload replaces its
 // ops, not this value.
-func (d *Daemon) Config() *Config { return d.cfg }
+func (d *Daemon) Config() *config.Config { return d.cfg }
 
 // Op returns the named op, or an *Error with CodeUnknownOp.
-func (d *Daemon) Op(name string) (*Op, error) {
+func (d *Daemon) Op(name string) (*config.Op, error) {
 	op, ok := d.lookupOp(name)
 	if !ok {
 		return nil, errorf(CodeUnknownOp, fmt.Sprintf("op %q: no such op", name))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/unitrun/unitrun/hostapi/config"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
@@ -85,7 +86,7 @@ func newTestDaemon(t *testing.T, mgr *manager.Conn, extra string) (*Daemon, stri
 	if err := os.WriteFile(cfgFile, []byte(strings.ReplaceAll(testOps+extra, "@DIR@", dir)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfig(cfgFile, "")
+	cfg, err := config.Load(cfgFile, "")
 	if err != nil {
 		t.Fatal(err)
 	}

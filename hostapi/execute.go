@@ -48,7 +48,7 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob, done int) outcome {
 	c.Env = l.op.Environ(l.caller.ID(), d.LookupEnv)
 	c.Stdout, c.Stderr = out, out
 	c.Timeout = l.op.Timeout
-	if p := l.op.retryPolicy(); p != nil {
+	if p := retryPolicy(l.op); p != nil {
 		p.Attempts -= done
 		c.Retry = p
 		c.Attempting = func(n int) { d.recordAttempt(l, done+n) }

@@ -78,7 +78,7 @@ func (d *Daemon) reattach(ctx context.Context, l *liveJob) outcome {
 	case release == nil:
 		return withAttempts(set, runs)
 	}
-	waited := sleepCtx(ctx, l.op.retryPolicy().Backoff(runs))
+	waited := sleepCtx(ctx, retryPolicy(l.op).Backoff(runs))
 	release()
 	if !waited {
 		return func(r *Record) {
@@ -100,7 +100,7 @@ func withAttempts(set outcome, runs int) outcome {
 // retries reports whether the job's runs-th run, which ended as st and
 // err say, is a failure that its op's retry policy reruns, with runs left.
 func (l *liveJob) retries(runs int, st *job.Status, err error) bool {
-	p := l.op.retryPolicy()
+	p := retryPolicy(l.op)
 	return p != nil && st != nil && p.Retries(err) && runs < p.Attempts &&
 		l.rec.Unit == l.op.Prefix+strings.ToLower(l.rec.ID)+".service"
 }

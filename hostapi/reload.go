@@ -1,17 +1,21 @@
 package hostapi
 
-import "reflect"
+import (
+	"reflect"
+
+	"github.com/unitrun/unitrun/hostapi/config"
+)
 
 // opSet is the ops a daemon serves, in config order and by name. A reload
 // replaces the whole set at once, so that a call sees either the old ops
 // or the new ones, never a mix.
 type opSet struct {
-	list   []*Op
-	byName map[string]*Op
+	list   []*config.Op
+	byName map[string]*config.Op
 }
 
-func newOpSet(ops []Op) *opSet {
-	s := &opSet{byName: make(map[string]*Op, len(ops))}
+func newOpSet(ops []config.Op) *opSet {
+	s := &opSet{byName: make(map[string]*config.Op, len(ops))}
 	for i := range ops {
 		s.list = append(s.list, &ops[i])
 		s.byName[ops[i].Name] = &ops[i]
@@ -20,7 +24,7 @@ func newOpSet(ops []Op) *opSet {
 }
 
 // lookupOp returns the op named name that new calls get.
-func (d *Daemon) lookupOp(name string) (*Op, bool) {
+func (d *Daemon) lookupOp(name string) (*config.Op, bool) {
 	op, ok := d.ops.Load().byName[name]
 	return op, ok
 }
@@ -32,7 +36,7 @@ func (d *Daemon) lookupOp(name string) (*Op, bool) {
 // daemon keeps those it started with (they size its sockets and
 // counters), and Reload reports whether cfg's differ, so that the caller
 // can tell that a restart applies them.
-func (d *Daemon) Reload(cfg *Config) (limitsDiffer bool) {
+func (d *Daemon) Reload(cfg *config.Config) (limitsDiffer bool) {
 	d.ops.Store(newOpSet(cfg.Ops))
 	return !reflect.DeepEqual(cfg.Limits, d.cfg.Limits)
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/unitrun/unitrun/hostapi/config"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -19,13 +20,13 @@ import (
 func TestReloadWhileCalling(t *testing.T) {
 	d, dir := newTestDaemon(t, systemdtest.Conn(t), "")
 	api, _ := serveTest(t, d)
-	load := func(name, text string) *Config {
+	load := func(name, text string) *config.Config {
 		t.Helper()
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := LoadConfig(p, "")
+		cfg, err := config.Load(p, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +46,7 @@ func TestReloadWhileCalling(t *testing.T) {
 				return
 			default:
 			}
-			d.Reload([]*Config{both, one}[i%2])
+			d.Reload([]*config.Config{both, one}[i%2])
 		}
 	}()
 	go func() {

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/unitrun/unitrun/hostapi"
+	"github.com/unitrun/unitrun/hostapi/config"
 	"github.com/unitrun/unitrun/internal/journallog"
 )
 
@@ -88,7 +89,7 @@ func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
 	if err := checkBusFlag(f.dbus); err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
-	cfg, err := hostapi.LoadConfig(f.config, f.opsDir)
+	cfg, err := config.Load(f.config, f.opsDir)
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
@@ -171,7 +172,7 @@ loop:
 func reload(d *hostapi.Daemon, f *daemonFlags, logger *slog.Logger) {
 	daemon.SdNotify(false, daemon.SdNotifyReloading)
 	defer daemon.SdNotify(false, daemon.SdNotifyReady)
-	cfg, err := hostapi.LoadConfig(f.config, f.opsDir)
+	cfg, err := config.Load(f.config, f.opsDir)
 	if err != nil {
 		logger.Error(fmt.Sprintf("reload: the ops stay as they were: %v", err))
 		return

@@ -10,7 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/unitrun/unitrun/hostapi"
+	hostconfig "github.com/unitrun/unitrun/hostapi/config"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -65,7 +65,7 @@ func TestAgentInAContainer(t *testing.T) {
 // The shipped examples are consistent: ops.toml loads, and the DaemonSet
 // mounts the socket that dist/systemd/unitrun.socket listens on.
 func TestShippedExamples(t *testing.T) {
-	if _, err := hostapi.LoadConfig("../ops.toml", ""); err != nil {
+	if _, err := hostconfig.Load("../ops.toml", ""); err != nil {
 		t.Errorf("ops.toml: %v", err)
 	}
 	b, err := os.ReadFile("../daemonset.yaml")

@@ -1,9 +1,9 @@
-package hostapi
+package config
 
 import (
-	"bytes"
 	"fmt"
 	"math"
+	"reflect"
 	"regexp"
 	"time"
 
@@ -11,8 +11,10 @@ import (
 )
 
 // fileConfig is the TOML schema of daemon.toml, fileDropIn that of a file
-// in ops.d. Fields whose absence differs from their zero value are
-// pointers; integers are int64 so that range checks see the value written.
+// in ops.d: the toml tag of a field is its key, and its `example` tag, for
+// a duration or a table, an example that errors show. Fields whose absence
+// differs from their zero value are pointers; integers are int64 so that
+// range checks see the value written.
 type fileConfig struct {
 	Op     []fileOp    `toml:"op"`
 	Limits *fileLimits `toml:"limits"`
@@ -28,15 +30,15 @@ type fileOp struct {
 	Unit           string            `toml:"unit"`
 	RequestFile    string            `toml:"request_file"`
 	RequestFormat  *string           `toml:"request_format"`
-	Args           *fileArgs         `toml:"args"`
+	Args           *fileArgs         `toml:"args" example:"{ min = 0, max = 1, pattern = \"^[a-z]+$\" }"`
 	AllowUIDs      []int64           `toml:"allow_uids"`
 	AllowGIDs      []int64           `toml:"allow_gids"`
-	Timeout        *string           `toml:"timeout"`
+	Timeout        *duration         `toml:"timeout" example:"30m"`
 	Exclusive      bool              `toml:"exclusive"`
 	OnBusy         *string           `toml:"on_busy"`
 	OnDisconnect   *string           `toml:"on_disconnect"`
 	BindToCaller   bool              `toml:"bind_to_caller"`
-	Retry          *fileRetry        `toml:"retry"`
+	Retry          *fileRetry        `toml:"retry" example:"{ attempts = 5, delay = \"10s\", max_delay = \"5m\" }"`
 	Env            map[string]string `toml:"env"`
 	EnvPassthrough []string          `toml:"env_passthrough"`
 	RebootMarker   string            `toml:"reboot_marker"`
@@ -50,24 +52,24 @@ type fileArgs struct {
 }
 
 type fileRetry struct {
-	Attempts *int64  `toml:"attempts"`
-	Delay    *string `toml:"delay"`
-	MaxDelay *string `toml:"max_delay"`
+	Attempts *int64    `toml:"attempts"`
+	Delay    *duration `toml:"delay" example:"10s"`
+	MaxDelay *duration `toml:"max_delay" example:"5m"`
 }
 
 type fileLimits struct {
-	MaxRequestBytes      *int64  `toml:"max_request_bytes"`
-	MaxLiveJobs          *int64  `toml:"max_live_jobs"`
-	MaxLiveJobsPerUID    *int64  `toml:"max_live_jobs_per_uid"`
-	MaxConnectionsPerUID *int64  `toml:"max_connections_per_uid"`
-	MaxQueue             *int64  `toml:"max_queue"`
-	OutputTailBytes      *int64  `toml:"output_tail_bytes"`
-	RecordsKeep          *int64  `toml:"records_keep"`
-	RecordsMaxAge        *string `toml:"records_max_age"`
+	MaxRequestBytes      *int64    `toml:"max_request_bytes"`
+	MaxLiveJobs          *int64    `toml:"max_live_jobs"`
+	MaxLiveJobsPerUID    *int64    `toml:"max_live_jobs_per_uid"`
+	MaxConnectionsPerUID *int64    `toml:"max_connections_per_uid"`
+	MaxQueue             *int64    `toml:"max_queue"`
+	OutputTailBytes      *int64    `toml:"output_tail_bytes"`
+	RecordsKeep          *int64    `toml:"records_keep"`
+	RecordsMaxAge        *duration `toml:"records_max_age" example:"720h"`
 
-	ReadHeaderTimeout *string `toml:"read_header_timeout"`
-	IdleTimeout       *string `toml:"idle_timeout"`
-	WriteTimeout      *string `toml:"write_timeout"`
+	ReadHeaderTimeout *duration `toml:"read_header_timeout" example:"10s"`
+	IdleTimeout       *duration `toml:"idle_timeout" example:"2m"`
+	WriteTimeout      *duration `toml:"write_timeout" example:"1m"`
 }
 
 // A fieldError is a broken rule before it is placed in a file: key is the
@@ -78,59 +80,60 @@ type fieldError struct {
 
 // loadedOp is an op as read from a file, with where its keys are.
 type loadedOp struct {
-	op   Op
-	file string
-	pos  opPos
+	op    Op
+	file  string
+	at    keyPath // the op's path in the file: op[i]
+	lines lines
 }
 
-func (lo *loadedOp) err(key, rule string) *ConfigError {
-	return &ConfigError{File: lo.file, Line: lo.pos.line(key), Op: lo.op.Name, Key: key, Rule: rule}
+func (lo *loadedOp) err(key, rule string) *Error {
+	return &Error{File: lo.file, Line: lo.lines.line(lo.at, key), Op: lo.op.Name, Key: key, Rule: rule}
 }
 
 func (lo *loadedOp) where() string {
-	return fmt.Sprintf("%s:%d", lo.file, lo.pos.header)
+	return fmt.Sprintf("%s:%d", lo.file, lo.lines[lo.at])
 }
 
 // loadFile reads and checks one config file. isMain says whether it is
 // daemon.toml, the only file that may hold [limits]; limits is nil when the
 // file has none.
-func loadFile(path string, isMain bool) (ops []loadedOp, limits *Limits, errs []*ConfigError) {
+func loadFile(path string, isMain bool) (ops []loadedOp, limits *Limits, errs []*Error) {
 	data, err := readConfigFile(path)
 	if err != nil {
-		return nil, nil, []*ConfigError{configReadError(path, err)}
+		return nil, nil, []*Error{configReadError(path, err)}
 	}
-	var fops []fileOp
-	var flimits *fileLimits
-	dec := toml.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
+	var tree map[string]any
+	if err := toml.Unmarshal(data, &tree); err != nil {
+		return nil, nil, syntaxErrors(path, err)
+	}
+	d := decoder{file: path, lines: scanLines(data)}
+	var fc fileConfig
+	var fd fileDropIn
 	if isMain {
-		var fc fileConfig
-		err = dec.Decode(&fc)
-		fops, flimits = fc.Op, fc.Limits
+		d.decode(reflect.ValueOf(&fc).Elem(), tree, node{})
 	} else {
-		var fd fileDropIn
-		err = dec.Decode(&fd)
-		fops = fd.Op
+		d.other = reflect.TypeFor[fileConfig]()
+		d.decode(reflect.ValueOf(&fd).Elem(), tree, node{})
+		fc.Op = fd.Op
 	}
-	if err != nil {
-		return nil, nil, decodeErrors(path, isMain, err)
+	if len(d.errs) > 0 {
+		return nil, nil, d.errs
 	}
-	pos := scanPositions(data)
-	for i := range fops {
-		lo := loadedOp{file: path, pos: pos.op(i)}
+	for i := range fc.Op {
+		lo := loadedOp{file: path, at: keyPath("").key("op").index(i), lines: d.lines}
 		var fes []fieldError
-		lo.op, fes = buildOp(&fops[i])
+		lo.op, fes = buildOp(&fc.Op[i])
 		fes = append(fes, checkOp(&lo.op)...)
 		for _, fe := range fes {
 			errs = append(errs, lo.err(fe.key, fe.rule))
 		}
 		ops = append(ops, lo)
 	}
-	if flimits != nil {
-		l, fes := buildLimits(flimits)
+	if fc.Limits != nil {
+		l, fes := buildLimits(fc.Limits)
 		fes = append(fes, checkLimits(&l)...)
 		for _, fe := range fes {
-			errs = append(errs, &ConfigError{File: path, Line: pos.limitsLine(fe.key), Key: fe.key, Rule: fe.rule})
+			errs = append(errs, &Error{File: path, Line: d.lines.line("", fe.key), Key: fe.key, Rule: fe.rule})
 		}
 		limits = &l
 	}
@@ -181,7 +184,7 @@ func buildOp(fo *fileOp) (Op, []fieldError) {
 	op.AllowUIDs = buildIDs("allow_uids", fo.AllowUIDs, fail)
 	op.AllowGIDs = buildIDs("allow_gids", fo.AllowGIDs, fail)
 	if fo.Timeout != nil {
-		d, ok := parseDuration("timeout", *fo.Timeout, fail)
+		d, ok := parseDuration("timeout", string(*fo.Timeout), fail)
 		if ok && d <= 0 {
 			fail("timeout", "timeout %q must be positive", *fo.Timeout)
 		}
@@ -205,10 +208,10 @@ func buildOp(fo *fileOp) (Op, []fieldError) {
 			}
 		}
 		if r.Delay != nil {
-			op.Retry.Delay, _ = parseDuration("retry.delay", *r.Delay, fail)
+			op.Retry.Delay, _ = parseDuration("retry.delay", string(*r.Delay), fail)
 		}
 		if r.MaxDelay != nil {
-			op.Retry.MaxDelay, _ = parseDuration("retry.max_delay", *r.MaxDelay, fail)
+			op.Retry.MaxDelay, _ = parseDuration("retry.max_delay", string(*r.MaxDelay), fail)
 		}
 	}
 	switch {
@@ -253,9 +256,9 @@ func buildLimits(fl *fileLimits) (Limits, []fieldError) {
 	set(&l.MaxQueue, fl.MaxQueue)
 	set(&l.OutputTailBytes, fl.OutputTailBytes)
 	set(&l.RecordsKeep, fl.RecordsKeep)
-	setDuration := func(key string, dst *time.Duration, v *string) {
+	setDuration := func(key string, dst *time.Duration, v *duration) {
 		if v != nil {
-			if d, ok := parseDuration(key, *v, fail); ok {
+			if d, ok := parseDuration(key, string(*v), fail); ok {
 				*dst = d
 			}
 		}

@@ -1,4 +1,4 @@
-package hostapi
+package config
 
 import (
 	"errors"
@@ -51,7 +51,7 @@ func writeFiles(t *testing.T, files map[string]string) string {
 
 func TestLoadConfigContract(t *testing.T) {
 	dir := writeFiles(t, map[string]string{"daemon.toml": contractTOML})
-	cfg, err := LoadConfig(filepath.Join(dir, "daemon.toml"), filepath.Join(dir, "ops.d"))
+	cfg, err := Load(filepath.Join(dir, "daemon.toml"), filepath.Join(dir, "ops.d"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestLoadConfigDropIns(t *testing.T) {
 		"ops.d/70-g.toml":  "[[op]]\nname = \"g\"\nexec = [\"/bin/g\"]\nallow_gids = [10, 4294967294]\nbind_to_caller = true\non_disconnect = \"stop\"\n",
 		"ops.d/80-h.toml":  "# no ops here\n",
 	})
-	cfg, err := LoadConfig(filepath.Join(dir, "daemon.toml"), filepath.Join(dir, "ops.d"))
+	cfg, err := Load(filepath.Join(dir, "daemon.toml"), filepath.Join(dir, "ops.d"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,14 +177,14 @@ func TestLoadConfigDropIns(t *testing.T) {
 
 func TestLoadConfigMissing(t *testing.T) {
 	dir := t.TempDir()
-	_, err := LoadConfig(filepath.Join(dir, "daemon.toml"), "")
+	_, err := Load(filepath.Join(dir, "daemon.toml"), "")
 	want := filepath.Join(dir, "daemon.toml") + ": cannot read: no such file or directory"
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
 	}
 	// A missing ops dir holds no ops.
 	dir = writeFiles(t, map[string]string{"daemon.toml": ""})
-	cfg, err := LoadConfig(filepath.Join(dir, "daemon.toml"), filepath.Join(dir, "nope"))
+	cfg, err := Load(filepath.Join(dir, "daemon.toml"), filepath.Join(dir, "nope"))
 	if err != nil || len(cfg.Ops) != 0 {
 		t.Errorf("cfg, err = %+v, %v; want no ops", cfg, err)
 	}
@@ -192,7 +192,7 @@ func TestLoadConfigMissing(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "ops.d", "a.toml"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, err = LoadConfig(filepath.Join(dir, "daemon.toml"), filepath.Join(dir, "ops.d"))
+	_, err = Load(filepath.Join(dir, "daemon.toml"), filepath.Join(dir, "ops.d"))
 	want = filepath.Join(dir, "ops.d", "a.toml") + ": cannot read: is a directory"
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
@@ -211,13 +211,25 @@ func TestLoadConfigErrors(t *testing.T) {
 	}{
 		{"syntax", "[[op]\n", nil, `D:1: expected ']]' to close array table name`},
 		{"unknown key", op + "shell = true\n", nil, `D:4: unknown key "op.shell"`},
-		{"unknown key in inline table", op + "args = { max = 1, maxx = 2 }\n", nil, `D:4: unknown key "op.maxx"`},
+		{"unknown key in inline table", op + "args = { max = 1, maxx = 2 }\n", nil, `D:4: unknown key "op.args.maxx"`},
+		{"unknown key in a sub-table", op + "[op.retry]\nattempts = 2\nbackoff = \"1s\"\n", nil, `D:6: unknown key "op.retry.backoff"`},
+		{"unknown key in limits", "[limits]\nmax_queue = 1\nmax_jobs = 2\n", nil, `D:3: unknown key "limits.max_jobs"`},
+		{"keys are case-sensitive", "[[op]]\nName = \"x\"\nexec = [\"/bin/x\"]\n", nil, `D:2: unknown key "op.Name"`},
 		{"unknown top-level key", "verbose = true\n", nil, `D:1: unknown key "verbose"`},
 		{"limits in drop-in", "", map[string]string{"a.toml": "[limits]\nmax_queue = 1\n"}, `O/a.toml:1: unknown key "limits" (only daemon.toml may set [limits])`},
 		{"wrong type", op + "exclusive = \"yes\"\n", nil, `D:4: exclusive must be a boolean, not a TOML string`},
 		{"wrong type exec", "[[op]]\nname = \"x\"\nexec = \"/bin/x\"\n", nil, `D:3: exec must be an array of strings, not a TOML string`},
 		{"wrong type in inline table", op + "args = { max = \"1\" }\n", nil, `D:4: args.max must be an integer, not a TOML string`},
 		{"wrong type in retry", op + "retry = { attempts = 2, delay = 5 }\n", nil, `D:4: retry.delay must be a duration string such as "10s", not a TOML integer`},
+		{"wrong type in an array", op + "allow_uids = [0,\n  \"root\"]\n", nil, `D:5: allow_uids[1] must be an integer, not a TOML string`},
+		{"wrong type in env", op + "env.A = 1\n", nil, `D:4: env.A must be a string, not a TOML integer`},
+		{"wrong type of table", op + "args = 3\n", nil, `D:4: args must be a table such as { min = 0, max = 1, pattern = "^[a-z]+$" }, not a TOML integer`},
+		{"wrong type of op", "op = { name = \"x\" }\n", nil, `D:1: op must be an array of [[op]] tables, not a TOML table`},
+		{"wrong type of an inline op", "op = [\n  \"x\",\n]\n", nil, `D:2: op[0] must be a table, not a TOML string`},
+		{"wrong type of limits", "limits = [1]\n", nil, `D:1: limits must be a table, not a TOML array`},
+		{"date for a duration", "[limits]\nidle_timeout = 1979-05-27 07:32:00\n", nil, `D:2: limits.idle_timeout must be a duration string such as "2m", not a TOML local date-time`},
+		{"float for an integer", "[limits]\nmax_queue = 1.5\n", nil, `D:2: limits.max_queue must be an integer, not a TOML float`},
+		{"several wrong types", op + "exclusive = \"yes\"\n\n[[op]]\nname = 5\n", nil, "D:4: exclusive must be a boolean, not a TOML string\nD:7: name must be a string, not a TOML integer"},
 		{"duplicate key", "[[op]]\nname = \"x\"\nname = \"y\"\n", nil, `D:3: key name is already defined`},
 		{"name missing", "[[op]]\nexec = [\"/bin/x\"]\n", nil, `D:1: name is required`},
 		{"name rule", "[[op]]\nname = \"Rebase\"\nexec = [\"/bin/x\"]\n", nil, `D:2: op "Rebase": name "Rebase" must match ^[a-z0-9][a-z0-9_-]{0,62}$`},
@@ -289,17 +301,17 @@ func TestLoadConfigErrors(t *testing.T) {
 			}
 			dir := writeFiles(t, files)
 			daemon, opsDir := filepath.Join(dir, "daemon.toml"), filepath.Join(dir, "ops.d")
-			cfg, err := LoadConfig(daemon, opsDir)
+			cfg, err := Load(daemon, opsDir)
 			if err == nil {
-				t.Fatalf("LoadConfig accepted it: %+v", cfg)
+				t.Fatalf("Load accepted it: %+v", cfg)
 			}
 			want := strings.NewReplacer("D:", daemon+":", "O/", opsDir+"/").Replace(tt.want)
 			if err.Error() != want {
 				t.Errorf("err =\n%s\nwant\n%s", err, want)
 			}
-			var ce *ConfigError
+			var ce *Error
 			if !errors.As(err, &ce) {
-				t.Errorf("err is a %T, not a *ConfigError", err)
+				t.Errorf("err is a %T, not an *Error", err)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package hostapi
+package config
 
 import (
 	"errors"
@@ -160,7 +160,7 @@ type RetryRule struct {
 	MaxDelay time.Duration
 }
 
-// LoadConfig reads the operations config: file (daemon.toml, which must
+// Load reads the operations config: file (daemon.toml, which must
 // exist) and then, when opsDir is not "", every file named *.toml in opsDir,
 // in byte order of their names; other names are skipped. A missing opsDir holds no ops. Only
 // daemon.toml may hold a [limits] table; every file may hold [[op]] tables.
@@ -173,11 +173,11 @@ type RetryRule struct {
 // symlinks. Each file is opened once and judged as opened.
 //
 // Unknown keys, values of the wrong type and broken rules are errors. Each
-// is a *ConfigError naming the file, the line and the rule; when there are
-// several, LoadConfig returns them joined (errors.Join), in file and line
+// is an *Error naming the file, the line and the rule; when there are
+// several, Load returns them joined (errors.Join), in file and line
 // order. An op defined twice, in one file or two, is an error naming both
 // places.
-func LoadConfig(file, opsDir string) (*Config, error) {
+func Load(file, opsDir string) (*Config, error) {
 	files := []string{file}
 	if opsDir != "" {
 		dropIns, err := listDropIns(opsDir)
@@ -187,7 +187,7 @@ func LoadConfig(file, opsDir string) (*Config, error) {
 		files = append(files, dropIns...)
 	}
 	cfg := &Config{Limits: DefaultLimits()}
-	var errs []*ConfigError
+	var errs []*Error
 	defined := make(map[string]string) // op name -> "file:line"
 	for i, f := range files {
 		ops, limits, fileErrs := loadFile(f, i == 0)
@@ -205,7 +205,7 @@ func LoadConfig(file, opsDir string) (*Config, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, joinConfigErrors(errs)
+		return nil, joinErrors(errs)
 	}
 	return cfg, nil
 }
@@ -233,27 +233,27 @@ func listDropIns(dir string) ([]string, error) {
 	return files, nil
 }
 
-// Validate checks the rules LoadConfig enforces on a Config whose defaults
-// are applied, such as one built in code. Its errors are *ConfigErrors
+// Validate checks the rules Load enforces on a Config whose defaults
+// are applied, such as one built in code. Its errors are *Errors
 // without file or line.
 func (c *Config) Validate() error {
-	var errs []*ConfigError
+	var errs []*Error
 	for _, fe := range checkLimits(&c.Limits) {
-		errs = append(errs, &ConfigError{Key: fe.key, Rule: fe.rule})
+		errs = append(errs, &Error{Key: fe.key, Rule: fe.rule})
 	}
 	seen := make(map[string]bool)
 	for i := range c.Ops {
 		op := &c.Ops[i]
 		for _, fe := range checkOp(op) {
-			errs = append(errs, &ConfigError{Op: op.Name, Key: fe.key, Rule: fe.rule})
+			errs = append(errs, &Error{Op: op.Name, Key: fe.key, Rule: fe.rule})
 		}
 		if seen[op.Name] {
-			errs = append(errs, &ConfigError{Op: op.Name, Rule: "defined twice"})
+			errs = append(errs, &Error{Op: op.Name, Rule: "defined twice"})
 		}
 		seen[op.Name] = true
 	}
 	if len(errs) > 0 {
-		return joinConfigErrors(errs)
+		return joinErrors(errs)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package hostapi
+package config
 
 import (
 	"errors"
@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// A ConfigError is one rule an operations config breaks.
-type ConfigError struct {
+// An Error is one rule an operations config breaks.
+type Error struct {
 	File string // the file; "" for a Config built in code
 	Line int    // 1-based line; 0 when unknown
 	Op   string // the op's name; "" outside an op or when it has none
@@ -18,7 +18,7 @@ type ConfigError struct {
 
 // Error returns "file:line: op "name": rule", leaving out the parts that
 // are unknown.
-func (e *ConfigError) Error() string {
+func (e *Error) Error() string {
 	var b strings.Builder
 	if e.File != "" {
 		b.WriteString(e.File)
@@ -34,9 +34,9 @@ func (e *ConfigError) Error() string {
 	return b.String()
 }
 
-// joinConfigErrors returns the one error, or all of them joined, ordered
+// joinErrors returns the one error, or all of them joined, ordered
 // stably by file and line; files keep the order in which they were read.
-func joinConfigErrors(errs []*ConfigError) error {
+func joinErrors(errs []*Error) error {
 	if len(errs) == 1 {
 		return errs[0]
 	}

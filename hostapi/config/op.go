@@ -1,12 +1,10 @@
-package hostapi
+package config
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/unitrun/unitrun/job"
 )
 
 // argsWord is the word of an exec template replaced by the caller's args.
@@ -93,13 +91,4 @@ func (op *Op) Environ(callerID string, from func(string) (string, bool)) []strin
 	}
 	slices.Sort(env)
 	return env
-}
-
-// retryPolicy returns the op's retry rule as a job.RetryPolicy, or nil if
-// the op runs once (or is nil, no longer configured).
-func (o *Op) retryPolicy() *job.RetryPolicy {
-	if o == nil || o.Retry.Attempts <= 1 {
-		return nil
-	}
-	return &job.RetryPolicy{Attempts: o.Retry.Attempts, Delay: o.Retry.Delay, MaxDelay: o.Retry.MaxDelay}
 }

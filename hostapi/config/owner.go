@@ -1,4 +1,4 @@
-package hostapi
+package config
 
 import (
 	"errors"
@@ -45,7 +45,7 @@ func ownerRule(st *unix.Stat_t) string {
 // time, and returns the path it names with no symlink in it. Every
 // directory passed through (each one that holds an element of path or of
 // a symlink's target) must pass ownerRule, and every symlink followed must
-// be owned by root or the daemon's uid; else the error is a *ConfigError
+// be owned by root or the daemon's uid; else the error is an *Error
 // naming path and the directory or link at fault. An element that does not
 // exist is an error wrapping fs.ErrNotExist.
 func resolveConfigPath(path string) (string, error) {
@@ -57,7 +57,7 @@ func resolveConfigPath(path string) (string, error) {
 		if where != path {
 			rule = fmt.Sprintf("reached through %s, %s", where, rule)
 		}
-		return &ConfigError{File: path, Rule: rule}
+		return &Error{File: path, Rule: rule}
 	}
 	check := func(dir string) error {
 		var st unix.Stat_t
@@ -128,7 +128,7 @@ func readConfigFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	if !strings.HasSuffix(real, ".toml") {
-		return nil, &ConfigError{File: path, Rule: fmt.Sprintf("names %s, which is not a *.toml file", real)}
+		return nil, &Error{File: path, Rule: fmt.Sprintf("names %s, which is not a *.toml file", real)}
 	}
 	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -144,18 +144,18 @@ func readConfigFile(path string) ([]byte, error) {
 	case unix.S_IFDIR:
 		return nil, syscall.EISDIR
 	default:
-		return nil, &ConfigError{File: path, Rule: "not a regular file"}
+		return nil, &Error{File: path, Rule: "not a regular file"}
 	}
 	if rule := ownerRule(&st); rule != "" {
-		return nil, &ConfigError{File: path, Rule: rule}
+		return nil, &Error{File: path, Rule: rule}
 	}
 	return io.ReadAll(f)
 }
 
 // configReadError returns err, from reading the config file or ops dir at
-// path, as the *ConfigError it is or one saying path cannot be read.
-func configReadError(path string, err error) *ConfigError {
-	var ce *ConfigError
+// path, as the *Error it is or one saying path cannot be read.
+func configReadError(path string, err error) *Error {
+	var ce *Error
 	if errors.As(err, &ce) {
 		return ce
 	}
@@ -163,5 +163,5 @@ func configReadError(path string, err error) *ConfigError {
 	if errors.As(err, &pe) {
 		err = pe.Err
 	}
-	return &ConfigError{File: path, Rule: "cannot read: " + err.Error()}
+	return &Error{File: path, Rule: "cannot read: " + err.Error()}
 }
