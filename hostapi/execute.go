@@ -10,13 +10,14 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/atomicfile"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/unit"
 )
 
 // outcome sets the final fields of a job's record.
-type outcome func(*Record)
+type outcome func(*api.Record)
 
 // execute runs the job to its end and returns how it ended. Canceling ctx
 // stops the job's unit.
@@ -63,7 +64,7 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob, done int) outcome {
 		d.releasing.Add(1)
 		released = true
 		set := fromStatus(st, err)
-		d.finish(l, func(r *Record) {
+		d.finish(l, func(r *api.Record) {
 			set(r)
 			if st != nil {
 				r.Attempts = done + st.Attempts
@@ -140,7 +141,7 @@ func (d *Daemon) startUnit(ctx context.Context, l *liveJob) outcome {
 		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return func(r *Record) {
+		return func(r *api.Record) {
 			fromStatus(st, err)(r)
 			r.Result = "timeout"
 			r.Message = fmt.Sprintf("timeout %v reached: unit %s stopped", l.op.Timeout, l.op.Unit)
@@ -151,7 +152,7 @@ func (d *Daemon) startUnit(ctx context.Context, l *liveJob) outcome {
 
 // fromStatus returns the outcome of a run that job reported.
 func fromStatus(st *job.Status, err error) outcome {
-	return func(r *Record) {
+	return func(r *api.Record) {
 		ended := false // the run's process exited or was killed
 		if st != nil {
 			r.InvocationID = st.InvocationID
@@ -181,13 +182,13 @@ func fromStatus(st *job.Status, err error) outcome {
 		}
 		switch {
 		case err == nil:
-			r.State = StateSucceeded
+			r.State = api.StateSucceeded
 			r.Message = "exit status 0"
 		case ended:
-			r.State = StateFailed
+			r.State = api.StateFailed
 			r.Message = st.String()
 		default:
-			r.State = StateFailed
+			r.State = api.StateFailed
 			r.Message = err.Error()
 		}
 	}
@@ -195,8 +196,8 @@ func fromStatus(st *job.Status, err error) outcome {
 
 // failed returns the outcome of a job that could not run.
 func failed(msg string) outcome {
-	return func(r *Record) {
-		r.State = StateFailed
+	return func(r *api.Record) {
+		r.State = api.StateFailed
 		r.Message = msg
 	}
 }
@@ -218,8 +219,8 @@ func (d *Daemon) finish(l *liveJob, set outcome) {
 // waiters and starts the next queued job of its op.
 func (d *Daemon) finishLocked(l *liveJob, set outcome) {
 	set(l.rec)
-	if l.canceled && l.rec.State != StateCanceled {
-		l.rec.State = StateCanceled
+	if l.canceled && l.rec.State != api.StateCanceled {
+		l.rec.State = api.StateCanceled
 		l.rec.Message = "canceled by a caller: " + l.rec.Message
 	}
 	if l.rec.FinishedAt == nil {

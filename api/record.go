@@ -1,4 +1,4 @@
-package hostapi
+package api
 
 import "time"
 
@@ -13,8 +13,8 @@ const (
 	StateCanceled  State = "canceled"  // a caller canceled it
 )
 
-// valid reports whether s is one of the five states.
-func (s State) valid() bool {
+// Valid reports whether s is one of the five states.
+func (s State) Valid() bool {
 	switch s {
 	case StateQueued, StateRunning, StateSucceeded, StateFailed, StateCanceled:
 		return true
