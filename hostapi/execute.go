@@ -159,18 +159,8 @@ func fromStatus(st *job.Status, err error) outcome {
 			r.JobResult = st.JobResult
 			r.Result = st.Result
 			r.Attempts = st.Attempts
-			switch {
-			case st.Signal != 0:
-				r.Signal = strings.TrimPrefix(job.SignalName(st.Signal), "SIG")
-				ended = true
-			case st.JobResult == "done" || !st.FinishedAt.IsZero():
-				// A run whose start job failed has an exit code only if
-				// its process exited (systemd's own 203 for a failed
-				// exec, say); not one canceled before it was reaped.
-				code := st.ExitCode
-				r.ExitCode = &code
-				ended = true
-			}
+			r.ExitCode, r.Signal = st.Ended()
+			ended = r.ExitCode != nil || r.Signal != ""
 			if !st.FinishedAt.IsZero() {
 				t := st.FinishedAt.UTC()
 				r.FinishedAt = &t
