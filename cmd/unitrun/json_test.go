@@ -122,3 +122,43 @@ func TestManagerStatusJSON(t *testing.T) {
 		t.Errorf("manager status --json: exit %d, %s", code, out)
 	}
 }
+
+// The same death, a command killed by SIGKILL, reads the same on every
+// face that writes JSON: run --json, op status --json (the daemon's record)
+// and pod status --json all write "signal": "KILL", as systemd does.
+func TestSignalSameOnEveryFace(t *testing.T) {
+	const script = "kill -KILL $$"
+	out, _, code := unitrun(t, "run", "--json", "--", "/bin/sh", "-c", script)
+	var run result
+	decode(t, "run", out, &run)
+	if code != 128+9 || run.Signal != "KILL" || run.ExitCode != nil {
+		t.Errorf("run --json: exit %d, %s; want 137, signal KILL, exit_code null", code, out)
+	}
+
+	t.Setenv("UNITRUN_SOCKET", startDaemon(t))
+	out, _, code = unitrun(t, "op", "call", "--json", "--no-wait", "sh", script)
+	var called struct{ ID string }
+	decode(t, "op call --no-wait", out, &called)
+	if _, errs, code := unitrun(t, "op", "wait", called.ID); code != 128+9 {
+		t.Fatalf("op wait %s: exit %d, stderr %q; want 137", called.ID, code, errs)
+	}
+	out, _, code = unitrun(t, "op", "status", "--json", called.ID)
+	var rec api.Record
+	decode(t, "op status", out, &rec)
+	if code != 0 || rec.Signal != run.Signal || rec.ExitCode != nil || rec.State != api.StateFailed {
+		t.Errorf("op status --json: exit %d, %s; want signal %q as run --json wrote it, exit_code null", code, out, run.Signal)
+	}
+
+	dir := t.TempDir()
+	path := manifestFile(t, "name: killed\napps:\n  - name: a\n    exec: [/bin/sh, -c, \""+script+"\"]\n")
+	rmPod(t, dir, "killed")
+	if _, errs, code := podCLI(t, dir, "run", path); code != 128+9 {
+		t.Fatalf("pod run: exit %d, stderr %q; want 137", code, errs)
+	}
+	out, _, _ = podCLI(t, dir, "status", "--json", "killed")
+	var v podView
+	decode(t, "pod status", out, &v)
+	if len(v.Apps) != 1 || v.Apps[0].Signal != run.Signal || v.Apps[0].ExitCode == nil || *v.Apps[0].ExitCode != 128+9 {
+		t.Errorf("pod status --json: %s; want the app's signal %q as run --json wrote it, exit_code 137 (a pod's app writes 128+N)", out, run.Signal)
+	}
+}
