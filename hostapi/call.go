@@ -7,9 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/godbus/dbus/v5"
-
 	"github.com/unitrun/unitrun/api"
+	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/unit"
 )
 
@@ -69,13 +68,8 @@ func (d *Daemon) CallKeyed(ctx context.Context, caller Caller, name string, args
 	}
 	var bind []unit.Property
 	if op.BindToCaller {
-		u, err := d.mgr.UnitByPID(ctx, uint32(caller.PID))
-		if err != nil {
+		if bind, err = job.BindTo(ctx, d.mgr, uint32(caller.PID)); err != nil {
 			return nil, errorf(api.CodeNoCallerUnit, fmt.Sprintf("op %q: bind_to_caller: no unit of the manager holds caller pid %d: %v", op.Name, caller.PID, err))
-		}
-		bind = []unit.Property{
-			{Name: "BindsTo", Value: dbus.MakeVariant([]string{u})},
-			{Name: "After", Value: dbus.MakeVariant([]string{u})},
 		}
 	}
 
