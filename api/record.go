@@ -22,8 +22,8 @@ func (s State) Valid() bool {
 	return false
 }
 
-// Record is the durable record of one job, as stored and as served by the
-// HTTP API.
+// Record is the record of one job as the daemon serves it: the body of
+// the HTTP API's job answers, and what the client returns.
 type Record struct {
 	ID             string     `json:"id"`
 	Op             string     `json:"op"`
