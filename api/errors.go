@@ -21,6 +21,12 @@ const (
 	CodeNoSpace            = "no_space"            // the state directory is full (HTTP 507)
 )
 
+// ErrorBody is the body of an HTTP answer that is an error:
+// {"error": {"code": ..., "message": ...}}.
+type ErrorBody struct {
+	Error *Error `json:"error"`
+}
+
 // Error is an error the daemon returns to a caller: a stable Code and a
 // Message that names the field and the rule at fault.
 type Error struct {

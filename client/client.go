@@ -271,7 +271,7 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte) (*h
 		return resp, nil
 	}
 	defer resp.Body.Close()
-	var e struct{ Error *api.Error }
+	var e api.ErrorBody
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&e); err != nil || e.Error == nil {
 		return nil, fmt.Errorf("%s %s: HTTP status %s", method, path, resp.Status)
 	}

@@ -91,7 +91,7 @@ func refuseHTTP(c *net.UnixConn, err error, wait bool) {
 		c.Read(make([]byte, 4096))
 	}
 	e := asError(err)
-	body, _ := json.Marshal(map[string]*api.Error{"error": e})
+	body, _ := json.Marshal(api.ErrorBody{Error: e})
 	c.SetWriteDeadline(time.Now().Add(refuseGrace))
 	fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s\n",
 		e.HTTPStatus(), http.StatusText(e.HTTPStatus()), len(body)+1, body)
@@ -318,5 +318,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // is not an *Error is an internal one.
 func writeError(w http.ResponseWriter, err error) {
 	e := asError(err)
-	writeJSON(w, e.HTTPStatus(), map[string]*api.Error{"error": e})
+	writeJSON(w, e.HTTPStatus(), api.ErrorBody{Error: e})
 }
