@@ -2,7 +2,7 @@
 // hostapi): what an agent in a container imports to run allow-listed host
 // operations through the daemon's HTTP/JSON unix socket.
 //
-// Errors the daemon returns are *hostapi.Error values with a stable Code.
+// Errors the daemon returns are *api.Error values with a stable Code.
 // Wait survives restarts of the daemon: it reconnects and resumes waiting,
 // since a job's unit runs in systemd and the restarted daemon re-attaches
 // to it.
@@ -23,7 +23,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/unitrun/unitrun/hostapi"
+	"github.com/unitrun/unitrun/api"
 )
 
 // DefaultSocket is the socket of the shipped unitrun.socket unit.
@@ -46,8 +46,8 @@ func New(socket string) *Client {
 }
 
 // Ops returns the daemon's ops, each saying whether this caller may call it.
-func (c *Client) Ops(ctx context.Context) ([]hostapi.OpInfo, error) {
-	var ops []hostapi.OpInfo
+func (c *Client) Ops(ctx context.Context) ([]api.OpInfo, error) {
+	var ops []api.OpInfo
 	return ops, c.do(ctx, http.MethodGet, "/v1/ops", nil, &ops)
 }
 
@@ -60,7 +60,7 @@ func (c *Client) Call(ctx context.Context, op string, args []string) (string, er
 	return c.call(ctx, op, args, "")
 }
 
-// CallKeyed is Call with an idempotency key (see hostapi.CallRequest.Key):
+// CallKeyed is Call with an idempotency key (see api.CallRequest.Key):
 // the daemon starts at most one job per op, caller uid and key, and
 // answers a repeated call with that job's id. So CallKeyed, unlike Call,
 // calls again when the daemon cannot be reached or goes away before it
@@ -83,7 +83,7 @@ func (c *Client) call(ctx context.Context, op string, args []string, key string)
 	if args == nil {
 		args = []string{}
 	}
-	body, err := json.Marshal(hostapi.CallRequest{Args: args, Key: key})
+	body, err := json.Marshal(api.CallRequest{Args: args, Key: key})
 	if err != nil {
 		return "", err
 	}
@@ -95,21 +95,21 @@ func (c *Client) call(ctx context.Context, op string, args []string, key string)
 }
 
 // Job returns the job's current record.
-func (c *Client) Job(ctx context.Context, id string) (*hostapi.Record, error) {
-	var r hostapi.Record
+func (c *Client) Job(ctx context.Context, id string) (*api.Record, error) {
+	var r api.Record
 	return &r, c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id), nil, &r)
 }
 
 // Jobs returns the records this caller may see, newest first, asking for
 // them a page at a time.
-func (c *Client) Jobs(ctx context.Context) ([]*hostapi.Record, error) {
-	all := []*hostapi.Record{}
+func (c *Client) Jobs(ctx context.Context) ([]*api.Record, error) {
+	all := []*api.Record{}
 	for path := "/v1/jobs"; path != ""; {
 		resp, err := c.send(ctx, http.MethodGet, path, nil)
 		if err != nil {
 			return nil, err
 		}
-		var page []*hostapi.Record
+		var page []*api.Record
 		err = json.NewDecoder(resp.Body).Decode(&page)
 		resp.Body.Close()
 		if err != nil {
@@ -131,8 +131,8 @@ func nextPage(link string) string {
 }
 
 // Cancel cancels the job and returns its final record.
-func (c *Client) Cancel(ctx context.Context, id string) (*hostapi.Record, error) {
-	var r hostapi.Record
+func (c *Client) Cancel(ctx context.Context, id string) (*api.Record, error) {
+	var r api.Record
 	return &r, c.do(ctx, http.MethodDelete, "/v1/jobs/"+url.PathEscape(id), nil, &r)
 }
 
@@ -140,10 +140,10 @@ func (c *Client) Cancel(ctx context.Context, id string) (*hostapi.Record, error)
 // cannot be reached, or goes away while Wait waits (it was restarted), Wait
 // reconnects, with delays growing from 50ms to 2s, until ctx ends; errors
 // the daemon returns (such as an unknown job) end it at once.
-func (c *Client) Wait(ctx context.Context, id string) (*hostapi.Record, error) {
-	var r hostapi.Record
+func (c *Client) Wait(ctx context.Context, id string) (*api.Record, error) {
+	var r api.Record
 	err := retrying(ctx, func() error {
-		r = hostapi.Record{}
+		r = api.Record{}
 		return c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/wait", nil, &r)
 	})
 	if err != nil {
@@ -159,13 +159,13 @@ func retrying(ctx context.Context, fn func() error) error {
 	delay := 50 * time.Millisecond
 	for {
 		err := fn()
-		var e *hostapi.Error
+		var e *api.Error
 		switch {
 		case err == nil:
 			return nil
 		case ctx.Err() != nil:
 			return ctx.Err()
-		case errors.As(err, &e) && e.Code != hostapi.CodeInternal:
+		case errors.As(err, &e) && e.Code != api.CodeInternal:
 			return err
 		}
 		select {
@@ -196,8 +196,8 @@ func (c *Client) Logs(ctx context.Context, id string, follow bool, w io.Writer) 
 	delay := 50 * time.Millisecond
 	for {
 		resp, err := c.send(ctx, http.MethodGet, base+"?follow=1&offset="+strconv.FormatInt(offset, 10), nil)
-		var e *hostapi.Error
-		if errors.As(err, &e) && e.Code != hostapi.CodeInternal {
+		var e *api.Error
+		if errors.As(err, &e) && e.Code != api.CodeInternal {
 			return err // the daemon's own answer, such as an unknown job
 		}
 		if err == nil {
@@ -254,7 +254,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 }
 
 // send sends a request and returns a 2xx response; any other status is
-// returned as the *hostapi.Error of its body.
+// returned as the *api.Error of its body.
 func (c *Client) send(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, "http://unitrun"+path, bytes.NewReader(body))
 	if err != nil {
@@ -271,7 +271,7 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte) (*h
 		return resp, nil
 	}
 	defer resp.Body.Close()
-	var e struct{ Error *hostapi.Error }
+	var e api.ErrorBody
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&e); err != nil || e.Error == nil {
 		return nil, fmt.Errorf("%s %s: HTTP status %s", method, path, resp.Status)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/client"
 	"github.com/unitrun/unitrun/hostapi"
 	"github.com/unitrun/unitrun/internal/systemdtest"
@@ -52,33 +53,33 @@ func TestClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec, err := c.Wait(ctx, id)
-	if err != nil || rec.State != hostapi.StateSucceeded || *rec.ExitCode != 0 {
+	if err != nil || rec.State != api.StateSucceeded || *rec.ExitCode != 0 {
 		t.Fatalf("wait: %+v, %v", rec, err)
 	}
 	var logs strings.Builder
 	if err := c.Logs(ctx, id, false, &logs); err != nil || logs.String() != "a b $c\n" {
 		t.Errorf("logs: %q, %v", logs.String(), err)
 	}
-	if got, err := c.Job(ctx, id); err != nil || got.ID != id || got.State != hostapi.StateSucceeded {
+	if got, err := c.Job(ctx, id); err != nil || got.ID != id || got.State != api.StateSucceeded {
 		t.Errorf("job: %+v, %v", got, err)
 	}
 	slow, err := c.Call(ctx, "slow", []string{"30", "0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec, err := c.Cancel(ctx, slow); err != nil || rec.State != hostapi.StateCanceled {
+	if rec, err := c.Cancel(ctx, slow); err != nil || rec.State != api.StateCanceled {
 		t.Errorf("cancel: %+v, %v", rec, err)
 	}
 	if recs, err := c.Jobs(ctx); err != nil || len(recs) != 2 || recs[0].ID != slow {
 		t.Errorf("jobs: %d records, %v: want 2, newest first", len(recs), err)
 	}
 	_, err = c.Call(ctx, "nosuch", nil)
-	var e *hostapi.Error
-	if !errors.As(err, &e) || e.Code != hostapi.CodeUnknownOp {
+	var e *api.Error
+	if !errors.As(err, &e) || e.Code != api.CodeUnknownOp {
 		t.Errorf("unknown op: %v", err)
 	}
 	_, err = c.Wait(ctx, "20261202T142501Z-0123abcd")
-	if !errors.As(err, &e) || e.Code != hostapi.CodeNotFound {
+	if !errors.As(err, &e) || e.Code != api.CodeNotFound {
 		t.Errorf("wait for no job: %v", err)
 	}
 }
@@ -106,16 +107,16 @@ func TestCallKeyedWhileDaemonDown(t *testing.T) {
 		t.Fatalf("repeated call: %q, %v; want job %s", again, err, id)
 	}
 	rec, err := c.Wait(ctx, id)
-	if err != nil || rec.State != hostapi.StateSucceeded || rec.OutputTail != "once\n" {
+	if err != nil || rec.State != api.StateSucceeded || rec.OutputTail != "once\n" {
 		t.Fatalf("keyed job: %+v, %v", rec, err)
 	}
 	if recs, err := c.Jobs(ctx); err != nil || len(recs) != 1 {
 		t.Errorf("jobs: %d records, %v; want 1", len(recs), err)
 	}
 	_, err = c.CallKeyed(ctx, "echo", []string{"twice"}, "agent-7:pivot")
-	var e *hostapi.Error
-	if !errors.As(err, &e) || e.Code != hostapi.CodeKeyConflict {
-		t.Errorf("same key, other args: %v; want %s", err, hostapi.CodeKeyConflict)
+	var e *api.Error
+	if !errors.As(err, &e) || e.Code != api.CodeKeyConflict {
+		t.Errorf("same key, other args: %v; want %s", err, api.CodeKeyConflict)
 	}
 }
 
@@ -143,7 +144,7 @@ func testDaemonStoppedMidJob(t *testing.T, sig syscall.Signal) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waited := make(chan *hostapi.Record, 1)
+	waited := make(chan *api.Record, 1)
 	go func() {
 		rec, err := c.Wait(ctx, long)
 		if err != nil {
@@ -163,7 +164,7 @@ func testDaemonStoppedMidJob(t *testing.T, sig syscall.Signal) {
 	time.Sleep(500 * time.Millisecond) // the short job ends meanwhile
 	d.Start(t)
 	got := <-waited
-	if got == nil || got.State != hostapi.StateFailed || got.ExitCode == nil || *got.ExitCode != 5 || got.OutputTail != "started\nended\n" {
+	if got == nil || got.State != api.StateFailed || got.ExitCode == nil || *got.ExitCode != 5 || got.OutputTail != "started\nended\n" {
 		t.Errorf("waiting client got %+v: want exit code 5 and the whole output", got)
 	}
 	rec, err = c.Wait(ctx, short)
@@ -220,7 +221,7 @@ StandardError=file:`+filepath.Join(d.Dir, "daemon.log")+`
 		log, _ := os.ReadFile(filepath.Join(d.Dir, "daemon.log"))
 		t.Fatalf("%v; the daemon logged:\n%s", err, log)
 	}
-	if rec, err := c.Wait(ctx, id); err != nil || rec.State != hostapi.StateSucceeded || rec.OutputTail != "activated\n" {
+	if rec, err := c.Wait(ctx, id); err != nil || rec.State != api.StateSucceeded || rec.OutputTail != "activated\n" {
 		t.Errorf("call through the activated daemon: %+v, %v", rec, err)
 	}
 	props, err := conn.Properties(ctx, "unitrun-test-api.service", manager.UnitIface)
@@ -297,7 +298,7 @@ func TestJobsPages(t *testing.T) {
 	}
 	t0 := time.Now().Add(-time.Hour)
 	for i := range 230 {
-		r := &hostapi.Record{ID: s.NewID(), Op: "echo", State: hostapi.StateSucceeded, CreatedAt: t0.Add(time.Duration(i) * time.Second)}
+		r := &api.Record{ID: s.NewID(), Op: "echo", State: api.StateSucceeded, CreatedAt: t0.Add(time.Duration(i) * time.Second)}
 		if err := s.Put(r); err != nil {
 			t.Fatal(err)
 		}

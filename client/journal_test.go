@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/client"
-	"github.com/unitrun/unitrun/hostapi"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -65,7 +65,7 @@ func TestUnitOpOutputFromJournal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rec.State != hostapi.StateFailed || rec.ExitCode == nil || *rec.ExitCode != 3 || rec.OutputTail != "hello\nto-stderr\n" {
+		if rec.State != api.StateFailed || rec.ExitCode == nil || *rec.ExitCode != 3 || rec.OutputTail != "hello\nto-stderr\n" {
 			t.Errorf("run %d: record %+v: want exit code 3 and this run's output", run, rec)
 		}
 		var logs strings.Builder

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/client"
-	"github.com/unitrun/unitrun/hostapi"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/manager"
 )
@@ -78,7 +78,7 @@ retry = { attempts = 5, delay = %q }
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rec.State != hostapi.StateSucceeded || rec.Attempts != 3 || rec.OutputTail != "run 1\nrun 2\nrun 3\n" {
+			if rec.State != api.StateSucceeded || rec.Attempts != 3 || rec.OutputTail != "run 1\nrun 2\nrun 3\n" {
 				t.Errorf("record %+v: want succeeded after 3 attempts, each run's output once", rec)
 			}
 			if b, _ := os.ReadFile(count); string(b) != "3\n" {

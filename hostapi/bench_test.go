@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/hostapi/config"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
@@ -169,7 +170,7 @@ func BenchmarkMark(b *testing.B) {
 			}
 			ids := make([]string, b.N)
 			for i := range ids {
-				r := &Record{ID: s.NewID(), Op: "true", State: StateRunning}
+				r := &api.Record{ID: s.NewID(), Op: "true", State: api.StateRunning}
 				if err := s.stage(r); err != nil {
 					b.Fatal(err)
 				}

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/godbus/dbus/v5"
-
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/hostapi/config"
+	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/unit"
 )
 
@@ -25,7 +25,7 @@ import (
 // the manager, CodeManagerUnavailable while the manager cannot be reached,
 // CodeNoSpace when the state directory is too full to record the job,
 // and CodeBusy when the op's on_busy or the limits refuse it.
-func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []string) (*Record, error) {
+func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []string) (*api.Record, error) {
 	return d.CallKeyed(ctx, caller, name, args, "")
 }
 
@@ -35,23 +35,23 @@ func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []st
 // starts nothing. The args must be the same as then, or the error has
 // CodeKeyConflict. A key not of the form KeyPattern is CodeBadRequest.
 // The key is stored in the job's record, so that it outlives the daemon.
-func (d *Daemon) CallKeyed(ctx context.Context, caller Caller, name string, args []string, key string) (_ *Record, err error) {
+func (d *Daemon) CallKeyed(ctx context.Context, caller Caller, name string, args []string, key string) (_ *api.Record, err error) {
 	defer func() { d.callRefused(caller, name, err) }()
 	op, err := d.Op(name)
 	if err != nil {
 		return nil, err
 	}
 	if !op.Allowed(caller.UID, caller.GIDs) {
-		return nil, errorf(CodeUnauthorized, fmt.Sprintf("op %q: uid %d is not in allow_uids and none of its gids is in allow_gids", op.Name, caller.UID))
+		return nil, errorf(api.CodeUnauthorized, fmt.Sprintf("op %q: uid %d is not in allow_uids and none of its gids is in allow_gids", op.Name, caller.UID))
 	}
 	if args == nil {
 		args = []string{}
 	}
 	if err := op.CheckArgs(args); err != nil {
-		return nil, errorf(CodeBadArgs, err.Error())
+		return nil, errorf(api.CodeBadArgs, err.Error())
 	}
 	if key != "" && !keyRE.MatchString(key) {
-		return nil, errorf(CodeBadRequest, fmt.Sprintf("key %q: must match %s", key, KeyPattern))
+		return nil, errorf(api.CodeBadRequest, fmt.Sprintf("key %q: must match %s", key, api.KeyPattern))
 	}
 	if key != "" {
 		// A call made again with its key gets its job even when what the
@@ -69,13 +69,8 @@ func (d *Daemon) CallKeyed(ctx context.Context, caller Caller, name string, args
 	}
 	var bind []unit.Property
 	if op.BindToCaller {
-		u, err := d.mgr.UnitByPID(ctx, uint32(caller.PID))
-		if err != nil {
-			return nil, errorf(CodeNoCallerUnit, fmt.Sprintf("op %q: bind_to_caller: no unit of the manager holds caller pid %d: %v", op.Name, caller.PID, err))
-		}
-		bind = []unit.Property{
-			{Name: "BindsTo", Value: dbus.MakeVariant([]string{u})},
-			{Name: "After", Value: dbus.MakeVariant([]string{u})},
+		if bind, err = job.BindTo(ctx, d.mgr, uint32(caller.PID)); err != nil {
+			return nil, errorf(api.CodeNoCallerUnit, fmt.Sprintf("op %q: bind_to_caller: no unit of the manager holds caller pid %d: %v", op.Name, caller.PID, err))
 		}
 	}
 
@@ -103,9 +98,9 @@ func (d *Daemon) CallKeyed(ctx context.Context, caller Caller, name string, args
 // starts a job of op for the caller, or refuses it, and returns a copy of
 // its record. When it started a job, it returns it too: its running record
 // is staged, not yet durable.
-func (d *Daemon) admitLocked(op *config.Op, caller Caller, args []string, bind []unit.Property, key string) (_ *Record, started *liveJob, _ error) {
+func (d *Daemon) admitLocked(op *config.Op, caller Caller, args []string, bind []unit.Property, key string) (_ *api.Record, started *liveJob, _ error) {
 	if d.closed {
-		return nil, nil, errorf(CodeInternal, "the daemon is shutting down")
+		return nil, nil, errorf(api.CodeInternal, "the daemon is shutting down")
 	}
 	if key != "" {
 		if r, err := d.keyedLocked(op.Name, caller.UID, key, args); r != nil || err != nil {
@@ -123,14 +118,14 @@ func (d *Daemon) admitLocked(op *config.Op, caller Caller, args []string, bind [
 		}
 	}
 	if len(d.live) >= d.cfg.Limits.MaxLiveJobs {
-		return nil, nil, errorf(CodeBusy, fmt.Sprintf("op %q: %d jobs are queued or running, the limit max_live_jobs", op.Name, len(d.live)))
+		return nil, nil, errorf(api.CodeBusy, fmt.Sprintf("op %q: %d jobs are queued or running, the limit max_live_jobs", op.Name, len(d.live)))
 	}
 	if n, limit := d.liveOfLocked(caller.UID), d.cfg.Limits.MaxLiveJobsPerUID; limit > 0 && n >= limit {
-		return nil, nil, errorf(CodeBusy, fmt.Sprintf("op %q: uid %d has %d jobs queued or running, the limit max_live_jobs_per_uid", op.Name, caller.UID, n))
+		return nil, nil, errorf(api.CodeBusy, fmt.Sprintf("op %q: uid %d has %d jobs queued or running, the limit max_live_jobs_per_uid", op.Name, caller.UID, n))
 	}
 	l := &liveJob{
-		rec: &Record{
-			ID: d.store.NewID(), Op: op.Name, Args: slices.Clone(args), State: StateQueued,
+		rec: &api.Record{
+			ID: d.store.NewID(), Op: op.Name, Args: slices.Clone(args), State: api.StateQueued,
 			CallerUID: caller.UID, CallerPID: caller.PID, CreatedAt: time.Now().UTC(), Key: key,
 		},
 		op: op, caller: caller, bind: bind, done: make(chan struct{}),
@@ -138,9 +133,9 @@ func (d *Daemon) admitLocked(op *config.Op, caller Caller, args []string, bind [
 	if r := d.running[op.Name]; op.Exclusive && r != nil {
 		switch {
 		case op.OnBusy == "join-or-refuse":
-			return nil, nil, errorf(CodeBusy, fmt.Sprintf("op %q: job %s runs with other args and on_busy is %q", op.Name, r.rec.ID, op.OnBusy))
+			return nil, nil, errorf(api.CodeBusy, fmt.Sprintf("op %q: job %s runs with other args and on_busy is %q", op.Name, r.rec.ID, op.OnBusy))
 		case len(d.queues[op.Name]) >= d.cfg.Limits.MaxQueue:
-			return nil, nil, errorf(CodeBusy, fmt.Sprintf("op %q: job %s runs and %d calls wait, the limit max_queue", op.Name, r.rec.ID, len(d.queues[op.Name])))
+			return nil, nil, errorf(api.CodeBusy, fmt.Sprintf("op %q: job %s runs and %d calls wait, the limit max_queue", op.Name, r.rec.ID, len(d.queues[op.Name])))
 		}
 		if err := d.store.Put(l.rec); err != nil {
 			return nil, nil, storeRefusal(err)
@@ -181,7 +176,7 @@ func (d *Daemon) joinLocked(op *config.Op, args []string) *liveJob {
 // for the caller to commit while the unit is created.
 func (d *Daemon) startLocked(l *liveJob, durable bool) error {
 	now := time.Now().UTC()
-	l.rec.State = StateRunning
+	l.rec.State = api.StateRunning
 	l.rec.StartedAt = &now
 	l.rec.Unit = l.op.Unit
 	if l.op.Unit == "" {
@@ -232,8 +227,8 @@ func (d *Daemon) startNextLocked(opName string) {
 		l := d.queues[opName][0]
 		d.queues[opName] = d.queues[opName][1:]
 		if err := d.startLocked(l, true); err != nil {
-			d.finishLocked(l, func(r *Record) {
-				r.State = StateFailed
+			d.finishLocked(l, func(r *api.Record) {
+				r.State = api.StateFailed
 				r.Message = "start: " + err.Error()
 			})
 		}

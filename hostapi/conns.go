@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/unitrun/unitrun/api"
 )
 
 // connCounter counts the open connections of each caller uid on the
@@ -50,9 +52,9 @@ func (c *connCounter) take(uid uint32) error {
 	n := c.byUID[uid]
 	switch {
 	case c.max > 0 && n >= c.max:
-		return errorf(CodeBusy, fmt.Sprintf("uid %d has %d connections open to the daemon, the limit max_connections_per_uid", uid, n))
+		return errorf(api.CodeBusy, fmt.Sprintf("uid %d has %d connections open to the daemon, the limit max_connections_per_uid", uid, n))
 	case 2*n >= c.budget-(c.total-n):
-		return errorf(CodeBusy, fmt.Sprintf("uid %d has %d connections open to the daemon, its share of the %d the daemon's file descriptor limit allows", uid, n, c.budget))
+		return errorf(api.CodeBusy, fmt.Sprintf("uid %d has %d connections open to the daemon, its share of the %d the daemon's file descriptor limit allows", uid, n, c.budget))
 	}
 	c.byUID[uid]++
 	c.total++

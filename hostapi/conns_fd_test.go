@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/unitrun/unitrun/hostapi"
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -102,8 +102,8 @@ read_header_timeout = "10m"
 
 	out, err := exec.CommandContext(ctx, "setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
 		"curl", "-sS", "--unix-socket", d.API, "-d", `{"wait": true}`, "http://unitrun/v1/ops/nobody").Output()
-	var rec hostapi.Record
-	if err != nil || json.Unmarshal(out, &rec) != nil || rec.State != hostapi.StateSucceeded {
+	var rec api.Record
+	if err != nil || json.Unmarshal(out, &rec) != nil || rec.State != api.StateSucceeded {
 		t.Fatalf("call of uid 65534 while root holds its connections: %s, %v: want a succeeded job", out, err)
 	}
 	if !strings.Contains(d.Log(), "connection of uid 0 refused") {

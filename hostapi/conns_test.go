@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -18,8 +19,8 @@ import (
 // connects again.
 func TestConnectionsPerUID(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "\n[limits]\nmax_connections_per_uid = 2\n")
-	api, argv := serveTest(t, d)
-	kept, err := net.Dial("unix", api)
+	apiSock, argv := serveTest(t, d)
+	kept, err := net.Dial("unix", apiSock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,20 +40,20 @@ func TestConnectionsPerUID(t *testing.T) {
 	defer waiting.Close()
 	waitConns(t, d, 2)
 
-	status, body := curl(t, api, nil, "http://unitrun/healthz")
-	if status != http.StatusConflict || errorCode(t, body) != CodeBusy || !strings.Contains(body, "max_connections_per_uid") {
+	status, body := curl(t, apiSock, nil, "http://unitrun/healthz")
+	if status != http.StatusConflict || errorCode(t, body) != api.CodeBusy || !strings.Contains(body, "max_connections_per_uid") {
 		t.Errorf("third connection over HTTP: %d %s, want 409 busy naming max_connections_per_uid", status, body)
 	}
 	if ok, id, msg := seqpacketRoundTrip(t, argv, []byte("echo\x00x")); ok || id != "" || !strings.HasPrefix(msg, "busy: ") || !strings.Contains(msg, "max_connections_per_uid") {
 		t.Errorf("third connection over SEQPACKET: %v %q %q, want an error naming max_connections_per_uid and no job", ok, id, msg)
 	}
 	other := []string{"setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"}
-	if status, body := curl(t, api, other, "http://unitrun/healthz"); status != http.StatusOK {
+	if status, body := curl(t, apiSock, other, "http://unitrun/healthz"); status != http.StatusOK {
 		t.Errorf("uid 65534 while uid 0 is at its limit: %d %s, want 200", status, body)
 	}
 	kept.Close()
 	waitConns(t, d, 1)
-	if status, body := curl(t, api, nil, "http://unitrun/healthz"); status != http.StatusOK {
+	if status, body := curl(t, apiSock, nil, "http://unitrun/healthz"); status != http.StatusOK {
 		t.Errorf("uid 0 after one of its connections closed: %d %s, want 200", status, body)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/hostapi/config"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/unit"
@@ -58,10 +59,10 @@ type Daemon struct {
 	PodStateDir string
 
 	metrics  *metrics
-	conns    *connCounter    // open connections by caller uid, both sockets
-	logLimit logLimiter      // lines logged for each reason of refusal
-	onFinish []func(*Record) // called with a copy of each final record, under mu
-	bootID   string          // the host's boot ID, which each job's record keeps
+	conns    *connCounter        // open connections by caller uid, both sockets
+	logLimit logLimiter          // lines logged for each reason of refusal
+	onFinish []func(*api.Record) // called with a copy of each final record, under mu
+	bootID   string              // the host's boot ID, which each job's record keeps
 
 	mu      sync.Mutex
 	live    map[string]*liveJob // jobs queued or running, by id
@@ -87,7 +88,7 @@ type Daemon struct {
 // liveJob is a job that is queued or running. Its rec is guarded by the
 // Daemon's mu; done is closed once the final record is stored.
 type liveJob struct {
-	rec      *Record
+	rec      *api.Record
 	op       *config.Op
 	caller   Caller
 	bind     []unit.Property // BindsTo= and After= the caller's unit
@@ -127,14 +128,14 @@ func (d *Daemon) Config() *config.Config { return d.cfg }
 func (d *Daemon) Op(name string) (*config.Op, error) {
 	op, ok := d.lookupOp(name)
 	if !ok {
-		return nil, errorf(CodeUnknownOp, fmt.Sprintf("op %q: no such op", name))
+		return nil, errorf(api.CodeUnknownOp, fmt.Sprintf("op %q: no such op", name))
 	}
 	return op, nil
 }
 
 // Get returns the job's current record: an *Error with CodeNotFound when
 // there is none.
-func (d *Daemon) Get(id string) (*Record, error) {
+func (d *Daemon) Get(id string) (*api.Record, error) {
 	d.mu.Lock()
 	if l, ok := d.live[id]; ok {
 		r := copyRecord(l.rec)
@@ -144,13 +145,13 @@ func (d *Daemon) Get(id string) (*Record, error) {
 	d.mu.Unlock()
 	r, err := d.store.Get(id)
 	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidID) {
-		return nil, errorf(CodeNotFound, fmt.Sprintf("job %q: no such job", id))
+		return nil, errorf(api.CodeNotFound, fmt.Sprintf("job %q: no such job", id))
 	}
 	return r, err
 }
 
 // List returns every job's record, newest first.
-func (d *Daemon) List() ([]*Record, error) {
+func (d *Daemon) List() ([]*api.Record, error) {
 	recs, err := d.store.List()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -173,12 +174,12 @@ const maxListing = 4
 // visible to the caller are passed over before any is read. It waits for
 // its turn among maxListing listings, until ctx ends. A cursor that no
 // listing gave is an *Error with CodeBadRequest.
-func (d *Daemon) ListPage(ctx context.Context, c Caller, after string, limit int) ([]*Record, string, error) {
+func (d *Daemon) ListPage(ctx context.Context, c Caller, after string, limit int) ([]*api.Record, string, error) {
 	var cur *Cursor
 	if after != "" {
 		pc, err := ParseCursor(after)
 		if err != nil {
-			return nil, "", errorf(CodeBadRequest, "after: "+err.Error())
+			return nil, "", errorf(api.CodeBadRequest, "after: "+err.Error())
 		}
 		cur = &pc
 	}
@@ -207,7 +208,7 @@ func (d *Daemon) ListPage(ctx context.Context, c Caller, after string, limit int
 
 // Wait waits until the job has ended and returns its final record. If ctx
 // ends first it returns ctx's error; the job goes on.
-func (d *Daemon) Wait(ctx context.Context, id string) (*Record, error) {
+func (d *Daemon) Wait(ctx context.Context, id string) (*api.Record, error) {
 	d.mu.Lock()
 	l, ok := d.live[id]
 	d.mu.Unlock()
@@ -240,7 +241,7 @@ func (d *Daemon) Done(id string) <-chan struct{} {
 // one has its unit stopped. It waits, until ctx ends, for the job to end
 // and returns its record. Canceling a job that has ended returns its
 // record unchanged.
-func (d *Daemon) Cancel(ctx context.Context, id string) (*Record, error) {
+func (d *Daemon) Cancel(ctx context.Context, id string) (*api.Record, error) {
 	d.mu.Lock()
 	l, ok := d.live[id]
 	if ok {
@@ -248,10 +249,10 @@ func (d *Daemon) Cancel(ctx context.Context, id string) (*Record, error) {
 			d.jobCanceling(l)
 		}
 		l.canceled = true
-		if l.rec.State == StateQueued {
+		if l.rec.State == api.StateQueued {
 			d.dequeueLocked(l)
-			d.finishLocked(l, func(r *Record) {
-				r.State = StateCanceled
+			d.finishLocked(l, func(r *api.Record) {
+				r.State = api.StateCanceled
 				r.Message = "canceled while queued"
 			})
 		} else if l.cancel != nil {
@@ -281,7 +282,7 @@ func (d *Daemon) Prune() error {
 	return err
 }
 
-func copyRecord(r *Record) *Record {
+func copyRecord(r *api.Record) *api.Record {
 	c := *r
 	c.Args = append([]string(nil), r.Args...)
 	return &c

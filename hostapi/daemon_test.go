@@ -12,6 +12,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/hostapi/config"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
@@ -106,7 +107,7 @@ func newTestDaemon(t *testing.T, mgr *manager.Conn, extra string) (*Daemon, stri
 var root = Caller{UID: 0, PID: int32(os.Getpid())}
 
 // call calls the op as root and waits for the job's final record.
-func call(t *testing.T, d *Daemon, op string, args ...string) *Record {
+func call(t *testing.T, d *Daemon, op string, args ...string) *api.Record {
 	t.Helper()
 	r, err := d.Call(context.Background(), root, op, args)
 	if err != nil {
@@ -121,7 +122,7 @@ func call(t *testing.T, d *Daemon, op string, args ...string) *Record {
 	return r
 }
 
-func exitCode(r *Record) int {
+func exitCode(r *api.Record) int {
 	if r.ExitCode == nil {
 		return -1
 	}
@@ -131,14 +132,14 @@ func exitCode(r *Record) int {
 func TestDaemonSuccess(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
 	r := call(t, d, "echo", "a$b;c")
-	if r.State != StateSucceeded || exitCode(r) != 0 || r.Result != "success" || r.JobResult != "done" {
+	if r.State != api.StateSucceeded || exitCode(r) != 0 || r.Result != "success" || r.JobResult != "done" {
 		t.Fatalf("record %+v: want succeeded with exit code 0", r)
 	}
 	if want := "out:a$b;c:uid:0\nerr\n"; r.OutputTail != want {
 		t.Errorf("output tail %q, want %q", r.OutputTail, want)
 	}
 	stored, err := d.store.Get(r.ID)
-	if err != nil || stored.State != StateSucceeded || stored.FinishedAt == nil || stored.StartedAt == nil {
+	if err != nil || stored.State != api.StateSucceeded || stored.FinishedAt == nil || stored.StartedAt == nil {
 		t.Errorf("stored record %+v, %v: want the final record", stored, err)
 	}
 }
@@ -146,7 +147,7 @@ func TestDaemonSuccess(t *testing.T) {
 func TestDaemonFailureExitCode(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
 	r := call(t, d, "echo", "x", "7")
-	if r.State != StateFailed || exitCode(r) != 7 || r.Result != "exit-code" {
+	if r.State != api.StateFailed || exitCode(r) != 7 || r.Result != "exit-code" {
 		t.Fatalf("record %+v: want failed with exit code 7", r)
 	}
 }
@@ -154,7 +155,7 @@ func TestDaemonFailureExitCode(t *testing.T) {
 func TestDaemonTimeout(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
 	r := call(t, d, "sleep", "30")
-	if r.State != StateFailed || r.Result != "timeout" {
+	if r.State != api.StateFailed || r.Result != "timeout" {
 		t.Fatalf("record %+v: want failed with result timeout", r)
 	}
 }
@@ -168,7 +169,7 @@ func TestDaemonCancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r, err = d.Cancel(ctx, r.ID)
-	if err != nil || r.State != StateCanceled || r.FinishedAt == nil {
+	if err != nil || r.State != api.StateCanceled || r.FinishedAt == nil {
 		t.Fatalf("cancel: %+v, %v: want a canceled record", r, err)
 	}
 }
@@ -181,16 +182,16 @@ func TestDaemonRefusals(t *testing.T) {
 		args   []string
 		code   string
 	}{
-		{"nosuch", root, nil, CodeUnknownOp},
-		{"sleep", root, nil, CodeBadArgs},
-		{"sleep", root, []string{"1; rm -rf /"}, CodeBadArgs},
-		{"echo", root, []string{"1", "2", "3"}, CodeBadArgs},
-		{"echo", Caller{UID: 1000, GIDs: []uint32{1000}}, nil, CodeUnauthorized},
-		{"nobody", root, nil, CodeUnauthorized},
+		{"nosuch", root, nil, api.CodeUnknownOp},
+		{"sleep", root, nil, api.CodeBadArgs},
+		{"sleep", root, []string{"1; rm -rf /"}, api.CodeBadArgs},
+		{"echo", root, []string{"1", "2", "3"}, api.CodeBadArgs},
+		{"echo", Caller{UID: 1000, GIDs: []uint32{1000}}, nil, api.CodeUnauthorized},
+		{"nobody", root, nil, api.CodeUnauthorized},
 	}
 	for _, tt := range tests {
 		_, err := d.Call(context.Background(), tt.caller, tt.op, tt.args)
-		var e *Error
+		var e *api.Error
 		if !errors.As(err, &e) || e.Code != tt.code {
 			t.Errorf("call %s %q as uid %d: %v, want code %s", tt.op, tt.args, tt.caller.UID, err, tt.code)
 		}
@@ -225,7 +226,7 @@ func TestDaemonExclusive(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		r, err := d.Wait(ctx, id)
 		cancel()
-		if err != nil || r.State != StateSucceeded {
+		if err != nil || r.State != api.StateSucceeded {
 			t.Fatalf("job %s: %+v, %v", id, r, err)
 		}
 	}
@@ -239,13 +240,13 @@ func TestDaemonExclusive(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = d.Call(context.Background(), root, "refuse", []string{"31"})
-	var e *Error
-	if !errors.As(err, &e) || e.Code != CodeBusy {
-		t.Errorf("second call with other args: %v, want code %s", err, CodeBusy)
+	var e *api.Error
+	if !errors.As(err, &e) || e.Code != api.CodeBusy {
+		t.Errorf("second call with other args: %v, want code %s", err, api.CodeBusy)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if r, err := d.Cancel(ctx, first.ID); err != nil || r.State != StateCanceled {
+	if r, err := d.Cancel(ctx, first.ID); err != nil || r.State != api.StateCanceled {
 		t.Errorf("cancel: %+v, %v", r, err)
 	}
 }
@@ -253,7 +254,7 @@ func TestDaemonExclusive(t *testing.T) {
 func TestDaemonRebootMarker(t *testing.T) {
 	d, dir := newTestDaemon(t, systemdtest.Conn(t), "")
 	r := call(t, d, "reboot")
-	if r.State != StateSucceeded || !r.RebootRequired {
+	if r.State != api.StateSucceeded || !r.RebootRequired {
 		t.Fatalf("record %+v: want succeeded with reboot_required", r)
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "reboot-needed")); !errors.Is(err, os.ErrNotExist) {
@@ -287,13 +288,13 @@ request_file = "`+req+`"
 args = { max = 2 }
 `)
 	r := call(t, d, "pivot", "good", "second")
-	if r.State != StateSucceeded || r.Unit != "unitrun-test-pivot.service" {
+	if r.State != api.StateSucceeded || r.Unit != "unitrun-test-pivot.service" {
 		t.Fatalf("record %+v: want succeeded", r)
 	}
 	if seen, _ := os.ReadFile(filepath.Join(dir, "seen")); string(seen) != "good\nsecond\n" {
 		t.Errorf("request file held %q", seen)
 	}
-	if r := call(t, d, "pivot", "bad"); r.State != StateFailed || exitCode(r) != 1 {
+	if r := call(t, d, "pivot", "bad"); r.State != api.StateFailed || exitCode(r) != 1 {
 		t.Errorf("record %+v: want failed with exit code 1", r)
 	}
 }
@@ -307,7 +308,7 @@ args = { max = 2 }
 func TestDaemonRecover(t *testing.T) {
 	conn := systemdtest.Dial(t)
 	d1, _ := newTestDaemon(t, conn, "")
-	var jobs []*Record
+	var jobs []*api.Record
 	for _, op := range []string{"slowfail", "linger"} {
 		r, err := d1.Call(context.Background(), root, op, nil)
 		if err != nil {
@@ -334,11 +335,11 @@ func TestDaemonRecover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r, err := d2.Wait(ctx, running.ID)
-	if err != nil || r.State != StateFailed || exitCode(r) != 3 || r.OutputTail != "started\n" {
+	if err != nil || r.State != api.StateFailed || exitCode(r) != 3 || r.OutputTail != "started\n" {
 		t.Errorf("re-attached job: %+v, %v: want failed with exit code 3 and its output", r, err)
 	}
 	r, err = d2.Wait(ctx, stopped.ID)
-	if err != nil || r.State != StateFailed || r.Signal != "TERM" {
+	if err != nil || r.State != api.StateFailed || r.Signal != "TERM" {
 		t.Errorf("job stopped while no daemon ran: %+v, %v: want failed by signal TERM", r, err)
 	}
 	d2.Close()
@@ -390,10 +391,10 @@ func TestRecoverReleasesFinishedUnits(t *testing.T) {
 			}
 		}
 	}
-	finished := &Record{ID: store.NewID(), Op: "true", State: StateSucceeded, CreatedAt: time.Now()}
+	finished := &api.Record{ID: store.NewID(), Op: "true", State: api.StateSucceeded, CreatedAt: time.Now()}
 	finished.Unit = "unitrun-test-" + strings.ToLower(finished.ID) + ".service"
-	host := &Record{ID: store.NewID(), Op: "pivot", State: StateSucceeded, Unit: "unitrun-test-host-unit.service", CreatedAt: time.Now()}
-	for _, r := range []*Record{finished, host} {
+	host := &api.Record{ID: store.NewID(), Op: "pivot", State: api.StateSucceeded, Unit: "unitrun-test-host-unit.service", CreatedAt: time.Now()}
+	for _, r := range []*api.Record{finished, host} {
 		start(r.Unit)
 		if err := store.Put(r); err != nil {
 			t.Fatal(err)
@@ -437,9 +438,9 @@ max_live_jobs_per_uid = 2
 		ids = append(ids, r.ID)
 	}
 	_, err := d.Call(ctx, root, "shared", nil)
-	var e *Error
-	if !errors.As(err, &e) || e.Code != CodeBusy || !strings.Contains(e.Message, "max_live_jobs_per_uid") {
-		t.Errorf("third job of uid 0: %v, want %s naming max_live_jobs_per_uid", err, CodeBusy)
+	var e *api.Error
+	if !errors.As(err, &e) || e.Code != api.CodeBusy || !strings.Contains(e.Message, "max_live_jobs_per_uid") {
+		t.Errorf("third job of uid 0: %v, want %s naming max_live_jobs_per_uid", err, api.CodeBusy)
 	}
 	r, err := d.Call(ctx, other, "shared", nil)
 	if err != nil {

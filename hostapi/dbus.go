@@ -8,6 +8,8 @@ import (
 
 	"github.com/godbus/dbus/v5"
 	"github.com/godbus/dbus/v5/introspect"
+
+	"github.com/unitrun/unitrun/api"
 )
 
 // The D-Bus front end: the bus name it owns, its object and interface.
@@ -59,7 +61,7 @@ const dbusIntrospection = `<node>
 func (d *Daemon) ServeDBus(conn *dbus.Conn) error {
 	a := &dbusAPI{d: d, conn: conn, subs: make(map[string][]string)}
 	d.mu.Lock()
-	d.onFinish = append(d.onFinish, func(r *Record) { go a.finished(r) })
+	d.onFinish = append(d.onFinish, func(r *api.Record) { go a.finished(r) })
 	d.mu.Unlock()
 	if err := conn.Export(a, DBusPath, DBusIface); err != nil {
 		return fmt.Errorf("D-Bus: %w", err)
@@ -100,8 +102,8 @@ func (a *dbusAPI) Call(sender dbus.Sender, op string, args []string) (string, *d
 	if derr != nil {
 		return "", derr
 	}
-	if n, limit := requestBytes(op, args), a.d.cfg.Limits.MaxRequestBytes; n > limit {
-		return "", dbusError(errorf(CodeTooLarge, fmt.Sprintf("request: op name and args of %d bytes (each with a NUL after it), larger than the limit of %d bytes (max_request_bytes)", n, limit)))
+	if n, limit := api.RequestBytes(op, args), a.d.cfg.Limits.MaxRequestBytes; n > limit {
+		return "", dbusError(errorf(api.CodeTooLarge, fmt.Sprintf("request: op name and args of %d bytes (each with a NUL after it), larger than the limit of %d bytes (max_request_bytes)", n, limit)))
 	}
 	rec, err := a.d.Call(context.Background(), c, op, args)
 	if err != nil {
@@ -196,7 +198,7 @@ func (a *dbusAPI) subscribe(name, id string) {
 }
 
 // finished sends the job's Finished signal to its subscribers.
-func (a *dbusAPI) finished(r *Record) {
+func (a *dbusAPI) finished(r *api.Record) {
 	a.mu.Lock()
 	names := a.subs[r.ID]
 	delete(a.subs, r.ID)
@@ -205,7 +207,7 @@ func (a *dbusAPI) finished(r *Record) {
 	if r.ExitCode != nil {
 		status = int32(*r.ExitCode)
 	}
-	body := []any{r.ID, r.State == StateSucceeded, status, r.Message}
+	body := []any{r.ID, r.State == api.StateSucceeded, status, r.Message}
 	for _, name := range names {
 		msg := &dbus.Message{Type: dbus.TypeSignal, Headers: map[dbus.HeaderField]dbus.Variant{
 			dbus.FieldPath:        dbus.MakeVariant(DBusPath),
@@ -223,11 +225,11 @@ func (a *dbusAPI) caller(sender dbus.Sender) (Caller, *dbus.Error) {
 	var creds map[string]dbus.Variant
 	err := a.conn.BusObject().Call("org.freedesktop.DBus.GetConnectionCredentials", 0, string(sender)).Store(&creds)
 	if err != nil {
-		return Caller{}, dbusError(errorf(CodeUnauthorized, fmt.Sprintf("credentials of %s: %v", sender, err)))
+		return Caller{}, dbusError(errorf(api.CodeUnauthorized, fmt.Sprintf("credentials of %s: %v", sender, err)))
 	}
 	uid, ok := creds["UnixUserID"].Value().(uint32)
 	if !ok {
-		return Caller{}, dbusError(errorf(CodeUnauthorized, fmt.Sprintf("credentials of %s: the bus reports no uid", sender)))
+		return Caller{}, dbusError(errorf(api.CodeUnauthorized, fmt.Sprintf("credentials of %s: the bus reports no uid", sender)))
 	}
 	c := Caller{UID: uid}
 	c.GIDs, _ = creds["UnixGroupIDs"].Value().([]uint32)
@@ -239,14 +241,14 @@ func (a *dbusAPI) caller(sender dbus.Sender) (Caller, *dbus.Error) {
 
 // visible returns the job's record if the sender may see it: not_found
 // for a job it may not see, as for one that does not exist.
-func (a *dbusAPI) visible(sender dbus.Sender, id string) (*Record, *dbus.Error) {
+func (a *dbusAPI) visible(sender dbus.Sender, id string) (*api.Record, *dbus.Error) {
 	c, derr := a.caller(sender)
 	if derr != nil {
 		return nil, derr
 	}
 	rec, err := a.d.Get(id)
 	if err == nil && !a.d.maySee(c, rec) {
-		err = errorf(CodeNotFound, fmt.Sprintf("job %q: no such job", id))
+		err = errorf(api.CodeNotFound, fmt.Sprintf("job %q: no such job", id))
 	}
 	if err != nil {
 		return nil, dbusError(err)
@@ -264,7 +266,7 @@ func dbusError(err error) *dbus.Error {
 // recordVariant returns the record as a{sv}, with the keys of its JSON
 // form; optional fields that are unset are left out, as exit_code when
 // the main process did not exit. Times are RFC 3339 strings.
-func recordVariant(r *Record) map[string]dbus.Variant {
+func recordVariant(r *api.Record) map[string]dbus.Variant {
 	v := map[string]dbus.Variant{
 		"id": dbus.MakeVariant(r.ID), "op": dbus.MakeVariant(r.Op), "args": dbus.MakeVariant(append([]string{}, r.Args...)),
 		"state": dbus.MakeVariant(string(r.State)), "unit": dbus.MakeVariant(r.Unit),

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+
+	"github.com/unitrun/unitrun/api"
 )
 
 // Log attribute keys of job events; the journal handler makes them the
@@ -17,7 +19,7 @@ const (
 )
 
 // jobAttrs are the attributes of every event of a job.
-func jobAttrs(r *Record) []any {
+func jobAttrs(r *api.Record) []any {
 	return []any{logJobID, r.ID, logOp, r.Op, logUnit, r.Unit, logCallerUID, r.CallerUID}
 }
 
@@ -41,7 +43,7 @@ func (d *Daemon) jobFinished(l *liveJob) {
 		fn(copyRecord(r))
 	}
 	level := slog.LevelInfo
-	if r.State == StateFailed {
+	if r.State == api.StateFailed {
 		level = slog.LevelWarn
 	}
 	d.Log.Log(context.Background(), level, fmt.Sprintf("job %s of op %s %s: %s", r.ID, r.Op, r.State, r.Message),
@@ -59,8 +61,8 @@ func (d *Daemon) callRefused(c Caller, op string, err error) {
 	if err == nil {
 		return
 	}
-	code := CodeInternal
-	var e *Error
+	code := api.CodeInternal
+	var e *api.Error
 	if errors.As(err, &e) {
 		code = e.Code
 	}

@@ -10,13 +10,14 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/atomicfile"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/unit"
 )
 
 // outcome sets the final fields of a job's record.
-type outcome func(*Record)
+type outcome func(*api.Record)
 
 // execute runs the job to its end and returns how it ended. Canceling ctx
 // stops the job's unit.
@@ -63,7 +64,7 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob, done int) outcome {
 		d.releasing.Add(1)
 		released = true
 		set := fromStatus(st, err)
-		d.finish(l, func(r *Record) {
+		d.finish(l, func(r *api.Record) {
 			set(r)
 			if st != nil {
 				r.Attempts = done + st.Attempts
@@ -140,7 +141,7 @@ func (d *Daemon) startUnit(ctx context.Context, l *liveJob) outcome {
 		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return func(r *Record) {
+		return func(r *api.Record) {
 			fromStatus(st, err)(r)
 			r.Result = "timeout"
 			r.Message = fmt.Sprintf("timeout %v reached: unit %s stopped", l.op.Timeout, l.op.Unit)
@@ -151,25 +152,15 @@ func (d *Daemon) startUnit(ctx context.Context, l *liveJob) outcome {
 
 // fromStatus returns the outcome of a run that job reported.
 func fromStatus(st *job.Status, err error) outcome {
-	return func(r *Record) {
+	return func(r *api.Record) {
 		ended := false // the run's process exited or was killed
 		if st != nil {
 			r.InvocationID = st.InvocationID
 			r.JobResult = st.JobResult
 			r.Result = st.Result
 			r.Attempts = st.Attempts
-			switch {
-			case st.Signal != 0:
-				r.Signal = strings.TrimPrefix(job.SignalName(st.Signal), "SIG")
-				ended = true
-			case st.JobResult == "done" || !st.FinishedAt.IsZero():
-				// A run whose start job failed has an exit code only if
-				// its process exited (systemd's own 203 for a failed
-				// exec, say); not one canceled before it was reaped.
-				code := st.ExitCode
-				r.ExitCode = &code
-				ended = true
-			}
+			r.ExitCode, r.Signal = st.Ended()
+			ended = r.ExitCode != nil || r.Signal != ""
 			if !st.FinishedAt.IsZero() {
 				t := st.FinishedAt.UTC()
 				r.FinishedAt = &t
@@ -181,18 +172,18 @@ func fromStatus(st *job.Status, err error) outcome {
 		}
 		switch {
 		case err == nil:
-			r.State = StateSucceeded
+			r.State = api.StateSucceeded
 			r.Message = "exit status 0"
 		case errors.Is(err, job.ErrUnitExists):
 			// A retry's next run could not take the unit's name: st
 			// is the run before it, err says why no other followed.
-			r.State = StateFailed
+			r.State = api.StateFailed
 			r.Message = err.Error()
 		case ended:
-			r.State = StateFailed
+			r.State = api.StateFailed
 			r.Message = st.String()
 		default:
-			r.State = StateFailed
+			r.State = api.StateFailed
 			r.Message = err.Error()
 		}
 	}
@@ -200,8 +191,8 @@ func fromStatus(st *job.Status, err error) outcome {
 
 // failed returns the outcome of a job that could not run.
 func failed(msg string) outcome {
-	return func(r *Record) {
-		r.State = StateFailed
+	return func(r *api.Record) {
+		r.State = api.StateFailed
 		r.Message = msg
 	}
 }
@@ -223,8 +214,8 @@ func (d *Daemon) finish(l *liveJob, set outcome) {
 // waiters and starts the next queued job of its op.
 func (d *Daemon) finishLocked(l *liveJob, set outcome) {
 	set(l.rec)
-	if l.canceled && l.rec.State != StateCanceled {
-		l.rec.State = StateCanceled
+	if l.canceled && l.rec.State != api.StateCanceled {
+		l.rec.State = api.StateCanceled
 		l.rec.Message = "canceled by a caller: " + l.rec.Message
 	}
 	if l.rec.FinishedAt == nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/job"
 )
 
@@ -19,24 +20,24 @@ func TestFromStatus(t *testing.T) {
 		name     string
 		st       *job.Status
 		err      error
-		state    State
+		state    api.State
 		exitCode int // -1: none
 		signal   string
 		message  string
 	}{
-		{"success", &job.Status{Unit: unit, JobResult: "done", Result: "success", FinishedAt: now}, nil, StateSucceeded, 0, "", "exit status 0"},
-		{"exit 3", &job.Status{Unit: unit, JobResult: "done", Result: "exit-code", ExitCode: 3, FinishedAt: now}, &job.ExitError{}, StateFailed, 3, "", "exit status 3"},
-		{"SIGTERM", &job.Status{Unit: unit, JobResult: "done", Result: "success", ExitCode: -1, Signal: syscall.SIGTERM, FinishedAt: now}, &job.ExitError{}, StateFailed, -1, "TERM", "signal: SIGTERM"},
-		{"exec failed while starting", &job.Status{Unit: unit, JobResult: "failed", Result: "exit-code", ExitCode: 203, FinishedAt: now}, &job.JobError{Unit: unit, Result: "failed"}, StateFailed, 203, "", "exit status 203"},
-		{"start job canceled before any exit", &job.Status{Unit: unit, JobResult: "canceled", Result: "success", MainPID: 42}, &job.JobError{Unit: unit, Result: "canceled"}, StateFailed, -1, "", "job for unitrun-x.service: canceled"},
-		{"no status", nil, errors.New("start: no manager"), StateFailed, -1, "", "start: no manager"},
+		{"success", &job.Status{Unit: unit, JobResult: "done", Result: "success", FinishedAt: now}, nil, api.StateSucceeded, 0, "", "exit status 0"},
+		{"exit 3", &job.Status{Unit: unit, JobResult: "done", Result: "exit-code", ExitCode: 3, FinishedAt: now}, &job.ExitError{}, api.StateFailed, 3, "", "exit status 3"},
+		{"SIGTERM", &job.Status{Unit: unit, JobResult: "done", Result: "success", ExitCode: -1, Signal: syscall.SIGTERM, FinishedAt: now}, &job.ExitError{}, api.StateFailed, -1, "TERM", "signal: SIGTERM"},
+		{"exec failed while starting", &job.Status{Unit: unit, JobResult: "failed", Result: "exit-code", ExitCode: 203, FinishedAt: now}, &job.JobError{Unit: unit, Result: "failed"}, api.StateFailed, 203, "", "exit status 203"},
+		{"start job canceled before any exit", &job.Status{Unit: unit, JobResult: "canceled", Result: "success", MainPID: 42}, &job.JobError{Unit: unit, Result: "canceled"}, api.StateFailed, -1, "", "job for unitrun-x.service: canceled"},
+		{"no status", nil, errors.New("start: no manager"), api.StateFailed, -1, "", "start: no manager"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if ee, ok := tt.err.(*job.ExitError); ok {
 				ee.Status = tt.st
 			}
-			r := &Record{}
+			r := &api.Record{}
 			fromStatus(tt.st, tt.err)(r)
 			code := -1
 			if r.ExitCode != nil {

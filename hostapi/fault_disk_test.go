@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/client"
-	"github.com/unitrun/unitrun/hostapi"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -40,7 +40,7 @@ func TestStateDirFull(t *testing.T) {
 	})
 	d.Start(t)
 	c := client.New(d.API)
-	var before []*hostapi.Record
+	var before []*api.Record
 	for i, code := range []string{"0", "3", "7"} {
 		id, err := c.Call(ctx, "exit", []string{string(rune('1' + i)), code, "0"})
 		if err != nil {
@@ -70,12 +70,12 @@ func TestStateDirFull(t *testing.T) {
 	f.Close()
 
 	_, err = c.Call(ctx, "exit", []string{"9", "0", "0"})
-	var he *hostapi.Error
-	if !errors.As(err, &he) || he.Code != hostapi.CodeNoSpace {
-		t.Errorf("HTTP call with the state dir full: %v, want code %s", err, hostapi.CodeNoSpace)
+	var he *api.Error
+	if !errors.As(err, &he) || he.Code != api.CodeNoSpace {
+		t.Errorf("HTTP call with the state dir full: %v, want code %s", err, api.CodeNoSpace)
 	}
 	ok, id, msg, err := seqCall(ctx, d.Argv, seqRequest(t, "exit", "9", "0", "0"))
-	if err != nil || ok || id != "" || !strings.HasPrefix(msg, hostapi.CodeNoSpace+": ") {
+	if err != nil || ok || id != "" || !strings.HasPrefix(msg, api.CodeNoSpace+": ") {
 		t.Errorf("SEQPACKET call with the state dir full: %v %q %q, %v", ok, id, msg, err)
 	}
 	sameRecords := func(when string) {

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/client"
-	"github.com/unitrun/unitrun/hostapi"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -96,7 +96,7 @@ func TestDaemonSIGKILLedDuringJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byIndex := make(map[int]*hostapi.Record)
+	byIndex := make(map[int]*api.Record)
 	for _, r := range recs {
 		i, _ := strconv.Atoi(r.Args[0])
 		if prev, dup := byIndex[i]; dup {
@@ -125,7 +125,7 @@ func TestDaemonSIGKILLedDuringJobs(t *testing.T) {
 func callOnce(ctx context.Context, c *client.Client, op string, args []string, lost *atomic.Int64) (string, error) {
 	for ctx.Err() == nil {
 		id, err := c.Call(ctx, op, args)
-		var e *hostapi.Error
+		var e *api.Error
 		switch {
 		case err == nil:
 			return id, nil

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/client"
-	"github.com/unitrun/unitrun/hostapi"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/manager"
 )
@@ -31,15 +31,15 @@ func TestManagerGoneAndBack(t *testing.T) {
 		managerGoneAndBack(t, func(c *manager.Conn, ctx context.Context) error {
 			_, err := c.StartUnit(ctx, "exit.target", "replace-irreversibly")
 			return err
-		}, func(t *testing.T, rec *hostapi.Record) {
-			if rec.State != hostapi.StateFailed || rec.Signal != "TERM" || rec.Message != "signal: SIGTERM" {
+		}, func(t *testing.T, rec *api.Record) {
+			if rec.State != api.StateFailed || rec.Signal != "TERM" || rec.Message != "signal: SIGTERM" {
 				t.Errorf("job running when the manager exited: %+v: want failed by SIGTERM, the stop of its unit", rec)
 			}
 		})
 	})
 	t.Run("Exit", func(t *testing.T) {
-		managerGoneAndBack(t, (*manager.Conn).Exit, func(t *testing.T, rec *hostapi.Record) {
-			if rec.State != hostapi.StateFailed || !strings.Contains(rec.Message, "outcome is lost") {
+		managerGoneAndBack(t, (*manager.Conn).Exit, func(t *testing.T, rec *api.Record) {
+			if rec.State != api.StateFailed || !strings.Contains(rec.Message, "outcome is lost") {
 				t.Errorf("job running when the manager exited: %+v: want failed, its outcome lost", rec)
 			}
 		})
@@ -48,7 +48,7 @@ func TestManagerGoneAndBack(t *testing.T) {
 
 // managerGoneAndBack is TestManagerGoneAndBack with the manager made to
 // exit by exit, and the record of the job that ran then checked by check.
-func managerGoneAndBack(t *testing.T, exit func(*manager.Conn, context.Context) error, check func(*testing.T, *hostapi.Record)) {
+func managerGoneAndBack(t *testing.T, exit func(*manager.Conn, context.Context) error, check func(*testing.T, *api.Record)) {
 	ctx := faultCtx(t, 2*time.Minute)
 	e, d := ownManagerDaemon(ctx, t)
 	c := client.New(d.API)
@@ -94,12 +94,12 @@ func managerGoneAndBack(t *testing.T, exit func(*manager.Conn, context.Context) 
 		time.Sleep(10 * time.Millisecond)
 	}
 	_, err = c.Call(ctx, "exit", []string{"3", "0", "0"})
-	var he *hostapi.Error
-	if !errors.As(err, &he) || he.Code != hostapi.CodeManagerUnavailable {
-		t.Errorf("HTTP call with the manager gone: %v, want code %s", err, hostapi.CodeManagerUnavailable)
+	var he *api.Error
+	if !errors.As(err, &he) || he.Code != api.CodeManagerUnavailable {
+		t.Errorf("HTTP call with the manager gone: %v, want code %s", err, api.CodeManagerUnavailable)
 	}
 	ok, id, msg, err := seqCall(ctx, d.Argv, seqRequest(t, "exit", "4", "0", "0"))
-	if err != nil || ok || id != "" || !strings.HasPrefix(msg, hostapi.CodeManagerUnavailable+": ") {
+	if err != nil || ok || id != "" || !strings.HasPrefix(msg, api.CodeManagerUnavailable+": ") {
 		t.Errorf("SEQPACKET call with the manager gone: %v %q %q, %v", ok, id, msg, err)
 	}
 	if recs, err := c.Jobs(ctx); err != nil || len(recs) != 2 {
@@ -111,7 +111,7 @@ func managerGoneAndBack(t *testing.T, exit func(*manager.Conn, context.Context) 
 	}
 	for {
 		id, err := c.Call(ctx, "exit", []string{"1", "6", "0"})
-		if errors.As(err, &he) && he.Code == hostapi.CodeManagerUnavailable {
+		if errors.As(err, &he) && he.Code == api.CodeManagerUnavailable {
 			continue // the daemon has not redialled yet
 		}
 		if err != nil {
@@ -135,7 +135,7 @@ func managerGoneAndBack(t *testing.T, exit func(*manager.Conn, context.Context) 
 // unit's start job is over: the unit is active. (A main PID alone is
 // not enough: systemd sets it at the fork, while the start job runs until
 // the exec, and a stop then cancels that job.)
-func waitRunning(ctx context.Context, t *testing.T, c *client.Client, conn *manager.Conn, id string) *hostapi.Record {
+func waitRunning(ctx context.Context, t *testing.T, c *client.Client, conn *manager.Conn, id string) *api.Record {
 	t.Helper()
 	rec, err := c.Job(ctx, id)
 	if err != nil {
@@ -204,7 +204,7 @@ func TestJobEndsWhileDisconnected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.State != hostapi.StateFailed || rec.Signal != "TERM" || rec.Message != "signal: SIGTERM" {
+	if rec.State != api.StateFailed || rec.Signal != "TERM" || rec.Message != "signal: SIGTERM" {
 		t.Errorf("job stopped while the daemon was disconnected: %+v: want failed by SIGTERM, as its unit kept", rec)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/unitrun/unitrun/hostapi"
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -55,13 +55,13 @@ func seqCall(ctx context.Context, sock string, pkt []byte) (ok bool, id, msg str
 	if err != nil {
 		return false, "", "", err
 	}
-	return hostapi.ParseResponse(buf[:n])
+	return api.ParseResponse(buf[:n])
 }
 
 // seqRequest is hostapi.EncodeRequest for arguments known to be valid.
 func seqRequest(t testing.TB, op string, args ...string) []byte {
 	t.Helper()
-	pkt, err := hostapi.EncodeRequest(op, args)
+	pkt, err := api.EncodeRequest(op, args)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,8 +141,8 @@ func healthy(ctx context.Context, t testing.TB, d *systemdtest.Daemon, op string
 // nothing. Which of the two depends on where the deadline falls: net/http
 // answers 400 to a partial line it cannot parse (the request line, or a
 // header with no colon yet) and closes without a word on one that parses.
-func slowHeaders(ctx context.Context, api string, pause time.Duration, each func()) error {
-	conn, err := (&net.Dialer{}).DialContext(ctx, "unix", api)
+func slowHeaders(ctx context.Context, apiSock string, pause time.Duration, each func()) error {
+	conn, err := (&net.Dialer{}).DialContext(ctx, "unix", apiSock)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
 )
@@ -23,7 +24,7 @@ import (
 // serveTest serves d's HTTP and SEQPACKET front ends on sockets that any
 // user may connect to, in a directory any user may enter, so that tests
 // can call as another uid; it returns the two socket paths.
-func serveTest(t *testing.T, d *Daemon) (api, argv string) {
+func serveTest(t *testing.T, d *Daemon) (apiSock, argv string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "unitrun-test-sock-")
 	if err != nil {
@@ -33,8 +34,8 @@ func serveTest(t *testing.T, d *Daemon) (api, argv string) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	api, argv = filepath.Join(dir, "api.sock"), filepath.Join(dir, "argv.sock")
-	hl, err := ListenUnix("unix", api, 0o666)
+	apiSock, argv = filepath.Join(dir, "api.sock"), filepath.Join(dir, "argv.sock")
+	hl, err := ListenUnix("unix", apiSock, 0o666)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func serveTest(t *testing.T, d *Daemon) (api, argv string) {
 		srv.Close()
 		pl.Close()
 	})
-	return api, argv
+	return apiSock, argv
 }
 
 // curl runs curl on the socket, prefixed by the words of as (such as a
@@ -71,7 +72,7 @@ func curl(t *testing.T, sock string, as []string, args ...string) (int, string) 
 
 func errorCode(t *testing.T, body string) string {
 	t.Helper()
-	var e struct{ Error Error }
+	var e struct{ Error api.Error }
 	if err := json.Unmarshal([]byte(body), &e); err != nil {
 		t.Fatalf("error body %q: %v", body, err)
 	}
@@ -80,30 +81,30 @@ func errorCode(t *testing.T, body string) string {
 
 func TestHTTPCurl(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
-	api, _ := serveTest(t, d)
+	apiSock, _ := serveTest(t, d)
 	const host = "http://unitrun"
 
-	if status, body := curl(t, api, nil, host+"/healthz"); status != 200 || !strings.Contains(body, `"ok":true`) {
+	if status, body := curl(t, apiSock, nil, host+"/healthz"); status != 200 || !strings.Contains(body, `"ok":true`) {
 		t.Errorf("healthz: %d %s", status, body)
 	}
-	status, body := curl(t, api, nil, "-X", "POST", "-d", `{"args": ["hi", "4"], "wait": true}`, host+"/v1/ops/echo")
-	var rec Record
-	if err := json.Unmarshal([]byte(body), &rec); err != nil || status != 200 || rec.State != StateFailed || exitCode(&rec) != 4 {
+	status, body := curl(t, apiSock, nil, "-X", "POST", "-d", `{"args": ["hi", "4"], "wait": true}`, host+"/v1/ops/echo")
+	var rec api.Record
+	if err := json.Unmarshal([]byte(body), &rec); err != nil || status != 200 || rec.State != api.StateFailed || exitCode(&rec) != 4 {
 		t.Fatalf("call: %d %s: want 200 and a failed record with exit code 4", status, body)
 	}
-	if status, body := curl(t, api, nil, host+"/v1/jobs/"+rec.ID+"/logs?follow=1"); status != 200 || body != "out:hi:uid:0\nerr\n" {
+	if status, body := curl(t, apiSock, nil, host+"/v1/jobs/"+rec.ID+"/logs?follow=1"); status != 200 || body != "out:hi:uid:0\nerr\n" {
 		t.Errorf("logs: %d %q", status, body)
 	}
-	status, body = curl(t, api, nil, "-X", "POST", "-d", `{"args": ["3"]}`, host+"/v1/ops/sleep")
+	status, body = curl(t, apiSock, nil, "-X", "POST", "-d", `{"args": ["3"]}`, host+"/v1/ops/sleep")
 	var accepted struct{ ID string }
 	if json.Unmarshal([]byte(body), &accepted); status != 202 || accepted.ID == "" {
 		t.Fatalf("call without wait: %d %s: want 202 and an id", status, body)
 	}
-	status, body = curl(t, api, nil, "-X", "DELETE", host+"/v1/jobs/"+accepted.ID)
-	if json.Unmarshal([]byte(body), &rec); status != 200 || rec.State != StateCanceled {
+	status, body = curl(t, apiSock, nil, "-X", "DELETE", host+"/v1/jobs/"+accepted.ID)
+	if json.Unmarshal([]byte(body), &rec); status != 200 || rec.State != api.StateCanceled {
 		t.Errorf("cancel: %d %s", status, body)
 	}
-	if status, body = curl(t, api, nil, host+"/v1/jobs"); status != 200 || strings.Count(body, `"id"`) != 2 {
+	if status, body = curl(t, apiSock, nil, host+"/v1/jobs"); status != 200 || strings.Count(body, `"id"`) != 2 {
 		t.Errorf("jobs: %d %s: want the two jobs", status, body)
 	}
 
@@ -114,23 +115,23 @@ func TestHTTPCurl(t *testing.T) {
 		status int
 		code   string
 	}{
-		{nil, []string{"-X", "POST", host + "/v1/ops/nosuch"}, 404, CodeUnknownOp},
-		{nil, []string{host + "/v1/jobs/20261202T142501Z-0123abcd"}, 404, CodeNotFound},
-		{nil, []string{host + "/v1/jobs/..%2f..%2fetc"}, 404, CodeNotFound},
-		{nil, []string{"-X", "POST", "-d", `{"args": ["x; reboot"]}`, host + "/v1/ops/sleep"}, 400, CodeBadArgs},
-		{nil, []string{"-X", "POST", "-d", `{"argz": []}`, host + "/v1/ops/sleep"}, 400, CodeBadRequest},
-		{nil, []string{"-X", "POST", "-d", `{"args": ["` + strings.Repeat("x", 70000) + `"]}`, host + "/v1/ops/sleep"}, 413, CodeTooLarge},
-		{setpriv, []string{"-X", "POST", "-d", `{"wait": true}`, host + "/v1/ops/echo"}, 403, CodeUnauthorized},
-		{setpriv, []string{host + "/v1/jobs/" + rec.ID}, 404, CodeNotFound},
-		{nil, []string{host + "/v1/jobs/" + rec.ID + "/logs?offset=-1"}, 400, CodeBadRequest},
+		{nil, []string{"-X", "POST", host + "/v1/ops/nosuch"}, 404, api.CodeUnknownOp},
+		{nil, []string{host + "/v1/jobs/20261202T142501Z-0123abcd"}, 404, api.CodeNotFound},
+		{nil, []string{host + "/v1/jobs/..%2f..%2fetc"}, 404, api.CodeNotFound},
+		{nil, []string{"-X", "POST", "-d", `{"args": ["x; reboot"]}`, host + "/v1/ops/sleep"}, 400, api.CodeBadArgs},
+		{nil, []string{"-X", "POST", "-d", `{"argz": []}`, host + "/v1/ops/sleep"}, 400, api.CodeBadRequest},
+		{nil, []string{"-X", "POST", "-d", `{"args": ["` + strings.Repeat("x", 70000) + `"]}`, host + "/v1/ops/sleep"}, 413, api.CodeTooLarge},
+		{setpriv, []string{"-X", "POST", "-d", `{"wait": true}`, host + "/v1/ops/echo"}, 403, api.CodeUnauthorized},
+		{setpriv, []string{host + "/v1/jobs/" + rec.ID}, 404, api.CodeNotFound},
+		{nil, []string{host + "/v1/jobs/" + rec.ID + "/logs?offset=-1"}, 400, api.CodeBadRequest},
 	}
 	for _, tt := range errs {
-		status, body := curl(t, api, tt.as, tt.args...)
+		status, body := curl(t, apiSock, tt.as, tt.args...)
 		if status != tt.status || errorCode(t, body) != tt.code {
 			t.Errorf("%q: %d %s, want %d and code %s", tt.args, status, body, tt.status, tt.code)
 		}
 	}
-	if status, body := curl(t, api, setpriv, "-X", "POST", "-d", `{"wait": true}`, host+"/v1/ops/nobody"); status != 200 || !strings.Contains(body, `"state":"succeeded"`) {
+	if status, body := curl(t, apiSock, setpriv, "-X", "POST", "-d", `{"wait": true}`, host+"/v1/ops/nobody"); status != 200 || !strings.Contains(body, `"state":"succeeded"`) {
 		t.Errorf("op allowed to uid 65534, called by it: %d %s", status, body)
 	}
 }
@@ -179,9 +180,9 @@ print(repr(s.recv(65536).decode().split("\0")))
 // and exit status, and checks that each caller gets its own outcome.
 func TestHTTPConcurrentCallers(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
-	api, _ := serveTest(t, d)
+	apiSock, _ := serveTest(t, d)
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", api)
+		return (&net.Dialer{}).DialContext(ctx, "unix", apiSock)
 	}}}
 	var wg sync.WaitGroup
 	for i := range 50 {
@@ -196,7 +197,7 @@ func TestHTTPConcurrentCallers(t *testing.T) {
 			}
 			defer resp.Body.Close()
 			data, _ := io.ReadAll(resp.Body)
-			var rec Record
+			var rec api.Record
 			if err := json.Unmarshal(data, &rec); err != nil || resp.StatusCode != 200 {
 				t.Errorf("caller %d: %d %s", i, resp.StatusCode, data)
 				return
@@ -214,9 +215,9 @@ func TestHTTPConcurrentCallers(t *testing.T) {
 // a waiter on /wait from the calling process counts as the caller.
 func TestHTTPDisconnect(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
-	api, _ := serveTest(t, d)
+	apiSock, _ := serveTest(t, d)
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", api)
+		return (&net.Dialer{}).DialContext(ctx, "unix", apiSock)
 	}}}
 	// started returns the id of the op's job once its unit runs.
 	started := func(op string) string {
@@ -243,13 +244,13 @@ func TestHTTPDisconnect(t *testing.T) {
 
 	id := callAndDrop("linger")
 	time.Sleep(200 * time.Millisecond)
-	if r, err := d.Get(id); err != nil || r.State != StateRunning {
+	if r, err := d.Get(id); err != nil || r.State != api.StateRunning {
 		t.Errorf("linger: %+v, %v: want running after its caller went away", r, err)
 	}
 	d.Cancel(wctx, id)
 
 	id = callAndDrop("stopme")
-	if r, err := d.Wait(wctx, id); err != nil || r.State != StateCanceled {
+	if r, err := d.Wait(wctx, id); err != nil || r.State != api.StateCanceled {
 		t.Errorf("stopme: %+v, %v: want canceled when its caller went away", r, err)
 	}
 
@@ -271,7 +272,7 @@ func TestHTTPDisconnect(t *testing.T) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	if r, err := d.Get(id); err != nil || r.State != StateCanceled {
+	if r, err := d.Get(id); err != nil || r.State != api.StateCanceled {
 		t.Errorf("stopme waited on /wait: %+v, %v: want canceled when its waiter went away", r, err)
 	}
 }
@@ -283,10 +284,10 @@ func TestHTTPDisconnect(t *testing.T) {
 func TestBindToCaller(t *testing.T) {
 	conn := systemdtest.Conn(t)
 	d, _ := newTestDaemon(t, conn, "")
-	api, _ := serveTest(t, d)
+	apiSock, _ := serveTest(t, d)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	caller := job.CommandContext(ctx, conn, "/bin/sh", "-c", "curl -sS --unix-socket "+api+" -d '{\"key\": \"bound-1\"}' http://unitrun/v1/ops/bound && exec sleep 30")
+	caller := job.CommandContext(ctx, conn, "/bin/sh", "-c", "curl -sS --unix-socket "+apiSock+" -d '{\"key\": \"bound-1\"}' http://unitrun/v1/ops/bound && exec sleep 30")
 	caller.Name = "unitrun-test-caller.service"
 	if err := caller.Start(); err != nil {
 		t.Fatal(err)
@@ -306,17 +307,17 @@ func TestBindToCaller(t *testing.T) {
 	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer wcancel()
 	r, err := d.Wait(wctx, id)
-	if err != nil || r.State != StateFailed || r.Signal != "TERM" {
+	if err != nil || r.State != api.StateFailed || r.Signal != "TERM" {
 		t.Errorf("bound op after its caller's unit stopped: %+v, %v: want failed by SIGTERM", r, err)
 	}
 	again, err := d.CallKeyed(context.Background(), root, "bound", nil, "bound-1")
-	if err != nil || again.ID != id || again.State != StateFailed {
+	if err != nil || again.ID != id || again.State != api.StateFailed {
 		t.Errorf("bound op called again with its key from outside any unit: %+v, %v: want job %s, failed", again, err, id)
 	}
 	_, err = d.Call(context.Background(), root, "bound", nil)
-	var e *Error
-	if !errors.As(err, &e) || e.Code != CodeNoCallerUnit {
-		t.Errorf("bound op called from outside any unit: %v, want %s", err, CodeNoCallerUnit)
+	var e *api.Error
+	if !errors.As(err, &e) || e.Code != api.CodeNoCallerUnit {
+		t.Errorf("bound op called from outside any unit: %v, want %s", err, api.CodeNoCallerUnit)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/unitrun/unitrun/api"
 )
 
 // refuseGrace bounds how long a refused connection is kept open for the
@@ -82,7 +84,7 @@ func (g *guardedListener) Accept() (net.Conn, error) {
 		}
 		caller, err := PeerCaller(uc)
 		if err != nil {
-			err = errorf(CodeUnauthorized, err.Error())
+			err = errorf(api.CodeUnauthorized, err.Error())
 		} else {
 			err = g.d.takeConn(caller.UID)
 		}
@@ -125,7 +127,7 @@ func resourceShortage(err error) bool {
 func (d *Daemon) takeConn(uid uint32) error {
 	err := d.conns.take(uid)
 	if err != nil {
-		d.warnLimited("connection "+CodeBusy, fmt.Sprintf("connection of uid %d refused: %v", uid, err), logCallerUID, uid, "reason", CodeBusy)
+		d.warnLimited("connection "+api.CodeBusy, fmt.Sprintf("connection of uid %d refused: %v", uid, err), logCallerUID, uid, "reason", api.CodeBusy)
 	}
 	return err
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -29,7 +30,7 @@ on_disconnect = "stop"
 // connection has gone, and its job is stopped.
 func TestHalfClosedCaller(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), briefOp)
-	api, argv := serveTest(t, d)
+	apiSock, argv := serveTest(t, d)
 	ctx := t.Context()
 
 	c, err := net.Dial("unixpacket", argv)
@@ -45,15 +46,15 @@ func TestHalfClosedCaller(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, id, msg, err := ParseResponse(buf[:n]); err != nil || !ok || msg != "exit status 0" {
+	if ok, id, msg, err := api.ParseResponse(buf[:n]); err != nil || !ok || msg != "exit status 0" {
 		t.Errorf("SEQPACKET half-closed: %v %q %q, %v: want ok and exit status 0", ok, id, msg, err)
 	}
 
 	// halfClosedHTTP sends req, shuts down its writing side and returns
 	// the answer.
-	halfClosedHTTP := func(req string) (int, Record) {
+	halfClosedHTTP := func(req string) (int, api.Record) {
 		t.Helper()
-		c, err := net.Dial("unix", api)
+		c, err := net.Dial("unix", apiSock)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +67,7 @@ func TestHalfClosedCaller(t *testing.T) {
 			t.Fatalf("%q: %v", req, err)
 		}
 		defer resp.Body.Close()
-		var rec Record
+		var rec api.Record
 		if err := json.NewDecoder(resp.Body).Decode(&rec); err != nil {
 			t.Errorf("%q: %s: %v", req, resp.Status, err)
 		}
@@ -74,7 +75,7 @@ func TestHalfClosedCaller(t *testing.T) {
 	}
 	body := `{"wait": true}`
 	status, rec := halfClosedHTTP(fmt.Sprintf("POST /v1/ops/brief HTTP/1.1\r\nHost: unitrun\r\nContent-Length: %d\r\n\r\n%s", len(body), body))
-	if status != http.StatusOK || rec.State != StateSucceeded || rec.OutputTail != "done\n" {
+	if status != http.StatusOK || rec.State != api.StateSucceeded || rec.OutputTail != "done\n" {
 		t.Errorf("HTTP call half-closed: %d %+v: want 200 and the succeeded record", status, rec)
 	}
 
@@ -83,7 +84,7 @@ func TestHalfClosedCaller(t *testing.T) {
 		t.Fatal(err)
 	}
 	status, rec = halfClosedHTTP("GET /v1/jobs/" + started.ID + "/wait HTTP/1.1\r\nHost: unitrun\r\n\r\n")
-	if status != http.StatusOK || rec.ID != started.ID || rec.State != StateSucceeded {
+	if status != http.StatusOK || rec.ID != started.ID || rec.State != api.StateSucceeded {
 		t.Errorf("HTTP wait half-closed: %d %+v: want 200 and the succeeded record", status, rec)
 	}
 
@@ -92,7 +93,7 @@ func TestHalfClosedCaller(t *testing.T) {
 		t.Fatal(err)
 	}
 	status, rec = halfClosedHTTP("DELETE /v1/jobs/" + started.ID + " HTTP/1.1\r\nHost: unitrun\r\n\r\n")
-	if status != http.StatusOK || rec.ID != started.ID || rec.State != StateCanceled {
+	if status != http.StatusOK || rec.ID != started.ID || rec.State != api.StateCanceled {
 		t.Errorf("HTTP cancel half-closed: %d %+v: want 200 and the canceled record", status, rec)
 	}
 
@@ -113,7 +114,7 @@ func TestHalfClosedCaller(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	c.Close()
-	if r, err := d.Wait(ctx, id); err != nil || r.State != StateCanceled {
+	if r, err := d.Wait(ctx, id); err != nil || r.State != api.StateCanceled {
 		t.Errorf("stopme after its SEQPACKET caller closed: %+v, %v: want canceled", r, err)
 	}
 }

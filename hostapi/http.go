@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/unitrun/unitrun/api"
 )
 
 // callerKey keys the peer credentials that NewHTTPServer stashes in each
@@ -56,7 +58,7 @@ func NewHTTPServer(d *Daemon) *http.Server {
 	mux.HandleFunc("GET /v1/jobs/{id}/logs", h.logs)
 	mux.HandleFunc("DELETE /v1/jobs/{id}", h.cancel)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, errorf(CodeNotFound, fmt.Sprintf("%s %s: no such endpoint", r.Method, r.URL.Path)))
+		writeError(w, errorf(api.CodeNotFound, fmt.Sprintf("%s %s: no such endpoint", r.Method, r.URL.Path)))
 	})
 	return &http.Server{
 		Handler:           mux,
@@ -89,7 +91,7 @@ func refuseHTTP(c *net.UnixConn, err error, wait bool) {
 		c.Read(make([]byte, 4096))
 	}
 	e := asError(err)
-	body, _ := json.Marshal(map[string]*Error{"error": e})
+	body, _ := json.Marshal(api.ErrorBody{Error: e})
 	c.SetWriteDeadline(time.Now().Add(refuseGrace))
 	fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s\n",
 		e.HTTPStatus(), http.StatusText(e.HTTPStatus()), len(body)+1, body)
@@ -110,25 +112,10 @@ func caller(w http.ResponseWriter, r *http.Request) (Caller, bool) {
 		if ok {
 			msg = p.err.Error()
 		}
-		writeError(w, errorf(CodeUnauthorized, msg))
+		writeError(w, errorf(api.CodeUnauthorized, msg))
 		return Caller{}, false
 	}
 	return p.caller, true
-}
-
-// OpInfo is how GET /v1/ops describes an op.
-type OpInfo struct {
-	Name        string `json:"name"`
-	Unit        string `json:"unit,omitempty"`
-	ArgsMin     int    `json:"args_min"`
-	ArgsMax     int    `json:"args_max"`
-	ArgsPattern string `json:"args_pattern,omitempty"`
-	Timeout     string `json:"timeout,omitempty"`
-	Exclusive   bool   `json:"exclusive"`
-	Allowed     bool   `json:"allowed"`
-	// OnDisconnect is what happens to a job whose waiting caller goes
-	// away: "continue" or "stop" (the op's on_disconnect).
-	OnDisconnect string `json:"on_disconnect"`
 }
 
 func (h *httpAPI) ops(w http.ResponseWriter, r *http.Request) {
@@ -137,9 +124,9 @@ func (h *httpAPI) ops(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ops := h.d.ops.Load().list
-	infos := make([]OpInfo, 0, len(ops))
+	infos := make([]api.OpInfo, 0, len(ops))
 	for _, op := range ops {
-		info := OpInfo{Name: op.Name, Unit: op.Unit, ArgsMin: op.Args.Min, ArgsMax: op.Args.Max,
+		info := api.OpInfo{Name: op.Name, Unit: op.Unit, ArgsMin: op.Args.Min, ArgsMax: op.Args.Max,
 			Exclusive: op.Exclusive, Allowed: op.Allowed(c.UID, c.GIDs), OnDisconnect: op.OnDisconnect}
 		if op.Args.Pattern != nil {
 			info.ArgsPattern = op.Args.Pattern.String()
@@ -226,7 +213,7 @@ func (h *httpAPI) opOf(id string) string {
 // visible returns the job's record if the caller may see it, or writes an
 // error: not_found for a job it may not see, as for one that does not
 // exist.
-func (h *httpAPI) visible(w http.ResponseWriter, r *http.Request) (*Record, bool) {
+func (h *httpAPI) visible(w http.ResponseWriter, r *http.Request) (*api.Record, bool) {
 	c, ok := caller(w, r)
 	if !ok {
 		return nil, false
@@ -234,7 +221,7 @@ func (h *httpAPI) visible(w http.ResponseWriter, r *http.Request) (*Record, bool
 	id := r.PathValue("id")
 	rec, err := h.d.Get(id)
 	if err == nil && !h.d.maySee(c, rec) {
-		err = errorf(CodeNotFound, fmt.Sprintf("job %q: no such job", id))
+		err = errorf(api.CodeNotFound, fmt.Sprintf("job %q: no such job", id))
 	}
 	if err != nil {
 		writeError(w, err)
@@ -257,7 +244,7 @@ func (h *httpAPI) jobs(w http.ResponseWriter, r *http.Request) {
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > MaxPage {
-			writeError(w, errorf(CodeBadRequest, fmt.Sprintf("limit %q: must be a number from 1 to %d", s, MaxPage)))
+			writeError(w, errorf(api.CodeBadRequest, fmt.Sprintf("limit %q: must be a number from 1 to %d", s, MaxPage)))
 			return
 		}
 		limit = n
@@ -308,7 +295,7 @@ func (h *httpAPI) cancel(w http.ResponseWriter, r *http.Request) {
 
 // maySee reports whether the caller may see the job: root, the caller
 // that started it, and callers allowed to call its op may.
-func (d *Daemon) maySee(c Caller, rec *Record) bool {
+func (d *Daemon) maySee(c Caller, rec *api.Record) bool {
 	return d.maySeeJob(c, rec.Op, rec.CallerUID)
 }
 
@@ -331,5 +318,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // is not an *Error is an internal one.
 func writeError(w http.ResponseWriter, err error) {
 	e := asError(err)
-	writeJSON(w, e.HTTPStatus(), map[string]*Error{"error": e})
+	writeJSON(w, e.HTTPStatus(), api.ErrorBody{Error: e})
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/unitrun/unitrun/api"
 )
 
 // FuzzDecodeCallRequest checks that DecodeCallRequest never panics, that
@@ -19,11 +21,11 @@ func FuzzDecodeCallRequest(f *testing.F) {
 		const limit = 1 << 10
 		req, err := DecodeCallRequest(bytes.NewReader(body), limit)
 		if err != nil {
-			var e *Error
-			if !errors.As(err, &e) || (e.Code != CodeBadRequest && e.Code != CodeTooLarge) {
+			var e *api.Error
+			if !errors.As(err, &e) || (e.Code != api.CodeBadRequest && e.Code != api.CodeTooLarge) {
 				t.Fatalf("error %v: want an *Error with code bad_request or too_large", err)
 			}
-			if (e.Code == CodeTooLarge) != (len(body) > limit) {
+			if (e.Code == api.CodeTooLarge) != (len(body) > limit) {
 				t.Fatalf("body of %d bytes: code %s", len(body), e.Code)
 			}
 			return
@@ -59,8 +61,8 @@ func TestSecurityArgsNotUTF8(t *testing.T) {
 		`{"args": ["ok", "\ud800\\udc00"]}`,
 	} {
 		_, err := DecodeCallRequest(strings.NewReader(body), 1<<10)
-		var e *Error
-		if !errors.As(err, &e) || e.Code != CodeBadRequest || !strings.Contains(e.Message, "arg 1: ") {
+		var e *api.Error
+		if !errors.As(err, &e) || e.Code != api.CodeBadRequest || !strings.Contains(e.Message, "arg 1: ") {
 			t.Errorf("%q: %v, want bad_request naming arg 1", body, err)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+
+	"github.com/unitrun/unitrun/api"
 )
 
 // keyOf is the index entry of a call's idempotency key: keys are scoped
@@ -14,7 +16,7 @@ func keyOf(op string, uid uint32, key string) string {
 }
 
 // indexKeyLocked records the job of rec's key, if it has one.
-func (d *Daemon) indexKeyLocked(rec *Record) {
+func (d *Daemon) indexKeyLocked(rec *api.Record) {
 	if rec.Key != "" {
 		d.keys[keyOf(rec.Op, rec.CallerUID, rec.Key)] = rec.ID
 	}
@@ -37,13 +39,13 @@ func (d *Daemon) dropKeyLocked(l *liveJob) {
 // or when that job failed before its command ran (neverRan): that job
 // gives up the key, so that the call is made again. The error has
 // CodeKeyConflict when that job had other args.
-func (d *Daemon) keyedLocked(op string, uid uint32, key string, args []string) (*Record, error) {
+func (d *Daemon) keyedLocked(op string, uid uint32, key string, args []string) (*api.Record, error) {
 	k := keyOf(op, uid, key)
 	id, ok := d.keys[k]
 	if !ok {
 		return nil, nil
 	}
-	var rec *Record
+	var rec *api.Record
 	if l := d.live[id]; l != nil {
 		rec = copyRecord(l.rec)
 	} else if r, err := d.store.Get(id); err == nil {
@@ -53,7 +55,7 @@ func (d *Daemon) keyedLocked(op string, uid uint32, key string, args []string) (
 		return nil, nil
 	}
 	if !slices.Equal(rec.Args, args) {
-		return nil, errorf(CodeKeyConflict, fmt.Sprintf("op %q: key %q names job %s, called with other args %q", op, key, id, rec.Args))
+		return nil, errorf(api.CodeKeyConflict, fmt.Sprintf("op %q: key %q names job %s, called with other args %q", op, key, id, rec.Args))
 	}
 	if neverRan(rec) {
 		// Stored without the key first, so that a daemon that restarts
@@ -73,7 +75,7 @@ func (d *Daemon) keyedLocked(op string, uid uint32, key string, args []string) (
 // neverRan reports whether rec is of a job that failed before its command
 // ran: its start job did not complete (a job_result other than done) and
 // systemd made no run of it (no invocation ID, exit code or signal).
-func neverRan(rec *Record) bool {
-	return rec.State == StateFailed && rec.JobResult != "" && rec.JobResult != "done" &&
+func neverRan(rec *api.Record) bool {
+	return rec.State == api.StateFailed && rec.JobResult != "" && rec.JobResult != "done" &&
 		rec.InvocationID == "" && rec.ExitCode == nil && rec.Signal == ""
 }

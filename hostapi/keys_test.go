@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/unit"
 )
@@ -38,15 +39,15 @@ allow_uids = [0, 65534]
 		t.Fatalf("keyed job: %+v, %v; want exit code 4 and its key", done, err)
 	}
 	after, err := d.CallKeyed(ctx, root, "echo", []string{"k", "4"}, "upgrade-1")
-	if err != nil || after.ID != first.ID || after.State != StateFailed {
+	if err != nil || after.ID != first.ID || after.State != api.StateFailed {
 		t.Errorf("repeated call after the job ended: %+v, %v; want its final record", after, err)
 	}
-	var e *Error
-	if _, err := d.CallKeyed(ctx, root, "echo", []string{"other"}, "upgrade-1"); !errors.As(err, &e) || e.Code != CodeKeyConflict {
-		t.Errorf("same key, other args: %v; want %s", err, CodeKeyConflict)
+	var e *api.Error
+	if _, err := d.CallKeyed(ctx, root, "echo", []string{"other"}, "upgrade-1"); !errors.As(err, &e) || e.Code != api.CodeKeyConflict {
+		t.Errorf("same key, other args: %v; want %s", err, api.CodeKeyConflict)
 	}
-	if _, err := d.CallKeyed(ctx, root, "echo", nil, "bad key"); !errors.As(err, &e) || e.Code != CodeBadRequest {
-		t.Errorf("key with a space: %v; want %s", err, CodeBadRequest)
+	if _, err := d.CallKeyed(ctx, root, "echo", nil, "bad key"); !errors.As(err, &e) || e.Code != api.CodeBadRequest {
+		t.Errorf("key with a space: %v; want %s", err, api.CodeBadRequest)
 	}
 	mine, err := d.CallKeyed(ctx, root, "both", nil, "upgrade-1")
 	if err != nil || mine.ID == first.ID {
@@ -57,7 +58,7 @@ allow_uids = [0, 65534]
 		t.Fatalf("same key, other uid: %+v, %v; want a job of its own", theirs, err)
 	}
 	for _, id := range []string{mine.ID, theirs.ID} {
-		if r, err := d.Wait(ctx, id); err != nil || r.State != StateSucceeded {
+		if r, err := d.Wait(ctx, id); err != nil || r.State != api.StateSucceeded {
 			t.Fatalf("job %s: %+v, %v", id, r, err)
 		}
 	}
@@ -99,7 +100,7 @@ func TestKeyedCallAfterJobNeverRan(t *testing.T) {
 	}
 	t.Cleanup(func() { mgr.ResetFailedUnit(context.Background(), dep) })
 	d, _ := newTestDaemon(t, mgr, "\n[[op]]\nname = \"keyed\"\nunit = \""+main+"\"\n")
-	call := func() *Record {
+	call := func() *api.Record {
 		t.Helper()
 		rec, err := d.CallKeyed(ctx, root, "keyed", nil, "once")
 		if err != nil {
@@ -111,14 +112,14 @@ func TestKeyedCallAfterJobNeverRan(t *testing.T) {
 		return rec
 	}
 	first := call()
-	if first.State != StateFailed || first.JobResult != "dependency" {
+	if first.State != api.StateFailed || first.JobResult != "dependency" {
 		t.Fatalf("first call: %+v; want failed with job result dependency", first)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "ready"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	second := call()
-	if second.ID == first.ID || second.State != StateSucceeded || second.Key != "once" {
+	if second.ID == first.ID || second.State != api.StateSucceeded || second.Key != "once" {
 		t.Fatalf("second call with the key: %+v; want a new job that succeeded, with the key", second)
 	}
 	if third := call(); third.ID != second.ID {
@@ -127,7 +128,7 @@ func TestKeyedCallAfterJobNeverRan(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(dir, "runs")); string(b) != "ran\n" {
 		t.Errorf("the unit ran %q times (%v), want once", b, err)
 	}
-	if old, err := d.store.Get(first.ID); err != nil || old.Key != "" || old.State != StateFailed {
+	if old, err := d.store.Get(first.ID); err != nil || old.Key != "" || old.State != api.StateFailed {
 		t.Errorf("the first job's record: %+v, %v; want it kept, failed, without the key", old, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/client"
 	"github.com/unitrun/unitrun/hostapi"
 	"github.com/unitrun/unitrun/internal/systemdtest"
@@ -53,7 +54,7 @@ idle_timeout = "1s"
 // message names the limit.
 func wantCode(t *testing.T, what string, err error, code, limit string) {
 	t.Helper()
-	var e *hostapi.Error
+	var e *api.Error
 	if !errors.As(err, &e) || e.Code != code || !strings.Contains(e.Message, limit) {
 		t.Errorf("%s: %v, want code %s and a message naming %s", what, err, code, limit)
 	}
@@ -82,20 +83,20 @@ func TestLimitsBreached(t *testing.T) {
 		var e dbus.Error
 		if errors.As(err, &e) && strings.HasPrefix(e.Name, hostapi.DBusIface+".Error.") {
 			msg, _ := e.Body[0].(string)
-			return &hostapi.Error{Code: strings.TrimPrefix(e.Name, hostapi.DBusIface+".Error."), Message: msg}
+			return &api.Error{Code: strings.TrimPrefix(e.Name, hostapi.DBusIface+".Error."), Message: msg}
 		}
 		return err
 	}
 
 	// max_request_bytes, on every front end.
 	_, err = c.Call(ctx, "hold", []string{strings.Repeat("1", 600)})
-	wantCode(t, "HTTP body of 600 bytes", err, hostapi.CodeTooLarge, "max_request_bytes")
+	wantCode(t, "HTTP body of 600 bytes", err, api.CodeTooLarge, "max_request_bytes")
 	ok, id, msg, err := seqCall(ctx, d.Argv, seqRequest(t, "hold", strings.Repeat("1", 600)))
-	if err != nil || ok || id != "" || !strings.HasPrefix(msg, hostapi.CodeTooLarge+": ") || !strings.Contains(msg, "max_request_bytes") {
+	if err != nil || ok || id != "" || !strings.HasPrefix(msg, api.CodeTooLarge+": ") || !strings.Contains(msg, "max_request_bytes") {
 		t.Errorf("SEQPACKET packet of 600 bytes: %v %q %q, %v: want error too_large naming max_request_bytes", ok, id, msg, err)
 	}
-	wantCode(t, "D-Bus Call of 600 bytes", busCall("hold", strings.Repeat("1", 600)), hostapi.CodeTooLarge, "max_request_bytes")
-	wantCode(t, "D-Bus Call of 30 MB", busCall("hold", strings.Repeat("1", 30<<20)), hostapi.CodeTooLarge, "max_request_bytes")
+	wantCode(t, "D-Bus Call of 600 bytes", busCall("hold", strings.Repeat("1", 600)), api.CodeTooLarge, "max_request_bytes")
+	wantCode(t, "D-Bus Call of 30 MB", busCall("hold", strings.Repeat("1", 30<<20)), api.CodeTooLarge, "max_request_bytes")
 
 	// max_queue, then max_live_jobs: excl runs, one excl call waits.
 	var live []string
@@ -107,22 +108,22 @@ func TestLimitsBreached(t *testing.T) {
 		live = append(live, id)
 	}
 	_, err = c.Call(ctx, "excl", []string{"32"})
-	wantCode(t, "second queued call", err, hostapi.CodeBusy, "max_queue")
-	wantCode(t, "second queued call over D-Bus", busCall("excl", "32"), hostapi.CodeBusy, "max_queue")
+	wantCode(t, "second queued call", err, api.CodeBusy, "max_queue")
+	wantCode(t, "second queued call over D-Bus", busCall("excl", "32"), api.CodeBusy, "max_queue")
 	id, err = c.Call(ctx, "hold", []string{"30"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	live = append(live, id)
 	_, err = c.Call(ctx, "hold", []string{"30"})
-	wantCode(t, "fourth live job", err, hostapi.CodeBusy, "max_live_jobs")
+	wantCode(t, "fourth live job", err, api.CodeBusy, "max_live_jobs")
 	ok, id, msg, err = seqCall(ctx, d.Argv, seqRequest(t, "true"))
-	if err != nil || ok || id != "" || !strings.HasPrefix(msg, hostapi.CodeBusy+": ") || !strings.Contains(msg, "max_live_jobs") {
+	if err != nil || ok || id != "" || !strings.HasPrefix(msg, api.CodeBusy+": ") || !strings.Contains(msg, "max_live_jobs") {
 		t.Errorf("SEQPACKET call over max_live_jobs: %v %q %q, %v", ok, id, msg, err)
 	}
-	wantCode(t, "D-Bus call over max_live_jobs", busCall("true"), hostapi.CodeBusy, "max_live_jobs")
+	wantCode(t, "D-Bus call over max_live_jobs", busCall("true"), api.CodeBusy, "max_live_jobs")
 	for _, id := range live {
-		if rec, err := c.Cancel(ctx, id); err != nil || rec.State != hostapi.StateCanceled {
+		if rec, err := c.Cancel(ctx, id); err != nil || rec.State != api.StateCanceled {
 			t.Errorf("cancel %s: %+v, %v", id, rec, err)
 		}
 	}
@@ -159,7 +160,7 @@ func TestLimitsBreached(t *testing.T) {
 	if err != nil {
 		t.Fatalf("silent SEQPACKET connection: %v, want an answer", err)
 	}
-	if ok, id, msg, err := hostapi.ParseResponse(buf[:n]); err != nil || ok || id != "" || !strings.HasPrefix(msg, hostapi.CodeBadRequest+": ") || !strings.Contains(msg, "read_header_timeout") {
+	if ok, id, msg, err := api.ParseResponse(buf[:n]); err != nil || ok || id != "" || !strings.HasPrefix(msg, api.CodeBadRequest+": ") || !strings.Contains(msg, "read_header_timeout") {
 		t.Errorf("silent SEQPACKET connection: %v %q %q, %v: want bad_request naming the timeout", ok, id, msg, err)
 	}
 
@@ -181,7 +182,7 @@ func TestLimitsBreached(t *testing.T) {
 
 	// records_keep: of the 6 or more jobs that ran, only the 2 newest records
 	// stay, pruned as jobs finish, and so after a restart.
-	var before []*hostapi.Record
+	var before []*api.Record
 	for ctx.Err() == nil {
 		if before, err = c.Jobs(ctx); err != nil || len(before) <= 2 {
 			break

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/unitrun/unitrun/hostapi"
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -99,7 +99,7 @@ func httpEcho(ctx context.Context, hc *http.Client, tag string, code int) error 
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
-	var rec hostapi.Record
+	var rec api.Record
 	if err == nil {
 		err = json.Unmarshal(data, &rec)
 	}
@@ -112,7 +112,7 @@ func httpEcho(ctx context.Context, hc *http.Client, tag string, code int) error 
 // seqEcho calls echo with tag and code over SEQPACKET and checks the
 // response: a job id and its exit status.
 func seqEcho(ctx context.Context, sock, tag string, code int) error {
-	pkt, err := hostapi.EncodeRequest("echo", []string{tag, strconv.Itoa(code)})
+	pkt, err := api.EncodeRequest("echo", []string{tag, strconv.Itoa(code)})
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/unitrun/unitrun/api"
 )
 
 // followPoll is how often a followed log is re-read for new output.
@@ -78,7 +80,7 @@ func (h *httpAPI) logs(w http.ResponseWriter, r *http.Request) {
 	if o := q.Get("offset"); o != "" {
 		n, err := strconv.ParseInt(o, 10, 64)
 		if err != nil || n < 0 {
-			writeError(w, errorf(CodeBadRequest, "offset "+strconv.Quote(o)+": must be a byte count, 0 or more"))
+			writeError(w, errorf(api.CodeBadRequest, "offset "+strconv.Quote(o)+": must be a byte count, 0 or more"))
 			return
 		}
 		offset = n

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/pod"
 )
 
@@ -69,11 +70,11 @@ func (m *metrics) handler() http.Handler {
 }
 
 // jobStarted counts a job whose unit is being started.
-func (m *metrics) jobStarted(r *Record) { m.started.WithLabelValues(r.Op).Inc() }
+func (m *metrics) jobStarted(r *api.Record) { m.started.WithLabelValues(r.Op).Inc() }
 
 // jobFinished counts a job's final record and, for a job that started,
 // observes how long it ran.
-func (m *metrics) jobFinished(r *Record) {
+func (m *metrics) jobFinished(r *api.Record) {
 	m.finished.WithLabelValues(r.Op, string(r.State)).Inc()
 	if r.StartedAt != nil && r.FinishedAt != nil {
 		m.duration.WithLabelValues(r.Op).Observe(r.FinishedAt.Sub(*r.StartedAt).Seconds())

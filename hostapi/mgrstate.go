@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/manager"
 )
 
@@ -42,7 +43,7 @@ func (d *Daemon) followManager() {
 				switch {
 				case ev.Kind == manager.EventDisconnected && !s.down:
 					s.down, s.back = true, make(chan struct{})
-					d.Logf("hostapi: the connection to the manager %s broke: calls wait up to %v for it, then are refused with %s", d.mgr.Target().Spec, managerGrace, CodeManagerUnavailable)
+					d.Logf("hostapi: the connection to the manager %s broke: calls wait up to %v for it, then are refused with %s", d.mgr.Target().Spec, managerGrace, api.CodeManagerUnavailable)
 				case ev.Kind == manager.EventReconnected && s.down:
 					s.down = false
 					close(s.back)
@@ -72,6 +73,6 @@ func (d *Daemon) managerReachable(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-time.After(managerGrace):
-		return errorf(CodeManagerUnavailable, fmt.Sprintf("the systemd manager (%s) is not reachable: its connection broke over %v ago and is being redialled; nothing was started", d.mgr.Target().Spec, managerGrace))
+		return errorf(api.CodeManagerUnavailable, fmt.Sprintf("the systemd manager (%s) is not reachable: its connection broke over %v ago and is being redialled; nothing was started", d.mgr.Target().Spec, managerGrace))
 	}
 }

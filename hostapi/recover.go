@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
 )
@@ -41,9 +42,9 @@ func (d *Daemon) Recover() error {
 		l := &liveJob{rec: r, op: d.ops.Load().byName[r.Op], caller: Caller{UID: r.CallerUID, PID: r.CallerPID}, done: make(chan struct{})}
 		d.live[r.ID] = l
 		switch {
-		case r.State == StateQueued && l.op == nil:
+		case r.State == api.StateQueued && l.op == nil:
 			d.finishLocked(l, failed(fmt.Sprintf("op %q is no longer configured", r.Op)))
-		case r.State == StateQueued:
+		case r.State == api.StateQueued:
 			queued = append(queued, l)
 		default:
 			d.goLocked(l, d.reattach)
@@ -81,7 +82,7 @@ func (d *Daemon) reattach(ctx context.Context, l *liveJob) outcome {
 	waited := sleepCtx(ctx, retryPolicy(l.op).Backoff(runs))
 	release()
 	if !waited {
-		return func(r *Record) {
+		return func(r *api.Record) {
 			withAttempts(set, runs)(r)
 			r.Message = fmt.Sprintf("canceled before attempt %d: %s", runs+1, r.Message)
 		}
@@ -91,7 +92,7 @@ func (d *Daemon) reattach(ctx context.Context, l *liveJob) outcome {
 
 // withAttempts is set followed by setting the record's count of runs.
 func withAttempts(set outcome, runs int) outcome {
-	return func(r *Record) {
+	return func(r *api.Record) {
 		set(r)
 		r.Attempts = runs
 	}
@@ -180,7 +181,7 @@ func (d *Daemon) collected(ctx context.Context, l *liveJob) outcome {
 // unit, and may die in between. A unit left active is stopped, a failed
 // one is reset, and its pin is stopped. Units of unit ops are the host's
 // own and are left alone.
-func (d *Daemon) releaseFinished(recs []*Record) {
+func (d *Daemon) releaseFinished(recs []*api.Record) {
 	finished := make(map[string]bool)
 	for _, r := range recs {
 		if r.Done() && strings.HasSuffix(r.Unit, strings.ToLower(r.ID)+".service") {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/hostapi/config"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
@@ -19,7 +20,7 @@ import (
 // reported, not applied.
 func TestReloadWhileCalling(t *testing.T) {
 	d, dir := newTestDaemon(t, systemdtest.Conn(t), "")
-	api, _ := serveTest(t, d)
+	apiSock, _ := serveTest(t, d)
 	load := func(name, text string) *config.Config {
 		t.Helper()
 		p := filepath.Join(dir, name)
@@ -57,12 +58,12 @@ func TestReloadWhileCalling(t *testing.T) {
 				return
 			default:
 			}
-			curl(t, api, nil, "http://unitrun/v1/ops")
-			curl(t, api, nil, "http://unitrun/metrics")
+			curl(t, apiSock, nil, "http://unitrun/v1/ops")
+			curl(t, apiSock, nil, "http://unitrun/metrics")
 		}
 	}()
 	for range 5 {
-		if r := call(t, d, "echo", "hi"); r.State != StateSucceeded {
+		if r := call(t, d, "echo", "hi"); r.State != api.StateSucceeded {
 			t.Errorf("echo during reloads: %s %s", r.State, r.Message)
 		}
 	}
@@ -72,7 +73,7 @@ func TestReloadWhileCalling(t *testing.T) {
 	if d.Reload(both) {
 		t.Error("Reload of a config with the daemon's limits says they differ")
 	}
-	if r := call(t, d, "extra"); r.State != StateSucceeded {
+	if r := call(t, d, "extra"); r.State != api.StateSucceeded {
 		t.Errorf("extra after the reload that adds it: %s %s", r.State, r.Message)
 	}
 	if !d.Reload(one) {
@@ -82,8 +83,8 @@ func TestReloadWhileCalling(t *testing.T) {
 		t.Error("Reload applied max_queue from the new config")
 	}
 	_, err := d.Call(context.Background(), root, "extra", nil)
-	var e *Error
-	if !errors.As(err, &e) || e.Code != CodeUnknownOp {
-		t.Errorf("extra after the reload that removes it: %v, want %s", err, CodeUnknownOp)
+	var e *api.Error
+	if !errors.As(err, &e) || e.Code != api.CodeUnknownOp {
+		t.Errorf("extra after the reload that removes it: %v, want %s", err, api.CodeUnknownOp)
 	}
 }

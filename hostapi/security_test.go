@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/hostapi/config"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
@@ -79,11 +80,11 @@ func TestSecurityExecArgsExact(t *testing.T) {
 	args := systemdtest.Hostile(dir)
 	pt := "pt\nExecStopPost=/usr/bin/touch " + filepath.Join(dir, "pwned.env") + " $HOME %n \\ '\""
 	d.LookupEnv = func(k string) (string, bool) { return pt, k == "PT" }
-	api, argv := serveTest(t, d)
+	apiSock, argv := serveTest(t, d)
 	want := strings.Join(args, "\x00") + "\x00PT:" + pt + "\x00"
 
-	body, _ := json.Marshal(CallRequest{Args: args})
-	resp, err := unixHTTP(api).Post("http://unitrun/v1/ops/argv", "application/json", strings.NewReader(string(body)))
+	body, _ := json.Marshal(api.CallRequest{Args: args})
+	resp, err := unixHTTP(apiSock).Post("http://unitrun/v1/ops/argv", "application/json", strings.NewReader(string(body)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestSecurityExecArgsExact(t *testing.T) {
 
 	// The same args over SEQPACKET, which carries them NUL-separated.
 	os.WriteFile(filepath.Join(dir, "gate"), nil, 0o644)
-	pkt, err := EncodeRequest("argv", args)
+	pkt, err := api.EncodeRequest("argv", args)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestSecurityExecArgsExact(t *testing.T) {
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		r, err := d.Wait(wctx, id)
 		cancel()
-		if err != nil || r.State != StateSucceeded || !slices.Equal(r.Args, args) {
+		if err != nil || r.State != api.StateSucceeded || !slices.Equal(r.Args, args) {
 			t.Errorf("job %s: %+v, %v: want succeeded with the args as sent", id, r, err)
 			continue
 		}
@@ -161,7 +162,7 @@ func seqpacketRoundTrip(t *testing.T, sock string, pkt []byte) (bool, string, st
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok, id, msg, err := ParseResponse(buf[:n])
+	ok, id, msg, err := api.ParseResponse(buf[:n])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,20 +179,20 @@ unit = "unitrun-test-never.service"
 request_file = "@DIR@/request"
 args = { max = 2 }
 `)
-	api, argvSock := serveTest(t, d)
+	apiSock, argvSock := serveTest(t, d)
 	for _, tt := range []struct {
 		op, body, want string
 	}{
 		{"argv", `{"args": ["ok", "a\u0000b"]}`, "arg 1 contains NUL"},
 		{"lines", `{"args": ["a", "good\nExtra=line"]}`, `arg 1 contains a newline`},
 	} {
-		resp, err := unixHTTP(api).Post("http://unitrun/v1/ops/"+tt.op, "application/json", strings.NewReader(tt.body))
+		resp, err := unixHTTP(apiSock).Post("http://unitrun/v1/ops/"+tt.op, "application/json", strings.NewReader(tt.body))
 		if err != nil {
 			t.Fatal(err)
 		}
 		data, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 400 || errorCode(t, string(data)) != CodeBadArgs || !strings.Contains(string(data), tt.want) {
+		if resp.StatusCode != 400 || errorCode(t, string(data)) != api.CodeBadArgs || !strings.Contains(string(data), tt.want) {
 			t.Errorf("%s %s: %d %s, want 400 bad_args with %q", tt.op, tt.body, resp.StatusCode, data, tt.want)
 		}
 	}
@@ -199,19 +200,19 @@ args = { max = 2 }
 		t.Error("a refused call wrote the request file")
 	}
 	// Over SEQPACKET an arg is raw bytes: invalid UTF-8 is refused.
-	if ok, id, msg := seqpacketRoundTrip(t, argvSock, []byte("argv\x00ok\x00\xff\xfe\x00")); ok || id != "" || !strings.HasPrefix(msg, CodeBadRequest+": ") {
+	if ok, id, msg := seqpacketRoundTrip(t, argvSock, []byte("argv\x00ok\x00\xff\xfe\x00")); ok || id != "" || !strings.HasPrefix(msg, api.CodeBadRequest+": ") {
 		t.Errorf("SEQPACKET arg not UTF-8: %v %q %q, want a bad_request refusal and no job", ok, id, msg)
 	}
 	// Over HTTP, bytes that are not UTF-8 and lone surrogate escapes,
 	// which encoding/json turns into U+FFFD, are refused.
 	for _, body := range []string{"{\"args\": [\"ok\", \"\xff\"]}", `{"args": ["ok", "\ud800"]}`} {
-		resp, err := unixHTTP(api).Post("http://unitrun/v1/ops/argv", "application/json", strings.NewReader(body))
+		resp, err := unixHTTP(apiSock).Post("http://unitrun/v1/ops/argv", "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
 		data, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 400 || errorCode(t, string(data)) != CodeBadRequest || !strings.Contains(string(data), "arg 1: ") {
+		if resp.StatusCode != 400 || errorCode(t, string(data)) != api.CodeBadRequest || !strings.Contains(string(data), "arg 1: ") {
 			t.Errorf("%q: %d %s, want 400 bad_request naming arg 1", body, resp.StatusCode, data)
 		}
 	}
@@ -252,7 +253,7 @@ request_format = "nul"
 args = { max = 20 }
 `)
 	args := systemdtest.Hostile(dir)
-	if r := call(t, d, "nulreq", args...); r.State != StateSucceeded {
+	if r := call(t, d, "nulreq", args...); r.State != api.StateSucceeded {
 		t.Fatalf("record %+v: want succeeded", r)
 	}
 	if seen, _ := os.ReadFile(filepath.Join(dir, "seen")); string(seen) != strings.Join(args, "\x00")+"\x00" {
@@ -295,7 +296,7 @@ func rawHTTP(t *testing.T, sock, request string) (int, string) {
 // and the store's own calls refuse the ids and create nothing.
 func TestSecurityJobIDTraversal(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), securityOps)
-	api, _ := serveTest(t, d)
+	apiSock, _ := serveTest(t, d)
 	planted := filepath.Join(d.store.dir, "planted")
 	os.Mkdir(planted, 0o700)
 	rec := `{"id": "../planted", "op": "argv", "state": "running", "unit": "x.service", "caller_uid": 0}` + "\n"
@@ -303,7 +304,7 @@ func TestSecurityJobIDTraversal(t *testing.T) {
 	os.WriteFile(filepath.Join(planted, outputFile), []byte("PLANTED SECRET"), 0o600)
 	for _, id := range []string{"..%2Fplanted", "%2E%2E%2Fplanted", "..%2F..%2Fjobs%2F..%2Fplanted", "%2Fetc", "..", ".", "..%2f..%2f..%2fetc%2fpasswd", "planted%00", "20261202T142501Z-0123abcd%2F..%2F..%2Fplanted"} {
 		for _, req := range []string{"GET /v1/jobs/" + id, "GET /v1/jobs/" + id + "/logs", "GET /v1/jobs/" + id + "/wait", "DELETE /v1/jobs/" + id} {
-			status, body := rawHTTP(t, api, req+" HTTP/1.1\r\nHost: unitrun\r\nConnection: close\r\n\r\n")
+			status, body := rawHTTP(t, apiSock, req+" HTTP/1.1\r\nHost: unitrun\r\nConnection: close\r\n\r\n")
 			if strings.Contains(body, "PLANTED") || strings.Contains(body, "root:") {
 				t.Errorf("%s: %d %s: read outside the jobs dir", req, status, body)
 			}
@@ -328,7 +329,7 @@ func TestSecurityJobIDTraversal(t *testing.T) {
 		if d.store.Dir(id) != "" || d.store.OutputPath(id) != "" {
 			t.Errorf("%q: the store gave a path for it", id)
 		}
-		if err := d.store.Put(&Record{ID: id, Op: "argv", State: StateRunning}); !errors.Is(err, ErrInvalidID) {
+		if err := d.store.Put(&api.Record{ID: id, Op: "argv", State: api.StateRunning}); !errors.Is(err, ErrInvalidID) {
 			t.Errorf("Put(%q): %v, want ErrInvalidID", id, err)
 		}
 	}
@@ -344,7 +345,7 @@ func TestSecurityJobIDTraversal(t *testing.T) {
 // written.
 func TestSecuritySymlinksInJobDir(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), securityOps)
-	api, _ := serveTest(t, d)
+	apiSock, _ := serveTest(t, d)
 	outside := t.TempDir()
 	secret := filepath.Join(outside, "secret")
 	os.WriteFile(secret, []byte("OUTSIDE SECRET"), 0o600)
@@ -359,11 +360,11 @@ func TestSecuritySymlinksInJobDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"/v1/jobs/" + linked, "/v1/jobs/" + linked + "/logs", "/v1/jobs"} {
-		if status, body := rawHTTP(t, api, "GET "+path+" HTTP/1.1\r\nHost: unitrun\r\nConnection: close\r\n\r\n"); strings.Contains(body, "OUTSIDE") || strings.Contains(body, linked) && status == 200 {
+		if status, body := rawHTTP(t, apiSock, "GET "+path+" HTTP/1.1\r\nHost: unitrun\r\nConnection: close\r\n\r\n"); strings.Contains(body, "OUTSIDE") || strings.Contains(body, linked) && status == 200 {
 			t.Errorf("GET %s: %d %s: followed the symlinked job dir", path, status, body)
 		}
 	}
-	if err := d.store.Put(&Record{ID: linked, Op: "argv", State: StateFailed}); err == nil {
+	if err := d.store.Put(&api.Record{ID: linked, Op: "argv", State: api.StateFailed}); err == nil {
 		t.Error("Put through a symlinked job dir succeeded")
 	}
 	if f, err := d.store.OpenOutput(linked); err == nil {
@@ -398,10 +399,10 @@ func TestSecuritySymlinksInJobDir(t *testing.T) {
 // asCaller runs curl against the daemon's socket as uid (and gid) in a
 // container-like caller (systemdtest.Caller) and returns the HTTP status
 // and body.
-func asCaller(t *testing.T, api string, uid int, args ...string) (int, string) {
+func asCaller(t *testing.T, apiSock string, uid int, args ...string) (int, string) {
 	t.Helper()
 	argv := append([]string{"curl", "-sS", "--unix-socket", systemdtest.CallerSocket, "-w", "\n%{http_code}"}, args...)
-	out, err := systemdtest.Caller(api, uid, uid, argv...).Output()
+	out, err := systemdtest.Caller(apiSock, uid, uid, argv...).Output()
 	if err != nil {
 		t.Fatalf("curl as uid %d %q: %v\n%s", uid, args, err, out)
 	}
@@ -419,11 +420,11 @@ func asCaller(t *testing.T, api string, uid int, args ...string) (int, string) {
 // the kernel reported.
 func TestSecurityCallerIsolation(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), securityOps)
-	api, argv := serveTest(t, d)
+	apiSock, argv := serveTest(t, d)
 	const host = "http://unitrun"
 	const a, b = 65534, 65533
 
-	status, body := asCaller(t, api, b, "-X", "POST", "-d", `{}`, host+"/v1/ops/for-b")
+	status, body := asCaller(t, apiSock, b, "-X", "POST", "-d", `{}`, host+"/v1/ops/for-b")
 	var accepted struct{ ID string }
 	if json.Unmarshal([]byte(body), &accepted); status != 202 || accepted.ID == "" {
 		t.Fatalf("B calls for-b: %d %s", status, body)
@@ -436,32 +437,32 @@ func TestSecurityCallerIsolation(t *testing.T) {
 		args []string
 		code string
 	}{
-		{[]string{host + "/v1/jobs/" + id}, CodeNotFound},
-		{[]string{host + "/v1/jobs/" + id + "/logs"}, CodeNotFound},
-		{[]string{host + "/v1/jobs/" + id + "/logs?follow=1"}, CodeNotFound},
-		{[]string{host + "/v1/jobs/" + id + "/wait"}, CodeNotFound},
-		{[]string{"-X", "DELETE", host + "/v1/jobs/" + id}, CodeNotFound},
-		{[]string{"-X", "POST", "-d", `{}`, host + "/v1/ops/for-b"}, CodeUnauthorized},
-		{[]string{"-X", "POST", "-H", "X-Unitrun-Uid: 65533", "-H", "X-Forwarded-User: 65533", "-d", `{}`, host + "/v1/ops/for-b"}, CodeUnauthorized},
-		{[]string{"-X", "POST", "-d", `{"caller_uid": 65533}`, host + "/v1/ops/for-b"}, CodeBadRequest},
-		{[]string{"-X", "POST", "-d", `{"args": [], "uid": 0}`, host + "/v1/ops/for-b"}, CodeBadRequest},
+		{[]string{host + "/v1/jobs/" + id}, api.CodeNotFound},
+		{[]string{host + "/v1/jobs/" + id + "/logs"}, api.CodeNotFound},
+		{[]string{host + "/v1/jobs/" + id + "/logs?follow=1"}, api.CodeNotFound},
+		{[]string{host + "/v1/jobs/" + id + "/wait"}, api.CodeNotFound},
+		{[]string{"-X", "DELETE", host + "/v1/jobs/" + id}, api.CodeNotFound},
+		{[]string{"-X", "POST", "-d", `{}`, host + "/v1/ops/for-b"}, api.CodeUnauthorized},
+		{[]string{"-X", "POST", "-H", "X-Unitrun-Uid: 65533", "-H", "X-Forwarded-User: 65533", "-d", `{}`, host + "/v1/ops/for-b"}, api.CodeUnauthorized},
+		{[]string{"-X", "POST", "-d", `{"caller_uid": 65533}`, host + "/v1/ops/for-b"}, api.CodeBadRequest},
+		{[]string{"-X", "POST", "-d", `{"args": [], "uid": 0}`, host + "/v1/ops/for-b"}, api.CodeBadRequest},
 	} {
-		status, body := asCaller(t, api, a, tt.args...)
+		status, body := asCaller(t, apiSock, a, tt.args...)
 		if strings.Contains(body, "secret of b") || errorCode(t, body) != tt.code {
 			t.Errorf("A %q: %d %s, want code %s and nothing of B's job", tt.args, status, body, tt.code)
 		}
 	}
-	if status, body := asCaller(t, api, a, host+"/v1/jobs"); status != 200 || strings.Contains(body, id) {
+	if status, body := asCaller(t, apiSock, a, host+"/v1/jobs"); status != 200 || strings.Contains(body, id) {
 		t.Errorf("A lists jobs: %d %s: B's job is listed", status, body)
 	}
-	if status, body := asCaller(t, api, b, host+"/v1/jobs/"+id+"/logs"); status != 200 || body != "secret of b\n" {
+	if status, body := asCaller(t, apiSock, b, host+"/v1/jobs/"+id+"/logs"); status != 200 || body != "secret of b\n" {
 		t.Errorf("B reads its own job's log: %d %q", status, body)
 	}
 
 	// A's own call records A's uid, whatever it sends.
-	status, body = asCaller(t, api, a, "-X", "POST", "-H", "X-Unitrun-Uid: 0", "-d", `{"wait": true}`, host+"/v1/ops/for-a")
-	var rec Record
-	if json.Unmarshal([]byte(body), &rec); status != 200 || rec.CallerUID != a || rec.State != StateSucceeded {
+	status, body = asCaller(t, apiSock, a, "-X", "POST", "-H", "X-Unitrun-Uid: 0", "-d", `{"wait": true}`, host+"/v1/ops/for-a")
+	var rec api.Record
+	if json.Unmarshal([]byte(body), &rec); status != 200 || rec.CallerUID != a || rec.State != api.StateSucceeded {
 		t.Errorf("A calls for-a: %d %s: want a succeeded record with caller_uid %d", status, body, a)
 	}
 
@@ -477,7 +478,7 @@ print(s.recv(65536).decode().replace("\0", "|"))
 		{"for-b,", `error||unauthorized: op "for-b": uid 65534 is not in allow_uids`},
 		{"for-a,", "ok|"},
 	} {
-		out, err := systemdtest.Caller(api, a, a, "python3", "-c", script, argv, tt.req).CombinedOutput()
+		out, err := systemdtest.Caller(apiSock, a, a, "python3", "-c", script, argv, tt.req).CombinedOutput()
 		if err != nil || !strings.HasPrefix(string(out), tt.want) {
 			t.Errorf("A over SEQPACKET %q: %s, %v: want %q...", tt.req, out, err, tt.want)
 		}
@@ -488,7 +489,7 @@ print(s.recv(65536).decode().replace("\0", "|"))
 			t.Errorf("job %s of %s: caller_uid %d, want %d", r.ID, r.Op, r.CallerUID, want)
 		}
 	}
-	if r, err := d.Get(id); err != nil || r.State != StateRunning {
+	if r, err := d.Get(id); err != nil || r.State != api.StateRunning {
 		t.Errorf("B's job after A's attempts: %+v, %v: want it running", r, err)
 	}
 }
@@ -532,31 +533,31 @@ func (endless) Read(p []byte) (int, error) {
 // serving.
 func TestSecurityHugeRequests(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), securityOps)
-	api, argv := serveTest(t, d)
+	apiSock, argv := serveTest(t, d)
 	limit := d.cfg.Limits.MaxRequestBytes
 	big := strings.Repeat("x", 10<<20)
 
-	resp, body := sendAndRead(t, api, fmt.Sprintf("POST /v1/ops/argv HTTP/1.1\r\nHost: unitrun\r\nContent-Length: %d\r\n\r\n", len(big)), strings.NewReader(big))
-	if resp.StatusCode != 413 || errorCode(t, body) != CodeTooLarge || !strings.Contains(body, "max_request_bytes") {
-		t.Errorf("10 MB body: %s %s, want 413 %s naming max_request_bytes", resp.Status, body, CodeTooLarge)
+	resp, body := sendAndRead(t, apiSock, fmt.Sprintf("POST /v1/ops/argv HTTP/1.1\r\nHost: unitrun\r\nContent-Length: %d\r\n\r\n", len(big)), strings.NewReader(big))
+	if resp.StatusCode != 413 || errorCode(t, body) != api.CodeTooLarge || !strings.Contains(body, "max_request_bytes") {
+		t.Errorf("10 MB body: %s %s, want 413 %s naming max_request_bytes", resp.Status, body, api.CodeTooLarge)
 	}
-	resp, body = sendAndRead(t, api, "POST /v1/ops/argv HTTP/1.1\r\nHost: unitrun\r\nTransfer-Encoding: chunked\r\n\r\n", io.MultiReader(
+	resp, body = sendAndRead(t, apiSock, "POST /v1/ops/argv HTTP/1.1\r\nHost: unitrun\r\nTransfer-Encoding: chunked\r\n\r\n", io.MultiReader(
 		strings.NewReader("10000\r\n"), io.LimitReader(endless{}, 0x10000), strings.NewReader("\r\n10000\r\n"), endless{}))
-	if resp.StatusCode != 413 || errorCode(t, body) != CodeTooLarge {
-		t.Errorf("endless chunked body: %s %s, want 413 %s", resp.Status, body, CodeTooLarge)
+	if resp.StatusCode != 413 || errorCode(t, body) != api.CodeTooLarge {
+		t.Errorf("endless chunked body: %s %s, want 413 %s", resp.Status, body, api.CodeTooLarge)
 	}
-	resp, _ = sendAndRead(t, api, "GET /v1/ops HTTP/1.1\r\nHost: unitrun\r\nX-Big: "+big+"\r\n\r\n", nil)
+	resp, _ = sendAndRead(t, apiSock, "GET /v1/ops HTTP/1.1\r\nHost: unitrun\r\nX-Big: "+big+"\r\n\r\n", nil)
 	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 		t.Errorf("10 MB header: %s, want 431", resp.Status)
 	}
 	pkt := append([]byte("argv\x00"), strings.Repeat("y", limit-4)...)
-	if ok, id, msg := seqpacketRoundTrip(t, argv, pkt); ok || id != "" || !strings.HasPrefix(msg, CodeTooLarge+": ") {
-		t.Errorf("SEQPACKET packet of %d bytes: %v %q %q, want a %s refusal", len(pkt), ok, id, msg, CodeTooLarge)
+	if ok, id, msg := seqpacketRoundTrip(t, argv, pkt); ok || id != "" || !strings.HasPrefix(msg, api.CodeTooLarge+": ") {
+		t.Errorf("SEQPACKET packet of %d bytes: %v %q %q, want a %s refusal", len(pkt), ok, id, msg, api.CodeTooLarge)
 	}
 	if recs, _ := d.List(); len(recs) != 0 {
 		t.Errorf("%d jobs after refused requests, want none", len(recs))
 	}
-	if status, _ := rawHTTP(t, api, "GET /healthz HTTP/1.1\r\nHost: unitrun\r\nConnection: close\r\n\r\n"); status != 200 {
+	if status, _ := rawHTTP(t, apiSock, "GET /healthz HTTP/1.1\r\nHost: unitrun\r\nConnection: close\r\n\r\n"); status != 200 {
 		t.Errorf("healthz after the attacks: %d", status)
 	}
 }
@@ -566,8 +567,8 @@ func TestSecurityHugeRequests(t *testing.T) {
 // daemon refuses with busy, naming the limit, and starts no more units.
 func TestSecurityCallFlood(t *testing.T) {
 	d, dir := newTestDaemon(t, systemdtest.Conn(t), securityOps+"\n[limits]\nmax_live_jobs = 3\n")
-	api, _ := serveTest(t, d)
-	hc := unixHTTP(api)
+	apiSock, _ := serveTest(t, d)
+	hc := unixHTTP(apiSock)
 	var ids []string
 	for i := range 6 {
 		resp, err := hc.Post("http://unitrun/v1/ops/argv", "application/json", strings.NewReader(fmt.Sprintf(`{"args": ["%d"]}`, i)))
@@ -581,7 +582,7 @@ func TestSecurityCallFlood(t *testing.T) {
 			var a struct{ ID string }
 			json.Unmarshal(data, &a)
 			ids = append(ids, a.ID)
-		case i >= 3 && resp.StatusCode == 409 && errorCode(t, string(data)) == CodeBusy && strings.Contains(string(data), "max_live_jobs"):
+		case i >= 3 && resp.StatusCode == 409 && errorCode(t, string(data)) == api.CodeBusy && strings.Contains(string(data), "max_live_jobs"):
 		default:
 			t.Errorf("call %d: %s %s", i, resp.Status, data)
 		}
@@ -602,11 +603,11 @@ func TestSecurityCallFlood(t *testing.T) {
 	var accepted []string
 	for i, arg := range []string{"a", "b", "c"} {
 		r, err := d.Call(context.Background(), root, "excl", []string{arg})
-		var e *Error
+		var e *api.Error
 		switch {
 		case i < 2 && err == nil:
 			accepted = append(accepted, r.ID)
-		case i == 2 && errors.As(err, &e) && e.Code == CodeBusy && strings.Contains(e.Message, "max_queue"):
+		case i == 2 && errors.As(err, &e) && e.Code == api.CodeBusy && strings.Contains(e.Message, "max_queue"):
 		default:
 			t.Errorf("excl %s: %+v, %v", arg, r, err)
 		}
@@ -631,7 +632,7 @@ exec = ["/bin/sh", "-c", "head -c 33554432 /dev/zero | tr '\\0' 'z'; echo END"]
 output_tail_bytes = 1024
 `)
 	r := call(t, d, "flood")
-	if r.State != StateSucceeded || len(r.OutputTail) != 1024 || !strings.HasSuffix(r.OutputTail, "zzzzEND\n") {
+	if r.State != api.StateSucceeded || len(r.OutputTail) != 1024 || !strings.HasSuffix(r.OutputTail, "zzzzEND\n") {
 		t.Errorf("record: %s, tail of %d bytes ending %q: want succeeded, 1024 bytes", r.State, len(r.OutputTail), r.OutputTail[max(0, len(r.OutputTail)-8):])
 	}
 	if fi, err := os.Stat(d.store.OutputPath(r.ID)); err != nil || fi.Size() != 32<<20+4 {
@@ -647,7 +648,7 @@ output_tail_bytes = 1024
 // only bounds how long a failure takes to show.
 func TestSecuritySlowClients(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), securityOps)
-	api, argv := serveTest(t, d)
+	apiSock, argv := serveTest(t, d)
 	// closed waits until the daemon closes c, after the bytes it answers.
 	closed := func(t *testing.T, c net.Conn, within time.Duration) string {
 		t.Helper()
@@ -660,26 +661,26 @@ func TestSecuritySlowClients(t *testing.T) {
 	}
 	t.Run("header", func(t *testing.T) {
 		t.Parallel()
-		c, _ := net.Dial("unix", api)
+		c, _ := net.Dial("unix", apiSock)
 		defer c.Close()
 		io.WriteString(c, "POST /v1/ops/argv HTTP/1.1\r\nHost: unitrun\r\n")
 		closed(t, c, 3*config.DefaultLimits().ReadHeaderTimeout)
 	})
 	t.Run("body", func(t *testing.T) {
 		t.Parallel()
-		c, _ := net.Dial("unix", api)
+		c, _ := net.Dial("unix", apiSock)
 		defer c.Close()
 		io.WriteString(c, "POST /v1/ops/argv HTTP/1.1\r\nHost: unitrun\r\nContent-Length: 100\r\n\r\n{\"args\": [")
-		if got := closed(t, c, 3*bodyReadTimeout); !strings.Contains(got, CodeBadRequest) {
-			t.Errorf("answer to a stalled body: %q, want a %s error", got, CodeBadRequest)
+		if got := closed(t, c, 3*bodyReadTimeout); !strings.Contains(got, api.CodeBadRequest) {
+			t.Errorf("answer to a stalled body: %q, want a %s error", got, api.CodeBadRequest)
 		}
 	})
 	t.Run("seqpacket", func(t *testing.T) {
 		t.Parallel()
 		c, _ := net.Dial("unixpacket", argv)
 		defer c.Close()
-		if got := closed(t, c, 3*config.DefaultLimits().ReadHeaderTimeout); !strings.Contains(got, CodeBadRequest) {
-			t.Errorf("answer to a missing request: %q, want a %s error", got, CodeBadRequest)
+		if got := closed(t, c, 3*config.DefaultLimits().ReadHeaderTimeout); !strings.Contains(got, api.CodeBadRequest) {
+			t.Errorf("answer to a missing request: %q, want a %s error", got, api.CodeBadRequest)
 		}
 	})
 	t.Cleanup(func() {
@@ -740,10 +741,10 @@ func TestSecurityLogInjection(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var recs []Record
+			var recs []api.Record
 			json.NewDecoder(resp.Body).Decode(&recs)
 			resp.Body.Close()
-			if !slices.ContainsFunc(recs, func(r Record) bool { return !r.Done() }) && len(recs) > 0 {
+			if !slices.ContainsFunc(recs, func(r api.Record) bool { return !r.Done() }) && len(recs) > 0 {
 				return
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -779,7 +780,7 @@ func openFDs(t *testing.T) int {
 // were sent.
 func TestSecurityPassedFDs(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), securityOps)
-	api, argv := serveTest(t, d)
+	apiSock, argv := serveTest(t, d)
 	f, err := os.Open("/dev/null")
 	if err != nil {
 		t.Fatal(err)
@@ -791,11 +792,11 @@ func TestSecurityPassedFDs(t *testing.T) {
 	}
 	rights := syscall.UnixRights(fds...)
 	// Settle the fds the first connections open (the manager's, the store's).
-	rawHTTP(t, api, "GET /healthz HTTP/1.1\r\nHost: unitrun\r\nConnection: close\r\n\r\n")
+	rawHTTP(t, apiSock, "GET /healthz HTTP/1.1\r\nHost: unitrun\r\nConnection: close\r\n\r\n")
 	before := openFDs(t)
 	for range 20 {
 		for _, sock := range []struct{ network, path, req string }{
-			{"unix", api, "GET /v1/jobs HTTP/1.1\r\nHost: unitrun\r\nConnection: close\r\n\r\n"},
+			{"unix", apiSock, "GET /v1/jobs HTTP/1.1\r\nHost: unitrun\r\nConnection: close\r\n\r\n"},
 			{"unixpacket", argv, "nosuch\x00"},
 		} {
 			c, err := net.DialUnix(sock.network, nil, &net.UnixAddr{Name: sock.path, Net: sock.network})
@@ -807,7 +808,7 @@ func TestSecurityPassedFDs(t *testing.T) {
 			}
 			resp, _ := io.ReadAll(c)
 			c.Close()
-			if !strings.Contains(string(resp), "200 OK") && !strings.Contains(string(resp), CodeUnknownOp) {
+			if !strings.Contains(string(resp), "200 OK") && !strings.Contains(string(resp), api.CodeUnknownOp) {
 				t.Errorf("%s with passed fds: %q", sock.network, resp)
 			}
 		}
@@ -880,14 +881,14 @@ name = "long"
 exec = ["/bin/sleep", "%d"]
 on_disconnect = "stop"
 `, int(bodyReadTimeout/time.Second)+2))
-	api, _ := serveTest(t, d)
-	resp, err := unixHTTP(api).Post("http://unitrun/v1/ops/long", "application/json", strings.NewReader(`{"wait": true}`))
+	apiSock, _ := serveTest(t, d)
+	resp, err := unixHTTP(apiSock).Post("http://unitrun/v1/ops/long", "application/json", strings.NewReader(`{"wait": true}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var rec Record
-	if err := json.NewDecoder(resp.Body).Decode(&rec); err != nil || resp.StatusCode != 200 || rec.State != StateSucceeded {
+	var rec api.Record
+	if err := json.NewDecoder(resp.Body).Decode(&rec); err != nil || resp.StatusCode != 200 || rec.State != api.StateSucceeded {
 		t.Errorf("call waiting past the body's deadline: %s %+v, %v: want 200 and a succeeded record", resp.Status, rec, err)
 	}
 }

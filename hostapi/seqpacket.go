@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/unitrun/unitrun/api"
 )
 
 // ServeSeqpacket serves the SOCK_SEQPACKET front end of d on l (a
@@ -51,13 +53,13 @@ func refuseSeqpacket(c *net.UnixConn, err error, wait bool) {
 		raw.Control(func(fd uintptr) { unix.Recvfrom(int(fd), make([]byte, 1), unix.MSG_DONTWAIT) })
 	}
 	c.SetWriteDeadline(time.Now().Add(refuseGrace))
-	c.Write(EncodeResponse(false, "", err.Error()))
+	c.Write(api.EncodeResponse(false, "", err.Error()))
 }
 
 func (d *Daemon) serveSeqpacketConn(c *guardConn) {
 	defer c.Close()
 	ok, id, msg := d.seqpacketCall(c)
-	c.Write(EncodeResponse(ok, id, msg))
+	c.Write(api.EncodeResponse(ok, id, msg))
 }
 
 // seqpacketCall reads the request, runs the op and returns the response.
@@ -70,16 +72,16 @@ func (d *Daemon) seqpacketCall(c *guardConn) (ok bool, id, msg string) {
 	var ne net.Error
 	switch {
 	case errors.As(err, &ne) && ne.Timeout():
-		return false, "", errorf(CodeBadRequest, fmt.Sprintf("request: no packet within %v (read_header_timeout)", d.cfg.Limits.ReadHeaderTimeout)).Error()
+		return false, "", errorf(api.CodeBadRequest, fmt.Sprintf("request: no packet within %v (read_header_timeout)", d.cfg.Limits.ReadHeaderTimeout)).Error()
 	case err != nil:
-		return false, "", errorf(CodeBadRequest, "request: "+err.Error()).Error()
+		return false, "", errorf(api.CodeBadRequest, "request: "+err.Error()).Error()
 	case flags&unix.MSG_TRUNC != 0 || n > limit:
-		return false, "", errorf(CodeTooLarge, fmt.Sprintf("request: packet larger than the limit of %d bytes (max_request_bytes)", limit)).Error()
+		return false, "", errorf(api.CodeTooLarge, fmt.Sprintf("request: packet larger than the limit of %d bytes (max_request_bytes)", limit)).Error()
 	}
 	c.SetReadDeadline(time.Time{})
-	opName, args, err := ParseRequest(buf[:n], limit)
+	opName, args, err := api.ParseRequest(buf[:n], limit)
 	if err != nil {
-		return false, "", errorf(CodeBadRequest, err.Error()).Error()
+		return false, "", errorf(api.CodeBadRequest, err.Error()).Error()
 	}
 	// The peer has gone when it can no longer read the answer: one that
 	// shut down its writing side after the request still waits for it.
@@ -100,5 +102,5 @@ func (d *Daemon) seqpacketCall(c *guardConn) (ok bool, id, msg string) {
 	if final.RebootRequired {
 		msg += "; reboot required"
 	}
-	return final.State == StateSucceeded, final.ID, msg
+	return final.State == api.StateSucceeded, final.ID, msg
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -18,9 +19,9 @@ import (
 func TestRecoverNeverStarted(t *testing.T) {
 	d1, _ := newTestDaemon(t, systemdtest.Conn(t), "")
 	store := d1.store
-	running := func(marked bool, boot string) *Record {
+	running := func(marked bool, boot string) *api.Record {
 		id := store.NewID()
-		r := &Record{ID: id, Op: "echo", Args: []string{"again", "5"}, State: StateRunning, BootID: boot,
+		r := &api.Record{ID: id, Op: "echo", Args: []string{"again", "5"}, State: api.StateRunning, BootID: boot,
 			Unit: "unitrun-op-echo-" + strings.ToLower(id) + ".service", CreatedAt: time.Now().UTC()}
 		if err := store.Put(r); err != nil {
 			t.Fatal(err)
@@ -44,15 +45,15 @@ func TestRecoverNeverStarted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r, err := d2.Wait(ctx, unstarted.ID)
-	if err != nil || r.State != StateFailed || exitCode(r) != 5 || r.OutputTail != "out:again:uid:0\nerr\n" {
+	if err != nil || r.State != api.StateFailed || exitCode(r) != 5 || r.OutputTail != "out:again:uid:0\nerr\n" {
 		t.Errorf("never started job: %+v, %v: want it run, exit code 5 and its output", r, err)
 	}
 	r, err = d2.Wait(ctx, lost.ID)
-	if err != nil || r.State != StateFailed || r.ExitCode != nil || !strings.Contains(r.Message, "left no outcome") {
+	if err != nil || r.State != api.StateFailed || r.ExitCode != nil || !strings.Contains(r.Message, "left no outcome") {
 		t.Errorf("started job without outcome: %+v, %v: want failed, its outcome lost", r, err)
 	}
 	r, err = d2.Wait(ctx, rebooted.ID)
-	if err != nil || r.State != StateFailed || r.ExitCode != nil || !strings.Contains(r.Message, "the host restarted while the job ran") {
+	if err != nil || r.State != api.StateFailed || r.ExitCode != nil || !strings.Contains(r.Message, "the host restarted while the job ran") {
 		t.Errorf("job of an earlier boot: %+v, %v: want failed, the host restarted", r, err)
 	}
 	d2.Close() // the outcome is recorded as soon as known, the mark may follow

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/atomicfile"
 	"github.com/unitrun/unitrun/internal/lazyregexp"
 	"golang.org/x/sys/unix"
@@ -193,12 +194,12 @@ func (s *Store) jobPath(id, name string) string {
 // creates the job's directory, with the record already in it; later ones
 // append the new version to the record file (see appendRecord). Put
 // refuses an id not of NewID's form, an empty Op and an unknown State.
-func (s *Store) Put(r *Record) error { return s.put(r, true) }
+func (s *Store) Put(r *api.Record) error { return s.put(r, true) }
 
 // stage is Put without the syncs: the record is in place, atomically, for
 // a daemon that starts after this one dies, but a crash of the host may
 // take it away until commit returns.
-func (s *Store) stage(r *Record) error { return s.put(r, false) }
+func (s *Store) stage(r *api.Record) error { return s.put(r, false) }
 
 // commit makes the job's record, as stage left it, durable.
 func (s *Store) commit(id string) error {
@@ -216,14 +217,14 @@ func (s *Store) commit(id string) error {
 	return nil
 }
 
-func (s *Store) put(r *Record, sync bool) error {
+func (s *Store) put(r *api.Record, sync bool) error {
 	if err := checkID(r.ID); err != nil {
 		return err
 	}
 	if r.Op == "" {
 		return fmt.Errorf("job %s: record has no op", r.ID)
 	}
-	if !r.State.valid() {
+	if !r.State.Valid() {
 		return fmt.Errorf("job %s: record state %q is not one of queued, running, succeeded, failed, canceled", r.ID, r.State)
 	}
 	// One line: JSON escapes the newlines of strings.
@@ -325,7 +326,7 @@ func (s *Store) create(id string, data []byte, sync bool) error {
 // Get returns the job's record. It returns an error wrapping ErrNotFound
 // when there is none, ErrInvalidID for an id not of NewID's form, and a
 // *RecordError when the record cannot be decoded.
-func (s *Store) Get(id string) (*Record, error) {
+func (s *Store) Get(id string) (*api.Record, error) {
 	s.reads.Add(1)
 	f, err := s.openJobFile(id, recordFile, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -347,7 +348,7 @@ func (s *Store) Get(id string) (*Record, error) {
 }
 
 // readRecord reads the record of the job id from its record file f.
-func readRecord(f *os.File, id string) (*Record, error) {
+func readRecord(f *os.File, id string) (*api.Record, error) {
 	data, err := io.ReadAll(f)
 	if err != nil {
 		return nil, &RecordError{ID: id, Err: err}
@@ -361,7 +362,7 @@ func readRecord(f *os.File, id string) (*Record, error) {
 		return nil, &RecordError{ID: id, Err: fmt.Errorf("holds id %q", r.ID)}
 	case r.Op == "":
 		return nil, &RecordError{ID: id, Err: errors.New("has no op")}
-	case !r.State.valid():
+	case !r.State.Valid():
 		return nil, &RecordError{ID: id, Err: fmt.Errorf("state %q is not a state", r.State)}
 	}
 	return &r, nil
@@ -372,7 +373,7 @@ func readRecord(f *os.File, id string) (*Record, error) {
 // line that a crash left unfinished, without its newline or holding bytes
 // that do not decode, is passed over for the version before it; empty
 // lines separate the versions.
-func decodeRecord(data []byte) (Record, error) {
+func decodeRecord(data []byte) (api.Record, error) {
 	err := errors.New("no complete line")
 	rest := data[:bytes.LastIndexByte(data, '\n')+1]
 	for len(rest) > 0 {
@@ -382,12 +383,12 @@ func decodeRecord(data []byte) (Record, error) {
 		if start == len(line) {
 			continue // an empty line
 		}
-		var r Record
+		var r api.Record
 		if err = json.Unmarshal(line[start:], &r); err == nil {
 			return r, nil
 		}
 	}
-	return Record{}, err
+	return api.Record{}, err
 }
 
 // OpenOutput opens the job's output log for appending, creating it with

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -19,9 +20,9 @@ import (
 func TestPageBounded(t *testing.T) {
 	s := openTestStore(t)
 	t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	var all []*Record
+	var all []*api.Record
 	for i := range 260 {
-		r := &Record{ID: s.NewID(), Op: "rebase", State: StateSucceeded, CreatedAt: t0.Add(time.Duration(i%130) * time.Second)}
+		r := &api.Record{ID: s.NewID(), Op: "rebase", State: api.StateSucceeded, CreatedAt: t0.Add(time.Duration(i%130) * time.Second)}
 		if i%26 == 0 {
 			r.CallerUID = 1000
 		}
@@ -35,7 +36,7 @@ func TestPageBounded(t *testing.T) {
 		t.Errorf("a page of %d: no error, want the limit refused", MaxPage+1)
 	}
 
-	var got []*Record
+	var got []*api.Record
 	var after *Cursor
 	for pages := 0; ; pages++ {
 		reads := s.reads.Load()
@@ -92,20 +93,20 @@ func TestPageBounded(t *testing.T) {
 // limit or cursor a caller makes up is refused.
 func TestSecurityListingBounded(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
-	api, _ := serveTest(t, d)
+	apiSock, _ := serveTest(t, d)
 	t0 := time.Now().Add(-time.Hour)
 	for i := range 250 {
-		r := &Record{ID: d.store.NewID(), Op: "echo", State: StateSucceeded, CreatedAt: t0.Add(time.Duration(i) * time.Millisecond),
+		r := &api.Record{ID: d.store.NewID(), Op: "echo", State: api.StateSucceeded, CreatedAt: t0.Add(time.Duration(i) * time.Millisecond),
 			OutputTail: strings.Repeat("x", 1000)}
 		if err := d.store.Put(r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	nobody := []string{"setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"}
-	curl(t, api, nobody, "http://unitrun/v1/jobs") // the first listing makes the store's index
+	curl(t, apiSock, nobody, "http://unitrun/v1/jobs") // the first listing makes the store's index
 	reads := d.store.reads.Load()
 	for range 8 {
-		if status, body := curl(t, api, nobody, "http://unitrun/v1/jobs"); status != http.StatusOK || strings.TrimSpace(body) != "[]" {
+		if status, body := curl(t, apiSock, nobody, "http://unitrun/v1/jobs"); status != http.StatusOK || strings.TrimSpace(body) != "[]" {
 			t.Errorf("uid 65534 lists: %d %s, want 200 []", status, body)
 		}
 	}
@@ -113,14 +114,14 @@ func TestSecurityListingBounded(t *testing.T) {
 		t.Errorf("8 listings by a caller that may see no job read %d records, want none", n)
 	}
 
-	hc := unixHTTP(api)
+	hc := unixHTTP(apiSock)
 	seen := make(map[string]bool)
 	for path := "/v1/jobs"; path != ""; {
 		resp, err := hc.Get("http://unitrun" + path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var page []*Record
+		var page []*api.Record
 		err = json.NewDecoder(resp.Body).Decode(&page)
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != http.StatusOK || len(page) > MaxPage {
@@ -145,7 +146,7 @@ func TestSecurityListingBounded(t *testing.T) {
 		t.Errorf("pages gave %d records, want 250", len(seen))
 	}
 	for _, query := range []string{"limit=0", "limit=101", "limit=x", "after=1.x", "after=" + url.QueryEscape("1.../../etc")} {
-		if status, body := curl(t, api, nil, "http://unitrun/v1/jobs?"+query); status != http.StatusBadRequest || errorCode(t, body) != CodeBadRequest {
+		if status, body := curl(t, apiSock, nil, "http://unitrun/v1/jobs?"+query); status != http.StatusBadRequest || errorCode(t, body) != api.CodeBadRequest {
 			t.Errorf("GET /v1/jobs?%s: %d %s, want 400 bad_request", query, status, body)
 		}
 	}

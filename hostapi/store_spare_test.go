@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/unitrun/unitrun/api"
 )
 
 // spareNames returns the names of the spares in the store's jobs directory.
@@ -28,9 +30,9 @@ func spareNames(t *testing.T, s *Store) []string {
 
 // finishedJob stores a finished job with the given output and a started
 // mark, and returns its record.
-func finishedJob(t *testing.T, s *Store, output string) *Record {
+func finishedJob(t *testing.T, s *Store, output string) *api.Record {
 	t.Helper()
-	r := putRecord(t, s, StateRunning, time.Now())
+	r := putRecord(t, s, api.StateRunning, time.Now())
 	out, err := s.OpenOutput(r.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +43,7 @@ func finishedJob(t *testing.T, s *Store, output string) *Record {
 		t.Fatal(err)
 	}
 	end := time.Now()
-	r.State, r.FinishedAt = StateSucceeded, &end
+	r.State, r.FinishedAt = api.StateSucceeded, &end
 	if err := s.Put(r); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +88,7 @@ func TestSpares(t *testing.T) {
 		}
 	}
 
-	r := putRecord(t, s, StateRunning, time.Now())
+	r := putRecord(t, s, api.StateRunning, time.Now())
 	if got := spareNames(t, s); len(got) != 0 {
 		t.Errorf("spares after a new job: %v, want it to have taken the one", got)
 	}
@@ -97,7 +99,7 @@ func TestSpares(t *testing.T) {
 	if !os.SameFile(recordIno, ri) {
 		t.Error("the new job's record file is a new inode, not the spare's")
 	}
-	if got, err := s.Get(r.ID); err != nil || got.ID != r.ID || got.State != StateRunning {
+	if got, err := s.Get(r.ID); err != nil || got.ID != r.ID || got.State != api.StateRunning {
 		t.Errorf("Get of the new job = %+v, %v", got, err)
 	}
 	if tail, err := s.Tail(r.ID, 100); err != nil || tail != "" {
@@ -118,7 +120,7 @@ func TestSpares(t *testing.T) {
 	if len(s2.spares) != 2 {
 		t.Fatalf("reopened store has spares %v, want 2", s2.spares)
 	}
-	putRecord(t, s2, StateRunning, time.Now())
+	putRecord(t, s2, api.StateRunning, time.Now())
 	if got := spareNames(t, s2); len(got) != 1 {
 		t.Errorf("spares after a job of the reopened store: %v, want 1", got)
 	}
@@ -138,7 +140,7 @@ func TestSpareCrashUndone(t *testing.T) {
 	if err := os.Link(filepath.Join(s.dir, markFile), filepath.Join(spare, startedFile)); err != nil {
 		t.Fatal(err)
 	}
-	r := putRecord(t, s, StateRunning, time.Now())
+	r := putRecord(t, s, api.StateRunning, time.Now())
 	data, err := os.ReadFile(filepath.Join(s.Dir(r.ID), recordFile))
 	if err != nil || bytes.Contains(data, []byte(old.ID)) {
 		t.Errorf("new job's record file = %q, %v; want its own record alone", data, err)
@@ -183,7 +185,7 @@ func TestOutputReadAcrossPrune(t *testing.T) {
 		t.Fatalf("copy before the prune = %q, %v", b.String(), err)
 	}
 	s.Prune(0, 0, time.Now())
-	r := putRecord(t, s, StateRunning, time.Now())
+	r := putRecord(t, s, api.StateRunning, time.Now())
 	out, err := s.OpenOutput(r.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -206,15 +208,15 @@ func TestOutputReadAcrossPrune(t *testing.T) {
 func TestPruneFollowsPuts(t *testing.T) {
 	s := openTestStore(t)
 	now := time.Now()
-	a := putRecord(t, s, StateRunning, now.Add(-time.Hour))
+	a := putRecord(t, s, api.StateRunning, now.Add(-time.Hour))
 	if removed, err := s.Prune(0, 0, now); err != nil || len(removed) != 0 {
 		t.Fatalf("Prune of a running job = %v, %v; want nothing removed", removed, err)
 	}
-	a.State, a.FinishedAt = StateFailed, &now
+	a.State, a.FinishedAt = api.StateFailed, &now
 	if err := s.Put(a); err != nil {
 		t.Fatal(err)
 	}
-	b := putRecord(t, s, StateSucceeded, now)
+	b := putRecord(t, s, api.StateSucceeded, now)
 	if removed, err := s.Prune(1, 0, now); err != nil || len(removed) != 1 || removed[0] != a.ID {
 		t.Errorf("Prune keeping 1 = %v, %v; want %s, the older", removed, err, a.ID)
 	}
@@ -233,17 +235,17 @@ func TestSpareRecordRoom(t *testing.T) {
 	s := openTestStore(t)
 	finishedJob(t, s, "")
 	s.Prune(0, 0, time.Now())
-	r := putRecord(t, s, StateRunning, time.Now())
+	r := putRecord(t, s, api.StateRunning, time.Now())
 	path := filepath.Join(s.Dir(r.ID), recordFile)
 	appendTorn(t, s, r.ID, `{"id":"`+r.ID+`","op":"rebase","state":"failed","message":"`+strings.Repeat("x", 900))
-	if got, err := s.Get(r.ID); err != nil || got.State != StateRunning {
+	if got, err := s.Get(r.ID); err != nil || got.State != api.StateRunning {
 		t.Errorf("Get after a torn version = %+v, %v; want the running record", got, err)
 	}
-	r.State = StateSucceeded
+	r.State = api.StateSucceeded
 	if err := s.Put(r); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.Get(r.ID); err != nil || got.State != StateSucceeded {
+	if got, err := s.Get(r.ID); err != nil || got.State != api.StateSucceeded {
 		t.Errorf("Get after the next version = %+v, %v; want it", got, err)
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Size() != recordRoom {

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -18,14 +19,14 @@ name = "false"
 exec = ["/bin/false"]
 `)
 	const n = 25
-	recs := make([]*Record, n)
+	recs := make([]*api.Record, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() { recs[i] = call(t, d, "false") })
 	}
 	wg.Wait()
 	for i, r := range recs {
-		if r.State != StateFailed || r.JobResult != "done" || exitCode(r) != 1 || r.Result != "exit-code" {
+		if r.State != api.StateFailed || r.JobResult != "done" || exitCode(r) != 1 || r.Result != "exit-code" {
 			t.Errorf("job %d: state %s, job_result %q, exit code %d, result %q; want failed, done, 1, exit-code", i, r.State, r.JobResult, exitCode(r), r.Result)
 		}
 	}

@@ -411,15 +411,29 @@ func (c *Cmd) properties(withExec, ref bool) ([]unit.Property, error) {
 		props = append(props, unit.Property{Name: "RuntimeMaxUSec", Value: dbus.MakeVariant(uint64(c.Timeout.Microseconds()))})
 	}
 	if c.BindToCaller {
-		caller, err := c.Manager.UnitByPID(c.ctx, uint32(os.Getpid()))
+		bind, err := BindTo(c.ctx, c.Manager, uint32(os.Getpid()))
 		if err != nil {
 			return nil, fmt.Errorf("job: bind to caller: no unit of manager %s holds process %d: %w", c.Manager.Target().Spec, os.Getpid(), err)
 		}
-		props = append(props,
-			unit.Property{Name: "BindsTo", Value: dbus.MakeVariant([]string{caller})},
-			unit.Property{Name: "After", Value: dbus.MakeVariant([]string{caller})})
+		props = append(props, bind...)
 	}
 	return props, nil
+}
+
+// BindTo returns the properties that bind a unit to the unit of mgr that
+// holds process pid (BindsTo= and After= that unit), so that the unit stops
+// when that unit or container scope stops: what Cmd.BindToCaller sets for
+// the calling process, and the daemon's bind_to_caller for its caller. The
+// error is mgr's when no unit holds pid.
+func BindTo(ctx context.Context, mgr *manager.Conn, pid uint32) ([]unit.Property, error) {
+	u, err := mgr.UnitByPID(ctx, pid)
+	if err != nil {
+		return nil, err
+	}
+	return []unit.Property{
+		{Name: "BindsTo", Value: dbus.MakeVariant([]string{u})},
+		{Name: "After", Value: dbus.MakeVariant([]string{u})},
+	}, nil
 }
 
 // dedupEnv returns env with only the last entry of each key, in the order

@@ -233,22 +233,30 @@ func (s state) status(unitName, jobResult string) *Status {
 	return st
 }
 
-var signalNames = map[syscall.Signal]string{
-	syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT", syscall.SIGILL: "SIGILL",
-	syscall.SIGTRAP: "SIGTRAP", syscall.SIGABRT: "SIGABRT", syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE",
-	syscall.SIGKILL: "SIGKILL", syscall.SIGUSR1: "SIGUSR1", syscall.SIGSEGV: "SIGSEGV", syscall.SIGUSR2: "SIGUSR2",
-	syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM", syscall.SIGSTKFLT: "SIGSTKFLT",
-	syscall.SIGCHLD: "SIGCHLD", syscall.SIGCONT: "SIGCONT", syscall.SIGSTOP: "SIGSTOP", syscall.SIGTSTP: "SIGTSTP",
-	syscall.SIGTTIN: "SIGTTIN", syscall.SIGTTOU: "SIGTTOU", syscall.SIGURG: "SIGURG", syscall.SIGXCPU: "SIGXCPU",
-	syscall.SIGXFSZ: "SIGXFSZ", syscall.SIGVTALRM: "SIGVTALRM", syscall.SIGPROF: "SIGPROF", syscall.SIGWINCH: "SIGWINCH",
-	syscall.SIGIO: "SIGIO", syscall.SIGPWR: "SIGPWR", syscall.SIGSYS: "SIGSYS",
+// SignalName returns the conventional name of sig, such as "SIGKILL" or
+// "SIGRTMIN+3" (unit.SignalName with "SIG" before it); a signal without
+// a name reads as "SIG<number>". Messages use it; JSON writes
+// unit.SignalName's form (see Status.Ended).
+func SignalName(sig syscall.Signal) string {
+	return "SIG" + unit.SignalName(int(sig))
 }
 
-// SignalName returns the conventional name of sig, such as "SIGKILL"; a
-// signal without one reads as "SIG<number>".
-func SignalName(sig syscall.Signal) string {
-	if n, ok := signalNames[sig]; ok {
-		return n
+// Ended returns how the run's main process ended, as every JSON face of
+// unitrun writes it (run --json and the daemon's job records): the
+// process's exit status if it exited, or else the name of the signal that
+// killed it as systemd writes it ("KILL", "RTMIN+3": unit.SignalName, the
+// form pod statuses carry too). Both are empty when no process ran, such
+// as a start job that failed or was canceled before one did.
+func (s *Status) Ended() (exitCode *int, signal string) {
+	switch {
+	case s.Signal != 0:
+		return nil, unit.SignalName(int(s.Signal))
+	case s.JobResult == "done" || !s.FinishedAt.IsZero():
+		// A run whose start job failed has an exit code only if its
+		// process exited (systemd's own 203 for a failed exec, say); not
+		// one canceled before it was reaped.
+		code := s.ExitCode
+		return &code, ""
 	}
-	return fmt.Sprintf("SIG%d", int(sig))
+	return nil, ""
 }

@@ -20,6 +20,9 @@ import (
 // off (systemd(1)).
 const sigPoweroff = syscall.Signal(sigRTMin + 4)
 
+// sigRTMin is glibc's first real-time signal on Linux.
+const sigRTMin = 34
+
 // RunContainer is the main process of isolated pod name's [ContainerUnit]:
 // it boots the pod's own systemd (see [manager.Container]) in its own
 // cgroup, the service's, with the pod's target and units, the state

@@ -2,11 +2,10 @@ package pod
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/unitrun/unitrun/internal/lazyregexp"
+	"github.com/unitrun/unitrun/unit"
 )
 
 // An Exit is how one run of an app ended, as systemd tells ExecStopPost=.
@@ -60,49 +59,13 @@ func ExitFromEnv(serviceResult, exitCode, exitStatus string) (Exit, error) {
 		}
 		e.Code = n
 	case "killed", "dumped":
-		n, ok := signalNumber(exitStatus)
+		n, ok := unit.SignalNumber(exitStatus)
 		if !ok {
 			return Exit{}, fmt.Errorf("EXIT_STATUS %q: must be a signal name when EXIT_CODE is %s", exitStatus, exitCode)
 		}
-		e.Code, e.Signal = 128+n, exitStatus
+		e.Code, e.Signal = 128+n, unit.SignalName(n)
 	default:
 		return Exit{}, fmt.Errorf("EXIT_CODE %q: must be exited, killed or dumped", exitCode)
 	}
 	return e, nil
-}
-
-// signalNames are the names systemd's signal_to_string gives signals 1..31,
-// in Linux's numbering on x86, ARM, RISC-V, PowerPC and s390.
-var signalNames = []string{
-	"HUP", "INT", "QUIT", "ILL", "TRAP", "ABRT", "BUS", "FPE", "KILL", "USR1",
-	"SEGV", "USR2", "PIPE", "ALRM", "TERM", "STKFLT", "CHLD", "CONT", "STOP",
-	"TSTP", "TTIN", "TTOU", "URG", "XCPU", "XFSZ", "VTALRM", "PROF", "WINCH",
-	"IO", "PWR", "SYS",
-}
-
-// glibc's real-time signals on Linux.
-const (
-	sigRTMin = 34
-	sigRTMax = 64
-)
-
-// signalNumber reads a signal as systemd's signal_to_string writes it: a
-// name from signalNames, "RTMIN+N" for a real-time signal, or else the
-// number.
-func signalNumber(s string) (int, bool) {
-	if i := slices.Index(signalNames, s); i >= 0 {
-		return i + 1, true
-	}
-	if n, ok := strings.CutPrefix(s, "RTMIN+"); ok {
-		k, err := strconv.Atoi(n)
-		if err != nil || k < 0 || sigRTMin+k > sigRTMax || strconv.Itoa(k) != n {
-			return 0, false
-		}
-		return sigRTMin + k, true
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || strconv.Itoa(n) != s || n <= len(signalNames) || n >= sigRTMin {
-		return 0, false
-	}
-	return n, true
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/unitrun/unitrun/internal/atomicfile"
 	"github.com/unitrun/unitrun/internal/lazyregexp"
+	"github.com/unitrun/unitrun/unit"
 )
 
 // AppState is where an app is in its life.
@@ -243,7 +244,7 @@ func (s AppStatus) validate() error {
 		return bad("exit_code %d: must be in 0..255", *c)
 	}
 	if s.Signal != "" {
-		n, ok := signalNumber(s.Signal)
+		n, ok := unit.SignalNumber(s.Signal)
 		if !ok || s.ExitCode == nil || *s.ExitCode != 128+n {
 			return bad("signal %q: must be a signal name, with exit_code 128 plus its number", s.Signal)
 		}

@@ -477,23 +477,6 @@ func parsePermyriad(p string) (int, error) {
 	return int(v)*scale + q, nil
 }
 
-// signalNames are the Linux signal names by number, as on x86, ARM, RISC-V,
-// PowerPC and s390.
-var signalNames = [...]string{
-	1: "HUP", 2: "INT", 3: "QUIT", 4: "ILL", 5: "TRAP", 6: "ABRT", 7: "BUS",
-	8: "FPE", 9: "KILL", 10: "USR1", 11: "SEGV", 12: "USR2", 13: "PIPE",
-	14: "ALRM", 15: "TERM", 16: "STKFLT", 17: "CHLD", 18: "CONT", 19: "STOP",
-	20: "TSTP", 21: "TTIN", 22: "TTOU", 23: "URG", 24: "XCPU", 25: "XFSZ",
-	26: "VTALRM", 27: "PROF", 28: "WINCH", 29: "IO", 30: "PWR", 31: "SYS",
-}
-
-// The real-time signal range of glibc on Linux, and _NSIG.
-const (
-	sigRTMin = 34
-	sigRTMax = 64
-	nsig     = 65
-)
-
 // signalFromString is systemd's signal_from_string: a number 1..64, or a
 // name with or without "SIG" (TERM, SIGTERM, RTMIN+3, SIGRTMAX-1).
 func signalFromString(s string) (int32, error) {

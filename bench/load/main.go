@@ -41,6 +41,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/hostapi"
 )
 
@@ -240,11 +241,11 @@ func httpOnce(hc *http.Client, body, tag string) (string, error) {
 	if err != nil {
 		return "", &brokenError{err}
 	}
-	var rec hostapi.Record
+	var rec api.Record
 	switch err := json.Unmarshal(data, &rec); {
 	case err != nil:
 		return "", fmt.Errorf("%s: %v", resp.Status, err)
-	case rec.State != hostapi.StateSucceeded, rec.OutputTail != tag+"\n":
+	case rec.State != api.StateSucceeded, rec.OutputTail != tag+"\n":
 		return "", fmt.Errorf("%s: job %s %s, output %q: want succeeded with %q", resp.Status, rec.ID, rec.State, rec.OutputTail, tag+"\n")
 	}
 	return rec.ID, nil
@@ -264,7 +265,7 @@ func seqCall(sock, tag string) (string, error) {
 		return "", err
 	}
 	defer c.Close()
-	pkt, _ := hostapi.EncodeRequest("echo", []string{tag})
+	pkt, _ := api.EncodeRequest("echo", []string{tag})
 	if _, err := c.Write(pkt); err != nil {
 		return "", &brokenError{err}
 	}
@@ -273,7 +274,7 @@ func seqCall(sock, tag string) (string, error) {
 	if err != nil || n == 0 {
 		return "", &brokenError{fmt.Errorf("read %d bytes: %v", n, err)}
 	}
-	ok, id, msg, err := hostapi.ParseResponse(buf[:n])
+	ok, id, msg, err := api.ParseResponse(buf[:n])
 	if err != nil || !ok || id == "" {
 		return "", fmt.Errorf("response %v %q %q (%v)", ok, id, msg, err)
 	}
@@ -304,7 +305,7 @@ func check(stateDir, answersFile string) int {
 		if byTag[r.Args[0]]++; byTag[r.Args[0]] == 2 {
 			dup++
 		}
-		if r.State != hostapi.StateSucceeded || r.OutputTail != r.Args[0]+"\n" {
+		if r.State != api.StateSucceeded || r.OutputTail != r.Args[0]+"\n" {
 			wrong++
 			fmt.Printf("wrong record: job %s arg %s: %s %q\n", r.ID, r.Args[0], r.State, r.Message)
 		}
@@ -343,7 +344,7 @@ func followLog(hc *http.Client, pid, n int, settle time.Duration, before stats) 
 		fmt.Fprintln(os.Stderr, "load:", err)
 		return 1
 	}
-	var rec hostapi.Record
+	var rec api.Record
 	json.NewDecoder(resp.Body).Decode(&rec)
 	resp.Body.Close()
 	if rec.ID == "" {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/client"
 	"github.com/unitrun/unitrun/dist"
 	"github.com/unitrun/unitrun/hostapi"
@@ -318,7 +319,7 @@ func TestDaemonDBusUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec, err := c.Wait(t.Context(), id); err != nil || rec.State != hostapi.StateSucceeded {
+	if rec, err := c.Wait(t.Context(), id); err != nil || rec.State != api.StateSucceeded {
 		t.Errorf("op over HTTP with no bus: %+v, %v", rec, err)
 	}
 	data, err := os.ReadFile(log.Name())

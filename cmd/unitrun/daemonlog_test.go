@@ -11,16 +11,16 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/unitrun/unitrun/hostapi"
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/manager"
 )
 
 // callJSON runs "unitrun op call --json" and returns the final record.
-func callJSON(t *testing.T, args ...string) hostapi.Record {
+func callJSON(t *testing.T, args ...string) api.Record {
 	t.Helper()
 	out, errs, _ := unitrun(t, append([]string{"op", "call", "--json"}, args...)...)
-	var rec hostapi.Record
+	var rec api.Record
 	if err := json.Unmarshal([]byte(out), &rec); err != nil || rec.ID == "" {
 		t.Fatalf("op call %q: %q (%v), stderr %q", args, out, err, errs)
 	}
@@ -89,7 +89,7 @@ func TestDaemonLogJournal(t *testing.T) {
 	expectEntry(t, j, fmt.Sprintf(": %d ops", strings.Count(systemdtest.OutcomeOps, "[[op]]")), "PRIORITY=7", "SYSLOG_IDENTIFIER=unitrun")
 
 	ok := callJSON(t, "ok")
-	job := func(r hostapi.Record) []string {
+	job := func(r api.Record) []string {
 		return []string{"JOB_ID=" + r.ID, "OP=" + r.Op, "UNIT=" + r.Unit, "CALLER_UID=0"}
 	}
 	expectEntry(t, j, "started", append(job(ok), "PRIORITY=6")...)

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/unitrun/unitrun/hostapi"
+	"github.com/unitrun/unitrun/api"
 )
 
 // decode parses out, the stdout of a command run with --json, into v.
@@ -21,7 +21,7 @@ func decode(t *testing.T, what, out string, v any) {
 func TestOpJSON(t *testing.T) {
 	t.Setenv("UNITRUN_SOCKET", startDaemon(t))
 	out, _, code := unitrun(t, "op", "list", "--json")
-	var ops []hostapi.OpInfo
+	var ops []api.OpInfo
 	decode(t, "op list", out, &ops)
 	if code != 0 || len(ops) != 2 || ops[0].Name != "sh" || !ops[0].Allowed || ops[0].ArgsMin != 1 || ops[0].ArgsMax != 1 {
 		t.Errorf("op list --json: exit %d, %+v", code, ops)
@@ -34,33 +34,33 @@ func TestOpJSON(t *testing.T) {
 		t.Fatalf("op call --no-wait --json: exit %d, %q", code, out)
 	}
 	out, _, code = unitrun(t, "op", "status", "--json", called.ID)
-	var rec hostapi.Record
+	var rec api.Record
 	decode(t, "op status", out, &rec)
 	if code != 0 || rec.ID != called.ID || rec.Op != "sh" || rec.Args[0] != "exec sleep 600" || rec.Done() {
 		t.Errorf("op status --json: exit %d, %+v", code, rec)
 	}
 	out, _, code = unitrun(t, "op", "jobs", "--json")
-	var recs []hostapi.Record
+	var recs []api.Record
 	decode(t, "op jobs", out, &recs)
 	if code != 0 || len(recs) != 1 || recs[0].ID != called.ID {
 		t.Errorf("op jobs --json: exit %d, %+v", code, recs)
 	}
 	out, _, code = unitrun(t, "op", "cancel", "--json", called.ID)
-	rec = hostapi.Record{}
+	rec = api.Record{}
 	decode(t, "op cancel", out, &rec)
-	if code != 0 || rec.ID != called.ID || rec.State != hostapi.StateCanceled {
+	if code != 0 || rec.ID != called.ID || rec.State != api.StateCanceled {
 		t.Errorf("op cancel --json: exit %d, %+v", code, rec)
 	}
 	out, _, code = unitrun(t, "op", "wait", "--json", called.ID)
-	rec = hostapi.Record{}
+	rec = api.Record{}
 	decode(t, "op wait", out, &rec)
-	if code != 128+15 || rec.State != hostapi.StateCanceled || rec.Signal != "TERM" || rec.FinishedAt == nil {
+	if code != 128+15 || rec.State != api.StateCanceled || rec.Signal != "TERM" || rec.FinishedAt == nil {
 		t.Errorf("op wait --json: exit %d, %+v", code, rec)
 	}
 	out, errs, code := unitrun(t, "op", "call", "--json", "sh", "echo out; exit 5")
-	rec = hostapi.Record{}
+	rec = api.Record{}
 	decode(t, "op call", out, &rec)
-	if code != 5 || rec.ExitCode == nil || *rec.ExitCode != 5 || rec.State != hostapi.StateFailed || !strings.Contains(errs, "out\n") {
+	if code != 5 || rec.ExitCode == nil || *rec.ExitCode != 5 || rec.State != api.StateFailed || !strings.Contains(errs, "out\n") {
 		t.Errorf("op call --json: exit %d, %+v, stderr %q", code, rec, errs)
 	}
 }
@@ -120,5 +120,45 @@ func TestManagerStatusJSON(t *testing.T) {
 	decode(t, "manager status", out, &s)
 	if code != 0 || !strings.HasPrefix(s.Chosen, "private:") || s.Version == "" || len(s.Tried) == 0 || !s.Tried[len(s.Tried)-1].Reached {
 		t.Errorf("manager status --json: exit %d, %s", code, out)
+	}
+}
+
+// The same death, a command killed by SIGKILL, reads the same on every
+// face that writes JSON: run --json, op status --json (the daemon's record)
+// and pod status --json all write "signal": "KILL", as systemd does.
+func TestSignalSameOnEveryFace(t *testing.T) {
+	const script = "kill -KILL $$"
+	out, _, code := unitrun(t, "run", "--json", "--", "/bin/sh", "-c", script)
+	var run result
+	decode(t, "run", out, &run)
+	if code != 128+9 || run.Signal != "KILL" || run.ExitCode != nil {
+		t.Errorf("run --json: exit %d, %s; want 137, signal KILL, exit_code null", code, out)
+	}
+
+	t.Setenv("UNITRUN_SOCKET", startDaemon(t))
+	out, _, code = unitrun(t, "op", "call", "--json", "--no-wait", "sh", script)
+	var called struct{ ID string }
+	decode(t, "op call --no-wait", out, &called)
+	if _, errs, code := unitrun(t, "op", "wait", called.ID); code != 128+9 {
+		t.Fatalf("op wait %s: exit %d, stderr %q; want 137", called.ID, code, errs)
+	}
+	out, _, code = unitrun(t, "op", "status", "--json", called.ID)
+	var rec api.Record
+	decode(t, "op status", out, &rec)
+	if code != 0 || rec.Signal != run.Signal || rec.ExitCode != nil || rec.State != api.StateFailed {
+		t.Errorf("op status --json: exit %d, %s; want signal %q as run --json wrote it, exit_code null", code, out, run.Signal)
+	}
+
+	dir := t.TempDir()
+	path := manifestFile(t, "name: killed\napps:\n  - name: a\n    exec: [/bin/sh, -c, \""+script+"\"]\n")
+	rmPod(t, dir, "killed")
+	if _, errs, code := podCLI(t, dir, "run", path); code != 128+9 {
+		t.Fatalf("pod run: exit %d, stderr %q; want 137", code, errs)
+	}
+	out, _, _ = podCLI(t, dir, "status", "--json", "killed")
+	var v podView
+	decode(t, "pod status", out, &v)
+	if len(v.Apps) != 1 || v.Apps[0].Signal != run.Signal || v.Apps[0].ExitCode == nil || *v.Apps[0].ExitCode != 128+9 {
+		t.Errorf("pod status --json: %s; want the app's signal %q as run --json wrote it, exit_code 137 (a pod's app writes 128+N)", out, run.Signal)
 	}
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/client"
-	"github.com/unitrun/unitrun/hostapi"
 )
 
 type opFlags struct {
@@ -170,7 +170,7 @@ func opStopsOnDisconnect(ctx context.Context, c *client.Client, op string) bool 
 	if err != nil {
 		return false
 	}
-	i := slices.IndexFunc(ops, func(o hostapi.OpInfo) bool { return o.Name == op })
+	i := slices.IndexFunc(ops, func(o api.OpInfo) bool { return o.Name == op })
 	return i >= 0 && ops[i].OnDisconnect == "stop"
 }
 
@@ -276,7 +276,7 @@ func newOpCancelCmd(f *opFlags) *cobra.Command {
 
 // printRecord prints the record as JSON on stdout, or as a summary line on
 // stderr.
-func printRecord(cmd *cobra.Command, f *opFlags, rec *hostapi.Record) error {
+func printRecord(cmd *cobra.Command, f *opFlags, rec *api.Record) error {
 	if f.asJSON {
 		return printJSON(cmd.OutOrStdout(), rec)
 	}
@@ -302,7 +302,7 @@ the value, "-" for none.`
 
 // printRecordFields prints the record on stdout: as JSON, or one field a
 // line (see recordFieldsHelp).
-func printRecordFields(cmd *cobra.Command, f *opFlags, rec *hostapi.Record) error {
+func printRecordFields(cmd *cobra.Command, f *opFlags, rec *api.Record) error {
 	if f.asJSON {
 		return printJSON(cmd.OutOrStdout(), rec)
 	}
@@ -344,9 +344,9 @@ func printable(s string) string {
 
 // recordExit returns the exit status for a finished job: nil when it
 // succeeded, its exit code, 128+N for a signal N, or exitFailed.
-func recordExit(rec *hostapi.Record) error {
+func recordExit(rec *api.Record) error {
 	switch {
-	case rec.State == hostapi.StateSucceeded:
+	case rec.State == api.StateSucceeded:
 		return nil
 	case rec.ExitCode != nil && *rec.ExitCode > 0:
 		return &exitError{code: *rec.ExitCode}

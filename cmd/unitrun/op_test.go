@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/unitrun/unitrun/hostapi"
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/manager"
 )
@@ -40,7 +40,7 @@ func TestOpCall(t *testing.T) {
 		t.Errorf("op call: stdout %q, stderr %q, exit %d: want the output streamed and exit 3", out, errs, code)
 	}
 	out, _, code = unitrun(t, "op", "call", "--json", "sh", "kill -TERM $$")
-	var rec hostapi.Record
+	var rec api.Record
 	if err := json.Unmarshal([]byte(out), &rec); err != nil || code != 128+15 || rec.Signal != "TERM" {
 		t.Errorf("op call --json: %q (%v), exit %d: want signal TERM and exit 143", out, err, code)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/unitrun/unitrun/hostapi"
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -35,8 +35,8 @@ func TestOpStatusCancelPrintRecord(t *testing.T) {
 		t.Errorf("op status: stdout %q, stderr %q, exit %d; want the running record on stdout", out, errs, code)
 	}
 	out, _, code = unitrun(t, "op", "status", "--json", id)
-	var rec hostapi.Record
-	if err := json.Unmarshal([]byte(out), &rec); err != nil || code != 0 || rec.ID != id || rec.State != hostapi.StateRunning {
+	var rec api.Record
+	if err := json.Unmarshal([]byte(out), &rec); err != nil || code != 0 || rec.ID != id || rec.State != api.StateRunning {
 		t.Errorf("op status --json: %q (%v), exit %d", out, err, code)
 	}
 	out, errs, code = unitrun(t, "op", "cancel", id)
@@ -45,7 +45,7 @@ func TestOpStatusCancelPrintRecord(t *testing.T) {
 		t.Errorf("op cancel: stdout %q, stderr %q, exit %d; want the canceled record on stdout", out, errs, code)
 	}
 	out, _, code = unitrun(t, "op", "cancel", "--json", id)
-	if err := json.Unmarshal([]byte(out), &rec); err != nil || code != 0 || rec.State != hostapi.StateCanceled {
+	if err := json.Unmarshal([]byte(out), &rec); err != nil || code != 0 || rec.State != api.StateCanceled {
 		t.Errorf("op cancel --json of a canceled job: %q (%v), exit %d", out, err, code)
 	}
 	// A piped listing prints "-" for an empty cell: the exec op has no unit.
@@ -102,11 +102,11 @@ on_disconnect = "stop"
 		args      []string
 		wantCode  int
 		wantErr   string
-		wantState hostapi.State
+		wantState api.State
 	}{
-		{[]string{"sh"}, 128 + int(syscall.SIGINT), "goes on", hostapi.StateRunning},
-		{[]string{"--cancel-on-interrupt", "sh"}, 128 + int(syscall.SIGTERM), "canceled", hostapi.StateCanceled},
-		{[]string{"sh-stop"}, 128 + int(syscall.SIGTERM), "canceled", hostapi.StateCanceled},
+		{[]string{"sh"}, 128 + int(syscall.SIGINT), "goes on", api.StateRunning},
+		{[]string{"--cancel-on-interrupt", "sh"}, 128 + int(syscall.SIGTERM), "canceled", api.StateCanceled},
+		{[]string{"sh-stop"}, 128 + int(syscall.SIGTERM), "canceled", api.StateCanceled},
 	} {
 		cmd := exec.Command(systemdtest.Binary(t), append(append([]string{"op", "call"}, tc.args...), "echo started; sleep 30")...)
 		var errb bytes.Buffer
@@ -135,11 +135,11 @@ on_disconnect = "stop"
 		if code != tc.wantCode || !strings.Contains(errs, tc.wantErr) || !strings.Contains(errs, id) {
 			t.Errorf("op call %v after SIGINT: exit %d (%v), stderr %q; want exit %d and %q with the job id", tc.args, code, err, errs, tc.wantCode, tc.wantErr)
 		}
-		if tc.wantState == hostapi.StateRunning && !strings.Contains(errs, "unitrun op cancel "+id) {
+		if tc.wantState == api.StateRunning && !strings.Contains(errs, "unitrun op cancel "+id) {
 			t.Errorf("op call %v after SIGINT: stderr %q does not tell how to cancel the job", tc.args, errs)
 		}
 		out, _, _ := unitrun(t, "op", "status", "--json", id)
-		var rec hostapi.Record
+		var rec api.Record
 		if err := json.Unmarshal([]byte(out), &rec); err != nil || rec.State != tc.wantState {
 			t.Errorf("op call %v: after SIGINT the job is %q (%v), want %s", tc.args, rec.State, err, tc.wantState)
 		}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/client"
-	"github.com/unitrun/unitrun/hostapi"
 )
 
 // opPollInterval is how often "op call" reads a queued job's record.
@@ -20,7 +20,7 @@ const opPollInterval = 100 * time.Millisecond
 // asJSON) and returns its final record. On a terminal a status line tells
 // how long the job has been queued or running, updated every second and
 // cleared at the end. quiet reports nothing.
-func follow(cmd *cobra.Command, c *client.Client, id, op string, asJSON, quiet bool) (*hostapi.Record, error) {
+func follow(cmd *cobra.Command, c *client.Client, id, op string, asJSON, quiet bool) (*api.Record, error) {
 	ctx := cmd.Context()
 	out := cmd.OutOrStdout()
 	if asJSON {
@@ -29,8 +29,8 @@ func follow(cmd *cobra.Command, c *client.Client, id, op string, asJSON, quiet b
 	p := newProgress(cmd.ErrOrStderr(), out, quiet)
 	label := fmt.Sprintf("job %s (op %s)", id, op)
 	var mu sync.Mutex
-	state, since := hostapi.StateQueued, time.Now()
-	set := func(s hostapi.State) {
+	state, since := api.StateQueued, time.Now()
+	set := func(s api.State) {
 		mu.Lock()
 		state, since = s, time.Now()
 		mu.Unlock()
@@ -49,7 +49,7 @@ func follow(cmd *cobra.Command, c *client.Client, id, op string, asJSON, quiet b
 	}
 	if rec.StartedAt != nil {
 		p.event("%s: started", label)
-		set(hostapi.StateRunning)
+		set(api.StateRunning)
 		if p.live() {
 			p.draw(line())
 		}
@@ -65,12 +65,12 @@ func follow(cmd *cobra.Command, c *client.Client, id, op string, asJSON, quiet b
 }
 
 // waitStarted polls job id's record until it is no longer queued.
-func waitStarted(ctx context.Context, c *client.Client, id string) (*hostapi.Record, error) {
+func waitStarted(ctx context.Context, c *client.Client, id string) (*api.Record, error) {
 	t := time.NewTicker(opPollInterval)
 	defer t.Stop()
 	for {
 		rec, err := c.Job(ctx, id)
-		if err != nil || rec.State != hostapi.StateQueued {
+		if err != nil || rec.State != api.StateQueued {
 			return rec, err
 		}
 		select {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/unitrun/unitrun/hostapi"
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -138,7 +138,7 @@ func TestOpCallProgress(t *testing.T) {
 	}
 
 	out, code = unitrunTTY(t, nil, "op", "jobs", "--socket", sock)
-	if code != 0 || !strings.HasPrefix(out, "ID ") || !strings.Contains(out, red+string(hostapi.StateFailed)+reset) {
+	if code != 0 || !strings.HasPrefix(out, "ID ") || !strings.Contains(out, red+string(api.StateFailed)+reset) {
 		t.Errorf("op jobs on a terminal:\n%q", out)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/unitrun/unitrun/hostapi"
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
@@ -97,8 +97,8 @@ exec = ["/bin/echo", "new op"]
 		t.Fatal(err)
 	}
 	out, _, code := unitrun(t, "op", "wait", "--json", id)
-	var rec hostapi.Record
-	if err := json.Unmarshal([]byte(out), &rec); err != nil || code != 0 || rec.State != hostapi.StateSucceeded {
+	var rec api.Record
+	if err := json.Unmarshal([]byte(out), &rec); err != nil || code != 0 || rec.State != api.StateSucceeded {
 		t.Errorf("op wait on the job of the removed op: %q (%v), exit %d", out, err, code)
 	}
 	if out, _, _ := unitrun(t, "op", "logs", id); out != "started\nold ran to its end\n" {

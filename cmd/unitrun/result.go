@@ -35,12 +35,7 @@ func newResult(unitName string, st *job.Status, err error) result {
 	}
 	if st != nil {
 		r.Unit, r.InvocationID, r.JobResult, r.Result, r.Attempts = st.Unit, st.InvocationID, st.JobResult, st.Result, st.Attempts
-		if st.Signal != 0 {
-			r.Signal = job.SignalName(st.Signal)
-		} else {
-			code := st.ExitCode
-			r.ExitCode = &code
-		}
+		r.ExitCode, r.Signal = st.Ended()
 		if !st.StartedAt.IsZero() {
 			t := st.StartedAt
 			r.StartedAt = &t

@@ -17,8 +17,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/client"
-	"github.com/unitrun/unitrun/hostapi"
 )
 
 func main() {
@@ -37,7 +37,7 @@ func main() {
 func run(ctx context.Context, c *client.Client, op string, args []string) int {
 	id, err := c.Call(ctx, op, args)
 	if err != nil {
-		var e *hostapi.Error
+		var e *api.Error
 		if errors.As(err, &e) {
 			fmt.Fprintf(os.Stderr, "node-agent: %s refused: %s (%s)\n", op, e.Message, e.Code)
 		} else {
@@ -61,7 +61,7 @@ func run(ctx context.Context, c *client.Client, op string, args []string) int {
 	}
 	fmt.Fprintln(os.Stderr)
 	switch {
-	case rec.State == hostapi.StateSucceeded:
+	case rec.State == api.StateSucceeded:
 		return 0
 	case rec.ExitCode != nil:
 		return *rec.ExitCode

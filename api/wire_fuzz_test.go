@@ -1,4 +1,4 @@
-package hostapi
+package api
 
 import (
 	"strings"

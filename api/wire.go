@@ -1,4 +1,4 @@
-package hostapi
+package api
 
 import (
 	"bytes"
@@ -50,7 +50,7 @@ func EncodeRequest(op string, args []string) ([]byte, error) {
 	if op == "" {
 		return nil, errors.New("request: op name is empty")
 	}
-	pkt := make([]byte, 0, requestBytes(op, args))
+	pkt := make([]byte, 0, RequestBytes(op, args))
 	for i, s := range append([]string{op}, args...) {
 		what := "op name"
 		if i > 0 {
@@ -68,9 +68,9 @@ func EncodeRequest(op string, args []string) ([]byte, error) {
 	return pkt, nil
 }
 
-// requestBytes returns the size of the request packet of op and args, the
+// RequestBytes returns the size of the request packet of op and args, the
 // size that max_request_bytes bounds on every front end.
-func requestBytes(op string, args []string) int {
+func RequestBytes(op string, args []string) int {
 	n := len(op) + 1
 	for _, a := range args {
 		n += len(a) + 1

@@ -1,4 +1,4 @@
-package hostapi
+package api
 
 import "time"
 
@@ -13,8 +13,8 @@ const (
 	StateCanceled  State = "canceled"  // a caller canceled it
 )
 
-// valid reports whether s is one of the five states.
-func (s State) valid() bool {
+// Valid reports whether s is one of the five states.
+func (s State) Valid() bool {
 	switch s {
 	case StateQueued, StateRunning, StateSucceeded, StateFailed, StateCanceled:
 		return true
@@ -22,8 +22,8 @@ func (s State) valid() bool {
 	return false
 }
 
-// Record is the durable record of one job, as stored and as served by the
-// HTTP API.
+// Record is the record of one job as the daemon serves it: the body of
+// the HTTP API's job answers, and what the client returns.
 type Record struct {
 	ID             string     `json:"id"`
 	Op             string     `json:"op"`
