@@ -181,7 +181,7 @@ func serveBus(d *Daemon, bus string) (*dbus.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := d.ServeDBus(conn); err != nil {
+	if err := ServeDBus(d, conn); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("--dbus %s: %w", bus, err)
 	}
