@@ -38,14 +38,15 @@ func ListenUnix(network, path string, perm fs.FileMode) (*net.UnixListener, erro
 	return l, nil
 }
 
-// Default paths of the daemon's sockets when systemd passes none.
+// Default paths of the daemon's sockets when systemd passes none (the
+// first is client.DefaultSocket too).
 const (
-	DefaultSocket    = "/run/unitrun/api.sock"
-	DefaultSeqpacket = "/run/unitrun/argv.sock"
+	defaultSocket    = "/run/unitrun/api.sock"
+	defaultSeqpacket = "/run/unitrun/argv.sock"
 )
 
 // Listen returns the sockets systemd passed (socket activation), or binds
-// socket and seqpacket (DefaultSocket and DefaultSeqpacket when "") with
+// socket and seqpacket (defaultSocket and defaultSeqpacket when "") with
 // mode 0600 when systemd passed none. A passed socket named "api" (by
 // FileDescriptorName=) is the HTTP one and one named "argv" the SEQPACKET
 // one; a socket with another name counts by its type, stream or
@@ -62,10 +63,10 @@ func Listen(socket, seqpacket string) (api net.Listener, argv *net.UnixListener,
 	// No moment with a socket others may connect to before its chmod.
 	defer unix.Umask(unix.Umask(0o077))
 	if socket == "" {
-		socket = DefaultSocket
+		socket = defaultSocket
 	}
 	if seqpacket == "" {
-		seqpacket = DefaultSeqpacket
+		seqpacket = defaultSeqpacket
 	}
 	for _, s := range []struct{ option, path string }{{"Socket", socket}, {"Seqpacket", seqpacket}} {
 		if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
