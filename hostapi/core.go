@@ -17,12 +17,11 @@ type Core interface {
 	Config() *Config
 	// Ops are the ops that new calls get, in config order.
 	Ops() []*Op
-	// Op returns the named op, or an *Error with CodeUnknownOp.
-	Op(name string) (*Op, error)
 	CallKeyed(ctx context.Context, c Caller, op string, args []string, key string) (*Record, error)
 	Get(id string) (*Record, error)
 	MaySee(c Caller, r *Record) bool
 	Wait(ctx context.Context, id string) (*Record, error)
+	StopsOnDisconnect(id string) bool
 	Done(id string) <-chan struct{}
 	Cancel(ctx context.Context, id string) (*Record, error)
 	ListPage(ctx context.Context, c Caller, after string, limit int) ([]*Record, string, error)
@@ -44,6 +43,17 @@ func (d *Daemon) OnFinish(fn func(*Record)) {
 	d.mu.Lock()
 	d.onFinish = append(d.onFinish, fn)
 	d.mu.Unlock()
+}
+
+// StopsOnDisconnect reports whether the job is queued or running and its
+// op, as the job was called with it (a reload changes it for new calls
+// only), has on_disconnect "stop": a front end then cancels the job when
+// the caller that waits for it goes away.
+func (d *Daemon) StopsOnDisconnect(id string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l, ok := d.live[id]
+	return ok && l.op != nil && l.op.OnDisconnect == "stop"
 }
 
 // Metrics serves the daemon's Prometheus metrics (see metrics.go).

@@ -205,7 +205,7 @@ func (h *httpAPI) waitAndWrite(ctx context.Context, stop func(), w http.Response
 	gone := err != nil && ctx.Err() != nil
 	stop()
 	if gone {
-		if op, err := h.c.Op(h.opOf(id)); callerOwned && err == nil && op.OnDisconnect == "stop" {
+		if callerOwned && h.c.StopsOnDisconnect(id) {
 			h.c.Cancel(context.Background(), id)
 		}
 		return
@@ -215,13 +215,6 @@ func (h *httpAPI) waitAndWrite(ctx context.Context, stop func(), w http.Response
 		return
 	}
 	writeJSON(w, http.StatusOK, rec)
-}
-
-func (h *httpAPI) opOf(id string) string {
-	if rec, err := h.c.Get(id); err == nil {
-		return rec.Op
-	}
-	return ""
 }
 
 // visible returns the job's record if the caller may see it, or writes an

@@ -92,8 +92,7 @@ func seqpacketCall(d Core, c *guardConn) (ok bool, id, msg string) {
 	}
 	final, err := d.Wait(ctx, rec.ID)
 	if err != nil {
-		// An op that a reload removed meanwhile is not stopped.
-		if op, err := d.Op(opName); ctx.Err() != nil && err == nil && op.OnDisconnect == "stop" {
+		if ctx.Err() != nil && d.StopsOnDisconnect(rec.ID) {
 			d.Cancel(context.Background(), rec.ID)
 		}
 		return false, rec.ID, err.Error()
