@@ -1,6 +1,7 @@
-// Package dist holds the files unitrun ships for hosts: the systemd units
-// of the host API daemon, embedded so that "unitrun install" can put them
-// in place, and the D-Bus files of its bus name.
+// Package dist holds the files unitrun ships for hosts, the systemd units
+// of the host API daemon and the D-Bus files of its bus name, embedded,
+// and puts them in place on a host (Install.Install, Install.Uninstall:
+// what "unitrun install" and "unitrun uninstall" do).
 package dist
 
 import "embed"

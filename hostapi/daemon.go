@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
 	"log/slog"
 	"os"
 	"strings"
@@ -47,12 +46,11 @@ type Daemon struct {
 	// journalctl that reads what unit ops' units log; nil means
 	// "journalctl", with --user for a user manager.
 	Journalctl []string
-	// Logf reports what the daemon cannot tell a caller, such as a record
-	// it failed to store; NewDaemon sets it to log.Printf.
-	Logf func(format string, args ...any)
 	// Log receives the daemon's events: each job's start, end and cancel
 	// and each refused call, with the attributes job_id, op, unit and
-	// caller_uid (see events.go); NewDaemon sets it to slog.Default().
+	// caller_uid (see events.go), and, at level error, what the daemon
+	// cannot tell a caller, such as a record it failed to store (Logf).
+	// NewDaemon sets it to slog.Default().
 	Log *slog.Logger
 	// PodStateDir, when set, is the pod state dir whose pods GET /metrics
 	// counts by phase (unitrun_pods), reading their status files.
@@ -72,12 +70,12 @@ type Daemon struct {
 	closed  bool
 	// releasing counts the units of recorded jobs not yet released.
 	releasing sync.WaitGroup
-	// prunes counts the Prunes that pruneLocked started and that run.
+	// prunes counts the Prunes that startPruneLocked started and that run.
 	prunes sync.WaitGroup
 
 	mgrState mgrState
 	// sincePrune counts the jobs finished since the last Prune that
-	// pruneLocked started; pruning says one runs.
+	// startPruneLocked started; pruning says one runs.
 	sincePrune int
 	pruning    bool
 	idle       *time.Timer // see idleLocked
@@ -103,7 +101,6 @@ func NewDaemon(cfg *config.Config, store *Store, mgr *manager.Conn) *Daemon {
 	d := &Daemon{
 		cfg: cfg, store: store, mgr: mgr,
 		LookupEnv: os.LookupEnv,
-		Logf:      log.Printf,
 		Log:       slog.Default(),
 		live:      make(map[string]*liveJob),
 		running:   make(map[string]*liveJob),
@@ -276,10 +273,10 @@ func (d *Daemon) Close() {
 	d.prunes.Wait()
 }
 
-// Prune removes old finished records by the config's limits.
-func (d *Daemon) Prune() error {
-	_, err := d.store.Prune(d.cfg.Limits.RecordsKeep, d.cfg.Limits.RecordsMaxAge, time.Now())
-	return err
+// Logf logs what the daemon cannot tell a caller, formatted as by
+// fmt.Sprintf, to Log at level error.
+func (d *Daemon) Logf(format string, args ...any) {
+	d.Log.Error(fmt.Sprintf(format, args...))
 }
 
 func copyRecord(r *api.Record) *api.Record {

@@ -35,7 +35,7 @@ const dbusIntrospection = `<node>
   <signal name="Finished"><arg name="job_id" type="s"/><arg name="success" type="b"/><arg name="exit_status" type="i"/><arg name="message" type="s"/></signal>
  </interface>` + introspect.IntrospectDataString + `</node>`
 
-// ServeDBus serves the D-Bus front end of d on conn: it exports DBusPath
+// ServeDBus serves the D-Bus front end of c on conn: it exports DBusPath
 // with interface DBusIface and claims DBusName, failing when another
 // connection owns it. Calls are served until conn is closed.
 //
@@ -58,11 +58,9 @@ const dbusIntrospection = `<node>
 // them (GetConnectionCredentials: uid, gids, pid) with the rules of the
 // other front ends. Errors are named "org.unitrun.Ops1.Error.<code>" (such
 // as org.unitrun.Ops1.Error.unauthorized), with the message as their text.
-func (d *Daemon) ServeDBus(conn *dbus.Conn) error {
-	a := &dbusAPI{d: d, conn: conn, subs: make(map[string][]string)}
-	d.mu.Lock()
-	d.onFinish = append(d.onFinish, func(r *api.Record) { go a.finished(r) })
-	d.mu.Unlock()
+func ServeDBus(c Core, conn *dbus.Conn) error {
+	a := &dbusAPI{c: c, conn: conn, subs: make(map[string][]string)}
+	c.OnFinish(func(r *api.Record) { go a.finished(r) })
 	if err := conn.Export(a, DBusPath, DBusIface); err != nil {
 		return fmt.Errorf("D-Bus: %w", err)
 	}
@@ -82,7 +80,7 @@ func (d *Daemon) ServeDBus(conn *dbus.Conn) error {
 // dbusAPI is the exported object. Its exported methods are the D-Bus
 // methods.
 type dbusAPI struct {
-	d    *Daemon
+	c    Core
 	conn *dbus.Conn
 
 	mu   sync.Mutex
@@ -102,10 +100,10 @@ func (a *dbusAPI) Call(sender dbus.Sender, op string, args []string) (string, *d
 	if derr != nil {
 		return "", derr
 	}
-	if n, limit := api.RequestBytes(op, args), a.d.cfg.Limits.MaxRequestBytes; n > limit {
+	if n, limit := api.RequestBytes(op, args), a.c.Config().Limits.MaxRequestBytes; n > limit {
 		return "", dbusError(errorf(api.CodeTooLarge, fmt.Sprintf("request: op name and args of %d bytes (each with a NUL after it), larger than the limit of %d bytes (max_request_bytes)", n, limit)))
 	}
-	rec, err := a.d.Call(context.Background(), c, op, args)
+	rec, err := a.c.CallKeyed(context.Background(), c, op, args, "")
 	if err != nil {
 		return "", dbusError(err)
 	}
@@ -128,7 +126,7 @@ func (a *dbusAPI) Wait(sender dbus.Sender, id string) (map[string]dbus.Variant, 
 	if _, derr := a.visible(sender, id); derr != nil {
 		return nil, derr
 	}
-	rec, err := a.d.Wait(a.conn.Context(), id)
+	rec, err := a.c.Wait(a.conn.Context(), id)
 	if err != nil {
 		return nil, dbusError(err)
 	}
@@ -136,7 +134,7 @@ func (a *dbusAPI) Wait(sender dbus.Sender, id string) (map[string]dbus.Variant, 
 }
 
 // List returns the jobs the sender may see, newest first, read a page at
-// a time (Daemon.ListPage), so that only their summaries are held.
+// a time (Core.ListPage), so that only their summaries are held.
 func (a *dbusAPI) List(sender dbus.Sender) ([]jobSummary, *dbus.Error) {
 	c, derr := a.caller(sender)
 	if derr != nil {
@@ -144,7 +142,7 @@ func (a *dbusAPI) List(sender dbus.Sender) ([]jobSummary, *dbus.Error) {
 	}
 	jobs := []jobSummary{}
 	for after := ""; ; {
-		recs, next, err := a.d.ListPage(a.conn.Context(), c, after, MaxPage)
+		recs, next, err := a.c.ListPage(a.conn.Context(), c, after, MaxPage)
 		if err != nil {
 			return nil, dbusError(err)
 		}
@@ -164,7 +162,7 @@ func (a *dbusAPI) Cancel(sender dbus.Sender, id string) (map[string]dbus.Variant
 	}
 	ctx, cancel := context.WithTimeout(a.conn.Context(), dbusCancelWait)
 	defer cancel()
-	rec, err := a.d.Cancel(ctx, id)
+	rec, err := a.c.Cancel(ctx, id)
 	if err != nil {
 		return nil, dbusError(err)
 	}
@@ -189,10 +187,10 @@ func (a *dbusAPI) subscribe(name, id string) {
 	a.mu.Lock()
 	a.subs[id] = append(a.subs[id], name)
 	a.mu.Unlock()
-	if a.d.Done(id) != nil {
+	if a.c.Done(id) != nil {
 		return
 	}
-	if rec, err := a.d.Get(id); err == nil {
+	if rec, err := a.c.Get(id); err == nil {
 		a.finished(rec)
 	}
 }
@@ -246,8 +244,8 @@ func (a *dbusAPI) visible(sender dbus.Sender, id string) (*api.Record, *dbus.Err
 	if derr != nil {
 		return nil, derr
 	}
-	rec, err := a.d.Get(id)
-	if err == nil && !a.d.maySee(c, rec) {
+	rec, err := a.c.Get(id)
+	if err == nil && !a.c.MaySee(c, rec) {
 		err = errorf(api.CodeNotFound, fmt.Sprintf("job %q: no such job", id))
 	}
 	if err != nil {

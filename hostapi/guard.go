@@ -34,7 +34,9 @@ const acceptBackoffMax = time.Second
 // a line a second, and accepts again.
 type guardedListener struct {
 	net.Listener
-	d *Daemon
+	conns *connCounter
+	// warn logs at level warn, at most a line a second for each reason.
+	warn func(reason, msg string, attrs ...any)
 	// refuse answers a refused connection with err, after reading what
 	// the caller sent within refuseGrace when wait is set.
 	refuse   func(c *net.UnixConn, err error, wait bool)
@@ -42,7 +44,7 @@ type guardedListener struct {
 }
 
 func (d *Daemon) guard(l net.Listener, refuse func(c *net.UnixConn, err error, wait bool)) *guardedListener {
-	return &guardedListener{Listener: l, d: d, refuse: refuse, refusing: make(chan struct{}, maxRefusing)}
+	return &guardedListener{Listener: l, conns: d.conns, warn: d.warnLimited, refuse: refuse, refusing: make(chan struct{}, maxRefusing)}
 }
 
 // A guardConn is a connection the guard let in: its caller is counted
@@ -50,12 +52,12 @@ func (d *Daemon) guard(l net.Listener, refuse func(c *net.UnixConn, err error, w
 type guardConn struct {
 	*net.UnixConn
 	caller Caller
-	d      *Daemon
+	conns  *connCounter
 	once   sync.Once
 }
 
 func (c *guardConn) Close() error {
-	c.once.Do(func() { c.d.conns.release(c.caller.UID) })
+	c.once.Do(func() { c.conns.release(c.caller.UID) })
 	return c.UnixConn.Close()
 }
 
@@ -71,7 +73,7 @@ func (g *guardedListener) Accept() (net.Conn, error) {
 				return nil, err
 			}
 			backoff = min(max(2*backoff, 5*time.Millisecond), acceptBackoffMax)
-			g.d.warnLimited("accept "+g.Addr().Network(), fmt.Sprintf("accepting a connection on %s: %v: shedding load, accepting again in %v", g.Addr(), err, backoff),
+			g.warn("accept "+g.Addr().Network(), fmt.Sprintf("accepting a connection on %s: %v: shedding load, accepting again in %v", g.Addr(), err, backoff),
 				"reason", "accept")
 			time.Sleep(backoff)
 			continue
@@ -86,13 +88,13 @@ func (g *guardedListener) Accept() (net.Conn, error) {
 		if err != nil {
 			err = errorf(api.CodeUnauthorized, err.Error())
 		} else {
-			err = g.d.takeConn(caller.UID)
+			err = g.takeConn(caller.UID)
 		}
 		if err != nil {
 			g.refuseConn(uc, err)
 			continue
 		}
-		return &guardConn{UnixConn: uc, caller: caller, d: g.d}, nil
+		return &guardConn{UnixConn: uc, caller: caller, conns: g.conns}, nil
 	}
 }
 
@@ -122,12 +124,12 @@ func resourceShortage(err error) bool {
 	return false
 }
 
-// takeConn counts a connection of caller uid on d's connections, or logs
-// (at most a line a second) and returns its refusal.
-func (d *Daemon) takeConn(uid uint32) error {
-	err := d.conns.take(uid)
+// takeConn counts a connection of caller uid, or logs (at most a line a
+// second) and returns its refusal.
+func (g *guardedListener) takeConn(uid uint32) error {
+	err := g.conns.take(uid)
 	if err != nil {
-		d.warnLimited("connection "+api.CodeBusy, fmt.Sprintf("connection of uid %d refused: %v", uid, err), logCallerUID, uid, "reason", api.CodeBusy)
+		g.warn("connection "+api.CodeBusy, fmt.Sprintf("connection of uid %d refused: %v", uid, err), logCallerUID, uid, "reason", api.CodeBusy)
 	}
 	return err
 }

@@ -24,7 +24,7 @@ type peer struct {
 	err    error
 }
 
-// NewHTTPServer returns the HTTP/JSON front end of d, to serve with
+// NewHTTPServer returns the HTTP/JSON front end of c, to serve with
 // ServeHTTP on a unix stream socket. Each connection's peer credentials
 // are read once, when it is accepted, and authorize every request on it.
 //
@@ -43,13 +43,14 @@ type peer struct {
 // Errors are {"error": {"code": ..., "message": ...}} with the status of
 // (*Error).HTTPStatus. A caller sees the jobs it started and those of ops
 // it may call; root sees all.
-func NewHTTPServer(d *Daemon) *http.Server {
-	h := &httpAPI{d: d}
+func NewHTTPServer(c Core) *http.Server {
+	h := &httpAPI{c: c}
+	limits := c.Config().Limits
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 	})
-	mux.Handle("GET /metrics", d.metrics.handler())
+	mux.Handle("GET /metrics", c.Metrics())
 	mux.HandleFunc("GET /v1/ops", h.ops)
 	mux.HandleFunc("POST /v1/ops/{name}", h.call)
 	mux.HandleFunc("GET /v1/jobs", h.jobs)
@@ -62,8 +63,8 @@ func NewHTTPServer(d *Daemon) *http.Server {
 	})
 	return &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: d.cfg.Limits.ReadHeaderTimeout,
-		IdleTimeout:       d.cfg.Limits.IdleTimeout,
+		ReadHeaderTimeout: limits.ReadHeaderTimeout,
+		IdleTimeout:       limits.IdleTimeout,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			p := peer{err: errors.New("the connection was not accepted by the daemon's listener")}
 			if gc, ok := c.(*guardConn); ok {
@@ -102,7 +103,7 @@ func refuseHTTP(c *net.UnixConn, err error, wait bool) {
 // sending does not hold its connection.
 const bodyReadTimeout = 10 * time.Second
 
-type httpAPI struct{ d *Daemon }
+type httpAPI struct{ c Core }
 
 // caller returns the request's peer, or writes an error.
 func caller(w http.ResponseWriter, r *http.Request) (Caller, bool) {
@@ -123,7 +124,7 @@ func (h *httpAPI) ops(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ops := h.d.ops.Load().list
+	ops := h.c.Ops()
 	infos := make([]api.OpInfo, 0, len(ops))
 	for _, op := range ops {
 		info := api.OpInfo{Name: op.Name, Unit: op.Unit, ArgsMin: op.Args.Min, ArgsMax: op.Args.Max,
@@ -144,7 +145,7 @@ func (h *httpAPI) call(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	limit := h.d.cfg.Limits.MaxRequestBytes
+	limit := h.c.Config().Limits.MaxRequestBytes
 	// net/http clears the deadline once the body has been read to its end;
 	// after an error it stays, so that the server, which discards the rest
 	// of the body before it answers, does not wait for it for ever.
@@ -155,7 +156,7 @@ func (h *httpAPI) call(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx, stop := peerContext(r)
-	rec, err := h.d.CallKeyed(ctx, c, r.PathValue("name"), req.Args, req.Key)
+	rec, err := h.c.CallKeyed(ctx, c, r.PathValue("name"), req.Args, req.Key)
 	if err != nil || !req.Wait {
 		stop()
 	}
@@ -187,12 +188,12 @@ func peerContext(r *http.Request) (ctx context.Context, stop func()) {
 // says it is the job's caller and the job's op has on_disconnect "stop",
 // the job is canceled.
 func (h *httpAPI) waitAndWrite(ctx context.Context, stop func(), w http.ResponseWriter, id string, callerOwned bool) {
-	rec, err := h.d.Wait(ctx, id)
+	rec, err := h.c.Wait(ctx, id)
 	gone := err != nil && ctx.Err() != nil
 	stop()
 	if gone {
-		if op, ok := h.d.lookupOp(h.opOf(id)); callerOwned && ok && op.OnDisconnect == "stop" {
-			h.d.Cancel(context.Background(), id)
+		if callerOwned && h.c.StopsOnDisconnect(id) {
+			h.c.Cancel(context.Background(), id)
 		}
 		return
 	}
@@ -201,13 +202,6 @@ func (h *httpAPI) waitAndWrite(ctx context.Context, stop func(), w http.Response
 		return
 	}
 	writeJSON(w, http.StatusOK, rec)
-}
-
-func (h *httpAPI) opOf(id string) string {
-	if rec, err := h.d.Get(id); err == nil {
-		return rec.Op
-	}
-	return ""
 }
 
 // visible returns the job's record if the caller may see it, or writes an
@@ -219,8 +213,8 @@ func (h *httpAPI) visible(w http.ResponseWriter, r *http.Request) (*api.Record, 
 		return nil, false
 	}
 	id := r.PathValue("id")
-	rec, err := h.d.Get(id)
-	if err == nil && !h.d.maySee(c, rec) {
+	rec, err := h.c.Get(id)
+	if err == nil && !h.c.MaySee(c, rec) {
 		err = errorf(api.CodeNotFound, fmt.Sprintf("job %q: no such job", id))
 	}
 	if err != nil {
@@ -249,7 +243,7 @@ func (h *httpAPI) jobs(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	recs, next, err := h.d.ListPage(r.Context(), c, q.Get("after"), limit)
+	recs, next, err := h.c.ListPage(r.Context(), c, q.Get("after"), limit)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -284,28 +278,13 @@ func (h *httpAPI) cancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx, stop := peerContext(r)
-	rec, err := h.d.Cancel(ctx, rec.ID)
+	rec, err := h.c.Cancel(ctx, rec.ID)
 	stop()
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, rec)
-}
-
-// maySee reports whether the caller may see the job: root, the caller
-// that started it, and callers allowed to call its op may.
-func (d *Daemon) maySee(c Caller, rec *api.Record) bool {
-	return d.maySeeJob(c, rec.Op, rec.CallerUID)
-}
-
-// maySeeJob is maySee for a job of op called by uid.
-func (d *Daemon) maySeeJob(c Caller, op string, uid uint32) bool {
-	if c.UID == 0 || c.UID == uid {
-		return true
-	}
-	o, ok := d.lookupOp(op)
-	return ok && o.Allowed(c.UID, c.GIDs)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -89,8 +89,8 @@ func (h *httpAPI) logs(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	rc := http.NewResponseController(w)
 	defer rc.SetWriteDeadline(time.Time{})
-	dw := &deadlineWriter{w: w, rc: rc, timeout: h.d.cfg.Limits.WriteTimeout}
-	h.d.CopyOutput(r.Context(), dw, rec.ID, offset, follow == "1" || follow == "true", func() { rc.Flush() })
+	dw := &deadlineWriter{w: w, rc: rc, timeout: h.c.Config().Limits.WriteTimeout}
+	h.c.CopyOutput(r.Context(), dw, rec.ID, offset, follow == "1" || follow == "true", func() { rc.Flush() })
 }
 
 // deadlineWriter gives each write to a response write_timeout to reach the

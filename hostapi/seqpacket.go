@@ -37,7 +37,7 @@ func (d *Daemon) serveSeqpacket(l net.Listener) error {
 		if err != nil {
 			return err
 		}
-		go d.serveSeqpacketConn(c.(*guardConn))
+		go serveSeqpacketConn(d, c.(*guardConn))
 	}
 }
 
@@ -56,23 +56,24 @@ func refuseSeqpacket(c *net.UnixConn, err error, wait bool) {
 	c.Write(api.EncodeResponse(false, "", err.Error()))
 }
 
-func (d *Daemon) serveSeqpacketConn(c *guardConn) {
+func serveSeqpacketConn(core Core, c *guardConn) {
 	defer c.Close()
-	ok, id, msg := d.seqpacketCall(c)
+	ok, id, msg := seqpacketCall(core, c)
 	c.Write(api.EncodeResponse(ok, id, msg))
 }
 
 // seqpacketCall reads the request, runs the op and returns the response.
-func (d *Daemon) seqpacketCall(c *guardConn) (ok bool, id, msg string) {
+func seqpacketCall(d Core, c *guardConn) (ok bool, id, msg string) {
 	caller := c.caller
-	limit := d.cfg.Limits.MaxRequestBytes
+	limits := d.Config().Limits
+	limit := limits.MaxRequestBytes
 	buf := make([]byte, limit+1)
-	c.SetReadDeadline(time.Now().Add(d.cfg.Limits.ReadHeaderTimeout))
+	c.SetReadDeadline(time.Now().Add(limits.ReadHeaderTimeout))
 	n, _, flags, _, err := c.ReadMsgUnix(buf, nil)
 	var ne net.Error
 	switch {
 	case errors.As(err, &ne) && ne.Timeout():
-		return false, "", errorf(api.CodeBadRequest, fmt.Sprintf("request: no packet within %v (read_header_timeout)", d.cfg.Limits.ReadHeaderTimeout)).Error()
+		return false, "", errorf(api.CodeBadRequest, fmt.Sprintf("request: no packet within %v (read_header_timeout)", limits.ReadHeaderTimeout)).Error()
 	case err != nil:
 		return false, "", errorf(api.CodeBadRequest, "request: "+err.Error()).Error()
 	case flags&unix.MSG_TRUNC != 0 || n > limit:
@@ -87,13 +88,13 @@ func (d *Daemon) seqpacketCall(c *guardConn) (ok bool, id, msg string) {
 	// shut down its writing side after the request still waits for it.
 	ctx, stop := watchHangup(c.UnixConn)
 	defer stop()
-	rec, err := d.Call(ctx, caller, opName, args)
+	rec, err := d.CallKeyed(ctx, caller, opName, args, "")
 	if err != nil {
 		return false, "", err.Error()
 	}
 	final, err := d.Wait(ctx, rec.ID)
 	if err != nil {
-		if op, _ := d.Op(opName); ctx.Err() != nil && op.OnDisconnect == "stop" {
+		if ctx.Err() != nil && d.StopsOnDisconnect(rec.ID) {
 			d.Cancel(context.Background(), rec.ID)
 		}
 		return false, rec.ID, err.Error()

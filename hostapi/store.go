@@ -16,10 +16,11 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/atomicfile"
 	"github.com/unitrun/unitrun/internal/lazyregexp"
-	"golang.org/x/sys/unix"
 )
 
 // Store keeps job records durably in a state directory:

@@ -11,8 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/unitrun/unitrun/internal/atomicfile"
 	"golang.org/x/sys/unix"
+
+	"github.com/unitrun/unitrun/internal/atomicfile"
 )
 
 // A spare is the emptied directory of a pruned job, kept as jobs/.spare-*

@@ -6,5 +6,7 @@
 // Installs are atomic and idempotent: a reader sees no file or the whole,
 // verified file, and installing the same content twice yields the same
 // path. Variant and Choose pick, among builds for several host OS releases,
-// the one whose os-release fields fit the host.
+// the one whose os-release fields fit the host (ParseVariant reads one
+// written as PATH:FIELD=PATTERN,...). GC removes the installed files that
+// no service runs, as InUse reads them from a manager.
 package inject

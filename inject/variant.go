@@ -89,3 +89,26 @@ func sortedKeys(m map[string]string) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// ParseVariant parses a variant written as PATH[:FIELD=PATTERN,...], such
+// as "/bin/agent.rhel9:ID=rhel,VERSION_ID=9*" (the form of unitrun
+// inject's --variant): the path before the first ':', then the fields of
+// Match separated by commas.
+func ParseVariant(s string) (Variant, error) {
+	p, spec, _ := strings.Cut(s, ":")
+	if p == "" {
+		return Variant{}, fmt.Errorf("%q: the PATH before the first ':' is empty", s)
+	}
+	v := Variant{Path: p, Match: map[string]string{}}
+	for _, kv := range strings.Split(spec, ",") {
+		if kv == "" {
+			continue
+		}
+		k, pat, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return Variant{}, fmt.Errorf("%q: %q must be FIELD=PATTERN", s, kv)
+		}
+		v.Match[k] = pat
+	}
+	return v, nil
+}

@@ -1,6 +1,9 @@
 package inject
 
-import "testing"
+import (
+	"maps"
+	"testing"
+)
 
 func TestChoose(t *testing.T) {
 	rhel9 := Variant{Path: "/bin/mcd.rhel9", Match: map[string]string{"ID": "rhel", "VERSION_ID": "9*"}}
@@ -39,5 +42,33 @@ func TestChoose(t *testing.T) {
 				t.Errorf("Choose = %+v, %v; want %s", v, err, tt.want)
 			}
 		})
+	}
+}
+
+func TestParseVariant(t *testing.T) {
+	tests := []struct {
+		in, wantPath string
+		wantMatch    map[string]string
+		wantErr      string
+	}{
+		{"/bin/agent", "/bin/agent", map[string]string{}, ""},
+		{"/bin/agent:", "/bin/agent", map[string]string{}, ""},
+		{"/bin/agent.rhel9:ID=rhel,VERSION_ID=9*", "/bin/agent.rhel9", map[string]string{"ID": "rhel", "VERSION_ID": "9*"}, ""},
+		{"/bin/a:ID=x,,VARIANT_ID=", "/bin/a", map[string]string{"ID": "x", "VARIANT_ID": ""}, ""},
+		{":ID=x", "", nil, `":ID=x": the PATH before the first ':' is empty`},
+		{"/bin/a:ID", "", nil, `"/bin/a:ID": "ID" must be FIELD=PATTERN`},
+		{"/bin/a:=x", "", nil, `"/bin/a:=x": "=x" must be FIELD=PATTERN`},
+	}
+	for _, tt := range tests {
+		v, err := ParseVariant(tt.in)
+		if tt.wantErr != "" {
+			if err == nil || err.Error() != tt.wantErr {
+				t.Errorf("ParseVariant(%q): %v, want error %q", tt.in, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || v.Path != tt.wantPath || !maps.Equal(v.Match, tt.wantMatch) {
+			t.Errorf("ParseVariant(%q) = %+v, %v; want %s %v", tt.in, v, err, tt.wantPath, tt.wantMatch)
+		}
 	}
 }

@@ -5,21 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"os"
-	"os/signal"
-	"path/filepath"
-	"syscall"
-	"time"
+	"strings"
 
-	"github.com/coreos/go-systemd/v22/activation"
-	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/unitrun/unitrun/hostapi"
-	"github.com/unitrun/unitrun/hostapi/config"
 	"github.com/unitrun/unitrun/internal/journallog"
 )
 
@@ -28,9 +18,6 @@ type daemonFlags struct {
 	podStateDir, logLevel, journalSocket        string
 	dbus                                        string
 }
-
-// pruneEvery is how often the daemon prunes old job records.
-const pruneEvery = time.Hour
 
 func newDaemonCmd(g *globals) *cobra.Command {
 	f := &daemonFlags{}
@@ -77,166 +64,50 @@ logs to the journal with fields JOB_ID, OP, UNIT and CALLER_UID.`,
 	return cmd
 }
 
+// logLevels are the values of the daemon's --log-level.
+var logLevels = map[string]slog.Level{
+	"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError,
+}
+
+// daemonOptions maps each field of hostapi.Options that names a path to
+// its flag, for the errors of hostapi.SetupError.
+var daemonOptions = map[string]string{"StateDir": "--state-dir", "Socket": "--socket", "Seqpacket": "--seqpacket"}
+
 func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
-	// From the start, so that a SIGHUP never ends the daemon.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	logger, err := daemonLogger(f.logLevel, f.journalSocket)
-	if err != nil {
-		return &exitError{code: exitUsage, err: err}
+	level, ok := logLevels[f.logLevel]
+	if !ok {
+		return usageError(fmt.Errorf("--log-level %q: must be debug, info, warn or error", f.logLevel))
 	}
 	if err := checkBusFlag(f.dbus); err != nil {
-		return &exitError{code: exitUsage, err: err}
+		return usageError(err)
 	}
-	cfg, err := config.Load(f.config, f.opsDir)
-	if err != nil {
-		return &exitError{code: exitUsage, err: err}
+	err := hostapi.Run(ctx, hostapi.Options{
+		ConfigFile: f.config, OpsDir: f.opsDir, StateDir: f.stateDir, PodStateDir: f.podStateDir,
+		Socket: f.socket, Seqpacket: f.seqpacket, Bus: f.dbus,
+		Log:     hostapi.NewLogger(level, f.journalSocket),
+		Manager: g.open,
+	})
+	var se *hostapi.SetupError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se) && se.Option == "ConfigFile":
+		return usageError(se.Err)
+	case errors.As(err, &se) && daemonOptions[se.Option] != "":
+		return &exitError{code: exitFailed, err: flagPathError(daemonOptions[se.Option], se.Path, se.Err)}
 	}
-	logger.Debug(fmt.Sprintf("config %s and ops dir %s: %d ops", f.config, f.opsDir, len(cfg.Ops)))
-	store, err := hostapi.OpenStore(f.stateDir)
-	if err != nil {
-		return &exitError{code: exitFailed, err: flagPathError("--state-dir", f.stateDir, err)}
-	}
-	api, argv, err := daemonListeners(f)
-	if err != nil {
-		return &exitError{code: exitFailed, err: err}
-	}
-	mgr, err := g.open(context.WithoutCancel(ctx))
-	if err != nil {
-		return &exitError{code: exitFailed, err: err}
-	}
-	defer mgr.Close()
-	d := hostapi.NewDaemon(cfg, store, mgr)
-	d.PodStateDir = f.podStateDir
-	d.Log = logger
-	d.Logf = func(format string, args ...any) { logger.Error(fmt.Sprintf(format, args...)) }
-	if err := d.Recover(); err != nil {
-		logger.Error(fmt.Sprintf("recovering jobs: %v", err))
-	}
-	if err := d.Prune(); err != nil {
-		logger.Error(fmt.Sprintf("pruning records: %v", err))
-	}
-	srv := hostapi.NewHTTPServer(d)
-	served := make(chan error, 3)
-	if f.dbus != "" {
-		// The sockets are the daemon's own faces: a bus that cannot be
-		// reached at start, or a name that cannot be claimed, turns the
-		// D-Bus front end off, said in the log, and the sockets are
-		// served. A bus lost later ends the daemon, for systemd to
-		// restart it onto the bus again.
-		if bus, err := serveBus(d, f.dbus); err != nil {
-			logger.Error(fmt.Sprintf("D-Bus front end off: %v", err))
-		} else {
-			defer bus.Close()
-			go func() {
-				<-bus.Context().Done()
-				served <- fmt.Errorf("--dbus %s: the bus connection closed", f.dbus)
-			}()
-		}
-	}
-	go func() { served <- d.ServeHTTP(srv, api) }()
-	go func() { served <- d.ServeSeqpacket(argv) }()
-	daemon.SdNotify(false, daemon.SdNotifyReady)
-	prune := time.NewTicker(pruneEvery)
-	defer prune.Stop()
-loop:
-	for {
-		select {
-		case <-prune.C:
-			if err := d.Prune(); err != nil {
-				logger.Error(fmt.Sprintf("pruning records: %v", err))
-			}
-		case <-hup:
-			reload(d, f, logger)
-		case err = <-served:
-			break loop
-		case <-ctx.Done():
-			break loop
-		}
-	}
-	daemon.SdNotify(false, daemon.SdNotifyStopping)
-	// Running ops go on in systemd; the next daemon re-attaches to them.
-	d.Close()
-	srv.Close()
-	argv.Close()
-	if err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return &exitError{code: exitFailed, err: err}
-	}
-	return nil
+	return &exitError{code: exitFailed, err: err}
 }
 
-// reload reads the ops config again and gives its ops to d, or logs why
-// it cannot and leaves d's ops as they are. It tells systemd that it
-// reloads, then that it is ready again.
-func reload(d *hostapi.Daemon, f *daemonFlags, logger *slog.Logger) {
-	daemon.SdNotify(false, daemon.SdNotifyReloading)
-	defer daemon.SdNotify(false, daemon.SdNotifyReady)
-	cfg, err := config.Load(f.config, f.opsDir)
-	if err != nil {
-		logger.Error(fmt.Sprintf("reload: the ops stay as they were: %v", err))
-		return
+// checkBusFlag refuses a --dbus value that names no bus: one that is
+// not "", "system", "session" or an address of the form TRANSPORT:KEYS.
+func checkBusFlag(bus string) error {
+	switch bus {
+	case "", "system", "session":
+		return nil
 	}
-	limitsDiffer := d.Reload(cfg)
-	logger.Info(fmt.Sprintf("reload: config %s and ops dir %s: %d ops", f.config, f.opsDir, len(cfg.Ops)))
-	if limitsDiffer {
-		logger.Warn(fmt.Sprintf("reload: the [limits] of %s changed; they apply when the daemon restarts", f.config))
+	if transport, _, ok := strings.Cut(bus, ":"); ok && transport != "" {
+		return nil
 	}
-}
-
-// daemonListeners returns the sockets systemd passed, or binds the paths
-// of the flags when systemd passed none. A passed socket named "api" (by
-// FileDescriptorName=) is the HTTP one and one named "argv" the SEQPACKET
-// one; a socket with another name counts by its type, stream or seqpacket,
-// so that one socket unit with both listeners works too.
-func daemonListeners(f *daemonFlags) (api net.Listener, argv *net.UnixListener, err error) {
-	named, err := activation.ListenersWithNames()
-	if err != nil {
-		return nil, nil, fmt.Errorf("socket activation: %w", err)
-	}
-	if len(named) > 0 {
-		var apis, argvs []net.Listener
-		for name, ls := range named {
-			for _, l := range ls {
-				switch {
-				case name == "api", name != "argv" && l.Addr().Network() == "unix":
-					apis = append(apis, l)
-				default:
-					argvs = append(argvs, l)
-				}
-			}
-		}
-		if len(apis) != 1 || len(argvs) != 1 {
-			return nil, nil, fmt.Errorf("socket activation: want one socket named %q (or a stream socket) and one named %q (or a SOCK_SEQPACKET socket), got %d and %d", "api", "argv", len(apis), len(argvs))
-		}
-		ul, ok := argvs[0].(*net.UnixListener)
-		if !ok || ul.Addr().Network() != "unixpacket" {
-			return nil, nil, fmt.Errorf("socket activation: socket %q is %s, want a SOCK_SEQPACKET unix socket (ListenSequentialPacket=)", "argv", argvs[0].Addr().Network())
-		}
-		return apis[0], ul, nil
-	}
-	// No moment with a socket others may connect to before its chmod.
-	defer unix.Umask(unix.Umask(0o077))
-	sock, seq := f.socket, f.seqpacket
-	if sock == "" {
-		sock = "/run/unitrun/api.sock"
-	}
-	if seq == "" {
-		seq = "/run/unitrun/argv.sock"
-	}
-	for _, s := range []struct{ flag, path string }{{"--socket", sock}, {"--seqpacket", seq}} {
-		if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
-			return nil, nil, flagPathError(s.flag, s.path, err)
-		}
-	}
-	hl, err := hostapi.ListenUnix("unix", sock, 0o600)
-	if err != nil {
-		return nil, nil, flagPathError("--socket", sock, err)
-	}
-	pl, err := hostapi.ListenUnix("unixpacket", seq, 0o600)
-	if err != nil {
-		hl.Close()
-		return nil, nil, flagPathError("--seqpacket", seq, err)
-	}
-	return hl, pl, nil
+	return fmt.Errorf("--dbus %q: must be system, session or a D-Bus address such as unix:path=/run/dbus/system_bus_socket", bus)
 }

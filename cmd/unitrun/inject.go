@@ -2,12 +2,10 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/unitrun/unitrun/inject"
-	"github.com/unitrun/unitrun/manager"
 )
 
 func newInjectCmd(g *globals) *cobra.Command {
@@ -76,20 +74,9 @@ func injectSource(args, variants []string, osRelease string) (string, error) {
 	}
 	var vs []inject.Variant
 	for _, s := range variants {
-		path, spec, _ := strings.Cut(s, ":")
-		if path == "" {
-			return "", fmt.Errorf("--variant %q: the PATH before the first ':' is empty", s)
-		}
-		v := inject.Variant{Path: path, Match: map[string]string{}}
-		for _, kv := range strings.Split(spec, ",") {
-			if kv == "" {
-				continue
-			}
-			k, pat, ok := strings.Cut(kv, "=")
-			if !ok || k == "" {
-				return "", fmt.Errorf("--variant %q: %q must be FIELD=PATTERN", s, kv)
-			}
-			v.Match[k] = pat
+		v, err := inject.ParseVariant(s)
+		if err != nil {
+			return "", fmt.Errorf("--variant %w", err)
 		}
 		vs = append(vs, v)
 	}
@@ -112,7 +99,7 @@ func injectGC(cmd *cobra.Command, g *globals, dir string, asJSON bool) error {
 		return &exitError{code: exitFailed, err: err}
 	}
 	defer mgr.Close()
-	inUse, err := execPathsInUse(cmd, mgr)
+	inUse, err := inject.InUse(ctx, mgr)
 	if err != nil {
 		return &exitError{code: exitFailed, err: err}
 	}
@@ -130,33 +117,4 @@ func injectGC(cmd *cobra.Command, g *globals, dir string, asJSON bool) error {
 		return &exitError{code: exitFailed, err: err}
 	}
 	return nil
-}
-
-// execPathsInUse returns the ExecStart= paths of the manager's loaded
-// services.
-func execPathsInUse(cmd *cobra.Command, mgr *manager.Conn) (map[string]bool, error) {
-	ctx := cmd.Context()
-	names, err := mgr.ListUnitNames(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	inUse := make(map[string]bool)
-	for _, name := range names {
-		if !strings.HasSuffix(name, ".service") {
-			continue
-		}
-		props, err := mgr.Properties(ctx, name, manager.ServiceIface)
-		if err != nil {
-			continue
-		}
-		cmds, _ := props["ExecStart"].Value().([][]any)
-		for _, c := range cmds {
-			if len(c) > 0 {
-				if p, ok := c[0].(string); ok {
-					inUse[p] = true
-				}
-			}
-		}
-	}
-	return inUse, nil
 }

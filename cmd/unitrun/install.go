@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,8 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/unitrun/unitrun/dist"
-	"github.com/unitrun/unitrun/internal/atomicfile"
-	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
 )
 
@@ -22,6 +16,15 @@ type installFlags struct {
 	binDir, unitDir string
 	runtime, now    bool
 	dbusDir         string
+}
+
+// install returns what install and uninstall do, from the flags.
+func (f *installFlags) install() (*dist.Install, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return &dist.Install{Binary: self, BinDir: f.binDir, UnitDir: f.unitDir, DBusDir: f.dbusDir, Runtime: f.runtime, Now: f.now}, nil
 }
 
 func (f *installFlags) add(cmd *cobra.Command) {
@@ -49,11 +52,14 @@ enable the sockets; with --now, start them. Ops go in /etc/unitrun/ops.d (see do
 			if err := f.checkDirs(); err != nil {
 				return usageError(err)
 			}
-			err := g.withManager(cmd.Context(), func(mgr *manager.Conn) error { return install(cmd.Context(), mgr, f) })
+			in, err := f.install()
+			if err == nil {
+				err = g.withManager(cmd.Context(), func(mgr *manager.Conn) error { return in.Install(cmd.Context(), mgr) })
+			}
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
 			}
-			bin := filepath.Join(f.binDir, "unitrun")
+			bin := in.InstalledPath()
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), struct {
 					Binary  string   `json:"binary"`
@@ -79,7 +85,10 @@ func newUninstallCmd(g *globals) *cobra.Command {
 		Example: "  unitrun uninstall\n  unitrun uninstall --bin-dir /usr/local/bin --runtime",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			err := g.withManager(cmd.Context(), func(mgr *manager.Conn) error { return uninstall(cmd.Context(), mgr, f) })
+			in, err := f.install()
+			if err == nil {
+				err = g.withManager(cmd.Context(), func(mgr *manager.Conn) error { return in.Uninstall(cmd.Context(), mgr) })
+			}
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
 			}
@@ -111,115 +120,4 @@ func (f *installFlags) checkDirs() error {
 		}
 	}
 	return nil
-}
-
-// install copies the binary, writes the units, reloads, enables and, with
-// now, starts the sockets.
-func install(ctx context.Context, mgr *manager.Conn, f *installFlags) error {
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	bin := filepath.Join(f.binDir, "unitrun")
-	if err := copyBinary(self, bin); err != nil {
-		return fmt.Errorf("install %s: %w", bin, err)
-	}
-	var paths []string
-	for _, name := range dist.DaemonUnits {
-		text, err := fs.ReadFile(dist.Systemd, "systemd/"+name)
-		if err != nil {
-			return err
-		}
-		text = bytes.ReplaceAll(text, []byte(dist.InstalledBinary+" "), []byte(bin+" "))
-		p := filepath.Join(f.unitDir, name)
-		if err := atomicfile.Write(p, text, 0o644); err != nil {
-			return fmt.Errorf("install %s: %w", p, err)
-		}
-		paths = append(paths, p)
-	}
-	if f.dbusDir != "" {
-		if err := installDBus(f.dbusDir); err != nil {
-			return err
-		}
-	}
-	if err := mgr.Reload(ctx); err != nil {
-		return err
-	}
-	sockets := dist.DaemonUnits[:2]
-	if err := mgr.EnableUnitFiles(ctx, sockets, f.runtime); err != nil {
-		return fmt.Errorf("enable %s: %w", strings.Join(sockets, ", "), err)
-	}
-	if f.now {
-		// job.Start waits for the start job: a socket that cannot listen
-		// is an error here, not a surprise later.
-		for _, s := range sockets {
-			if _, err := job.Start(ctx, mgr, s); err != nil {
-				return fmt.Errorf("start %s: %w", s, err)
-			}
-		}
-	}
-	return nil
-}
-
-// uninstall stops and disables the units, removes them and the binary, and
-// reloads. What is already gone is not an error.
-func uninstall(ctx context.Context, mgr *manager.Conn, f *installFlags) error {
-	var errs []error
-	for _, name := range dist.DaemonUnits {
-		if _, err := mgr.StopUnit(ctx, name, "replace"); err != nil && !manager.IsNoSuchUnit(err) {
-			errs = append(errs, fmt.Errorf("stop %s: %w", name, err))
-		}
-	}
-	if err := mgr.DisableUnitFiles(ctx, dist.DaemonUnits[:2], f.runtime); err != nil {
-		errs = append(errs, fmt.Errorf("disable: %w", err))
-	}
-	for _, name := range dist.DaemonUnits {
-		p := filepath.Join(f.unitDir, name)
-		// A stopped socket unit leaves its socket file (RemoveOnStop=no).
-		for _, sock := range listenPaths(p) {
-			if fi, err := os.Lstat(sock); err == nil && fi.Mode()&fs.ModeSocket != 0 {
-				os.Remove(sock)
-			}
-		}
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-		}
-	}
-	if err := os.Remove(filepath.Join(f.binDir, "unitrun")); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		errs = append(errs, err)
-	}
-	if f.dbusDir != "" {
-		errs = append(errs, uninstallDBus(f.dbusDir))
-	}
-	errs = append(errs, mgr.Reload(ctx))
-	return errors.Join(errs...)
-}
-
-// copyBinary installs src at dst, mode 0755, atomically.
-func copyBinary(src, dst string) error {
-	data, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	if old, err := os.ReadFile(dst); err == nil && bytes.Equal(old, data) {
-		return nil
-	}
-	return atomicfile.Write(dst, data, 0o755)
-}
-
-// listenPaths returns the socket paths a socket unit file listens on.
-func listenPaths(unitFile string) []string {
-	b, err := os.ReadFile(unitFile)
-	if err != nil {
-		return nil
-	}
-	var paths []string
-	for _, line := range strings.Split(string(b), "\n") {
-		for _, key := range []string{"ListenStream=", "ListenSequentialPacket=", "ListenDatagram="} {
-			if p, ok := strings.CutPrefix(line, key); ok && filepath.IsAbs(p) {
-				paths = append(paths, p)
-			}
-		}
-	}
-	return paths
 }

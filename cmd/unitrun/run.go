@@ -203,12 +203,7 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	}
 	c.Manager = mgr
 	if f.noWait {
-		c.Properties = append([]unit.Property{
-			{Name: "RemainAfterExit", Value: dbus.MakeVariant(false)},
-			{Name: "CollectMode", Value: dbus.MakeVariant("inactive-or-failed")},
-			{Name: "StandardOutput", Value: dbus.MakeVariant("journal")},
-			{Name: "StandardError", Value: dbus.MakeVariant("journal")},
-		}, c.Properties...)
+		c.Properties = append(job.Detached(), c.Properties...)
 		if err := c.Start(); err != nil {
 			return exitFor(err, false)
 		}

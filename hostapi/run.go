@@ -1,0 +1,209 @@
+package hostapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+	"github.com/godbus/dbus/v5"
+
+	"github.com/unitrun/unitrun/hostapi/config"
+	"github.com/unitrun/unitrun/manager"
+)
+
+// Options are what Run needs to make and serve a Daemon.
+type Options struct {
+	// ConfigFile and OpsDir are the ops config and its drop-in dir
+	// (LoadConfig), read at the start and again on each SIGHUP.
+	ConfigFile, OpsDir string
+	// StateDir holds the job records and output logs (OpenStore).
+	StateDir string
+	// PodStateDir is the Daemon's PodStateDir.
+	PodStateDir string
+	// Socket and Seqpacket are the paths Listen binds when systemd passed
+	// no sockets.
+	Socket, Seqpacket string
+	// Bus, unless "", is the bus to serve the D-Bus front end on too:
+	// "system", "session" or a D-Bus address.
+	Bus string
+	// Log is the Daemon's Log (see NewLogger); nil is slog.Default().
+	Log *slog.Logger
+	// Manager opens the connection to the manager that runs the jobs.
+	Manager func(context.Context) (*manager.Conn, error)
+}
+
+// A SetupError is a setting of Options that Run could not use before it
+// served anything.
+type SetupError struct {
+	// Option is the field of Options: ConfigFile (Err is LoadConfig's,
+	// Path the config file), StateDir, Socket or Seqpacket.
+	Option string
+	Path   string
+	Err    error
+}
+
+func (e *SetupError) Error() string { return fmt.Sprintf("%s %s: %v", e.Option, e.Path, e.Err) }
+func (e *SetupError) Unwrap() error { return e.Err }
+
+// Run is the daemon's whole life: it reads the config, opens the store,
+// takes its sockets (Listen) and the manager, re-attaches to the jobs an
+// earlier daemon left (Recover) and prunes old records, then serves the
+// HTTP and SEQPACKET front ends and, with Bus, the D-Bus one, and tells
+// systemd READY=1. While it serves, it prunes old records hourly and as
+// jobs end (one prune at a time, see startPruneLocked), and on SIGHUP
+// reads the config again (reload). When ctx ends or a front end fails, it
+// tells systemd STOPPING=1, stops serving and closes the Daemon; running
+// ops go on in systemd, for the next daemon to re-attach to.
+//
+// A setting that cannot be used before serving is a *SetupError; Run
+// returns the error of a front end that failed, nil once ctx ended.
+func Run(ctx context.Context, o Options) error {
+	// From the start, so that a SIGHUP never ends the daemon, and one
+	// sent while it starts is a reload once it serves.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	log := o.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	d, api, argv, err := open(ctx, o, log)
+	if err != nil {
+		return err
+	}
+	defer d.mgr.Close()
+	if err := d.Recover(); err != nil {
+		log.Error(fmt.Sprintf("recovering jobs: %v", err))
+	}
+	if err := d.Prune(); err != nil {
+		log.Error(fmt.Sprintf("pruning records: %v", err))
+	}
+	srv := NewHTTPServer(d)
+	served := make(chan error, 3)
+	if o.Bus != "" {
+		// The sockets are the daemon's own faces: a bus that cannot be
+		// reached at start, or a name that cannot be claimed, turns the
+		// D-Bus front end off, said in the log, and the sockets are
+		// served. A bus lost later ends the daemon, for systemd to
+		// restart it onto the bus again.
+		if bus, err := serveBus(d, o.Bus); err != nil {
+			log.Error(fmt.Sprintf("D-Bus front end off: %v", err))
+		} else {
+			defer bus.Close()
+			go func() {
+				<-bus.Context().Done()
+				served <- fmt.Errorf("--dbus %s: the bus connection closed", o.Bus)
+			}()
+		}
+	}
+	go func() { served <- d.ServeHTTP(srv, api) }()
+	go func() { served <- d.ServeSeqpacket(argv) }()
+	pruning, stopPruning := context.WithCancel(ctx)
+	defer stopPruning()
+	go d.pruneHourly(pruning)
+	daemon.SdNotify(false, daemon.SdNotifyReady)
+loop:
+	for {
+		select {
+		case <-hup:
+			d.reload(o)
+		case err = <-served:
+			break loop
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	daemon.SdNotify(false, daemon.SdNotifyStopping)
+	stopPruning()
+	d.Close()
+	srv.Close()
+	argv.Close()
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// open reads the config, opens the store, takes the sockets (Listen) and
+// opens the manager, in this order, and returns the Daemon on them.
+func open(ctx context.Context, o Options, log *slog.Logger) (_ *Daemon, api net.Listener, argv *net.UnixListener, err error) {
+	cfg, err := config.Load(o.ConfigFile, o.OpsDir)
+	if err != nil {
+		return nil, nil, nil, &SetupError{Option: "ConfigFile", Path: o.ConfigFile, Err: err}
+	}
+	log.Debug(fmt.Sprintf("config %s and ops dir %s: %d ops", o.ConfigFile, o.OpsDir, len(cfg.Ops)))
+	store, err := OpenStore(o.StateDir)
+	if err != nil {
+		return nil, nil, nil, &SetupError{Option: "StateDir", Path: o.StateDir, Err: err}
+	}
+	if api, argv, err = Listen(o.Socket, o.Seqpacket); err != nil {
+		return nil, nil, nil, err
+	}
+	mgr, err := o.Manager(context.WithoutCancel(ctx))
+	if err != nil {
+		api.Close()
+		argv.Close()
+		return nil, nil, nil, err
+	}
+	d := NewDaemon(cfg, store, mgr)
+	d.PodStateDir = o.PodStateDir
+	d.Log = log
+	return d, api, argv, nil
+}
+
+// reload reads the ops config again and gives its ops to d, or logs why
+// it cannot and leaves d's ops as they are. It tells systemd that it
+// reloads, then that it is ready again.
+func (d *Daemon) reload(o Options) {
+	daemon.SdNotify(false, daemon.SdNotifyReloading)
+	defer daemon.SdNotify(false, daemon.SdNotifyReady)
+	cfg, err := config.Load(o.ConfigFile, o.OpsDir)
+	if err != nil {
+		d.Log.Error(fmt.Sprintf("reload: the ops stay as they were: %v", err))
+		return
+	}
+	limitsDiffer := d.Reload(cfg)
+	d.Log.Info(fmt.Sprintf("reload: config %s and ops dir %s: %d ops", o.ConfigFile, o.OpsDir, len(cfg.Ops)))
+	if limitsDiffer {
+		d.Log.Warn(fmt.Sprintf("reload: the [limits] of %s changed; they apply when the daemon restarts", o.ConfigFile))
+	}
+}
+
+// serveBus connects to bus and serves d's D-Bus front end there.
+func serveBus(d *Daemon, bus string) (*dbus.Conn, error) {
+	conn, err := connectBus(bus)
+	if err != nil {
+		return nil, err
+	}
+	if err := ServeDBus(d, conn); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("--dbus %s: %w", bus, err)
+	}
+	return conn, nil
+}
+
+// connectBus connects to bus: "system", "session", or a D-Bus address
+// such as unix:path=/run/dbus/system_bus_socket.
+func connectBus(bus string) (*dbus.Conn, error) {
+	var conn *dbus.Conn
+	var err error
+	switch bus {
+	case "system":
+		conn, err = dbus.ConnectSystemBus()
+	case "session":
+		conn, err = dbus.ConnectSessionBus()
+	default:
+		conn, err = dbus.Connect(bus)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--dbus %s: %w", bus, err)
+	}
+	return conn, nil
+}

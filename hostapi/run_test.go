@@ -1,0 +1,100 @@
+package hostapi
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/manager"
+)
+
+// runOptions returns Options for Run on a config of testOps, a state dir
+// and sockets in a temp dir, and the manager of the test.
+func runOptions(t *testing.T) Options {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "daemon.toml")
+	if err := os.WriteFile(cfg, []byte(strings.ReplaceAll(testOps, "@DIR@", dir)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return Options{
+		ConfigFile: cfg, StateDir: filepath.Join(dir, "state"),
+		Socket: filepath.Join(dir, "api.sock"), Seqpacket: filepath.Join(dir, "argv.sock"),
+		Manager: func(context.Context) (*manager.Conn, error) { return systemdtest.Dial(t), nil },
+	}
+}
+
+// Run refuses, before it serves or opens the manager, each setting it
+// cannot use, and says which one (unitrun daemon maps it to its flag).
+func TestRunSetupErrors(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, nil, 0o600)
+	tests := []struct {
+		option string
+		set    func(*Options)
+	}{
+		{"ConfigFile", func(o *Options) { o.ConfigFile = filepath.Join(file, "none.toml") }},
+		{"StateDir", func(o *Options) { o.StateDir = filepath.Join(file, "state") }},
+		{"Socket", func(o *Options) { o.Socket = filepath.Join(file, "api.sock") }},
+		{"Seqpacket", func(o *Options) { o.Seqpacket = filepath.Join(file, "argv.sock") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.option, func(t *testing.T) {
+			o := runOptions(t)
+			o.Manager = func(context.Context) (*manager.Conn, error) {
+				t.Error("Run opened the manager after a setup error")
+				return nil, errors.New("not to be opened")
+			}
+			tt.set(&o)
+			var se *SetupError
+			if err := Run(context.Background(), o); !errors.As(err, &se) || se.Option != tt.option {
+				t.Errorf("Run: %v; want a *SetupError of %s", err, tt.option)
+			}
+		})
+	}
+}
+
+// Run serves until its context ends, then returns nil and leaves no
+// socket served.
+func TestRunServesUntilCanceled(t *testing.T) {
+	o := runOptions(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- Run(ctx, o) }()
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", o.Socket)
+		}}}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		resp, err := hc.Get("http://unitrun/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case err := <-ran:
+			t.Fatalf("Run ended before it served: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Run does not serve /healthz: %v", err)
+		}
+	}
+	cancel()
+	if err := <-ran; err != nil {
+		t.Errorf("Run after its context ended: %v; want nil", err)
+	}
+	if resp, err := hc.Get("http://unitrun/healthz"); err == nil {
+		resp.Body.Close()
+		t.Errorf("/healthz still served after Run returned: %s", resp.Status)
+	}
+}
