@@ -7,12 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 )
 
 // Kind names a way to reach a manager.
@@ -286,16 +284,6 @@ func runtimeEnv(rt string) []string {
 func socketExists(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.Mode()&os.ModeSocket != 0
-}
-
-// socketAnswers reports whether something accepts connections at path.
-func socketAnswers(path string) bool {
-	c, err := net.DialTimeout("unix", path, time.Second)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
 }
 
 // unixAddress returns the D-Bus address of a unix socket path, escaping the
