@@ -1,4 +1,4 @@
-package manager
+package busframe
 
 import (
 	"bytes"
@@ -18,19 +18,19 @@ import (
 // each message in three system calls and decodes its body in full before
 // the signal router can drop it, which for the start of a pod of 100 apps
 // cost its client 90 to 130 ms of CPU (about 2,400 messages) where
-// systemctl spent 10 to 20 (docs/performance.md). peerStream is the stream
+// systemctl spent 10 to 20 (docs/performance.md). Stream is the stream
 // a Peer connection's godbus reads and writes instead of the socket: it
 // reads the socket in blocks, frames the messages and leaves out, from
 // their headers alone, the signals no Watch waits for. It also passes unix
-// fds, which godbus's stream transport cannot: sendFDs attaches them to
+// fds, which godbus's stream transport cannot: SendFDs attaches them to
 // the one message that declares them.
-type peerStream struct {
+type Stream struct {
 	conn *net.UnixConn
 	// keep reports whether a signal from path, of iface and member, is to
 	// reach godbus, and, for a PropertiesChanged, the only properties it
 	// needs (nil: all; see slimProps); methods' replies and errors always
 	// reach it.
-	keep keepFunc
+	keep KeepFunc
 
 	in     []byte // read from the socket, not yet framed
 	out    []byte // framed messages kept; godbus has read them up to outPos
@@ -40,26 +40,26 @@ type peerStream struct {
 	// that reads messages.
 	begun bool
 
-	fdmu sync.Mutex // held by sendFDs throughout
+	fdmu sync.Mutex // held by SendFDs throughout
 	wmu  sync.Mutex
 	fds  []int // for the next message written that declares unix fds
 }
 
-// A keepFunc is peerStream's filter of signals (see peerStream.keep).
-type keepFunc func(path dbus.ObjectPath, iface, member string) (keep bool, props map[string]bool)
+// A KeepFunc is Stream's filter of signals (see Stream.keep).
+type KeepFunc func(path dbus.ObjectPath, iface, member string) (keep bool, props map[string]bool)
 
-// dialPeer connects to the private socket at path; godbus authenticates
+// Dial connects to the private socket at path; godbus authenticates
 // through the stream it returns (see Write for the negotiation of unix
 // fds).
-func dialPeer(path string, keep keepFunc) (*peerStream, error) {
+func Dial(path string, keep KeepFunc) (*Stream, error) {
 	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		return nil, err
 	}
-	return &peerStream{conn: conn, keep: keep}, nil
+	return &Stream{conn: conn, keep: keep}, nil
 }
 
-// readBlock is the size of peerStream's first read buffer: a few of the
+// readBlock is the size of Stream's first read buffer: a few of the
 // manager's signals (each under 2 KB). It doubles for a longer message.
 const readBlock = 8 << 10
 
@@ -69,7 +69,7 @@ const maxMessage = 1 << 27
 // Read returns the bytes of the kept messages, whole messages at a time
 // once the authentication is over, and the socket's bytes as they come
 // before.
-func (s *peerStream) Read(p []byte) (int, error) {
+func (s *Stream) Read(p []byte) (int, error) {
 	if !s.begun {
 		return s.conn.Read(p)
 	}
@@ -99,7 +99,7 @@ func (s *peerStream) Read(p []byte) (int, error) {
 
 // frame moves each complete message at the start of s.in to s.out, or
 // drops it, and keeps a partial one for the next read.
-func (s *peerStream) frame() error {
+func (s *Stream) frame() error {
 	rest := s.in
 	for len(rest) >= 16 {
 		order, err := byteOrder(rest[0])
@@ -140,7 +140,7 @@ func byteOrder(b byte) (binary.ByteOrder, error) {
 // get of it: anything but a signal, a signal the keep function asks for
 // (a PropertiesChanged with only the properties it names), and a message
 // whose header it cannot read (godbus then reports what is wrong with it).
-func (s *peerStream) wanted(msg []byte, order binary.ByteOrder) ([]byte, bool) {
+func (s *Stream) wanted(msg []byte, order binary.ByteOrder) ([]byte, bool) {
 	if dbus.Type(msg[1]) != dbus.TypeSignal {
 		return msg, true
 	}
@@ -155,7 +155,7 @@ func (s *peerStream) wanted(msg []byte, order binary.ByteOrder) ([]byte, bool) {
 	return msg, keep
 }
 
-// header holds what peerStream reads of a message's header.
+// header holds what Stream reads of a message's header.
 type header struct {
 	path, iface, member string
 	sig                 string // the body's signature
@@ -213,10 +213,10 @@ func readHeader(msg []byte, order binary.ByteOrder) (h header, ok bool) {
 }
 
 // Write writes a message godbus encoded, in the one write it makes of
-// each, with the unix fds of sendFDs if it declares some. While godbus
+// each, with the unix fds of SendFDs if it declares some. While godbus
 // authenticates, Write passes its lines through, and before its BEGIN
 // negotiates the passing of unix fds, which godbus skips on a stream.
-func (s *peerStream) Write(p []byte) (int, error) {
+func (s *Stream) Write(p []byte) (int, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if !s.begun {
@@ -243,7 +243,7 @@ func (s *peerStream) Write(p []byte) (int, error) {
 
 // negotiateFDs asks the manager to accept unix fds, as godbus does on a
 // socket, and reads its answer.
-func (s *peerStream) negotiateFDs() error {
+func (s *Stream) negotiateFDs() error {
 	if _, err := s.conn.Write([]byte("NEGOTIATE_UNIX_FD\r\n")); err != nil {
 		return err
 	}
@@ -275,10 +275,10 @@ func declaresFDs(p []byte) bool {
 	return ok && h.fds
 }
 
-// sendFDs calls send, which must write a message that declares unix fds,
+// SendFDs calls send, which must write a message that declares unix fds,
 // and has that message carry fds. It reports an error if no such message
 // was written.
-func (s *peerStream) sendFDs(fds []int, send func()) error {
+func (s *Stream) SendFDs(fds []int, send func()) error {
 	s.fdmu.Lock()
 	defer s.fdmu.Unlock()
 	s.wmu.Lock()
@@ -294,4 +294,8 @@ func (s *peerStream) sendFDs(fds []int, send func()) error {
 	return nil
 }
 
-func (s *peerStream) Close() error { return s.conn.Close() }
+func (s *Stream) Close() error { return s.conn.Close() }
+
+// SyscallConn returns the socket's raw connection (for its peer's
+// credentials).
+func (s *Stream) SyscallConn() (syscall.RawConn, error) { return s.conn.SyscallConn() }
