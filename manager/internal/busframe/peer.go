@@ -43,6 +43,9 @@ type Stream struct {
 	fdmu sync.Mutex // held by SendFDs throughout
 	wmu  sync.Mutex
 	fds  []int // for the next message written that declares unix fds
+	// pending holds what godbus wrote of a line (while it authenticates)
+	// or of a message that is not whole yet.
+	pending []byte
 }
 
 // A KeepFunc is Stream's filter of signals (see Stream.keep).
@@ -101,20 +104,12 @@ func (s *Stream) Read(p []byte) (int, error) {
 // drops it, and keeps a partial one for the next read.
 func (s *Stream) frame() error {
 	rest := s.in
-	for len(rest) >= 16 {
-		order, err := byteOrder(rest[0])
+	for {
+		n, order, err := messageLen(rest)
 		if err != nil {
 			return err
 		}
-		hlen, blen := int(order.Uint32(rest[12:16])), int(order.Uint32(rest[4:8]))
-		if hlen > maxMessage || blen > maxMessage {
-			return dbus.InvalidMessageError("message is too long")
-		}
-		n := 16 + (hlen+7)&^7 + blen
-		if n > maxMessage {
-			return dbus.InvalidMessageError("message is too long")
-		}
-		if len(rest) < n {
+		if n == 0 || len(rest) < n {
 			break
 		}
 		if msg, ok := s.wanted(rest[:n], order); ok {
@@ -124,6 +119,30 @@ func (s *Stream) frame() error {
 	}
 	s.in = s.in[:copy(s.in, rest)]
 	return nil
+}
+
+// messageLen returns the length of the message that b starts with, from
+// its header's fixed part: the byte order, the body's length and the
+// header fields' length (the D-Bus specification's framing). It returns 0
+// while b is shorter than that fixed part, and an error for a byte order
+// that is neither or a message longer than D-Bus allows.
+func messageLen(b []byte) (int, binary.ByteOrder, error) {
+	if len(b) < 16 {
+		return 0, nil, nil
+	}
+	order, err := byteOrder(b[0])
+	if err != nil {
+		return 0, nil, err
+	}
+	hlen, blen := int(order.Uint32(b[12:16])), int(order.Uint32(b[4:8]))
+	if hlen > maxMessage || blen > maxMessage {
+		return 0, nil, dbus.InvalidMessageError("message is too long")
+	}
+	n := 16 + (hlen+7)&^7 + blen
+	if n > maxMessage {
+		return 0, nil, dbus.InvalidMessageError("message is too long")
+	}
+	return n, order, nil
 }
 
 func byteOrder(b byte) (binary.ByteOrder, error) {
@@ -212,33 +231,80 @@ func readHeader(msg []byte, order binary.ByteOrder) (h header, ok bool) {
 	return h, true
 }
 
-// Write writes a message godbus encoded, in the one write it makes of
-// each, with the unix fds of SendFDs if it declares some. While godbus
-// authenticates, Write passes its lines through, and before its BEGIN
-// negotiates the passing of unix fds, which godbus skips on a stream.
+// Write takes what godbus writes, frames it as the stream's reader does
+// and sends each whole line or message, however godbus cuts its writes:
+// while godbus authenticates, the lines of the protocol, and before its
+// BEGIN line the negotiation of unix fds, which godbus skips on a stream;
+// after it, each message whole, with the unix fds of SendFDs if it
+// declares some. A part of a line or message waits for the rest.
 func (s *Stream) Write(p []byte) (int, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if !s.begun {
-		if string(p) == "BEGIN\r\n" {
+	b := p
+	if len(s.pending) > 0 {
+		s.pending = append(s.pending, p...)
+		b = s.pending
+	}
+	rest, err := s.send(b)
+	if err != nil {
+		s.pending = s.pending[:0]
+		return 0, err
+	}
+	// rest is the tail of b, so of p or of s.pending; copy moves it within.
+	if len(rest) > 0 || len(s.pending) > 0 {
+		s.pending = append(s.pending[:0], rest...)
+	}
+	return len(p), nil
+}
+
+// send sends the whole lines and messages at the start of b, and returns
+// the part of one that follows them.
+func (s *Stream) send(b []byte) ([]byte, error) {
+	for !s.begun {
+		i := bytes.Index(b, []byte("\r\n"))
+		if i < 0 {
+			return b, nil
+		}
+		line := b[:i+2]
+		b = b[i+2:]
+		if string(line) == "BEGIN\r\n" {
 			if err := s.negotiateFDs(); err != nil {
-				return 0, err
+				return nil, err
 			}
 			s.begun = true
 		}
-		return s.conn.Write(p)
+		if _, err := s.conn.Write(line); err != nil {
+			return nil, err
+		}
 	}
-	if s.fds == nil || !declaresFDs(p) {
-		return s.conn.Write(p)
+	for {
+		n, _, err := messageLen(b)
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 || len(b) < n {
+			return b, nil
+		}
+		if err := s.sendMessage(b[:n]); err != nil {
+			return nil, err
+		}
+		b = b[n:]
 	}
-	n, _, err := s.conn.WriteMsgUnix(p, syscall.UnixRights(s.fds...), nil)
+}
+
+// sendMessage writes the whole message msg, with the fds of SendFDs if it
+// is the message that declares them.
+func (s *Stream) sendMessage(msg []byte) error {
+	if s.fds == nil || !declaresFDs(msg) {
+		_, err := s.conn.Write(msg)
+		return err
+	}
+	n, _, err := s.conn.WriteMsgUnix(msg, syscall.UnixRights(s.fds...), nil)
 	s.fds = nil
-	if err == nil && n < len(p) {
-		var m int
-		m, err = s.conn.Write(p[n:])
-		n += m
+	if err == nil && n < len(msg) {
+		_, err = s.conn.Write(msg[n:])
 	}
-	return n, err
+	return err
 }
 
 // negotiateFDs asks the manager to accept unix fds, as godbus does on a

@@ -13,7 +13,7 @@ import (
 
 // peerPair returns a Stream past its authentication and the socket at
 // its other end, as the manager's.
-func peerPair(t *testing.T, keep KeepFunc) (*Stream, *net.UnixConn) {
+func peerPair(t testing.TB, keep KeepFunc) (*Stream, *net.UnixConn) {
 	t.Helper()
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
 	if err != nil {
