@@ -97,11 +97,15 @@ func (e *Embedded) Ensure(ctx context.Context) (bool, error) {
 // from the manager's Dir/systemd/units (as /run/systemd/units, where
 // journald looks for them). The units' output reaches it as it does on a
 // host: their stdout and stderr are streams to /run/systemd/journal/stdout.
-// journald and systemd start side by side; boot returns once both listen,
-// before any unit of a caller starts, so no unit's output is lost. Paths
-// arrive as arguments, never inside the script text.
+// journald and systemd start side by side; boot returns once the manager
+// answers and journald has said READY=1 (sd_notify, to notify), before any
+// unit of a caller starts, so no unit's output is lost. journald's socket
+// file appears at bind(2), before listen(2), and systemd connects a unit's
+// stdout to a socket that refuses it to /dev/null, so the socket's file
+// alone is not the sign. Paths arrive as arguments, never inside the
+// script text.
 const bootScript = `set -e
-systemd=$1; journald=$2; dir=$3; conf=$4; shift 4
+systemd=$1; journald=$2; dir=$3; conf=$4; notify=$5; shift 5
 for procs in "$@"; do echo $$ > "$procs"; done
 mkdir -p /run/systemd /run/log
 mount -t tmpfs -o mode=0755 unitrun /run/systemd
@@ -110,7 +114,7 @@ ln -s "$dir/journal" /run/systemd/journal
 ln -s "$dir/systemd/units" /run/systemd/units
 mount --bind "$dir/log" /run/log
 printf '%s' "$conf" >/run/systemd/journald.conf.d/zz-unitrun-embedded.conf
-"$journald" </dev/null >"$dir/journald.log" 2>&1 &
+NOTIFY_SOCKET="$notify" "$journald" </dev/null >"$dir/journald.log" 2>&1 &
 echo $! >"$dir/journald.pid"
 exec "$systemd" --user --log-target=console --log-level=notice`
 
@@ -185,8 +189,21 @@ func (e *Embedded) boot(ctx context.Context) error {
 	}
 	defer logf.Close()
 
+	// sd_notify takes an absolute path alone.
+	notifyPath, err := filepath.Abs(filepath.Join(e.Dir, "journald-notify"))
+	if err != nil {
+		return fmt.Errorf("embedded manager: %w", err)
+	}
+	notify, err := listenNotify(notifyPath)
+	if err != nil {
+		return fmt.Errorf("embedded manager: %w", err)
+	}
+	defer notify.Close()
+	journaldReady := make(chan struct{})
+	go readNotify(notify, journaldReady)
+
 	procs := makeCgroups(e.Cgroup())
-	args := append([]string{"-c", bootScript, "unitrun-manager", systemd, journald, e.Dir, journaldConf}, procs...)
+	args := append([]string{"-c", bootScript, "unitrun-manager", systemd, journald, e.Dir, journaldConf, notifyPath}, procs...)
 	cmd := exec.Command("/bin/sh", args...)
 	// No generators: the host's user generators (environment.d readers,
 	// gpg-agent, xdg-autostart) are for login sessions, and some take
@@ -222,7 +239,7 @@ func (e *Embedded) boot(ctx context.Context) error {
 	deadline := time.NewTimer(15 * time.Second)
 	defer deadline.Stop()
 	journal := filepath.Join(e.JournalSockets(), "stdout")
-	for !e.Running() || !isSocket(journal) {
+	for !e.Running() || !closed(journaldReady) {
 		select {
 		case err := <-exited:
 			return fmt.Errorf("embedded manager exited while booting (%v): %s", err, e.logTail())
@@ -403,7 +420,12 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 	return func() { f.Close() }, nil // closing the file releases the lock
 }
 
-func isSocket(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode()&os.ModeSocket != 0
+// closed reports whether ch is closed.
+func closed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
