@@ -1,6 +1,8 @@
-// Package manager reaches a systemd manager: the system manager, the
-// calling user's manager, any manager's private socket, or an embedded user
-// manager that unitrun boots itself where no systemd is running.
+// Package manager reaches a systemd manager over D-Bus: the system manager,
+// the calling user's manager, any manager's private socket, or an embedded
+// user manager that unitrun boots itself (with package boot) where no
+// systemd is running. On a private socket godbus reads and writes through
+// busframe's stream, which drops the signals no Watch waits for.
 package manager
 
 import (
