@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"slices"
-	"syscall"
 	"testing"
 
 	"github.com/godbus/dbus/v5"
@@ -229,31 +228,13 @@ func fdMessage(t testing.TB) []byte {
 }
 
 // receive reads from conn messages of the given sizes, and returns their
-// bytes and the number of unix fds that came with each (closing them):
-// it never reads across the end of a message, so an fd comes with the
+// bytes and the number of unix fds that came with each (see readFull): it
+// never reads across the end of a message, so an fd comes with the
 // message whose bytes the sender's sendmsg began with.
 func receive(t testing.TB, conn *net.UnixConn, sizes ...int) (got []byte, fds []int) {
-	buf, oob := make([]byte, 4096), make([]byte, 256)
 	for _, size := range sizes {
-		n, count := 0, 0
-		for left := size; left > 0; left -= n {
-			var oobn int
-			var err error
-			n, oobn, _, _, err = conn.ReadMsgUnix(buf[:min(left, len(buf))], oob)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, buf[:n]...)
-			cmsgs, _ := syscall.ParseSocketControlMessage(oob[:oobn])
-			for _, c := range cmsgs {
-				rights, _ := syscall.ParseUnixRights(&c)
-				for _, fd := range rights {
-					syscall.Close(fd)
-				}
-				count += len(rights)
-			}
-		}
-		fds = append(fds, count)
+		b, n := readFull(t, conn, size)
+		got, fds = append(got, b...), append(fds, n)
 	}
 	return got, fds
 }

@@ -132,7 +132,7 @@ func readMessage(t *testing.T, conn *net.UnixConn) ([]byte, int) {
 
 // readFull reads n bytes from conn, and the number of unix fds that came
 // with them (closing them).
-func readFull(t *testing.T, conn *net.UnixConn, n int) ([]byte, int) {
+func readFull(t testing.TB, conn *net.UnixConn, n int) ([]byte, int) {
 	t.Helper()
 	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	buf, oob := make([]byte, n), make([]byte, 256)

@@ -145,16 +145,11 @@ func TestPeerStreamFDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	msg := &dbus.Message{Type: dbus.TypeMethodCall, Headers: map[dbus.HeaderField]dbus.Variant{
-		dbus.FieldPath:      dbus.MakeVariant(objectPath),
-		dbus.FieldMember:    dbus.MakeVariant("StartTransientUnit"),
-		dbus.FieldUnixFDs:   dbus.MakeVariant(uint32(1)),
-		dbus.FieldSignature: dbus.MakeVariant(dbus.SignatureOf(dbus.UnixFDIndex(0))),
-	}, Body: []any{dbus.UnixFDIndex(0)}}
+	msg := fdMessage(t)
 	plain := signal(t, 9, objectPath, managerIface, "Ping")
 	err = s.SendFDs([]int{int(f.Fd())}, func() {
 		s.Write(plain)
-		msg.EncodeTo(s, binary.LittleEndian)
+		s.Write(msg)
 	})
 	if err != nil {
 		t.Fatal(err)
