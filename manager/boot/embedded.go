@@ -236,20 +236,26 @@ func (e *Embedded) boot(ctx context.Context) error {
 		cmd.Process.Kill()
 		return fmt.Errorf("embedded manager: %w", err)
 	}
+	return e.waitReady(ctx, cmd.Process, exited, journaldReady)
+}
+
+// waitReady waits until the manager answers on its private socket and its
+// journald has said READY=1, for 15 s at most; it kills the manager
+// (proc) and its journald if they do not get there or ctx ends first.
+func (e *Embedded) waitReady(ctx context.Context, proc *os.Process, exited chan error, journaldReady chan struct{}) error {
 	deadline := time.NewTimer(15 * time.Second)
 	defer deadline.Stop()
-	journal := filepath.Join(e.JournalSockets(), "stdout")
 	for !e.Running() || !closed(journaldReady) {
 		select {
 		case err := <-exited:
 			return fmt.Errorf("embedded manager exited while booting (%v): %s", err, e.logTail())
 		case <-deadline.C:
-			cmd.Process.Kill()
+			proc.Kill()
 			e.stopJournald(5 * time.Second)
 			return fmt.Errorf("embedded manager did not open %s and its journald %s within 15s (see %s): %s",
-				e.Socket(), journal, filepath.Join(e.Dir, "journald.log"), e.logTail())
+				e.Socket(), filepath.Join(e.JournalSockets(), "stdout"), filepath.Join(e.Dir, "journald.log"), e.logTail())
 		case <-ctx.Done():
-			cmd.Process.Kill()
+			proc.Kill()
 			e.stopJournald(5 * time.Second)
 			return ctx.Err()
 		case <-time.After(5 * time.Millisecond):
