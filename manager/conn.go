@@ -15,6 +15,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/unitrun/unitrun/manager/internal/busframe"
 	"github.com/unitrun/unitrun/unit"
 )
 
@@ -55,8 +56,8 @@ type Conn struct {
 
 	mu      sync.Mutex
 	bus     *dbus.Conn
-	stream  *peerStream   // bus's stream, on a private socket (else nil)
-	ready   chan struct{} // closed when bus is usable; replaced on disconnect
+	stream  *busframe.Stream // bus's stream, on a private socket (else nil)
+	ready   chan struct{}    // closed when bus is usable; replaced on disconnect
 	closed  bool
 	dialErr error                          // why the last redial failed
 	watches map[string]map[*Watch]struct{} // by unit name
@@ -131,18 +132,18 @@ func (c *Conn) Close() error {
 }
 
 // connect dials, authenticates and subscribes. On a private socket it
-// returns the peerStream that the connection reads and writes. It returns
+// returns the busframe.Stream that the connection reads and writes. It returns
 // the connection's number too (see Stamp).
-func (c *Conn) connect(ctx context.Context) (_ *dbus.Conn, _ *peerStream, gen uint64, err error) {
+func (c *Conn) connect(ctx context.Context) (_ *dbus.Conn, _ *busframe.Stream, gen uint64, err error) {
 	var bus *dbus.Conn
-	var stream *peerStream
+	var stream *busframe.Stream
 	c.mu.Lock()
 	c.gens++
 	gen = c.gens
 	c.mu.Unlock()
 	opts := []dbus.ConnOption{dbus.WithSignalHandler(signalRouter{c, gen}), dbus.WithContext(context.Background())}
 	if path, ok := socketPath(c.target.Address); ok && c.target.Peer {
-		stream, err = dialPeer(path, c.wanted)
+		stream, err = busframe.Dial(path, c.wanted)
 		if err == nil {
 			bus, err = dbus.NewConn(stream, opts...)
 			if err != nil {
@@ -188,7 +189,7 @@ func (c *Conn) connect(ctx context.Context) (_ *dbus.Conn, _ *peerStream, gen ui
 // wanted reports whether a signal is one the signal router delivers:
 // JobRemoved and UnitRemoved, and PropertiesChanged of a watched unit
 // whose watches read a property, with the properties they read (nil:
-// all). A private socket's peerStream leaves the others out unread.
+// all). A private socket's busframe.Stream leaves the others out unread.
 func (c *Conn) wanted(path dbus.ObjectPath, iface, member string) (bool, map[string]bool) {
 	switch {
 	case iface == managerIface:
@@ -231,7 +232,7 @@ func wake(ctx context.Context, bus *dbus.Conn) error {
 
 // supervise waits for the connection to break and redials until Close.
 func (c *Conn) supervise(bus *dbus.Conn) {
-	var stream *peerStream
+	var stream *busframe.Stream
 	var gen uint64
 	for {
 		select {
@@ -300,8 +301,8 @@ func (c *Conn) object(ctx context.Context, path dbus.ObjectPath) (dbus.BusObject
 }
 
 // usable waits until the connection is usable and returns it, with its
-// peerStream on a private socket and its number (see Stamp).
-func (c *Conn) usable(ctx context.Context) (*dbus.Conn, *peerStream, uint64, error) {
+// busframe.Stream on a private socket and its number (see Stamp).
+func (c *Conn) usable(ctx context.Context) (*dbus.Conn, *busframe.Stream, uint64, error) {
 	for {
 		c.mu.Lock()
 		if c.closed {
@@ -369,7 +370,7 @@ func (c *Conn) StartTransientUnit(ctx context.Context, name, mode string, props 
 		return "", err
 	}
 	// godbus passes the fds of UnixFD values on a socket transport; on a
-	// peerStream they go as indexes, and the stream attaches the fds.
+	// busframe.Stream they go as indexes, and the stream attaches the fds.
 	var fds []int
 	ps := make([]prop, len(props))
 	for i, p := range props {
@@ -396,7 +397,7 @@ func (c *Conn) StartTransientUnit(ctx context.Context, name, mode string, props 
 		dbus.FieldUnixFDs:     dbus.MakeVariant(uint32(len(fds))),
 	}, Body: args}
 	var call *dbus.Call
-	err = stream.sendFDs(fds, func() { call = bus.SendWithContext(ctx, msg, make(chan *dbus.Call, 1)) })
+	err = stream.SendFDs(fds, func() { call = bus.SendWithContext(ctx, msg, make(chan *dbus.Call, 1)) })
 	// godbus ends the call with its reply, or with the error that kept it
 	// from being sent or answered.
 	call = <-call.Done

@@ -35,7 +35,7 @@ func (c *Conn) managerPID(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	if stream != nil {
-		raw, err := stream.conn.SyscallConn()
+		raw, err := stream.SyscallConn()
 		if err != nil {
 			return 0, err
 		}

@@ -1,18 +1,18 @@
-// Package manager reaches a systemd manager: the system manager, the
-// calling user's manager, any manager's private socket, or an embedded user
-// manager that unitrun boots itself where no systemd is running.
+// Package manager reaches a systemd manager over D-Bus: the system manager,
+// the calling user's manager, any manager's private socket, or an embedded
+// user manager that unitrun boots itself (with package boot) where no
+// systemd is running. On a private socket godbus reads and writes through
+// busframe's stream, which drops the signals no Watch waits for.
 package manager
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 )
 
 // Kind names a way to reach a manager.
@@ -286,16 +286,6 @@ func runtimeEnv(rt string) []string {
 func socketExists(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.Mode()&os.ModeSocket != 0
-}
-
-// socketAnswers reports whether something accepts connections at path.
-func socketAnswers(path string) bool {
-	c, err := net.DialTimeout("unix", path, time.Second)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
 }
 
 // unixAddress returns the D-Bus address of a unix socket path, escaping the

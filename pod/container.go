@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/internal/atomicfile"
-	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/manager/boot"
 )
 
 // sigPoweroff (SIGRTMIN+4, in glibc's numbering) powers a systemd manager
@@ -24,7 +24,7 @@ const sigPoweroff = syscall.Signal(sigRTMin + 4)
 const sigRTMin = 34
 
 // RunContainer is the main process of isolated pod name's [ContainerUnit]:
-// it boots the pod's own systemd (see [manager.Container]) in its own
+// it boots the pod's own systemd (see [boot.Container]) in its own
 // cgroup, the service's, with the pod's target and units, the state
 // directory and binary (the unitrun binary the hooks run) bound in, and
 // its host process id in STATE/pods/P/container.pid while it runs. It calls
@@ -46,7 +46,7 @@ func RunContainer(ctx context.Context, stateDir, binary, name string, ready func
 		return fmt.Errorf("pod %s: %w", name, err)
 	}
 	dir := Dir(stateDir, name)
-	c := &manager.Container{
+	c := &boot.Container{
 		Dir:       filepath.Join(dir, containerRun),
 		Target:    TargetUnit(name),
 		UnitPath:  []string{filepath.Join(dir, containerUnits)},
@@ -162,7 +162,7 @@ func killIsolatedApps(stateDir, name string, apps []AppStatus) {
 		return
 	}
 	for _, a := range apps {
-		manager.EnterCommand(pid, "systemctl", "kill", "--kill-who=main", "--signal=SIGKILL", AppUnit(name, a.Name)).Run()
+		boot.EnterCommand(pid, "systemctl", "kill", "--kill-who=main", "--signal=SIGKILL", AppUnit(name, a.Name)).Run()
 	}
 }
 

@@ -123,6 +123,23 @@ func TestStartOutputEmbedded(t *testing.T) {
 	if err != nil || string(b) != "out 1\nerr 1\nbad 1\ntail 1\n" {
 		t.Errorf("%s: %v, printed %q; want the unit's four lines", line, err, b)
 	}
+	if t.Failed() {
+		logEmbedded(t, e)
+	}
+}
+
+// logEmbedded logs what says why an embedded manager's unit lost its
+// output: the manager's and its journald's logs, and every entry of its
+// journal with the fields that tie a line to its unit (a line journald
+// read after its writer was gone has no _SYSTEMD_UNIT).
+func logEmbedded(t *testing.T, e *manager.Embedded) {
+	for _, name := range []string{"manager.log", "journald.log"} {
+		b, err := os.ReadFile(filepath.Join(e.Dir, name))
+		t.Logf("%s (%v):\n%s", name, err, b)
+	}
+	b, err := exec.Command("journalctl", "--directory="+e.JournalDir(), "--no-pager", "-o", "json",
+		"--output-fields=MESSAGE,_PID,_SYSTEMD_UNIT,_SYSTEMD_INVOCATION_ID,_STREAM_ID").CombinedOutput()
+	t.Logf("the journal (%v):\n%s", err, b)
 }
 
 // startService starts a service without waiting and returns once its

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/manager/boot"
 )
 
 var (
@@ -248,7 +249,7 @@ func Alive(pid int) bool {
 // the test (DESIGN.md's second recipe) and powers it off when the test
 // ends. Run clients inside it with its Command method; there, systemd is PID
 // 1 and unitrun's auto manager choice finds the system manager.
-func BootSystem(t testing.TB) *manager.Container {
+func BootSystem(t testing.TB) *boot.Container {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "unitrun-sys-")
 	if err != nil {
@@ -261,7 +262,7 @@ func BootSystem(t testing.TB) *manager.Container {
 	if err := os.WriteFile(filepath.Join(units, "unitrun-test.target"), []byte("[Unit]\nDescription=unitrun test system\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := &manager.Container{Dir: filepath.Join(dir, "run"), Target: "unitrun-test.target", UnitPath: []string{units}, Hostname: "unitrun-test"}
+	c := &boot.Container{Dir: filepath.Join(dir, "run"), Target: "unitrun-test.target", UnitPath: []string{units}, Hostname: "unitrun-test"}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := c.Boot(ctx); err != nil {

@@ -1,4 +1,4 @@
-package manager
+package busframe
 
 import (
 	"bytes"
@@ -11,9 +11,9 @@ import (
 	"github.com/godbus/dbus/v5"
 )
 
-// peerPair returns a peerStream past its authentication and the socket at
+// peerPair returns a Stream past its authentication and the socket at
 // its other end, as the manager's.
-func peerPair(t *testing.T, keep keepFunc) (*peerStream, *net.UnixConn) {
+func peerPair(t testing.TB, keep KeepFunc) (*Stream, *net.UnixConn) {
 	t.Helper()
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
 	if err != nil {
@@ -29,7 +29,7 @@ func peerPair(t *testing.T, keep keepFunc) (*peerStream, *net.UnixConn) {
 		t.Cleanup(func() { c.Close() })
 		return c.(*net.UnixConn)
 	}
-	return &peerStream{conn: conn(fds[0]), keep: keep, begun: true}, conn(fds[1])
+	return &Stream{conn: conn(fds[0]), keep: keep, begun: true}, conn(fds[1])
 }
 
 func signal(t *testing.T, serial uint32, path dbus.ObjectPath, iface, member string, body ...any) []byte {
@@ -72,8 +72,8 @@ func TestPeerStreamKeeps(t *testing.T) {
 	binary.BigEndian.PutUint32(r.Bytes()[8:12], 3)
 	var stream []byte
 	for _, m := range [][]byte{
-		signal(t, 1, "/org/freedesktop/systemd1/unit/b_2eservice", propsIface, "PropertiesChanged", UnitIface, props, []string{}),
-		signal(t, 2, watched, propsIface, "PropertiesChanged", UnitIface, props, []string{}),
+		signal(t, 1, "/org/freedesktop/systemd1/unit/b_2eservice", propsIface, "PropertiesChanged", unitIface, props, []string{}),
+		signal(t, 2, watched, propsIface, "PropertiesChanged", unitIface, props, []string{}),
 		r.Bytes(),
 		signal(t, 4, objectPath, managerIface, "UnitNew", "b.service", dbus.ObjectPath("/b")),
 		signal(t, 5, objectPath, managerIface, "JobRemoved", uint32(1), dbus.ObjectPath("/job/1"), "a.service", "done"),
@@ -93,7 +93,7 @@ func TestPeerStreamKeeps(t *testing.T) {
 			break
 		}
 		got = append(got, msg.Serial())
-		if msg.Serial() == 2 && msg.Body[0] != UnitIface {
+		if msg.Serial() == 2 && msg.Body[0] != unitIface {
 			t.Errorf("signal 2 decoded as %v", msg.Body)
 		}
 	}
@@ -136,7 +136,7 @@ func equalSerials(a, b []uint32) bool {
 }
 
 // TestPeerStreamFDs writes a message that declares unix fds and one that
-// does not through sendFDs: the fds go with the first alone, and a message
+// does not through SendFDs: the fds go with the first alone, and a message
 // that never declares them is an error.
 func TestPeerStreamFDs(t *testing.T) {
 	s, manager := peerPair(t, nil)
@@ -145,16 +145,11 @@ func TestPeerStreamFDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	msg := &dbus.Message{Type: dbus.TypeMethodCall, Headers: map[dbus.HeaderField]dbus.Variant{
-		dbus.FieldPath:      dbus.MakeVariant(objectPath),
-		dbus.FieldMember:    dbus.MakeVariant("StartTransientUnit"),
-		dbus.FieldUnixFDs:   dbus.MakeVariant(uint32(1)),
-		dbus.FieldSignature: dbus.MakeVariant(dbus.SignatureOf(dbus.UnixFDIndex(0))),
-	}, Body: []any{dbus.UnixFDIndex(0)}}
+	msg := fdMessage(t)
 	plain := signal(t, 9, objectPath, managerIface, "Ping")
-	err = s.sendFDs([]int{int(f.Fd())}, func() {
+	err = s.SendFDs([]int{int(f.Fd())}, func() {
 		s.Write(plain)
-		msg.EncodeTo(s, binary.LittleEndian)
+		s.Write(msg)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -182,8 +177,8 @@ func TestPeerStreamFDs(t *testing.T) {
 	for _, fd := range fds {
 		syscall.Close(fd)
 	}
-	if err := s.sendFDs([]int{int(f.Fd())}, func() { s.Write(plain) }); err == nil {
-		t.Error("sendFDs with no message declaring fds: no error")
+	if err := s.SendFDs([]int{int(f.Fd())}, func() { s.Write(plain) }); err == nil {
+		t.Error("SendFDs with no message declaring fds: no error")
 	}
 }
 

@@ -1,4 +1,4 @@
-package manager
+package boot
 
 import (
 	"context"
@@ -162,9 +162,9 @@ func (c *Container) Start() error {
 			return fmt.Errorf("container manager: %w", err)
 		}
 	}
-	notify, err := c.listenNotify()
+	notify, err := listenNotify(filepath.Join(c.Dir, notifySocket))
 	if err != nil {
-		return err
+		return fmt.Errorf("container manager: %w", err)
 	}
 	noGenerators := filepath.Join(c.Dir, "unitrun-no-generators")
 	if err := os.MkdirAll(noGenerators, 0o755); err != nil {
@@ -250,15 +250,11 @@ func (c *Container) WaitBooted(ctx context.Context) error {
 	}
 }
 
-// listenNotify opens the socket the container's systemd notifies.
-func (c *Container) listenNotify() (*net.UnixConn, error) {
-	path := filepath.Join(c.Dir, notifySocket)
+// listenNotify opens a socket at path for sd_notify's messages (the
+// NOTIFY_SOCKET of a container's systemd or of the embedded journald).
+func listenNotify(path string) (*net.UnixConn, error) {
 	os.Remove(path)
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		return nil, fmt.Errorf("container manager: %w", err)
-	}
-	return conn, nil
+	return net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
 }
 
 // readNotify closes ready at the first READY=1 that conn receives, and

@@ -1,4 +1,4 @@
-package manager
+package busframe
 
 import (
 	"bytes"
@@ -65,7 +65,7 @@ func serviceChange() map[string]dbus.Variant {
 // order, as the manager sends it.
 func encodeSignal(t testing.TB, order binary.ByteOrder, changed map[string]dbus.Variant, invalidated []string) []byte {
 	t.Helper()
-	body := []any{ServiceIface, changed, invalidated}
+	body := []any{serviceIface, changed, invalidated}
 	msg := &dbus.Message{Type: dbus.TypeSignal, Headers: map[dbus.HeaderField]dbus.Variant{
 		dbus.FieldPath:      dbus.MakeVariant(dbus.ObjectPath("/org/freedesktop/systemd1/unit/a_2eservice")),
 		dbus.FieldInterface: dbus.MakeVariant(propsIface),
@@ -115,7 +115,7 @@ func TestSlimProps(t *testing.T) {
 				}
 			}
 			got, _ := msg.Body[1].(map[string]dbus.Variant)
-			if msg.Body[0] != ServiceIface || !reflect.DeepEqual(msg.Body[2], []string{}) || len(got) != len(want) {
+			if msg.Body[0] != serviceIface || !reflect.DeepEqual(msg.Body[2], []string{}) || len(got) != len(want) {
 				t.Fatalf("%v, keep %v: decoded %v", order, keep, msg.Body)
 			}
 			if !reflect.DeepEqual(got, want) {

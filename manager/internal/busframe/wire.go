@@ -1,4 +1,4 @@
-package manager
+package busframe
 
 import "encoding/binary"
 

@@ -1,4 +1,4 @@
-package manager
+package busframe
 
 import (
 	"bytes"
@@ -18,19 +18,19 @@ import (
 // each message in three system calls and decodes its body in full before
 // the signal router can drop it, which for the start of a pod of 100 apps
 // cost its client 90 to 130 ms of CPU (about 2,400 messages) where
-// systemctl spent 10 to 20 (docs/performance.md). peerStream is the stream
+// systemctl spent 10 to 20 (docs/performance.md). Stream is the stream
 // a Peer connection's godbus reads and writes instead of the socket: it
 // reads the socket in blocks, frames the messages and leaves out, from
 // their headers alone, the signals no Watch waits for. It also passes unix
-// fds, which godbus's stream transport cannot: sendFDs attaches them to
+// fds, which godbus's stream transport cannot: SendFDs attaches them to
 // the one message that declares them.
-type peerStream struct {
+type Stream struct {
 	conn *net.UnixConn
 	// keep reports whether a signal from path, of iface and member, is to
 	// reach godbus, and, for a PropertiesChanged, the only properties it
 	// needs (nil: all; see slimProps); methods' replies and errors always
 	// reach it.
-	keep keepFunc
+	keep KeepFunc
 
 	in     []byte // read from the socket, not yet framed
 	out    []byte // framed messages kept; godbus has read them up to outPos
@@ -40,26 +40,29 @@ type peerStream struct {
 	// that reads messages.
 	begun bool
 
-	fdmu sync.Mutex // held by sendFDs throughout
+	fdmu sync.Mutex // held by SendFDs throughout
 	wmu  sync.Mutex
 	fds  []int // for the next message written that declares unix fds
+	// pending holds what godbus wrote of a line (while it authenticates)
+	// or of a message that is not whole yet.
+	pending []byte
 }
 
-// A keepFunc is peerStream's filter of signals (see peerStream.keep).
-type keepFunc func(path dbus.ObjectPath, iface, member string) (keep bool, props map[string]bool)
+// A KeepFunc is Stream's filter of signals (see Stream.keep).
+type KeepFunc func(path dbus.ObjectPath, iface, member string) (keep bool, props map[string]bool)
 
-// dialPeer connects to the private socket at path; godbus authenticates
+// Dial connects to the private socket at path; godbus authenticates
 // through the stream it returns (see Write for the negotiation of unix
 // fds).
-func dialPeer(path string, keep keepFunc) (*peerStream, error) {
+func Dial(path string, keep KeepFunc) (*Stream, error) {
 	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		return nil, err
 	}
-	return &peerStream{conn: conn, keep: keep}, nil
+	return &Stream{conn: conn, keep: keep}, nil
 }
 
-// readBlock is the size of peerStream's first read buffer: a few of the
+// readBlock is the size of Stream's first read buffer: a few of the
 // manager's signals (each under 2 KB). It doubles for a longer message.
 const readBlock = 8 << 10
 
@@ -69,7 +72,7 @@ const maxMessage = 1 << 27
 // Read returns the bytes of the kept messages, whole messages at a time
 // once the authentication is over, and the socket's bytes as they come
 // before.
-func (s *peerStream) Read(p []byte) (int, error) {
+func (s *Stream) Read(p []byte) (int, error) {
 	if !s.begun {
 		return s.conn.Read(p)
 	}
@@ -99,22 +102,14 @@ func (s *peerStream) Read(p []byte) (int, error) {
 
 // frame moves each complete message at the start of s.in to s.out, or
 // drops it, and keeps a partial one for the next read.
-func (s *peerStream) frame() error {
+func (s *Stream) frame() error {
 	rest := s.in
-	for len(rest) >= 16 {
-		order, err := byteOrder(rest[0])
+	for {
+		n, order, err := messageLen(rest)
 		if err != nil {
 			return err
 		}
-		hlen, blen := int(order.Uint32(rest[12:16])), int(order.Uint32(rest[4:8]))
-		if hlen > maxMessage || blen > maxMessage {
-			return dbus.InvalidMessageError("message is too long")
-		}
-		n := 16 + (hlen+7)&^7 + blen
-		if n > maxMessage {
-			return dbus.InvalidMessageError("message is too long")
-		}
-		if len(rest) < n {
+		if n == 0 || len(rest) < n {
 			break
 		}
 		if msg, ok := s.wanted(rest[:n], order); ok {
@@ -124,6 +119,30 @@ func (s *peerStream) frame() error {
 	}
 	s.in = s.in[:copy(s.in, rest)]
 	return nil
+}
+
+// messageLen returns the length of the message that b starts with, from
+// its header's fixed part: the byte order, the body's length and the
+// header fields' length (the D-Bus specification's framing). It returns 0
+// while b is shorter than that fixed part, and an error for a byte order
+// that is neither or a message longer than D-Bus allows.
+func messageLen(b []byte) (int, binary.ByteOrder, error) {
+	if len(b) < 16 {
+		return 0, nil, nil
+	}
+	order, err := byteOrder(b[0])
+	if err != nil {
+		return 0, nil, err
+	}
+	hlen, blen := int(order.Uint32(b[12:16])), int(order.Uint32(b[4:8]))
+	if hlen > maxMessage || blen > maxMessage {
+		return 0, nil, dbus.InvalidMessageError("message is too long")
+	}
+	n := 16 + (hlen+7)&^7 + blen
+	if n > maxMessage {
+		return 0, nil, dbus.InvalidMessageError("message is too long")
+	}
+	return n, order, nil
 }
 
 func byteOrder(b byte) (binary.ByteOrder, error) {
@@ -140,7 +159,7 @@ func byteOrder(b byte) (binary.ByteOrder, error) {
 // get of it: anything but a signal, a signal the keep function asks for
 // (a PropertiesChanged with only the properties it names), and a message
 // whose header it cannot read (godbus then reports what is wrong with it).
-func (s *peerStream) wanted(msg []byte, order binary.ByteOrder) ([]byte, bool) {
+func (s *Stream) wanted(msg []byte, order binary.ByteOrder) ([]byte, bool) {
 	if dbus.Type(msg[1]) != dbus.TypeSignal {
 		return msg, true
 	}
@@ -155,7 +174,7 @@ func (s *peerStream) wanted(msg []byte, order binary.ByteOrder) ([]byte, bool) {
 	return msg, keep
 }
 
-// header holds what peerStream reads of a message's header.
+// header holds what Stream reads of a message's header.
 type header struct {
 	path, iface, member string
 	sig                 string // the body's signature
@@ -212,38 +231,85 @@ func readHeader(msg []byte, order binary.ByteOrder) (h header, ok bool) {
 	return h, true
 }
 
-// Write writes a message godbus encoded, in the one write it makes of
-// each, with the unix fds of sendFDs if it declares some. While godbus
-// authenticates, Write passes its lines through, and before its BEGIN
-// negotiates the passing of unix fds, which godbus skips on a stream.
-func (s *peerStream) Write(p []byte) (int, error) {
+// Write takes what godbus writes, frames it as the stream's reader does
+// and sends each whole line or message, however godbus cuts its writes:
+// while godbus authenticates, the lines of the protocol, and before its
+// BEGIN line the negotiation of unix fds, which godbus skips on a stream;
+// after it, each message whole, with the unix fds of SendFDs if it
+// declares some. A part of a line or message waits for the rest.
+func (s *Stream) Write(p []byte) (int, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if !s.begun {
-		if string(p) == "BEGIN\r\n" {
+	b := p
+	if len(s.pending) > 0 {
+		s.pending = append(s.pending, p...)
+		b = s.pending
+	}
+	rest, err := s.send(b)
+	if err != nil {
+		s.pending = s.pending[:0]
+		return 0, err
+	}
+	// rest is the tail of b, so of p or of s.pending; copy moves it within.
+	if len(rest) > 0 || len(s.pending) > 0 {
+		s.pending = append(s.pending[:0], rest...)
+	}
+	return len(p), nil
+}
+
+// send sends the whole lines and messages at the start of b, and returns
+// the part of one that follows them.
+func (s *Stream) send(b []byte) ([]byte, error) {
+	for !s.begun {
+		i := bytes.Index(b, []byte("\r\n"))
+		if i < 0 {
+			return b, nil
+		}
+		line := b[:i+2]
+		b = b[i+2:]
+		if string(line) == "BEGIN\r\n" {
 			if err := s.negotiateFDs(); err != nil {
-				return 0, err
+				return nil, err
 			}
 			s.begun = true
 		}
-		return s.conn.Write(p)
+		if _, err := s.conn.Write(line); err != nil {
+			return nil, err
+		}
 	}
-	if s.fds == nil || !declaresFDs(p) {
-		return s.conn.Write(p)
+	for {
+		n, _, err := messageLen(b)
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 || len(b) < n {
+			return b, nil
+		}
+		if err := s.sendMessage(b[:n]); err != nil {
+			return nil, err
+		}
+		b = b[n:]
 	}
-	n, _, err := s.conn.WriteMsgUnix(p, syscall.UnixRights(s.fds...), nil)
+}
+
+// sendMessage writes the whole message msg, with the fds of SendFDs if it
+// is the message that declares them.
+func (s *Stream) sendMessage(msg []byte) error {
+	if s.fds == nil || !declaresFDs(msg) {
+		_, err := s.conn.Write(msg)
+		return err
+	}
+	n, _, err := s.conn.WriteMsgUnix(msg, syscall.UnixRights(s.fds...), nil)
 	s.fds = nil
-	if err == nil && n < len(p) {
-		var m int
-		m, err = s.conn.Write(p[n:])
-		n += m
+	if err == nil && n < len(msg) {
+		_, err = s.conn.Write(msg[n:])
 	}
-	return n, err
+	return err
 }
 
 // negotiateFDs asks the manager to accept unix fds, as godbus does on a
 // socket, and reads its answer.
-func (s *peerStream) negotiateFDs() error {
+func (s *Stream) negotiateFDs() error {
 	if _, err := s.conn.Write([]byte("NEGOTIATE_UNIX_FD\r\n")); err != nil {
 		return err
 	}
@@ -275,10 +341,10 @@ func declaresFDs(p []byte) bool {
 	return ok && h.fds
 }
 
-// sendFDs calls send, which must write a message that declares unix fds,
+// SendFDs calls send, which must write a message that declares unix fds,
 // and has that message carry fds. It reports an error if no such message
 // was written.
-func (s *peerStream) sendFDs(fds []int, send func()) error {
+func (s *Stream) SendFDs(fds []int, send func()) error {
 	s.fdmu.Lock()
 	defer s.fdmu.Unlock()
 	s.wmu.Lock()
@@ -294,4 +360,8 @@ func (s *peerStream) sendFDs(fds []int, send func()) error {
 	return nil
 }
 
-func (s *peerStream) Close() error { return s.conn.Close() }
+func (s *Stream) Close() error { return s.conn.Close() }
+
+// SyscallConn returns the socket's raw connection (for its peer's
+// credentials).
+func (s *Stream) SyscallConn() (syscall.RawConn, error) { return s.conn.SyscallConn() }
