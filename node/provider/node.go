@@ -1,0 +1,135 @@
+package provider
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
+	"github.com/virtual-kubelet/virtual-kubelet/node/api"
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+)
+
+// Taint keeps off the node every Pod that does not tolerate it, as
+// virtual-kubelet nodes do: only Pods written for unitrun land here.
+var Taint = corev1.Taint{Key: "virtual-kubelet.io/provider", Value: "unitrun", Effect: corev1.TaintEffectNoSchedule}
+
+// MaxPods is the number of Pods the node takes.
+const MaxPods = 110
+
+// Version is what the node reports as its kubelet version.
+const Version = "unitrun-node"
+
+// Node returns the node to register: its capacity and allocatable (CPUs,
+// memory and pods) from the host, its taint and its labels. Its
+// conditions are left for the node controller to set.
+func (c *Config) Node() (*corev1.Node, error) {
+	mem, err := memTotal()
+	if err != nil {
+		return nil, err
+	}
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI),
+		corev1.ResourcePods:   *resource.NewQuantity(MaxPods, resource.DecimalSI),
+	}
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err != nil {
+		return nil, err
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: c.NodeName,
+			Labels: map[string]string{
+				"type":                   "virtual-kubelet",
+				"kubernetes.io/role":     "agent",
+				"kubernetes.io/hostname": c.NodeName,
+				"kubernetes.io/os":       "linux",
+				"kubernetes.io/arch":     runtime.GOARCH,
+			},
+		},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{Taint}},
+		Status: corev1.NodeStatus{
+			Phase:       corev1.NodePending,
+			Capacity:    capacity,
+			Allocatable: capacity.DeepCopy(),
+			NodeInfo: corev1.NodeSystemInfo{
+				OperatingSystem: "linux",
+				Architecture:    runtime.GOARCH,
+				KernelVersion:   unix.ByteSliceToString(uts.Release[:]),
+				KubeletVersion:  Version,
+			},
+			Conditions: []corev1.NodeCondition{
+				{Type: corev1.NodeReady, Status: corev1.ConditionFalse},
+				{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse},
+				{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse},
+				{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse},
+				{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse},
+			},
+		},
+	}, nil
+}
+
+// memTotal is the host's memory, from /proc/meminfo.
+func memTotal() (int64, error) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		rest, ok := strings.CutPrefix(s.Text(), "MemTotal:")
+		if !ok {
+			continue
+		}
+		kb, ok := strings.CutSuffix(strings.TrimSpace(rest), " kB")
+		n, err := strconv.ParseInt(kb, 10, 64)
+		if !ok || err != nil {
+			return 0, fmt.Errorf("/proc/meminfo: cannot read %q", s.Text())
+		}
+		return n << 10, nil
+	}
+	if err := s.Err(); err != nil {
+		return 0, err
+	}
+	return 0, errors.New("/proc/meminfo has no MemTotal")
+}
+
+var errNotSupported = errdefs.InvalidInput("not supported by unitrun-node")
+
+// RunInContainer is not supported: unitrun pods have no exec.
+func (p *Provider) RunInContainer(ctx context.Context, namespace, podName, containerName string, cmd []string, attach api.AttachIO) error {
+	return errNotSupported
+}
+
+// AttachToContainer is not supported: apps' output goes to their log files.
+func (p *Provider) AttachToContainer(ctx context.Context, namespace, podName, containerName string, attach api.AttachIO) error {
+	return errNotSupported
+}
+
+// GetStatsSummary is not supported.
+func (p *Provider) GetStatsSummary(context.Context) (*statsv1alpha1.Summary, error) {
+	return nil, errNotSupported
+}
+
+// GetMetricsResource is not supported.
+func (p *Provider) GetMetricsResource(context.Context) ([]*dto.MetricFamily, error) {
+	return nil, errNotSupported
+}
+
+// PortForward is not supported: Pods here use the host's network.
+func (p *Provider) PortForward(ctx context.Context, namespace, pod string, port int32, stream io.ReadWriteCloser) error {
+	return errNotSupported
+}

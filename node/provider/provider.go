@@ -1,0 +1,396 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+)
+
+// Config is what a node needs to run Pods.
+type Config struct {
+	// NodeName is the node's name in the cluster.
+	NodeName string
+	// Images maps an image name, exactly as Pods spell it, to the
+	// absolute path of a root filesystem or to HostImage.
+	Images map[string]string
+	// AllowPrivileged lets Pods run containers as root on the host, or
+	// privileged, or with added capabilities.
+	AllowPrivileged bool
+	// StateDir holds the unitrun pods' state (as unitrun pod's --state-dir)
+	// and, in StateDir/node, the Pods this node runs.
+	StateDir string
+	// Binary is the absolute path of the unitrun command, which the pods'
+	// units call back.
+	Binary string
+	// Manager is the systemd manager to run on, as unitrun's --manager
+	// takes it; "" chooses as unitrun does.
+	Manager string
+	// Log receives what the provider does; nil discards it.
+	Log *slog.Logger
+	// Poll is how often the provider reads the status of its pods to
+	// report changes; 0 means one second.
+	Poll time.Duration
+}
+
+// A Provider runs the Pods bound to its node as unitrun pods. It
+// implements virtual-kubelet's PodLifecycleHandler, PodNotifier and
+// container logs.
+type Provider struct {
+	cfg  Config
+	eng  *engine
+	dir  string // StateDir/node: one record per Pod
+	log  *slog.Logger
+	poll time.Duration
+
+	mu     sync.Mutex
+	pods   map[string]*entry // by namespace/name
+	notify func(*corev1.Pod)
+}
+
+// An entry is one Pod the provider has taken on.
+type entry struct {
+	pod     *corev1.Pod
+	name    string // the unitrun pod's
+	refused error  // why the Pod cannot run here; nil if it runs
+	at      time.Time
+	sent    *corev1.PodStatus // the status last notified
+	final   *podState         // the status read before the unitrun pod was removed
+}
+
+// New opens the manager and returns a provider that has adopted the pods
+// that an earlier provider left in cfg.StateDir.
+func New(ctx context.Context, cfg Config) (*Provider, error) {
+	if !filepath.IsAbs(cfg.StateDir) || !filepath.IsAbs(cfg.Binary) {
+		return nil, fmt.Errorf("state dir %q and unitrun binary %q must be absolute paths", cfg.StateDir, cfg.Binary)
+	}
+	e, err := openEngine(ctx, cfg.Manager, cfg.StateDir, cfg.Binary)
+	if err != nil {
+		return nil, err
+	}
+	p, err := newProvider(ctx, cfg, e)
+	if err != nil {
+		e.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func newProvider(ctx context.Context, cfg Config, e *engine) (*Provider, error) {
+	p := &Provider{cfg: cfg, eng: e, dir: filepath.Join(cfg.StateDir, "node"), log: cfg.Log, poll: cfg.Poll, pods: map[string]*entry{}}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	if p.poll == 0 {
+		p.poll = time.Second
+	}
+	if err := os.MkdirAll(p.dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := p.adopt(ctx); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Close releases the connection to the manager. The pods keep running.
+func (p *Provider) Close() error { return p.eng.close() }
+
+func key(namespace, name string) string { return namespace + "/" + name }
+
+func (p *Provider) record(name string) string { return filepath.Join(p.dir, name+".json") }
+
+// adopt takes on the pods an earlier provider recorded: a Pod whose
+// unitrun pod exists is reported again (and started, if it was created
+// but not started); a record without its pod is dropped, so that the Pod
+// is created once more if it still exists; a pod of this provider's
+// naming without a record, which a removal cut short left, is removed.
+func (p *Provider) adopt(ctx context.Context) error {
+	recs, err := os.ReadDir(p.dir)
+	if err != nil {
+		return err
+	}
+	recorded := map[string]bool{}
+	for _, r := range recs {
+		name, ok := strings.CutSuffix(r.Name(), ".json")
+		if !ok || !strings.HasPrefix(name, podPrefix) {
+			continue
+		}
+		data, err := os.ReadFile(p.record(name))
+		if err != nil {
+			return err
+		}
+		var pod corev1.Pod
+		if err := json.Unmarshal(data, &pod); err != nil {
+			return fmt.Errorf("%s: %w", p.record(name), err)
+		}
+		if !p.eng.exists(name) {
+			os.Remove(p.record(name))
+			continue
+		}
+		if err := p.eng.start(ctx, name); err != nil {
+			return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		recorded[name] = true
+		p.pods[key(pod.Namespace, pod.Name)] = &entry{pod: &pod, name: name}
+		p.log.Info("adopted", "pod", key(pod.Namespace, pod.Name), "unitrun_pod", name)
+	}
+	names, err := p.eng.names()
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if strings.HasPrefix(name, podPrefix) && !recorded[name] {
+			p.log.Info("removing a pod without a record", "unitrun_pod", name)
+			if _, _, err := p.eng.remove(ctx, name, 0); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// CreatePod runs pod as a unitrun pod. A Pod it cannot run fully is
+// not run: it fails with a reason that names each field. A Pod it runs
+// already is left as it is.
+func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
+	k := key(pod.Namespace, pod.Name)
+	p.mu.Lock()
+	e := p.pods[k]
+	p.mu.Unlock()
+	if e != nil && e.pod.UID == pod.UID {
+		return nil
+	}
+	name := podName(pod.Namespace, pod.Name, string(pod.UID))
+	e = &entry{pod: pod.DeepCopy(), name: name, at: time.Now()}
+	manifest, err := p.cfg.translate(pod)
+	if err == nil {
+		if err = p.eng.check(manifest); err != nil {
+			err = containerPaths(pod, err)
+		}
+	}
+	if err != nil {
+		e.refused = err
+		p.log.Info("refused", "pod", k, "reason", err)
+		p.put(k, e)
+		return nil
+	}
+	data, err := json.Marshal(pod)
+	if err != nil {
+		return err
+	}
+	if err := writeFile(p.record(name), data); err != nil {
+		return err
+	}
+	if err := p.eng.create(ctx, name, manifest); err != nil && !errors.Is(err, errExists) {
+		// Nothing of it may stay: the next try starts afresh.
+		p.eng.remove(ctx, name, 0)
+		os.Remove(p.record(name))
+		return fmt.Errorf("create unitrun pod %s: %w", name, err)
+	}
+	p.log.Info("created", "pod", k, "unitrun_pod", name)
+	p.put(k, e)
+	return nil
+}
+
+func (p *Provider) put(k string, e *entry) {
+	p.mu.Lock()
+	p.pods[k] = e
+	p.mu.Unlock()
+	p.sendStatus(context.Background(), e)
+}
+
+// UpdatePod keeps pod's new labels and annotations. The fields that a Pod
+// may change once created (images, activeDeadlineSeconds, tolerations) do
+// not change what the node runs.
+func (p *Provider) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
+	k := key(pod.Namespace, pod.Name)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.pods[k]
+	if e == nil || e.pod.UID != pod.UID {
+		return errdefs.NotFoundf("pod %s is not on this node", k)
+	}
+	if e.refused == nil {
+		data, err := json.Marshal(pod)
+		if err != nil {
+			return err
+		}
+		if err := writeFile(p.record(e.name), data); err != nil {
+			return err
+		}
+	}
+	e.pod = pod.DeepCopy()
+	return nil
+}
+
+// DeletePod stops the Pod's unitrun pod gracefully (each app gets the
+// Pod's termination grace period, then is killed), reports the status it
+// ended with and removes it.
+func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
+	k := key(pod.Namespace, pod.Name)
+	p.mu.Lock()
+	e := p.pods[k]
+	p.mu.Unlock()
+	if e == nil {
+		return errdefs.NotFoundf("pod %s is not on this node", k)
+	}
+	if e.refused == nil {
+		kill := time.Duration(0)
+		if g := e.pod.Spec.TerminationGracePeriodSeconds; g != nil {
+			kill = time.Duration(*g)*time.Second + 5*time.Second
+		}
+		last, ok, err := p.eng.remove(ctx, e.name, kill)
+		if err != nil {
+			return fmt.Errorf("remove unitrun pod %s: %w", e.name, err)
+		}
+		if ok {
+			p.mu.Lock()
+			e.final = &last
+			p.mu.Unlock()
+		}
+		if err := os.Remove(p.record(e.name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	p.mu.Lock()
+	delete(p.pods, k)
+	p.mu.Unlock()
+	p.log.Info("deleted", "pod", k, "unitrun_pod", e.name)
+	p.sendStatus(ctx, e)
+	return nil
+}
+
+// GetPod returns the Pod as the provider took it on.
+func (p *Provider) GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.pods[key(namespace, name)]
+	if e == nil {
+		return nil, errdefs.NotFoundf("pod %s is not on this node", key(namespace, name))
+	}
+	return e.pod.DeepCopy(), nil
+}
+
+// GetPodStatus returns the Pod's status, from its unitrun pod's status files.
+func (p *Provider) GetPodStatus(ctx context.Context, namespace, name string) (*corev1.PodStatus, error) {
+	p.mu.Lock()
+	e := p.pods[key(namespace, name)]
+	p.mu.Unlock()
+	if e == nil {
+		return nil, errdefs.NotFoundf("pod %s is not on this node", key(namespace, name))
+	}
+	return p.status(e)
+}
+
+func (p *Provider) status(e *entry) (*corev1.PodStatus, error) {
+	p.mu.Lock()
+	pod, final := e.pod, e.final
+	p.mu.Unlock()
+	if e.refused != nil {
+		return refusedStatus(pod, e.refused, e.at), nil
+	}
+	if final != nil {
+		return podStatus(pod, e.name, *final), nil
+	}
+	s, err := p.eng.status(e.name)
+	if err != nil {
+		return nil, err
+	}
+	return podStatus(pod, e.name, s), nil
+}
+
+// GetPods returns every Pod the provider runs.
+func (p *Provider) GetPods(ctx context.Context) ([]*corev1.Pod, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var pods []*corev1.Pod
+	for _, e := range p.pods {
+		pods = append(pods, e.pod.DeepCopy())
+	}
+	return pods, nil
+}
+
+// NotifyPods registers f, which the provider calls with each Pod whose
+// status changed, and reads its pods' statuses every Poll until ctx ends.
+func (p *Provider) NotifyPods(ctx context.Context, f func(*corev1.Pod)) {
+	p.mu.Lock()
+	p.notify = f
+	entries := make([]*entry, 0, len(p.pods))
+	for _, e := range p.pods {
+		entries = append(entries, e)
+	}
+	p.mu.Unlock()
+	go func() {
+		t := time.NewTicker(p.poll)
+		defer t.Stop()
+		for {
+			for _, e := range entries {
+				p.sendStatus(ctx, e)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			p.mu.Lock()
+			entries = entries[:0]
+			for _, e := range p.pods {
+				entries = append(entries, e)
+			}
+			p.mu.Unlock()
+		}
+	}()
+}
+
+// sendStatus notifies e's status if it changed since it was last sent.
+func (p *Provider) sendStatus(ctx context.Context, e *entry) {
+	st, err := p.status(e)
+	if err != nil {
+		p.log.Warn("cannot read the pod's status", "pod", key(e.pod.Namespace, e.pod.Name), "unitrun_pod", e.name, "err", err)
+		return
+	}
+	p.mu.Lock()
+	f := p.notify
+	changed := e.sent == nil || !equality.Semantic.DeepEqual(e.sent, st)
+	if f != nil && changed {
+		e.sent = st
+	}
+	pod := e.pod.DeepCopy()
+	p.mu.Unlock()
+	if f == nil || !changed {
+		return
+	}
+	pod.Status = *st
+	f(pod)
+}
+
+// appsRE finds the app paths in a unitrun manifest error.
+var appsRE = regexp.MustCompile(`\bapps\[(\d+)\]`)
+
+// containerPaths rewrites the app paths (apps[3]) of a unitrun manifest
+// error as the Pod's container paths (spec.containers[1]): the manifest
+// lists the init containers first.
+func containerPaths(pod *corev1.Pod, err error) error {
+	n := len(pod.Spec.InitContainers)
+	msg := appsRE.ReplaceAllStringFunc(err.Error(), func(s string) string {
+		i, _ := strconv.Atoi(appsRE.FindStringSubmatch(s)[1])
+		if i < n {
+			return fmt.Sprintf("spec.initContainers[%d]", i)
+		}
+		return fmt.Sprintf("spec.containers[%d]", i-n)
+	})
+	return errors.New(strings.ReplaceAll(msg, "\n", "; "))
+}

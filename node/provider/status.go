@@ -1,0 +1,249 @@
+package provider
+
+import (
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// podState is what a unitrun pod's status files say of it.
+type podState struct {
+	Phase      string // Pending, Running, Succeeded, Failed
+	ExitCode   *int
+	CreatedAt  time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+	Apps       []appState
+}
+
+// appState is what an app's status file says of it.
+type appState struct {
+	Name       string
+	State      string // waiting, running, restarting, exited, failed
+	ExitCode   *int
+	Signal     string // "TERM", without SIG
+	Result     string // systemd's: success, exit-code, signal, oom-kill, ...
+	Restarts   int
+	Backoff    time.Duration
+	Message    string
+	StartedAt  time.Time
+	FinishedAt time.Time
+	LastExitAt time.Time
+}
+
+func (s podState) app(name string) (appState, bool) {
+	for _, a := range s.Apps {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return appState{}, false
+}
+
+// ended reports whether the pod has ended.
+func (s podState) ended() bool { return s.Phase == "Succeeded" || s.Phase == "Failed" }
+
+// podStatus turns the status of unitrun pod name, which runs p, into p's
+// status. Every field comes from the status files; a fact they do not
+// hold (a container's termination before its last one) is left out.
+func podStatus(p *corev1.Pod, name string, s podState) *corev1.PodStatus {
+	st := &corev1.PodStatus{
+		Phase:     corev1.PodPhase(s.Phase),
+		StartTime: timeOf(s.StartedAt),
+		QOSClass:  qosClass(p),
+	}
+	if st.StartTime == nil {
+		st.StartTime = timeOf(s.CreatedAt)
+	}
+	initDone, initAt := true, s.StartedAt
+	for _, c := range p.Spec.InitContainers {
+		a, _ := s.app(c.Name)
+		cs := containerStatus(name, c, a, "PodInitializing")
+		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
+		if a.State != "exited" {
+			initDone = false
+		} else if a.FinishedAt.After(initAt) {
+			initAt = a.FinishedAt
+		}
+	}
+	waiting := "ContainerCreating"
+	if !initDone {
+		waiting = "PodInitializing"
+	}
+	ready, readyAt := !s.ended(), time.Time{}
+	for _, c := range p.Spec.Containers {
+		a, _ := s.app(c.Name)
+		cs := containerStatus(name, c, a, waiting)
+		st.ContainerStatuses = append(st.ContainerStatuses, cs)
+		if !cs.Ready {
+			ready = false
+		}
+		readyAt = latest(readyAt, a.StartedAt, a.LastExitAt, a.FinishedAt)
+	}
+	if st.Phase == corev1.PodRunning && !initDone {
+		// Kubernetes' phase while init containers run.
+		st.Phase = corev1.PodPending
+	}
+	if s.ended() {
+		readyAt = latest(readyAt, s.FinishedAt)
+	}
+	if readyAt.IsZero() {
+		readyAt = s.CreatedAt
+	}
+	if !initDone {
+		initAt = s.CreatedAt
+	}
+	st.Conditions = []corev1.PodCondition{
+		condition(corev1.PodScheduled, true, s.CreatedAt, ""),
+		condition(corev1.PodInitialized, initDone, initAt, ""),
+		condition(corev1.ContainersReady, ready, readyAt, completed(s)),
+		condition(corev1.PodReady, ready, readyAt, completed(s)),
+	}
+	return st
+}
+
+func completed(s podState) string {
+	if s.ended() {
+		return "PodCompleted"
+	}
+	return ""
+}
+
+func condition(t corev1.PodConditionType, ok bool, at time.Time, reason string) corev1.PodCondition {
+	c := corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(at), Reason: reason}
+	if ok {
+		c.Status, c.Reason = corev1.ConditionTrue, ""
+	}
+	return c
+}
+
+// containerStatus is the status of container c, which app a of pod name
+// runs; waiting is the reason of a container not started yet.
+func containerStatus(name string, c corev1.Container, a appState, waiting string) corev1.ContainerStatus {
+	started := a.State == "running"
+	cs := corev1.ContainerStatus{
+		Name:         c.Name,
+		Image:        c.Image,
+		ImageID:      c.Image,
+		ContainerID:  "unitrun://" + unitName(name, c.Name),
+		RestartCount: int32(a.Restarts),
+		Ready:        started,
+		Started:      &started,
+	}
+	switch a.State {
+	case "running":
+		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(a.StartedAt)}
+		if a.Restarts > 0 && a.ExitCode != nil {
+			// The run before this one: its start is not recorded.
+			cs.LastTerminationState.Terminated = terminated(a, time.Time{}, a.LastExitAt)
+		}
+	case "restarting":
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: fmt.Sprintf("back-off %s restarting failed container", a.Backoff)}
+		if a.Backoff == 0 {
+			cs.State.Waiting.Reason, cs.State.Waiting.Message = "ContainerCreating", ""
+		}
+		if a.ExitCode != nil {
+			cs.LastTerminationState.Terminated = terminated(a, a.StartedAt, a.LastExitAt)
+		}
+	case "exited", "failed":
+		cs.State.Terminated = terminated(a, a.StartedAt, a.FinishedAt)
+		if cs.State.Terminated == nil {
+			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "Unknown", Message: "unitrun recorded no exit code"}
+		}
+	default:
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: waiting}
+		if a.Message != "" {
+			cs.State.Waiting.Message = a.Message
+		}
+	}
+	return cs
+}
+
+// terminated describes a's last exit, of the run started at started (zero
+// if unknown), which happened at finished.
+func terminated(a appState, started, finished time.Time) *corev1.ContainerStateTerminated {
+	if a.ExitCode == nil {
+		return nil
+	}
+	t := &corev1.ContainerStateTerminated{
+		ExitCode:   int32(*a.ExitCode),
+		StartedAt:  metav1.NewTime(started),
+		FinishedAt: metav1.NewTime(finished),
+		Message:    a.Message,
+	}
+	switch {
+	case a.Result == "oom-kill":
+		t.Reason = "OOMKilled"
+	case *a.ExitCode == 0 && a.Signal == "":
+		t.Reason = "Completed"
+	default:
+		t.Reason = "Error"
+	}
+	if a.Signal != "" {
+		t.Signal = int32(unix.SignalNum("SIG" + a.Signal))
+	}
+	return t
+}
+
+// qosClass is the Pod's QoS class, as the API server computes it; a status
+// update must keep it.
+func qosClass(p *corev1.Pod) corev1.PodQOSClass {
+	if p.Status.QOSClass != "" {
+		return p.Status.QOSClass
+	}
+	return corev1.PodQOSBestEffort
+}
+
+func timeOf(t time.Time) *metav1.Time {
+	if t.IsZero() {
+		return nil
+	}
+	mt := metav1.NewTime(t)
+	return &mt
+}
+
+func latest(ts ...time.Time) time.Time {
+	var l time.Time
+	for _, t := range ts {
+		if t.After(l) {
+			l = t
+		}
+	}
+	return l
+}
+
+// refusedStatus is the status of a Pod this node refuses: Failed, its
+// reason naming the fields.
+func refusedStatus(p *corev1.Pod, err error, at time.Time) *corev1.PodStatus {
+	st := &corev1.PodStatus{
+		Phase:     corev1.PodFailed,
+		Reason:    "Unsupported",
+		Message:   "unitrun-node cannot run this pod: " + err.Error(),
+		StartTime: timeOf(at),
+		QOSClass:  qosClass(p),
+		Conditions: []corev1.PodCondition{
+			condition(corev1.PodScheduled, true, at, ""),
+			condition(corev1.PodInitialized, false, at, "Unsupported"),
+			condition(corev1.ContainersReady, false, at, "Unsupported"),
+			condition(corev1.PodReady, false, at, "Unsupported"),
+		},
+	}
+	for _, c := range p.Spec.InitContainers {
+		st.InitContainerStatuses = append(st.InitContainerStatuses, refusedContainer(c))
+	}
+	for _, c := range p.Spec.Containers {
+		st.ContainerStatuses = append(st.ContainerStatuses, refusedContainer(c))
+	}
+	return st
+}
+
+func refusedContainer(c corev1.Container) corev1.ContainerStatus {
+	f := false
+	return corev1.ContainerStatus{
+		Name: c.Name, Image: c.Image, Started: &f,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "Unsupported"}},
+	}
+}

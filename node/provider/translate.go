@@ -1,0 +1,585 @@
+package provider
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Annotations a Pod may carry for this node.
+const (
+	// AnnotationIsolation chooses the unitrun pod's isolation: "none" (its
+	// apps are units of the host's manager) or "namespaces" (under a
+	// systemd of its own). Without it a pod whose images are all "host"
+	// runs without isolation, and one with a root filesystem in namespaces.
+	AnnotationIsolation = "unitrun.io/isolation"
+	// AnnotationRestartBackoff is the first delay before a container
+	// restarts (a Go duration, "1s"), which doubles with each restart up to
+	// five minutes; Kubernetes has no field for it. Default 10s.
+	AnnotationRestartBackoff = "unitrun.io/restart-backoff"
+)
+
+// HostImage is the image mapping that runs a container on the host's own
+// file system.
+const HostImage = "host"
+
+// manifest is a unitrun pod manifest, as its wire format spells it
+// (docs/pods.md); the provider writes it as JSON, which the manifest's
+// YAML reader takes.
+type manifest struct {
+	Name           string   `json:"name"`
+	RestartPolicy  string   `json:"restartPolicy"`
+	RestartBackoff *backoff `json:"restartBackoff,omitempty"`
+	Isolation      string   `json:"isolation,omitempty"`
+	Network        string   `json:"network,omitempty"`
+	Apps           []app    `json:"apps"`
+}
+
+type backoff struct {
+	Initial string `json:"initial"`
+}
+
+type app struct {
+	Name          string            `json:"name"`
+	Exec          []string          `json:"exec"`
+	Env           map[string]string `json:"env,omitempty"`
+	WorkingDir    string            `json:"workingDir,omitempty"`
+	User          string            `json:"user,omitempty"`
+	Group         string            `json:"group,omitempty"`
+	RestartPolicy string            `json:"restartPolicy,omitempty"`
+	StopTimeout   string            `json:"stopTimeout,omitempty"`
+	Init          bool              `json:"init,omitempty"`
+	Rootfs        string            `json:"rootfs,omitempty"`
+	Resources     *resources        `json:"resources,omitempty"`
+	Probe         *probe            `json:"probe,omitempty"`
+}
+
+type resources struct {
+	Memory    string `json:"memory,omitempty"`
+	CPUWeight *int   `json:"cpuWeight,omitempty"`
+}
+
+type probe struct {
+	Exec                []string   `json:"exec,omitempty"`
+	HTTP                *httpProbe `json:"http,omitempty"`
+	TCP                 *tcpProbe  `json:"tcp,omitempty"`
+	InitialDelaySeconds int32      `json:"initialDelaySeconds,omitempty"`
+	PeriodSeconds       int32      `json:"periodSeconds,omitempty"`
+	TimeoutSeconds      int32      `json:"timeoutSeconds,omitempty"`
+	FailureThreshold    int32      `json:"failureThreshold,omitempty"`
+	Action              string     `json:"action"`
+}
+
+type httpProbe struct {
+	Port int32  `json:"port"`
+	Path string `json:"path,omitempty"`
+}
+
+type tcpProbe struct {
+	Port int32 `json:"port"`
+}
+
+// A refusal is why a Pod cannot run on this node: the field and the rule.
+type refusal struct {
+	Field string
+	Rule  string
+}
+
+func (r refusal) Error() string { return r.Field + ": " + r.Rule }
+
+// refusals collects every refusal of one Pod.
+type refusals []refusal
+
+func (rs *refusals) add(field, format string, args ...any) {
+	*rs = append(*rs, refusal{Field: field, Rule: fmt.Sprintf(format, args...)})
+}
+
+func (rs refusals) Error() string {
+	var b strings.Builder
+	for i, r := range rs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(r.Error())
+	}
+	return b.String()
+}
+
+// podName is the unitrun pod that runs Pod namespace/name of uid: a name
+// that unitrun accepts (at most 29 characters) and that no other Pod, nor
+// a later Pod of the same name, gets.
+func podName(namespace, name, uid string) string {
+	sum := sha256.Sum256([]byte(namespace + "/" + name + "/" + uid))
+	return podPrefix + hex.EncodeToString(sum[:])[:25]
+}
+
+// podPrefix starts the name of every unitrun pod this provider runs; it
+// touches no other pod.
+const podPrefix = "k8s-"
+
+// appNameRE is unitrun's rule for app names (pod.NamePattern).
+var appNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,28}$`)
+
+// translate returns the unitrun manifest that runs p on node, or every
+// reason it cannot.
+func (c *Config) translate(p *corev1.Pod) ([]byte, error) {
+	var rs refusals
+	m := manifest{Name: podName(p.Namespace, p.Name, string(p.UID))}
+	switch p.Spec.RestartPolicy {
+	case corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
+		m.RestartPolicy = string(p.Spec.RestartPolicy)
+	case "":
+		m.RestartPolicy = string(corev1.RestartPolicyAlways)
+	default:
+		rs.add("spec.restartPolicy", "%q is not Always, OnFailure or Never", p.Spec.RestartPolicy)
+	}
+	c.checkPodSpec(p, &rs)
+	vols := c.checkVolumes(p, &rs)
+	rootfs := false
+	for i := range p.Spec.InitContainers {
+		ctr := &p.Spec.InitContainers[i]
+		a := c.container(p, ctr, fmt.Sprintf("spec.initContainers[%d]", i), vols, &rs)
+		a.Init = true
+		if ctr.RestartPolicy != nil {
+			rs.add(fmt.Sprintf("spec.initContainers[%d].restartPolicy", i), "sidecar containers (restartPolicy: %s) are not supported: unitrun pods have no sidecars", *ctr.RestartPolicy)
+		}
+		if ctr.LivenessProbe != nil {
+			rs.add(fmt.Sprintf("spec.initContainers[%d].livenessProbe", i), "an init container has no probes")
+		}
+		rootfs = rootfs || a.Rootfs != ""
+		m.Apps = append(m.Apps, a)
+	}
+	for i := range p.Spec.Containers {
+		ctr := &p.Spec.Containers[i]
+		path := fmt.Sprintf("spec.containers[%d]", i)
+		a := c.container(p, ctr, path, vols, &rs)
+		if ctr.LivenessProbe != nil {
+			a.Probe = livenessProbe(ctr, path+".livenessProbe", &rs)
+		}
+		rootfs = rootfs || a.Rootfs != ""
+		m.Apps = append(m.Apps, a)
+	}
+	switch iso := p.Annotations[AnnotationIsolation]; iso {
+	case "":
+		if rootfs {
+			m.Isolation = "namespaces"
+		}
+	case "none":
+		if rootfs {
+			rs.add("metadata.annotations["+AnnotationIsolation+"]", "none cannot run an image that maps to a root filesystem: that needs namespaces")
+		}
+		m.Isolation = iso
+	case "namespaces":
+		m.Isolation = iso
+	default:
+		rs.add("metadata.annotations["+AnnotationIsolation+"]", "%q is not none or namespaces", iso)
+	}
+	if m.Isolation == "namespaces" {
+		m.Network = "host"
+	}
+	if b, ok := p.Annotations[AnnotationRestartBackoff]; ok {
+		d, err := time.ParseDuration(b)
+		if err != nil || d <= 0 || d > 5*time.Minute {
+			rs.add("metadata.annotations["+AnnotationRestartBackoff+"]", "%q is not a duration above 0 and at most 5m", b)
+		}
+		m.RestartBackoff = &backoff{Initial: d.String()}
+	}
+	if len(rs) > 0 {
+		return nil, rs
+	}
+	return json.Marshal(m)
+}
+
+// checkPodSpec refuses what the Pod asks of its whole sandbox that a
+// unitrun pod cannot give.
+func (c *Config) checkPodSpec(p *corev1.Pod, rs *refusals) {
+	s := &p.Spec
+	if s.HostPID {
+		rs.add("spec.hostPID", "not supported: the pod's processes are the host's or, isolated, in a PID namespace of the pod's own")
+	}
+	if s.HostIPC {
+		rs.add("spec.hostIPC", "not supported")
+	}
+	if s.ShareProcessNamespace != nil && *s.ShareProcessNamespace {
+		rs.add("spec.shareProcessNamespace", "not supported")
+	}
+	if s.EphemeralContainers != nil {
+		rs.add("spec.ephemeralContainers", "not supported")
+	}
+	if s.HostUsers != nil && !*s.HostUsers {
+		rs.add("spec.hostUsers", "false is not supported: unitrun pods have no user namespaces")
+	}
+	if s.SecurityContext != nil {
+		sc := s.SecurityContext
+		if sc.FSGroup != nil {
+			rs.add("spec.securityContext.fsGroup", "not supported")
+		}
+		if len(sc.SupplementalGroups) > 0 {
+			rs.add("spec.securityContext.supplementalGroups", "not supported")
+		}
+		if len(sc.Sysctls) > 0 {
+			rs.add("spec.securityContext.sysctls", "not supported")
+		}
+		if sc.SELinuxOptions != nil || sc.SeccompProfile != nil || sc.AppArmorProfile != nil || sc.WindowsOptions != nil {
+			rs.add("spec.securityContext", "seLinuxOptions, seccompProfile, appArmorProfile and windowsOptions are not supported")
+		}
+	}
+	for i, g := range s.ReadinessGates {
+		rs.add(fmt.Sprintf("spec.readinessGates[%d]", i), "%q: readiness gates are not supported", g.ConditionType)
+	}
+	if len(s.ResourceClaims) > 0 {
+		rs.add("spec.resourceClaims", "not supported")
+	}
+	if len(s.HostAliases) > 0 {
+		rs.add("spec.hostAliases", "not supported: the pod uses the host's /etc/hosts")
+	}
+	if s.DNSConfig != nil {
+		rs.add("spec.dnsConfig", "not supported: the pod uses the host's resolver")
+	}
+}
+
+// A volume the provider honours: a host path, or an emptyDir that no
+// container mounts.
+type volume struct {
+	hostPath string // "" for an emptyDir
+}
+
+// checkVolumes returns the Pod's hostPath and emptyDir volumes by name and
+// refuses every other kind.
+func (c *Config) checkVolumes(p *corev1.Pod, rs *refusals) map[string]volume {
+	vols := map[string]volume{}
+	for i, v := range p.Spec.Volumes {
+		switch {
+		case v.HostPath != nil:
+			vols[v.Name] = volume{hostPath: v.HostPath.Path}
+		case v.EmptyDir != nil:
+			vols[v.Name] = volume{}
+		default:
+			rs.add(fmt.Sprintf("spec.volumes[%d]", i), "volume %q: only hostPath and emptyDir volumes are supported (a projected service account token needs automountServiceAccountToken: false)", v.Name)
+		}
+	}
+	return vols
+}
+
+// container maps one container to an app.
+func (c *Config) container(p *corev1.Pod, ctr *corev1.Container, path string, vols map[string]volume, rs *refusals) app {
+	a := app{Name: ctr.Name}
+	if !appNameRE.MatchString(ctr.Name) || ctr.Name == "shutdown" {
+		rs.add(path+".name", "%q: unitrun app names are at most 29 characters of a-z, 0-9 and '-', and not shutdown", ctr.Name)
+	}
+	img, ok := c.Images[ctr.Image]
+	switch {
+	case !ok:
+		rs.add(path+".image", "%q is not mapped to a root filesystem or to host in this node's image map", ctr.Image)
+	case img != HostImage:
+		a.Rootfs = img
+	}
+	env, err := environment(p, ctr, path, rs)
+	if err == nil {
+		a.Env = env
+	}
+	a.Exec = append(expandAll(ctr.Command, env), expandAll(ctr.Args, env)...)
+	if len(ctr.Command) == 0 {
+		rs.add(path+".command", "required: this node has no image metadata to take an entrypoint from")
+	}
+	a.WorkingDir = ctr.WorkingDir
+	c.securityContext(p, ctr, path, &a, rs)
+	a.Resources = containerResources(ctr, path, rs)
+	if g := p.Spec.TerminationGracePeriodSeconds; g != nil {
+		a.StopTimeout = (time.Duration(*g) * time.Second).String()
+		if *g == 0 {
+			a.StopTimeout = "1ns"
+		}
+	}
+	for j, port := range ctr.Ports {
+		if !p.Spec.HostNetwork {
+			rs.add(fmt.Sprintf("%s.ports[%d]", path, j), "port %d on a pod network: this node has none; set hostNetwork: true", port.ContainerPort)
+		}
+	}
+	for j, m := range ctr.VolumeMounts {
+		v, ok := vols[m.Name]
+		field := fmt.Sprintf("%s.volumeMounts[%d]", path, j)
+		switch {
+		case !ok:
+			rs.add(field, "volume %q is not a hostPath or emptyDir volume of this pod", m.Name)
+		case v.hostPath == "":
+			rs.add(field, "emptyDir %q cannot be mounted: unitrun pods have no mounts", m.Name)
+		case v.hostPath != m.MountPath || a.Rootfs != "" || m.SubPath != "" || m.SubPathExpr != "":
+			rs.add(field, "hostPath %q can only be used at its own path (mountPath %q) by a container of image host, without subPath: unitrun pods have no mounts", v.hostPath, m.MountPath)
+		}
+	}
+	if len(ctr.VolumeDevices) > 0 {
+		rs.add(path+".volumeDevices", "not supported")
+	}
+	if len(ctr.EnvFrom) > 0 {
+		rs.add(path+".envFrom", "not supported")
+	}
+	if ctr.ReadinessProbe != nil {
+		rs.add(path+".readinessProbe", "not supported: unitrun pods have no readiness probes")
+	}
+	if ctr.StartupProbe != nil {
+		rs.add(path+".startupProbe", "not supported: unitrun pods have no startup probes")
+	}
+	if ctr.Lifecycle != nil {
+		rs.add(path+".lifecycle", "postStart and preStop hooks are not supported")
+	}
+	if ctr.Stdin || ctr.TTY {
+		rs.add(path+".stdin", "stdin and tty are not supported")
+	}
+	if len(ctr.ResizePolicy) > 0 {
+		rs.add(path+".resizePolicy", "not supported")
+	}
+	if ctr.RestartPolicy != nil && !strings.HasPrefix(path, "spec.initContainers") {
+		rs.add(path+".restartPolicy", "a container's own restartPolicy is not supported")
+	}
+	return a
+}
+
+// securityContext maps runAsUser and runAsGroup (the container's, else the
+// Pod's) and refuses the rest.
+func (c *Config) securityContext(p *corev1.Pod, ctr *corev1.Container, path string, a *app, rs *refusals) {
+	var user, group *int64
+	nonRoot := false
+	if ps := p.Spec.SecurityContext; ps != nil {
+		user, group = ps.RunAsUser, ps.RunAsGroup
+		nonRoot = ps.RunAsNonRoot != nil && *ps.RunAsNonRoot
+	}
+	sc := ctr.SecurityContext
+	if sc != nil {
+		if sc.RunAsUser != nil {
+			user = sc.RunAsUser
+		}
+		if sc.RunAsGroup != nil {
+			group = sc.RunAsGroup
+		}
+		if sc.RunAsNonRoot != nil {
+			nonRoot = *sc.RunAsNonRoot
+		}
+		sp := path + ".securityContext"
+		if sc.Privileged != nil && *sc.Privileged && !c.AllowPrivileged {
+			rs.add(sp+".privileged", "this node does not allow privileged containers")
+		}
+		if sc.Capabilities != nil && len(sc.Capabilities.Add) > 0 && !c.AllowPrivileged {
+			rs.add(sp+".capabilities.add", "this node does not allow added capabilities")
+		}
+		if sc.Capabilities != nil && len(sc.Capabilities.Drop) > 0 {
+			rs.add(sp+".capabilities.drop", "not supported")
+		}
+		if sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
+			rs.add(sp+".readOnlyRootFilesystem", "not supported")
+		}
+		if sc.SELinuxOptions != nil || sc.SeccompProfile != nil || sc.AppArmorProfile != nil || sc.WindowsOptions != nil || sc.ProcMount != nil {
+			rs.add(sp, "seLinuxOptions, seccompProfile, appArmorProfile, windowsOptions and procMount are not supported")
+		}
+	}
+	if user != nil {
+		a.User = strconv.FormatInt(*user, 10)
+	}
+	if group != nil {
+		a.Group = strconv.FormatInt(*group, 10)
+	}
+	if (user == nil || *user == 0) && !c.AllowPrivileged {
+		rs.add(path+".securityContext.runAsUser", "root (0 or not set) runs as root on the host, which this node does not allow")
+	}
+	if nonRoot && (user == nil || *user == 0) {
+		rs.add(path+".securityContext.runAsNonRoot", "true, but runAsUser is 0 or not set")
+	}
+}
+
+// containerResources maps limits.memory to MemoryMax= and requests.cpu to
+// CPUWeight= (as the kubelet maps CPU requests to cgroup v2 weights), and
+// refuses limits it cannot enforce.
+func containerResources(ctr *corev1.Container, path string, rs *refusals) *resources {
+	var r resources
+	for name, q := range ctr.Resources.Limits {
+		switch name {
+		case corev1.ResourceMemory:
+			r.Memory = strconv.FormatInt(q.Value(), 10)
+		default:
+			rs.add(fmt.Sprintf("%s.resources.limits[%s]", path, name), "not supported: unitrun pods limit memory only")
+		}
+	}
+	for name, q := range ctr.Resources.Requests {
+		switch name {
+		case corev1.ResourceCPU:
+			w := cpuWeight(q)
+			r.CPUWeight = &w
+		case corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+			// Requests place a Pod; the scheduler accounts them
+			// against the node's allocatable.
+		default:
+			rs.add(fmt.Sprintf("%s.resources.requests[%s]", path, name), "not supported")
+		}
+	}
+	if len(ctr.Resources.Claims) > 0 {
+		rs.add(path+".resources.claims", "not supported")
+	}
+	if r.Memory == "" && r.CPUWeight == nil {
+		return nil
+	}
+	return &r
+}
+
+// cpuWeight is the kubelet's cgroup v2 weight for a CPU request: shares
+// (milliCPU×1024/1000, at least 2) mapped onto 1…10000.
+func cpuWeight(q resource.Quantity) int {
+	shares := max(q.MilliValue()*1024/1000, 2)
+	shares = min(shares, 262144)
+	return int(1 + (shares-2)*9999/262142)
+}
+
+// livenessProbe maps a liveness probe to a probe that restarts the app.
+func livenessProbe(ctr *corev1.Container, path string, rs *refusals) *probe {
+	lp := ctr.LivenessProbe
+	pr := &probe{
+		InitialDelaySeconds: lp.InitialDelaySeconds, PeriodSeconds: lp.PeriodSeconds,
+		TimeoutSeconds: lp.TimeoutSeconds, FailureThreshold: lp.FailureThreshold, Action: "restart",
+	}
+	if lp.SuccessThreshold > 1 {
+		rs.add(path+".successThreshold", "must be 1 for a liveness probe")
+	}
+	if lp.TerminationGracePeriodSeconds != nil {
+		rs.add(path+".terminationGracePeriodSeconds", "not supported")
+	}
+	switch h := lp.ProbeHandler; {
+	case h.Exec != nil:
+		pr.Exec = h.Exec.Command
+	case h.HTTPGet != nil:
+		port, ok := probePort(ctr, h.HTTPGet.Port.IntVal, h.HTTPGet.Port.StrVal)
+		if !ok {
+			rs.add(path+".httpGet.port", "%q names no port of the container", h.HTTPGet.Port.String())
+		}
+		pr.HTTP = &httpProbe{Port: port, Path: h.HTTPGet.Path}
+		if h.HTTPGet.Host != "" && h.HTTPGet.Host != "127.0.0.1" && h.HTTPGet.Host != "localhost" {
+			rs.add(path+".httpGet.host", "not supported: the probe checks the pod's localhost")
+		}
+		if h.HTTPGet.Scheme != "" && h.HTTPGet.Scheme != corev1.URISchemeHTTP {
+			rs.add(path+".httpGet.scheme", "%s is not supported: only HTTP", h.HTTPGet.Scheme)
+		}
+		if len(h.HTTPGet.HTTPHeaders) > 0 {
+			rs.add(path+".httpGet.httpHeaders", "not supported")
+		}
+	case h.TCPSocket != nil:
+		port, ok := probePort(ctr, h.TCPSocket.Port.IntVal, h.TCPSocket.Port.StrVal)
+		if !ok {
+			rs.add(path+".tcpSocket.port", "%q names no port of the container", h.TCPSocket.Port.String())
+		}
+		pr.TCP = &tcpProbe{Port: port}
+		if h.TCPSocket.Host != "" && h.TCPSocket.Host != "127.0.0.1" && h.TCPSocket.Host != "localhost" {
+			rs.add(path+".tcpSocket.host", "not supported: the probe checks the pod's localhost")
+		}
+	case h.GRPC != nil:
+		rs.add(path+".grpc", "not supported: exec, httpGet and tcpSocket are")
+	default:
+		rs.add(path, "has no handler")
+	}
+	return pr
+}
+
+// probePort resolves a probe's port, by number or by the name of one of
+// the container's ports.
+func probePort(ctr *corev1.Container, num int32, name string) (int32, bool) {
+	if name == "" {
+		return num, num > 0
+	}
+	for _, p := range ctr.Ports {
+		if p.Name == name {
+			return p.ContainerPort, true
+		}
+	}
+	return 0, false
+}
+
+// environment returns the container's environment: values (with $(VAR)
+// references to earlier variables expanded, as Kubernetes does) and the
+// Pod's name, namespace, UID and node name from fieldRef.
+func environment(p *corev1.Pod, ctr *corev1.Container, path string, rs *refusals) (map[string]string, error) {
+	env := map[string]string{}
+	n := len(*rs)
+	for i, e := range ctr.Env {
+		field := fmt.Sprintf("%s.env[%d]", path, i)
+		switch {
+		case e.ValueFrom == nil:
+			env[e.Name] = expand(e.Value, env)
+		case e.ValueFrom.FieldRef != nil:
+			v, ok := fieldRef(p, e.ValueFrom.FieldRef.FieldPath)
+			if !ok {
+				rs.add(field+".valueFrom.fieldRef.fieldPath", "%q is not supported: metadata.name, metadata.namespace, metadata.uid and spec.nodeName are", e.ValueFrom.FieldRef.FieldPath)
+			}
+			env[e.Name] = v
+		default:
+			rs.add(field+".valueFrom", "only fieldRef is supported (not configMapKeyRef, secretKeyRef, resourceFieldRef or fileKeyRef)")
+		}
+	}
+	if len(*rs) > n {
+		return nil, (*rs)[n:]
+	}
+	return env, nil
+}
+
+func fieldRef(p *corev1.Pod, path string) (string, bool) {
+	switch path {
+	case "metadata.name":
+		return p.Name, true
+	case "metadata.namespace":
+		return p.Namespace, true
+	case "metadata.uid":
+		return string(p.UID), true
+	case "spec.nodeName":
+		return p.Spec.NodeName, true
+	}
+	return "", false
+}
+
+func expandAll(args []string, env map[string]string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = expand(a, env)
+	}
+	return out
+}
+
+// expand replaces $(VAR) by VAR's value in env, and $$ by $, as Kubernetes
+// expands command, args and env values; a reference to a variable not in
+// env stays as written.
+func expand(s string, env map[string]string) string {
+	if !strings.Contains(s, "$") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch s[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i++
+		case '(':
+			end := strings.IndexByte(s[i+2:], ')')
+			if end < 0 {
+				b.WriteString(s[i:])
+				return b.String()
+			}
+			name := s[i+2 : i+2+end]
+			if v, ok := env[name]; ok {
+				b.WriteString(v)
+			} else {
+				b.WriteString(s[i : i+3+end])
+			}
+			i += 2 + end
+		default:
+			b.WriteByte('$')
+		}
+	}
+	return b.String()
+}

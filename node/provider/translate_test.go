@@ -1,0 +1,160 @@
+package provider
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+func translated(t *testing.T, c *Config, p *corev1.Pod) manifest {
+	t.Helper()
+	data, err := c.translate(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// Each mapped field lands where docs/kubernetes.md says.
+func TestTranslateMapping(t *testing.T) {
+	c := &Config{Images: map[string]string{"debian": HostImage, "alpine": "/srv/alpine"}}
+	uid, gid, grace := int64(1000), int64(100), int64(7)
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "prod", UID: "u-1"},
+		Spec: corev1.PodSpec{
+			NodeName: "n1", RestartPolicy: corev1.RestartPolicyOnFailure, TerminationGracePeriodSeconds: &grace,
+			SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid},
+			InitContainers:  []corev1.Container{{Name: "setup", Image: "debian", Command: []string{"true"}}},
+			Containers: []corev1.Container{{
+				Name: "server", Image: "alpine", Command: []string{"/bin/server"}, Args: []string{"--pod=$(POD)", "$$(POD)", "$(NONE)"},
+				WorkingDir:      "/srv",
+				SecurityContext: &corev1.SecurityContext{RunAsGroup: &gid},
+				Env: []corev1.EnvVar{
+					{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+					{Name: "NS", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+					{Name: "UID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}},
+					{Name: "NODE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+					{Name: "WHERE", Value: "$(NS)/$(POD)"},
+				},
+				Resources: corev1.ResourceRequirements{
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+				},
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+				LivenessProbe: &corev1.Probe{
+					ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromString("http"), Path: "/healthz"}},
+					PeriodSeconds:    5,
+					FailureThreshold: 2,
+				},
+			}},
+			HostNetwork: true,
+		},
+	}
+	m := translated(t, c, p)
+	if m.Name != podName("prod", "web", "u-1") || len(m.Name) > 29 || m.RestartPolicy != "OnFailure" || m.Isolation != "namespaces" {
+		t.Errorf("pod: %+v", m)
+	}
+	setup, server := m.Apps[0], m.Apps[1]
+	if !setup.Init || setup.Rootfs != "" || setup.User != "1000" || setup.StopTimeout != "7s" {
+		t.Errorf("init app: %+v", setup)
+	}
+	wantEnv := map[string]string{"POD": "web", "NS": "prod", "UID": "u-1", "NODE": "n1", "WHERE": "prod/web"}
+	if !reflect.DeepEqual(server.Env, wantEnv) {
+		t.Errorf("env %v, want %v", server.Env, wantEnv)
+	}
+	if want := []string{"/bin/server", "--pod=web", "$(POD)", "$(NONE)"}; !reflect.DeepEqual(server.Exec, want) {
+		t.Errorf("exec %q, want %q", server.Exec, want)
+	}
+	if server.Rootfs != "/srv/alpine" || server.WorkingDir != "/srv" || server.User != "1000" || server.Group != "100" {
+		t.Errorf("app: %+v", server)
+	}
+	if r := server.Resources; r == nil || r.Memory != "67108864" || r.CPUWeight == nil || *r.CPUWeight != 39 {
+		t.Errorf("resources %+v, want memory 67108864 and CPU weight 39 (the kubelet's for 1 CPU)", r)
+	}
+	if pr := server.Probe; pr == nil || pr.HTTP == nil || pr.HTTP.Port != 8080 || pr.HTTP.Path != "/healthz" || pr.Action != "restart" || pr.PeriodSeconds != 5 || pr.FailureThreshold != 2 {
+		t.Errorf("probe %+v", server.Probe)
+	}
+}
+
+// Every field the node cannot honour is refused, named, and all at once.
+func TestTranslateRefusals(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	yes := true
+	c := &Config{Images: map[string]string{"debian": HostImage}}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: "default", UID: "u"},
+		Spec: corev1.PodSpec{
+			Volumes:        []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}}},
+			InitContainers: []corev1.Container{{Name: "side", Image: "debian", Command: []string{"x"}, RestartPolicy: &always}},
+			Containers: []corev1.Container{{
+				Name: "app", Image: "nginx", Command: []string{"x"},
+				Ports:           []corev1.ContainerPort{{ContainerPort: 80}},
+				ReadinessProbe:  &corev1.Probe{},
+				StartupProbe:    &corev1.Probe{},
+				SecurityContext: &corev1.SecurityContext{Privileged: &yes},
+				Resources:       corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+				Env:             []corev1.EnvVar{{Name: "S", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{}}}},
+			}},
+		},
+	}
+	_, err := c.translate(p)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, field := range []string{
+		"spec.volumes[0]", "spec.initContainers[0].restartPolicy", "spec.containers[0].image",
+		"spec.containers[0].ports[0]", "spec.containers[0].readinessProbe", "spec.containers[0].startupProbe",
+		"spec.containers[0].securityContext.privileged", "spec.containers[0].securityContext.runAsUser",
+		"spec.containers[0].resources.limits[cpu]", "spec.containers[0].env[0].valueFrom",
+	} {
+		if !strings.Contains(err.Error(), field+":") {
+			t.Errorf("error does not name %s: %v", field, err)
+		}
+	}
+}
+
+// A hostPath may be used at its own path; an emptyDir that is mounted is
+// refused.
+func TestTranslateVolumes(t *testing.T) {
+	c := &Config{Images: map[string]string{"debian": HostImage}, AllowPrivileged: true}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "v", Namespace: "default", UID: "u"},
+		Spec: corev1.PodSpec{
+			Volumes: []corev1.Volume{
+				{Name: "data", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/data"}}},
+				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			},
+			Containers: []corev1.Container{{Name: "a", Image: "debian", Command: []string{"x"},
+				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/data"}}}},
+		},
+	}
+	translated(t, c, p)
+	p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "tmp", MountPath: "/tmp/x"}, corev1.VolumeMount{Name: "data", MountPath: "/data"})
+	_, err := c.translate(p)
+	if err == nil || !strings.Contains(err.Error(), "spec.containers[0].volumeMounts[1]:") || !strings.Contains(err.Error(), "spec.containers[0].volumeMounts[2]:") {
+		t.Errorf("error %v; want it to name volumeMounts[1] and [2]", err)
+	}
+}
+
+func TestContainerPaths(t *testing.T) {
+	p := &corev1.Pod{Spec: corev1.PodSpec{InitContainers: make([]corev1.Container, 2)}}
+	got := containerPaths(p, errString(`apps[1].user "x": no such user`+"\n"+`apps[2].workingDir "/n": no such directory`)).Error()
+	want := `spec.initContainers[1].user "x": no such user; spec.containers[0].workingDir "/n": no such directory`
+	if got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }

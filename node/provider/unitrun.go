@@ -1,0 +1,209 @@
+package provider
+
+// This file is the provider's only door into unitrun: every call into the
+// pod and manager packages is here, so that a change of their import paths
+// or names is a change of this file alone. The rest of the provider speaks
+// the manifest's wire format (JSON, which the manifest's YAML reader
+// takes) and the types below.
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/unitrun/unitrun/internal/atomicfile"
+	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/pod"
+)
+
+// An engine runs unitrun pods on one manager.
+type engine struct {
+	r    *pod.Runner
+	conn *manager.Conn
+}
+
+// openEngine reaches the manager that spec names ("" is auto: the system
+// manager where systemd is PID 1, else the user's, else the embedded one,
+// booted if need be) and returns an engine whose pods keep their state in
+// stateDir and whose units call binary, the unitrun command, back.
+func openEngine(ctx context.Context, spec, stateDir, binary string) (*engine, error) {
+	conn, err := manager.Open(ctx, spec, manager.Options{})
+	if err != nil {
+		return nil, err
+	}
+	hook := conn.Target().Spec
+	if hook == "embedded" {
+		hook = "private:" + manager.Options{}.Embedded().Socket()
+	}
+	e := newEngine(conn, stateDir, binary, hook)
+	return e, nil
+}
+
+// newEngine returns an engine on conn; hookManager is the --manager value
+// the pods' hooks reach conn's manager with.
+func newEngine(conn *manager.Conn, stateDir, binary, hookManager string) *engine {
+	return &engine{conn: conn, r: &pod.Runner{Mgr: conn, StateDir: stateDir, Binary: binary, Manager: hookManager}}
+}
+
+// close releases the connection to the manager.
+func (e *engine) close() error { return e.conn.Close() }
+
+// check validates manifest as create would, including the host checks
+// (users, groups, working directories, root filesystems): an error here is
+// the manifest's, and will not go away by trying again.
+func (e *engine) check(manifest []byte) error {
+	m, err := pod.ParseForHost(manifest, "")
+	if err != nil {
+		return err
+	}
+	return m.CheckHost()
+}
+
+// errExists is create's error for a pod that exists already.
+var errExists = errors.New("pod exists")
+
+// create creates and starts the pod of manifest, named name. A pod of that
+// name that exists already is left as it is (errExists), started if it was
+// only created. A pod that ended while it started is no error: its status
+// says how it ended.
+func (e *engine) create(ctx context.Context, name string, manifest []byte) error {
+	if e.exists(name) {
+		return errExists
+	}
+	if _, err := e.r.Create(ctx, manifest); err != nil {
+		return err
+	}
+	return e.start(ctx, name)
+}
+
+// start starts pod name if it has been created and not started.
+func (e *engine) start(ctx context.Context, name string) error {
+	s, err := pod.ReadPod(e.r.StateDir, name)
+	if err != nil {
+		return err
+	}
+	if s.Phase != pod.PodPending {
+		return nil
+	}
+	var ended *pod.EndedError
+	if err := e.r.Start(ctx, name, ""); err != nil && !errors.As(err, &ended) {
+		return err
+	}
+	return nil
+}
+
+// exists reports whether pod name has a state directory.
+func (e *engine) exists(name string) bool {
+	_, err := os.Lstat(pod.Dir(e.r.StateDir, name))
+	return err == nil
+}
+
+// remove stops pod name gracefully if it runs (each app gets its stop
+// timeout, then kill, after which every app still stopping is killed) and
+// removes it. It returns the pod's last status, read before its state is
+// removed; ok is false if there was no pod.
+func (e *engine) remove(ctx context.Context, name string, kill time.Duration) (last podState, ok bool, err error) {
+	if !e.exists(name) {
+		return podState{}, false, nil
+	}
+	s, err := pod.ReadPod(e.r.StateDir, name)
+	if err == nil && s.Phase == pod.PodRunning {
+		s, err = e.r.Stop(ctx, name, kill)
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return podState{}, true, err
+	}
+	if err := e.r.Remove(ctx, name, true); err != nil {
+		return podState{}, true, err
+	}
+	return fromPod(s), true, nil
+}
+
+// status reads pod name's status files.
+func (e *engine) status(name string) (podState, error) {
+	s, err := pod.ReadPod(e.r.StateDir, name)
+	if err != nil {
+		return podState{}, err
+	}
+	return fromPod(s), nil
+}
+
+// names lists the pods in the state directory.
+func (e *engine) names() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(e.r.StateDir, "pods"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	var names []string
+	for _, d := range entries {
+		if d.IsDir() {
+			names = append(names, d.Name())
+		}
+	}
+	return names, err
+}
+
+// logFile is the file that app of pod name writes its output to.
+func (e *engine) logFile(name, app string) string { return pod.LogFile(e.r.StateDir, name, app) }
+
+// nRestarts is systemd's NRestarts of app's unit in pod name; ok is false
+// if the unit is not loaded (the pod has ended, or the pod is isolated and
+// its units are on the pod's own manager).
+func (e *engine) nRestarts(ctx context.Context, name, app string) (n uint32, ok bool) {
+	u := pod.AppUnit(name, app)
+	if loaded, err := e.conn.Loaded(ctx, u); err != nil || !loaded {
+		return 0, false
+	}
+	props, err := e.conn.Properties(ctx, u, "org.freedesktop.systemd1.Service")
+	if err != nil {
+		return 0, false
+	}
+	v, ok := props["NRestarts"]
+	if !ok {
+		return 0, false
+	}
+	n, ok = v.Value().(uint32)
+	return n, ok
+}
+
+// loadedUnits lists the units of pod name that the manager has loaded.
+func (e *engine) loadedUnits(ctx context.Context, name string) ([]string, error) {
+	all, err := e.conn.ListUnitNames(ctx, "unitrun-pod-")
+	if err != nil {
+		return nil, err
+	}
+	prefix := pod.SliceUnit(name)
+	prefix = prefix[:len(prefix)-len(".slice")]
+	var units []string
+	for _, u := range all {
+		if len(u) > len(prefix) && u[:len(prefix)] == prefix && (u[len(prefix)] == '.' || u[len(prefix)] == '-') {
+			units = append(units, u)
+		}
+	}
+	return units, nil
+}
+
+// writeFile replaces path with data atomically.
+func writeFile(path string, data []byte) error { return atomicfile.Write(path, data, 0o600) }
+
+// unitName is the unit that runs app of pod name, as containers' IDs show it.
+func unitName(name, app string) string { return pod.AppUnit(name, app) }
+
+// fromPod copies what the provider reads of a pod's status.
+func fromPod(s pod.PodStatus) podState {
+	ps := podState{
+		Phase: string(s.Phase), ExitCode: s.ExitCode,
+		CreatedAt: s.CreatedAt, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
+	}
+	for _, a := range s.Apps {
+		ps.Apps = append(ps.Apps, appState{
+			Name: a.Name, State: string(a.State), ExitCode: a.ExitCode, Signal: a.Signal,
+			Result: a.Result, Restarts: a.Restarts, Backoff: a.Backoff, Message: a.Message,
+			StartedAt: a.StartedAt, FinishedAt: a.FinishedAt, LastExitAt: a.LastExitAt,
+		})
+	}
+	return ps
+}
