@@ -354,7 +354,7 @@ func TestSecuritySymlinksInJobDir(t *testing.T) {
 	os.Mkdir(jobLike, 0o700)
 	os.WriteFile(filepath.Join(jobLike, recordFile), fmt.Appendf(nil, `{"id": %q, "op": "argv", "state": "succeeded", "unit": "x.service", "caller_uid": 0}`+"\n", linked), 0o600)
 	os.WriteFile(filepath.Join(jobLike, outputFile), []byte("OUTSIDE SECRET"), 0o600)
-	if err := os.Symlink(jobLike, filepath.Join(d.store.jobs, linked)); err != nil {
+	if err := os.Symlink(jobLike, filepath.Join(filepath.Join(d.store.dir, "jobs"), linked)); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"/v1/jobs/" + linked, "/v1/jobs/" + linked + "/logs", "/v1/jobs"} {
@@ -829,9 +829,9 @@ func TestSecurityStateModes(t *testing.T) {
 	r := call(t, d, "echo", "x", "3")
 	d.Close()
 	want := map[string]os.FileMode{
-		d.store.dir: 0o700 | os.ModeDir, d.store.jobs: 0o700 | os.ModeDir, d.store.Dir(r.ID): 0o700 | os.ModeDir,
+		d.store.dir: 0o700 | os.ModeDir, filepath.Join(d.store.dir, "jobs"): 0o700 | os.ModeDir, d.store.Dir(r.ID): 0o700 | os.ModeDir,
 		filepath.Join(d.store.Dir(r.ID), recordFile): 0o600, d.store.OutputPath(r.ID): 0o600,
-		d.store.jobPath(r.ID, startedFile): 0o600,
+		filepath.Join(d.store.Dir(r.ID), startedFile): 0o600,
 	}
 	for path, mode := range want {
 		if fi, err := os.Lstat(path); err != nil {
@@ -1047,3 +1047,11 @@ func TestSecurityConfigSymlinks(t *testing.T) {
 		})
 	}
 }
+
+// The names of a job's files in its directory of the state dir, which
+// these tests plant and check.
+const (
+	recordFile  = "record.jsonl"
+	outputFile  = "output.log"
+	startedFile = "started"
+)

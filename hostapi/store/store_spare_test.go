@@ -1,4 +1,4 @@
-package hostapi
+package store
 
 import (
 	"bytes"
@@ -37,7 +37,7 @@ func finishedJob(t *testing.T, s *Store, output string) *Record {
 	}
 	out.WriteString(output)
 	out.Close()
-	if err := s.markStarted(r.ID); err != nil {
+	if err := s.MarkStarted(r.ID); err != nil {
 		t.Fatal(err)
 	}
 	end := time.Now()
@@ -54,7 +54,7 @@ func finishedJob(t *testing.T, s *Store, output string) *Record {
 // spares left.
 func TestSpares(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
-	s, err := OpenStore(dir)
+	s, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestSpares(t *testing.T) {
 	if tail, err := s.Tail(r.ID, 100); err != nil || tail != "" {
 		t.Errorf("new job's output = %q, %v; want none", tail, err)
 	}
-	if started, err := s.started(r.ID); err != nil || started {
+	if started, err := s.Started(r.ID); err != nil || started {
 		t.Errorf("new job started = %v, %v; want false", started, err)
 	}
 
@@ -111,7 +111,7 @@ func TestSpares(t *testing.T) {
 	finishedJob(t, s, "x")
 	finishedJob(t, s, "y")
 	s.Prune(0, 0, time.Now())
-	s2, err := OpenStore(dir)
+	s2, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestSpareCrashUndone(t *testing.T) {
 	if tail, _ := s.Tail(r.ID, 100); tail != "" {
 		t.Errorf("new job's output = %q, want none", tail)
 	}
-	if started, _ := s.started(r.ID); started {
+	if started, _ := s.Started(r.ID); started {
 		t.Error("new job is marked started")
 	}
 }
@@ -179,7 +179,7 @@ func TestOutputReadAcrossPrune(t *testing.T) {
 	}
 	defer f.Close()
 	var b bytes.Buffer
-	if _, err := s.copyOutput(&b, old.ID, f, make([]byte, 4)); err != nil || b.String() != "old output\n" {
+	if _, err := s.CopyOutput(&b, old.ID, f, make([]byte, 4)); err != nil || b.String() != "old output\n" {
 		t.Fatalf("copy before the prune = %q, %v", b.String(), err)
 	}
 	s.Prune(0, 0, time.Now())
@@ -195,7 +195,7 @@ func TestOutputReadAcrossPrune(t *testing.T) {
 		t.Fatalf("the new job did not take the pruned job's output log (%v): the test would prove nothing", err)
 	}
 	b.Reset()
-	n, err := s.copyOutput(&b, old.ID, f, make([]byte, 4))
+	n, err := s.CopyOutput(&b, old.ID, f, make([]byte, 4))
 	if !errors.Is(err, ErrNotFound) || n != 0 || b.Len() != 0 {
 		t.Errorf("copy after the prune = %q, %v; want nothing and ErrNotFound", b.String(), err)
 	}

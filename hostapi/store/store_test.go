@@ -1,4 +1,4 @@
-package hostapi
+package store
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 
 func openTestStore(t *testing.T) *Store {
 	t.Helper()
-	s, err := OpenStore(filepath.Join(t.TempDir(), "state"))
+	s, err := Open(filepath.Join(t.TempDir(), "state"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func putRecord(t *testing.T, s *Store, state State, created time.Time) *Record {
 
 func TestOpenStore(t *testing.T) {
 	base := t.TempDir()
-	s, err := OpenStore(filepath.Join(base, "a", "state"))
+	s, err := Open(filepath.Join(base, "a", "state"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestOpenStore(t *testing.T) {
 		}
 	}
 	// Reopening is fine.
-	if _, err := OpenStore(filepath.Join(base, "a", "state")); err != nil {
+	if _, err := Open(filepath.Join(base, "a", "state")); err != nil {
 		t.Errorf("reopen: %v", err)
 	}
 
@@ -89,9 +89,9 @@ func TestOpenStore(t *testing.T) {
 		{filepath.Join(base, "markmode"), "mark has mode -rw-r--r--, want 0600"},
 	}
 	for _, tt := range tests {
-		_, err := OpenStore(tt.dir)
+		_, err := Open(tt.dir)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("OpenStore(%s): err = %v, want one containing %q", tt.dir, err, tt.want)
+			t.Errorf("Open(%s): err = %v, want one containing %q", tt.dir, err, tt.want)
 		}
 	}
 }
@@ -488,14 +488,14 @@ func TestMarksAreLinks(t *testing.T) {
 	}
 	r := putRecord(t, s, StateRunning, time.Now())
 	for range 2 {
-		if err := s.markStarted(r.ID); err != nil {
+		if err := s.MarkStarted(r.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if fi, err := os.Stat(s.jobPath(r.ID, startedFile)); err != nil || !os.SameFile(fi, mark) {
 		t.Errorf("%s: %v; want a link to the store's mark file", startedFile, err)
 	}
-	if ok, err := s.started(r.ID); !ok || err != nil {
+	if ok, err := s.Started(r.ID); !ok || err != nil {
 		t.Errorf("started = %v, %v; want true", ok, err)
 	}
 
@@ -503,13 +503,13 @@ func TestMarksAreLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := putRecord(t, s, StateRunning, time.Now())
-	if err := s.markStarted(other.ID); err != nil {
+	if err := s.MarkStarted(other.ID); err != nil {
 		t.Fatalf("mark with no mark file: %v", err)
 	}
 	if fi, err := os.Lstat(s.jobPath(other.ID, startedFile)); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
 		t.Errorf("mark with no mark file: %v, %v; want a 0600 file", fi, err)
 	}
-	if err := s.markStarted("../x"); !errors.Is(err, ErrInvalidID) {
+	if err := s.MarkStarted("../x"); !errors.Is(err, ErrInvalidID) {
 		t.Errorf("mark of a bad id: %v, want ErrInvalidID", err)
 	}
 }

@@ -1,4 +1,4 @@
-package hostapi
+package store
 
 import (
 	"errors"
@@ -134,7 +134,7 @@ type pruneMeta struct {
 
 // pruneMetaOf returns what Prune and Page read of r.
 func pruneMetaOf(r *Record) pruneMeta {
-	m := pruneMeta{done: r.Done(), created: r.CreatedAt, end: r.CreatedAt, op: r.Op, uid: r.CallerUID}
+	m := pruneMeta{done: doneState(r.State), created: r.CreatedAt, end: r.CreatedAt, op: r.Op, uid: r.CallerUID}
 	if r.FinishedAt != nil {
 		m.end = *r.FinishedAt
 	}

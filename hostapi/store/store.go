@@ -1,4 +1,4 @@
-package hostapi
+package store
 
 import (
 	"bytes"
@@ -51,8 +51,8 @@ type Store struct {
 
 // Errors returned by the Store; test them with errors.Is.
 var (
-	ErrNotFound  = errors.New("hostapi: job not found")
-	ErrInvalidID = errors.New("hostapi: invalid job id")
+	ErrNotFound  = errors.New("hostapi: job not found")  // the words the daemon has always said
+	ErrInvalidID = errors.New("hostapi: invalid job id") // the words the daemon has always said
 )
 
 // A RecordError reports a record that exists but cannot be read or is not
@@ -82,10 +82,10 @@ func checkID(id string) error {
 	return nil
 }
 
-// OpenStore opens the store in the state directory dir, creating dir and
+// Open opens the store in the state directory dir, creating dir and
 // dir/jobs with mode 0700 when missing. It refuses a dir or jobs directory
 // that is a symlink, is not a directory or is writable by group or others.
-func OpenStore(dir string) (*Store, error) {
+func Open(dir string) (*Store, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
@@ -195,13 +195,13 @@ func (s *Store) jobPath(id, name string) string {
 // refuses an id not of NewID's form, an empty Op and an unknown State.
 func (s *Store) Put(r *Record) error { return s.put(r, true) }
 
-// stage is Put without the syncs: the record is in place, atomically, for
+// Stage is Put without the syncs: the record is in place, atomically, for
 // a daemon that starts after this one dies, but a crash of the host may
-// take it away until commit returns.
-func (s *Store) stage(r *Record) error { return s.put(r, false) }
+// take it away until Commit returns.
+func (s *Store) Stage(r *Record) error { return s.put(r, false) }
 
-// commit makes the job's record, as stage left it, durable.
-func (s *Store) commit(id string) error {
+// Commit makes the job's record, as stage left it, durable.
+func (s *Store) Commit(id string) error {
 	f, err := s.openJobFile(id, recordFile, os.O_RDONLY, 0)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", id, err)
@@ -223,7 +223,7 @@ func (s *Store) put(r *Record, sync bool) error {
 	if r.Op == "" {
 		return fmt.Errorf("job %s: record has no op", r.ID)
 	}
-	if !r.State.valid() {
+	if !validState(r.State) {
 		return fmt.Errorf("job %s: record state %q is not one of queued, running, succeeded, failed, canceled", r.ID, r.State)
 	}
 	// One line: JSON escapes the newlines of strings.
@@ -361,7 +361,7 @@ func readRecord(f *os.File, id string) (*Record, error) {
 		return nil, &RecordError{ID: id, Err: fmt.Errorf("holds id %q", r.ID)}
 	case r.Op == "":
 		return nil, &RecordError{ID: id, Err: errors.New("has no op")}
-	case !r.State.valid():
+	case !validState(r.State):
 		return nil, &RecordError{ID: id, Err: fmt.Errorf("state %q is not a state", r.State)}
 	}
 	return &r, nil
@@ -398,6 +398,17 @@ func decodeRecord(data []byte) (Record, error) {
 func (s *Store) OpenOutput(id string) (*os.File, error) {
 	return s.openJobFile(id, outputFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 }
+
+// ReadOutput opens the job's output log for reading. A job with no log
+// yet is an error satisfying errors.Is(err, fs.ErrNotExist); no job, one
+// wrapping ErrNotFound.
+func (s *Store) ReadOutput(id string) (*os.File, error) {
+	return s.openJobFile(id, outputFile, os.O_RDONLY, 0)
+}
+
+// Reads returns how many records Get has read from disk, Page's and
+// List's reads included.
+func (s *Store) Reads() int64 { return s.reads.Load() }
 
 // openJobFile opens name in the job's directory, following no symlink at
 // the directory or the file. A missing directory is ErrNotFound; a missing
