@@ -23,8 +23,12 @@ import (
 
 // Store keeps job records durably in a state directory:
 //
+//	<state>/store-version           the schema's version (see Version)
+//	<state>/mark                    the file that started marks link to
 //	<state>/jobs/<id>/record.jsonl  the Record, a JSON line per version, the last one current
 //	<state>/jobs/<id>/output.log    the op's stdout and stderr, appended by its unit
+//	<state>/jobs/<id>/started       the started mark (MarkStarted), a link to <state>/mark
+//	<state>/jobs/.spare-*           emptied directories of pruned jobs (see sparePrefix)
 //
 // A job directory appears with its first record in place, so every job
 // directory holds a record. A new version of a record is appended to its
@@ -95,6 +99,9 @@ func Open(dir string) (*Store, error) {
 		if err := ensurePrivateDir(d); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkVersion(abs); err != nil {
+		return nil, err
 	}
 	if err := ensureMarkFile(filepath.Join(abs, markFile)); err != nil {
 		return nil, err
