@@ -823,7 +823,8 @@ func TestSecurityPassedFDs(t *testing.T) {
 
 // TestSecurityStateModes runs a job that fails and checks the modes that
 // keep its files to the daemon: the state and jobs dirs and the job's dir
-// 0700, its record, output log and started mark 0600.
+// 0700, its record, output log and started mark 0600, and the store's
+// version file 0600.
 func TestSecurityStateModes(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
 	r := call(t, d, "echo", "x", "3")
@@ -831,7 +832,7 @@ func TestSecurityStateModes(t *testing.T) {
 	want := map[string]os.FileMode{
 		d.store.dir: 0o700 | os.ModeDir, filepath.Join(d.store.dir, "jobs"): 0o700 | os.ModeDir, d.store.Dir(r.ID): 0o700 | os.ModeDir,
 		filepath.Join(d.store.Dir(r.ID), recordFile): 0o600, d.store.OutputPath(r.ID): 0o600,
-		filepath.Join(d.store.Dir(r.ID), startedFile): 0o600,
+		filepath.Join(d.store.Dir(r.ID), startedFile): 0o600, filepath.Join(d.store.dir, "store-version"): 0o600,
 	}
 	for path, mode := range want {
 		if fi, err := os.Lstat(path); err != nil {

@@ -17,12 +17,14 @@
 // prunes the store to 50 finished records, as a daemon with records_keep
 // = 50 does in its steady state. Jobs run one at a time and 200 at once.
 // Reads by id and pages of 100 of a store of 1,000 records are measured
-// apart. The designs alternate within each round; the table gives each
-// one's median over the rounds and its ratio to the fastest.
+// apart. Within a round the designs run each measure back to back, in
+// an order that turns from round to round; the table gives each one's
+// median over the rounds and the median of its ratio to today's in the
+// same round.
 //
 // This is a module of its own so that bbolt stays out of unitrun's.
 //
-//	cd bench/store && go run . -dir /var/tmp -rounds 5 -jobs 400
+//	cd bench/store && go run . -dir /var/tmp -rounds 5 -jobs 200
 package main
 
 import (
@@ -65,50 +67,57 @@ const keep = 50 // records_keep of the daemon measured
 
 func main() {
 	dir := flag.String("dir", os.TempDir(), "where the stores are made: the file system measured")
-	rounds := flag.Int("rounds", 3, "rounds; the designs alternate within each")
-	jobs := flag.Int("jobs", 300, "jobs per measurement")
+	rounds := flag.Int("rounds", 5, "rounds; within each, the designs run each measure back to back")
+	jobs := flag.Int("jobs", 200, "jobs per measurement")
 	flag.Parse()
 
-	type key struct{ design, measure string }
-	results := map[key][]float64{}
 	measures := []string{"job, 1 at a time", "job, 200 at once", "read by id", "page of 100 (of 1,000)"}
+	// times[m][d] and ratios[m][d]: per round, µs and the time over
+	// today's in the same round (paired, so that the machine's drift
+	// from one round to the next cancels out).
+	times := make([][][]float64, len(measures))
+	ratios := make([][][]float64, len(measures))
+	for m := range measures {
+		times[m] = make([][]float64, len(designs))
+		ratios[m] = make([][]float64, len(designs))
+	}
 	for round := range *rounds {
-		for i := range designs {
-			d := designs[(i+round)%len(designs)]
-			for mi, m := range measures {
-				us, err := measure(d.open, *dir, mi, *jobs)
-				if err != nil {
-					fmt.Fprintf(os.Stderr, "%s: %s: %v\n", d.name, m, err)
+		for m, name := range measures {
+			us := make([]float64, len(designs))
+			for i := range designs {
+				d := (i + round) % len(designs)
+				var err error
+				if us[d], err = measure(designs[d].open, *dir, m, *jobs); err != nil {
+					fmt.Fprintf(os.Stderr, "%s: %s: %v\n", designs[d].name, name, err)
 					os.Exit(1)
 				}
-				results[key{d.name, m}] = append(results[key{d.name, m}], us)
+			}
+			for d := range designs {
+				times[m][d] = append(times[m][d], us[d])
+				ratios[m][d] = append(ratios[m][d], us[d]/us[0])
 			}
 		}
 	}
-	fmt.Printf("state on %s, %d rounds of %d jobs; µs per job or read, median (range), ratio to the fastest\n\n", *dir, *rounds, *jobs)
+	fmt.Printf("state on %s, %d rounds of %d jobs (reads: 10x as many); µs per job or read, median (range); x today: the median of each round's ratio to today's\n\n", *dir, *rounds, *jobs)
 	fmt.Printf("| measure |")
 	for _, d := range designs {
 		fmt.Printf(" %s |", d.name)
 	}
 	fmt.Printf("\n| --- |%s\n", strings.Repeat(" ---: |", len(designs)))
-	for _, m := range measures {
-		best := 0.0
-		med := map[string]float64{}
-		for _, d := range designs {
-			v := slices.Clone(results[key{d.name, m}])
-			slices.Sort(v)
-			med[d.name] = v[len(v)/2]
-			if best == 0 || med[d.name] < best {
-				best = med[d.name]
-			}
-		}
-		fmt.Printf("| %s |", m)
-		for _, d := range designs {
-			v := results[key{d.name, m}]
-			fmt.Printf(" %.1f (%.1f to %.1f) %.2fx |", med[d.name], slices.Min(v), slices.Max(v), med[d.name]/best)
+	for m, name := range measures {
+		fmt.Printf("| %s |", name)
+		for d := range designs {
+			t, r := times[m][d], ratios[m][d]
+			fmt.Printf(" %.1f (%.1f to %.1f), %.2fx today (%.2f to %.2f) |", median(t), slices.Min(t), slices.Max(t), median(r), slices.Min(r), slices.Max(r))
 		}
 		fmt.Println()
 	}
+}
+
+func median(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return v[len(v)/2]
 }
 
 // measure makes a store of the design in a new directory under dir and
