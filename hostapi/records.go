@@ -1,15 +1,37 @@
 package hostapi
 
 import (
+	"io"
+	"os"
+	"time"
+
 	"github.com/unitrun/unitrun/hostapi/store"
 )
 
-// Store is the daemon's record store (package store) in the daemon's
-// terms: records go in and come out as the Records it serves. The
-// conversion between a Record and the store's disk schema is here and
-// nowhere else.
+// recordStore is what the daemon calls of its record store, in the
+// store's terms (package store): records in the disk's schema.
+type recordStore interface {
+	NewID() string
+	Put(r *store.Record) error
+	Stage(r *store.Record) error
+	Commit(id string) error
+	Get(id string) (*store.Record, error)
+	List() ([]*store.Record, error)
+	Page(after *store.Cursor, limit int, see func(op string, uid uint32) bool) ([]*store.Record, *store.Cursor, error)
+	Prune(keep int, maxAge time.Duration, now time.Time) (removed []string, err error)
+	MarkStarted(id string) error
+	Started(id string) (bool, error)
+	OpenOutput(id string) (*os.File, error)
+	ReadOutput(id string) (*os.File, error)
+	CopyOutput(w io.Writer, id string, f *os.File, buf []byte) (int64, error)
+	Tail(id string, n int) (string, error)
+}
+
+// Store is the daemon's record store in the daemon's terms: records go in
+// and come out as the Records it serves. The conversion between a Record
+// and the store's disk schema is here and nowhere else.
 type Store struct {
-	*store.Store
+	recordStore
 	dir string // the state directory, as given to OpenStore
 }
 
@@ -20,7 +42,7 @@ func OpenStore(dir string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{Store: s, dir: dir}, nil
+	return &Store{recordStore: s, dir: dir}, nil
 }
 
 // Errors of the store, as the daemon's callers test them with errors.Is.
@@ -33,15 +55,15 @@ var (
 const MaxPage = store.MaxPage
 
 // Put stores r durably (store.Store.Put).
-func (s *Store) Put(r *Record) error { return s.Store.Put(toDisk(r)) }
+func (s *Store) Put(r *Record) error { return s.recordStore.Put(toDisk(r)) }
 
 // stage stores r for a daemon that starts after this one, not yet durably
 // (store.Store.Stage).
-func (s *Store) stage(r *Record) error { return s.Store.Stage(toDisk(r)) }
+func (s *Store) stage(r *Record) error { return s.recordStore.Stage(toDisk(r)) }
 
 // Get returns the job's record (store.Store.Get).
 func (s *Store) Get(id string) (*Record, error) {
-	r, err := s.Store.Get(id)
+	r, err := s.recordStore.Get(id)
 	if r == nil {
 		return nil, err
 	}
@@ -50,13 +72,13 @@ func (s *Store) Get(id string) (*Record, error) {
 
 // List returns the store's records, newest first (store.Store.List).
 func (s *Store) List() ([]*Record, error) {
-	recs, err := s.Store.List()
+	recs, err := s.recordStore.List()
 	return fromDiskAll(recs), err
 }
 
 // Page returns a page of the records that see admits (store.Store.Page).
 func (s *Store) Page(after *store.Cursor, limit int, see func(op string, uid uint32) bool) ([]*Record, *store.Cursor, error) {
-	recs, next, err := s.Store.Page(after, limit, see)
+	recs, next, err := s.recordStore.Page(after, limit, see)
 	return fromDiskAll(recs), next, err
 }
 

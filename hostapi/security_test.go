@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/hostapi/store"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
@@ -56,12 +57,12 @@ func unixHTTP(sock string) *http.Client {
 func waitOutput(t *testing.T, d *Daemon, id, want string) {
 	t.Helper()
 	for range 1000 {
-		if got, _ := os.ReadFile(d.store.OutputPath(id)); string(got) == want {
+		if got, _ := os.ReadFile(d.store.disk().OutputPath(id)); string(got) == want {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	got, _ := os.ReadFile(d.store.OutputPath(id))
+	got, _ := os.ReadFile(d.store.disk().OutputPath(id))
 	t.Fatalf("job %s: output %q, want %q", id, got, want)
 }
 
@@ -137,7 +138,7 @@ func TestSecurityExecArgsExact(t *testing.T) {
 			t.Errorf("job %s: %+v, %v: want succeeded with the args as sent", id, r, err)
 			continue
 		}
-		if got, _ := os.ReadFile(d.store.OutputPath(id)); string(got) != want {
+		if got, _ := os.ReadFile(d.store.disk().OutputPath(id)); string(got) != want {
 			t.Errorf("job %s: the op received\n%q\nwant\n%q", id, got, want)
 		}
 	}
@@ -324,7 +325,7 @@ func TestSecurityJobIDTraversal(t *testing.T) {
 		if _, err := d.store.Tail(id, 10); !errors.Is(err, ErrInvalidID) {
 			t.Errorf("Tail(%q): %v, want ErrInvalidID", id, err)
 		}
-		if d.store.Dir(id) != "" || d.store.OutputPath(id) != "" {
+		if d.store.disk().Dir(id) != "" || d.store.disk().OutputPath(id) != "" {
 			t.Errorf("%q: the store gave a path for it", id)
 		}
 		if err := d.store.Put(&Record{ID: id, Op: "argv", State: StateRunning}); !errors.Is(err, ErrInvalidID) {
@@ -373,7 +374,7 @@ func TestSecuritySymlinksInJobDir(t *testing.T) {
 	// Files of a real job that are symlinks.
 	r := call(t, d, "echo")
 	for _, name := range []string{outputFile, recordFile} {
-		p := filepath.Join(d.store.Dir(r.ID), name)
+		p := filepath.Join(d.store.disk().Dir(r.ID), name)
 		os.Remove(p)
 		if err := os.Symlink(secret, p); err != nil {
 			t.Fatal(err)
@@ -633,7 +634,7 @@ output_tail_bytes = 1024
 	if r.State != StateSucceeded || len(r.OutputTail) != 1024 || !strings.HasSuffix(r.OutputTail, "zzzzEND\n") {
 		t.Errorf("record: %s, tail of %d bytes ending %q: want succeeded, 1024 bytes", r.State, len(r.OutputTail), r.OutputTail[max(0, len(r.OutputTail)-8):])
 	}
-	if fi, err := os.Stat(d.store.OutputPath(r.ID)); err != nil || fi.Size() != 32<<20+4 {
+	if fi, err := os.Stat(d.store.disk().OutputPath(r.ID)); err != nil || fi.Size() != 32<<20+4 {
 		t.Errorf("output log: %v, %v: want all %d bytes", fi, err, 32<<20+4)
 	}
 }
@@ -830,9 +831,9 @@ func TestSecurityStateModes(t *testing.T) {
 	r := call(t, d, "echo", "x", "3")
 	d.Close()
 	want := map[string]os.FileMode{
-		d.store.dir: 0o700 | os.ModeDir, filepath.Join(d.store.dir, "jobs"): 0o700 | os.ModeDir, d.store.Dir(r.ID): 0o700 | os.ModeDir,
-		filepath.Join(d.store.Dir(r.ID), recordFile): 0o600, d.store.OutputPath(r.ID): 0o600,
-		filepath.Join(d.store.Dir(r.ID), startedFile): 0o600, filepath.Join(d.store.dir, "store-version"): 0o600,
+		d.store.dir: 0o700 | os.ModeDir, filepath.Join(d.store.dir, "jobs"): 0o700 | os.ModeDir, d.store.disk().Dir(r.ID): 0o700 | os.ModeDir,
+		filepath.Join(d.store.disk().Dir(r.ID), recordFile): 0o600, d.store.disk().OutputPath(r.ID): 0o600,
+		filepath.Join(d.store.disk().Dir(r.ID), startedFile): 0o600, filepath.Join(d.store.dir, "store-version"): 0o600,
 	}
 	for path, mode := range want {
 		if fi, err := os.Lstat(path); err != nil {
@@ -1056,3 +1057,7 @@ const (
 	outputFile  = "output.log"
 	startedFile = "started"
 )
+
+// disk returns the store's implementation, for the tests that look at
+// its files.
+func (s *Store) disk() *store.Store { return s.recordStore.(*store.Store) }

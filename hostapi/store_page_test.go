@@ -31,13 +31,13 @@ func TestSecurityListingBounded(t *testing.T) {
 	}
 	nobody := []string{"setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"}
 	curl(t, api, nobody, "http://unitrun/v1/jobs") // the first listing makes the store's index
-	reads := d.store.Reads()
+	reads := d.store.disk().Reads()
 	for range 8 {
 		if status, body := curl(t, api, nobody, "http://unitrun/v1/jobs"); status != http.StatusOK || strings.TrimSpace(body) != "[]" {
 			t.Errorf("uid 65534 lists: %d %s, want 200 []", status, body)
 		}
 	}
-	if n := d.store.Reads() - reads; n != 0 {
+	if n := d.store.disk().Reads() - reads; n != 0 {
 		t.Errorf("8 listings by a caller that may see no job read %d records, want none", n)
 	}
 
