@@ -19,10 +19,11 @@ type fixtureJob struct {
 	started bool   // marked started
 }
 
-// fixtureJobs are the jobs of testdata/v1, in the order they were
-// stored. Besides them, the store was pruned of two finished jobs (one
-// spare's directory is the last job's, one is left), and the record of
-// failed was torn by a crash after its last version.
+// fixtureJobs are the jobs of testdata/v1, oldest first. The last two
+// were stored first, in new directories; then four older finished jobs
+// were pruned into spares, of which the first three jobs took theirs (a
+// record file with zeroed room after its lines) and one is left. The
+// record of the fourth was torn by a crash after its last version.
 func fixtureJobs() []fixtureJob {
 	t0 := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	at := func(s int) *time.Time { t := t0.Add(time.Duration(s) * time.Second); return &t }
