@@ -4,9 +4,11 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -173,5 +175,62 @@ func TestOpenNewerVersion(t *testing.T) {
 		if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Open of a store whose version file holds %q: %v, want an error containing %q", content, err, want)
 		}
+	}
+}
+
+// TestOpenVersion1Full opens a state dir of version 1 on a file system
+// too full for the version file: the store opens all the same and reads
+// its records, and writes the file once there is space.
+func TestOpenVersion1Full(t *testing.T) {
+	mnt := filepath.Join(t.TempDir(), "fs")
+	if err := os.Mkdir(mnt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "unitrun-test-store", mnt).CombinedOutput(); err != nil {
+		t.Skipf("this test needs to mount a tmpfs (root): mount: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v\n%s", mnt, err, out)
+		}
+	})
+	dir := filepath.Join(mnt, "state")
+	if err := os.CopyFS(dir, os.DirFS(copyFixture(t, "v1"))); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(dir, markFile), 0o600)
+	filler := filepath.Join(mnt, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for err == nil {
+		_, err = f.Write(make([]byte, 4096))
+	}
+	f.Close()
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("filling the file system: %v", err)
+	}
+
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatalf("Open of a version 1 store on a full file system: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, versionFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("version file on a full file system: %v, want none", err)
+	}
+	for _, j := range fixtureJobs() {
+		if got, err := s.Get(j.rec.ID); err != nil || !reflect.DeepEqual(got, &j.rec) {
+			t.Errorf("Get(%s) = %+v, %v\nwant %+v", j.rec.ID, got, err, &j.rec)
+		}
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := os.ReadFile(filepath.Join(dir, versionFile)); err != nil || string(v) != "1\n" {
+		t.Errorf("version file once there is space: %q, %v; want \"1\\n\"", v, err)
 	}
 }
