@@ -6,7 +6,7 @@ import "time"
 // per version in the job's record file. It is the disk's schema, apart
 // from the record the daemon serves: a change of the wire does not change
 // the disk unless the conversion (hostapi's Store) changes too, and a
-// change of this type is a new schema version (Version) with a migration.
+// change of this type is a new schema version (schemaVersion) with a migration.
 type Record struct {
 	ID             string     `json:"id"`
 	Op             string     `json:"op"`

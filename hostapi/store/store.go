@@ -23,7 +23,7 @@ import (
 
 // Store keeps job records durably in a state directory:
 //
-//	<state>/store-version           the schema's version (see Version)
+//	<state>/store-version           the schema's version (see schemaVersion)
 //	<state>/mark                    the file that started marks link to
 //	<state>/jobs/<id>/record.jsonl  the Record, a JSON line per version, the last one current
 //	<state>/jobs/<id>/output.log    the op's stdout and stderr, appended by its unit

@@ -13,11 +13,11 @@ import (
 	"github.com/unitrun/unitrun/internal/atomicfile"
 )
 
-// Version is the version of the store's on-disk schema that this code
+// schemaVersion is the version of the store's on-disk schema that this code
 // writes and reads: the layout of Store's comment and the JSON of Record.
 // A change to either is a new version, which Open migrates to from the
 // versions before it and which older code refuses to open.
-const Version = 1
+const schemaVersion = 1
 
 // versionFile, in the state directory, holds the store's version as a
 // decimal number and a newline. A state directory without it was written
@@ -33,7 +33,7 @@ func checkVersion(dir string) error {
 	path := filepath.Join(dir, versionFile)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		err = atomicfile.Write(path, []byte(strconv.Itoa(Version)+"\n"), 0o600)
+		err = atomicfile.Write(path, []byte(strconv.Itoa(schemaVersion)+"\n"), 0o600)
 		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
 			return nil
 		}
@@ -49,8 +49,8 @@ func checkVersion(dir string) error {
 	switch {
 	case err != nil || v < 1:
 		return fmt.Errorf("state dir: %s holds %q, not a store version (a number from 1)", path, data)
-	case v > Version:
-		return fmt.Errorf("state dir: the store in %s is of version %d, newer than this unitrun reads (%d): it was written by a newer unitrun; run that one, or give this one another state directory", dir, v, Version)
+	case v > schemaVersion:
+		return fmt.Errorf("state dir: the store in %s is of version %d, newer than this unitrun reads (%d): it was written by a newer unitrun; run that one, or give this one another state directory", dir, v, schemaVersion)
 	}
 	return nil
 }

@@ -155,7 +155,7 @@ func TestOpenVersion1(t *testing.T) {
 	}
 }
 
-// TestOpenNewerVersion refuses a store of a version newer than Version,
+// TestOpenNewerVersion refuses a store of a version newer than schemaVersion,
 // and a version file that holds no version, saying so.
 func TestOpenNewerVersion(t *testing.T) {
 	for content, want := range map[string]string{
