@@ -88,7 +88,8 @@ func checkID(id string) error {
 
 // Open opens the store in the state directory dir, creating dir and
 // dir/jobs with mode 0700 when missing. It refuses a dir or jobs directory
-// that is a symlink, is not a directory or is writable by group or others.
+// that is a symlink, is not a directory or is writable by group or others,
+// and a store of a schema version newer than this code's (checkVersion).
 func Open(dir string) (*Store, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
