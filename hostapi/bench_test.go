@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/hostapi/config"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
@@ -149,41 +148,6 @@ func machineCPU(b *testing.B) time.Duration {
 // measure than the time per op on a shared machine of two cores.
 func reportMachineCPU(b *testing.B, c0 time.Duration) {
 	b.ReportMetric(float64(machineCPU(b)-c0)/float64(time.Millisecond)/float64(b.N), "machine-ms/op")
-}
-
-// BenchmarkMark measures marking a job (markStarted): as the store does,
-// a link to its mark file, and as a file of its own, the way it falls
-// back to when there is no mark file to link.
-func BenchmarkMark(b *testing.B) {
-	for _, link := range []bool{true, false} {
-		name := "link"
-		if !link {
-			name = "file"
-		}
-		b.Run(name, func(b *testing.B) {
-			s, err := OpenStore(b.TempDir())
-			if err != nil {
-				b.Fatal(err)
-			}
-			if !link {
-				os.Remove(filepath.Join(s.dir, markFile))
-			}
-			ids := make([]string, b.N)
-			for i := range ids {
-				r := &api.Record{ID: s.NewID(), Op: "true", State: api.StateRunning}
-				if err := s.stage(r); err != nil {
-					b.Fatal(err)
-				}
-				ids[i] = r.ID
-			}
-			b.ResetTimer()
-			for _, id := range ids {
-				if err := s.markStarted(id); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
 }
 
 // BenchmarkStatusQuery measures GET /v1/jobs/{id} of a finished job, from

@@ -82,7 +82,7 @@ func (d *Daemon) CallKeyed(ctx context.Context, caller Caller, name string, args
 	}
 	// The job's unit is being created meanwhile; the caller hears of the
 	// job only once its record is durable.
-	if err := d.store.commit(started.rec.ID); err != nil {
+	if err := d.store.Commit(started.rec.ID); err != nil {
 		// The caller is told that nothing started, so a call made
 		// again with the key must not get this job back.
 		d.mu.Lock()

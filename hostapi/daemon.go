@@ -13,6 +13,7 @@ import (
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/hostapi/config"
+	"github.com/unitrun/unitrun/hostapi/store"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/unit"
 )
@@ -172,9 +173,9 @@ const maxListing = 4
 // its turn among maxListing listings, until ctx ends. A cursor that no
 // listing gave is an *Error with CodeBadRequest.
 func (d *Daemon) ListPage(ctx context.Context, c Caller, after string, limit int) ([]*api.Record, string, error) {
-	var cur *Cursor
+	var cur *store.Cursor
 	if after != "" {
-		pc, err := ParseCursor(after)
+		pc, err := store.ParseCursor(after)
 		if err != nil {
 			return nil, "", errorf(api.CodeBadRequest, "after: "+err.Error())
 		}

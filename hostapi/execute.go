@@ -79,7 +79,7 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob, done int) outcome {
 		// A command that failed while starting ran too (it has a Status).
 		err := c.Start()
 		if err == nil || c.Status != nil {
-			if err := d.store.markStarted(id); err != nil {
+			if err := d.store.MarkStarted(id); err != nil {
 				d.Logf("hostapi: job %s: marking its unit created: %v", id, err)
 			}
 		}

@@ -39,7 +39,7 @@ func (d *Daemon) CopyOutput(ctx context.Context, w io.Writer, id string, offset 
 		done := d.Done(id)
 		if f == nil {
 			var err error
-			f, err = d.store.openJobFile(id, outputFile, os.O_RDONLY, 0)
+			f, err = d.store.ReadOutput(id)
 			if errors.Is(err, fs.ErrNotExist) {
 				f = nil
 			} else if err != nil {
@@ -49,7 +49,7 @@ func (d *Daemon) CopyOutput(ctx context.Context, w io.Writer, id string, offset 
 			}
 		}
 		if f != nil {
-			n, err := d.store.copyOutput(w, id, f, buf)
+			n, err := d.store.CopyOutput(w, id, f, buf)
 			if err != nil {
 				return err
 			}

@@ -166,7 +166,7 @@ func (d *Daemon) collected(ctx context.Context, l *liveJob) outcome {
 		// not have outlived the crash.
 		return failed(fmt.Sprintf("unit %s is gone and left no outcome: the host restarted while the job ran (boot %s, now %s)", l.rec.Unit, l.rec.BootID, d.bootID))
 	}
-	started, err := d.store.started(l.rec.ID)
+	started, err := d.store.Started(l.rec.ID)
 	switch {
 	case err != nil:
 		return failed(err.Error())

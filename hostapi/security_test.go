@@ -22,6 +22,7 @@ import (
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/hostapi/config"
+	"github.com/unitrun/unitrun/hostapi/store"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
@@ -58,12 +59,12 @@ func unixHTTP(sock string) *http.Client {
 func waitOutput(t *testing.T, d *Daemon, id, want string) {
 	t.Helper()
 	for range 1000 {
-		if got, _ := os.ReadFile(d.store.OutputPath(id)); string(got) == want {
+		if got, _ := os.ReadFile(d.store.disk().OutputPath(id)); string(got) == want {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	got, _ := os.ReadFile(d.store.OutputPath(id))
+	got, _ := os.ReadFile(d.store.disk().OutputPath(id))
 	t.Fatalf("job %s: output %q, want %q", id, got, want)
 }
 
@@ -139,7 +140,7 @@ func TestSecurityExecArgsExact(t *testing.T) {
 			t.Errorf("job %s: %+v, %v: want succeeded with the args as sent", id, r, err)
 			continue
 		}
-		if got, _ := os.ReadFile(d.store.OutputPath(id)); string(got) != want {
+		if got, _ := os.ReadFile(d.store.disk().OutputPath(id)); string(got) != want {
 			t.Errorf("job %s: the op received\n%q\nwant\n%q", id, got, want)
 		}
 	}
@@ -326,7 +327,7 @@ func TestSecurityJobIDTraversal(t *testing.T) {
 		if _, err := d.store.Tail(id, 10); !errors.Is(err, ErrInvalidID) {
 			t.Errorf("Tail(%q): %v, want ErrInvalidID", id, err)
 		}
-		if d.store.Dir(id) != "" || d.store.OutputPath(id) != "" {
+		if d.store.disk().Dir(id) != "" || d.store.disk().OutputPath(id) != "" {
 			t.Errorf("%q: the store gave a path for it", id)
 		}
 		if err := d.store.Put(&api.Record{ID: id, Op: "argv", State: api.StateRunning}); !errors.Is(err, ErrInvalidID) {
@@ -356,7 +357,7 @@ func TestSecuritySymlinksInJobDir(t *testing.T) {
 	os.Mkdir(jobLike, 0o700)
 	os.WriteFile(filepath.Join(jobLike, recordFile), fmt.Appendf(nil, `{"id": %q, "op": "argv", "state": "succeeded", "unit": "x.service", "caller_uid": 0}`+"\n", linked), 0o600)
 	os.WriteFile(filepath.Join(jobLike, outputFile), []byte("OUTSIDE SECRET"), 0o600)
-	if err := os.Symlink(jobLike, filepath.Join(d.store.jobs, linked)); err != nil {
+	if err := os.Symlink(jobLike, filepath.Join(filepath.Join(d.store.dir, "jobs"), linked)); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"/v1/jobs/" + linked, "/v1/jobs/" + linked + "/logs", "/v1/jobs"} {
@@ -375,7 +376,7 @@ func TestSecuritySymlinksInJobDir(t *testing.T) {
 	// Files of a real job that are symlinks.
 	r := call(t, d, "echo")
 	for _, name := range []string{outputFile, recordFile} {
-		p := filepath.Join(d.store.Dir(r.ID), name)
+		p := filepath.Join(d.store.disk().Dir(r.ID), name)
 		os.Remove(p)
 		if err := os.Symlink(secret, p); err != nil {
 			t.Fatal(err)
@@ -635,7 +636,7 @@ output_tail_bytes = 1024
 	if r.State != api.StateSucceeded || len(r.OutputTail) != 1024 || !strings.HasSuffix(r.OutputTail, "zzzzEND\n") {
 		t.Errorf("record: %s, tail of %d bytes ending %q: want succeeded, 1024 bytes", r.State, len(r.OutputTail), r.OutputTail[max(0, len(r.OutputTail)-8):])
 	}
-	if fi, err := os.Stat(d.store.OutputPath(r.ID)); err != nil || fi.Size() != 32<<20+4 {
+	if fi, err := os.Stat(d.store.disk().OutputPath(r.ID)); err != nil || fi.Size() != 32<<20+4 {
 		t.Errorf("output log: %v, %v: want all %d bytes", fi, err, 32<<20+4)
 	}
 }
@@ -825,15 +826,16 @@ func TestSecurityPassedFDs(t *testing.T) {
 
 // TestSecurityStateModes runs a job that fails and checks the modes that
 // keep its files to the daemon: the state and jobs dirs and the job's dir
-// 0700, its record, output log and started mark 0600.
+// 0700, its record, output log and started mark 0600, and the store's
+// version file 0600.
 func TestSecurityStateModes(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
 	r := call(t, d, "echo", "x", "3")
 	d.Close()
 	want := map[string]os.FileMode{
-		d.store.dir: 0o700 | os.ModeDir, d.store.jobs: 0o700 | os.ModeDir, d.store.Dir(r.ID): 0o700 | os.ModeDir,
-		filepath.Join(d.store.Dir(r.ID), recordFile): 0o600, d.store.OutputPath(r.ID): 0o600,
-		d.store.jobPath(r.ID, startedFile): 0o600,
+		d.store.dir: 0o700 | os.ModeDir, filepath.Join(d.store.dir, "jobs"): 0o700 | os.ModeDir, d.store.disk().Dir(r.ID): 0o700 | os.ModeDir,
+		filepath.Join(d.store.disk().Dir(r.ID), recordFile): 0o600, d.store.disk().OutputPath(r.ID): 0o600,
+		filepath.Join(d.store.disk().Dir(r.ID), startedFile): 0o600, filepath.Join(d.store.dir, "store-version"): 0o600,
 	}
 	for path, mode := range want {
 		if fi, err := os.Lstat(path); err != nil {
@@ -892,3 +894,15 @@ on_disconnect = "stop"
 		t.Errorf("call waiting past the body's deadline: %s %+v, %v: want 200 and a succeeded record", resp.Status, rec, err)
 	}
 }
+
+// The names of a job's files in its directory of the state dir, which
+// these tests plant and check.
+const (
+	recordFile  = "record.jsonl"
+	outputFile  = "output.log"
+	startedFile = "started"
+)
+
+// disk returns the store's implementation, for the tests that look at
+// its files.
+func (s *Store) disk() *store.Store { return s.recordStore.(*store.Store) }

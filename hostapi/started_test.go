@@ -27,7 +27,7 @@ func TestRecoverNeverStarted(t *testing.T) {
 			t.Fatal(err)
 		}
 		if marked {
-			if err := store.markStarted(id); err != nil {
+			if err := store.MarkStarted(id); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -57,10 +57,10 @@ func TestRecoverNeverStarted(t *testing.T) {
 		t.Errorf("job of an earlier boot: %+v, %v: want failed, the host restarted", r, err)
 	}
 	d2.Close() // the outcome is recorded as soon as known, the mark may follow
-	if ok, err := store.started(rebooted.ID); ok || err != nil {
+	if ok, err := store.Started(rebooted.ID); ok || err != nil {
 		t.Errorf("job of an earlier boot: marked started %v, %v: want it not run again", ok, err)
 	}
-	if ok, err := store.started(unstarted.ID); !ok || err != nil {
+	if ok, err := store.Started(unstarted.ID); !ok || err != nil {
 		t.Errorf("never started job after its run: marked %v, %v", ok, err)
 	}
 }

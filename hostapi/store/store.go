@@ -1,4 +1,4 @@
-package hostapi
+package store
 
 import (
 	"bytes"
@@ -16,17 +16,19 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/atomicfile"
 	"github.com/unitrun/unitrun/internal/lazyregexp"
+	"golang.org/x/sys/unix"
 )
 
 // Store keeps job records durably in a state directory:
 //
+//	<state>/store-version           the schema's version (see schemaVersion)
+//	<state>/mark                    the file that started marks link to
 //	<state>/jobs/<id>/record.jsonl  the Record, a JSON line per version, the last one current
 //	<state>/jobs/<id>/output.log    the op's stdout and stderr, appended by its unit
+//	<state>/jobs/<id>/started       the started mark (MarkStarted), a link to <state>/mark
+//	<state>/jobs/.spare-*           emptied directories of pruned jobs (see sparePrefix)
 //
 // A job directory appears with its first record in place, so every job
 // directory holds a record. A new version of a record is appended to its
@@ -53,8 +55,8 @@ type Store struct {
 
 // Errors returned by the Store; test them with errors.Is.
 var (
-	ErrNotFound  = errors.New("hostapi: job not found")
-	ErrInvalidID = errors.New("hostapi: invalid job id")
+	ErrNotFound  = errors.New("hostapi: job not found")  // the words the daemon has always said
+	ErrInvalidID = errors.New("hostapi: invalid job id") // the words the daemon has always said
 )
 
 // A RecordError reports a record that exists but cannot be read or is not
@@ -84,10 +86,11 @@ func checkID(id string) error {
 	return nil
 }
 
-// OpenStore opens the store in the state directory dir, creating dir and
+// Open opens the store in the state directory dir, creating dir and
 // dir/jobs with mode 0700 when missing. It refuses a dir or jobs directory
-// that is a symlink, is not a directory or is writable by group or others.
-func OpenStore(dir string) (*Store, error) {
+// that is a symlink, is not a directory or is writable by group or others,
+// and a store of a schema version newer than this code's (checkVersion).
+func Open(dir string) (*Store, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
@@ -97,6 +100,9 @@ func OpenStore(dir string) (*Store, error) {
 		if err := ensurePrivateDir(d); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkVersion(abs); err != nil {
+		return nil, err
 	}
 	if err := ensureMarkFile(filepath.Join(abs, markFile)); err != nil {
 		return nil, err
@@ -195,15 +201,15 @@ func (s *Store) jobPath(id, name string) string {
 // creates the job's directory, with the record already in it; later ones
 // append the new version to the record file (see appendRecord). Put
 // refuses an id not of NewID's form, an empty Op and an unknown State.
-func (s *Store) Put(r *api.Record) error { return s.put(r, true) }
+func (s *Store) Put(r *Record) error { return s.put(r, true) }
 
-// stage is Put without the syncs: the record is in place, atomically, for
+// Stage is Put without the syncs: the record is in place, atomically, for
 // a daemon that starts after this one dies, but a crash of the host may
-// take it away until commit returns.
-func (s *Store) stage(r *api.Record) error { return s.put(r, false) }
+// take it away until Commit returns.
+func (s *Store) Stage(r *Record) error { return s.put(r, false) }
 
-// commit makes the job's record, as stage left it, durable.
-func (s *Store) commit(id string) error {
+// Commit makes the job's record, as stage left it, durable.
+func (s *Store) Commit(id string) error {
 	f, err := s.openJobFile(id, recordFile, os.O_RDONLY, 0)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", id, err)
@@ -218,14 +224,14 @@ func (s *Store) commit(id string) error {
 	return nil
 }
 
-func (s *Store) put(r *api.Record, sync bool) error {
+func (s *Store) put(r *Record, sync bool) error {
 	if err := checkID(r.ID); err != nil {
 		return err
 	}
 	if r.Op == "" {
 		return fmt.Errorf("job %s: record has no op", r.ID)
 	}
-	if !r.State.Valid() {
+	if !validState(r.State) {
 		return fmt.Errorf("job %s: record state %q is not one of queued, running, succeeded, failed, canceled", r.ID, r.State)
 	}
 	// One line: JSON escapes the newlines of strings.
@@ -327,7 +333,7 @@ func (s *Store) create(id string, data []byte, sync bool) error {
 // Get returns the job's record. It returns an error wrapping ErrNotFound
 // when there is none, ErrInvalidID for an id not of NewID's form, and a
 // *RecordError when the record cannot be decoded.
-func (s *Store) Get(id string) (*api.Record, error) {
+func (s *Store) Get(id string) (*Record, error) {
 	s.reads.Add(1)
 	f, err := s.openJobFile(id, recordFile, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -349,7 +355,7 @@ func (s *Store) Get(id string) (*api.Record, error) {
 }
 
 // readRecord reads the record of the job id from its record file f.
-func readRecord(f *os.File, id string) (*api.Record, error) {
+func readRecord(f *os.File, id string) (*Record, error) {
 	data, err := io.ReadAll(f)
 	if err != nil {
 		return nil, &RecordError{ID: id, Err: err}
@@ -363,7 +369,7 @@ func readRecord(f *os.File, id string) (*api.Record, error) {
 		return nil, &RecordError{ID: id, Err: fmt.Errorf("holds id %q", r.ID)}
 	case r.Op == "":
 		return nil, &RecordError{ID: id, Err: errors.New("has no op")}
-	case !r.State.Valid():
+	case !validState(r.State):
 		return nil, &RecordError{ID: id, Err: fmt.Errorf("state %q is not a state", r.State)}
 	}
 	return &r, nil
@@ -374,7 +380,7 @@ func readRecord(f *os.File, id string) (*api.Record, error) {
 // line that a crash left unfinished, without its newline or holding bytes
 // that do not decode, is passed over for the version before it; empty
 // lines separate the versions.
-func decodeRecord(data []byte) (api.Record, error) {
+func decodeRecord(data []byte) (Record, error) {
 	err := errors.New("no complete line")
 	rest := data[:bytes.LastIndexByte(data, '\n')+1]
 	for len(rest) > 0 {
@@ -384,12 +390,12 @@ func decodeRecord(data []byte) (api.Record, error) {
 		if start == len(line) {
 			continue // an empty line
 		}
-		var r api.Record
+		var r Record
 		if err = json.Unmarshal(line[start:], &r); err == nil {
 			return r, nil
 		}
 	}
-	return api.Record{}, err
+	return Record{}, err
 }
 
 // OpenOutput opens the job's output log for appending, creating it with
@@ -400,6 +406,17 @@ func decodeRecord(data []byte) (api.Record, error) {
 func (s *Store) OpenOutput(id string) (*os.File, error) {
 	return s.openJobFile(id, outputFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 }
+
+// ReadOutput opens the job's output log for reading. A job with no log
+// yet is an error satisfying errors.Is(err, fs.ErrNotExist); no job, one
+// wrapping ErrNotFound.
+func (s *Store) ReadOutput(id string) (*os.File, error) {
+	return s.openJobFile(id, outputFile, os.O_RDONLY, 0)
+}
+
+// Reads returns how many records Get has read from disk, Page's and
+// List's reads included.
+func (s *Store) Reads() int64 { return s.reads.Load() }
 
 // openJobFile opens name in the job's directory, following no symlink at
 // the directory or the file. A missing directory is ErrNotFound; a missing

@@ -1,4 +1,4 @@
-package hostapi
+package store
 
 import (
 	"bytes"
@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/unitrun/unitrun/api"
 )
 
 // spareNames returns the names of the spares in the store's jobs directory.
@@ -30,20 +28,20 @@ func spareNames(t *testing.T, s *Store) []string {
 
 // finishedJob stores a finished job with the given output and a started
 // mark, and returns its record.
-func finishedJob(t *testing.T, s *Store, output string) *api.Record {
+func finishedJob(t *testing.T, s *Store, output string) *Record {
 	t.Helper()
-	r := putRecord(t, s, api.StateRunning, time.Now())
+	r := putRecord(t, s, StateRunning, time.Now())
 	out, err := s.OpenOutput(r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out.WriteString(output)
 	out.Close()
-	if err := s.markStarted(r.ID); err != nil {
+	if err := s.MarkStarted(r.ID); err != nil {
 		t.Fatal(err)
 	}
 	end := time.Now()
-	r.State, r.FinishedAt = api.StateSucceeded, &end
+	r.State, r.FinishedAt = StateSucceeded, &end
 	if err := s.Put(r); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +54,7 @@ func finishedJob(t *testing.T, s *Store, output string) *api.Record {
 // spares left.
 func TestSpares(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
-	s, err := OpenStore(dir)
+	s, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +86,7 @@ func TestSpares(t *testing.T) {
 		}
 	}
 
-	r := putRecord(t, s, api.StateRunning, time.Now())
+	r := putRecord(t, s, StateRunning, time.Now())
 	if got := spareNames(t, s); len(got) != 0 {
 		t.Errorf("spares after a new job: %v, want it to have taken the one", got)
 	}
@@ -99,13 +97,13 @@ func TestSpares(t *testing.T) {
 	if !os.SameFile(recordIno, ri) {
 		t.Error("the new job's record file is a new inode, not the spare's")
 	}
-	if got, err := s.Get(r.ID); err != nil || got.ID != r.ID || got.State != api.StateRunning {
+	if got, err := s.Get(r.ID); err != nil || got.ID != r.ID || got.State != StateRunning {
 		t.Errorf("Get of the new job = %+v, %v", got, err)
 	}
 	if tail, err := s.Tail(r.ID, 100); err != nil || tail != "" {
 		t.Errorf("new job's output = %q, %v; want none", tail, err)
 	}
-	if started, err := s.started(r.ID); err != nil || started {
+	if started, err := s.Started(r.ID); err != nil || started {
 		t.Errorf("new job started = %v, %v; want false", started, err)
 	}
 
@@ -113,14 +111,14 @@ func TestSpares(t *testing.T) {
 	finishedJob(t, s, "x")
 	finishedJob(t, s, "y")
 	s.Prune(0, 0, time.Now())
-	s2, err := OpenStore(dir)
+	s2, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(s2.spares) != 2 {
 		t.Fatalf("reopened store has spares %v, want 2", s2.spares)
 	}
-	putRecord(t, s2, api.StateRunning, time.Now())
+	putRecord(t, s2, StateRunning, time.Now())
 	if got := spareNames(t, s2); len(got) != 1 {
 		t.Errorf("spares after a job of the reopened store: %v, want 1", got)
 	}
@@ -140,7 +138,7 @@ func TestSpareCrashUndone(t *testing.T) {
 	if err := os.Link(filepath.Join(s.dir, markFile), filepath.Join(spare, startedFile)); err != nil {
 		t.Fatal(err)
 	}
-	r := putRecord(t, s, api.StateRunning, time.Now())
+	r := putRecord(t, s, StateRunning, time.Now())
 	data, err := os.ReadFile(filepath.Join(s.Dir(r.ID), recordFile))
 	if err != nil || bytes.Contains(data, []byte(old.ID)) {
 		t.Errorf("new job's record file = %q, %v; want its own record alone", data, err)
@@ -148,7 +146,7 @@ func TestSpareCrashUndone(t *testing.T) {
 	if tail, _ := s.Tail(r.ID, 100); tail != "" {
 		t.Errorf("new job's output = %q, want none", tail)
 	}
-	if started, _ := s.started(r.ID); started {
+	if started, _ := s.Started(r.ID); started {
 		t.Error("new job is marked started")
 	}
 }
@@ -181,11 +179,11 @@ func TestOutputReadAcrossPrune(t *testing.T) {
 	}
 	defer f.Close()
 	var b bytes.Buffer
-	if _, err := s.copyOutput(&b, old.ID, f, make([]byte, 4)); err != nil || b.String() != "old output\n" {
+	if _, err := s.CopyOutput(&b, old.ID, f, make([]byte, 4)); err != nil || b.String() != "old output\n" {
 		t.Fatalf("copy before the prune = %q, %v", b.String(), err)
 	}
 	s.Prune(0, 0, time.Now())
-	r := putRecord(t, s, api.StateRunning, time.Now())
+	r := putRecord(t, s, StateRunning, time.Now())
 	out, err := s.OpenOutput(r.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +195,7 @@ func TestOutputReadAcrossPrune(t *testing.T) {
 		t.Fatalf("the new job did not take the pruned job's output log (%v): the test would prove nothing", err)
 	}
 	b.Reset()
-	n, err := s.copyOutput(&b, old.ID, f, make([]byte, 4))
+	n, err := s.CopyOutput(&b, old.ID, f, make([]byte, 4))
 	if !errors.Is(err, ErrNotFound) || n != 0 || b.Len() != 0 {
 		t.Errorf("copy after the prune = %q, %v; want nothing and ErrNotFound", b.String(), err)
 	}
@@ -208,15 +206,15 @@ func TestOutputReadAcrossPrune(t *testing.T) {
 func TestPruneFollowsPuts(t *testing.T) {
 	s := openTestStore(t)
 	now := time.Now()
-	a := putRecord(t, s, api.StateRunning, now.Add(-time.Hour))
+	a := putRecord(t, s, StateRunning, now.Add(-time.Hour))
 	if removed, err := s.Prune(0, 0, now); err != nil || len(removed) != 0 {
 		t.Fatalf("Prune of a running job = %v, %v; want nothing removed", removed, err)
 	}
-	a.State, a.FinishedAt = api.StateFailed, &now
+	a.State, a.FinishedAt = StateFailed, &now
 	if err := s.Put(a); err != nil {
 		t.Fatal(err)
 	}
-	b := putRecord(t, s, api.StateSucceeded, now)
+	b := putRecord(t, s, StateSucceeded, now)
 	if removed, err := s.Prune(1, 0, now); err != nil || len(removed) != 1 || removed[0] != a.ID {
 		t.Errorf("Prune keeping 1 = %v, %v; want %s, the older", removed, err, a.ID)
 	}
@@ -235,17 +233,17 @@ func TestSpareRecordRoom(t *testing.T) {
 	s := openTestStore(t)
 	finishedJob(t, s, "")
 	s.Prune(0, 0, time.Now())
-	r := putRecord(t, s, api.StateRunning, time.Now())
+	r := putRecord(t, s, StateRunning, time.Now())
 	path := filepath.Join(s.Dir(r.ID), recordFile)
 	appendTorn(t, s, r.ID, `{"id":"`+r.ID+`","op":"rebase","state":"failed","message":"`+strings.Repeat("x", 900))
-	if got, err := s.Get(r.ID); err != nil || got.State != api.StateRunning {
+	if got, err := s.Get(r.ID); err != nil || got.State != StateRunning {
 		t.Errorf("Get after a torn version = %+v, %v; want the running record", got, err)
 	}
-	r.State = api.StateSucceeded
+	r.State = StateSucceeded
 	if err := s.Put(r); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.Get(r.ID); err != nil || got.State != api.StateSucceeded {
+	if got, err := s.Get(r.ID); err != nil || got.State != StateSucceeded {
 		t.Errorf("Get after the next version = %+v, %v; want it", got, err)
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Size() != recordRoom {

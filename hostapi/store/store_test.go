@@ -1,4 +1,4 @@
-package hostapi
+package store
 
 import (
 	"errors"
@@ -10,13 +10,11 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/unitrun/unitrun/api"
 )
 
 func openTestStore(t *testing.T) *Store {
 	t.Helper()
-	s, err := OpenStore(filepath.Join(t.TempDir(), "state"))
+	s, err := Open(filepath.Join(t.TempDir(), "state"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,9 +22,9 @@ func openTestStore(t *testing.T) *Store {
 }
 
 // putRecord stores a record of the given state, created at the given time.
-func putRecord(t *testing.T, s *Store, state api.State, created time.Time) *api.Record {
+func putRecord(t *testing.T, s *Store, state State, created time.Time) *Record {
 	t.Helper()
-	r := &api.Record{ID: s.NewID(), Op: "rebase", Args: []string{"img"}, State: state, CreatedAt: created}
+	r := &Record{ID: s.NewID(), Op: "rebase", Args: []string{"img"}, State: state, CreatedAt: created}
 	if err := s.Put(r); err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +33,7 @@ func putRecord(t *testing.T, s *Store, state api.State, created time.Time) *api.
 
 func TestOpenStore(t *testing.T) {
 	base := t.TempDir()
-	s, err := OpenStore(filepath.Join(base, "a", "state"))
+	s, err := Open(filepath.Join(base, "a", "state"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +44,7 @@ func TestOpenStore(t *testing.T) {
 		}
 	}
 	// Reopening is fine.
-	if _, err := OpenStore(filepath.Join(base, "a", "state")); err != nil {
+	if _, err := Open(filepath.Join(base, "a", "state")); err != nil {
 		t.Errorf("reopen: %v", err)
 	}
 
@@ -91,9 +89,9 @@ func TestOpenStore(t *testing.T) {
 		{filepath.Join(base, "markmode"), "mark has mode -rw-r--r--, want 0600"},
 	}
 	for _, tt := range tests {
-		_, err := OpenStore(tt.dir)
+		_, err := Open(tt.dir)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("OpenStore(%s): err = %v, want one containing %q", tt.dir, err, tt.want)
+			t.Errorf("Open(%s): err = %v, want one containing %q", tt.dir, err, tt.want)
 		}
 	}
 }
@@ -122,8 +120,8 @@ func TestPutGet(t *testing.T) {
 	s := openTestStore(t)
 	code := 3
 	start := time.Date(2026, 12, 2, 14, 25, 1, 0, time.UTC)
-	r := &api.Record{
-		ID: s.NewID(), Op: "rebase", Args: []string{"quay.io/x:1"}, State: api.StateFailed,
+	r := &Record{
+		ID: s.NewID(), Op: "rebase", Args: []string{"quay.io/x:1"}, State: StateFailed,
 		Unit: "unitrun-op-rebase-1.service", InvocationID: "0123", JobResult: "done", Result: "exit-code",
 		ExitCode: &code, CallerUID: 1000, CallerPID: 42, CreatedAt: start, StartedAt: &start, FinishedAt: &start,
 		Attempts: 2, Message: "exited with status 3", OutputTail: "error: no space\n",
@@ -138,11 +136,11 @@ func TestPutGet(t *testing.T) {
 	if !reflect.DeepEqual(got, r) {
 		t.Errorf("Get = %+v, want %+v", got, r)
 	}
-	r.State = api.StateSucceeded
+	r.State = StateSucceeded
 	if err := s.Put(r); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.Get(r.ID); err != nil || got.State != api.StateSucceeded {
+	if got, err := s.Get(r.ID); err != nil || got.State != StateSucceeded {
 		t.Errorf("after replace: %+v, %v", got, err)
 	}
 	entries, _ := os.ReadDir(s.jobs)
@@ -158,16 +156,16 @@ func TestPutGet(t *testing.T) {
 func TestPutRefuses(t *testing.T) {
 	s := openTestStore(t)
 	tests := []struct {
-		r    api.Record
+		r    Record
 		want string
 	}{
-		{api.Record{ID: "../x", Op: "a", State: api.StateQueued}, "invalid job id"},
-		{api.Record{ID: "a/b", Op: "a", State: api.StateQueued}, "invalid job id"},
-		{api.Record{ID: "", Op: "a", State: api.StateQueued}, "invalid job id"},
-		{api.Record{ID: "20261202T142501Z-0123ABCD", Op: "a", State: api.StateQueued}, "invalid job id"},
-		{api.Record{ID: "20261202T142501Z-0123abcd/..", Op: "a", State: api.StateQueued}, "invalid job id"},
-		{api.Record{ID: "20261202T142501Z-0123abcd", State: api.StateQueued}, "record has no op"},
-		{api.Record{ID: "20261202T142501Z-0123abcd", Op: "a", State: "done"}, `record state "done" is not one of`},
+		{Record{ID: "../x", Op: "a", State: StateQueued}, "invalid job id"},
+		{Record{ID: "a/b", Op: "a", State: StateQueued}, "invalid job id"},
+		{Record{ID: "", Op: "a", State: StateQueued}, "invalid job id"},
+		{Record{ID: "20261202T142501Z-0123ABCD", Op: "a", State: StateQueued}, "invalid job id"},
+		{Record{ID: "20261202T142501Z-0123abcd/..", Op: "a", State: StateQueued}, "invalid job id"},
+		{Record{ID: "20261202T142501Z-0123abcd", State: StateQueued}, "record has no op"},
+		{Record{ID: "20261202T142501Z-0123abcd", Op: "a", State: "done"}, `record state "done" is not one of`},
 	}
 	for _, tt := range tests {
 		err := s.Put(&tt.r)
@@ -195,7 +193,7 @@ func TestGetErrors(t *testing.T) {
 		t.Errorf("Get of a missing job: err = %v, want ErrNotFound", err)
 	}
 	// A symlinked job directory is not followed.
-	r := putRecord(t, s, api.StateRunning, time.Now())
+	r := putRecord(t, s, StateRunning, time.Now())
 	link := "20261202T142501Z-0000beef"
 	if err := os.Symlink(s.Dir(r.ID), filepath.Join(s.jobs, link)); err != nil {
 		t.Fatal(err)
@@ -209,7 +207,7 @@ func TestGetErrors(t *testing.T) {
 // record appended in part, and a temp directory of a first Put in jobs/.
 func TestPutCrash(t *testing.T) {
 	s := openTestStore(t)
-	r := putRecord(t, s, api.StateRunning, time.Now())
+	r := putRecord(t, s, StateRunning, time.Now())
 	appendTorn(t, s, r.ID, "\n"+`{"id": "`+r.ID+`", "state": "succ`)
 	newTmp := filepath.Join(s.jobs, ".new-20261202T142501Z-0123abcd-99")
 	if err := os.Mkdir(newTmp, 0o700); err != nil {
@@ -219,7 +217,7 @@ func TestPutCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := s.Get(r.ID)
-	if err != nil || got.State != api.StateRunning {
+	if err != nil || got.State != StateRunning {
 		t.Errorf("Get after a torn write = %+v, %v; want the old record", got, err)
 	}
 	recs, err := s.List()
@@ -250,7 +248,7 @@ func TestPutConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- s.Put(&api.Record{ID: id, Op: fmt.Sprint("op", i), State: api.StateQueued})
+			errs <- s.Put(&Record{ID: id, Op: fmt.Sprint("op", i), State: StateQueued})
 		}()
 	}
 	wg.Wait()
@@ -272,11 +270,11 @@ func TestPutConcurrent(t *testing.T) {
 func TestListCorrupt(t *testing.T) {
 	s := openTestStore(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	old := putRecord(t, s, api.StateSucceeded, t0)
-	mid := putRecord(t, s, api.StateRunning, t0.Add(time.Hour))
-	bad := putRecord(t, s, api.StateFailed, t0.Add(2*time.Hour))
-	other := putRecord(t, s, api.StateFailed, t0.Add(3*time.Hour))
-	newest := putRecord(t, s, api.StateQueued, t0.Add(4*time.Hour))
+	old := putRecord(t, s, StateSucceeded, t0)
+	mid := putRecord(t, s, StateRunning, t0.Add(time.Hour))
+	bad := putRecord(t, s, StateFailed, t0.Add(2*time.Hour))
+	other := putRecord(t, s, StateFailed, t0.Add(3*time.Hour))
+	newest := putRecord(t, s, StateQueued, t0.Add(4*time.Hour))
 	if err := os.WriteFile(filepath.Join(s.Dir(bad.ID), recordFile), []byte("{not json\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -332,13 +330,13 @@ func TestPrune(t *testing.T) {
 			// Newest first: 0 done, 1 running, 2 done, 3 canceled, 4 queued
 			// (ancient, never removed), 5 failed and finished 10 days ago.
 			finished := now.Add(-10 * day)
-			recs := []*api.Record{
-				putRecord(t, s, api.StateSucceeded, now.Add(-1*day)),
-				putRecord(t, s, api.StateRunning, now.Add(-2*day)),
-				putRecord(t, s, api.StateFailed, now.Add(-2*day-time.Hour)),
-				putRecord(t, s, api.StateCanceled, now.Add(-2*day-2*time.Hour)),
-				putRecord(t, s, api.StateQueued, now.Add(-400*day)),
-				putRecord(t, s, api.StateFailed, now.Add(-3*day)),
+			recs := []*Record{
+				putRecord(t, s, StateSucceeded, now.Add(-1*day)),
+				putRecord(t, s, StateRunning, now.Add(-2*day)),
+				putRecord(t, s, StateFailed, now.Add(-2*day-time.Hour)),
+				putRecord(t, s, StateCanceled, now.Add(-2*day-2*time.Hour)),
+				putRecord(t, s, StateQueued, now.Add(-400*day)),
+				putRecord(t, s, StateFailed, now.Add(-3*day)),
 			}
 			recs[5].FinishedAt = &finished
 			if err := s.Put(recs[5]); err != nil {
@@ -385,7 +383,7 @@ func TestPrune(t *testing.T) {
 
 func TestPruneLeftovers(t *testing.T) {
 	s := openTestStore(t)
-	r := putRecord(t, s, api.StateRunning, time.Now())
+	r := putRecord(t, s, StateRunning, time.Now())
 	// A crash between the rename and the delete of a removal.
 	gone := filepath.Join(s.jobs, ".rm-20261202T142501Z-0123abcd")
 	if err := os.MkdirAll(filepath.Join(gone, "sub"), 0o700); err != nil {
@@ -404,7 +402,7 @@ func TestPruneLeftovers(t *testing.T) {
 
 func TestOutput(t *testing.T) {
 	s := openTestStore(t)
-	r := putRecord(t, s, api.StateRunning, time.Now())
+	r := putRecord(t, s, StateRunning, time.Now())
 	if got, err := s.Tail(r.ID, 10); err != nil || got != "" {
 		t.Errorf("Tail before any output = %q, %v", got, err)
 	}
@@ -461,7 +459,7 @@ func TestOutput(t *testing.T) {
 
 func TestOutputSymlink(t *testing.T) {
 	s := openTestStore(t)
-	r := putRecord(t, s, api.StateRunning, time.Now())
+	r := putRecord(t, s, StateRunning, time.Now())
 	target := filepath.Join(t.TempDir(), "target")
 	if err := os.WriteFile(target, []byte("secret"), 0o600); err != nil {
 		t.Fatal(err)
@@ -488,30 +486,30 @@ func TestMarksAreLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := putRecord(t, s, api.StateRunning, time.Now())
+	r := putRecord(t, s, StateRunning, time.Now())
 	for range 2 {
-		if err := s.markStarted(r.ID); err != nil {
+		if err := s.MarkStarted(r.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if fi, err := os.Stat(s.jobPath(r.ID, startedFile)); err != nil || !os.SameFile(fi, mark) {
 		t.Errorf("%s: %v; want a link to the store's mark file", startedFile, err)
 	}
-	if ok, err := s.started(r.ID); !ok || err != nil {
+	if ok, err := s.Started(r.ID); !ok || err != nil {
 		t.Errorf("started = %v, %v; want true", ok, err)
 	}
 
 	if err := os.Remove(filepath.Join(s.dir, markFile)); err != nil {
 		t.Fatal(err)
 	}
-	other := putRecord(t, s, api.StateRunning, time.Now())
-	if err := s.markStarted(other.ID); err != nil {
+	other := putRecord(t, s, StateRunning, time.Now())
+	if err := s.MarkStarted(other.ID); err != nil {
 		t.Fatalf("mark with no mark file: %v", err)
 	}
 	if fi, err := os.Lstat(s.jobPath(other.ID, startedFile)); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
 		t.Errorf("mark with no mark file: %v, %v; want a 0600 file", fi, err)
 	}
-	if err := s.markStarted("../x"); !errors.Is(err, ErrInvalidID) {
+	if err := s.MarkStarted("../x"); !errors.Is(err, ErrInvalidID) {
 		t.Errorf("mark of a bad id: %v, want ErrInvalidID", err)
 	}
 }

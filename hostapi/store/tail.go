@@ -1,4 +1,4 @@
-package hostapi
+package store
 
 import (
 	"errors"
@@ -42,12 +42,12 @@ func (s *Store) Tail(id string, n int) (string, error) {
 	return string(buf[:m]), nil
 }
 
-// copyOutput copies the job's output log f, opened by openJobFile, to w
+// CopyOutput copies the job's output log f, opened by openJobFile, to w
 // from f's offset to its end, through buf. Each chunk is written only once
 // f is known to be the job's own log still: if Prune removed the job
 // meanwhile, the file may hold another job's output by now (see recycle),
 // and the copy ends with an error wrapping ErrNotFound.
-func (s *Store) copyOutput(w io.Writer, id string, f *os.File, buf []byte) (int64, error) {
+func (s *Store) CopyOutput(w io.Writer, id string, f *os.File, buf []byte) (int64, error) {
 	var n int64
 	for {
 		m, err := f.Read(buf)

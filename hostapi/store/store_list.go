@@ -1,4 +1,4 @@
-package hostapi
+package store
 
 import (
 	"errors"
@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/atomicfile"
 )
 
@@ -19,12 +18,12 @@ import (
 // the error is then a join (errors.Join) of one *RecordError per record
 // left out, returned together with the records that could be read. Only a
 // failure to read the jobs directory itself returns no records.
-func (s *Store) List() ([]*api.Record, error) {
+func (s *Store) List() ([]*Record, error) {
 	entries, err := os.ReadDir(s.jobs)
 	if err != nil {
 		return nil, fmt.Errorf("jobs dir: %w", err)
 	}
-	var recs []*api.Record
+	var recs []*Record
 	var errs []error
 	for _, e := range entries {
 		if checkID(e.Name()) != nil {
@@ -44,7 +43,7 @@ func (s *Store) List() ([]*api.Record, error) {
 			recs = append(recs, r)
 		}
 	}
-	slices.SortFunc(recs, func(a, b *api.Record) int { return newestFirst(a.CreatedAt, a.ID, b.CreatedAt, b.ID) })
+	slices.SortFunc(recs, func(a, b *Record) int { return newestFirst(a.CreatedAt, a.ID, b.CreatedAt, b.ID) })
 	return recs, errors.Join(errs...)
 }
 
@@ -82,7 +81,7 @@ func ParseCursor(s string) (Cursor, error) {
 // Prune of a Store makes by reading each record once) and reads no other
 // record than those it returns: a caller that may see no job has no
 // record read. Records that cannot be read are left out.
-func (s *Store) Page(after *Cursor, limit int, see func(op string, uid uint32) bool) ([]*api.Record, *Cursor, error) {
+func (s *Store) Page(after *Cursor, limit int, see func(op string, uid uint32) bool) ([]*Record, *Cursor, error) {
 	if limit < 1 || limit > MaxPage {
 		return nil, nil, fmt.Errorf("limit %d: must be between 1 and %d", limit, MaxPage)
 	}
@@ -107,7 +106,7 @@ func (s *Store) Page(after *Cursor, limit int, see func(op string, uid uint32) b
 		page = page[:limit]
 		next = &page[limit-1]
 	}
-	recs := make([]*api.Record, 0, len(page))
+	recs := make([]*Record, 0, len(page))
 	for _, c := range page {
 		if r, err := s.Get(c.ID); err == nil {
 			recs = append(recs, r)
@@ -134,8 +133,8 @@ type pruneMeta struct {
 }
 
 // pruneMetaOf returns what Prune and Page read of r.
-func pruneMetaOf(r *api.Record) pruneMeta {
-	m := pruneMeta{done: r.Done(), created: r.CreatedAt, end: r.CreatedAt, op: r.Op, uid: r.CallerUID}
+func pruneMetaOf(r *Record) pruneMeta {
+	m := pruneMeta{done: doneState(r.State), created: r.CreatedAt, end: r.CreatedAt, op: r.Op, uid: r.CallerUID}
 	if r.FinishedAt != nil {
 		m.end = *r.FinishedAt
 	}
@@ -144,7 +143,7 @@ func pruneMetaOf(r *api.Record) pruneMeta {
 
 // indexLocked records r in the index of the store's records that Prune
 // reads, once Prune has made it.
-func (s *Store) indexLocked(r *api.Record) {
+func (s *Store) indexLocked(r *Record) {
 	if s.index != nil {
 		s.index[r.ID] = pruneMetaOf(r)
 	}

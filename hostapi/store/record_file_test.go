@@ -1,4 +1,4 @@
-package hostapi
+package store
 
 import (
 	"bytes"
@@ -8,8 +8,6 @@ import (
 	"reflect"
 	"testing"
 	"time"
-
-	"github.com/unitrun/unitrun/api"
 )
 
 // appendTorn writes raw bytes to the job's record file where the next
@@ -38,8 +36,8 @@ func appendTorn(t *testing.T, s *Store, id, raw string) {
 // before it nor the one the next Put appends.
 func TestRecordVersions(t *testing.T) {
 	s := openTestStore(t)
-	r := putRecord(t, s, api.StateQueued, time.Now())
-	for _, st := range []api.State{api.StateRunning, api.StateSucceeded} {
+	r := putRecord(t, s, StateQueued, time.Now())
+	for _, st := range []State{StateRunning, StateSucceeded} {
 		r.State = st
 		if err := s.Put(r); err != nil {
 			t.Fatal(err)
@@ -49,18 +47,18 @@ func TestRecordVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var states []api.State
+	var states []State
 	for _, line := range bytes.Split(data, []byte("\n")) {
 		if len(line) == 0 {
 			continue
 		}
-		var v api.Record
+		var v Record
 		if err := json.Unmarshal(line, &v); err != nil {
 			t.Fatalf("line %q: %v", line, err)
 		}
 		states = append(states, v.State)
 	}
-	if len(states) != 3 || states[0] != api.StateQueued || states[2] != api.StateSucceeded {
+	if len(states) != 3 || states[0] != StateQueued || states[2] != StateSucceeded {
 		t.Errorf("record file holds the versions %v, want queued, running, succeeded", states)
 	}
 
@@ -120,11 +118,11 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add(append([]byte(`{"id": "x", "op": "a", "state": "running"}`+"\n"+`{"op": "torn, longer than the next version`), make([]byte, 64)...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		decodeRecord(data)
-		line, err := json.Marshal(&api.Record{ID: "20261202T142501Z-0123abcd", Op: "op\n\"}", State: api.StateFailed, Message: string(data)})
+		line, err := json.Marshal(&Record{ID: "20261202T142501Z-0123abcd", Op: "op\n\"}", State: StateFailed, Message: string(data)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var want api.Record
+		var want Record
 		if err := json.Unmarshal(line, &want); err != nil {
 			t.Fatal(err)
 		}

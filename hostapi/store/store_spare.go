@@ -1,4 +1,4 @@
-package hostapi
+package store
 
 import (
 	"bytes"
@@ -11,9 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/unitrun/unitrun/internal/atomicfile"
+	"golang.org/x/sys/unix"
 )
 
 // A spare is the emptied directory of a pruned job, kept as jobs/.spare-*
