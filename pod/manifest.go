@@ -175,6 +175,16 @@ type Probe struct {
 	Action              ProbeAction `yaml:"action" json:"action,omitzero"`
 }
 
+// Probe results, as ProbeStatus.LastResult records them.
+const (
+	ProbeSuccess = "success"
+	ProbeFailure = "failure"
+	ProbeTimeout = "timeout"
+)
+
+// probeRestarts reports whether a's probe restarts a when it fails.
+func (a *App) probeRestarts() bool { return a.Probe != nil && a.Probe.Action == RestartApp }
+
 // An HTTPProbe succeeds when GET Path on Port answers with a status in Status.
 type HTTPProbe struct {
 	Port   int         `yaml:"port" json:"port,omitzero"`
