@@ -14,8 +14,9 @@
 //
 // # Unit graph
 //
-// For a pod P with apps A…, [Graph] renders (names from [SliceUnit],
-// [TargetUnit], [AppUnit], [ReaperUnit], [ProbeUnit] and [ShutdownUnit]):
+// For a pod P with apps A…, [Graph] renders (the names of the slice, the
+// target and the apps' services from [SliceUnit], [TargetUnit] and
+// [AppUnit]):
 //
 //   - unitrun-pod-P.slice holds every service of the pod.
 //   - unitrun-pod-P.target Wants= and is After= every app service.

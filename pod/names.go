@@ -8,12 +8,12 @@ import (
 	"github.com/unitrun/unitrun/unit"
 )
 
-// NamePattern is the rule for pod and app names. At most 29 characters keep
+// namePattern is the rule for pod and app names. At most 29 characters keep
 // the longest unit name of a pod, unitrun-pod-P-A-reaper.service with every
 // '-' of P and A escaped as \x2d, within systemd's 255.
-const NamePattern = `^[a-z0-9][a-z0-9-]{0,28}$`
+const namePattern = `^[a-z0-9][a-z0-9-]{0,28}$`
 
-var nameRE = lazyregexp.New(NamePattern)
+var nameRE = lazyregexp.New(namePattern)
 
 // reservedApp is the one app name whose unit would be the pod's shutdown
 // service.
@@ -22,7 +22,7 @@ const reservedApp = "shutdown"
 // checkName reports whether name is a valid pod or app name.
 func checkName(name string) error {
 	if !nameRE.MatchString(name) {
-		return fmt.Errorf("must match %s", NamePattern)
+		return fmt.Errorf("must match %s", namePattern)
 	}
 	return nil
 }
@@ -44,19 +44,19 @@ func AppUnit(pod, app string) string {
 	return UnitPrefix + component(pod) + "-" + component(app) + ".service"
 }
 
-// ReaperUnit is the name of the service that marks app of pod finished.
-func ReaperUnit(pod, app string) string {
+// reaperUnit is the name of the service that marks app of pod finished.
+func reaperUnit(pod, app string) string {
 	return UnitPrefix + component(pod) + "-" + component(app) + "-reaper.service"
 }
 
-// ShutdownUnit is the name of the service that ends pod.
-func ShutdownUnit(pod string) string {
+// shutdownUnit is the name of the service that ends pod.
+func shutdownUnit(pod string) string {
 	return UnitPrefix + component(pod) + "-shutdown.service"
 }
 
-// ProbeUnit is the name of the service that runs the health probe of app of
+// probeUnit is the name of the service that runs the health probe of app of
 // pod.
-func ProbeUnit(pod, app string) string {
+func probeUnit(pod, app string) string {
 	return UnitPrefix + component(pod) + "-" + component(app) + "-probe.service"
 }
 

@@ -81,7 +81,7 @@ func execApp(a *pod.App) error {
 	if a.Rootfs != "" {
 		// Checked at pod create too; the directory may have been
 		// replaced since by a link to /.
-		if err := CheckRootfs(a.Rootfs); err != nil {
+		if err := checkRootfs(a.Rootfs); err != nil {
 			return fmt.Errorf("rootfs %s: %w", a.Rootfs, err)
 		}
 		if err := syscall.Chroot(a.Rootfs); err != nil {

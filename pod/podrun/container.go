@@ -101,9 +101,9 @@ func RunContainer(ctx context.Context, stateDir, binary, name string, ready func
 	}
 }
 
-// ContainerPID returns the host process id of isolated pod name's systemd,
+// readContainerPID returns the host process id of isolated pod name's systemd,
 // while it runs.
-func ContainerPID(stateDir, name string) (int, error) {
+func readContainerPID(stateDir, name string) (int, error) {
 	if err := pod.CheckNames(name); err != nil {
 		return 0, err
 	}
@@ -158,7 +158,7 @@ func ContainerExited(stateDir, name string) error {
 // isolated pod name that has not ended, through its systemd: an app that
 // is recording its exit (ExecStopPost=) has no main process left.
 func killIsolatedApps(stateDir, name string, apps []pod.AppStatus) {
-	pid, err := ContainerPID(stateDir, name)
+	pid, err := readContainerPID(stateDir, name)
 	if err != nil {
 		return
 	}
@@ -167,11 +167,11 @@ func killIsolatedApps(stateDir, name string, apps []pod.AppStatus) {
 	}
 }
 
-// CheckRootfs returns an error unless dir is a directory other than the
+// checkRootfs returns an error unless dir is a directory other than the
 // root directory: not /, and not a path that resolves to it, such as a
 // symlink to / or a bind mount of it, in which a chroot would leave the
 // app on the host's (or the isolated pod's) whole file system.
-func CheckRootfs(dir string) error {
+func checkRootfs(dir string) error {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return errors.New("must be a directory: " + unwrapPath(err).Error())

@@ -21,7 +21,7 @@ func ParseForHost(data []byte, iso pod.Isolation) (*pod.Manifest, error) {
 
 // checkHost checks, on this host, what an app's run would otherwise find
 // out only when it starts ([ExecApp]): that each app's rootfs is a
-// directory other than / ([CheckRootfs]), that each app's user and group
+// directory other than / (checkRootfs), that each app's user and group
 // resolve (on the host, also for an app with a rootfs, as ExecApp resolves
 // them) and that its workingDir is a directory, inside its rootfs for an
 // app with one. A directory that a symlink inside the rootfs leads to is
@@ -36,7 +36,7 @@ func checkHost(m *pod.Manifest) error {
 		a := &m.Apps[i]
 		path := fmt.Sprintf("apps[%d]", i)
 		if a.Rootfs != "" {
-			if err := CheckRootfs(a.Rootfs); err != nil {
+			if err := checkRootfs(a.Rootfs); err != nil {
 				add(path+".rootfs", a.Rootfs, err.Error())
 				continue
 			}

@@ -167,7 +167,7 @@ func TestIsolatedPodStopFromOutside(t *testing.T) {
 // signal sends signal n to isolated pod name's systemd.
 func signal(t *testing.T, r *Runner, name string, n int) {
 	t.Helper()
-	pid, err := ContainerPID(r.StateDir, name)
+	pid, err := readContainerPID(r.StateDir, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +395,7 @@ func TestIsolatedPodRemoveLeavesNothing(t *testing.T) {
 	if err := r.Start(ctx, m.Name, ""); err != nil {
 		t.Fatal(err)
 	}
-	pid, err := ContainerPID(r.StateDir, m.Name)
+	pid, err := readContainerPID(r.StateDir, m.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
