@@ -26,10 +26,10 @@ func create(ctx context.Context, r *podrun.Runner, path, iso string) (*pod.Manif
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: err}
 	}
-	if _, err := podrun.ParseForHost(data, pod.Isolation(iso)); err != nil {
-		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", path, err)}
-	}
 	m, err := r.CreateWith(ctx, data, pod.Isolation(iso))
+	if invalid := (*podrun.InvalidError)(nil); errors.As(err, &invalid) {
+		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", path, invalid.Err)}
+	}
 	return m, failed(err)
 }
 

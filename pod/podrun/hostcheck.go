@@ -9,9 +9,9 @@ import (
 	"github.com/unitrun/unitrun/pod"
 )
 
-// ParseForHost is [pod.ParseWith], then [checkHost]: what "pod create"
+// parseForHost is [pod.ParseWith], then [checkHost]: what a create
 // checks before it creates anything.
-func ParseForHost(data []byte, iso pod.Isolation) (*pod.Manifest, error) {
+func parseForHost(data []byte, iso pod.Isolation) (*pod.Manifest, error) {
 	m, err := pod.ParseWith(data, iso)
 	if err != nil {
 		return nil, err

@@ -40,7 +40,9 @@ const pollInterval = 50 * time.Millisecond
 // Pending pod.json, empty logs) and its unit files, and reloads the
 // manager. It starts nothing, and refuses a name that an existing pod has.
 // An isolated pod's graph goes to its own unit path, and its container
-// service (see [pod.ContainerUnit]) to the manager.
+// service (see [pod.ContainerUnit]) to the manager. A manifest that is
+// invalid, or that asks for what this host lacks (a user, a group, a
+// directory), is an *[InvalidError].
 func (r *Runner) Create(ctx context.Context, manifest []byte) (*pod.Manifest, error) {
 	return r.CreateWith(ctx, manifest, "")
 }
@@ -48,12 +50,9 @@ func (r *Runner) Create(ctx context.Context, manifest []byte) (*pod.Manifest, er
 // CreateWith is [Runner.Create] with isolation iso, if it is not "",
 // instead of the manifest's; the choice is saved with the pod's state.
 func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso pod.Isolation) (*pod.Manifest, error) {
-	m, err := ParseForHost(manifest, iso)
+	m, err := parseForHost(manifest, iso)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkHost(m); err != nil {
-		return nil, err
+		return nil, &InvalidError{Err: err}
 	}
 	dir := pod.Dir(r.StateDir, m.Name)
 	unitDir, err := r.Mgr.RuntimeUnitDir(ctx)
@@ -203,6 +202,15 @@ func (r *Runner) endedStart(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// An InvalidError is the error of a create whose manifest is invalid or
+// asks for what this host lacks. Err says why, one line per field.
+type InvalidError struct {
+	Err error
+}
+
+func (e *InvalidError) Error() string { return e.Err.Error() }
+func (e *InvalidError) Unwrap() error { return e.Err }
 
 // An EndedError is the error of a start whose pod ended Failed before the
 // start was over, such as an isolated pod whose systemd could not boot.

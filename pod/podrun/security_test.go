@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,6 +38,9 @@ func TestSecurityPodNamesRefused(t *testing.T) {
 			_, err := r.Create(context.Background(), data)
 			if err == nil || !strings.Contains(err.Error(), tt.field) {
 				t.Errorf("%s %q: Create: %v, want an error naming %s", tt.field, name, err, tt.field)
+			}
+			if invalid := (*InvalidError)(nil); !errors.As(err, &invalid) {
+				t.Errorf("%s %q: Create: %T, want an *InvalidError (the CLI exits 2 for it)", tt.field, name, err)
 			}
 		}
 	}
