@@ -24,7 +24,7 @@ func systemctl(args ...string) error {
 	return nil
 }
 
-// ranApp returns the manifest of pod, one app that writes "ran" into a
+// ranApp returns the manifest of pod name, one app that writes "ran" into a
 // new file, and that file's path.
 func ranApp(t *testing.T, name string) (manifest, file string) {
 	file = filepath.Join(t.TempDir(), "ran")

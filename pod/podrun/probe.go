@@ -65,7 +65,7 @@ func RunProbe(ctx context.Context, stateDir, name, app string, open func(context
 	return nil
 }
 
-// act restarts app or ends pod, as action says, without waiting for the
+// act restarts app or ends pod name, as action says, without waiting for the
 // jobs, which stop the probe that calls it.
 func act(ctx context.Context, stateDir, name, app string, action pod.ProbeAction, open func(context.Context) (*manager.Conn, error)) error {
 	if action == pod.FailPod {

@@ -429,7 +429,7 @@ func (r *Runner) left(ctx context.Context, name, unitDir string) error {
 	return &NoPodError{Name: name, StateDir: r.StateDir}
 }
 
-// podFiles lists the unit files of pod in unitDir.
+// podFiles lists the unit files of pod name in unitDir.
 func podFiles(unitDir, name string) ([]string, error) {
 	entries, err := os.ReadDir(unitDir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -444,7 +444,7 @@ func podFiles(unitDir, name string) ([]string, error) {
 	return files, err
 }
 
-// loadedOf lists the units of pod that the manager holds in memory.
+// loadedOf lists the units of pod name that the manager holds in memory.
 func (r *Runner) loadedOf(ctx context.Context, name string) ([]string, error) {
 	all, err := r.Mgr.ListUnitNames(ctx, pod.PodUnitPrefix(name))
 	if err != nil {
@@ -459,7 +459,7 @@ func (r *Runner) loadedOf(ctx context.Context, name string) ([]string, error) {
 	return units, nil
 }
 
-// removeFiles deletes pod's unit files and state and resets the pod's
+// removeFiles deletes pod name's unit files and state and resets the pod's
 // units still loaded (failed ones), so that the manager unloads every one:
 // it collects the inactive units that no other unit refers to. No
 // daemon-reload is needed for that (it would reread every unit of the
