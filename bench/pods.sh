@@ -12,4 +12,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bench='^BenchmarkPods$'
 if [ "${2:-}" = isolated ]; then bench='^BenchmarkIsolatedPods$'; fi
-exec go test ./pod/ -run '^$' -bench "$bench" -benchtime "${1:-1}x"
+exec go test ./pod/podrun/ -run '^$' -bench "$bench" -benchtime "${1:-1}x"

@@ -109,7 +109,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if d.PodStateDir == "" {
 		return
 	}
-	pods, err := (&pod.Runner{StateDir: d.PodStateDir}).List()
+	pods, err := pod.List(d.PodStateDir)
 	// List joins one error for each pod it could not read.
 	unreadable, ok := err.(interface{ Unwrap() []error })
 	if err != nil && !ok {

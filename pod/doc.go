@@ -1,17 +1,22 @@
-// Package pod runs a group of cooperating apps as a graph of systemd units,
-// with Kubernetes-like exit and restart policies.
+// Package pod describes a group of cooperating apps run as a graph of
+// systemd units, with Kubernetes-like exit and restart policies. It is the
+// pure half of pods: it reaches no manager, runs no process and calls no
+// systemd; package [github.com/unitrun/unitrun/pod/podrun], the runtime,
+// does, with what this package decides.
 //
-// This package holds the pure half of pods: the manifest and its
-// validation ([Parse], [Load]), the unit graph rendered from it ([Nodes],
-// [Graph]) and drawn as a diagram ([Diagram]), the status files on disk
-// ([WriteExitCode], [WriteApp], [WritePod] and their readers), the
+// It holds the manifest and its validation ([Parse], [Load]), the unit
+// graph rendered from it ([Nodes], [Graph], [ContainerService]) and drawn
+// as a diagram ([Diagram]), the unit names ([AppUnit] and the others), the
+// state directory and its status files ([WriteState], [WriteExitCode],
+// [WriteApp], [WritePod] and their readers, [List], [Logs]), the
 // translation of what systemd tells ExecStopPost= ([ExitFromEnv]), and the
 // policies that decide what happens when an app exits ([Decide]).
 //
 // # Unit graph
 //
-// For a pod P with apps A…, [Graph] renders (names from [SliceUnit],
-// [TargetUnit], [AppUnit], [ReaperUnit], [ProbeUnit] and [ShutdownUnit]):
+// For a pod P with apps A…, [Graph] renders (the names of the slice, the
+// target and the apps' services from [SliceUnit], [TargetUnit] and
+// [AppUnit]):
 //
 //   - unitrun-pod-P.slice holds every service of the pod.
 //   - unitrun-pod-P.target Wants= and is After= every app service.
@@ -30,7 +35,7 @@
 //     neither ExecStart= nor ExecStop=).
 //   - unitrun-pod-P-A-probe.service, for an app with a probe, BindsTo= and
 //     is After= the app, which Wants= it, so it starts and stops with the
-//     app. It runs "unitrun pod probe P A" ([RunProbe]), which checks the
+//     app. It runs "unitrun pod probe P A" (podrun.RunProbe), which checks the
 //     app and records the result in its record; at the failure threshold
 //     it restarts the app, whose reap-app then counts a restart, or ends
 //     the pod, whose reap-app then records the app's exit as a failure.
@@ -71,7 +76,7 @@
 // ExecStartPre=, which waits out the delay that reap-app recorded from
 // [Decide]; its TimeoutStartSec= is the longest delay plus systemd's
 // default 90 s. Every app's main process is "unitrun pod exec P A"
-// ([ExecApp]), which records the start of each run and then takes on the
+// (podrun.ExecApp), which records the start of each run and then takes on the
 // app's rootfs, workingDir, group and user and executes its command: the
 // unit has no User=, Group=, WorkingDirectory= or RootDirectory=, which
 // systemd 252 applies to the "+" hooks too, so that nothing the manifest
@@ -83,7 +88,7 @@
 // its own, PID 1 of new PID, mount, UTS and IPC namespaces (and network,
 // for network: none), whose hostname is the pod's name. On the runner's
 // manager it is one service, [ContainerUnit], whose main process is
-// "unitrun pod container" ([RunContainer]): the whole pod is that
+// "unitrun pod container" (podrun.RunContainer): the whole pod is that
 // service's cgroup (Delegate=yes), and stopping the service powers the
 // pod's systemd off, which stops the graph as a stop from outside does, so
 // every exit is recorded. The pod's units live in STATE/pods/P/units, the

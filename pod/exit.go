@@ -28,7 +28,7 @@ type Exit struct {
 }
 
 // noProcessCode is the code of a failed run that had no main process.
-const noProcessCode = 255
+const NoProcessCode = 255
 
 var resultRE = lazyregexp.New(`^[a-z][a-z-]*$`)
 
@@ -50,7 +50,7 @@ func ExitFromEnv(serviceResult, exitCode, exitStatus string) (Exit, error) {
 			return Exit{}, fmt.Errorf("EXIT_STATUS %q without EXIT_CODE", exitStatus)
 		}
 		if !e.Success {
-			e.Code = noProcessCode
+			e.Code = NoProcessCode
 		}
 	case "exited":
 		n, err := strconv.Atoi(exitStatus)

@@ -84,7 +84,7 @@ func Nodes(m *Manifest) []Node {
 	nodes := []Node{
 		{Name: slice, Role: SliceRole, Deps: slices.Clone(stopAtShutdown)},
 		target,
-		{Name: ShutdownUnit(p), Role: ShutdownRole, Slice: slice, Deps: slices.Clone(stopOnExit)},
+		{Name: shutdownUnit(p), Role: ShutdownRole, Slice: slice, Deps: slices.Clone(stopOnExit)},
 	}
 	var inits []string
 	for _, a := range m.Apps {
@@ -105,13 +105,13 @@ func Nodes(m *Manifest) []Node {
 			nodes = append(nodes, app)
 			continue
 		}
-		reaper := ReaperUnit(p, a.Name)
+		reaper := reaperUnit(p, a.Name)
 		for _, i := range inits {
 			app.Deps = append(app.Deps, Dep{Requires, i})
 		}
 		app.Deps = append(app.Deps, Dep{Wants, reaper})
 		if a.Probe != nil {
-			app.Deps = append(app.Deps, Dep{Wants, ProbeUnit(p, a.Name)})
+			app.Deps = append(app.Deps, Dep{Wants, probeUnit(p, a.Name)})
 		}
 		app.Deps = append(app.Deps, Dep{After, reaper})
 		for _, i := range inits {
@@ -123,11 +123,11 @@ func Nodes(m *Manifest) []Node {
 			Role:  ReaperRole,
 			App:   a.Name,
 			Slice: slice,
-			Deps:  append([]Dep{{Wants, ShutdownUnit(p)}, {After, ShutdownUnit(p)}}, stopOnExit...),
+			Deps:  append([]Dep{{Wants, shutdownUnit(p)}, {After, shutdownUnit(p)}}, stopOnExit...),
 		})
 		if a.Probe != nil {
 			nodes = append(nodes, Node{
-				Name:  ProbeUnit(p, a.Name),
+				Name:  probeUnit(p, a.Name),
 				Role:  ProbeRole,
 				App:   a.Name,
 				Slice: slice,

@@ -11,6 +11,9 @@ import (
 	"time"
 )
 
+// pollInterval is how often Logs, following, looks at the log files.
+const pollInterval = 50 * time.Millisecond
+
 // Logs copies the output of apps of pod (their log files) to w, each line
 // prefixed with "APP | " if prefix is set. Without follow it copies what
 // the files hold and returns. With follow it keeps copying what the apps
@@ -29,7 +32,7 @@ func Logs(ctx context.Context, stateDir, pod string, apps []string, w io.Writer,
 		return err
 	}
 	for _, a := range apps {
-		if err := checkNames(pod, a); err != nil {
+		if err := CheckNames(pod, a); err != nil {
 			return err
 		}
 		l := &appLog{path: LogFile(stateDir, pod, a)}

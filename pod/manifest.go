@@ -80,16 +80,16 @@ const (
 
 // Default back-off steps, as in Kubernetes.
 const (
-	DefaultBackoffInitial = 10 * time.Second
-	DefaultBackoffMax     = 5 * time.Minute
-	DefaultBackoffReset   = 10 * time.Minute
+	defaultBackoffInitial = 10 * time.Second
+	defaultBackoffMax     = 5 * time.Minute
+	defaultBackoffReset   = 10 * time.Minute
 )
 
 // Default probe timings, as in Kubernetes.
 const (
-	DefaultProbePeriod    = 10
-	DefaultProbeTimeout   = 1
-	DefaultProbeThreshold = 3
+	defaultProbePeriod    = 10
+	defaultProbeTimeout   = 1
+	defaultProbeThreshold = 3
 )
 
 // maxManifestSize bounds what Load reads.
@@ -174,6 +174,16 @@ type Probe struct {
 	FailureThreshold    int         `yaml:"failureThreshold" json:"failureThreshold,omitzero"`
 	Action              ProbeAction `yaml:"action" json:"action,omitzero"`
 }
+
+// Probe results, as ProbeStatus.LastResult records them.
+const (
+	ProbeSuccess = "success"
+	ProbeFailure = "failure"
+	ProbeTimeout = "timeout"
+)
+
+// probeRestarts reports whether a's probe restarts a when it fails.
+func (a *App) probeRestarts() bool { return a.Probe != nil && a.Probe.Action == RestartApp }
 
 // An HTTPProbe succeeds when GET Path on Port answers with a status in Status.
 type HTTPProbe struct {
@@ -329,13 +339,13 @@ func (m *Manifest) setDefaults() {
 	}
 	b := &m.RestartBackoff
 	if b.Initial == 0 {
-		b.Initial = DefaultBackoffInitial
+		b.Initial = defaultBackoffInitial
 	}
 	if b.Max == 0 {
-		b.Max = max(DefaultBackoffMax, b.Initial)
+		b.Max = max(defaultBackoffMax, b.Initial)
 	}
 	if b.Reset == 0 {
-		b.Reset = DefaultBackoffReset
+		b.Reset = defaultBackoffReset
 	}
 	for i := range m.Apps {
 		a := &m.Apps[i]
@@ -351,13 +361,13 @@ func (m *Manifest) setDefaults() {
 		}
 		if p := a.Probe; p != nil {
 			if p.PeriodSeconds == 0 {
-				p.PeriodSeconds = DefaultProbePeriod
+				p.PeriodSeconds = defaultProbePeriod
 			}
 			if p.TimeoutSeconds == 0 {
-				p.TimeoutSeconds = DefaultProbeTimeout
+				p.TimeoutSeconds = defaultProbeTimeout
 			}
 			if p.FailureThreshold == 0 {
-				p.FailureThreshold = DefaultProbeThreshold
+				p.FailureThreshold = defaultProbeThreshold
 			}
 			if p.Action == "" {
 				p.Action = RestartApp

@@ -52,8 +52,8 @@ func Decide(m *Manifest, ev Event) (Decision, error) {
 		}
 		seen[o.App] = true
 	}
-	if !ev.Stopped && restarts(a.RestartPolicy, ev.Exit.Success) {
-		return Decision{Restart: true, Delay: backoff(m.RestartBackoff, ev.History, ev.Now)}, nil
+	if !ev.Stopped && Restarts(a.RestartPolicy, ev.Exit.Success) {
+		return Decision{Restart: true, Delay: NextDelay(m.RestartBackoff, ev.History, ev.Now)}, nil
 	}
 	ended := append(slices.Clone(ev.Ended), Outcome{App: ev.App, Exit: ev.Exit, At: ev.Now})
 	all := len(ended) == len(m.Apps)
@@ -132,12 +132,12 @@ func PodExitCode(ended []Outcome) int {
 
 // restarts reports whether policy runs an app again after an exit that
 // succeeded or not.
-func restarts(policy RestartPolicy, success bool) bool {
+func Restarts(policy RestartPolicy, success bool) bool {
 	return policy == Always || policy == OnFailure && !success
 }
 
 // backoff is the delay before an app's next run.
-func backoff(b Backoff, h History, now time.Time) time.Duration {
+func NextDelay(b Backoff, h History, now time.Time) time.Duration {
 	ranLong := !h.StartedAt.IsZero() && now.Sub(h.StartedAt) >= b.Reset
 	if h.LastDelay <= 0 || ranLong {
 		return b.Initial

@@ -296,3 +296,46 @@ func timeSpan(d time.Duration) string {
 	}
 	return strconv.FormatInt(int64((d+time.Microsecond-1)/time.Microsecond), 10) + "us"
 }
+
+// containerStopSlack is what the container service's stop timeout allows
+// beyond the longest stop timeout of an app: time for the reapers, the
+// shutdown hook and the pod's systemd to end (systemd's default stop
+// timeout twice over).
+const (
+	defaultStopTimeout = 90 * time.Second // systemd's DefaultTimeoutStopSec=
+	containerStopSlack = 2 * defaultStopTimeout
+)
+
+// ContainerService renders the service that runs isolated pod m's systemd.
+// It is Type=notify: "unitrun pod container" reports it ready once the
+// pod's systemd has booted, which is once the start job of the pod's
+// target is done. KillMode=mixed sends the stop signal (SIGTERM) to that
+// process alone, which powers the pod's systemd off; only what is left once
+// it has exited, or after the stop timeout, is killed. ExecStopPost= ends
+// the pod's record if its systemd died without doing so.
+func ContainerService(m *Manifest, o RenderOptions) ([]byte, error) {
+	h := hooks{m: m, o: RenderOptions{Binary: o.Binary, StateDir: o.StateDir}}
+	f := new(unit.File)
+	f.Set("Unit", "Description", unit.EscapeSpecifiers("unitrun pod "+m.Name+" (own systemd)"))
+	f.Set("Unit", "DefaultDependencies", "no")
+	f.Set("Unit", "Conflicts", shutdownTarget)
+	f.Set("Unit", "Before", shutdownTarget)
+	f.Set("Service", "Type", "notify")
+	f.Set("Service", "NotifyAccess", "main")
+	if err := setExec(f, "ExecStart", "", h.argv("container")); err != nil {
+		return nil, err
+	}
+	if err := setExec(f, "ExecStopPost", "", h.argv("container-exited")); err != nil {
+		return nil, err
+	}
+	f.Set("Service", "KillMode", "mixed")
+	f.Set("Service", "Delegate", "yes")
+	f.Set("Service", "TimeoutStartSec", "infinity")
+	longest := defaultStopTimeout
+	for _, a := range m.Apps {
+		longest = max(longest, a.StopTimeout)
+	}
+	f.Set("Service", "TimeoutStopSec", timeSpan(longest+containerStopSlack))
+	f.Set("Service", "SyslogIdentifier", unit.EscapeSpecifiers(m.Name))
+	return f.Bytes()
+}

@@ -6,8 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/unitrun/unitrun/internal/atomicfile"
 )
 
 // Files of a pod's state directory, besides the status files.
@@ -27,9 +30,34 @@ func LogFile(stateDir, pod, app string) string {
 	return filepath.Join(Dir(stateDir, pod), logsDir, app+".log")
 }
 
+// WriteState writes the state of pod m, created from the manifest text
+// manifest, into its state directory, which must exist: its logs
+// directory, a copy of the manifest (synced to disk), the manifest as
+// parsed, and a Pending pod.json in which every app is waiting.
+func WriteState(stateDir string, m *Manifest, manifest []byte) error {
+	dir := Dir(stateDir, m.Name)
+	if err := os.Mkdir(filepath.Join(dir, logsDir), 0o755); err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(dir, manifestFile), manifest, 0o644); err != nil {
+		return err
+	}
+	if err := writeSpec(stateDir, m); err != nil {
+		return err
+	}
+	ps := PodStatus{Name: m.Name, Phase: PodPending, ExitPolicy: m.ExitPolicy, Isolation: m.Isolation, CreatedAt: time.Now()}
+	for _, a := range m.Apps {
+		ps.Apps = append(ps.Apps, AppStatus{Name: a.Name, State: AppWaiting})
+	}
+	if err := WritePod(stateDir, ps); err != nil {
+		return err
+	}
+	return nil
+}
+
 // loadState returns the manifest pod was created from, with the exit policy
 // and isolation its start and creation chose, and its pod.json.
-func loadState(stateDir, pod string) (*Manifest, PodStatus, error) {
+func LoadState(stateDir, pod string) (*Manifest, PodStatus, error) {
 	m, data, err := readSpecAndStatus(stateDir, pod)
 	if err != nil {
 		return nil, PodStatus{}, err
@@ -44,7 +72,7 @@ func loadState(stateDir, pod string) (*Manifest, PodStatus, error) {
 
 // loadSpec is loadState for the hooks, which need the manifest and the
 // choices alone: of pod.json it reads only those (see parseChoices).
-func loadSpec(stateDir, pod string) (*Manifest, error) {
+func LoadSpec(stateDir, pod string) (*Manifest, error) {
 	m, data, err := readSpecAndStatus(stateDir, pod)
 	if err != nil {
 		return nil, err
@@ -60,7 +88,7 @@ func loadSpec(stateDir, pod string) (*Manifest, error) {
 // readSpecAndStatus returns pod's manifest (see readSpec) and the bytes of
 // its pod.json.
 func readSpecAndStatus(stateDir, pod string) (*Manifest, []byte, error) {
-	if err := checkNames(pod); err != nil {
+	if err := CheckNames(pod); err != nil {
 		return nil, nil, err
 	}
 	m, err := readSpec(stateDir, pod)
@@ -113,7 +141,7 @@ func readSpec(stateDir, pod string) (*Manifest, error) {
 }
 
 // readAppOrNew returns app's record, or a waiting one if it has none yet.
-func readAppOrNew(stateDir, pod, app string) (AppStatus, error) {
+func ReadAppOrNew(stateDir, pod, app string) (AppStatus, error) {
 	s, err := ReadApp(stateDir, pod, app)
 	if errors.Is(err, fs.ErrNotExist) {
 		return AppStatus{Name: app, State: AppWaiting}, nil
@@ -122,10 +150,10 @@ func readAppOrNew(stateDir, pod, app string) (AppStatus, error) {
 }
 
 // ended reports whether s is the record of an app that ended for good.
-func (s AppStatus) ended() bool { return s.State == AppExited || s.State == AppFailed }
+func (s AppStatus) Ended() bool { return s.State == AppExited || s.State == AppFailed }
 
 // outcome is the Outcome of an app whose record holds an exit.
-func (s AppStatus) outcome() Outcome {
+func (s AppStatus) Outcome() Outcome {
 	return Outcome{
 		App:  s.Name,
 		Exit: Exit{Code: *s.ExitCode, Signal: s.Signal, Result: s.Result, Success: s.lastSucceeded()},
@@ -149,7 +177,7 @@ func (s AppStatus) lastSucceeded() bool {
 // endRestart is s, the record of an app waiting for a restart that will
 // not come (the app was stopped before its next run started), as the
 // record of an app that ended with the exit of its last run.
-func (s AppStatus) endRestart() AppStatus {
+func (s AppStatus) EndRestart() AppStatus {
 	if s.lastSucceeded() {
 		s.State = AppExited
 	} else {
@@ -161,18 +189,18 @@ func (s AppStatus) endRestart() AppStatus {
 
 // stopping reports whether pod is being stopped, on request or because its
 // exit policy ended it.
-func stopping(stateDir, pod string) bool {
+func Stopping(stateDir, pod string) bool {
 	_, err := os.Stat(filepath.Join(Dir(stateDir, pod), stoppingFile))
 	return err == nil
 }
 
 // markStopping records that pod is being stopped.
-func markStopping(stateDir, pod string) error {
+func MarkStopping(stateDir, pod string) error {
 	return write(stateDir, false, []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), "pods", pod, stoppingFile)
 }
 
 // lock takes the lock of pod, waiting for it, and returns its release.
-func lock(stateDir, pod string) (func(), error) {
+func Lock(stateDir, pod string) (func(), error) {
 	f, err := os.OpenFile(filepath.Join(Dir(stateDir, pod), lockFile), os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, err
@@ -188,4 +216,76 @@ func lock(stateDir, pod string) (func(), error) {
 		return nil, fmt.Errorf("lock pod %s: %w", pod, err)
 	}
 	return func() { f.Close() }, nil
+}
+
+// Ended reports whether the pod has ended: its phase is Succeeded or Failed.
+func (s PodStatus) Ended() bool { return s.Phase == PodSucceeded || s.Phase == PodFailed }
+
+// startErrorFile is where the exec hook leaves why a run could not execute its
+// command, for reap-app: STATE/pods/P/apps/A.start-error.
+func startErrorFile(app string) string { return app + ".start-error" }
+
+// OpenStartError creates app's start error file afresh, empty, without
+// following a symlink out of stateDir.
+func OpenStartError(stateDir, pod, app string) (*os.File, error) {
+	if err := CheckNames(pod, app); err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(Dir(stateDir, pod))
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	if err := root.MkdirAll("apps", 0o755); err != nil {
+		return nil, err
+	}
+	return root.OpenFile(filepath.Join("apps", startErrorFile(app)), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+}
+
+// TakeStartError returns the reason the run of app that just ended could
+// not execute its command, and removes it, so that no later run, which
+// may end before its own exec hook, is given it; "" if the command was
+// executed or the run never got as far as the exec hook.
+func TakeStartError(stateDir, pod, app string) (string, error) {
+	data, err := read(stateDir, "pods", pod, "apps", startErrorFile(app))
+	if errors.Is(err, fs.ErrNotExist) || err == nil && len(data) == 0 {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := os.Remove(filepath.Join(Dir(stateDir, pod), "apps", startErrorFile(app))); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(string(data), "\n"), nil
+}
+
+// List returns the status of every pod, by name. A pod whose status cannot
+// be read is left out, and the error, which joins one error naming the pod
+// for each such pod (errors.Join), is returned with the others' statuses.
+func List(stateDir string) ([]PodStatus, error) {
+	entries, err := os.ReadDir(filepath.Join(stateDir, "pods"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var pods []PodStatus
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() || CheckNames(e.Name()) != nil {
+			continue
+		}
+		s, err := ReadPod(stateDir, e.Name())
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pod %s: %w", e.Name(), err))
+			continue
+		}
+		pods = append(pods, s)
+	}
+	return pods, errors.Join(errs...)
 }

@@ -97,14 +97,14 @@ func BenchmarkLoadSpec(b *testing.B) {
 	}
 	b.Run("state", func(b *testing.B) {
 		for b.Loop() {
-			if _, _, err := loadState(state, m.Name); err != nil {
+			if _, _, err := LoadState(state, m.Name); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("hook", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := loadSpec(state, m.Name); err != nil {
+			if _, err := LoadSpec(state, m.Name); err != nil {
 				b.Fatal(err)
 			}
 		}

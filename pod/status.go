@@ -101,7 +101,7 @@ const maxStatusSize = 1 << 20
 // WriteExitCode records code as app's last exit code, atomically but not
 // synced to disk (see the package documentation).
 func WriteExitCode(stateDir, pod, app string, code int) error {
-	if err := checkNames(pod, app); err != nil {
+	if err := CheckNames(pod, app); err != nil {
 		return err
 	}
 	if code < 0 || code > 255 {
@@ -113,7 +113,7 @@ func WriteExitCode(stateDir, pod, app string, code int) error {
 // ReadExitCode returns app's last exit code, as WriteExitCode wrote it. An
 // app that has not exited yet has no file: the error is then fs.ErrNotExist.
 func ReadExitCode(stateDir, pod, app string) (int, error) {
-	if err := checkNames(pod, app); err != nil {
+	if err := CheckNames(pod, app); err != nil {
 		return 0, err
 	}
 	data, err := read(stateDir, "pods", pod, "status", app)
@@ -137,7 +137,7 @@ func parseExitCode(data []byte) (int, error) {
 // WriteApp records s, the status of an app of pod, atomically but not
 // synced to disk.
 func WriteApp(stateDir, pod string, s AppStatus) error {
-	if err := checkNames(pod); err != nil {
+	if err := CheckNames(pod); err != nil {
 		return err
 	}
 	if err := s.validate(); err != nil {
@@ -152,7 +152,7 @@ func WriteApp(stateDir, pod string, s AppStatus) error {
 
 // ReadApp returns the status of app of pod, as WriteApp wrote it.
 func ReadApp(stateDir, pod, app string) (AppStatus, error) {
-	if err := checkNames(pod, app); err != nil {
+	if err := CheckNames(pod, app); err != nil {
 		return AppStatus{}, err
 	}
 	data, err := read(stateDir, "pods", pod, "apps", app+".json")
@@ -191,7 +191,7 @@ func WritePod(stateDir string, s PodStatus) error {
 // the app starts or exits) replaced by that record. pod.json fixes which
 // apps there are and their order.
 func ReadPod(stateDir, pod string) (PodStatus, error) {
-	if err := checkNames(pod); err != nil {
+	if err := CheckNames(pod); err != nil {
 		return PodStatus{}, err
 	}
 	data, err := read(stateDir, "pods", pod, "pod.json")
@@ -321,7 +321,7 @@ func strictJSON(data []byte, v any) error {
 	return nil
 }
 
-func checkNames(names ...string) error {
+func CheckNames(names ...string) error {
 	for _, n := range names {
 		if err := checkName(n); err != nil {
 			return fmt.Errorf("name %q: %v", n, err)

@@ -1,48 +1,13 @@
 package pod
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
-)
 
-// analyze runs systemd-analyze verify on every unit in dir, one at a time,
-// for the system manager or (user) a user manager. A unit passes only if
-// systemd-analyze exits 0 and prints nothing: it exits 0 on settings it
-// ignores, such as an unknown key or a broken quote, and only warns.
-func analyze(t *testing.T, dir string, user bool) error {
-	t.Helper()
-	bin, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		t.Skipf("systemd-analyze is not installed (%v): the rendered units are not verified", err)
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var failures []string
-	for _, e := range entries {
-		args := []string{"verify", "--man=no", filepath.Join(dir, e.Name())}
-		if user {
-			args = append([]string{"--user"}, args...)
-		}
-		cmd := exec.Command(bin, args...)
-		// A user manager's verify needs a runtime directory to exist.
-		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+t.TempDir(), "SYSTEMD_LOG_COLOR=0")
-		out, err := cmd.CombinedOutput()
-		if err != nil || len(bytes.TrimSpace(out)) > 0 {
-			failures = append(failures, fmt.Sprintf("%s: %v\n%s", e.Name(), err, out))
-		}
-	}
-	if failures != nil {
-		return fmt.Errorf("systemd-analyze verify:\n%s", strings.Join(failures, "\n"))
-	}
-	return nil
-}
+	"github.com/unitrun/unitrun/internal/systemdtest"
+)
 
 // writeUnits writes files into a new directory and returns it.
 func writeUnits(t *testing.T, files []UnitFile) string {
@@ -78,7 +43,7 @@ func TestGraphVerifies(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := analyze(t, writeUnits(t, files), user); err != nil {
+				if err := systemdtest.Analyze(t, writeUnits(t, files), user); err != nil {
 					t.Error(err)
 				}
 			})
@@ -100,7 +65,7 @@ func TestAnalyzeCatchesBrokenUnits(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := writeUnits(t, []UnitFile{{Name: name, Data: []byte(text)}})
-			if err := analyze(t, dir, false); err == nil {
+			if err := systemdtest.Analyze(t, dir, false); err == nil {
 				t.Errorf("%s passed verification:\n%s", name, text)
 			} else {
 				t.Log(err)

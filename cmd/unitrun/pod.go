@@ -11,6 +11,7 @@ import (
 
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/podrun"
 )
 
 // defaultStateDir holds the pods' state unless --state-dir says otherwise.
@@ -51,7 +52,7 @@ func (f *podFlags) dir() (string, error) {
 }
 
 // runner opens the manager and returns a Runner on it; close releases it.
-func (f *podFlags) runner(ctx context.Context) (r *pod.Runner, close func(), err error) {
+func (f *podFlags) runner(ctx context.Context) (r *podrun.Runner, close func(), err error) {
 	dir, err := f.dir()
 	if err != nil {
 		return nil, nil, err
@@ -64,13 +65,13 @@ func (f *podFlags) runner(ctx context.Context) (r *pod.Runner, close func(), err
 	if err != nil {
 		return nil, nil, &exitError{code: exitFailed, err: err}
 	}
-	r = &pod.Runner{Mgr: mgr, StateDir: dir, Binary: bin, Manager: f.hookManager(mgr)}
+	r = &podrun.Runner{Mgr: mgr, StateDir: dir, Binary: bin, Manager: f.hookManager(mgr)}
 	return r, func() { mgr.Close() }, nil
 }
 
 // withRunner reaches the manager, runs do with a runner on it and closes
 // the connection.
-func (f *podFlags) withRunner(cmd *cobra.Command, do func(r *pod.Runner) error) error {
+func (f *podFlags) withRunner(cmd *cobra.Command, do func(r *podrun.Runner) error) error {
 	r, done, err := f.runner(cmd.Context())
 	if err != nil {
 		return err
@@ -104,10 +105,10 @@ func failed(err error) error {
 	if ee := (*exitError)(nil); errors.As(err, &ee) {
 		return err
 	}
-	if np := (*pod.NoPodError)(nil); errors.As(err, &np) {
+	if np := (*podrun.NoPodError)(nil); errors.As(err, &np) {
 		return &exitError{code: exitNoPod, err: err}
 	}
-	if ended := (*pod.EndedError)(nil); errors.As(err, &ended) && ended.Status.ExitCode != nil {
+	if ended := (*podrun.EndedError)(nil); errors.As(err, &ended) && ended.Status.ExitCode != nil {
 		return &exitError{code: *ended.Status.ExitCode, err: err}
 	}
 	return &exitError{code: exitFailed, err: err}

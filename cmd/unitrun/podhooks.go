@@ -6,7 +6,7 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/spf13/cobra"
 
-	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/podrun"
 )
 
 // newPodHookCmds returns the hidden commands that a pod's units run.
@@ -27,43 +27,43 @@ func newPodHookCmds(f *podFlags) []*cobra.Command {
 	}
 	return []*cobra.Command{
 		hook("backoff POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
-			return pod.BeginRun(cmd.Context(), dir, args[0], args[1])
+			return podrun.BeginRun(cmd.Context(), dir, args[0], args[1])
 		}),
 		hook("exec POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
 			// A command that cannot be executed exits 127 or 126, as
 			// with "unitrun run".
-			return exitFor(pod.ExecApp(dir, args[0], args[1]), false)
+			return exitFor(podrun.ExecApp(dir, args[0], args[1]), false)
 		}),
 		hook("reap-app POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
-			env := pod.HookEnv{
+			env := podrun.HookEnv{
 				ServiceResult: os.Getenv("SERVICE_RESULT"),
 				ExitCode:      os.Getenv("EXIT_CODE"),
 				ExitStatus:    os.Getenv("EXIT_STATUS"),
 				InvocationID:  os.Getenv("INVOCATION_ID"),
 			}
-			return pod.ReapApp(cmd.Context(), dir, args[0], args[1], env, f.g.open)
+			return podrun.ReapApp(cmd.Context(), dir, args[0], args[1], env, f.g.open)
 		}),
 		hook("reap POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
-			return pod.Reap(dir, args[0], args[1])
+			return podrun.Reap(dir, args[0], args[1])
 		}),
 		hook("probe POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
-			return pod.RunProbe(cmd.Context(), dir, args[0], args[1], f.g.open)
+			return podrun.RunProbe(cmd.Context(), dir, args[0], args[1], f.g.open)
 		}),
 		hook("shutdown POD", 1, func(cmd *cobra.Command, dir string, args []string) error {
-			return pod.Shutdown(cmd.Context(), dir, args[0], f.g.open)
+			return podrun.Shutdown(cmd.Context(), dir, args[0], f.g.open)
 		}),
 		hook("container POD", 1, func(cmd *cobra.Command, dir string, args []string) error {
 			bin, err := os.Executable()
 			if err != nil {
 				return err
 			}
-			return pod.RunContainer(cmd.Context(), dir, bin, args[0], func() error {
+			return podrun.RunContainer(cmd.Context(), dir, bin, args[0], func() error {
 				_, err := daemon.SdNotify(false, daemon.SdNotifyReady)
 				return err
 			})
 		}),
 		hook("container-exited POD", 1, func(cmd *cobra.Command, dir string, args []string) error {
-			return pod.ContainerExited(dir, args[0])
+			return podrun.ContainerExited(dir, args[0])
 		}),
 	}
 }

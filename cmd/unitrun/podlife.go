@@ -10,12 +10,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/podrun"
 )
 
 // create creates the pod of the manifest at path, with isolation iso
 // instead of the manifest's unless it is ""; a bad manifest or isolation
 // exits 2.
-func create(ctx context.Context, r *pod.Runner, path, iso string) (*pod.Manifest, error) {
+func create(ctx context.Context, r *podrun.Runner, path, iso string) (*pod.Manifest, error) {
 	switch pod.Isolation(iso) {
 	case "", pod.NoIsolation, pod.Namespaces:
 	default:
@@ -25,10 +26,10 @@ func create(ctx context.Context, r *pod.Runner, path, iso string) (*pod.Manifest
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: err}
 	}
-	if _, err := pod.ParseForHost(data, pod.Isolation(iso)); err != nil {
-		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", path, err)}
-	}
 	m, err := r.CreateWith(ctx, data, pod.Isolation(iso))
+	if invalid := (*podrun.InvalidError)(nil); errors.As(err, &invalid) {
+		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", path, invalid.Err)}
+	}
 	return m, failed(err)
 }
 
@@ -48,7 +49,7 @@ func newPodCreateCmd(f *podFlags) *cobra.Command {
 		Short: "Validate a manifest and prepare its pod: write its units and state, start nothing",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.withRunner(cmd, func(r *pod.Runner) error {
+			return f.withRunner(cmd, func(r *podrun.Runner) error {
 				m, err := create(cmd.Context(), r, args[0], iso)
 				if err != nil {
 					return err
@@ -79,7 +80,7 @@ func newPodStartCmd(f *podFlags) *cobra.Command {
 			if err := checkExitPolicy(policy); err != nil {
 				return err
 			}
-			return f.withRunner(cmd, func(r *pod.Runner) error {
+			return f.withRunner(cmd, func(r *podrun.Runner) error {
 				if err := r.Start(cmd.Context(), args[0], pod.ExitPolicy(policy)); err != nil || !asJSON {
 					return failed(err)
 				}
@@ -132,7 +133,7 @@ stderr.`,
 				return err
 			}
 			if err := r.Start(ctx, m.Name, pod.ExitPolicy(policy)); err != nil {
-				if ended := (*pod.EndedError)(nil); errors.As(err, &ended) && !detach {
+				if ended := (*podrun.EndedError)(nil); errors.As(err, &ended) && !detach {
 					// The pod failed while it started: runAttached
 					// prints its output and exits with its code.
 					return runAttached(cmd, r, m, sigs, asJSON, quiet)
@@ -166,7 +167,7 @@ stderr.`,
 // failed with err, or nil if a signal ended the start of a pod that has
 // begun to run. If a signal ended it before the pod began to run, the pod
 // is removed and the exit status is 128 plus the signal's number.
-func interruptedStart(r *pod.Runner, name string, sigs *interrupts, err error) error {
+func interruptedStart(r *podrun.Runner, name string, sigs *interrupts, err error) error {
 	sig := sigs.received()
 	if sig == 0 {
 		return failed(err)
@@ -186,7 +187,7 @@ func interruptedStart(r *pod.Runner, name string, sigs *interrupts, err error) e
 
 // attach streams the output of m's apps to w until the pod ends and
 // returns the pod's exit.
-func attach(ctx context.Context, r *pod.Runner, m *pod.Manifest, w io.Writer) error {
+func attach(ctx context.Context, r *podrun.Runner, m *pod.Manifest, w io.Writer) error {
 	ended := func() bool {
 		s, err := pod.ReadPod(r.StateDir, m.Name)
 		return err != nil || s.Ended()
@@ -215,7 +216,7 @@ func newPodStopCmd(f *podFlags) *cobra.Command {
 		Short: "Stop a pod gracefully, recording every app's exit, and exit with its exit code",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.withRunner(cmd, func(r *pod.Runner) error {
+			return f.withRunner(cmd, func(r *podrun.Runner) error {
 				s, err := r.Stop(cmd.Context(), args[0], timeout)
 				if err != nil {
 					return failed(err)
@@ -243,7 +244,7 @@ func newPodRmCmd(f *podFlags) *cobra.Command {
 		Short: "Remove a pod: its units, state and logs",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.withRunner(cmd, func(r *pod.Runner) error {
+			return f.withRunner(cmd, func(r *podrun.Runner) error {
 				return failed(r.Remove(cmd.Context(), args[0], force))
 			})
 		},

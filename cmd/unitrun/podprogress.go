@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/podrun"
 )
 
 // podPollInterval is how often "pod run" reads the pod's status for its
@@ -24,7 +25,7 @@ const podPollInterval = 100 * time.Millisecond
 // block with one line per app.
 type podWatch struct {
 	p    *progress
-	r    *pod.Runner
+	r    *podrun.Runner
 	name string
 	seen map[string]*runsSeen
 }
@@ -162,7 +163,7 @@ func (w *podWatch) follow(ctx context.Context) (stop func()) {
 // The first of sigs stops the pod; the output and progress go on until
 // the pod has ended, and the exit status is then 128 plus the signal's
 // number, whatever the pod's exit code.
-func runAttached(cmd *cobra.Command, r *pod.Runner, m *pod.Manifest, sigs *interrupts, asJSON, quiet bool) error {
+func runAttached(cmd *cobra.Command, r *podrun.Runner, m *pod.Manifest, sigs *interrupts, asJSON, quiet bool) error {
 	// The pod's end ends what follows, not the signal that ends the
 	// command's context.
 	ctx := context.WithoutCancel(cmd.Context())
@@ -202,7 +203,7 @@ func runAttached(cmd *cobra.Command, r *pod.Runner, m *pod.Manifest, sigs *inter
 // stopOnInterrupt stops pod name, gracefully and in the background, at the
 // first of sigs. The returned func ends the wait for a signal and returns
 // the signal that stopped the pod (0 if none did) and the stop's error.
-func stopOnInterrupt(r *pod.Runner, name string, sigs *interrupts) func() (syscall.Signal, error) {
+func stopOnInterrupt(r *podrun.Runner, name string, sigs *interrupts) func() (syscall.Signal, error) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	var err error
@@ -263,7 +264,7 @@ func (i *interrupts) wait(done <-chan struct{}) syscall.Signal {
 
 // printPod prints pod name's status, as "pod status --json" does, on
 // stdout.
-func printPod(cmd *cobra.Command, r *pod.Runner, name string) error {
+func printPod(cmd *cobra.Command, r *podrun.Runner, name string) error {
 	s, err := r.Status(context.Background(), name)
 	if err != nil {
 		return failed(err)

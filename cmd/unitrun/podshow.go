@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/podrun"
 )
 
 // podView is the --json form of a pod's status.
@@ -83,7 +84,7 @@ tab-separated line per app: name, state, exit code, restarts, started,
 finished, probe; "-" stands for none.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.withRunner(cmd, func(r *pod.Runner) error {
+			return f.withRunner(cmd, func(r *podrun.Runner) error {
 				s, err := r.Status(cmd.Context(), args[0])
 				if err != nil {
 					return failed(err)
@@ -141,7 +142,7 @@ others are listed, and the exit status is then 1.`,
 			if err != nil {
 				return err
 			}
-			pods, lerr := (&pod.Runner{StateDir: dir}).List()
+			pods, lerr := pod.List(dir)
 			if err := printPods(cmd.OutOrStdout(), pods, asJSON); err != nil {
 				return err
 			}
@@ -186,7 +187,7 @@ func newPodLogsCmd(f *podFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m, err := (&pod.Runner{StateDir: dir}).Manifest(args[0])
+			m, err := (&podrun.Runner{StateDir: dir}).Manifest(args[0])
 			if err != nil {
 				return failed(err)
 			}
@@ -230,7 +231,7 @@ func newPodGraphCmd(f *podFlags) *cobra.Command {
 				if derr != nil {
 					return derr
 				}
-				m, err = (&pod.Runner{StateDir: dir}).Manifest(args[0])
+				m, err = (&podrun.Runner{StateDir: dir}).Manifest(args[0])
 			}
 			if err != nil {
 				return &exitError{code: exitUsage, err: err}

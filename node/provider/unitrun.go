@@ -17,11 +17,12 @@ import (
 	"github.com/unitrun/unitrun/internal/atomicfile"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/podrun"
 )
 
 // An engine runs unitrun pods on one manager.
 type engine struct {
-	r    *pod.Runner
+	r    *podrun.Runner
 	conn *manager.Conn
 }
 
@@ -45,7 +46,7 @@ func openEngine(ctx context.Context, spec, stateDir, binary string) (*engine, er
 // newEngine returns an engine on conn; hookManager is the --manager value
 // the pods' hooks reach conn's manager with.
 func newEngine(conn *manager.Conn, stateDir, binary, hookManager string) *engine {
-	return &engine{conn: conn, r: &pod.Runner{Mgr: conn, StateDir: stateDir, Binary: binary, Manager: hookManager}}
+	return &engine{conn: conn, r: &podrun.Runner{Mgr: conn, StateDir: stateDir, Binary: binary, Manager: hookManager}}
 }
 
 // close releases the connection to the manager.
@@ -55,11 +56,7 @@ func (e *engine) close() error { return e.conn.Close() }
 // (users, groups, working directories, root filesystems): an error here is
 // the manifest's, and will not go away by trying again.
 func (e *engine) check(manifest []byte) error {
-	m, err := pod.ParseForHost(manifest, "")
-	if err != nil {
-		return err
-	}
-	return m.CheckHost()
+	return podrun.Check(manifest)
 }
 
 // errExists is create's error for a pod that exists already.
@@ -88,7 +85,7 @@ func (e *engine) start(ctx context.Context, name string) error {
 	if s.Phase != pod.PodPending {
 		return nil
 	}
-	var ended *pod.EndedError
+	var ended *podrun.EndedError
 	if err := e.r.Start(ctx, name, ""); err != nil && !errors.As(err, &ended) {
 		return err
 	}

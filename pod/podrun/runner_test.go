@@ -1,4 +1,4 @@
-package pod
+package podrun
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/pod"
 )
 
 func TestMain(m *testing.M) { systemdtest.Main(m) }
@@ -32,7 +33,7 @@ func newRunner(t *testing.T) *Runner {
 // run creates and starts the pod of manifest, removed when the test ends,
 // and returns its name. A pod that failed while it started is no error
 // here: the test checks its outcome.
-func run(t *testing.T, r *Runner, manifest string, policy ExitPolicy) string {
+func run(t *testing.T, r *Runner, manifest string, policy pod.ExitPolicy) string {
 	t.Helper()
 	ctx := context.Background()
 	m, err := r.Create(ctx, []byte(manifest))
@@ -52,7 +53,7 @@ func run(t *testing.T, r *Runner, manifest string, policy ExitPolicy) string {
 }
 
 // wait waits for pod name to end and returns its status.
-func wait(t *testing.T, r *Runner, name string) PodStatus {
+func wait(t *testing.T, r *Runner, name string) pod.PodStatus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -64,7 +65,7 @@ func wait(t *testing.T, r *Runner, name string) PodStatus {
 }
 
 // appOf returns the status of app name in s.
-func appOf(t *testing.T, s PodStatus, name string) AppStatus {
+func appOf(t *testing.T, s pod.PodStatus, name string) pod.AppStatus {
 	t.Helper()
 	for _, a := range s.Apps {
 		if a.Name == name {
@@ -72,11 +73,11 @@ func appOf(t *testing.T, s PodStatus, name string) AppStatus {
 		}
 	}
 	t.Fatalf("pod %s has no app %s", s.Name, name)
-	return AppStatus{}
+	return pod.AppStatus{}
 }
 
 // wantApp checks the final state and exit code of app in s.
-func wantApp(t *testing.T, s PodStatus, name string, state AppState, code int) {
+func wantApp(t *testing.T, s pod.PodStatus, name string, state pod.AppState, code int) {
 	t.Helper()
 	a := appOf(t, s, name)
 	if a.State != state || a.ExitCode == nil || *a.ExitCode != code {
@@ -95,7 +96,7 @@ func fmtCode(c *int) string {
 }
 
 // wantPod checks the phase and exit code of s.
-func wantPod(t *testing.T, s PodStatus, phase Phase, code int) {
+func wantPod(t *testing.T, s pod.PodStatus, phase pod.Phase, code int) {
 	t.Helper()
 	if s.Phase != phase || s.ExitCode == nil || *s.ExitCode != code {
 		t.Errorf("pod %s: %s, exit code %s; want %s, %d", s.Name, s.Phase, fmtCode(s.ExitCode), phase, code)
@@ -131,13 +132,13 @@ apps:
     exec: ["/bin/sh", "-c", "sleep 2; cat %[1]s"]
 `, shared), "")
 	s := wait(t, r, name)
-	wantPod(t, s, PodSucceeded, 0)
-	wantApp(t, s, "writer", AppExited, 0)
-	wantApp(t, s, "reader", AppExited, 0)
-	if data, err := os.ReadFile(LogFile(r.StateDir, name, "reader")); err != nil || string(data) != "hello\n" {
+	wantPod(t, s, pod.PodSucceeded, 0)
+	wantApp(t, s, "writer", pod.AppExited, 0)
+	wantApp(t, s, "reader", pod.AppExited, 0)
+	if data, err := os.ReadFile(pod.LogFile(r.StateDir, name, "reader")); err != nil || string(data) != "hello\n" {
 		t.Errorf("reader's log: %q, %v", data, err)
 	}
-	if c, err := ReadExitCode(r.StateDir, name, "reader"); err != nil || c != 0 {
+	if c, err := pod.ReadExitCode(r.StateDir, name, "reader"); err != nil || c != 0 {
 		t.Errorf("reader's status file: %d, %v", c, err)
 	}
 }
@@ -155,11 +156,11 @@ apps:
     exec: ["/bin/sleep", "600"]
 `, "")
 	s := wait(t, r, name)
-	wantPod(t, s, PodFailed, 4)
-	wantApp(t, s, "fails", AppFailed, 4)
-	wantApp(t, s, "ok", AppExited, 0)
+	wantPod(t, s, pod.PodFailed, 4)
+	wantApp(t, s, "fails", pod.AppFailed, 4)
+	wantApp(t, s, "ok", pod.AppExited, 0)
 	// Stopped by the pod's end: SIGTERM, which systemd counts as clean.
-	wantApp(t, s, "sleeps", AppExited, 128+15)
+	wantApp(t, s, "sleeps", pod.AppExited, 128+15)
 	if a := appOf(t, s, "sleeps"); a.Signal != "TERM" {
 		t.Errorf("sleeps: signal %q, want TERM", a.Signal)
 	}
@@ -175,13 +176,13 @@ apps:
     exec: ["/bin/true"]
   - name: sleeps
     exec: ["/bin/sleep", "600"]
-`, AnyExit)
+`, pod.AnyExit)
 	s := wait(t, r, name)
-	wantPod(t, s, PodSucceeded, 0)
-	wantApp(t, s, "quick", AppExited, 0)
-	wantApp(t, s, "sleeps", AppExited, 128+15)
-	if s.ExitPolicy != AnyExit {
-		t.Errorf("exit policy %s, want the override %s", s.ExitPolicy, AnyExit)
+	wantPod(t, s, pod.PodSucceeded, 0)
+	wantApp(t, s, "quick", pod.AppExited, 0)
+	wantApp(t, s, "sleeps", pod.AppExited, 128+15)
+	if s.ExitPolicy != pod.AnyExit {
+		t.Errorf("exit policy %s, want the override %s", s.ExitPolicy, pod.AnyExit)
 	}
 }
 
@@ -198,9 +199,9 @@ apps:
     exec: ["/bin/sh", "-c", "sleep 1; touch %s"]
 `, marker), "")
 	s := wait(t, r, name)
-	wantPod(t, s, PodFailed, 3)
-	wantApp(t, s, "fails", AppFailed, 3)
-	wantApp(t, s, "late", AppExited, 0)
+	wantPod(t, s, pod.PodFailed, 3)
+	wantApp(t, s, "fails", pod.AppFailed, 3)
+	wantApp(t, s, "late", pod.AppExited, 0)
 	if _, err := os.Stat(marker); err != nil {
 		t.Errorf("late did not run to completion: %v", err)
 	}
@@ -224,14 +225,14 @@ apps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Phase != PodRunning || appOf(t, s, "sleeps").State != AppRunning {
+	if s.Phase != pod.PodRunning || appOf(t, s, "sleeps").State != pod.AppRunning {
 		t.Errorf("pod %s, sleeps %s: want Running, running", s.Phase, appOf(t, s, "sleeps").State)
 	}
 	s, err = r.Stop(context.Background(), name, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantPod(t, s, PodSucceeded, 0)
+	wantPod(t, s, pod.PodSucceeded, 0)
 }
 
 func TestPodStopSavesEveryStatus(t *testing.T) {
@@ -248,7 +249,7 @@ apps:
     exec: ["/bin/sleep", "600"]
 `, "")
 	for _, a := range []string{"a", "b", "c"} {
-		for appState(t, r, name, a) != AppRunning {
+		for appState(t, r, name, a) != pod.AppRunning {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
@@ -258,12 +259,12 @@ apps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantPod(t, s, PodFailed, 7)
-	wantApp(t, s, "a", AppExited, 128+15)
-	wantApp(t, s, "b", AppFailed, 7)
-	wantApp(t, s, "c", AppExited, 128+15)
+	wantPod(t, s, pod.PodFailed, 7)
+	wantApp(t, s, "a", pod.AppExited, 128+15)
+	wantApp(t, s, "b", pod.AppFailed, 7)
+	wantApp(t, s, "c", pod.AppExited, 128+15)
 	for _, a := range []string{"a", "b", "c"} {
-		if _, err := ReadExitCode(r.StateDir, name, a); err != nil {
+		if _, err := pod.ReadExitCode(r.StateDir, name, a); err != nil {
 			t.Errorf("status file of %s: %v", a, err)
 		}
 		if n := appOf(t, s, a).Restarts; n != 0 {
@@ -273,9 +274,9 @@ apps:
 }
 
 // appState returns the recorded state of app.
-func appState(t *testing.T, r *Runner, pod, app string) AppState {
+func appState(t *testing.T, r *Runner, name, app string) pod.AppState {
 	t.Helper()
-	s, err := readAppOrNew(r.StateDir, pod, app)
+	s, err := pod.ReadAppOrNew(r.StateDir, name, app)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,15 +304,15 @@ func TestPodRestartPolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := run(t, r, string(manifest), "")
-	for appState(t, r, name, "onfailure") != AppExited || appState(t, r, name, "never") != AppFailed {
+	for appState(t, r, name, "onfailure") != pod.AppExited || appState(t, r, name, "never") != pod.AppFailed {
 		time.Sleep(50 * time.Millisecond)
 	}
 	for {
-		s, err := readAppOrNew(r.StateDir, name, "always")
+		s, err := pod.ReadAppOrNew(r.StateDir, name, "always")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.State == AppRunning && s.Restarts == 2 {
+		if s.State == pod.AppRunning && s.Restarts == 2 {
 			break
 		}
 		if s.Restarts > 2 {
@@ -319,7 +320,7 @@ func TestPodRestartPolicies(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	props, err := r.Mgr.Properties(context.Background(), AppUnit(name, "onfailure"), "org.freedesktop.systemd1.Service")
+	props, err := r.Mgr.Properties(context.Background(), pod.AppUnit(name, "onfailure"), "org.freedesktop.systemd1.Service")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,15 +331,15 @@ func TestPodRestartPolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantPod(t, s, PodFailed, 1)
+	wantPod(t, s, pod.PodFailed, 1)
 	for app, want := range map[string]int{"always": 2, "onfailure": 2, "never": 0} {
 		if got := appOf(t, s, app).Restarts; got != want {
 			t.Errorf("%s: %d restarts, want %d", app, got, want)
 		}
 	}
-	wantApp(t, s, "always", AppExited, 128+15)
-	wantApp(t, s, "onfailure", AppExited, 0)
-	wantApp(t, s, "never", AppFailed, 1)
+	wantApp(t, s, "always", pod.AppExited, 128+15)
+	wantApp(t, s, "onfailure", pod.AppExited, 0)
+	wantApp(t, s, "never", pod.AppFailed, 1)
 }
 
 func TestPodFiftyApps(t *testing.T) {
@@ -350,11 +351,11 @@ func TestPodFiftyApps(t *testing.T) {
 	}
 	name := run(t, r, b.String(), "")
 	s := wait(t, r, name)
-	wantPod(t, s, PodSucceeded, 0)
+	wantPod(t, s, pod.PodSucceeded, 0)
 	for i := range 50 {
 		a := fmt.Sprintf("app%d", i)
-		wantApp(t, s, a, AppExited, 0)
-		if data, err := os.ReadFile(LogFile(r.StateDir, name, a)); err != nil || string(data) != fmt.Sprintf("%d\n", i) {
+		wantApp(t, s, a, pod.AppExited, 0)
+		if data, err := os.ReadFile(pod.LogFile(r.StateDir, name, a)); err != nil || string(data) != fmt.Sprintf("%d\n", i) {
 			t.Errorf("log of %s: %q, %v", a, data, err)
 		}
 	}
@@ -376,7 +377,7 @@ func TestPodNastyStrings(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := run(t, r, string(manifest), "")
-	wantPod(t, wait(t, r, name), PodSucceeded, 0)
+	wantPod(t, wait(t, r, name), pod.PodSucceeded, 0)
 	got, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
@@ -419,12 +420,12 @@ func TestPodRemoveLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range Nodes(m) {
+	for _, n := range pod.Nodes(m) {
 		if _, err := os.Stat(filepath.Join(unitDir, n.Name)); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("unit file %s left after pod rm: %v", n.Name, err)
 		}
 	}
-	if _, err := os.Stat(Dir(r.StateDir, m.Name)); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(pod.Dir(r.StateDir, m.Name)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("state of pod gone left after pod rm: %v", err)
 	}
 }
@@ -445,11 +446,11 @@ apps:
     exec: ["/bin/cat", "%[1]s/second"]
 `, dir), "")
 	s := wait(t, r, name)
-	wantPod(t, s, PodSucceeded, 0)
+	wantPod(t, s, pod.PodSucceeded, 0)
 	for _, a := range []string{"first", "second", "main"} {
-		wantApp(t, s, a, AppExited, 0)
+		wantApp(t, s, a, pod.AppExited, 0)
 	}
-	if data, _ := os.ReadFile(LogFile(r.StateDir, name, "main")); string(data) != "1\n" {
+	if data, _ := os.ReadFile(pod.LogFile(r.StateDir, name, "main")); string(data) != "1\n" {
 		t.Errorf("main ran before the init apps finished: its output is %q", data)
 	}
 
@@ -463,9 +464,9 @@ apps:
     exec: ["/bin/true"]
 `, "")
 	s = wait(t, r, failing)
-	wantPod(t, s, PodFailed, 9)
-	wantApp(t, s, "setup", AppFailed, 9)
-	if a := appOf(t, s, "main"); a.State != AppWaiting {
+	wantPod(t, s, pod.PodFailed, 9)
+	wantApp(t, s, "setup", pod.AppFailed, 9)
+	if a := appOf(t, s, "main"); a.State != pod.AppWaiting {
 		t.Errorf("main after a failed init app: %s, want waiting", a.State)
 	}
 }
@@ -491,16 +492,16 @@ func stopStubborn(t *testing.T, r *Runner, name string) {
 	t.Helper()
 	waitLog(t, r, name, "ignores", "trapped\n")
 	// A run stopped before it executed its command has no start.
-	for appState(t, r, name, "polite") != AppRunning {
+	for appState(t, r, name, "polite") != pod.AppRunning {
 		time.Sleep(10 * time.Millisecond)
 	}
 	s, err := r.Stop(context.Background(), name, 500*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantPod(t, s, PodFailed, 128+9)
-	wantApp(t, s, "ignores", AppFailed, 128+9)
-	wantApp(t, s, "polite", AppExited, 128+15)
+	wantPod(t, s, pod.PodFailed, 128+9)
+	wantApp(t, s, "ignores", pod.AppFailed, 128+9)
+	wantApp(t, s, "polite", pod.AppExited, 128+15)
 }
 
 func TestPodRemoveCreated(t *testing.T) {
@@ -510,13 +511,13 @@ func TestPodRemoveCreated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, err := r.Status(ctx, m.Name); err != nil || s.Phase != PodPending || appOf(t, s, "a").State != AppWaiting {
+	if s, err := r.Status(ctx, m.Name); err != nil || s.Phase != pod.PodPending || appOf(t, s, "a").State != pod.AppWaiting {
 		t.Errorf("status of a created pod: %+v, %v", s, err)
 	}
 	if err := r.Remove(ctx, m.Name, false); err != nil {
 		t.Fatal(err)
 	}
-	if pods, err := r.List(); err != nil || len(pods) != 0 {
+	if pods, err := pod.List(r.StateDir); err != nil || len(pods) != 0 {
 		t.Errorf("pods after rm: %v, %v", pods, err)
 	}
 }

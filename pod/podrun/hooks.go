@@ -1,4 +1,4 @@
-package pod
+package podrun
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/pod"
 )
 
 // The hooks below are what the units of a pod's graph run (see the package
@@ -28,12 +29,12 @@ type HookEnv struct {
 // followed by a restart. The run's start is recorded by [ExecApp]. A stop
 // (ctx done: systemd's SIGTERM) ends the wait without an error: the stop
 // goes on, and reap-app records that the back-off was no run.
-func BeginRun(ctx context.Context, stateDir, pod, app string) error {
-	if err := checkNames(pod, app); err != nil {
+func BeginRun(ctx context.Context, stateDir, name, app string) error {
+	if err := pod.CheckNames(name, app); err != nil {
 		return err
 	}
-	s, err := readAppOrNew(stateDir, pod, app)
-	if err != nil || s.State != AppRestarting {
+	s, err := pod.ReadAppOrNew(stateDir, name, app)
+	if err != nil || s.State != pod.AppRestarting {
 		return err
 	}
 	t := time.NewTimer(time.Until(s.LastExitAt.Add(s.Backoff)))
@@ -49,7 +50,7 @@ func BeginRun(ctx context.Context, stateDir, pod, app string) error {
 // ReapApp is the ExecStopPost= of an app, and the ExecStartPost= of an init
 // app: it records the exit that env describes (in ExecStartPost=, the
 // success of an init app) at once, in the status file and the app's
-// record, applies [Decide], and stops the pod if that ends it. An exit that
+// record, applies [pod.Decide], and stops the pod if that ends it. An exit that
 // the app's probe caused ([RunProbe]) is a restart, with the back-off of a
 // crash, if the probe restarted the app, and a failure if it ends the pod.
 // A run whose command [ExecApp] could not execute failed, with ExecApp's
@@ -59,31 +60,31 @@ func BeginRun(ctx context.Context, stateDir, pod, app string) error {
 // recorded once per invocation. It reaches the manager to end the pod,
 // and for an app that would restart, to see whether a stop job ended the
 // run (a stop from outside that no runner marked).
-func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open func(context.Context) (*manager.Conn, error)) error {
+func ReapApp(ctx context.Context, stateDir, name, app string, env HookEnv, open func(context.Context) (*manager.Conn, error)) error {
 	// Only this app's own hooks, one at a time, write its record; the lock
 	// is for what the other apps' hooks write.
-	m, err := loadSpec(stateDir, pod)
+	m, err := pod.LoadSpec(stateDir, name)
 	if err != nil {
 		return err
 	}
 	a := m.App(app)
 	if a == nil {
-		return fmt.Errorf("pod %s has no app %q", pod, app)
+		return fmt.Errorf("pod %s has no app %q", name, app)
 	}
-	s, err := readAppOrNew(stateDir, pod, app)
+	s, err := pod.ReadAppOrNew(stateDir, name, app)
 	if err != nil {
 		return err
 	}
 	if a.Init && env.InvocationID != "" && s.Invocation == env.InvocationID {
 		return nil
 	}
-	exit := Exit{Result: "success", Success: true}
+	exit := pod.Exit{Result: "success", Success: true}
 	if env.ServiceResult != "" || !a.Init {
-		if exit, err = ExitFromEnv(env.ServiceResult, env.ExitCode, env.ExitStatus); err != nil {
+		if exit, err = pod.ExitFromEnv(env.ServiceResult, env.ExitCode, env.ExitStatus); err != nil {
 			return err
 		}
 	}
-	why, err := takeStartError(stateDir, pod, app)
+	why, err := pod.TakeStartError(stateDir, name, app)
 	if err != nil {
 		return err
 	}
@@ -93,31 +94,31 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 		exit.Success = false
 	}
 	// ExecApp records the start of every run that gets as far as it.
-	started := s.State == AppRunning
+	started := s.State == pod.AppRunning
 	// The probe sets Acted before it restarts the app or ends the pod.
-	probeRestart := s.Probe != nil && s.Probe.Acted == RestartApp
-	stop := stopping(stateDir, pod)
-	if !stop && !probeRestart && (s.State == AppRestarting || restarts(a.RestartPolicy, exit.Success)) {
+	probeRestart := s.Probe != nil && s.Probe.Acted == pod.RestartApp
+	stop := pod.Stopping(stateDir, name)
+	if !stop && !probeRestart && (s.State == pod.AppRestarting || pod.Restarts(a.RestartPolicy, exit.Success)) {
 		// A stop from outside that no runner marked (systemctl stop of
 		// the app, systemctl exit of the manager, SIGRTMIN+3/+4 to an
 		// isolated pod's systemd) shows as a job on the app; an exit on
 		// its own has none.
-		stop = stoppedByJob(ctx, open, AppUnit(pod, app))
+		stop = stoppedByJob(ctx, open, pod.AppUnit(name, app))
 	}
-	backoffStopped := !started && s.State == AppRestarting && env.ExitCode == "" && stop
+	backoffStopped := !started && s.State == pod.AppRestarting && env.ExitCode == "" && stop
 	if !backoffStopped {
-		if err := WriteExitCode(stateDir, pod, app, exit.Code); err != nil {
+		if err := pod.WriteExitCode(stateDir, name, app, exit.Code); err != nil {
 			return err
 		}
 	}
-	unlock, err := lock(stateDir, pod)
+	unlock, err := pod.Lock(stateDir, name)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	now := time.Now()
 	// The probe writes its state under the lock, after s was read.
-	fresh, err := readAppOrNew(stateDir, pod, app)
+	fresh, err := pod.ReadAppOrNew(stateDir, name, app)
 	if err != nil {
 		return err
 	}
@@ -125,33 +126,33 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 	if backoffStopped {
 		// Stopped while it waited out its back-off: that was no run.
 		// The app ends with the exit of its last run.
-		return WriteApp(stateDir, pod, s.endRestart())
+		return pod.WriteApp(stateDir, name, s.EndRestart())
 	}
 	if !started {
 		// The run never got as far as its command.
 		s.StartedAt = time.Time{}
 	}
-	var d Decision
+	var d pod.Decision
 	if probeRestart && !stop {
 		// The app's probe restarted it: whatever its restart policy, the
 		// exit is a restart, backed off as a crash's is, so that a probe
 		// that keeps failing does not restart the app in a tight loop.
 		s.Probe.Acted = ""
 		d.Restart = true
-		d.Delay = backoff(m.RestartBackoff, History{LastDelay: s.Backoff, StartedAt: s.StartedAt}, now)
+		d.Delay = pod.NextDelay(m.RestartBackoff, pod.History{LastDelay: s.Backoff, StartedAt: s.StartedAt}, now)
 	} else {
-		if s.Probe != nil && s.Probe.Acted == FailPod {
+		if s.Probe != nil && s.Probe.Acted == pod.FailPod {
 			// The app's probe ends the pod: the exit is a failure.
 			exit.Success = false
 		}
-		others, err := othersIfAllEnded(stateDir, pod, m, app)
+		others, err := othersIfAllEnded(stateDir, name, m, app)
 		if err != nil {
 			return err
 		}
-		if d, err = Decide(m, Event{
+		if d, err = pod.Decide(m, pod.Event{
 			App:     app,
 			Exit:    exit,
-			History: History{LastDelay: s.Backoff, StartedAt: s.StartedAt},
+			History: pod.History{LastDelay: s.Backoff, StartedAt: s.StartedAt},
 			Ended:   others,
 			Stopped: stop,
 			Now:     now,
@@ -163,19 +164,19 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 	s.LastExitAt, s.Invocation = now, env.InvocationID
 	switch {
 	case d.Restart:
-		s.State, s.Backoff = AppRestarting, d.Delay
+		s.State, s.Backoff = pod.AppRestarting, d.Delay
 	case exit.Success:
-		s.State, s.FinishedAt = AppExited, now
+		s.State, s.FinishedAt = pod.AppExited, now
 	default:
-		s.State, s.FinishedAt = AppFailed, now
+		s.State, s.FinishedAt = pod.AppFailed, now
 	}
-	if err := WriteApp(stateDir, pod, s); err != nil {
+	if err := pod.WriteApp(stateDir, name, s); err != nil {
 		return err
 	}
 	if !d.EndPod || stop {
 		return nil
 	}
-	if err := markStopping(stateDir, pod); err != nil {
+	if err := pod.MarkStopping(stateDir, name); err != nil {
 		return err
 	}
 	mgr, err := open(ctx)
@@ -183,29 +184,29 @@ func ReapApp(ctx context.Context, stateDir, pod, app string, env HookEnv, open f
 		return err
 	}
 	defer mgr.Close()
-	return queueStops(ctx, mgr, SliceUnit(pod))
+	return queueStops(ctx, mgr, pod.SliceUnit(name))
 }
 
 // othersIfAllEnded returns the outcomes of every app of m but app, in the
 // manifest's order, if every one of them has ended for good, else nil,
 // having read the records only back to the last app that has not. That is
-// all [Decide] needs of them to say whether the pod ends (it needs the rest
+// all [pod.Decide] needs of them to say whether the pod ends (it needs the rest
 // only for Decision.PodExitCode, which [Shutdown] computes from every
 // record), and it spares each exit reading every other app's record while
 // it holds the pod's lock. The records are read from the manifest's end:
 // apps tend to end in the order they start, so the first record read is
 // mostly one of an app still running.
-func othersIfAllEnded(stateDir, pod string, m *Manifest, app string) ([]Outcome, error) {
-	var others []Outcome
+func othersIfAllEnded(stateDir, name string, m *pod.Manifest, app string) ([]pod.Outcome, error) {
+	var others []pod.Outcome
 	for _, o := range slices.Backward(m.Apps) {
 		if o.Name == app {
 			continue
 		}
-		r, err := readAppOrNew(stateDir, pod, o.Name)
-		if err != nil || !r.ended() {
+		r, err := pod.ReadAppOrNew(stateDir, name, o.Name)
+		if err != nil || !r.Ended() {
 			return nil, err
 		}
-		others = append(others, r.outcome())
+		others = append(others, r.Outcome())
 	}
 	slices.Reverse(others)
 	return others, nil
@@ -215,31 +216,31 @@ func othersIfAllEnded(stateDir, pod string, m *Manifest, app string) ([]Outcome,
 // neither active nor restarting: an app whose record still says it
 // restarts (systemd stopped it between two runs, before the next one
 // started) has ended for good, with the exit of its last run.
-func Reap(stateDir, pod, app string) error {
-	unlock, err := lock(stateDir, pod)
+func Reap(stateDir, name, app string) error {
+	unlock, err := pod.Lock(stateDir, name)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	s, err := readAppOrNew(stateDir, pod, app)
-	if err != nil || s.State != AppRestarting {
+	s, err := pod.ReadAppOrNew(stateDir, name, app)
+	if err != nil || s.State != pod.AppRestarting {
 		return err
 	}
-	return WriteApp(stateDir, pod, s.endRestart())
+	return pod.WriteApp(stateDir, name, s.EndRestart())
 }
 
 // Shutdown is the ExecStop= of the pod's shutdown service, which stops once
-// every reaper has stopped: it records the pod's exit code, [PodExitCode]
+// every reaper has stopped: it records the pod's exit code, [pod.PodExitCode]
 // of every app's last exit, and its phase; then stops the pod's target and
 // slice (with any init app still active in it), and ends an isolated
 // pod's own systemd.
-func Shutdown(ctx context.Context, stateDir, pod string, open func(context.Context) (*manager.Conn, error)) error {
-	unlock, err := lock(stateDir, pod)
+func Shutdown(ctx context.Context, stateDir, name string, open func(context.Context) (*manager.Conn, error)) error {
+	unlock, err := pod.Lock(stateDir, name)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	m, ps, err := loadState(stateDir, pod)
+	m, ps, err := pod.LoadState(stateDir, name)
 	if err != nil {
 		return err
 	}
@@ -248,36 +249,40 @@ func Shutdown(ctx context.Context, stateDir, pod string, open func(context.Conte
 		return err
 	}
 	defer mgr.Close()
-	if m.isolated() {
+	if isolated(m) {
 		// The pod's own systemd ends with the pod, whatever happens
 		// here: exit.target stops what is left and exits. Mode "fail"
 		// leaves a stop from outside (halt, poweroff), which ends it
 		// too, undisturbed; the error is then that one.
 		defer mgr.StartUnit(context.WithoutCancel(ctx), exitTarget, "fail")
 	}
-	var outcomes []Outcome
+	var outcomes []pod.Outcome
 	for _, a := range ps.Apps {
-		r, err := readAppOrNew(stateDir, pod, a.Name)
+		r, err := pod.ReadAppOrNew(stateDir, name, a.Name)
 		if err != nil {
 			return err
 		}
 		if r.ExitCode != nil {
-			outcomes = append(outcomes, r.outcome())
+			outcomes = append(outcomes, r.Outcome())
 		}
 	}
-	code := PodExitCode(outcomes)
-	ps.ExitCode, ps.Phase, ps.FinishedAt = &code, PodSucceeded, time.Now()
+	code := pod.PodExitCode(outcomes)
+	ps.ExitCode, ps.Phase, ps.FinishedAt = &code, pod.PodSucceeded, time.Now()
 	if code != 0 {
-		ps.Phase = PodFailed
+		ps.Phase = pod.PodFailed
 	}
-	if err := WritePod(stateDir, ps); err != nil {
+	if err := pod.WritePod(stateDir, ps); err != nil {
 		return err
 	}
-	if err := markStopping(stateDir, pod); err != nil {
+	if err := pod.MarkStopping(stateDir, name); err != nil {
 		return err
 	}
-	return queueStops(ctx, mgr, TargetUnit(pod), SliceUnit(pod))
+	return queueStops(ctx, mgr, pod.TargetUnit(name), pod.SliceUnit(name))
 }
+
+// exitTarget stops what is left of a manager and makes it exit
+// (systemd.special(7)).
+const exitTarget = "exit.target"
 
 // queueStops queues a stop job for each unit, without waiting for them: a
 // hook runs inside a job that theirs may wait for.

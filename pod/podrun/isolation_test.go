@@ -1,4 +1,4 @@
-package pod
+package podrun
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/pod"
 )
 
 // An isolated pod's app runs under the pod's own systemd, PID 1 of the
@@ -35,10 +36,10 @@ apps:
 `, "")
 	defer containerLog(t, r, name)
 	s := wait(t, r, name)
-	wantPod(t, s, PodFailed, 3)
-	wantApp(t, s, "look", AppFailed, 3)
-	wantApp(t, s, "ok", AppExited, 0)
-	log, err := os.ReadFile(LogFile(r.StateDir, name, "look"))
+	wantPod(t, s, pod.PodFailed, 3)
+	wantApp(t, s, "look", pod.AppFailed, 3)
+	wantApp(t, s, "ok", pod.AppExited, 0)
+	log, err := os.ReadFile(pod.LogFile(r.StateDir, name, "look"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ apps:
 	if host, _ := os.Hostname(); host == "guarded" {
 		t.Errorf("the host's hostname changed to %s", host)
 	}
-	if c, err := ReadExitCode(r.StateDir, name, "look"); err != nil || c != 3 {
+	if c, err := pod.ReadExitCode(r.StateDir, name, "look"); err != nil || c != 3 {
 		t.Errorf("status file of look: %d, %v", c, err)
 	}
 }
@@ -64,11 +65,11 @@ func containerLog(t *testing.T, r *Runner, name string) {
 	if !t.Failed() {
 		return
 	}
-	b, err := os.ReadFile(filepath.Join(Dir(r.StateDir, name), containerRun, "unitrun-manager.log"))
+	b, err := os.ReadFile(filepath.Join(pod.Dir(r.StateDir, name), containerRun, "unitrun-manager.log"))
 	t.Logf("log of pod %s's systemd (%v):\n%s", name, err, b)
-	out, _ := exec.Command("systemctl", "--user", "status", ContainerUnit(name)).CombinedOutput()
+	out, _ := exec.Command("systemctl", "--user", "status", pod.ContainerUnit(name)).CombinedOutput()
 	t.Logf("%s", out)
-	logs, _ := filepath.Glob(filepath.Join(Dir(r.StateDir, name), logsDir, "*"))
+	logs, _ := filepath.Glob(filepath.Join(filepath.Dir(pod.LogFile(r.StateDir, name, "any")), "*"))
 	for _, l := range logs {
 		b, _ = os.ReadFile(l)
 		t.Logf("%s:\n%s", filepath.Base(l), b)
@@ -92,7 +93,7 @@ apps:
 func waitLog(t *testing.T, r *Runner, name, app, want string) {
 	t.Helper()
 	for range 1200 {
-		if b, _ := os.ReadFile(LogFile(r.StateDir, name, app)); string(b) == want {
+		if b, _ := os.ReadFile(pod.LogFile(r.StateDir, name, app)); string(b) == want {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -104,7 +105,7 @@ func waitLog(t *testing.T, r *Runner, name, app, want string) {
 func waitStarted(t *testing.T, r *Runner, name, app string) {
 	t.Helper()
 	for range 1200 {
-		s, _ := ReadPod(r.StateDir, name)
+		s, _ := pod.ReadPod(r.StateDir, name)
 		for _, a := range s.Apps {
 			if a.Name == app && !a.StartedAt.IsZero() {
 				return
@@ -120,20 +121,20 @@ func waitStarted(t *testing.T, r *Runner, name, app string) {
 func TestIsolatedPodStopFromOutside(t *testing.T) {
 	ways := []struct {
 		name string
-		stop func(t *testing.T, r *Runner, pod string)
+		stop func(t *testing.T, r *Runner, name string)
 	}{
-		{"runner", func(t *testing.T, r *Runner, pod string) {
-			if _, err := r.Stop(context.Background(), pod, 0); err != nil {
+		{"runner", func(t *testing.T, r *Runner, name string) {
+			if _, err := r.Stop(context.Background(), name, 0); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"systemctl", func(t *testing.T, r *Runner, pod string) {
-			if out, err := exec.Command("systemctl", "--user", "stop", ContainerUnit(pod)).CombinedOutput(); err != nil {
+		{"systemctl", func(t *testing.T, r *Runner, name string) {
+			if out, err := exec.Command("systemctl", "--user", "stop", pod.ContainerUnit(name)).CombinedOutput(); err != nil {
 				t.Fatalf("systemctl stop: %v\n%s", err, out)
 			}
 		}},
-		{"rtmin4", func(t *testing.T, r *Runner, pod string) { signal(t, r, pod, sigRTMin+4) }},
-		{"rtmin3", func(t *testing.T, r *Runner, pod string) { signal(t, r, pod, sigRTMin+3) }},
+		{"rtmin4", func(t *testing.T, r *Runner, name string) { signal(t, r, name, sigRTMin+4) }},
+		{"rtmin3", func(t *testing.T, r *Runner, name string) { signal(t, r, name, sigRTMin+3) }},
 	}
 	for _, w := range ways {
 		t.Run(w.name, func(t *testing.T) {
@@ -147,11 +148,11 @@ func TestIsolatedPodStopFromOutside(t *testing.T) {
 			waitLog(t, r, name, "b", "trapped\n")
 			w.stop(t, r, name)
 			s := wait(t, r, name)
-			wantPod(t, s, PodFailed, 7)
-			wantApp(t, s, "a", AppExited, 128+15)
-			wantApp(t, s, "b", AppFailed, 7)
+			wantPod(t, s, pod.PodFailed, 7)
+			wantApp(t, s, "a", pod.AppExited, 128+15)
+			wantApp(t, s, "b", pod.AppFailed, 7)
 			for app, want := range map[string]int{"a": 143, "b": 7} {
-				if c, err := ReadExitCode(r.StateDir, name, app); err != nil || c != want {
+				if c, err := pod.ReadExitCode(r.StateDir, name, app); err != nil || c != want {
 					t.Errorf("status file of %s: %d, %v; want %d", app, c, err, want)
 				}
 			}
@@ -166,7 +167,7 @@ func TestIsolatedPodStopFromOutside(t *testing.T) {
 // signal sends signal n to isolated pod name's systemd.
 func signal(t *testing.T, r *Runner, name string, n int) {
 	t.Helper()
-	pid, err := ContainerPID(r.StateDir, name)
+	pid, err := readContainerPID(r.StateDir, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func waitInactive(t *testing.T, r *Runner, name string) {
 	t.Helper()
 	ctx := context.Background()
 	for {
-		props, err := r.Mgr.Properties(ctx, ContainerUnit(name), manager.UnitIface)
+		props, err := r.Mgr.Properties(ctx, pod.ContainerUnit(name), manager.UnitIface)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,8 +233,8 @@ apps:
 	for _, n := range names {
 		defer containerLog(t, r, n)
 		s := wait(t, r, n)
-		wantPod(t, s, PodSucceeded, 0)
-		log, err := os.ReadFile(LogFile(r.StateDir, n, "look"))
+		wantPod(t, s, pod.PodSucceeded, 0)
+		log, err := os.ReadFile(pod.LogFile(r.StateDir, n, "look"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,8 +264,8 @@ apps:
     exec: ["/bin/cat", "/proc/net/dev"]
 `, "")
 	defer containerLog(t, r, name)
-	wantPod(t, wait(t, r, name), PodSucceeded, 0)
-	log, err := os.ReadFile(LogFile(r.StateDir, name, "net"))
+	wantPod(t, wait(t, r, name), pod.PodSucceeded, 0)
+	log, err := os.ReadFile(pod.LogFile(r.StateDir, name, "net"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,8 +297,8 @@ apps:
     exec: ["/bin/sh", "-c", "read line < /inside; echo \"$line\"; read c < /proc/1/comm; echo $c; if [ -e %s ]; then echo host visible; fi"]
 `, root, root), "")
 	defer containerLog(t, r, name)
-	wantPod(t, wait(t, r, name), PodSucceeded, 0)
-	log, err := os.ReadFile(LogFile(r.StateDir, name, "app"))
+	wantPod(t, wait(t, r, name), pod.PodSucceeded, 0)
+	log, err := os.ReadFile(pod.LogFile(r.StateDir, name, "app"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,8 +332,8 @@ apps:
 `, root), "")
 	defer containerLog(t, r, name)
 	s := wait(t, r, name)
-	wantPod(t, s, PodSucceeded, 0)
-	if p := s.Apps[0].Probe; p == nil || p.LastResult != ProbeSuccess {
+	wantPod(t, s, pod.PodSucceeded, 0)
+	if p := s.Apps[0].Probe; p == nil || p.LastResult != pod.ProbeSuccess {
 		t.Errorf("probe of the rootfs app: %+v, want its last result a success", p)
 	}
 }
@@ -394,11 +395,11 @@ func TestIsolatedPodRemoveLeavesNothing(t *testing.T) {
 	if err := r.Start(ctx, m.Name, ""); err != nil {
 		t.Fatal(err)
 	}
-	pid, err := ContainerPID(r.StateDir, m.Name)
+	pid, err := readContainerPID(r.StateDir, m.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	props, err := r.Mgr.Properties(ctx, ContainerUnit(m.Name), manager.ServiceIface)
+	props, err := r.Mgr.Properties(ctx, pod.ContainerUnit(m.Name), manager.ServiceIface)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,10 +421,10 @@ func TestIsolatedPodRemoveLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(unitDir, ContainerUnit(m.Name))); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(unitDir, pod.ContainerUnit(m.Name))); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("container unit file left after pod rm: %v", err)
 	}
-	if _, err := os.Stat(Dir(r.StateDir, m.Name)); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(pod.Dir(r.StateDir, m.Name)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("state left after pod rm: %v", err)
 	}
 	if systemdtest.Alive(pid) {
@@ -490,11 +491,11 @@ apps:
 // it through the pod's own systemd.
 func TestIsolatedPodProbeRestarts(t *testing.T) {
 	r := newRunner(t)
-	manifest := strings.Replace(flakyPod(t, "probe-iso", RestartApp), "apps:\n", "isolation: namespaces\nnetwork: none\napps:\n", 1)
+	manifest := strings.Replace(flakyPod(t, "probe-iso", pod.RestartApp), "apps:\n", "isolation: namespaces\nnetwork: none\napps:\n", 1)
 	name := run(t, r, manifest, "")
 	defer containerLog(t, r, name)
-	s := poll(t, r, name, func(s PodStatus) bool { return s.Apps[0].Restarts >= 2 })
-	if s.Phase != PodRunning {
+	s := poll(t, r, name, func(s pod.PodStatus) bool { return s.Apps[0].Restarts >= 2 })
+	if s.Phase != pod.PodRunning {
 		t.Errorf("pod %s after two probe restarts: %s", name, s.Phase)
 	}
 }

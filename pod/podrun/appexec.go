@@ -1,4 +1,4 @@
-package pod
+package podrun
 
 import (
 	"errors"
@@ -7,11 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/unitrun/unitrun/pod"
 )
 
 // ExecApp is the main process of app's service, "unitrun pod exec P A": it
@@ -27,53 +27,53 @@ import (
 // RootDirectory=: systemd 252 applies them to its "+" hooks too, so a user
 // that does not resolve or a directory that does not exist would fail the
 // hooks that record the run, and the run would end unrecorded.
-func ExecApp(stateDir, pod, app string) error {
-	m, err := loadSpec(stateDir, pod)
+func ExecApp(stateDir, name, app string) error {
+	m, err := pod.LoadSpec(stateDir, name)
 	if err != nil {
 		return err
 	}
 	a := m.App(app)
 	if a == nil {
-		return fmt.Errorf("pod %s has no app %q", pod, app)
+		return fmt.Errorf("pod %s has no app %q", name, app)
 	}
 	// Opened before the credentials change, so that a failure after it
 	// is recorded too; the command's exec closes it.
-	why, err := openStartError(stateDir, pod, app)
+	why, err := pod.OpenStartError(stateDir, name, app)
 	if err != nil {
 		return err
 	}
 	defer why.Close()
-	if err := beginRun(stateDir, pod, app); err != nil {
+	if err := beginRun(stateDir, name, app); err != nil {
 		return err
 	}
-	err = a.exec()
+	err = execApp(a)
 	fmt.Fprintln(why, err.Error())
 	return &exec.Error{Name: a.Exec[0], Err: err}
 }
 
 // beginRun records that a run of app has started.
-func beginRun(stateDir, pod, app string) error {
-	unlock, err := lock(stateDir, pod)
+func beginRun(stateDir, name, app string) error {
+	unlock, err := pod.Lock(stateDir, name)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	s, err := readAppOrNew(stateDir, pod, app)
+	s, err := pod.ReadAppOrNew(stateDir, name, app)
 	if err != nil {
 		return err
 	}
-	if s.State == AppRestarting {
+	if s.State == pod.AppRestarting {
 		s.Restarts++
 	}
-	s.State, s.StartedAt, s.FinishedAt = AppRunning, time.Now(), time.Time{}
-	return WriteApp(stateDir, pod, s)
+	s.State, s.StartedAt, s.FinishedAt = pod.AppRunning, time.Now(), time.Time{}
+	return pod.WriteApp(stateDir, name, s)
 }
 
 // exec sets up the process as a asks and executes a's command; it returns
 // why it could not, as a message for the app's record: an error wrapping
 // exec.ErrNotFound if the command does not exist.
-func (a *App) exec() error {
-	cred, env, err := a.identity()
+func execApp(a *pod.App) error {
+	cred, env, err := identity(a)
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func (a *App) exec() error {
 	if a.Rootfs != "" {
 		// Checked at pod create too; the directory may have been
 		// replaced since by a link to /.
-		if err := CheckRootfs(a.Rootfs); err != nil {
+		if err := checkRootfs(a.Rootfs); err != nil {
 			return fmt.Errorf("rootfs %s: %w", a.Rootfs, err)
 		}
 		if err := syscall.Chroot(a.Rootfs); err != nil {
@@ -131,8 +131,8 @@ func (notFound) Is(target error) bool { return target == exec.ErrNotFound }
 // ($USER, $LOGNAME, $HOME), with the user's supplementary groups, as
 // systemd's User= gives them. Names resolve on the host, also for an app
 // with a rootfs, as systemd's User= resolved them.
-func (a *App) identity() (*syscall.Credential, []string, error) {
-	cred, err := a.credential()
+func identity(a *pod.App) (*syscall.Credential, []string, error) {
+	cred, err := credential(a)
 	if err != nil || a.User == "" {
 		return cred, nil, err
 	}
@@ -192,43 +192,4 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
-}
-
-// startErrorFile is where ExecApp leaves why a run could not execute its
-// command, for reap-app: STATE/pods/P/apps/A.start-error.
-func startErrorFile(app string) string { return app + ".start-error" }
-
-// openStartError creates app's start error file afresh, empty, without
-// following a symlink out of stateDir.
-func openStartError(stateDir, pod, app string) (*os.File, error) {
-	if err := checkNames(pod, app); err != nil {
-		return nil, err
-	}
-	root, err := os.OpenRoot(Dir(stateDir, pod))
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	if err := root.MkdirAll("apps", 0o755); err != nil {
-		return nil, err
-	}
-	return root.OpenFile(filepath.Join("apps", startErrorFile(app)), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-}
-
-// takeStartError returns the reason the run of app that just ended could
-// not execute its command, and removes it, so that no later run, which
-// may end before its own ExecApp, is given it; "" if the command was
-// executed or the run never got as far as ExecApp.
-func takeStartError(stateDir, pod, app string) (string, error) {
-	data, err := read(stateDir, "pods", pod, "apps", startErrorFile(app))
-	if errors.Is(err, fs.ErrNotExist) || err == nil && len(data) == 0 {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	if err := os.Remove(filepath.Join(Dir(stateDir, pod), "apps", startErrorFile(app))); err != nil {
-		return "", err
-	}
-	return strings.TrimSuffix(string(data), "\n"), nil
 }

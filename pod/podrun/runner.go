@@ -1,4 +1,4 @@
-package pod
+package podrun
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 
 	"github.com/unitrun/unitrun/internal/atomicfile"
 	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/pod"
 )
 
 // A Runner creates, runs and removes pods on one manager. Each pod's units
@@ -40,22 +40,21 @@ const pollInterval = 50 * time.Millisecond
 // Pending pod.json, empty logs) and its unit files, and reloads the
 // manager. It starts nothing, and refuses a name that an existing pod has.
 // An isolated pod's graph goes to its own unit path, and its container
-// service (see [ContainerUnit]) to the manager.
-func (r *Runner) Create(ctx context.Context, manifest []byte) (*Manifest, error) {
+// service (see [pod.ContainerUnit]) to the manager. A manifest that is
+// invalid, or that asks for what this host lacks (a user, a group, a
+// directory), is an *[InvalidError].
+func (r *Runner) Create(ctx context.Context, manifest []byte) (*pod.Manifest, error) {
 	return r.CreateWith(ctx, manifest, "")
 }
 
 // CreateWith is [Runner.Create] with isolation iso, if it is not "",
 // instead of the manifest's; the choice is saved with the pod's state.
-func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso Isolation) (*Manifest, error) {
-	m, err := ParseForHost(manifest, iso)
+func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso pod.Isolation) (*pod.Manifest, error) {
+	m, err := parseForHost(manifest, iso)
 	if err != nil {
-		return nil, err
+		return nil, &InvalidError{Err: err}
 	}
-	if err := m.CheckHost(); err != nil {
-		return nil, err
-	}
-	dir := Dir(r.StateDir, m.Name)
+	dir := pod.Dir(r.StateDir, m.Name)
 	unitDir, err := r.Mgr.RuntimeUnitDir(ctx)
 	if err != nil {
 		return nil, err
@@ -79,22 +78,8 @@ func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso Isolation)
 	return m, nil
 }
 
-func (r *Runner) prepare(ctx context.Context, m *Manifest, manifest []byte, files []placedFile) error {
-	dir := Dir(r.StateDir, m.Name)
-	if err := os.Mkdir(filepath.Join(dir, logsDir), 0o755); err != nil {
-		return err
-	}
-	if err := atomicfile.Write(filepath.Join(dir, manifestFile), manifest, 0o644); err != nil {
-		return err
-	}
-	if err := writeSpec(r.StateDir, m); err != nil {
-		return err
-	}
-	ps := PodStatus{Name: m.Name, Phase: PodPending, ExitPolicy: m.ExitPolicy, Isolation: m.Isolation, CreatedAt: time.Now()}
-	for _, a := range m.Apps {
-		ps.Apps = append(ps.Apps, AppStatus{Name: a.Name, State: AppWaiting})
-	}
-	if err := WritePod(r.StateDir, ps); err != nil {
+func (r *Runner) prepare(ctx context.Context, m *pod.Manifest, manifest []byte, files []placedFile) error {
+	if err := pod.WriteState(r.StateDir, m, manifest); err != nil {
 		return err
 	}
 	for _, f := range files {
@@ -146,7 +131,7 @@ func (r *Runner) loadUnits(ctx context.Context, files []placedFile) error {
 // loaded returns those of the pod units names that the manager holds in
 // memory, from one listing of every pod's units.
 func (r *Runner) loaded(ctx context.Context, names []string) ([]string, error) {
-	all, err := r.Mgr.ListUnitNames(ctx, unitPrefix)
+	all, err := r.Mgr.ListUnitNames(ctx, pod.UnitPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +154,7 @@ func (r *Runner) loaded(ctx context.Context, names []string) ([]string, error) {
 // has no init app before it has started. If the pod is ending by then (it
 // ended before or while it started), Start waits for its end and returns
 // an *EndedError if it failed. Only a Pending pod starts.
-func (r *Runner) Start(ctx context.Context, name string, policy ExitPolicy) error {
+func (r *Runner) Start(ctx context.Context, name string, policy pod.ExitPolicy) error {
 	if policy != "" {
 		if err := policy.Check(); err != nil {
 			return fmt.Errorf("exit policy %w", err)
@@ -178,22 +163,22 @@ func (r *Runner) Start(ctx context.Context, name string, policy ExitPolicy) erro
 	if err := r.exists(name); err != nil {
 		return err
 	}
-	m, ps, err := loadState(r.StateDir, name)
+	m, ps, err := pod.LoadState(r.StateDir, name)
 	if err != nil {
 		return err
 	}
-	if ps.Phase != PodPending {
+	if ps.Phase != pod.PodPending {
 		return fmt.Errorf("pod %s is %s: only a Pending pod starts", name, ps.Phase)
 	}
 	if policy != "" {
 		ps.ExitPolicy = policy
 	}
-	ps.Phase, ps.StartedAt = PodRunning, time.Now()
-	if err := WritePod(r.StateDir, ps); err != nil {
+	ps.Phase, ps.StartedAt = pod.PodRunning, time.Now()
+	if err := pod.WritePod(r.StateDir, ps); err != nil {
 		return err
 	}
 	err = r.runJob(ctx, entryUnit(m), r.Mgr.StartUnit)
-	if !stopping(r.StateDir, name) {
+	if !pod.Stopping(r.StateDir, name) {
 		return err
 	}
 	// The pod has run and is ending already: its end stopped the target,
@@ -212,16 +197,25 @@ func (r *Runner) endedStart(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if s.Phase == PodFailed {
+	if s.Phase == pod.PodFailed {
 		return &EndedError{Status: s}
 	}
 	return nil
 }
 
+// An InvalidError is the error of a create whose manifest is invalid or
+// asks for what this host lacks. Err says why, one line per field.
+type InvalidError struct {
+	Err error
+}
+
+func (e *InvalidError) Error() string { return e.Err.Error() }
+func (e *InvalidError) Unwrap() error { return e.Err }
+
 // An EndedError is the error of a start whose pod ended Failed before the
 // start was over, such as an isolated pod whose systemd could not boot.
 type EndedError struct {
-	Status PodStatus
+	Status pod.PodStatus
 }
 
 func (e *EndedError) Error() string {
@@ -233,11 +227,11 @@ func (e *EndedError) Error() string {
 }
 
 // Wait waits until pod name has ended and returns its status.
-func (r *Runner) Wait(ctx context.Context, name string) (PodStatus, error) {
+func (r *Runner) Wait(ctx context.Context, name string) (pod.PodStatus, error) {
 	t := time.NewTicker(pollInterval)
 	defer t.Stop()
 	for {
-		s, err := ReadPod(r.StateDir, name)
+		s, err := pod.ReadPod(r.StateDir, name)
 		if err != nil || s.Ended() {
 			return s, err
 		}
@@ -249,27 +243,24 @@ func (r *Runner) Wait(ctx context.Context, name string) (PodStatus, error) {
 	}
 }
 
-// Ended reports whether the pod has ended: its phase is Succeeded or Failed.
-func (s PodStatus) Ended() bool { return s.Phase == PodSucceeded || s.Phase == PodFailed }
-
 // Stop stops pod name gracefully: every app gets its stop signal and its
 // stopTimeout, and every exit is recorded. If timeout is positive and the
 // stop takes longer, every app still stopping is killed (SIGKILL), and
 // its exit recorded. Stop returns
 // once the pod's units are stopped and its status is recorded.
-func (r *Runner) Stop(ctx context.Context, name string, timeout time.Duration) (PodStatus, error) {
+func (r *Runner) Stop(ctx context.Context, name string, timeout time.Duration) (pod.PodStatus, error) {
 	if err := r.exists(name); err != nil {
-		return PodStatus{}, err
+		return pod.PodStatus{}, err
 	}
-	m, ps, err := loadState(r.StateDir, name)
+	m, ps, err := pod.LoadState(r.StateDir, name)
 	if err != nil {
-		return PodStatus{}, err
+		return pod.PodStatus{}, err
 	}
-	if ps.Phase == PodPending {
+	if ps.Phase == pod.PodPending {
 		return ps, fmt.Errorf("pod %s has not started", name)
 	}
-	if err := markStopping(r.StateDir, name); err != nil {
-		return PodStatus{}, err
+	if err := pod.MarkStopping(r.StateDir, name); err != nil {
+		return pod.PodStatus{}, err
 	}
 	stopCtx := ctx
 	if timeout > 0 {
@@ -283,7 +274,7 @@ func (r *Runner) Stop(ctx context.Context, name string, timeout time.Duration) (
 		err = r.stopUnits(ctx, unitsToStop(m))
 	}
 	if err != nil {
-		return PodStatus{}, err
+		return pod.PodStatus{}, err
 	}
 	return r.Wait(ctx, name)
 }
@@ -291,14 +282,14 @@ func (r *Runner) Stop(ctx context.Context, name string, timeout time.Duration) (
 // killApps sends SIGKILL to every process of each app that is still
 // stopping, but not to one that is already recording its exit
 // (ExecStopPost= runs in the app's cgroup, in state stop-post and after).
-func (r *Runner) killApps(ctx context.Context, m *Manifest, apps []AppStatus) {
+func (r *Runner) killApps(ctx context.Context, m *pod.Manifest, apps []pod.AppStatus) {
 	name := m.Name
-	if m.isolated() {
+	if isolated(m) {
 		killIsolatedApps(r.StateDir, name, apps)
 		return
 	}
 	for _, a := range apps {
-		u := AppUnit(name, a.Name)
+		u := pod.AppUnit(name, a.Name)
 		props, err := r.Mgr.Properties(ctx, u, manager.UnitIface)
 		if err != nil {
 			continue
@@ -315,11 +306,11 @@ func (r *Runner) killApps(ctx context.Context, m *Manifest, apps []AppStatus) {
 // unitsToStop are the units whose stop stops pod m: its slice, and with it
 // every service of the pod, then its target; or an isolated pod's
 // container service.
-func unitsToStop(m *Manifest) []string {
-	if m.isolated() {
-		return []string{ContainerUnit(m.Name)}
+func unitsToStop(m *pod.Manifest) []string {
+	if isolated(m) {
+		return []string{pod.ContainerUnit(m.Name)}
 	}
-	return []string{SliceUnit(m.Name), TargetUnit(m.Name)}
+	return []string{pod.SliceUnit(m.Name), pod.TargetUnit(m.Name)}
 }
 
 // stopUnits stops units in turn, waiting for each job.
@@ -377,7 +368,7 @@ func (r *Runner) runJob(ctx context.Context, u string, enqueue func(context.Cont
 // slice names imply (unitrun-pod.slice, unitrun.slice), so that no unit of
 // unitrun's pods remains.
 func (r *Runner) Remove(ctx context.Context, name string, force bool) error {
-	if checkName(name) != nil {
+	if pod.CheckNames(name) != nil {
 		return &NoPodError{Name: name, StateDir: r.StateDir}
 	}
 	unitDir, err := r.Mgr.RuntimeUnitDir(ctx)
@@ -393,10 +384,10 @@ func (r *Runner) Remove(ctx context.Context, name string, force bool) error {
 	}
 	// The hooks that the stop runs read the mark; a forced removal goes
 	// on without it, whatever the state directory holds.
-	if err := markStopping(r.StateDir, name); err != nil && !force {
+	if err := pod.MarkStopping(r.StateDir, name); err != nil && !force {
 		return err
 	}
-	if err := r.stopUnits(ctx, []string{ContainerUnit(name), SliceUnit(name), TargetUnit(name)}); err != nil {
+	if err := r.stopUnits(ctx, []string{pod.ContainerUnit(name), pod.SliceUnit(name), pod.TargetUnit(name)}); err != nil {
 		return err
 	}
 	if err := r.removeFiles(ctx, name, unitDir); err != nil {
@@ -411,11 +402,11 @@ func (r *Runner) removable(name string) error {
 	if err := r.exists(name); err != nil {
 		return err
 	}
-	ps, err := ReadPod(r.StateDir, name)
+	ps, err := pod.ReadPod(r.StateDir, name)
 	if err != nil {
 		return fmt.Errorf("pod %s: %w (remove it with force whatever its state)", name, err)
 	}
-	if ps.Phase == PodRunning {
+	if ps.Phase == pod.PodRunning {
 		return fmt.Errorf("pod %s is running: stop it first, or remove it with force", name)
 	}
 	return nil
@@ -424,7 +415,7 @@ func (r *Runner) removable(name string) error {
 // left returns a *NoPodError if pod name left nothing: no state directory,
 // no unit file and no unit loaded.
 func (r *Runner) left(ctx context.Context, name, unitDir string) error {
-	if _, err := os.Lstat(Dir(r.StateDir, name)); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(pod.Dir(r.StateDir, name)); !errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	files, err := podFiles(unitDir, name)
@@ -438,66 +429,53 @@ func (r *Runner) left(ctx context.Context, name, unitDir string) error {
 	return &NoPodError{Name: name, StateDir: r.StateDir}
 }
 
-// ofPod reports whether u is the name of a unit of pod: its slice, target
-// or container service, or a unit named after one of its apps. Pod and app
-// names are escaped in unit names ('-' is \x2d), so the '-' after the pod's
-// name is no other pod's.
-func ofPod(u, pod string) bool {
-	base := unitPrefix + component(pod)
-	switch u {
-	case SliceUnit(pod), TargetUnit(pod), ContainerUnit(pod):
-		return true
-	}
-	return strings.HasPrefix(u, base+"-")
-}
-
-// podFiles lists the unit files of pod in unitDir.
-func podFiles(unitDir, pod string) ([]string, error) {
+// podFiles lists the unit files of pod name in unitDir.
+func podFiles(unitDir, name string) ([]string, error) {
 	entries, err := os.ReadDir(unitDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	var files []string
 	for _, e := range entries {
-		if ofPod(e.Name(), pod) {
+		if pod.IsPodUnit(e.Name(), name) {
 			files = append(files, e.Name())
 		}
 	}
 	return files, err
 }
 
-// loadedOf lists the units of pod that the manager holds in memory.
-func (r *Runner) loadedOf(ctx context.Context, pod string) ([]string, error) {
-	all, err := r.Mgr.ListUnitNames(ctx, unitPrefix+component(pod))
+// loadedOf lists the units of pod name that the manager holds in memory.
+func (r *Runner) loadedOf(ctx context.Context, name string) ([]string, error) {
+	all, err := r.Mgr.ListUnitNames(ctx, pod.PodUnitPrefix(name))
 	if err != nil {
 		return nil, err
 	}
 	var units []string
 	for _, u := range all {
-		if ofPod(u, pod) {
+		if pod.IsPodUnit(u, name) {
 			units = append(units, u)
 		}
 	}
 	return units, nil
 }
 
-// removeFiles deletes pod's unit files and state and resets the pod's
+// removeFiles deletes pod name's unit files and state and resets the pod's
 // units still loaded (failed ones), so that the manager unloads every one:
 // it collects the inactive units that no other unit refers to. No
 // daemon-reload is needed for that (it would reread every unit of the
 // manager).
-func (r *Runner) removeFiles(ctx context.Context, pod, unitDir string) error {
-	files, err := podFiles(unitDir, pod)
+func (r *Runner) removeFiles(ctx context.Context, name, unitDir string) error {
+	files, err := podFiles(unitDir, name)
 	errs := []error{err}
 	for _, f := range files {
 		if err := os.Remove(filepath.Join(unitDir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, os.RemoveAll(Dir(r.StateDir, pod)))
+	errs = append(errs, os.RemoveAll(pod.Dir(r.StateDir, name)))
 	// One listing instead of a reset call for each of the 2N+3 units, most
 	// of them collected already.
-	loaded, err := r.loadedOf(ctx, pod)
+	loaded, err := r.loadedOf(ctx, name)
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
@@ -542,49 +520,19 @@ func (r *Runner) stopParents(ctx context.Context) error {
 }
 
 // Status returns the status of pod name, from its status files.
-func (r *Runner) Status(ctx context.Context, name string) (PodStatus, error) {
+func (r *Runner) Status(ctx context.Context, name string) (pod.PodStatus, error) {
 	if err := r.exists(name); err != nil {
-		return PodStatus{}, err
+		return pod.PodStatus{}, err
 	}
-	return ReadPod(r.StateDir, name)
-}
-
-// List returns the status of every pod, by name. A pod whose status cannot
-// be read is left out, and the error, which joins one error naming the pod
-// for each such pod (errors.Join), is returned with the others' statuses.
-func (r *Runner) List() ([]PodStatus, error) {
-	entries, err := os.ReadDir(filepath.Join(r.StateDir, "pods"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var pods []PodStatus
-	var errs []error
-	for _, e := range entries {
-		if !e.IsDir() || checkName(e.Name()) != nil {
-			continue
-		}
-		s, err := ReadPod(r.StateDir, e.Name())
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("pod %s: %w", e.Name(), err))
-			continue
-		}
-		pods = append(pods, s)
-	}
-	return pods, errors.Join(errs...)
+	return pod.ReadPod(r.StateDir, name)
 }
 
 // Manifest returns the manifest pod name was created from.
-func (r *Runner) Manifest(name string) (*Manifest, error) {
+func (r *Runner) Manifest(name string) (*pod.Manifest, error) {
 	if err := r.exists(name); err != nil {
 		return nil, err
 	}
-	m, _, err := loadState(r.StateDir, name)
+	m, _, err := pod.LoadState(r.StateDir, name)
 	return m, err
 }
 
@@ -596,7 +544,7 @@ type NoPodError struct {
 
 func (e *NoPodError) Error() string {
 	name := e.Name
-	if checkName(name) != nil {
+	if pod.CheckNames(name) != nil {
 		name = strconv.Quote(name)
 	}
 	return fmt.Sprintf("no pod named %s in state dir %s", name, e.StateDir)
@@ -604,10 +552,10 @@ func (e *NoPodError) Error() string {
 
 // exists returns a *NoPodError unless pod name has a state directory.
 func (r *Runner) exists(name string) error {
-	if checkName(name) != nil {
+	if pod.CheckNames(name) != nil {
 		return &NoPodError{Name: name, StateDir: r.StateDir}
 	}
-	if _, err := os.Lstat(Dir(r.StateDir, name)); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+	if _, err := os.Lstat(pod.Dir(r.StateDir, name)); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return &NoPodError{Name: name, StateDir: r.StateDir}
 	}
 	return nil

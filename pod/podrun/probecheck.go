@@ -1,4 +1,4 @@
-package pod
+package podrun
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/unitrun/unitrun/pod"
 )
 
 // check runs a's probe once, bounded by timeout, and returns its result and,
@@ -17,13 +19,13 @@ import (
 // Group=, when set, in a process group of its own that is killed at the
 // timeout; an http probe GETs http://127.0.0.1:PORT/PATH and wants a status
 // in range; a tcp probe opens a connection to 127.0.0.1:PORT.
-func (a *App) check(ctx context.Context, timeout time.Duration) (string, string) {
+func check(ctx context.Context, a *pod.App, timeout time.Duration) (string, string) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var err error
 	switch p := a.Probe; {
 	case p.Exec != nil:
-		err = a.execCheck(ctx)
+		err = execCheck(ctx, a)
 	case p.HTTP != nil:
 		err = httpCheck(ctx, p.HTTP)
 	case p.TCP != nil:
@@ -34,16 +36,16 @@ func (a *App) check(ctx context.Context, timeout time.Duration) (string, string)
 	}
 	switch {
 	case err == nil:
-		return ProbeSuccess, ""
+		return pod.ProbeSuccess, ""
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return ProbeTimeout, fmt.Sprintf("no answer within %v", timeout)
+		return pod.ProbeTimeout, fmt.Sprintf("no answer within %v", timeout)
 	}
-	return ProbeFailure, err.Error()
+	return pod.ProbeFailure, err.Error()
 }
 
 func localAddr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 
-func httpCheck(ctx context.Context, p *HTTPProbe) error {
+func httpCheck(ctx context.Context, p *pod.HTTPProbe) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+localAddr(p.Port)+p.Path, nil)
 	if err != nil {
 		return err
@@ -63,14 +65,14 @@ func httpCheck(ctx context.Context, p *HTTPProbe) error {
 // its whole process group is killed. For an app with a rootfs the probe
 // runs chrooted into it, as the app does, so its argv names the rootfs's
 // files.
-func (a *App) execCheck(ctx context.Context) error {
+func execCheck(ctx context.Context, a *pod.App) error {
 	cmd := exec.CommandContext(ctx, a.Probe.Exec[0], a.Probe.Exec[1:]...)
 	cmd.Dir = a.WorkingDir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Chroot: a.Rootfs}
 	if a.Rootfs != "" && cmd.Dir == "" {
 		cmd.Dir = "/"
 	}
-	cred, err := a.credential()
+	cred, err := credential(a)
 	if err != nil {
 		return err
 	}
@@ -83,7 +85,7 @@ func (a *App) execCheck(ctx context.Context) error {
 // credential is who an exec probe of a runs as: a's User= and Group= (the
 // user's primary group if a has no Group=), without supplementary groups;
 // nil, the probe service's own user, if a has no User= or Group=.
-func (a *App) credential() (*syscall.Credential, error) {
+func credential(a *pod.App) (*syscall.Credential, error) {
 	if a.User == "" && a.Group == "" {
 		return nil, nil
 	}

@@ -1,8 +1,10 @@
-package pod
+package podrun
 
 import (
 	"testing"
 	"time"
+
+	"github.com/unitrun/unitrun/pod"
 )
 
 // An app that systemd stopped between two runs (pod stop in its
@@ -13,21 +15,21 @@ func TestReapEndsWithLastExit(t *testing.T) {
 	for _, c := range []struct {
 		result string
 		code   int
-		want   AppState
+		want   pod.AppState
 	}{
-		{"success", 0, AppExited},
-		{"exit-code", 3, AppFailed},
+		{"success", 0, pod.AppExited},
+		{"exit-code", 3, pod.AppFailed},
 	} {
 		dir := t.TempDir()
 		at := time.Now().Add(-time.Second).Round(0)
-		s := AppStatus{Name: "a", State: AppRestarting, ExitCode: &c.code, Result: c.result, Restarts: 2, Backoff: time.Second, LastExitAt: at}
-		if err := WriteApp(dir, "p", s); err != nil {
+		s := pod.AppStatus{Name: "a", State: pod.AppRestarting, ExitCode: &c.code, Result: c.result, Restarts: 2, Backoff: time.Second, LastExitAt: at}
+		if err := pod.WriteApp(dir, "p", s); err != nil {
 			t.Fatal(err)
 		}
 		if err := Reap(dir, "p", "a"); err != nil {
 			t.Fatal(err)
 		}
-		got, err := ReadApp(dir, "p", "a")
+		got, err := pod.ReadApp(dir, "p", "a")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package pod
+package podrun
 
 import (
 	"context"
@@ -14,16 +14,17 @@ import (
 
 	"github.com/unitrun/unitrun/internal/atomicfile"
 	"github.com/unitrun/unitrun/manager/boot"
+	"github.com/unitrun/unitrun/pod"
 )
+
+// sigRTMin is glibc's SIGRTMIN on Linux.
+const sigRTMin = 34
 
 // sigPoweroff (SIGRTMIN+4, in glibc's numbering) powers a systemd manager
 // off (systemd(1)).
 const sigPoweroff = syscall.Signal(sigRTMin + 4)
 
-// sigRTMin is glibc's first real-time signal on Linux.
-const sigRTMin = 34
-
-// RunContainer is the main process of isolated pod name's [ContainerUnit]:
+// RunContainer is the main process of isolated pod name's [pod.ContainerUnit]:
 // it boots the pod's own systemd (see [boot.Container]) in its own
 // cgroup, the service's, with the pod's target and units, the state
 // directory and binary (the unitrun binary the hooks run) bound in, and
@@ -33,26 +34,26 @@ const sigRTMin = 34
 // the pod's systemd off (SIGRTMIN+4), which stops the graph and records
 // every exit. It returns once the pod's systemd has exited.
 func RunContainer(ctx context.Context, stateDir, binary, name string, ready func() error) error {
-	m, err := loadSpec(stateDir, name)
+	m, err := pod.LoadSpec(stateDir, name)
 	if err != nil {
 		return err
 	}
-	if !m.isolated() {
+	if !isolated(m) {
 		return fmt.Errorf("pod %s has isolation %s: it has no systemd of its own", name, m.Isolation)
 	}
 	// Checked at pod create too; a rootfs may have been replaced since by
 	// a link to /, into which the container would mount.
-	if err := m.CheckHost(); err != nil {
+	if err := checkHost(m); err != nil {
 		return fmt.Errorf("pod %s: %w", name, err)
 	}
-	dir := Dir(stateDir, name)
+	dir := pod.Dir(stateDir, name)
 	c := &boot.Container{
 		Dir:       filepath.Join(dir, containerRun),
-		Target:    TargetUnit(name),
+		Target:    pod.TargetUnit(name),
 		UnitPath:  []string{filepath.Join(dir, containerUnits)},
 		Hostname:  name,
 		Binds:     []string{stateDir, binary},
-		NoNetwork: m.Network == NoNetwork,
+		NoNetwork: m.Network == pod.NoNetwork,
 		Delegated: true,
 	}
 	for _, a := range m.Apps {
@@ -90,7 +91,7 @@ func RunContainer(ctx context.Context, stateDir, binary, name string, ready func
 			// A stop of the service: the apps' exits are not theirs to
 			// decide on, as under Runner.Stop.
 			done = nil
-			markStopping(stateDir, name)
+			pod.MarkStopping(stateDir, name)
 			c.Signal(sigPoweroff)
 		case <-exited:
 			// How the manager ended is in the pod's records, not here: a
@@ -100,13 +101,13 @@ func RunContainer(ctx context.Context, stateDir, binary, name string, ready func
 	}
 }
 
-// ContainerPID returns the host process id of isolated pod name's systemd,
+// readContainerPID returns the host process id of isolated pod name's systemd,
 // while it runs.
-func ContainerPID(stateDir, name string) (int, error) {
-	if err := checkNames(name); err != nil {
+func readContainerPID(stateDir, name string) (int, error) {
+	if err := pod.CheckNames(name); err != nil {
 		return 0, err
 	}
-	b, err := os.ReadFile(filepath.Join(Dir(stateDir, name), containerPID))
+	b, err := os.ReadFile(filepath.Join(pod.Dir(stateDir, name), containerPID))
 	if err != nil {
 		return 0, err
 	}
@@ -120,57 +121,57 @@ func ContainerPID(stateDir, name string) (int, error) {
 // ContainerExited is the ExecStopPost= of an isolated pod's container
 // service. If the pod's systemd ended without the shutdown hook recording
 // the pod's end (it was killed, or failed to boot), it records it from the
-// app records: the pod fails with the exit code [PodExitCode] gives the
+// app records: the pod fails with the exit code [pod.PodExitCode] gives the
 // recorded exits, or 255 if that is 0, since an app never recorded an end.
 func ContainerExited(stateDir, name string) error {
-	unlock, err := lock(stateDir, name)
+	unlock, err := pod.Lock(stateDir, name)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	_, ps, err := loadState(stateDir, name)
-	if err != nil || ps.Ended() || ps.Phase == PodPending {
+	_, ps, err := pod.LoadState(stateDir, name)
+	if err != nil || ps.Ended() || ps.Phase == pod.PodPending {
 		return err
 	}
-	var outcomes []Outcome
+	var outcomes []pod.Outcome
 	for _, a := range ps.Apps {
-		r, err := readAppOrNew(stateDir, name, a.Name)
+		r, err := pod.ReadAppOrNew(stateDir, name, a.Name)
 		if err != nil {
 			return err
 		}
 		if r.ExitCode != nil {
-			outcomes = append(outcomes, r.outcome())
+			outcomes = append(outcomes, r.Outcome())
 		}
 	}
-	code := PodExitCode(outcomes)
+	code := pod.PodExitCode(outcomes)
 	if code == 0 {
-		code = noProcessCode
+		code = pod.NoProcessCode
 	}
-	ps.ExitCode, ps.Phase, ps.FinishedAt = &code, PodFailed, time.Now()
-	if err := WritePod(stateDir, ps); err != nil {
+	ps.ExitCode, ps.Phase, ps.FinishedAt = &code, pod.PodFailed, time.Now()
+	if err := pod.WritePod(stateDir, ps); err != nil {
 		return err
 	}
-	return markStopping(stateDir, name)
+	return pod.MarkStopping(stateDir, name)
 }
 
 // killIsolatedApps sends SIGKILL to the main process of each app of
 // isolated pod name that has not ended, through its systemd: an app that
 // is recording its exit (ExecStopPost=) has no main process left.
-func killIsolatedApps(stateDir, name string, apps []AppStatus) {
-	pid, err := ContainerPID(stateDir, name)
+func killIsolatedApps(stateDir, name string, apps []pod.AppStatus) {
+	pid, err := readContainerPID(stateDir, name)
 	if err != nil {
 		return
 	}
 	for _, a := range apps {
-		boot.EnterCommand(pid, "systemctl", "kill", "--kill-who=main", "--signal=SIGKILL", AppUnit(name, a.Name)).Run()
+		boot.EnterCommand(pid, "systemctl", "kill", "--kill-who=main", "--signal=SIGKILL", pod.AppUnit(name, a.Name)).Run()
 	}
 }
 
-// CheckRootfs returns an error unless dir is a directory other than the
+// checkRootfs returns an error unless dir is a directory other than the
 // root directory: not /, and not a path that resolves to it, such as a
 // symlink to / or a bind mount of it, in which a chroot would leave the
 // app on the host's (or the isolated pod's) whole file system.
-func CheckRootfs(dir string) error {
+func checkRootfs(dir string) error {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return errors.New("must be a directory: " + unwrapPath(err).Error())

@@ -1,9 +1,10 @@
-package pod
+package podrun
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/pod"
 )
 
 // hostileNames are pod or app names that would climb out of the state
@@ -36,6 +38,9 @@ func TestSecurityPodNamesRefused(t *testing.T) {
 			_, err := r.Create(context.Background(), data)
 			if err == nil || !strings.Contains(err.Error(), tt.field) {
 				t.Errorf("%s %q: Create: %v, want an error naming %s", tt.field, name, err, tt.field)
+			}
+			if invalid := (*InvalidError)(nil); !errors.As(err, &invalid) {
+				t.Errorf("%s %q: Create: %T, want an *InvalidError (the CLI exits 2 for it)", tt.field, name, err)
 			}
 		}
 	}
@@ -69,26 +74,26 @@ func TestSecurityPodStateTraversal(t *testing.T) {
 		return b.String()
 	}
 	was := snapshot()
-	for _, pod := range []string{"../victim", "../../" + filepath.Base(filepath.Dir(r.StateDir)) + "/victim", "/etc", ".."} {
+	for _, podName := range []string{"../victim", "../../" + filepath.Base(filepath.Dir(r.StateDir)) + "/victim", "/etc", ".."} {
 		calls := map[string]error{}
-		_, calls["ReadExitCode"] = ReadExitCode(r.StateDir, pod, "a")
-		calls["WriteExitCode"] = WriteExitCode(r.StateDir, pod, "a", 1)
-		calls["WriteExitCode app"] = WriteExitCode(r.StateDir, "p", "../../../victim/status/a", 1)
-		_, calls["ReadApp"] = ReadApp(r.StateDir, pod, "a")
-		calls["WriteApp"] = WriteApp(r.StateDir, pod, AppStatus{Name: "a", State: AppRunning})
-		_, calls["ReadPod"] = ReadPod(r.StateDir, pod)
-		calls["WritePod"] = WritePod(r.StateDir, PodStatus{Name: pod, Phase: PodPending, ExitPolicy: FirstFailure})
-		_, calls["Status"] = r.Status(ctx, pod)
-		_, calls["Manifest"] = r.Manifest(pod)
-		calls["Start"] = r.Start(ctx, pod, "")
-		_, calls["Stop"] = r.Stop(ctx, pod, time.Second)
-		calls["Remove"] = r.Remove(ctx, pod, true)
-		calls["Logs"] = Logs(ctx, r.StateDir, pod, []string{"a"}, &bytes.Buffer{}, false, false, nil)
-		calls["BeginRun"] = BeginRun(ctx, r.StateDir, pod, "a")
-		calls["Reap"] = Reap(r.StateDir, pod, "a")
+		_, calls["ReadExitCode"] = pod.ReadExitCode(r.StateDir, podName, "a")
+		calls["WriteExitCode"] = pod.WriteExitCode(r.StateDir, podName, "a", 1)
+		calls["WriteExitCode app"] = pod.WriteExitCode(r.StateDir, "p", "../../../victim/status/a", 1)
+		_, calls["ReadApp"] = pod.ReadApp(r.StateDir, podName, "a")
+		calls["WriteApp"] = pod.WriteApp(r.StateDir, podName, pod.AppStatus{Name: "a", State: pod.AppRunning})
+		_, calls["ReadPod"] = pod.ReadPod(r.StateDir, podName)
+		calls["WritePod"] = pod.WritePod(r.StateDir, pod.PodStatus{Name: podName, Phase: pod.PodPending, ExitPolicy: pod.FirstFailure})
+		_, calls["Status"] = r.Status(ctx, podName)
+		_, calls["Manifest"] = r.Manifest(podName)
+		calls["Start"] = r.Start(ctx, podName, "")
+		_, calls["Stop"] = r.Stop(ctx, podName, time.Second)
+		calls["Remove"] = r.Remove(ctx, podName, true)
+		calls["Logs"] = pod.Logs(ctx, r.StateDir, podName, []string{"a"}, &bytes.Buffer{}, false, false, nil)
+		calls["BeginRun"] = BeginRun(ctx, r.StateDir, podName, "a")
+		calls["Reap"] = Reap(r.StateDir, podName, "a")
 		for name, err := range calls {
 			if err == nil {
-				t.Errorf("%s(%q): succeeded, want a refusal", name, pod)
+				t.Errorf("%s(%q): succeeded, want a refusal", name, podName)
 			}
 		}
 	}
@@ -103,12 +108,14 @@ func TestSecurityPodStateTraversal(t *testing.T) {
 // directory stays empty.
 func TestSecurityStatusSymlinks(t *testing.T) {
 	writes := map[string]func(state string) error{
-		"WriteExitCode": func(state string) error { return WriteExitCode(state, "web", "server", 3) },
-		"WriteApp":      func(state string) error { return WriteApp(state, "web", AppStatus{Name: "server", State: AppRunning}) },
-		"WritePod": func(state string) error {
-			return WritePod(state, PodStatus{Name: "web", Phase: PodPending, ExitPolicy: FirstFailure})
+		"WriteExitCode": func(state string) error { return pod.WriteExitCode(state, "web", "server", 3) },
+		"WriteApp": func(state string) error {
+			return pod.WriteApp(state, "web", pod.AppStatus{Name: "server", State: pod.AppRunning})
 		},
-		"markStopping": func(state string) error { return markStopping(state, "web") },
+		"WritePod": func(state string) error {
+			return pod.WritePod(state, pod.PodStatus{Name: "web", Phase: pod.PodPending, ExitPolicy: pod.FirstFailure})
+		},
+		"markStopping": func(state string) error { return pod.MarkStopping(state, "web") },
 	}
 	// Each symlink and the writes whose path goes through it.
 	for at, through := range map[string][]string{
@@ -170,17 +177,22 @@ func TestSecurityPodHostileStrings(t *testing.T) {
 			"probe": map[string]any{"exec": append([]string{"/bin/true"}, words...), "periodSeconds": 3600},
 		}},
 	})
-	m, err := Parse(manifest)
+	m, err := pod.Parse(manifest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := Graph(m, RenderOptions{Binary: systemdtest.Binary(t), StateDir: r.StateDir, LogPath: func(app string) string { return LogFile(r.StateDir, m.Name, app) }})
+	files, err := pod.Graph(m, pod.RenderOptions{Binary: systemdtest.Binary(t), StateDir: r.StateDir, LogPath: func(app string) string { return pod.LogFile(r.StateDir, m.Name, app) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	units := writeUnits(t, files)
+	units := t.TempDir()
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(units, f.Name), f.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, user := range []bool{false, true} {
-		if err := analyze(t, units, user); err != nil {
+		if err := systemdtest.Analyze(t, units, user); err != nil {
 			t.Errorf("user=%v: %v", user, err)
 		}
 	}
@@ -191,7 +203,7 @@ func TestSecurityPodHostileStrings(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(gate, nil, 0o644)
-	wantPod(t, wait(t, r, name), PodSucceeded, 0)
+	wantPod(t, wait(t, r, name), pod.PodSucceeded, 0)
 	var want strings.Builder
 	for _, w := range words {
 		want.WriteString(w + "\x00")
@@ -217,13 +229,13 @@ func TestSecurityLogsSymlink(t *testing.T) {
 	state := t.TempDir()
 	secret := filepath.Join(t.TempDir(), "secret")
 	os.WriteFile(secret, []byte("OUTSIDE SECRET\n"), 0o600)
-	log := LogFile(state, "web", "server")
+	log := pod.LogFile(state, "web", "server")
 	os.MkdirAll(filepath.Dir(log), 0o755)
 	if err := os.Symlink(secret, log); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := Logs(context.Background(), state, "web", []string{"server"}, &out, true, false, nil); err == nil || strings.Contains(out.String(), "SECRET") {
+	if err := pod.Logs(context.Background(), state, "web", []string{"server"}, &out, true, false, nil); err == nil || strings.Contains(out.String(), "SECRET") {
 		t.Errorf("Logs through a symlinked log file: %v, printed %q", err, out.String())
 	}
 }

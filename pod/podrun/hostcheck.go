@@ -1,54 +1,59 @@
-package pod
+package podrun
 
 import (
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/unitrun/unitrun/pod"
 )
 
-// ParseForHost is [ParseWith], then [Manifest.CheckHost]: what "pod create"
+// parseForHost is [pod.ParseWith], then [checkHost]: what a create
 // checks before it creates anything.
-func ParseForHost(data []byte, iso Isolation) (*Manifest, error) {
-	m, err := ParseWith(data, iso)
+func parseForHost(data []byte, iso pod.Isolation) (*pod.Manifest, error) {
+	m, err := pod.ParseWith(data, iso)
 	if err != nil {
 		return nil, err
 	}
-	return m, m.CheckHost()
+	return m, checkHost(m)
 }
 
-// CheckHost checks, on this host, what an app's run would otherwise find
+// checkHost checks, on this host, what an app's run would otherwise find
 // out only when it starts ([ExecApp]): that each app's rootfs is a
-// directory other than / ([CheckRootfs]), that each app's user and group
+// directory other than / (checkRootfs), that each app's user and group
 // resolve (on the host, also for an app with a rootfs, as ExecApp resolves
 // them) and that its workingDir is a directory, inside its rootfs for an
 // app with one. A directory that a symlink inside the rootfs leads to is
 // taken on trust: it resolves only once the app has entered its rootfs.
 // Each error names the field.
-func (m *Manifest) CheckHost() error {
-	var p problems
+func checkHost(m *pod.Manifest) error {
+	var p []error
+	add := func(path, value, rule string) {
+		p = append(p, &pod.FieldError{Path: path, Value: value, Rule: rule})
+	}
 	for i := range m.Apps {
 		a := &m.Apps[i]
 		path := fmt.Sprintf("apps[%d]", i)
 		if a.Rootfs != "" {
-			if err := CheckRootfs(a.Rootfs); err != nil {
-				p.add(path+".rootfs", a.Rootfs, err.Error())
+			if err := checkRootfs(a.Rootfs); err != nil {
+				add(path+".rootfs", a.Rootfs, err.Error())
 				continue
 			}
 		}
 		if a.User != "" {
 			if _, err := lookupUser(a.User); err != nil {
-				p.add(path+".user", a.User, "no such user on this host")
+				add(path+".user", a.User, "no such user on this host")
 			}
 		}
 		if a.Group != "" {
 			if _, err := lookupGroup(a.Group); err != nil {
-				p.add(path+".group", a.Group, "no such group on this host")
+				add(path+".group", a.Group, "no such group on this host")
 			}
 		}
 		if a.WorkingDir != "" {
-			if rule := a.checkDir(); rule != "" {
-				p.add(path+".workingDir", a.WorkingDir, rule)
+			if rule := checkDir(a); rule != "" {
+				add(path+".workingDir", a.WorkingDir, rule)
 			}
 		}
 	}
@@ -57,7 +62,7 @@ func (m *Manifest) CheckHost() error {
 
 // checkDir says what is wrong with a's workingDir, or "" if nothing is, or
 // if it cannot tell.
-func (a *App) checkDir() string {
+func checkDir(a *pod.App) string {
 	var fi fs.FileInfo
 	var err error
 	if a.Rootfs == "" {
@@ -80,4 +85,14 @@ func (a *App) checkDir() string {
 		return "not a directory"
 	}
 	return ""
+}
+
+// Check returns what [Runner.Create] would refuse of manifest, an
+// *InvalidError, or nil, and creates nothing: a node that must say why
+// it cannot run a pod asks this before it asks for the pod.
+func Check(manifest []byte) error {
+	if _, err := parseForHost(manifest, ""); err != nil {
+		return &InvalidError{Err: err}
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package pod
+package podrun
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/pod"
 )
 
 // systemctl runs systemctl --user on the test manager; its error holds
@@ -23,17 +24,17 @@ func systemctl(args ...string) error {
 	return nil
 }
 
-// ranApp returns the manifest of pod, one app that writes "ran" into a
+// ranApp returns the manifest of pod name, one app that writes "ran" into a
 // new file, and that file's path.
-func ranApp(t *testing.T, pod string) (manifest, file string) {
+func ranApp(t *testing.T, name string) (manifest, file string) {
 	file = filepath.Join(t.TempDir(), "ran")
-	return "name: " + pod + "\napps:\n  - name: a\n    exec: [\"/bin/sh\", \"-c\", \"echo ran > " + file + "\"]\n", file
+	return "name: " + name + "\napps:\n  - name: a\n    exec: [\"/bin/sh\", \"-c\", \"echo ran > " + file + "\"]\n", file
 }
 
 // wantRan checks that pod name succeeded and its app wrote file.
 func wantRan(t *testing.T, r *Runner, name, file string) {
 	t.Helper()
-	wantPod(t, wait(t, r, name), PodSucceeded, 0)
+	wantPod(t, wait(t, r, name), pod.PodSucceeded, 0)
 	if data, err := os.ReadFile(file); err != nil || string(data) != "ran\n" {
 		t.Errorf("the pod's app did not run its command: %q, %v", data, err)
 	}
@@ -92,8 +93,8 @@ func TestCreateRemoveWithoutReload(t *testing.T) {
 // manager still holds from an older file of that name (a failed unit, kept
 // in memory): the pod runs its own app, so the manager was reloaded.
 func TestCreateReloadsForStaleUnit(t *testing.T) {
-	const pod = "stale"
-	app := AppUnit(pod, "a")
+	const name = "stale"
+	app := pod.AppUnit(name, "a")
 	path := filepath.Join(systemdtest.RuntimeUnitDir(t), app)
 	if err := os.WriteFile(path, []byte("[Service]\nType=oneshot\nExecStart=/bin/false\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -105,6 +106,6 @@ func TestCreateReloadsForStaleUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRunner(t)
-	manifest, file := ranApp(t, pod)
+	manifest, file := ranApp(t, name)
 	wantRan(t, r, run(t, r, manifest, ""), file)
 }

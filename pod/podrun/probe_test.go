@@ -1,4 +1,4 @@
-package pod
+package podrun
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/unitrun/unitrun/pod"
 )
 
 // flakyServer is an HTTP server on 127.0.0.1:argv[1] that answers 200 to
@@ -41,7 +43,7 @@ func freePort(t *testing.T) int {
 
 // flakyPod is the manifest of pod name, whose app api serves two good
 // answers per run, probed over HTTP with action.
-func flakyPod(t *testing.T, name string, action ProbeAction) string {
+func flakyPod(t *testing.T, name string, action pod.ProbeAction) string {
 	port := freePort(t)
 	argv, err := json.Marshal([]string{"/usr/bin/python3", "-c", flakyServer, fmt.Sprint(port), "2"})
 	if err != nil {
@@ -63,9 +65,9 @@ apps:
 
 // poll waits, for at most a minute, until ok holds for pod name's status,
 // and returns that status.
-func poll(t *testing.T, r *Runner, name string, ok func(PodStatus) bool) PodStatus {
+func poll(t *testing.T, r *Runner, name string, ok func(pod.PodStatus) bool) pod.PodStatus {
 	t.Helper()
-	var s PodStatus
+	var s pod.PodStatus
 	var err error
 	for range 1200 {
 		if s, err = r.Status(context.Background(), name); err == nil && ok(s) {
@@ -80,12 +82,12 @@ func poll(t *testing.T, r *Runner, name string, ok func(PodStatus) bool) PodStat
 
 func TestProbeRestart(t *testing.T) {
 	r := newRunner(t)
-	name := run(t, r, flakyPod(t, "probe-restart", RestartApp), "")
-	s := poll(t, r, name, func(s PodStatus) bool { return s.Apps[0].Restarts >= 2 })
-	if s.Phase != PodRunning {
+	name := run(t, r, flakyPod(t, "probe-restart", pod.RestartApp), "")
+	s := poll(t, r, name, func(s pod.PodStatus) bool { return s.Apps[0].Restarts >= 2 })
+	if s.Phase != pod.PodRunning {
 		t.Errorf("pod %s after two probe restarts: %s", name, s.Phase)
 	}
-	s = poll(t, r, name, func(s PodStatus) bool { return s.Apps[0].State == AppRunning && s.Apps[0].Probe != nil })
+	s = poll(t, r, name, func(s pod.PodStatus) bool { return s.Apps[0].State == pod.AppRunning && s.Apps[0].Probe != nil })
 	if p := s.Apps[0].Probe; p.Acted != "" || p.ConsecutiveFailures >= 2 {
 		t.Errorf("probe of a restarted app: %+v", p)
 	}
@@ -93,16 +95,16 @@ func TestProbeRestart(t *testing.T) {
 
 func TestProbeFailPod(t *testing.T) {
 	r := newRunner(t)
-	name := run(t, r, flakyPod(t, "probe-fail", FailPod), "")
+	name := run(t, r, flakyPod(t, "probe-fail", pod.FailPod), "")
 	s := wait(t, r, name)
-	if s.Phase != PodFailed {
+	if s.Phase != pod.PodFailed {
 		t.Errorf("pod %s: %s, want Failed", name, s.Phase)
 	}
 	a := appOf(t, s, "api")
-	if a.State != AppFailed || a.Restarts != 0 {
+	if a.State != pod.AppFailed || a.Restarts != 0 {
 		t.Errorf("app api: %s after %d restarts, want failed after none", a.State, a.Restarts)
 	}
-	if p := a.Probe; p == nil || p.LastResult != ProbeFailure || p.ConsecutiveFailures != 2 || p.Acted != FailPod {
+	if p := a.Probe; p == nil || p.LastResult != pod.ProbeFailure || p.ConsecutiveFailures != 2 || p.Acted != pod.FailPod {
 		t.Errorf("probe: %+v", p)
 	}
 }
@@ -124,8 +126,8 @@ apps:
       action: fail-pod
 `, ready), "")
 	s := wait(t, r, name)
-	wantPod(t, s, PodFailed, 1)
-	wantApp(t, s, "app", AppFailed, 0)
+	wantPod(t, s, pod.PodFailed, 1)
+	wantApp(t, s, "app", pod.AppFailed, 0)
 }
 
 // TestProbeInFlightAtExit ends the app while its probe's check runs. The
@@ -152,7 +154,7 @@ apps:
       action: fail-pod
 `, mark), "")
 	s := wait(t, r, name)
-	wantPod(t, s, PodSucceeded, 0)
+	wantPod(t, s, pod.PodSucceeded, 0)
 	if p := appOf(t, s, "app").Probe; p != nil {
 		t.Errorf("probe recorded %+v for a check cut short by the app's end", p)
 	}
@@ -176,10 +178,10 @@ apps:
       action: fail-pod
 `, hang), "")
 	s := wait(t, r, name)
-	if s.Phase != PodFailed {
+	if s.Phase != pod.PodFailed {
 		t.Errorf("pod %s: %s, want Failed", name, s.Phase)
 	}
-	if p := appOf(t, s, "app").Probe; p == nil || p.LastResult != ProbeTimeout || p.Acted != FailPod {
+	if p := appOf(t, s, "app").Probe; p == nil || p.LastResult != pod.ProbeTimeout || p.Acted != pod.FailPod {
 		t.Errorf("probe: %+v", p)
 	}
 	wantGone(t, "sleep", hang)
@@ -220,8 +222,8 @@ apps:
       failureThreshold: 2
       action: fail-pod
 `, port, port), "")
-	s := poll(t, r, name, func(s PodStatus) bool { return s.Phase != PodRunning || s.Apps[0].Restarts >= 2 })
-	if s.Phase != PodRunning {
+	s := poll(t, r, name, func(s pod.PodStatus) bool { return s.Phase != pod.PodRunning || s.Apps[0].Restarts >= 2 })
+	if s.Phase != pod.PodRunning {
 		t.Errorf("pod %s: %s; the probe failed it while its app waited out a back-off", name, s.Phase)
 	}
 }
@@ -246,11 +248,11 @@ apps:
       action: restart
 `, "")
 	delays := map[int]time.Duration{}
-	poll(t, r, name, func(s PodStatus) bool {
+	poll(t, r, name, func(s pod.PodStatus) bool {
 		// While the app runs, its back-off is the delay before this
 		// run, the restarts'th.
 		a := s.Apps[0]
-		if a.Restarts > 0 && a.State == AppRunning {
+		if a.Restarts > 0 && a.State == pod.AppRunning {
 			delays[a.Restarts] = a.Backoff
 		}
 		return a.Restarts >= 4

@@ -1,4 +1,4 @@
-package pod
+package podrun
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/unitrun/unitrun/pod"
 )
 
 // serverPort returns the port of s, an httptest server on 127.0.0.1.
@@ -36,27 +38,27 @@ func TestProbeChecks(t *testing.T) {
 	}))
 	defer srv.Close()
 	port := serverPort(t, srv)
-	ok := StatusRange{Min: 200, Max: 399}
+	ok := pod.StatusRange{Min: 200, Max: 399}
 	hang := hangDuration()
 	defer wantGone(t, "sleep", hang)
 	for _, c := range []struct {
 		name  string
-		probe Probe
+		probe pod.Probe
 		want  string
 	}{
-		{"http ok", Probe{HTTP: &HTTPProbe{Port: port, Path: "/ok", Status: ok}}, ProbeSuccess},
-		{"http 503", Probe{HTTP: &HTTPProbe{Port: port, Path: "/down", Status: ok}}, ProbeFailure},
-		{"http 503 expected", Probe{HTTP: &HTTPProbe{Port: port, Path: "/down", Status: StatusRange{Min: 503, Max: 503}}}, ProbeSuccess},
-		{"http slow", Probe{HTTP: &HTTPProbe{Port: port, Path: "/slow", Status: ok}}, ProbeTimeout},
-		{"tcp open", Probe{TCP: &TCPProbe{Port: port}}, ProbeSuccess},
-		{"tcp closed", Probe{TCP: &TCPProbe{Port: freePort(t)}}, ProbeFailure},
-		{"exec 0", Probe{Exec: []string{"/bin/true"}}, ProbeSuccess},
-		{"exec 1", Probe{Exec: []string{"/bin/false"}}, ProbeFailure},
-		{"exec hangs", Probe{Exec: []string{"/bin/sh", "-c", "sleep " + hang + "; true"}}, ProbeTimeout},
+		{"http ok", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/ok", Status: ok}}, pod.ProbeSuccess},
+		{"http 503", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/down", Status: ok}}, pod.ProbeFailure},
+		{"http 503 expected", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/down", Status: pod.StatusRange{Min: 503, Max: 503}}}, pod.ProbeSuccess},
+		{"http slow", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/slow", Status: ok}}, pod.ProbeTimeout},
+		{"tcp open", pod.Probe{TCP: &pod.TCPProbe{Port: port}}, pod.ProbeSuccess},
+		{"tcp closed", pod.Probe{TCP: &pod.TCPProbe{Port: freePort(t)}}, pod.ProbeFailure},
+		{"exec 0", pod.Probe{Exec: []string{"/bin/true"}}, pod.ProbeSuccess},
+		{"exec 1", pod.Probe{Exec: []string{"/bin/false"}}, pod.ProbeFailure},
+		{"exec hangs", pod.Probe{Exec: []string{"/bin/sh", "-c", "sleep " + hang + "; true"}}, pod.ProbeTimeout},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			a := &App{Name: "a", Probe: &c.probe}
-			got, msg := a.check(context.Background(), 500*time.Millisecond)
+			a := &pod.App{Name: "a", Probe: &c.probe}
+			got, msg := check(context.Background(), a, 500*time.Millisecond)
 			if got != c.want {
 				t.Errorf("check: %s (%s), want %s", got, msg, c.want)
 			}
@@ -65,17 +67,17 @@ func TestProbeChecks(t *testing.T) {
 }
 
 func TestProbeCredential(t *testing.T) {
-	cred, err := (&App{User: "daemon", Group: "root"}).credential()
+	cred, err := credential(&pod.App{User: "daemon", Group: "root"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cred.Uid == 0 || cred.Gid != 0 || len(cred.Groups) != 0 {
 		t.Errorf("credential of user daemon, group root: %+v", cred)
 	}
-	if cred, err := (&App{}).credential(); cred != nil || err != nil {
+	if cred, err := credential(&pod.App{}); cred != nil || err != nil {
 		t.Errorf("credential of an app with no user: %+v, %v", cred, err)
 	}
-	if _, err := (&App{User: "no-such-user-here"}).credential(); err == nil {
+	if _, err := credential(&pod.App{User: "no-such-user-here"}); err == nil {
 		t.Error("credential of an unknown user: no error")
 	}
 }

@@ -1,4 +1,4 @@
-package pod
+package podrun
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
+	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/unit"
 )
 
@@ -50,13 +51,13 @@ func BenchmarkPods(b *testing.B) {
 	for range b.N {
 		for _, n := range []int{1, 10, 100} {
 			floorRun := floor(b, n, nil, "/bin/sleep", "600")
-			podRun, _ := podTime(b, bin, n, "/bin/sleep", false, NoIsolation)
+			podRun, _ := podTime(b, bin, n, "/bin/sleep", false, pod.NoIsolation)
 			c0 := cpuOf(b, mgr)
 			floorRec := floor(b, n, nil, "/bin/true")
 			floorCPU := cpuOf(b, mgr).sub(c0)
 			floor2Rec := floor(b, n, forks2, "/bin/true")
 			floor3Rec := floor(b, n, forks3, "/bin/true")
-			podRec, podCPU := podTime(b, bin, n, "/bin/true", true, NoIsolation)
+			podRec, podCPU := podTime(b, bin, n, "/bin/true", true, pod.NoIsolation)
 			ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 			fmt.Printf("%5d  %10s %10s %6.2f  %10s %11s %11s %10s %6.2f %13.2f %13.2f %10.2f  %s, %s -> %s, %s\n", n,
 				ms(floorRun), ms(podRun), float64(podRun)/float64(floorRun),
@@ -117,7 +118,7 @@ func floor(b *testing.B, n int, props []unit.Property, argv ...string) time.Dura
 // took until every app was running, or with recorded until every exit was
 // recorded, and the manager's CPU time meanwhile (see cpuOf). The pod is
 // removed afterwards.
-func podTime(b *testing.B, bin string, n int, app string, recorded bool, iso Isolation) (time.Duration, cpuTime) {
+func podTime(b *testing.B, bin string, n int, app string, recorded bool, iso pod.Isolation) (time.Duration, cpuTime) {
 	b.Helper()
 	dir := b.TempDir()
 	var m strings.Builder
@@ -151,7 +152,7 @@ func podTime(b *testing.B, bin string, n int, app string, recorded bool, iso Iso
 		return time.Since(start), cpuOf(b, mgr).sub(c0)
 	}
 	for i := 0; i < n; {
-		if _, err := ReadExitCode(state, name, fmt.Sprintf("a%d", i)); err == nil {
+		if _, err := pod.ReadExitCode(state, name, fmt.Sprintf("a%d", i)); err == nil {
 			i++
 			continue
 		}
@@ -198,8 +199,8 @@ func BenchmarkIsolatedPods(b *testing.B) {
 	fmt.Printf("%5s  %12s %12s %6s\n", "apps", "host-run", "isolated-run", "ratio")
 	for range b.N {
 		for _, n := range []int{1, 10} {
-			host, _ := podTime(b, bin, n, "/bin/sleep", false, NoIsolation)
-			isolated, _ := podTime(b, bin, n, "/bin/sleep", false, Namespaces)
+			host, _ := podTime(b, bin, n, "/bin/sleep", false, pod.NoIsolation)
+			isolated, _ := podTime(b, bin, n, "/bin/sleep", false, pod.Namespaces)
 			fmt.Printf("%5d  %12s %12s %6.2f\n", n, host.Round(time.Millisecond), isolated.Round(time.Millisecond), float64(isolated)/float64(host))
 			b.ReportMetric(float64(isolated)/float64(host), fmt.Sprintf("isolated-ratio-%d", n))
 		}

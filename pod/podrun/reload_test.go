@@ -1,4 +1,4 @@
-package pod
+package podrun
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/pod"
 )
 
 // TestPodSurvivesManagerReloadReexec runs a pod of apps that end with
@@ -34,12 +35,12 @@ func TestPodSurvivesManagerReloadReexec(t *testing.T) {
 		t.Fatalf("daemon-reexec: %v", err)
 	}
 	s := wait(t, r, name)
-	wantPod(t, s, PodFailed, 1) // the first app to fail
-	wantApp(t, s, "app0", AppExited, 0)
+	wantPod(t, s, pod.PodFailed, 1) // the first app to fail
+	wantApp(t, s, "app0", pod.AppExited, 0)
 	for i := 1; i < 6; i++ {
 		app := fmt.Sprintf("app%d", i)
-		wantApp(t, s, app, AppFailed, i)
-		if c, err := ReadExitCode(r.StateDir, name, app); err != nil || c != i {
+		wantApp(t, s, app, pod.AppFailed, i)
+		if c, err := pod.ReadExitCode(r.StateDir, name, app); err != nil || c != i {
 			t.Errorf("%s's status file: %d, %v; want %d", app, c, err, i)
 		}
 	}
