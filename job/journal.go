@@ -34,8 +34,9 @@ type journalOutput struct {
 	copied chan error // the follower's copy, once it has read all it printed
 
 	mu     sync.Mutex
-	cursor string // of the last entry copied
-	err    error  // the first error of a copy
+	cursor string          // of the last entry copied
+	runs   map[string]bool // the invocation IDs of the entries copied
+	err    error           // the first error of a copy
 }
 
 // invoked follows the entries of the run id as well, from its first one
@@ -56,7 +57,7 @@ func (o *journalOutput) invoked(id string) {
 		return
 	}
 	o.follow, o.copied = cmd, make(chan error, 1)
-	go func() { o.copied <- o.copy(stdout) }()
+	go func() { o.copied <- o.copy(stdout, nil) }()
 }
 
 // finish copies the entries that the runs followed have left in the
@@ -68,20 +69,37 @@ func (o *journalOutput) invoked(id string) {
 // accepted when it answers the sync is not among what it stores first, so
 // where no entry at all was found, which is what a run that ended very
 // fast can meet on a busy host, finish looks once more after
-// journalSettle. finish returns the first error met in copying.
-func (o *journalOutput) finish(ctx context.Context) error {
+// journalSettle. Where none of the last run's was found (last is its
+// Status, if not nil), finish copies the entries of its main process
+// that journald could not give to a unit (readUnattributed). finish returns the first error met in
+// copying.
+func (o *journalOutput) finish(ctx context.Context, last *Status) error {
 	if len(o.ids) > 0 {
 		o.readRest(ctx)
-		o.mu.Lock()
-		none := o.cursor == ""
-		o.mu.Unlock()
-		if none && sleep(ctx, journalSettle) {
+		if o.none() && sleep(ctx, journalSettle) {
 			o.readRest(ctx)
+		}
+		if last != nil && last.MainPID > 0 && !last.StartedAt.IsZero() && !o.copiedOf(last.InvocationID) {
+			o.readUnattributed(ctx, last)
 		}
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.err
+}
+
+// none reports whether no entry has been copied yet.
+func (o *journalOutput) none() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.cursor == ""
+}
+
+// copiedOf reports whether an entry of the run id has been copied.
+func (o *journalOutput) copiedOf(id string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.runs[id]
 }
 
 // readRest has journald store what it has received, then copies every
@@ -91,7 +109,32 @@ func (o *journalOutput) readRest(ctx context.Context) {
 		time.Sleep(journalSettle)
 	}
 	o.stopFollowing()
-	cmd := exec.CommandContext(ctx, "journalctl", o.args(false)...)
+	o.read(ctx, o.args(false), nil)
+}
+
+// readUnattributed copies the entries of the run st that journald stored
+// with no unit: those it read from the run's stream only after the
+// manager had reaped the run's main process. journald names a stream's
+// unit after the cgroup of the process at the other end, read from /proc
+// when it first reads the stream, and a user manager does not name the
+// unit in the stream's header (only the system manager does), so on a
+// busy host such entries have no _SYSTEMD_UNIT and no
+// _SYSTEMD_INVOCATION_ID. They are the entries of the main process's PID
+// since the run started that carry no invocation ID.
+func (o *journalOutput) readUnattributed(ctx context.Context, st *Status) {
+	args := []string{"--output=json", "--all", "--quiet", "--no-pager", "--lines=all",
+		fmt.Sprintf("--since=@%d", st.StartedAt.Unix()-1)}
+	if o.journal.Dir != "" {
+		args = append(args, "--directory="+o.journal.Dir)
+	}
+	args = append(args, "_PID="+strconv.Itoa(st.MainPID))
+	o.read(ctx, args, func(e *entry) bool { return len(fieldValues(e.InvocationID)) == 0 })
+}
+
+// read runs journalctl with args and copies the entries it prints that
+// keep accepts (all, if keep is nil).
+func (o *journalOutput) read(ctx context.Context, args []string, keep func(*entry) bool) {
+	cmd := exec.CommandContext(ctx, "journalctl", args...)
 	stdout, err := cmd.StdoutPipe()
 	if err == nil {
 		err = cmd.Start()
@@ -100,7 +143,7 @@ func (o *journalOutput) readRest(ctx context.Context) {
 		o.fail(fmt.Errorf("reading the journal: %w", err))
 		return
 	}
-	o.fail(o.copy(stdout))
+	o.fail(o.copy(stdout, keep))
 	if err := cmd.Wait(); err != nil {
 		o.fail(fmt.Errorf("reading the journal: %w", err))
 	}
@@ -151,10 +194,11 @@ func (o *journalOutput) fail(err error) {
 	o.mu.Unlock()
 }
 
-// copy writes the message of each entry that journalctl prints on r to
-// stdout or stderr (see entry.dest) and moves the cursor past it. A last
-// line cut short (journalctl was killed) is left for the next read.
-func (o *journalOutput) copy(r io.Reader) error {
+// copy writes the message of each entry that journalctl prints on r, and
+// that keep accepts (all, if keep is nil), to stdout or stderr (see
+// entry.dest) and moves the cursor past it. A last line cut short
+// (journalctl was killed) is left for the next read.
+func (o *journalOutput) copy(r io.Reader, keep func(*entry) bool) error {
 	br := bufio.NewReader(r)
 	for {
 		line, err := br.ReadBytes('\n')
@@ -167,6 +211,9 @@ func (o *journalOutput) copy(r io.Reader) error {
 		var e entry
 		if err := json.Unmarshal(line, &e); err != nil {
 			return fmt.Errorf("reading the journal: %w", err)
+		}
+		if keep != nil && !keep(&e) {
+			continue
 		}
 		w := o.stdout
 		if e.priority() <= warningPriority {
@@ -181,6 +228,12 @@ func (o *journalOutput) copy(r io.Reader) error {
 		}
 		o.mu.Lock()
 		o.cursor = e.Cursor
+		for _, id := range fieldValues(e.InvocationID) {
+			if o.runs == nil {
+				o.runs = make(map[string]bool)
+			}
+			o.runs[string(id)] = true
+		}
 		o.mu.Unlock()
 	}
 }
@@ -196,6 +249,8 @@ type entry struct {
 	Priority  json.RawMessage `json:"PRIORITY"`
 	LineBreak json.RawMessage `json:"_LINE_BREAK"`
 	Cursor    string          `json:"__CURSOR"`
+	// InvocationID is the run's, if journald knew the entry's unit.
+	InvocationID json.RawMessage `json:"_SYSTEMD_INVOCATION_ID"`
 }
 
 // priority returns the entry's syslog priority, info (6) if it has none.

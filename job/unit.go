@@ -67,7 +67,7 @@ func (u *UnitCmd) Start(ctx context.Context) (*Status, error) {
 			o.invoked(id)
 		}
 	})
-	return st, u.finish(ctx, o, err)
+	return st, u.finish(ctx, o, st, err)
 }
 
 // ErrNotRunning is wrapped by Wait's error for a unit that has no run in
@@ -135,7 +135,7 @@ func (u *UnitCmd) Wait(ctx context.Context) (*Status, error) {
 		}
 	}
 	if o != nil {
-		err = u.finish(ctx, o, err)
+		err = u.finish(ctx, o, st, err)
 	}
 	return st, err
 }
@@ -194,10 +194,11 @@ func (u *UnitCmd) output() *journalOutput {
 	return &journalOutput{journal: u.mgr.Target().Journal, stdout: u.Stdout, stderr: u.Stderr}
 }
 
-// finish copies the rest of the output and returns the error of the run,
-// or the output's if the run succeeded.
-func (u *UnitCmd) finish(ctx context.Context, o *journalOutput, err error) error {
-	if outErr := o.finish(context.WithoutCancel(ctx)); err == nil && outErr != nil {
+// finish copies the rest of the output of the runs, the last of which
+// ended as st, and returns the error of the run, or the output's if the
+// run succeeded.
+func (u *UnitCmd) finish(ctx context.Context, o *journalOutput, st *Status, err error) error {
+	if outErr := o.finish(context.WithoutCancel(ctx), st); err == nil && outErr != nil {
 		return fmt.Errorf("%s: copying its output from the journal: %w", u.Name, outErr)
 	}
 	return err

@@ -123,6 +123,28 @@ func TestStartOutputEmbedded(t *testing.T) {
 	if err != nil || string(b) != "out 1\nerr 1\nbad 1\ntail 1\n" {
 		t.Errorf("%s: %v, printed %q; want the unit's four lines", line, err, b)
 	}
+
+	// journald reads a run's stream only after the manager has reaped
+	// its process, as it can on a busy host: here the run's first command
+	// stops journald and its last lets it go on once the run is over.
+	// journald then knows no unit of the lines, and start still shows them.
+	pid, err := os.ReadFile(filepath.Join(dir, "journald.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jpid := strings.TrimSpace(string(pid))
+	text = "[Service]\nType=oneshot\nExecStartPre=/bin/kill -STOP " + jpid +
+		"\nExecStart=/bin/sh -c 'echo late out; echo late err >&2'" +
+		"\nExecStopPost=/bin/sh -c 'sleep 0.5; kill -CONT " + jpid + "'\n"
+	if err := os.WriteFile(filepath.Join(units, "emb-late.service"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.Reload(ctx)
+	out, errs, code = cli("start", "emb-late.service")
+	syscall.Kill(atoi(jpid), syscall.SIGCONT) // whatever happened
+	if code != 0 || out != "late out\nlate err\n" {
+		t.Errorf("start of a run whose lines journald read after the run: exit %d, stdout %q, stderr %q; want both lines", code, out, errs)
+	}
 	if t.Failed() {
 		logEmbedded(t, e)
 	}
