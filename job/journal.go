@@ -122,12 +122,7 @@ func (o *journalOutput) readRest(ctx context.Context) {
 // _SYSTEMD_INVOCATION_ID. They are the entries of the main process's PID
 // since the run started that carry no invocation ID.
 func (o *journalOutput) readUnattributed(ctx context.Context, st *Status) {
-	args := []string{"--output=json", "--all", "--quiet", "--no-pager", "--lines=all",
-		fmt.Sprintf("--since=@%d", st.StartedAt.Unix()-1)}
-	if o.journal.Dir != "" {
-		args = append(args, "--directory="+o.journal.Dir)
-	}
-	args = append(args, "_PID="+strconv.Itoa(st.MainPID))
+	args := append(o.baseArgs(), fmt.Sprintf("--since=@%d", st.StartedAt.Unix()-1), "_PID="+strconv.Itoa(st.MainPID))
 	o.read(ctx, args, func(e *entry) bool { return len(fieldValues(e.InvocationID)) == 0 })
 }
 
@@ -165,13 +160,20 @@ func (o *journalOutput) stopFollowing() {
 	o.follow = nil
 }
 
-// args returns journalctl's arguments for the entries of the runs after
-// the cursor.
-func (o *journalOutput) args(follow bool) []string {
+// baseArgs returns the journalctl arguments of every read: entries as
+// JSON, all of them, from the manager's journal.
+func (o *journalOutput) baseArgs() []string {
 	args := []string{"--output=json", "--all", "--quiet", "--no-pager", "--lines=all"}
 	if o.journal.Dir != "" {
 		args = append(args, "--directory="+o.journal.Dir)
 	}
+	return args
+}
+
+// args returns journalctl's arguments for the entries of the runs after
+// the cursor.
+func (o *journalOutput) args(follow bool) []string {
+	args := o.baseArgs()
 	if follow {
 		args = append(args, "--follow")
 	}
