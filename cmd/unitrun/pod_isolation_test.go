@@ -77,8 +77,11 @@ func TestPodIsolatedCLILifecycle(t *testing.T) {
 	if out, _, _ := podCLI(t, dir, "list"); !strings.Contains(out, "iso-life") || !strings.Contains(out, "Running") {
 		t.Errorf("pod list: %q", out)
 	}
+	// Both apps have run their first command before the stop: a's line
+	// is what the logs are checked for after it.
 	for {
-		if out, _, _ := podCLI(t, dir, "logs", "iso-life", "b"); out == "trapped\n" {
+		a, _, _ := podCLI(t, dir, "logs", "iso-life", "a")
+		if b, _, _ := podCLI(t, dir, "logs", "iso-life", "b"); a != "" && b == "trapped\n" {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
