@@ -43,10 +43,6 @@ type Daemon struct {
 	// LookupEnv is where env_passthrough variables come from; NewDaemon
 	// sets it to os.LookupEnv.
 	LookupEnv func(string) (string, bool)
-	// Journalctl, when set, is the argv (before its options) of the
-	// journalctl that reads what unit ops' units log; nil means
-	// "journalctl", with --user for a user manager.
-	Journalctl []string
 	// Log receives the daemon's events: each job's start, end and cancel
 	// and each refused call, with the attributes job_id, op, unit and
 	// caller_uid (see events.go), and, at level error, what the daemon

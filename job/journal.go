@@ -39,6 +39,22 @@ type journalOutput struct {
 	err    error           // the first error of a copy
 }
 
+// CopyJournal copies what the run st, which has ended, logged to the
+// journal j (a manager's, as manager.Target gives it) to stdout and
+// stderr, as UnitCmd does for a run it waited for: the entries of the
+// run's invocation ID, each entry's message as one line (priority warning
+// or more severe to stderr, the others to stdout; a nil writer discards
+// its entries), and where there are none, those of its main process that
+// journald could not give to a unit. It returns the first error met in
+// copying.
+func CopyJournal(ctx context.Context, j manager.Journal, st *Status, stdout, stderr io.Writer) error {
+	if st == nil || st.InvocationID == "" {
+		return nil
+	}
+	o := &journalOutput{journal: j, stdout: stdout, stderr: stderr, ids: []string{st.InvocationID}}
+	return o.finish(ctx, st)
+}
+
 // invoked follows the entries of the run id as well, from its first one
 // on. It is a run's invoked hook, called in the run's goroutine.
 func (o *journalOutput) invoked(id string) {

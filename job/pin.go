@@ -53,7 +53,7 @@ func (s state) pinnedBy(service string) string {
 }
 
 // unpin stops the run's pin, if it has one, and waits for the stop job
-// (as waitFor does, on a watch of the pin's own), so that systemd may
+// (on a watch of the pin's own), so that systemd may
 // collect the unit, and the name may be used again, once it returns. A
 // stop call lost with the connection (the manager re-executing) is made
 // again, until ctx ends; a pin already gone is no error.
@@ -61,14 +61,14 @@ func (r *run) unpin(ctx context.Context) {
 	if r.pin == "" {
 		return
 	}
-	pin := &run{mgr: r.mgr, unit: r.pin, state: state{}, watch: r.mgr.WatchProps(r.pin)} // its JobRemoved alone
-	defer pin.watch.Close()
+	w := r.mgr.WatchProps(r.pin) // its JobRemoved alone
+	defer w.Close()
 	for ctx.Err() == nil {
 		job, err := r.mgr.StopUnit(ctx, r.pin, "replace")
 		var reply dbus.Error
 		switch {
 		case err == nil:
-			pin.waitFor(ctx, job)
+			w.WaitJob(ctx, job, nil)
 			return
 		case errors.As(err, &reply):
 			return // systemd's own answer: the pin is gone

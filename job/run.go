@@ -42,7 +42,7 @@ type run struct {
 	before []byte
 	// ended, if set, is told the run's outcome before the unit is released.
 	ended func(*Status, error)
-	// hold, if set, says whether wait, or waitJob for a run that ended
+	// hold, if set, says whether wait, or waitStarted for a run that ended
 	// while starting, leaves the unit of a run that ended with err
 	// loaded, for the caller to release; held says it did.
 	hold func(err error) bool
@@ -59,7 +59,7 @@ func (r *run) start(ctx context.Context, props []unit.Property, aux ...manager.A
 	r.state = state{}
 	r.watch = r.mgr.WatchProps(r.unit, stateProps...)
 	// The call is not abandoned when ctx ends: systemd may already have
-	// made the unit, and only its answer says so. waitJob then stops it.
+	// made the unit, and only its answer says so. waitStarted then stops it.
 	call, done := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	job, err := r.create(call, props, aux)
 	done()
@@ -84,7 +84,7 @@ func (r *run) start(ctx context.Context, props []unit.Property, aux ...manager.A
 		// Its start job ended while the connection was down.
 		return r.startedUnseen()
 	}
-	return r.waitJob(ctx)
+	return r.waitStarted(ctx)
 }
 
 // create makes the unit (and the aux units beside it) and returns its
@@ -111,7 +111,7 @@ func (r *run) create(ctx context.Context, props []unit.Property, aux []manager.A
 			return "", err // the manager stays away: the call's own error says so
 		case !loaded:
 			// A new Watch: the events queued in the old one (the
-			// reconnection, which waitJob would answer by reading the
+			// reconnection, which waitStarted would answer by reading the
 			// unit anew) are older than the call made again, and a
 			// read then would return a state that the signals of the
 			// unit's start, still on their way, would take back.
@@ -170,64 +170,52 @@ func (r *run) startedUnseen() error {
 	return &JobError{Unit: r.unit, Result: "unknown (the connection to the manager broke while the job ran)"}
 }
 
-// waitJob waits for the start job to be removed. A job that did not complete
-// is a *JobError, unless the command itself ran and failed (a oneshot), which
-// is an *ExitError.
-func (r *run) waitJob(ctx context.Context) error {
-	for {
-		ev, err := r.next(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				r.canceled = r.cancel()
-				return fmt.Errorf("%s: canceled: %w", r.unit, ctx.Err())
-			}
-			r.abort()
-			return err
-		}
-		switch ev.Kind {
-		case manager.EventJobRemoved:
-			if ev.Job != r.job {
-				continue
-			}
-			if ev.Result == "done" {
-				return nil
-			}
-			noRun := r.forgetEarlierRun(ctx)
-			if r.state.ran() {
-				// The command ran and ended while starting (a fast failure
-				// under Type=exec, or a oneshot): its final state and
-				// Result follow the job's removal.
-				r.waitEnded(ctx)
-			}
-			// Read the outcome before release: resetting the unit changes it.
-			je := &JobError{Unit: r.unit, Result: ev.Result, Reason: r.setupFailure(ctx)}
-			if noRun && je.Reason == "" {
-				je.Reason = "job " + ev.Result + ": systemd made no run (its start limit, a condition or a dependency refused the start; systemctl status tells which)"
-			}
-			var err error = je
-			st := r.state.status(r.unit, r.jobResult(ev.Result))
-			if r.state.ranCommand() {
-				err = &ExitError{st}
-			}
-			if r.ended != nil {
-				r.ended(st, err)
-			}
-			if r.hold != nil && r.hold(err) {
-				r.held = true // as in wait: a retry follows
-				return err
-			}
-			r.release()
-			return err
-		case manager.EventReconnected:
-			if err := r.reread(ctx); err != nil {
-				r.abort()
-				return err
-			}
-			if r.jobGone() {
-				return r.startedUnseen()
-			}
-		}
+// waitStarted waits for the start job to be removed. A job that did not
+// complete is a *JobError, unless the command itself ran and failed (a
+// oneshot), which is an *ExitError.
+func (r *run) waitStarted(ctx context.Context) error {
+	result, collected, err := r.waitJob(ctx, r.job)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		r.canceled = r.cancel()
+		return fmt.Errorf("%s: canceled: %w", r.unit, ctx.Err())
+	case err != nil:
+		r.abort()
+		return err
+	case collected != nil:
+		r.abort()
+		return collected
+	case result == "":
+		return r.startedUnseen()
+	case result == "done":
+		return nil
 	}
+	noRun := r.forgetEarlierRun(ctx)
+	if r.state.ran() {
+		// The command ran and ended while starting (a fast failure
+		// under Type=exec, or a oneshot): its final state and
+		// Result follow the job's removal.
+		r.waitEnded(ctx)
+	}
+	// Read the outcome before release: resetting the unit changes it.
+	je := &JobError{Unit: r.unit, Result: result, Reason: r.setupFailure(ctx)}
+	if noRun && je.Reason == "" {
+		je.Reason = "job " + result + ": systemd made no run (its start limit, a condition or a dependency refused the start; systemctl status tells which)"
+	}
+	err = je
+	st := r.state.status(r.unit, r.jobResult(result))
+	if r.state.ranCommand() {
+		err = &ExitError{st}
+	}
+	if r.ended != nil {
+		r.ended(st, err)
+	}
+	if r.hold != nil && r.hold(err) {
+		r.held = true // as in wait: a retry follows
+		return err
+	}
+	r.release()
+	return err
 }
 
 // jobResult returns what a start job that systemd removed with result
@@ -250,16 +238,36 @@ func (r *run) next(ctx context.Context) (manager.Event, error) {
 	if err != nil {
 		return ev, err
 	}
-	switch ev.Kind {
-	case manager.EventChanged:
-		if at, ok := r.readAt[ev.Interface]; ok && ev.Stamp.Before(at) {
-			break // older than the state read since: it would take it back
-		}
-		r.merge(ev.Props)
-	case manager.EventClosed:
+	if ev.Kind == manager.EventClosed {
 		return ev, manager.ErrClosed
 	}
+	r.apply(ev)
 	return ev, nil
+}
+
+// apply applies an event's property changes to the state.
+func (r *run) apply(ev manager.Event) {
+	if ev.Kind != manager.EventChanged {
+		return
+	}
+	if at, ok := r.readAt[ev.Interface]; ok && ev.Stamp.Before(at) {
+		return // older than the state read since: it would take it back
+	}
+	r.merge(ev.Props)
+}
+
+// waitJob waits, as manager.Watch.WaitJob does, until job is removed,
+// keeping the state as the events and, after a reconnect, a read anew
+// (reread) show it. It returns the job's result, "" if it ended unseen,
+// and the error of the reread that found the unit collected, if one did.
+func (r *run) waitJob(ctx context.Context, job dbus.ObjectPath) (result string, collected, err error) {
+	result, err = r.watch.WaitJob(ctx, job, func(ev manager.Event) {
+		r.apply(ev)
+		if ev.Kind == manager.EventReconnected {
+			collected = r.reread(ctx)
+		}
+	})
+	return result, collected, err
 }
 
 // reread refreshes the state after a reconnect, when signals were missed.
@@ -395,7 +403,7 @@ func (r *run) cancel() *Status {
 	ctx, done := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer done()
 	if job, err := r.mgr.StopUnit(ctx, r.unit, "replace"); err == nil {
-		r.waitFor(ctx, job)
+		r.waitJob(ctx, job)
 	}
 	st := r.state.status(r.unit, "done")
 	r.release()
@@ -481,14 +489,14 @@ func (r *run) releaseOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.waitFor(ctx, job)
+	r.waitJob(ctx, job)
 	switch r.state.str("ActiveState") {
 	case "failed":
 		return r.mgr.ResetFailedUnit(ctx, r.unit)
 	case "inactive":
 		return nil
 	}
-	// waitFor gave up on the stop job across a reconnect.
+	// waitJob gave up on the stop job across a reconnect.
 	return errNotReleased
 }
 
@@ -519,27 +527,4 @@ func (r *run) unref() {
 	}
 	done()
 	r.ref = false
-}
-
-// waitFor waits until job is removed, the unit is unloaded, or ctx ends.
-func (r *run) waitFor(ctx context.Context, job dbus.ObjectPath) {
-	for {
-		ev, err := r.next(ctx)
-		if err != nil {
-			return
-		}
-		switch ev.Kind {
-		case manager.EventJobRemoved:
-			if ev.Job == job {
-				return
-			}
-		case manager.EventRemoved:
-			return
-		case manager.EventReconnected:
-			// reread fails once the unit is collected.
-			if r.reread(ctx) != nil || r.jobGone() {
-				return
-			}
-		}
-	}
 }

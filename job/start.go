@@ -52,7 +52,7 @@ func start(ctx context.Context, mgr *manager.Conn, name string, invoked func(id 
 	// Forget the previous run: only signals after the start describe this one.
 	r.state = state{}
 	// As for transient units, the call is not abandoned when ctx ends;
-	// waitJob stops the unit then.
+	// waitStarted stops the unit then.
 	call, done := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	before, _ := u["InvocationID"].Value().([]byte)
 	r.before = append([]byte{}, before...)
@@ -67,7 +67,7 @@ func start(ctx context.Context, mgr *manager.Conn, name string, invoked func(id 
 		// Its start job ended while the connection was down.
 		err = r.startedUnseen()
 	} else {
-		err = r.waitJob(ctx)
+		err = r.waitStarted(ctx)
 	}
 	if err != nil {
 		var ee *ExitError

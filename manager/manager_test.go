@@ -330,3 +330,61 @@ func TestWatchProps(t *testing.T) {
 		t.Errorf("the watch of all saw %v", props[2])
 	}
 }
+
+// TestWaitJob starts transient oneshots on the test manager and waits for
+// each start job with Watch.WaitJob: its result is systemd's own, "done"
+// for a command that succeeds, "failed" for one that fails, "canceled"
+// for one stopped while it starts; and a stop job of a unit that goes
+// away with it ends too.
+func TestWaitJob(t *testing.T) {
+	conn := systemdtest.Conn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := func(name string, argv ...string) (*manager.Watch, dbus.ObjectPath) {
+		t.Helper()
+		t.Cleanup(func() {
+			conn.StopUnit(context.Background(), name, "replace")
+			conn.ResetFailedUnit(context.Background(), name)
+		})
+		w := conn.WatchProps(name)
+		t.Cleanup(w.Close)
+		job, err := conn.StartTransientUnit(ctx, name, "fail", []unit.Property{
+			{Name: "Type", Value: dbus.MakeVariant("oneshot")},
+			{Name: "ExecStart", Value: dbus.MakeVariant([]execStart{{Path: argv[0], Args: argv}})},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w, job
+	}
+	for _, c := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"/bin/true", "true"}, "done"},
+		{[]string{"/bin/false", "false"}, "failed"},
+	} {
+		w, job := start("unitrun-test-waitjob-"+c.want+".service", c.argv...)
+		if got, err := w.WaitJob(ctx, job, nil); got != c.want || err != nil {
+			t.Errorf("%s: WaitJob = %q, %v; want %q", c.argv[0], got, err, c.want)
+		}
+	}
+
+	name := "unitrun-test-waitjob-canceled.service"
+	w, job := start(name, "/bin/sleep", "sleep", "30")
+	systemdtest.WaitActiveState(t, conn, name, "activating")
+	sw := conn.WatchProps(name)
+	defer sw.Close()
+	stop, err := conn.StopUnit(ctx, name, "replace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen int
+	got, err := w.WaitJob(ctx, job, func(manager.Event) { seen++ })
+	if got != "canceled" || err != nil || seen == 0 {
+		t.Errorf("start stopped while it runs: WaitJob = %q, %v after %d events; want canceled", got, err, seen)
+	}
+	if res, err := sw.WaitJob(ctx, stop, nil); res != "done" || err != nil {
+		t.Errorf("its stop job: %q, %v; want done", res, err)
+	}
+}

@@ -137,21 +137,87 @@ func (w *Watch) Close() {
 // Next returns the next event, waiting for one until ctx is done.
 func (w *Watch) Next(ctx context.Context) (Event, error) {
 	for {
-		w.mu.Lock()
-		if len(w.queue) > 0 {
-			ev := w.queue[0]
-			w.queue[0] = Event{}
-			w.queue = w.queue[1:]
-			w.mu.Unlock()
+		if ev, ok := w.pop(); ok {
 			return ev, nil
 		}
-		w.mu.Unlock()
 		select {
 		case <-w.notify:
 		case <-ctx.Done():
 			return Event{}, ctx.Err()
 		}
 	}
+}
+
+// WaitJob reads the watch's events until job is removed and returns its
+// result, as systemd's JobRemoved gives it ("done", "canceled", "failed",
+// "timeout", "dependency" or "skipped"). Every event is passed to seen
+// first, if seen is not nil, so that a caller can keep the unit's state
+// as it goes. The result is "" for a job that ended unseen: when the unit
+// is unloaded, or the connection is back after signals may have been
+// missed, and the unit is then found not loaded or with this job no
+// longer pending, and no JobRemoved of it is queued. WaitJob returns
+// ctx's error if ctx ends first, and ErrClosed once the Conn is closed.
+func (w *Watch) WaitJob(ctx context.Context, job dbus.ObjectPath, seen func(Event)) (string, error) {
+	gone := false // the job is not pending: what is queued tells the rest
+	for {
+		ev, ok := w.pop()
+		if !ok && gone {
+			return "", nil
+		}
+		if !ok {
+			var err error
+			if ev, err = w.Next(ctx); err != nil {
+				return "", err
+			}
+		}
+		if seen != nil {
+			seen(ev)
+		}
+		switch ev.Kind {
+		case EventJobRemoved:
+			if ev.Job == job {
+				return ev.Result, nil
+			}
+		case EventRemoved, EventReconnected:
+			// An EventRemoved may be of the unit's earlier load (one
+			// loaded by a read, say, and collected since). A job
+			// removed before the manager's answer had its JobRemoved
+			// queued before the answer came.
+			if pending, err := w.c.jobPending(ctx, w.unit, job); err == nil && !pending {
+				gone = true
+			}
+		case EventClosed:
+			return "", ErrClosed
+		}
+	}
+}
+
+// jobPending reports whether the named unit is loaded with job pending.
+// It loads no unit that is not, as Loaded does.
+func (c *Conn) jobPending(ctx context.Context, name string, job dbus.ObjectPath) (bool, error) {
+	if ok, err := c.Loaded(ctx, name); err != nil || !ok {
+		return false, err
+	}
+	props, err := c.Properties(ctx, name, UnitIface)
+	if err != nil {
+		return false, err
+	}
+	v, _ := props["Job"].Value().([]any)
+	return len(v) == 2 && v[1] == job, nil
+}
+
+// pop returns the event at the head of the queue, if there is one,
+// without waiting.
+func (w *Watch) pop() (Event, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.queue) == 0 {
+		return Event{}, false
+	}
+	ev := w.queue[0]
+	w.queue[0] = Event{}
+	w.queue = w.queue[1:]
+	return ev, true
 }
 
 func (w *Watch) push(ev Event) {

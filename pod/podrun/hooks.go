@@ -305,5 +305,5 @@ func stoppedByJob(ctx context.Context, open func(context.Context) (*manager.Conn
 	}
 	defer mgr.Close()
 	props, err := mgr.Properties(ctx, u, manager.UnitIface)
-	return err == nil && !noJob(props["Job"])
+	return err == nil && manager.JobPending(props)
 }

@@ -326,7 +326,8 @@ func (r *Runner) stopUnits(ctx context.Context, units []string) error {
 }
 
 // runJob queues a job for u with enqueue, in mode "replace", and waits
-// until it is removed. A job that does not end "done" is an error.
+// until it is removed. A job that does not end "done" is an error; one
+// that ended unseen while the connection was down is taken as done.
 func (r *Runner) runJob(ctx context.Context, u string, enqueue func(context.Context, string, string) (dbus.ObjectPath, error)) error {
 	w := r.Mgr.WatchProps(u) // only its jobs
 	defer w.Close()
@@ -334,29 +335,14 @@ func (r *Runner) runJob(ctx context.Context, u string, enqueue func(context.Cont
 	if err != nil {
 		return fmt.Errorf("%s: %w", u, err)
 	}
-	for {
-		ev, err := w.Next(ctx)
-		if err != nil {
-			return fmt.Errorf("%s: %w", u, err)
-		}
-		switch ev.Kind {
-		case manager.EventJobRemoved:
-			if ev.Job != job {
-				continue
-			}
-			if ev.Result != "done" {
-				return fmt.Errorf("job for %s: %s", u, ev.Result)
-			}
-			return nil
-		case manager.EventReconnected:
-			// The job may have ended unseen: done if the unit has none.
-			if props, err := r.Mgr.Properties(ctx, u, manager.UnitIface); err == nil && noJob(props["Job"]) {
-				return nil
-			}
-		case manager.EventClosed:
-			return fmt.Errorf("%s: %w", u, manager.ErrClosed)
-		}
+	result, err := w.WaitJob(ctx, job, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", u, err)
 	}
+	if result != "" && result != "done" {
+		return fmt.Errorf("job for %s: %s", u, result)
+	}
+	return nil
 }
 
 // Remove deletes pod name: its units, its state and its logs. It refuses a
@@ -559,10 +545,4 @@ func (r *Runner) exists(name string) error {
 		return &NoPodError{Name: name, StateDir: r.StateDir}
 	}
 	return nil
-}
-
-// noJob reports whether v, a unit's Job property (id, path), names no job.
-func noJob(v dbus.Variant) bool {
-	job, ok := v.Value().([]any)
-	return ok && len(job) == 2 && job[0] == uint32(0)
 }
