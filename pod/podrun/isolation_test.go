@@ -22,12 +22,15 @@ import (
 
 // An isolated pod's app runs under the pod's own systemd, PID 1 of the
 // app's PID namespace, with the pod's name as hostname; its status files
-// and logs land in the state directory the runner reads.
+// and logs land in the state directory the runner reads. The pod ends
+// once both apps have (exitPolicy all), so that ok runs however the two
+// are scheduled.
 func TestIsolatedPodOwnSystemd(t *testing.T) {
 	r := newRunner(t)
 	name := run(t, r, `
 name: guarded
 isolation: namespaces
+exitPolicy: all
 apps:
   - name: look
     exec: ["/bin/sh", "-c", "cat /proc/1/comm; readlink /proc/1/exe; hostname; readlink /proc/self/ns/pid; exit 3"]
