@@ -63,13 +63,8 @@ func (o *journalOutput) invoked(id string) {
 	}
 	o.ids = append(o.ids, id)
 	o.stopFollowing()
-	cmd := exec.Command("journalctl", o.args(true)...)
-	stdout, err := cmd.StdoutPipe()
-	if err == nil {
-		err = cmd.Start()
-	}
-	if err != nil {
-		o.fail(fmt.Errorf("reading the journal: %w", err))
+	cmd, stdout := o.journalctl(context.Background(), o.args(true))
+	if cmd == nil {
 		return
 	}
 	o.follow, o.copied = cmd, make(chan error, 1)
@@ -145,6 +140,19 @@ func (o *journalOutput) readUnattributed(ctx context.Context, st *Status) {
 // read runs journalctl with args and copies the entries it prints that
 // keep accepts (all, if keep is nil).
 func (o *journalOutput) read(ctx context.Context, args []string, keep func(*entry) bool) {
+	cmd, stdout := o.journalctl(ctx, args)
+	if cmd == nil {
+		return
+	}
+	o.fail(o.copy(stdout, keep))
+	if err := cmd.Wait(); err != nil {
+		o.fail(fmt.Errorf("reading the journal: %w", err))
+	}
+}
+
+// journalctl starts journalctl with args and returns it with its standard
+// output, or nil once it has recorded why it could not start it.
+func (o *journalOutput) journalctl(ctx context.Context, args []string) (*exec.Cmd, io.Reader) {
 	cmd := exec.CommandContext(ctx, "journalctl", args...)
 	stdout, err := cmd.StdoutPipe()
 	if err == nil {
@@ -152,12 +160,9 @@ func (o *journalOutput) read(ctx context.Context, args []string, keep func(*entr
 	}
 	if err != nil {
 		o.fail(fmt.Errorf("reading the journal: %w", err))
-		return
+		return nil, nil
 	}
-	o.fail(o.copy(stdout, keep))
-	if err := cmd.Wait(); err != nil {
-		o.fail(fmt.Errorf("reading the journal: %w", err))
-	}
+	return cmd, stdout
 }
 
 // journalSettle is how long finish waits for journald to store the last

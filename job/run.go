@@ -384,15 +384,22 @@ func (r *run) wait(ctx context.Context) (*Status, error) {
 // ExecMainStatus) are final.
 func (r *run) waitEnded(ctx context.Context) error {
 	for !r.state.ended() {
-		ev, err := r.next(ctx)
-		if err != nil {
+		if err := r.step(ctx); err != nil {
 			return err
 		}
-		if ev.Kind == manager.EventReconnected {
-			if err := r.reread(ctx); err != nil {
-				return err
-			}
-		}
+	}
+	return nil
+}
+
+// step takes the next event into the state, reading the unit anew after a
+// reconnect.
+func (r *run) step(ctx context.Context) error {
+	ev, err := r.next(ctx)
+	if err != nil {
+		return err
+	}
+	if ev.Kind == manager.EventReconnected {
+		return r.reread(ctx)
 	}
 	return nil
 }

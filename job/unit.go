@@ -174,14 +174,8 @@ func (r *run) waitForGood(ctx context.Context) error {
 			}
 		}
 		// The change the read saw, or the job's end, is signaled next.
-		ev, err := r.next(ctx)
-		if err != nil {
+		if err := r.step(ctx); err != nil {
 			return err
-		}
-		if ev.Kind == manager.EventReconnected {
-			if err := r.reread(ctx); err != nil {
-				return err
-			}
 		}
 	}
 }
