@@ -1,4 +1,4 @@
-package hostapi
+package front_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/hostapi/config"
+	"github.com/unitrun/unitrun/hostapi/front"
+	"github.com/unitrun/unitrun/hostapi/internal/daemontest"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -19,7 +21,7 @@ import (
 // front end once looked the op up by name, found none and crashed).
 func TestSeqpacketDisconnectAfterReload(t *testing.T) {
 	d, dir := newTestDaemon(t, systemdtest.Conn(t), "")
-	_, argv := serveTest(t, d)
+	_, argv := daemontest.Serve(t, d, front.NewServer(d, d.Log))
 	conn, err := net.Dial("unixpacket", argv)
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +40,7 @@ func TestSeqpacketDisconnectAfterReload(t *testing.T) {
 	for id == "" {
 		recs, _ := d.List()
 		for _, r := range recs {
-			if tail, _ := d.store.Tail(r.ID, 100); r.Op == "stopme" && tail == "started\n" && !r.Done() {
+			if tail := daemontest.Output(d, r.ID); r.Op == "stopme" && tail == "started\n" && !r.Done() {
 				id = r.ID
 			}
 		}

@@ -1,4 +1,4 @@
-package hostapi
+package front
 
 import (
 	"bytes"
@@ -12,10 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/unitrun/unitrun/api"
-	"github.com/unitrun/unitrun/internal/lazyregexp"
 )
-
-var keyRE = lazyregexp.New(api.KeyPattern)
 
 // DecodeCallRequest decodes a CallRequest of at most limit bytes. An empty
 // body is a request with no args that does not wait. The body must be one
@@ -53,7 +50,7 @@ func DecodeCallRequest(body io.Reader, limit int) (api.CallRequest, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return api.CallRequest{}, errorf(api.CodeBadRequest, "request body: data after the JSON object")
 	}
-	if req.Key != "" && !keyRE.MatchString(req.Key) {
+	if req.Key != "" && !api.ValidKey(req.Key) {
 		return api.CallRequest{}, errorf(api.CodeBadRequest, fmt.Sprintf("request body: key %q: must match %s", req.Key, api.KeyPattern))
 	}
 	if req.Args == nil {

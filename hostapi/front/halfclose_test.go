@@ -1,4 +1,4 @@
-package hostapi
+package front_test
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/api"
+	"github.com/unitrun/unitrun/hostapi/front"
+	"github.com/unitrun/unitrun/hostapi/internal/daemontest"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -30,7 +32,7 @@ on_disconnect = "stop"
 // connection has gone, and its job is stopped.
 func TestHalfClosedCaller(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), briefOp)
-	apiSock, argv := serveTest(t, d)
+	apiSock, argv := daemontest.Serve(t, d, front.NewServer(d, d.Log))
 	ctx := t.Context()
 
 	c, err := net.Dial("unixpacket", argv)
@@ -107,7 +109,7 @@ func TestHalfClosedCaller(t *testing.T) {
 	for id == "" {
 		recs, _ := d.List()
 		for _, r := range recs {
-			if tail, _ := d.store.Tail(r.ID, 100); r.Op == "stopme" && strings.HasPrefix(tail, "started") && !r.Done() {
+			if tail := daemontest.Output(d, r.ID); r.Op == "stopme" && strings.HasPrefix(tail, "started") && !r.Done() {
 				id = r.ID
 			}
 		}
