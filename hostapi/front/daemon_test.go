@@ -6,6 +6,7 @@ import (
 
 	"github.com/unitrun/unitrun/hostapi"
 	"github.com/unitrun/unitrun/hostapi/core"
+	"github.com/unitrun/unitrun/hostapi/front"
 	"github.com/unitrun/unitrun/hostapi/internal/daemontest"
 	"github.com/unitrun/unitrun/manager"
 )
@@ -18,4 +19,10 @@ var root = core.Caller{UID: 0, PID: int32(os.Getpid())}
 func newTestDaemon(t *testing.T, mgr *manager.Conn, extra string) (*hostapi.Daemon, string) {
 	t.Helper()
 	return daemontest.Open(t, mgr, extra, hostapi.OpenStore, hostapi.NewDaemon)
+}
+
+// serveTest serves d's HTTP and SEQPACKET front ends (see daemontest.Serve).
+func serveTest(t *testing.T, d *hostapi.Daemon) (apiSock, argv string) {
+	t.Helper()
+	return daemontest.Serve(t, d, front.NewServer(d, d.Log))
 }

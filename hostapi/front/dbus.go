@@ -256,7 +256,7 @@ func (a *dbusAPI) visible(sender dbus.Sender, id string) (*api.Record, *dbus.Err
 }
 
 // dbusError returns err as the D-Bus error org.unitrun.Ops1.Error.<code>;
-// an error that is not an *Error is an internal one.
+// an error that is not an *api.Error is an internal one.
 func dbusError(err error) *dbus.Error {
 	e := asError(err)
 	return dbus.NewError(DBusIface+".Error."+e.Code, []any{e.Message})

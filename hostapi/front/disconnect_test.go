@@ -10,7 +10,6 @@ import (
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/hostapi/config"
-	"github.com/unitrun/unitrun/hostapi/front"
 	"github.com/unitrun/unitrun/hostapi/internal/daemontest"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
@@ -21,7 +20,7 @@ import (
 // front end once looked the op up by name, found none and crashed).
 func TestSeqpacketDisconnectAfterReload(t *testing.T) {
 	d, dir := newTestDaemon(t, systemdtest.Conn(t), "")
-	_, argv := daemontest.Serve(t, d, front.NewServer(d, d.Log))
+	_, argv := serveTest(t, d)
 	conn, err := net.Dial("unixpacket", argv)
 	if err != nil {
 		t.Fatal(err)

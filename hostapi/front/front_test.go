@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/api"
-	"github.com/unitrun/unitrun/hostapi/front"
 	"github.com/unitrun/unitrun/hostapi/internal/daemontest"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
@@ -23,7 +22,7 @@ import (
 
 func TestHTTPCurl(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
-	apiSock, _ := daemontest.Serve(t, d, front.NewServer(d, d.Log))
+	apiSock, _ := serveTest(t, d)
 	const host = "http://unitrun"
 
 	if status, body := daemontest.Curl(t, apiSock, nil, host+"/healthz"); status != 200 || !strings.Contains(body, `"ok":true`) {
@@ -81,7 +80,7 @@ func TestHTTPCurl(t *testing.T) {
 // TestSeqpacketPython speaks the SEQPACKET wire format from Python.
 func TestSeqpacketPython(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
-	_, argv := daemontest.Serve(t, d, front.NewServer(d, d.Log))
+	_, argv := serveTest(t, d)
 	const script = `
 import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -122,7 +121,7 @@ print(repr(s.recv(65536).decode().split("\0")))
 // and exit status, and checks that each caller gets its own outcome.
 func TestHTTPConcurrentCallers(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
-	apiSock, _ := daemontest.Serve(t, d, front.NewServer(d, d.Log))
+	apiSock, _ := serveTest(t, d)
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", apiSock)
 	}}}
@@ -157,7 +156,7 @@ func TestHTTPConcurrentCallers(t *testing.T) {
 // a waiter on /wait from the calling process counts as the caller.
 func TestHTTPDisconnect(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
-	apiSock, _ := daemontest.Serve(t, d, front.NewServer(d, d.Log))
+	apiSock, _ := serveTest(t, d)
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", apiSock)
 	}}}
@@ -226,7 +225,7 @@ func TestHTTPDisconnect(t *testing.T) {
 func TestBindToCaller(t *testing.T) {
 	conn := systemdtest.Conn(t)
 	d, _ := newTestDaemon(t, conn, "")
-	apiSock, _ := daemontest.Serve(t, d, front.NewServer(d, d.Log))
+	apiSock, _ := serveTest(t, d)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	caller := job.CommandContext(ctx, conn, "/bin/sh", "-c", "curl -sS --unix-socket "+apiSock+" -d '{\"key\": \"bound-1\"}' http://unitrun/v1/ops/bound && exec sleep 30")
@@ -266,7 +265,7 @@ func TestBindToCaller(t *testing.T) {
 // TestSeqpacketUnauthorized calls over SEQPACKET as uid 65534.
 func TestSeqpacketUnauthorized(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
-	_, argv := daemontest.Serve(t, d, front.NewServer(d, d.Log))
+	_, argv := serveTest(t, d)
 	const script = `
 import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/api"
-	"github.com/unitrun/unitrun/hostapi/front"
 	"github.com/unitrun/unitrun/hostapi/internal/daemontest"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
@@ -32,7 +31,7 @@ on_disconnect = "stop"
 // connection has gone, and its job is stopped.
 func TestHalfClosedCaller(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), briefOp)
-	apiSock, argv := daemontest.Serve(t, d, front.NewServer(d, d.Log))
+	apiSock, argv := serveTest(t, d)
 	ctx := t.Context()
 
 	c, err := net.Dial("unixpacket", argv)

@@ -32,7 +32,7 @@ type peer struct {
 // Endpoints:
 //
 //	GET    /healthz                  {"ok": true}
-//	GET    /metrics                  Prometheus metrics (see metrics.go), to any peer that may connect
+//	GET    /metrics                  Prometheus metrics (core.Core.Metrics), to any peer that may connect
 //	GET    /v1/ops                   the ops, with whether the caller may call each
 //	POST   /v1/ops/{name}            body CallRequest; 202 {"id": ...}, or 200 and the final record with "wait": true
 //	GET    /v1/jobs                  a page of the records the caller may see, newest first; ?limit=N&after=CURSOR, Link: <...>; rel="next"
@@ -42,7 +42,7 @@ type peer struct {
 //	DELETE /v1/jobs/{id}             cancel; the record once the job has ended
 //
 // Errors are {"error": {"code": ..., "message": ...}} with the status of
-// (*Error).HTTPStatus. A caller sees the jobs it started and those of ops
+// (*api.Error).HTTPStatus. A caller sees the jobs it started and those of ops
 // it may call; root sees all.
 func NewHTTPServer(c core.Core) *http.Server {
 	h := &httpAPI{c: c}
@@ -295,7 +295,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // writeError writes err as {"error": {"code", "message"}}; an error that
-// is not an *Error is an internal one.
+// is not an *api.Error is an internal one.
 func writeError(w http.ResponseWriter, err error) {
 	e := asError(err)
 	writeJSON(w, e.HTTPStatus(), api.ErrorBody{Error: e})
