@@ -1,5 +1,10 @@
 package api
 
+import (
+	"regexp"
+	"sync"
+)
+
 // OpInfo is how GET /v1/ops describes an op.
 type OpInfo struct {
 	Name        string `json:"name"`
@@ -32,3 +37,9 @@ type CallRequest struct {
 
 // KeyPattern is the form of a call's idempotency key.
 const KeyPattern = `^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`
+
+// keyRE is KeyPattern, compiled on first use.
+var keyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(KeyPattern) })
+
+// ValidKey reports whether key matches KeyPattern.
+func ValidKey(key string) bool { return keyRE().MatchString(key) }

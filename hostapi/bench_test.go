@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/hostapi/config"
+	"github.com/unitrun/unitrun/hostapi/front"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
 )
@@ -42,12 +43,12 @@ func benchDaemon(b *testing.B) (*Daemon, *http.Client) {
 	d := NewDaemon(cfg, store, systemdtest.Conn(b))
 	d.Log = slog.New(slog.DiscardHandler) // the events would fill the benchmark's output
 	sock := filepath.Join(dir, "api.sock")
-	l, err := ListenUnix("unix", sock, 0o600)
+	l, err := front.ListenUnix("unix", sock, 0o600)
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := NewHTTPServer(d)
-	go d.ServeHTTP(srv, l)
+	srv := front.NewHTTPServer(d)
+	go front.NewServer(d, d.Log).ServeHTTP(srv, l)
 	b.Cleanup(func() { srv.Close(); d.Close() })
 	return d, &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)

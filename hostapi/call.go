@@ -9,6 +9,7 @@ import (
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/hostapi/config"
+	"github.com/unitrun/unitrun/hostapi/core"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/unit"
 )
@@ -25,7 +26,7 @@ import (
 // the manager, CodeManagerUnavailable while the manager cannot be reached,
 // CodeNoSpace when the state directory is too full to record the job,
 // and CodeBusy when the op's on_busy or the limits refuse it.
-func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []string) (*api.Record, error) {
+func (d *Daemon) Call(ctx context.Context, caller core.Caller, name string, args []string) (*api.Record, error) {
 	return d.CallKeyed(ctx, caller, name, args, "")
 }
 
@@ -35,7 +36,7 @@ func (d *Daemon) Call(ctx context.Context, caller Caller, name string, args []st
 // starts nothing. The args must be the same as then, or the error has
 // CodeKeyConflict. A key not of the form KeyPattern is CodeBadRequest.
 // The key is stored in the job's record, so that it outlives the daemon.
-func (d *Daemon) CallKeyed(ctx context.Context, caller Caller, name string, args []string, key string) (_ *api.Record, err error) {
+func (d *Daemon) CallKeyed(ctx context.Context, caller core.Caller, name string, args []string, key string) (_ *api.Record, err error) {
 	defer func() { d.callRefused(caller, name, err) }()
 	op, err := d.Op(name)
 	if err != nil {
@@ -50,7 +51,7 @@ func (d *Daemon) CallKeyed(ctx context.Context, caller Caller, name string, args
 	if err := op.CheckArgs(args); err != nil {
 		return nil, errorf(api.CodeBadArgs, err.Error())
 	}
-	if key != "" && !keyRE.MatchString(key) {
+	if key != "" && !api.ValidKey(key) {
 		return nil, errorf(api.CodeBadRequest, fmt.Sprintf("key %q: must match %s", key, api.KeyPattern))
 	}
 	if key != "" {
@@ -98,7 +99,7 @@ func (d *Daemon) CallKeyed(ctx context.Context, caller Caller, name string, args
 // starts a job of op for the caller, or refuses it, and returns a copy of
 // its record. When it started a job, it returns it too: its running record
 // is staged, not yet durable.
-func (d *Daemon) admitLocked(op *config.Op, caller Caller, args []string, bind []unit.Property, key string) (_ *api.Record, started *liveJob, _ error) {
+func (d *Daemon) admitLocked(op *config.Op, caller core.Caller, args []string, bind []unit.Property, key string) (_ *api.Record, started *liveJob, _ error) {
 	if d.closed {
 		return nil, nil, errorf(api.CodeInternal, "the daemon is shutting down")
 	}

@@ -13,22 +13,12 @@ import (
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/hostapi/config"
+	"github.com/unitrun/unitrun/hostapi/core"
+	"github.com/unitrun/unitrun/hostapi/internal/loglimit"
 	"github.com/unitrun/unitrun/hostapi/store"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/unit"
 )
-
-// Caller is who calls an op, as the kernel reports the peer of a unix
-// socket (SO_PEERCRED): its uid, its gids and its pid.
-type Caller struct {
-	UID  uint32
-	GIDs []uint32
-	PID  int32
-}
-
-// ID is the caller's identity as put in place of "{caller}" in an op's env:
-// "uid:<uid>".
-func (c Caller) ID() string { return fmt.Sprintf("uid:%d", c.UID) }
 
 // Daemon runs ops as jobs on a manager and keeps their records in a Store.
 //
@@ -54,8 +44,7 @@ type Daemon struct {
 	PodStateDir string
 
 	metrics  *metrics
-	conns    *connCounter        // open connections by caller uid, both sockets
-	logLimit logLimiter          // lines logged for each reason of refusal
+	logLimit loglimit.Limiter    // lines logged for each reason of refusal
 	onFinish []func(*api.Record) // called with a copy of each final record, under mu
 	bootID   string              // the host's boot ID, which each job's record keeps
 
@@ -85,7 +74,7 @@ type Daemon struct {
 type liveJob struct {
 	rec      *api.Record
 	op       *config.Op
-	caller   Caller
+	caller   core.Caller
 	bind     []unit.Property // BindsTo= and After= the caller's unit
 	done     chan struct{}
 	cancel   context.CancelFunc
@@ -110,7 +99,6 @@ func NewDaemon(cfg *config.Config, store *Store, mgr *manager.Conn) *Daemon {
 		d.bootID = strings.TrimSpace(string(id))
 	}
 	d.metrics = newMetrics(d)
-	d.conns = newConnCounter(cfg.Limits.MaxConnectionsPerUID, connBudget())
 	return d
 }
 
@@ -168,7 +156,7 @@ const maxListing = 4
 // visible to the caller are passed over before any is read. It waits for
 // its turn among maxListing listings, until ctx ends. A cursor that no
 // listing gave is an *Error with CodeBadRequest.
-func (d *Daemon) ListPage(ctx context.Context, c Caller, after string, limit int) ([]*api.Record, string, error) {
+func (d *Daemon) ListPage(ctx context.Context, c core.Caller, after string, limit int) ([]*api.Record, string, error) {
 	var cur *store.Cursor
 	if after != "" {
 		pc, err := store.ParseCursor(after)

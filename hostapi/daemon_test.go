@@ -13,98 +13,41 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"github.com/unitrun/unitrun/api"
-	"github.com/unitrun/unitrun/hostapi/config"
+	"github.com/unitrun/unitrun/hostapi/core"
+	"github.com/unitrun/unitrun/hostapi/front"
+	"github.com/unitrun/unitrun/hostapi/internal/daemontest"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/unit"
 )
 
-// testOps is the config the daemon tests run; @DIR@ is replaced by a
-// directory of the test.
-const testOps = `
-[[op]]
-name = "echo"
-exec = ["/bin/sh", "-c", "echo \"out:$1:$CLIENT\"; echo err >&2; exit \"${2:-0}\"", "sh"]
-args = { max = 2 }
-allow_uids = [0]
-env = { CLIENT = "{caller}" }
-
-[[op]]
-name = "sleep"
-exec = ["/bin/sleep"]
-args = { min = 1, max = 1, pattern = "^[0-9]+$" }
-timeout = "1s"
-
-[[op]]
-name = "excl"
-exec = ["/bin/sh", "-c", "echo run:$1 >>@DIR@/runs; sleep 1", "sh"]
-args = { max = 1 }
-exclusive = true
-
-[[op]]
-name = "refuse"
-exec = ["/bin/sleep", "{args}"]
-args = { min = 1, max = 1 }
-exclusive = true
-on_busy = "join-or-refuse"
-
-[[op]]
-name = "reboot"
-exec = ["/usr/bin/touch", "@DIR@/reboot-needed"]
-reboot_marker = "@DIR@/reboot-needed"
-
-[[op]]
-name = "slowfail"
-exec = ["/bin/sh", "-c", "echo started; sleep 1; exit 3"]
-
-[[op]]
-name = "linger"
-exec = ["/bin/sh", "-c", "echo started; exec sleep 30"]
-
-[[op]]
-name = "stopme"
-exec = ["/bin/sh", "-c", "echo started; exec sleep 30"]
-on_disconnect = "stop"
-
-[[op]]
-name = "bound"
-exec = ["/bin/sh", "-c", "echo started; exec sleep 30"]
-bind_to_caller = true
-
-[[op]]
-name = "nobody"
-exec = ["/bin/true"]
-allow_uids = [65534]
-`
-
-// newTestDaemon returns a daemon with testOps (and extra) on the test
-// manager, its state in a temp dir, and that dir.
+// newTestDaemon returns a daemon with the test ops (and extra) on mgr, its
+// state in a temp dir, and that dir (see daemontest.Open).
 func newTestDaemon(t *testing.T, mgr *manager.Conn, extra string) (*Daemon, string) {
 	t.Helper()
-	dir := t.TempDir()
-	cfgFile := filepath.Join(dir, "daemon.toml")
-	if err := os.WriteFile(cfgFile, []byte(strings.ReplaceAll(testOps+extra, "@DIR@", dir)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(cfgFile, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := OpenStore(filepath.Join(dir, "state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := NewDaemon(cfg, store, mgr)
-	if err := d.Recover(); err != nil {
-		t.Fatal(err)
-	}
-	// Before the temp dir goes: units still being released write there.
-	t.Cleanup(d.Close)
-	return d, dir
+	return daemontest.Open(t, mgr, extra, OpenStore, NewDaemon)
 }
 
-var root = Caller{UID: 0, PID: int32(os.Getpid())}
+// serveTest serves d's HTTP and SEQPACKET front ends (see daemontest.Serve).
+func serveTest(t *testing.T, d *Daemon) (apiSock, argv string) {
+	t.Helper()
+	return daemontest.Serve(t, d, front.NewServer(d, d.Log))
+}
+
+// errorCode is daemontest.ErrorCode.
+func errorCode(t *testing.T, body string) string {
+	t.Helper()
+	return daemontest.ErrorCode(t, body)
+}
+
+// seqpacketRoundTrip is daemontest.SeqpacketRoundTrip.
+func seqpacketRoundTrip(t *testing.T, sock string, pkt []byte) (bool, string, string) {
+	t.Helper()
+	return daemontest.SeqpacketRoundTrip(t, sock, pkt)
+}
+
+var root = core.Caller{UID: 0, PID: int32(os.Getpid())}
 
 // call calls the op as root and waits for the job's final record.
 func call(t *testing.T, d *Daemon, op string, args ...string) *api.Record {
@@ -122,17 +65,10 @@ func call(t *testing.T, d *Daemon, op string, args ...string) *api.Record {
 	return r
 }
 
-func exitCode(r *api.Record) int {
-	if r.ExitCode == nil {
-		return -1
-	}
-	return *r.ExitCode
-}
-
 func TestDaemonSuccess(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
 	r := call(t, d, "echo", "a$b;c")
-	if r.State != api.StateSucceeded || exitCode(r) != 0 || r.Result != "success" || r.JobResult != "done" {
+	if r.State != api.StateSucceeded || daemontest.ExitCode(r) != 0 || r.Result != "success" || r.JobResult != "done" {
 		t.Fatalf("record %+v: want succeeded with exit code 0", r)
 	}
 	if want := "out:a$b;c:uid:0\nerr\n"; r.OutputTail != want {
@@ -147,7 +83,7 @@ func TestDaemonSuccess(t *testing.T) {
 func TestDaemonFailureExitCode(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
 	r := call(t, d, "echo", "x", "7")
-	if r.State != api.StateFailed || exitCode(r) != 7 || r.Result != "exit-code" {
+	if r.State != api.StateFailed || daemontest.ExitCode(r) != 7 || r.Result != "exit-code" {
 		t.Fatalf("record %+v: want failed with exit code 7", r)
 	}
 }
@@ -178,7 +114,7 @@ func TestDaemonRefusals(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
 	tests := []struct {
 		op     string
-		caller Caller
+		caller core.Caller
 		args   []string
 		code   string
 	}{
@@ -186,7 +122,7 @@ func TestDaemonRefusals(t *testing.T) {
 		{"sleep", root, nil, api.CodeBadArgs},
 		{"sleep", root, []string{"1; rm -rf /"}, api.CodeBadArgs},
 		{"echo", root, []string{"1", "2", "3"}, api.CodeBadArgs},
-		{"echo", Caller{UID: 1000, GIDs: []uint32{1000}}, nil, api.CodeUnauthorized},
+		{"echo", core.Caller{UID: 1000, GIDs: []uint32{1000}}, nil, api.CodeUnauthorized},
 		{"nobody", root, nil, api.CodeUnauthorized},
 	}
 	for _, tt := range tests {
@@ -294,7 +230,7 @@ args = { max = 2 }
 	if seen, _ := os.ReadFile(filepath.Join(dir, "seen")); string(seen) != "good\nsecond\n" {
 		t.Errorf("request file held %q", seen)
 	}
-	if r := call(t, d, "pivot", "bad"); r.State != api.StateFailed || exitCode(r) != 1 {
+	if r := call(t, d, "pivot", "bad"); r.State != api.StateFailed || daemontest.ExitCode(r) != 1 {
 		t.Errorf("record %+v: want failed with exit code 1", r)
 	}
 }
@@ -335,7 +271,7 @@ func TestDaemonRecover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r, err := d2.Wait(ctx, running.ID)
-	if err != nil || r.State != api.StateFailed || exitCode(r) != 3 || r.OutputTail != "started\n" {
+	if err != nil || r.State != api.StateFailed || daemontest.ExitCode(r) != 3 || r.OutputTail != "started\n" {
 		t.Errorf("re-attached job: %+v, %v: want failed with exit code 3 and its output", r, err)
 	}
 	r, err = d2.Wait(ctx, stopped.ID)
@@ -428,7 +364,7 @@ max_live_jobs = 4
 max_live_jobs_per_uid = 2
 `)
 	ctx := context.Background()
-	other := Caller{UID: 65534, PID: int32(os.Getpid())}
+	other := core.Caller{UID: 65534, PID: int32(os.Getpid())}
 	var ids []string
 	for range 2 {
 		r, err := d.Call(ctx, root, "shared", nil)

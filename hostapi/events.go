@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/unitrun/unitrun/api"
+	"github.com/unitrun/unitrun/hostapi/core"
 )
 
 // Log attribute keys of job events; the journal handler makes them the
@@ -57,7 +58,7 @@ func (d *Daemon) jobCanceling(l *liveJob) {
 
 // callRefused reports a refused call, if err is one: counted by its code
 // and logged at level warn, at most a line a second for each code.
-func (d *Daemon) callRefused(c Caller, op string, err error) {
+func (d *Daemon) callRefused(c core.Caller, op string, err error) {
 	if err == nil {
 		return
 	}
@@ -67,6 +68,6 @@ func (d *Daemon) callRefused(c Caller, op string, err error) {
 		code = e.Code
 	}
 	d.metrics.callRefused(code)
-	d.warnLimited("call "+code, fmt.Sprintf("call of op %s by uid %d refused: %v", op, c.UID, err),
+	d.logLimit.Warn(d.Log, "call "+code, fmt.Sprintf("call of op %s by uid %d refused: %v", op, c.UID, err),
 		logOp, op, logCallerUID, c.UID, "reason", code)
 }

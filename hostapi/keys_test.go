@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/api"
+	"github.com/unitrun/unitrun/hostapi/core"
+	"github.com/unitrun/unitrun/hostapi/internal/daemontest"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/unit"
 )
@@ -35,7 +37,7 @@ allow_uids = [0, 65534]
 		t.Fatalf("repeated call while the job runs: %+v, %v; want job %s", again, err, first.ID)
 	}
 	done, err := d.Wait(ctx, first.ID)
-	if err != nil || exitCode(done) != 4 || done.Key != "upgrade-1" {
+	if err != nil || daemontest.ExitCode(done) != 4 || done.Key != "upgrade-1" {
 		t.Fatalf("keyed job: %+v, %v; want exit code 4 and its key", done, err)
 	}
 	after, err := d.CallKeyed(ctx, root, "echo", []string{"k", "4"}, "upgrade-1")
@@ -53,7 +55,7 @@ allow_uids = [0, 65534]
 	if err != nil || mine.ID == first.ID {
 		t.Fatalf("same key, other op: %+v, %v; want a job of its own", mine, err)
 	}
-	theirs, err := d.CallKeyed(ctx, Caller{UID: 65534, PID: root.PID}, "both", nil, "upgrade-1")
+	theirs, err := d.CallKeyed(ctx, core.Caller{UID: 65534, PID: root.PID}, "both", nil, "upgrade-1")
 	if err != nil || theirs.ID == mine.ID {
 		t.Fatalf("same key, other uid: %+v, %v; want a job of its own", theirs, err)
 	}
@@ -73,7 +75,7 @@ allow_uids = [0, 65534]
 	}
 	defer d2.Close()
 	restarted, err := d2.CallKeyed(ctx, root, "echo", []string{"k", "4"}, "upgrade-1")
-	if err != nil || restarted.ID != first.ID || exitCode(restarted) != 4 {
+	if err != nil || restarted.ID != first.ID || daemontest.ExitCode(restarted) != 4 {
 		t.Errorf("repeated call to a restarted daemon: %+v, %v; want job %s", restarted, err, first.ID)
 	}
 	if recs, _ := d2.store.List(); len(recs) != 3 {

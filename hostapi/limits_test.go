@@ -15,7 +15,7 @@ import (
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/client"
-	"github.com/unitrun/unitrun/hostapi"
+	"github.com/unitrun/unitrun/hostapi/front"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -76,14 +76,14 @@ func TestLimitsBreached(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer busConn.Close()
-	ops := busConn.Object(hostapi.DBusName, hostapi.DBusPath)
+	ops := busConn.Object(front.DBusName, front.DBusPath)
 	busCall := func(op string, args ...string) error {
 		var id string
-		err := ops.CallWithContext(ctx, hostapi.DBusIface+".Call", 0, op, append([]string{}, args...)).Store(&id)
+		err := ops.CallWithContext(ctx, front.DBusIface+".Call", 0, op, append([]string{}, args...)).Store(&id)
 		var e dbus.Error
-		if errors.As(err, &e) && strings.HasPrefix(e.Name, hostapi.DBusIface+".Error.") {
+		if errors.As(err, &e) && strings.HasPrefix(e.Name, front.DBusIface+".Error.") {
 			msg, _ := e.Body[0].(string)
-			return &api.Error{Code: strings.TrimPrefix(e.Name, hostapi.DBusIface+".Error."), Message: msg}
+			return &api.Error{Code: strings.TrimPrefix(e.Name, front.DBusIface+".Error."), Message: msg}
 		}
 		return err
 	}

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// pruneEvery is how often Run prunes old records, however few jobs end.
+// pruneEvery is how often PruneHourly prunes old records, however few jobs end.
 const pruneEvery = time.Hour
 
 // Prune removes old finished records by the config's limits.
@@ -25,8 +25,8 @@ func (d *Daemon) pruneLocked() {
 	}
 }
 
-// pruneHourly starts a prune every pruneEvery until ctx ends.
-func (d *Daemon) pruneHourly(ctx context.Context) {
+// PruneHourly starts a prune every pruneEvery until ctx ends.
+func (d *Daemon) PruneHourly(ctx context.Context) {
 	t := time.NewTicker(pruneEvery)
 	defer t.Stop()
 	for {

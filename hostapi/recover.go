@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/api"
+	"github.com/unitrun/unitrun/hostapi/core"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
 )
@@ -39,7 +40,7 @@ func (d *Daemon) Recover() error {
 		if r.Done() {
 			continue
 		}
-		l := &liveJob{rec: r, op: d.ops.Load().byName[r.Op], caller: Caller{UID: r.CallerUID, PID: r.CallerPID}, done: make(chan struct{})}
+		l := &liveJob{rec: r, op: d.ops.Load().byName[r.Op], caller: core.Caller{UID: r.CallerUID, PID: r.CallerPID}, done: make(chan struct{})}
 		d.live[r.ID] = l
 		switch {
 		case r.State == api.StateQueued && l.op == nil:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/hostapi/config"
+	"github.com/unitrun/unitrun/hostapi/internal/daemontest"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -58,8 +59,8 @@ func TestReloadWhileCalling(t *testing.T) {
 				return
 			default:
 			}
-			curl(t, apiSock, nil, "http://unitrun/v1/ops")
-			curl(t, apiSock, nil, "http://unitrun/metrics")
+			daemontest.Curl(t, apiSock, nil, "http://unitrun/v1/ops")
+			daemontest.Curl(t, apiSock, nil, "http://unitrun/metrics")
 		}
 	}()
 	for range 5 {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/hostapi/config"
+	"github.com/unitrun/unitrun/hostapi/front"
 	"github.com/unitrun/unitrun/hostapi/store"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
@@ -145,29 +146,6 @@ func TestSecurityExecArgsExact(t *testing.T) {
 		}
 	}
 	systemdtest.NoPwned(t, dir)
-}
-
-// seqpacketRoundTrip sends one request packet and returns the response.
-func seqpacketRoundTrip(t *testing.T, sock string, pkt []byte) (bool, string, string) {
-	t.Helper()
-	c, err := net.Dial("unixpacket", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Write(pkt); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 1<<16)
-	n, err := c.Read(buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ok, id, msg, err := api.ParseResponse(buf[:n])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ok, id, msg
 }
 
 // TestSecurityArgsRefused sends args that no argv or request file can carry
@@ -672,7 +650,7 @@ func TestSecuritySlowClients(t *testing.T) {
 		c, _ := net.Dial("unix", apiSock)
 		defer c.Close()
 		io.WriteString(c, "POST /v1/ops/argv HTTP/1.1\r\nHost: unitrun\r\nContent-Length: 100\r\n\r\n{\"args\": [")
-		if got := closed(t, c, 3*bodyReadTimeout); !strings.Contains(got, api.CodeBadRequest) {
+		if got := closed(t, c, 3*front.BodyReadTimeout); !strings.Contains(got, api.CodeBadRequest) {
 			t.Errorf("answer to a stalled body: %q, want a %s error", got, api.CodeBadRequest)
 		}
 	})
@@ -882,7 +860,7 @@ func TestSecurityBodyDeadlineOnlyForBody(t *testing.T) {
 name = "long"
 exec = ["/bin/sleep", "%d"]
 on_disconnect = "stop"
-`, int(bodyReadTimeout/time.Second)+2))
+`, int(front.BodyReadTimeout/time.Second)+2))
 	apiSock, _ := serveTest(t, d)
 	resp, err := unixHTTP(apiSock).Post("http://unitrun/v1/ops/long", "application/json", strings.NewReader(`{"wait": true}`))
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/api"
+	"github.com/unitrun/unitrun/hostapi/internal/daemontest"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -45,7 +46,7 @@ func TestRecoverNeverStarted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r, err := d2.Wait(ctx, unstarted.ID)
-	if err != nil || r.State != api.StateFailed || exitCode(r) != 5 || r.OutputTail != "out:again:uid:0\nerr\n" {
+	if err != nil || r.State != api.StateFailed || daemontest.ExitCode(r) != 5 || r.OutputTail != "out:again:uid:0\nerr\n" {
 		t.Errorf("never started job: %+v, %v: want it run, exit code 5 and its output", r, err)
 	}
 	r, err = d2.Wait(ctx, lost.ID)

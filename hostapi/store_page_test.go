@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/api"
+	"github.com/unitrun/unitrun/hostapi/internal/daemontest"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -31,10 +32,10 @@ func TestSecurityListingBounded(t *testing.T) {
 		}
 	}
 	nobody := []string{"setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"}
-	curl(t, apiSock, nobody, "http://unitrun/v1/jobs") // the first listing makes the store's index
+	daemontest.Curl(t, apiSock, nobody, "http://unitrun/v1/jobs") // the first listing makes the store's index
 	reads := d.store.disk().Reads()
 	for range 8 {
-		if status, body := curl(t, apiSock, nobody, "http://unitrun/v1/jobs"); status != http.StatusOK || strings.TrimSpace(body) != "[]" {
+		if status, body := daemontest.Curl(t, apiSock, nobody, "http://unitrun/v1/jobs"); status != http.StatusOK || strings.TrimSpace(body) != "[]" {
 			t.Errorf("uid 65534 lists: %d %s, want 200 []", status, body)
 		}
 	}
@@ -74,7 +75,7 @@ func TestSecurityListingBounded(t *testing.T) {
 		t.Errorf("pages gave %d records, want 250", len(seen))
 	}
 	for _, query := range []string{"limit=0", "limit=101", "limit=x", "after=1.x", "after=" + url.QueryEscape("1.../../etc")} {
-		if status, body := curl(t, apiSock, nil, "http://unitrun/v1/jobs?"+query); status != http.StatusBadRequest || errorCode(t, body) != api.CodeBadRequest {
+		if status, body := daemontest.Curl(t, apiSock, nil, "http://unitrun/v1/jobs?"+query); status != http.StatusBadRequest || errorCode(t, body) != api.CodeBadRequest {
 			t.Errorf("GET /v1/jobs?%s: %d %s, want 400 bad_request", query, status, body)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/unitrun/unitrun/api"
+	"github.com/unitrun/unitrun/hostapi/internal/daemontest"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -26,8 +27,8 @@ exec = ["/bin/false"]
 	}
 	wg.Wait()
 	for i, r := range recs {
-		if r.State != api.StateFailed || r.JobResult != "done" || exitCode(r) != 1 || r.Result != "exit-code" {
-			t.Errorf("job %d: state %s, job_result %q, exit code %d, result %q; want failed, done, 1, exit-code", i, r.State, r.JobResult, exitCode(r), r.Result)
+		if r.State != api.StateFailed || r.JobResult != "done" || daemontest.ExitCode(r) != 1 || r.Result != "exit-code" {
+			t.Errorf("job %d: state %s, job_result %q, exit code %d, result %q; want failed, done, 1, exit-code", i, r.State, r.JobResult, daemontest.ExitCode(r), r.Result)
 		}
 	}
 }

@@ -133,6 +133,8 @@ func Probe(ctx context.Context, spec string, o Options, boot bool) (*Conn, []Att
 	return open(ctx, spec, o, boot)
 }
 
+// open is Open and Probe: it parses spec and tries the manager it names,
+// or, for auto, each candidate in turn.
 func open(ctx context.Context, spec string, o Options, boot bool) (*Conn, []Attempt, error) {
 	if spec == "" {
 		spec = os.Getenv(EnvManager)
@@ -141,83 +143,108 @@ func open(ctx context.Context, spec string, o Options, boot bool) (*Conn, []Atte
 	if err != nil {
 		return nil, nil, err
 	}
-	var tries []Attempt
-	try := func(t Target, why string) *Conn {
-		c, err := Dial(ctx, t)
-		tries = append(tries, Attempt{Target: t, Err: dialReason(err), Why: why})
-		return c
+	p := &prober{ctx: ctx}
+	var c *Conn
+	if s.Kind == KindAuto {
+		c = p.auto(o, boot)
+	} else if c, err = p.asked(s, o, boot); err != nil {
+		return nil, nil, err
 	}
-	fail := func() error {
-		// A canceled caller (Ctrl-C while the embedded manager boots) is
-		// told so, not that no manager is there.
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("manager %s: %w", s, err)
-		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "manager %s: no manager reachable", s)
-		for _, a := range tries {
-			if a.Target.Address == "" { // skipped before an address was known
-				fmt.Fprintf(&b, "; %s: %v", a.Target.Spec, a.Err)
-				continue
-			}
-			fmt.Fprintf(&b, "; %s (%s): %v", a.Target.Spec, a.Target.Address, a.Err)
-		}
-		return errors.New(b.String())
+	if c == nil {
+		return nil, p.tries, p.fail(s)
 	}
+	return c, p.tries, nil
+}
+
+// A prober dials the candidates of one open and keeps each attempt.
+type prober struct {
+	ctx   context.Context
+	tries []Attempt
+}
+
+// try dials t, tried for why, and returns the connection, or nil when t
+// cannot be reached.
+func (p *prober) try(t Target, why string) *Conn {
+	c, err := Dial(p.ctx, t)
+	p.tries = append(p.tries, Attempt{Target: t, Err: dialReason(err), Why: why})
+	return c
+}
+
+// asked tries the manager that s, not auto, names, booting the embedded
+// one first with boot. Its error is one that comes before any dial.
+func (p *prober) asked(s Spec, o Options, boot bool) (*Conn, error) {
+	var t Target
 	switch s.Kind {
 	case KindSystem:
-		if c := try(systemTarget(), "asked for"); c != nil {
-			return c, tries, nil
-		}
+		t = systemTarget()
 	case KindUser:
-		t, err := userTarget()
+		ut, err := userTarget()
 		if err != nil {
-			return nil, nil, fmt.Errorf("manager user: %w", err)
+			return nil, fmt.Errorf("manager user: %w", err)
 		}
-		if c := try(t, "asked for"); c != nil {
-			return c, tries, nil
-		}
+		t = ut
 	case KindPrivate:
-		if c := try(privateTarget(s.Path), "asked for"); c != nil {
-			return c, tries, nil
-		}
+		t = privateTarget(s.Path)
 	case KindEmbedded:
 		e := o.Embedded()
 		if boot {
-			if _, err := e.Ensure(ctx); err != nil {
-				return nil, nil, err
+			if _, err := e.Ensure(p.ctx); err != nil {
+				return nil, err
 			}
 		}
-		if c := try(e.Target(), "asked for"); c != nil {
-			return c, tries, nil
+		t = e.Target()
+	default:
+		return nil, nil
+	}
+	return p.try(t, "asked for"), nil
+}
+
+// auto tries, in this order, the system manager when systemd is PID 1,
+// the calling user's manager, and the embedded one (booted first with
+// boot), and returns the first reached, or nil.
+func (p *prober) auto(o Options, boot bool) *Conn {
+	if pid1IsSystemd() {
+		if c := p.try(systemTarget(), "systemd is PID 1"); c != nil {
+			return c
 		}
-	case KindAuto:
-		if pid1IsSystemd() {
-			if c := try(systemTarget(), "systemd is PID 1"); c != nil {
-				return c, tries, nil
-			}
-		} else {
-			tries = append(tries, Attempt{Target: systemTarget(), Err: errors.New("systemd is not PID 1"), Why: "skipped"})
+	} else {
+		p.tries = append(p.tries, Attempt{Target: systemTarget(), Err: errors.New("systemd is not PID 1"), Why: "skipped"})
+	}
+	if t, err := userTarget(); err == nil {
+		if c := p.try(t, "the calling user's manager is running"); c != nil {
+			return c
 		}
-		if t, err := userTarget(); err == nil {
-			if c := try(t, "the calling user's manager is running"); c != nil {
-				return c, tries, nil
-			}
-		} else {
-			tries = append(tries, Attempt{Target: Target{Spec: string(KindUser)}, Err: err, Why: "skipped"})
-		}
-		e := o.Embedded()
-		if boot {
-			if _, err := e.Ensure(ctx); err != nil {
-				tries = append(tries, Attempt{Target: e.Target(), Err: err})
-				return nil, tries, fail()
-			}
-		}
-		if c := try(e.Target(), "no system or user manager is reachable"); c != nil {
-			return c, tries, nil
+	} else {
+		p.tries = append(p.tries, Attempt{Target: Target{Spec: string(KindUser)}, Err: err, Why: "skipped"})
+	}
+	e := o.Embedded()
+	if boot {
+		if _, err := e.Ensure(p.ctx); err != nil {
+			p.tries = append(p.tries, Attempt{Target: e.Target(), Err: err})
+			return nil
 		}
 	}
-	return nil, tries, fail()
+	return p.try(e.Target(), "no system or user manager is reachable")
+}
+
+// fail is the error of an open of s that reached no manager: every
+// attempt and its reason, or the caller's own cancel (Ctrl-C while the
+// embedded manager boots), which it is told of rather than that no
+// manager is there.
+func (p *prober) fail(s Spec) error {
+	if err := p.ctx.Err(); err != nil {
+		return fmt.Errorf("manager %s: %w", s, err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "manager %s: no manager reachable", s)
+	for _, a := range p.tries {
+		if a.Target.Address == "" { // skipped before an address was known
+			fmt.Fprintf(&b, "; %s: %v", a.Target.Spec, a.Err)
+			continue
+		}
+		fmt.Fprintf(&b, "; %s (%s): %v", a.Target.Spec, a.Target.Address, a.Err)
+	}
+	return errors.New(b.String())
 }
 
 func pid1IsSystemd() bool {

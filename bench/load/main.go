@@ -45,48 +45,91 @@ import (
 	"github.com/unitrun/unitrun/hostapi"
 )
 
+// options are load's flags.
+type options struct {
+	api, argv           string
+	pid, callers        int
+	duration, settle    time.Duration
+	leakCheck           bool
+	maxRSS              int
+	pidFile             string
+	faults              bool
+	answers, checkState string
+	follow              int
+}
+
 func main() {
-	api := flag.String("api", "", "the daemon's HTTP socket")
-	argv := flag.String("argv", "", "the daemon's SEQPACKET socket")
-	pid := flag.Int("pid", 0, "the daemon's pid, for its RSS, fds and threads")
-	callers := flag.Int("callers", 200, "concurrent callers, half on each front end")
-	duration := flag.Duration("duration", 10*time.Second, "how long the callers call")
-	settle := flag.Duration("settle", 3*time.Second, "wait after the load before reading the daemon's figures")
-	leakCheck := flag.Bool("leak-check", false, "exit 1 on a wrong answer or fds/RSS growth")
-	maxRSS := flag.Int("max-rss-growth", 64, "RSS growth in MiB that -leak-check allows")
-	pidFile := flag.String("pidfile", "", "a file that holds the daemon's pid (instead of -pid)")
-	faults := flag.Bool("faults", false, "the daemon is killed or stopped meanwhile: HTTP calls carry a key and are made again until answered, broken SEQPACKET calls are counted as lost")
-	answers := flag.String("answers", "", "write \"arg job-id\" of each answered call to this file")
-	checkState := flag.String("check-state", "", "check the records in this state dir against -answers, and exit")
-	follow := flag.Int("follow", 0, "instead of the load: this many callers follow the log of one job of the op \"lines\" and check every byte")
-	flag.Parse()
-	if *checkState != "" {
-		os.Exit(check(*checkState, *answers))
+	o := parseFlags()
+	if o.checkState != "" {
+		os.Exit(check(o.checkState, o.answers))
 	}
-	if *pidFile != "" {
-		b, _ := os.ReadFile(*pidFile)
-		*pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-	}
-	if *api == "" || *argv == "" || *pid == 0 {
+	o.readPID()
+	if o.api == "" || o.argv == "" || o.pid == 0 {
 		fmt.Fprintln(os.Stderr, "load: -api, -argv and -pid (or -pidfile) are required")
 		os.Exit(2)
 	}
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *callers,
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.callers,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", *api)
+			return (&net.Dialer{}).DialContext(ctx, "unix", o.api)
 		}}}
-	before := read(hc, *pid)
-	if *follow > 0 {
-		os.Exit(followLog(hc, *pid, *follow, *settle, before))
+	before := read(hc, o.pid)
+	if o.follow > 0 {
+		os.Exit(followLog(hc, o.pid, o.follow, o.settle, before))
 	}
+	fronts := []*front{{name: "http", call: func(tag string) (string, error) { return httpCall(hc, tag, o.faults) }},
+		{name: "seqpacket", call: func(tag string) (string, error) { return seqCall(o.argv, tag) }}}
+	out, elapsed := callAll(o, fronts)
+	hc.CloseIdleConnections()
+	time.Sleep(o.settle)
+	o.readPID()
+	after := read(hc, o.pid)
+	if o.answers != "" {
+		if err := os.WriteFile(o.answers, []byte(out.b.String()), 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, "load:", err)
+			os.Exit(1)
+		}
+	}
+	os.Exit(report(o, fronts, elapsed, before, after))
+}
+
+// parseFlags returns the options the command line sets.
+func parseFlags() *options {
+	o := &options{}
+	flag.StringVar(&o.api, "api", "", "the daemon's HTTP socket")
+	flag.StringVar(&o.argv, "argv", "", "the daemon's SEQPACKET socket")
+	flag.IntVar(&o.pid, "pid", 0, "the daemon's pid, for its RSS, fds and threads")
+	flag.IntVar(&o.callers, "callers", 200, "concurrent callers, half on each front end")
+	flag.DurationVar(&o.duration, "duration", 10*time.Second, "how long the callers call")
+	flag.DurationVar(&o.settle, "settle", 3*time.Second, "wait after the load before reading the daemon's figures")
+	flag.BoolVar(&o.leakCheck, "leak-check", false, "exit 1 on a wrong answer or fds/RSS growth")
+	flag.IntVar(&o.maxRSS, "max-rss-growth", 64, "RSS growth in MiB that -leak-check allows")
+	flag.StringVar(&o.pidFile, "pidfile", "", "a file that holds the daemon's pid (instead of -pid)")
+	flag.BoolVar(&o.faults, "faults", false, "the daemon is killed or stopped meanwhile: HTTP calls carry a key and are made again until answered, broken SEQPACKET calls are counted as lost")
+	flag.StringVar(&o.answers, "answers", "", "write \"arg job-id\" of each answered call to this file")
+	flag.StringVar(&o.checkState, "check-state", "", "check the records in this state dir against -answers, and exit")
+	flag.IntVar(&o.follow, "follow", 0, "instead of the load: this many callers follow the log of one job of the op \"lines\" and check every byte")
+	flag.Parse()
+	return o
+}
+
+// readPID reads the daemon's pid from -pidfile, if it is set.
+func (o *options) readPID() {
+	if o.pidFile != "" {
+		b, _ := os.ReadFile(o.pidFile)
+		o.pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+}
+
+// callAll has o.callers callers, spread over fronts, call until
+// o.duration has passed, and returns the calls answered and how long
+// the callers took.
+func callAll(o *options, fronts []*front) (*answered, time.Duration) {
 	var out answered
-	fronts := []*front{{name: "http", call: func(tag string) (string, error) { return httpCall(hc, tag, *faults) }},
-		{name: "seqpacket", call: func(tag string) (string, error) { return seqCall(*argv, tag) }}}
 	start := time.Now()
-	end := start.Add(*duration)
+	end := start.Add(o.duration)
 	var wg sync.WaitGroup
-	for c := range *callers {
-		f := fronts[c%2]
+	for c := range o.callers {
+		f := fronts[c%len(fronts)]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -95,7 +138,7 @@ func main() {
 				tag := strconv.Itoa(c*1_000_000 + n)
 				id, err := f.call(tag)
 				var broken *brokenError
-				if *faults && errors.As(err, &broken) {
+				if o.faults && errors.As(err, &broken) {
 					f.lose()
 					continue
 				}
@@ -107,22 +150,13 @@ func main() {
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	hc.CloseIdleConnections()
-	time.Sleep(*settle)
-	if *pidFile != "" {
-		b, _ := os.ReadFile(*pidFile)
-		*pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-	}
-	after := read(hc, *pid)
-	if *answers != "" {
-		if err := os.WriteFile(*answers, []byte(out.b.String()), 0o600); err != nil {
-			fmt.Fprintln(os.Stderr, "load:", err)
-			os.Exit(1)
-		}
-	}
+	return &out, time.Since(start)
+}
 
-	fmt.Printf("%d callers (%d HTTP, %d SEQPACKET) for %v, %d cores\n", *callers, (*callers+1)/2, *callers/2, *duration, runtime.NumCPU())
+// report prints what fronts measured and the daemon's figures before and
+// after, and returns the exit status: 1 when -leak-check fails.
+func report(o *options, fronts []*front, elapsed time.Duration, before, after stats) int {
+	fmt.Printf("%d callers (%d HTTP, %d SEQPACKET) for %v, %d cores\n", o.callers, (o.callers+1)/2, o.callers/2, o.duration, runtime.NumCPU())
 	fmt.Printf("%-10s %8s %7s %8s %8s %8s\n", "front", "calls", "wrong", "jobs/s", "p50 ms", "p99 ms")
 	var all front
 	all.name = "total"
@@ -143,13 +177,15 @@ func main() {
 			fmt.Printf("first wrong answer on %s: %v\n", f.name, f.firstErr)
 		}
 	}
-	if *leakCheck {
-		ok := all.wrong == 0 && after.fds <= before.fds+5 && after.rss <= before.rss+*maxRSS<<10
-		fmt.Printf("leak check (no wrong answer, fds within +5, RSS within +%d MiB): %v\n", *maxRSS, map[bool]string{true: "pass", false: "FAIL"}[ok])
-		if !ok {
-			os.Exit(1)
-		}
+	if !o.leakCheck {
+		return 0
 	}
+	ok := all.wrong == 0 && after.fds <= before.fds+5 && after.rss <= before.rss+o.maxRSS<<10
+	fmt.Printf("leak check (no wrong answer, fds within +5, RSS within +%d MiB): %v\n", o.maxRSS, map[bool]string{true: "pass", false: "FAIL"}[ok])
+	if !ok {
+		return 1
+	}
+	return 0
 }
 
 // front is one front end's calls and what they measured.

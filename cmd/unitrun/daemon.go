@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/unitrun/unitrun/hostapi"
+	"github.com/unitrun/unitrun/hostapi/daemon"
 	"github.com/unitrun/unitrun/internal/journallog"
 )
 
@@ -69,8 +69,8 @@ var logLevels = map[string]slog.Level{
 	"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError,
 }
 
-// daemonOptions maps each field of hostapi.Options that names a path to
-// its flag, for the errors of hostapi.SetupError.
+// daemonOptions maps each field of daemon.Options that names a path to
+// its flag, for the errors of daemon.SetupError.
 var daemonOptions = map[string]string{"StateDir": "--state-dir", "Socket": "--socket", "Seqpacket": "--seqpacket"}
 
 func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
@@ -81,13 +81,13 @@ func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
 	if err := checkBusFlag(f.dbus); err != nil {
 		return usageError(err)
 	}
-	err := hostapi.Run(ctx, hostapi.Options{
+	err := daemon.Run(ctx, daemon.Options{
 		ConfigFile: f.config, OpsDir: f.opsDir, StateDir: f.stateDir, PodStateDir: f.podStateDir,
 		Socket: f.socket, Seqpacket: f.seqpacket, Bus: f.dbus,
-		Log:     hostapi.NewLogger(level, f.journalSocket),
+		Log:     daemon.NewLogger(level, f.journalSocket),
 		Manager: g.open,
 	})
-	var se *hostapi.SetupError
+	var se *daemon.SetupError
 	switch {
 	case err == nil:
 		return nil

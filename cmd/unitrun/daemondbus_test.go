@@ -19,7 +19,7 @@ import (
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/client"
 	"github.com/unitrun/unitrun/dist"
-	"github.com/unitrun/unitrun/hostapi"
+	"github.com/unitrun/unitrun/hostapi/front"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -121,7 +121,7 @@ func busctl(t *testing.T, addr string, as []string, args ...string) ([]json.RawM
 
 // opsCall is the busctl words that call a method of org.unitrun.Ops1.
 func opsCall(method string) []string {
-	return []string{"call", hostapi.DBusName, string(hostapi.DBusPath), hostapi.DBusIface, method}
+	return []string{"call", front.DBusName, string(front.DBusPath), front.DBusIface, method}
 }
 
 // busRecord calls method (Wait, Get, Cancel) on job id and decodes the
@@ -162,7 +162,7 @@ func finished(t *testing.T, ch <-chan *dbus.Signal) []any {
 	t.Helper()
 	select {
 	case s := <-ch:
-		if s.Name != hostapi.DBusIface+".Finished" || s.Path != hostapi.DBusPath {
+		if s.Name != front.DBusIface+".Finished" || s.Path != front.DBusPath {
 			t.Fatalf("signal %s on %s, want Finished", s.Name, s.Path)
 		}
 		return s.Body
@@ -227,23 +227,23 @@ func TestDaemonDBus(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if err := conn.AddMatchSignal(dbus.WithMatchInterface(hostapi.DBusIface), dbus.WithMatchMember("Finished")); err != nil {
+	if err := conn.AddMatchSignal(dbus.WithMatchInterface(front.DBusIface), dbus.WithMatchMember("Finished")); err != nil {
 		t.Fatal(err)
 	}
 	signals := make(chan *dbus.Signal, 10)
 	conn.Signal(signals)
-	ops := conn.Object(hostapi.DBusName, hostapi.DBusPath)
+	ops := conn.Object(front.DBusName, front.DBusPath)
 
 	// The connection that called gets Finished.
 	var okID string
-	if err := ops.Call(hostapi.DBusIface+".Call", 0, "ok", []string{}).Store(&okID); err != nil {
+	if err := ops.Call(front.DBusIface+".Call", 0, "ok", []string{}).Store(&okID); err != nil {
 		t.Fatal(err)
 	}
 	if got := finished(t, signals); !slices.Equal(got, []any{okID, true, int32(0), "exit status 0"}) {
 		t.Errorf("Finished %v, want (%s, true, 0, exit status 0)", got, okID)
 	}
 	// A late subscriber gets the recorded outcome, once.
-	if err := ops.Call(hostapi.DBusIface+".Subscribe", 0, id).Err; err != nil {
+	if err := ops.Call(front.DBusIface+".Subscribe", 0, id).Err; err != nil {
 		t.Fatal(err)
 	}
 	if got := finished(t, signals); !slices.Equal(got, []any{id, false, int32(3), "exit status 3"}) {
@@ -251,10 +251,10 @@ func TestDaemonDBus(t *testing.T) {
 	}
 	// A subscriber of a running job gets Finished when it ends: here, canceled.
 	var holdID string
-	if err := ops.Call(hostapi.DBusIface+".Call", 0, "hold", []string{}).Store(&holdID); err != nil {
+	if err := ops.Call(front.DBusIface+".Call", 0, "hold", []string{}).Store(&holdID); err != nil {
 		t.Fatal(err)
 	}
-	if err := ops.Call(hostapi.DBusIface+".Subscribe", 0, holdID).Err; err != nil {
+	if err := ops.Call(front.DBusIface+".Subscribe", 0, holdID).Err; err != nil {
 		t.Fatal(err)
 	}
 	if rec := busRecord(t, addr, "Cancel", holdID); rec["state"] != "canceled" {
@@ -273,13 +273,13 @@ func TestDaemonDBus(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 
-	err = ops.Call(hostapi.DBusIface+".Call", 0, "nobody", []string{}).Err
+	err = ops.Call(front.DBusIface+".Call", 0, "nobody", []string{}).Err
 	var derr dbus.Error
 	if !errors.As(err, &derr) || derr.Name != "org.unitrun.Ops1.Error.unauthorized" {
 		t.Errorf("Call nobody as root: %v, want org.unitrun.Ops1.Error.unauthorized", err)
 	}
 	var jobs [][]any
-	if err := ops.Call(hostapi.DBusIface+".List", 0).Store(&jobs); err != nil {
+	if err := ops.Call(front.DBusIface+".List", 0).Store(&jobs); err != nil {
 		t.Fatal(err)
 	}
 	var ids []any
@@ -289,15 +289,15 @@ func TestDaemonDBus(t *testing.T) {
 	if want := slices.Concat([]any{holdID, okID}, groupIDs, []any{theirs, id}); !slices.Equal(ids, want) {
 		t.Errorf("List: %v, want %v, newest first", ids, want)
 	}
-	out, err := exec.Command("busctl", "--address="+addr, "introspect", hostapi.DBusName, string(hostapi.DBusPath), hostapi.DBusIface).Output()
+	out, err := exec.Command("busctl", "--address="+addr, "introspect", front.DBusName, string(front.DBusPath), front.DBusIface).Output()
 	for _, member := range []string{".Call ", ".Get ", ".Wait ", ".List ", ".Cancel ", ".Subscribe ", ".Finished "} {
 		if !strings.Contains(string(out), member) {
 			t.Errorf("busctl introspect (%v): no %s in\n%s", err, member, out)
 		}
 	}
 	var names []string
-	if err := conn.BusObject().Call("org.freedesktop.DBus.ListActivatableNames", 0).Store(&names); err != nil || !slices.Contains(names, hostapi.DBusName) {
-		t.Errorf("activatable names %v (%v): want %s from the shipped service file", names, err, hostapi.DBusName)
+	if err := conn.BusObject().Call("org.freedesktop.DBus.ListActivatableNames", 0).Store(&names); err != nil || !slices.Contains(names, front.DBusName) {
+		t.Errorf("activatable names %v (%v): want %s from the shipped service file", names, err, front.DBusName)
 	}
 }
 

@@ -6,8 +6,9 @@ import (
 	"github.com/unitrun/unitrun/job"
 )
 
+// newStartCmd returns the command "unitrun start".
 func newStartCmd(g *globals) *cobra.Command {
-	var asJSON, quiet bool
+	var o unitOutput
 	cmd := &cobra.Command{
 		Use:   "start [flags] UNIT",
 		Short: "Start an existing unit and wait for its job (and, for a oneshot or simple service, its run)",
@@ -27,31 +28,40 @@ stderr; -q shows neither them nor the summary line.`,
   unitrun start --json os-update.service`,
 		Args: unitArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			mgr, err := g.open(ctx)
-			if err != nil {
-				return &exitError{code: exitFailed, err: err}
-			}
-			defer mgr.Close()
-			u := job.Unit(mgr, args[0])
-			showOutput(cmd, u, asJSON, quiet)
-			st, err := u.Start(ctx)
-			return report(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], st, err, asJSON, quiet)
+			return o.withUnit(cmd, g, args[0], func(u *job.UnitCmd) error {
+				st, err := u.Start(cmd.Context())
+				return report(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], st, err, o.asJSON, o.quiet)
+			})
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one result object on stdout (the unit's output then goes to stderr)")
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print neither the unit's output nor a summary line")
+	o.addFlags(cmd, "print neither the unit's output nor a summary line")
 	return cmd
 }
 
-// showOutput sends what the run of u logs to the journal to cmd's stdout
-// and stderr; with --json, all of it to stderr; with -q, nowhere.
-func showOutput(cmd *cobra.Command, u *job.UnitCmd, asJSON, quiet bool) {
-	if quiet {
-		return
+// unitOutput is how start and wait show a unit's run: their --json and -q.
+type unitOutput struct{ asJSON, quiet bool }
+
+// addFlags adds --json, and -q with quietHelp, to cmd.
+func (o *unitOutput) addFlags(cmd *cobra.Command, quietHelp string) {
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print one result object on stdout (the unit's output then goes to stderr)")
+	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, quietHelp)
+}
+
+// withUnit opens the manager and calls do with unit name on it, whose run
+// logs to the journal are shown on cmd's stdout and stderr; with --json,
+// all of them on stderr; with -q, nowhere.
+func (o *unitOutput) withUnit(cmd *cobra.Command, g *globals, name string, do func(*job.UnitCmd) error) error {
+	mgr, err := g.open(cmd.Context())
+	if err != nil {
+		return &exitError{code: exitFailed, err: err}
 	}
-	u.Stdout, u.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
-	if asJSON {
-		u.Stdout = u.Stderr
+	defer mgr.Close()
+	u := job.Unit(mgr, name)
+	if !o.quiet {
+		u.Stdout, u.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
+		if o.asJSON {
+			u.Stdout = u.Stderr
+		}
 	}
+	return do(u)
 }

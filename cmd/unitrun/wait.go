@@ -13,8 +13,9 @@ import (
 	"github.com/unitrun/unitrun/unit"
 )
 
+// newWaitCmd returns the command "unitrun wait".
 func newWaitCmd(g *globals) *cobra.Command {
-	var asJSON, quiet bool
+	var o unitOutput
 	cmd := &cobra.Command{
 		Use:   "wait [flags] UNIT",
 		Short: "Wait for the run of a service in progress and exit with its status",
@@ -41,33 +42,27 @@ as for an interrupted run.`,
 			if !strings.HasSuffix(args[0], ".service") {
 				return &exitError{code: exitUsage, err: fmt.Errorf("unit %q: only a service has a run to wait for", args[0])}
 			}
-			ctx := cmd.Context()
-			mgr, err := g.open(ctx)
-			if err != nil {
-				return &exitError{code: exitFailed, err: err}
-			}
-			defer mgr.Close()
-			u := job.Unit(mgr, args[0])
-			showOutput(cmd, u, asJSON, quiet)
-			st, err := u.Wait(ctx)
-			if errors.Is(err, job.ErrNotRunning) {
-				if !quiet {
-					fmt.Fprintf(cmd.ErrOrStderr(), "unitrun: %v; nothing to wait for\n", err)
+			return o.withUnit(cmd, g, args[0], func(u *job.UnitCmd) error {
+				ctx := cmd.Context()
+				st, err := u.Wait(ctx)
+				if errors.Is(err, job.ErrNotRunning) {
+					if !o.quiet {
+						fmt.Fprintf(cmd.ErrOrStderr(), "unitrun: %v; nothing to wait for\n", err)
+					}
+					if o.asJSON {
+						json.NewEncoder(cmd.OutOrStdout()).Encode(newResult(args[0], nil, err))
+					}
+					return nil
 				}
-				if asJSON {
-					json.NewEncoder(cmd.OutOrStdout()).Encode(newResult(args[0], nil, err))
+				if sig, ok := interruptedBy(ctx); ok && errors.Is(err, context.Canceled) {
+					// unitrun was interrupted, not the unit: it exits as an
+					// interrupted command does, and the unit goes on.
+					return &exitError{code: 128 + int(sig), err: fmt.Errorf("stopped waiting for %s, which goes on: %w", args[0], context.Cause(ctx))}
 				}
-				return nil
-			}
-			if sig, ok := interruptedBy(ctx); ok && errors.Is(err, context.Canceled) {
-				// unitrun was interrupted, not the unit: it exits as an
-				// interrupted command does, and the unit goes on.
-				return &exitError{code: 128 + int(sig), err: fmt.Errorf("stopped waiting for %s, which goes on: %w", args[0], context.Cause(ctx))}
-			}
-			return report(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], st, err, asJSON, quiet)
+				return report(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], st, err, o.asJSON, o.quiet)
+			})
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one result object on stdout (the unit's output then goes to stderr)")
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print neither the unit's output nor a summary line (nor that it is not running)")
+	o.addFlags(cmd, "print neither the unit's output nor a summary line (nor that it is not running)")
 	return cmd
 }

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/unitrun/unitrun/internal/atomicfile"
 )
 
 // Container is a systemd system manager running as PID 1 of new PID, mount,
@@ -154,20 +152,11 @@ func (c *Container) Start() error {
 		return fmt.Errorf("container manager: %w", err)
 	}
 	base := filepath.Join(c.Dir, "unitrun-units")
-	if err := os.MkdirAll(base, 0o755); err != nil {
+	if err := writeUnits(base, containerUnits); err != nil {
 		return fmt.Errorf("container manager: %w", err)
 	}
-	for name, text := range containerUnits {
-		if err := atomicfile.Write(filepath.Join(base, name), []byte(text), 0o644); err != nil {
-			return fmt.Errorf("container manager: %w", err)
-		}
-	}
-	notify, err := listenNotify(filepath.Join(c.Dir, notifySocket))
+	env, err := managerEnv(filepath.Join(c.Dir, "unitrun-no-generators"))
 	if err != nil {
-		return fmt.Errorf("container manager: %w", err)
-	}
-	noGenerators := filepath.Join(c.Dir, "unitrun-no-generators")
-	if err := os.MkdirAll(noGenerators, 0o755); err != nil {
 		return fmt.Errorf("container manager: %w", err)
 	}
 	logf, err := os.OpenFile(filepath.Join(c.Dir, "unitrun-manager.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
@@ -175,6 +164,30 @@ func (c *Container) Start() error {
 		return fmt.Errorf("container manager: %w", err)
 	}
 	defer logf.Close()
+	notify, err := listenNotify(filepath.Join(c.Dir, notifySocket))
+	if err != nil {
+		return fmt.Errorf("container manager: %w", err)
+	}
+	c.cmd = c.command(systemd, base, env)
+	c.cmd.Stdout, c.cmd.Stderr = logf, logf
+	if err := c.cmd.Start(); err != nil {
+		notify.Close()
+		return fmt.Errorf("container manager: unshare: %w", err)
+	}
+	c.exited = make(chan error, 1)
+	go func() {
+		err := c.cmd.Wait()
+		notify.Close()
+		c.exited <- err
+	}()
+	c.ready = make(chan struct{})
+	go readNotify(notify, c.ready)
+	return c.waitPID()
+}
+
+// command returns the unshare command that boots systemd in new
+// namespaces (containerScript), with env, and base last in its unit path.
+func (c *Container) command(systemd, base string, env []string) *exec.Cmd {
 	hostname := c.Hostname
 	if hostname == "" {
 		hostname = "unitrun"
@@ -190,30 +203,20 @@ func (c *Container) Start() error {
 	if !c.Delegated {
 		args = append(args, makeCgroups(cgroupFor(c.Dir))...)
 	}
-	c.cmd = exec.Command("unshare", args...)
-	c.cmd.Env = []string{
-		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	cmd := exec.Command("unshare", args...)
+	cmd.Env = append(env,
 		"container=unitrun",
-		"SYSTEMD_UNIT_PATH=" + strings.Join(append(append([]string{}, c.UnitPath...), base), ":"),
-		"SYSTEMD_GENERATOR_PATH=" + noGenerators,
-		"SYSTEMD_ENVIRONMENT_GENERATOR_PATH=" + noGenerators,
-		"NOTIFY_SOCKET=/run/" + notifySocket,
-	}
-	c.cmd.Dir = "/"
-	c.cmd.Stdout, c.cmd.Stderr = logf, logf
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := c.cmd.Start(); err != nil {
-		notify.Close()
-		return fmt.Errorf("container manager: unshare: %w", err)
-	}
-	c.exited = make(chan error, 1)
-	go func() {
-		err := c.cmd.Wait()
-		notify.Close()
-		c.exited <- err
-	}()
-	c.ready = make(chan struct{})
-	go readNotify(notify, c.ready)
+		"SYSTEMD_UNIT_PATH="+strings.Join(append(append([]string{}, c.UnitPath...), base), ":"),
+		"NOTIFY_SOCKET=/run/"+notifySocket,
+	)
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	return cmd
+}
+
+// waitPID waits until unshare has forked the container's systemd and
+// keeps its pid, or reports that the manager exited first.
+func (c *Container) waitPID() error {
 	for c.pid == 0 {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", c.cmd.Process.Pid, c.cmd.Process.Pid))
 		if f := strings.Fields(string(b)); len(f) > 0 {

@@ -167,13 +167,8 @@ func (e *Embedded) boot(ctx context.Context) error {
 	}
 	journald := filepath.Join(filepath.Dir(systemd), "systemd-journald")
 	unitDir := filepath.Join(e.Dir, "units")
-	if err := os.MkdirAll(unitDir, 0o755); err != nil {
+	if err := writeUnits(unitDir, baseUnits); err != nil {
 		return fmt.Errorf("embedded manager: %w", err)
-	}
-	for name, text := range baseUnits {
-		if err := atomicfile.Write(filepath.Join(unitDir, name), []byte(text), 0o644); err != nil {
-			return fmt.Errorf("embedded manager: %w", err)
-		}
 	}
 	runtimeUnits := filepath.Join(e.Dir, "systemd", "user")
 	for _, dir := range []string{runtimeUnits, filepath.Join(e.Dir, "journal"), filepath.Join(e.Dir, "log")} {
@@ -205,23 +200,17 @@ func (e *Embedded) boot(ctx context.Context) error {
 	procs := makeCgroups(e.Cgroup())
 	args := append([]string{"-c", bootScript, "unitrun-manager", systemd, journald, e.Dir, journaldConf, notifyPath}, procs...)
 	cmd := exec.Command("/bin/sh", args...)
-	// No generators: the host's user generators (environment.d readers,
-	// gpg-agent, xdg-autostart) are for login sessions, and some take
-	// seconds, during which the manager answers nothing.
-	noGenerators := filepath.Join(e.Dir, "generators")
-	if err := os.MkdirAll(noGenerators, 0o755); err != nil {
+	env, err := managerEnv(filepath.Join(e.Dir, "generators"))
+	if err != nil {
 		return fmt.Errorf("embedded manager: %w", err)
 	}
-	cmd.Env = []string{
-		"SYSTEMD_GENERATOR_PATH=" + noGenerators,
-		"SYSTEMD_ENVIRONMENT_GENERATOR_PATH=" + noGenerators,
-		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"HOME=" + homeDir(),
-		"XDG_RUNTIME_DIR=" + e.Dir,
+	cmd.Env = append(env,
+		"HOME="+homeDir(),
+		"XDG_RUNTIME_DIR="+e.Dir,
 		// The transient directory must be in the path, or a daemon-reload
 		// turns every transient unit into not-found.
-		"SYSTEMD_UNIT_PATH=" + strings.Join([]string{filepath.Join(e.Dir, "systemd", "transient"), runtimeUnits, unitDir, "/usr/lib/systemd/user", "/lib/systemd/user"}, ":"),
-	}
+		"SYSTEMD_UNIT_PATH="+strings.Join([]string{filepath.Join(e.Dir, "systemd", "transient"), runtimeUnits, unitDir, "/usr/lib/systemd/user", "/lib/systemd/user"}, ":"),
+	)
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Unshareflags: syscall.CLONE_NEWNS}

@@ -1,4 +1,4 @@
-package hostapi
+package front_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/unitrun/unitrun/api"
+	"github.com/unitrun/unitrun/hostapi/front"
 )
 
 // FuzzDecodeCallRequest checks that DecodeCallRequest never panics, that
@@ -19,7 +20,7 @@ import (
 func FuzzDecodeCallRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		const limit = 1 << 10
-		req, err := DecodeCallRequest(bytes.NewReader(body), limit)
+		req, err := front.DecodeCallRequest(bytes.NewReader(body), limit)
 		if err != nil {
 			var e *api.Error
 			if !errors.As(err, &e) || (e.Code != api.CodeBadRequest && e.Code != api.CodeTooLarge) {
@@ -40,7 +41,7 @@ func FuzzDecodeCallRequest(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := DecodeCallRequest(bytes.NewReader(again), len(again))
+		back, err := front.DecodeCallRequest(bytes.NewReader(again), len(again))
 		if err != nil || back.Wait != req.Wait || back.Key != req.Key || !slices.Equal(back.Args, req.Args) {
 			t.Fatalf("re-encoded %s: %+v, %v, want %+v", again, back, err, req)
 		}
@@ -60,7 +61,7 @@ func TestSecurityArgsNotUTF8(t *testing.T) {
 		`{"args": ["ok", "\ud800\u0041"]}`,
 		`{"args": ["ok", "\ud800\\udc00"]}`,
 	} {
-		_, err := DecodeCallRequest(strings.NewReader(body), 1<<10)
+		_, err := front.DecodeCallRequest(strings.NewReader(body), 1<<10)
 		var e *api.Error
 		if !errors.As(err, &e) || e.Code != api.CodeBadRequest || !strings.Contains(e.Message, "arg 1: ") {
 			t.Errorf("%q: %v, want bad_request naming arg 1", body, err)
@@ -70,7 +71,7 @@ func TestSecurityArgsNotUTF8(t *testing.T) {
 		`{"args": ["\ud83d\ude00", "\ufffd", "\\ud800", "\uFFFD\u00e9"]}`: {"😀", "\ufffd", `\ud800`, "\ufffdé"},
 		`{"args": ["` + "\xef\xbf\xbd" + `"]}`:                            {"\ufffd"},
 	} {
-		req, err := DecodeCallRequest(strings.NewReader(body), 1<<10)
+		req, err := front.DecodeCallRequest(strings.NewReader(body), 1<<10)
 		if err != nil || !slices.Equal(req.Args, want) {
 			t.Errorf("%q: %q, %v, want %q", body, req.Args, err, want)
 		}

@@ -1,4 +1,4 @@
-package hostapi
+package front
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/api"
+	"github.com/unitrun/unitrun/hostapi/core"
 )
 
 // refuseGrace bounds how long a refused connection is kept open for the
@@ -43,15 +44,17 @@ type guardedListener struct {
 	refusing chan struct{} // a token for each refused connection waiting
 }
 
-func (d *Daemon) guard(l net.Listener, refuse func(c *net.UnixConn, err error, wait bool)) *guardedListener {
-	return &guardedListener{Listener: l, conns: d.conns, warn: d.warnLimited, refuse: refuse, refusing: make(chan struct{}, maxRefusing)}
+// guard returns l guarded by the limits of s, refusing with refuse.
+func (s *Server) guard(l net.Listener, refuse func(c *net.UnixConn, err error, wait bool)) *guardedListener {
+	warn := func(reason, msg string, attrs ...any) { s.logLimit.Warn(s.log, reason, msg, attrs...) }
+	return &guardedListener{Listener: l, conns: s.conns, warn: warn, refuse: refuse, refusing: make(chan struct{}, maxRefusing)}
 }
 
 // A guardConn is a connection the guard let in: its caller is counted
 // until it is closed.
 type guardConn struct {
 	*net.UnixConn
-	caller Caller
+	caller core.Caller
 	conns  *connCounter
 	once   sync.Once
 }
@@ -129,7 +132,8 @@ func resourceShortage(err error) bool {
 func (g *guardedListener) takeConn(uid uint32) error {
 	err := g.conns.take(uid)
 	if err != nil {
-		g.warn("connection "+api.CodeBusy, fmt.Sprintf("connection of uid %d refused: %v", uid, err), logCallerUID, uid, "reason", api.CodeBusy)
+		// caller_uid is the attribute the scheduler's events name the uid by.
+		g.warn("connection "+api.CodeBusy, fmt.Sprintf("connection of uid %d refused: %v", uid, err), "caller_uid", uid, "reason", api.CodeBusy)
 	}
 	return err
 }

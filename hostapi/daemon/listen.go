@@ -1,42 +1,15 @@
-package hostapi
+package daemon
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
 
 	"github.com/coreos/go-systemd/v22/activation"
+	"github.com/unitrun/unitrun/hostapi/front"
 	"golang.org/x/sys/unix"
 )
-
-// ListenUnix binds a unix socket at path, "unix" for the HTTP front end or
-// "unixpacket" for the SEQPACKET one, with mode perm (0600 for root-only
-// callers). A stale socket at path is replaced; any other file there is
-// refused.
-func ListenUnix(network, path string, perm fs.FileMode) (*net.UnixListener, error) {
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&fs.ModeSocket == 0 {
-			return nil, fmt.Errorf("socket %s: exists and is not a socket", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("socket %s: %w", path, err)
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("socket %s: %w", path, err)
-	}
-	l, err := net.ListenUnix(network, &net.UnixAddr{Name: path, Net: network})
-	if err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(path, perm); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("socket %s: %w", path, err)
-	}
-	return l, nil
-}
 
 // Default paths of the daemon's sockets when systemd passes none (the
 // first is client.DefaultSocket too).
@@ -73,11 +46,11 @@ func Listen(socket, seqpacket string) (api net.Listener, argv *net.UnixListener,
 			return nil, nil, &SetupError{Option: s.option, Path: s.path, Err: err}
 		}
 	}
-	hl, err := ListenUnix("unix", socket, 0o600)
+	hl, err := front.ListenUnix("unix", socket, 0o600)
 	if err != nil {
 		return nil, nil, &SetupError{Option: "Socket", Path: socket, Err: err}
 	}
-	pl, err := ListenUnix("unixpacket", seqpacket, 0o600)
+	pl, err := front.ListenUnix("unixpacket", seqpacket, 0o600)
 	if err != nil {
 		hl.Close()
 		return nil, nil, &SetupError{Option: "Seqpacket", Path: seqpacket, Err: err}

@@ -1,4 +1,4 @@
-package hostapi
+package front_test
 
 import (
 	"bufio"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/api"
+	"github.com/unitrun/unitrun/hostapi/front"
+	"github.com/unitrun/unitrun/hostapi/internal/daemontest"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -19,7 +21,8 @@ import (
 // connects again.
 func TestConnectionsPerUID(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "\n[limits]\nmax_connections_per_uid = 2\n")
-	apiSock, argv := serveTest(t, d)
+	s := front.NewServer(d, d.Log)
+	apiSock, argv := daemontest.Serve(t, d, s)
 	kept, err := net.Dial("unix", apiSock)
 	if err != nil {
 		t.Fatal(err)
@@ -38,33 +41,31 @@ func TestConnectionsPerUID(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer waiting.Close()
-	waitConns(t, d, 2)
+	waitConns(t, s, 2)
 
-	status, body := curl(t, apiSock, nil, "http://unitrun/healthz")
-	if status != http.StatusConflict || errorCode(t, body) != api.CodeBusy || !strings.Contains(body, "max_connections_per_uid") {
+	status, body := daemontest.Curl(t, apiSock, nil, "http://unitrun/healthz")
+	if status != http.StatusConflict || daemontest.ErrorCode(t, body) != api.CodeBusy || !strings.Contains(body, "max_connections_per_uid") {
 		t.Errorf("third connection over HTTP: %d %s, want 409 busy naming max_connections_per_uid", status, body)
 	}
-	if ok, id, msg := seqpacketRoundTrip(t, argv, []byte("echo\x00x")); ok || id != "" || !strings.HasPrefix(msg, "busy: ") || !strings.Contains(msg, "max_connections_per_uid") {
+	if ok, id, msg := daemontest.SeqpacketRoundTrip(t, argv, []byte("echo\x00x")); ok || id != "" || !strings.HasPrefix(msg, "busy: ") || !strings.Contains(msg, "max_connections_per_uid") {
 		t.Errorf("third connection over SEQPACKET: %v %q %q, want an error naming max_connections_per_uid and no job", ok, id, msg)
 	}
 	other := []string{"setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"}
-	if status, body := curl(t, apiSock, other, "http://unitrun/healthz"); status != http.StatusOK {
+	if status, body := daemontest.Curl(t, apiSock, other, "http://unitrun/healthz"); status != http.StatusOK {
 		t.Errorf("uid 65534 while uid 0 is at its limit: %d %s, want 200", status, body)
 	}
 	kept.Close()
-	waitConns(t, d, 1)
-	if status, body := curl(t, apiSock, nil, "http://unitrun/healthz"); status != http.StatusOK {
+	waitConns(t, s, 1)
+	if status, body := daemontest.Curl(t, apiSock, nil, "http://unitrun/healthz"); status != http.StatusOK {
 		t.Errorf("uid 0 after one of its connections closed: %d %s, want 200", status, body)
 	}
 }
 
 // waitConns waits until uid 0 has n connections counted.
-func waitConns(t *testing.T, d *Daemon, n int) {
+func waitConns(t *testing.T, s *front.Server, n int) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		d.conns.mu.Lock()
-		got := d.conns.byUID[0]
-		d.conns.mu.Unlock()
+		got := s.Conns(0)
 		if got == n {
 			return
 		}

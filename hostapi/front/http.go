@@ -1,4 +1,4 @@
-package hostapi
+package front
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/api"
+	"github.com/unitrun/unitrun/hostapi/core"
 )
 
 // callerKey keys the peer credentials that NewHTTPServer stashes in each
@@ -19,7 +20,7 @@ import (
 type callerKey struct{}
 
 type peer struct {
-	caller Caller
+	caller core.Caller
 	conn   *guardConn
 	err    error
 }
@@ -31,7 +32,7 @@ type peer struct {
 // Endpoints:
 //
 //	GET    /healthz                  {"ok": true}
-//	GET    /metrics                  Prometheus metrics (see metrics.go), to any peer that may connect
+//	GET    /metrics                  Prometheus metrics (core.Core.Metrics), to any peer that may connect
 //	GET    /v1/ops                   the ops, with whether the caller may call each
 //	POST   /v1/ops/{name}            body CallRequest; 202 {"id": ...}, or 200 and the final record with "wait": true
 //	GET    /v1/jobs                  a page of the records the caller may see, newest first; ?limit=N&after=CURSOR, Link: <...>; rel="next"
@@ -41,9 +42,9 @@ type peer struct {
 //	DELETE /v1/jobs/{id}             cancel; the record once the job has ended
 //
 // Errors are {"error": {"code": ..., "message": ...}} with the status of
-// (*Error).HTTPStatus. A caller sees the jobs it started and those of ops
+// (*api.Error).HTTPStatus. A caller sees the jobs it started and those of ops
 // it may call; root sees all.
-func NewHTTPServer(c Core) *http.Server {
+func NewHTTPServer(c core.Core) *http.Server {
 	h := &httpAPI{c: c}
 	limits := c.Config().Limits
 	mux := http.NewServeMux()
@@ -77,10 +78,10 @@ func NewHTTPServer(c Core) *http.Server {
 
 // ServeHTTP serves srv, the server NewHTTPServer returned, on l (a "unix"
 // listener) until srv is closed, as srv.Serve does, admitting each
-// connection as the daemon's limits allow: one over them is answered 409
+// connection as the limits of s allow: one over them is answered 409
 // busy, naming the limit, and closed at once.
-func (d *Daemon) ServeHTTP(srv *http.Server, l net.Listener) error {
-	return srv.Serve(d.guard(l, refuseHTTP))
+func (s *Server) ServeHTTP(srv *http.Server, l net.Listener) error {
+	return srv.Serve(s.guard(l, refuseHTTP))
 }
 
 // refuseHTTP answers a refused HTTP connection with err and closes it,
@@ -98,15 +99,15 @@ func refuseHTTP(c *net.UnixConn, err error, wait bool) {
 		e.HTTPStatus(), http.StatusText(e.HTTPStatus()), len(body)+1, body)
 }
 
-// bodyReadTimeout bounds the wait for the body of a call, as the limit
+// BodyReadTimeout bounds the wait for the body of a call, as the limit
 // read_header_timeout bounds the header's, so that a caller that stops
 // sending does not hold its connection.
-const bodyReadTimeout = 10 * time.Second
+const BodyReadTimeout = 10 * time.Second
 
-type httpAPI struct{ c Core }
+type httpAPI struct{ c core.Core }
 
 // caller returns the request's peer, or writes an error.
-func caller(w http.ResponseWriter, r *http.Request) (Caller, bool) {
+func caller(w http.ResponseWriter, r *http.Request) (core.Caller, bool) {
 	p, ok := r.Context().Value(callerKey{}).(peer)
 	if !ok || p.err != nil {
 		msg := "no peer credentials on the connection"
@@ -114,7 +115,7 @@ func caller(w http.ResponseWriter, r *http.Request) (Caller, bool) {
 			msg = p.err.Error()
 		}
 		writeError(w, errorf(api.CodeUnauthorized, msg))
-		return Caller{}, false
+		return core.Caller{}, false
 	}
 	return p.caller, true
 }
@@ -149,7 +150,7 @@ func (h *httpAPI) call(w http.ResponseWriter, r *http.Request) {
 	// net/http clears the deadline once the body has been read to its end;
 	// after an error it stays, so that the server, which discards the rest
 	// of the body before it answers, does not wait for it for ever.
-	http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(BodyReadTimeout))
 	req, err := DecodeCallRequest(http.MaxBytesReader(w, r.Body, int64(limit)), limit)
 	if err != nil {
 		writeError(w, err)
@@ -225,7 +226,7 @@ func (h *httpAPI) visible(w http.ResponseWriter, r *http.Request) (*api.Record, 
 }
 
 // jobs serves GET /v1/jobs: a page of the records the caller may see,
-// newest first, at most ?limit= (default and most MaxPage) after the
+// newest first, at most ?limit= (default and most core.MaxPage) after the
 // cursor ?after=; when there are more, the header Link names the next
 // page (rel="next").
 func (h *httpAPI) jobs(w http.ResponseWriter, r *http.Request) {
@@ -234,11 +235,11 @@ func (h *httpAPI) jobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	limit := MaxPage
+	limit := core.MaxPage
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > MaxPage {
-			writeError(w, errorf(api.CodeBadRequest, fmt.Sprintf("limit %q: must be a number from 1 to %d", s, MaxPage)))
+		if err != nil || n < 1 || n > core.MaxPage {
+			writeError(w, errorf(api.CodeBadRequest, fmt.Sprintf("limit %q: must be a number from 1 to %d", s, core.MaxPage)))
 			return
 		}
 		limit = n
@@ -294,7 +295,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // writeError writes err as {"error": {"code", "message"}}; an error that
-// is not an *Error is an internal one.
+// is not an *api.Error is an internal one.
 func writeError(w http.ResponseWriter, err error) {
 	e := asError(err)
 	writeJSON(w, e.HTTPStatus(), api.ErrorBody{Error: e})

@@ -1,4 +1,4 @@
-package hostapi
+package daemon
 
 import (
 	"log/slog"
@@ -9,7 +9,7 @@ import (
 	"github.com/unitrun/unitrun/internal/journallog"
 )
 
-// NewLogger returns a logger for Daemon.Log at level: native journal
+// NewLogger returns a logger for Options.Log at level: native journal
 // entries sent to journalSocket (journallog.DefaultSocket for journald's)
 // when stderr is the journal stream systemd set up (JOURNAL_STREAM names
 // stderr's device and inode), so that the attributes of the daemon's

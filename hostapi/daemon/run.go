@@ -1,4 +1,4 @@
-package hostapi
+package daemon
 
 import (
 	"context"
@@ -11,10 +11,12 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/coreos/go-systemd/v22/daemon"
+	sd "github.com/coreos/go-systemd/v22/daemon"
 	"github.com/godbus/dbus/v5"
 
+	"github.com/unitrun/unitrun/hostapi"
 	"github.com/unitrun/unitrun/hostapi/config"
+	"github.com/unitrun/unitrun/hostapi/front"
 	"github.com/unitrun/unitrun/manager"
 )
 
@@ -23,9 +25,9 @@ type Options struct {
 	// ConfigFile and OpsDir are the ops config and its drop-in dir
 	// (LoadConfig), read at the start and again on each SIGHUP.
 	ConfigFile, OpsDir string
-	// StateDir holds the job records and output logs (OpenStore).
+	// StateDir holds the job records and output logs (hostapi.OpenStore).
 	StateDir string
-	// PodStateDir is the Daemon's PodStateDir.
+	// PodStateDir is the hostapi.Daemon's PodStateDir.
 	PodStateDir string
 	// Socket and Seqpacket are the paths Listen binds when systemd passed
 	// no sockets.
@@ -33,7 +35,8 @@ type Options struct {
 	// Bus, unless "", is the bus to serve the D-Bus front end on too:
 	// "system", "session" or a D-Bus address.
 	Bus string
-	// Log is the Daemon's Log (see NewLogger); nil is slog.Default().
+	// Log is the Daemon's Log and the front ends' (see NewLogger);
+	// nil is slog.Default().
 	Log *slog.Logger
 	// Manager opens the connection to the manager that runs the jobs.
 	Manager func(context.Context) (*manager.Conn, error)
@@ -57,7 +60,7 @@ func (e *SetupError) Unwrap() error { return e.Err }
 // earlier daemon left (Recover) and prunes old records, then serves the
 // HTTP and SEQPACKET front ends and, with Bus, the D-Bus one, and tells
 // systemd READY=1. While it serves, it prunes old records hourly and as
-// jobs end (one prune at a time, see startPruneLocked), and on SIGHUP
+// jobs end (one prune at a time, see Daemon.PruneHourly), and on SIGHUP
 // reads the config again (reload). When ctx ends or a front end fails, it
 // tells systemd STOPPING=1, stops serving and closes the Daemon; running
 // ops go on in systemd, for the next daemon to re-attach to.
@@ -74,18 +77,19 @@ func Run(ctx context.Context, o Options) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	d, api, argv, err := open(ctx, o, log)
+	d, mgr, api, argv, err := open(ctx, o, log)
 	if err != nil {
 		return err
 	}
-	defer d.mgr.Close()
+	defer mgr.Close()
 	if err := d.Recover(); err != nil {
 		log.Error(fmt.Sprintf("recovering jobs: %v", err))
 	}
 	if err := d.Prune(); err != nil {
 		log.Error(fmt.Sprintf("pruning records: %v", err))
 	}
-	srv := NewHTTPServer(d)
+	srv := front.NewHTTPServer(d)
+	fronts := front.NewServer(d, log)
 	served := make(chan error, 3)
 	if o.Bus != "" {
 		// The sockets are the daemon's own faces: a bus that cannot be
@@ -103,24 +107,24 @@ func Run(ctx context.Context, o Options) error {
 			}()
 		}
 	}
-	go func() { served <- d.ServeHTTP(srv, api) }()
-	go func() { served <- d.ServeSeqpacket(argv) }()
+	go func() { served <- fronts.ServeHTTP(srv, api) }()
+	go func() { served <- fronts.ServeSeqpacket(argv) }()
 	pruning, stopPruning := context.WithCancel(ctx)
 	defer stopPruning()
-	go d.pruneHourly(pruning)
-	daemon.SdNotify(false, daemon.SdNotifyReady)
+	go d.PruneHourly(pruning)
+	sd.SdNotify(false, sd.SdNotifyReady)
 loop:
 	for {
 		select {
 		case <-hup:
-			d.reload(o)
+			reload(d, o)
 		case err = <-served:
 			break loop
 		case <-ctx.Done():
 			break loop
 		}
 	}
-	daemon.SdNotify(false, daemon.SdNotifyStopping)
+	sd.SdNotify(false, sd.SdNotifyStopping)
 	stopPruning()
 	d.Close()
 	srv.Close()
@@ -133,37 +137,37 @@ loop:
 
 // open reads the config, opens the store, takes the sockets (Listen) and
 // opens the manager, in this order, and returns the Daemon on them.
-func open(ctx context.Context, o Options, log *slog.Logger) (_ *Daemon, api net.Listener, argv *net.UnixListener, err error) {
+func open(ctx context.Context, o Options, log *slog.Logger) (_ *hostapi.Daemon, _ *manager.Conn, api net.Listener, argv *net.UnixListener, err error) {
 	cfg, err := config.Load(o.ConfigFile, o.OpsDir)
 	if err != nil {
-		return nil, nil, nil, &SetupError{Option: "ConfigFile", Path: o.ConfigFile, Err: err}
+		return nil, nil, nil, nil, &SetupError{Option: "ConfigFile", Path: o.ConfigFile, Err: err}
 	}
 	log.Debug(fmt.Sprintf("config %s and ops dir %s: %d ops", o.ConfigFile, o.OpsDir, len(cfg.Ops)))
-	store, err := OpenStore(o.StateDir)
+	store, err := hostapi.OpenStore(o.StateDir)
 	if err != nil {
-		return nil, nil, nil, &SetupError{Option: "StateDir", Path: o.StateDir, Err: err}
+		return nil, nil, nil, nil, &SetupError{Option: "StateDir", Path: o.StateDir, Err: err}
 	}
 	if api, argv, err = Listen(o.Socket, o.Seqpacket); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	mgr, err := o.Manager(context.WithoutCancel(ctx))
 	if err != nil {
 		api.Close()
 		argv.Close()
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	d := NewDaemon(cfg, store, mgr)
+	d := hostapi.NewDaemon(cfg, store, mgr)
 	d.PodStateDir = o.PodStateDir
 	d.Log = log
-	return d, api, argv, nil
+	return d, mgr, api, argv, nil
 }
 
 // reload reads the ops config again and gives its ops to d, or logs why
 // it cannot and leaves d's ops as they are. It tells systemd that it
 // reloads, then that it is ready again.
-func (d *Daemon) reload(o Options) {
-	daemon.SdNotify(false, daemon.SdNotifyReloading)
-	defer daemon.SdNotify(false, daemon.SdNotifyReady)
+func reload(d *hostapi.Daemon, o Options) {
+	sd.SdNotify(false, sd.SdNotifyReloading)
+	defer sd.SdNotify(false, sd.SdNotifyReady)
 	cfg, err := config.Load(o.ConfigFile, o.OpsDir)
 	if err != nil {
 		d.Log.Error(fmt.Sprintf("reload: the ops stay as they were: %v", err))
@@ -177,12 +181,12 @@ func (d *Daemon) reload(o Options) {
 }
 
 // serveBus connects to bus and serves d's D-Bus front end there.
-func serveBus(d *Daemon, bus string) (*dbus.Conn, error) {
+func serveBus(d *hostapi.Daemon, bus string) (*dbus.Conn, error) {
 	conn, err := connectBus(bus)
 	if err != nil {
 		return nil, err
 	}
-	if err := ServeDBus(d, conn); err != nil {
+	if err := front.ServeDBus(d, conn); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("--dbus %s: %w", bus, err)
 	}

@@ -1,4 +1,4 @@
-package hostapi
+package front_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/hostapi/config"
+	"github.com/unitrun/unitrun/hostapi/internal/daemontest"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -38,7 +39,7 @@ func TestSeqpacketDisconnectAfterReload(t *testing.T) {
 	for id == "" {
 		recs, _ := d.List()
 		for _, r := range recs {
-			if tail, _ := d.store.Tail(r.ID, 100); r.Op == "stopme" && tail == "started\n" && !r.Done() {
+			if tail := daemontest.Output(d, r.ID); r.Op == "stopme" && tail == "started\n" && !r.Done() {
 				id = r.ID
 			}
 		}

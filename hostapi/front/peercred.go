@@ -1,4 +1,4 @@
-package hostapi
+package front
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/unitrun/unitrun/hostapi/core"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,16 +19,16 @@ const soPeerGroups = 59
 // recorded it at connect time: uid, gid and pid from SO_PEERCRED and the
 // supplementary groups from SO_PEERGROUPS. GIDs holds the primary gid
 // first. conn must be a *net.UnixConn.
-func PeerCaller(conn net.Conn) (Caller, error) {
+func PeerCaller(conn net.Conn) (core.Caller, error) {
 	uc, ok := conn.(*net.UnixConn)
 	if !ok {
-		return Caller{}, fmt.Errorf("peer credentials: %T is not a unix socket connection", conn)
+		return core.Caller{}, fmt.Errorf("peer credentials: %T is not a unix socket connection", conn)
 	}
 	raw, err := uc.SyscallConn()
 	if err != nil {
-		return Caller{}, fmt.Errorf("peer credentials: %w", err)
+		return core.Caller{}, fmt.Errorf("peer credentials: %w", err)
 	}
-	var c Caller
+	var c core.Caller
 	var opErr error
 	err = raw.Control(func(fd uintptr) {
 		cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
@@ -40,13 +41,13 @@ func PeerCaller(conn net.Conn) (Caller, error) {
 			opErr = fmt.Errorf("SO_PEERGROUPS: %w", err)
 			return
 		}
-		c = Caller{UID: cred.Uid, PID: cred.Pid, GIDs: append([]uint32{cred.Gid}, groups...)}
+		c = core.Caller{UID: cred.Uid, PID: cred.Pid, GIDs: append([]uint32{cred.Gid}, groups...)}
 	})
 	if err == nil {
 		err = opErr
 	}
 	if err != nil {
-		return Caller{}, fmt.Errorf("peer credentials: %w", err)
+		return core.Caller{}, fmt.Errorf("peer credentials: %w", err)
 	}
 	return c, nil
 }

@@ -1,4 +1,4 @@
-package hostapi
+package front
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/godbus/dbus/v5/introspect"
 
 	"github.com/unitrun/unitrun/api"
+	"github.com/unitrun/unitrun/hostapi/core"
 )
 
 // The D-Bus front end: the bus name it owns, its object and interface.
@@ -58,7 +59,7 @@ const dbusIntrospection = `<node>
 // them (GetConnectionCredentials: uid, gids, pid) with the rules of the
 // other front ends. Errors are named "org.unitrun.Ops1.Error.<code>" (such
 // as org.unitrun.Ops1.Error.unauthorized), with the message as their text.
-func ServeDBus(c Core, conn *dbus.Conn) error {
+func ServeDBus(c core.Core, conn *dbus.Conn) error {
 	a := &dbusAPI{c: c, conn: conn, subs: make(map[string][]string)}
 	c.OnFinish(func(r *api.Record) { go a.finished(r) })
 	if err := conn.Export(a, DBusPath, DBusIface); err != nil {
@@ -80,7 +81,7 @@ func ServeDBus(c Core, conn *dbus.Conn) error {
 // dbusAPI is the exported object. Its exported methods are the D-Bus
 // methods.
 type dbusAPI struct {
-	c    Core
+	c    core.Core
 	conn *dbus.Conn
 
 	mu   sync.Mutex
@@ -142,7 +143,7 @@ func (a *dbusAPI) List(sender dbus.Sender) ([]jobSummary, *dbus.Error) {
 	}
 	jobs := []jobSummary{}
 	for after := ""; ; {
-		recs, next, err := a.c.ListPage(a.conn.Context(), c, after, MaxPage)
+		recs, next, err := a.c.ListPage(a.conn.Context(), c, after, core.MaxPage)
 		if err != nil {
 			return nil, dbusError(err)
 		}
@@ -219,17 +220,17 @@ func (a *dbusAPI) finished(r *api.Record) {
 }
 
 // caller returns the sender's credentials as the bus daemon reports them.
-func (a *dbusAPI) caller(sender dbus.Sender) (Caller, *dbus.Error) {
+func (a *dbusAPI) caller(sender dbus.Sender) (core.Caller, *dbus.Error) {
 	var creds map[string]dbus.Variant
 	err := a.conn.BusObject().Call("org.freedesktop.DBus.GetConnectionCredentials", 0, string(sender)).Store(&creds)
 	if err != nil {
-		return Caller{}, dbusError(errorf(api.CodeUnauthorized, fmt.Sprintf("credentials of %s: %v", sender, err)))
+		return core.Caller{}, dbusError(errorf(api.CodeUnauthorized, fmt.Sprintf("credentials of %s: %v", sender, err)))
 	}
 	uid, ok := creds["UnixUserID"].Value().(uint32)
 	if !ok {
-		return Caller{}, dbusError(errorf(api.CodeUnauthorized, fmt.Sprintf("credentials of %s: the bus reports no uid", sender)))
+		return core.Caller{}, dbusError(errorf(api.CodeUnauthorized, fmt.Sprintf("credentials of %s: the bus reports no uid", sender)))
 	}
-	c := Caller{UID: uid}
+	c := core.Caller{UID: uid}
 	c.GIDs, _ = creds["UnixGroupIDs"].Value().([]uint32)
 	if pid, ok := creds["ProcessID"].Value().(uint32); ok {
 		c.PID = int32(pid)
@@ -255,7 +256,7 @@ func (a *dbusAPI) visible(sender dbus.Sender, id string) (*api.Record, *dbus.Err
 }
 
 // dbusError returns err as the D-Bus error org.unitrun.Ops1.Error.<code>;
-// an error that is not an *Error is an internal one.
+// an error that is not an *api.Error is an internal one.
 func dbusError(err error) *dbus.Error {
 	e := asError(err)
 	return dbus.NewError(DBusIface+".Error."+e.Code, []any{e.Message})

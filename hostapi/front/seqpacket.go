@@ -1,4 +1,4 @@
-package hostapi
+package front
 
 import (
 	"context"
@@ -10,9 +10,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/unitrun/unitrun/api"
+	"github.com/unitrun/unitrun/hostapi/core"
 )
 
-// ServeSeqpacket serves the SOCK_SEQPACKET front end of d on l (a
+// ServeSeqpacket serves the SOCK_SEQPACKET front end of s on l (a
 // "unixpacket" listener) until l is closed, then returns nil. Each
 // connection carries one request packet (see ParseRequest) and gets one
 // response packet (see EncodeResponse) once the job has ended: "ok" when
@@ -23,12 +24,12 @@ import (
 // job's log. When the peer closes the connection before the job ends, an
 // op with on_disconnect "stop" is canceled; a peer that only shut down
 // its writing side still gets the answer.
-func (d *Daemon) ServeSeqpacket(l *net.UnixListener) error {
-	return d.serveSeqpacket(d.guard(l, refuseSeqpacket))
+func (s *Server) ServeSeqpacket(l *net.UnixListener) error {
+	return s.serveSeqpacket(s.guard(l, refuseSeqpacket))
 }
 
 // serveSeqpacket serves the connections l accepts until it fails.
-func (d *Daemon) serveSeqpacket(l net.Listener) error {
+func (s *Server) serveSeqpacket(l net.Listener) error {
 	for {
 		c, err := l.Accept()
 		if errors.Is(err, net.ErrClosed) {
@@ -37,7 +38,7 @@ func (d *Daemon) serveSeqpacket(l net.Listener) error {
 		if err != nil {
 			return err
 		}
-		go serveSeqpacketConn(d, c.(*guardConn))
+		go serveSeqpacketConn(s.core, c.(*guardConn))
 	}
 }
 
@@ -56,14 +57,15 @@ func refuseSeqpacket(c *net.UnixConn, err error, wait bool) {
 	c.Write(api.EncodeResponse(false, "", err.Error()))
 }
 
-func serveSeqpacketConn(core Core, c *guardConn) {
-	defer c.Close()
-	ok, id, msg := seqpacketCall(core, c)
-	c.Write(api.EncodeResponse(ok, id, msg))
+// serveSeqpacketConn answers the call on conn and closes it.
+func serveSeqpacketConn(c core.Core, conn *guardConn) {
+	defer conn.Close()
+	ok, id, msg := seqpacketCall(c, conn)
+	conn.Write(api.EncodeResponse(ok, id, msg))
 }
 
 // seqpacketCall reads the request, runs the op and returns the response.
-func seqpacketCall(d Core, c *guardConn) (ok bool, id, msg string) {
+func seqpacketCall(d core.Core, c *guardConn) (ok bool, id, msg string) {
 	caller := c.caller
 	limits := d.Config().Limits
 	limit := limits.MaxRequestBytes

@@ -1,4 +1,4 @@
-package hostapi
+package front
 
 import (
 	"fmt"
@@ -41,7 +41,7 @@ func connBudget() int {
 	return max(0, n-max(64, n/4))
 }
 
-// take counts a connection of caller uid, or returns an *Error with
+// take counts a connection of caller uid, or returns an *api.Error with
 // CodeBusy when uid has its limit of connections open already, or when
 // uid would hold half or more of the connections that the other uids
 // leave free of the budget: one uid, however many connections it opens,

@@ -1,4 +1,4 @@
-package hostapi
+package front
 
 import (
 	"bytes"
@@ -12,18 +12,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/unitrun/unitrun/api"
-	"github.com/unitrun/unitrun/internal/lazyregexp"
 )
-
-var keyRE = lazyregexp.New(api.KeyPattern)
 
 // DecodeCallRequest decodes a CallRequest of at most limit bytes. An empty
 // body is a request with no args that does not wait. The body must be one
 // JSON object with no other keys than "args" (an array of strings, or
-// null), "wait" (a boolean) and "key" (a string matching KeyPattern), and
+// null), "wait" (a boolean) and "key" (a string matching api.KeyPattern), and
 // nothing after it. The body must be valid UTF-8 and escape no lone
 // UTF-16 surrogate (such as \ud800), which encoding/json would turn into
-// U+FFFD: an arg reaches the op as it was sent, or not at all. Errors are *Errors:
+// U+FFFD: an arg reaches the op as it was sent, or not at all. Errors are *api.Errors:
 // CodeTooLarge for a body over limit, CodeBadRequest naming what is wrong.
 func DecodeCallRequest(body io.Reader, limit int) (api.CallRequest, error) {
 	data, err := io.ReadAll(io.LimitReader(body, int64(limit)+1))
@@ -53,7 +50,7 @@ func DecodeCallRequest(body io.Reader, limit int) (api.CallRequest, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return api.CallRequest{}, errorf(api.CodeBadRequest, "request body: data after the JSON object")
 	}
-	if req.Key != "" && !keyRE.MatchString(req.Key) {
+	if req.Key != "" && !api.ValidKey(req.Key) {
 		return api.CallRequest{}, errorf(api.CodeBadRequest, fmt.Sprintf("request body: key %q: must match %s", req.Key, api.KeyPattern))
 	}
 	if req.Args == nil {

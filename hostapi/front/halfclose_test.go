@@ -1,4 +1,4 @@
-package hostapi
+package front_test
 
 import (
 	"bufio"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/api"
+	"github.com/unitrun/unitrun/hostapi/internal/daemontest"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -107,7 +108,7 @@ func TestHalfClosedCaller(t *testing.T) {
 	for id == "" {
 		recs, _ := d.List()
 		for _, r := range recs {
-			if tail, _ := d.store.Tail(r.ID, 100); r.Op == "stopme" && strings.HasPrefix(tail, "started") && !r.Done() {
+			if tail := daemontest.Output(d, r.ID); r.Op == "stopme" && strings.HasPrefix(tail, "started") && !r.Done() {
 				id = r.ID
 			}
 		}

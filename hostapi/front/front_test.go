@@ -1,4 +1,4 @@
-package hostapi
+package front_test
 
 import (
 	"context"
@@ -8,103 +8,44 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/unitrun/unitrun/api"
+	"github.com/unitrun/unitrun/hostapi/internal/daemontest"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
 )
-
-// serveTest serves d's HTTP and SEQPACKET front ends on sockets that any
-// user may connect to, in a directory any user may enter, so that tests
-// can call as another uid; it returns the two socket paths.
-func serveTest(t *testing.T, d *Daemon) (apiSock, argv string) {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "unitrun-test-sock-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	apiSock, argv = filepath.Join(dir, "api.sock"), filepath.Join(dir, "argv.sock")
-	hl, err := ListenUnix("unix", apiSock, 0o666)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl, err := ListenUnix("unixpacket", argv, 0o666)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := NewHTTPServer(d)
-	go d.ServeHTTP(srv, hl)
-	go d.ServeSeqpacket(pl)
-	t.Cleanup(func() {
-		srv.Close()
-		pl.Close()
-	})
-	return apiSock, argv
-}
-
-// curl runs curl on the socket, prefixed by the words of as (such as a
-// setpriv command line), and returns the HTTP status and the body.
-func curl(t *testing.T, sock string, as []string, args ...string) (int, string) {
-	t.Helper()
-	argv := append(as, "curl", "-sS", "--unix-socket", sock, "-w", "\n%{http_code}")
-	argv = append(argv, args...)
-	out, err := exec.Command(argv[0], argv[1:]...).Output()
-	if err != nil {
-		t.Fatalf("%q: %v", argv, err)
-	}
-	i := strings.LastIndexByte(string(out), '\n')
-	body, code := string(out[:i]), string(out[i+1:])
-	var status int
-	fmt.Sscan(code, &status)
-	return status, body
-}
-
-func errorCode(t *testing.T, body string) string {
-	t.Helper()
-	var e struct{ Error api.Error }
-	if err := json.Unmarshal([]byte(body), &e); err != nil {
-		t.Fatalf("error body %q: %v", body, err)
-	}
-	return e.Error.Code
-}
 
 func TestHTTPCurl(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
 	apiSock, _ := serveTest(t, d)
 	const host = "http://unitrun"
 
-	if status, body := curl(t, apiSock, nil, host+"/healthz"); status != 200 || !strings.Contains(body, `"ok":true`) {
+	if status, body := daemontest.Curl(t, apiSock, nil, host+"/healthz"); status != 200 || !strings.Contains(body, `"ok":true`) {
 		t.Errorf("healthz: %d %s", status, body)
 	}
-	status, body := curl(t, apiSock, nil, "-X", "POST", "-d", `{"args": ["hi", "4"], "wait": true}`, host+"/v1/ops/echo")
+	status, body := daemontest.Curl(t, apiSock, nil, "-X", "POST", "-d", `{"args": ["hi", "4"], "wait": true}`, host+"/v1/ops/echo")
 	var rec api.Record
-	if err := json.Unmarshal([]byte(body), &rec); err != nil || status != 200 || rec.State != api.StateFailed || exitCode(&rec) != 4 {
+	if err := json.Unmarshal([]byte(body), &rec); err != nil || status != 200 || rec.State != api.StateFailed || daemontest.ExitCode(&rec) != 4 {
 		t.Fatalf("call: %d %s: want 200 and a failed record with exit code 4", status, body)
 	}
-	if status, body := curl(t, apiSock, nil, host+"/v1/jobs/"+rec.ID+"/logs?follow=1"); status != 200 || body != "out:hi:uid:0\nerr\n" {
+	if status, body := daemontest.Curl(t, apiSock, nil, host+"/v1/jobs/"+rec.ID+"/logs?follow=1"); status != 200 || body != "out:hi:uid:0\nerr\n" {
 		t.Errorf("logs: %d %q", status, body)
 	}
-	status, body = curl(t, apiSock, nil, "-X", "POST", "-d", `{"args": ["3"]}`, host+"/v1/ops/sleep")
+	status, body = daemontest.Curl(t, apiSock, nil, "-X", "POST", "-d", `{"args": ["3"]}`, host+"/v1/ops/sleep")
 	var accepted struct{ ID string }
 	if json.Unmarshal([]byte(body), &accepted); status != 202 || accepted.ID == "" {
 		t.Fatalf("call without wait: %d %s: want 202 and an id", status, body)
 	}
-	status, body = curl(t, apiSock, nil, "-X", "DELETE", host+"/v1/jobs/"+accepted.ID)
+	status, body = daemontest.Curl(t, apiSock, nil, "-X", "DELETE", host+"/v1/jobs/"+accepted.ID)
 	if json.Unmarshal([]byte(body), &rec); status != 200 || rec.State != api.StateCanceled {
 		t.Errorf("cancel: %d %s", status, body)
 	}
-	if status, body = curl(t, apiSock, nil, host+"/v1/jobs"); status != 200 || strings.Count(body, `"id"`) != 2 {
+	if status, body = daemontest.Curl(t, apiSock, nil, host+"/v1/jobs"); status != 200 || strings.Count(body, `"id"`) != 2 {
 		t.Errorf("jobs: %d %s: want the two jobs", status, body)
 	}
 
@@ -126,12 +67,12 @@ func TestHTTPCurl(t *testing.T) {
 		{nil, []string{host + "/v1/jobs/" + rec.ID + "/logs?offset=-1"}, 400, api.CodeBadRequest},
 	}
 	for _, tt := range errs {
-		status, body := curl(t, apiSock, tt.as, tt.args...)
-		if status != tt.status || errorCode(t, body) != tt.code {
+		status, body := daemontest.Curl(t, apiSock, tt.as, tt.args...)
+		if status != tt.status || daemontest.ErrorCode(t, body) != tt.code {
 			t.Errorf("%q: %d %s, want %d and code %s", tt.args, status, body, tt.status, tt.code)
 		}
 	}
-	if status, body := curl(t, apiSock, setpriv, "-X", "POST", "-d", `{"wait": true}`, host+"/v1/ops/nobody"); status != 200 || !strings.Contains(body, `"state":"succeeded"`) {
+	if status, body := daemontest.Curl(t, apiSock, setpriv, "-X", "POST", "-d", `{"wait": true}`, host+"/v1/ops/nobody"); status != 200 || !strings.Contains(body, `"state":"succeeded"`) {
 		t.Errorf("op allowed to uid 65534, called by it: %d %s", status, body)
 	}
 }
@@ -202,8 +143,8 @@ func TestHTTPConcurrentCallers(t *testing.T) {
 				t.Errorf("caller %d: %d %s", i, resp.StatusCode, data)
 				return
 			}
-			if exitCode(&rec) != i%7 || rec.OutputTail != fmt.Sprintf("out:c%d:uid:0\nerr\n", i) {
-				t.Errorf("caller %d: exit code %d, output %q", i, exitCode(&rec), rec.OutputTail)
+			if daemontest.ExitCode(&rec) != i%7 || rec.OutputTail != fmt.Sprintf("out:c%d:uid:0\nerr\n", i) {
+				t.Errorf("caller %d: exit code %d, output %q", i, daemontest.ExitCode(&rec), rec.OutputTail)
 			}
 		}()
 	}
@@ -224,7 +165,7 @@ func TestHTTPDisconnect(t *testing.T) {
 		for {
 			recs, _ := d.List()
 			for _, r := range recs {
-				if tail, _ := d.store.Tail(r.ID, 100); r.Op == op && tail == "started\n" && !r.Done() {
+				if tail := daemontest.Output(d, r.ID); r.Op == op && tail == "started\n" && !r.Done() {
 					return r.ID
 				}
 			}
@@ -296,7 +237,7 @@ func TestBindToCaller(t *testing.T) {
 	for id == "" {
 		recs, _ := d.List()
 		for _, r := range recs {
-			if tail, _ := d.store.Tail(r.ID, 100); r.Op == "bound" && tail == "started\n" {
+			if tail := daemontest.Output(d, r.ID); r.Op == "bound" && tail == "started\n" {
 				id = r.ID
 			}
 		}

@@ -1,4 +1,4 @@
-package hostapi
+package daemon
 
 import (
 	"context"
@@ -7,23 +7,19 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/hostapi/internal/daemontest"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/manager"
 )
 
-// runOptions returns Options for Run on a config of testOps, a state dir
-// and sockets in a temp dir, and the manager of the test.
+// runOptions returns Options for Run on a config of the test ops, a state
+// dir and sockets in a temp dir, and the manager of the test.
 func runOptions(t *testing.T) Options {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "daemon.toml")
-	if err := os.WriteFile(cfg, []byte(strings.ReplaceAll(testOps, "@DIR@", dir)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg, dir := daemontest.WriteConfig(t, "")
 	return Options{
 		ConfigFile: cfg, StateDir: filepath.Join(dir, "state"),
 		Socket: filepath.Join(dir, "api.sock"), Seqpacket: filepath.Join(dir, "argv.sock"),
