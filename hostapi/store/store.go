@@ -198,7 +198,8 @@ func (s *Store) NewID() string {
 
 // Put stores r durably, replacing the job's record atomically: after a
 // crash Get returns the old record or the new one. Put refuses an id not
-// of NewID's form, an empty Op and an unknown State.
+// of NewID's form, an empty Op and an unknown State, and a new job when
+// the state directory's file system is nearly full (checkRoom).
 func (s *Store) Put(r *Record) error { return s.put(r, true) }
 
 // Stage is Put without waiting for the sync: the record is in place,
@@ -230,8 +231,36 @@ func (s *Store) put(r *Record, durable bool) error {
 	if !validState(r.State) {
 		return fmt.Errorf("job %s: record state %q is not one of queued, running, succeeded, failed, canceled", r.ID, r.State)
 	}
+	s.mu.Lock()
+	_, known := s.recs[r.ID]
+	s.mu.Unlock()
+	if !known {
+		if err := s.checkRoom(); err != nil {
+			return fmt.Errorf("job %s: %w", r.ID, err)
+		}
+	}
 	if err := s.append([]logLine{{Rec: r}}, durable); err != nil {
 		return fmt.Errorf("job %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// minRoom is the free space of the state directory's file system below
+// which Put refuses a new job: room for its record's versions with an
+// output tail of 64 KiB, and for its output log to begin. Without it, a
+// new job's record could fit in the last block of the log on a full file
+// system, and the job run with no room for its output.
+const minRoom = 256 << 10
+
+// checkRoom returns an error satisfying errors.Is(err, syscall.ENOSPC)
+// when the state directory's file system has less than minRoom free.
+func (s *Store) checkRoom() error {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(s.dir, &st); err != nil {
+		return &fs.PathError{Op: "statfs", Path: s.dir, Err: err}
+	}
+	if free := st.Bavail * uint64(st.Bsize); free < minRoom {
+		return &fs.PathError{Op: "statfs", Path: s.dir, Err: syscall.ENOSPC}
 	}
 	return nil
 }

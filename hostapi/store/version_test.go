@@ -291,3 +291,41 @@ func TestOpenVersion1Full(t *testing.T) {
 	defer s.Close()
 	checkFixture(t, s)
 }
+
+// TestPutFull stores a new job on a file system too full for it: Put
+// refuses it with ENOSPC, though its record would fit in the log's last
+// block, and stores it once there is space.
+func TestPutFull(t *testing.T) {
+	mnt := filepath.Join(t.TempDir(), "fs")
+	if err := os.Mkdir(mnt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "unitrun-test-store", mnt).CombinedOutput(); err != nil {
+		t.Skipf("this test needs to mount a tmpfs (root): mount: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v\n%s", mnt, err, out)
+		}
+	})
+	s, err := Open(filepath.Join(mnt, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := putRecord(t, s, StateRunning, time.Now())
+	filler := filepath.Join(mnt, "filler")
+	if err := os.WriteFile(filler, make([]byte, 1<<20), 0o600); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("filling the file system: %v", err)
+	}
+	if err := s.Put(&Record{ID: s.NewID(), Op: "rebase", State: StateQueued}); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("Put of a new job on a full file system: %v, want ENOSPC", err)
+	}
+	if got, err := s.Get(r.ID); err != nil || got.State != StateRunning {
+		t.Errorf("Get of the job stored before: %+v, %v", got, err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	putRecord(t, s, StateQueued, time.Now())
+}
