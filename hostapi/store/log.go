@@ -3,7 +3,9 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
+	"slices"
 	"time"
 )
 
@@ -91,14 +93,28 @@ func scanLog(x *index, data []byte, base int64) int64 {
 	}
 }
 
-// load reads the log into the Store's index.
+// load reads the log into the Store's index, a MiB at a time, or a line
+// at a time for longer lines.
 func (s *Store) load() error {
-	data, err := io.ReadAll(s.log)
-	if err != nil {
-		return err
+	buf := make([]byte, 0, 1<<20)
+	var base int64 // where buf begins in the log
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, cap(buf)) // a line longer than buf
+		}
+		n, err := s.log.ReadAt(buf[len(buf):cap(buf)], base+int64(len(buf)))
+		buf = buf[:len(buf)+n]
+		end := scanLog(&s.index, buf, base)
+		buf = buf[:copy(buf, buf[end-base:])]
+		base = end
+		if errors.Is(err, io.EOF) {
+			s.end = end
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
-	s.end = scanLog(&s.index, data, 0)
-	return nil
 }
 
 // append writes lines to the log and, when durable, returns once a sync
@@ -118,8 +134,10 @@ func (s *Store) append(lines []logLine, durable bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// A write cut short leaves end where it was: the next line goes over
-	// what it wrote.
+	// what it wrote, which is cut off meanwhile if it can be (a removal
+	// written whole after a torn line would count).
 	if _, err := s.log.WriteAt(buf, s.end); err != nil {
+		s.log.Truncate(s.end)
 		return err
 	}
 	s.written++

@@ -174,3 +174,25 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 	})
 }
+
+// TestLoadLongLines reopens a log whose lines are longer than what load
+// reads at a time, and one that ends inside a long line: every record
+// reads back whole.
+func TestLoadLongLines(t *testing.T) {
+	s := openTestStore(t)
+	var recs []*Record
+	for i := range 3 {
+		r := &Record{ID: s.NewID(), Op: "rebase", State: StateSucceeded, OutputTail: strings.Repeat(string(rune('a'+i)), 1536<<10)}
+		if err := s.Put(r); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	appendTorn(t, s, `{"rec": {"id": "`+recs[0].ID+`", "op": "x", "state": "failed", "output_tail": "`+strings.Repeat("z", 1<<20))
+	s = reopen(t, s)
+	for _, r := range recs {
+		if got, err := s.Get(r.ID); err != nil || !reflect.DeepEqual(got, r) {
+			t.Errorf("Get(%s) after reopening: %v; want the record put, with its %d bytes of tail", r.ID, err, len(r.OutputTail))
+		}
+	}
+}
