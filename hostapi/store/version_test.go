@@ -294,7 +294,8 @@ func TestOpenVersion1Full(t *testing.T) {
 
 // TestPutFull stores a new job on a file system too full for it: Put
 // refuses it with ENOSPC, though its record would fit in the log's last
-// block, and stores it once there is space.
+// block, and stores it once there is space. A version of a known job that
+// the full file system cuts short is overwritten by the next.
 func TestPutFull(t *testing.T) {
 	mnt := filepath.Join(t.TempDir(), "fs")
 	if err := os.Mkdir(mnt, 0o700); err != nil {
@@ -312,8 +313,8 @@ func TestPutFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	r := putRecord(t, s, StateRunning, time.Now())
+	defer func() { s.Close() }()
+	r := putRecord(t, s, StateRunning, time.Now().UTC().Round(0))
 	filler := filepath.Join(mnt, "filler")
 	if err := os.WriteFile(filler, make([]byte, 1<<20), 0o600); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("filling the file system: %v", err)
@@ -321,11 +322,27 @@ func TestPutFull(t *testing.T) {
 	if err := s.Put(&Record{ID: s.NewID(), Op: "rebase", State: StateQueued}); !errors.Is(err, syscall.ENOSPC) {
 		t.Errorf("Put of a new job on a full file system: %v, want ENOSPC", err)
 	}
+	// A version of the known job too long for what is left: the write is
+	// cut short, the version before it stays, and the next Put, once
+	// there is space, goes over what it wrote.
+	long := *r
+	long.State, long.OutputTail = StateSucceeded, strings.Repeat("x", 64<<10)
+	if err := s.Put(&long); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("Put of a long version on a full file system: %v, want ENOSPC", err)
+	}
 	if got, err := s.Get(r.ID); err != nil || got.State != StateRunning {
 		t.Errorf("Get of the job stored before: %+v, %v", got, err)
 	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
+	}
+	r.State = StateFailed
+	if err := s.Put(r); err != nil {
+		t.Fatal(err)
+	}
+	s = reopen(t, s)
+	if got, err := s.Get(r.ID); err != nil || got.State != StateFailed {
+		t.Errorf("Get after the next Put, reopened: %+v, %v; want it failed", got, err)
 	}
 	putRecord(t, s, StateQueued, time.Now())
 }
