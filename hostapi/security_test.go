@@ -281,6 +281,8 @@ func TestSecurityJobIDTraversal(t *testing.T) {
 	rec := `{"id": "../planted", "op": "argv", "state": "running", "unit": "x.service", "caller_uid": 0}` + "\n"
 	os.WriteFile(filepath.Join(planted, recordFile), []byte(rec), 0o600)
 	os.WriteFile(filepath.Join(planted, outputFile), []byte("PLANTED SECRET"), 0o600)
+	// Where the output log of the job "../planted" would be.
+	os.WriteFile(filepath.Join(d.store.dir, "planted.log"), []byte("PLANTED SECRET"), 0o600)
 	for _, id := range []string{"..%2Fplanted", "%2E%2E%2Fplanted", "..%2F..%2Fjobs%2F..%2Fplanted", "%2Fetc", "..", ".", "..%2f..%2f..%2fetc%2fpasswd", "planted%00", "20261202T142501Z-0123abcd%2F..%2F..%2Fplanted"} {
 		for _, req := range []string{"GET /v1/jobs/" + id, "GET /v1/jobs/" + id + "/logs", "GET /v1/jobs/" + id + "/wait", "DELETE /v1/jobs/" + id} {
 			status, body := rawHTTP(t, apiSock, req+" HTTP/1.1\r\nHost: unitrun\r\nConnection: close\r\n\r\n")
@@ -305,7 +307,7 @@ func TestSecurityJobIDTraversal(t *testing.T) {
 		if _, err := d.store.Tail(id, 10); !errors.Is(err, ErrInvalidID) {
 			t.Errorf("Tail(%q): %v, want ErrInvalidID", id, err)
 		}
-		if d.store.disk().Dir(id) != "" || d.store.disk().OutputPath(id) != "" {
+		if d.store.disk().OutputPath(id) != "" {
 			t.Errorf("%q: the store gave a path for it", id)
 		}
 		if err := d.store.Put(&api.Record{ID: id, Op: "argv", State: api.StateRunning}); !errors.Is(err, ErrInvalidID) {
@@ -318,10 +320,9 @@ func TestSecurityJobIDTraversal(t *testing.T) {
 }
 
 // TestSecuritySymlinksInJobDir plants symlinks where the store reads and
-// writes: a job directory that is a symlink to a directory laid out as a
-// job, and record and output files that are symlinks to files
-// outside. Reads and writes refuse them, and no file outside is read or
-// written.
+// writes output logs: the output log of a job that has no record yet, and
+// that of a real job, each a symlink to a file outside. Reads and writes
+// refuse them, and no file outside is read or written.
 func TestSecuritySymlinksInJobDir(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), securityOps)
 	apiSock, _ := serveTest(t, d)
@@ -329,46 +330,40 @@ func TestSecuritySymlinksInJobDir(t *testing.T) {
 	secret := filepath.Join(outside, "secret")
 	os.WriteFile(secret, []byte("OUTSIDE SECRET"), 0o600)
 
-	// A job directory that is a symlink.
+	// The output log of a job not yet stored.
 	linked := d.store.NewID()
-	jobLike := filepath.Join(outside, "job")
-	os.Mkdir(jobLike, 0o700)
-	os.WriteFile(filepath.Join(jobLike, recordFile), fmt.Appendf(nil, `{"id": %q, "op": "argv", "state": "succeeded", "unit": "x.service", "caller_uid": 0}`+"\n", linked), 0o600)
-	os.WriteFile(filepath.Join(jobLike, outputFile), []byte("OUTSIDE SECRET"), 0o600)
-	if err := os.Symlink(jobLike, filepath.Join(filepath.Join(d.store.dir, "jobs"), linked)); err != nil {
+	if err := os.Symlink(secret, d.store.disk().OutputPath(linked)); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"/v1/jobs/" + linked, "/v1/jobs/" + linked + "/logs", "/v1/jobs"} {
 		if status, body := rawHTTP(t, apiSock, "GET "+path+" HTTP/1.1\r\nHost: unitrun\r\nConnection: close\r\n\r\n"); strings.Contains(body, "OUTSIDE") || strings.Contains(body, linked) && status == 200 {
-			t.Errorf("GET %s: %d %s: followed the symlinked job dir", path, status, body)
+			t.Errorf("GET %s: %d %s: followed the symlinked output log", path, status, body)
 		}
 	}
-	if err := d.store.Put(&api.Record{ID: linked, Op: "argv", State: api.StateFailed}); err == nil {
-		t.Error("Put through a symlinked job dir succeeded")
+	if err := d.store.Put(&api.Record{ID: linked, Op: "argv", State: api.StateFailed}); err != nil {
+		t.Fatal(err)
 	}
 	if f, err := d.store.OpenOutput(linked); err == nil {
 		f.Close()
-		t.Error("OpenOutput through a symlinked job dir succeeded")
+		t.Error("OpenOutput followed a symlinked output log")
+	}
+	if got, err := d.store.Tail(linked, 100); err == nil {
+		t.Errorf("Tail followed a symlinked output log: %q", got)
 	}
 
-	// Files of a real job that are symlinks.
+	// The output log of a real job.
 	r := call(t, d, "echo")
-	for _, name := range []string{outputFile, recordFile} {
-		p := filepath.Join(d.store.disk().Dir(r.ID), name)
-		os.Remove(p)
-		if err := os.Symlink(secret, p); err != nil {
-			t.Fatal(err)
-		}
+	p := d.store.disk().OutputPath(r.ID)
+	os.Remove(p)
+	if err := os.Symlink(secret, p); err != nil {
+		t.Fatal(err)
 	}
 	if f, err := d.store.OpenOutput(r.ID); err == nil {
 		f.Close()
-		t.Error("OpenOutput followed a symlinked output.log")
+		t.Error("OpenOutput followed a symlinked output log")
 	}
-	if got, err := d.store.Get(r.ID); err == nil {
-		t.Errorf("Get followed a symlinked record file: %+v", got)
-	}
-	if err := d.store.Put(r); err == nil {
-		t.Error("Put appended through a symlinked record file")
+	if status, body := rawHTTP(t, apiSock, "GET /v1/jobs/"+r.ID+"/logs HTTP/1.1\r\nHost: unitrun\r\nConnection: close\r\n\r\n"); strings.Contains(body, "OUTSIDE") {
+		t.Errorf("GET the logs of %s: %d %s: followed the symlinked output log", r.ID, status, body)
 	}
 	if b, _ := os.ReadFile(secret); string(b) != "OUTSIDE SECRET" {
 		t.Errorf("the file outside was written: %q", b)
@@ -803,17 +798,17 @@ func TestSecurityPassedFDs(t *testing.T) {
 }
 
 // TestSecurityStateModes runs a job that fails and checks the modes that
-// keep its files to the daemon: the state and jobs dirs and the job's dir
-// 0700, its record, output log and started mark 0600, and the store's
-// version file 0600.
+// keep its files to the daemon: the state and output dirs 0700, the
+// records log and the job's output log 0600, and the store's version file
+// 0600.
 func TestSecurityStateModes(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
 	r := call(t, d, "echo", "x", "3")
 	d.Close()
 	want := map[string]os.FileMode{
-		d.store.dir: 0o700 | os.ModeDir, filepath.Join(d.store.dir, "jobs"): 0o700 | os.ModeDir, d.store.disk().Dir(r.ID): 0o700 | os.ModeDir,
-		filepath.Join(d.store.disk().Dir(r.ID), recordFile): 0o600, d.store.disk().OutputPath(r.ID): 0o600,
-		filepath.Join(d.store.disk().Dir(r.ID), startedFile): 0o600, filepath.Join(d.store.dir, "store-version"): 0o600,
+		d.store.dir: 0o700 | os.ModeDir, filepath.Join(d.store.dir, "output"): 0o700 | os.ModeDir,
+		filepath.Join(d.store.dir, "records.log"): 0o600, d.store.disk().OutputPath(r.ID): 0o600,
+		filepath.Join(d.store.dir, "store-version"): 0o600,
 	}
 	for path, mode := range want {
 		if fi, err := os.Lstat(path); err != nil {
@@ -873,12 +868,11 @@ on_disconnect = "stop"
 	}
 }
 
-// The names of a job's files in its directory of the state dir, which
-// these tests plant and check.
+// The names of a job's files in a directory laid out as a job of store
+// version 1, which TestSecurityJobIDTraversal plants.
 const (
-	recordFile  = "record.jsonl"
-	outputFile  = "output.log"
-	startedFile = "started"
+	recordFile = "record.jsonl"
+	outputFile = "output.log"
 )
 
 // disk returns the store's implementation, for the tests that look at

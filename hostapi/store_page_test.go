@@ -32,7 +32,7 @@ func TestSecurityListingBounded(t *testing.T) {
 		}
 	}
 	nobody := []string{"setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"}
-	daemontest.Curl(t, apiSock, nobody, "http://unitrun/v1/jobs") // the first listing makes the store's index
+	daemontest.Curl(t, apiSock, nobody, "http://unitrun/v1/jobs") // a first listing, as a daemon that has served one
 	reads := d.store.disk().Reads()
 	for range 8 {
 		if status, body := daemontest.Curl(t, apiSock, nobody, "http://unitrun/v1/jobs"); status != http.StatusOK || strings.TrimSpace(body) != "[]" {

@@ -1,12 +1,11 @@
-// Command store measures the host API daemon's record store against two
-// other designs of it, in one run, on the file system of -dir:
+// Command store measures the host API daemon's record store against
+// bbolt, in one run, on the file system of -dir:
 //
-//   - today: package hostapi/store (a directory per job, records appended
-//     into a zeroed room, spares, started marks as hard links);
+//   - v2: package hostapi/store as the daemon uses it (one append-only
+//     record log for all jobs with group commit, indexed in memory,
+//     compacted at prune, an output log per job);
 //   - bbolt: the records and started marks in one bbolt file
-//     (go.etcd.io/bbolt, containerd's choice), an output log per job;
-//   - log: one append-only record log for all jobs with group commit,
-//     compacted at prune, the records in memory, an output log per job.
+//     (go.etcd.io/bbolt, containerd's choice), an output log per job.
 //
 // Each keeps the same promise: a record is durable (fdatasync, or bbolt's
 // commit) before the call that stored it returns; a started mark need not
@@ -19,7 +18,7 @@
 // Reads by id and pages of 100 of a store of 1,000 records are measured
 // apart. Within a round the designs run each measure back to back, in
 // an order that turns from round to round; the table gives each one's
-// median over the rounds and the median of its ratio to today's in the
+// median over the rounds and the median of its ratio to v2's in the
 // same round.
 //
 // This is a module of its own so that bbolt stays out of unitrun's.
@@ -58,9 +57,8 @@ var designs = []struct {
 	name string
 	open func(dir string) (design, error)
 }{
-	{"today", openToday},
+	{"v2", openV2},
 	{"bbolt", openBolt},
-	{"log", openLog},
 }
 
 const keep = 50 // records_keep of the daemon measured
@@ -73,7 +71,7 @@ func main() {
 
 	measures := []string{"job, 1 at a time", "job, 200 at once", "read by id", "page of 100 (of 1,000)"}
 	// times[m][d] and ratios[m][d]: per round, µs and the time over
-	// today's in the same round (paired, so that the machine's drift
+	// v2's in the same round (paired, so that the machine's drift
 	// from one round to the next cancels out).
 	times := make([][][]float64, len(measures))
 	ratios := make([][][]float64, len(measures))
@@ -98,7 +96,7 @@ func main() {
 			}
 		}
 	}
-	fmt.Printf("state on %s, %d rounds of %d jobs (reads: 10x as many); µs per job or read, median (range); x today: the median of each round's ratio to today's\n\n", *dir, *rounds, *jobs)
+	fmt.Printf("state on %s, %d rounds of %d jobs (reads: 10x as many); µs per job or read, median (range); x v2: the median of each round's ratio to v2's\n\n", *dir, *rounds, *jobs)
 	fmt.Printf("| measure |")
 	for _, d := range designs {
 		fmt.Printf(" %s |", d.name)
@@ -108,7 +106,7 @@ func main() {
 		fmt.Printf("| %s |", name)
 		for d := range designs {
 			t, r := times[m][d], ratios[m][d]
-			fmt.Printf(" %.1f (%.1f to %.1f), %.2fx today (%.2f to %.2f) |", median(t), slices.Min(t), slices.Max(t), median(r), slices.Min(r), slices.Max(r))
+			fmt.Printf(" %.1f (%.1f to %.1f), %.2fx v2 (%.2f to %.2f) |", median(t), slices.Min(t), slices.Max(t), median(r), slices.Min(r), slices.Max(r))
 		}
 		fmt.Println()
 	}

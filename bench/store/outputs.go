@@ -11,7 +11,7 @@ import (
 )
 
 // outputs is the directory of output logs, a file per job, of the bbolt
-// and log designs: the unit appends to its file whoever runs, so the
+// design: the unit appends to its file whoever runs, so the
 // output cannot live in the record store's file.
 type outputs string
 

@@ -1,6 +1,7 @@
 // Package store keeps the host API daemon's job records and output logs
-// durably in a state directory: a directory per job, holding its record
-// (a JSON line per version, in the disk schema Record) and the output log
-// that the job's unit appends to. See Store for the layout and for what
-// survives a crash.
+// durably in a state directory: one append-only log of every job's
+// records (a JSON line per version, in the disk schema Record), indexed
+// in memory, and an output log per job that the job's unit appends to.
+// See Store for the layout and for what survives a crash, and Open for
+// the migration from the layout of version 1.
 package store

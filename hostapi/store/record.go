@@ -3,7 +3,7 @@ package store
 import "time"
 
 // Record is a job's record as the store keeps it on disk: one JSON line
-// per version in the job's record file. It is the disk's schema, apart
+// per version in the log (the "rec" of a logLine). It is the disk's schema, apart
 // from the record the daemon serves: a change of the wire does not change
 // the disk unless the conversion (hostapi's Store) changes too, and a
 // change of this type is a new schema version (schemaVersion) with a migration.

@@ -3,37 +3,27 @@ package store
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
 
-// appendTorn writes raw bytes to the job's record file where the next
-// version goes, just after its last newline, as a crash in the middle of
-// a Put leaves them.
-func appendTorn(t *testing.T, s *Store, id, raw string) {
+// appendTorn writes raw bytes to the log where the next line goes, as a
+// crash in the middle of a Put, or a write a full disk cut short, leaves
+// them: the Store does not know of them.
+func appendTorn(t *testing.T, s *Store, raw string) {
 	t.Helper()
-	path := filepath.Join(s.Dir(id), recordFile)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteAt([]byte(raw), nextRecordAt(data)); err != nil {
+	if _, err := s.log.WriteAt([]byte(raw), s.end); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// TestRecordVersions checks that each Put of a job after its first appends
-// one line to its record file, that Get returns the last, and that a
-// version a crash cut short, whatever it left, neither hides the version
-// before it nor the one the next Put appends.
+// TestRecordVersions checks that each Put of a job appends one line to
+// the log, that Get returns the last, and that a version a crash or a
+// full disk cut short, whatever it left, neither hides the version before
+// it, in the Store that wrote it or one opened after, nor the one the next
+// Put appends.
 func TestRecordVersions(t *testing.T) {
 	s := openTestStore(t)
 	r := putRecord(t, s, StateQueued, time.Now())
@@ -43,35 +33,33 @@ func TestRecordVersions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(s.Dir(r.ID), recordFile))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var states []State
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
-		var v Record
-		if err := json.Unmarshal(line, &v); err != nil {
+	for _, line := range logLines(t, s) {
+		var v logLine
+		if err := json.Unmarshal([]byte(line), &v); err != nil || v.Rec == nil {
 			t.Fatalf("line %q: %v", line, err)
 		}
-		states = append(states, v.State)
+		states = append(states, v.Rec.State)
 	}
 	if len(states) != 3 || states[0] != StateQueued || states[2] != StateSucceeded {
-		t.Errorf("record file holds the versions %v, want queued, running, succeeded", states)
+		t.Errorf("the log holds the versions %v, want queued, running, succeeded", states)
 	}
 
 	torn := []struct{ name, raw string }{
-		{"unfinished line", "\n" + `{"id": "` + r.ID + `", "op": "rebase", "state": "fail`},
-		{"zeros where the data was not written", "\n\x00\x00\x00\x00\x00\x00\x00\x00"},
-		{"a line ended by a newline whose start was not written", "\n\x00\x00\x00\x00" + `"state": "failed"}` + "\n"},
+		{"unfinished line", `{"rec": {"id": "` + r.ID + `", "op": "rebase", "state": "fail`},
+		{"zeros where the data was not written", "\x00\x00\x00\x00\x00\x00\x00\x00"},
+		{"a line ended by a newline whose start was not written", "\x00\x00\x00\x00" + `"state": "failed"}}` + "\n"},
+		{"a long line cut short", `{"rec": {"id": "` + r.ID + `", "op": "rebase", "state": "failed", "message": "` + strings.Repeat("x", 4096)},
 	}
 	for _, tc := range torn {
 		t.Run(tc.name, func(t *testing.T) {
-			appendTorn(t, s, r.ID, tc.raw)
+			appendTorn(t, s, tc.raw)
 			if got, err := s.Get(r.ID); err != nil || got.State != r.State {
 				t.Fatalf("Get after the torn append = %+v, %v; want the version before it (%s)", got, err, r.State)
+			}
+			s = reopen(t, s)
+			if got, err := s.Get(r.ID); err != nil || got.State != r.State || got.Message != r.Message {
+				t.Fatalf("Get after the torn append, reopened = %+v, %v; want the version before it", got, err)
 			}
 			r.Message = tc.name
 			if err := s.Put(r); err != nil {
@@ -80,10 +68,59 @@ func TestRecordVersions(t *testing.T) {
 			if got, err := s.Get(r.ID); err != nil || got.Message != tc.name {
 				t.Errorf("Get after the next Put = %+v, %v; want its version", got, err)
 			}
+			s = reopen(t, s)
+			if got, err := s.Get(r.ID); err != nil || got.Message != tc.name {
+				t.Errorf("Get after the next Put, reopened = %+v, %v; want its version", got, err)
+			}
 		})
 	}
 }
 
+// FuzzLoad checks that no log's contents make scanLog panic, that each
+// record it indexes is a line of the log, and that a line written where
+// scanLog says the next goes, over whatever bytes a crash or a full disk
+// left there, is the job's current record.
+func FuzzLoad(f *testing.F) {
+	rec := `{"rec": {"id": "20261202T142501Z-0123abcd", "op": "a", "state": "running"}}`
+	f.Add([]byte(rec + "\n"))
+	f.Add([]byte(rec + "\n" + `{"started": "20261202T142501Z-0123abcd"}` + "\n" + `{"rec": {"id": "2026`))
+	f.Add([]byte(rec + "\n" + `{"rm": "20261202T142501Z-0123abcd"}` + "\n\x00\x00"))
+	f.Add([]byte("\x00\x00\n{}\n[]\nnull\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		x := newIndex()
+		end := scanLog(&x, data, 0)
+		if end > int64(len(data)) || end > 0 && data[end-1] != '\n' || bytes.IndexByte(data[end:], '\n') >= 0 {
+			t.Fatalf("scanLog(%q) = %d, not the end of the last complete line", data, end)
+		}
+		for id, e := range x.recs {
+			if e.off < 0 || e.off+int64(e.n) >= int64(len(data)) || data[e.off+int64(e.n)] != '\n' {
+				t.Fatalf("record %s at %d+%d: not a line of %q", id, e.off, e.n, data)
+			}
+		}
+		line, err := json.Marshal(logLine{Rec: &Record{ID: "20261202T142501Z-0123abcd", Op: "op\n\"}", State: StateFailed, Message: string(data)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want logLine // the record as it reads back (invalid UTF-8 made U+FFFD)
+		if err := json.Unmarshal(line, &want); err != nil {
+			t.Fatal(err)
+		}
+		line = append(line, '\n')
+		file := append(bytes.Clone(data[:end]), line...)
+		if rest := end + int64(len(line)); rest < int64(len(data)) {
+			file = append(file, data[rest:]...)
+		}
+		x = newIndex()
+		scanLog(&x, file, 0)
+		e, ok := x.recs[want.Rec.ID]
+		var got logLine
+		if !ok || json.Unmarshal(file[e.off:e.off+int64(e.n)], &got) != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("after %q: %+v, %v; want %+v", data, got.Rec, ok, want.Rec)
+		}
+	})
+}
+
+// TestDecodeRecord reads record files of version 1 (see migrate).
 func TestDecodeRecord(t *testing.T) {
 	tests := []struct {
 		data string
@@ -98,6 +135,7 @@ func TestDecodeRecord(t *testing.T) {
 		{`{"op": "a"}` + "\n\n" + `{"op": "b"` + "\n", "a"},
 		{`{"op": "a"}` + "\n" + `{"op": "b"` + "\n" + `{"op": "c"}` + "\n\n", "c"},
 		{"{not json\n", ""},
+		{`{"op": "a"}` + "\n\x00\x00\x00\x00", "a"},
 	}
 	for _, tc := range tests {
 		r, err := decodeRecord([]byte(tc.data))
@@ -107,10 +145,10 @@ func TestDecodeRecord(t *testing.T) {
 	}
 }
 
-// FuzzDecodeRecord checks that no record file's contents make
-// decodeRecord panic, and that a version written as appendRecord writes
-// it (at nextRecordAt), over and before whatever bytes a crash or a
-// spare's zeroed room left, is the one it returns.
+// FuzzDecodeRecord checks that no record file of version 1 makes
+// decodeRecord panic, and that a version written as version 1 wrote it
+// (just after the last newline), over and before whatever bytes a crash
+// or a spare's zeroed room left, is the one it returns.
 func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte(`{"id": "x", "op": "a", "state": "running"}` + "\n"))
 	f.Add([]byte(`{"op": "a"}` + "\n\n" + `{"op": "b`))
@@ -127,10 +165,10 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatal(err)
 		}
 		file := bytes.Clone(data)
-		off := nextRecordAt(file)
+		off := bytes.LastIndexByte(file, '\n') + 1
 		line = append(line, '\n')
-		if end := off + int64(len(line)); end > int64(len(file)) {
-			file = append(file, make([]byte, end-int64(len(file)))...)
+		if end := off + len(line); end > len(file) {
+			file = append(file, make([]byte, end-len(file))...)
 		}
 		copy(file[off:], line)
 		got, err := decodeRecord(file)
@@ -138,4 +176,26 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("after %q: %+v, %v; want %+v", data, got, err, want)
 		}
 	})
+}
+
+// TestLoadLongLines reopens a log whose lines are longer than what load
+// reads at a time, and one that ends inside a long line: every record
+// reads back whole.
+func TestLoadLongLines(t *testing.T) {
+	s := openTestStore(t)
+	var recs []*Record
+	for i := range 3 {
+		r := &Record{ID: s.NewID(), Op: "rebase", State: StateSucceeded, OutputTail: strings.Repeat(string(rune('a'+i)), 1536<<10)}
+		if err := s.Put(r); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	appendTorn(t, s, `{"rec": {"id": "`+recs[0].ID+`", "op": "x", "state": "failed", "output_tail": "`+strings.Repeat("z", 1<<20))
+	s = reopen(t, s)
+	for _, r := range recs {
+		if got, err := s.Get(r.ID); err != nil || !reflect.DeepEqual(got, r) {
+			t.Errorf("Get(%s) after reopening: %v; want the record put, with its %d bytes of tail", r.ID, err, len(r.OutputTail))
+		}
+	}
 }

@@ -1,11 +1,13 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -37,7 +39,7 @@ func TestOpenStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{s.dir, s.jobs} {
+	for _, d := range []string{s.dir, s.output} {
 		fi, err := os.Lstat(d)
 		if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
 			t.Errorf("%s: %v, %v; want a 0700 directory", d, fi.Mode(), err)
@@ -55,10 +57,10 @@ func TestOpenStore(t *testing.T) {
 	if err := os.Symlink(real, filepath.Join(base, "link")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Mkdir(filepath.Join(base, "jobslink"), 0o700); err != nil {
+	if err := os.Mkdir(filepath.Join(base, "outlink"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(real, filepath.Join(base, "jobslink", "jobs")); err != nil {
+	if err := os.Symlink(real, filepath.Join(base, "outlink", outputDir)); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(base, "file"), nil, 0o600); err != nil {
@@ -68,13 +70,13 @@ func TestOpenStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(filepath.Join(base, "open"), 0o777)
-	if err := os.MkdirAll(filepath.Join(base, "markdir", markFile), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(base, "logdir", logFile), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Mkdir(filepath.Join(base, "markmode"), 0o700); err != nil {
+	if err := os.Mkdir(filepath.Join(base, "loglink"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(base, "markmode", markFile), nil, 0o644); err != nil {
+	if err := os.Symlink(filepath.Join(base, "file"), filepath.Join(base, "loglink", logFile)); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -82,11 +84,11 @@ func TestOpenStore(t *testing.T) {
 		want string
 	}{
 		{filepath.Join(base, "link"), "is a symlink"},
-		{filepath.Join(base, "jobslink"), "jobs is a symlink"},
+		{filepath.Join(base, "outlink"), "output is a symlink"},
 		{filepath.Join(base, "file"), "not a directory"},
 		{filepath.Join(base, "open"), "writable by group or others"},
-		{filepath.Join(base, "markdir"), "mark: is a directory"},
-		{filepath.Join(base, "markmode"), "mark has mode -rw-r--r--, want 0600"},
+		{filepath.Join(base, "logdir"), "records.log: is a directory"},
+		{filepath.Join(base, "loglink"), "records.log: too many levels of symbolic links"},
 	}
 	for _, tt := range tests {
 		_, err := Open(tt.dir)
@@ -143,14 +145,23 @@ func TestPutGet(t *testing.T) {
 	if got, err := s.Get(r.ID); err != nil || got.State != StateSucceeded {
 		t.Errorf("after replace: %+v, %v", got, err)
 	}
-	entries, _ := os.ReadDir(s.jobs)
-	if len(entries) != 1 {
-		t.Errorf("jobs dir holds %d entries, want 1 (no temp left)", len(entries))
+	if n := len(logLines(t, s)); n != 2 {
+		t.Errorf("the log holds %d lines, want one per Put, 2", n)
 	}
-	entries, _ = os.ReadDir(s.Dir(r.ID))
-	if len(entries) != 1 || entries[0].Name() != recordFile {
-		t.Errorf("job dir holds %v, want only %s", entries, recordFile)
+	entries, _ := os.ReadDir(s.dir)
+	if len(entries) != 3 {
+		t.Errorf("state dir holds %v, want the version file, the log and the output dir alone", entries)
 	}
+}
+
+// logLines returns the lines of the store's log.
+func logLines(t *testing.T, s *Store) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(s.dir, logFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 }
 
 func TestPutRefuses(t *testing.T) {
@@ -173,9 +184,8 @@ func TestPutRefuses(t *testing.T) {
 			t.Errorf("Put(%+v): err = %v, want one containing %q", tt.r, err, tt.want)
 		}
 	}
-	entries, _ := os.ReadDir(s.jobs)
-	if len(entries) != 0 {
-		t.Errorf("refused Puts left %d entries", len(entries))
+	if fi, err := os.Stat(filepath.Join(s.dir, logFile)); err != nil || fi.Size() != 0 {
+		t.Errorf("refused Puts wrote to the log: %v, %v", fi.Size(), err)
 	}
 }
 
@@ -185,58 +195,46 @@ func TestGetErrors(t *testing.T) {
 		if _, err := s.Get(id); !errors.Is(err, ErrInvalidID) {
 			t.Errorf("Get(%q): err = %v, want ErrInvalidID", id, err)
 		}
-		if d := s.Dir(id); d != "" {
-			t.Errorf("Dir(%q) = %q, want \"\"", id, d)
+		if p := s.OutputPath(id); p != "" {
+			t.Errorf("OutputPath(%q) = %q, want \"\"", id, p)
 		}
 	}
 	if _, err := s.Get("20261202T142501Z-0123abcd"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get of a missing job: err = %v, want ErrNotFound", err)
 	}
-	// A symlinked job directory is not followed.
-	r := putRecord(t, s, StateRunning, time.Now())
-	link := "20261202T142501Z-0000beef"
-	if err := os.Symlink(s.Dir(r.ID), filepath.Join(s.jobs, link)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Get(link); err == nil || errors.Is(err, ErrNotFound) {
-		t.Errorf("Get through a symlinked job dir: err = %v, want a refusal", err)
-	}
 }
 
 // TestPutCrash simulates a crash in the middle of Put: a version of the
-// record appended in part, and a temp directory of a first Put in jobs/.
+// record written in part at the log's end. Get, List and a Store opened
+// after pass over it, and the next Put goes over it.
 func TestPutCrash(t *testing.T) {
 	s := openTestStore(t)
 	r := putRecord(t, s, StateRunning, time.Now())
-	appendTorn(t, s, r.ID, "\n"+`{"id": "`+r.ID+`", "state": "succ`)
-	newTmp := filepath.Join(s.jobs, ".new-20261202T142501Z-0123abcd-99")
-	if err := os.Mkdir(newTmp, 0o700); err != nil {
+	appendTorn(t, s, `{"rec": {"id": "`+r.ID+`", "state": "succ`)
+	for i := range 2 {
+		if i == 1 {
+			s = reopen(t, s)
+		}
+		got, err := s.Get(r.ID)
+		if err != nil || got.State != StateRunning {
+			t.Errorf("Get after a torn write = %+v, %v; want the old record", got, err)
+		}
+		recs, err := s.List()
+		if err != nil || len(recs) != 1 || recs[0].ID != r.ID {
+			t.Errorf("List after torn writes = %v, %v; want the one record", recs, err)
+		}
+	}
+}
+
+// reopen closes s and opens its state directory again.
+func reopen(t *testing.T, s *Store) *Store {
+	t.Helper()
+	s.Close()
+	s, err := Open(s.dir)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(newTmp, recordFile), []byte("{"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.Get(r.ID)
-	if err != nil || got.State != StateRunning {
-		t.Errorf("Get after a torn write = %+v, %v; want the old record", got, err)
-	}
-	recs, err := s.List()
-	if err != nil || len(recs) != 1 || recs[0].ID != r.ID {
-		t.Errorf("List after torn writes = %v, %v; want the one record", recs, err)
-	}
-	// Prune removes the temp directory once it is stale, not before.
-	if _, err := s.Prune(-1, 0, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(newTmp); err != nil {
-		t.Errorf("a fresh temp dir was pruned: %v", err)
-	}
-	if _, err := s.Prune(-1, 0, time.Now().Add(2*staleTemp)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(newTmp); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("a stale temp dir was kept: %v", err)
-	}
+	return s
 }
 
 func TestPutConcurrent(t *testing.T) {
@@ -261,9 +259,8 @@ func TestPutConcurrent(t *testing.T) {
 	if r, err := s.Get(id); err != nil || !strings.HasPrefix(r.Op, "op") {
 		t.Errorf("Get = %+v, %v", r, err)
 	}
-	entries, _ := os.ReadDir(s.jobs)
-	if len(entries) != 1 {
-		t.Errorf("jobs dir holds %d entries, want 1", len(entries))
+	if r, err := reopen(t, s).Get(id); err != nil || !strings.HasPrefix(r.Op, "op") {
+		t.Errorf("Get after reopening = %+v, %v", r, err)
 	}
 }
 
@@ -275,16 +272,10 @@ func TestListCorrupt(t *testing.T) {
 	bad := putRecord(t, s, StateFailed, t0.Add(2*time.Hour))
 	other := putRecord(t, s, StateFailed, t0.Add(3*time.Hour))
 	newest := putRecord(t, s, StateQueued, t0.Add(4*time.Hour))
-	if err := os.WriteFile(filepath.Join(s.Dir(bad.ID), recordFile), []byte("{not json\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// A record under the wrong directory is corrupt too.
-	data, _ := os.ReadFile(filepath.Join(s.Dir(old.ID), recordFile))
-	if err := os.WriteFile(filepath.Join(s.Dir(other.ID), recordFile), data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// Entries not of the id form are ignored.
-	os.Mkdir(filepath.Join(s.jobs, "lost+found"), 0o700)
+	// The disk changes the bytes of bad's line; other's holds the id of
+	// another job.
+	corruptLine(t, s, bad.ID, func(line []byte) { copy(line, "{not json") })
+	corruptLine(t, s, other.ID, func(line []byte) { copy(line[bytes.Index(line, []byte(other.ID)):], old.ID) })
 
 	recs, err := s.List()
 	var ids []string
@@ -306,6 +297,21 @@ func TestListCorrupt(t *testing.T) {
 	}
 	if _, err := s.Get(bad.ID); !errors.As(err, &re) || re.ID != bad.ID {
 		t.Errorf("Get of a corrupt record: err = %v, want a *RecordError", err)
+	}
+}
+
+// corruptLine changes in place the bytes of the job's current line in the
+// log, as a disk may.
+func corruptLine(t *testing.T, s *Store, id string, change func(line []byte)) {
+	t.Helper()
+	e := s.recs[id]
+	line := make([]byte, e.n)
+	if _, err := s.log.ReadAt(line, e.off); err != nil {
+		t.Fatal(err)
+	}
+	change(line)
+	if _, err := s.log.WriteAt(line, e.off); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -342,6 +348,13 @@ func TestPrune(t *testing.T) {
 			if err := s.Put(recs[5]); err != nil {
 				t.Fatal(err)
 			}
+			for _, r := range recs {
+				f, err := s.OpenOutput(r.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.Close()
+			}
 			removed, err := s.Prune(tt.keep, tt.maxAge, now)
 			if err != nil {
 				t.Fatal(err)
@@ -364,39 +377,41 @@ func TestPrune(t *testing.T) {
 					t.Errorf("record %d (%s): gone = %v, want %v (err %v)", i, r.State, gone, wantGone, err)
 				}
 			}
-			entries, _ := os.ReadDir(s.jobs)
-			spares := 0
-			for _, e := range entries {
-				switch {
-				case strings.HasPrefix(e.Name(), sparePrefix):
-					spares++
-				case strings.HasPrefix(e.Name(), "."):
-					t.Errorf("Prune left %s", e.Name())
+			for i, r := range recs {
+				_, err := os.Stat(s.OutputPath(r.ID))
+				if gone := errors.Is(err, os.ErrNotExist); gone != slices.Contains(tt.want, i) {
+					t.Errorf("output log of record %d: %v; want it gone only when the job is", i, err)
 				}
 			}
-			if spares != len(want) {
-				t.Errorf("Prune left %d spares, want one per job removed, %d", spares, len(want))
+			// The removals are in the log.
+			s = reopen(t, s)
+			for _, id := range want {
+				if _, err := s.Get(id); !errors.Is(err, ErrNotFound) {
+					t.Errorf("after reopening, Get(%s) of a pruned job: %v, want ErrNotFound", id, err)
+				}
 			}
 		})
 	}
 }
 
+// TestPruneLeftovers simulates a crash of Prune between its removals and
+// the deletion of the output logs, and a host crash that took a staged
+// record away after its unit wrote output: Open deletes output logs of
+// jobs without a record, and keeps the others.
 func TestPruneLeftovers(t *testing.T) {
 	s := openTestStore(t)
 	r := putRecord(t, s, StateRunning, time.Now())
-	// A crash between the rename and the delete of a removal.
-	gone := filepath.Join(s.jobs, ".rm-20261202T142501Z-0123abcd")
-	if err := os.MkdirAll(filepath.Join(gone, "sub"), 0o700); err != nil {
-		t.Fatal(err)
+	for _, id := range []string{r.ID, "20261202T142501Z-0123abcd"} {
+		if err := os.WriteFile(filepath.Join(s.output, id+".log"), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := s.Prune(0, 0, time.Now()); err != nil {
-		t.Fatal(err)
+	s = reopen(t, s)
+	if _, err := os.Stat(filepath.Join(s.output, "20261202T142501Z-0123abcd.log")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the output log of no job was kept: %v", err)
 	}
-	if _, err := os.Stat(gone); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("an unfinished removal was kept: %v", err)
-	}
-	if _, err := s.Get(r.ID); err != nil {
-		t.Errorf("the running job was pruned: %v", err)
+	if tail, err := s.Tail(r.ID, 10); err != nil || tail != "x" {
+		t.Errorf("the running job's output: %q, %v", tail, err)
 	}
 }
 
@@ -443,7 +458,7 @@ func TestOutput(t *testing.T) {
 			t.Errorf("Tail(%d): got %d bytes ending %q, want %d bytes", n, len(got), got[max(len(got)-10, 0):], len(wantTail))
 		}
 	}
-	if s.OutputPath(r.ID) != filepath.Join(s.Dir(r.ID), "output.log") {
+	if s.OutputPath(r.ID) != filepath.Join(s.dir, "output", r.ID+".log") {
 		t.Errorf("OutputPath = %s", s.OutputPath(r.ID))
 	}
 	if _, err := s.Tail("20261202T142501Z-0123abcd", 10); !errors.Is(err, ErrNotFound) {
@@ -476,40 +491,35 @@ func TestOutputSymlink(t *testing.T) {
 	}
 }
 
-// TestMarksAreLinks checks that a job's mark is a name of the store's
-// mark file, so that marking a job allocates no inode, that marking twice
-// is no error, and that a mark is still made, as a file of its own, when
-// there is no mark file to link.
-func TestMarksAreLinks(t *testing.T) {
+// TestMarkStarted marks a job started, twice, which is no error; the
+// mark is in the log for a Store opened after, and needs a job.
+func TestMarkStarted(t *testing.T) {
 	s := openTestStore(t)
-	mark, err := os.Stat(filepath.Join(s.dir, markFile))
-	if err != nil {
-		t.Fatal(err)
-	}
 	r := putRecord(t, s, StateRunning, time.Now())
+	other := putRecord(t, s, StateRunning, time.Now())
 	for range 2 {
 		if err := s.MarkStarted(r.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if fi, err := os.Stat(s.jobPath(r.ID, startedFile)); err != nil || !os.SameFile(fi, mark) {
-		t.Errorf("%s: %v; want a link to the store's mark file", startedFile, err)
+	for i := range 2 {
+		if i == 1 {
+			s = reopen(t, s)
+		}
+		if ok, err := s.Started(r.ID); !ok || err != nil {
+			t.Errorf("started = %v, %v; want true", ok, err)
+		}
+		if ok, err := s.Started(other.ID); ok || err != nil {
+			t.Errorf("started of a job not marked = %v, %v; want false", ok, err)
+		}
 	}
-	if ok, err := s.Started(r.ID); !ok || err != nil {
-		t.Errorf("started = %v, %v; want true", ok, err)
-	}
-
-	if err := os.Remove(filepath.Join(s.dir, markFile)); err != nil {
-		t.Fatal(err)
-	}
-	other := putRecord(t, s, StateRunning, time.Now())
-	if err := s.MarkStarted(other.ID); err != nil {
-		t.Fatalf("mark with no mark file: %v", err)
-	}
-	if fi, err := os.Lstat(s.jobPath(other.ID, startedFile)); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
-		t.Errorf("mark with no mark file: %v, %v; want a 0600 file", fi, err)
+	if n := len(logLines(t, s)); n != 3 {
+		t.Errorf("the log holds %d lines, want 3: two records and one mark", n)
 	}
 	if err := s.MarkStarted("../x"); !errors.Is(err, ErrInvalidID) {
 		t.Errorf("mark of a bad id: %v, want ErrInvalidID", err)
+	}
+	if err := s.MarkStarted("20261202T142501Z-0123abcd"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("mark of no job: %v, want ErrNotFound", err)
 	}
 }

@@ -81,22 +81,55 @@ func copyFixture(t *testing.T, name string) string {
 }
 
 // TestOpenVersion1 opens a state directory written by the store of
-// version 1, before the store had a version file (testdata/v1), and
-// reads every record, output log and started mark as that store wrote
-// them; the store then says it is of version 1, lists the jobs newest
-// first, and stores new jobs, taking the spare left, and prunes.
+// version 1, before the store had a version file (testdata/v1): Open
+// migrates it to version 2, and the store then reads every record, output
+// log and started mark as version 1 wrote them, lists the jobs newest
+// first, stores new jobs and prunes. Output a unit appends to its log of
+// version 1, opened before the migration, is in the job's log after.
 func TestOpenVersion1(t *testing.T) {
 	dir := copyFixture(t, "v1")
 	if _, err := os.Stat(filepath.Join(dir, versionFile)); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("the fixture has a version file (%v): it must be as version 1 left it", err)
 	}
+	unit, err := os.OpenFile(filepath.Join(dir, v1Jobs, "20261204T120010Z-0000000b", v1Output), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unit.Close()
 	s, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, err := os.ReadFile(filepath.Join(dir, versionFile)); err != nil || string(v) != "1\n" {
-		t.Errorf("version file after Open: %q, %v; want \"1\\n\"", v, err)
+	if v, err := os.ReadFile(filepath.Join(dir, versionFile)); err != nil || string(v) != "2\n" {
+		t.Errorf("version file after Open: %q, %v; want \"2\\n\"", v, err)
 	}
+	for _, name := range []string{v1Jobs, v1Mark} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s of version 1 left after the migration: %v", name, err)
+		}
+	}
+	checkFixture(t, s)
+	if _, err := unit.WriteString("and on\n"); err != nil {
+		t.Fatal(err)
+	}
+	if tail, err := s.Tail("20261204T120010Z-0000000b", 100); err != nil || tail != "still going\nand on\n" {
+		t.Errorf("output the unit wrote after the migration: %q, %v", tail, err)
+	}
+	r := putRecord(t, s, StateRunning, time.Now())
+	if got, err := s.Get(r.ID); err != nil || got.State != StateRunning {
+		t.Errorf("Get(new job) = %+v, %v", got, err)
+	}
+	removed, err := s.Prune(1, 0, time.Now())
+	if err != nil || len(removed) != 2 {
+		t.Errorf("Prune(keep 1) removed %v, %v; want the two older of the three finished jobs", removed, err)
+	}
+}
+
+// checkFixture checks that s holds the jobs of testdata/v1 as version 1
+// wrote them: records, started marks and output logs, and lists them
+// newest first.
+func checkFixture(t *testing.T, s *Store) {
+	t.Helper()
 	jobs := fixtureJobs()
 	for _, j := range jobs {
 		got, err := s.Get(j.rec.ID)
@@ -138,20 +171,41 @@ func TestOpenVersion1(t *testing.T) {
 			t.Errorf("List[%d] = %s, want %s", i, r.ID, want)
 		}
 	}
+}
 
-	if n := len(spareNames(t, s)); n != 1 {
-		t.Fatalf("%d spares, want the fixture's one", n)
-	}
-	r := putRecord(t, s, StateRunning, time.Now())
-	if n := len(spareNames(t, s)); n != 0 {
-		t.Errorf("a new job left %d spares, want it to take the fixture's", n)
-	}
-	if got, err := s.Get(r.ID); err != nil || got.State != StateRunning {
-		t.Errorf("Get(new job) = %+v, %v", got, err)
-	}
-	removed, err := s.Prune(1, 0, time.Now())
-	if err != nil || len(removed) != 2 {
-		t.Errorf("Prune(keep 1) removed %v, %v; want the two older of the three finished jobs", removed, err)
+// TestMigrateCrash stops the migration of testdata/v1 at each of its
+// steps, as a crash would, and opens the store again: Open then finds
+// version 1 whole (which it migrates) or version 2 whole, and every job.
+func TestMigrateCrash(t *testing.T) {
+	steps := []string{"migrate: log written", "migrate: outputs linked", "migrate: built", "migrate: committed"}
+	for _, at := range steps {
+		t.Run(at, func(t *testing.T) {
+			dir := copyFixture(t, "v1")
+			crash := errors.New("crash")
+			crashAt = func(step string) error {
+				if step == at {
+					return crash
+				}
+				return nil
+			}
+			_, err := Open(dir)
+			crashAt = nil
+			if !errors.Is(err, crash) {
+				t.Fatalf("Open with a crash at %q: %v", at, err)
+			}
+			committed := at == "migrate: committed"
+			if _, err := os.Stat(filepath.Join(dir, v1Jobs)); err != nil {
+				t.Fatalf("version 1's jobs after the crash: %v; want them whole", err)
+			}
+			if got := isVersion(dir, schemaVersion); got != committed {
+				t.Errorf("version file says %d after a crash at %q: %v, want %v", schemaVersion, at, got, committed)
+			}
+			s, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkFixture(t, s)
+		})
 	}
 }
 
@@ -159,11 +213,11 @@ func TestOpenVersion1(t *testing.T) {
 // and a version file that holds no version, saying so.
 func TestOpenNewerVersion(t *testing.T) {
 	for content, want := range map[string]string{
-		"2\n":   "is of version 2, newer than this unitrun reads (1)",
+		"3\n":   "is of version 3, newer than this unitrun reads (2)",
 		"x\n":   "not a store version",
 		"0\n":   "not a store version",
 		"":      "not a store version",
-		"1\n\n": "not a store version",
+		"2\n\n": "not a store version",
 	} {
 		dir := filepath.Join(t.TempDir(), "state")
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -179,26 +233,14 @@ func TestOpenNewerVersion(t *testing.T) {
 }
 
 // TestOpenVersion1Full opens a state dir of version 1 on a file system
-// too full for the version file: the store opens all the same and reads
-// its records, and writes the file once there is space.
+// too full to migrate it: Open fails, saying that version 1 is left
+// whole, and it is; once there is space, Open migrates it.
 func TestOpenVersion1Full(t *testing.T) {
-	mnt := filepath.Join(t.TempDir(), "fs")
-	if err := os.Mkdir(mnt, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "unitrun-test-store", mnt).CombinedOutput(); err != nil {
-		t.Skipf("this test needs to mount a tmpfs (root): mount: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v\n%s", mnt, err, out)
-		}
-	})
+	mnt := mountTmpfs(t, "256k")
 	dir := filepath.Join(mnt, "state")
 	if err := os.CopyFS(dir, os.DirFS(copyFixture(t, "v1"))); err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(filepath.Join(dir, markFile), 0o600)
 	filler := filepath.Join(mnt, "filler")
 	f, err := os.Create(filler)
 	if err != nil {
@@ -212,25 +254,93 @@ func TestOpenVersion1Full(t *testing.T) {
 		t.Fatalf("filling the file system: %v", err)
 	}
 
-	s, err := Open(dir)
-	if err != nil {
-		t.Fatalf("Open of a version 1 store on a full file system: %v", err)
+	_, err = Open(dir)
+	if err == nil || !strings.Contains(err.Error(), "too full to migrate") || !strings.Contains(err.Error(), "version 1 is left whole") {
+		t.Fatalf("Open of a version 1 store on a full file system: %v, want it refused, saying version 1 is left whole", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, versionFile)); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("version file on a full file system: %v, want none", err)
 	}
-	for _, j := range fixtureJobs() {
-		if got, err := s.Get(j.rec.ID); err != nil || !reflect.DeepEqual(got, &j.rec) {
-			t.Errorf("Get(%s) = %+v, %v\nwant %+v", j.rec.ID, got, err, &j.rec)
+	jobs, err := readV1(filepath.Join(dir, v1Jobs))
+	if err != nil || len(jobs) != len(fixtureJobs()) {
+		t.Fatalf("version 1 after the failed migration: %d jobs, %v; want the fixture's %d", len(jobs), err, len(fixtureJobs()))
+	}
+	for i, j := range fixtureJobs() {
+		if !reflect.DeepEqual(jobs[i].rec, &j.rec) || jobs[i].started != j.started {
+			t.Errorf("version 1's job %s after the failed migration: %+v, want %+v", j.rec.ID, jobs[i], j)
 		}
 	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(dir); err != nil {
+	s, err := Open(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if v, err := os.ReadFile(filepath.Join(dir, versionFile)); err != nil || string(v) != "1\n" {
-		t.Errorf("version file once there is space: %q, %v; want \"1\\n\"", v, err)
+	defer s.Close()
+	checkFixture(t, s)
+}
+
+// TestPutFull stores a new job on a file system too full for it: Put
+// refuses it with ENOSPC, though its record would fit in the log's last
+// block, and stores it once there is space. A version of a known job that
+// the full file system cuts short is overwritten by the next.
+func TestPutFull(t *testing.T) {
+	mnt := mountTmpfs(t, "1m")
+	s, err := Open(filepath.Join(mnt, "state"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer func() { s.Close() }()
+	r := putRecord(t, s, StateRunning, time.Now().UTC().Round(0))
+	filler := filepath.Join(mnt, "filler")
+	if err := os.WriteFile(filler, make([]byte, 1<<20), 0o600); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("filling the file system: %v", err)
+	}
+	if err := s.Put(&Record{ID: s.NewID(), Op: "rebase", State: StateQueued}); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("Put of a new job on a full file system: %v, want ENOSPC", err)
+	}
+	// A version of the known job too long for what is left: the write is
+	// cut short, the version before it stays, and the next Put, once
+	// there is space, goes over what it wrote.
+	long := *r
+	long.State, long.OutputTail = StateSucceeded, strings.Repeat("x", 64<<10)
+	if err := s.Put(&long); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("Put of a long version on a full file system: %v, want ENOSPC", err)
+	}
+	if got, err := s.Get(r.ID); err != nil || got.State != StateRunning {
+		t.Errorf("Get of the job stored before: %+v, %v", got, err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	r.State = StateFailed
+	if err := s.Put(r); err != nil {
+		t.Fatal(err)
+	}
+	s = reopen(t, s)
+	if got, err := s.Get(r.ID); err != nil || got.State != StateFailed {
+		t.Errorf("Get after the next Put, reopened: %+v, %v; want it failed", got, err)
+	}
+	putRecord(t, s, StateQueued, time.Now())
+}
+
+// mountTmpfs mounts a tmpfs of the given size on a new directory, which
+// it returns, until the test's end; it skips the test when it cannot
+// mount (it needs root).
+func mountTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	mnt := filepath.Join(t.TempDir(), "fs")
+	if err := os.Mkdir(mnt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0700", "unitrun-test-store", mnt).CombinedOutput(); err != nil {
+		t.Skipf("this test needs to mount a tmpfs (root): mount: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v\n%s", mnt, err, out)
+		}
+	})
+	return mnt
 }
