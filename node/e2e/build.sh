@@ -34,7 +34,7 @@ tool_build() {
     go mod init unitrun.invalid/e2e/$name >/dev/null 2>&1
     if [ $# -gt 0 ]; then go mod edit "$@"; fi
     go get -tool "$pkg@${modver#*@}" >/dev/null
-    nice -n 19 go build -trimpath -o "$out.tmp" "$pkg"
+    nice -n 19 go build -buildvcs=false -trimpath -o "$out.tmp" "$pkg"
   )
   mv "$out.tmp" "$out"
   echo "built $name in $((SECONDS - start)) s: $(stat -c %s "$out") bytes" >&2
@@ -54,7 +54,7 @@ tool_build kube-apiserver "$bin/kube-apiserver-$KUBE_VERSION" "k8s.io/kubernetes
 ln -sfn "kube-apiserver-$KUBE_VERSION" "$bin/kube-apiserver"
 
 start=$SECONDS
-(cd "$repo" && nice -n 19 go build -o "$bin/unitrun" ./cmd/unitrun)
-(cd "$repo/node" && nice -n 19 go build -o "$bin/unitrun-node" ./cmd/unitrun-node)
+(cd "$repo" && nice -n 19 go build -buildvcs=false -o "$bin/unitrun" ./cmd/unitrun)
+(cd "$repo/node" && nice -n 19 go build -buildvcs=false -o "$bin/unitrun-node" ./cmd/unitrun-node)
 echo "built unitrun and unitrun-node in $((SECONDS - start)) s" >&2
 echo "$bin"
