@@ -55,6 +55,10 @@ type AppStatus struct {
 	StartedAt  time.Time     `json:"started_at,omitzero"`
 	FinishedAt time.Time     `json:"finished_at,omitzero"`
 	LastExitAt time.Time     `json:"last_exit_at,omitzero"`
+	// LastStartedAt is when the run whose exit LastExitAt records
+	// started; zero if it never got as far as its command. StartedAt
+	// moves on to the next run, this stays.
+	LastStartedAt time.Time `json:"last_started_at,omitzero"`
 	// Invocation is systemd's $INVOCATION_ID of the run whose exit was
 	// recorded last, so that one run is never recorded twice.
 	Invocation string `json:"invocation_id,omitempty"`

@@ -32,8 +32,9 @@ const MaxPods = 110
 const Version = "unitrun-node"
 
 // Node returns the node to register: its capacity and allocatable (CPUs,
-// memory and pods) from the host, its taint and its labels. Its
-// conditions are left for the node controller to set.
+// memory and pods) from the host, its taint, its labels, and where the
+// kubelet API is (Address and KubeletPort). Its conditions are left for
+// the node controller to set.
 func (c *Config) Node() (*corev1.Node, error) {
 	mem, err := memTotal()
 	if err != nil {
@@ -48,7 +49,7 @@ func (c *Config) Node() (*corev1.Node, error) {
 	if err := unix.Uname(&uts); err != nil {
 		return nil, err
 	}
-	return &corev1.Node{
+	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: c.NodeName,
 			Labels: map[string]string{
@@ -77,8 +78,14 @@ func (c *Config) Node() (*corev1.Node, error) {
 				{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse},
 				{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse},
 			},
+			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: c.KubeletPort}},
 		},
-	}, nil
+	}
+	n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: c.NodeName})
+	if c.Address != "" {
+		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: c.Address})
+	}
+	return n, nil
 }
 
 // memTotal is the host's memory, from /proc/meminfo.

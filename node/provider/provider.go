@@ -38,6 +38,11 @@ type Config struct {
 	// Manager is the systemd manager to run on, as unitrun's --manager
 	// takes it; "" chooses as unitrun does.
 	Manager string
+	// Address is the node's InternalIP, where the API server reaches
+	// the kubelet API (kubectl logs); "" reports none.
+	Address string
+	// KubeletPort is the port of the kubelet API on Address.
+	KubeletPort int32
 	// Log receives what the provider does; nil discards it.
 	Log *slog.Logger
 	// Poll is how often the provider reads the status of its pods to
@@ -167,9 +172,7 @@ func (p *Provider) adopt(ctx context.Context) error {
 // already is left as it is.
 func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	k := key(pod.Namespace, pod.Name)
-	p.mu.Lock()
-	e := p.pods[k]
-	p.mu.Unlock()
+	e := p.lookup(k)
 	if e != nil && e.pod.UID == pod.UID {
 		return nil
 	}
@@ -241,9 +244,7 @@ func (p *Provider) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
 // ended with and removes it.
 func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	k := key(pod.Namespace, pod.Name)
-	p.mu.Lock()
-	e := p.pods[k]
-	p.mu.Unlock()
+	e := p.lookup(k)
 	if e == nil {
 		return errdefs.NotFoundf("pod %s is not on this node", k)
 	}
@@ -286,13 +287,18 @@ func (p *Provider) GetPod(ctx context.Context, namespace, name string) (*corev1.
 
 // GetPodStatus returns the Pod's status, from its unitrun pod's status files.
 func (p *Provider) GetPodStatus(ctx context.Context, namespace, name string) (*corev1.PodStatus, error) {
-	p.mu.Lock()
-	e := p.pods[key(namespace, name)]
-	p.mu.Unlock()
+	e := p.lookup(key(namespace, name))
 	if e == nil {
 		return nil, errdefs.NotFoundf("pod %s is not on this node", key(namespace, name))
 	}
 	return p.status(e)
+}
+
+// lookup returns the entry of the Pod namespace/name k, or nil.
+func (p *Provider) lookup(k string) *entry {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pods[k]
 }
 
 func (p *Provider) status(e *entry) (*corev1.PodStatus, error) {

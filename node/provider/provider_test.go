@@ -248,7 +248,8 @@ func TestPodOutcomes(t *testing.T) {
 }
 
 // An OnFailure app that fails twice, then runs, has restartCount 2, which
-// is systemd's NRestarts of its unit, and its last exit as lastState.
+// is systemd's NRestarts of its unit, and its last exit, with that run's
+// start, as lastState.
 func TestRestartCount(t *testing.T) {
 	client := fake.NewClientset()
 	n := startNode(t, testConfig(t), client)
@@ -269,6 +270,9 @@ func TestRestartCount(t *testing.T) {
 	}
 	if lt := cs.LastTerminationState.Terminated; lt == nil || lt.ExitCode != 4 || lt.Reason != "Error" {
 		t.Errorf("lastState %+v, want terminated with exit code 4", cs.LastTerminationState)
+	} else if run := cs.State.Running; lt.StartedAt.IsZero() || lt.FinishedAt.Before(&lt.StartedAt) || run.StartedAt.Before(&lt.FinishedAt) {
+		t.Errorf("lastState ran from %s to %s, this run started at %s: want the last run's start, then its exit, then this run's start",
+			lt.StartedAt, lt.FinishedAt, run.StartedAt)
 	}
 	if !cs.Ready || got.Status.Phase != corev1.PodRunning {
 		t.Errorf("ready %v, phase %s; want true, Running", cs.Ready, got.Status.Phase)

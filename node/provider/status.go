@@ -32,6 +32,8 @@ type appState struct {
 	StartedAt  time.Time
 	FinishedAt time.Time
 	LastExitAt time.Time
+	// LastStartedAt is when the run that ended at LastExitAt started.
+	LastStartedAt time.Time
 }
 
 func (s podState) app(name string) (appState, bool) {
@@ -137,8 +139,8 @@ func containerStatus(name string, c corev1.Container, a appState, waiting string
 	case "running":
 		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(a.StartedAt)}
 		if a.Restarts > 0 && a.ExitCode != nil {
-			// The run before this one: its start is not recorded.
-			cs.LastTerminationState.Terminated = terminated(a, time.Time{}, a.LastExitAt)
+			// The run before this one.
+			cs.LastTerminationState.Terminated = terminated(a, a.LastStartedAt, a.LastExitAt)
 		}
 	case "restarting":
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: fmt.Sprintf("back-off %s restarting failed container", a.Backoff)}
@@ -146,7 +148,7 @@ func containerStatus(name string, c corev1.Container, a appState, waiting string
 			cs.State.Waiting.Reason, cs.State.Waiting.Message = "ContainerCreating", ""
 		}
 		if a.ExitCode != nil {
-			cs.LastTerminationState.Terminated = terminated(a, a.StartedAt, a.LastExitAt)
+			cs.LastTerminationState.Terminated = terminated(a, a.LastStartedAt, a.LastExitAt)
 		}
 	case "exited", "failed":
 		cs.State.Terminated = terminated(a, a.StartedAt, a.FinishedAt)
@@ -163,7 +165,7 @@ func containerStatus(name string, c corev1.Container, a appState, waiting string
 }
 
 // terminated describes a's last exit, of the run started at started (zero
-// if unknown), which happened at finished.
+// if it never got as far as its command), which happened at finished.
 func terminated(a appState, started, finished time.Time) *corev1.ContainerStateTerminated {
 	if a.ExitCode == nil {
 		return nil

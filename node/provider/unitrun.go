@@ -199,7 +199,7 @@ func fromPod(s pod.PodStatus) podState {
 		ps.Apps = append(ps.Apps, appState{
 			Name: a.Name, State: string(a.State), ExitCode: a.ExitCode, Signal: a.Signal,
 			Result: a.Result, Restarts: a.Restarts, Backoff: a.Backoff, Message: a.Message,
-			StartedAt: a.StartedAt, FinishedAt: a.FinishedAt, LastExitAt: a.LastExitAt,
+			StartedAt: a.StartedAt, FinishedAt: a.FinishedAt, LastExitAt: a.LastExitAt, LastStartedAt: a.LastStartedAt,
 		})
 	}
 	return ps

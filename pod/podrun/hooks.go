@@ -161,7 +161,7 @@ func ReapApp(ctx context.Context, stateDir, name, app string, env HookEnv, open 
 		}
 	}
 	s.ExitCode, s.Signal, s.Result, s.Message = &exit.Code, exit.Signal, exit.Result, why
-	s.LastExitAt, s.Invocation = now, env.InvocationID
+	s.LastExitAt, s.LastStartedAt, s.Invocation = now, s.StartedAt, env.InvocationID
 	switch {
 	case d.Restart:
 		s.State, s.Backoff = pod.AppRestarting, d.Delay

@@ -12,16 +12,19 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/kubernetes"
 
@@ -49,90 +52,142 @@ func main() {
 	}
 }
 
+// options is what the command line asks for.
+type options struct {
+	cfg        provider.Config
+	kubeconfig string
+	listen     string // the kubelet API's address
+	certFile   string
+	keyFile    string
+	clientCA   string
+}
+
 func run() error {
-	host, _ := os.Hostname()
-	cfg := provider.Config{Images: images{}}
-	var kubeconfig, listen, certFile, keyFile, clientCA string
-	flag.StringVar(&kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to join")
-	flag.StringVar(&cfg.NodeName, "node-name", host, "the node's name")
-	flag.StringVar(&cfg.StateDir, "state-dir", "/run/unitrun", "directory of the pods' state (unitrun pod's --state-dir)")
-	flag.StringVar(&cfg.Binary, "unitrun", "", "the unitrun command the pods' units call back (default: unitrun on $PATH)")
-	flag.StringVar(&cfg.Manager, "manager", "", "the systemd manager to run pods on, as unitrun's --manager (default: as unitrun chooses)")
-	flag.Var(images(cfg.Images), "image", "NAME=/rootfs or NAME=host: run containers of image NAME on that root filesystem or on the host's (repeatable)")
-	flag.BoolVar(&cfg.AllowPrivileged, "allow-privileged", false, "let Pods run containers as root, privileged or with added capabilities")
-	flag.StringVar(&listen, "listen", ":10250", "address of the kubelet API (logs), served only with --tls-cert-file and --tls-key-file")
-	flag.StringVar(&certFile, "tls-cert-file", "", "TLS certificate of the kubelet API")
-	flag.StringVar(&keyFile, "tls-key-file", "", "TLS key of the kubelet API")
-	flag.StringVar(&clientCA, "client-ca-file", "", "CA whose client certificates the kubelet API accepts (the API server's kubelet client)")
-	flag.Parse()
-	if cfg.Binary == "" {
-		p, err := exec.LookPath("unitrun")
-		if err != nil {
-			return fmt.Errorf("--unitrun: %w", err)
-		}
-		cfg.Binary = p
-	}
-	var err error
-	if cfg.Binary, err = filepath.Abs(cfg.Binary); err != nil {
+	o, err := parseFlags()
+	if err != nil {
 		return err
 	}
-	if cfg.StateDir, err = filepath.Abs(cfg.StateDir); err != nil {
-		return err
-	}
-	cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	o.cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	client, err := nodeutil.ClientsetFromEnv(kubeconfig)
+	client, err := nodeutil.ClientsetFromEnv(o.kubeconfig)
 	if err != nil {
 		return err
 	}
-	spec, err := cfg.Node()
+	spec, err := o.cfg.Node()
 	if err != nil {
 		return err
 	}
-	p, err := provider.New(ctx, cfg)
+	p, err := provider.New(ctx, o.cfg)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	mux := http.NewServeMux()
-	opts := []nodeutil.NodeOpt{
-		nodeutil.WithClient(client),
-		func(c *nodeutil.NodeConfig) error {
-			c.NodeSpec = *spec
-			c.HTTPListenAddr = listen
-			c.SkipDownwardAPIResolution = true // the provider resolves fieldRef itself and refuses the rest
-			return nil
-		},
-		nodeutil.AttachProviderRoutes(mux),
+	opts, err := o.nodeOpts(client, spec)
+	if err != nil {
+		return err
 	}
-	if certFile != "" || keyFile != "" {
-		auth, err := webhookAuth(client, cfg.NodeName, clientCA)
-		if err != nil {
-			return err
-		}
-		opts = append(opts, nodeutil.WithTLSConfig(nodeutil.WithKeyPairFromPath(certFile, keyFile), func(c *tls.Config) error {
-			c.ClientAuth = tls.RequestClientCert
-			return nil
-		}), func(c *nodeutil.NodeConfig) error {
-			c.Handler = nodeutil.WithAuth(auth, mux)
-			return nil
-		})
-	} else {
-		cfg.Log.Warn("no --tls-cert-file and --tls-key-file: the kubelet API (kubectl logs) is not served")
-	}
-	n, err := nodeutil.NewNode(cfg.NodeName, func(nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
+	n, err := nodeutil.NewNode(o.cfg.NodeName, func(nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
 		return p, nil, nil
 	}, opts...)
 	if err != nil {
 		return err
 	}
-	cfg.Log.Info("joining the cluster", "node", cfg.NodeName)
+	o.cfg.Log.Info("joining the cluster", "node", o.cfg.NodeName, "address", o.cfg.Address, "kubelet_port", o.cfg.KubeletPort)
 	if err := n.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil
+}
+
+// parseFlags reads the command line, with the paths made absolute and
+// the kubelet API's port taken from --listen.
+func parseFlags() (*options, error) {
+	host, _ := os.Hostname()
+	o := &options{cfg: provider.Config{Images: images{}}}
+	cfg := &o.cfg
+	flag.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to join")
+	flag.StringVar(&cfg.NodeName, "node-name", host, "the node's name")
+	flag.StringVar(&cfg.Address, "node-ip", "", "the node's InternalIP, where the API server reaches the kubelet API (default: the host's first global IPv4 address)")
+	flag.StringVar(&cfg.StateDir, "state-dir", "/run/unitrun", "directory of the pods' state (unitrun pod's --state-dir)")
+	flag.StringVar(&cfg.Binary, "unitrun", "", "the unitrun command the pods' units call back (default: unitrun on $PATH)")
+	flag.StringVar(&cfg.Manager, "manager", "", "the systemd manager to run pods on, as unitrun's --manager (default: as unitrun chooses)")
+	flag.Var(images(cfg.Images), "image", "NAME=/rootfs or NAME=host: run containers of image NAME on that root filesystem or on the host's (repeatable)")
+	flag.BoolVar(&cfg.AllowPrivileged, "allow-privileged", false, "let Pods run containers as root, privileged or with added capabilities")
+	flag.StringVar(&o.listen, "listen", ":10250", "address of the kubelet API (logs), served only with --tls-cert-file and --tls-key-file")
+	flag.StringVar(&o.certFile, "tls-cert-file", "", "TLS certificate of the kubelet API")
+	flag.StringVar(&o.keyFile, "tls-key-file", "", "TLS key of the kubelet API")
+	flag.StringVar(&o.clientCA, "client-ca-file", "", "CA whose client certificates the kubelet API accepts (the API server's kubelet client)")
+	flag.Parse()
+	var err error
+	if cfg.Binary == "" {
+		if cfg.Binary, err = exec.LookPath("unitrun"); err != nil {
+			return nil, fmt.Errorf("--unitrun: %w", err)
+		}
+	}
+	if cfg.Binary, err = filepath.Abs(cfg.Binary); err != nil {
+		return nil, err
+	}
+	if cfg.StateDir, err = filepath.Abs(cfg.StateDir); err != nil {
+		return nil, err
+	}
+	_, port, err := net.SplitHostPort(o.listen)
+	n, perr := strconv.ParseUint(port, 10, 16)
+	if err != nil || perr != nil {
+		return nil, fmt.Errorf("--listen %q: want HOST:PORT or :PORT", o.listen)
+	}
+	cfg.KubeletPort = int32(n)
+	if cfg.Address == "" {
+		cfg.Address = hostIP()
+	}
+	return o, nil
+}
+
+// hostIP is the host's first global unicast IPv4 address, or "".
+func hostIP() string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		if ip, ok := a.(*net.IPNet); ok && ip.IP.To4() != nil && ip.IP.IsGlobalUnicast() {
+			return ip.IP.String()
+		}
+	}
+	return ""
+}
+
+// nodeOpts configures the node: its spec, the provider's routes, and
+// with a certificate the kubelet API, whose callers are authenticated as
+// a kubelet authenticates them.
+func (o *options) nodeOpts(client kubernetes.Interface, spec *corev1.Node) ([]nodeutil.NodeOpt, error) {
+	mux := http.NewServeMux()
+	opts := []nodeutil.NodeOpt{
+		nodeutil.WithClient(client),
+		func(c *nodeutil.NodeConfig) error {
+			c.NodeSpec = *spec
+			c.HTTPListenAddr = o.listen
+			c.SkipDownwardAPIResolution = true // the provider resolves fieldRef itself and refuses the rest
+			return nil
+		},
+		nodeutil.AttachProviderRoutes(mux),
+	}
+	if o.certFile == "" && o.keyFile == "" {
+		o.cfg.Log.Warn("no --tls-cert-file and --tls-key-file: the kubelet API (kubectl logs) is not served")
+		return opts, nil
+	}
+	auth, err := webhookAuth(client, o.cfg.NodeName, o.clientCA)
+	if err != nil {
+		return nil, err
+	}
+	return append(opts, nodeutil.WithTLSConfig(nodeutil.WithKeyPairFromPath(o.certFile, o.keyFile), func(c *tls.Config) error {
+		c.ClientAuth = tls.RequestClientCert
+		return nil
+	}), func(c *nodeutil.NodeConfig) error {
+		c.Handler = nodeutil.WithAuth(auth, mux)
+		return nil
+	}), nil
 }
 
 // webhookAuth authenticates the kubelet API's callers as a kubelet does:

@@ -1,0 +1,413 @@
+// Package e2e runs unitrun-node against a real API server: etcd and
+// kube-apiserver on loopback ports, unitrun-node on an embedded systemd
+// manager of its own, and the kubectl on $PATH as a user would run it.
+// It runs only when UNITRUN_E2E_BIN names a directory holding etcd,
+// kube-apiserver, unitrun and unitrun-node (build.sh builds them; run.sh
+// builds them and runs this test).
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+const nodeName = "e2e-unitrun"
+
+// cluster is one API server and the node joined to it.
+type cluster struct {
+	t          *testing.T
+	bin, dir   string
+	kubeconfig string
+	embedded   string // the embedded manager's directory
+}
+
+func TestEndToEnd(t *testing.T) {
+	bin := os.Getenv("UNITRUN_E2E_BIN")
+	if bin == "" {
+		t.Skip("UNITRUN_E2E_BIN is not set (node/e2e/run.sh builds the binaries and sets it)")
+	}
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Fatal("kubectl is not on $PATH")
+	}
+	c := &cluster{t: t, bin: bin, dir: t.TempDir()}
+	c.embedded = fmt.Sprintf("/run/unitrun-e2e-%d/manager", os.Getpid())
+	t.Cleanup(func() {
+		cmd := exec.Command(filepath.Join(bin, "unitrun"), "manager", "stop")
+		cmd.Env = append(os.Environ(), "UNITRUN_EMBEDDED_DIR="+c.embedded)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Logf("unitrun manager stop: %v\n%s", err, out)
+		}
+		os.RemoveAll(filepath.Dir(c.embedded))
+	})
+	c.start()
+	t.Run("ExitCodesLogsDelete", c.exitCodesLogsDelete)
+	t.Run("ApplyToRunning", c.applyToRunning)
+}
+
+// start generates the keys, starts etcd, kube-apiserver and unitrun-node,
+// and waits for the node to be Ready.
+func (c *cluster) start() {
+	t := c.t
+	ca, caKey := newCA(t)
+	c.writeCert("kubelet", ca, caKey, x509.ExtKeyUsageServerAuth, []net.IP{net.IPv4(127, 0, 0, 1)})
+	c.writeCert("apiserver-kubelet-client", ca, caKey, x509.ExtKeyUsageClientAuth, nil)
+	c.write("ca.crt", pemBlock("CERTIFICATE", ca.Raw))
+	sa, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.write("sa.key", pemBlock("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(sa)))
+	pub, _ := x509.MarshalPKIXPublicKey(&sa.PublicKey)
+	c.write("sa.pub", pemBlock("PUBLIC KEY", pub))
+	token := rand.Text()
+	c.write("tokens.csv", []byte(token+",admin,admin,system:masters\n"))
+
+	etcdPort, etcdPeer, apiPort, kubeletPort := freePort(t), freePort(t), freePort(t), freePort(t)
+	c.daemon("etcd", "--name", "e2e", "--data-dir", c.path("etcd"),
+		"--listen-client-urls", "http://127.0.0.1:"+etcdPort, "--advertise-client-urls", "http://127.0.0.1:"+etcdPort,
+		"--listen-peer-urls", "http://127.0.0.1:"+etcdPeer, "--initial-advertise-peer-urls", "http://127.0.0.1:"+etcdPeer,
+		"--initial-cluster", "e2e=http://127.0.0.1:"+etcdPeer)
+	c.daemon("kube-apiserver", "--etcd-servers", "http://127.0.0.1:"+etcdPort,
+		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", apiPort,
+		"--cert-dir", c.path("apiserver"), "--token-auth-file", c.path("tokens.csv"),
+		"--authorization-mode", "AlwaysAllow",
+		"--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file", c.path("sa.pub"),
+		"--service-account-signing-key-file", c.path("sa.key"), "--service-cluster-ip-range", "10.0.0.0/24",
+		// No controller manager makes the default service accounts.
+		"--disable-admission-plugins", "ServiceAccount",
+		"--kubelet-client-certificate", c.path("apiserver-kubelet-client.crt"),
+		"--kubelet-client-key", c.path("apiserver-kubelet-client.key"),
+		"--kubelet-preferred-address-types", "InternalIP")
+	c.kubeconfig = c.path("kubeconfig")
+	c.write("kubeconfig", []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: e2e
+  cluster: {server: "https://127.0.0.1:%s", insecure-skip-tls-verify: true}
+users:
+- name: admin
+  user: {token: %q}
+contexts:
+- name: e2e
+  context: {cluster: e2e, user: admin}
+current-context: e2e
+`, apiPort, token)))
+	c.eventually(90*time.Second, "the API server is ready", func() error {
+		_, err := c.kubectl("get", "--raw", "/readyz")
+		return err
+	})
+	c.daemon("unitrun-node", "--kubeconfig", c.kubeconfig, "--node-name", nodeName,
+		"--node-ip", "127.0.0.1", "--listen", "127.0.0.1:"+kubeletPort,
+		"--tls-cert-file", c.path("kubelet.crt"), "--tls-key-file", c.path("kubelet.key"), "--client-ca-file", c.path("ca.crt"),
+		"--state-dir", c.path("state"), "--unitrun", filepath.Join(c.bin, "unitrun"), "--manager", "embedded",
+		"--image", "debian=host", "--allow-privileged")
+	c.eventually(60*time.Second, "the node is registered", func() error {
+		_, err := c.kubectl("get", "node", nodeName)
+		return err
+	})
+	c.mustKubectl("wait", "--for=condition=Ready", "node/"+nodeName, "--timeout=60s")
+}
+
+// exitCodesLogsDelete applies a Pod whose init container exits 0 and whose
+// app exits 3, and checks the exit codes kubectl shows, the app's log, and
+// that a delete leaves no unit of the pod on the manager.
+func (c *cluster) exitCodesLogsDelete(t *testing.T) {
+	c.apply(t, podYAML("exits", "exits",
+		[]string{"echo init done; exit 0"},
+		[]string{"echo hello from app; echo to stderr >&2; exit 3"}))
+	c.mustKubectl("wait", "--for=jsonpath={.status.phase}=Failed", "pod/exits", "--timeout=90s")
+	var pod struct {
+		Status struct {
+			InitContainerStatuses []containerStatus
+			ContainerStatuses     []containerStatus
+		}
+	}
+	if err := json.Unmarshal([]byte(c.mustKubectl("get", "pod", "exits", "-o", "json")), &pod); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		list   []containerStatus
+		code   int
+		reason string
+	}{{pod.Status.InitContainerStatuses, 0, "Completed"}, {pod.Status.ContainerStatuses, 3, "Error"}} {
+		if len(w.list) != 1 || w.list[0].State.Terminated == nil || w.list[0].RestartCount != 0 ||
+			*w.list[0].State.Terminated != (terminated{ExitCode: w.code, Reason: w.reason, StartedAt: w.list[0].State.Terminated.StartedAt}) ||
+			w.list[0].State.Terminated.StartedAt == "" {
+			t.Errorf("container statuses %+v, want one terminated with exit code %d (%s), a start time and no restart", w.list, w.code, w.reason)
+		}
+	}
+	for _, w := range []struct{ container, want string }{{"init", "init done"}, {"app", "hello from app"}} {
+		if out := c.mustKubectl("logs", "exits", "-c", w.container); !strings.Contains(out, w.want) {
+			t.Errorf("kubectl logs exits -c %s = %q, want %q in it", w.container, out, w.want)
+		}
+	}
+	units := c.units(t)
+	if !strings.Contains(units, "k8s-") {
+		t.Errorf("before the delete the manager has no unit of the pod:\n%s", units)
+	}
+	c.mustKubectl("delete", "pod", "exits", "--timeout=60s")
+	c.eventually(30*time.Second, "no unit of the pod is left", func() error {
+		if u := c.units(t); strings.Contains(u, "k8s-") {
+			return fmt.Errorf("units left:\n%s", u)
+		}
+		return nil
+	})
+}
+
+// applyToRunning times kubectl apply to every Pod Running, for 1 Pod and
+// for 20, then deletes them.
+func (c *cluster) applyToRunning(t *testing.T) {
+	for _, n := range []int{1, 20} {
+		var docs []string
+		for i := range n {
+			docs = append(docs, podYAML(fmt.Sprintf("sleep-%d-%d", n, i), strconv.Itoa(n), nil, []string{"exec sleep 600"}))
+		}
+		start := time.Now()
+		c.apply(t, strings.Join(docs, "---\n"))
+		c.mustKubectl("wait", "--for=jsonpath={.status.phase}=Running", "pod", "-l", fmt.Sprintf("batch=%d", n), "--timeout=180s")
+		t.Logf("%d Pod(s): apply to Running in %.2f s", n, time.Since(start).Seconds())
+		start = time.Now()
+		c.mustKubectl("delete", "pod", "-l", fmt.Sprintf("batch=%d", n), "--timeout=180s")
+		t.Logf("%d Pod(s): delete in %.2f s", n, time.Since(start).Seconds())
+	}
+	c.eventually(30*time.Second, "no unit of a pod is left", func() error {
+		if u := c.units(t); strings.Contains(u, "k8s-") {
+			return fmt.Errorf("units left:\n%s", u)
+		}
+		return nil
+	})
+}
+
+type containerStatus struct {
+	Name         string
+	RestartCount int
+	State        struct {
+		Terminated *terminated
+	}
+}
+
+type terminated struct {
+	ExitCode  int
+	Reason    string
+	StartedAt string
+}
+
+// podYAML is a Pod labelled batch, bound to the node and tolerating its
+// taint, with restartPolicy Never, one init container per script of inits
+// and one app per script of apps.
+func podYAML(name, batch string, inits, apps []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+  labels: {batch: %q}
+spec:
+  nodeName: %s
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 5
+  automountServiceAccountToken: false
+  tolerations:
+  - {key: virtual-kubelet.io/provider, operator: Exists, effect: NoSchedule}
+`, name, batch, nodeName)
+	containers := func(key, prefix string, scripts []string) {
+		if len(scripts) == 0 {
+			return
+		}
+		fmt.Fprintf(&b, "  %s:\n", key)
+		for i, s := range scripts {
+			n := prefix
+			if i > 0 {
+				n += strconv.Itoa(i)
+			}
+			fmt.Fprintf(&b, "  - {name: %s, image: debian, command: [/bin/sh, -c, %s]}\n", n, strconv.Quote(s))
+		}
+	}
+	containers("initContainers", "init", inits)
+	containers("containers", "app", apps)
+	return b.String()
+}
+
+func (c *cluster) apply(t *testing.T, yaml string) {
+	cmd := exec.Command("kubectl", "--kubeconfig", c.kubeconfig, "apply", "-f", "-")
+	cmd.Stdin = strings.NewReader(yaml)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s\n%s", err, out, yaml)
+	}
+}
+
+// units lists every unit the embedded manager has loaded.
+func (c *cluster) units(t *testing.T) string {
+	cmd := exec.Command("systemctl", "--user", "list-units", "--all", "--no-legend", "--plain")
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+c.embedded)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("systemctl --user list-units: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+func (c *cluster) kubectl(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", c.kubeconfig}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("kubectl %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out), nil
+}
+
+func (c *cluster) mustKubectl(args ...string) string {
+	c.t.Helper()
+	out, err := c.kubectl(args...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return out
+}
+
+// daemon starts bin/name with args, its output in DIR/name.log (printed
+// if the test fails), and stops it when the test ends.
+func (c *cluster) daemon(name string, args ...string) {
+	t := c.t
+	log, err := os.Create(c.path(name + ".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(c.bin, name), args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Env = append(os.Environ(), "UNITRUN_EMBEDDED_DIR="+c.embedded)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		log.Close()
+		if t.Failed() {
+			data, _ := os.ReadFile(c.path(name + ".log"))
+			if len(data) > 8000 {
+				data = data[len(data)-8000:]
+			}
+			t.Logf("%s's last output:\n%s", name, data)
+		}
+	})
+}
+
+func (c *cluster) eventually(timeout time.Duration, what string, f func() error) {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("waited %s for %s: %v", timeout, what, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func (c *cluster) path(name string) string { return filepath.Join(c.dir, name) }
+
+func (c *cluster) write(name string, data []byte) {
+	if err := os.WriteFile(c.path(name), data, 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// writeCert writes NAME.crt and NAME.key, a certificate signed by ca for
+// usage, valid for ips.
+func (c *cluster) writeCert(name string, ca *x509.Certificate, caKey *ecdsa.PrivateKey, usage x509.ExtKeyUsage, ips []net.IP) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(c.t), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.write(name+".crt", pemBlock("CERTIFICATE", der))
+	c.write(name+".key", pemBlock("EC PRIVATE KEY", keyDER))
+}
+
+func newCA(t *testing.T) (*x509.Certificate, *ecdsa.PrivateKey) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(t), Subject: pkix.Name{CommonName: "unitrun-e2e-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca, key
+}
+
+func serial(t *testing.T) *big.Int {
+	n, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func pemBlock(typ string, der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
+}
+
+// freePort is a TCP port on 127.0.0.1 that nothing listens on now.
+func freePort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
