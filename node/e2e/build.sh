@@ -3,6 +3,9 @@
 # repository (default /var/cache/unitrun-e2e, or $UNITRUN_E2E_CACHE):
 #   bin/etcd            go.etcd.io/etcd/server/v3 $ETCD_VERSION
 #   bin/kube-apiserver  k8s.io/kubernetes/cmd/kube-apiserver $KUBE_VERSION
+#   bin/kubectl         k8s.io/kubernetes/cmd/kubectl $KUBE_VERSION, only
+#                       where no kubectl is on $PATH (the test then takes
+#                       this one: .ci/run puts bin/ last on $PATH)
 #   bin/unitrun, bin/unitrun-node  from this checkout (rebuilt every time)
 # Each third-party binary is built once per version, in a module of its
 # own made here: k8s.io/kubernetes replaces every k8s.io/* staging module
@@ -52,6 +55,10 @@ for m in $(sed -n 's#^[[:space:]]*\(k8s.io/[^ ]*\) => ./staging/.*#\1#p' "$gomod
 done
 tool_build kube-apiserver "$bin/kube-apiserver-$KUBE_VERSION" "k8s.io/kubernetes@$KUBE_VERSION" k8s.io/kubernetes/cmd/kube-apiserver "${pins[@]}"
 ln -sfn "kube-apiserver-$KUBE_VERSION" "$bin/kube-apiserver"
+if ! command -v kubectl >/dev/null; then
+  tool_build kubectl "$bin/kubectl-$KUBE_VERSION" "k8s.io/kubernetes@$KUBE_VERSION" k8s.io/kubernetes/cmd/kubectl "${pins[@]}"
+  ln -sfn "kubectl-$KUBE_VERSION" "$bin/kubectl"
+fi
 
 start=$SECONDS
 (cd "$repo" && nice -n 19 go build -buildvcs=false -o "$bin/unitrun" ./cmd/unitrun)
