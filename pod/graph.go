@@ -71,14 +71,11 @@ func Nodes(m *Manifest) []Node {
 			stopOnExit = append(stopOnExit, Dep{k, t})
 		}
 	}
-
-	target := Node{Name: TargetUnit(p), Role: TargetRole}
+	var apps []string
 	for _, a := range m.Apps {
-		target.Deps = append(target.Deps, Dep{Wants, AppUnit(p, a.Name)})
+		apps = append(apps, AppUnit(p, a.Name))
 	}
-	for _, a := range m.Apps {
-		target.Deps = append(target.Deps, Dep{After, AppUnit(p, a.Name)})
-	}
+	target := Node{Name: TargetUnit(p), Role: TargetRole, Deps: deps(nil, Wants, After, apps...)}
 	target.Deps = append(target.Deps, stopAtShutdown...)
 
 	nodes := []Node{
@@ -86,54 +83,82 @@ func Nodes(m *Manifest) []Node {
 		target,
 		{Name: shutdownUnit(p), Role: ShutdownRole, Slice: slice, Deps: slices.Clone(stopOnExit)},
 	}
-	var inits []string
+	// inits and sidecars are those listed so far, before grows into
+	// them: an init app or a sidecar starts after those listed before it,
+	// every other app after all of them.
+	var inits, sidecars, allInits, allSidecars []string
 	for _, a := range m.Apps {
 		if a.Init {
-			inits = append(inits, AppUnit(p, a.Name))
+			allInits = append(allInits, AppUnit(p, a.Name))
+		} else if a.Sidecar {
+			allSidecars = append(allSidecars, AppUnit(p, a.Name))
 		}
 	}
-	previousInit := ""
 	for _, a := range m.Apps {
 		name := AppUnit(p, a.Name)
 		app := Node{Name: name, Role: AppRole, App: a.Name, Slice: slice}
 		if a.Init {
-			if previousInit != "" {
-				app.Deps = append(app.Deps, Dep{Requires, previousInit}, Dep{After, previousInit})
+			// Each init app runs once the one before it has succeeded.
+			if n := len(inits); n > 0 {
+				app.Deps = deps(app.Deps, Requires, After, inits[n-1])
 			}
-			previousInit = name
+			app.Deps = deps(app.Deps, Wants, After, sidecars...)
+			inits = append(inits, name)
 			app.Deps = append(app.Deps, stopAtShutdown...)
 			nodes = append(nodes, app)
 			continue
 		}
+		reqInits, wantSidecars := allInits, allSidecars
+		if a.Sidecar {
+			reqInits, wantSidecars = inits, sidecars
+		}
 		reaper := reaperUnit(p, a.Name)
-		for _, i := range inits {
-			app.Deps = append(app.Deps, Dep{Requires, i})
+		wants := []string{reaper}
+		if a.HasProbes() {
+			wants = append(wants, probeUnit(p, a.Name))
 		}
-		app.Deps = append(app.Deps, Dep{Wants, reaper})
-		if a.Probe != nil {
-			app.Deps = append(app.Deps, Dep{Wants, probeUnit(p, a.Name)})
-		}
-		app.Deps = append(app.Deps, Dep{After, reaper})
-		for _, i := range inits {
-			app.Deps = append(app.Deps, Dep{After, i})
-		}
+		app.Deps = deps(app.Deps, Requires, "", reqInits...)
+		app.Deps = deps(app.Deps, Wants, "", append(wants, wantSidecars...)...)
+		app.Deps = deps(app.Deps, After, "", reaper)
+		app.Deps = deps(app.Deps, After, "", slices.Concat(reqInits, wantSidecars)...)
 		app.Deps = append(app.Deps, stopAtShutdown...)
+		// A sidecar's reaper does not keep the shutdown service needed:
+		// the pod ends with its other apps, and its end stops the
+		// sidecars.
+		var reaperDeps []Dep
+		if a.Sidecar {
+			sidecars = append(sidecars, name)
+		} else {
+			reaperDeps = deps(nil, Wants, After, shutdownUnit(p))
+		}
 		nodes = append(nodes, app, Node{
 			Name:  reaper,
 			Role:  ReaperRole,
 			App:   a.Name,
 			Slice: slice,
-			Deps:  append([]Dep{{Wants, shutdownUnit(p)}, {After, shutdownUnit(p)}}, stopOnExit...),
+			Deps:  append(reaperDeps, stopOnExit...),
 		})
-		if a.Probe != nil {
+		if a.HasProbes() {
 			nodes = append(nodes, Node{
 				Name:  probeUnit(p, a.Name),
 				Role:  ProbeRole,
 				App:   a.Name,
 				Slice: slice,
-				Deps:  append([]Dep{{BindsTo, name}, {After, name}}, stopAtShutdown...),
+				Deps:  append(deps(nil, BindsTo, After, name), stopAtShutdown...),
 			})
 		}
 	}
 	return nodes
+}
+
+// deps appends to list a dependency of kind on each of units, then, if
+// also is not "", one of kind also on each.
+func deps(list []Dep, kind, also DepKind, units ...string) []Dep {
+	for _, u := range units {
+		list = append(list, Dep{kind, u})
+	}
+	if also != "" {
+		list = deps(list, also, "", units...)
+	}
+	return list
 }
