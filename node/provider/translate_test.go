@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/unitrun/unitrun/pod"
 )
 
 func translated(t *testing.T, c *Config, p *corev1.Pod) manifest {
@@ -171,8 +173,16 @@ func TestTranslateSidecarsAndProbes(t *testing.T) {
 	if api.Probe != nil {
 		t.Errorf("liveness probe %+v, want none", api.Probe)
 	}
+	// unitrun takes the manifest as it is.
+	data, err := c.translate(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pod.Parse(data); err != nil {
+		t.Errorf("pod.Parse of the translated manifest: %v", err)
+	}
 	p.Spec.InitContainers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: tcp}
-	_, err := c.translate(p)
+	_, err = c.translate(p)
 	if err == nil || !strings.Contains(err.Error(), "spec.initContainers[0].readinessProbe: an init container has no probes") {
 		t.Errorf("error %v; want it to refuse the init container's readiness probe", err)
 	}
