@@ -64,28 +64,19 @@ const (
 func Nodes(m *Manifest) []Node {
 	p := m.Name
 	slice := SliceUnit(p)
-	stopAtShutdown := []Dep{{Conflicts, shutdownTarget}, {Before, shutdownTarget}}
-	var stopOnExit []Dep
-	for _, k := range []DepKind{Conflicts, Before} {
-		for _, t := range []string{shutdownTarget, exitTarget, haltTarget, poweroffTarget} {
-			stopOnExit = append(stopOnExit, Dep{k, t})
-		}
-	}
 	var apps []string
 	for _, a := range m.Apps {
 		apps = append(apps, AppUnit(p, a.Name))
 	}
 	target := Node{Name: TargetUnit(p), Role: TargetRole, Deps: deps(nil, Wants, After, apps...)}
 	target.Deps = append(target.Deps, stopAtShutdown...)
-
 	nodes := []Node{
 		{Name: slice, Role: SliceRole, Deps: slices.Clone(stopAtShutdown)},
 		target,
-		{Name: shutdownUnit(p), Role: ShutdownRole, Slice: slice, Deps: slices.Clone(stopOnExit)},
+		{Name: shutdownUnit(p), Role: ShutdownRole, Slice: slice, Deps: stopOnExit()},
 	}
-	// inits and sidecars are those listed so far, before grows into
-	// them: an init app or a sidecar starts after those listed before it,
-	// every other app after all of them.
+	// An init app or a sidecar starts after the init apps and sidecars
+	// listed before it (inits, sidecars), every other app after all of them.
 	var inits, sidecars, allInits, allSidecars []string
 	for _, a := range m.Apps {
 		if a.Init {
@@ -96,57 +87,73 @@ func Nodes(m *Manifest) []Node {
 	}
 	for _, a := range m.Apps {
 		name := AppUnit(p, a.Name)
-		app := Node{Name: name, Role: AppRole, App: a.Name, Slice: slice}
-		if a.Init {
+		switch {
+		case a.Init:
+			app := Node{Name: name, Role: AppRole, App: a.Name, Slice: slice}
 			// Each init app runs once the one before it has succeeded.
 			if n := len(inits); n > 0 {
 				app.Deps = deps(app.Deps, Requires, After, inits[n-1])
 			}
 			app.Deps = deps(app.Deps, Wants, After, sidecars...)
-			inits = append(inits, name)
 			app.Deps = append(app.Deps, stopAtShutdown...)
 			nodes = append(nodes, app)
-			continue
-		}
-		reqInits, wantSidecars := allInits, allSidecars
-		if a.Sidecar {
-			reqInits, wantSidecars = inits, sidecars
-		}
-		reaper := reaperUnit(p, a.Name)
-		wants := []string{reaper}
-		if a.HasProbes() {
-			wants = append(wants, probeUnit(p, a.Name))
-		}
-		app.Deps = deps(app.Deps, Requires, "", reqInits...)
-		app.Deps = deps(app.Deps, Wants, "", append(wants, wantSidecars...)...)
-		app.Deps = deps(app.Deps, After, "", reaper)
-		app.Deps = deps(app.Deps, After, "", slices.Concat(reqInits, wantSidecars)...)
-		app.Deps = append(app.Deps, stopAtShutdown...)
-		// A sidecar's reaper does not keep the shutdown service needed:
-		// the pod ends with its other apps, and its end stops the
-		// sidecars.
-		var reaperDeps []Dep
-		if a.Sidecar {
+			inits = append(inits, name)
+		case a.Sidecar:
+			nodes = append(nodes, serviceNodes(p, &a, inits, sidecars)...)
 			sidecars = append(sidecars, name)
-		} else {
-			reaperDeps = deps(nil, Wants, After, shutdownUnit(p))
+		default:
+			nodes = append(nodes, serviceNodes(p, &a, allInits, allSidecars)...)
 		}
-		nodes = append(nodes, app, Node{
-			Name:  reaper,
-			Role:  ReaperRole,
+	}
+	return nodes
+}
+
+// stopAtShutdown are the dependencies that stop a unit at the manager's
+// shutdown.
+var stopAtShutdown = []Dep{{Conflicts, shutdownTarget}, {Before, shutdownTarget}}
+
+// stopOnExit are the dependencies that stop a unit, after the apps, at
+// every way a manager ends.
+func stopOnExit() []Dep {
+	var list []Dep
+	for _, k := range []DepKind{Conflicts, Before} {
+		for _, t := range []string{shutdownTarget, exitTarget, haltTarget, poweroffTarget} {
+			list = append(list, Dep{k, t})
+		}
+	}
+	return list
+}
+
+// serviceNodes returns the units of a, an app of pod p that is not an
+// init app: its service, which starts after the init apps inits and the
+// sidecars sidecars, its reaper and, if it has probes, its probe service.
+func serviceNodes(p string, a *App, inits, sidecars []string) []Node {
+	slice, name, reaper := SliceUnit(p), AppUnit(p, a.Name), reaperUnit(p, a.Name)
+	wants := []string{reaper}
+	if a.HasProbes() {
+		wants = append(wants, probeUnit(p, a.Name))
+	}
+	app := Node{Name: name, Role: AppRole, App: a.Name, Slice: slice}
+	app.Deps = deps(app.Deps, Requires, "", inits...)
+	app.Deps = deps(app.Deps, Wants, "", slices.Concat(wants, sidecars)...)
+	app.Deps = deps(app.Deps, After, "", reaper)
+	app.Deps = deps(app.Deps, After, "", slices.Concat(inits, sidecars)...)
+	app.Deps = append(app.Deps, stopAtShutdown...)
+	// A sidecar's reaper does not keep the shutdown service needed: the
+	// pod ends with its other apps, and its end stops the sidecars.
+	var reaperDeps []Dep
+	if !a.Sidecar {
+		reaperDeps = deps(nil, Wants, After, shutdownUnit(p))
+	}
+	nodes := []Node{app, {Name: reaper, Role: ReaperRole, App: a.Name, Slice: slice, Deps: append(reaperDeps, stopOnExit()...)}}
+	if a.HasProbes() {
+		nodes = append(nodes, Node{
+			Name:  probeUnit(p, a.Name),
+			Role:  ProbeRole,
 			App:   a.Name,
 			Slice: slice,
-			Deps:  append(reaperDeps, stopOnExit...),
+			Deps:  append(deps(nil, BindsTo, After, name), stopAtShutdown...),
 		})
-		if a.HasProbes() {
-			nodes = append(nodes, Node{
-				Name:  probeUnit(p, a.Name),
-				Role:  ProbeRole,
-				App:   a.Name,
-				Slice: slice,
-				Deps:  append(deps(nil, BindsTo, After, name), stopAtShutdown...),
-			})
-		}
 	}
 	return nodes
 }
