@@ -48,15 +48,16 @@ func ExecApp(stateDir, name, app string) error {
 }
 
 // beginRun records that a run of app a has started: ready at once if a
-// has no startup or readiness probe, else once they say so; the probes
-// (RunProbe) start from this run's start.
+// has no startup or readiness probe, else once they say so, and an init
+// app once it has succeeded; the probes (RunProbe) start from this run's
+// start.
 func beginRun(stateDir, name string, a *pod.App) error {
 	return updateApp(stateDir, name, a.Name, func(s *pod.AppStatus) error {
 		if s.State == pod.AppRestarting {
 			s.Restarts++
 		}
 		s.State, s.StartedAt, s.FinishedAt = pod.AppRunning, time.Now(), time.Time{}
-		s.Ready = a.StartupProbe == nil && a.ReadinessProbe == nil
+		s.Ready = !a.Init && a.StartupProbe == nil && a.ReadinessProbe == nil
 		s.Startup, s.Readiness = nil, nil
 		return nil
 	})
