@@ -59,6 +59,10 @@ type AppStatus struct {
 	// Invocation is systemd's $INVOCATION_ID of the run whose exit was
 	// recorded last, so that one run is never recorded twice.
 	Invocation string `json:"invocation_id,omitempty"`
+	// PID is the process id of the running run's main process, which
+	// executes the app's command (in an isolated pod, in its PID
+	// namespace); 0 when the app does not run.
+	PID int `json:"pid,omitempty"`
 	// Message says why the last run could not execute the app's command
 	// ("user web: no such user"); empty if it could.
 	Message string `json:"message,omitempty"`
@@ -281,6 +285,9 @@ func (s AppStatus) validate() error {
 	}
 	if s.Restarts < 0 || s.Backoff < 0 {
 		return bad("restarts and backoff_ns must not be negative")
+	}
+	if s.PID < 0 {
+		return bad("pid %d: must not be negative", s.PID)
 	}
 	for i, p := range []*ProbeStatus{s.Probe, s.Startup, s.Readiness} {
 		field := []string{"probe", "startup_probe", "readiness_probe"}[i]

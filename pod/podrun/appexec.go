@@ -57,6 +57,7 @@ func beginRun(stateDir, name string, a *pod.App) error {
 			s.Restarts++
 		}
 		s.State, s.StartedAt, s.FinishedAt = pod.AppRunning, time.Now(), time.Time{}
+		s.PID = os.Getpid()
 		s.Ready = !a.Init && a.StartupProbe == nil && a.ReadinessProbe == nil
 		s.Startup, s.Readiness = nil, nil
 		return nil

@@ -161,6 +161,7 @@ func (r *reaping) record(backoffStopped bool) (bool, error) {
 	s := r.s
 	s.Probe, s.Startup, s.Readiness = fresh.Probe, fresh.Startup, fresh.Readiness
 	if backoffStopped {
+		s.PID = 0
 		return false, pod.WriteApp(r.stateDir, r.name, s.EndRestart())
 	}
 	if !r.started() {
@@ -178,7 +179,7 @@ func (r *reaping) record(backoffStopped bool) (bool, error) {
 		exit.Success = false
 	}
 	s.ExitCode, s.Signal, s.Result, s.Message = &exit.Code, exit.Signal, exit.Result, r.why
-	s.LastExitAt, s.Invocation = now, r.env.InvocationID
+	s.LastExitAt, s.Invocation, s.PID = now, r.env.InvocationID, 0
 	// An exit ends readiness, but for an init app's success.
 	s.Ready = r.a.Init && exit.Success
 	switch {

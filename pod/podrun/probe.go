@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/unitrun/unitrun/manager"
@@ -13,7 +16,8 @@ import (
 // RunProbe is the ExecStart= of an app's probe service, which the app's
 // service starts and whose stop stops it. It runs the app's probes on each
 // run of the app, timed from that run's start as [ExecApp] records it
-// (not from the service's start, which may come before the command runs),
+// once its main process has executed the app's command (not from the
+// service's start, which comes before),
 // and records each result in the app's record:
 //
 //   - the startup probe, if there is one, checks first, and holds the
@@ -41,11 +45,11 @@ func RunProbe(ctx context.Context, stateDir, name, app string, open func(context
 	}
 	var last time.Time
 	for {
-		run, ok, err := waitForRun(ctx, stateDir, name, app, last)
+		run, command, ok, err := waitForRun(ctx, stateDir, name, app, last)
 		if err != nil || !ok {
 			return err
 		}
-		pr := probing{stateDir: stateDir, name: name, a: a, run: run}
+		pr := probing{stateDir: stateDir, name: name, a: a, run: run, command: command}
 		action, err := pr.probeRun(ctx)
 		if err != nil || ctx.Err() != nil {
 			return err
@@ -65,29 +69,57 @@ func RunProbe(ctx context.Context, stateDir, name, app string, open func(context
 const runPoll = 50 * time.Millisecond
 
 // waitForRun waits until app's record says a run other than the one that
-// started at last is running, and returns its start; false if ctx ends
-// first.
-func waitForRun(ctx context.Context, stateDir, name, app string, last time.Time) (time.Time, bool, error) {
+// started at last is running and its main process has executed the app's
+// command, and returns the run's start as recorded (which names the run)
+// and the time the command was seen running, from which the probes are
+// timed; false if ctx ends first.
+func waitForRun(ctx context.Context, stateDir, name, app string, last time.Time) (run, command time.Time, ok bool, err error) {
 	for {
 		s, err := pod.ReadAppOrNew(stateDir, name, app)
 		if err != nil {
-			return time.Time{}, false, err
+			return time.Time{}, time.Time{}, false, err
 		}
-		if s.State == pod.AppRunning && !s.StartedAt.Equal(last) {
-			return s.StartedAt, true, nil
+		if s.State == pod.AppRunning && !s.StartedAt.Equal(last) && !execHook(s.PID) {
+			return s.StartedAt, time.Now(), true, nil
 		}
 		if !sleepUntil(ctx, time.Now().Add(runPoll)) {
-			return time.Time{}, false, nil
+			return time.Time{}, time.Time{}, false, nil
 		}
 	}
 }
 
+// execHook reports whether process pid is still "unitrun pod exec", the
+// hook that executes an app's command ([ExecApp]), or has not been
+// recorded yet (pid 0): a process of this binary whose arguments begin
+// with "pod exec". A process that has ended is not.
+func execHook(pid int) bool {
+	if pid == 0 {
+		return true
+	}
+	proc := "/proc/" + strconv.Itoa(pid)
+	exe, err := os.Stat(proc + "/exe")
+	if err != nil {
+		return false
+	}
+	self, err := os.Stat("/proc/self/exe")
+	if err != nil || !os.SameFile(exe, self) {
+		return false
+	}
+	cmdline, err := os.ReadFile(proc + "/cmdline")
+	if err != nil {
+		return false
+	}
+	args := strings.Split(string(cmdline), "\x00")
+	return len(args) > 2 && args[1] == "pod" && args[2] == "exec"
+}
+
 // probing runs the probes of app a of pod name on its run that started
-// at run.
+// at run (as the record has it) and whose command was seen running at
+// command.
 type probing struct {
 	stateDir, name string
 	a              *pod.App
-	run            time.Time
+	run, command   time.Time
 }
 
 // errRunEnded is the error of a result that comes after the run it checked.
@@ -155,7 +187,7 @@ func (pr probing) loop(ctx context.Context, k probeKind) (bool, error) {
 	period := time.Duration(p.PeriodSeconds) * time.Second
 	timeout := time.Duration(p.TimeoutSeconds) * time.Second
 	// Probes held by a startup probe start once it has succeeded.
-	next := pr.run.Add(time.Duration(p.InitialDelaySeconds) * time.Second)
+	next := pr.command.Add(time.Duration(p.InitialDelaySeconds) * time.Second)
 	var st pod.ProbeStatus
 	for {
 		if !sleepUntil(ctx, next) {

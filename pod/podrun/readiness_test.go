@@ -148,3 +148,29 @@ apps:
 		t.Errorf("pod %s, app %+v: want running, its probe never failing", s.Phase, a)
 	}
 }
+
+// TestProbeAfterCommandStarts checks that a probe first checks once the
+// app's command runs, not once its service has started ("unitrun pod
+// exec" still runs then): a probe that ends the pod at its first failure,
+// with no initial delay, looks for the app's command among the processes,
+// on each of the app's many runs.
+func TestProbeAfterCommandStarts(t *testing.T) {
+	r := newRunner(t)
+	name := run(t, r, `
+name: probe-command
+restartPolicy: Always
+restartBackoff: {initial: 100ms, max: 100ms}
+apps:
+  - name: app
+    exec: ["/bin/sleep", "1.3"]
+    probe:
+      exec: ["/usr/bin/pgrep", "-f", "-x", "/bin/sleep 1.3"]
+      periodSeconds: 1
+      failureThreshold: 1
+      action: fail-pod
+`, "")
+	s := poll(t, r, name, func(s pod.PodStatus) bool { return s.Apps[0].Restarts >= 6 || s.Phase != pod.PodRunning })
+	if a := s.Apps[0]; s.Phase != pod.PodRunning || a.Probe == nil || a.Probe.Acted != "" {
+		t.Errorf("pod %s, app %+v: want running, its probe never failing", s.Phase, a)
+	}
+}
