@@ -49,8 +49,8 @@ func Decide(m *Manifest, ev Event) (Decision, error) {
 	}
 	seen := map[string]bool{ev.App: true}
 	for _, o := range ev.Ended {
-		if seen[o.App] || m.App(o.App) == nil {
-			return Decision{}, fmt.Errorf("ended app %q: not another app of pod %s, listed once", o.App, m.Name)
+		if seen[o.App] || m.App(o.App) == nil || m.App(o.App).Sidecar {
+			return Decision{}, fmt.Errorf("ended app %q: not another app of pod %s that is not a sidecar, listed once", o.App, m.Name)
 		}
 		seen[o.App] = true
 	}
