@@ -87,3 +87,40 @@ apps:
 		t.Errorf("events %q, want %q", got, want)
 	}
 }
+
+// TestIsolatedSidecar runs a sidecar with a readiness probe in an isolated
+// pod: the probes find the command's start in the pod's PID namespace, the
+// pod becomes ready, and at a stop (which powers the pod's systemd off)
+// the app stops before the sidecar.
+func TestIsolatedSidecar(t *testing.T) {
+	r := newRunner(t)
+	events := filepath.Join(r.StateDir, "events")
+	name := run(t, r, fmt.Sprintf(`
+name: isolated-sidecar
+isolation: namespaces
+apps:
+  - name: app
+    exec: ["/bin/sh", "-c", "trap 'sleep 0.5; echo app-stop >> %[1]s; exit 3' TERM; sleep 600 & wait"]
+  - name: proxy
+    sidecar: true
+    exec: ["/bin/sh", "-c", "trap 'echo proxy-stop >> %[1]s; exit 0' TERM; sleep 600 & wait"]
+    readinessProbe:
+      exec: ["/bin/true"]
+      periodSeconds: 1
+`, events), "")
+	defer containerLog(t, r, name)
+	poll(t, r, name, func(s pod.PodStatus) bool { return s.Ready })
+	s, err := r.Stop(t.Context(), name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPod(t, s, pod.PodFailed, 3)
+	wantApp(t, s, "proxy", pod.AppExited, 0)
+	data, err := os.ReadFile(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Fields(string(data)), "app-stop proxy-stop"; strings.Join(got, " ") != want {
+		t.Errorf("events %q, want %q", got, want)
+	}
+}
