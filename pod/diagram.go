@@ -53,7 +53,9 @@ func Diagram(nodes []Node, format string) ([]byte, error) {
 	if members != nil {
 		d.beginGroup(&b, "Slice="+slice)
 		for _, m := range members {
-			d.member(&b, ids[m], m)
+			// A node inside the group is indented once more.
+			b.WriteString(d.indent())
+			d.node(&b, ids[m], m, false)
 		}
 		d.endGroup(&b)
 	}
@@ -82,7 +84,7 @@ type diagram interface {
 	begin(b *bytes.Buffer)
 	node(b *bytes.Buffer, id, label string, external bool)
 	beginGroup(b *bytes.Buffer, label string)
-	member(b *bytes.Buffer, id, label string) // a node inside the group
+	indent() string // one level of indentation
 	endGroup(b *bytes.Buffer)
 	edge(b *bytes.Buffer, from, to, label string)
 	end(b *bytes.Buffer)
@@ -113,10 +115,7 @@ func (dot) beginGroup(b *bytes.Buffer, label string) {
 	fmt.Fprintf(b, "\tsubgraph cluster_slice {\n\t\tlabel=%s;\n", dotQuote(label))
 }
 
-func (d dot) member(b *bytes.Buffer, id, label string) {
-	b.WriteByte('\t')
-	d.node(b, id, label, false)
-}
+func (dot) indent() string { return "\t" }
 
 func (dot) endGroup(b *bytes.Buffer) { b.WriteString("\t}\n") }
 
@@ -146,10 +145,7 @@ func (mermaid) beginGroup(b *bytes.Buffer, label string) {
 	fmt.Fprintf(b, "  subgraph slice[%s]\n", mermaidQuote(label))
 }
 
-func (m mermaid) member(b *bytes.Buffer, id, label string) {
-	b.WriteString("  ")
-	m.node(b, id, label, false)
-}
+func (mermaid) indent() string { return "  " }
 
 func (mermaid) endGroup(b *bytes.Buffer) { b.WriteString("  end\n") }
 

@@ -33,12 +33,14 @@
 //     restarting; reap-app has already recorded the end of any other app,
 //     whose reaper's ExecStop= is /bin/true (systemd refuses a service with
 //     neither ExecStart= nor ExecStop=).
-//   - unitrun-pod-P-A-probe.service, for an app with a probe, BindsTo= and
-//     is After= the app, which Wants= it, so it starts and stops with the
-//     app. It runs "unitrun pod probe P A" (podrun.RunProbe), which checks the
-//     app and records the result in its record; at the failure threshold
-//     it restarts the app, whose reap-app then counts a restart, or ends
-//     the pod, whose reap-app then records the app's exit as a failure.
+//   - unitrun-pod-P-A-probe.service, for an app with a liveness, readiness
+//     or startup probe, BindsTo= and is After= the app, which Wants= it, so
+//     it starts and stops with the app. It runs "unitrun pod probe P A"
+//     (podrun.RunProbe), which checks the app on each run, from the run's
+//     start, and records the results and whether the app is ready in its
+//     record; at a failure threshold a liveness or startup probe restarts
+//     the app, whose reap-app then counts a restart, or a liveness probe
+//     ends the pod, whose reap-app then records the app's exit as a failure.
 //   - unitrun-pod-P-shutdown.service is built like a reaper, and every
 //     reaper Wants= it and is After= it: it stops once the last reaper has
 //     stopped, and its ExecStop= runs "unitrun pod shutdown P", which
@@ -54,6 +56,13 @@
 // runs reap-app, to record its success the moment it finishes
 // (ExecStopPost= runs only when it fails or is stopped; reap-app tells the
 // two runs of one invocation apart by $INVOCATION_ID).
+//
+// A sidecar (App.Sidecar) Requires= and is After= the init apps listed
+// before it, and the init apps listed after it and every other app Wants=
+// and are After= it: it starts before them and stops after them. Its
+// restart policy is Always; its reaper neither Wants= nor is After= the
+// shutdown service, so the pod ends when its other apps have ended, and
+// the end's stop of the slice stops the sidecars.
 //
 // Every unit sets DefaultDependencies=no and spells out the dependencies it
 // needs, so the graph is the same under a system manager, a user manager and

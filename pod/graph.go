@@ -64,76 +64,108 @@ const (
 func Nodes(m *Manifest) []Node {
 	p := m.Name
 	slice := SliceUnit(p)
-	stopAtShutdown := []Dep{{Conflicts, shutdownTarget}, {Before, shutdownTarget}}
-	var stopOnExit []Dep
-	for _, k := range []DepKind{Conflicts, Before} {
-		for _, t := range []string{shutdownTarget, exitTarget, haltTarget, poweroffTarget} {
-			stopOnExit = append(stopOnExit, Dep{k, t})
-		}
-	}
-
-	target := Node{Name: TargetUnit(p), Role: TargetRole}
+	var apps []string
 	for _, a := range m.Apps {
-		target.Deps = append(target.Deps, Dep{Wants, AppUnit(p, a.Name)})
+		apps = append(apps, AppUnit(p, a.Name))
 	}
-	for _, a := range m.Apps {
-		target.Deps = append(target.Deps, Dep{After, AppUnit(p, a.Name)})
-	}
+	target := Node{Name: TargetUnit(p), Role: TargetRole, Deps: deps(nil, Wants, After, apps...)}
 	target.Deps = append(target.Deps, stopAtShutdown...)
-
 	nodes := []Node{
 		{Name: slice, Role: SliceRole, Deps: slices.Clone(stopAtShutdown)},
 		target,
-		{Name: shutdownUnit(p), Role: ShutdownRole, Slice: slice, Deps: slices.Clone(stopOnExit)},
+		{Name: shutdownUnit(p), Role: ShutdownRole, Slice: slice, Deps: stopOnExit()},
 	}
-	var inits []string
+	// An init app or a sidecar starts after the init apps and sidecars
+	// listed before it (inits, sidecars), every other app after all of them.
+	var inits, sidecars, allInits, allSidecars []string
 	for _, a := range m.Apps {
 		if a.Init {
-			inits = append(inits, AppUnit(p, a.Name))
+			allInits = append(allInits, AppUnit(p, a.Name))
+		} else if a.Sidecar {
+			allSidecars = append(allSidecars, AppUnit(p, a.Name))
 		}
 	}
-	previousInit := ""
 	for _, a := range m.Apps {
 		name := AppUnit(p, a.Name)
-		app := Node{Name: name, Role: AppRole, App: a.Name, Slice: slice}
-		if a.Init {
-			if previousInit != "" {
-				app.Deps = append(app.Deps, Dep{Requires, previousInit}, Dep{After, previousInit})
+		switch {
+		case a.Init:
+			app := Node{Name: name, Role: AppRole, App: a.Name, Slice: slice}
+			// Each init app runs once the one before it has succeeded.
+			if n := len(inits); n > 0 {
+				app.Deps = deps(app.Deps, Requires, After, inits[n-1])
 			}
-			previousInit = name
+			app.Deps = deps(app.Deps, Wants, After, sidecars...)
 			app.Deps = append(app.Deps, stopAtShutdown...)
 			nodes = append(nodes, app)
-			continue
-		}
-		reaper := reaperUnit(p, a.Name)
-		for _, i := range inits {
-			app.Deps = append(app.Deps, Dep{Requires, i})
-		}
-		app.Deps = append(app.Deps, Dep{Wants, reaper})
-		if a.Probe != nil {
-			app.Deps = append(app.Deps, Dep{Wants, probeUnit(p, a.Name)})
-		}
-		app.Deps = append(app.Deps, Dep{After, reaper})
-		for _, i := range inits {
-			app.Deps = append(app.Deps, Dep{After, i})
-		}
-		app.Deps = append(app.Deps, stopAtShutdown...)
-		nodes = append(nodes, app, Node{
-			Name:  reaper,
-			Role:  ReaperRole,
-			App:   a.Name,
-			Slice: slice,
-			Deps:  append([]Dep{{Wants, shutdownUnit(p)}, {After, shutdownUnit(p)}}, stopOnExit...),
-		})
-		if a.Probe != nil {
-			nodes = append(nodes, Node{
-				Name:  probeUnit(p, a.Name),
-				Role:  ProbeRole,
-				App:   a.Name,
-				Slice: slice,
-				Deps:  append([]Dep{{BindsTo, name}, {After, name}}, stopAtShutdown...),
-			})
+			inits = append(inits, name)
+		case a.Sidecar:
+			nodes = append(nodes, serviceNodes(p, &a, inits, sidecars)...)
+			sidecars = append(sidecars, name)
+		default:
+			nodes = append(nodes, serviceNodes(p, &a, allInits, allSidecars)...)
 		}
 	}
 	return nodes
+}
+
+// stopAtShutdown are the dependencies that stop a unit at the manager's
+// shutdown.
+var stopAtShutdown = []Dep{{Conflicts, shutdownTarget}, {Before, shutdownTarget}}
+
+// stopOnExit are the dependencies that stop a unit, after the apps, at
+// every way a manager ends.
+func stopOnExit() []Dep {
+	var list []Dep
+	for _, k := range []DepKind{Conflicts, Before} {
+		for _, t := range []string{shutdownTarget, exitTarget, haltTarget, poweroffTarget} {
+			list = append(list, Dep{k, t})
+		}
+	}
+	return list
+}
+
+// serviceNodes returns the units of a, an app of pod p that is not an
+// init app: its service, which starts after the init apps inits and the
+// sidecars sidecars, its reaper and, if it has probes, its probe service.
+func serviceNodes(p string, a *App, inits, sidecars []string) []Node {
+	slice, name, reaper := SliceUnit(p), AppUnit(p, a.Name), reaperUnit(p, a.Name)
+	wants := []string{reaper}
+	if a.HasProbes() {
+		wants = append(wants, probeUnit(p, a.Name))
+	}
+	app := Node{Name: name, Role: AppRole, App: a.Name, Slice: slice}
+	app.Deps = deps(app.Deps, Requires, "", inits...)
+	app.Deps = deps(app.Deps, Wants, "", slices.Concat(wants, sidecars)...)
+	app.Deps = deps(app.Deps, After, "", reaper)
+	app.Deps = deps(app.Deps, After, "", slices.Concat(inits, sidecars)...)
+	app.Deps = append(app.Deps, stopAtShutdown...)
+	// A sidecar's reaper does not keep the shutdown service needed: the
+	// pod ends with its other apps, and its end stops the sidecars.
+	var reaperDeps []Dep
+	if !a.Sidecar {
+		reaperDeps = deps(nil, Wants, After, shutdownUnit(p))
+	}
+	nodes := []Node{app, {Name: reaper, Role: ReaperRole, App: a.Name, Slice: slice, Deps: append(reaperDeps, stopOnExit()...)}}
+	if a.HasProbes() {
+		nodes = append(nodes, Node{
+			Name:  probeUnit(p, a.Name),
+			Role:  ProbeRole,
+			App:   a.Name,
+			Slice: slice,
+			Deps:  append(deps(nil, BindsTo, After, name), stopAtShutdown...),
+		})
+	}
+	return nodes
+}
+
+// deps appends to list a dependency of kind on each of units, then, if
+// also is not "", one of kind also on each.
+func deps(list []Dep, kind, also DepKind, units ...string) []Dep {
+	for _, u := range units {
+		list = append(list, Dep{kind, u})
+	}
+	if also != "" {
+		list = deps(list, also, "", units...)
+	}
+	return list
 }

@@ -148,10 +148,25 @@ type App struct {
 	// others; one that fails ends the pod. They do not restart: under
 	// systemd 252 a oneshot service that fails and restarts has already
 	// failed the start jobs of the units that require it.
-	Init      bool      `yaml:"init" json:"init,omitzero"`
+	Init bool `yaml:"init" json:"init,omitzero"`
+	// Sidecars start before the other apps, after the init apps listed
+	// before them, run as long as the pod runs (restarted whenever they
+	// exit, with the pod's back-off), and stop after the other apps: like
+	// Kubernetes' init containers with restartPolicy Always. Their exits
+	// never end the pod nor count in its exit code.
+	Sidecar   bool      `yaml:"sidecar" json:"sidecar,omitzero"`
 	Rootfs    string    `yaml:"rootfs" json:"rootfs,omitzero"`
 	Resources Resources `yaml:"resources" json:"resources,omitzero"`
-	Probe     *Probe    `yaml:"probe" json:"probe,omitzero"`
+	// Probe is the liveness probe: at its failure threshold it restarts
+	// the app or ends the pod, as its action says.
+	Probe *Probe `yaml:"probe" json:"probe,omitzero"`
+	// ReadinessProbe sets whether the app is ready (AppStatus.Ready), and
+	// with it the pod; it never restarts the app. Its action must be unset.
+	ReadinessProbe *Probe `yaml:"readinessProbe" json:"readinessProbe,omitzero"`
+	// StartupProbe holds the other probes until it succeeds once per run;
+	// at its failure threshold it restarts the app. Its action must be
+	// unset or restart.
+	StartupProbe *Probe `yaml:"startupProbe" json:"startupProbe,omitzero"`
 }
 
 // Resources limit an app. Nil means no limit.
@@ -182,8 +197,21 @@ const (
 	ProbeTimeout = "timeout"
 )
 
-// probeRestarts reports whether a's probe restarts a when it fails.
-func (a *App) probeRestarts() bool { return a.Probe != nil && a.Probe.Action == RestartApp }
+// probeRestarts reports whether a probe of a restarts a when it fails: a
+// startup probe always does, a liveness probe if its action says so.
+func (a *App) probeRestarts() bool {
+	return a.StartupProbe != nil || a.Probe != nil && a.Probe.Action == RestartApp
+}
+
+// HasProbes reports whether a has a probe of any kind, and so a probe
+// service.
+func (a *App) HasProbes() bool {
+	return a.Probe != nil || a.ReadinessProbe != nil || a.StartupProbe != nil
+}
+
+// Counts reports whether a's exits count for the pod: those of an init
+// app or of an app, but never a sidecar's.
+func (a *App) Counts() bool { return !a.Sidecar }
 
 // An HTTPProbe succeeds when GET Path on Port answers with a status in Status.
 type HTTPProbe struct {
@@ -353,33 +381,44 @@ func (m *Manifest) setDefaults() {
 		// one is reported once, for the pod, not again for each app.
 		if a.RestartPolicy == "" {
 			switch {
-			case a.Init:
+			case a.Init && !a.Sidecar:
 				a.RestartPolicy = Never
+			case a.Sidecar:
+				a.RestartPolicy = Always
 			case m.RestartPolicy.valid():
 				a.RestartPolicy = m.RestartPolicy
 			}
 		}
-		if p := a.Probe; p != nil {
-			if p.PeriodSeconds == 0 {
-				p.PeriodSeconds = defaultProbePeriod
-			}
-			if p.TimeoutSeconds == 0 {
-				p.TimeoutSeconds = defaultProbeTimeout
-			}
-			if p.FailureThreshold == 0 {
-				p.FailureThreshold = defaultProbeThreshold
-			}
-			if p.Action == "" {
-				p.Action = RestartApp
-			}
-			if h := p.HTTP; h != nil {
-				if h.Path == "" {
-					h.Path = "/"
-				}
-				if h.Status == (StatusRange{}) {
-					h.Status = StatusRange{Min: 200, Max: 399}
-				}
-			}
+		a.Probe.setDefaults(RestartApp)
+		a.ReadinessProbe.setDefaults("")
+		a.StartupProbe.setDefaults(RestartApp)
+	}
+}
+
+// setDefaults fills in p's zero timings and, if action is not "", its
+// action; a nil p stays nil.
+func (p *Probe) setDefaults(action ProbeAction) {
+	if p == nil {
+		return
+	}
+	if p.PeriodSeconds == 0 {
+		p.PeriodSeconds = defaultProbePeriod
+	}
+	if p.TimeoutSeconds == 0 {
+		p.TimeoutSeconds = defaultProbeTimeout
+	}
+	if p.FailureThreshold == 0 {
+		p.FailureThreshold = defaultProbeThreshold
+	}
+	if p.Action == "" {
+		p.Action = action
+	}
+	if h := p.HTTP; h != nil {
+		if h.Path == "" {
+			h.Path = "/"
+		}
+		if h.Status == (StatusRange{}) {
+			h.Status = StatusRange{Min: 200, Max: 399}
 		}
 	}
 }

@@ -32,7 +32,9 @@ import (
 //	all            every app has ended
 //
 // Under every exit policy, an init app that fails for good ends the pod:
-// the apps after it never start.
+// the apps after it never start. A sidecar (restart policy Always) ends
+// only when stopped, and never ends the pod: Event.Ended lists no sidecar,
+// and "every app" above means every app but the sidecars.
 //
 // Decision.PodExitCode is [PodExitCode] of the apps that have ended, this
 // one included: 0 if every one succeeded, else the exit code of the one that
@@ -47,16 +49,19 @@ func Decide(m *Manifest, ev Event) (Decision, error) {
 	}
 	seen := map[string]bool{ev.App: true}
 	for _, o := range ev.Ended {
-		if seen[o.App] || m.App(o.App) == nil {
-			return Decision{}, fmt.Errorf("ended app %q: not another app of pod %s, listed once", o.App, m.Name)
+		if seen[o.App] || m.App(o.App) == nil || m.App(o.App).Sidecar {
+			return Decision{}, fmt.Errorf("ended app %q: not another app of pod %s that is not a sidecar, listed once", o.App, m.Name)
 		}
 		seen[o.App] = true
 	}
 	if !ev.Stopped && Restarts(a.RestartPolicy, ev.Exit.Success) {
 		return Decision{Restart: true, Delay: NextDelay(m.RestartBackoff, ev.History, ev.Now)}, nil
 	}
+	if a.Sidecar {
+		return Decision{}, nil
+	}
 	ended := append(slices.Clone(ev.Ended), Outcome{App: ev.App, Exit: ev.Exit, At: ev.Now})
-	all := len(ended) == len(m.Apps)
+	all := len(ended) == len(m.Apps)-m.sidecars()
 	var end bool
 	switch {
 	case all, a.Init && !ev.Exit.Success:
@@ -146,4 +151,15 @@ func NextDelay(b Backoff, h History, now time.Time) time.Duration {
 		return b.Max
 	}
 	return max(2*h.LastDelay, b.Initial)
+}
+
+// sidecars counts m's sidecars.
+func (m *Manifest) sidecars() int {
+	n := 0
+	for _, a := range m.Apps {
+		if a.Sidecar {
+			n++
+		}
+	}
+	return n
 }

@@ -141,3 +141,40 @@ func TestPodExitCode(t *testing.T) {
 		}
 	}
 }
+
+// A sidecar restarts after every exit on its own, ends without ending the
+// pod when stopped, and does not count among "every app": the pod ends
+// when its one app has.
+func TestDecideSidecar(t *testing.T) {
+	m, err := Parse([]byte(`
+name: p
+restartBackoff: {initial: 1s, max: 10s, reset: 1min}
+apps:
+  - {name: side, sidecar: true, exec: [/bin/true]}
+  - {name: app, exec: [/bin/true]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := m.App("side"); a.RestartPolicy != Always {
+		t.Errorf("sidecar's restart policy %s, want Always", a.RestartPolicy)
+	}
+	for _, c := range []struct {
+		ev   Event
+		want Decision
+	}{
+		{Event{App: "side", Exit: fail4, Now: now}, Decision{Restart: true, Delay: time.Second}},
+		{Event{App: "side", Exit: ok, Now: now}, Decision{Restart: true, Delay: time.Second}},
+		{Event{App: "side", Exit: fail4, Stopped: true, Now: now}, Decision{}},
+		{Event{App: "app", Exit: ok, Now: now}, Decision{EndPod: true}},
+		{Event{App: "app", Exit: fail4, Now: now}, Decision{EndPod: true, PodExitCode: 4}},
+	} {
+		got, err := Decide(m, c.ev)
+		if err != nil || got != c.want {
+			t.Errorf("Decide(%+v) = %+v, %v; want %+v", c.ev, got, err, c.want)
+		}
+	}
+	if _, err := Decide(m, Event{App: "app", Exit: ok, Ended: ended("side")}); err == nil {
+		t.Error("Decide accepted a sidecar among the ended apps")
+	}
+}

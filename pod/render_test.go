@@ -19,6 +19,7 @@ var renderCases = []struct {
 	{"two-apps.yaml", goldenOptions},
 	{"init-restart.yaml", goldenOptions},
 	{"probes.yaml", goldenOptions},
+	{"sidecars.yaml", goldenOptions},
 	{"nasty.yaml", RenderOptions{
 		Binary:   "/opt/unit run/bin/%unitrun",
 		StateDir: "/run/state dir/$HOME/%h",

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -62,11 +63,36 @@ type AppStatus struct {
 	// Invocation is systemd's $INVOCATION_ID of the run whose exit was
 	// recorded last, so that one run is never recorded twice.
 	Invocation string `json:"invocation_id,omitempty"`
+	// PID is the process id of the running run's main process, which
+	// executes the app's command (in an isolated pod, in its PID
+	// namespace); 0 when the app does not run.
+	PID int `json:"pid,omitempty"`
 	// Message says why the last run could not execute the app's command
 	// ("user web: no such user"); empty if it could.
 	Message string `json:"message,omitempty"`
-	// Probe is the state of the app's health probe, once it has run.
+	// Probe is the state of the app's liveness probe, once it has run.
 	Probe *ProbeStatus `json:"probe,omitempty"`
+	// Startup and Readiness are the states of the app's startup and
+	// readiness probes in its current run, once they have run.
+	Startup   *ProbeStatus `json:"startup_probe,omitempty"`
+	Readiness *ProbeStatus `json:"readiness_probe,omitempty"`
+	// Ready says the app runs and is ready: its startup probe, if it has
+	// one, has succeeded in this run, and its readiness probe, if it has
+	// one, succeeded last. A run starts not ready if the app has either
+	// probe, and ready if it has neither; an exit ends it, but for the
+	// success of an init app, which stays ready, as in Kubernetes.
+	Ready bool `json:"ready"`
+}
+
+// Acted returns the action a probe of s took at its failure threshold in
+// the run whose exit comes next, and the probe's state; "" and nil if none.
+func (s AppStatus) Acted() (ProbeAction, *ProbeStatus) {
+	for _, p := range []*ProbeStatus{s.Probe, s.Startup} {
+		if p != nil && p.Acted != "" {
+			return p.Acted, p
+		}
+	}
+	return "", nil
 }
 
 // ProbeStatus is the state of an app's health probe.
@@ -90,6 +116,10 @@ type PodStatus struct {
 	Phase      Phase      `json:"phase"`
 	ExitCode   *int       `json:"exit_code,omitempty"`
 	ExitPolicy ExitPolicy `json:"exit_policy"`
+	// Ready is the pod's Ready condition, as Kubernetes has it: the pod
+	// is running and every app is ready (an init app once it has
+	// succeeded). [ReadPod] works it out from the apps' records.
+	Ready bool `json:"ready"`
 	// Isolation is where the pod runs, the manifest's or the one its
 	// creation chose instead; "" in the records of older pods.
 	Isolation  Isolation   `json:"isolation,omitempty"`
@@ -218,6 +248,7 @@ func ReadPod(stateDir, pod string) (PodStatus, error) {
 			return PodStatus{}, err
 		}
 	}
+	s.Ready = s.Phase == PodRunning && !slices.ContainsFunc(s.Apps, func(a AppStatus) bool { return !a.Ready })
 	return s, nil
 }
 
@@ -259,14 +290,21 @@ func (s AppStatus) validate() error {
 	if s.Restarts < 0 || s.Backoff < 0 {
 		return bad("restarts and backoff_ns must not be negative")
 	}
-	if p := s.Probe; p != nil {
+	if s.PID < 0 {
+		return bad("pid %d: must not be negative", s.PID)
+	}
+	for i, p := range []*ProbeStatus{s.Probe, s.Startup, s.Readiness} {
+		field := []string{"probe", "startup_probe", "readiness_probe"}[i]
+		if p == nil {
+			continue
+		}
 		switch {
 		case p.LastResult != ProbeSuccess && p.LastResult != ProbeFailure && p.LastResult != ProbeTimeout:
-			return bad("probe last_result %q: must be success, failure or timeout", p.LastResult)
+			return bad("%s last_result %q: must be success, failure or timeout", field, p.LastResult)
 		case p.ConsecutiveFailures < 0:
-			return bad("probe consecutive_failures must not be negative")
+			return bad("%s consecutive_failures must not be negative", field)
 		case p.Acted != "" && p.Acted != RestartApp && p.Acted != FailPod:
-			return bad("probe acted %q: must be restart or fail-pod", p.Acted)
+			return bad("%s acted %q: must be restart or fail-pod", field, p.Acted)
 		}
 	}
 	return nil

@@ -49,8 +49,12 @@ func (m *Manifest) validate() error {
 	if b.Max < b.Initial {
 		p.add("restartBackoff.max", b.Max.String(), "must not be shorter than restartBackoff.initial "+b.Initial.String())
 	}
-	if !slices.ContainsFunc(m.Apps, func(a App) bool { return !a.Init }) {
-		p.add("apps", "", "must list at least one app that is not an init app")
+	if !slices.ContainsFunc(m.Apps, func(a App) bool { return !a.Init && !a.Sidecar }) {
+		rule := "must list at least one app that is not an init app"
+		if slices.ContainsFunc(m.Apps, func(a App) bool { return a.Sidecar }) {
+			rule += " or a sidecar"
+		}
+		p.add("apps", "", rule)
 	}
 	if len(m.Apps) > MaxApps {
 		p.add("apps", "", fmt.Sprintf("lists %d apps, more than the %d a pod may have", len(m.Apps), MaxApps))
@@ -95,8 +99,13 @@ func (p *problems) app(path string, a *App, iso Isolation) {
 	if a.RestartPolicy != "" { // "": it would inherit the pod's, which is not valid
 		oneOf(p, path+".restartPolicy", a.RestartPolicy, Never, Always, OnFailure)
 	}
-	if a.Init && a.RestartPolicy != Never {
+	switch {
+	case a.Init && a.Sidecar:
+		p.add(path+".sidecar", "true", "not allowed for an init app: an app is an init app, a sidecar or neither")
+	case a.Init && a.RestartPolicy != Never:
 		p.add(path+".restartPolicy", string(a.RestartPolicy), "not allowed for an init app, which runs once: only Never is")
+	case a.Sidecar && a.RestartPolicy != Always && a.RestartPolicy != "":
+		p.add(path+".restartPolicy", string(a.RestartPolicy), "not allowed for a sidecar, which runs again whenever it exits while the pod runs: only Always is")
 	}
 	for i, c := range a.SuccessExitCodes {
 		if c < 0 || c > 255 {
@@ -112,11 +121,30 @@ func (p *problems) app(path string, a *App, iso Isolation) {
 		}
 	}
 	p.resources(path+".resources", a.Resources)
-	if a.Probe != nil {
-		if a.Init {
-			p.add(path+".probe", "", "not allowed for an init app")
+	for _, pr := range []struct {
+		field   string
+		probe   *Probe
+		actions []ProbeAction
+		rule    string
+	}{
+		{"probe", a.Probe, []ProbeAction{RestartApp, FailPod}, ""},
+		{"readinessProbe", a.ReadinessProbe, []ProbeAction{""}, "not allowed for a readiness probe, which never restarts the app nor ends the pod"},
+		{"startupProbe", a.StartupProbe, []ProbeAction{RestartApp}, "must be restart: a startup probe that fails restarts the app"},
+	} {
+		if pr.probe == nil {
+			continue
 		}
-		p.probe(path+".probe", a.Probe)
+		if a.Init && !a.Sidecar {
+			p.add(path+"."+pr.field, "", "not allowed for an init app")
+		}
+		p.probe(path+"."+pr.field, pr.probe)
+		if !slices.Contains(pr.actions, pr.probe.Action) {
+			if pr.rule != "" {
+				p.add(path+"."+pr.field+".action", string(pr.probe.Action), pr.rule)
+			} else {
+				oneOf(p, path+"."+pr.field+".action", pr.probe.Action, pr.actions...)
+			}
+		}
 	}
 }
 
@@ -169,7 +197,6 @@ func (p *problems) probe(path string, pr *Probe) {
 			p.add(path+"."+f.name, strconv.Itoa(f.v), "must be at least 1")
 		}
 	}
-	oneOf(p, path+".action", pr.Action, RestartApp, FailPod)
 }
 
 // argv checks a command line: not empty, argv[0] an absolute path, and every

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/pod"
@@ -364,4 +365,36 @@ func TestPodRootfsSwappedForRoot(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Errorf("the app of a rootfs swapped for / wrote %s on the host", marker)
 	}
+}
+
+// pod status --json says whether the pod and each app are ready, as the
+// app's readiness probe finds it.
+func TestPodReadyJSON(t *testing.T) {
+	dir := t.TempDir()
+	ok := filepath.Join(t.TempDir(), "ok")
+	path := manifestFile(t, "name: readyjson\napps:\n  - name: a\n    exec: [/bin/sleep, \"600\"]\n    readinessProbe:\n      exec: [/usr/bin/test, -e, "+ok+"]\n      periodSeconds: 1\n")
+	if _, errs, code := podCLI(t, dir, "run", "--detach", path); code != 0 {
+		t.Fatalf("pod run --detach: exit %d, %s", code, errs)
+	}
+	rmPod(t, dir, "readyjson")
+	pollView := func(what string, cond func(podView) bool) podView {
+		t.Helper()
+		var v podView
+		for range 400 {
+			if v = podStatus(t, dir, "readyjson"); cond(v) {
+				return v
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("pod status --json never showed %s: %+v", what, v)
+		return v
+	}
+	v := pollView("a readiness result", func(v podView) bool { return v.Apps[0].ReadinessProbe != nil })
+	if v.Ready || v.Apps[0].Ready || v.Apps[0].ReadinessProbe.LastResult != "failure" {
+		t.Errorf("before the first success: %+v", v)
+	}
+	if err := os.WriteFile(ok, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pollView("a ready pod", func(v podView) bool { return v.Ready && v.Apps[0].Ready })
 }

@@ -14,10 +14,12 @@ import (
 
 // podView is the --json form of a pod's status.
 type podView struct {
-	Name       string     `json:"name"`
-	Phase      pod.Phase  `json:"phase"`
-	ExitCode   *int       `json:"exit_code"`
-	ExitPolicy string     `json:"exit_policy"`
+	Name       string    `json:"name"`
+	Phase      pod.Phase `json:"phase"`
+	ExitCode   *int      `json:"exit_code"`
+	ExitPolicy string    `json:"exit_policy"`
+	// Ready is the pod's Ready condition: running, every app ready.
+	Ready      bool       `json:"ready"`
 	StartedAt  *time.Time `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at"`
 	Apps       []appView  `json:"apps"`
@@ -34,8 +36,14 @@ type appView struct {
 	Restarts   int          `json:"restarts"`
 	StartedAt  *time.Time   `json:"started_at"`
 	FinishedAt *time.Time   `json:"finished_at"`
-	// Probe is set once the app's probe has run.
-	Probe *pod.ProbeStatus `json:"probe,omitempty"`
+	// Ready says the app runs and its startup and readiness probes, if
+	// any, say it is ready (an init app: it has succeeded).
+	Ready bool `json:"ready"`
+	// Probe, StartupProbe and ReadinessProbe are set once the app's
+	// liveness, startup and readiness probes have run.
+	Probe          *pod.ProbeStatus `json:"probe,omitempty"`
+	StartupProbe   *pod.ProbeStatus `json:"startup_probe,omitempty"`
+	ReadinessProbe *pod.ProbeStatus `json:"readiness_probe,omitempty"`
 }
 
 // timePtr is t, or nil for the zero time.
@@ -47,9 +55,9 @@ func timePtr(t time.Time) *time.Time {
 }
 
 func newPodView(s pod.PodStatus) podView {
-	v := podView{Name: s.Name, Phase: s.Phase, ExitCode: s.ExitCode, ExitPolicy: string(s.ExitPolicy), StartedAt: timePtr(s.StartedAt), FinishedAt: timePtr(s.FinishedAt), Apps: []appView{}}
+	v := podView{Name: s.Name, Phase: s.Phase, ExitCode: s.ExitCode, ExitPolicy: string(s.ExitPolicy), Ready: s.Ready, StartedAt: timePtr(s.StartedAt), FinishedAt: timePtr(s.FinishedAt), Apps: []appView{}}
 	for _, a := range s.Apps {
-		v.Apps = append(v.Apps, appView{a.Name, a.State, a.ExitCode, a.Signal, a.Result, a.Message, a.Restarts, timePtr(a.StartedAt), timePtr(a.FinishedAt), a.Probe})
+		v.Apps = append(v.Apps, appView{a.Name, a.State, a.ExitCode, a.Signal, a.Result, a.Message, a.Restarts, timePtr(a.StartedAt), timePtr(a.FinishedAt), a.Ready, a.Probe, a.Startup, a.Readiness})
 	}
 	return v
 }
@@ -61,6 +69,14 @@ func probeCell(p *pod.ProbeStatus) string {
 		return "-"
 	}
 	return fmt.Sprintf("%s, %d failing", p.LastResult, p.ConsecutiveFailures)
+}
+
+// yesNo prints b as yes or no.
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 // code prints an exit code, or "-".
@@ -81,7 +97,8 @@ func newPodStatusCmd(f *podFlags) *cobra.Command {
 		Long: `Print a pod's phase and a table of its apps. Piped, the first line is the
 pod's, as in "pod list" (name, phase, exit code, apps), then one
 tab-separated line per app: name, state, exit code, restarts, started,
-finished, probe; "-" stands for none.`,
+finished, probe (the liveness probe's last result), ready; "-" stands
+for none.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withRunner(cmd, func(r *podrun.Runner) error {
@@ -101,9 +118,9 @@ finished, probe; "-" stands for none.`,
 				}
 				var rows [][]string
 				for _, a := range s.Apps {
-					rows = append(rows, []string{a.Name, string(a.State), code(a.ExitCode), fmt.Sprint(a.Restarts), stamp(a.StartedAt), stamp(a.FinishedAt), probeCell(a.Probe)})
+					rows = append(rows, []string{a.Name, string(a.State), code(a.ExitCode), fmt.Sprint(a.Restarts), stamp(a.StartedAt), stamp(a.FinishedAt), probeCell(a.Probe), yesNo(a.Ready)})
 				}
-				return t.table([]string{"APP", "STATE", "EXIT", "RESTARTS", "STARTED", "FINISHED", "PROBE"}, rows, 1)
+				return t.table([]string{"APP", "STATE", "EXIT", "RESTARTS", "STARTED", "FINISHED", "PROBE", "READY"}, rows, 1)
 			})
 		},
 	}

@@ -57,9 +57,12 @@ type app struct {
 	RestartPolicy string            `json:"restartPolicy,omitempty"`
 	StopTimeout   string            `json:"stopTimeout,omitempty"`
 	Init          bool              `json:"init,omitempty"`
+	Sidecar       bool              `json:"sidecar,omitempty"`
 	Rootfs        string            `json:"rootfs,omitempty"`
 	Resources     *resources        `json:"resources,omitempty"`
 	Probe         *probe            `json:"probe,omitempty"`
+	Readiness     *probe            `json:"readinessProbe,omitempty"`
+	Startup       *probe            `json:"startupProbe,omitempty"`
 }
 
 type resources struct {
@@ -75,7 +78,7 @@ type probe struct {
 	PeriodSeconds       int32      `json:"periodSeconds,omitempty"`
 	TimeoutSeconds      int32      `json:"timeoutSeconds,omitempty"`
 	FailureThreshold    int32      `json:"failureThreshold,omitempty"`
-	Action              string     `json:"action"`
+	Action              string     `json:"action,omitempty"`
 }
 
 type httpProbe struct {
@@ -146,24 +149,33 @@ func (c *Config) translate(p *corev1.Pod) ([]byte, error) {
 	rootfs := false
 	for i := range p.Spec.InitContainers {
 		ctr := &p.Spec.InitContainers[i]
-		a := c.container(p, ctr, fmt.Sprintf("spec.initContainers[%d]", i), vols, &rs)
-		a.Init = true
-		if ctr.RestartPolicy != nil {
-			rs.add(fmt.Sprintf("spec.initContainers[%d].restartPolicy", i), "sidecar containers (restartPolicy: %s) are not supported: unitrun pods have no sidecars", *ctr.RestartPolicy)
-		}
-		if ctr.LivenessProbe != nil {
-			rs.add(fmt.Sprintf("spec.initContainers[%d].livenessProbe", i), "an init container has no probes")
+		path := fmt.Sprintf("spec.initContainers[%d]", i)
+		a := c.container(p, ctr, path, vols, &rs)
+		switch {
+		case ctr.RestartPolicy == nil:
+			a.Init = true
+			for _, f := range []struct {
+				name  string
+				probe *corev1.Probe
+			}{{"livenessProbe", ctr.LivenessProbe}, {"readinessProbe", ctr.ReadinessProbe}, {"startupProbe", ctr.StartupProbe}} {
+				if f.probe != nil {
+					rs.add(path+"."+f.name, "an init container has no probes (a sidecar, restartPolicy: Always, has)")
+				}
+			}
+		case *ctr.RestartPolicy == corev1.ContainerRestartPolicyAlways:
+			// A sidecar, as Kubernetes 1.29 and later run it.
+			a.Sidecar = true
+			a.probes(ctr, path, &rs)
+		default:
+			rs.add(path+".restartPolicy", "%q: an init container's restartPolicy can only be Always, which makes it a sidecar", *ctr.RestartPolicy)
 		}
 		rootfs = rootfs || a.Rootfs != ""
 		m.Apps = append(m.Apps, a)
 	}
 	for i := range p.Spec.Containers {
 		ctr := &p.Spec.Containers[i]
-		path := fmt.Sprintf("spec.containers[%d]", i)
-		a := c.container(p, ctr, path, vols, &rs)
-		if ctr.LivenessProbe != nil {
-			a.Probe = livenessProbe(ctr, path+".livenessProbe", &rs)
-		}
+		a := c.container(p, ctr, fmt.Sprintf("spec.containers[%d]", i), vols, &rs)
+		a.probes(ctr, fmt.Sprintf("spec.containers[%d]", i), &rs)
 		rootfs = rootfs || a.Rootfs != ""
 		m.Apps = append(m.Apps, a)
 	}
@@ -322,12 +334,6 @@ func (c *Config) container(p *corev1.Pod, ctr *corev1.Container, path string, vo
 	if len(ctr.EnvFrom) > 0 {
 		rs.add(path+".envFrom", "not supported")
 	}
-	if ctr.ReadinessProbe != nil {
-		rs.add(path+".readinessProbe", "not supported: unitrun pods have no readiness probes")
-	}
-	if ctr.StartupProbe != nil {
-		rs.add(path+".startupProbe", "not supported: unitrun pods have no startup probes")
-	}
 	if ctr.Lifecycle != nil {
 		rs.add(path+".lifecycle", "postStart and preStop hooks are not supported")
 	}
@@ -436,15 +442,31 @@ func cpuWeight(q resource.Quantity) int {
 	return int(1 + (shares-2)*9999/262142)
 }
 
-// livenessProbe maps a liveness probe to a probe that restarts the app.
-func livenessProbe(ctr *corev1.Container, path string, rs *refusals) *probe {
-	lp := ctr.LivenessProbe
+// probes maps the container's liveness probe to a probe that restarts the
+// app, its readiness probe to a readiness probe and its startup probe to a
+// startup probe.
+func (a *app) probes(ctr *corev1.Container, path string, rs *refusals) {
+	if ctr.LivenessProbe != nil {
+		a.Probe = mapProbe(ctr, ctr.LivenessProbe, path+".livenessProbe", "liveness", rs)
+		a.Probe.Action = "restart"
+	}
+	if ctr.ReadinessProbe != nil {
+		a.Readiness = mapProbe(ctr, ctr.ReadinessProbe, path+".readinessProbe", "readiness", rs)
+	}
+	if ctr.StartupProbe != nil {
+		a.Startup = mapProbe(ctr, ctr.StartupProbe, path+".startupProbe", "startup", rs)
+	}
+}
+
+// mapProbe maps lp, the container's probe of kind (liveness, readiness or
+// startup) at path, to a unitrun probe without an action.
+func mapProbe(ctr *corev1.Container, lp *corev1.Probe, path, kind string, rs *refusals) *probe {
 	pr := &probe{
 		InitialDelaySeconds: lp.InitialDelaySeconds, PeriodSeconds: lp.PeriodSeconds,
-		TimeoutSeconds: lp.TimeoutSeconds, FailureThreshold: lp.FailureThreshold, Action: "restart",
+		TimeoutSeconds: lp.TimeoutSeconds, FailureThreshold: lp.FailureThreshold,
 	}
 	if lp.SuccessThreshold > 1 {
-		rs.add(path+".successThreshold", "must be 1 for a liveness probe")
+		rs.add(path+".successThreshold", "must be 1 for a %s probe: unitrun counts one success", kind)
 	}
 	if lp.TerminationGracePeriodSeconds != nil {
 		rs.add(path+".terminationGracePeriodSeconds", "not supported")

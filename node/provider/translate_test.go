@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/unitrun/unitrun/pod"
 )
 
 func translated(t *testing.T, c *Config, p *corev1.Pod) manifest {
@@ -88,19 +90,19 @@ func TestTranslateMapping(t *testing.T) {
 
 // Every field the node cannot honour is refused, named, and all at once.
 func TestTranslateRefusals(t *testing.T) {
-	always := corev1.ContainerRestartPolicyAlways
+	onFailure := corev1.ContainerRestartPolicy("OnFailure")
 	yes := true
 	c := &Config{Images: map[string]string{"debian": HostImage}}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: "default", UID: "u"},
 		Spec: corev1.PodSpec{
 			Volumes:        []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}}},
-			InitContainers: []corev1.Container{{Name: "side", Image: "debian", Command: []string{"x"}, RestartPolicy: &always}},
+			InitContainers: []corev1.Container{{Name: "side", Image: "debian", Command: []string{"x"}, RestartPolicy: &onFailure}},
 			Containers: []corev1.Container{{
 				Name: "app", Image: "nginx", Command: []string{"x"},
 				Ports:           []corev1.ContainerPort{{ContainerPort: 80}},
 				ReadinessProbe:  &corev1.Probe{},
-				StartupProbe:    &corev1.Probe{},
+				StartupProbe:    &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}}, SuccessThreshold: 2},
 				SecurityContext: &corev1.SecurityContext{Privileged: &yes},
 				Resources:       corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
 				Env:             []corev1.EnvVar{{Name: "S", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{}}}},
@@ -113,13 +115,76 @@ func TestTranslateRefusals(t *testing.T) {
 	}
 	for _, field := range []string{
 		"spec.volumes[0]", "spec.initContainers[0].restartPolicy", "spec.containers[0].image",
-		"spec.containers[0].ports[0]", "spec.containers[0].readinessProbe", "spec.containers[0].startupProbe",
+		"spec.containers[0].ports[0]", "spec.containers[0].readinessProbe", "spec.containers[0].startupProbe.successThreshold",
 		"spec.containers[0].securityContext.privileged", "spec.containers[0].securityContext.runAsUser",
 		"spec.containers[0].resources.limits[cpu]", "spec.containers[0].env[0].valueFrom",
 	} {
 		if !strings.Contains(err.Error(), field+":") {
 			t.Errorf("error does not name %s: %v", field, err)
 		}
+	}
+}
+
+// An init container with restartPolicy Always is a sidecar, with its
+// probes; readiness and startup probes map to unitrun's; an init
+// container's probes are refused.
+func TestTranslateSidecarsAndProbes(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	c := &Config{Images: map[string]string{"debian": HostImage}, AllowPrivileged: true}
+	tcp := corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(15001)}}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "mesh", Namespace: "default", UID: "u"},
+		Spec: corev1.PodSpec{
+			HostNetwork: true,
+			InitContainers: []corev1.Container{
+				{Name: "setup", Image: "debian", Command: []string{"/bin/true"}},
+				{Name: "proxy", Image: "debian", Command: []string{"/bin/proxy"}, RestartPolicy: &always,
+					ReadinessProbe: &corev1.Probe{ProbeHandler: tcp, PeriodSeconds: 2}},
+			},
+			Containers: []corev1.Container{{
+				Name: "api", Image: "debian", Command: []string{"/bin/api"},
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromString("http"), Path: "/ready"}},
+					FailureThreshold: 4,
+				},
+				StartupProbe: &corev1.Probe{
+					ProbeHandler:     corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/started"}}},
+					PeriodSeconds:    1,
+					FailureThreshold: 30,
+				},
+			}},
+		},
+	}
+	m := translated(t, c, p)
+	setup, proxy, api := m.Apps[0], m.Apps[1], m.Apps[2]
+	if !setup.Init || setup.Sidecar || proxy.Init || !proxy.Sidecar || api.Init || api.Sidecar {
+		t.Errorf("kinds: setup %+v, proxy %+v, api %+v", setup, proxy, api)
+	}
+	if r := proxy.Readiness; r == nil || r.TCP == nil || r.TCP.Port != 15001 || r.PeriodSeconds != 2 || r.Action != "" {
+		t.Errorf("sidecar readiness probe %+v", r)
+	}
+	if r := api.Readiness; r == nil || r.HTTP == nil || r.HTTP.Port != 8080 || r.HTTP.Path != "/ready" || r.FailureThreshold != 4 || r.Action != "" {
+		t.Errorf("readiness probe %+v", r)
+	}
+	if s := api.Startup; s == nil || len(s.Exec) != 1 || s.Exec[0] != "/bin/started" || s.PeriodSeconds != 1 || s.FailureThreshold != 30 || s.Action != "" {
+		t.Errorf("startup probe %+v", s)
+	}
+	if api.Probe != nil {
+		t.Errorf("liveness probe %+v, want none", api.Probe)
+	}
+	// unitrun takes the manifest as it is.
+	data, err := c.translate(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pod.Parse(data); err != nil {
+		t.Errorf("pod.Parse of the translated manifest: %v", err)
+	}
+	p.Spec.InitContainers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: tcp}
+	_, err = c.translate(p)
+	if err == nil || !strings.Contains(err.Error(), "spec.initContainers[0].readinessProbe: an init container has no probes") {
+		t.Errorf("error %v; want it to refuse the init container's readiness probe", err)
 	}
 }
 

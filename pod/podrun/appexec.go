@@ -28,13 +28,9 @@ import (
 // that does not resolve or a directory that does not exist would fail the
 // hooks that record the run, and the run would end unrecorded.
 func ExecApp(stateDir, name, app string) error {
-	m, err := pod.LoadSpec(stateDir, name)
+	_, a, err := loadApp(stateDir, name, app)
 	if err != nil {
 		return err
-	}
-	a := m.App(app)
-	if a == nil {
-		return fmt.Errorf("pod %s has no app %q", name, app)
 	}
 	// Opened before the credentials change, so that a failure after it
 	// is recorded too; the command's exec closes it.
@@ -43,7 +39,7 @@ func ExecApp(stateDir, name, app string) error {
 		return err
 	}
 	defer why.Close()
-	if err := beginRun(stateDir, name, app); err != nil {
+	if err := beginRun(stateDir, name, a); err != nil {
 		return err
 	}
 	err = execApp(a)
@@ -51,22 +47,21 @@ func ExecApp(stateDir, name, app string) error {
 	return &exec.Error{Name: a.Exec[0], Err: err}
 }
 
-// beginRun records that a run of app has started.
-func beginRun(stateDir, name, app string) error {
-	unlock, err := pod.Lock(stateDir, name)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	s, err := pod.ReadAppOrNew(stateDir, name, app)
-	if err != nil {
-		return err
-	}
-	if s.State == pod.AppRestarting {
-		s.Restarts++
-	}
-	s.State, s.StartedAt, s.FinishedAt = pod.AppRunning, time.Now(), time.Time{}
-	return pod.WriteApp(stateDir, name, s)
+// beginRun records that a run of app a has started: ready at once if a
+// has no startup or readiness probe, else once they say so, and an init
+// app once it has succeeded; the probes (RunProbe) start from this run's
+// start.
+func beginRun(stateDir, name string, a *pod.App) error {
+	return updateApp(stateDir, name, a.Name, func(s *pod.AppStatus) error {
+		if s.State == pod.AppRestarting {
+			s.Restarts++
+		}
+		s.State, s.StartedAt, s.FinishedAt = pod.AppRunning, time.Now(), time.Time{}
+		s.PID = os.Getpid()
+		s.Ready = !a.Init && a.StartupProbe == nil && a.ReadinessProbe == nil
+		s.Startup, s.Readiness = nil, nil
+		return nil
+	})
 }
 
 // exec sets up the process as a asks and executes a's command; it returns

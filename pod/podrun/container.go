@@ -129,19 +129,13 @@ func ContainerExited(stateDir, name string) error {
 		return err
 	}
 	defer unlock()
-	_, ps, err := pod.LoadState(stateDir, name)
+	m, ps, err := pod.LoadState(stateDir, name)
 	if err != nil || ps.Ended() || ps.Phase == pod.PodPending {
 		return err
 	}
-	var outcomes []pod.Outcome
-	for _, a := range ps.Apps {
-		r, err := pod.ReadAppOrNew(stateDir, name, a.Name)
-		if err != nil {
-			return err
-		}
-		if r.ExitCode != nil {
-			outcomes = append(outcomes, r.Outcome())
-		}
+	outcomes, err := recordedOutcomes(stateDir, m, ps)
+	if err != nil {
+		return err
 	}
 	code := pod.PodExitCode(outcomes)
 	if code == 0 {

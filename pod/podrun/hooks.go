@@ -61,107 +61,127 @@ func BeginRun(ctx context.Context, stateDir, name, app string) error {
 // and for an app that would restart, to see whether a stop job ended the
 // run (a stop from outside that no runner marked).
 func ReapApp(ctx context.Context, stateDir, name, app string, env HookEnv, open func(context.Context) (*manager.Conn, error)) error {
-	// Only this app's own hooks, one at a time, write its record; the lock
-	// is for what the other apps' hooks write.
-	m, err := pod.LoadSpec(stateDir, name)
-	if err != nil {
+	r, err := readExit(stateDir, name, app, env)
+	if err != nil || r == nil {
 		return err
 	}
-	a := m.App(app)
-	if a == nil {
-		return fmt.Errorf("pod %s has no app %q", name, app)
-	}
-	s, err := pod.ReadAppOrNew(stateDir, name, app)
-	if err != nil {
-		return err
-	}
-	if a.Init && env.InvocationID != "" && s.Invocation == env.InvocationID {
-		return nil
-	}
-	exit := pod.Exit{Result: "success", Success: true}
-	if env.ServiceResult != "" || !a.Init {
-		if exit, err = pod.ExitFromEnv(env.ServiceResult, env.ExitCode, env.ExitStatus); err != nil {
-			return err
-		}
-	}
-	why, err := pod.TakeStartError(stateDir, name, app)
-	if err != nil {
-		return err
-	}
-	if why != "" {
-		// ExecApp could not execute the command: whatever the exit
-		// code, the run failed.
-		exit.Success = false
-	}
-	// ExecApp records the start of every run that gets as far as it.
-	started := s.State == pod.AppRunning
-	// The probe sets Acted before it restarts the app or ends the pod.
-	probeRestart := s.Probe != nil && s.Probe.Acted == pod.RestartApp
-	stop := pod.Stopping(stateDir, name)
-	if !stop && !probeRestart && (s.State == pod.AppRestarting || pod.Restarts(a.RestartPolicy, exit.Success)) {
+	r.stop = pod.Stopping(stateDir, name)
+	if !r.stop && r.acted != pod.RestartApp && (r.s.State == pod.AppRestarting || pod.Restarts(r.a.RestartPolicy, r.exit.Success)) {
 		// A stop from outside that no runner marked (systemctl stop of
 		// the app, systemctl exit of the manager, SIGRTMIN+3/+4 to an
 		// isolated pod's systemd) shows as a job on the app; an exit on
 		// its own has none.
-		stop = stoppedByJob(ctx, open, pod.AppUnit(name, app))
+		r.stop = stoppedByJob(ctx, open, pod.AppUnit(name, app))
 	}
-	backoffStopped := !started && s.State == pod.AppRestarting && env.ExitCode == "" && stop
+	// Stopped while it waited out its back-off: that was no run, and the
+	// app ends with the exit of its last run.
+	backoffStopped := !r.started() && r.s.State == pod.AppRestarting && env.ExitCode == "" && r.stop
 	if !backoffStopped {
-		if err := pod.WriteExitCode(stateDir, name, app, exit.Code); err != nil {
+		if err := pod.WriteExitCode(stateDir, name, app, r.exit.Code); err != nil {
 			return err
 		}
 	}
-	unlock, err := pod.Lock(stateDir, name)
-	if err != nil {
+	end, err := r.record(backoffStopped)
+	if err != nil || !end {
 		return err
+	}
+	return endPod(ctx, stateDir, name, open)
+}
+
+// reaping is an exit that [ReapApp] records.
+type reaping struct {
+	stateDir, name string
+	m              *pod.Manifest
+	a              *pod.App
+	env            HookEnv
+	// s is the app's record as the run left it.
+	s    pod.AppStatus
+	exit pod.Exit
+	// why is the reason ExecApp could not execute the command, if it could not.
+	why string
+	// acted is what a probe of the app did at its failure threshold.
+	acted pod.ProbeAction
+	// stop says the app was stopped on request.
+	stop bool
+}
+
+// readExit reads what ReapApp needs to record app's exit that env
+// describes; nil if that exit, an init app's, is recorded already.
+func readExit(stateDir, name, app string, env HookEnv) (*reaping, error) {
+	// Only this app's own hooks, one at a time, write its record; the lock
+	// is for what the other apps' hooks write.
+	m, a, err := loadApp(stateDir, name, app)
+	if err != nil {
+		return nil, err
+	}
+	r := &reaping{stateDir: stateDir, name: name, m: m, a: a, env: env}
+	if r.s, err = pod.ReadAppOrNew(stateDir, name, app); err != nil {
+		return nil, err
+	}
+	if a.Init && env.InvocationID != "" && r.s.Invocation == env.InvocationID {
+		return nil, nil
+	}
+	r.exit = pod.Exit{Result: "success", Success: true}
+	if env.ServiceResult != "" || !a.Init {
+		if r.exit, err = pod.ExitFromEnv(env.ServiceResult, env.ExitCode, env.ExitStatus); err != nil {
+			return nil, err
+		}
+	}
+	if r.why, err = pod.TakeStartError(stateDir, name, app); err != nil {
+		return nil, err
+	}
+	if r.why != "" {
+		// ExecApp could not execute the command: whatever the exit
+		// code, the run failed.
+		r.exit.Success = false
+	}
+	// A probe sets Acted before it restarts the app or ends the pod.
+	r.acted, _ = r.s.Acted()
+	return r, nil
+}
+
+// started reports whether the run got as far as ExecApp, which records
+// the start of every run that does.
+func (r *reaping) started() bool { return r.s.State == pod.AppRunning }
+
+// record writes the app's record, under the pod's lock, and reports
+// whether the exit ends the pod (and the pod is not being stopped
+// already).
+func (r *reaping) record(backoffStopped bool) (bool, error) {
+	unlock, err := pod.Lock(r.stateDir, r.name)
+	if err != nil {
+		return false, err
 	}
 	defer unlock()
-	now := time.Now()
-	// The probe writes its state under the lock, after s was read.
-	fresh, err := pod.ReadAppOrNew(stateDir, name, app)
+	// The probes write their states under the lock, after s was read.
+	fresh, err := pod.ReadAppOrNew(r.stateDir, r.name, r.a.Name)
 	if err != nil {
-		return err
+		return false, err
 	}
-	s.Probe = fresh.Probe
+	s := r.s
+	s.Probe, s.Startup, s.Readiness = fresh.Probe, fresh.Startup, fresh.Readiness
 	if backoffStopped {
-		// Stopped while it waited out its back-off: that was no run.
-		// The app ends with the exit of its last run.
-		return pod.WriteApp(stateDir, name, s.EndRestart())
+		s.PID = 0
+		return false, pod.WriteApp(r.stateDir, r.name, s.EndRestart())
 	}
-	if !started {
+	if !r.started() {
 		// The run never got as far as its command.
 		s.StartedAt = time.Time{}
 	}
-	var d pod.Decision
-	if probeRestart && !stop {
-		// The app's probe restarted it: whatever its restart policy, the
-		// exit is a restart, backed off as a crash's is, so that a probe
-		// that keeps failing does not restart the app in a tight loop.
-		s.Probe.Acted = ""
-		d.Restart = true
-		d.Delay = pod.NextDelay(m.RestartBackoff, pod.History{LastDelay: s.Backoff, StartedAt: s.StartedAt}, now)
-	} else {
-		if s.Probe != nil && s.Probe.Acted == pod.FailPod {
-			// The app's probe ends the pod: the exit is a failure.
-			exit.Success = false
-		}
-		others, err := othersIfAllEnded(stateDir, name, m, app)
-		if err != nil {
-			return err
-		}
-		if d, err = pod.Decide(m, pod.Event{
-			App:     app,
-			Exit:    exit,
-			History: pod.History{LastDelay: s.Backoff, StartedAt: s.StartedAt},
-			Ended:   others,
-			Stopped: stop,
-			Now:     now,
-		}); err != nil {
-			return err
-		}
+	now := time.Now()
+	d, err := r.decide(&s, now)
+	if err != nil {
+		return false, err
 	}
-	s.ExitCode, s.Signal, s.Result, s.Message = &exit.Code, exit.Signal, exit.Result, why
-	s.LastExitAt, s.LastStartedAt, s.Invocation = now, s.StartedAt, env.InvocationID
+	exit := r.exit
+	if r.acted == pod.FailPod {
+		// The app's probe ends the pod: the exit is a failure.
+		exit.Success = false
+	}
+	s.ExitCode, s.Signal, s.Result, s.Message = &exit.Code, exit.Signal, exit.Result, r.why
+	s.LastExitAt, s.LastStartedAt, s.Invocation, s.PID = now, s.StartedAt, r.env.InvocationID, 0
+	// An exit ends readiness, but for an init app's success.
+	s.Ready = r.a.Init && exit.Success
 	switch {
 	case d.Restart:
 		s.State, s.Backoff = pod.AppRestarting, d.Delay
@@ -170,12 +190,47 @@ func ReapApp(ctx context.Context, stateDir, name, app string, env HookEnv, open 
 	default:
 		s.State, s.FinishedAt = pod.AppFailed, now
 	}
-	if err := pod.WriteApp(stateDir, name, s); err != nil {
-		return err
+	if err := pod.WriteApp(r.stateDir, r.name, s); err != nil {
+		return false, err
 	}
-	if !d.EndPod || stop {
-		return nil
+	return d.EndPod && !r.stop, nil
+}
+
+// decide applies the policies to the exit, whose record is s: a probe
+// that restarted the app makes it a restart (and is told its restart is
+// done), otherwise [pod.Decide] says.
+func (r *reaping) decide(s *pod.AppStatus, now time.Time) (pod.Decision, error) {
+	history := pod.History{LastDelay: s.Backoff, StartedAt: s.StartedAt}
+	if r.acted == pod.RestartApp && !r.stop {
+		// Whatever its restart policy, the exit is a restart, backed off
+		// as a crash's is, so that a probe that keeps failing does not
+		// restart the app in a tight loop.
+		if _, p := s.Acted(); p != nil {
+			p.Acted = ""
+		}
+		return pod.Decision{Restart: true, Delay: pod.NextDelay(r.m.RestartBackoff, history, now)}, nil
 	}
+	exit := r.exit
+	if r.acted == pod.FailPod {
+		exit.Success = false
+	}
+	others, err := othersIfAllEnded(r.stateDir, r.name, r.m, r.a.Name)
+	if err != nil {
+		return pod.Decision{}, err
+	}
+	return pod.Decide(r.m, pod.Event{
+		App:     r.a.Name,
+		Exit:    exit,
+		History: history,
+		Ended:   others,
+		Stopped: r.stop,
+		Now:     now,
+	})
+}
+
+// endPod marks pod name stopping and stops its slice, without waiting for
+// the job, which stops the hook that calls it.
+func endPod(ctx context.Context, stateDir, name string, open func(context.Context) (*manager.Conn, error)) error {
 	if err := pod.MarkStopping(stateDir, name); err != nil {
 		return err
 	}
@@ -185,6 +240,36 @@ func ReapApp(ctx context.Context, stateDir, name, app string, env HookEnv, open 
 	}
 	defer mgr.Close()
 	return queueStops(ctx, mgr, pod.SliceUnit(name))
+}
+
+// loadApp returns the manifest of pod name and its app.
+func loadApp(stateDir, name, app string) (*pod.Manifest, *pod.App, error) {
+	m, err := pod.LoadSpec(stateDir, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	a := m.App(app)
+	if a == nil {
+		return nil, nil, fmt.Errorf("pod %s has no app %q", name, app)
+	}
+	return m, a, nil
+}
+
+// updateApp changes app's record with change, under the pod's lock.
+func updateApp(stateDir, name, app string, change func(*pod.AppStatus) error) error {
+	unlock, err := pod.Lock(stateDir, name)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	s, err := pod.ReadAppOrNew(stateDir, name, app)
+	if err != nil {
+		return err
+	}
+	if err := change(&s); err != nil {
+		return err
+	}
+	return pod.WriteApp(stateDir, name, s)
 }
 
 // othersIfAllEnded returns the outcomes of every app of m but app, in the
@@ -199,7 +284,7 @@ func ReapApp(ctx context.Context, stateDir, name, app string, env HookEnv, open 
 func othersIfAllEnded(stateDir, name string, m *pod.Manifest, app string) ([]pod.Outcome, error) {
 	var others []pod.Outcome
 	for _, o := range slices.Backward(m.Apps) {
-		if o.Name == app {
+		if o.Name == app || !o.Counts() {
 			continue
 		}
 		r, err := pod.ReadAppOrNew(stateDir, name, o.Name)
@@ -217,16 +302,12 @@ func othersIfAllEnded(stateDir, name string, m *pod.Manifest, app string) ([]pod
 // restarts (systemd stopped it between two runs, before the next one
 // started) has ended for good, with the exit of its last run.
 func Reap(stateDir, name, app string) error {
-	unlock, err := pod.Lock(stateDir, name)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	s, err := pod.ReadAppOrNew(stateDir, name, app)
-	if err != nil || s.State != pod.AppRestarting {
-		return err
-	}
-	return pod.WriteApp(stateDir, name, s.EndRestart())
+	return updateApp(stateDir, name, app, func(s *pod.AppStatus) error {
+		if s.State == pod.AppRestarting {
+			*s = s.EndRestart()
+		}
+		return nil
+	})
 }
 
 // Shutdown is the ExecStop= of the pod's shutdown service, which stops once
@@ -256,15 +337,9 @@ func Shutdown(ctx context.Context, stateDir, name string, open func(context.Cont
 		// too, undisturbed; the error is then that one.
 		defer mgr.StartUnit(context.WithoutCancel(ctx), exitTarget, "fail")
 	}
-	var outcomes []pod.Outcome
-	for _, a := range ps.Apps {
-		r, err := pod.ReadAppOrNew(stateDir, name, a.Name)
-		if err != nil {
-			return err
-		}
-		if r.ExitCode != nil {
-			outcomes = append(outcomes, r.Outcome())
-		}
+	outcomes, err := recordedOutcomes(stateDir, m, ps)
+	if err != nil {
+		return err
 	}
 	code := pod.PodExitCode(outcomes)
 	ps.ExitCode, ps.Phase, ps.FinishedAt = &code, pod.PodSucceeded, time.Now()
@@ -278,6 +353,25 @@ func Shutdown(ctx context.Context, stateDir, name string, open func(context.Cont
 		return err
 	}
 	return queueStops(ctx, mgr, pod.TargetUnit(name), pod.SliceUnit(name))
+}
+
+// recordedOutcomes returns the last exits recorded of the apps of pod m
+// whose exits count (not its sidecars'), in ps's order.
+func recordedOutcomes(stateDir string, m *pod.Manifest, ps pod.PodStatus) ([]pod.Outcome, error) {
+	var outcomes []pod.Outcome
+	for _, a := range ps.Apps {
+		if app := m.App(a.Name); app != nil && !app.Counts() {
+			continue
+		}
+		r, err := pod.ReadAppOrNew(stateDir, m.Name, a.Name)
+		if err != nil {
+			return nil, err
+		}
+		if r.ExitCode != nil {
+			outcomes = append(outcomes, r.Outcome())
+		}
+	}
+	return outcomes, nil
 }
 
 // exitTarget stops what is left of a manager and makes it exit

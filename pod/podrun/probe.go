@@ -2,7 +2,11 @@ package podrun
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/unitrun/unitrun/manager"
@@ -10,94 +14,263 @@ import (
 )
 
 // RunProbe is the ExecStart= of an app's probe service, which the app's
-// service starts and whose stop stops it. It waits InitialDelaySeconds, then
-// every PeriodSeconds checks the app ([pod.App.check], bounded by
-// TimeoutSeconds) and records the result in the app's record. At
-// FailureThreshold consecutive failures it acts, then waits for its own
-// stop: restart restarts the app through the manager, which restarts the
-// probe service too, so the next probe starts over from the initial delay
-// (reap-app counts the restart); fail-pod ends the pod, whose phase becomes
-// Failed. It returns nil when ctx is done.
+// service starts and whose stop stops it. It runs the app's probes on each
+// run of the app, timed from that run's start as [ExecApp] records it
+// once its main process has executed the app's command (not from the
+// service's start, which comes before),
+// and records each result in the app's record:
+//
+//   - the startup probe, if there is one, checks first, and holds the
+//     others until it succeeds; at its FailureThreshold it restarts the app;
+//   - the liveness probe (the manifest's probe) acts at FailureThreshold
+//     consecutive failures: restart restarts the app, fail-pod ends the
+//     pod, whose phase becomes Failed;
+//   - the readiness probe sets whether the app is ready: not until its
+//     first success, not again after FailureThreshold consecutive failures,
+//     ready again at the next success. It never acts.
+//
+// A probe waits InitialDelaySeconds from the run's start, then checks
+// every PeriodSeconds ([check], bounded by TimeoutSeconds). Once a probe
+// has acted, RunProbe waits for its own stop: a restart through the manager
+// restarts the probe service too (reap-app counts the restart). A check
+// that ends after the run it checked has ended is not recorded. It
+// returns nil when ctx is done.
 func RunProbe(ctx context.Context, stateDir, name, app string, open func(context.Context) (*manager.Conn, error)) error {
-	m, err := pod.LoadSpec(stateDir, name)
+	_, a, err := loadApp(stateDir, name, app)
 	if err != nil {
 		return err
 	}
-	a := m.App(app)
-	if a == nil || a.Probe == nil {
+	if !a.HasProbes() {
 		return fmt.Errorf("pod %s has no probed app %q", name, app)
 	}
-	p := a.Probe
-	period := time.Duration(p.PeriodSeconds) * time.Second
-	timeout := time.Duration(p.TimeoutSeconds) * time.Second
-	next := time.Now().Add(time.Duration(p.InitialDelaySeconds) * time.Second)
-	var st pod.ProbeStatus
-	for st.ConsecutiveFailures < p.FailureThreshold {
-		if !sleepUntil(ctx, next) {
+	var last time.Time
+	for {
+		run, command, ok, err := waitForRun(ctx, stateDir, name, app, last)
+		if err != nil || !ok {
+			return err
+		}
+		pr := probing{stateDir: stateDir, name: name, a: a, run: run, command: command}
+		action, err := pr.probeRun(ctx)
+		if err != nil || ctx.Err() != nil {
+			return err
+		}
+		if action != "" {
+			if err := act(ctx, stateDir, name, app, action, open); err != nil {
+				return err
+			}
+			<-ctx.Done()
 			return nil
 		}
+		last = run
+	}
+}
+
+// runPoll is how often RunProbe looks for the start of a run.
+const runPoll = 50 * time.Millisecond
+
+// waitForRun waits until app's record says a run other than the one that
+// started at last is running and its main process has executed the app's
+// command, and returns the run's start as recorded (which names the run)
+// and the time the command was seen running, from which the probes are
+// timed; false if ctx ends first.
+func waitForRun(ctx context.Context, stateDir, name, app string, last time.Time) (run, command time.Time, ok bool, err error) {
+	for {
+		s, err := pod.ReadAppOrNew(stateDir, name, app)
+		if err != nil {
+			return time.Time{}, time.Time{}, false, err
+		}
+		if s.State == pod.AppRunning && !s.StartedAt.Equal(last) && !execHook(s.PID) {
+			return s.StartedAt, time.Now(), true, nil
+		}
+		if !sleepUntil(ctx, time.Now().Add(runPoll)) {
+			return time.Time{}, time.Time{}, false, nil
+		}
+	}
+}
+
+// execHook reports whether process pid is still "unitrun pod exec", the
+// hook that executes an app's command ([ExecApp]), or has not been
+// recorded yet (pid 0): a process of this binary whose arguments begin
+// with "pod exec". A process that has ended is not.
+func execHook(pid int) bool {
+	if pid == 0 {
+		return true
+	}
+	proc := "/proc/" + strconv.Itoa(pid)
+	exe, err := os.Stat(proc + "/exe")
+	if err != nil {
+		return false
+	}
+	self, err := os.Stat("/proc/self/exe")
+	if err != nil || !os.SameFile(exe, self) {
+		return false
+	}
+	cmdline, err := os.ReadFile(proc + "/cmdline")
+	if err != nil {
+		return false
+	}
+	args := strings.Split(string(cmdline), "\x00")
+	return len(args) > 2 && args[1] == "pod" && args[2] == "exec"
+}
+
+// probing runs the probes of app a of pod name on its run that started
+// at run (as the record has it) and whose command was seen running at
+// command.
+type probing struct {
+	stateDir, name string
+	a              *pod.App
+	run, command   time.Time
+}
+
+// errRunEnded is the error of a result that comes after the run it checked.
+var errRunEnded = errors.New("the run has ended")
+
+// A probeKind is one of an app's probes.
+type probeKind int
+
+const (
+	liveness probeKind = iota
+	readiness
+	startup
+)
+
+// probeRun runs the probes on one run, until one of them acts (its
+// action is returned), the run ends, or ctx ends.
+func (pr probing) probeRun(ctx context.Context) (pod.ProbeAction, error) {
+	if pr.a.StartupProbe != nil {
+		acted, err := pr.loop(ctx, startup)
+		if acted || err != nil {
+			return pr.a.StartupProbe.Action, ignoreRunEnded(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 2)
+	var action pod.ProbeAction
+	n := 0
+	if pr.a.ReadinessProbe != nil {
+		n++
+		go func() { _, err := pr.loop(ctx, readiness); done <- err }()
+	}
+	if pr.a.Probe != nil {
+		n++
+		go func() {
+			acted, err := pr.loop(ctx, liveness)
+			if acted {
+				action = pr.a.Probe.Action
+			}
+			done <- err
+		}()
+	}
+	var err error
+	for range n {
+		// The first loop to end ends the run's probing: the run ended,
+		// or the liveness probe acted.
+		err = errors.Join(err, ignoreRunEnded(<-done))
+		cancel()
+	}
+	return action, err
+}
+
+func ignoreRunEnded(err error) error {
+	if errors.Is(err, errRunEnded) {
+		return nil
+	}
+	return err
+}
+
+// loop runs probe kind k until it reaches its failure threshold (true:
+// it then has recorded Acted, the action it takes), a startup probe until
+// it succeeds, or ctx ends; it returns errRunEnded once the run has ended.
+func (pr probing) loop(ctx context.Context, k probeKind) (bool, error) {
+	p := pr.probe(k)
+	period := time.Duration(p.PeriodSeconds) * time.Second
+	timeout := time.Duration(p.TimeoutSeconds) * time.Second
+	// Probes held by a startup probe start once it has succeeded.
+	next := pr.command.Add(time.Duration(p.InitialDelaySeconds) * time.Second)
+	var st pod.ProbeStatus
+	for {
+		if !sleepUntil(ctx, next) {
+			return false, nil
+		}
 		next = time.Now().Add(period)
-		result, msg := check(ctx, a, timeout)
+		result, msg := check(ctx, pr.a, p, timeout)
 		if ctx.Err() != nil {
-			return nil
+			return false, nil
 		}
 		st = pod.ProbeStatus{LastResult: result, Message: msg, ConsecutiveFailures: st.ConsecutiveFailures + 1}
 		if result == pod.ProbeSuccess {
 			st.ConsecutiveFailures = 0
 		}
-		if st.ConsecutiveFailures < p.FailureThreshold {
-			if err := recordProbe(stateDir, name, app, st); err != nil {
-				return err
+		threshold := st.ConsecutiveFailures >= p.FailureThreshold
+		acts := threshold && k != readiness
+		if acts {
+			st.Acted = p.Action
+			if p.Action == pod.RestartApp {
+				st.ConsecutiveFailures = 0
 			}
 		}
+		if err := pr.record(k, st, threshold); err != nil {
+			return false, err
+		}
+		if acts || k == startup && result == pod.ProbeSuccess {
+			return acts, nil
+		}
 	}
-	st.Acted = p.Action
-	if p.Action == pod.RestartApp {
-		st.ConsecutiveFailures = 0
+}
+
+// probe returns a's probe of kind k.
+func (pr probing) probe(k probeKind) *pod.Probe {
+	switch k {
+	case readiness:
+		return pr.a.ReadinessProbe
+	case startup:
+		return pr.a.StartupProbe
 	}
-	if err := recordProbe(stateDir, name, app, st); err != nil {
-		return err
-	}
-	if err := act(ctx, stateDir, name, app, p.Action, open); err != nil {
-		return err
-	}
-	<-ctx.Done()
-	return nil
+	return pr.a.Probe
+}
+
+// record sets the state st of probe kind k in the app's record, and with
+// it whether the app is ready, under the pod's lock; threshold says st
+// reached the probe's failure threshold. It returns errRunEnded if the
+// run has ended.
+func (pr probing) record(k probeKind, st pod.ProbeStatus, threshold bool) error {
+	return updateApp(pr.stateDir, pr.name, pr.a.Name, func(s *pod.AppStatus) error {
+		if s.State != pod.AppRunning || !s.StartedAt.Equal(pr.run) {
+			return errRunEnded
+		}
+		success := st.LastResult == pod.ProbeSuccess
+		switch k {
+		case liveness:
+			s.Probe = &st
+		case startup:
+			s.Startup = &st
+			s.Ready = success && pr.a.ReadinessProbe == nil
+		case readiness:
+			s.Readiness = &st
+			if success {
+				s.Ready = true
+			} else if threshold {
+				s.Ready = false
+			}
+		}
+		return nil
+	})
 }
 
 // act restarts app or ends pod name, as action says, without waiting for the
 // jobs, which stop the probe that calls it.
 func act(ctx context.Context, stateDir, name, app string, action pod.ProbeAction, open func(context.Context) (*manager.Conn, error)) error {
 	if action == pod.FailPod {
-		if err := pod.MarkStopping(stateDir, name); err != nil {
-			return err
-		}
+		return endPod(ctx, stateDir, name, open)
 	}
 	mgr, err := open(ctx)
 	if err != nil {
 		return err
 	}
 	defer mgr.Close()
-	if action == pod.FailPod {
-		return queueStops(ctx, mgr, pod.SliceUnit(name))
-	}
 	_, err = mgr.RestartUnit(ctx, pod.AppUnit(name, app), "replace")
 	return err
-}
-
-// recordProbe sets the probe state in app's record, under the pod's lock.
-func recordProbe(stateDir, name, app string, ps pod.ProbeStatus) error {
-	unlock, err := pod.Lock(stateDir, name)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	s, err := pod.ReadAppOrNew(stateDir, name, app)
-	if err != nil {
-		return err
-	}
-	s.Probe = &ps
-	return pod.WriteApp(stateDir, name, s)
 }
 
 // sleepUntil waits until t and reports whether ctx is still not done.

@@ -110,9 +110,9 @@ func TestProbeFailPod(t *testing.T) {
 }
 
 func TestProbeFailPodCleanExit(t *testing.T) {
-	// The probe fails only once the app has set its trap: a probe may
-	// check as soon as the app's service has started, which can be before
-	// its command runs.
+	// The probe fails only once the app has set its trap: a probe checks
+	// as soon as the app's command runs, which can be before the command
+	// has set it.
 	ready := filepath.Join(t.TempDir(), "ready")
 	r := newRunner(t)
 	name := run(t, r, fmt.Sprintf(`

@@ -14,18 +14,18 @@ import (
 	"github.com/unitrun/unitrun/pod"
 )
 
-// check runs a's probe once, bounded by timeout, and returns its result and,
-// for a failure, why. An exec probe runs a's Probe.Exec as a's User= and
+// check runs p, a probe of a, once, bounded by timeout, and returns its
+// result and, for a failure, why. An exec probe runs p.Exec as a's User= and
 // Group=, when set, in a process group of its own that is killed at the
 // timeout; an http probe GETs http://127.0.0.1:PORT/PATH and wants a status
 // in range; a tcp probe opens a connection to 127.0.0.1:PORT.
-func check(ctx context.Context, a *pod.App, timeout time.Duration) (string, string) {
+func check(ctx context.Context, a *pod.App, p *pod.Probe, timeout time.Duration) (string, string) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var err error
-	switch p := a.Probe; {
+	switch {
 	case p.Exec != nil:
-		err = execCheck(ctx, a)
+		err = execCheck(ctx, a, p.Exec)
 	case p.HTTP != nil:
 		err = httpCheck(ctx, p.HTTP)
 	case p.TCP != nil:
@@ -61,12 +61,12 @@ func httpCheck(ctx context.Context, p *pod.HTTPProbe) error {
 	return nil
 }
 
-// execCheck runs the exec probe of a until it exits or ctx is done, when
-// its whole process group is killed. For an app with a rootfs the probe
-// runs chrooted into it, as the app does, so its argv names the rootfs's
-// files.
-func execCheck(ctx context.Context, a *pod.App) error {
-	cmd := exec.CommandContext(ctx, a.Probe.Exec[0], a.Probe.Exec[1:]...)
+// execCheck runs argv, an exec probe of a, until it exits or ctx is done,
+// when its whole process group is killed. For an app with a rootfs the
+// probe runs chrooted into it, as the app does, so argv names the
+// rootfs's files.
+func execCheck(ctx context.Context, a *pod.App, argv []string) error {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = a.WorkingDir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Chroot: a.Rootfs}
 	if a.Rootfs != "" && cmd.Dir == "" {

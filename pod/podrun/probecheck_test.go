@@ -58,7 +58,7 @@ func TestProbeChecks(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a := &pod.App{Name: "a", Probe: &c.probe}
-			got, msg := check(context.Background(), a, 500*time.Millisecond)
+			got, msg := check(context.Background(), a, a.Probe, 500*time.Millisecond)
 			if got != c.want {
 				t.Errorf("check: %s (%s), want %s", got, msg, c.want)
 			}

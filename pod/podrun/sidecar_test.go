@@ -1,0 +1,126 @@
+package podrun
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/pod"
+)
+
+// TestSidecar runs an init app, a sidecar whose first run fails with 7 and
+// an app that succeeds after a second: the sidecar starts after the init
+// app and before the app, is restarted after its failure, is stopped only
+// after the app has ended, and the pod succeeds, its exit code the app's.
+func TestSidecar(t *testing.T) {
+	dir := t.TempDir()
+	events, runs := filepath.Join(dir, "events"), filepath.Join(dir, "runs")
+	r := newRunner(t)
+	name := run(t, r, fmt.Sprintf(`
+name: sidecar
+restartBackoff: {initial: 200ms, max: 1s}
+apps:
+  - name: setup
+    init: true
+    exec: ["/bin/sh", "-c", "echo setup >> %[1]s"]
+  - name: proxy
+    sidecar: true
+    exec: ["/bin/sh", "-c", "echo proxy >> %[1]s; echo >> %[2]s; test $(wc -l < %[2]s) -gt 1 || exit 7; trap 'echo proxy-stop >> %[1]s; exit 0' TERM; sleep 600 & wait"]
+  - name: app
+    exec: ["/bin/sh", "-c", "sleep 0.5; echo app >> %[1]s; sleep 1; echo app-exit >> %[1]s"]
+`, events, runs), "")
+	s := wait(t, r, name)
+	wantPod(t, s, pod.PodSucceeded, 0)
+	wantApp(t, s, "app", pod.AppExited, 0)
+	// The pod's end stops the sidecar after it has been recorded.
+	s = poll(t, r, name, func(s pod.PodStatus) bool { return appOf(t, s, "proxy").State == pod.AppExited })
+	if p := appOf(t, s, "proxy"); p.Restarts < 1 {
+		t.Errorf("sidecar: %+v, want a restart after its failure", p)
+	}
+	var got []string
+	for range 100 {
+		data, err := os.ReadFile(events)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got = strings.Fields(string(data)); len(got) > 0 && got[len(got)-1] == "proxy-stop" {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The sidecar's second run may start before or after the app.
+	joined := strings.Join(got, " ")
+	if !strings.HasPrefix(joined, "setup proxy ") || !strings.HasSuffix(joined, " app-exit proxy-stop") || strings.Count(joined, "proxy ") != 2 || len(got) != 6 {
+		t.Errorf("events %q, want setup, proxy, then proxy again and app, then app-exit and proxy-stop", got)
+	}
+}
+
+// TestSidecarStop stops a pod whose sidecar and app run: the app stops
+// first, then the sidecar, and the pod's outcome is the app's.
+func TestSidecarStop(t *testing.T) {
+	events := filepath.Join(t.TempDir(), "events")
+	r := newRunner(t)
+	name := run(t, r, fmt.Sprintf(`
+name: sidecar-stop
+apps:
+  - name: app
+    exec: ["/bin/sh", "-c", "trap 'sleep 0.5; echo app-stop >> %[1]s; exit 3' TERM; sleep 600 & wait"]
+  - name: proxy
+    sidecar: true
+    exec: ["/bin/sh", "-c", "trap 'echo proxy-stop >> %[1]s; exit 0' TERM; sleep 600 & wait"]
+`, events), "")
+	poll(t, r, name, func(s pod.PodStatus) bool { return s.Ready })
+	s, err := r.Stop(t.Context(), name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPod(t, s, pod.PodFailed, 3)
+	wantApp(t, s, "proxy", pod.AppExited, 0)
+	data, err := os.ReadFile(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Fields(string(data)), "app-stop proxy-stop"; strings.Join(got, " ") != want {
+		t.Errorf("events %q, want %q", got, want)
+	}
+}
+
+// TestIsolatedSidecar runs a sidecar with a readiness probe in an isolated
+// pod: the probes find the command's start in the pod's PID namespace, the
+// pod becomes ready, and at a stop (which powers the pod's systemd off)
+// the app stops before the sidecar.
+func TestIsolatedSidecar(t *testing.T) {
+	r := newRunner(t)
+	events := filepath.Join(r.StateDir, "events")
+	name := run(t, r, fmt.Sprintf(`
+name: isolated-sidecar
+isolation: namespaces
+apps:
+  - name: app
+    exec: ["/bin/sh", "-c", "trap 'sleep 0.5; echo app-stop >> %[1]s; exit 3' TERM; sleep 600 & wait"]
+  - name: proxy
+    sidecar: true
+    exec: ["/bin/sh", "-c", "trap 'echo proxy-stop >> %[1]s; exit 0' TERM; sleep 600 & wait"]
+    readinessProbe:
+      exec: ["/bin/true"]
+      periodSeconds: 1
+`, events), "")
+	defer containerLog(t, r, name)
+	poll(t, r, name, func(s pod.PodStatus) bool { return s.Ready })
+	s, err := r.Stop(t.Context(), name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPod(t, s, pod.PodFailed, 3)
+	wantApp(t, s, "proxy", pod.AppExited, 0)
+	data, err := os.ReadFile(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Fields(string(data)), "app-stop proxy-stop"; strings.Join(got, " ") != want {
+		t.Errorf("events %q, want %q", got, want)
+	}
+}
