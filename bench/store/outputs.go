@@ -4,10 +4,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/unitrun/unitrun/hostapi/store"
 )
 
 // outputs is the directory of output logs, a file per job, of the bbolt
@@ -30,17 +31,7 @@ func (o outputs) tail(id string, n int) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	off := max(fi.Size()-int64(n), 0)
-	buf := make([]byte, fi.Size()-off)
-	m, err := f.ReadAt(buf, off)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return "", err
-	}
-	return string(buf[:m]), nil
+	return store.TailOf(f, n)
 }
 
 func (o outputs) remove(id string) error {

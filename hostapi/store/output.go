@@ -68,13 +68,18 @@ func (s *Store) Tail(id string, n int) (string, error) {
 		return "", err
 	}
 	defer f.Close()
+	return TailOf(f, n)
+}
+
+// TailOf returns the last n bytes of the open file f, or all of it when it
+// is shorter.
+func TailOf(f *os.File, n int) (string, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return "", err
 	}
-	size := fi.Size()
-	off := max(size-int64(n), 0)
-	buf := make([]byte, size-off)
+	off := max(fi.Size()-int64(n), 0)
+	buf := make([]byte, fi.Size()-off)
 	m, err := f.ReadAt(buf, off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return "", err
