@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -359,4 +360,85 @@ func TestRefusesUnknownUser(t *testing.T) {
 		t.Errorf("unitrun pods %v; want none", names)
 	}
 	deletePod(t, client, p)
+}
+
+// A readiness probe sets the container's ready and the Pod's Ready and
+// ContainersReady as its checks go, and never restarts the container.
+func TestReadinessProbe(t *testing.T) {
+	client := fake.NewSimpleClientset()
+	n := startNode(t, testConfig(t), client)
+	dir := t.TempDir()
+	flag := filepath.Join(dir, "ready")
+	p := newPod("ready", corev1.RestartPolicyNever, nil, "exec sleep 600")
+	p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/test", "-e", flag}}},
+		PeriodSeconds: 1, FailureThreshold: 1,
+	}
+	create(t, client, p)
+	ready := func(want bool) func(*corev1.Pod) bool {
+		return func(p *corev1.Pod) bool {
+			cs := p.Status.ContainerStatuses
+			return len(cs) == 1 && cs[0].State.Running != nil && cs[0].Ready == want &&
+				podCondition(p, corev1.PodReady) == want && podCondition(p, corev1.ContainersReady) == want
+		}
+	}
+	waitPod(t, client, p, "running, not ready", ready(false))
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, client, p, "ready", ready(true))
+	os.Remove(flag)
+	got := waitPod(t, client, p, "not ready again", ready(false))
+	if rc := got.Status.ContainerStatuses[0].RestartCount; rc != 0 {
+		t.Errorf("restartCount %d, want 0: a readiness probe restarts nothing", rc)
+	}
+	deletePod(t, client, p)
+	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
+}
+
+// A sidecar (an init container with restartPolicy Always) runs beside the
+// app container: running while it runs, stopped after it ends; the Pod's
+// phase is the app's (Succeeded), not the sidecar's. The app waits for the
+// sidecar's file: the app's unit starts after the sidecar's, but, as in
+// Kubernetes without a startup probe, not after any line of the sidecar's
+// command has run.
+func TestSidecarContainer(t *testing.T) {
+	client := fake.NewSimpleClientset()
+	n := startNode(t, testConfig(t), client)
+	dir := t.TempDir()
+	side := filepath.Join(dir, "side")
+	p := newPod("sidecar", corev1.RestartPolicyNever, []string{"touch " + side + "; exec sleep 600"},
+		"for i in $(seq 300); do test -e "+side+" && break; sleep 0.1; done; test -e "+side+" || exit 9; sleep 2")
+	always := corev1.ContainerRestartPolicyAlways
+	p.Spec.InitContainers[0].RestartPolicy = &always
+	create(t, client, p)
+	waitPod(t, client, p, "sidecar and app running, pod initialized", func(p *corev1.Pod) bool {
+		is, cs := p.Status.InitContainerStatuses, p.Status.ContainerStatuses
+		return p.Status.Phase == corev1.PodRunning && podCondition(p, corev1.PodInitialized) &&
+			len(is) == 1 && is[0].State.Running != nil && len(cs) == 1 && cs[0].State.Running != nil
+	})
+	got := waitPod(t, client, p, "succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	is, cs := got.Status.InitContainerStatuses, got.Status.ContainerStatuses
+	app, sc := cs[0].State.Terminated, is[0].State.Terminated
+	switch {
+	case app == nil || app.ExitCode != 0:
+		t.Errorf("app: %+v, want terminated with exit code 0", cs[0].State)
+	case sc == nil || sc.Signal != int32(syscall.SIGTERM):
+		t.Errorf("sidecar: %+v, want terminated by SIGTERM once the app ended", is[0].State)
+	case sc.FinishedAt.Before(&app.FinishedAt):
+		t.Errorf("sidecar ran %s to %s, app %s to %s: want the sidecar stopped after the app",
+			sc.StartedAt, sc.FinishedAt, app.StartedAt, app.FinishedAt)
+	}
+	deletePod(t, client, p)
+	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
+}
+
+// podCondition reports whether p's condition t is True.
+func podCondition(p *corev1.Pod, t corev1.PodConditionType) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

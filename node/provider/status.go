@@ -34,6 +34,9 @@ type appState struct {
 	LastExitAt time.Time
 	// LastStartedAt is when the run that ended at LastExitAt started.
 	LastStartedAt time.Time
+	// Ready is the app's readiness in its current run (pod.AppStatus's);
+	// StartupPassed says its startup probe has succeeded in it.
+	Ready, StartupPassed bool
 }
 
 func (s podState) app(name string) (appState, bool) {
@@ -60,14 +63,25 @@ func podStatus(p *corev1.Pod, name string, s podState) *corev1.PodStatus {
 	if st.StartTime == nil {
 		st.StartTime = timeOf(s.CreatedAt)
 	}
-	initDone, initAt := true, s.StartedAt
+	initDone, initAt, sidecarsReady := true, s.StartedAt, true
 	for _, c := range p.Spec.InitContainers {
 		a, _ := s.app(c.Name)
 		cs := containerStatus(name, c, a, "PodInitializing")
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
-		if a.State != "exited" {
+		switch {
+		case isSidecar(c):
+			// Done with initializing once it has started (a restart
+			// later does not take the pod back); its readiness counts
+			// in the pod's, as Kubernetes counts a sidecar's.
+			sidecarsReady = sidecarsReady && cs.Ready
+			if !*cs.Started && a.Restarts == 0 && a.LastExitAt.IsZero() && !s.ended() {
+				initDone = false
+			} else if a.StartedAt.After(initAt) {
+				initAt = a.StartedAt
+			}
+		case a.State != "exited":
 			initDone = false
-		} else if a.FinishedAt.After(initAt) {
+		case a.FinishedAt.After(initAt):
 			initAt = a.FinishedAt
 		}
 	}
@@ -75,7 +89,7 @@ func podStatus(p *corev1.Pod, name string, s podState) *corev1.PodStatus {
 	if !initDone {
 		waiting = "PodInitializing"
 	}
-	ready, readyAt := !s.ended(), time.Time{}
+	ready, readyAt := !s.ended() && sidecarsReady, time.Time{}
 	for _, c := range p.Spec.Containers {
 		a, _ := s.app(c.Name)
 		cs := containerStatus(name, c, a, waiting)
@@ -107,6 +121,12 @@ func podStatus(p *corev1.Pod, name string, s podState) *corev1.PodStatus {
 	return st
 }
 
+// isSidecar reports whether init container c is a sidecar (restartPolicy
+// Always), which runs beside the app containers.
+func isSidecar(c corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
 func completed(s podState) string {
 	if s.ended() {
 		return "PodCompleted"
@@ -125,14 +145,16 @@ func condition(t corev1.PodConditionType, ok bool, at time.Time, reason string) 
 // containerStatus is the status of container c, which app a of pod name
 // runs; waiting is the reason of a container not started yet.
 func containerStatus(name string, c corev1.Container, a appState, waiting string) corev1.ContainerStatus {
-	started := a.State == "running"
+	running := a.State == "running"
+	// Started as Kubernetes has it: running, past its startup probe.
+	started := running && (c.StartupProbe == nil || a.StartupPassed)
 	cs := corev1.ContainerStatus{
 		Name:         c.Name,
 		Image:        c.Image,
 		ImageID:      c.Image,
 		ContainerID:  "unitrun://" + unitName(name, c.Name),
 		RestartCount: int32(a.Restarts),
-		Ready:        started,
+		Ready:        running && a.Ready,
 		Started:      &started,
 	}
 	switch a.State {

@@ -200,6 +200,7 @@ func fromPod(s pod.PodStatus) podState {
 			Name: a.Name, State: string(a.State), ExitCode: a.ExitCode, Signal: a.Signal,
 			Result: a.Result, Restarts: a.Restarts, Backoff: a.Backoff, Message: a.Message,
 			StartedAt: a.StartedAt, FinishedAt: a.FinishedAt, LastExitAt: a.LastExitAt, LastStartedAt: a.LastStartedAt,
+			Ready: a.Ready, StartupPassed: a.Startup != nil && a.Startup.LastResult == "success",
 		})
 	}
 	return ps
