@@ -54,9 +54,11 @@ func BeginRun(ctx context.Context, stateDir, name, app string) error {
 // the app's probe caused ([RunProbe]) is a restart, with the back-off of a
 // crash, if the probe restarted the app, and a failure if it ends the pod.
 // A run whose command [ExecApp] could not execute failed, with ExecApp's
-// reason as the record's Message. A run stopped while it waited out its
-// back-off was no run: the app ends with the exit of its last run, and
-// its status file is left as that run left it. The exit of an init app is
+// reason as the record's Message, and so did any other run that ended
+// before its command ran (a stop came first). A restart stopped before its
+// command ran (while it waited out its back-off, or after) was no run: the
+// app ends with the exit of its last run, and its status file is left as
+// that run left it. The exit of an init app is
 // recorded once per invocation. It reaches the manager to end the pod,
 // and for an app that would restart, to see whether a stop job ended the
 // run (a stop from outside that no runner marked).
@@ -73,15 +75,16 @@ func ReapApp(ctx context.Context, stateDir, name, app string, env HookEnv, open 
 		// its own has none.
 		r.stop = stoppedByJob(ctx, open, pod.AppUnit(name, app))
 	}
-	// Stopped while it waited out its back-off: that was no run, and the
-	// app ends with the exit of its last run.
-	backoffStopped := !r.started() && r.s.State == pod.AppRestarting && env.ExitCode == "" && r.stop
-	if !backoffStopped {
+	// A restart stopped before its command ran (while it waited out its
+	// back-off, or after): that was no run, and the app ends with the exit
+	// of its last run.
+	noRun := !r.started() && r.s.State == pod.AppRestarting && r.stop
+	if !noRun {
 		if err := pod.WriteExitCode(stateDir, name, app, r.exit.Code); err != nil {
 			return err
 		}
 	}
-	end, err := r.record(backoffStopped)
+	end, err := r.record(noRun)
 	if err != nil || !end {
 		return err
 	}
@@ -130,9 +133,13 @@ func readExit(stateDir, name, app string, env HookEnv) (*reaping, error) {
 	if r.why, err = pod.TakeStartError(stateDir, name, app); err != nil {
 		return nil, err
 	}
+	if r.why == "" && !r.started() {
+		r.why = notRun
+	}
 	if r.why != "" {
-		// ExecApp could not execute the command: whatever the exit
-		// code, the run failed.
+		// ExecApp could not execute the command, or the run ended
+		// before ExecApp got that far: whatever the exit code (the
+		// SIGTERM of a stop, say), the run failed.
 		r.exit.Success = false
 	}
 	// A probe sets Acted before it restarts the app or ends the pod.
@@ -144,10 +151,15 @@ func readExit(stateDir, name, app string, env HookEnv) (*reaping, error) {
 // the start of every run that does.
 func (r *reaping) started() bool { return r.s.State == pod.AppRunning }
 
+// notRun is the message of a run that ended before its command ran, and
+// not because ExecApp could not execute it: a stop that came first, or a
+// hook that failed.
+const notRun = "ended before its command ran"
+
 // record writes the app's record, under the pod's lock, and reports
 // whether the exit ends the pod (and the pod is not being stopped
 // already).
-func (r *reaping) record(backoffStopped bool) (bool, error) {
+func (r *reaping) record(noRun bool) (bool, error) {
 	unlock, err := pod.Lock(r.stateDir, r.name)
 	if err != nil {
 		return false, err
@@ -160,7 +172,7 @@ func (r *reaping) record(backoffStopped bool) (bool, error) {
 	}
 	s := r.s
 	s.Probe, s.Startup, s.Readiness = fresh.Probe, fresh.Startup, fresh.Readiness
-	if backoffStopped {
+	if noRun {
 		s.PID = 0
 		return false, pod.WriteApp(r.stateDir, r.name, s.EndRestart())
 	}

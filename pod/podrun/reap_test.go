@@ -1,8 +1,13 @@
 package podrun
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/godbus/dbus/v5"
+	"github.com/unitrun/unitrun/manager"
 
 	"github.com/unitrun/unitrun/pod"
 )
@@ -38,4 +43,137 @@ func TestReapEndsWithLastExit(t *testing.T) {
 				c.result, c.code, got.State, *got.ExitCode, got.Restarts, got.FinishedAt, c.want, c.code, at)
 		}
 	}
+}
+
+// A run that a stop ends before its command runs is no success, whatever
+// the signal: a first run fails, with a message that says it never got
+// that far and no start time, and so does the pod; a restart is no run,
+// and the app ends with its last run's exit. The pod's lock, held here,
+// keeps each run short of its command (ExecApp records the run's start
+// under it) until the stop has killed the run.
+func TestPodStoppedBeforeCommand(t *testing.T) {
+	r := newRunner(t)
+	name := create(t, r, `
+name: early
+apps:
+  - name: a
+    exec: ["/bin/sleep", "600"]
+  - name: b
+    exec: ["/bin/sleep", "600"]
+`)
+	unlock := lock(t, r, name)
+	if err := r.Start(context.Background(), name, ""); err != nil {
+		t.Fatal(err)
+	}
+	s := stopLocked(t, r, name, unlock, "a", "b")
+	wantPod(t, s, pod.PodFailed, 128+15)
+	for _, a := range s.Apps {
+		if a.State != pod.AppFailed || a.ExitCode == nil || *a.ExitCode != 128+15 || a.Signal != "TERM" ||
+			a.Message != "ended before its command ran" || !a.StartedAt.IsZero() || !a.LastStartedAt.IsZero() {
+			t.Errorf("app %s, stopped before its command ran: %+v", a.Name, a)
+		}
+	}
+
+	name = create(t, r, `
+name: again
+restartPolicy: OnFailure
+restartBackoff: {initial: 1s}
+apps:
+  - name: a
+    exec: ["/bin/sh", "-c", "exit 3"]
+`)
+	if err := r.Start(context.Background(), name, ""); err != nil {
+		t.Fatal(err)
+	}
+	for appState(t, r, name, "a") != pod.AppRestarting {
+		time.Sleep(20 * time.Millisecond)
+	}
+	s = stopLocked(t, r, name, lock(t, r, name), "a")
+	wantPod(t, s, pod.PodFailed, 3)
+	if a := appOf(t, s, "a"); a.State != pod.AppFailed || a.ExitCode == nil || *a.ExitCode != 3 || a.Message != "" || a.Restarts != 0 || a.StartedAt.IsZero() {
+		t.Errorf("app a, its restart stopped before its command ran: %+v; want failed with its first run's 3", a)
+	}
+	if code, err := pod.ReadExitCode(r.StateDir, name, "a"); err != nil || code != 3 {
+		t.Errorf("status file of a: %d, %v; want its first run's 3", code, err)
+	}
+}
+
+// create creates the pod of manifest, removed when the test ends, and
+// returns its name.
+func create(t *testing.T, r *Runner, manifest string) string {
+	t.Helper()
+	m, err := r.Create(context.Background(), []byte(manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := r.Remove(context.Background(), m.Name, true); err != nil {
+			t.Errorf("remove pod %s: %v", m.Name, err)
+		}
+	})
+	return m.Name
+}
+
+// lock takes the lock of pod name and returns its release, which the test's
+// end calls too.
+func lock(t *testing.T, r *Runner, name string) func() {
+	t.Helper()
+	unlock, err := pod.Lock(r.StateDir, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release := func() { once.Do(unlock) }
+	t.Cleanup(release)
+	return release
+}
+
+// stopLocked stops pod name, whose lock the test holds, once a run of each
+// app has a process (which waits for the lock); releases the lock once
+// the stop has killed them, and returns the pod's status after the stop.
+func stopLocked(t *testing.T, r *Runner, name string, unlock func(), apps ...string) pod.PodStatus {
+	t.Helper()
+	for _, app := range apps {
+		waitService(t, r, pod.AppUnit(name, app), func(p map[string]dbus.Variant) bool {
+			pid, _ := p["MainPID"].Value().(uint32)
+			return pid != 0
+		})
+	}
+	type result struct {
+		s   pod.PodStatus
+		err error
+	}
+	stopped := make(chan result)
+	go func() {
+		s, err := r.Stop(context.Background(), name, 0)
+		stopped <- result{s, err}
+	}()
+	for _, app := range apps {
+		waitService(t, r, pod.AppUnit(name, app), func(p map[string]dbus.Variant) bool {
+			code, _ := p["ExecMainCode"].Value().(int32)
+			return code == 2 // CLD_KILLED
+		})
+	}
+	unlock()
+	res := <-stopped
+	if res.err != nil {
+		t.Fatalf("stop pod %s: %v", name, res.err)
+	}
+	return res.s
+}
+
+// waitService waits until the service properties of unit u satisfy ok.
+func waitService(t *testing.T, r *Runner, u string, ok func(map[string]dbus.Variant) bool) {
+	t.Helper()
+	for range 1500 {
+		p, err := r.Mgr.Properties(context.Background(), u, manager.ServiceIface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(p) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s: the state waited for never came", u)
 }
