@@ -361,8 +361,8 @@ func TestWaitJob(t *testing.T) {
 		argv []string
 		want string
 	}{
-		{[]string{"/bin/true", "true"}, "done"},
-		{[]string{"/bin/false", "false"}, "failed"},
+		{[]string{"/bin/true"}, "done"},
+		{[]string{"/bin/false"}, "failed"},
 	} {
 		w, job := start("unitrun-test-waitjob-"+c.want+".service", c.argv...)
 		if got, err := w.WaitJob(ctx, job, nil); got != c.want || err != nil {
@@ -371,7 +371,7 @@ func TestWaitJob(t *testing.T) {
 	}
 
 	name := "unitrun-test-waitjob-canceled.service"
-	w, job := start(name, "/bin/sleep", "sleep", "30")
+	w, job := start(name, "/bin/sleep", "30")
 	systemdtest.WaitActiveState(t, conn, name, "activating")
 	sw := conn.WatchProps(name)
 	defer sw.Close()

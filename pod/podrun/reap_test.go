@@ -98,22 +98,6 @@ apps:
 	}
 }
 
-// create creates the pod of manifest, removed when the test ends, and
-// returns its name.
-func create(t *testing.T, r *Runner, manifest string) string {
-	t.Helper()
-	m, err := r.Create(context.Background(), []byte(manifest))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := r.Remove(context.Background(), m.Name, true); err != nil {
-			t.Errorf("remove pod %s: %v", m.Name, err)
-		}
-	})
-	return m.Name
-}
-
 // lock takes the lock of pod name and returns its release, which the test's
 // end calls too.
 func lock(t *testing.T, r *Runner, name string) func() {

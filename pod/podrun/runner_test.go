@@ -35,8 +35,19 @@ func newRunner(t *testing.T) *Runner {
 // here: the test checks its outcome.
 func run(t *testing.T, r *Runner, manifest string, policy pod.ExitPolicy) string {
 	t.Helper()
-	ctx := context.Background()
-	m, err := r.Create(ctx, []byte(manifest))
+	name := create(t, r, manifest)
+	var ended *EndedError
+	if err := r.Start(context.Background(), name, policy); err != nil && !errors.As(err, &ended) {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// create creates the pod of manifest, removed when the test ends, and
+// returns its name.
+func create(t *testing.T, r *Runner, manifest string) string {
+	t.Helper()
+	m, err := r.Create(context.Background(), []byte(manifest))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,10 +56,6 @@ func run(t *testing.T, r *Runner, manifest string, policy pod.ExitPolicy) string
 			t.Errorf("remove pod %s: %v", m.Name, err)
 		}
 	})
-	var ended *EndedError
-	if err := r.Start(ctx, m.Name, policy); err != nil && !errors.As(err, &ended) {
-		t.Fatal(err)
-	}
 	return m.Name
 }
 

@@ -60,55 +60,41 @@ apps:
 
 // TestSidecarStop stops a pod whose sidecar and app run: the app stops
 // first, then the sidecar, and the pod's outcome is the app's.
-func TestSidecarStop(t *testing.T) {
-	events := filepath.Join(t.TempDir(), "events")
-	r := newRunner(t)
-	name := run(t, r, fmt.Sprintf(`
-name: sidecar-stop
-apps:
-  - name: app
-    exec: ["/bin/sh", "-c", "trap 'sleep 0.5; echo app-stop >> %[1]s; exit 3' TERM; sleep 600 & wait"]
-  - name: proxy
-    sidecar: true
-    exec: ["/bin/sh", "-c", "trap 'echo proxy-stop >> %[1]s; exit 0' TERM; sleep 600 & wait"]
-`, events), "")
-	poll(t, r, name, func(s pod.PodStatus) bool { return s.Ready })
-	s, err := r.Stop(t.Context(), name, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantPod(t, s, pod.PodFailed, 3)
-	wantApp(t, s, "proxy", pod.AppExited, 0)
-	data, err := os.ReadFile(events)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := strings.Fields(string(data)), "app-stop proxy-stop"; strings.Join(got, " ") != want {
-		t.Errorf("events %q, want %q", got, want)
-	}
-}
+func TestSidecarStop(t *testing.T) { sidecarStop(t, "sidecar-stop", "") }
 
 // TestIsolatedSidecar runs a sidecar with a readiness probe in an isolated
 // pod: the probes find the command's start in the pod's PID namespace, the
 // pod becomes ready, and at a stop (which powers the pod's systemd off)
 // the app stops before the sidecar.
 func TestIsolatedSidecar(t *testing.T) {
+	sidecarStop(t, "isolated-sidecar", `
+isolation: namespaces
+    readinessProbe:
+      exec: ["/bin/true"]
+      periodSeconds: 1`)
+}
+
+// sidecarStop runs pod name, an app and a sidecar, until it is ready and
+// stops it; extra's first line is added to the pod, the rest to the
+// sidecar.
+func sidecarStop(t *testing.T, name, extra string) {
 	r := newRunner(t)
 	events := filepath.Join(r.StateDir, "events")
-	name := run(t, r, fmt.Sprintf(`
-name: isolated-sidecar
-isolation: namespaces
+	podLines, sidecarLines, _ := strings.Cut(strings.TrimPrefix(extra, "\n"), "\n")
+	name = run(t, r, fmt.Sprintf(`
+name: %[2]s
+%[3]s
 apps:
   - name: app
     exec: ["/bin/sh", "-c", "trap 'sleep 0.5; echo app-stop >> %[1]s; exit 3' TERM; sleep 600 & wait"]
   - name: proxy
     sidecar: true
     exec: ["/bin/sh", "-c", "trap 'echo proxy-stop >> %[1]s; exit 0' TERM; sleep 600 & wait"]
-    readinessProbe:
-      exec: ["/bin/true"]
-      periodSeconds: 1
-`, events), "")
-	defer containerLog(t, r, name)
+%[4]s
+`, events, name, podLines, sidecarLines), "")
+	if podLines != "" {
+		defer containerLog(t, r, name)
+	}
 	poll(t, r, name, func(s pod.PodStatus) bool { return s.Ready })
 	s, err := r.Stop(t.Context(), name, 0)
 	if err != nil {
