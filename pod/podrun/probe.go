@@ -139,8 +139,13 @@ const (
 func (pr probing) probeRun(ctx context.Context) (pod.ProbeAction, error) {
 	if pr.a.StartupProbe != nil {
 		acted, err := pr.loop(ctx, startup)
-		if acted || err != nil {
-			return pr.a.StartupProbe.Action, ignoreRunEnded(err)
+		if err != nil {
+			// The run ended before its startup probe said anything:
+			// there is nothing to act on.
+			return "", ignoreRunEnded(err)
+		}
+		if acted {
+			return pr.a.StartupProbe.Action, nil
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)

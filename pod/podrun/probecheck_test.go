@@ -81,3 +81,20 @@ func TestProbeCredential(t *testing.T) {
 		t.Error("credential of an unknown user: no error")
 	}
 }
+
+// A startup probe whose run has ended (its app's record has moved on)
+// before the probe said anything acts on nothing: it had answered with its
+// action, and RunProbe restarted the app, which had exited on its own.
+func TestStartupProbeRunEnded(t *testing.T) {
+	dir := t.TempDir()
+	started := time.Now().Add(-time.Second).Round(0)
+	code := 0
+	if err := pod.WriteApp(dir, "p", pod.AppStatus{Name: "a", State: pod.AppExited, ExitCode: &code, StartedAt: started}); err != nil {
+		t.Fatal(err)
+	}
+	a := &pod.App{Name: "a", StartupProbe: &pod.Probe{Exec: []string{"/bin/false"}, PeriodSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 100, Action: pod.RestartApp}}
+	pr := probing{stateDir: dir, name: "p", a: a, run: started, command: started}
+	if action, err := pr.probeRun(t.Context()); action != "" || err != nil {
+		t.Errorf("startup probe of an ended run: action %q, %v; want none", action, err)
+	}
+}
