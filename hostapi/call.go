@@ -2,6 +2,7 @@ package hostapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -62,7 +63,7 @@ func (d *Daemon) CallKeyed(ctx context.Context, caller core.Caller, name string,
 		rec, err := d.keyedLocked(op.Name, caller.UID, key, args)
 		d.mu.Unlock()
 		if rec != nil || err != nil {
-			return rec, err
+			return d.durable(rec, err)
 		}
 	}
 	if err := d.managerReachable(ctx); err != nil {
@@ -79,7 +80,7 @@ func (d *Daemon) CallKeyed(ctx context.Context, caller core.Caller, name string,
 	rec, started, err := d.admitLocked(op, caller, args, bind, key)
 	d.mu.Unlock()
 	if err != nil || started == nil {
-		return rec, err
+		return d.durable(rec, err)
 	}
 	// The job's unit is being created meanwhile; the caller hears of the
 	// job only once its record is durable.
@@ -90,6 +91,20 @@ func (d *Daemon) CallKeyed(ctx context.Context, caller core.Caller, name string,
 		d.dropKeyLocked(started)
 		d.mu.Unlock()
 		d.Cancel(context.WithoutCancel(ctx), started.rec.ID)
+		return nil, commitRefusal(err)
+	}
+	return rec, nil
+}
+
+// durable returns rec and err, once rec, the record of a job that an
+// earlier call started (found by its key, or joined), is durable: that
+// call may be making it so still, and the caller hears of no job before
+// its record is durable.
+func (d *Daemon) durable(rec *api.Record, err error) (*api.Record, error) {
+	if rec == nil || err != nil {
+		return rec, err
+	}
+	if err := d.store.Commit(rec.ID); err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, commitRefusal(err)
 	}
 	return rec, nil

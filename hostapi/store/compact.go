@@ -101,12 +101,18 @@ func (s *Store) compact() error {
 	}
 	swapped = true
 	old.Close()
-	s.log, s.index = tmp, x
-	s.end, s.synced = end, s.written
+	s.log, s.index, s.end = tmp, x, end
 	if err := step("compact: renamed"); err != nil {
 		return err
 	}
-	return atomicfile.SyncDir(s.dir)
+	// The log's lines are durable in tmp; tmp is the log once its name
+	// is.
+	if err := atomicfile.SyncDir(s.dir); err != nil {
+		s.failLocked(err)
+		return err
+	}
+	s.synced = s.written
+	return nil
 }
 
 // copyLive writes to tmp the lines of recs, read from the log old, and a

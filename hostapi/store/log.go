@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"time"
@@ -159,10 +160,14 @@ func (s *Store) append(lines []logLine, durable bool) error {
 // waitSyncedLocked returns once the appends up to seq are durable: it
 // syncs the log, outside mu, for every append written so far unless
 // another writer does so already, and then waits for it (group commit).
-// It returns the error of the sync that covered seq, if that one failed.
+// Once a sync has failed, it returns that error for every append not
+// synced before: the kernel may have dropped the pages the failed sync
+// left behind, so a later sync that succeeds says nothing of them
+// (fsync(2)); the Store makes nothing durable again until it is opened
+// again.
 func (s *Store) waitSyncedLocked(seq uint64) error {
 	for s.synced < seq {
-		if s.failed >= seq {
+		if s.syncErr != nil {
 			return s.syncErr
 		}
 		if s.syncing {
@@ -176,13 +181,19 @@ func (s *Store) waitSyncedLocked(seq uint64) error {
 		s.mu.Lock()
 		s.syncing = false
 		if err != nil {
-			s.failed, s.syncErr = upto, err
+			s.failLocked(err)
 		} else {
 			s.synced = max(s.synced, upto)
 		}
 		s.cond.Broadcast()
 	}
 	return nil
+}
+
+// failLocked records that a sync of the log failed with err: every
+// durable write fails from then on.
+func (s *Store) failLocked(err error) {
+	s.syncErr = fmt.Errorf("%w (no record is made durable until the store is opened again)", err)
 }
 
 // readLocked returns the line of the record at e, without its newline.

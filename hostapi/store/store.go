@@ -45,8 +45,7 @@ type Store struct {
 	end     int64           // where the next line goes
 	written uint64          // appends written so far
 	synced  uint64          // appends made durable
-	failed  uint64          // appends covered by the last sync that failed
-	syncErr error           // that sync's error
+	syncErr error           // the error of a sync that failed (see waitSyncedLocked)
 	syncing bool            // a writer syncs the log, outside mu
 	index                   // what the log holds
 	issued  map[string]bool // ids returned by NewID and not yet Put
@@ -240,6 +239,12 @@ func (s *Store) put(r *Record, durable bool) error {
 		}
 	}
 	if err := s.append([]logLine{{Rec: r}}, durable); err != nil {
+		if !known {
+			// The caller hears that there is no such job: none is
+			// read or recovered, here or, if the removal reaches
+			// the disk, after a restart.
+			s.append([]logLine{{Rm: r.ID}}, false)
+		}
 		return fmt.Errorf("job %s: %w", r.ID, err)
 	}
 	return nil

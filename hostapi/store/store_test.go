@@ -523,3 +523,63 @@ func TestMarkStarted(t *testing.T) {
 		t.Errorf("mark of no job: %v, want ErrNotFound", err)
 	}
 }
+
+// Once a sync of the log fails, the Store makes nothing durable again: a
+// record staged before it is not committed by a later sync that succeeds
+// (the kernel may have dropped its pages), and a new job whose Put failed
+// is not there to read or to recover. The log is swapped for /dev/null,
+// whose sync fails.
+func TestSyncFailureSticks(t *testing.T) {
+	s := openTestStore(t)
+	newRecord := func() *Record {
+		return &Record{ID: s.NewID(), Op: "op", State: StateQueued, CreatedAt: time.Now().UTC()}
+	}
+	synced := newRecord()
+	if err := s.Put(synced); err != nil {
+		t.Fatal(err)
+	}
+	staged := newRecord()
+	if err := s.Stage(staged); err != nil {
+		t.Fatal(err)
+	}
+	null, err := os.OpenFile("/dev/null", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	log := s.log
+	s.log = null
+	s.mu.Unlock()
+	refused := newRecord()
+	if err := s.Put(refused); err == nil {
+		t.Fatal("Put succeeded though the log's sync failed")
+	}
+	s.mu.Lock()
+	s.log = log
+	s.mu.Unlock()
+	null.Close()
+	if _, err := s.Get(refused.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get of the job whose Put failed: %v; want not found", err)
+	}
+	if err := s.Commit(staged.ID); err == nil {
+		t.Error("Commit of a record staged before the failed sync succeeded")
+	}
+	if err := s.Put(newRecord()); err == nil {
+		t.Error("Put after a failed sync succeeded")
+	}
+	if err := s.Commit(synced.ID); err != nil {
+		t.Errorf("Commit of a record synced before the failure: %v", err)
+	}
+	s.Close()
+	s, err = Open(s.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Get(refused.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("after a restart, Get of the job whose Put failed: %v; want not found", err)
+	}
+	if err := s.Put(newRecord()); err != nil {
+		t.Errorf("Put in the store opened again: %v", err)
+	}
+}
