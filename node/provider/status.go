@@ -70,11 +70,13 @@ func podStatus(p *corev1.Pod, name string, s podState) *corev1.PodStatus {
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 		switch {
 		case isSidecar(c):
-			// Done with initializing once it has started (a restart
-			// later does not take the pod back); its readiness counts
-			// in the pod's, as Kubernetes counts a sidecar's.
+			// Done with initializing once it has run (a restart later
+			// does not take the pod back): the apps after it start
+			// then, whatever its startup probe says (docs/pods.md).
+			// Its readiness counts in the pod's, as Kubernetes counts
+			// a sidecar's.
 			sidecarsReady = sidecarsReady && cs.Ready
-			if !*cs.Started && a.Restarts == 0 && a.LastExitAt.IsZero() && !s.ended() {
+			if a.StartedAt.IsZero() && a.Restarts == 0 && a.LastExitAt.IsZero() && !s.ended() {
 				initDone = false
 			} else if a.StartedAt.After(initAt) {
 				initAt = a.StartedAt
@@ -154,8 +156,10 @@ func containerStatus(name string, c corev1.Container, a appState, waiting string
 		ImageID:      c.Image,
 		ContainerID:  "unitrun://" + unitName(name, c.Name),
 		RestartCount: int32(a.Restarts),
-		Ready:        running && a.Ready,
-		Started:      &started,
+		// A's readiness ends with any exit but an init app's success,
+		// which Kubernetes counts as ready too.
+		Ready:   a.Ready,
+		Started: &started,
 	}
 	switch a.State {
 	case "running":

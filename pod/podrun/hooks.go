@@ -142,8 +142,12 @@ func readExit(stateDir, name, app string, env HookEnv) (*reaping, error) {
 		// SIGTERM of a stop, say), the run failed.
 		r.exit.Success = false
 	}
-	// A probe sets Acted before it restarts the app or ends the pod.
+	// A probe sets Acted before it restarts the app or ends the pod; an
+	// app whose probe ends the pod failed, whatever its exit.
 	r.acted, _ = r.s.Acted()
+	if r.acted == pod.FailPod {
+		r.exit.Success = false
+	}
 	return r, nil
 }
 
@@ -186,10 +190,6 @@ func (r *reaping) record(noRun bool) (bool, error) {
 		return false, err
 	}
 	exit := r.exit
-	if r.acted == pod.FailPod {
-		// The app's probe ends the pod: the exit is a failure.
-		exit.Success = false
-	}
 	s.ExitCode, s.Signal, s.Result, s.Message = &exit.Code, exit.Signal, exit.Result, r.why
 	s.LastExitAt, s.LastStartedAt, s.Invocation, s.PID = now, s.StartedAt, r.env.InvocationID, 0
 	// An exit ends readiness, but for an init app's success.
@@ -222,17 +222,13 @@ func (r *reaping) decide(s *pod.AppStatus, now time.Time) (pod.Decision, error) 
 		}
 		return pod.Decision{Restart: true, Delay: pod.NextDelay(r.m.RestartBackoff, history, now)}, nil
 	}
-	exit := r.exit
-	if r.acted == pod.FailPod {
-		exit.Success = false
-	}
 	others, err := othersIfAllEnded(r.stateDir, r.name, r.m, r.a.Name)
 	if err != nil {
 		return pod.Decision{}, err
 	}
 	return pod.Decide(r.m, pod.Event{
 		App:     r.a.Name,
-		Exit:    exit,
+		Exit:    r.exit,
 		History: history,
 		Ended:   others,
 		Stopped: r.stop,
