@@ -129,13 +129,16 @@ func (p *problems) app(path string, a *App, iso Isolation) {
 	}{
 		{"probe", a.Probe, []ProbeAction{RestartApp, FailPod}, ""},
 		{"readinessProbe", a.ReadinessProbe, []ProbeAction{""}, "not allowed for a readiness probe, which never restarts the app nor ends the pod"},
-		{"startupProbe", a.StartupProbe, []ProbeAction{RestartApp}, "must be restart: a startup probe that fails restarts the app"},
+		{"startupProbe", a.StartupProbe, []ProbeAction{RestartApp, FailPod}, ""},
 	} {
 		if pr.probe == nil {
 			continue
 		}
 		if a.Init && !a.Sidecar {
 			p.add(path+"."+pr.field, "", "not allowed for an init app")
+		}
+		if a.Sidecar && pr.probe.Action == FailPod {
+			p.add(path+"."+pr.field+".action", string(pr.probe.Action), "must be restart for a sidecar, which never decides the pod's outcome")
 		}
 		p.probe(path+"."+pr.field, pr.probe)
 		if !slices.Contains(pr.actions, pr.probe.Action) {

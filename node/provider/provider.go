@@ -17,6 +17,9 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 )
 
 // Config is what a node needs to run Pods.
@@ -167,6 +170,39 @@ func (p *Provider) adopt(ctx context.Context) error {
 	return nil
 }
 
+// DropReplaced removes each adopted pod whose Pod is no longer bound to
+// the node, or was deleted and created again under its name while no
+// provider ran, as DeletePod does. It lists the Pods bound to the node
+// through client. Call it after New and before the pod controller starts:
+// virtual-kubelet matches the Pods it is given by name, so it would take a
+// new Pod for the one it replaced, report the old one's statuses as the
+// new one's and never create it.
+func (p *Provider) DropReplaced(ctx context.Context, client kubernetes.Interface) error {
+	list, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + p.cfg.NodeName})
+	if err != nil {
+		return fmt.Errorf("list the pods bound to node %s: %w", p.cfg.NodeName, err)
+	}
+	bound := map[string]types.UID{}
+	for _, pod := range list.Items {
+		bound[key(pod.Namespace, pod.Name)] = pod.UID
+	}
+	var gone []*corev1.Pod
+	p.mu.Lock()
+	for k, e := range p.pods {
+		if uid, ok := bound[k]; !ok || uid != e.pod.UID {
+			gone = append(gone, e.pod)
+		}
+	}
+	p.mu.Unlock()
+	for _, pod := range gone {
+		p.log.Info("removing a pod deleted while no provider ran", "pod", key(pod.Namespace, pod.Name), "uid", pod.UID)
+		if err := p.DeletePod(ctx, pod); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // CreatePod runs pod as a unitrun pod. A Pod it cannot run fully is
 // not run: it fails with a reason that names each field. A Pod it runs
 // already is left as it is.
@@ -240,8 +276,8 @@ func (p *Provider) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
 }
 
 // DeletePod stops the Pod's unitrun pod gracefully (each app gets the
-// Pod's termination grace period, then is killed), reports the status it
-// ended with and removes it.
+// deletion's grace period, or else the Pod's termination grace period,
+// then is killed), reports the status it ended with and removes it.
 func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	k := key(pod.Namespace, pod.Name)
 	e := p.lookup(k)
@@ -250,7 +286,11 @@ func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	}
 	if e.refused == nil {
 		kill := time.Duration(0)
-		if g := e.pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		g := pod.DeletionGracePeriodSeconds
+		if g == nil {
+			g = e.pod.Spec.TerminationGracePeriodSeconds
+		}
+		if g != nil {
 			kill = time.Duration(*g)*time.Second + 5*time.Second
 		}
 		last, ok, err := p.eng.remove(ctx, e.name, kill)

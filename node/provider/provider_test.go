@@ -63,6 +63,9 @@ func startNode(t *testing.T, cfg Config, client *fake.Clientset) *testNodeRun {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := p.DropReplaced(ctx, client); err != nil {
+		t.Fatal(err)
+	}
 	f := kubeinformers.NewSharedInformerFactory(client, time.Minute)
 	pc, err := node.NewPodController(node.PodControllerConfig{
 		PodClient:                 client.CoreV1(),
@@ -292,24 +295,40 @@ func TestRestartAdopts(t *testing.T) {
 	dir := t.TempDir()
 	keep := newPod("keep", corev1.RestartPolicyNever, nil, `while [ ! -e `+dir+`/go ]; do sleep 0.1; done; exit 7`)
 	gone := newPod("gone", corev1.RestartPolicyNever, nil, "exec sleep 600")
-	create(t, client, keep)
-	create(t, client, gone)
+	replaced := newPod("replaced", corev1.RestartPolicyNever, nil, "exec sleep 600")
+	for _, pod := range []*corev1.Pod{keep, gone, replaced} {
+		create(t, client, pod)
+	}
 	running := func(p *corev1.Pod) bool {
 		cs := p.Status.ContainerStatuses
 		return p.Status.Phase == corev1.PodRunning && len(cs) == 1 && cs[0].State.Running != nil
 	}
 	before := waitPod(t, client, keep, "Running", running)
 	waitPod(t, client, gone, "Running", running)
+	old := waitPod(t, client, replaced, "Running", running)
 	n.stop()
 
+	// Deleted while no provider runs; and deleted and created again
+	// under its name, as a StatefulSet does, with the same spec.
 	deletePod(t, client, gone)
+	deletePod(t, client, replaced)
+	replaced.UID = "uid-replaced-again"
+	create(t, client, replaced)
 	n = startNode(t, cfg, client)
 	waitGone(t, n, podName(gone.Namespace, gone.Name, string(gone.UID)))
+	waitGone(t, n, podName(replaced.Namespace, replaced.Name, string(old.UID)))
+	again := waitPod(t, client, replaced, "Running, the new Pod", func(p *corev1.Pod) bool {
+		cs := p.Status.ContainerStatuses
+		return running(p) && !cs[0].State.Running.StartedAt.Equal(&old.Status.ContainerStatuses[0].State.Running.StartedAt)
+	})
 	names, err := n.p.eng.names()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{podName(keep.Namespace, keep.Name, string(keep.UID))}; !slices.Equal(names, want) {
+	want := []string{podName(keep.Namespace, keep.Name, string(keep.UID)), podName(replaced.Namespace, replaced.Name, string(again.UID))}
+	slices.Sort(want)
+	slices.Sort(names)
+	if !slices.Equal(names, want) {
 		t.Errorf("unitrun pods %v, want %v", names, want)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
@@ -321,8 +340,12 @@ func TestRestartAdopts(t *testing.T) {
 	if started := before.Status.ContainerStatuses[0].State.Running.StartedAt; !cs.State.Terminated.StartedAt.Equal(&started) {
 		t.Errorf("the app ran again: started at %v, before the restart at %v", cs.State.Terminated.StartedAt, started)
 	}
-	deletePod(t, client, keep)
-	waitGone(t, n, names[0])
+	for _, pod := range []*corev1.Pod{keep, replaced} {
+		deletePod(t, client, pod)
+	}
+	for _, name := range names {
+		waitGone(t, n, name)
+	}
 }
 
 // A Pod that asks for what the node cannot give fails, its reason naming

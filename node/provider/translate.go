@@ -165,7 +165,7 @@ func (c *Config) translate(p *corev1.Pod) ([]byte, error) {
 		case *ctr.RestartPolicy == corev1.ContainerRestartPolicyAlways:
 			// A sidecar, as Kubernetes 1.29 and later run it.
 			a.Sidecar = true
-			a.probes(ctr, path, &rs)
+			a.probes(ctr, path, "restart", &rs)
 		default:
 			rs.add(path+".restartPolicy", "%q: an init container's restartPolicy can only be Always, which makes it a sidecar", *ctr.RestartPolicy)
 		}
@@ -175,7 +175,7 @@ func (c *Config) translate(p *corev1.Pod) ([]byte, error) {
 	for i := range p.Spec.Containers {
 		ctr := &p.Spec.Containers[i]
 		a := c.container(p, ctr, fmt.Sprintf("spec.containers[%d]", i), vols, &rs)
-		a.probes(ctr, fmt.Sprintf("spec.containers[%d]", i), &rs)
+		a.probes(ctr, fmt.Sprintf("spec.containers[%d]", i), probeAction(p.Spec.RestartPolicy), &rs)
 		rootfs = rootfs || a.Rootfs != ""
 		m.Apps = append(m.Apps, a)
 	}
@@ -442,20 +442,34 @@ func cpuWeight(q resource.Quantity) int {
 	return int(1 + (shares-2)*9999/262142)
 }
 
-// probes maps the container's liveness probe to a probe that restarts the
-// app, its readiness probe to a readiness probe and its startup probe to a
-// startup probe.
-func (a *app) probes(ctr *corev1.Container, path string, rs *refusals) {
+// probes maps the container's liveness and startup probes to probes that
+// take action when they fail, and its readiness probe to a readiness
+// probe.
+func (a *app) probes(ctr *corev1.Container, path, action string, rs *refusals) {
 	if ctr.LivenessProbe != nil {
 		a.Probe = mapProbe(ctr, ctr.LivenessProbe, path+".livenessProbe", "liveness", rs)
-		a.Probe.Action = "restart"
+		a.Probe.Action = action
 	}
 	if ctr.ReadinessProbe != nil {
 		a.Readiness = mapProbe(ctr, ctr.ReadinessProbe, path+".readinessProbe", "readiness", rs)
 	}
 	if ctr.StartupProbe != nil {
 		a.Startup = mapProbe(ctr, ctr.StartupProbe, path+".startupProbe", "startup", rs)
+		a.Startup.Action = action
 	}
+}
+
+// probeAction is what a failed liveness or startup probe of a container
+// does under the Pod's restart policy. The kubelet kills the container and
+// lets the policy decide: under Never, the container has failed and will
+// not run again, and the Pod fails (unitrun's fail-pod, which stops the
+// other containers at once, where the kubelet lets them run to their
+// end); under OnFailure and Always, it restarts.
+func probeAction(policy corev1.RestartPolicy) string {
+	if policy == corev1.RestartPolicyNever {
+		return "fail-pod"
+	}
+	return "restart"
 }
 
 // mapProbe maps lp, the container's probe of kind (liveness, readiness or

@@ -167,7 +167,7 @@ func TestTranslateSidecarsAndProbes(t *testing.T) {
 	if r := api.Readiness; r == nil || r.HTTP == nil || r.HTTP.Port != 8080 || r.HTTP.Path != "/ready" || r.FailureThreshold != 4 || r.Action != "" {
 		t.Errorf("readiness probe %+v", r)
 	}
-	if s := api.Startup; s == nil || len(s.Exec) != 1 || s.Exec[0] != "/bin/started" || s.PeriodSeconds != 1 || s.FailureThreshold != 30 || s.Action != "" {
+	if s := api.Startup; s == nil || len(s.Exec) != 1 || s.Exec[0] != "/bin/started" || s.PeriodSeconds != 1 || s.FailureThreshold != 30 || s.Action != "restart" {
 		t.Errorf("startup probe %+v", s)
 	}
 	if api.Probe != nil {
@@ -223,3 +223,30 @@ func TestContainerPaths(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// A failed liveness or startup probe fails the Pod under restartPolicy
+// Never, as the kubelet's kill does when the policy forbids a restart,
+// and restarts the container under the other policies; a sidecar's
+// probes restart it under every policy.
+func TestTranslateProbeActions(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	c := &Config{Images: map[string]string{"debian": HostImage}, AllowPrivileged: true}
+	fails := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/false"}}}}
+	for policy, want := range map[corev1.RestartPolicy]string{corev1.RestartPolicyNever: "fail-pod", corev1.RestartPolicyOnFailure: "restart", corev1.RestartPolicyAlways: "restart"} {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "probed", Namespace: "default", UID: "u"},
+			Spec: corev1.PodSpec{
+				HostNetwork:    true,
+				RestartPolicy:  policy,
+				InitContainers: []corev1.Container{{Name: "proxy", Image: "debian", Command: []string{"/bin/proxy"}, RestartPolicy: &always, LivenessProbe: fails}},
+				Containers:     []corev1.Container{{Name: "job", Image: "debian", Command: []string{"/bin/job"}, LivenessProbe: fails, StartupProbe: fails}},
+			},
+		}
+		m := translated(t, c, p)
+		proxy, job := m.Apps[0], m.Apps[1]
+		if proxy.Probe.Action != "restart" || job.Probe.Action != want || job.Startup.Action != want {
+			t.Errorf("restartPolicy %s: sidecar's liveness %q, container's liveness %q and startup %q; want restart, %s, %s",
+				policy, proxy.Probe.Action, job.Probe.Action, job.Startup.Action, want, want)
+		}
+	}
+}

@@ -174,3 +174,30 @@ apps:
 		t.Errorf("pod %s, app %+v: want running, its probe never failing", s.Phase, a)
 	}
 }
+
+// TestProbeStartupFailPod checks that a startup probe with action
+// fail-pod ends the pod at its threshold, with the app failed and never
+// restarted, as a liveness probe's fail-pod does.
+func TestProbeStartupFailPod(t *testing.T) {
+	r := newRunner(t)
+	name := run(t, r, `
+name: startup-fail-pod
+restartPolicy: Always
+apps:
+  - name: app
+    exec: ["/bin/sleep", "600"]
+    startupProbe:
+      exec: ["/bin/false"]
+      periodSeconds: 1
+      failureThreshold: 2
+      action: fail-pod
+`, "")
+	s := wait(t, r, name)
+	a := appOf(t, s, "app")
+	if s.Phase != pod.PodFailed || a.State != pod.AppFailed || a.Restarts != 0 {
+		t.Errorf("pod %s, app %s after %d restarts; want Failed, failed after none", s.Phase, a.State, a.Restarts)
+	}
+	if p := a.Startup; p == nil || p.Acted != pod.FailPod || p.ConsecutiveFailures != 2 {
+		t.Errorf("startup probe: %+v", p)
+	}
+}

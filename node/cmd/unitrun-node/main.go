@@ -84,6 +84,9 @@ func run() error {
 		return err
 	}
 	defer p.Close()
+	if err := p.DropReplaced(ctx, client); err != nil {
+		return err
+	}
 	opts, err := o.nodeOpts(client, spec)
 	if err != nil {
 		return err
