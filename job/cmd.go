@@ -70,6 +70,9 @@ type Cmd struct {
 	// is handed to systemd as is; any other value is connected through a
 	// pipe copied by a goroutine, as os/exec does; nil means the null device.
 	// If Stdout and Stderr are the same writer, one descriptor serves both.
+	// A stream that Properties set (StandardInput=, StandardOutput=,
+	// StandardError=, as Detached does) is left to that property, and its
+	// field is not used.
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
@@ -331,7 +334,7 @@ func (c *Cmd) startRun() error {
 		r.removeDropIn()
 		return err
 	}
-	if err := r.openStdio(c.Stdin, c.Stdout, c.Stderr); err != nil {
+	if err := r.openStdio(c.Stdin, c.Stdout, c.Stderr, c.Properties); err != nil {
 		r.removeDropIn()
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/godbus/dbus/v5"
@@ -15,6 +16,7 @@ import (
 // between pipes and the caller's readers and writers, as os/exec does.
 type stdio struct {
 	fds       [3]*os.File // what the unit gets as fd 0, 1, 2
+	set       [3]bool     // the streams a property sets instead
 	childEnds []*os.File  // closed once systemd has its copies
 	stdinPipe *os.File    // our end of the stdin pipe, closed after the run
 	outPipes  []*os.File  // our ends of the output pipes, read to EOF
@@ -23,8 +25,28 @@ type stdio struct {
 	copyErr   error
 }
 
-// openStdio prepares the three descriptors.
-func (s *stdio) openStdio(in io.Reader, out, errw io.Writer) error {
+// stdStreams are the names of the properties that set fd 0, 1 and 2 of a
+// unit otherwise than by a descriptor.
+var stdStreams = [3]string{"StandardInput", "StandardOutput", "StandardError"}
+
+// openStdio prepares the three descriptors; none for a stream that one
+// of props sets (StandardOutput=journal, say), which that property
+// decides: systemd would take the descriptor over it.
+func (s *stdio) openStdio(in io.Reader, out, errw io.Writer, props []unit.Property) error {
+	for i, name := range stdStreams {
+		if !slices.ContainsFunc(props, func(p unit.Property) bool { return p.Name == name }) {
+			continue
+		}
+		s.set[i] = true
+		switch i {
+		case 0:
+			in = nil
+		case 1:
+			out = nil
+		case 2:
+			errw = nil
+		}
+	}
 	var err error
 	if s.fds[0], err = s.reader(in); err != nil {
 		return err
@@ -105,13 +127,16 @@ func (s *stdio) writer(w io.Writer) (*os.File, error) {
 	return pw, nil
 }
 
-// stdioProperties hands the descriptors to systemd.
+// stdioProperties hands the descriptors to systemd, but for the streams
+// that a property sets.
 func (s *stdio) stdioProperties() []unit.Property {
-	return []unit.Property{
-		{Name: "StandardInputFileDescriptor", Value: dbus.MakeVariant(dbus.UnixFD(s.fds[0].Fd()))},
-		{Name: "StandardOutputFileDescriptor", Value: dbus.MakeVariant(dbus.UnixFD(s.fds[1].Fd()))},
-		{Name: "StandardErrorFileDescriptor", Value: dbus.MakeVariant(dbus.UnixFD(s.fds[2].Fd()))},
+	var props []unit.Property
+	for i, name := range stdStreams {
+		if !s.set[i] {
+			props = append(props, unit.Property{Name: name + "FileDescriptor", Value: dbus.MakeVariant(dbus.UnixFD(s.fds[i].Fd()))})
+		}
 	}
+	return props
 }
 
 // closeAfterStart closes our copies of the unit's ends, so that the output

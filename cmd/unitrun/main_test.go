@@ -131,6 +131,23 @@ func TestRunNoWait(t *testing.T) {
 		t.Fatalf("run --no-wait --json: exit %d, stdout %q (%v), stderr %q", code, out, err, errs)
 	}
 	waitGone(t, started.Unit)
+
+	// Its output goes to the journal, as systemd-run's does.
+	out, errs, code = unitrun(t, "run", "--no-wait", "--", "sh", "-c", "echo to-stdout; echo to-stderr >&2")
+	name = strings.TrimSpace(out)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	waitGone(t, name)
+	dir := systemdtest.Conn(t).Target().Journal.Dir
+	for range 300 {
+		b, _ := exec.Command("journalctl", "--directory="+dir, "--no-pager", "-o", "cat", "_SYSTEMD_UNIT="+name).Output()
+		if out = string(b); out == "to-stdout\nto-stderr\n" {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("journal of %s: %q; want both lines of its output", name, out)
 }
 
 func waitGone(t *testing.T, name string) {
