@@ -162,3 +162,22 @@ func TestSignalSameOnEveryFace(t *testing.T) {
 		t.Errorf("pod status --json: %s; want the app's signal %q as run --json wrote it, exit_code 137 (a pod's app writes 128+N)", out, run.Signal)
 	}
 }
+
+// run, start and wait print their JSON object on one line whatever ended
+// them, a command that was never found or a unit that is not there
+// included (docs/cli.md).
+func TestRunJSONOneLine(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--json", "--", "true"},
+		{"run", "--json", "--", "/nonexistent"},
+		{"run", "--json", "--", "/etc"},
+		{"run", "--json", "--no-wait", "--", "true"},
+		{"wait", "--json", "unitrun-test-no-such-unit.service"},
+	} {
+		out, _, _ := unitrun(t, args...)
+		var v map[string]any
+		if err := json.Unmarshal([]byte(out), &v); err != nil || strings.Count(out, "\n") != 1 || !strings.HasSuffix(out, "}\n") {
+			t.Errorf("%v: stdout %q, want one JSON object on one line (%v)", args, out, err)
+		}
+	}
+}

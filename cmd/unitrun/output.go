@@ -136,6 +136,15 @@ func printJSON(w io.Writer, v any) error {
 	return nil
 }
 
+// printLine prints v as JSON on one line, the form of what run, start and
+// wait print.
+func printLine(w io.Writer, v any) error {
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		return &exitError{code: exitFailed, err: fmt.Errorf("print JSON: %w", err)}
+	}
+	return nil
+}
+
 // jsonFlag adds --json to cmd.
 func jsonFlag(cmd *cobra.Command, p *bool, usage string) {
 	cmd.Flags().BoolVar(p, "json", false, usage)

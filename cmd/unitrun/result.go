@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -56,9 +55,8 @@ func newResult(unitName string, st *job.Status, err error) result {
 // JSON object on stdout) and returns the error unitrun exits with.
 func report(stdout, stderr io.Writer, unitName string, st *job.Status, err error, asJSON, quiet bool) error {
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		if e := enc.Encode(newResult(unitName, st, err)); e != nil {
-			return &exitError{code: exitFailed, err: e}
+		if e := printLine(stdout, newResult(unitName, st, err)); e != nil {
+			return e
 		}
 	} else if !quiet && st != nil && st.InvocationID == "" && st.JobResult == "done" {
 		// Start of a service that stays up (not waited for), or whose

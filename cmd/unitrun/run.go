@@ -187,7 +187,7 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	if _, err := exec.LookPath(c.Path); err != nil {
 		ee := exitFor(err, false)
 		if f.asJSON {
-			printJSON(cmd.OutOrStdout(), result{Unit: c.Name, Error: ee.Error()})
+			printLine(cmd.OutOrStdout(), result{Unit: c.Name, Error: ee.Error()})
 		}
 		return ee
 	}
@@ -208,7 +208,7 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 			return exitFor(err, false)
 		}
 		if f.asJSON {
-			return printJSON(cmd.OutOrStdout(), map[string]string{"unit": c.Unit})
+			return printLine(cmd.OutOrStdout(), map[string]string{"unit": c.Unit})
 		}
 		fmt.Fprintln(cmd.OutOrStdout(), c.Unit)
 		return nil

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -50,7 +49,7 @@ as for an interrupted run.`,
 						fmt.Fprintf(cmd.ErrOrStderr(), "unitrun: %v; nothing to wait for\n", err)
 					}
 					if o.asJSON {
-						json.NewEncoder(cmd.OutOrStdout()).Encode(newResult(args[0], nil, err))
+						printLine(cmd.OutOrStdout(), newResult(args[0], nil, err))
 					}
 					return nil
 				}
