@@ -78,9 +78,11 @@ type AppStatus struct {
 	Readiness *ProbeStatus `json:"readiness_probe,omitempty"`
 	// Ready says the app runs and is ready: its startup probe, if it has
 	// one, has succeeded in this run, and its readiness probe, if it has
-	// one, succeeded last. A run starts not ready if the app has either
-	// probe, and ready if it has neither; an exit ends it, but for the
-	// success of an init app, which stays ready, as in Kubernetes.
+	// one, has succeeded since it last reached its failure threshold (a
+	// failure short of it leaves the app ready). A run starts not ready
+	// if the app has either probe, and ready if it has neither; an exit
+	// ends it, but for the success of an init app, which stays ready, as
+	// in Kubernetes.
 	Ready bool `json:"ready"`
 }
 

@@ -71,6 +71,15 @@ apps:
 	if _, errs, code := podCLI(t, dir, "create", path); code == 0 || !strings.Contains(errs, "already exists") {
 		t.Errorf("second pod create: exit %d, %q", code, errs)
 	}
+	// A pod of the same name in another state directory would share its
+	// units, which are the manager's.
+	other := t.TempDir()
+	if _, errs, code := podCLI(t, other, "create", path); code == 0 || !strings.Contains(errs, "with another state directory") {
+		t.Errorf("pod create of the same name in another state directory: exit %d, %q", code, errs)
+	}
+	if out, _, _ := podCLI(t, other, "list"); out != "" {
+		t.Errorf("pod list of the other state directory after the refusal: %q", out)
+	}
 	out, _, _ := podCLI(t, dir, "status", "--json", "life")
 	if !strings.Contains(out, `"phase": "Pending"`) {
 		t.Errorf("status of a created pod: %s", out)

@@ -256,6 +256,15 @@ func (c *Config) checkPodSpec(p *corev1.Pod, rs *refusals) {
 	if s.DNSConfig != nil {
 		rs.add("spec.dnsConfig", "not supported: the pod uses the host's resolver")
 	}
+	if s.ActiveDeadlineSeconds != nil {
+		rs.add("spec.activeDeadlineSeconds", "not supported: this node ends no Pod at a deadline")
+	}
+	if s.Resources != nil {
+		rs.add("spec.resources", "pod-level resources are not supported: set them on each container")
+	}
+	if s.Hostname != "" || s.Subdomain != "" || s.SetHostnameAsFQDN != nil && *s.SetHostnameAsFQDN {
+		rs.add("spec.hostname", "hostname, subdomain and setHostnameAsFQDN are not supported: the pod has the host's hostname or, isolated, one of its own")
+	}
 }
 
 // A volume the provider honours: a host path, or an emptyDir that no
@@ -272,6 +281,9 @@ func (c *Config) checkVolumes(p *corev1.Pod, rs *refusals) map[string]volume {
 		switch {
 		case v.HostPath != nil:
 			vols[v.Name] = volume{hostPath: v.HostPath.Path}
+			if t := v.HostPath.Type; t != nil && *t != corev1.HostPathUnset {
+				rs.add(fmt.Sprintf("spec.volumes[%d].hostPath.type", i), "%q: not checked on this node; leave it unset", *t)
+			}
 		case v.EmptyDir != nil:
 			vols[v.Name] = volume{}
 		default:
@@ -326,6 +338,9 @@ func (c *Config) container(p *corev1.Pod, ctr *corev1.Container, path string, vo
 			rs.add(field, "emptyDir %q cannot be mounted: unitrun pods have no mounts", m.Name)
 		case v.hostPath != m.MountPath || a.Rootfs != "" || m.SubPath != "" || m.SubPathExpr != "":
 			rs.add(field, "hostPath %q can only be used at its own path (mountPath %q) by a container of image host, without subPath: unitrun pods have no mounts", v.hostPath, m.MountPath)
+		case m.ReadOnly || m.MountPropagation != nil && *m.MountPropagation != corev1.MountPropagationNone ||
+			m.RecursiveReadOnly != nil && *m.RecursiveReadOnly != corev1.RecursiveReadOnlyDisabled:
+			rs.add(field, "readOnly, mountPropagation and recursiveReadOnly are not supported: unitrun pods have no mounts, and the host path is as writable as the host makes it")
 		}
 	}
 	if len(ctr.VolumeDevices) > 0 {
@@ -376,6 +391,9 @@ func (c *Config) securityContext(p *corev1.Pod, ctr *corev1.Container, path stri
 		if sc.Capabilities != nil && len(sc.Capabilities.Add) > 0 && !c.AllowPrivileged {
 			rs.add(sp+".capabilities.add", "this node does not allow added capabilities")
 		}
+		if sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
+			rs.add(sp+".allowPrivilegeEscalation", "false is not supported: a setuid program of the host can still gain privileges")
+		}
 		if sc.Capabilities != nil && len(sc.Capabilities.Drop) > 0 {
 			rs.add(sp+".capabilities.drop", "not supported")
 		}
@@ -394,6 +412,16 @@ func (c *Config) securityContext(p *corev1.Pod, ctr *corev1.Container, path stri
 	}
 	if (user == nil || *user == 0) && !c.AllowPrivileged {
 		rs.add(path+".securityContext.runAsUser", "root (0 or not set) runs as root on the host, which this node does not allow")
+	}
+	if sc != nil && c.AllowPrivileged && user != nil && *user != 0 {
+		// Allowed, they are what root has on the host; another user
+		// has none of them.
+		if sc.Privileged != nil && *sc.Privileged {
+			rs.add(path+".securityContext.privileged", "needs runAsUser 0: unitrun gives no capabilities to another user")
+		}
+		if sc.Capabilities != nil && len(sc.Capabilities.Add) > 0 {
+			rs.add(path+".securityContext.capabilities.add", "needs runAsUser 0: unitrun gives no capabilities to another user")
+		}
 	}
 	if nonRoot && (user == nil || *user == 0) {
 		rs.add(path+".securityContext.runAsNonRoot", "true, but runAsUser is 0 or not set")

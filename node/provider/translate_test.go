@@ -109,11 +109,31 @@ func TestTranslateRefusals(t *testing.T) {
 			}},
 		},
 	}
+	deadline, uid := int64(60), int64(1000)
+	socket := corev1.HostPathSocket
+	p.Spec.ActiveDeadlineSeconds = &deadline
+	p.Spec.Resources = &corev1.ResourceRequirements{}
+	p.Spec.Hostname = "web"
+	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "run", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/run/x", Type: &socket}}})
+	p.Spec.Containers = append(p.Spec.Containers, corev1.Container{
+		Name: "other", Image: "debian", Command: []string{"x"},
+		VolumeMounts:    []corev1.VolumeMount{{Name: "run", MountPath: "/run/x", ReadOnly: true}},
+		SecurityContext: &corev1.SecurityContext{RunAsUser: &uid, AllowPrivilegeEscalation: new(bool), Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_BIND_SERVICE"}}},
+	})
 	_, err := c.translate(p)
 	if err == nil {
 		t.Fatal("no error")
 	}
+	// Allowed, privileged and capabilities.add are root's: another user
+	// has none.
+	c.AllowPrivileged = true
+	if _, err := c.translate(p); err == nil || !strings.Contains(err.Error(), "spec.containers[1].securityContext.capabilities.add: needs runAsUser 0") {
+		t.Errorf("capabilities.add of uid 1000 on a node that allows them: %v", err)
+	}
 	for _, field := range []string{
+		"spec.activeDeadlineSeconds", "spec.resources", "spec.hostname", "spec.volumes[1].hostPath.type",
+		"spec.containers[1].volumeMounts[0]", "spec.containers[1].securityContext.allowPrivilegeEscalation",
+		"spec.containers[1].securityContext.capabilities.add",
 		"spec.volumes[0]", "spec.initContainers[0].restartPolicy", "spec.containers[0].image",
 		"spec.containers[0].ports[0]", "spec.containers[0].readinessProbe", "spec.containers[0].startupProbe.successThreshold",
 		"spec.containers[0].securityContext.privileged", "spec.containers[0].securityContext.runAsUser",

@@ -71,6 +71,15 @@ func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso pod.Isolat
 	} else if err != nil {
 		return nil, err
 	}
+	// The units are the manager's: a pod of the same name in another
+	// state directory would have them rewritten under it.
+	if taken, err := podFiles(unitDir, m.Name); err != nil || len(taken) > 0 {
+		os.Remove(dir)
+		if err == nil {
+			err = fmt.Errorf("pod %s already exists on this manager, with another state directory (its units are in %s, %s among them): pods of one manager need names of their own", m.Name, unitDir, taken[0])
+		}
+		return nil, err
+	}
 	if err := r.prepare(ctx, m, manifest, files); err != nil {
 		r.removeFiles(ctx, m.Name, unitDir)
 		return nil, err
