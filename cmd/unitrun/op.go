@@ -86,8 +86,9 @@ A "--" right after NAME ends unitrun's flags and is not passed to the op.
 Ctrl-C or SIGTERM stops following the job, not the job: unitrun says that
 it goes on, with its id for "unitrun op wait" and "unitrun op cancel", and
 exits 128+N for the signal N. With --cancel-on-interrupt, or for an op
-whose on_disconnect is "stop", unitrun cancels the job instead and exits
-with its final status.`,
+whose on_disconnect is "stop", unitrun cancels the job instead, prints
+its final record and exits 128+N too, as "unitrun run" does when it stops
+its unit.`,
 		Example: `  unitrun op call rebase quay.io/example/os@sha256:0123...
   unitrun op call --reboot-if-needed rebase quay.io/example/os:stable
   unitrun op call --no-wait pivot quay.io/example/os:stable
@@ -160,7 +161,7 @@ func interruptedCall(cmd *cobra.Command, f *opFlags, c *client.Client, id, op st
 	if err := printRecord(cmd, f, rec); err != nil {
 		return err
 	}
-	return recordExit(rec)
+	return &exitError{code: 128 + int(sig), err: fmt.Errorf("interrupted: job %s (op %s) canceled, %s", id, op, rec.State)}
 }
 
 // opStopsOnDisconnect reports whether the daemon cancels a job of op once

@@ -81,8 +81,8 @@ func TestOpCallDashDash(t *testing.T) {
 
 // TestOpCallInterrupt sends SIGINT to "op call" while its job runs: the
 // job goes on and the message names it; with --cancel-on-interrupt, or
-// for an op with on_disconnect "stop", the job is canceled and unitrun
-// exits with its final status.
+// for an op with on_disconnect "stop", the job is canceled; unitrun exits
+// 130 in every case, as run does when Ctrl-C stops its unit.
 func TestOpCallInterrupt(t *testing.T) {
 	sock := systemdtest.StartDaemon(t, `
 [[op]]
@@ -105,8 +105,8 @@ on_disconnect = "stop"
 		wantState api.State
 	}{
 		{[]string{"sh"}, 128 + int(syscall.SIGINT), "goes on", api.StateRunning},
-		{[]string{"--cancel-on-interrupt", "sh"}, 128 + int(syscall.SIGTERM), "canceled", api.StateCanceled},
-		{[]string{"sh-stop"}, 128 + int(syscall.SIGTERM), "canceled", api.StateCanceled},
+		{[]string{"--cancel-on-interrupt", "sh"}, 128 + int(syscall.SIGINT), "canceled", api.StateCanceled},
+		{[]string{"sh-stop"}, 128 + int(syscall.SIGINT), "canceled", api.StateCanceled},
 	} {
 		cmd := exec.Command(systemdtest.Binary(t), append(append([]string{"op", "call"}, tc.args...), "echo started; sleep 30")...)
 		var errb bytes.Buffer
