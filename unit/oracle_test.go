@@ -188,7 +188,8 @@ func TestOracle(t *testing.T) {
 			ExecPaths NoExecPaths After Before Requires Requisite Wants BindsTo PartOf Upholds Conflicts
 			OnFailure OnSuccess PropagatesReloadTo ReloadPropagatedFrom PropagatesStopTo StopPropagatedFrom
 			JoinsNamespaceOf ReadWriteDirectories ReadOnlyDirectories InaccessibleDirectories StandardInput
-			IODeviceLatencyTargetSec`) {
+			IODeviceLatencyTargetSec RootDirectory EnvironmentFile StateDirectory RuntimeDirectory CacheDirectory
+			LogsDirectory`) {
 			checked[name] = true
 		}
 		for _, name := range KnownProperties() {

@@ -269,10 +269,11 @@ func addCgroupProperties() {
 }
 
 func addExecuteProperties() {
-	add(parseString, "User", "Group", "UtmpIdentifier", "UtmpMode", "PAMName", "TTYPath", "RootDirectory",
+	add(parseString, "User", "Group", "UtmpIdentifier", "UtmpMode", "PAMName", "TTYPath",
 		"SyslogIdentifier", "SELinuxContext", "RootImage", "RootVerity", "RuntimeDirectoryPreserve", "Personality",
 		"KeyringMode", "ProtectProc", "ProcSubset", "NetworkNamespacePath", "IPCNamespacePath", "LogNamespace")
 	add(parseWorkingDirectory, "WorkingDirectory")
+	add(parseAbsolutePath, "RootDirectory")
 	add(boolOr("full", "strict"), "ProtectSystem")
 	add(boolOr("read-only", "tmpfs"), "ProtectHome")
 	add(parseBool, "IgnoreSIGPIPE", "TTYVHangup", "TTYReset", "TTYVTDisallocate", "PrivateTmp", "PrivateDevices",
@@ -420,6 +421,9 @@ func parseOutput(key, v string) (Property, error) {
 		{"fd:", "FileDescriptorName"}, {"file:", "File"}, {"append:", "FileToAppend"}, {"truncate:", "FileToTruncate"},
 	} {
 		if rest, ok := strings.CutPrefix(v, f.prefix); ok {
+			if f.prefix != "fd:" && !strings.HasPrefix(rest, "/") {
+				return Property{}, fmt.Errorf("%q: %q is not an absolute path", v, rest)
+			}
 			return prop(key+f.suffix, rest), nil
 		}
 	}
@@ -442,6 +446,13 @@ func parseSlice(key, v string) (Property, error) {
 func parseWorkingDirectory(key, v string) (Property, error) {
 	if d := strings.TrimPrefix(v, "-"); d != "" && d != "~" && !strings.HasPrefix(d, "/") {
 		return Property{}, fmt.Errorf("%q is not an absolute path or '~' (optionally after '-')", v)
+	}
+	return prop(key, v), nil
+}
+
+func parseAbsolutePath(key, v string) (Property, error) {
+	if !strings.HasPrefix(v, "/") {
+		return Property{}, fmt.Errorf("%q is not an absolute path", v)
 	}
 	return prop(key, v), nil
 }

@@ -202,6 +202,9 @@ func parseEnvironmentFile(_, v string) (Property, error) {
 		return prop("EnvironmentFiles", []pathFlag{}), nil
 	}
 	p, ignore := strings.CutPrefix(v, "-")
+	if !strings.HasPrefix(p, "/") {
+		return Property{}, fmt.Errorf("%q is not an absolute path (optionally after '-')", v)
+	}
 	return prop("EnvironmentFiles", []pathFlag{{p, ignore}}), nil
 }
 
@@ -893,6 +896,12 @@ func parseDirectories(key, v string) ([]Property, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%q is not NAME or NAME:LINK", w)
 		}
+		for _, d := range []string{src, dst} {
+			if strings.HasPrefix(d, "/") || slices.Contains(strings.Split(d, "/"), "..") {
+				return nil, fmt.Errorf("%q: %q must be a path relative to the manager's directory for %s, without ..", w, d, key)
+			}
+		}
+
 		if dst == "" {
 			names = append(names, simplifyPath(src))
 		} else {
