@@ -264,17 +264,26 @@ func (pr probing) record(k probeKind, st pod.ProbeStatus, threshold bool) error 
 }
 
 // act restarts app or ends pod name, as action says, without waiting for the
-// jobs, which stop the probe that calls it.
+// jobs, which stop the probe that calls it. A restart never undoes a stop
+// of the pod: none is asked for once the pod is stopping, and one asked
+// for just before is queued in mode "fail", which the manager refuses
+// rather than cancel the stop's jobs.
 func act(ctx context.Context, stateDir, name, app string, action pod.ProbeAction, open func(context.Context) (*manager.Conn, error)) error {
 	if action == pod.FailPod {
 		return endPod(ctx, stateDir, name, open)
+	}
+	if pod.Stopping(stateDir, name) {
+		return nil
 	}
 	mgr, err := open(ctx)
 	if err != nil {
 		return err
 	}
 	defer mgr.Close()
-	_, err = mgr.RestartUnit(ctx, pod.AppUnit(name, app), "replace")
+	_, err = mgr.RestartUnit(ctx, pod.AppUnit(name, app), "fail")
+	if err != nil && pod.Stopping(stateDir, name) {
+		return nil
+	}
 	return err
 }
 

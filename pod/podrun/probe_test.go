@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
 )
 
@@ -267,4 +269,40 @@ apps:
 	if len(delays) < 2 {
 		t.Errorf("saw the back-off of %d restarts only: %v", len(delays), delays)
 	}
+}
+
+// A probe that acts once its pod is stopping does not restart the app: a
+// restart then would cancel the stop's jobs (a pod rm failed so, "job for
+// the slice: canceled", with a probe that restarted its app every second).
+func TestProbeRestartNotDuringStop(t *testing.T) {
+	r := newRunner(t)
+	name := run(t, r, `
+name: probe-stopping
+apps:
+  - name: app
+    exec: ["/bin/sleep", "600"]
+`, "")
+	waitStarted(t, r, name, "app")
+	before := appOf(t, statusNow(t, r, name), "app").StartedAt
+	if err := pod.MarkStopping(r.StateDir, name); err != nil {
+		t.Fatal(err)
+	}
+	open := func(context.Context) (*manager.Conn, error) { return systemdtest.Dial(t), nil }
+	if err := act(context.Background(), r.StateDir, name, "app", pod.RestartApp, open); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if a := appOf(t, statusNow(t, r, name), "app"); a.State != pod.AppRunning || !a.StartedAt.Equal(before) || a.Restarts != 0 {
+		t.Errorf("app after a probe's restart of a stopping pod: %s, started %v (before %v), %d restarts; want the same run", a.State, a.StartedAt, before, a.Restarts)
+	}
+}
+
+// statusNow returns pod name's status as it is now.
+func statusNow(t *testing.T, r *Runner, name string) pod.PodStatus {
+	t.Helper()
+	s, err := r.Status(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
