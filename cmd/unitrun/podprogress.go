@@ -34,14 +34,13 @@ type podWatch struct {
 type runsSeen struct{ started, ended int }
 
 // runs returns how many runs of app a have started and ended, from its
-// record: each restart is a run that ended.
+// record: each restart is a run that ended, and an app waiting to restart
+// has ended the run its restarts do not count yet.
 func runs(a pod.AppStatus) (started, ended int) {
 	switch a.State {
 	case pod.AppRunning:
 		return a.Restarts + 1, a.Restarts
-	case pod.AppRestarting:
-		return a.Restarts, a.Restarts
-	case pod.AppExited, pod.AppFailed:
+	case pod.AppRestarting, pod.AppExited, pod.AppFailed:
 		return a.Restarts + 1, a.Restarts + 1
 	}
 	return 0, 0
@@ -77,13 +76,13 @@ func (w *podWatch) report(a pod.AppStatus) {
 			continue
 		}
 		k.ended++
-		// The record keeps only the last exit: that of the last restart
-		// while the app runs again or waits to, else its final one.
-		again := a.State == pod.AppRunning || a.State == pod.AppRestarting
+		// The record keeps only the last exit: that of the last run
+		// that ended, a restart while the app runs again or waits to,
+		// else its final one.
 		switch {
-		case k.ended < a.Restarts || k.ended == a.Restarts && !again:
+		case k.ended < ended:
 			w.p.event("app %s restarting", a.Name)
-		case k.ended == a.Restarts:
+		case a.State == pod.AppRunning || a.State == pod.AppRestarting:
 			w.p.event("app %s restarting%s", a.Name, exitText(a))
 		default:
 			w.p.event("app %s %s%s", a.Name, a.State, exitText(a))
