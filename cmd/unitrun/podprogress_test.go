@@ -23,7 +23,7 @@ func TestPodWatchReportsEveryRun(t *testing.T) {
 		{"every record read", []pod.AppStatus{
 			app(pod.AppWaiting, 0, nil, ""),
 			app(pod.AppRunning, 0, nil, ""),
-			app(pod.AppRestarting, 1, &one, ""),
+			app(pod.AppRestarting, 0, &one, ""), // restarts counts the runs that began after a restart
 			app(pod.AppRunning, 1, &one, ""),
 			app(pod.AppFailed, 1, &two, ""),
 		}, "running\nrestarting exit 1\nrunning\nfailed exit 2\n"},

@@ -9,7 +9,6 @@ import (
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/systemdtest"
-	"github.com/unitrun/unitrun/pod"
 )
 
 // progressPod is a pod of two apps: an init app that exits 0, then an app
@@ -141,32 +140,5 @@ func TestOpCallProgress(t *testing.T) {
 	out, code = unitrunTTY(t, nil, "op", "jobs", "--socket", sock)
 	if code != 0 || !strings.HasPrefix(out, "ID ") || !strings.Contains(out, red+string(api.StateFailed)+reset) {
 		t.Errorf("op jobs on a terminal:\n%q", out)
-	}
-}
-
-// Piped progress prints each change when the record shows it: a run that
-// ended and waits out its back-off is "restarting" with its exit at once,
-// not only when the next run starts; runs that came and went between two
-// reads still get their lines, the last exit on the last of them.
-func TestPodProgressRestarts(t *testing.T) {
-	var b strings.Builder
-	w := &podWatch{p: &progress{err: &term{w: &b}}, seen: map[string]*runsSeen{}}
-	five, zero := 5, 0
-	for _, step := range []struct {
-		a    pod.AppStatus
-		want string
-	}{
-		{pod.AppStatus{Name: "a", State: pod.AppRunning}, "app a running\n"},
-		{pod.AppStatus{Name: "a", State: pod.AppRestarting, ExitCode: &five}, "app a restarting exit 5\n"},
-		{pod.AppStatus{Name: "a", State: pod.AppRunning, Restarts: 1, ExitCode: &five}, "app a running\n"},
-		{pod.AppStatus{Name: "a", State: pod.AppRestarting, Restarts: 3, ExitCode: &five},
-			"app a restarting\napp a running\napp a restarting\napp a running\napp a restarting exit 5\n"},
-		{pod.AppStatus{Name: "a", State: pod.AppExited, Restarts: 4, ExitCode: &zero}, "app a running\napp a exited exit 0\n"},
-	} {
-		b.Reset()
-		w.report(step.a)
-		if got := stampRE.ReplaceAllString(b.String(), ""); got != step.want {
-			t.Errorf("after %+v: printed\n%s\nwant\n%s", step.a, got, step.want)
-		}
 	}
 }
