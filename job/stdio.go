@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/godbus/dbus/v5"
@@ -25,8 +26,9 @@ type stdio struct {
 	copyErr   error
 }
 
-// stdStreams are the names of the properties that set fd 0, 1 and 2 of a
-// unit otherwise than by a descriptor.
+// stdStreams begin the names of the properties that set fd 0, 1 and 2 of
+// a unit otherwise than by a descriptor of the Cmd's (StandardOutput,
+// StandardOutputFile, StandardOutputFileToAppend, StandardInputData, ...).
 var stdStreams = [3]string{"StandardInput", "StandardOutput", "StandardError"}
 
 // openStdio prepares the three descriptors; none for a stream that one
@@ -34,7 +36,7 @@ var stdStreams = [3]string{"StandardInput", "StandardOutput", "StandardError"}
 // decides: systemd would take the descriptor over it.
 func (s *stdio) openStdio(in io.Reader, out, errw io.Writer, props []unit.Property) error {
 	for i, name := range stdStreams {
-		if !slices.ContainsFunc(props, func(p unit.Property) bool { return p.Name == name }) {
+		if !slices.ContainsFunc(props, func(p unit.Property) bool { return strings.HasPrefix(p.Name, name) }) {
 			continue
 		}
 		s.set[i] = true

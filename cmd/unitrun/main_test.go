@@ -435,3 +435,16 @@ func TestRunFlags(t *testing.T) {
 		t.Errorf("--retry: exit %d, attempts %d; want 0 after 3 attempts", code, r.Attempts)
 	}
 }
+
+// A stream that -p sets goes where the property says, as with
+// systemd-run, not to unitrun's own stdout.
+func TestRunPropertySetsStream(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "out")
+	out, errs, code := unitrun(t, "run", "-q", "-p", "StandardOutput=file:"+file, "--", "sh", "-c", "echo to-file")
+	if code != 0 || out != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 0 and nothing on stdout", code, out, errs)
+	}
+	if b, err := os.ReadFile(file); string(b) != "to-file\n" {
+		t.Errorf("%s: %q (%v); want the command's line", file, b, err)
+	}
+}
