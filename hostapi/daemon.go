@@ -43,7 +43,7 @@ type Daemon struct {
 	// counts by phase (unitrun_pods), reading their status files.
 	PodStateDir string
 
-	metrics  *metrics
+	metrics  *daemonMetrics
 	logLimit loglimit.Limiter    // lines logged for each reason of refusal
 	onFinish []func(*api.Record) // called with a copy of each final record, under mu
 	bootID   string              // the host's boot ID, which each job's record keeps

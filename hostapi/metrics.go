@@ -1,111 +1,92 @@
 package hostapi
 
 import (
+	"fmt"
+	"io"
 	"net/http"
+	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/pod"
 )
 
-// metrics are the daemon's Prometheus metrics, in a registry of its own
-// (no process-wide default registry), served at GET /metrics.
-type metrics struct {
-	reg      *prometheus.Registry
-	started  *prometheus.CounterVec
-	finished *prometheus.CounterVec
-	duration *prometheus.HistogramVec
-	refused  *prometheus.CounterVec
+// daemonMetrics are the daemon's Prometheus metrics, in a set of its own (no
+// process-wide default set), served at GET /metrics in the text format.
+//
+// They are kept by github.com/VictoriaMetrics/metrics rather than
+// Prometheus's client_golang: the daemon shares one binary with the CLI
+// and the pod hooks, and client_golang (with the protobuf and procfs
+// packages it links) made every one of those processes start about a
+// quarter slower (docs/performance.md, "Process start").
+type daemonMetrics struct {
+	set *metrics.Set
 }
 
-var (
-	queueDesc = prometheus.NewDesc("unitrun_queue_depth",
-		"Calls queued behind the running job of an exclusive op.", []string{"op"}, nil)
-	liveDesc = prometheus.NewDesc("unitrun_live_jobs",
-		"Jobs queued or running, all ops (the limit max_live_jobs applies to it).", nil, nil)
-	podsDesc = prometheus.NewDesc("unitrun_pods",
-		"Pods in the pod state dir, by phase (the unreadable ones left out).", []string{"phase"}, nil)
-	unreadableDesc = prometheus.NewDesc("unitrun_pods_unreadable",
-		"Pods in the pod state dir whose status cannot be read.", nil, nil)
-)
+// durationBuckets are the upper bounds of unitrun_job_duration_seconds:
+// 50ms, then each four times the last, to about 3.6h.
+var durationBuckets = metrics.ExponentialBuckets(0.05, 4, 10)
 
 // podPhases are the phases unitrun_pods reports, each even at zero.
 var podPhases = []pod.Phase{pod.PodPending, pod.PodRunning, pod.PodSucceeded, pod.PodFailed}
 
-func newMetrics(d *Daemon) *metrics {
-	m := &metrics{
-		reg: prometheus.NewRegistry(),
-		started: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "unitrun_jobs_started_total",
-			Help: "Jobs whose unit this daemon started, by op.",
-		}, []string{"op"}),
-		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "unitrun_jobs_finished_total",
-			Help: "Jobs whose final record this daemon stored, by op and final state (succeeded, failed, canceled).",
-		}, []string{"op", "state"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "unitrun_job_duration_seconds",
-			Help:    "Time from a job's start to its end, by op, for jobs that started.",
-			Buckets: prometheus.ExponentialBuckets(0.05, 4, 10), // 50ms .. ~3.6h
-		}, []string{"op"}),
-		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "unitrun_calls_refused_total",
-			Help: "Calls refused before any job started, by error code (unknown_op, unauthorized, bad_args, busy, ...).",
-		}, []string{"reason"}),
-	}
-	m.reg.MustRegister(m.started, m.finished, m.duration, m.refused, &stateCollector{d},
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+func newMetrics(d *Daemon) *daemonMetrics {
+	metrics.ExposeMetadata(true) // # TYPE lines, which scrapers need for histograms
+	m := &daemonMetrics{set: metrics.NewSet()}
+	m.set.RegisterMetricsWriter(func(w io.Writer) { writeState(w, d) })
+	m.set.RegisterMetricsWriter(metrics.WriteProcessMetrics) // go_* and process_*
 	return m
 }
 
-// handler serves the registry in the Prometheus text format (or another
-// that the scraper asks for). A metric that cannot be read, such as
-// unitrun_pods with a pod state dir that cannot be listed, is left out;
-// the others are served.
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+// handler serves the set in the Prometheus text format. A metric that
+// cannot be read, such as unitrun_pods with a pod state dir that cannot be
+// listed, is left out; the others are served.
+func (m *daemonMetrics) handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		m.set.WritePrometheus(w)
+	})
 }
 
 // jobStarted counts a job whose unit is being started.
-func (m *metrics) jobStarted(r *api.Record) { m.started.WithLabelValues(r.Op).Inc() }
+func (m *daemonMetrics) jobStarted(r *api.Record) {
+	m.set.GetOrCreateCounter(series("unitrun_jobs_started_total", "op", r.Op)).Inc()
+}
 
 // jobFinished counts a job's final record and, for a job that started,
 // observes how long it ran.
-func (m *metrics) jobFinished(r *api.Record) {
-	m.finished.WithLabelValues(r.Op, string(r.State)).Inc()
+func (m *daemonMetrics) jobFinished(r *api.Record) {
+	m.set.GetOrCreateCounter(series("unitrun_jobs_finished_total", "op", r.Op, "state", string(r.State))).Inc()
 	if r.StartedAt != nil && r.FinishedAt != nil {
-		m.duration.WithLabelValues(r.Op).Observe(r.FinishedAt.Sub(*r.StartedAt).Seconds())
+		m.set.GetOrCreatePrometheusHistogramExt(series("unitrun_job_duration_seconds", "op", r.Op), durationBuckets).
+			Update(r.FinishedAt.Sub(*r.StartedAt).Seconds())
 	}
 }
 
 // callRefused counts a refused call by its error code.
-func (m *metrics) callRefused(code string) { m.refused.WithLabelValues(code).Inc() }
-
-// stateCollector reads the gauges from the daemon when scraped: queue
-// depths, live jobs and, when the daemon has a PodStateDir, pods by phase
-// and the pods whose status cannot be read.
-type stateCollector struct{ d *Daemon }
-
-func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- queueDesc
-	ch <- liveDesc
-	ch <- podsDesc
-	ch <- unreadableDesc
+func (m *daemonMetrics) callRefused(code string) {
+	m.set.GetOrCreateCounter(series("unitrun_calls_refused_total", "reason", code)).Inc()
 }
 
-func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	d := c.d
+// writeState writes the gauges read from the daemon at each scrape: queue
+// depths, live jobs and, when the daemon has a PodStateDir, pods by phase
+// and the pods whose status cannot be read.
+func writeState(w io.Writer, d *Daemon) {
 	d.mu.Lock()
+	var queues []string
 	for _, op := range d.ops.Load().list {
 		if op.Exclusive {
-			ch <- prometheus.MustNewConstMetric(queueDesc, prometheus.GaugeValue, float64(len(d.queues[op.Name])), op.Name)
+			queues = append(queues, fmt.Sprintf("%s %d\n", series("unitrun_queue_depth", "op", op.Name), len(d.queues[op.Name])))
 		}
 	}
-	ch <- prometheus.MustNewConstMetric(liveDesc, prometheus.GaugeValue, float64(len(d.live)))
+	live := len(d.live)
 	d.mu.Unlock()
+	if len(queues) > 0 {
+		metrics.WriteMetadataIfNeeded(w, "unitrun_queue_depth", "gauge")
+		io.WriteString(w, strings.Join(queues, ""))
+	}
+	metrics.WriteGaugeUint64(w, "unitrun_live_jobs", uint64(live))
 	if d.PodStateDir == "" {
 		return
 	}
@@ -113,20 +94,41 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	// List joins one error for each pod it could not read.
 	unreadable, ok := err.(interface{ Unwrap() []error })
 	if err != nil && !ok {
-		ch <- prometheus.NewInvalidMetric(podsDesc, err)
-		ch <- prometheus.NewInvalidMetric(unreadableDesc, err)
 		return
 	}
 	n := 0
 	if ok {
 		n = len(unreadable.Unwrap())
 	}
-	ch <- prometheus.MustNewConstMetric(unreadableDesc, prometheus.GaugeValue, float64(n))
+	metrics.WriteGaugeUint64(w, "unitrun_pods_unreadable", uint64(n))
 	phases := make(map[pod.Phase]int, len(podPhases))
 	for _, p := range pods {
 		phases[p.Phase]++
 	}
+	metrics.WriteMetadataIfNeeded(w, "unitrun_pods", "gauge")
 	for _, ph := range podPhases {
-		ch <- prometheus.MustNewConstMetric(podsDesc, prometheus.GaugeValue, float64(phases[ph]), string(ph))
+		fmt.Fprintf(w, "%s %d\n", series("unitrun_pods", "phase", string(ph)), phases[ph])
 	}
+}
+
+// labelValue escapes a label value for the text format.
+var labelValue = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+// series names one series of family: its name and the label pairs given
+// as name, value, name, value ...
+func series(family string, labels ...string) string {
+	var b strings.Builder
+	b.WriteString(family)
+	for i := 0; i+1 < len(labels); i += 2 {
+		if i == 0 {
+			b.WriteByte('{')
+		} else {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `%s="%s"`, labels[i], labelValue.Replace(labels[i+1]))
+	}
+	if len(labels) > 0 {
+		b.WriteByte('}')
+	}
+	return b.String()
 }

@@ -5,12 +5,19 @@
 // beside systemd-run on the same manager and prints the ratios.
 //
 // Usage: jobs -manager private:PATH -n 200 -concurrency 8 MODE...
-// where MODE is lib-seq, lib-par, floor-seq or floor-par. It prints one line
-// per mode: "MODE jobs/s".
+// where MODE is lib-seq, lib-par, floor-seq or floor-par, each printing
+// "MODE jobs/s", or fill, which loads the manager with n more units (each
+// a oneshot /bin/true with RemainAfterExit=yes, so that it stays loaded
+// and active, as a busy host's units do), concurrency at a time, and
+// prints "fill units/s", or start10, the floor of "pod run --detach" of a
+// pod of 10 apps as bench/pods.sh measures it: 10 "sleep 600" units
+// started at once with job.Command until every Start returned (then
+// stopped), n times, printing "start10 ms" per round.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -44,7 +51,7 @@ func main() {
 		switch mode {
 		case "lib-seq", "lib-par":
 			f = func() error { return job.Command(mgr, "/bin/true").Run() }
-		case "floor-seq", "floor-par":
+		case "floor-seq", "floor-par", "fill":
 			fl, err := newFloor(mgr.Target())
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
@@ -52,12 +59,27 @@ func main() {
 			}
 			defer fl.conn.Close()
 			f = fl.run
+			if mode == "fill" {
+				f = fl.fill
+			}
+		case "start10":
+			var total time.Duration
+			for range *n {
+				d, err := start10(mgr)
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "%s: %v\n", mode, err)
+					os.Exit(1)
+				}
+				total += d
+			}
+			fmt.Printf("%s %.1f\n", mode, float64(total.Microseconds())/1e3/float64(*n))
+			continue
 		default:
 			fmt.Fprintf(os.Stderr, "unknown mode %q\n", mode)
 			os.Exit(2)
 		}
 		workers = 1
-		if mode == "lib-par" || mode == "floor-par" {
+		if mode == "lib-par" || mode == "floor-par" || mode == "fill" {
 			workers = *par
 		}
 		rate, err := measure(*n, workers, f)
@@ -92,6 +114,30 @@ func measure(n, workers int, f func() error) (float64, error) {
 	}
 	wg.Wait()
 	return float64(n) / time.Since(start).Seconds(), first
+}
+
+// start10 starts 10 "sleep 600" units at once, waits until every Start
+// returned, then stops them, and returns how long the starts took.
+func start10(mgr *manager.Conn) (time.Duration, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmds := make([]*job.Cmd, 10)
+	errs := make([]error, len(cmds))
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range cmds {
+		cmds[i] = job.CommandContext(ctx, mgr, "/bin/sleep", "600")
+		wg.Go(func() { errs[i] = cmds[i].Start() })
+	}
+	wg.Wait()
+	d := time.Since(start)
+	cancel()
+	for i, c := range cmds {
+		if errs[i] == nil {
+			c.Wait()
+		}
+	}
+	return d, errors.Join(errs...)
 }
 
 // floor is the bare go-systemd round trip.
@@ -144,4 +190,22 @@ func (f *floor) run() error {
 	}
 	_, err := f.conn.GetServicePropertyContext(ctx, name, "ExecMainStatus")
 	return err
+}
+
+// fill starts one more unit that stays loaded and active.
+func (f *floor) fill() error {
+	name := fmt.Sprintf("unitrun-fill-%d-%d.service", os.Getpid(), f.seq.Add(1))
+	ch := make(chan string, 1)
+	props := []sddbus.Property{
+		sddbus.PropExecStart([]string{"/bin/true"}, false),
+		{Name: "Type", Value: dbus.MakeVariant("oneshot")},
+		{Name: "RemainAfterExit", Value: dbus.MakeVariant(true)},
+	}
+	if _, err := f.conn.StartTransientUnitContext(context.Background(), name, "fail", props, ch); err != nil {
+		return err
+	}
+	if r := <-ch; r != "done" {
+		return fmt.Errorf("%s: job %s", name, r)
+	}
+	return nil
 }
