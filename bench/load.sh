@@ -2,7 +2,10 @@
 # Puts the unitrun daemon under load and prints jobs/s, p50/p99 latency per
 # front end (HTTP and SEQPACKET) and the daemon's RSS, fds and threads
 # before and after. Usage: bench/load.sh [DURATION] [CALLERS] [load flags...]
-# (default 10s and 200; bench/soak.sh passes 5m and -leak-check).
+# (default 10s and 200; bench/soak.sh passes 5m and -leak-check). With no
+# load flags, no FAULT and no FOLLOW, it loads each front end alone with
+# CALLERS callers, then measures the library on the same manager, and
+# prints each front end's throughput as a ratio to the library's.
 # It boots a fresh embedded manager in a temporary directory, so it needs
 # root, and stops it and the daemon at the end.
 #
@@ -75,6 +78,28 @@ faultflags=()
 [ -n "$FAULT" ] && faultflags=(-faults -answers "$work/answers")
 [ -n "${FOLLOW:-}" ] && faultflags=(-follow "$FOLLOW")
 status=0
+if [ -z "$FAULT" ] && [ -z "${FOLLOW:-}" ] && [ $# -eq 0 ]; then
+  # The comparison: CALLERS callers on each front end alone, then the
+  # library on the same manager, concurrently: the same job as the op
+  # (sh -c 'echo "$1"', its output checked) with CALLERS goroutines, and
+  # bench/run.sh's concurrent figure (/bin/true, 8 at a time).
+  go build -o bin/benchjobs ./bench/jobs
+  declare -A r
+  for f in http seqpacket; do
+    bin/benchload -api "$work/api.sock" -argv "$work/argv.sock" -pidfile "$work/daemon.pid" -callers "$CALLERS" -duration "$DURATION" -front "$f" | tee "$work/$f.out"
+    r[$f]=$(awk -v f="$f" '$1 == f { print $4 }' "$work/$f.out")
+    r[$f-p99]=$(awk -v f="$f" '$1 == f { print $6 }' "$work/$f.out")
+  done
+  while read -r mode v; do r[$mode]=$v; done < <(bin/benchjobs -n 2000 -concurrency "$CALLERS" lib-echo; bin/benchjobs -n 400 -concurrency 8 lib-par)
+  ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+  echo "library on the same manager: ${r[lib-echo]} jobs/s running the op's job with $CALLERS goroutines, ${r[lib-par]} jobs/s running /bin/true 8 at a time (bench/run.sh's concurrent figure)"
+  echo "ratios (target: each front end at 0.8 of the library or more):"
+  for f in http seqpacket; do
+    printf '  %-10s / library concurrent (/bin/true, 8):  %s   / library, same job, %s callers: %s   (p99 %s ms)\n' \
+      "$f" "$(ratio "${r[$f]}" "${r[lib-par]}")" "$CALLERS" "$(ratio "${r[$f]}" "${r[lib-echo]}")" "${r[$f-p99]}"
+  done
+  exit 0
+fi
 bin/benchload -api "$work/api.sock" -argv "$work/argv.sock" -pidfile "$work/daemon.pid" -callers "$CALLERS" -duration "$DURATION" "${faultflags[@]}" "$@" &
 load=$!
 case "$FAULT" in

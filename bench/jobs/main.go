@@ -6,7 +6,8 @@
 //
 // Usage: jobs -manager private:PATH -n 200 -concurrency 8 MODE...
 // where MODE is lib-seq, lib-par, floor-seq or floor-par, each printing
-// "MODE jobs/s", or fill, which loads the manager with n more units (each
+// "MODE jobs/s", or lib-echo, concurrently the job that bench/load.sh has
+// the daemon run (sh -c 'echo "$1"', its output read and checked), or fill, which loads the manager with n more units (each
 // a oneshot /bin/true with RemainAfterExit=yes, so that it stays loaded
 // and active, as a busy host's units do), concurrency at a time, and
 // prints "fill units/s", or start10, the floor of "pod run --detach" of a
@@ -16,6 +17,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -51,6 +53,8 @@ func main() {
 		switch mode {
 		case "lib-seq", "lib-par":
 			f = func() error { return job.Command(mgr, "/bin/true").Run() }
+		case "lib-echo":
+			f = func() error { return echo(mgr) }
 		case "floor-seq", "floor-par", "fill":
 			fl, err := newFloor(mgr.Target())
 			if err != nil {
@@ -79,7 +83,7 @@ func main() {
 			os.Exit(2)
 		}
 		workers = 1
-		if mode == "lib-par" || mode == "floor-par" || mode == "fill" {
+		if mode == "lib-par" || mode == "floor-par" || mode == "fill" || mode == "lib-echo" {
 			workers = *par
 		}
 		rate, err := measure(*n, workers, f)
@@ -114,6 +118,21 @@ func measure(n, workers int, f func() error) (float64, error) {
 	}
 	wg.Wait()
 	return float64(n) / time.Since(start).Seconds(), first
+}
+
+// echo runs the daemon's op of bench/load.sh through the library and
+// checks its output.
+func echo(mgr *manager.Conn) error {
+	var out bytes.Buffer
+	c := job.Command(mgr, "/bin/sh", "-c", `echo "$1"`, "sh", "7")
+	c.Stdout = &out
+	if err := c.Run(); err != nil {
+		return err
+	}
+	if out.String() != "7\n" {
+		return fmt.Errorf("echo: output %q, want \"7\\n\"", out.String())
+	}
+	return nil
 }
 
 // start10 starts 10 "sleep 600" units at once, waits until every Start

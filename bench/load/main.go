@@ -1,12 +1,13 @@
 // Command load puts a running unitrun daemon under load: CALLERS callers,
-// half over its HTTP socket and half over its SEQPACKET socket, each
+// half over its HTTP socket and half over its SEQPACKET socket (or, with
+// -front http or -front seqpacket, all over one), each
 // calling the op "echo" (argv: echo "$1") with an arg of its own, waiting
 // for the job and checking the answer, for DURATION. It prints calls,
 // wrong answers, jobs/s and p50/p99 latency per front end, and the
 // daemon's RSS, open fds and threads before the load and after it (once
 // SETTLE has passed). bench/load.sh and bench/soak.sh run it.
 //
-// Usage: load -api SOCK -argv SOCK -pid PID [-callers 200] [-duration 10s]
+// Usage: load -api SOCK -argv SOCK -pid PID [-callers 200] [-duration 10s] [-front both]
 // [-settle 3s] [-leak-check] [-faults -answers FILE]. With -leak-check it
 // exits 1 when any call got a wrong answer, the fds grew by more than 5 or
 // the RSS by more than -max-rss-growth MiB. With -pidfile the daemon's pid
@@ -56,6 +57,7 @@ type options struct {
 	faults              bool
 	answers, checkState string
 	follow              int
+	front               string
 }
 
 func main() {
@@ -76,8 +78,13 @@ func main() {
 	if o.follow > 0 {
 		os.Exit(followLog(hc, o.pid, o.follow, o.settle, before))
 	}
-	fronts := []*front{{name: "http", call: func(tag string) (string, error) { return httpCall(hc, tag, o.faults) }},
-		{name: "seqpacket", call: func(tag string) (string, error) { return seqCall(o.argv, tag) }}}
+	var fronts []*front
+	if o.front != "seqpacket" {
+		fronts = append(fronts, &front{name: "http", call: func(tag string) (string, error) { return httpCall(hc, tag, o.faults) }})
+	}
+	if o.front != "http" {
+		fronts = append(fronts, &front{name: "seqpacket", call: func(tag string) (string, error) { return seqCall(o.argv, tag) }})
+	}
 	out, elapsed := callAll(o, fronts)
 	hc.CloseIdleConnections()
 	time.Sleep(o.settle)
@@ -108,7 +115,12 @@ func parseFlags() *options {
 	flag.StringVar(&o.answers, "answers", "", "write \"arg job-id\" of each answered call to this file")
 	flag.StringVar(&o.checkState, "check-state", "", "check the records in this state dir against -answers, and exit")
 	flag.IntVar(&o.follow, "follow", 0, "instead of the load: this many callers follow the log of one job of the op \"lines\" and check every byte")
+	flag.StringVar(&o.front, "front", "both", "the front ends called: both (half the callers on each), http or seqpacket")
 	flag.Parse()
+	if o.front != "both" && o.front != "http" && o.front != "seqpacket" {
+		fmt.Fprintln(os.Stderr, "load: -front must be both, http or seqpacket")
+		os.Exit(2)
+	}
 	return o
 }
 
@@ -156,7 +168,7 @@ func callAll(o *options, fronts []*front) (*answered, time.Duration) {
 // report prints what fronts measured and the daemon's figures before and
 // after, and returns the exit status: 1 when -leak-check fails.
 func report(o *options, fronts []*front, elapsed time.Duration, before, after stats) int {
-	fmt.Printf("%d callers (%d HTTP, %d SEQPACKET) for %v, %d cores\n", o.callers, (o.callers+1)/2, o.callers/2, o.duration, runtime.NumCPU())
+	fmt.Printf("%d callers (%s) for %v, %d cores\n", o.callers, o.front, o.duration, runtime.NumCPU())
 	fmt.Printf("%-10s %8s %7s %8s %8s %8s\n", "front", "calls", "wrong", "jobs/s", "p50 ms", "p99 ms")
 	var all front
 	all.name = "total"
