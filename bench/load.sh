@@ -49,7 +49,7 @@ keep=1000
 cat >"$work/daemon.toml" <<TOML
 [[op]]
 name = "echo"
-exec = ["/bin/sh", "-c", "echo \"\$1\"", "sh"]
+exec = ["/bin/echo"]
 args = { min = 1, max = 1, pattern = "^[0-9]+\$" }
 
 [[op]]
@@ -81,7 +81,7 @@ status=0
 if [ -z "$FAULT" ] && [ -z "${FOLLOW:-}" ] && [ $# -eq 0 ]; then
   # The comparison: CALLERS callers on each front end alone, then the
   # library on the same manager, concurrently: the same job as the op
-  # (sh -c 'echo "$1"', its output checked) with CALLERS goroutines, and
+  # (/bin/echo ARG, its output checked) with CALLERS goroutines, and
   # bench/run.sh's concurrent figure (/bin/true, 8 at a time).
   go build -o bin/benchjobs ./bench/jobs
   declare -A r

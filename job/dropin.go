@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -163,7 +162,7 @@ func (r *run) claim(ctx context.Context, fixed bool, path string, args, env []st
 		// A caller that may not write the directory (a user reaching the
 		// system manager over its bus) writes no drop-in and can remove
 		// none: it goes on only if there is none to remove.
-		if _, serr := os.Lstat(filepath.Join(d, dropInFile)); !need && errors.Is(serr, os.ErrNotExist) && isPermission(err) {
+		if _, serr := os.Lstat(filepath.Join(d, dropInFile)); !need && errors.Is(serr, os.ErrNotExist) && flock.IsPermission(err) {
 			return nil
 		}
 		return fmt.Errorf("job: lock the name %s: %w", r.unit, err)
@@ -226,23 +225,7 @@ func (r *run) unclaim() {
 // file is readable by all, so that a caller that may not write dir takes
 // the lock too, if the file is there.
 func lockDir(ctx context.Context, dir string) (func(), error) {
-	path := filepath.Join(dir, lockFile)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if isPermission(err) {
-		f, err = os.Open(path) // flock(2) needs no write access
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := flock.Lock(ctx, f); err != nil {
-		return nil, err
-	}
-	return func() { f.Close() }, nil // closing the file releases the lock
-}
-
-// isPermission reports an error of a caller that may not write a file.
-func isPermission(err error) bool {
-	return errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS)
+	return flock.Lock(ctx, filepath.Join(dir, lockFile))
 }
 
 // writeDropIn writes the run's drop-in into the drop-in directory d.

@@ -7,7 +7,8 @@
 // Usage: jobs -manager private:PATH -n 200 -concurrency 8 MODE...
 // where MODE is lib-seq, lib-par, floor-seq or floor-par, each printing
 // "MODE jobs/s", or lib-echo, concurrently the job that bench/load.sh has
-// the daemon run (sh -c 'echo "$1"', its output read and checked), or fill, which loads the manager with n more units (each
+// the daemon run (/bin/echo 7, its output read and checked), or fill,
+// which loads the manager with n more units (each
 // a oneshot /bin/true with RemainAfterExit=yes, so that it stays loaded
 // and active, as a busy host's units do), concurrency at a time, and
 // prints "fill units/s", or start10, the floor of "pod run --detach" of a
@@ -124,7 +125,7 @@ func measure(n, workers int, f func() error) (float64, error) {
 // checks its output.
 func echo(mgr *manager.Conn) error {
 	var out bytes.Buffer
-	c := job.Command(mgr, "/bin/sh", "-c", `echo "$1"`, "sh", "7")
+	c := job.Command(mgr, "/bin/echo", "7")
 	c.Stdout = &out
 	if err := c.Run(); err != nil {
 		return err

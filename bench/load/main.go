@@ -1,7 +1,7 @@
 // Command load puts a running unitrun daemon under load: CALLERS callers,
 // half over its HTTP socket and half over its SEQPACKET socket (or, with
 // -front http or -front seqpacket, all over one), each
-// calling the op "echo" (argv: echo "$1") with an arg of its own, waiting
+// calling the op "echo" (argv: /bin/echo ARG) with an arg of its own, waiting
 // for the job and checking the answer, for DURATION. It prints calls,
 // wrong answers, jobs/s and p50/p99 latency per front end, and the
 // daemon's RSS, open fds and threads before the load and after it (once

@@ -78,7 +78,7 @@ func (e *Embedded) Ensure(ctx context.Context) (bool, error) {
 	if err := os.MkdirAll(e.Dir, 0o755); err != nil {
 		return false, fmt.Errorf("embedded manager: %w", err)
 	}
-	unlock, err := lockFile(ctx, filepath.Join(e.Dir, "lock"))
+	unlock, err := flock.Lock(ctx, filepath.Join(e.Dir, "lock"))
 	if err != nil {
 		return false, fmt.Errorf("embedded manager: %w", err)
 	}
@@ -401,18 +401,6 @@ func homeDir() string {
 		return h
 	}
 	return "/"
-}
-
-// lockFile takes an exclusive flock on path, waiting until ctx is done.
-func lockFile(ctx context.Context, path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := flock.Lock(ctx, f); err != nil {
-		return nil, err
-	}
-	return func() { f.Close() }, nil // closing the file releases the lock
 }
 
 // closed reports whether ch is closed.
