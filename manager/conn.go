@@ -41,6 +41,29 @@ func JobPending(props map[string]dbus.Variant) bool {
 	return id != 0
 }
 
+// StopPending reports whether a job that stops the named unit is pending
+// on it: a stop, or a restart before its stop is done. A start job is not
+// one: while a unit starts (and after each automatic restart, until the
+// new run is up) its start job stays pending, also through the
+// ExecStopPost= of a run that ended before the start was done.
+func (c *Conn) StopPending(ctx context.Context, name string) (bool, error) {
+	props, err := c.Properties(ctx, name, UnitIface)
+	if err != nil || !JobPending(props) {
+		return false, err
+	}
+	job, _ := props["Job"].Value().([]any)[1].(dbus.ObjectPath)
+	obj, err := c.object(ctx, job)
+	if err != nil {
+		return false, err
+	}
+	var kind dbus.Variant
+	if err := obj.CallWithContext(ctx, propsIface+".Get", 0, "org.freedesktop.systemd1.Job", "JobType").Store(&kind); err != nil {
+		return false, err
+	}
+	// A try-restart is a restart once queued; both stop the unit first.
+	return kind.Value() == "stop" || kind.Value() == "restart", nil
+}
+
 // ErrClosed is returned by calls on a Conn after Close.
 var ErrClosed = errors.New("manager: connection closed")
 

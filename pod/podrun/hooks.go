@@ -398,14 +398,16 @@ func queueStops(ctx context.Context, mgr *manager.Conn, units ...string) error {
 }
 
 // stoppedByJob reports whether a job is stopping service u, which then
-// does not restart, whatever its Restart=: an exit on its own runs
-// ExecStopPost= with no job.
+// does not restart, whatever its Restart=. An exit on its own runs
+// ExecStopPost= with no job, or with the start job still pending if the
+// run ended before its start was done (an app that fails at once): that
+// exit restarts as any other does.
 func stoppedByJob(ctx context.Context, open func(context.Context) (*manager.Conn, error), u string) bool {
 	mgr, err := open(ctx)
 	if err != nil {
 		return false
 	}
 	defer mgr.Close()
-	props, err := mgr.Properties(ctx, u, manager.UnitIface)
-	return err == nil && manager.JobPending(props)
+	stop, err := mgr.StopPending(ctx, u)
+	return err == nil && stop
 }

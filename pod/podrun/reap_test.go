@@ -2,14 +2,19 @@ package podrun
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/godbus/dbus/v5"
-	"github.com/unitrun/unitrun/manager"
 
+	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/unit"
 )
 
 // An app that systemd stopped between two runs (pod stop in its
@@ -160,4 +165,93 @@ func waitService(t *testing.T, r *Runner, u string, ok func(map[string]dbus.Vari
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("%s: the state waited for never came", u)
+}
+
+// A run that ends before its start is done (an app that fails at once)
+// runs its ExecStopPost= with the unit's start job still pending: that is
+// no stop, and reap-app must let the exit restart, or the restart goes
+// uncounted and the app is recorded as ended while systemd runs it again.
+// A stop job, and a restart's before its stop is done, are stops.
+func TestStoppedByJob(t *testing.T) {
+	conn := systemdtest.Conn(t)
+	open := func(context.Context) (*manager.Conn, error) { return systemdtest.Dial(t), nil }
+	ctx := context.Background()
+	// The stops wait for this file, which the cleanup writes.
+	done := filepath.Join(t.TempDir(), "done")
+	start := func(name string, props ...unit.Property) {
+		t.Helper()
+		props = append(props, unit.Property{Name: "CollectMode", Value: dbus.MakeVariant("inactive-or-failed")})
+		if _, err := conn.StartTransientUnit(ctx, name, "replace", props); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := os.WriteFile(done, nil, 0o644); err != nil {
+				t.Error(err)
+			}
+			if _, err := conn.StopUnit(ctx, name, "replace"); err != nil {
+				t.Error(err)
+			}
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if ok, err := conn.Loaded(ctx, name); err != nil || !ok {
+					return
+				}
+			}
+			t.Errorf("%s: still loaded 10s after its stop", name)
+		})
+	}
+	pending := func(name string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			props, err := conn.Properties(ctx, name, manager.UnitIface)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if manager.JobPending(props) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no job pending after 10s", name)
+			}
+		}
+	}
+	sleep := func(key string) unit.Property { return unit.Exec(key, "/bin/sleep", []string{"/bin/sleep", "60"}) }
+
+	// A oneshot's start job is pending until its ExecStart= ends.
+	starting := "unitrun-test-starting.service"
+	start(starting, unit.Property{Name: "Type", Value: dbus.MakeVariant("oneshot")}, sleep("ExecStart"))
+	pending(starting)
+	if stoppedByJob(ctx, open, starting) {
+		t.Errorf("a pending start job read as a stop")
+	}
+
+	// A stop job is pending while ExecStop= runs; so is a restart's.
+	for _, restart := range []bool{false, true} {
+		name := fmt.Sprintf("unitrun-test-stopping-%v.service", restart)
+		start(name, sleep("ExecStart"), unit.Exec("ExecStop", "/bin/sh", []string{"/bin/sh", "-c", "until test -e " + done + "; do sleep 0.05; done"}))
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			props, err := conn.Properties(ctx, name, manager.UnitIface)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if props["ActiveState"].Value() == "active" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not active after 10s", name)
+			}
+		}
+		var err error
+		if restart {
+			_, err = conn.RestartUnit(ctx, name, "replace")
+		} else {
+			_, err = conn.StopUnit(ctx, name, "replace")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending(name)
+		if !stoppedByJob(ctx, open, name) {
+			t.Errorf("restart %v: a pending stop read as no stop", restart)
+		}
+	}
 }
