@@ -22,12 +22,15 @@ timeit() { # timeit CMD... -> seconds
 seq_systemd_run() { for _ in $(seq "$N"); do systemd-run --user --wait -q true; done; }
 par_systemd_run() { seq "$N" | xargs -P "$P" -n 1 sh -c 'systemd-run --user --wait -q true' sh; }
 seq_cli() { for _ in $(seq "$N"); do bin/unitrun run -q -- true; done; }
+seq_help() { for _ in $(seq "$N"); do bin/unitrun --help >/dev/null; done; }
 
 declare -A r
 while read -r mode v; do r[$mode]=$v; done < <(bin/benchjobs -n "$N" -concurrency "$P" floor-seq lib-seq floor-par lib-par)
 r[systemd-run-seq]=$(rate "$(timeit seq_systemd_run)")
 r[systemd-run-xargs]=$(rate "$(timeit par_systemd_run)")
 r[cli-seq]=$(rate "$(timeit seq_cli)")
+r[help-seq]=$(rate "$(timeit seq_help)")
+r[dial]=$(bin/benchjobs -n "$N" dial | cut -d' ' -f2)
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 echo "unitrun benchmark: N=$N true jobs, concurrency $P, $(nproc) cores, systemd $(systemctl --user --version | head -1 | cut -d' ' -f2), $(date -u +%Y-%m-%d)"
@@ -45,3 +48,10 @@ echo "  library / floor, concurrent:          $(ratio "${r[lib-par]}" "${r[floor
 echo "  library / systemd-run, sequential:    $(ratio "${r[lib-seq]}" "${r[systemd-run-seq]}")"
 echo "  library / xargs systemd-run:          $(ratio "${r[lib-par]}" "${r[systemd-run-xargs]}")"
 echo "  unitrun run / systemd-run (process):  $(ratio "${r[cli-seq]}" "${r[systemd-run-seq]}")"
+ms() { awk -v r="$1" 'BEGIN { printf "%.1f", 1000 / r }'; }
+echo "one process, in ms (time, not rate; target: unitrun run at most 0.85x systemd-run):"
+echo "  systemd-run --user --wait -q true:    $(ms "${r[systemd-run-seq]}")"
+echo "  unitrun run -q -- true:               $(ms "${r[cli-seq]}")   ratio $(ratio "${r[systemd-run-seq]}" "${r[cli-seq]}")"
+echo "    of which process start (--help):    $(ms "${r[help-seq]}")"
+echo "    of which connection set-up:         ${r[dial]}"
+echo "    of which the job (library, seq):    $(ms "${r[lib-seq]}")"

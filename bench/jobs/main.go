@@ -14,7 +14,11 @@
 // prints "fill units/s", or start10, the floor of "pod run --detach" of a
 // pod of 10 apps as bench/pods.sh measures it: 10 "sleep 600" units
 // started at once with job.Command until every Start returned (then
-// stopped), n times, printing "start10 ms" per round.
+// stopped), n times, printing "start10 ms" per round, or dial, the
+// connection set-up of one "unitrun run" process: a new connection to the
+// manager (manager.Open) and, where units are kept for the caller over a
+// bus of their own, that bus's (CanRef), closed again, n times, printing
+// "dial ms" per connection.
 package main
 
 import (
@@ -67,10 +71,14 @@ func main() {
 			if mode == "fill" {
 				f = fl.fill
 			}
-		case "start10":
+		case "start10", "dial":
+			round := start10
+			if mode == "dial" {
+				round = func(*manager.Conn) (time.Duration, error) { return dial(*spec) }
+			}
 			var total time.Duration
 			for range *n {
-				d, err := start10(mgr)
+				d, err := round(mgr)
 				if err != nil {
 					fmt.Fprintf(os.Stderr, "%s: %v\n", mode, err)
 					os.Exit(1)
@@ -228,4 +236,18 @@ func (f *floor) fill() error {
 		return fmt.Errorf("%s: job %s", name, r)
 	}
 	return nil
+}
+
+// dial times one connection set-up of a unitrun process on the manager
+// that spec names, closing it again.
+func dial(spec string) (time.Duration, error) {
+	ctx := context.Background()
+	start := time.Now()
+	mgr, err := manager.Open(ctx, spec, manager.Options{})
+	if err != nil {
+		return 0, err
+	}
+	mgr.CanRef(ctx)
+	d := time.Since(start)
+	return d, mgr.Close()
 }

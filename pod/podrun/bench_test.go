@@ -19,7 +19,8 @@ import (
 	"github.com/unitrun/unitrun/unit"
 )
 
-// BenchmarkPods measures, for pods of 1, 10 and 100 apps, the time from
+// BenchmarkPods measures, for pods of 1, 10 and 100 apps (or the sizes,
+// separated by commas, that UNITRUN_BENCH_APPS names), the time from
 // "unitrun pod run --detach" to every app running (the command returns
 // once the pod's target is started, which is After= every Type=exec app)
 // and to every exit recorded (every app's status file is written), against
@@ -39,36 +40,73 @@ import (
 // per exit, the fewest a graph whose reapers work in ExecStop= can have.
 // floor3/floor is what the graph's shape costs; pod/floor3 is what
 // unitrun's hooks add to it.
+//
+// From the CPU time of the manager's children in floor3-rec (three
+// /bin/true per exit) and in pod-rec (the app /bin/true and two unitrun
+// hooks per exit) it prints what one hook costs against one /bin/true.
+// After each round it prints the slope of pod-rec and floor3-rec between
+// consecutive sizes, in milliseconds per app: alike slopes are a cost
+// linear in the number of apps.
 func BenchmarkPods(b *testing.B) {
+	sizes := []int{1, 10, 100}
+	if s := os.Getenv("UNITRUN_BENCH_APPS"); s != "" {
+		sizes = sizes[:0]
+		for f := range strings.SplitSeq(s, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				b.Fatalf("UNITRUN_BENCH_APPS=%q: want pod sizes (numbers of apps, at least 1) separated by commas", s)
+			}
+			sizes = append(sizes, n)
+		}
+	}
 	bin := systemdtest.Binary(b)
 	mgr := systemdtest.Manager(b).PID()
-	fmt.Printf("%5s  %10s %10s %6s  %10s %11s %11s %10s %6s %13s %13s %10s  %s\n", "apps", "floor-run", "pod-run", "ratio",
+	fmt.Printf("%5s  %10s %10s %6s  %10s %11s %11s %10s %6s %13s %13s %10s  %-21s %s\n", "apps", "floor-run", "pod-run", "ratio",
 		"floor-rec", "floor2-rec", "floor3-rec", "pod-rec", "ratio", "floor2/floor", "floor3/floor", "pod/floor3",
-		"rec CPU: manager, its children (floor -> pod)")
+		"CPU/exit: true, hook", "rec CPU: manager, its children (floor -> pod)")
 	stop := unit.Exec("ExecStop", "/bin/true", []string{"/bin/true"})
 	forks2 := []unit.Property{stop}
 	forks3 := []unit.Property{stop, unit.Exec("ExecStopPost", "/bin/true", []string{"/bin/true"})}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	for range b.N {
-		for _, n := range []int{1, 10, 100} {
+		var slopes strings.Builder
+		var last struct {
+			n           int
+			pod, floor3 time.Duration
+		}
+		for _, n := range sizes {
 			floorRun := floor(b, n, nil, "/bin/sleep", "600")
 			podRun, _ := podTime(b, bin, n, "/bin/sleep", false, pod.NoIsolation)
 			c0 := cpuOf(b, mgr)
 			floorRec := floor(b, n, nil, "/bin/true")
 			floorCPU := cpuOf(b, mgr).sub(c0)
 			floor2Rec := floor(b, n, forks2, "/bin/true")
+			c0 = cpuOf(b, mgr)
 			floor3Rec := floor(b, n, forks3, "/bin/true")
+			floor3CPU := cpuOf(b, mgr).sub(c0)
 			podRec, podCPU := podTime(b, bin, n, "/bin/true", true, pod.NoIsolation)
-			ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
-			fmt.Printf("%5d  %10s %10s %6.2f  %10s %11s %11s %10s %6.2f %13.2f %13.2f %10.2f  %s, %s -> %s, %s\n", n,
+			// Per exit, floor3's children are three /bin/true and the
+			// pod's one /bin/true and two hooks.
+			trueCPU := ms(floor3CPU.children) / float64(3*n)
+			hookCPU := (ms(podCPU.children)/float64(n) - trueCPU) / 2
+			fmt.Printf("%5d  %10.0f %10.0f %6.2f  %10.0f %11.0f %11.0f %10.0f %6.2f %13.2f %13.2f %10.2f  %-21s %s, %s -> %s, %s\n", n,
 				ms(floorRun), ms(podRun), float64(podRun)/float64(floorRun),
 				ms(floorRec), ms(floor2Rec), ms(floor3Rec), ms(podRec), float64(podRec)/float64(floorRec),
 				float64(floor2Rec)/float64(floorRec), float64(floor3Rec)/float64(floorRec), float64(podRec)/float64(floor3Rec),
+				fmt.Sprintf("%.1f, %.1f ms", trueCPU, hookCPU),
 				floorCPU.self, floorCPU.children, podCPU.self, podCPU.children)
+			if last.n > 0 {
+				d := float64(n - last.n)
+				fmt.Fprintf(&slopes, "slope %d -> %d apps: pod-rec %.2f ms/app, floor3-rec %.2f ms/app\n", last.n, n,
+					ms(podRec-last.pod)/d, ms(floor3Rec-last.floor3)/d)
+			}
+			last.n, last.pod, last.floor3 = n, podRec, floor3Rec
 			b.ReportMetric(float64(podRun)/float64(floorRun), fmt.Sprintf("run-ratio-%d", n))
 			b.ReportMetric(float64(podRec)/float64(floorRec), fmt.Sprintf("rec-ratio-%d", n))
 			b.ReportMetric(float64(floor2Rec)/float64(floorRec), fmt.Sprintf("floor2-ratio-%d", n))
 			b.ReportMetric(float64(floor3Rec)/float64(floorRec), fmt.Sprintf("floor3-ratio-%d", n))
 		}
+		fmt.Print(slopes.String())
 	}
 }
 
