@@ -125,6 +125,22 @@ apps:
 	if err != nil || line != "hello | hi\n" {
 		t.Fatalf("first line of pod run: %q, %v", line, err)
 	}
+	// Every app's command has started: an app stopped before its command
+	// ran has failed (it never ran), which is not the case under test.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		running := 0
+		for _, a := range podStatus(t, dir, name).Apps {
+			if a.State == pod.AppRunning {
+				running++
+			}
+		}
+		if running == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 2 apps running 10s after the first line of pod run", running)
+		}
+	}
 	cmd.Process.Signal(sig)
 	rest, _ := r.ReadString(0)
 	code := 0
@@ -162,7 +178,7 @@ func TestPodRunInterruptedExits128N(t *testing.T) {
 			}
 			for _, a := range s.Apps {
 				if a.State != "exited" || a.ExitCode == nil {
-					t.Errorf("app %s after %v: %s, exit %v", a.Name, c.sig, a.State, a.ExitCode)
+					t.Errorf("app %s after %v: %s, %+v", a.Name, c.sig, a.State, a)
 				}
 			}
 		})
