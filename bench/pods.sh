@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Times pods against a floor on one manager in one run and prints ratios:
 # from "unitrun pod run --detach" to every app running, and to every exit
-# recorded, for pods of 10, 100 and 1,000 apps (or the sizes that APPS
-# lists, separated by commas), against as many transient units started at
-# once with job.Command, with the CPU time of a hook against /bin/true's
-# and the slope from one size to the next.
-# Usage: [APPS=10,100,1000] bench/pods.sh [COUNT] (default 1)
+# recorded, for pods of 10, 100 and 256 apps (the most a pod may have),
+# or the sizes that APPS lists, separated by commas, against as many
+# transient units started at once with job.Command, with the CPU time of
+# a hook against /bin/true's and the slope from one size to the next.
+# Usage: [APPS=10,100,256] bench/pods.sh [COUNT] (default 1)
 # With "isolated" after COUNT, it times instead, for pods of 1 and 10 apps,
 # "pod run --detach" of an isolated pod (isolation: namespaces, a systemd
 # of its own) against a host-mode pod of the same apps.
@@ -15,5 +15,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bench='^BenchmarkPods$'
 if [ "${2:-}" = isolated ]; then bench='^BenchmarkIsolatedPods$'; fi
-export UNITRUN_BENCH_APPS=${APPS:-10,100,1000}
+export UNITRUN_BENCH_APPS=${APPS:-10,100,256}
 exec go test ./pod/podrun/ -run '^$' -bench "$bench" -timeout 60m -benchtime "${1:-1}x"

@@ -19,17 +19,26 @@ timeit() { # timeit CMD... -> seconds
   t0=$(date +%s.%N); "$@"; t1=$(date +%s.%N)
   awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }'
 }
-seq_systemd_run() { for _ in $(seq "$N"); do systemd-run --user --wait -q true; done; }
 par_systemd_run() { seq "$N" | xargs -P "$P" -n 1 sh -c 'systemd-run --user --wait -q true' sh; }
-seq_cli() { for _ in $(seq "$N"); do bin/unitrun run -q -- true; done; }
-seq_help() { for _ in $(seq "$N"); do bin/unitrun --help >/dev/null; done; }
+# The processes alternate, so that a machine whose speed drifts during the
+# run slows each alike: systemd-run, unitrun run, unitrun --help, N times.
+# It prints the three rates.
+seq_processes() {
+  local i t0 t1 t2 t3 a=0 b=0 c=0
+  for i in $(seq "$N"); do
+    t0=$(now); systemd-run --user --wait -q true
+    t1=$(now); bin/unitrun run -q -- true
+    t2=$(now); bin/unitrun --help >/dev/null
+    t3=$(now)
+    a=$((a + t1 - t0)) b=$((b + t2 - t1)) c=$((c + t3 - t2))
+  done
+  awk -v n="$N" -v a="$a" -v b="$b" -v c="$c" 'BEGIN { printf "%.1f %.1f %.1f\n", n * 1e6 / a, n * 1e6 / b, n * 1e6 / c }'
+}
 
 declare -A r
 while read -r mode v; do r[$mode]=$v; done < <(bin/benchjobs -n "$N" -concurrency "$P" floor-seq lib-seq floor-par lib-par)
-r[systemd-run-seq]=$(rate "$(timeit seq_systemd_run)")
+read -r r[systemd-run-seq] r[cli-seq] r[help-seq] < <(seq_processes)
 r[systemd-run-xargs]=$(rate "$(timeit par_systemd_run)")
-r[cli-seq]=$(rate "$(timeit seq_cli)")
-r[help-seq]=$(rate "$(timeit seq_help)")
 r[dial]=$(bin/benchjobs -n "$N" dial | cut -d' ' -f2)
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
