@@ -61,7 +61,7 @@ func BenchmarkPods(b *testing.B) {
 	}
 	bin := systemdtest.Binary(b)
 	mgr := systemdtest.Manager(b).PID()
-	fmt.Printf("%5s  %10s %10s %6s  %10s %11s %11s %10s %6s %13s %13s %10s  %-21s %s\n", "apps", "floor-run", "pod-run", "ratio",
+	fmt.Printf("%5s  %10s %10s %6s  %10s %11s %11s %10s %6s %13s %13s %10s  %-27s %s\n", "apps", "floor-run", "pod-run", "ratio",
 		"floor-rec", "floor2-rec", "floor3-rec", "pod-rec", "ratio", "floor2/floor", "floor3/floor", "pod/floor3",
 		"CPU/exit: true, hook", "rec CPU: manager, its children (floor -> pod)")
 	stop := unit.Exec("ExecStop", "/bin/true", []string{"/bin/true"})
@@ -89,11 +89,11 @@ func BenchmarkPods(b *testing.B) {
 			// pod's one /bin/true and two hooks.
 			trueCPU := ms(floor3CPU.children) / float64(3*n)
 			hookCPU := (ms(podCPU.children)/float64(n) - trueCPU) / 2
-			fmt.Printf("%5d  %10.0f %10.0f %6.2f  %10.0f %11.0f %11.0f %10.0f %6.2f %13.2f %13.2f %10.2f  %-21s %s, %s -> %s, %s\n", n,
+			fmt.Printf("%5d  %10.0f %10.0f %6.2f  %10.0f %11.0f %11.0f %10.0f %6.2f %13.2f %13.2f %10.2f  %-27s %s, %s -> %s, %s\n", n,
 				ms(floorRun), ms(podRun), float64(podRun)/float64(floorRun),
 				ms(floorRec), ms(floor2Rec), ms(floor3Rec), ms(podRec), float64(podRec)/float64(floorRec),
 				float64(floor2Rec)/float64(floorRec), float64(floor3Rec)/float64(floorRec), float64(podRec)/float64(floor3Rec),
-				fmt.Sprintf("%.1f, %.1f ms", trueCPU, hookCPU),
+				fmt.Sprintf("%.1f, %.1f ms (%.1fx)", trueCPU, hookCPU, hookCPU/trueCPU),
 				floorCPU.self, floorCPU.children, podCPU.self, podCPU.children)
 			if last.n > 0 {
 				d := float64(n - last.n)
