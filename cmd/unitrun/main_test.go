@@ -194,7 +194,8 @@ func TestRunSIGTERMStopsUnit(t *testing.T) {
 // while its command runs, and during --retry's back-off: run stops the
 // unit and exits 128+N of the signal it got, not the status the stopped
 // command chose (this one exits 5 on SIGTERM), so that "run x && next"
-// stops at an interrupt, as "pod run" and "op call" do.
+// stops at an interrupt, as "pod run" and "op call" do. With --json, the
+// object's error names the signal too, as stderr does.
 func TestRunInterruptedExits128N(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -204,12 +205,13 @@ func TestRunInterruptedExits128N(t *testing.T) {
 		{"running-sigint", syscall.SIGINT, []string{"--", "sh", "-c", `trap 'exit 5' TERM; touch "$1"; while :; do sleep 0.1; done`, "sh"}},
 		{"running-sigterm", syscall.SIGTERM, []string{"--", "sh", "-c", `trap 'exit 5' TERM; touch "$1"; while :; do sleep 0.1; done`, "sh"}},
 		{"backoff-sigint", syscall.SIGINT, []string{"--retry", "3", "--retry-delay", "1h", "--", "sh", "-c", `touch "$1"; exit 7`, "sh"}},
+		{"json-sigterm", syscall.SIGTERM, []string{"--json", "--", "sh", "-c", `touch "$1"; exec sleep 300`, "sh"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ready := filepath.Join(t.TempDir(), "ready")
 			cmd := exec.Command(systemdtest.Binary(t), append(append([]string{"run"}, tc.argv...), ready)...)
-			var errb bytes.Buffer
-			cmd.Stderr = &errb
+			var outb, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &outb, &errb
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -226,6 +228,12 @@ func TestRunInterruptedExits128N(t *testing.T) {
 			want := "interrupted by " + map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM"}[tc.sig]
 			if code := cmd.ProcessState.ExitCode(); code != 128+int(tc.sig) || !strings.Contains(errb.String(), want) {
 				t.Errorf("exit %d, stderr %q; want %d and %q", code, errb.String(), 128+int(tc.sig), want)
+			}
+			if tc.argv[0] == "--json" {
+				var r struct{ Error string }
+				if err := json.Unmarshal(outb.Bytes(), &r); err != nil || !strings.HasSuffix(r.Error, want) {
+					t.Errorf("--json printed %q (%v); want an error that ends %q", outb.String(), err, want)
+				}
 			}
 		})
 	}

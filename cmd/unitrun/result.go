@@ -52,10 +52,16 @@ func newResult(unitName string, st *job.Status, err error) result {
 }
 
 // report prints the outcome (a summary line on stderr unless quiet, or the
-// JSON object on stdout) and returns the error unitrun exits with.
-func report(stdout, stderr io.Writer, unitName string, st *job.Status, err error, asJSON, quiet bool) error {
+// JSON object on stdout) and returns the error unitrun exits with. ctx is
+// the command's: if a signal canceled it, the JSON's error names the
+// signal, as the message on stderr does.
+func report(ctx context.Context, stdout, stderr io.Writer, unitName string, st *job.Status, err error, asJSON, quiet bool) error {
 	if asJSON {
-		if e := printLine(stdout, newResult(unitName, st, err)); e != nil {
+		jerr := err
+		if _, ok := interruptedBy(ctx); ok && errors.Is(err, context.Canceled) {
+			jerr = interrupted(err, context.Cause(ctx))
+		}
+		if e := printLine(stdout, newResult(unitName, st, jerr)); e != nil {
 			return e
 		}
 	} else if !quiet && st != nil && st.InvocationID == "" && st.JobResult == "done" {

@@ -218,5 +218,5 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 		c.Stdout = os.Stderr
 	}
 	err = c.Run()
-	return report(cmd.OutOrStdout(), cmd.ErrOrStderr(), c.Unit, c.Status, err, f.asJSON, f.quiet)
+	return report(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c.Unit, c.Status, err, f.asJSON, f.quiet)
 }

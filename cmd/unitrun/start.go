@@ -30,7 +30,7 @@ stderr; -q shows neither them nor the summary line.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.withUnit(cmd, g, args[0], func(u *job.UnitCmd) error {
 				st, err := u.Start(cmd.Context())
-				return report(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], st, err, o.asJSON, o.quiet)
+				return report(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], st, err, o.asJSON, o.quiet)
 			})
 		},
 	}

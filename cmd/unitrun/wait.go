@@ -58,7 +58,7 @@ as for an interrupted run.`,
 					// interrupted command does, and the unit goes on.
 					return &exitError{code: 128 + int(sig), err: fmt.Errorf("stopped waiting for %s, which goes on: %w", args[0], context.Cause(ctx))}
 				}
-				return report(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], st, err, o.asJSON, o.quiet)
+				return report(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], st, err, o.asJSON, o.quiet)
 			})
 		},
 	}
