@@ -73,6 +73,16 @@ func interruptedBy(ctx context.Context) (syscall.Signal, bool) {
 	return 0, false
 }
 
+// signalled reports whether err is the cancellation of ctx by a signal,
+// and returns that signal and err told with it (see interrupted).
+func signalled(ctx context.Context, err error) (syscall.Signal, error, bool) {
+	sig, ok := interruptedBy(ctx)
+	if !ok || !errors.Is(err, context.Canceled) {
+		return 0, err, false
+	}
+	return sig, interrupted(err, context.Cause(ctx)), true
+}
+
 // interrupted tells err, which ends in the "context canceled" of a context
 // that a signal canceled, with that signal instead ("stopped waiting for
 // x.service, which goes on: interrupted by SIGINT").
@@ -105,8 +115,8 @@ func main() {
 		ee = &exitError{code: exitFailed, err: err}
 	}
 	// A command that a signal cut short did not fail: it exits 128+N.
-	if sig, ok := interruptedBy(ctx); ok && ee.code == exitFailed && errors.Is(ee.err, context.Canceled) {
-		ee = &exitError{code: 128 + int(sig), err: interrupted(ee.err, context.Cause(ctx))}
+	if sig, told, ok := signalled(ctx, ee.err); ok && ee.code == exitFailed {
+		ee = &exitError{code: 128 + int(sig), err: told}
 	}
 	if ee.err != nil {
 		fmt.Fprintln(os.Stderr, "unitrun:", ee.err)

@@ -57,11 +57,8 @@ func newResult(unitName string, st *job.Status, err error) result {
 // signal, as the message on stderr does.
 func report(ctx context.Context, stdout, stderr io.Writer, unitName string, st *job.Status, err error, asJSON, quiet bool) error {
 	if asJSON {
-		jerr := err
-		if _, ok := interruptedBy(ctx); ok && errors.Is(err, context.Canceled) {
-			jerr = interrupted(err, context.Cause(ctx))
-		}
-		if e := printLine(stdout, newResult(unitName, st, jerr)); e != nil {
+		_, told, _ := signalled(ctx, err)
+		if e := printLine(stdout, newResult(unitName, st, told)); e != nil {
 			return e
 		}
 	} else if !quiet && st != nil && st.InvocationID == "" && st.JobResult == "done" {

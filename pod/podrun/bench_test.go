@@ -42,8 +42,10 @@ import (
 // unitrun's hooks add to it.
 //
 // From the CPU time of the manager's children in floor3-rec (three
-// /bin/true per exit) and in pod-rec (the app /bin/true and two unitrun
-// hooks per exit) it prints what one hook costs against one /bin/true.
+// /bin/true per exit) and in pod-rec (per exit, two unitrun hooks, "pod
+// exec", which then executes the app's /bin/true, and "pod reap-app", and
+// the reaper's /bin/true) it prints what one hook costs against one
+// /bin/true.
 // After each round it prints the slope of pod-rec and floor3-rec between
 // consecutive sizes, in milliseconds per app: alike slopes are a cost
 // linear in the number of apps.
@@ -86,7 +88,8 @@ func BenchmarkPods(b *testing.B) {
 			floor3CPU := cpuOf(b, mgr).sub(c0)
 			podRec, podCPU := podTime(b, bin, n, "/bin/true", true, pod.NoIsolation)
 			// Per exit, floor3's children are three /bin/true and the
-			// pod's one /bin/true and two hooks.
+			// pod's two hooks and one /bin/true (the app's /bin/true is
+			// executed by its hook's process).
 			trueCPU := ms(floor3CPU.children) / float64(3*n)
 			hookCPU := (ms(podCPU.children)/float64(n) - trueCPU) / 2
 			fmt.Printf("%5d  %10.0f %10.0f %6.2f  %10.0f %11.0f %11.0f %10.0f %6.2f %13.2f %13.2f %10.2f  %-27s %s, %s -> %s, %s\n", n,
