@@ -194,10 +194,7 @@ func (d *Daemon) startLocked(l *liveJob, durable bool) error {
 	now := time.Now().UTC()
 	l.rec.State = api.StateRunning
 	l.rec.StartedAt = &now
-	l.rec.Unit = l.op.Unit
-	if l.op.Unit == "" {
-		l.rec.Unit = l.op.Prefix + strings.ToLower(l.rec.ID) + ".service"
-	}
+	l.rec.Unit = unitOf(l.op, l.rec.ID)
 	l.rec.BootID = d.bootID
 	put := d.store.stage
 	if durable {
@@ -209,6 +206,15 @@ func (d *Daemon) startLocked(l *liveJob, durable bool) error {
 	d.jobStarted(l)
 	d.goLocked(l, d.execute)
 	return nil
+}
+
+// unitOf returns the unit that a job of op with the given id runs as: the
+// op's unit, or a transient one named after the job.
+func unitOf(op *config.Op, id string) string {
+	if op.Unit != "" {
+		return op.Unit
+	}
+	return op.Prefix + strings.ToLower(id) + ".service"
 }
 
 // goLocked runs fn for the job in a goroutine, with a context that Cancel

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/user"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,8 +24,10 @@ import (
 // never created (the earlier daemon stopped first) runs now; others fail
 // with a message saying the outcome is lost. Queued jobs are queued again,
 // and run in turn. A job whose op is no longer configured is re-attached
-// the same way; one still queued fails. Each outcome is recorded exactly
-// once.
+// the same way. Before it starts anything, Recover checks the record as a
+// call is checked (refusedOnRecovery): a job that fails the check is
+// recorded failed, saying why, and never run. Each outcome is recorded
+// exactly once.
 //
 // The error joins those of records that could not be read, which are left
 // as they are.
@@ -43,9 +47,11 @@ func (d *Daemon) Recover() error {
 		l := &liveJob{rec: r, op: d.ops.Load().byName[r.Op], caller: core.Caller{UID: r.CallerUID, PID: r.CallerPID}, done: make(chan struct{})}
 		d.live[r.ID] = l
 		switch {
-		case r.State == api.StateQueued && l.op == nil:
-			d.finishLocked(l, failed(fmt.Sprintf("op %q is no longer configured", r.Op)))
 		case r.State == api.StateQueued:
+			if why := d.refusedOnRecovery(l); why != "" {
+				d.finishLocked(l, failed(why))
+				continue
+			}
 			queued = append(queued, l)
 		default:
 			d.goLocked(l, d.reattach)
@@ -88,7 +94,54 @@ func (d *Daemon) reattach(ctx context.Context, l *liveJob) outcome {
 			r.Message = fmt.Sprintf("canceled before attempt %d: %s", runs+1, r.Message)
 		}
 	}
+	if why := d.refusedOnRecovery(l); why != "" {
+		return func(r *api.Record) {
+			withAttempts(set, runs)(r)
+			r.Message = fmt.Sprintf("not retried: %s; run %d: %s", why, runs, r.Message)
+		}
+	}
 	return d.runExec(ctx, l, runs)
+}
+
+// refusedOnRecovery returns why the job, as its record in the state
+// directory says, may not start now, or "". The record is checked for
+// what a call is checked for (Call): the op is configured, the recorded
+// caller may call it (its uid, or one of the groups the user database
+// gives that uid now, since the record keeps no gids), and the args keep
+// to the op's rules; and the unit named is the one the daemon gives a job
+// of the op. So a record that a call could not have made is never run.
+func (d *Daemon) refusedOnRecovery(l *liveJob) string {
+	r, op := l.rec, l.op
+	switch {
+	case op == nil:
+		return fmt.Sprintf("op %q is no longer configured", r.Op)
+	case !op.Allowed(r.CallerUID, nil) && !op.Allowed(r.CallerUID, groupsOf(r.CallerUID)):
+		return fmt.Sprintf("not run again: op %q: uid %d is not in allow_uids and none of its gids is in allow_gids", op.Name, r.CallerUID)
+	}
+	if err := op.CheckArgs(r.Args); err != nil {
+		return "not run again: " + err.Error()
+	}
+	if want := unitOf(op, r.ID); r.Unit != "" && r.Unit != want {
+		return fmt.Sprintf("not run again: the record names unit %s, not %s, the unit of op %q", r.Unit, want, op.Name)
+	}
+	return ""
+}
+
+// groupsOf returns the gids of the groups that the user database gives
+// uid, or nil.
+func groupsOf(uid uint32) []uint32 {
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	if err != nil {
+		return nil
+	}
+	names, _ := u.GroupIds()
+	var gids []uint32
+	for _, n := range names {
+		if g, err := strconv.ParseUint(n, 10, 32); err == nil {
+			gids = append(gids, uint32(g))
+		}
+	}
+	return gids
 }
 
 // withAttempts is set followed by setting the record's count of runs.
@@ -104,7 +157,7 @@ func withAttempts(set outcome, runs int) outcome {
 func (l *liveJob) retries(runs int, st *job.Status, err error) bool {
 	p := retryPolicy(l.op)
 	return p != nil && st != nil && p.Retries(err) && runs < p.Attempts &&
-		l.rec.Unit == l.op.Prefix+strings.ToLower(l.rec.ID)+".service"
+		l.op.Unit == "" && l.rec.Unit == unitOf(l.op, l.rec.ID)
 }
 
 // lastRun returns the outcome of the last run, the runs-th, that a

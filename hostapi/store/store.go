@@ -14,7 +14,10 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/unitrun/unitrun/internal/lazyregexp"
+	"github.com/unitrun/unitrun/internal/pathtrust"
 )
 
 // Store keeps job records durably in a state directory:
@@ -92,7 +95,9 @@ func checkID(id string) error {
 // Open opens the store in the state directory dir, creating dir and
 // dir/output with mode 0700 when missing. It refuses a dir or output
 // directory that is a symlink, is not a directory or is writable by group
-// or others, a log that is not a regular file, and a store of a schema
+// or others, a state dir, log or output directory that fails pathtrust's
+// rules, or under a directory or symlink that does (ensurePrivateDir), a
+// log that is not a regular file, and a store of a schema
 // version newer than this code's. A store of version 1 is migrated first
 // (see migrate). Output logs of jobs without a record, which a crash in
 // the middle of Prune or before a record's sync leaves, are deleted.
@@ -139,15 +144,20 @@ func (s *Store) Close() error {
 
 // openRegular opens path, not following a symlink there, creating it
 // with mode 0600 when flag holds os.O_CREATE, and checks that it is a
-// regular file.
+// regular file that passes pathtrust.Rule.
 func openRegular(path string, flag int) (*os.File, error) {
 	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
+	var st unix.Stat_t
+	err = unix.Fstat(int(f.Fd()), &st)
+	switch {
+	case err != nil:
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
 		err = fmt.Errorf("%s is not a regular file", path)
+	case pathtrust.Rule(&st) != "":
+		err = &pathtrust.Error{Path: path, Rule: pathtrust.Rule(&st)}
 	}
 	if err != nil {
 		f.Close()
@@ -157,7 +167,12 @@ func openRegular(path string, flag int) (*os.File, error) {
 }
 
 // ensurePrivateDir creates dir with mode 0700 if it is missing and checks
-// that it is a real directory that only its owner may write.
+// that it is a real directory that only its owner may write, and that it
+// and every directory and symlink on the way to it pass pathtrust's
+// rules: owned by root or the daemon's uid and writable by no one else
+// (a sticky directory of root's, as /tmp is, may be on the way). Whoever
+// else could write the state directory, or rename one of its parents,
+// could plant records that the daemon recovers and runs as root.
 func ensurePrivateDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("state dir: %w", err)
@@ -172,6 +187,9 @@ func ensurePrivateDir(dir string) error {
 		return fmt.Errorf("state dir: %s is not a directory", dir)
 	case fi.Mode().Perm()&0o022 != 0:
 		return fmt.Errorf("state dir: %s is writable by group or others (mode %v)", dir, fi.Mode().Perm())
+	}
+	if _, err := pathtrust.Resolve(dir); err != nil {
+		return fmt.Errorf("state dir: %w", err)
 	}
 	return nil
 }
