@@ -46,6 +46,19 @@ func OpenStore(dir string) (*Store, error) {
 	return &Store{recordStore: s, dir: dir}, nil
 }
 
+// RepairStore opens the record store in the state directory dir as
+// OpenStore does, repairing a log damaged in the middle instead of
+// refusing it, and returns the ids of the unfinished jobs the damage may
+// have touched, now recorded as failed, outcome unknown (see
+// store.Repair): none is run again.
+func RepairStore(dir string) (*Store, []string, error) {
+	s, repaired, err := store.Repair(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &Store{recordStore: s, dir: dir}, repaired, nil
+}
+
 // Errors of the store, as the daemon's callers test them with errors.Is.
 var (
 	ErrNotFound  = store.ErrNotFound

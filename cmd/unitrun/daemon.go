@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/unitrun/unitrun/hostapi/daemon"
+	"github.com/unitrun/unitrun/hostapi/store"
 	"github.com/unitrun/unitrun/internal/journallog"
 )
 
@@ -17,6 +18,7 @@ type daemonFlags struct {
 	config, opsDir, socket, seqpacket, stateDir string
 	podStateDir, logLevel, journalSocket        string
 	dbus                                        string
+	repair                                      bool
 }
 
 func newDaemonCmd(g *globals) *cobra.Command {
@@ -41,7 +43,15 @@ ops stay as they were. [limits] apply at the next start.
 
 GET /metrics on the HTTP socket serves Prometheus metrics; --dbus also
 serves the ops as org.unitrun.Ops1 on a D-Bus bus. Under systemd the daemon
-logs to the journal with fields JOB_ID, OP, UNIT and CALLER_UID.`,
+logs to the journal with fields JOB_ID, OP, UNIT and CALLER_UID.
+
+Each line of the state dir's records.log carries a checksum. A torn last
+line, which a crash or a full disk leaves, is passed over; a damaged line
+with intact ones after it stops the daemon from starting, naming the file
+and the byte offset, since the damage may hide that a job ended or started.
+--repair then keeps every intact record, records each unfinished job the
+damage may have touched as failed with its outcome unknown (such a job is
+never run again), rewrites the log, and serves.`,
 		Example: `  unitrun daemon   # under unitrun.socket, as dist/systemd/unitrun.service runs it
   unitrun daemon --config ./daemon.toml --ops-dir ./ops.d --state-dir /tmp/state \
       --socket /tmp/api.sock --seqpacket /tmp/argv.sock --dbus session --log-level debug`,
@@ -60,6 +70,7 @@ logs to the journal with fields JOB_ID, OP, UNIT and CALLER_UID.`,
 	fl.StringVar(&f.journalSocket, "journal-socket", journallog.DefaultSocket, "journald's native `SOCKET`")
 	fl.MarkHidden("journal-socket")
 	fl.StringVar(&f.dbus, "dbus", "", "also serve org.unitrun.Ops1 on `BUS`: system, session or a D-Bus address")
+	fl.BoolVar(&f.repair, "repair", false, "repair a records log damaged in the middle: keep every intact record and record the jobs the damage may have touched as failed, outcome unknown, never run again")
 	fl.StringVar(&f.podStateDir, "pod-state-dir", defaultStateDir, "pod state `DIR` whose pods /metrics counts by phase (\"\" counts none)")
 	return cmd
 }
@@ -82,7 +93,7 @@ func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
 		return usageError(err)
 	}
 	err := daemon.Run(ctx, daemon.Options{
-		ConfigFile: f.config, OpsDir: f.opsDir, StateDir: f.stateDir, PodStateDir: f.podStateDir,
+		ConfigFile: f.config, OpsDir: f.opsDir, StateDir: f.stateDir, Repair: f.repair, PodStateDir: f.podStateDir,
 		Socket: f.socket, Seqpacket: f.seqpacket, Bus: f.dbus,
 		Log:     daemon.NewLogger(level, f.journalSocket),
 		Manager: g.open,
@@ -94,7 +105,11 @@ func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
 	case errors.As(err, &se) && se.Option == "ConfigFile":
 		return usageError(se.Err)
 	case errors.As(err, &se) && daemonOptions[se.Option] != "":
-		return &exitError{code: exitFailed, err: flagPathError(daemonOptions[se.Option], se.Path, se.Err)}
+		err = flagPathError(daemonOptions[se.Option], se.Path, se.Err)
+		if errors.As(err, new(*store.DamageError)) {
+			err = fmt.Errorf("%w; start the daemon with --repair to do so", err)
+		}
+		return &exitError{code: exitFailed, err: err}
 	}
 	return &exitError{code: exitFailed, err: err}
 }

@@ -27,6 +27,10 @@ type Options struct {
 	ConfigFile, OpsDir string
 	// StateDir holds the job records and output logs (hostapi.OpenStore).
 	StateDir string
+	// Repair has a records log damaged in the middle repaired rather than
+	// refused (hostapi.RepairStore): the jobs the damage may have touched
+	// are recorded as failed, outcome unknown, and logged.
+	Repair bool
 	// PodStateDir is the hostapi.Daemon's PodStateDir.
 	PodStateDir string
 	// Socket and Seqpacket are the paths Listen binds when systemd passed
@@ -143,7 +147,16 @@ func open(ctx context.Context, o Options, log *slog.Logger) (_ *hostapi.Daemon, 
 		return nil, nil, nil, nil, &SetupError{Option: "ConfigFile", Path: o.ConfigFile, Err: err}
 	}
 	log.Debug(fmt.Sprintf("config %s and ops dir %s: %d ops", o.ConfigFile, o.OpsDir, len(cfg.Ops)))
-	store, err := hostapi.OpenStore(o.StateDir)
+	var store *hostapi.Store
+	if o.Repair {
+		var repaired []string
+		store, repaired, err = hostapi.RepairStore(o.StateDir)
+		for _, id := range repaired {
+			log.Warn(fmt.Sprintf("repair: job %s: recorded as failed, outcome unknown: the damaged records log may have held its later records; it is not run again", id))
+		}
+	} else {
+		store, err = hostapi.OpenStore(o.StateDir)
+	}
 	if err != nil {
 		return nil, nil, nil, nil, &SetupError{Option: "StateDir", Path: o.StateDir, Err: err}
 	}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -39,11 +38,12 @@ func step(name string) error {
 // were when it began to a temp file and syncs it; then, under mu, it
 // copies the lines appended meanwhile, syncs again, renames the temp file
 // over the log and syncs the directory. A crash at any step leaves the
-// old log or the new one, whole. Its caller holds pruneMu.
-func (s *Store) compact() error {
+// old log or the new one, whole. With force, it rewrites the log whatever
+// it holds (Repair). Its caller holds pruneMu.
+func (s *Store) compact(force bool) error {
 	s.mu.Lock()
 	needed := len(s.recs) + len(s.started)
-	if s.lines < 4*needed+compactSlack {
+	if !force && s.lines < 4*needed+compactSlack {
 		s.mu.Unlock()
 		return nil
 	}
@@ -134,14 +134,14 @@ func copyLive(tmp, old *os.File, recs map[string]entry, started []string) (index
 		end += int64(len(buf))
 	}
 	for _, id := range started {
-		data, err := json.Marshal(logLine{Started: id})
+		line, err := encodeLine(&logLine{Started: id})
 		if err != nil {
 			return x, 0, err
 		}
-		w.Write(append(data, '\n'))
+		w.Write(line)
 		x.started[id] = true
 		x.lines++
-		end += int64(len(data) + 1)
+		end += int64(len(line))
 	}
 	return x, end, w.Flush()
 }
@@ -157,5 +157,7 @@ func replay(tmp *os.File, x *index, size int64, old *os.File, from, to int64) (i
 	if _, err := tmp.WriteAt(tail, size); err != nil {
 		return 0, fmt.Errorf("%s: %w", tmp.Name(), err)
 	}
-	return scanLog(x, tail, size), nil
+	sc := scanner{x: x, end: size}
+	sc.scan(tail, size)
+	return sc.end, nil
 }

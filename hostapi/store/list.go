@@ -155,7 +155,7 @@ func (s *Store) Prune(keep int, maxAge time.Duration, now time.Time) (removed []
 			errs = append(errs, fmt.Errorf("job %s: %w", id, err))
 		}
 	}
-	if err := s.compact(); err != nil {
+	if err := s.compact(false); err != nil {
 		errs = append(errs, fmt.Errorf("records log: compacting: %w", err))
 	}
 	return removed, errors.Join(errs...)

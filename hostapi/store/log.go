@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"slices"
+	"strconv"
 	"time"
+
+	"github.com/unitrun/unitrun/internal/lazyregexp"
 )
 
 // A logLine is a line of the log: a version of a job's record, the job's
@@ -74,29 +78,114 @@ func (x *index) apply(ln *logLine, off int64, n int, seq uint64) {
 	}
 }
 
-// scanLog applies to x each complete line of data, read from the log at
-// base, that decodes, in order, and returns the offset after the last
-// complete line: where the next line goes. A line that does not decode
-// (torn by a crash, or cut short by a full disk and not yet overwritten)
-// is passed over, as are the bytes after the last newline.
-func scanLog(x *index, data []byte, base int64) int64 {
+// A line of the log is the CRC-32C (Castagnoli) of a logLine's JSON, as
+// 8 lowercase hex digits, a space, the JSON and a newline. The checksum
+// tells a line that a crash tore or a disk damaged from one written whole:
+// JSON alone can decode from damaged bytes (an id changed into another).
+const lineHead = 9 // the checksum and the space
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// encodeLine returns ln as a line of the log, with its newline. JSON
+// escapes the newlines of strings, so it is one line.
+func encodeLine(ln *logLine) ([]byte, error) {
+	data, err := json.Marshal(ln)
+	if err != nil {
+		return nil, err
+	}
+	return appendLine(make([]byte, 0, lineHead+len(data)+1), data), nil
+}
+
+// appendLine appends to buf the line of the log that holds data, a
+// logLine's JSON.
+func appendLine(buf, data []byte) []byte {
+	buf = fmt.Appendf(buf, "%08x ", crc32.Checksum(data, castagnoli))
+	return append(append(buf, data...), '\n')
+}
+
+// decodeLine returns the logLine of a line of the log, without its
+// newline, once its checksum matches.
+func decodeLine(line []byte) (logLine, error) {
+	var ln logLine
+	if len(line) < lineHead || line[lineHead-1] != ' ' {
+		return ln, errors.New("not a line of the log (no checksum)")
+	}
+	sum, err := strconv.ParseUint(string(line[:lineHead-1]), 16, 32)
+	if err != nil {
+		return ln, errors.New("not a line of the log (no checksum)")
+	}
+	if data := line[lineHead:]; crc32.Checksum(data, castagnoli) != uint32(sum) {
+		return ln, errors.New("its checksum does not match")
+	}
+	if err := json.Unmarshal(line[lineHead:], &ln); err != nil {
+		return ln, err
+	}
+	return ln, nil
+}
+
+// A scanner reads the lines of the log into an index, in order, and tells
+// the tail that a crash or a full disk leaves (lines that do not decode,
+// or bytes without a newline, after the last line that does) from damage
+// in the middle (lines that do not decode followed by one that does).
+type scanner struct {
+	x       *index
+	end     int64     // after the last line that decodes: where the next line goes
+	tail    []badLine // lines that do not decode after end
+	damaged []badLine // lines that do not decode before one that does
+}
+
+// A badLine is a line of the log that does not decode: where it begins,
+// and the job ids that can be read in it still.
+type badLine struct {
+	off int64
+	ids []string
+}
+
+// idInLine finds job ids in the bytes of a damaged line.
+var idInLine = lazyregexp.New(`[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}`)
+
+// scan applies each complete line of data, read from the log at base, and
+// returns the offset after the last complete line, where the scan goes on.
+func (sc *scanner) scan(data []byte, base int64) int64 {
 	var off int
 	for {
 		i := bytes.IndexByte(data[off:], '\n')
 		if i < 0 {
 			return base + int64(off)
 		}
-		var ln logLine
-		if i > 0 && json.Unmarshal(data[off:off+i], &ln) == nil {
-			x.apply(&ln, base+int64(off), i, 0)
+		at := base + int64(off)
+		if ln, err := decodeLine(data[off : off+i]); err == nil {
+			sc.x.apply(&ln, at, i, 0)
+			sc.damaged = append(sc.damaged, sc.tail...)
+			sc.tail = nil
+			sc.end = at + int64(i) + 1
+		} else {
+			sc.tail = append(sc.tail, badLine{off: at, ids: idInLine.FindAllString(string(data[off:off+i]), -1)})
 		}
 		off += i + 1
 	}
 }
 
+// A DamageError reports lines of the log that do not decode (their
+// checksum does not match) with intact lines after them: not the tail
+// that a crash or a full disk leaves, but damage, which may have taken
+// the lines that say a job ended or started.
+type DamageError struct {
+	Offset int64 // the first damaged line's offset in the log
+	Lines  int   // the damaged lines
+}
+
+func (e *DamageError) Error() string {
+	return fmt.Sprintf("damaged: the line at byte offset %d and %d more before intact ones do not match their checksums, so a job may have ended or started without the log saying so; "+
+		"no job is started or recorded from a damaged log (repairing it keeps every intact record and records each unfinished job the damage may have touched as failed, outcome unknown, never run again)", e.Offset, e.Lines-1)
+}
+
 // load reads the log into the Store's index, a MiB at a time, or a line
-// at a time for longer lines.
-func (s *Store) load() error {
+// at a time for longer lines, and cuts off its torn tail. It returns the
+// damaged lines, for repair; and, unless repair, a *DamageError when
+// there are any.
+func (s *Store) load(repair bool) ([]badLine, error) {
+	sc := scanner{x: &s.index}
 	buf := make([]byte, 0, 1<<20)
 	var base int64 // where buf begins in the log
 	for {
@@ -105,17 +194,28 @@ func (s *Store) load() error {
 		}
 		n, err := s.log.ReadAt(buf[len(buf):cap(buf)], base+int64(len(buf)))
 		buf = buf[:len(buf)+n]
-		end := scanLog(&s.index, buf, base)
+		end := sc.scan(buf, base)
 		buf = buf[:copy(buf, buf[end-base:])]
 		base = end
 		if errors.Is(err, io.EOF) {
-			s.end = end
-			return nil
+			break
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
+	if len(sc.damaged) > 0 && !repair {
+		return nil, &DamageError{Offset: sc.damaged[0].off, Lines: len(sc.damaged)}
+	}
+	s.end = sc.end
+	// The torn tail: the next line would go over it, but one shorter
+	// than it would leave its end to be read as damage.
+	if base+int64(len(buf)) > s.end {
+		if err := s.log.Truncate(s.end); err != nil {
+			return nil, fmt.Errorf("cutting off the torn line at byte offset %d: %w", s.end, err)
+		}
+	}
+	return sc.damaged, nil
 }
 
 // append writes lines to the log and, when durable, returns once a sync
@@ -124,12 +224,11 @@ func (s *Store) append(lines []logLine, durable bool) error {
 	var buf []byte
 	ends := make([]int, len(lines))
 	for i := range lines {
-		// One line: JSON escapes the newlines of strings.
-		data, err := json.Marshal(&lines[i])
+		line, err := encodeLine(&lines[i])
 		if err != nil {
 			return err
 		}
-		buf = append(append(buf, data...), '\n')
+		buf = append(buf, line...)
 		ends[i] = len(buf)
 	}
 	s.mu.Lock()

@@ -40,18 +40,18 @@ type v1Job struct {
 	started bool
 }
 
-// migrate turns the store of version 1 in dir into one of version 2. It
+// migrate turns the store of version 1 in dir into one of this version. It
 // writes the log from each job directory's current record and started
 // mark, hard-links each output log into the output directory (a unit
 // still writing its log writes on to the same file), syncs the log and
 // the directories, and writes the version file, atomically: that write is
 // the commit point. A crash before it leaves version 1 whole, and the
-// next Open migrates again from scratch; after it, version 2 is whole and
+// next Open migrates again from scratch; after it, this version is whole and
 // Open deletes what is left of version 1 (dropV1). A record that version
 // 1 could not read either is not carried over. If the file system is too
 // full to migrate, the error says so and version 1 is left whole.
 func migrate(dir string) error {
-	err := buildV2(dir)
+	err := buildFromV1(dir)
 	if err == nil {
 		err = step("migrate: built")
 	}
@@ -76,10 +76,10 @@ func isVersion(dir string, v int) bool {
 	return err == nil && string(data) == strconv.Itoa(v)+"\n"
 }
 
-// buildV2 writes the log and the output directory of version 2 from the
+// buildFromV1 writes the log and the output directory of this version from the
 // jobs of version 1 in dir, durably, after deleting what an earlier
 // migration that did not reach its commit point left of them.
-func buildV2(dir string) error {
+func buildFromV1(dir string) error {
 	out := filepath.Join(dir, outputDir)
 	if err := os.RemoveAll(out); err != nil {
 		return err
@@ -131,12 +131,12 @@ func writeLog(path string, jobs []v1Job) error {
 			lines = append(lines, logLine{Started: j.rec.ID})
 		}
 		for _, ln := range lines {
-			data, err := json.Marshal(&ln)
+			line, err := encodeLine(&ln)
 			if err != nil {
 				f.Close()
 				return err
 			}
-			w.Write(append(data, '\n'))
+			w.Write(line)
 		}
 	}
 	err = w.Flush()
@@ -150,7 +150,7 @@ func writeLog(path string, jobs []v1Job) error {
 }
 
 // dropV1 deletes what is left of version 1 in dir once the store is of
-// version 2.
+// version 2 or later.
 func dropV1(dir string) error {
 	if err := os.RemoveAll(filepath.Join(dir, v1Jobs)); err != nil {
 		return fmt.Errorf("state dir: removing the jobs of store version 1: %w", err)

@@ -35,8 +35,8 @@ func TestRecordVersions(t *testing.T) {
 	}
 	var states []State
 	for _, line := range logLines(t, s) {
-		var v logLine
-		if err := json.Unmarshal([]byte(line), &v); err != nil || v.Rec == nil {
+		v, err := decodeLine([]byte(line))
+		if err != nil || v.Rec == nil {
 			t.Fatalf("line %q: %v", line, err)
 		}
 		states = append(states, v.Rec.State)
@@ -76,45 +76,56 @@ func TestRecordVersions(t *testing.T) {
 	}
 }
 
-// FuzzLoad checks that no log's contents make scanLog panic, that each
-// record it indexes is a line of the log, and that a line written where
-// scanLog says the next goes, over whatever bytes a crash or a full disk
-// left there, is the job's current record.
+// FuzzLoad checks that no log's contents make the scanner panic, that
+// each record it indexes is a line of the log, that where it says the
+// next line goes is the end of a line that decodes, and that a line
+// written there, over whatever bytes a crash or a full disk left, is the
+// job's current record.
 func FuzzLoad(f *testing.F) {
-	rec := `{"rec": {"id": "20261202T142501Z-0123abcd", "op": "a", "state": "running"}}`
-	f.Add([]byte(rec + "\n"))
-	f.Add([]byte(rec + "\n" + `{"started": "20261202T142501Z-0123abcd"}` + "\n" + `{"rec": {"id": "2026`))
-	f.Add([]byte(rec + "\n" + `{"rm": "20261202T142501Z-0123abcd"}` + "\n\x00\x00"))
-	f.Add([]byte("\x00\x00\n{}\n[]\nnull\n"))
+	rec := string(appendLine(nil, []byte(`{"rec": {"id": "20261202T142501Z-0123abcd", "op": "a", "state": "running"}}`)))
+	started := string(appendLine(nil, []byte(`{"started": "20261202T142501Z-0123abcd"}`)))
+	f.Add([]byte(rec))
+	f.Add([]byte(rec + started + `0000 {"rec": {"id": "2026`))
+	f.Add([]byte(rec + string(appendLine(nil, []byte(`{"rm": "20261202T142501Z-0123abcd"}`))) + "\x00\x00"))
+	f.Add([]byte("\x00\x00\n{}\n[]\nnull\n" + rec))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		x := newIndex()
-		end := scanLog(&x, data, 0)
-		if end > int64(len(data)) || end > 0 && data[end-1] != '\n' || bytes.IndexByte(data[end:], '\n') >= 0 {
-			t.Fatalf("scanLog(%q) = %d, not the end of the last complete line", data, end)
+		sc := scanner{x: &x}
+		sc.scan(data, 0)
+		end := sc.end
+		if end > int64(len(data)) || end > 0 && data[end-1] != '\n' {
+			t.Fatalf("scan(%q): next line at %d, not the end of a line", data, end)
+		}
+		if end > 0 {
+			if _, err := decodeLine(data[bytes.LastIndexByte(data[:end-1], '\n')+1 : end-1]); err != nil {
+				t.Fatalf("scan(%q): next line at %d, after a line that does not decode: %v", data, end, err)
+			}
 		}
 		for id, e := range x.recs {
 			if e.off < 0 || e.off+int64(e.n) >= int64(len(data)) || data[e.off+int64(e.n)] != '\n' {
 				t.Fatalf("record %s at %d+%d: not a line of %q", id, e.off, e.n, data)
 			}
 		}
-		line, err := json.Marshal(logLine{Rec: &Record{ID: "20261202T142501Z-0123abcd", Op: "op\n\"}", State: StateFailed, Message: string(data)}})
+		line, err := encodeLine(&logLine{Rec: &Record{ID: "20261202T142501Z-0123abcd", Op: "op\n\"}", State: StateFailed, Message: string(data)}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var want logLine // the record as it reads back (invalid UTF-8 made U+FFFD)
-		if err := json.Unmarshal(line, &want); err != nil {
+		want, err := decodeLine(line[:len(line)-1]) // the record as it reads back (invalid UTF-8 made U+FFFD)
+		if err != nil {
 			t.Fatal(err)
 		}
-		line = append(line, '\n')
 		file := append(bytes.Clone(data[:end]), line...)
 		if rest := end + int64(len(line)); rest < int64(len(data)) {
 			file = append(file, data[rest:]...)
 		}
 		x = newIndex()
-		scanLog(&x, file, 0)
+		(&scanner{x: &x}).scan(file, 0)
 		e, ok := x.recs[want.Rec.ID]
 		var got logLine
-		if !ok || json.Unmarshal(file[e.off:e.off+int64(e.n)], &got) != nil || !reflect.DeepEqual(got, want) {
+		if ok {
+			got, err = decodeLine(file[e.off : e.off+int64(e.n)])
+		}
+		if !ok || err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("after %q: %+v, %v; want %+v", data, got.Rec, ok, want.Rec)
 		}
 	})

@@ -3,12 +3,12 @@ package store
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -102,37 +102,102 @@ func checkID(id string) error {
 // (see migrate). Output logs of jobs without a record, which a crash in
 // the middle of Prune or before a record's sync leaves, are deleted.
 func Open(dir string) (*Store, error) {
+	s, _, err := open(dir, false)
+	return s, err
+}
+
+// Repair opens the store in dir as Open does, but repairs a log damaged in
+// the middle (where Open returns a *DamageError) instead of refusing it:
+// it keeps every line that decodes, and records as failed, outcome
+// unknown, each job not finished in what it keeps that the damage may
+// have touched: one named in a damaged line, or whose current record is
+// before the last damaged line (its later lines, such as its outcome or
+// its started mark, may be among the damaged). Such a job is never run
+// again. It then rewrites the log without the damaged lines (compact). It
+// returns the ids of the jobs it recorded so.
+func Repair(dir string) (*Store, []string, error) {
+	return open(dir, true)
+}
+
+func open(dir string, repair bool) (*Store, []string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, fmt.Errorf("state dir: %w", err)
+		return nil, nil, fmt.Errorf("state dir: %w", err)
 	}
 	if err := ensurePrivateDir(abs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := openVersion(abs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s := &Store{dir: abs, output: filepath.Join(abs, outputDir), index: newIndex(), issued: make(map[string]bool)}
 	s.cond = sync.NewCond(&s.mu)
 	if err := ensurePrivateDir(s.output); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// What a compaction that did not finish left.
 	os.Remove(filepath.Join(abs, compactTemp))
 	f, err := openRegular(filepath.Join(abs, logFile), os.O_RDWR|os.O_CREATE)
 	if err != nil {
-		return nil, fmt.Errorf("state dir: %w", err)
+		return nil, nil, fmt.Errorf("state dir: %w", err)
 	}
 	s.log = f
-	if err := s.load(); err != nil {
+	damaged, err := s.load(repair)
+	var repaired []string
+	if err == nil && len(damaged) > 0 {
+		repaired, err = s.repair(damaged)
+	}
+	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("state dir: %s: %w", f.Name(), err)
+		return nil, nil, fmt.Errorf("state dir: %s: %w", f.Name(), err)
 	}
 	if err := s.removeOrphans(); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("state dir: %w", err)
+		return nil, nil, fmt.Errorf("state dir: %w", err)
 	}
-	return s, nil
+	return s, repaired, nil
+}
+
+// repair records the unfinished jobs that the damaged lines may have
+// touched as failed, outcome unknown, and rewrites the log without the
+// damaged lines (see Repair).
+func (s *Store) repair(damaged []badLine) ([]string, error) {
+	last := damaged[len(damaged)-1].off
+	suspect := make(map[string]bool)
+	for _, b := range damaged {
+		for _, id := range b.ids {
+			suspect[id] = true
+		}
+	}
+	for id, e := range s.recs {
+		if e.off < last {
+			suspect[id] = true
+		}
+	}
+	var repaired []string
+	for id := range suspect {
+		if e, ok := s.recs[id]; !ok || e.done {
+			continue
+		}
+		r, err := s.Get(id)
+		if err != nil {
+			return nil, err
+		}
+		now := time.Now().UTC()
+		r.Message = fmt.Sprintf("outcome unknown: %s was damaged (at byte offset %d) where this job's later records may have been; it was repaired, and the job, %s in what was kept, is not run again", logFile, damaged[0].off, r.State)
+		r.State, r.FinishedAt = "failed", &now
+		if err := s.Put(r); err != nil {
+			return nil, err
+		}
+		repaired = append(repaired, id)
+	}
+	slices.Sort(repaired)
+	s.pruneMu.Lock()
+	defer s.pruneMu.Unlock()
+	if err := s.compact(true); err != nil {
+		return nil, fmt.Errorf("rewriting the repaired log: %w", err)
+	}
+	return repaired, nil
 }
 
 // Close closes the log. The Store must not be used after.
@@ -310,8 +375,8 @@ func (s *Store) Get(id string) (*Record, error) {
 	if err != nil {
 		return nil, &RecordError{ID: id, Err: err}
 	}
-	var ln logLine
-	if err := json.Unmarshal(data, &ln); err != nil {
+	ln, err := decodeLine(data)
+	if err != nil {
 		return nil, &RecordError{ID: id, Err: err}
 	}
 	if err := checkRecord(ln.Rec, id); err != nil {

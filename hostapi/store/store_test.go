@@ -547,7 +547,7 @@ func TestSyncFailureSticks(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.mu.Lock()
-	log := s.log
+	log, end := s.log, s.end
 	s.log = null
 	s.mu.Unlock()
 	refused := newRecord()
@@ -555,7 +555,7 @@ func TestSyncFailureSticks(t *testing.T) {
 		t.Fatal("Put succeeded though the log's sync failed")
 	}
 	s.mu.Lock()
-	s.log = log
+	s.log, s.end = log, end // what went to /dev/null is not in the log
 	s.mu.Unlock()
 	null.Close()
 	if _, err := s.Get(refused.ID); !errors.Is(err, ErrNotFound) {

@@ -100,8 +100,8 @@ func TestOpenVersion1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, err := os.ReadFile(filepath.Join(dir, versionFile)); err != nil || string(v) != "2\n" {
-		t.Errorf("version file after Open: %q, %v; want \"2\\n\"", v, err)
+	if v, err := os.ReadFile(filepath.Join(dir, versionFile)); err != nil || string(v) != "3\n" {
+		t.Errorf("version file after Open: %q, %v; want \"3\\n\"", v, err)
 	}
 	for _, name := range []string{v1Jobs, v1Mark} {
 		if _, err := os.Lstat(filepath.Join(dir, name)); !errors.Is(err, fs.ErrNotExist) {
@@ -181,18 +181,7 @@ func TestMigrateCrash(t *testing.T) {
 	for _, at := range steps {
 		t.Run(at, func(t *testing.T) {
 			dir := copyFixture(t, "v1")
-			crash := errors.New("crash")
-			crashAt = func(step string) error {
-				if step == at {
-					return crash
-				}
-				return nil
-			}
-			_, err := Open(dir)
-			crashAt = nil
-			if !errors.Is(err, crash) {
-				t.Fatalf("Open with a crash at %q: %v", at, err)
-			}
+			openCrashing(t, dir, at)
 			committed := at == "migrate: committed"
 			if _, err := os.Stat(filepath.Join(dir, v1Jobs)); err != nil {
 				t.Fatalf("version 1's jobs after the crash: %v; want them whole", err)
@@ -213,7 +202,7 @@ func TestMigrateCrash(t *testing.T) {
 // and a version file that holds no version, saying so.
 func TestOpenNewerVersion(t *testing.T) {
 	for content, want := range map[string]string{
-		"3\n":   "is of version 3, newer than this unitrun reads (2)",
+		"4\n":   "is of version 4, newer than this unitrun reads (3)",
 		"x\n":   "not a store version",
 		"0\n":   "not a store version",
 		"":      "not a store version",
@@ -343,4 +332,22 @@ func mountTmpfs(t *testing.T, size string) string {
 		}
 	})
 	return mnt
+}
+
+// openCrashing opens the store in dir with a crash at the step at (see
+// crashAt), and checks that Open stopped there.
+func openCrashing(t *testing.T, dir, at string) {
+	t.Helper()
+	crash := errors.New("crash")
+	crashAt = func(step string) error {
+		if step == at {
+			return crash
+		}
+		return nil
+	}
+	_, err := Open(dir)
+	crashAt = nil
+	if !errors.Is(err, crash) {
+		t.Fatalf("Open with a crash at %q: %v", at, err)
+	}
 }

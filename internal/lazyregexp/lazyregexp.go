@@ -53,3 +53,6 @@ func (r *Regexp) FindStringSubmatch(s string) []string { return r.re().FindStrin
 
 // inTest reports whether this is a test binary (go test names it *.test).
 var inTest = len(os.Args) > 0 && strings.HasSuffix(os.Args[0], ".test")
+
+// FindAllString is regexp.Regexp.FindAllString.
+func (r *Regexp) FindAllString(s string, n int) []string { return r.re().FindAllString(s, n) }
