@@ -229,7 +229,7 @@ func (d *Daemon) goLocked(l *liveJob, fn func(context.Context, *liveJob) outcome
 	go func() {
 		defer cancel()
 		if set := fn(ctx, l); set != nil {
-			d.finish(l, set)
+			d.finish(l, set, "")
 		}
 	}()
 }

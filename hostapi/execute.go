@@ -58,19 +58,22 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob, done int) outcome {
 	c.Pin = true
 	// The outcome is recorded, and waiters answered, as soon as it is
 	// known; the unit's release (its stop, and its pin's) follows. A
-	// daemon that dies in between releases it in Recover.
-	released := false
+	// daemon that dies in between releases it in Recover. An outcome that
+	// cannot be stored (the state dir is full) keeps the unit loaded,
+	// pinned, until storeLater has stored it, or for the next daemon.
+	released, kept := false, false
 	c.Exited = func(st *job.Status, err error) {
 		d.releasing.Add(1)
 		released = true
 		set := fromStatus(st, err)
-		d.finish(l, func(r *api.Record) {
+		kept = d.finish(l, func(r *api.Record) {
 			set(r)
 			if st != nil {
 				r.Attempts = done + st.Attempts
 			}
-		})
+		}, l.rec.Unit) != nil
 	}
+	c.Keep = func() bool { return kept }
 	if c.Retry != nil {
 		// An op with retry is declared safe to run again: with no mark,
 		// a restarted daemon that finds no outcome runs it again.
@@ -89,7 +92,7 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob, done int) outcome {
 		case !released:
 			// Exited reports a run that ended while starting; any other
 			// failure to start is recorded here.
-			d.finish(l, fromStatus(c.Status, err))
+			d.finish(l, fromStatus(c.Status, err), "")
 		}
 	}
 	if released {
@@ -197,55 +200,119 @@ func failed(msg string) outcome {
 	}
 }
 
-// finish records the job's outcome, unless the daemon is closed.
-func (d *Daemon) finish(l *liveJob, set outcome) {
+// finish records the job's outcome, unless the daemon is closed, and
+// returns the store's error when the record could not be stored: the job
+// then stays live, its record as it was, and storeLater stores it and
+// releases pinned (the job's unit, kept loaded for its outcome), if set.
+func (d *Daemon) finish(l *liveJob, set outcome, pinned string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return
+		return nil
 	}
-	d.finishLocked(l, set)
+	err := d.storeOutcomeLocked(l, set)
+	if err != nil {
+		d.storeLaterLocked(l, set, pinned, err)
+	}
+	return err
 }
 
-// finishLocked applies set to the job's record, marks it canceled if a
-// caller canceled it, adds the output tail and reboot_required, stores the
-// record, then removes the reboot marker, so that a crash in between
-// reports the reboot twice rather than never. Then it wakes the job's
-// waiters and starts the next queued job of its op.
+// finishLocked records the job's outcome (storeOutcomeLocked), or has
+// storeLater record it when it cannot be stored now.
 func (d *Daemon) finishLocked(l *liveJob, set outcome) {
-	set(l.rec)
-	if l.canceled && l.rec.State != api.StateCanceled {
-		l.rec.State = api.StateCanceled
-		l.rec.Message = "canceled by a caller: " + l.rec.Message
+	if err := d.storeOutcomeLocked(l, set); err != nil {
+		d.storeLaterLocked(l, set, "", err)
 	}
-	if l.rec.FinishedAt == nil {
+}
+
+// storeRetry is how often storeLater tries again to store an outcome.
+var storeRetry = time.Second
+
+// storeLaterLocked tries every storeRetry to store the outcome set of the
+// job, whose store failed with err, until it is stored or the daemon is
+// closed; once it is stored, it releases pinned, if set, as Recover
+// releases the units of finished jobs. A state dir that was full takes
+// the outcome once there is room. After a failed sync of the log nothing
+// is stored again until the daemon is restarted (see store.Store): the
+// unit then stays pinned, with its outcome, for the next daemon's
+// Recover. Meanwhile the job is live and running to callers, who are
+// never told an outcome its record does not hold.
+func (d *Daemon) storeLaterLocked(l *liveJob, set outcome, pinned string, err error) {
+	d.Logf("hostapi: job %s: storing its outcome: %v; its unit %s is kept and the outcome stored once it can be", l.rec.ID, err, l.rec.Unit)
+	go func() {
+		for {
+			time.Sleep(storeRetry)
+			d.mu.Lock()
+			if d.closed {
+				d.mu.Unlock()
+				return
+			}
+			err := d.storeOutcomeLocked(l, set)
+			if err == nil && pinned != "" {
+				d.releasing.Add(1)
+			}
+			d.mu.Unlock()
+			if err != nil {
+				continue
+			}
+			d.Log.Info(fmt.Sprintf("job %s: its outcome is stored at last", l.rec.ID), "job_id", l.rec.ID)
+			if pinned != "" {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				d.releaseUnit(ctx, pinned)
+				d.releaseUnit(ctx, job.PinName(pinned))
+				cancel()
+				d.releasing.Done()
+			}
+			return
+		}
+	}()
+}
+
+// storeOutcomeLocked applies set to a copy of the job's record, marks it
+// canceled if a caller canceled it, adds the output tail and
+// reboot_required, and stores it; if that fails it returns the error and
+// leaves the job as it was. Once stored, the record is the job's, and the
+// reboot marker is removed, so that a crash in between reports the reboot
+// twice rather than never. Then it wakes the job's waiters and starts the
+// next queued job of its op.
+func (d *Daemon) storeOutcomeLocked(l *liveJob, set outcome) error {
+	r := copyRecord(l.rec)
+	set(r)
+	if l.canceled && r.State != api.StateCanceled {
+		r.State = api.StateCanceled
+		r.Message = "canceled by a caller: " + r.Message
+	}
+	if r.FinishedAt == nil {
 		now := time.Now().UTC()
-		l.rec.FinishedAt = &now
+		r.FinishedAt = &now
 	}
-	if tail, err := d.store.Tail(l.rec.ID, d.cfg.Limits.OutputTailBytes); err == nil {
-		l.rec.OutputTail = tail
+	if tail, err := d.store.Tail(r.ID, d.cfg.Limits.OutputTailBytes); err == nil {
+		r.OutputTail = tail
 	}
 	marker := ""
 	if l.op != nil && l.op.RebootMarker != "" {
 		if _, err := os.Lstat(l.op.RebootMarker); err == nil {
 			marker = l.op.RebootMarker
-			l.rec.RebootRequired = true
+			r.RebootRequired = true
 		}
 	}
-	if err := d.store.Put(l.rec); err != nil {
-		d.Logf("hostapi: job %s: storing its outcome: %v", l.rec.ID, err)
-	} else if marker != "" {
+	if err := d.store.Put(r); err != nil {
+		return err
+	}
+	l.rec = r
+	if marker != "" {
 		if err := os.Remove(marker); err != nil {
-			d.Logf("hostapi: job %s: removing reboot marker: %v", l.rec.ID, err)
+			d.Logf("hostapi: job %s: removing reboot marker: %v", r.ID, err)
 		}
 	}
 	d.jobFinished(l)
 	d.pruneLocked()
-	delete(d.live, l.rec.ID)
+	delete(d.live, r.ID)
 	d.idleLocked()
 	close(l.done)
-	if d.running[l.rec.Op] == l {
-		delete(d.running, l.rec.Op)
-		d.startNextLocked(l.rec.Op)
+	if d.running[r.Op] == l {
+		delete(d.running, r.Op)
+		d.startNextLocked(r.Op)
 	}
+	return nil
 }

@@ -178,15 +178,19 @@ func (d *Daemon) lastRun(ctx context.Context, l *liveJob, runs int) (outcome, fu
 			return d.collected(ctx, l), nil
 		}
 		if props["ActiveState"].Value() != "inactive" || !manager.JobPending(props) {
-			recorded, retry := false, false
+			recorded, kept, retry := false, false, false
 			st, release, err := job.AttachHeld(ctx, d.mgr, l.rec.Unit, func(st *job.Status, err error) {
 				if retry = l.retries(runs, st, err); !retry {
 					d.releasing.Add(1)
-					d.finish(l, withAttempts(fromStatus(st, err), runs))
 					recorded = true
+					kept = d.finish(l, withAttempts(fromStatus(st, err), runs), l.rec.Unit) != nil
 				}
-			}, func(error) bool { return retry })
+			}, func(error) bool { return retry || kept })
 			switch {
+			case kept:
+				// storeLater records it and releases the unit.
+				d.releasing.Done()
+				return nil, nil
 			case recorded:
 				d.releasing.Done()
 				return nil, nil
@@ -254,20 +258,25 @@ func (d *Daemon) releaseFinished(recs []*api.Record) {
 		return
 	}
 	for _, name := range loaded {
-		if !finished[name] {
-			continue
+		if finished[name] {
+			d.releaseUnit(ctx, name)
 		}
-		props, err := d.mgr.Properties(ctx, name, manager.UnitIface)
-		if err != nil {
-			continue
-		}
-		if props["ActiveState"].Value() == "failed" {
-			err = d.mgr.ResetFailedUnit(ctx, name)
-		} else {
-			_, err = d.mgr.StopUnit(ctx, name, "replace")
-		}
-		if err != nil {
-			d.Logf("hostapi: releasing %s, the unit of a finished job: %v", name, err)
-		}
+	}
+}
+
+// releaseUnit lets systemd collect the loaded unit (or pin) of a finished
+// job: it is stopped if active, reset if failed.
+func (d *Daemon) releaseUnit(ctx context.Context, name string) {
+	props, err := d.mgr.Properties(ctx, name, manager.UnitIface)
+	if err != nil {
+		return
+	}
+	if props["ActiveState"].Value() == "failed" {
+		err = d.mgr.ResetFailedUnit(ctx, name)
+	} else {
+		_, err = d.mgr.StopUnit(ctx, name, "replace")
+	}
+	if err != nil {
+		d.Logf("hostapi: releasing %s, the unit of a finished job: %v", name, err)
 	}
 }

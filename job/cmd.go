@@ -110,6 +110,13 @@ type Cmd struct {
 	// a pipe may still be arriving when it is called, and a failure to copy
 	// it is reported by Wait alone.
 	Exited func(*Status, error)
+	// Keep, if set, is called for a run that ended, just after Exited;
+	// if it reports true, the run's unit is not released: it stays loaded
+	// (with its pin, Pin), with its outcome, for the caller to release
+	// later or for another process to Attach, as after a crash of this
+	// one. The host API daemon keeps the unit of a job whose outcome it
+	// could not store yet.
+	Keep func() bool
 	// Attempting, if set, is called with the number of each run, from 1,
 	// before its unit is created.
 	Attempting func(n int)
@@ -319,7 +326,7 @@ func (c *Cmd) startRun() error {
 		}
 		name = unit.RandomName(prefix, "service")
 	}
-	r := &run{mgr: c.Manager, unit: name, typ: "exec", hold: c.retries}
+	r := &run{mgr: c.Manager, unit: name, typ: "exec", hold: c.holds}
 	if c.Exited != nil {
 		r.ended = c.runEnded
 	}
@@ -486,7 +493,18 @@ func (c *Cmd) Wait() error {
 	c.waited = true
 	err := c.retry(c.waitRun())
 	c.exit(err)
+	if c.held != nil {
+		// Kept (Keep): left loaded, no longer watched.
+		c.held.abort()
+		c.held = nil
+	}
 	return err
+}
+
+// holds reports whether the run that ended with err is left loaded: for
+// a retry that follows it, or because Keep says so.
+func (c *Cmd) holds(err error) bool {
+	return c.retries(err) || c.Keep != nil && c.Keep()
 }
 
 // waitRun waits for the current run and records its Status.

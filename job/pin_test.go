@@ -152,3 +152,33 @@ func TestPinnedSuccessKept(t *testing.T) {
 		t.Errorf("%s or its pin still loaded after Attach", name)
 	}
 }
+
+// TestKeepLeavesPinnedUnit: a pinned run whose Keep says true after Exited
+// is not released by Wait: the unit and its pin stay loaded with the
+// outcome, which Attach reads later, releasing both; Wait reports the run
+// as usual.
+func TestKeepLeavesPinnedUnit(t *testing.T) {
+	ctx := context.Background()
+	c := job.Command(systemdtest.Conn(t), "/bin/sh", "-c", "exit 7")
+	c.Pin = true
+	exited := false
+	c.Exited = func(*job.Status, error) { exited = true }
+	c.Keep = func() bool { return exited }
+	var ee *job.ExitError
+	if err := c.Run(); !errors.As(err, &ee) || ee.ExitCode != 7 {
+		t.Fatalf("Run: %v, want exit status 7", err)
+	}
+	mgr := systemdtest.Conn(t)
+	for _, name := range []string{c.Unit, job.PinName(c.Unit)} {
+		if p, err := mgr.Properties(ctx, name, manager.UnitIface); err != nil || p["LoadState"].Value() != "loaded" {
+			t.Fatalf("%s after Wait of a kept run: %v, %v; want loaded", name, p["LoadState"], err)
+		}
+	}
+	st, err := job.Attach(ctx, mgr, c.Unit, nil)
+	if !errors.As(err, &ee) || st.ExitCode != 7 {
+		t.Fatalf("Attach to the kept unit: %v %+v, want exit status 7", err, st)
+	}
+	if !gone(t, c.Unit) || !gone(t, job.PinName(c.Unit)) {
+		t.Errorf("%s or its pin still loaded after Attach", c.Unit)
+	}
+}

@@ -4,13 +4,14 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
 // A fixtureJob is a job of testdata/v1: what a store of version 1 held
@@ -225,7 +226,7 @@ func TestOpenNewerVersion(t *testing.T) {
 // too full to migrate it: Open fails, saying that version 1 is left
 // whole, and it is; once there is space, Open migrates it.
 func TestOpenVersion1Full(t *testing.T) {
-	mnt := mountTmpfs(t, "256k")
+	mnt := systemdtest.MountTmpfs(t, "256k")
 	dir := filepath.Join(mnt, "state")
 	if err := os.CopyFS(dir, os.DirFS(copyFixture(t, "v1"))); err != nil {
 		t.Fatal(err)
@@ -275,7 +276,7 @@ func TestOpenVersion1Full(t *testing.T) {
 // block, and stores it once there is space. A version of a known job that
 // the full file system cuts short is overwritten by the next.
 func TestPutFull(t *testing.T) {
-	mnt := mountTmpfs(t, "1m")
+	mnt := systemdtest.MountTmpfs(t, "1m")
 	s, err := Open(filepath.Join(mnt, "state"))
 	if err != nil {
 		t.Fatal(err)
@@ -312,26 +313,6 @@ func TestPutFull(t *testing.T) {
 		t.Errorf("Get after the next Put, reopened: %+v, %v; want it failed", got, err)
 	}
 	putRecord(t, s, StateQueued, time.Now())
-}
-
-// mountTmpfs mounts a tmpfs of the given size on a new directory, which
-// it returns, until the test's end; it skips the test when it cannot
-// mount (it needs root).
-func mountTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	mnt := filepath.Join(t.TempDir(), "fs")
-	if err := os.Mkdir(mnt, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0700", "unitrun-test-store", mnt).CombinedOutput(); err != nil {
-		t.Skipf("this test needs to mount a tmpfs (root): mount: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v\n%s", mnt, err, out)
-		}
-	})
-	return mnt
 }
 
 // openCrashing opens the store in dir with a crash at the step at (see
