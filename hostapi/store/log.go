@@ -176,8 +176,12 @@ type DamageError struct {
 }
 
 func (e *DamageError) Error() string {
-	return fmt.Sprintf("damaged: the line at byte offset %d and %d more before intact ones do not match their checksums, so a job may have ended or started without the log saying so; "+
-		"no job is started or recorded from a damaged log (repairing it keeps every intact record and records each unfinished job the damage may have touched as failed, outcome unknown, never run again)", e.Offset, e.Lines-1)
+	lines := "does not match its checksum"
+	if e.Lines > 1 {
+		lines = fmt.Sprintf("and %d more do not match their checksums", e.Lines-1)
+	}
+	return fmt.Sprintf("damaged: the line at byte offset %d %s, with intact lines after, so a job may have ended or started without the log saying so; "+
+		"no job is started or recorded from a damaged log (repairing it keeps every intact record and records each unfinished job the damage may have touched as failed, outcome unknown, never run again)", e.Offset, lines)
 }
 
 // load reads the log into the Store's index, a MiB at a time, or a line

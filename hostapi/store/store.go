@@ -23,18 +23,20 @@ import (
 // Store keeps job records durably in a state directory:
 //
 //	<state>/store-version     the schema's version (see schemaVersion)
-//	<state>/records.log       every job's records, started marks and removals, a JSON line each (see logLine)
+//	<state>/records.log       every job's records, started marks and removals, a checksummed JSON line each (see logLine, encodeLine)
 //	<state>/output/<id>.log   the job's stdout and stderr, appended by its unit
 //
 // A job's current record is the last of its lines in the log, and the
 // Store keeps in memory where it is (see entry): a read by id is one
 // pread. A record is durable when Put returns: the first writer that
 // waits for a sync syncs the log for every line written before it (group
-// commit). A line goes just after the last one written, so that a line a
-// full disk cut short is overwritten by the next; a line a crash tore is
-// passed over when the log is read. Prune appends removals and deletes
-// the jobs' output logs; once the log holds four times as many lines as
-// it needs, Prune rewrites it (compact).
+// commit). Each line carries a checksum (encodeLine). A line goes just
+// after the last one written, so that a line a full disk cut short is
+// overwritten by the next; lines a crash tore at the log's end are passed
+// over and cut off when the log is read, and lines that do not read back
+// before intact ones are damage, which Open refuses (see Repair). Prune
+// appends removals and deletes the jobs' output logs; once the log holds
+// four times as many lines as it needs, Prune rewrites it (compact).
 //
 // A Store may be used by several goroutines at once; one state directory
 // should be used by one process at a time.
@@ -97,9 +99,10 @@ func checkID(id string) error {
 // directory that is a symlink, is not a directory or is writable by group
 // or others, a state dir, log or output directory that fails pathtrust's
 // rules, or under a directory or symlink that does (ensurePrivateDir), a
-// log that is not a regular file, and a store of a schema
-// version newer than this code's. A store of version 1 is migrated first
-// (see migrate). Output logs of jobs without a record, which a crash in
+// log that is not a regular file, a log damaged in the middle (a
+// *DamageError), and a store of a schema version newer than this code's.
+// A store of version 1 or 2 is migrated first (see migrate and
+// migrateV2). Output logs of jobs without a record, which a crash in
 // the middle of Prune or before a record's sync leaves, are deleted.
 func Open(dir string) (*Store, error) {
 	s, _, err := open(dir, false)
