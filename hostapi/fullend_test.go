@@ -98,7 +98,9 @@ func loaded(ctx context.Context, t *testing.T, mgr *manager.Conn, name string) b
 // freed, the outcome is stored (failed, exit code 7, its output tail),
 // waiters get it, and the unit and pin are released. The same again, but
 // the daemon stops before space is freed: the next daemon reads the
-// outcome from the unit its pin kept, and records it.
+// outcome from the unit its pin kept, and records it; and once more with
+// the state dir still full when the next daemon starts, which keeps the
+// unit as the first did until there is room.
 func TestOutcomeKeptWhileStateDirFull(t *testing.T) {
 	file, dir := daemontest.WriteConfig(t, `
 [[op]]
@@ -129,9 +131,34 @@ args = { min = 1, max = 1 }
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	// endFull runs a job to its end with the state dir full, and returns
-	// its record as the daemon says it is then, and the filler.
+	// unstored checks that the job, whose outcome the daemon could not
+	// store, reads as running, has answered no waiter, and keeps its unit
+	// and pin loaded.
+	unstored := func(d *Daemon, r *api.Record) {
+		t.Helper()
+		got, err := d.Get(r.ID)
+		if err != nil || got.State != api.StateRunning || got.ExitCode != nil {
+			t.Errorf("job %s with its outcome not stored: %s, %v; want it running, no exit code", r.Args, summary(got), err)
+		}
+		if done := d.Done(r.ID); done == nil {
+			t.Errorf("job %s: ended for its waiters with an outcome its record does not hold", r.Args)
+		} else {
+			select {
+			case <-done:
+				t.Errorf("job %s: a waiter was answered with an outcome its record does not hold", r.Args)
+			default:
+			}
+		}
+		for _, name := range []string{r.Unit, job.PinName(r.Unit)} {
+			if !loaded(ctx, t, mgr, name) {
+				t.Errorf("job %s: %s released before its outcome was stored", r.Args, name)
+			}
+		}
+	}
+	// endFull runs a job to its end with the state dir full, checks it
+	// (unstored), and returns its record and the filler.
 	endFull := func(d *Daemon, w *logWatch, n int, arg string) (*api.Record, string) {
+		t.Helper()
 		r, err := d.Call(ctx, root, "full", []string{arg})
 		if err != nil {
 			t.Fatal(err)
@@ -142,24 +169,7 @@ args = { min = 1, max = 1 }
 			t.Fatal(err)
 		}
 		w.waitFor(ctx, t, "storing its outcome", n)
-		got, err := d.Get(r.ID)
-		if err != nil || got.State != api.StateRunning || got.ExitCode != nil {
-			t.Errorf("job %s with its outcome not stored: %s, %v; want it running, no exit code", arg, summary(got), err)
-		}
-		if done := d.Done(r.ID); done == nil {
-			t.Errorf("job %s: ended for its waiters with an outcome its record does not hold", arg)
-		} else {
-			select {
-			case <-done:
-				t.Errorf("job %s: a waiter was answered with an outcome its record does not hold", arg)
-			default:
-			}
-		}
-		for _, name := range []string{r.Unit, job.PinName(r.Unit)} {
-			if !loaded(ctx, t, mgr, name) {
-				t.Errorf("job %s: %s released before its outcome was stored", arg, name)
-			}
-		}
+		unstored(d, r)
 		return r, filler
 	}
 	check := func(d *Daemon, r *api.Record) {
@@ -189,7 +199,17 @@ args = { min = 1, max = 1 }
 	r, filler = endFull(d, w, 2, "b")
 	d.Close()
 	os.Remove(filler)
-	d, _ = start()
+	d, w = start()
+	check(d, r)
+
+	// Still full when the next daemon starts: its Recover keeps the unit
+	// too, until there is room.
+	r, filler = endFull(d, w, 1, "c")
+	d.Close()
+	d, w = start()
+	w.waitFor(ctx, t, "storing its outcome", 1)
+	unstored(d, r)
+	os.Remove(filler)
 	check(d, r)
 }
 

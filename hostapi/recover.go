@@ -188,7 +188,9 @@ func (d *Daemon) lastRun(ctx context.Context, l *liveJob, runs int) (outcome, fu
 			}, func(error) bool { return retry || kept })
 			switch {
 			case kept:
-				// storeLater records it and releases the unit.
+				// storeLater records it and releases the unit; release
+				// is not called, as it would release the unit now (the
+				// run's watch of the unit stays open meanwhile).
 				d.releasing.Done()
 				return nil, nil
 			case recorded:
