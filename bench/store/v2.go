@@ -7,7 +7,7 @@ import (
 	"github.com/unitrun/unitrun/hostapi/store"
 )
 
-// v2 is the daemon's store as it is (package hostapi/store, version 2).
+// v2 is the daemon's store as it is (package hostapi/store: the one log of version 2, its lines checksummed since version 3).
 type v2 struct{ s *store.Store }
 
 func openV2(dir string) (design, error) {
