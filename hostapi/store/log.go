@@ -142,7 +142,7 @@ type badLine struct {
 }
 
 // idInLine finds job ids in the bytes of a damaged line.
-var idInLine = lazyregexp.New(`[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}`)
+var idInLine = lazyregexp.New(idPattern)
 
 // scan applies each complete line of data, read from the log at base, and
 // returns the offset after the last complete line, where the scan goes on.

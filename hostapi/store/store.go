@@ -83,7 +83,10 @@ const (
 	tempPrefix = "." // starts the names of the store's temp files
 )
 
-var idRE = lazyregexp.New(`^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}$`)
+// idPattern matches a job id as NewID makes them.
+const idPattern = `[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}`
+
+var idRE = lazyregexp.New(`^` + idPattern + `$`)
 
 // checkID refuses an id that NewID cannot have returned, so that no id
 // names a path outside the store.
