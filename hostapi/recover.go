@@ -183,7 +183,8 @@ func (d *Daemon) lastRun(ctx context.Context, l *liveJob, runs int) (outcome, fu
 				if retry = l.retries(runs, st, err); !retry {
 					d.releasing.Add(1)
 					recorded = true
-					kept = d.finish(l, withAttempts(fromStatus(st, err), runs), l.rec.Unit) != nil
+					pinned := execUnit(l.rec)
+					kept = d.finish(l, withAttempts(fromStatus(st, err), runs), pinned) != nil && pinned != ""
 				}
 			}, func(error) bool { return retry || kept })
 			switch {
@@ -244,9 +245,9 @@ func (d *Daemon) collected(ctx context.Context, l *liveJob) outcome {
 func (d *Daemon) releaseFinished(recs []*api.Record) {
 	finished := make(map[string]bool)
 	for _, r := range recs {
-		if r.Done() && strings.HasSuffix(r.Unit, strings.ToLower(r.ID)+".service") {
-			finished[r.Unit] = true
-			finished[job.PinName(r.Unit)] = true
+		if u := execUnit(r); r.Done() && u != "" {
+			finished[u] = true
+			finished[job.PinName(u)] = true
 		}
 	}
 	if len(finished) == 0 {
@@ -264,6 +265,16 @@ func (d *Daemon) releaseFinished(recs []*api.Record) {
 			d.releaseUnit(ctx, name)
 		}
 	}
+}
+
+// execUnit returns the unit of the job's record when it is a transient
+// unit of the job's own (an exec op's, pinned), or "" for a unit op's
+// unit, which is the host's.
+func execUnit(r *api.Record) string {
+	if strings.HasSuffix(r.Unit, strings.ToLower(r.ID)+".service") {
+		return r.Unit
+	}
+	return ""
 }
 
 // releaseUnit lets systemd collect the loaded unit (or pin) of a finished
