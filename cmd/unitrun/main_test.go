@@ -190,8 +190,9 @@ func TestRunSIGTERMStopsUnit(t *testing.T) {
 	waitGone(t, "unitrun-test-sigterm.service")
 }
 
-// TestRunInterruptedExits128N interrupts run with SIGINT and SIGTERM
-// while its command runs, and during --retry's back-off: run stops the
+// TestRunInterruptedExits128N interrupts run with SIGINT, SIGTERM and
+// SIGHUP (a terminal that closed) while its command runs, and during
+// --retry's back-off: run stops the
 // unit and exits 128+N of the signal it got, not the status the stopped
 // command chose (this one exits 5 on SIGTERM), so that "run x && next"
 // stops at an interrupt, as "pod run" and "op call" do. With --json, the
@@ -206,6 +207,7 @@ func TestRunInterruptedExits128N(t *testing.T) {
 		{"running-sigterm", syscall.SIGTERM, []string{"--", "sh", "-c", `trap 'exit 5' TERM; touch "$1"; while :; do sleep 0.1; done`, "sh"}},
 		{"backoff-sigint", syscall.SIGINT, []string{"--retry", "3", "--retry-delay", "1h", "--", "sh", "-c", `touch "$1"; exit 7`, "sh"}},
 		{"json-sigterm", syscall.SIGTERM, []string{"--json", "--", "sh", "-c", `touch "$1"; exec sleep 300`, "sh"}},
+		{"running-sighup", syscall.SIGHUP, []string{"-u", "unitrun-test-sighup", "--", "sh", "-c", `touch "$1"; exec sleep 300`, "sh"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ready := filepath.Join(t.TempDir(), "ready")
@@ -225,9 +227,12 @@ func TestRunInterruptedExits128N(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 			cmd.Process.Signal(tc.sig)
 			cmd.Wait()
-			want := "interrupted by " + map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM"}[tc.sig]
+			want := "interrupted by " + map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"}[tc.sig]
 			if code := cmd.ProcessState.ExitCode(); code != 128+int(tc.sig) || !strings.Contains(errb.String(), want) {
 				t.Errorf("exit %d, stderr %q; want %d and %q", code, errb.String(), 128+int(tc.sig), want)
+			}
+			if tc.argv[0] == "-u" {
+				waitGone(t, tc.argv[1]+".service") // stopped, not left running
 			}
 			if tc.argv[0] == "--json" {
 				var r struct{ Error string }

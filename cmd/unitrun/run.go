@@ -45,9 +45,10 @@ unitrun's own, handed to the unit as file descriptors, so output is exact.
 
 unitrun exits with the command's exit status, 128+N if a signal N killed
 it, 127 if the command is not found, 126 if it cannot be executed, and
-125 if unitrun itself failed (no manager, the start job failed). Ctrl-C or
-SIGTERM stops the unit, waits until it is gone and exits 128+N of that
-signal (130 for Ctrl-C), whatever status the stopped command ends with.`,
+125 if unitrun itself failed (no manager, the start job failed). Ctrl-C,
+SIGTERM or SIGHUP (a terminal that closed) stops the unit, waits until it
+is gone and exits 128+N of that signal (130 for Ctrl-C, 129 for SIGHUP),
+whatever status the stopped command ends with.`,
 		Example: `  unitrun run -- sh -c 'echo hello; exit 3'
   unitrun run -p MemoryMax=256M -E LANG=C.UTF-8 --timeout 30s -- make -j2
   unitrun run --json --retry 4 --retry-delay 2s -- /usr/bin/podman pull quay.io/example/app

@@ -28,7 +28,7 @@ A service that is not running (inactive, failed, or active with its run
 ended) is not waited for: unitrun says so on stderr (unless -q) and exits
 0. UNIT must be a service's full name (NAME.service); any other exits 2.
 
-wait only watches: Ctrl-C or SIGTERM ends the wait, never the unit, which
+wait only watches: Ctrl-C, SIGTERM or SIGHUP ends the wait, never the unit, which
 goes on running; unitrun then exits 128+N of the signal (130 for Ctrl-C),
 as for an interrupted run.`,
 		Example: `  unitrun wait pivot.service
