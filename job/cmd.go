@@ -77,9 +77,10 @@ type Cmd struct {
 	Stdout io.Writer
 	Stderr io.Writer
 
-	// Name is the unit's name, ending in ".service". A name that is taken
-	// makes Start fail with ErrUnitExists. Empty means Prefix followed by
-	// random hex and ".service".
+	// Name is the unit's name: a service, named with or without its
+	// ".service" suffix, which Start then adds (unit.Complete). A name
+	// that is taken makes Start fail with ErrUnitExists. Empty means
+	// Prefix followed by random hex and ".service".
 	Name string
 	// Prefix starts a generated name; empty means DefaultPrefix.
 	Prefix string
@@ -262,12 +263,14 @@ func (c *Cmd) check() error {
 		c.Args = []string{c.Path}
 	}
 	if c.Name != "" {
-		if err := unit.Validate(c.Name); err != nil {
+		name, err := unit.Complete(c.Name)
+		if err != nil {
 			return err
 		}
-		if !strings.HasSuffix(c.Name, ".service") {
-			return fmt.Errorf("job: unit name %q: must end in .service", c.Name)
+		if !strings.HasSuffix(name, ".service") {
+			return fmt.Errorf("job: unit name %q: a command runs as a service, not a %s", c.Name, name[strings.LastIndexByte(name, '.')+1:])
 		}
+		c.Name = name
 	}
 	if c.Prefix != "" {
 		if err := unit.ValidatePrefix(c.Prefix); err != nil {

@@ -12,7 +12,8 @@ import (
 	"github.com/unitrun/unitrun/unit"
 )
 
-// Start starts an existing unit and waits for its start job. For a service
+// Start starts an existing unit and waits for its start job. A name
+// without a type suffix names a service (unit.Complete). For a service
 // of Type oneshot, simple, exec or idle it then waits for the run to finish
 // and reports it as Cmd.Wait does: an *ExitError if it failed, a *JobError
 // if the job did not complete. For other units (notify, forking, targets,
@@ -27,7 +28,8 @@ func Start(ctx context.Context, mgr *manager.Conn, name string) (*Status, error)
 // start is Start that tells invoked the invocation ID of each run that
 // the start makes.
 func start(ctx context.Context, mgr *manager.Conn, name string, invoked func(id string)) (*Status, error) {
-	if err := unit.Validate(name); err != nil {
+	name, err := unit.Complete(name)
+	if err != nil {
 		return nil, err
 	}
 	r := &run{mgr: mgr, unit: name, state: state{}, invoked: invoked}

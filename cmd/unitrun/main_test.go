@@ -268,6 +268,12 @@ func TestStartExisting(t *testing.T) {
 		t.Errorf("exit %d, result %+v; want 9", code, r)
 	}
 	systemdtest.Conn(t).ResetFailedUnit(context.Background(), "unitrun-test-start.service")
+	// Without its suffix, as systemctl and "run -u" take it.
+	out, errs, code := unitrun(t, "start", "--json", "unitrun-test-start")
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 9 || r.Unit != "unitrun-test-start.service" {
+		t.Errorf("start without suffix: exit %d, stdout %q (%v), stderr %q; want 9 from unitrun-test-start.service", code, out, err, errs)
+	}
+	systemdtest.Conn(t).ResetFailedUnit(context.Background(), "unitrun-test-start.service")
 }
 
 func TestManagerStatus(t *testing.T) {

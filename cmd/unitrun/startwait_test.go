@@ -273,12 +273,13 @@ func TestWaitNotRunning(t *testing.T) {
 	if code != 0 || out != "" || !strings.Contains(errs, "unitrun-test-idle.service is inactive (dead): not running; nothing to wait for") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 0 and a message", code, out, errs)
 	}
-	out, _, code = unitrun(t, "wait", "--json", "unitrun-test-idle.service")
+	// Without its suffix, as systemctl takes it.
+	out, _, code = unitrun(t, "wait", "--json", "unitrun-test-idle")
 	var r result
 	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 || r.Unit != "unitrun-test-idle.service" || !strings.Contains(r.Error, "not running") {
 		t.Errorf("--json: exit %d, stdout %q (%v)", code, out, err)
 	}
-	for _, name := range []string{"unitrun-test-idle", "unitrun-test.target", "bad/name.service"} {
+	for _, name := range []string{"unitrun-test.target", "bad/name.service", "unitrun-test@.service"} {
 		if _, errs, code := unitrun(t, "wait", name); code != 2 || !strings.Contains(errs, name) {
 			t.Errorf("wait %s: exit %d, stderr %q; want 2 and an error naming it", name, code, errs)
 		}
