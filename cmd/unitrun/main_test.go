@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -217,12 +218,7 @@ func TestRunInterruptedExits128N(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			for range 3000 {
-				if _, err := os.Stat(ready); err == nil {
-					break
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			waitFile(ready)
 			// The back-off starts once the failed attempt is reported.
 			time.Sleep(200 * time.Millisecond)
 			cmd.Process.Signal(tc.sig)
@@ -241,6 +237,16 @@ func TestRunInterruptedExits128N(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// waitFile waits until the file path exists, 30 s at most.
+func waitFile(path string) {
+	for range 3000 {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -465,5 +471,93 @@ func TestRunPropertySetsStream(t *testing.T) {
 	}
 	if b, err := os.ReadFile(file); string(b) != "to-file\n" {
 		t.Errorf("%s: %q (%v); want the command's line", file, b, err)
+	}
+}
+
+// TestColdBootKilledClientLeavesNoUnit boots an embedded manager with the
+// first run of a named unit, SIGKILLs the client while its command runs,
+// and looks at the unit once the command has exited: it is collected,
+// never left active (exited) with the name taken for good. Each round
+// boots a manager of its own: the first run on a fresh manager used to
+// find it not yet on its session bus, unable to keep the unit for the
+// client (AddRef=), and fell back to RemainAfterExit=yes.
+func TestColdBootKilledClientLeavesNoUnit(t *testing.T) {
+	for round := range 5 {
+		dir, err := os.MkdirTemp("", "unitrun-emb-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := &manager.Embedded{Dir: dir}
+		started := filepath.Join(t.TempDir(), "started")
+		cmd := exec.Command(systemdtest.Binary(t), "run", "-u", "cold", "--", "sh", "-c", `touch "$1"; exec sleep 1.5`, "sh", started)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), manager.EnvEmbeddedDir + "=" + dir, manager.EnvManager + "=embedded"}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFile(started)
+		cmd.Process.Kill()
+		cmd.Wait()
+		state := coldUnitState(t, e)
+		e.Stop(context.Background(), 10*time.Second)
+		os.RemoveAll(dir)
+		if state != "collected" {
+			t.Errorf("round %d: after the client was killed and its command exited, cold.service is %s; want it collected", round, state)
+		}
+	}
+}
+
+// coldUnitState waits until cold.service on e is collected, or remains
+// active with its command exited, and returns "collected" or its state.
+func coldUnitState(t *testing.T, e *manager.Embedded) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := manager.Dial(ctx, e.Target())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for {
+		p, err := conn.Properties(ctx, "cold.service", manager.UnitIface)
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case p["LoadState"].Value() == "not-found":
+			return "collected"
+		case p["SubState"].Value() == "exited" || ctx.Err() != nil:
+			return fmt.Sprintf("%v (%v)", p["ActiveState"].Value(), p["SubState"].Value())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRunUnitTaken: run -u with the name of a loaded unit exits 125 and
+// says how to see that unit and free its name, with the systemctl that
+// reaches the test's manager.
+func TestRunUnitTaken(t *testing.T) {
+	const name = "unitrun-test-taken.service"
+	if _, errs, code := unitrun(t, "run", "--no-wait", "-u", name, "--", "sleep", "300"); code != 0 {
+		t.Fatalf("run --no-wait: exit %d, %s", code, errs)
+	}
+	defer func() {
+		systemdtest.Conn(t).StopUnit(context.Background(), name, "replace")
+		waitGone(t, name)
+	}()
+	_, errs, code := unitrun(t, "run", "-u", name, "--", "true")
+	rt := os.Getenv("XDG_RUNTIME_DIR")
+	for _, want := range []string{
+		name + ": unit already exists",
+		"see it with \"XDG_RUNTIME_DIR='" + rt + "' systemctl --user status " + name + "\"",
+		"systemctl --user stop " + name + "; XDG_RUNTIME_DIR='" + rt + "' systemctl --user reset-failed " + name,
+	} {
+		if code != exitFailed || !strings.Contains(errs, want) {
+			t.Errorf("run -u of a taken name: exit %d, stderr %q; want 125 and %q", code, errs, want)
+		}
+	}
+	// The command it names does what it says.
+	sc := exec.Command("systemctl", "--user", "is-active", name)
+	sc.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+rt)
+	if b, _ := sc.Output(); string(b) != "active\n" {
+		t.Errorf("systemctl --user is-active %s: %q, want active", name, b)
 	}
 }

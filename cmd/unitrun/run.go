@@ -14,6 +14,7 @@ import (
 
 	"github.com/unitrun/unitrun/inject"
 	"github.com/unitrun/unitrun/job"
+	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/unit"
 )
 
@@ -206,7 +207,7 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	if f.noWait {
 		c.Properties = append(job.Detached(), c.Properties...)
 		if err := c.Start(); err != nil {
-			return exitFor(err, false)
+			return exitFor(unitTaken(err, mgr.Target(), c.Name), false)
 		}
 		if f.asJSON {
 			return printLine(cmd.OutOrStdout(), map[string]string{"unit": c.Unit})
@@ -218,6 +219,34 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	if f.asJSON {
 		c.Stdout = os.Stderr
 	}
-	err = c.Run()
+	err = unitTaken(c.Run(), mgr.Target(), c.Name)
 	return report(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c.Unit, c.Status, err, f.asJSON, f.quiet)
+}
+
+// unitTaken tells err, if it says that the unit name is taken, with the
+// systemctl commands that show that unit and free its name on the manager
+// of t.
+func unitTaken(err error, t manager.Target, name string) error {
+	if !errors.Is(err, job.ErrUnitExists) {
+		return err
+	}
+	systemctl, first := "systemctl --user", ""
+	switch {
+	case t.Spec == string(manager.KindSystem):
+		systemctl = "systemctl"
+	case t.Spec == string(manager.KindEmbedded):
+		first = ` (first point systemctl at the embedded manager: eval "$(unitrun manager env)")`
+	case t.Spec != string(manager.KindUser):
+		for _, kv := range t.Env {
+			if k, v, _ := strings.Cut(kv, "="); k == "XDG_RUNTIME_DIR" {
+				systemctl = "XDG_RUNTIME_DIR=" + shellQuote(v) + " " + systemctl
+			}
+		}
+	}
+	q := name
+	if strings.ContainsRune(name, '\\') {
+		q = shellQuote(name)
+	}
+	return fmt.Errorf("%w: see it with \"%s status %s\", free the name with \"%s stop %s; %s reset-failed %s\"%s",
+		err, systemctl, q, systemctl, q, systemctl, q, first)
 }
