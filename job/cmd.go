@@ -47,8 +47,10 @@ const cleanupTimeout = 30 * time.Second
 //
 // A Cmd cannot be reused after Start, Run, Output or CombinedOutput.
 type Cmd struct {
-	// Path is the command to run. Command resolves it through $PATH (the Env
-	// PATH if Env sets one) as exec.LookPath does; it must be absolute by Start.
+	// Path is the command to run. Command resolves a name without a slash
+	// through the caller's $PATH as exec.LookPath does, and a relative path
+	// from the caller's current directory, as systemd-run does (the two
+	// joined, not simplified); it must be absolute by Start.
 	Path string
 	// Args holds the command line, including the command as Args[0].
 	Args []string
@@ -146,8 +148,10 @@ type Cmd struct {
 }
 
 // Command returns a Cmd that runs name with args on the manager reached by
-// mgr. A name without a slash is resolved through $PATH now; if that fails,
-// Start reports the error (which wraps exec.ErrNotFound).
+// mgr. A name without a slash is resolved through $PATH now, and a
+// relative path from the current directory; if that fails, Start reports
+// the error (an *exec.Error, which wraps exec.ErrNotFound for a name not
+// found).
 func Command(mgr *manager.Conn, name string, args ...string) *Cmd {
 	return CommandContext(context.Background(), mgr, name, args...)
 }
@@ -157,11 +161,18 @@ func Command(mgr *manager.Conn, name string, args ...string) *Cmd {
 // and Wait returns an error that wraps ctx.Err().
 func CommandContext(ctx context.Context, mgr *manager.Conn, name string, args ...string) *Cmd {
 	c := &Cmd{Path: name, Args: append([]string{name}, args...), Manager: mgr, ctx: ctx}
-	if !strings.Contains(name, "/") {
+	switch {
+	case !strings.Contains(name, "/"):
 		if p, err := exec.LookPath(name); err != nil {
 			c.lookErr = err
 		} else {
 			c.Path = p
+		}
+	case !filepath.IsAbs(name):
+		if wd, err := os.Getwd(); err != nil {
+			c.lookErr = &exec.Error{Name: name, Err: errors.New("relative to a current directory that cannot be read")}
+		} else {
+			c.Path = strings.TrimSuffix(wd, "/") + "/" + name
 		}
 	}
 	return c

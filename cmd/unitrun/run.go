@@ -43,6 +43,8 @@ func newRunCmd(g *globals) *cobra.Command {
 		Long: `Run CMD as a transient service (Type=exec) and wait for it, like
 "systemd-run --wait --pipe": the command's stdin, stdout and stderr are
 unitrun's own, handed to the unit as file descriptors, so output is exact.
+CMD is found as systemd-run finds it: a name through $PATH, a relative
+path from unitrun's current directory; its argv[0] is then that path.
 
 unitrun exits with the command's exit status, 128+N if a signal N killed
 it, 127 if the command is not found, 126 if it cannot be executed, and
@@ -177,6 +179,9 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 		return nil
 	}
 	c := job.CommandContext(ctx, nil, args[0], args[1:]...)
+	// As systemd-run does: the command's argv[0] is its path, resolved
+	// from unitrun's directory or $PATH.
+	c.Args[0] = c.Path
 	if cmd.Flags().Changed("unit") && f.unit == "" {
 		// systemd-run refuses it too; it must not mean a random name.
 		return &exitError{code: exitUsage, err: fmt.Errorf("--unit: must not be empty")}
