@@ -199,6 +199,9 @@ func (r *run) waitStarted(ctx context.Context) error {
 	}
 	// Read the outcome before release: resetting the unit changes it.
 	je := &JobError{Unit: r.unit, Result: result, Reason: r.setupFailure(ctx)}
+	if res := r.state.str("Result"); res != "success" {
+		je.UnitResult = res
+	}
 	if noRun && je.Reason == "" {
 		je.Reason = "job " + result + ": systemd made no run (its start limit, a condition or a dependency refused the start; systemctl status tells which)"
 	}

@@ -76,18 +76,26 @@ func (e *ExitError) Error() string { return e.Unit + ": " + e.Status.String() }
 
 // JobError reports a start job that did not complete, so the command never
 // ran: Result is the JobRemoved result (failed, canceled, timeout,
-// dependency, skipped, ...). Reason, when systemd could not set up the
-// run, names the setting and why ("user nope: no such user (systemd exit
-// status 217/USER)").
+// dependency, skipped, ...). UnitResult is the unit's own Result after
+// the job, if systemd set one other than success ("resources" for a file
+// or resource the run needs, "start-limit-hit", ...), as systemd-run's
+// "Finished with result:" tells it. Reason, when systemd could not set up
+// the run, names the setting and why ("user nope: no such user (systemd
+// exit status 217/USER)", "environment file /x.env: no such file or
+// directory (result resources)").
 type JobError struct {
-	Unit   string
-	Result string
-	Reason string
+	Unit       string
+	Result     string
+	UnitResult string
+	Reason     string
 }
 
 func (e *JobError) Error() string {
-	if e.Reason != "" {
+	switch {
+	case e.Reason != "":
 		return e.Unit + ": " + e.Reason
+	case e.UnitResult != "":
+		return "job for " + e.Unit + ": " + e.Result + ", result " + e.UnitResult
 	}
 	return "job for " + e.Unit + ": " + e.Result
 }

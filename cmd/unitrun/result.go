@@ -30,7 +30,7 @@ func newResult(unitName string, st *job.Status, err error) result {
 	r := result{Unit: unitName}
 	var je *job.JobError
 	if errors.As(err, &je) {
-		r.JobResult = je.Result
+		r.JobResult, r.Result = je.Result, je.UnitResult
 	}
 	if st != nil {
 		r.Unit, r.InvocationID, r.JobResult, r.Result, r.Attempts = st.Unit, st.InvocationID, st.JobResult, st.Result, st.Attempts
