@@ -348,17 +348,25 @@ func (c *Cmd) startRun() error {
 		r.removeDropIn()
 		return err
 	}
+	for _, p := range c.Properties {
+		if v, ok := p.Value.Value().(string); ok {
+			switch p.Name {
+			case "Type":
+				r.typ = v
+			case "Restart":
+				r.restarts = v != "no"
+			}
+		}
+	}
+	// A pinned run's caller may die while the unit restarts: the paths
+	// would then name nothing, and every later run fail (209/STDOUT).
+	r.byPath = r.restarts && !c.Pin && c.Manager.SharesProcs(c.ctx)
 	if err := r.openStdio(c.Stdin, c.Stdout, c.Stderr, c.Properties); err != nil {
 		r.removeDropIn()
 		return err
 	}
 	props = append(props, r.stdioProperties()...)
 	props = append(props, c.Properties...)
-	for _, p := range c.Properties {
-		if t, ok := p.Value.Value().(string); ok && p.Name == "Type" {
-			r.typ = t
-		}
-	}
 	if r.dropIn == "" && len(c.env) > 0 {
 		// After Properties: the manager merges each Environment= into the
 		// last, and Env wins.
@@ -488,8 +496,11 @@ func describe(args []string) string {
 }
 
 // Wait waits for the command to finish, releases its unit, waits for the
-// output copying to end, and sets Status. With a Retry policy it reruns the
-// command as a fresh unit while the policy asks for it.
+// output copying to end, and sets Status. A unit whose Properties set
+// Restart= (other than "no") finishes when systemd makes no further run
+// (as systemd-run --wait waits): Status is its last run's, with the
+// restart count (NRestarts). With a Retry policy it reruns the command as
+// a fresh unit while the policy asks for it.
 func (c *Cmd) Wait() error {
 	if c.run == nil {
 		return errors.New("job: not started")

@@ -38,6 +38,7 @@ func start(ctx context.Context, mgr *manager.Conn, name string, invoked func(id 
 	if svc, _, err := properties(ctx, mgr, name, manager.ServiceIface); err == nil {
 		r.state.merge(svc)
 		r.typ = r.state.str("Type")
+		r.restarts = mayRestart(r.state)
 		switch r.typ {
 		case "oneshot", "simple", "exec", "idle":
 			waits = true
@@ -150,6 +151,7 @@ func AttachHeld(ctx context.Context, mgr *manager.Conn, name string, ended func(
 		return nil, nil, err
 	}
 	r.pin = r.state.pinnedBy(name)
+	r.restarts = mayRestart(r.state)
 	r.findDropIn(ctx)
 	if r.state.str("ActiveState") == "inactive" && !r.state.invoked() && r.jobGone() {
 		r.release()
@@ -160,6 +162,13 @@ func AttachHeld(ctx context.Context, mgr *manager.Conn, name string, ended func(
 		release = r.handOver
 	}
 	return st, release, err
+}
+
+// mayRestart reports whether the service whose properties s holds has a
+// Restart= setting that may run it again after its run ends.
+func mayRestart(s state) bool {
+	v := s.str("Restart")
+	return v != "" && v != "no"
 }
 
 // loadError says why a unit whose properties are u is not loaded: systemd's

@@ -29,6 +29,9 @@ type Status struct {
 	StartedAt  time.Time // when the main process started
 	FinishedAt time.Time // when it ended
 	Attempts   int       // how many runs a retry policy made (1 without one)
+	// Restarts is how many times systemd restarted the unit (Restart=,
+	// its NRestarts) before the run this Status describes, its last.
+	Restarts int
 	// MainPID is the main process's PID (0 if none started), as in the
 	// journal's _PID of what it wrote to its standard output and error.
 	MainPID int
@@ -127,6 +130,7 @@ type state map[string]dbus.Variant
 var stateProps = []string{
 	"ActiveState", "SubState", "LoadState", "Job", "Type", "InvocationID", "Result",
 	"ExecMainCode", "ExecMainStatus", "ExecMainPID", "ExecMainStartTimestamp", "ExecMainExitTimestamp",
+	"NRestarts",
 }
 
 func (s state) merge(props map[string]dbus.Variant) {
@@ -222,6 +226,9 @@ func (s state) status(unitName, jobResult string) *Status {
 	}
 	if pid, ok := s["ExecMainPID"].Value().(uint32); ok {
 		st.MainPID = int(pid)
+	}
+	if n, ok := s["NRestarts"].Value().(uint32); ok {
+		st.Restarts = int(n)
 	}
 	code, status := s.i32("ExecMainCode"), s.i32("ExecMainStatus")
 	switch code {

@@ -561,3 +561,71 @@ func TestRunUnitTaken(t *testing.T) {
 		t.Errorf("systemctl --user is-active %s: %q, want active", name, b)
 	}
 }
+
+// counted is a command that numbers its runs in the file $1, prints
+// "run N", and exits 3 until its third run, which exits 0.
+const counted = `n=$(( $(cat "$1" 2>/dev/null || echo 0) + 1 )); echo $n >"$1"; echo "run $n"; [ $n -ge 3 ] || exit 3`
+
+// TestRunWaitsThroughRestarts: run waits through the restarts that the
+// unit's Restart= makes, as systemd-run --wait does, and reports the last
+// run, with the restart count in --json and the output of every run on
+// its stdout (the fds it handed to the unit serve each run).
+func TestRunWaitsThroughRestarts(t *testing.T) {
+	counter := filepath.Join(t.TempDir(), "n")
+	out, errs, code := unitrun(t, "run", "-p", "Restart=on-failure", "-p", "RestartSec=50ms", "--", "sh", "-c", counted, "sh", counter)
+	if code != 0 || out != "run 1\nrun 2\nrun 3\n" || !strings.Contains(errs, "exit status 0, result success") || !strings.Contains(errs, "after 2 restarts") {
+		t.Errorf("Restart=on-failure: exit %d, stdout %q, stderr %q; want 0 after the third run, the output of all three", code, out, errs)
+	}
+
+	// --json: the last run and its restart count.
+	os.Remove(counter)
+	out, errs, code = unitrun(t, "run", "--json", "-p", "Restart=on-failure", "-p", "RestartSec=50ms", "--", "sh", "-c", counted, "sh", counter)
+	var r result
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 || r.ExitCode == nil || *r.ExitCode != 0 || r.Restarts != 2 || r.Result != "success" {
+		t.Errorf("--json: exit %d, stdout %q (%v), stderr %q; want exit_code 0, restarts 2", code, out, err, errs)
+	}
+
+	// Restart=always with a start limit: the unit ends failed for good
+	// when systemd refuses the next restart; run reports the last run, and
+	// the result systemd-run reports on the same manager.
+	limited := []string{"-p", "Restart=always", "-p", "RestartSec=50ms", "-p", "StartLimitIntervalSec=1h", "-p", "StartLimitBurst=2",
+		"--", "sh", "-c", `echo run >>"$1"; exit 3`, "sh", counter}
+	_, errs, _ = systemdRun(t, append([]string{"--wait", "--pipe"}, limited...)...)
+	_, want, _ := strings.Cut(errs, "Finished with result: ")
+	want, _, _ = strings.Cut(want, "\n")
+	os.Remove(counter)
+	out, errs, code = unitrun(t, append([]string{"run", "--json"}, limited...)...)
+	runs, _ := os.ReadFile(counter)
+	r = result{}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 3 || r.ExitCode == nil || *r.ExitCode != 3 || r.Result != want || strings.Count(string(runs), "run") != 2 || r.Restarts != 2 {
+		t.Errorf("Restart=always with a start limit: exit %d, stdout %q (%v), stderr %q, %d runs; want 3 from the last of 2 runs, result %q as systemd-run says, restarts 2 (NRestarts counts the one the limit refused)",
+			code, out, err, errs, strings.Count(string(runs), "run"), want)
+	}
+}
+
+// TestRunInterruptedBetweenRestarts: SIGINT while the unit waits for its
+// next restart stops it: run exits 130 and the unit is gone.
+func TestRunInterruptedBetweenRestarts(t *testing.T) {
+	const name = "unitrun-test-restarting.service"
+	ran := filepath.Join(t.TempDir(), "ran")
+	cmd := exec.Command(systemdtest.Binary(t), "run", "-u", name, "-p", "Restart=always", "-p", "RestartSec=1h", "--", "sh", "-c", `touch "$1"; exit 3`, "sh", ran)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(ran)
+	for range 3000 {
+		p, err := systemdtest.Conn(t).Properties(context.Background(), name, manager.UnitIface)
+		if err == nil && p["SubState"].Value() == "auto-restart" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(errb.String(), "interrupted by SIGINT") {
+		t.Errorf("exit %d, stderr %q; want 130", code, errb.String())
+	}
+	waitGone(t, name)
+}
