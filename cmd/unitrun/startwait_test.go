@@ -286,21 +286,23 @@ func TestWaitNotRunning(t *testing.T) {
 	}
 }
 
-// TestWaitInterrupted: SIGINT ends the wait, not the unit: wait exits
-// 130 (128+SIGINT), as an interrupted run does, and the service goes on
-// running.
+// TestWaitInterrupted: SIGINT (or the SIGHUP of a terminal that closed)
+// ends the wait, not the unit: wait exits 128+N (130 for SIGINT), as an
+// interrupted run does, and the service goes on running.
 func TestWaitInterrupted(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "go")
 	writeService(t, "unitrun-test-waitint.service", "[Service]\nExecStart=/bin/sh -c '"+gated+"' sh "+gate+" 0\n")
 	startService(t, "unitrun-test-waitint.service")
-	cmd, end := waitCLI(t, "started\n", "unitrun-test-waitint.service")
-	cmd.Process.Signal(syscall.SIGINT)
-	if code, _, errs := end(); code != 130 || !strings.Contains(errs, "stopped waiting for unitrun-test-waitint.service, which goes on: interrupted by SIGINT") {
-		t.Errorf("exit %d, stderr %q; want 130 and a message", code, errs)
-	}
-	p, err := systemdtest.Conn(t).Properties(context.Background(), "unitrun-test-waitint.service", manager.UnitIface)
-	if err != nil || p["ActiveState"].Value() != "active" {
-		t.Errorf("after the interrupted wait the service is %v (%v); want it active still", p["ActiveState"], err)
+	for sig, name := range map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGHUP: "SIGHUP"} {
+		cmd, end := waitCLI(t, "started\n", "unitrun-test-waitint.service")
+		cmd.Process.Signal(sig)
+		if code, _, errs := end(); code != 128+int(sig) || !strings.Contains(errs, "stopped waiting for unitrun-test-waitint.service, which goes on: interrupted by "+name) {
+			t.Errorf("%s: exit %d, stderr %q; want %d and a message", name, code, errs, 128+int(sig))
+		}
+		p, err := systemdtest.Conn(t).Properties(context.Background(), "unitrun-test-waitint.service", manager.UnitIface)
+		if err != nil || p["ActiveState"].Value() != "active" {
+			t.Errorf("after the wait interrupted by %s the service is %v (%v); want it active still", name, p["ActiveState"], err)
+		}
 	}
 }
 
