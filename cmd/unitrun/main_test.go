@@ -629,3 +629,27 @@ func TestRunInterruptedBetweenRestarts(t *testing.T) {
 	}
 	waitGone(t, name)
 }
+
+// TestStopSignals: the signals that interrupt each command: SIGINT,
+// SIGTERM and SIGHUP, but SIGHUP for the daemon (a reload) and none for
+// "pod exec", which keeps their default action (see stopSignals).
+func TestStopSignals(t *testing.T) {
+	all := fmt.Sprint(interruptSignals)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--", "sleep", "1"}, all},
+		{[]string{"--manager", "user", "wait", "x.service"}, all},
+		{[]string{"pod", "run", "web.yaml"}, all},
+		{[]string{"op", "call", "x"}, all},
+		{[]string{"daemon", "--state-dir", "/tmp/x"}, fmt.Sprint([]os.Signal{os.Interrupt, syscall.SIGTERM})},
+		{[]string{"--manager", "user", "daemon"}, fmt.Sprint([]os.Signal{os.Interrupt, syscall.SIGTERM})},
+		{[]string{"pod", "exec", "--state-dir", "/run/state dir", "--manager", "private:/x", "p", "a"}, "[]"},
+		{[]string{"no-such-command"}, all},
+	} {
+		if got := fmt.Sprint(stopSignals(newRoot(), tc.args)); got != tc.want {
+			t.Errorf("stopSignals(%q) = %s, want %s", tc.args, got, tc.want)
+		}
+	}
+}
