@@ -348,3 +348,18 @@ func TestStartMakesNoRun(t *testing.T) {
 		t.Errorf("second start: exit %d, stdout %q, stderr %q; want 0 and no run", code, out, errs)
 	}
 }
+
+// TestStartThroughRestarts: start waits for a service through the
+// restarts its Restart= makes, as run and wait do, and exits with the
+// last run's status, whose output it shows. (A run before the last that
+// ends before journald reads its stream leaves its lines with no unit,
+// and only the last run's are looked for there.)
+func TestStartThroughRestarts(t *testing.T) {
+	counter := filepath.Join(t.TempDir(), "n")
+	writeService(t, "unitrun-test-startrestart.service", "[Service]\nExecStart=/bin/sh -c '"+strings.ReplaceAll(counted, "$", "$$")+"' sh "+counter+
+		"\nRestart=on-failure\nRestartSec=50ms\n")
+	out, errs, code := unitrun(t, "start", "unitrun-test-startrestart")
+	if code != 0 || !strings.HasSuffix(out, "run 3\n") || !strings.Contains(errs, "after 2 restarts") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 0 after the third run, and its output", code, out, errs)
+	}
+}
