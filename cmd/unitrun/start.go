@@ -14,8 +14,9 @@ func newStartCmd(g *globals) *cobra.Command {
 		Use:   "start [flags] UNIT",
 		Short: "Start an existing unit and wait for its job (and, for a oneshot or simple service, its run)",
 		Long: `Start UNIT and wait for its start job. A UNIT without a type suffix is a
-service: "pivot" is "pivot.service", as for systemctl. For a service of Type oneshot,
-simple, exec or idle, wait for the run to end and exit with its status as
+service: "pivot" is "pivot.service", as for systemctl. For a service of
+Type oneshot, simple, exec or idle, wait for the run to end (through the
+restarts its Restart= makes) and exit with its last run's status as
 "unitrun run" does; for other units, exit 0 once the job is done. A job
 that fails exits 125.
 
