@@ -45,6 +45,9 @@ func newRunCmd(g *globals) *cobra.Command {
 unitrun's own, handed to the unit as file descriptors, so output is exact.
 CMD is found as systemd-run finds it: a name through $PATH, a relative
 path from unitrun's current directory; its argv[0] is then that path.
+With -p Restart=, run waits through the restarts until systemd makes no
+further run, as "systemd-run --wait" does, and reports the last run (the
+restart count is "restarts" in --json).
 
 unitrun exits with the command's exit status, 128+N if a signal N killed
 it, 127 if the command is not found, 126 if it cannot be executed, and
