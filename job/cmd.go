@@ -47,8 +47,10 @@ const cleanupTimeout = 30 * time.Second
 //
 // A Cmd cannot be reused after Start, Run, Output or CombinedOutput.
 type Cmd struct {
-	// Path is the command to run. Command resolves it through $PATH (the Env
-	// PATH if Env sets one) as exec.LookPath does; it must be absolute by Start.
+	// Path is the command to run. Command resolves a name without a slash
+	// through the caller's $PATH as exec.LookPath does, and a relative path
+	// from the caller's current directory, as systemd-run does (the two
+	// joined, not simplified); it must be absolute by Start.
 	Path string
 	// Args holds the command line, including the command as Args[0].
 	Args []string
@@ -77,9 +79,10 @@ type Cmd struct {
 	Stdout io.Writer
 	Stderr io.Writer
 
-	// Name is the unit's name, ending in ".service". A name that is taken
-	// makes Start fail with ErrUnitExists. Empty means Prefix followed by
-	// random hex and ".service".
+	// Name is the unit's name: a service, named with or without its
+	// ".service" suffix, which Start then adds (unit.Complete). A name
+	// that is taken makes Start fail with ErrUnitExists. Empty means
+	// Prefix followed by random hex and ".service".
 	Name string
 	// Prefix starts a generated name; empty means DefaultPrefix.
 	Prefix string
@@ -152,8 +155,10 @@ type Cmd struct {
 }
 
 // Command returns a Cmd that runs name with args on the manager reached by
-// mgr. A name without a slash is resolved through $PATH now; if that fails,
-// Start reports the error (which wraps exec.ErrNotFound).
+// mgr. A name without a slash is resolved through $PATH now, and a
+// relative path from the current directory; if that fails, Start reports
+// the error (an *exec.Error, which wraps exec.ErrNotFound for a name not
+// found).
 func Command(mgr *manager.Conn, name string, args ...string) *Cmd {
 	return CommandContext(context.Background(), mgr, name, args...)
 }
@@ -163,11 +168,18 @@ func Command(mgr *manager.Conn, name string, args ...string) *Cmd {
 // and Wait returns an error that wraps ctx.Err().
 func CommandContext(ctx context.Context, mgr *manager.Conn, name string, args ...string) *Cmd {
 	c := &Cmd{Path: name, Args: append([]string{name}, args...), Manager: mgr, ctx: ctx}
-	if !strings.Contains(name, "/") {
+	switch {
+	case !strings.Contains(name, "/"):
 		if p, err := exec.LookPath(name); err != nil {
 			c.lookErr = err
 		} else {
 			c.Path = p
+		}
+	case !filepath.IsAbs(name):
+		if wd, err := os.Getwd(); err != nil {
+			c.lookErr = &exec.Error{Name: name, Err: errors.New("relative to a current directory that cannot be read")}
+		} else {
+			c.Path = strings.TrimSuffix(wd, "/") + "/" + name
 		}
 	}
 	return c
@@ -269,12 +281,14 @@ func (c *Cmd) check() error {
 		c.Args = []string{c.Path}
 	}
 	if c.Name != "" {
-		if err := unit.Validate(c.Name); err != nil {
+		name, err := unit.Complete(c.Name)
+		if err != nil {
 			return err
 		}
-		if !strings.HasSuffix(c.Name, ".service") {
-			return fmt.Errorf("job: unit name %q: must end in .service", c.Name)
+		if !strings.HasSuffix(name, ".service") {
+			return fmt.Errorf("job: unit name %q: a command runs as a service, not a %s", c.Name, name[strings.LastIndexByte(name, '.')+1:])
 		}
+		c.Name = name
 	}
 	if c.Prefix != "" {
 		if err := unit.ValidatePrefix(c.Prefix); err != nil {
@@ -341,17 +355,25 @@ func (c *Cmd) startRun() error {
 		r.removeDropIn()
 		return err
 	}
+	for _, p := range c.Properties {
+		if v, ok := p.Value.Value().(string); ok {
+			switch p.Name {
+			case "Type":
+				r.typ = v
+			case "Restart":
+				r.restarts = v != "no"
+			}
+		}
+	}
+	// A pinned run's caller may die while the unit restarts: the paths
+	// would then name nothing, and every later run fail (209/STDOUT).
+	r.byPath = r.restarts && !c.Pin && c.Manager.SharesProcs(c.ctx)
 	if err := r.openStdio(c.Stdin, c.Stdout, c.Stderr, c.Properties); err != nil {
 		r.removeDropIn()
 		return err
 	}
 	props = append(props, r.stdioProperties()...)
 	props = append(props, c.Properties...)
-	for _, p := range c.Properties {
-		if t, ok := p.Value.Value().(string); ok && p.Name == "Type" {
-			r.typ = t
-		}
-	}
 	if r.dropIn == "" && len(c.env) > 0 {
 		// After Properties: the manager merges each Environment= into the
 		// last, and Env wins.
@@ -481,8 +503,11 @@ func describe(args []string) string {
 }
 
 // Wait waits for the command to finish, releases its unit, waits for the
-// output copying to end, and sets Status. With a Retry policy it reruns the
-// command as a fresh unit while the policy asks for it.
+// output copying to end, and sets Status. A unit whose Properties set
+// Restart= (other than "no") finishes when systemd makes no further run
+// (as systemd-run --wait waits): Status is its last run's, with the
+// restart count (NRestarts). With a Retry policy it reruns the command as
+// a fresh unit while the policy asks for it.
 func (c *Cmd) Wait() error {
 	if c.run == nil {
 		return errors.New("job: not started")

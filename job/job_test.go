@@ -16,6 +16,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/godbus/dbus/v5"
+
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
@@ -539,5 +541,43 @@ func TestCancelDuringStart(t *testing.T) {
 			t.Errorf("run %d: unit %s left behind after a cancel during start (%v)", i, c.Unit, err)
 		}
 		cancel()
+	}
+}
+
+// TestRunThroughRestarts: a Cmd whose Properties set Restart= runs until
+// systemd makes no further run; every run's output reaches the Cmd's
+// writers, whether a buffer (a pipe unitrun copies) or a regular file
+// (put behind one: systemd reopens the unit's streams for each run), and
+// the Status is the last run's, with the restart count. Nothing is left.
+func TestRunThroughRestarts(t *testing.T) {
+	const script = `n=$(( $(cat "$1" 2>/dev/null || echo 0) + 1 )); echo $n >"$1"; echo "out $n"; echo "err $n" >&2; [ $n -ge 3 ] || exit 3`
+	restart := []unit.Property{
+		{Name: "Restart", Value: dbus.MakeVariant("on-failure")},
+		{Name: "RestartUSec", Value: dbus.MakeVariant(uint64(50000))},
+	}
+	tmp := t.TempDir()
+	c := sh(t, script, filepath.Join(tmp, "n1"))
+	c.Properties = restart
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	out, err := c.Output()
+	if err != nil || string(out) != "out 1\nout 2\nout 3\n" || errb.String() != "err 1\nerr 2\nerr 3\n" || c.Status.Restarts != 2 || c.Status.ExitCode != 0 {
+		t.Errorf("Output: %q, stderr %q, %v, status %+v; want three runs, the last exit 0 after 2 restarts", out, errb.String(), err, c.Status)
+	}
+	if !gone(t, c.Unit) {
+		t.Errorf("unit %s left loaded", c.Unit)
+	}
+	f, err := os.Create(filepath.Join(tmp, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c = sh(t, script, filepath.Join(tmp, "n2"))
+	c.Properties, c.Stdout, c.Stderr = restart, f, f
+	if err := c.Run(); err != nil || c.Status.Restarts != 2 {
+		t.Errorf("Run to a file: %v, status %+v", err, c.Status)
+	}
+	if b, _ := os.ReadFile(f.Name()); string(b) != "out 1\nerr 1\nout 2\nerr 2\nout 3\nerr 3\n" {
+		t.Errorf("the file holds %q; want every run's lines in order", b)
 	}
 }

@@ -31,8 +31,11 @@ type run struct {
 	transient bool   // a unit unitrun created, to be released after the run
 	ref       bool   // the unit is kept for this process (AddRef=yes) until abort
 	typ       string // the service's Type=, if known ("exec" for unitrun's own)
-	pin       string // the unit's pin (Cmd.Pin), stopped at the release
-	dropIn    string // the unit's drop-in, if it needed one
+	// restarts says the service's Restart= may restart it: its run ends
+	// for good only when systemd makes no further run (waitForGood).
+	restarts bool
+	pin      string // the unit's pin (Cmd.Pin), stopped at the release
+	dropIn   string // the unit's drop-in, if it needed one
 	// dropInInfo identifies the very file dropIn that the run wrote.
 	dropInInfo os.FileInfo
 	unlock     func()  // releases the name's lock (see claim), while held
@@ -191,6 +194,11 @@ func (r *run) waitStarted(ctx context.Context) error {
 		return nil
 	}
 	noRun := r.forgetEarlierRun(ctx)
+	if r.restarts && r.state.ranCommand() {
+		// The command ran and ended while starting, and systemd may run
+		// it again: wait follows the restarts and reports the last run.
+		return nil
+	}
 	if r.state.ran() {
 		// The command ran and ended while starting (a fast failure
 		// under Type=exec, or a oneshot): its final state and
@@ -199,6 +207,9 @@ func (r *run) waitStarted(ctx context.Context) error {
 	}
 	// Read the outcome before release: resetting the unit changes it.
 	je := &JobError{Unit: r.unit, Result: result, Reason: r.setupFailure(ctx)}
+	if res := r.state.str("Result"); res != "success" {
+		je.UnitResult = res
+	}
 	if noRun && je.Reason == "" {
 		je.Reason = "job " + result + ": systemd made no run (its start limit, a condition or a dependency refused the start; systemctl status tells which)"
 	}
@@ -346,11 +357,16 @@ func (r *run) forgetEarlierRun(ctx context.Context) bool {
 // jobGone reports whether the unit has no job pending (read after reconnect).
 func (r *run) jobGone() bool { return !manager.JobPending(r.state) }
 
-// wait waits for the run to end and returns its Status; the error is nil
-// for a success, an *ExitError otherwise, or wraps ctx.Err() if ctx ended
-// the run.
+// wait waits for the run to end, through the restarts of a service that
+// may restart (restarts), and returns the Status of its last run; the
+// error is nil for a success, an *ExitError otherwise, or wraps ctx.Err()
+// if ctx ended the run.
 func (r *run) wait(ctx context.Context) (*Status, error) {
-	if err := r.waitEnded(ctx); err != nil {
+	waitEnd := r.waitEnded
+	if r.restarts {
+		waitEnd = r.waitForGood
+	}
+	if err := waitEnd(ctx); err != nil {
 		if ctx.Err() != nil {
 			st := r.cancel()
 			return st, fmt.Errorf("%s: canceled: %w", r.unit, ctx.Err())

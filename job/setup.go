@@ -42,6 +42,9 @@ func (r *run) setupFailure(ctx context.Context) string {
 		return ""
 	}
 	s := state(svc)
+	if !s.ran() && s.str("Result") == "resources" {
+		return r.resourcesFailure(ctx, s)
+	}
 	if !s.ran() || s.ranCommand() {
 		return ""
 	}
@@ -68,6 +71,40 @@ func (r *run) setupFailure(ctx context.Context) string {
 		return "the command cannot be executed (" + status + ")"
 	}
 	return "systemd could not set up the run (" + status + ")"
+}
+
+// resourcesFailure explains a start that systemd failed with the unit's
+// Result "resources" before it made a run: a file or resource the run
+// needs is missing or could not be made. Where the caller shares the
+// manager's file system, the environment file (EnvironmentFile= without
+// its "-") that cannot be read is named; systemd 252 tells which only in
+// its log.
+func (r *run) resourcesFailure(ctx context.Context, s state) string {
+	if r.mgr.SharesFS(ctx) {
+		files, _ := s["EnvironmentFiles"].Value().([][]any)
+		for _, f := range files {
+			path, _ := f[0].(string)
+			if optional, _ := f[1].(bool); optional || path == "" {
+				continue
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				return "environment file " + path + ": " + errnoText(err) + " (result resources)"
+			}
+			f.Close()
+		}
+	}
+	return "systemd could not set up the run: a file or resource it needs is missing or could not be made, such as an EnvironmentFile= (result resources; its log says which)"
+}
+
+// errnoText is err in words: the errno it wraps, without the system call
+// and path.
+func errnoText(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	return err.Error()
 }
 
 // dirReason says why the manager could not enter dir: the error the

@@ -12,7 +12,8 @@ import (
 	"github.com/unitrun/unitrun/unit"
 )
 
-// Start starts an existing unit and waits for its start job. For a service
+// Start starts an existing unit and waits for its start job. A name
+// without a type suffix names a service (unit.Complete). For a service
 // of Type oneshot, simple, exec or idle it then waits for the run to finish
 // and reports it as Cmd.Wait does: an *ExitError if it failed, a *JobError
 // if the job did not complete. For other units (notify, forking, targets,
@@ -27,7 +28,8 @@ func Start(ctx context.Context, mgr *manager.Conn, name string) (*Status, error)
 // start is Start that tells invoked the invocation ID of each run that
 // the start makes.
 func start(ctx context.Context, mgr *manager.Conn, name string, invoked func(id string)) (*Status, error) {
-	if err := unit.Validate(name); err != nil {
+	name, err := unit.Complete(name)
+	if err != nil {
 		return nil, err
 	}
 	r := &run{mgr: mgr, unit: name, state: state{}, invoked: invoked}
@@ -36,6 +38,7 @@ func start(ctx context.Context, mgr *manager.Conn, name string, invoked func(id 
 	if svc, _, err := properties(ctx, mgr, name, manager.ServiceIface); err == nil {
 		r.state.merge(svc)
 		r.typ = r.state.str("Type")
+		r.restarts = mayRestart(r.state)
 		switch r.typ {
 		case "oneshot", "simple", "exec", "idle":
 			waits = true
@@ -148,6 +151,7 @@ func AttachHeld(ctx context.Context, mgr *manager.Conn, name string, ended func(
 		return nil, nil, err
 	}
 	r.pin = r.state.pinnedBy(name)
+	r.restarts = mayRestart(r.state)
 	r.findDropIn(ctx)
 	if r.state.str("ActiveState") == "inactive" && !r.state.invoked() && r.jobGone() {
 		r.release()
@@ -158,6 +162,13 @@ func AttachHeld(ctx context.Context, mgr *manager.Conn, name string, ended func(
 		release = r.handOver
 	}
 	return st, release, err
+}
+
+// mayRestart reports whether the service whose properties s holds has a
+// Restart= setting that may run it again after its run ends.
+func mayRestart(s state) bool {
+	v := s.str("Restart")
+	return v != "" && v != "no"
 }
 
 // loadError says why a unit whose properties are u is not loaded: systemd's

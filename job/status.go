@@ -29,6 +29,9 @@ type Status struct {
 	StartedAt  time.Time // when the main process started
 	FinishedAt time.Time // when it ended
 	Attempts   int       // how many runs a retry policy made (1 without one)
+	// Restarts is how many times systemd restarted the unit (Restart=,
+	// its NRestarts) before the run this Status describes, its last.
+	Restarts int
 	// MainPID is the main process's PID (0 if none started), as in the
 	// journal's _PID of what it wrote to its standard output and error.
 	MainPID int
@@ -76,18 +79,26 @@ func (e *ExitError) Error() string { return e.Unit + ": " + e.Status.String() }
 
 // JobError reports a start job that did not complete, so the command never
 // ran: Result is the JobRemoved result (failed, canceled, timeout,
-// dependency, skipped, ...). Reason, when systemd could not set up the
-// run, names the setting and why ("user nope: no such user (systemd exit
-// status 217/USER)").
+// dependency, skipped, ...). UnitResult is the unit's own Result after
+// the job, if systemd set one other than success ("resources" for a file
+// or resource the run needs, "start-limit-hit", ...), as systemd-run's
+// "Finished with result:" tells it. Reason, when systemd could not set up
+// the run, names the setting and why ("user nope: no such user (systemd
+// exit status 217/USER)", "environment file /x.env: no such file or
+// directory (result resources)").
 type JobError struct {
-	Unit   string
-	Result string
-	Reason string
+	Unit       string
+	Result     string
+	UnitResult string
+	Reason     string
 }
 
 func (e *JobError) Error() string {
-	if e.Reason != "" {
+	switch {
+	case e.Reason != "":
 		return e.Unit + ": " + e.Reason
+	case e.UnitResult != "":
+		return "job for " + e.Unit + ": " + e.Result + ", result " + e.UnitResult
 	}
 	return "job for " + e.Unit + ": " + e.Result
 }
@@ -119,6 +130,7 @@ type state map[string]dbus.Variant
 var stateProps = []string{
 	"ActiveState", "SubState", "LoadState", "Job", "Type", "InvocationID", "Result",
 	"ExecMainCode", "ExecMainStatus", "ExecMainPID", "ExecMainStartTimestamp", "ExecMainExitTimestamp",
+	"NRestarts",
 }
 
 func (s state) merge(props map[string]dbus.Variant) {
@@ -214,6 +226,9 @@ func (s state) status(unitName, jobResult string) *Status {
 	}
 	if pid, ok := s["ExecMainPID"].Value().(uint32); ok {
 		st.MainPID = int(pid)
+	}
+	if n, ok := s["NRestarts"].Value().(uint32); ok {
+		st.Restarts = int(n)
 	}
 	code, status := s.i32("ExecMainCode"), s.i32("ExecMainStatus")
 	switch code {

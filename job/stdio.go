@@ -2,6 +2,7 @@ package job
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -16,11 +17,25 @@ import (
 // stdio holds the descriptors handed to a unit and the goroutines that copy
 // between pipes and the caller's readers and writers, as os/exec does.
 type stdio struct {
-	fds       [3]*os.File // what the unit gets as fd 0, 1, 2
-	set       [3]bool     // the streams a property sets instead
-	childEnds []*os.File  // closed once systemd has its copies
-	stdinPipe *os.File    // our end of the stdin pipe, closed after the run
-	outPipes  []*os.File  // our ends of the output pipes, read to EOF
+	fds [3]*os.File // what the unit gets as fd 0, 1, 2
+	set [3]bool     // the streams a property sets instead
+	// byPath hands the descriptors to the unit as paths, /proc/PID/fd/N of
+	// this process, that systemd opens for each run of the unit, for a
+	// unit that may restart: systemd 252 closes the descriptors handed to
+	// it once the unit's run ends (the unit is failed for a moment on its
+	// way to a restart), and a restarted run's output would go nowhere.
+	// A descriptor that a second open(2) would not share (a regular file,
+	// whose offset it would not share, or a socket, which cannot be
+	// opened) is then put behind a pipe, copied as an io.Writer's is; a
+	// pipe or terminal is handed as it is. The unit's ends stay open,
+	// for the paths to name them, until the run ends for good. It needs a
+	// manager that sees this process (manager.Conn.SharesProcs); elsewhere,
+	// and for a pinned run, whose caller may be gone when the unit
+	// restarts, the output of a restarted run is lost.
+	byPath    bool
+	childEnds []*os.File // closed once systemd has its copies
+	stdinPipe *os.File   // our end of the stdin pipe, closed after the run
+	outPipes  []*os.File // our ends of the output pipes, read to EOF
 	copying   sync.WaitGroup
 	errMu     sync.Mutex
 	copyErr   error
@@ -82,7 +97,7 @@ func (s *stdio) reader(r io.Reader) (*os.File, error) {
 		s.childEnds = append(s.childEnds, f)
 		return f, nil
 	}
-	if f, ok := r.(*os.File); ok {
+	if f, ok := r.(*os.File); ok && s.handsAsIs(f) {
 		return f, nil
 	}
 	pr, pw, err := os.Pipe()
@@ -108,7 +123,7 @@ func (s *stdio) writer(w io.Writer) (*os.File, error) {
 		s.childEnds = append(s.childEnds, f)
 		return f, nil
 	}
-	if f, ok := w.(*os.File); ok {
+	if f, ok := w.(*os.File); ok && s.handsAsIs(f) {
 		return f, nil
 	}
 	pr, pw, err := os.Pipe()
@@ -129,12 +144,26 @@ func (s *stdio) writer(w io.Writer) (*os.File, error) {
 	return pw, nil
 }
 
+// handsAsIs reports whether f can be handed to the unit as it is: always,
+// unless byPath and a second open of f would not share it (see byPath).
+func (s *stdio) handsAsIs(f *os.File) bool {
+	if !s.byPath {
+		return true
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&(os.ModeNamedPipe|os.ModeCharDevice) != 0
+}
+
 // stdioProperties hands the descriptors to systemd, but for the streams
 // that a property sets.
 func (s *stdio) stdioProperties() []unit.Property {
 	var props []unit.Property
 	for i, name := range stdStreams {
-		if !s.set[i] {
+		switch {
+		case s.set[i]:
+		case s.byPath:
+			props = append(props, unit.Property{Name: name + "File", Value: dbus.MakeVariant(fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), s.fds[i].Fd()))})
+		default:
 			props = append(props, unit.Property{Name: name + "FileDescriptor", Value: dbus.MakeVariant(dbus.UnixFD(s.fds[i].Fd()))})
 		}
 	}
@@ -142,8 +171,15 @@ func (s *stdio) stdioProperties() []unit.Property {
 }
 
 // closeAfterStart closes our copies of the unit's ends, so that the output
-// pipes reach EOF when the unit's last process closes them.
+// pipes reach EOF when the unit's last process closes them; with byPath,
+// closeAfterWait closes them, once the run has ended for good.
 func (s *stdio) closeAfterStart() {
+	if !s.byPath {
+		s.closeChildEnds()
+	}
+}
+
+func (s *stdio) closeChildEnds() {
 	for _, f := range s.childEnds {
 		f.Close()
 	}
@@ -152,8 +188,10 @@ func (s *stdio) closeAfterStart() {
 
 // closeAfterWait closes the stdin pipe, which ends its copy even if the
 // command never read it, then waits until the output pipes reach EOF (the
-// unit's processes are gone by then) and closes them.
+// unit's processes are gone by then) and closes them. It closes the unit's
+// ends first, if closeAfterStart left them open.
 func (s *stdio) closeAfterWait() {
+	s.closeChildEnds()
 	if s.stdinPipe != nil {
 		s.stdinPipe.Close()
 		s.stdinPipe = nil
@@ -173,7 +211,7 @@ func (s *stdio) copyError() error {
 }
 
 func (s *stdio) closeAll() {
-	s.closeAfterStart()
+	s.closeChildEnds()
 	if s.stdinPipe != nil {
 		s.stdinPipe.Close()
 		s.stdinPipe = nil

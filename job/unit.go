@@ -17,7 +17,7 @@ import (
 // is a command to run: Unit returns one, its fields say where the run's
 // output goes, and Start or Wait report the run as Cmd.Wait does.
 type UnitCmd struct {
-	Name string // the unit, such as "pivot.service"
+	Name string // the unit, such as "pivot.service" ("pivot" too: see unit.Complete)
 
 	// Stdout and Stderr, if either is not nil, receive what the run logs
 	// to the journal (the entries of its invocation ID, its standard
@@ -48,6 +48,9 @@ func Unit(mgr *manager.Conn, name string) *UnitCmd {
 // IDs of the runs the start makes. If the run succeeded and its output
 // could not be copied, the error says why.
 func (u *UnitCmd) Start(ctx context.Context) (*Status, error) {
+	if err := u.complete(); err != nil {
+		return nil, err
+	}
 	o := u.output()
 	if o == nil {
 		return start(ctx, u.mgr, u.Name, nil)
@@ -70,6 +73,15 @@ func (u *UnitCmd) Start(ctx context.Context) (*Status, error) {
 	return st, u.finish(ctx, o, st, err)
 }
 
+// complete sets Name to the unit it stands for (unit.Complete).
+func (u *UnitCmd) complete() error {
+	name, err := unit.Complete(u.Name)
+	if err == nil {
+		u.Name = name
+	}
+	return err
+}
+
 // ErrNotRunning is wrapped by Wait's error for a unit that has no run in
 // progress: inactive, failed, or active with its run ended
 // (RemainAfterExit=).
@@ -86,7 +98,7 @@ var ErrNotRunning = errors.New("not running")
 // is not a service, or not found, an error. With Stdout or Stderr set,
 // Wait copies the output of the runs it waits for, from their first entry.
 func (u *UnitCmd) Wait(ctx context.Context) (*Status, error) {
-	if err := unit.Validate(u.Name); err != nil {
+	if err := u.complete(); err != nil {
 		return nil, err
 	}
 	if !strings.HasSuffix(u.Name, ".service") {

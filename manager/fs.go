@@ -19,12 +19,32 @@ func (c *Conn) SharesFS(ctx context.Context) bool {
 	if err != nil || pid <= 0 {
 		return false
 	}
-	theirs, err := os.Stat(fmt.Sprintf("/proc/%d/root/", pid))
+	return sameFile(fmt.Sprintf("/proc/%d/root/", pid), "/")
+}
+
+// sameFile reports whether the paths a and b name one file.
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
 	if err != nil {
 		return false
 	}
-	ours, err := os.Stat("/")
-	return err == nil && os.SameFile(theirs, ours)
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
+}
+
+// SharesProcs reports whether the manager sees the caller's processes as
+// the caller does: it shares the caller's file system (SharesFS) and PID
+// namespace, so that a path /proc/PID/fd/N of the caller's opens, for the
+// manager, the caller's descriptor N.
+func (c *Conn) SharesProcs(ctx context.Context) bool {
+	if !c.SharesFS(ctx) {
+		return false
+	}
+	pid, err := c.managerPID(ctx)
+	if err != nil {
+		return false
+	}
+	return sameFile(fmt.Sprintf("/proc/%d/ns/pid", pid), "/proc/self/ns/pid")
 }
 
 // managerPID returns the process id of the manager: the peer of a private

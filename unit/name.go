@@ -78,6 +78,29 @@ func Validate(name string) error {
 	return nil
 }
 
+// Complete returns the unit that name stands for where a command takes a
+// unit name, by systemctl's suffix rule: name itself if it ends in a unit
+// type suffix (".service", ".timer", ...), else name with ".service"
+// added, so that "pivot" is "pivot.service" and "foo.bar" is
+// "foo.bar.service". The result must pass Validate and be no template
+// ("getty@.service"): a template is no unit that can be started, run or
+// waited for, only its instances ("getty@tty1.service") are. Unlike
+// systemctl, Complete escapes nothing: a character systemd does not
+// allow is an error.
+func Complete(name string) (string, error) {
+	if dot := strings.LastIndexByte(name, '.'); dot < 0 || !isUnitType(name[dot+1:]) {
+		name += ".service"
+	}
+	if err := Validate(name); err != nil {
+		return "", err
+	}
+	if isTemplate(name) {
+		dot := strings.LastIndexByte(name, '.')
+		return "", fmt.Errorf("unit name %q: a template, not a unit: name an instance, such as %q", name, name[:dot]+"NAME"+name[dot:])
+	}
+	return name, nil
+}
+
 // isTemplate reports whether the valid unit name n is a template, such as
 // "getty@.service".
 func isTemplate(n string) bool {

@@ -65,6 +65,42 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestComplete: a name without a unit type suffix gets ".service", as
+// systemctl adds it; a name with one is kept; the result is checked as
+// Validate does, and a template is refused.
+func TestComplete(t *testing.T) {
+	for _, tt := range []struct {
+		name, want string
+		err        string // a substring of the error, "" if valid
+	}{
+		{"pivot", "pivot.service", ""},
+		{"pivot.service", "pivot.service", ""},
+		{"foo.bar", "foo.bar.service", ""},
+		{"a.b.c", "a.b.c.service", ""},
+		{"x.timer", "x.timer", ""},
+		{"x.target", "x.target", ""},
+		{"getty@tty1", "getty@tty1.service", ""},
+		{"getty@tty1.service", "getty@tty1.service", ""},
+		{"foo.Service", "foo.Service.service", ""},
+		{"foo@.service", "", `unit name "foo@.service": a template, not a unit: name an instance, such as "foo@NAME.service"`},
+		{"foo@", "", `unit name "foo@.service": a template`},
+		{"foo@.timer", "", `such as "foo@NAME.timer"`},
+		{"", "", `unit name ".service": empty name before the type suffix`},
+		{"bad/name", "", `unit name "bad/name.service": character '/' not allowed`},
+		{"a b.service", "", `character ' ' not allowed`},
+		{strings.Repeat("a", 247), strings.Repeat("a", 247) + ".service", ""},
+		{strings.Repeat("a", 248), "", "256 bytes long (max 255)"},
+	} {
+		got, err := Complete(tt.name)
+		switch {
+		case tt.err == "" && (err != nil || got != tt.want):
+			t.Errorf("Complete(%q) = %q, %v; want %q", tt.name, got, err, tt.want)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("Complete(%q) = %q, %v; want an error containing %q", tt.name, got, err, tt.err)
+		}
+	}
+}
+
 func TestValidatePrefix(t *testing.T) {
 	tests := []struct {
 		prefix string

@@ -110,33 +110,27 @@ func checkManagerFlag(root *cobra.Command) error {
 	return nil
 }
 
-// serviceName returns the service that --unit NAME names: NAME itself when
-// it ends in ".service", NAME.service when it has no unit type suffix (as
-// systemd-run does). A name of another unit type, such as "x.scope", is an
-// error, as is a name systemd would refuse or a template.
+// serviceName returns the service that --unit NAME names, by the suffix
+// rule of every unit name unitrun takes (unit.Complete): a name of
+// another unit type, such as "x.scope", is an error.
 func serviceName(name string) (string, error) {
-	svc := name
-	if !strings.HasSuffix(name, ".service") {
-		if unit.Validate(name) == nil {
-			return "", fmt.Errorf("--unit %q: a command runs as a service: give a name ending in .service, or no suffix", name)
-		}
-		svc = name + ".service"
-	}
-	if err := unit.Validate(svc); err != nil {
+	svc, err := unit.Complete(name)
+	if err != nil {
 		return "", fmt.Errorf("--unit: %w", err)
 	}
-	if strings.HasSuffix(svc, "@.service") {
-		return "", fmt.Errorf("--unit %q: a template cannot run: give an instance, such as %s", name, strings.TrimSuffix(svc, "@.service")+"@1.service")
+	if !strings.HasSuffix(svc, ".service") {
+		return "", fmt.Errorf("--unit %q: a command runs as a service: give a name ending in .service, or no suffix", name)
 	}
 	return svc, nil
 }
 
-// unitArg takes exactly one argument, a unit name systemd accepts.
+// unitArg takes exactly one argument, a unit name that unit.Complete
+// completes; the command's RunE completes it.
 func unitArg(c *cobra.Command, args []string) error {
 	if err := cobra.ExactArgs(1)(c, args); err != nil {
 		return err
 	}
-	if err := unit.Validate(args[0]); err != nil {
+	if _, err := unit.Complete(args[0]); err != nil {
 		return usageError(err)
 	}
 	return nil

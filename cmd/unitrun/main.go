@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -94,16 +95,24 @@ func interrupted(err, cause error) error {
 	return fmt.Errorf("%s%w", msg, cause)
 }
 
+// interruptSignals are the signals that interrupt unitrun: Ctrl-C, a
+// stop, and the hangup of a terminal that closed. Each stops what run,
+// start and pod run started (op call cancels its job with
+// --cancel-on-interrupt; wait only stops waiting), and unitrun exits
+// 128+N; none kills unitrun outright, which would leave the unit running.
+var interruptSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
 func main() {
-	// The first SIGINT or SIGTERM cancels the command's context, with the
-	// signal as its cause; later ones are caught and dropped.
+	root := newRoot()
+	// The first signal of stopSignals cancels the command's context, with
+	// the signal as its cause; later ones are caught and dropped.
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 1)
-	if !isAppExec(os.Args) {
-		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	if stop := stopSignals(root, os.Args[1:]); len(stop) > 0 {
+		signal.Notify(sigs, stop...)
 		go func() { cancel(interrupt{(<-sigs).(syscall.Signal)}) }()
 	}
-	err := newRoot().ExecuteContext(ctx)
+	err := root.ExecuteContext(ctx)
 	signal.Stop(sigs)
 	if err == nil {
 		return
@@ -124,14 +133,25 @@ func main() {
 	os.Exit(ee.code)
 }
 
-// isAppExec reports whether args are those of "unitrun pod exec", which a
-// pod's app service runs as its main process and which becomes the app's
-// command: a stop signal that comes before that must end it as it would
-// end the command, so it keeps the default action of SIGINT and SIGTERM
-// (a handler would swallow the signal, and the command, started after it,
-// would run on until the stop timeout's SIGKILL).
-func isAppExec(args []string) bool {
-	return len(args) > 2 && args[1] == "pod" && args[2] == "exec"
+// stopSignals returns the signals that interrupt the command of root that
+// args name: interruptSignals, but SIGHUP for "daemon", which reads its
+// config again on it, and none for "pod exec", which a pod's app service
+// runs as its main process and which becomes the app's command: a stop
+// signal that comes before that must end it as it would end the command,
+// so it keeps the default action (a handler would swallow the signal, and
+// the command, started after it, would run on until the stop timeout's
+// SIGKILL).
+func stopSignals(root *cobra.Command, args []string) []os.Signal {
+	c, _, err := root.Find(args)
+	switch {
+	case err != nil:
+		return interruptSignals
+	case c.Name() == "exec" && c.HasParent() && c.Parent().Name() == "pod":
+		return nil
+	case c.Name() == "daemon":
+		return slices.DeleteFunc(slices.Clone(interruptSignals), func(s os.Signal) bool { return s == syscall.SIGHUP })
+	}
+	return interruptSignals
 }
 
 func newRoot() *cobra.Command {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -190,8 +191,9 @@ func TestRunSIGTERMStopsUnit(t *testing.T) {
 	waitGone(t, "unitrun-test-sigterm.service")
 }
 
-// TestRunInterruptedExits128N interrupts run with SIGINT and SIGTERM
-// while its command runs, and during --retry's back-off: run stops the
+// TestRunInterruptedExits128N interrupts run with SIGINT, SIGTERM and
+// SIGHUP (a terminal that closed) while its command runs, and during
+// --retry's back-off: run stops the
 // unit and exits 128+N of the signal it got, not the status the stopped
 // command chose (this one exits 5 on SIGTERM), so that "run x && next"
 // stops at an interrupt, as "pod run" and "op call" do. With --json, the
@@ -206,6 +208,7 @@ func TestRunInterruptedExits128N(t *testing.T) {
 		{"running-sigterm", syscall.SIGTERM, []string{"--", "sh", "-c", `trap 'exit 5' TERM; touch "$1"; while :; do sleep 0.1; done`, "sh"}},
 		{"backoff-sigint", syscall.SIGINT, []string{"--retry", "3", "--retry-delay", "1h", "--", "sh", "-c", `touch "$1"; exit 7`, "sh"}},
 		{"json-sigterm", syscall.SIGTERM, []string{"--json", "--", "sh", "-c", `touch "$1"; exec sleep 300`, "sh"}},
+		{"running-sighup", syscall.SIGHUP, []string{"-u", "unitrun-test-sighup", "--", "sh", "-c", `touch "$1"; exec sleep 300`, "sh"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ready := filepath.Join(t.TempDir(), "ready")
@@ -215,19 +218,17 @@ func TestRunInterruptedExits128N(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			for range 3000 {
-				if _, err := os.Stat(ready); err == nil {
-					break
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			waitFile(ready)
 			// The back-off starts once the failed attempt is reported.
 			time.Sleep(200 * time.Millisecond)
 			cmd.Process.Signal(tc.sig)
 			cmd.Wait()
-			want := "interrupted by " + map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM"}[tc.sig]
+			want := "interrupted by " + map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"}[tc.sig]
 			if code := cmd.ProcessState.ExitCode(); code != 128+int(tc.sig) || !strings.Contains(errb.String(), want) {
 				t.Errorf("exit %d, stderr %q; want %d and %q", code, errb.String(), 128+int(tc.sig), want)
+			}
+			if tc.argv[0] == "-u" {
+				waitGone(t, tc.argv[1]+".service") // stopped, not left running
 			}
 			if tc.argv[0] == "--json" {
 				var r struct{ Error string }
@@ -236,6 +237,16 @@ func TestRunInterruptedExits128N(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// waitFile waits until the file path exists, 30 s at most.
+func waitFile(path string) {
+	for range 3000 {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -261,6 +272,12 @@ func TestStartExisting(t *testing.T) {
 	}
 	if code != 9 || r.ExitCode == nil || *r.ExitCode != 9 {
 		t.Errorf("exit %d, result %+v; want 9", code, r)
+	}
+	systemdtest.Conn(t).ResetFailedUnit(context.Background(), "unitrun-test-start.service")
+	// Without its suffix, as systemctl and "run -u" take it.
+	out, errs, code := unitrun(t, "start", "--json", "unitrun-test-start")
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 9 || r.Unit != "unitrun-test-start.service" {
+		t.Errorf("start without suffix: exit %d, stdout %q (%v), stderr %q; want 9 from unitrun-test-start.service", code, out, err, errs)
 	}
 	systemdtest.Conn(t).ResetFailedUnit(context.Background(), "unitrun-test-start.service")
 }
@@ -454,5 +471,185 @@ func TestRunPropertySetsStream(t *testing.T) {
 	}
 	if b, err := os.ReadFile(file); string(b) != "to-file\n" {
 		t.Errorf("%s: %q (%v); want the command's line", file, b, err)
+	}
+}
+
+// TestColdBootKilledClientLeavesNoUnit boots an embedded manager with the
+// first run of a named unit, SIGKILLs the client while its command runs,
+// and looks at the unit once the command has exited: it is collected,
+// never left active (exited) with the name taken for good. Each round
+// boots a manager of its own: the first run on a fresh manager used to
+// find it not yet on its session bus, unable to keep the unit for the
+// client (AddRef=), and fell back to RemainAfterExit=yes.
+func TestColdBootKilledClientLeavesNoUnit(t *testing.T) {
+	for round := range 5 {
+		dir, err := os.MkdirTemp("", "unitrun-emb-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := &manager.Embedded{Dir: dir}
+		started := filepath.Join(t.TempDir(), "started")
+		cmd := exec.Command(systemdtest.Binary(t), "run", "-u", "cold", "--", "sh", "-c", `touch "$1"; exec sleep 1.5`, "sh", started)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), manager.EnvEmbeddedDir + "=" + dir, manager.EnvManager + "=embedded"}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFile(started)
+		cmd.Process.Kill()
+		cmd.Wait()
+		state := coldUnitState(t, e)
+		e.Stop(context.Background(), 10*time.Second)
+		os.RemoveAll(dir)
+		if state != "collected" {
+			t.Errorf("round %d: after the client was killed and its command exited, cold.service is %s; want it collected", round, state)
+		}
+	}
+}
+
+// coldUnitState waits until cold.service on e is collected, or remains
+// active with its command exited, and returns "collected" or its state.
+func coldUnitState(t *testing.T, e *manager.Embedded) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := manager.Dial(ctx, e.Target())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for {
+		p, err := conn.Properties(ctx, "cold.service", manager.UnitIface)
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case p["LoadState"].Value() == "not-found":
+			return "collected"
+		case p["SubState"].Value() == "exited" || ctx.Err() != nil:
+			return fmt.Sprintf("%v (%v)", p["ActiveState"].Value(), p["SubState"].Value())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRunUnitTaken: run -u with the name of a loaded unit exits 125 and
+// says how to see that unit and free its name, with the systemctl that
+// reaches the test's manager.
+func TestRunUnitTaken(t *testing.T) {
+	const name = "unitrun-test-taken.service"
+	if _, errs, code := unitrun(t, "run", "--no-wait", "-u", name, "--", "sleep", "300"); code != 0 {
+		t.Fatalf("run --no-wait: exit %d, %s", code, errs)
+	}
+	defer func() {
+		systemdtest.Conn(t).StopUnit(context.Background(), name, "replace")
+		waitGone(t, name)
+	}()
+	_, errs, code := unitrun(t, "run", "-u", name, "--", "true")
+	rt := os.Getenv("XDG_RUNTIME_DIR")
+	for _, want := range []string{
+		name + ": unit already exists",
+		"see it with \"XDG_RUNTIME_DIR='" + rt + "' systemctl --user status " + name + "\"",
+		"systemctl --user stop " + name + "; XDG_RUNTIME_DIR='" + rt + "' systemctl --user reset-failed " + name,
+	} {
+		if code != exitFailed || !strings.Contains(errs, want) {
+			t.Errorf("run -u of a taken name: exit %d, stderr %q; want 125 and %q", code, errs, want)
+		}
+	}
+	// The command it names does what it says.
+	sc := exec.Command("systemctl", "--user", "is-active", name)
+	sc.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+rt)
+	if b, _ := sc.Output(); string(b) != "active\n" {
+		t.Errorf("systemctl --user is-active %s: %q, want active", name, b)
+	}
+}
+
+// counted is a command that numbers its runs in the file $1, prints
+// "run N", and exits 3 until its third run, which exits 0.
+const counted = `n=$(( $(cat "$1" 2>/dev/null || echo 0) + 1 )); echo $n >"$1"; echo "run $n"; [ $n -ge 3 ] || exit 3`
+
+// TestRunWaitsThroughRestarts: run waits through the restarts that the
+// unit's Restart= makes, as systemd-run --wait does, and reports the last
+// run, with the restart count in --json and the output of every run on
+// its stdout (the fds it handed to the unit serve each run).
+func TestRunWaitsThroughRestarts(t *testing.T) {
+	counter := filepath.Join(t.TempDir(), "n")
+	out, errs, code := unitrun(t, "run", "-p", "Restart=on-failure", "-p", "RestartSec=50ms", "--", "sh", "-c", counted, "sh", counter)
+	if code != 0 || out != "run 1\nrun 2\nrun 3\n" || !strings.Contains(errs, "exit status 0, result success") || !strings.Contains(errs, "after 2 restarts") {
+		t.Errorf("Restart=on-failure: exit %d, stdout %q, stderr %q; want 0 after the third run, the output of all three", code, out, errs)
+	}
+
+	// --json: the last run and its restart count.
+	os.Remove(counter)
+	out, errs, code = unitrun(t, "run", "--json", "-p", "Restart=on-failure", "-p", "RestartSec=50ms", "--", "sh", "-c", counted, "sh", counter)
+	var r result
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 || r.ExitCode == nil || *r.ExitCode != 0 || r.Restarts != 2 || r.Result != "success" {
+		t.Errorf("--json: exit %d, stdout %q (%v), stderr %q; want exit_code 0, restarts 2", code, out, err, errs)
+	}
+
+	// Restart=always with a start limit: the unit ends failed for good
+	// when systemd refuses the next restart; run reports the last run, and
+	// the result systemd-run reports on the same manager.
+	limited := []string{"-p", "Restart=always", "-p", "RestartSec=50ms", "-p", "StartLimitIntervalSec=1h", "-p", "StartLimitBurst=2",
+		"--", "sh", "-c", `echo run >>"$1"; exit 3`, "sh", counter}
+	_, errs, _ = systemdRun(t, append([]string{"--wait", "--pipe"}, limited...)...)
+	_, want, _ := strings.Cut(errs, "Finished with result: ")
+	want, _, _ = strings.Cut(want, "\n")
+	os.Remove(counter)
+	out, errs, code = unitrun(t, append([]string{"run", "--json"}, limited...)...)
+	runs, _ := os.ReadFile(counter)
+	r = result{}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 3 || r.ExitCode == nil || *r.ExitCode != 3 || r.Result != want || strings.Count(string(runs), "run") != 2 || r.Restarts != 2 {
+		t.Errorf("Restart=always with a start limit: exit %d, stdout %q (%v), stderr %q, %d runs; want 3 from the last of 2 runs, result %q as systemd-run says, restarts 2 (NRestarts counts the one the limit refused)",
+			code, out, err, errs, strings.Count(string(runs), "run"), want)
+	}
+}
+
+// TestRunInterruptedBetweenRestarts: SIGINT while the unit waits for its
+// next restart stops it: run exits 130 and the unit is gone.
+func TestRunInterruptedBetweenRestarts(t *testing.T) {
+	const name = "unitrun-test-restarting.service"
+	ran := filepath.Join(t.TempDir(), "ran")
+	cmd := exec.Command(systemdtest.Binary(t), "run", "-u", name, "-p", "Restart=always", "-p", "RestartSec=1h", "--", "sh", "-c", `touch "$1"; exit 3`, "sh", ran)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(ran)
+	for range 3000 {
+		p, err := systemdtest.Conn(t).Properties(context.Background(), name, manager.UnitIface)
+		if err == nil && p["SubState"].Value() == "auto-restart" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(errb.String(), "interrupted by SIGINT") {
+		t.Errorf("exit %d, stderr %q; want 130", code, errb.String())
+	}
+	waitGone(t, name)
+}
+
+// TestStopSignals: the signals that interrupt each command: SIGINT,
+// SIGTERM and SIGHUP, but SIGHUP for the daemon (a reload) and none for
+// "pod exec", which keeps their default action (see stopSignals).
+func TestStopSignals(t *testing.T) {
+	all := fmt.Sprint(interruptSignals)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--", "sleep", "1"}, all},
+		{[]string{"--manager", "user", "wait", "x.service"}, all},
+		{[]string{"pod", "run", "web.yaml"}, all},
+		{[]string{"op", "call", "x"}, all},
+		{[]string{"daemon", "--state-dir", "/tmp/x"}, fmt.Sprint([]os.Signal{os.Interrupt, syscall.SIGTERM})},
+		{[]string{"--manager", "user", "daemon"}, fmt.Sprint([]os.Signal{os.Interrupt, syscall.SIGTERM})},
+		{[]string{"pod", "exec", "--state-dir", "/run/state dir", "--manager", "private:/x", "p", "a"}, "[]"},
+		{[]string{"no-such-command"}, all},
+	} {
+		if got := fmt.Sprint(stopSignals(newRoot(), tc.args)); got != tc.want {
+			t.Errorf("stopSignals(%q) = %s, want %s", tc.args, got, tc.want)
+		}
 	}
 }

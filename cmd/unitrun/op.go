@@ -83,7 +83,7 @@ manager; the daemon itself never reboots.
 
 A "--" right after NAME ends unitrun's flags and is not passed to the op.
 
-Ctrl-C or SIGTERM stops following the job, not the job: unitrun says that
+Ctrl-C, SIGTERM or SIGHUP stops following the job, not the job: unitrun says that
 it goes on, with its id for "unitrun op wait" and "unitrun op cancel", and
 exits 128+N for the signal N. With --cancel-on-interrupt, or for an op
 whose on_disconnect is "stop", unitrun cancels the job instead, prints
@@ -136,7 +136,7 @@ its unit.`,
 	cmd.Flags().StringVar(&key, "key", "", "idempotency key: a repeated call with the same key gets the job the first one started, and a lost answer is asked for again")
 	cmd.Flags().BoolVar(&rebootIfNeeded, "reboot-if-needed", false, "start reboot.target when the op reports reboot_required")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "show no progress and no summary line")
-	cmd.Flags().BoolVar(&cancelOnInterrupt, "cancel-on-interrupt", false, "cancel the job on Ctrl-C or SIGTERM instead of leaving it running")
+	cmd.Flags().BoolVar(&cancelOnInterrupt, "cancel-on-interrupt", false, "cancel the job on Ctrl-C, SIGTERM or SIGHUP instead of leaving it running")
 	return cmd
 }
 

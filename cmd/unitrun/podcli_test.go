@@ -154,14 +154,14 @@ apps:
 	return code, rest
 }
 
-// Ctrl-C (or SIGTERM) on pod run stops the pod, streams the apps' output
+// Ctrl-C (or SIGTERM, or SIGHUP) on pod run stops the pod, streams the apps' output
 // until it has ended, then exits 128+N, so that "pod run && next" stops;
 // the statuses stay as recorded.
 func TestPodRunInterruptedExits128N(t *testing.T) {
 	for _, c := range []struct {
 		sig  syscall.Signal
 		code int
-	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}, {syscall.SIGHUP, 129}} {
 		t.Run(c.sig.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			name := fmt.Sprintf("interrupted%d", c.code)

@@ -104,9 +104,10 @@ func newPodRunCmd(f *podFlags) *cobra.Command {
 		Long: `Create the pod of FILE and start it. Without --detach, print every line
 the apps write, prefixed "APP | ", until the pod ends, and exit with the
 pod's exit code: 0 if every app succeeded, else the exit code of the first
-app that failed (128+N for a signal N). Ctrl-C or SIGTERM stops the pod:
-the apps' output is printed until the pod has ended, every exit is
-recorded as it happened, and pod run exits 130 (SIGINT) or 143 (SIGTERM),
+app that failed (128+N for a signal N). Ctrl-C, SIGTERM or SIGHUP (a
+terminal that closed) stops the pod: the apps' output is printed until the
+pod has ended, every exit is recorded as it happened, and pod run exits
+130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP),
 so that "pod run web.yaml && next" stops at an interrupt.
 With --detach, print the pod's name and return once its apps have started.
 

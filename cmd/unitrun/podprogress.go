@@ -220,7 +220,7 @@ func stopOnInterrupt(r *podrun.Runner, name string, sigs *interrupts) func() (sy
 	}
 }
 
-// interrupts records the first SIGINT or SIGTERM that unitrun receives.
+// interrupts records the first of interruptSignals that unitrun receives.
 // One goroutine at a time uses it.
 type interrupts struct {
 	ch  chan os.Signal
@@ -230,7 +230,7 @@ type interrupts struct {
 // notifyInterrupts starts recording; stop ends it.
 func notifyInterrupts() *interrupts {
 	i := &interrupts{ch: make(chan os.Signal, 1)}
-	signal.Notify(i.ch, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(i.ch, interruptSignals...)
 	return i
 }
 

@@ -23,6 +23,7 @@ type result struct {
 	StartedAt    *time.Time `json:"started_at,omitempty"`
 	FinishedAt   *time.Time `json:"finished_at,omitempty"`
 	Attempts     int        `json:"attempts,omitempty"`
+	Restarts     int        `json:"restarts,omitempty"`
 	Error        string     `json:"error,omitempty"`
 }
 
@@ -30,10 +31,11 @@ func newResult(unitName string, st *job.Status, err error) result {
 	r := result{Unit: unitName}
 	var je *job.JobError
 	if errors.As(err, &je) {
-		r.JobResult = je.Result
+		r.JobResult, r.Result = je.Result, je.UnitResult
 	}
 	if st != nil {
 		r.Unit, r.InvocationID, r.JobResult, r.Result, r.Attempts = st.Unit, st.InvocationID, st.JobResult, st.Result, st.Attempts
+		r.Restarts = st.Restarts
 		r.ExitCode, r.Signal = st.Ended()
 		if !st.StartedAt.IsZero() {
 			t := st.StartedAt
@@ -73,6 +75,9 @@ func report(ctx context.Context, stdout, stderr io.Writer, unitName string, st *
 		attempts := ""
 		if st.Attempts > 1 {
 			attempts = fmt.Sprintf(", %d attempts", st.Attempts)
+		}
+		if st.Restarts > 0 {
+			attempts += fmt.Sprintf(", after %d restarts", st.Restarts)
 		}
 		fmt.Fprintf(stderr, "unitrun: %s finished: %s, result %s%s%s\n", st.Unit, st, st.Result, took, attempts)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/unitrun/unitrun/inject"
 	"github.com/unitrun/unitrun/job"
+	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/unit"
 )
 
@@ -42,12 +43,18 @@ func newRunCmd(g *globals) *cobra.Command {
 		Long: `Run CMD as a transient service (Type=exec) and wait for it, like
 "systemd-run --wait --pipe": the command's stdin, stdout and stderr are
 unitrun's own, handed to the unit as file descriptors, so output is exact.
+CMD is found as systemd-run finds it: a name through $PATH, a relative
+path from unitrun's current directory; its argv[0] is then that path.
+With -p Restart=, run waits through the restarts until systemd makes no
+further run, as "systemd-run --wait" does, and reports the last run (the
+restart count is "restarts" in --json).
 
 unitrun exits with the command's exit status, 128+N if a signal N killed
 it, 127 if the command is not found, 126 if it cannot be executed, and
-125 if unitrun itself failed (no manager, the start job failed). Ctrl-C or
-SIGTERM stops the unit, waits until it is gone and exits 128+N of that
-signal (130 for Ctrl-C), whatever status the stopped command ends with.`,
+125 if unitrun itself failed (no manager, the start job failed). Ctrl-C,
+SIGTERM or SIGHUP (a terminal that closed) stops the unit, waits until it
+is gone and exits 128+N of that signal (130 for Ctrl-C, 129 for SIGHUP),
+whatever status the stopped command ends with.`,
 		Example: `  unitrun run -- sh -c 'echo hello; exit 3'
   unitrun run -p MemoryMax=256M -E LANG=C.UTF-8 --timeout 30s -- make -j2
   unitrun run --json --retry 4 --retry-delay 2s -- /usr/bin/podman pull quay.io/example/app
@@ -175,6 +182,9 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 		return nil
 	}
 	c := job.CommandContext(ctx, nil, args[0], args[1:]...)
+	// As systemd-run does: the command's argv[0] is its path, resolved
+	// from unitrun's directory or $PATH.
+	c.Args[0] = c.Path
 	if cmd.Flags().Changed("unit") && f.unit == "" {
 		// systemd-run refuses it too; it must not mean a random name.
 		return &exitError{code: exitUsage, err: fmt.Errorf("--unit: must not be empty")}
@@ -205,7 +215,7 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	if f.noWait {
 		c.Properties = append(job.Detached(), c.Properties...)
 		if err := c.Start(); err != nil {
-			return exitFor(err, false)
+			return exitFor(unitTaken(err, mgr.Target(), c.Name), false)
 		}
 		if f.asJSON {
 			return printLine(cmd.OutOrStdout(), map[string]string{"unit": c.Unit})
@@ -217,6 +227,34 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	if f.asJSON {
 		c.Stdout = os.Stderr
 	}
-	err = c.Run()
+	err = unitTaken(c.Run(), mgr.Target(), c.Name)
 	return report(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c.Unit, c.Status, err, f.asJSON, f.quiet)
+}
+
+// unitTaken tells err, if it says that the unit name is taken, with the
+// systemctl commands that show that unit and free its name on the manager
+// of t.
+func unitTaken(err error, t manager.Target, name string) error {
+	if !errors.Is(err, job.ErrUnitExists) {
+		return err
+	}
+	systemctl, first := "systemctl --user", ""
+	switch {
+	case t.Spec == string(manager.KindSystem):
+		systemctl = "systemctl"
+	case t.Spec == string(manager.KindEmbedded):
+		first = ` (first point systemctl at the embedded manager: eval "$(unitrun manager env)")`
+	case t.Spec != string(manager.KindUser):
+		for _, kv := range t.Env {
+			if k, v, _ := strings.Cut(kv, "="); k == "XDG_RUNTIME_DIR" {
+				systemctl = "XDG_RUNTIME_DIR=" + shellQuote(v) + " " + systemctl
+			}
+		}
+	}
+	q := name
+	if strings.ContainsRune(name, '\\') {
+		q = shellQuote(name)
+	}
+	return fmt.Errorf("%w: see it with \"%s status %s\", free the name with \"%s stop %s; %s reset-failed %s\"%s",
+		err, systemctl, q, systemctl, q, systemctl, q, first)
 }

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
 // systemdRun runs systemd-run --user on the test manager and returns its
@@ -85,5 +88,37 @@ func TestRunSameDir(t *testing.T) {
 	}
 	if _, errs, code := unitrun(t, "run", "-d", "--working-directory", "/", "--", "true"); code != 2 || !strings.Contains(errs, "--same-dir") {
 		t.Errorf("run -d --working-directory: exit %d, stderr %q; want 2 and an error naming --same-dir", code, errs)
+	}
+}
+
+// TestRunRelativeCommandLikeSystemdRun: a command given as a relative
+// path (./agent, sub/agent) or a bare name found through $PATH runs as
+// systemd-run runs it on the same manager: the path resolved from the
+// caller's directory, with the same argv[0] (which bash -c shows as $0).
+func TestRunRelativeCommandLikeSystemdRun(t *testing.T) {
+	dir := t.TempDir()
+	bash, err := os.ReadFile("/bin/bash")
+	if err != nil {
+		t.Skipf("skipping: no /bin/bash to show argv[0]: %v", err)
+	}
+	for _, p := range []string{filepath.Join(dir, "agent"), filepath.Join(dir, "sub", "agent")} {
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, bash, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	systemdtest.Binary(t) // built from the module's directory, before the Chdir
+	t.Chdir(dir)
+	t.Setenv("PATH", filepath.Join(dir, "sub")+":"+os.Getenv("PATH"))
+	for _, cmd := range []string{"./agent", "sub/agent", "../" + filepath.Base(dir) + "/./agent", "agent"} {
+		argv := []string{cmd, "-c", `printf '%s|' "$0" "$PWD"`}
+		want, errs, code := systemdRun(t, append([]string{"-q", "--wait", "--pipe", "--"}, argv...)...)
+		if code != 0 {
+			t.Fatalf("systemd-run %q: exit %d, %s", argv, code, errs)
+		}
+		got, errs, code := unitrun(t, append([]string{"run", "-q", "--"}, argv...)...)
+		if code != 0 || got != want {
+			t.Errorf("run %s: exit %d, printed %q (stderr %q); systemd-run printed %q", cmd, code, got, errs, want)
+		}
 	}
 }

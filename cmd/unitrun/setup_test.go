@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -24,5 +26,24 @@ func TestRunSetupFailureReasons(t *testing.T) {
 		if code == 0 || !strings.Contains(errs, tc.want) || strings.Contains(errs, "job for") || strings.Contains(errs, "job:") {
 			t.Errorf("run %q: exit %d, stderr %q; want a failure saying %q, without the package's name", tc.args, code, errs, tc.want)
 		}
+	}
+}
+
+// TestRunMissingEnvironmentFile: a start job that systemd fails before it
+// makes a run, for a missing EnvironmentFile=, is reported with the
+// unit's Result (resources, as systemd-run says "Finished with result:
+// resources") and the file, in the message and in --json; never as a
+// bare "job for ... failed".
+func TestRunMissingEnvironmentFile(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nonexistent.env")
+	want := "environment file " + missing + ": no such file or directory"
+	_, errs, code := unitrun(t, "run", "-p", "EnvironmentFile="+missing, "--", "true")
+	if code != exitFailed || !strings.Contains(errs, want) || !strings.Contains(errs, "result resources") || strings.Contains(errs, "job for") {
+		t.Errorf("run: exit %d, stderr %q; want 125 naming the file and the result", code, errs)
+	}
+	out, _, code := unitrun(t, "run", "--json", "-p", "EnvironmentFile="+missing, "--", "true")
+	var r result
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != exitFailed || r.Result != "resources" || r.JobResult != "failed" || !strings.Contains(r.Error, want) {
+		t.Errorf("run --json: exit %d, stdout %q (%v); want 125, result resources, job_result failed and an error naming the file", code, out, err)
 	}
 }

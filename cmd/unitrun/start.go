@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/unitrun/unitrun/job"
+	"github.com/unitrun/unitrun/unit"
 )
 
 // newStartCmd returns the command "unitrun start".
@@ -12,8 +13,10 @@ func newStartCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "start [flags] UNIT",
 		Short: "Start an existing unit and wait for its job (and, for a oneshot or simple service, its run)",
-		Long: `Start UNIT and wait for its start job. For a service of Type oneshot,
-simple, exec or idle, wait for the run to end and exit with its status as
+		Long: `Start UNIT and wait for its start job. A UNIT without a type suffix is a
+service: "pivot" is "pivot.service", as for systemctl. For a service of
+Type oneshot, simple, exec or idle, wait for the run to end (through the
+restarts its Restart= makes) and exit with its last run's status as
 "unitrun run" does; for other units, exit 0 once the job is done. A job
 that fails exits 125.
 
@@ -28,9 +31,10 @@ stderr; -q shows neither them nor the summary line.`,
   unitrun start --json os-update.service`,
 		Args: unitArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.withUnit(cmd, g, args[0], func(u *job.UnitCmd) error {
+			name, _ := unit.Complete(args[0]) // checked by unitArg
+			return o.withUnit(cmd, g, name, func(u *job.UnitCmd) error {
 				st, err := u.Start(cmd.Context())
-				return report(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], st, err, o.asJSON, o.quiet)
+				return report(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), name, st, err, o.asJSON, o.quiet)
 			})
 		},
 	}

@@ -273,33 +273,36 @@ func TestWaitNotRunning(t *testing.T) {
 	if code != 0 || out != "" || !strings.Contains(errs, "unitrun-test-idle.service is inactive (dead): not running; nothing to wait for") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 0 and a message", code, out, errs)
 	}
-	out, _, code = unitrun(t, "wait", "--json", "unitrun-test-idle.service")
+	// Without its suffix, as systemctl takes it.
+	out, _, code = unitrun(t, "wait", "--json", "unitrun-test-idle")
 	var r result
 	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 || r.Unit != "unitrun-test-idle.service" || !strings.Contains(r.Error, "not running") {
 		t.Errorf("--json: exit %d, stdout %q (%v)", code, out, err)
 	}
-	for _, name := range []string{"unitrun-test-idle", "unitrun-test.target", "bad/name.service"} {
+	for _, name := range []string{"unitrun-test.target", "bad/name.service", "unitrun-test@.service"} {
 		if _, errs, code := unitrun(t, "wait", name); code != 2 || !strings.Contains(errs, name) {
 			t.Errorf("wait %s: exit %d, stderr %q; want 2 and an error naming it", name, code, errs)
 		}
 	}
 }
 
-// TestWaitInterrupted: SIGINT ends the wait, not the unit: wait exits
-// 130 (128+SIGINT), as an interrupted run does, and the service goes on
-// running.
+// TestWaitInterrupted: SIGINT (or the SIGHUP of a terminal that closed)
+// ends the wait, not the unit: wait exits 128+N (130 for SIGINT), as an
+// interrupted run does, and the service goes on running.
 func TestWaitInterrupted(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "go")
 	writeService(t, "unitrun-test-waitint.service", "[Service]\nExecStart=/bin/sh -c '"+gated+"' sh "+gate+" 0\n")
 	startService(t, "unitrun-test-waitint.service")
-	cmd, end := waitCLI(t, "started\n", "unitrun-test-waitint.service")
-	cmd.Process.Signal(syscall.SIGINT)
-	if code, _, errs := end(); code != 130 || !strings.Contains(errs, "stopped waiting for unitrun-test-waitint.service, which goes on: interrupted by SIGINT") {
-		t.Errorf("exit %d, stderr %q; want 130 and a message", code, errs)
-	}
-	p, err := systemdtest.Conn(t).Properties(context.Background(), "unitrun-test-waitint.service", manager.UnitIface)
-	if err != nil || p["ActiveState"].Value() != "active" {
-		t.Errorf("after the interrupted wait the service is %v (%v); want it active still", p["ActiveState"], err)
+	for sig, name := range map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGHUP: "SIGHUP"} {
+		cmd, end := waitCLI(t, "started\n", "unitrun-test-waitint.service")
+		cmd.Process.Signal(sig)
+		if code, _, errs := end(); code != 128+int(sig) || !strings.Contains(errs, "stopped waiting for unitrun-test-waitint.service, which goes on: interrupted by "+name) {
+			t.Errorf("%s: exit %d, stderr %q; want %d and a message", name, code, errs, 128+int(sig))
+		}
+		p, err := systemdtest.Conn(t).Properties(context.Background(), "unitrun-test-waitint.service", manager.UnitIface)
+		if err != nil || p["ActiveState"].Value() != "active" {
+			t.Errorf("after the wait interrupted by %s the service is %v (%v); want it active still", name, p["ActiveState"], err)
+		}
 	}
 }
 
@@ -343,5 +346,20 @@ func TestStartMakesNoRun(t *testing.T) {
 	out, errs, code := unitrun(t, "start", "unitrun-test-norun.service")
 	if code != 0 || out != "" || errs != "unitrun: unitrun-test-norun.service: start job done; no run to wait for\n" {
 		t.Errorf("second start: exit %d, stdout %q, stderr %q; want 0 and no run", code, out, errs)
+	}
+}
+
+// TestStartThroughRestarts: start waits for a service through the
+// restarts its Restart= makes, as run and wait do, and exits with the
+// last run's status, whose output it shows. (A run before the last that
+// ends before journald reads its stream leaves its lines with no unit,
+// and only the last run's are looked for there.)
+func TestStartThroughRestarts(t *testing.T) {
+	counter := filepath.Join(t.TempDir(), "n")
+	writeService(t, "unitrun-test-startrestart.service", "[Service]\nExecStart=/bin/sh -c '"+strings.ReplaceAll(counted, "$", "$$")+"' sh "+counter+
+		"\nRestart=on-failure\nRestartSec=50ms\n")
+	out, errs, code := unitrun(t, "start", "unitrun-test-startrestart")
+	if code != 0 || !strings.HasSuffix(out, "run 3\n") || !strings.Contains(errs, "after 2 restarts") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 0 after the third run, and its output", code, out, errs)
 	}
 }

@@ -26,22 +26,21 @@ statuses, summary line and --json object). Its output is shown as
 
 A service that is not running (inactive, failed, or active with its run
 ended) is not waited for: unitrun says so on stderr (unless -q) and exits
-0. UNIT must be a service's full name (NAME.service); any other exits 2.
+0. UNIT must be a service: NAME.service, or NAME, to which .service is
+added as systemctl adds it; any other exits 2.
 
-wait only watches: Ctrl-C or SIGTERM ends the wait, never the unit, which
+wait only watches: Ctrl-C, SIGTERM or SIGHUP ends the wait, never the unit, which
 goes on running; unitrun then exits 128+N of the signal (130 for Ctrl-C),
 as for an interrupted run.`,
 		Example: `  unitrun wait pivot.service
   unitrun wait --json -q os-update.service`,
-		Args: cobra.ExactArgs(1),
+		Args: unitArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := unit.Validate(args[0]); err != nil {
-				return &exitError{code: exitUsage, err: err}
+			name, _ := unit.Complete(args[0]) // checked by unitArg
+			if !strings.HasSuffix(name, ".service") {
+				return usageError(fmt.Errorf("unit %q: only a service has a run to wait for", name))
 			}
-			if !strings.HasSuffix(args[0], ".service") {
-				return &exitError{code: exitUsage, err: fmt.Errorf("unit %q: only a service has a run to wait for", args[0])}
-			}
-			return o.withUnit(cmd, g, args[0], func(u *job.UnitCmd) error {
+			return o.withUnit(cmd, g, name, func(u *job.UnitCmd) error {
 				ctx := cmd.Context()
 				st, err := u.Wait(ctx)
 				if errors.Is(err, job.ErrNotRunning) {
@@ -49,16 +48,16 @@ as for an interrupted run.`,
 						fmt.Fprintf(cmd.ErrOrStderr(), "unitrun: %v; nothing to wait for\n", err)
 					}
 					if o.asJSON {
-						printLine(cmd.OutOrStdout(), newResult(args[0], nil, err))
+						printLine(cmd.OutOrStdout(), newResult(name, nil, err))
 					}
 					return nil
 				}
 				if sig, ok := interruptedBy(ctx); ok && errors.Is(err, context.Canceled) {
 					// unitrun was interrupted, not the unit: it exits as an
 					// interrupted command does, and the unit goes on.
-					return &exitError{code: 128 + int(sig), err: fmt.Errorf("stopped waiting for %s, which goes on: %w", args[0], context.Cause(ctx))}
+					return &exitError{code: 128 + int(sig), err: fmt.Errorf("stopped waiting for %s, which goes on: %w", name, context.Cause(ctx))}
 				}
-				return report(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], st, err, o.asJSON, o.quiet)
+				return report(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), name, st, err, o.asJSON, o.quiet)
 			})
 		},
 	}

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/godbus/dbus/v5"
+
 	"github.com/unitrun/unitrun/internal/atomicfile"
 	"github.com/unitrun/unitrun/internal/flock"
 )
@@ -67,12 +69,18 @@ func (e *Embedded) Running() bool {
 	return true
 }
 
+// bootedFile is the file that boot writes once the manager is ready for
+// units, and removes before it boots one.
+func (e *Embedded) bootedFile() string { return filepath.Join(e.Dir, "booted") }
+
 // Ensure boots the embedded manager unless it is running, and reports whether
 // it booted it. Concurrent callers, in this process or others, boot one
 // manager between them: the first takes Dir/lock, the others wait for it and
-// find the manager running.
+// find the manager running. A manager that answers on its private socket
+// while another caller still boots it is not ready yet (see waitReady):
+// without its booted file, Ensure waits for the lock.
 func (e *Embedded) Ensure(ctx context.Context) (bool, error) {
-	if e.Running() {
+	if _, err := os.Stat(e.bootedFile()); err == nil && e.Running() {
 		return false, nil
 	}
 	if err := os.MkdirAll(e.Dir, 0o755); err != nil {
@@ -176,6 +184,7 @@ func (e *Embedded) boot(ctx context.Context) error {
 			return fmt.Errorf("embedded manager: %w", err)
 		}
 	}
+	os.Remove(e.bootedFile())
 	// A journald left by a manager that died would write the same files.
 	e.stopJournald(5 * time.Second)
 	logf, err := os.OpenFile(filepath.Join(e.Dir, "manager.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
@@ -225,24 +234,34 @@ func (e *Embedded) boot(ctx context.Context) error {
 		cmd.Process.Kill()
 		return fmt.Errorf("embedded manager: %w", err)
 	}
-	return e.waitReady(ctx, cmd.Process, exited, journaldReady)
+	if err := e.waitReady(ctx, cmd.Process, exited, journaldReady); err != nil {
+		return err
+	}
+	if err := atomicfile.Write(e.bootedFile(), nil, 0o644); err != nil {
+		return fmt.Errorf("embedded manager: %w", err)
+	}
+	return nil
 }
 
-// waitReady waits until the manager answers on its private socket and its
-// journald has said READY=1, for 15 s at most; it kills the manager
-// (proc) and its journald if they do not get there or ctx ends first.
+// waitReady waits until the manager answers on its private socket, its
+// journald has said READY=1 and the manager is on its session bus, for
+// 15 s at most; it kills the manager (proc) and its journald if they do
+// not get there or ctx ends first. The manager joins the bus a moment
+// after it answers on its socket, and until it has, it cannot keep a unit
+// for its caller (AddRef=yes): a caller killed then would leave its unit
+// loaded for good.
 func (e *Embedded) waitReady(ctx context.Context, proc *os.Process, exited chan error, journaldReady chan struct{}) error {
 	deadline := time.NewTimer(15 * time.Second)
 	defer deadline.Stop()
-	for !e.Running() || !closed(journaldReady) {
+	for !e.Running() || !closed(journaldReady) || !e.onBus() {
 		select {
 		case err := <-exited:
 			return fmt.Errorf("embedded manager exited while booting (%v): %s", err, e.logTail())
 		case <-deadline.C:
 			proc.Kill()
 			e.stopJournald(5 * time.Second)
-			return fmt.Errorf("embedded manager did not open %s and its journald %s within 15s (see %s): %s",
-				e.Socket(), filepath.Join(e.JournalSockets(), "stdout"), filepath.Join(e.Dir, "journald.log"), e.logTail())
+			return fmt.Errorf("embedded manager did not open %s, its journald %s and its bus %s within 15s (see %s): %s",
+				e.Socket(), filepath.Join(e.JournalSockets(), "stdout"), e.busSocket(), filepath.Join(e.Dir, "journald.log"), e.logTail())
 		case <-ctx.Done():
 			proc.Kill()
 			e.stopJournald(5 * time.Second)
@@ -251,6 +270,31 @@ func (e *Embedded) waitReady(ctx context.Context, proc *os.Process, exited chan 
 		}
 	}
 	return nil
+}
+
+// busSocket is the path of the manager's session bus.
+func (e *Embedded) busSocket() string { return filepath.Join(e.Dir, "bus") }
+
+// onBus reports whether the manager is on its session bus.
+func (e *Embedded) onBus() bool {
+	c, err := net.DialTimeout("unix", e.busSocket(), time.Second)
+	if err != nil {
+		return false
+	}
+	bus, err := dbus.NewConn(c)
+	if err != nil {
+		c.Close()
+		return false
+	}
+	defer bus.Close()
+	if bus.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Getuid()))}) != nil || bus.Hello() != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var there bool
+	err = bus.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.NameHasOwner", 0, "org.freedesktop.systemd1").Store(&there)
+	return err == nil && there
 }
 
 // Halt finishes the stop of the embedded manager, once it has been asked
@@ -266,6 +310,7 @@ func (e *Embedded) Halt(pid int, timeout time.Duration) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	os.Remove(filepath.Join(e.Dir, "manager.pid"))
+	os.Remove(e.bootedFile())
 	e.stopJournald(5 * time.Second)
 	removeCgroups(e.Cgroup())
 }
