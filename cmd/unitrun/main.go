@@ -158,7 +158,8 @@ See docs/cli.md.`,
 	root.AddCommand(newRunCmd(g), newStartCmd(g), newWaitCmd(g), newManagerCmd(g))
 	root.AddCommand(newPodCmd(g))
 	root.AddCommand(newDaemonCmd(g), newOpCmd(g), newInjectCmd(g))
-	root.AddCommand(newInstallCmd(g), newUninstallCmd(g))
+	root.AddCommand(newInstallCmd(g), newUninstallCmd(g), newVersionCmd())
+	setVersion(root)
 	applyContract(root)
 	return root
 }
