@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -103,7 +104,10 @@ func main() {
 		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 		go func() { cancel(interrupt{(<-sigs).(syscall.Signal)}) }()
 	}
-	err := newRoot().ExecuteContext(ctx)
+	root := newRoot()
+	stdout := &countingWriter{w: os.Stdout}
+	root.SetOut(stdout)
+	cmd, err := root.ExecuteContextC(ctx)
 	signal.Stop(sigs)
 	if err == nil {
 		return
@@ -119,9 +123,51 @@ func main() {
 		ee = &exitError{code: 128 + int(sig), err: told}
 	}
 	if ee.err != nil {
+		if stdout.n == 0 && wantsJSON(cmd, ee.err, os.Args[1:]) {
+			// stdout holds one JSON value whatever happened.
+			printLine(stdout, struct {
+				Error string `json:"error"`
+			}{ee.err.Error()})
+		}
 		fmt.Fprintln(os.Stderr, "unitrun:", ee.err)
 	}
 	os.Exit(ee.code)
+}
+
+// countingWriter counts the bytes written to w.
+type countingWriter struct {
+	w io.Writer
+	n int
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += n
+	return n, err
+}
+
+// wantsJSON reports whether cmd, which failed with err, was given --json:
+// its value, or, when the flags could not be parsed (so that those after
+// the one at fault were not read), a "--json" among args before "--".
+func wantsJSON(cmd *cobra.Command, err error, args []string) bool {
+	f := cmd.Flags().Lookup("json")
+	switch {
+	case f == nil:
+		return false
+	case f.Value.String() == "true":
+		return true
+	case !errors.As(err, new(badFlags)):
+		return false
+	}
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--json", "--json=true":
+			return true
+		}
+	}
+	return false
 }
 
 // isAppExec reports whether args are those of "unitrun pod exec", which a
