@@ -104,7 +104,7 @@ func (u *UnitCmd) Wait(ctx context.Context) (*Status, error) {
 	}
 	if load := r.state.str("LoadState"); load != "loaded" {
 		r.abort()
-		return nil, fmt.Errorf("wait %s: unit is %s", u.Name, load)
+		return nil, notLoaded(u.Name, load)
 	}
 	if r.state.ended() && !manager.JobPending(r.state) {
 		r.abort()
@@ -196,4 +196,17 @@ func (u *UnitCmd) finish(ctx context.Context, o *journalOutput, st *Status, err 
 		return fmt.Errorf("%s: copying its output from the journal: %w", u.Name, outErr)
 	}
 	return err
+}
+
+// notLoaded says why wait cannot follow name, whose LoadState is load.
+func notLoaded(name, load string) error {
+	switch load {
+	case "not-found":
+		return fmt.Errorf("wait: no unit named %s is loaded", name)
+	case "masked":
+		return fmt.Errorf("wait %s: the unit is masked", name)
+	case "bad-setting", "error":
+		return fmt.Errorf("wait %s: the unit's file could not be loaded (systemctl status %s says why)", name, name)
+	}
+	return fmt.Errorf("wait %s: the unit is not loaded (its load state is %s)", name, load)
 }
