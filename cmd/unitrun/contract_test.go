@@ -179,6 +179,7 @@ func TestErrorsShowNoInternals(t *testing.T) {
 		{[]string{"inject", "--dir", filepath.Join(dir, "bin"), filepath.Join(dir, "none")}, exitFailed, "source " + filepath.Join(dir, "none") + ": no such file or directory"},
 		{[]string{"inject", "--os-release", filepath.Join(dir, "none"), "--variant", "/bin/true:ID=x"}, exitUsage, "os-release " + filepath.Join(dir, "none") + ": no such file or directory"},
 		{[]string{"inject", "--gc", "--dir", filepath.Join(dir, "none")}, exitFailed, "dir " + filepath.Join(dir, "none") + ": no such file or directory"},
+		{[]string{"inject", "--dir", "/proc/sys", "/bin/true"}, exitFailed, "unitrun: inject: dir /proc/sys: a file cannot be created in it: no such file or directory\n"},
 	} {
 		_, errs, code := unitrun(t, tc.args...)
 		if code != tc.code || !strings.Contains(errs, tc.want) {

@@ -70,10 +70,15 @@ func (e *Embedded) Running() bool {
 // Ensure boots the embedded manager unless it is running, and reports whether
 // it booted it. Concurrent callers, in this process or others, boot one
 // manager between them: the first takes Dir/lock, the others wait for it and
-// find the manager running.
+// find the manager running. Only root may boot it: for another uid the
+// error says so, and how to reach a manager instead.
 func (e *Embedded) Ensure(ctx context.Context) (bool, error) {
 	if e.Running() {
 		return false, nil
+	}
+	if uid := os.Geteuid(); uid != 0 {
+		// It boots in a mount namespace of its own, which only root may make.
+		return false, fmt.Errorf("embedded manager: booting it needs root, and this is uid %d; as this user, reach a running manager instead: --manager user (your systemd --user), or --manager private:PATH (a manager's private socket)", uid)
 	}
 	if err := os.MkdirAll(e.Dir, 0o755); err != nil {
 		return false, fmt.Errorf("embedded manager: %w", err)
