@@ -31,6 +31,12 @@ type UnitCmd struct {
 	// journal (manager.Target's Journal) with journalctl.
 	Stdout, Stderr io.Writer
 
+	// Invoked, if set, is told the invocation ID (hex) of each run that
+	// Start makes as soon as systemd announces it, before the run ends
+	// (not that of a run in progress before Start); it may be told one ID
+	// more than once.
+	Invoked func(id string)
+
 	mgr *manager.Conn
 }
 
@@ -49,12 +55,14 @@ func Unit(mgr *manager.Conn, name string) *UnitCmd {
 // could not be copied, the error says why.
 func (u *UnitCmd) Start(ctx context.Context) (*Status, error) {
 	o := u.output()
-	if o == nil {
+	if o == nil && u.Invoked == nil {
 		return start(ctx, u.mgr, u.Name, nil)
 	}
-	// Whatever an earlier run logged is then stored, and read with the
-	// invocation ID it ran with, before this start makes a new one.
-	syncJournal(ctx, o.journal)
+	if o != nil {
+		// Whatever an earlier run logged is then stored, and read with the
+		// invocation ID it ran with, before this start makes a new one.
+		syncJournal(ctx, o.journal)
+	}
 	// On a private socket every change of the unit's properties (its
 	// job's, say) signals them all, the last run's ID among them.
 	props, err := u.mgr.Properties(ctx, u.Name, manager.UnitIface)
@@ -63,10 +71,19 @@ func (u *UnitCmd) Start(ctx context.Context) (*Status, error) {
 	}
 	last := props["InvocationID"].Value()
 	st, err := start(ctx, u.mgr, u.Name, func(id string) {
-		if b, _ := last.([]byte); hex.EncodeToString(b) != id {
+		if b, _ := last.([]byte); hex.EncodeToString(b) == id {
+			return
+		}
+		if o != nil {
 			o.invoked(id)
 		}
+		if u.Invoked != nil {
+			u.Invoked(id)
+		}
 	})
+	if o == nil {
+		return st, err
+	}
 	return st, u.finish(ctx, o, st, err)
 }
 

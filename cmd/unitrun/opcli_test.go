@@ -3,9 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -14,6 +17,8 @@ import (
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/unit"
 )
 
 // TestOpStatusCancelPrintRecord: "op status" and "op cancel" print the
@@ -181,5 +186,65 @@ func TestOpLogsInterrupt(t *testing.T) {
 	}
 	if out, _, _ := unitrun(t, "op", "status", id); !strings.Contains(out, "state\trunning\n") {
 		t.Errorf("the job after op logs -f was interrupted: %q, want running", out)
+	}
+}
+
+// TestOpRunningRecord: the record of a running job holds the invocation
+// ID of its run and counts it (attempts 1) as soon as systemd announces
+// the run, for an exec op, a retried exec op and a unit op alike, and
+// "op status" shows them.
+func TestOpRunningRecord(t *testing.T) {
+	ctx := context.Background()
+	conn := systemdtest.Conn(t)
+	svc := unit.RandomName("unitrun-test-running-", "service")
+	systemdtest.WriteUnit(t, filepath.Join(systemdtest.RuntimeUnitDir(t), svc), "[Service]\nExecStart=/bin/sleep 60\n")
+	if err := conn.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("UNITRUN_SOCKET", systemdtest.StartDaemon(t, `
+[[op]]
+name = "sleep"
+exec = ["/bin/sleep", "60"]
+
+[[op]]
+name = "sleep-retry"
+exec = ["/bin/sleep", "60"]
+retry = { attempts = 2 }
+
+[[op]]
+name = "unit"
+unit = "`+svc+`"
+`).API)
+	for _, op := range []string{"sleep", "sleep-retry", "unit"} {
+		out, errs, code := unitrun(t, "op", "call", "--no-wait", op)
+		id := strings.TrimSpace(out)
+		if code != 0 || id == "" {
+			t.Fatalf("op call --no-wait %s: %q %q, exit %d", op, out, errs, code)
+		}
+		t.Cleanup(func() { unitrun(t, "op", "cancel", id) })
+		var rec api.Record
+		for deadline := time.Now().Add(30 * time.Second); rec.InvocationID == ""; time.Sleep(20 * time.Millisecond) {
+			out, _, _ := unitrun(t, "op", "status", "--json", id)
+			rec = api.Record{}
+			decode(t, "op status --json", out, &rec)
+			if rec.State != api.StateRunning && rec.State != api.StateQueued {
+				t.Fatalf("op %s: job %s is %s before its invocation ID was recorded: %+v", op, id, rec.State, rec)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("op %s: job %s running for 30s with no invocation ID: %+v", op, id, rec)
+			}
+		}
+		props, err := conn.Properties(ctx, rec.Unit, manager.UnitIface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := props["InvocationID"].Value().([]byte)
+		if rec.InvocationID != hex.EncodeToString(want) || rec.Attempts != 1 || rec.State != api.StateRunning {
+			t.Errorf("op %s: running job's record: invocation_id %q, attempts %d, state %s; want %x, 1, running", op, rec.InvocationID, rec.Attempts, rec.State, want)
+		}
+		out, _, _ = unitrun(t, "op", "status", id)
+		if !strings.Contains(out, "invocation_id\t"+rec.InvocationID+"\n") || !strings.Contains(out, "attempts\t1\n") {
+			t.Errorf("op %s: op status of the running job:\n%s\nwant its invocation_id and attempts 1", op, out)
+		}
 	}
 }
