@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -105,7 +104,7 @@ func main() {
 		go func() { cancel(interrupt{(<-sigs).(syscall.Signal)}) }()
 	}
 	root := newRoot()
-	stdout := &countingWriter{w: os.Stdout}
+	stdout := &countingWriter{f: os.Stdout}
 	root.SetOut(stdout)
 	cmd, err := root.ExecuteContextC(ctx)
 	signal.Stop(sigs)
@@ -134,17 +133,20 @@ func main() {
 	os.Exit(ee.code)
 }
 
-// countingWriter counts the bytes written to w.
+// countingWriter counts the bytes written to f. Its Fd lets newTerm see
+// whether f is a terminal.
 type countingWriter struct {
-	w io.Writer
+	f *os.File
 	n int
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
+	n, err := c.f.Write(p)
 	c.n += n
 	return n, err
 }
+
+func (c *countingWriter) Fd() uintptr { return c.f.Fd() }
 
 // wantsJSON reports whether cmd, which failed with err, was given --json:
 // its value, or, when the flags could not be parsed (so that those after
