@@ -24,7 +24,8 @@ func newVersionCmd() *cobra.Command {
 when the checkout had changes not committed, "unknown" when the build
 recorded none) and the Go version, as "unitrun --version" does. --json
 prints {"version", "commit", "modified", "go_version"}.`,
-		Args: cobra.NoArgs,
+		Example: "  unitrun version\n  unitrun --version\n  unitrun version --json",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			info := buildinfo.Read()
 			if asJSON {
