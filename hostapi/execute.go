@@ -54,6 +54,7 @@ func (d *Daemon) runExec(ctx context.Context, l *liveJob, done int) outcome {
 		c.Retry = p
 		c.Attempting = func(n int) { d.recordAttempt(l, done+n) }
 	}
+	c.Invoked = func(iid string) { d.recordInvocation(l, iid) }
 	c.Properties = append(l.bind, unit.Property{Name: "SyslogIdentifier", Value: dbus.MakeVariant("unitrun-" + l.op.Name)})
 	c.Pin = true
 	// The outcome is recorded, and waiters answered, as soon as it is
@@ -115,6 +116,22 @@ func (d *Daemon) recordAttempt(l *liveJob, n int) {
 	}
 }
 
+// recordInvocation stores the invocation ID of the job's run that systemd
+// just announced, and counts the run if nothing counted it yet, so that
+// the record of a running job shows them.
+func (d *Daemon) recordInvocation(l *liveJob, id string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed || l.rec.State != api.StateRunning || l.rec.InvocationID == id {
+		return
+	}
+	l.rec.InvocationID = id
+	l.rec.Attempts = max(l.rec.Attempts, 1)
+	if err := d.store.Put(l.rec); err != nil {
+		d.Logf("hostapi: job %s: storing its invocation ID: %v", l.rec.ID, err)
+	}
+}
+
 // startUnit writes the op's request file, when it has one, and starts its
 // unit, waiting for the run as job.Start does. A timeout stops the unit.
 // What the run logged to the journal becomes the job's output log.
@@ -137,7 +154,9 @@ func (d *Daemon) startUnit(ctx context.Context, l *liveJob) outcome {
 		ctx, cancel = context.WithTimeout(ctx, l.op.Timeout)
 		defer cancel()
 	}
-	st, err := job.Start(ctx, d.mgr, l.op.Unit)
+	u := job.Unit(d.mgr, l.op.Unit)
+	u.Invoked = func(id string) { d.recordInvocation(l, id) }
+	st, err := u.Start(ctx)
 	if st != nil && st.InvocationID != "" {
 		if err := d.copyJournal(context.WithoutCancel(ctx), l.rec.ID, st); err != nil {
 			d.Logf("hostapi: job %s: copying the output of %s from the journal: %v", l.rec.ID, l.op.Unit, err)

@@ -202,7 +202,7 @@ func verify(path, sum string) (bool, error) {
 func write(dir, name, src, sum string) error {
 	in, err := os.Open(src)
 	if err != nil {
-		return err
+		return fmt.Errorf("source %s: %w", src, reason(err))
 	}
 	defer in.Close()
 	var rnd [4]byte
@@ -210,14 +210,23 @@ func write(dir, name, src, sum string) error {
 	tmp := filepath.Join(dir, "."+name+".tmp-"+hex.EncodeToString(rnd[:]))
 	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
-		return err
+		return fmt.Errorf("dir %s: a file cannot be created in it: %w", dir, reason(err))
 	}
 	err = copyAndCheck(out, in, sum)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+		// A read of src or a write of the temp file, whose name is ours.
+		err = fmt.Errorf("source %s: %w", src, pe.Err)
+		if pe.Path == tmp {
+			err = fmt.Errorf("dir %s: the copy cannot be written: %w", dir, pe.Err)
+		}
+	}
 	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
+		if err = os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+			err = fmt.Errorf("dir %s: %s cannot be put in place: %w", dir, name, reason(err))
+		}
 	}
 	if err != nil {
 		os.Remove(tmp)

@@ -123,6 +123,10 @@ type Cmd struct {
 	// Attempting, if set, is called with the number of each run, from 1,
 	// before its unit is created.
 	Attempting func(n int)
+	// Invoked, if set, is told the invocation ID (hex) of each run as soon
+	// as systemd announces it, before the run ends; it may be told one ID
+	// more than once. It is called in the goroutine that waits for the run.
+	Invoked func(id string)
 	// Pin, if set, keeps the unit loaded, with its outcome, however its
 	// run ends and whoever stops or resets it, until the run is released
 	// (by Wait, Run, or Attach in another process): the unit Wants= a
@@ -340,7 +344,7 @@ func (c *Cmd) startRun() error {
 		}
 		name = unit.RandomName(prefix, "service")
 	}
-	r := &run{mgr: c.Manager, unit: name, typ: "exec", hold: c.holds}
+	r := &run{mgr: c.Manager, unit: name, typ: "exec", hold: c.holds, invoked: c.Invoked}
 	if c.Exited != nil {
 		r.ended = c.runEnded
 	}

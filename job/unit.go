@@ -31,6 +31,12 @@ type UnitCmd struct {
 	// journal (manager.Target's Journal) with journalctl.
 	Stdout, Stderr io.Writer
 
+	// Invoked, if set, is told the invocation ID (hex) of each run that
+	// Start makes as soon as systemd announces it, before the run ends
+	// (not that of a run in progress before Start); it may be told one ID
+	// more than once.
+	Invoked func(id string)
+
 	mgr *manager.Conn
 }
 
@@ -52,12 +58,14 @@ func (u *UnitCmd) Start(ctx context.Context) (*Status, error) {
 		return nil, err
 	}
 	o := u.output()
-	if o == nil {
+	if o == nil && u.Invoked == nil {
 		return start(ctx, u.mgr, u.Name, nil)
 	}
-	// Whatever an earlier run logged is then stored, and read with the
-	// invocation ID it ran with, before this start makes a new one.
-	syncJournal(ctx, o.journal)
+	if o != nil {
+		// Whatever an earlier run logged is then stored, and read with the
+		// invocation ID it ran with, before this start makes a new one.
+		syncJournal(ctx, o.journal)
+	}
 	// On a private socket every change of the unit's properties (its
 	// job's, say) signals them all, the last run's ID among them.
 	props, err := u.mgr.Properties(ctx, u.Name, manager.UnitIface)
@@ -66,10 +74,19 @@ func (u *UnitCmd) Start(ctx context.Context) (*Status, error) {
 	}
 	last := props["InvocationID"].Value()
 	st, err := start(ctx, u.mgr, u.Name, func(id string) {
-		if b, _ := last.([]byte); hex.EncodeToString(b) != id {
+		if b, _ := last.([]byte); hex.EncodeToString(b) == id {
+			return
+		}
+		if o != nil {
 			o.invoked(id)
 		}
+		if u.Invoked != nil {
+			u.Invoked(id)
+		}
 	})
+	if o == nil {
+		return st, err
+	}
 	return st, u.finish(ctx, o, st, err)
 }
 
@@ -116,7 +133,7 @@ func (u *UnitCmd) Wait(ctx context.Context) (*Status, error) {
 	}
 	if load := r.state.str("LoadState"); load != "loaded" {
 		r.abort()
-		return nil, fmt.Errorf("wait %s: unit is %s", u.Name, load)
+		return nil, notLoaded(u.Name, load)
 	}
 	if r.state.ended() && !manager.JobPending(r.state) {
 		r.abort()
@@ -208,4 +225,17 @@ func (u *UnitCmd) finish(ctx context.Context, o *journalOutput, st *Status, err 
 		return fmt.Errorf("%s: copying its output from the journal: %w", u.Name, outErr)
 	}
 	return err
+}
+
+// notLoaded says why wait cannot follow name, whose LoadState is load.
+func notLoaded(name, load string) error {
+	switch load {
+	case "not-found":
+		return fmt.Errorf("wait: no unit named %s is loaded", name)
+	case "masked":
+		return fmt.Errorf("wait %s: the unit is masked", name)
+	case "bad-setting", "error":
+		return fmt.Errorf("wait %s: the unit's file could not be loaded (systemctl status %s says why)", name, name)
+	}
+	return fmt.Errorf("wait %s: the unit is not loaded (its load state is %s)", name, load)
 }

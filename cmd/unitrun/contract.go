@@ -28,7 +28,7 @@ func usageError(err error) error {
 func applyContract(root *cobra.Command) {
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(flagError(err)) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(badFlags{flagError(err)}) })
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return checkManagerFlag(root) }
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
@@ -55,6 +55,12 @@ func applyContract(root *cobra.Command) {
 	}
 	walk(root)
 }
+
+// badFlags is a command line whose flags could not be parsed: those
+// after the one at fault were not read.
+type badFlags struct{ error }
+
+func (b badFlags) Unwrap() error { return b.error }
 
 // subcommandArgs refuses the arguments of a group command, whose first
 // argument, had it named a subcommand, cobra would have taken as one.

@@ -174,6 +174,7 @@ func TestErrorsShowNoInternals(t *testing.T) {
 	}{
 		{[]string{"run", "--", notExec}, exitCannotExec, notExec + ": cannot execute: permission denied"},
 		{[]string{"start", "unitrun-no-such-unit.service"}, exitFailed, "start unitrun-no-such-unit.service: Unit unitrun-no-such-unit.service not found."},
+		{[]string{"wait", "unitrun-no-such-unit.service"}, exitFailed, "unitrun: wait: no unit named unitrun-no-such-unit.service is loaded\n"},
 		{[]string{"--manager", "private:" + filepath.Join(dir, "none.sock"), "run", "--", "true"}, exitFailed, filepath.Join(dir, "none.sock") + "): no such file or directory"},
 		{[]string{"op", "list", "--socket", filepath.Join(dir, "none.sock")}, exitFailed, "unitrun daemon at " + filepath.Join(dir, "none.sock") + ": no such file or directory"},
 		{append(daemon, "--state-dir", config+"/state"), exitFailed, "--state-dir " + config + "/state: " + config + ": not a directory"},
@@ -182,6 +183,7 @@ func TestErrorsShowNoInternals(t *testing.T) {
 		{[]string{"inject", "--dir", filepath.Join(dir, "bin"), filepath.Join(dir, "none")}, exitFailed, "source " + filepath.Join(dir, "none") + ": no such file or directory"},
 		{[]string{"inject", "--os-release", filepath.Join(dir, "none"), "--variant", "/bin/true:ID=x"}, exitUsage, "os-release " + filepath.Join(dir, "none") + ": no such file or directory"},
 		{[]string{"inject", "--gc", "--dir", filepath.Join(dir, "none")}, exitFailed, "dir " + filepath.Join(dir, "none") + ": no such file or directory"},
+		{[]string{"inject", "--dir", "/proc/sys", "/bin/true"}, exitFailed, "unitrun: inject: dir /proc/sys: a file cannot be created in it: no such file or directory\n"},
 	} {
 		_, errs, code := unitrun(t, tc.args...)
 		if code != tc.code || !strings.Contains(errs, tc.want) {

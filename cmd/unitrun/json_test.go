@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -178,6 +179,31 @@ func TestRunJSONOneLine(t *testing.T) {
 		var v map[string]any
 		if err := json.Unmarshal([]byte(out), &v); err != nil || strings.Count(out, "\n") != 1 || !strings.HasSuffix(out, "}\n") {
 			t.Errorf("%v: stdout %q, want one JSON object on one line (%v)", args, out, err)
+		}
+	}
+}
+
+// TestJSONFailureObject checks that a command given --json that fails
+// before it has a value to print (a usage error, a daemon not reached)
+// prints {"error"} on stdout, with the message stderr shows, so that
+// stdout holds one JSON value whatever happened.
+func TestJSONFailureObject(t *testing.T) {
+	none := filepath.Join(t.TempDir(), "none.sock")
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"run", "--json", "--unit", "x.scope", "true"}, exitUsage, `--unit "x.scope": a command runs as a service: give a name ending in .service, or no suffix`},
+		{[]string{"run", "--bogus", "--json", "true"}, exitUsage, "unknown flag: --bogus"},
+		{[]string{"start", "--json"}, exitUsage, "accepts 1 arg(s), received 0; usage: unitrun start [flags] UNIT"},
+		{[]string{"pod", "status", "--json"}, exitUsage, "accepts 1 arg(s), received 0; usage: unitrun pod status NAME [flags]"},
+		{[]string{"op", "list", "--json", "--socket", none}, exitFailed, "unitrun daemon at " + none + ": no such file or directory"},
+	} {
+		out, errs, code := unitrun(t, tc.args...)
+		want, _ := json.Marshal(map[string]string{"error": tc.want})
+		if code != tc.code || out != string(want)+"\n" || errs != "unitrun: "+tc.want+"\n" {
+			t.Errorf("unitrun %q: exit %d, stdout %q, stderr %q; want exit %d, stdout %s and the same message on stderr", tc.args, code, out, errs, tc.code, want)
 		}
 	}
 }

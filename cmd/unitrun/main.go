@@ -112,7 +112,9 @@ func main() {
 		signal.Notify(sigs, stop...)
 		go func() { cancel(interrupt{(<-sigs).(syscall.Signal)}) }()
 	}
-	err := root.ExecuteContext(ctx)
+	stdout := &countingWriter{f: os.Stdout}
+	root.SetOut(stdout)
+	cmd, err := root.ExecuteContextC(ctx)
 	signal.Stop(sigs)
 	if err == nil {
 		return
@@ -128,6 +130,12 @@ func main() {
 		ee = &exitError{code: 128 + int(sig), err: told}
 	}
 	if ee.err != nil {
+		if stdout.n == 0 && wantsJSON(cmd, ee.err, os.Args[1:]) {
+			// stdout holds one JSON value whatever happened.
+			printLine(stdout, struct {
+				Error string `json:"error"`
+			}{ee.err.Error()})
+		}
 		fmt.Fprintln(os.Stderr, "unitrun:", ee.err)
 	}
 	os.Exit(ee.code)
@@ -154,6 +162,45 @@ func stopSignals(root *cobra.Command, args []string) []os.Signal {
 	return interruptSignals
 }
 
+// countingWriter counts the bytes written to f. Its Fd lets newTerm see
+// whether f is a terminal.
+type countingWriter struct {
+	f *os.File
+	n int
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.f.Write(p)
+	c.n += n
+	return n, err
+}
+
+func (c *countingWriter) Fd() uintptr { return c.f.Fd() }
+
+// wantsJSON reports whether cmd, which failed with err, was given --json:
+// its value, or, when the flags could not be parsed (so that those after
+// the one at fault were not read), a "--json" among args before "--".
+func wantsJSON(cmd *cobra.Command, err error, args []string) bool {
+	f := cmd.Flags().Lookup("json")
+	switch {
+	case f == nil:
+		return false
+	case f.Value.String() == "true":
+		return true
+	case !errors.As(err, new(badFlags)):
+		return false
+	}
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--json", "--json=true":
+			return true
+		}
+	}
+	return false
+}
+
 func newRoot() *cobra.Command {
 	g := &globals{}
 	root := &cobra.Command{
@@ -178,7 +225,8 @@ See docs/cli.md.`,
 	root.AddCommand(newRunCmd(g), newStartCmd(g), newWaitCmd(g), newManagerCmd(g))
 	root.AddCommand(newPodCmd(g))
 	root.AddCommand(newDaemonCmd(g), newOpCmd(g), newInjectCmd(g))
-	root.AddCommand(newInstallCmd(g), newUninstallCmd(g))
+	root.AddCommand(newInstallCmd(g), newUninstallCmd(g), newVersionCmd())
+	setVersion(root)
 	applyContract(root)
 	return root
 }

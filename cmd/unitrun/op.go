@@ -151,17 +151,21 @@ func interruptedCall(cmd *cobra.Command, f *opFlags, c *client.Client, id, op st
 	if !cancel {
 		cancel = opStopsOnDisconnect(ctx, c, op)
 	}
+	by := interrupt{sig}
 	if !cancel {
-		return &exitError{code: 128 + int(sig), err: fmt.Errorf("interrupted: job %s (op %s) goes on; follow it with \"unitrun op wait %s\" or stop it with \"unitrun op cancel %s\"", id, op, id, id)}
+		return &exitError{code: 128 + int(sig), err: fmt.Errorf("%v: job %s (op %s) goes on; follow it with \"unitrun op wait %s\" or stop it with \"unitrun op cancel %s\"", by, id, op, id, id)}
 	}
 	rec, err := c.Cancel(ctx, id)
 	if err != nil {
-		return &exitError{code: exitFailed, err: fmt.Errorf("interrupted: cancel job %s (op %s): %w", id, op, err)}
+		return &exitError{code: exitFailed, err: fmt.Errorf("%v: cancel job %s (op %s): %w", by, id, op, err)}
 	}
 	if err := printRecord(cmd, f, rec); err != nil {
 		return err
 	}
-	return &exitError{code: 128 + int(sig), err: fmt.Errorf("interrupted: job %s (op %s) canceled, %s", id, op, rec.State)}
+	if rec.State != api.StateCanceled {
+		return &exitError{code: 128 + int(sig), err: fmt.Errorf("%v: job %s (op %s) ended before it could be canceled: %s", by, id, op, rec.State)}
+	}
+	return &exitError{code: 128 + int(sig), err: fmt.Errorf("%v: job %s (op %s) canceled", by, id, op)}
 }
 
 // opStopsOnDisconnect reports whether the daemon cancels a job of op once

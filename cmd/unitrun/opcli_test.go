@@ -3,8 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -13,6 +17,8 @@ import (
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/unit"
 )
 
 // TestOpStatusCancelPrintRecord: "op status" and "op cancel" print the
@@ -104,9 +110,9 @@ on_disconnect = "stop"
 		wantErr   string
 		wantState api.State
 	}{
-		{[]string{"sh"}, 128 + int(syscall.SIGINT), "goes on", api.StateRunning},
-		{[]string{"--cancel-on-interrupt", "sh"}, 128 + int(syscall.SIGINT), "canceled", api.StateCanceled},
-		{[]string{"sh-stop"}, 128 + int(syscall.SIGINT), "canceled", api.StateCanceled},
+		{[]string{"sh"}, 128 + int(syscall.SIGINT), "goes on; follow it with \"unitrun op wait ID\" or stop it with \"unitrun op cancel ID\"\n", api.StateRunning},
+		{[]string{"--cancel-on-interrupt", "sh"}, 128 + int(syscall.SIGINT), "canceled\n", api.StateCanceled},
+		{[]string{"sh-stop"}, 128 + int(syscall.SIGINT), "canceled\n", api.StateCanceled},
 	} {
 		cmd := exec.Command(systemdtest.Binary(t), append(append([]string{"op", "call"}, tc.args...), "echo started; sleep 30")...)
 		var errb bytes.Buffer
@@ -132,8 +138,10 @@ on_disconnect = "stop"
 			t.Fatalf("op call %v: stderr %q names no job", tc.args, errs)
 		}
 		id := m[1]
-		if code != tc.wantCode || !strings.Contains(errs, tc.wantErr) || !strings.Contains(errs, id) {
-			t.Errorf("op call %v after SIGINT: exit %d (%v), stderr %q; want exit %d and %q with the job id", tc.args, code, err, errs, tc.wantCode, tc.wantErr)
+		// The last line says what became of the job, once.
+		want := strings.ReplaceAll(fmt.Sprintf("\nunitrun: interrupted by SIGINT: job %s (op %s) %s", id, tc.args[len(tc.args)-1], tc.wantErr), "ID", id)
+		if code != tc.wantCode || !strings.HasSuffix(errs, want) {
+			t.Errorf("op call %v after SIGINT: exit %d (%v), stderr %q; want exit %d and stderr ending in %q", tc.args, code, err, errs, tc.wantCode, want)
 		}
 		if tc.wantState == api.StateRunning && !strings.Contains(errs, "unitrun op cancel "+id) {
 			t.Errorf("op call %v after SIGINT: stderr %q does not tell how to cancel the job", tc.args, errs)
@@ -178,5 +186,65 @@ func TestOpLogsInterrupt(t *testing.T) {
 	}
 	if out, _, _ := unitrun(t, "op", "status", id); !strings.Contains(out, "state\trunning\n") {
 		t.Errorf("the job after op logs -f was interrupted: %q, want running", out)
+	}
+}
+
+// TestOpRunningRecord: the record of a running job holds the invocation
+// ID of its run and counts it (attempts 1) as soon as systemd announces
+// the run, for an exec op, a retried exec op and a unit op alike, and
+// "op status" shows them.
+func TestOpRunningRecord(t *testing.T) {
+	ctx := context.Background()
+	conn := systemdtest.Conn(t)
+	svc := unit.RandomName("unitrun-test-running-", "service")
+	systemdtest.WriteUnit(t, filepath.Join(systemdtest.RuntimeUnitDir(t), svc), "[Service]\nExecStart=/bin/sleep 60\n")
+	if err := conn.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("UNITRUN_SOCKET", systemdtest.StartDaemon(t, `
+[[op]]
+name = "sleep"
+exec = ["/bin/sleep", "60"]
+
+[[op]]
+name = "sleep-retry"
+exec = ["/bin/sleep", "60"]
+retry = { attempts = 2 }
+
+[[op]]
+name = "unit"
+unit = "`+svc+`"
+`).API)
+	for _, op := range []string{"sleep", "sleep-retry", "unit"} {
+		out, errs, code := unitrun(t, "op", "call", "--no-wait", op)
+		id := strings.TrimSpace(out)
+		if code != 0 || id == "" {
+			t.Fatalf("op call --no-wait %s: %q %q, exit %d", op, out, errs, code)
+		}
+		t.Cleanup(func() { unitrun(t, "op", "cancel", id) })
+		var rec api.Record
+		for deadline := time.Now().Add(30 * time.Second); rec.InvocationID == ""; time.Sleep(20 * time.Millisecond) {
+			out, _, _ := unitrun(t, "op", "status", "--json", id)
+			rec = api.Record{}
+			decode(t, "op status --json", out, &rec)
+			if rec.State != api.StateRunning && rec.State != api.StateQueued {
+				t.Fatalf("op %s: job %s is %s before its invocation ID was recorded: %+v", op, id, rec.State, rec)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("op %s: job %s running for 30s with no invocation ID: %+v", op, id, rec)
+			}
+		}
+		props, err := conn.Properties(ctx, rec.Unit, manager.UnitIface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := props["InvocationID"].Value().([]byte)
+		if rec.InvocationID != hex.EncodeToString(want) || rec.Attempts != 1 || rec.State != api.StateRunning {
+			t.Errorf("op %s: running job's record: invocation_id %q, attempts %d, state %s; want %x, 1, running", op, rec.InvocationID, rec.Attempts, rec.State, want)
+		}
+		out, _, _ = unitrun(t, "op", "status", id)
+		if !strings.Contains(out, "invocation_id\t"+rec.InvocationID+"\n") || !strings.Contains(out, "attempts\t1\n") {
+			t.Errorf("op %s: op status of the running job:\n%s\nwant its invocation_id and attempts 1", op, out)
+		}
 	}
 }

@@ -24,11 +24,11 @@ type term struct {
 	width  int  // columns of the terminal; 0 if unknown or not a terminal
 }
 
-// newTerm inspects w: a terminal is an *os.File whose descriptor answers
-// the termios ioctl.
+// newTerm inspects w: a terminal is a file (an *os.File, or main's
+// countingWriter of stdout) whose descriptor answers the termios ioctl.
 func newTerm(w io.Writer) *term {
 	t := &term{w: w}
-	f, ok := w.(*os.File)
+	f, ok := w.(interface{ Fd() uintptr })
 	if !ok {
 		return t
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -42,11 +43,20 @@ STATE-DIR/pods/NAME/status/APP.`,
 	return cmd
 }
 
-// dir returns the absolute state directory.
+// dir returns the absolute state directory, which may not exist yet; one
+// that is not a directory, or cannot be looked at, is an error that names
+// --state-dir.
 func (f *podFlags) dir() (string, error) {
 	d, err := filepath.Abs(f.stateDir)
 	if err != nil {
 		return "", &exitError{code: exitUsage, err: err}
+	}
+	fi, err := os.Stat(d)
+	switch {
+	case err == nil && !fi.IsDir():
+		return "", &exitError{code: exitFailed, err: fmt.Errorf("--state-dir %s: not a directory", d)}
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return "", &exitError{code: exitFailed, err: flagPathError("--state-dir", d, err)}
 	}
 	return d, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -91,11 +92,46 @@ func TestPodNotFound(t *testing.T) {
 	for _, state := range []string{dir, missing} {
 		for _, args := range [][]string{{"status", "nope"}, {"status", "--json", "nope"}, {"stop", "nope"}, {"logs", "nope"}, {"logs", "-f", "nope", "a"}, {"rm", "nope"}, {"rm", "--force", "nope"}, {"start", "nope"}} {
 			out, errs, code := podCLI(t, state, args...)
-			want := fmt.Sprintf("unitrun: no pod named nope in state dir %s\n", state)
-			if code != 1 || errs != want || out != "" {
-				t.Errorf("pod %v (state dir %s): exit %d, stdout %q, stderr %q; want 1 and %q", args, state, code, out, errs, want)
+			msg := "no pod named nope in state dir " + state
+			wantOut := ""
+			if slices.Contains(args, "--json") {
+				b, _ := json.Marshal(map[string]string{"error": msg})
+				wantOut = string(b) + "\n"
+			}
+			if code != 1 || errs != "unitrun: "+msg+"\n" || out != wantOut {
+				t.Errorf("pod %v (state dir %s): exit %d, stdout %q, stderr %q; want 1, %q and unitrun: %s", args, state, code, out, errs, wantOut, msg)
 			}
 		}
+	}
+}
+
+// A --state-dir that is a file, or whose list of pods is one, is named
+// with what is wrong with it, by every pod command, exit 125, and nothing
+// is created; pod list does not point at "pod rm --force", which does not
+// apply.
+func TestPodStateDirNotADirectory(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	podsFile := t.TempDir()
+	for _, f := range []string{file, filepath.Join(podsFile, "pods")} {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := manifestFile(t, "name: p\napps:\n  - name: a\n    exec: [/bin/true]\n")
+	for state, want := range map[string]string{
+		file:                     "unitrun: --state-dir " + file + ": not a directory\n",
+		filepath.Join(file, "x"): "unitrun: --state-dir " + file + "/x: not a directory\n",
+	} {
+		for _, args := range [][]string{{"create", m}, {"run", "--detach", m}, {"list"}, {"status", "p"}} {
+			out, errs, code := podCLI(t, state, args...)
+			if code != exitFailed || errs != want || out != "" {
+				t.Errorf("pod %v --state-dir %s: exit %d, stdout %q, stderr %q; want 125 and %q", args, state, code, out, errs, want)
+			}
+		}
+	}
+	out, errs, code := podCLI(t, podsFile, "list")
+	if want := "unitrun: --state-dir " + podsFile + ": " + podsFile + "/pods: not a directory\n"; code != exitFailed || errs != want || out != "" {
+		t.Errorf("pod list of a state dir whose pods is a file: exit %d, stdout %q, stderr %q; want 125 and %q", code, out, errs, want)
 	}
 }
 

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -160,6 +163,10 @@ others are listed, and the exit status is then 1.`,
 				return err
 			}
 			pods, lerr := pod.List(dir)
+			if pe := (*fs.PathError)(nil); errors.As(lerr, &pe) && pe.Path == filepath.Join(dir, "pods") {
+				// The state dir's list of pods cannot be read.
+				return &exitError{code: exitFailed, err: flagPathError("--state-dir", dir, lerr)}
+			}
 			if err := printPods(cmd.OutOrStdout(), pods, asJSON); err != nil {
 				return err
 			}

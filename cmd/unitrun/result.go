@@ -98,7 +98,11 @@ func exitFor(err error, printed bool) error {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			return &exitError{code: exitNotFound, err: fmt.Errorf("%s: command not found", xe.Name)}
 		}
-		return &exitError{code: exitCannotExec, err: fmt.Errorf("%s: cannot execute: %w", xe.Name, xe.Err)}
+		why := xe.Err
+		if pe := (*fs.PathError)(nil); errors.As(why, &pe) {
+			why = pe.Err // "stat /opt/x/agent: permission denied" names the command again, and the call
+		}
+		return &exitError{code: exitCannotExec, err: fmt.Errorf("%s: cannot execute: %w", xe.Name, why)}
 	}
 	if errors.Is(err, context.Canceled) {
 		// A signal interrupted unitrun (and, for run and start, it stopped

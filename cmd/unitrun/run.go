@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/godbus/dbus/v5"
@@ -108,7 +109,13 @@ func parseRunFlags(f *runFlags, c *job.Cmd) error {
 			return fmt.Errorf("--same-dir and --working-directory: give one of them")
 		}
 		wd, err := os.Getwd()
-		if err != nil {
+		var errno syscall.Errno
+		switch {
+		case errors.Is(err, syscall.ENOENT):
+			return errors.New("--same-dir: the current directory was removed: cd to one that exists")
+		case errors.As(err, &errno):
+			return fmt.Errorf("--same-dir: the current directory cannot be named: %w", errno)
+		case err != nil:
 			return fmt.Errorf("--same-dir: %w", err)
 		}
 		c.Dir = wd

@@ -67,10 +67,12 @@ func checkOp(op *Op) []fieldError {
 	if op.Timeout < 0 {
 		fail("timeout", "timeout must not be negative")
 	}
-	switch {
+	switch known := op.OnBusy == "join-or-queue" || op.OnBusy == "join-or-refuse"; {
+	case !op.Exclusive && op.OnBusy != "" && !known:
+		fail("on_busy", `on_busy %q must be "join-or-queue" or "join-or-refuse", and needs exclusive = true`, op.OnBusy)
 	case !op.Exclusive && op.OnBusy != "":
 		fail("on_busy", "on_busy needs exclusive = true")
-	case op.Exclusive && op.OnBusy != "join-or-queue" && op.OnBusy != "join-or-refuse":
+	case op.Exclusive && !known:
 		fail("on_busy", `on_busy %q must be "join-or-queue" or "join-or-refuse"`, op.OnBusy)
 	}
 	if op.OnDisconnect != "continue" && op.OnDisconnect != "stop" {

@@ -38,6 +38,10 @@ type decoder struct {
 	// decoded, so that a key only daemon.toml may set is named so.
 	other reflect.Type
 	errs  []*Error
+	// wrong are the values of the wrong type, which decode left unset;
+	// unknown the keys the schema lacks.
+	wrong   []node
+	unknown []keyPath
 }
 
 // A node is where a value is: its key as written ("op.args.max"), its name
@@ -122,6 +126,50 @@ func (d *decoder) decode(dst reflect.Value, v any, n node) {
 	}
 	if !ok {
 		d.fail(n, fmt.Sprintf("%s must be %s, not a TOML %s", n.name, describe(t, n), tomlKind(v)))
+		d.wrong = append(d.wrong, n)
+	}
+}
+
+// follows reports whether fe, a rule that a value under base (an op, or
+// [limits]) breaks once decoded, may follow from an error decode reported
+// there: a key the schema lacks, which may be the misspelling of one that
+// fe misses ("name is required" after unknown key "Name"); base itself of
+// the wrong type; or fe names a value of the wrong type, or a key under
+// it ("on_busy needs exclusive = true" after "exclusive must be a
+// boolean"), which decode left unset.
+func (d *decoder) follows(base keyPath, fe fieldError) bool {
+	for _, at := range d.unknown {
+		if strings.HasPrefix(string(at), string(base)) {
+			return true
+		}
+	}
+	for _, n := range d.wrong {
+		if strings.HasPrefix(string(base), string(n.at)) {
+			return true
+		}
+		if strings.HasPrefix(string(n.at), string(base)) && (names(fe.key, n.name) || names(fe.rule, n.name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// names reports whether text names the key name, or a key under it: name
+// stands as a word of its own, or followed by "." or "[".
+func names(text, name string) bool {
+	word := func(c byte) bool {
+		return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+	}
+	for i := 0; ; {
+		j := strings.Index(text[i:], name)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(name)
+		if (start == 0 || !word(text[start-1]) && text[start-1] != '.') && (end == len(text) || !word(text[end])) {
+			return true
+		}
+		i = start + 1
 	}
 }
 
@@ -137,6 +185,7 @@ func (d *decoder) table(dst reflect.Value, m map[string]any, n node) {
 				rule += fmt.Sprintf(" (only daemon.toml may set [%s])", k)
 			}
 			d.fail(c, rule)
+			d.unknown = append(d.unknown, c.at)
 			continue
 		}
 		d.decode(dst.FieldByIndex(f.Index), m[k], c)

@@ -116,16 +116,18 @@ func loadFile(path string, isMain bool) (ops []loadedOp, limits *Limits, errs []
 		d.decode(reflect.ValueOf(&fd).Elem(), tree, node{})
 		fc.Op = fd.Op
 	}
-	if len(d.errs) > 0 {
-		return nil, nil, d.errs
-	}
+	// Every rule is checked, as well as the types: those that a value of
+	// the wrong type may have broken are left out.
+	errs = d.errs
 	for i := range fc.Op {
 		lo := loadedOp{file: path, at: keyPath("").key("op").index(i), lines: d.lines}
 		var fes []fieldError
 		lo.op, fes = buildOp(&fc.Op[i])
 		fes = append(fes, checkOp(&lo.op)...)
 		for _, fe := range fes {
-			errs = append(errs, lo.err(fe.key, fe.rule))
+			if !d.follows(lo.at, fe) {
+				errs = append(errs, lo.err(fe.key, fe.rule))
+			}
 		}
 		ops = append(ops, lo)
 	}
@@ -133,7 +135,9 @@ func loadFile(path string, isMain bool) (ops []loadedOp, limits *Limits, errs []
 		l, fes := buildLimits(fc.Limits)
 		fes = append(fes, checkLimits(&l)...)
 		for _, fe := range fes {
-			errs = append(errs, &Error{File: path, Line: d.lines.line("", fe.key), Key: fe.key, Rule: fe.rule})
+			if !d.follows(keyPath("").key("limits"), fe) {
+				errs = append(errs, &Error{File: path, Line: d.lines.line("", fe.key), Key: fe.key, Rule: fe.rule})
+			}
 		}
 		limits = &l
 	}

@@ -27,36 +27,36 @@ func DecodeCallRequest(body io.Reader, limit int) (api.CallRequest, error) {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		return api.CallRequest{}, errorf(api.CodeTooLarge, fmt.Sprintf("request body: larger than the limit of %d bytes (max_request_bytes)", limit))
+		return api.CallRequest{}, errorf(api.CodeTooLarge, tooLarge(limit))
 	case err != nil:
-		return api.CallRequest{}, errorf(api.CodeBadRequest, "request body: "+err.Error())
+		return api.CallRequest{}, errorf(api.CodeBadRequest, "the body cannot be read: "+err.Error())
 	case len(data) > limit:
-		return api.CallRequest{}, errorf(api.CodeTooLarge, fmt.Sprintf("request body: larger than the limit of %d bytes (max_request_bytes)", limit))
+		return api.CallRequest{}, errorf(api.CodeTooLarge, tooLarge(limit))
 	case len(bytes.Trim(data, " \t\r\n")) == 0:
 		return api.CallRequest{Args: []string{}}, nil
 	}
 	if err := checkJSONText(data); err != nil {
-		return api.CallRequest{}, errorf(api.CodeBadRequest, "request body: "+whereInArgs(data)+err.Error())
+		return api.CallRequest{}, errorf(api.CodeBadRequest, whereInArgs(data)+err.Error())
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var req api.CallRequest
-	if err := dec.Decode(&req); err != nil {
-		return api.CallRequest{}, errorf(api.CodeBadRequest, "request body: "+err.Error()+` (want {"args": ["..."], "wait": true|false, "key": "..."})`)
-	}
-	if dec.More() {
-		return api.CallRequest{}, errorf(api.CodeBadRequest, "request body: more than one JSON value")
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return api.CallRequest{}, errorf(api.CodeBadRequest, "request body: data after the JSON object")
+	if err := decodeJSON(data, &req, callShape); err != nil {
+		return api.CallRequest{}, errorf(api.CodeBadRequest, err.Error())
 	}
 	if req.Key != "" && !api.ValidKey(req.Key) {
-		return api.CallRequest{}, errorf(api.CodeBadRequest, fmt.Sprintf("request body: key %q: must match %s", req.Key, api.KeyPattern))
+		return api.CallRequest{}, errorf(api.CodeBadRequest, fmt.Sprintf("key %q: must match %s", req.Key, api.KeyPattern))
 	}
 	if req.Args == nil {
 		req.Args = []string{}
 	}
 	return req, nil
+}
+
+// callShape is the body of a call, as errors show it.
+const callShape = `{"args": ["..."], "wait": true|false, "key": "..."}`
+
+// tooLarge says that a body is over limit.
+func tooLarge(limit int) string {
+	return fmt.Sprintf("the body is larger than the limit of %d bytes (max_request_bytes)", limit)
 }
 
 // checkJSONText returns what in data encoding/json would silently replace
@@ -98,7 +98,7 @@ func hexEscape(b []byte) (rune, bool) {
 }
 
 // whereInArgs returns "arg N: " for the first arg of the body data in
-// which checkJSONText finds fault, or "" when it is not in an arg.
+// which checkJSONText finds fault, or "the body: " when it is not in an arg.
 func whereInArgs(data []byte) string {
 	var raw struct {
 		Args []json.RawMessage `json:"args"`
@@ -109,5 +109,5 @@ func whereInArgs(data []byte) string {
 			return fmt.Sprintf("arg %d: ", i)
 		}
 	}
-	return ""
+	return "the body: "
 }

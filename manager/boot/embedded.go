@@ -79,9 +79,15 @@ func (e *Embedded) bootedFile() string { return filepath.Join(e.Dir, "booted") }
 // find the manager running. A manager that answers on its private socket
 // while another caller still boots it is not ready yet (see waitReady):
 // without its booted file, Ensure waits for the lock.
+// Only root may boot it: for another uid the error says so, and how to
+// reach a manager instead.
 func (e *Embedded) Ensure(ctx context.Context) (bool, error) {
 	if _, err := os.Stat(e.bootedFile()); err == nil && e.Running() {
 		return false, nil
+	}
+	if uid := os.Geteuid(); uid != 0 {
+		// It boots in a mount namespace of its own, which only root may make.
+		return false, fmt.Errorf("embedded manager: booting it needs root, and this is uid %d; as this user, reach a running manager instead: --manager user (your systemd --user), or --manager private:PATH (a manager's private socket)", uid)
 	}
 	if err := os.MkdirAll(e.Dir, 0o755); err != nil {
 		return false, fmt.Errorf("embedded manager: %w", err)

@@ -28,6 +28,7 @@ import (
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/unitrun/unitrun/internal/buildinfo"
 	"github.com/unitrun/unitrun/node/provider"
 )
 
@@ -60,11 +61,16 @@ type options struct {
 	certFile   string
 	keyFile    string
 	clientCA   string
+	version    bool // print the build's version and exit
 }
 
 func run() error {
 	o, err := parseFlags()
 	if err != nil {
+		return err
+	}
+	if o.version {
+		_, err := fmt.Println("unitrun-node", buildinfo.Read())
 		return err
 	}
 	o.cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -122,7 +128,11 @@ func parseFlags() (*options, error) {
 	flag.StringVar(&o.certFile, "tls-cert-file", "", "TLS certificate of the kubelet API")
 	flag.StringVar(&o.keyFile, "tls-key-file", "", "TLS key of the kubelet API")
 	flag.StringVar(&o.clientCA, "client-ca-file", "", "CA whose client certificates the kubelet API accepts (the API server's kubelet client)")
+	flag.BoolVar(&o.version, "version", false, "print the version, the commit it was built from and the Go version, and exit")
 	flag.Parse()
+	if o.version {
+		return o, nil
+	}
 	var err error
 	if cfg.Binary == "" {
 		if cfg.Binary, err = exec.LookPath("unitrun"); err != nil {
