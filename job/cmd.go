@@ -204,6 +204,8 @@ func (c *Cmd) Run() error {
 		err = c.retry(err)
 	}
 	c.exit(err)
+	// Kept (Keep): left loaded, no longer watched, as Wait leaves it.
+	c.releaseHeld((*run).abort)
 	return err
 }
 
@@ -235,6 +237,11 @@ func (c *Cmd) CombinedOutput() ([]byte, error) {
 // not wait for it to finish.
 func (c *Cmd) Start() error {
 	err := c.start()
+	if c.Keep != nil && c.Keep() {
+		// A run that ended while starting and that Keep keeps: left
+		// loaded, as Wait leaves it.
+		c.releaseHeld((*run).abort)
+	}
 	// Only Run retries a run that ended while starting.
 	c.releaseHeld((*run).release)
 	return err
@@ -522,11 +529,8 @@ func (c *Cmd) Wait() error {
 	c.waited = true
 	err := c.retry(c.waitRun())
 	c.exit(err)
-	if c.held != nil {
-		// Kept (Keep): left loaded, no longer watched.
-		c.held.abort()
-		c.held = nil
-	}
+	// Kept (Keep): left loaded, no longer watched.
+	c.releaseHeld((*run).abort)
 	return err
 }
 
