@@ -175,14 +175,13 @@ func (d *Daemon) startUnit(ctx context.Context, l *liveJob) outcome {
 // fromStatus returns the outcome of a run that job reported.
 func fromStatus(st *job.Status, err error) outcome {
 	return func(r *api.Record) {
-		ended := false // the run's process exited or was killed
+		r.ExitCode, r.Signal = job.Ended(st, err).JSON()
+		ended := st != nil && st.Ran // the run's process exited or was killed
 		if st != nil {
 			r.InvocationID = st.InvocationID
 			r.JobResult = st.JobResult
 			r.Result = st.Result
 			r.Attempts = st.Attempts
-			r.ExitCode, r.Signal = st.Ended()
-			ended = r.ExitCode != nil || r.Signal != ""
 			if !st.FinishedAt.IsZero() {
 				t := st.FinishedAt.UTC()
 				r.FinishedAt = &t

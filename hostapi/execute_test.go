@@ -2,13 +2,16 @@ package hostapi
 
 import (
 	"errors"
-	"syscall"
+	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/job"
+	"github.com/unitrun/unitrun/unit"
 )
+
+var exitFromMain = unit.ExitFromMain
 
 // TestFromStatus checks the record of each way a run ends: an exit code
 // only for a process that exited, whatever the start job's result, and a
@@ -25,11 +28,12 @@ func TestFromStatus(t *testing.T) {
 		signal   string
 		message  string
 	}{
-		{"success", &job.Status{Unit: unit, JobResult: "done", Result: "success", FinishedAt: now}, nil, api.StateSucceeded, 0, "", "exit status 0"},
-		{"exit 3", &job.Status{Unit: unit, JobResult: "done", Result: "exit-code", ExitCode: 3, FinishedAt: now}, &job.ExitError{}, api.StateFailed, 3, "", "exit status 3"},
-		{"SIGTERM", &job.Status{Unit: unit, JobResult: "done", Result: "success", ExitCode: -1, Signal: syscall.SIGTERM, FinishedAt: now}, &job.ExitError{}, api.StateFailed, -1, "TERM", "signal: SIGTERM"},
-		{"exec failed while starting", &job.Status{Unit: unit, JobResult: "failed", Result: "exit-code", ExitCode: 203, FinishedAt: now}, &job.JobError{Unit: unit, Result: "failed"}, api.StateFailed, 203, "", "exit status 203"},
-		{"start job canceled before any exit", &job.Status{Unit: unit, JobResult: "canceled", Result: "success", MainPID: 42}, &job.JobError{Unit: unit, Result: "canceled"}, api.StateFailed, -1, "", "job for unitrun-x.service: canceled"},
+		{"success", &job.Status{Unit: unit, JobResult: "done", Exit: exitFromMain(1, 0, "success"), FinishedAt: now}, nil, api.StateSucceeded, 0, "", "exit status 0"},
+		{"exit 3", &job.Status{Unit: unit, JobResult: "done", Exit: exitFromMain(1, 3, "exit-code"), FinishedAt: now}, &job.ExitError{}, api.StateFailed, 3, "", "exit status 3"},
+		{"SIGTERM", &job.Status{Unit: unit, JobResult: "done", Exit: exitFromMain(2, 15, "success"), FinishedAt: now}, &job.ExitError{}, api.StateFailed, 143, "TERM", "signal: SIGTERM"},
+		{"exec failed while starting", &job.Status{Unit: unit, JobResult: "failed", Exit: exitFromMain(1, 203, "exit-code"), FinishedAt: now}, &job.ExitError{}, api.StateFailed, 126, "", "cannot execute: systemd exit status 203/EXEC, the unit's journal says why (exit status 126)"},
+		{"start job canceled before any exit", &job.Status{Unit: unit, JobResult: "canceled", Exit: exitFromMain(0, 0, "success"), MainPID: 42}, &job.JobError{Unit: unit, Result: "canceled"}, api.StateFailed, -1, "", "job for unitrun-x.service: canceled"},
+		{"command not found", nil, &exec.Error{Name: "/nonexistent", Err: exec.ErrNotFound}, api.StateFailed, 127, "", `exec: "/nonexistent": executable file not found in $PATH`},
 		{"no status", nil, errors.New("start: no manager"), api.StateFailed, -1, "", "start: no manager"},
 	}
 	for _, tt := range tests {

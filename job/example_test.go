@@ -41,7 +41,7 @@ func ExampleExitError_signal() {
 	err = job.Command(mgr, "sh", "-c", "kill -TERM $$").Run()
 	var ee *job.ExitError
 	if errors.As(err, &ee) {
-		fmt.Println(ee.Signal == syscall.SIGTERM, ee.ExitStatus(), ee.Result)
+		fmt.Println(ee.Signal == syscall.SIGTERM, ee.ExitCode, ee.Result)
 	}
 	// Output: true 143 success
 }

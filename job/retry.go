@@ -47,7 +47,7 @@ func (p *RetryPolicy) Retries(err error) bool {
 	}
 	var ee *ExitError
 	if errors.As(err, &ee) {
-		return p.ExitCodes == nil || slices.Contains(p.ExitCodes, ee.ExitStatus())
+		return p.ExitCodes == nil || slices.Contains(p.ExitCodes, ee.ExitCode)
 	}
 	return false
 }

@@ -206,17 +206,20 @@ func (r *run) waitStarted(ctx context.Context) error {
 		r.waitEnded(ctx)
 	}
 	// Read the outcome before release: resetting the unit changes it.
-	je := &JobError{Unit: r.unit, Result: result, Reason: r.setupFailure(ctx)}
-	if res := r.state.str("Result"); res != "success" {
-		je.UnitResult = res
-	}
-	if noRun && je.Reason == "" {
-		je.Reason = "job " + result + ": systemd made no run (its start limit, a condition or a dependency refused the start; systemctl status tells which)"
-	}
-	err = je
 	st := r.state.status(r.unit, r.jobResult(result))
-	if r.state.ranCommand() {
+	if x := r.execFailure(ctx, st.JobResult); x != nil {
+		st, err = x, &ExitError{x}
+	} else if r.state.ranCommand() {
 		err = &ExitError{st}
+	} else {
+		je := &JobError{Unit: r.unit, Result: result, Reason: r.setupFailure(ctx)}
+		if res := r.state.str("Result"); res != "success" {
+			je.UnitResult = res
+		}
+		if noRun && je.Reason == "" {
+			je.Reason = "job " + result + ": systemd made no run (its start limit, a condition or a dependency refused the start; systemctl status tells which)"
+		}
+		err = je
 	}
 	if r.ended != nil {
 		r.ended(st, err)
@@ -375,6 +378,7 @@ func (r *run) wait(ctx context.Context) (*Status, error) {
 		return nil, err
 	}
 	st := r.state.status(r.unit, "done")
+	r.explainExec(ctx, st)
 	var err error
 	if !st.Success() {
 		err = &ExitError{st}

@@ -1,9 +1,13 @@
 package job
 
 import (
+	"bytes"
 	"context"
+	"debug/elf"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"os/user"
 	"strconv"
@@ -28,7 +32,8 @@ var setupExits = map[int32]string{
 }
 
 // setupFailure explains a run whose start job failed because systemd
-// could not set it up (a setup exit status), naming the setting and,
+// could not set it up (a setup exit status other than 203/EXEC, which
+// execFailure reports), naming the setting and,
 // where the caller can tell it, the reason; "" if the run shows no setup
 // failure. It reads the unit (its settings, and its exit status, which
 // may not have reached the state yet), so it must come before the
@@ -67,8 +72,6 @@ func (r *run) setupFailure(ctx context.Context) string {
 		if u := setting("User"); u != "" {
 			return "user " + u + ": " + r.idReason(ctx, "user", u) + " (" + status + ")"
 		}
-	case 203:
-		return "the command cannot be executed (" + status + ")"
 	}
 	return "systemd could not set up the run (" + status + ")"
 }
@@ -165,4 +168,91 @@ func unknownID(kind, name string) bool {
 	var ug user.UnknownGroupError
 	var gid user.UnknownGroupIdError
 	return errors.As(err, &uu) || errors.As(err, &uid) || errors.As(err, &ug) || errors.As(err, &gid)
+}
+
+// execFailure returns the Status of a run whose start job failed because
+// systemd could not execute its command (203/EXEC), with why where the
+// caller can tell (explainExec); nil for any other run. As setupFailure,
+// it reads the unit, whose exit status may not have reached the state yet,
+// so it must come before the release.
+func (r *run) execFailure(ctx context.Context, jobResult string) *Status {
+	s := r.state
+	if !s.ran() {
+		svc, err := r.mgr.Properties(ctx, r.unit, manager.ServiceIface)
+		if err != nil {
+			return nil
+		}
+		s = maps.Clone(r.state)
+		s.merge(svc)
+	}
+	st := s.status(r.unit, jobResult)
+	if st.ExecError == nil {
+		return nil
+	}
+	r.explainExec(ctx, st)
+	return st
+}
+
+// explainExec adds to st, if systemd could not execute its command, why:
+// the errno that execve(2) gives for the unit's command, as the caller
+// finds it when it shares the manager's file system (execError). systemd
+// itself writes the reason to the journal only.
+func (r *run) explainExec(ctx context.Context, st *Status) {
+	if st.ExecError == nil || !r.mgr.SharesFS(ctx) {
+		return
+	}
+	svc, err := r.mgr.Properties(ctx, r.unit, manager.ServiceIface)
+	if err != nil {
+		return
+	}
+	// ExecStart is a(sasbttttuii): the path, the argv, ...
+	cmds, _ := svc["ExecStart"].Value().([][]any)
+	if len(cmds) == 0 || len(cmds[0]) == 0 {
+		return
+	}
+	if path, _ := cmds[0][0].(string); path != "" {
+		st.Exit = st.WithExecError(execError(path))
+	}
+}
+
+// execError returns why execve(2) refuses path, which systemd could not
+// execute, as far as the file tells: a missing file or #! interpreter
+// (ENOENT), one not executable (EACCES), or one in no format the kernel
+// runs (ENOEXEC: neither a valid ELF file nor a #! script); nil if the
+// file looks executable.
+func execError(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			return fmt.Errorf("%s: %w", path, errno)
+		}
+		return nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("%s: %w", path, syscall.EACCES)
+	}
+	head := make([]byte, 256) // the kernel's BINPRM_BUF_SIZE
+	n, _ := io.ReadFull(f, head)
+	if line, ok := bytes.CutPrefix(head[:n], []byte("#!")); ok {
+		line, _, _ = bytes.Cut(line, []byte("\n"))
+		fields := bytes.Fields(line)
+		if len(fields) == 0 {
+			return fmt.Errorf("%s: %w", path, syscall.ENOEXEC)
+		}
+		interp := string(fields[0])
+		if e := execError(interp); e != nil {
+			return fmt.Errorf("%s: interpreter %w", path, e)
+		}
+		return nil
+	}
+	if _, err := elf.NewFile(f); err != nil {
+		return fmt.Errorf("%s: %w", path, syscall.ENOEXEC)
+	}
+	return nil
 }

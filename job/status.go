@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
-	"fmt"
+	"os/exec"
 	"slices"
 	"syscall"
 	"time"
@@ -16,16 +16,14 @@ import (
 )
 
 // Status is what happened to one run of a unit: systemd's own account, read
-// from the unit when its main process ended.
+// from the unit when its main process ended. How the process ended (its
+// exit code or signal, and systemd's Result) is the embedded unit.Exit,
+// as every face of unitrun reports it.
 type Status struct {
 	Unit         string // the unit it ran as
 	InvocationID string // the run's invocation ID (hex), as in the journal's _SYSTEMD_INVOCATION_ID
 	JobResult    string // result of the start job: "done" when it started
-	Result       string // the service's Result: success, exit-code, signal, core-dump, timeout, ...
-	// ExitCode is the main process's exit code, or -1 if a signal ended it.
-	ExitCode   int
-	Signal     syscall.Signal // the signal that ended it, or 0
-	CoreDumped bool
+	unit.Exit
 	StartedAt  time.Time // when the main process started
 	FinishedAt time.Time // when it ended
 	Attempts   int       // how many runs a retry policy made (1 without one)
@@ -44,29 +42,20 @@ func (s *Status) Success() bool {
 	return s.ExitCode == 0 && s.Signal == 0 && (s.Result == "" || s.Result == "success")
 }
 
-// ExitStatus returns the status a shell would report: the exit code, or
-// 128+N for a process killed by signal N.
-func (s *Status) ExitStatus() int {
-	if s.Signal != 0 {
-		return 128 + int(s.Signal)
+// Ended returns how the main process of the run that returned st and err
+// ended: st's Exit, or where Start found the command missing or not
+// executable before it made a unit (an *exec.Error, st nil), the Exit of
+// unit.ExecFailed (127 or 126), as systemd's failure to execute it reads.
+// A run that had no process ends in the zero Exit.
+func Ended(st *Status, err error) unit.Exit {
+	if st != nil {
+		return st.Exit
 	}
-	return s.ExitCode
-}
-
-func (s *Status) String() string {
-	var how string
-	switch {
-	case s.Signal != 0 && s.CoreDumped:
-		how = fmt.Sprintf("signal: %s (core dumped)", SignalName(s.Signal))
-	case s.Signal != 0:
-		how = "signal: " + SignalName(s.Signal)
-	default:
-		how = fmt.Sprintf("exit status %d", s.ExitCode)
+	var xe *exec.Error
+	if errors.As(err, &xe) {
+		return unit.ExecFailed(xe.Err)
 	}
-	if s.Result != "" && s.Result != "success" && s.Result != "exit-code" && s.Result != "signal" && s.Result != "core-dump" {
-		how += " (result " + s.Result + ")"
-	}
-	return how
+	return unit.Exit{}
 }
 
 // ExitError reports a run that did not succeed: it exited non-zero, was
@@ -211,16 +200,14 @@ func (s state) ranCommand() bool {
 	return s.i32("ExecMainCode") != cldExited || st < firstSetupExit || st > lastSetupExit
 }
 
-// Values of ExecMainCode (waitid(2) si_code).
-const (
-	cldExited = 1
-	cldKilled = 2
-	cldDumped = 3
-)
+// cldExited is the ExecMainCode of a main process that exited (waitid(2)
+// si_code CLD_EXITED).
+const cldExited = 1
 
 // status builds the Status of the run the state describes.
 func (s state) status(unitName, jobResult string) *Status {
-	st := &Status{Unit: unitName, JobResult: jobResult, Result: s.str("Result"), Attempts: 1}
+	st := &Status{Unit: unitName, JobResult: jobResult, Attempts: 1}
+	st.Exit = unit.ExitFromMain(s.i32("ExecMainCode"), s.i32("ExecMainStatus"), s.str("Result"))
 	if id, ok := s["InvocationID"].Value().([]byte); ok && len(id) > 0 {
 		st.InvocationID = hex.EncodeToString(id)
 	}
@@ -229,15 +216,6 @@ func (s state) status(unitName, jobResult string) *Status {
 	}
 	if n, ok := s["NRestarts"].Value().(uint32); ok {
 		st.Restarts = int(n)
-	}
-	code, status := s.i32("ExecMainCode"), s.i32("ExecMainStatus")
-	switch code {
-	case cldKilled, cldDumped:
-		st.ExitCode = -1
-		st.Signal = syscall.Signal(status)
-		st.CoreDumped = code == cldDumped
-	default:
-		st.ExitCode = int(status)
 	}
 	if t := s.u64("ExecMainStartTimestamp"); t != 0 {
 		st.StartedAt = time.UnixMicro(int64(t))
@@ -251,27 +229,7 @@ func (s state) status(unitName, jobResult string) *Status {
 // SignalName returns the conventional name of sig, such as "SIGKILL" or
 // "SIGRTMIN+3" (unit.SignalName with "SIG" before it); a signal without
 // a name reads as "SIG<number>". Messages use it; JSON writes
-// unit.SignalName's form (see Status.Ended).
+// unit.SignalName's form (see unit.Exit.JSON).
 func SignalName(sig syscall.Signal) string {
 	return "SIG" + unit.SignalName(int(sig))
-}
-
-// Ended returns how the run's main process ended, as every JSON face of
-// unitrun writes it (run --json and the daemon's job records): the
-// process's exit status if it exited, or else the name of the signal that
-// killed it as systemd writes it ("KILL", "RTMIN+3": unit.SignalName, the
-// form pod statuses carry too). Both are empty when no process ran, such
-// as a start job that failed or was canceled before one did.
-func (s *Status) Ended() (exitCode *int, signal string) {
-	switch {
-	case s.Signal != 0:
-		return nil, unit.SignalName(int(s.Signal))
-	case s.JobResult == "done" || !s.FinishedAt.IsZero():
-		// A run whose start job failed has an exit code only if its
-		// process exited (systemd's own 203 for a failed exec, say); not
-		// one canceled before it was reaped.
-		code := s.ExitCode
-		return &code, ""
-	}
-	return nil, ""
 }

@@ -159,6 +159,7 @@ func (u *UnitCmd) Wait(ctx context.Context) (*Status, error) {
 		err = fmt.Errorf("%s: %w", u.Name, ErrCollected)
 	default:
 		st = r.state.status(u.Name, "done")
+		r.explainExec(ctx, st)
 		if !st.Success() {
 			err = &ExitError{st}
 		}

@@ -8,9 +8,10 @@
 // graph rendered from it ([Nodes], [Graph], [ContainerService]) and drawn
 // as a diagram ([Diagram]), the unit names ([AppUnit] and the others), the
 // state directory and its status files ([WriteState], [WriteExitCode],
-// [WriteApp], [WritePod] and their readers, [List], [Logs]), the
-// translation of what systemd tells ExecStopPost= ([ExitFromEnv]), and the
-// policies that decide what happens when an app exits ([Decide]).
+// [WriteApp], [WritePod] and their readers, [List], [Logs]), an app's
+// exit as systemd tells ExecStopPost= ([Exit], read with
+// unit.ExitFromEnv), and the policies that decide what happens when an
+// app exits ([Decide]).
 //
 // # Unit graph
 //
@@ -22,7 +23,7 @@
 //   - unitrun-pod-P.target Wants= and is After= every app service.
 //   - unitrun-pod-P-A.service runs app A (Type=exec). Its ExecStopPost=
 //     runs "unitrun pod reap-app P A", which records the exit from
-//     $SERVICE_RESULT, $EXIT_CODE and $EXIT_STATUS ([ExitFromEnv]) the
+//     $SERVICE_RESULT, $EXIT_CODE and $EXIT_STATUS (unit.ExitFromEnv) the
 //     moment the app stops, on every stop. It Wants= and is After= its
 //     reaper, so at a stop of both the app stops first.
 //   - unitrun-pod-P-A-reaper.service starts at once and does nothing

@@ -120,7 +120,7 @@ type Decision struct {
 }
 
 // PodExitCode is the exit code of a pod whose apps ended as ended says: 0
-// if every app succeeded, else the Exit.Code of the one that ended first
+// if every app succeeded, else the Exit.Code() of the one that ended first
 // among those that failed, or 1 if that code is 0 (an app whose probe ended
 // the pod may exit 0 when stopped). Outcomes at the same time count in list
 // order.
@@ -129,7 +129,7 @@ func PodExitCode(ended []Outcome) int {
 	slices.SortStableFunc(sorted, func(a, b Outcome) int { return a.At.Compare(b.At) })
 	for _, o := range sorted {
 		if !o.Exit.Success {
-			return max(o.Exit.Code, 1)
+			return max(o.Exit.Code(), 1)
 		}
 	}
 	return 0

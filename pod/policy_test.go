@@ -3,6 +3,8 @@ package pod
 import (
 	"testing"
 	"time"
+
+	"github.com/unitrun/unitrun/unit"
 )
 
 // policyPod has an init app, and apps with every restart policy; the exit
@@ -26,14 +28,25 @@ apps:
 }
 
 var (
-	ok      = Exit{Code: 0, Result: "success", Success: true}
-	fail4   = Exit{Code: 4, Result: "exit-code"}
-	fail1   = Exit{Code: 1, Result: "exit-code"}
-	killed  = Exit{Code: 137, Signal: "KILL", Result: "signal"}
-	termed  = Exit{Code: 143, Signal: "TERM", Result: "success", Success: true}
+	ok      = exitOf("exited", "0", "success")
+	fail4   = exitOf("exited", "4", "exit-code")
+	fail1   = exitOf("exited", "1", "exit-code")
+	killed  = exitOf("killed", "KILL", "signal")
+	termed  = exitOf("killed", "TERM", "success")
 	now     = time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 	earlier = now.Add(-time.Second)
 )
+
+// exitOf is the Exit of a run that systemd describes to ExecStopPost= with
+// $EXIT_CODE code, $EXIT_STATUS status and $SERVICE_RESULT result, as the
+// reaper reads it.
+func exitOf(code, status, result string) Exit {
+	x, err := unit.ExitFromEnv(result, code, status)
+	if err != nil {
+		panic(err)
+	}
+	return Exit{Exit: x, Success: result == "success"}
+}
 
 func ended(apps ...string) []Outcome {
 	var out []Outcome
@@ -130,11 +143,11 @@ func TestPodExitCode(t *testing.T) {
 	}{
 		{"none", nil, 0},
 		{"all succeeded", []Outcome{{App: "a", Exit: ok, At: now}, {App: "b", Exit: termed, At: now}}, 0},
-		{"success code 3 counts as success", []Outcome{{App: "a", Exit: Exit{Code: 3, Result: "success", Success: true}, At: now}}, 0},
+		{"success code 3 counts as success", []Outcome{{App: "a", Exit: exitOf("exited", "3", "success"), At: now}}, 0},
 		{"first failure by time", []Outcome{{App: "a", Exit: fail1, At: now}, {App: "b", Exit: fail4, At: earlier}}, 4},
 		{"signal", []Outcome{{App: "a", Exit: ok, At: earlier}, {App: "b", Exit: killed, At: now}}, 137},
 		{"tie keeps list order", []Outcome{{App: "a", Exit: fail1, At: now}, {App: "b", Exit: fail4, At: now}}, 1},
-		{"failure with code 0", []Outcome{{App: "a", Exit: ok, At: earlier}, {App: "b", Exit: Exit{Code: 0, Result: "success"}, At: now}}, 1},
+		{"failure with code 0", []Outcome{{App: "a", Exit: ok, At: earlier}, {App: "b", Exit: Exit{Exit: unit.Exit{Ran: true, Result: "success"}}, At: now}}, 1},
 	} {
 		if got := PodExitCode(c.ended); got != c.want {
 			t.Errorf("%s: PodExitCode = %d, want %d", c.name, got, c.want)

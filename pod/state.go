@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/internal/atomicfile"
+	"github.com/unitrun/unitrun/unit"
 )
 
 // Files of a pod's state directory, besides the status files.
@@ -156,7 +157,7 @@ func (s AppStatus) Ended() bool { return s.State == AppExited || s.State == AppF
 func (s AppStatus) Outcome() Outcome {
 	return Outcome{
 		App:  s.Name,
-		Exit: Exit{Code: *s.ExitCode, Signal: s.Signal, Result: s.Result, Success: s.lastSucceeded()},
+		Exit: Exit{Exit: unit.ParseExit(s.ExitCode, s.Signal, s.Result), Success: s.lastSucceeded()},
 		At:   s.LastExitAt,
 	}
 }

@@ -286,7 +286,7 @@ func (s AppStatus) validate() error {
 			return bad("signal %q: must be a signal name, with exit_code 128 plus its number", s.Signal)
 		}
 	}
-	if s.Result != "" && !resultRE.MatchString(s.Result) {
+	if s.Result != "" && !unit.ValidResult(s.Result) {
 		return bad("result %q: must be a systemd service result", s.Result)
 	}
 	if s.Restarts < 0 || s.Backoff < 0 {

@@ -1,6 +1,8 @@
 // Package unit holds what unitrun knows about systemd units as plain values:
 // unit names and their escaping, the quoting rules of unit files, unit-file
-// rendering, and the typed D-Bus properties of transient units.
+// rendering, the typed D-Bus properties of transient units, and how a
+// service's main process ended ([Exit], as every face of unitrun writes
+// it).
 //
 // The rules are those of systemd 252, as documented in systemd.unit(5),
 // systemd.syntax(7), systemd.service(5), systemd.exec(5),

@@ -157,6 +157,24 @@ func busCallID(t *testing.T, addr string, as []string, op string, args ...string
 	return id, ""
 }
 
+// opsOnBus connects to the bus at addr, for the test, and returns the
+// connection, the daemon's object on it and the Finished signals that the
+// connection receives.
+func opsOnBus(t *testing.T, addr string) (*dbus.Conn, dbus.BusObject, <-chan *dbus.Signal) {
+	t.Helper()
+	conn, err := dbus.Connect(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if err := conn.AddMatchSignal(dbus.WithMatchInterface(front.DBusIface), dbus.WithMatchMember("Finished")); err != nil {
+		t.Fatal(err)
+	}
+	signals := make(chan *dbus.Signal, 10)
+	conn.Signal(signals)
+	return conn, conn.Object(front.DBusName, front.DBusPath), signals
+}
+
 // finished waits for a Finished signal on ch and returns its body.
 func finished(t *testing.T, ch <-chan *dbus.Signal) []any {
 	t.Helper()
@@ -222,17 +240,7 @@ func TestDaemonDBus(t *testing.T) {
 		t.Errorf("Call group as uid and gid 2 (bin): %q, want refused", errs)
 	}
 
-	conn, err := dbus.Connect(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := conn.AddMatchSignal(dbus.WithMatchInterface(front.DBusIface), dbus.WithMatchMember("Finished")); err != nil {
-		t.Fatal(err)
-	}
-	signals := make(chan *dbus.Signal, 10)
-	conn.Signal(signals)
-	ops := conn.Object(front.DBusName, front.DBusPath)
+	conn, ops, signals := opsOnBus(t, addr)
 
 	// The connection that called gets Finished.
 	var okID string
@@ -273,7 +281,7 @@ func TestDaemonDBus(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 
-	err = ops.Call(front.DBusIface+".Call", 0, "nobody", []string{}).Err
+	err := ops.Call(front.DBusIface+".Call", 0, "nobody", []string{}).Err
 	var derr dbus.Error
 	if !errors.As(err, &derr) || derr.Name != "org.unitrun.Ops1.Error.unauthorized" {
 		t.Errorf("Call nobody as root: %v, want org.unitrun.Ops1.Error.unauthorized", err)

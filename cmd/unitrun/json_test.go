@@ -2,11 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/unitrun/unitrun/api"
+	"github.com/unitrun/unitrun/hostapi/front"
+	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
 // decode parses out, the stdout of a command run with --json, into v.
@@ -124,43 +129,174 @@ func TestManagerStatusJSON(t *testing.T) {
 	}
 }
 
-// The same death, a command killed by SIGKILL, reads the same on every
-// face that writes JSON: run --json, op status --json (the daemon's record)
-// and pod status --json all write "signal": "KILL", as systemd does.
-func TestSignalSameOnEveryFace(t *testing.T) {
-	const script = "kill -KILL $$"
-	out, _, code := unitrun(t, "run", "--json", "--", "/bin/sh", "-c", script)
-	var run result
-	decode(t, "run", out, &run)
-	if code != 128+9 || run.Signal != "KILL" || run.ExitCode != nil {
-		t.Errorf("run --json: exit %d, %s; want 137, signal KILL, exit_code null", code, out)
-	}
+// ended is how a process ended as a JSON face writes it: the fields that
+// every face has (unit.Exit.JSON, and systemd's result).
+type ended struct {
+	ExitCode *int   `json:"exit_code"`
+	Signal   string `json:"signal"`
+	Result   string `json:"result"`
+}
 
-	t.Setenv("UNITRUN_SOCKET", startDaemon(t))
-	out, _, code = unitrun(t, "op", "call", "--json", "--no-wait", "sh", script)
-	var called struct{ ID string }
-	decode(t, "op call --no-wait", out, &called)
-	if _, errs, code := unitrun(t, "op", "wait", called.ID); code != 128+9 {
-		t.Fatalf("op wait %s: exit %d, stderr %q; want 137", called.ID, code, errs)
+func (e ended) String() string {
+	code := "null"
+	if e.ExitCode != nil {
+		code = strconv.Itoa(*e.ExitCode)
 	}
-	out, _, code = unitrun(t, "op", "status", "--json", called.ID)
-	var rec api.Record
-	decode(t, "op status", out, &rec)
-	if code != 0 || rec.Signal != run.Signal || rec.ExitCode != nil || rec.State != api.StateFailed {
-		t.Errorf("op status --json: exit %d, %s; want signal %q as run --json wrote it, exit_code null", code, out, run.Signal)
-	}
+	return fmt.Sprintf("exit_code %s, signal %q, result %q", code, e.Signal, e.Result)
+}
 
+// The same death reads the same on every face that writes JSON: run
+// --json (the job library), op status --json (the daemon's record), the
+// daemon's D-Bus Wait record and Finished signal, and pod
+// status --json (what the pod's reaper read from $EXIT_CODE, $EXIT_STATUS
+// and $SERVICE_RESULT) write the same exit_code, signal and result, as
+// docs/cli.md says: exit_code is the shell's status, 128+N for signal N,
+// 126 for a file that cannot be executed and 127 for a missing #!
+// interpreter, and the exit status of each command is that exit_code.
+func TestSameEndOnEveryFace(t *testing.T) {
 	dir := t.TempDir()
-	path := manifestFile(t, "name: killed\napps:\n  - name: a\n    exec: [/bin/sh, -c, \""+script+"\"]\n")
-	rmPod(t, dir, "killed")
-	if _, errs, code := podCLI(t, dir, "run", path); code != 128+9 {
-		t.Fatalf("pod run: exit %d, stderr %q; want 137", code, errs)
+	badELF := filepath.Join(dir, "badelf")
+	noInterp := filepath.Join(dir, "nointerp")
+	cores := filepath.Join(dir, "cores") // a core is written in the process's directory
+	for path, data := range map[string]string{badELF: "\x7fELFgarbage", noInterp: "#!/nonexistent/interpreter\necho hi\n"} {
+		if err := os.WriteFile(path, []byte(data), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	out, _, _ = podCLI(t, dir, "status", "--json", "killed")
-	var v podView
-	decode(t, "pod status", out, &v)
-	if len(v.Apps) != 1 || v.Apps[0].Signal != run.Signal || v.Apps[0].ExitCode == nil || *v.Apps[0].ExitCode != 128+9 {
-		t.Errorf("pod status --json: %s; want the app's signal %q as run --json wrote it, exit_code 137 (a pod's app writes 128+N)", out, run.Signal)
+	if err := os.Mkdir(cores, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dump := "cd " + cores + "; ulimit -c unlimited; kill -SEGV $$"
+	addr := startBus(t)
+	d := systemdtest.NewDaemon(t, `
+[[op]]
+name = "sh"
+exec = ["/bin/sh", "-c"]
+args = { min = 1, max = 1 }
+
+[[op]]
+name = "slow"
+exec = ["/bin/sleep", "30"]
+timeout = "1s"
+
+[[op]]
+name = "badelf"
+exec = ["`+badELF+`"]
+
+[[op]]
+name = "nointerp"
+exec = ["`+noInterp+`"]
+`)
+	d.Flags = []string{"--dbus", addr}
+	d.Start(t)
+	t.Setenv("UNITRUN_SOCKET", d.API)
+	_, ops, signals := opsOnBus(t, addr)
+	code := func(n int) *int { return &n }
+	for _, c := range []struct {
+		name string
+		argv []string // the command, for run and in the pod
+		op   []string // the op call doing the same
+		// runProps are run's -p for the death; "" for the pod face
+		// means the pod has no such setting.
+		runProps []string
+		want     ended
+		reason   string // in run's error, the pod app's message and the op's
+	}{
+		{"kill -9", []string{"/bin/sh", "-c", "kill -9 $$"}, []string{"sh", "kill -9 $$"}, nil, ended{code(137), "KILL", "signal"}, ""},
+		{"exit 3", []string{"/bin/sh", "-c", "exit 3"}, []string{"sh", "exit 3"}, nil, ended{code(3), "", "exit-code"}, ""},
+		{"timeout", []string{"/bin/sleep", "30"}, []string{"slow"}, []string{"RuntimeMaxSec=1"}, ended{code(143), "TERM", "timeout"}, ""},
+		{"core dump", []string{"/bin/sh", "-c", dump}, []string{"sh", dump}, nil, ended{code(139), "SEGV", "core-dump"}, ""},
+		{"exec format error", []string{badELF}, []string{"badelf"}, nil, ended{code(126), "", "exit-code"}, "exec format error"},
+		{"missing interpreter", []string{noInterp}, []string{"nointerp"}, nil, ended{code(127), "", "exit-code"}, "no such file or directory"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			faces := map[string]ended{}
+			args := []string{"run", "--json"}
+			for _, p := range c.runProps {
+				args = append(args, "-p", p)
+			}
+			out, _, exit := unitrun(t, append(append(args, "--"), c.argv...)...)
+			var run struct {
+				ended
+				Error string `json:"error"`
+			}
+			decode(t, "run", out, &run)
+			faces["run --json"] = run.ended
+			if exit != *c.want.ExitCode || !strings.Contains(run.Error, c.reason) {
+				t.Errorf("run: exit %d, %s; want exit %d and the reason %q", exit, out, *c.want.ExitCode, c.reason)
+			}
+			if c.reason != "" {
+				// Told on stderr even with --quiet, as a command not found is.
+				if _, errs, exit := unitrun(t, append([]string{"run", "-q", "--"}, c.argv...)...); exit != *c.want.ExitCode || !strings.Contains(errs, c.reason) {
+					t.Errorf("run -q: exit %d, stderr %q; want exit %d and the reason %q", exit, errs, *c.want.ExitCode, c.reason)
+				}
+			}
+
+			out, _, exit = unitrun(t, append([]string{"op", "call", "--json"}, c.op...)...)
+			var rec struct {
+				ended
+				Message string `json:"message"`
+			}
+			decode(t, "op call", out, &rec)
+			var called struct{ ID string }
+			decode(t, "op call", out, &called)
+			out, _, _ = unitrun(t, "op", "status", "--json", called.ID)
+			decode(t, "op status", out, &rec)
+			faces["op status --json"] = rec.ended
+			if exit != *c.want.ExitCode || !strings.Contains(rec.Message, c.reason) {
+				t.Errorf("op call: exit %d, %s; want exit %d and the reason %q", exit, out, *c.want.ExitCode, c.reason)
+			}
+
+			// Over D-Bus: the Finished signal's exit status, and the
+			// record Wait returns.
+			var id string
+			if err := ops.Call(front.DBusIface+".Call", 0, c.op[0], append([]string{}, c.op[1:]...)).Store(&id); err != nil {
+				t.Fatal(err)
+			}
+			if got := finished(t, signals); len(got) != 4 || got[0] != id || got[2] != int32(*c.want.ExitCode) {
+				t.Errorf("D-Bus Finished %v; want exit status %d", got, *c.want.ExitCode)
+			}
+			m := busRecord(t, addr, "Wait", id)
+			var onBus ended
+			if n, ok := m["exit_code"].(float64); ok {
+				onBus.ExitCode = code(int(n))
+			}
+			onBus.Signal, _ = m["signal"].(string)
+			onBus.Result, _ = m["result"].(string)
+			faces["D-Bus Wait"] = onBus
+
+			if c.runProps == nil {
+				stateDir := t.TempDir()
+				exec, _ := json.Marshal(c.argv)
+				rmPod(t, stateDir, "faces")
+				if _, errs, exit := podCLI(t, stateDir, "run", manifestFile(t, "name: faces\napps:\n  - name: a\n    exec: "+string(exec)+"\n")); exit != *c.want.ExitCode {
+					t.Errorf("pod run: exit %d, stderr %q; want %d", exit, errs, *c.want.ExitCode)
+				}
+				out, _, _ = podCLI(t, stateDir, "status", "--json", "faces")
+				var v struct {
+					Apps []struct {
+						ended
+						Message string `json:"message"`
+					} `json:"apps"`
+				}
+				decode(t, "pod status", out, &v)
+				if len(v.Apps) != 1 {
+					t.Fatalf("pod status --json: %s; want one app", out)
+				}
+				faces["pod status --json"] = v.Apps[0].ended
+				if !strings.Contains(v.Apps[0].Message, c.reason) {
+					t.Errorf("pod status --json: %s; want the app's message to say %q", out, c.reason)
+				}
+			} else {
+				t.Logf("pod status --json not compared: a pod app has no setting for %v", c.runProps)
+			}
+
+			for face, got := range faces {
+				if got.String() != c.want.String() {
+					t.Errorf("%s writes %v; want %v, as every face", face, got, c.want)
+				}
+			}
+		})
 	}
 }
 

@@ -16,14 +16,15 @@ import (
 
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/unit"
 )
 
 // Exit statuses of unitrun itself; a command's own status passes through.
 const (
-	exitUsage      = 2   // bad flags or arguments
-	exitFailed     = 125 // unitrun could not do what was asked (no manager, job failed)
-	exitCannotExec = 126 // the command exists but cannot be executed
-	exitNotFound   = 127 // the command was not found
+	exitUsage      = 2                      // bad flags or arguments
+	exitFailed     = 125                    // unitrun could not do what was asked (no manager, job failed)
+	exitCannotExec = unit.ExitCannotExecute // 126: the command exists but cannot be executed
+	exitNotFound   = unit.ExitNotFound      // 127: the command (or its #! interpreter) was not found
 )
 
 // exitError carries the status unitrun exits with.

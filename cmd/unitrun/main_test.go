@@ -69,8 +69,9 @@ func TestRunCommandNotFound(t *testing.T) {
 	if code != 127 || !strings.Contains(errs, "no-such-command-unitrun: command not found") {
 		t.Errorf("exit %d, stderr %q; want 127 and a shell-like message", code, errs)
 	}
-	// --json prints its one object, with the reason, for a command that
-	// is missing (127) or cannot be executed (126).
+	// --json prints its one object, with the reason and the exit code as
+	// a shell gives it, for a command that is missing (127) or cannot be
+	// executed (126).
 	for _, tc := range []struct {
 		path string
 		code int
@@ -81,8 +82,8 @@ func TestRunCommandNotFound(t *testing.T) {
 	} {
 		out, errs, code := unitrun(t, "run", "--json", "--", tc.path)
 		var r result
-		if err := json.Unmarshal([]byte(out), &r); err != nil || code != tc.code || !strings.Contains(r.Error, tc.want) || r.ExitCode != nil {
-			t.Errorf("run --json %s: exit %d, stdout %q (%v), stderr %q; want %d and one object whose error has %q", tc.path, code, out, err, errs, tc.code, tc.want)
+		if err := json.Unmarshal([]byte(out), &r); err != nil || code != tc.code || !strings.Contains(r.Error, tc.want) || r.ExitCode == nil || *r.ExitCode != tc.code {
+			t.Errorf("run --json %s: exit %d, stdout %q (%v), stderr %q; want %d and one object with exit_code %[6]d whose error has %q", tc.path, code, out, err, errs, tc.code, tc.want)
 		}
 	}
 }

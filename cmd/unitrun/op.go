@@ -12,10 +12,10 @@ import (
 	"unicode"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/client"
+	"github.com/unitrun/unitrun/unit"
 )
 
 type opFlags struct {
@@ -348,17 +348,13 @@ func printable(s string) string {
 }
 
 // recordExit returns the exit status for a finished job: nil when it
-// succeeded, its exit code, 128+N for a signal N, or exitFailed.
+// succeeded, its exit code (128+N for a signal N), or exitFailed.
 func recordExit(rec *api.Record) error {
-	switch {
-	case rec.State == api.StateSucceeded:
+	if rec.State == api.StateSucceeded {
 		return nil
-	case rec.ExitCode != nil && *rec.ExitCode > 0:
-		return &exitError{code: *rec.ExitCode}
-	case rec.Signal != "":
-		if n := unix.SignalNum("SIG" + rec.Signal); n != 0 {
-			return &exitError{code: 128 + int(n)}
-		}
+	}
+	if x := unit.ParseExit(rec.ExitCode, rec.Signal, rec.Result); x.ExitCode > 0 {
+		return &exitError{code: x.ExitCode}
 	}
 	return &exitError{code: exitFailed}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/job"
+	"github.com/unitrun/unitrun/unit"
 )
 
 // result is the --json form of a finished run.
@@ -29,6 +30,7 @@ type result struct {
 
 func newResult(unitName string, st *job.Status, err error) result {
 	r := result{Unit: unitName}
+	r.ExitCode, r.Signal = job.Ended(st, err).JSON()
 	var je *job.JobError
 	if errors.As(err, &je) {
 		r.JobResult, r.Result = je.Result, je.UnitResult
@@ -36,7 +38,6 @@ func newResult(unitName string, st *job.Status, err error) result {
 	if st != nil {
 		r.Unit, r.InvocationID, r.JobResult, r.Result, r.Attempts = st.Unit, st.InvocationID, st.JobResult, st.Result, st.Attempts
 		r.Restarts = st.Restarts
-		r.ExitCode, r.Signal = st.Ended()
 		if !st.StartedAt.IsZero() {
 			t := st.StartedAt
 			r.StartedAt = &t
@@ -47,7 +48,7 @@ func newResult(unitName string, st *job.Status, err error) result {
 		}
 	}
 	var ee *job.ExitError
-	if err != nil && !errors.As(err, &ee) {
+	if err != nil && (!errors.As(err, &ee) || ee.ExecError != nil) {
 		r.Error = err.Error()
 	}
 	return r
@@ -67,7 +68,7 @@ func report(ctx context.Context, stdout, stderr io.Writer, unitName string, st *
 		// Start of a service that stays up (not waited for), or whose
 		// condition was not met: its start job is all there is.
 		fmt.Fprintf(stderr, "unitrun: %s: start job done; no run to wait for\n", st.Unit)
-	} else if !quiet && st != nil {
+	} else if !quiet && st != nil && st.ExecError == nil { // else exitFor tells it
 		took := ""
 		if !st.StartedAt.IsZero() && !st.FinishedAt.IsZero() {
 			took = ", ran " + st.FinishedAt.Sub(st.StartedAt).Round(time.Millisecond).String()
@@ -91,18 +92,24 @@ func exitFor(err error, printed bool) error {
 	}
 	var ee *job.ExitError
 	if errors.As(err, &ee) {
-		return &exitError{code: ee.ExitStatus()}
+		if ee.ExecError != nil && !printed {
+			// A command systemd could not execute is told as an
+			// error, even with --quiet, as one not found is.
+			return &exitError{code: ee.ExitCode, err: err}
+		}
+		return &exitError{code: ee.ExitCode}
 	}
 	var xe *exec.Error
 	if errors.As(err, &xe) {
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-			return &exitError{code: exitNotFound, err: fmt.Errorf("%s: command not found", xe.Name)}
+		x := unit.ExecFailed(xe.Err)
+		if x.ExitCode == exitNotFound {
+			return &exitError{code: x.ExitCode, err: fmt.Errorf("%s: command not found", xe.Name)}
 		}
 		why := xe.Err
 		if pe := (*fs.PathError)(nil); errors.As(why, &pe) {
 			why = pe.Err // "stat /opt/x/agent: permission denied" names the command again, and the call
 		}
-		return &exitError{code: exitCannotExec, err: fmt.Errorf("%s: cannot execute: %w", xe.Name, why)}
+		return &exitError{code: x.ExitCode, err: fmt.Errorf("%s: cannot execute: %w", xe.Name, why)}
 	}
 	if errors.Is(err, context.Canceled) {
 		// A signal interrupted unitrun (and, for run and start, it stopped

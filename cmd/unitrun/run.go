@@ -204,7 +204,9 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	if _, err := exec.LookPath(c.Path); err != nil {
 		ee := exitFor(err, false)
 		if f.asJSON {
-			printLine(cmd.OutOrStdout(), result{Unit: c.Name, Error: ee.Error()})
+			r := newResult(c.Name, nil, err) // exit_code 127 or 126
+			r.Error = ee.Error()
+			printLine(cmd.OutOrStdout(), r)
 		}
 		return ee
 	}

@@ -52,8 +52,8 @@ const dbusIntrospection = `<node>
 // Signal Finished(s job_id, b success, i exit_status, s message) is sent,
 // addressed to each connection that called the op or subscribed to the job
 // (never broadcast, so that no one learns of jobs they may not see), once
-// per connection. exit_status is the exit code, or -1 when the main
-// process did not exit (a signal, or it never ran).
+// per connection. exit_status is the record's exit_code (128+N for a
+// signal N, as on every face: unit.Exit.JSON), or -1 when no process ran.
 //
 // Each call is authorized by the sender's credentials as the bus reports
 // them (GetConnectionCredentials: uid, gids, pid) with the rules of the
@@ -264,7 +264,7 @@ func dbusError(err error) *dbus.Error {
 
 // recordVariant returns the record as a{sv}, with the keys of its JSON
 // form; optional fields that are unset are left out, as exit_code when
-// the main process did not exit. Times are RFC 3339 strings.
+// no process ran. Times are RFC 3339 strings.
 func recordVariant(r *api.Record) map[string]dbus.Variant {
 	v := map[string]dbus.Variant{
 		"id": dbus.MakeVariant(r.ID), "op": dbus.MakeVariant(r.Op), "args": dbus.MakeVariant(append([]string{}, r.Args...)),

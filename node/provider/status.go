@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/unitrun/unitrun/unit"
 )
 
 // podState is what a unitrun pod's status files say of it.
@@ -196,22 +197,23 @@ func terminated(a appState, started, finished time.Time) *corev1.ContainerStateT
 	if a.ExitCode == nil {
 		return nil
 	}
+	// The exit as unitrun writes it everywhere (unit.Exit): exit code
+	// 128+N for signal N, as the kubelet's runtimes report it too.
+	x := unit.ParseExit(a.ExitCode, a.Signal, a.Result)
 	t := &corev1.ContainerStateTerminated{
-		ExitCode:   int32(*a.ExitCode),
+		ExitCode:   int32(x.ExitCode),
+		Signal:     int32(x.Signal),
 		StartedAt:  metav1.NewTime(started),
 		FinishedAt: metav1.NewTime(finished),
 		Message:    a.Message,
 	}
 	switch {
-	case a.Result == "oom-kill":
+	case x.Result == "oom-kill":
 		t.Reason = "OOMKilled"
-	case *a.ExitCode == 0 && a.Signal == "":
+	case x.ExitCode == 0 && x.Signal == 0:
 		t.Reason = "Completed"
 	default:
 		t.Reason = "Error"
-	}
-	if a.Signal != "" {
-		t.Signal = int32(unix.SignalNum("SIG" + a.Signal))
 	}
 	return t
 }

@@ -109,7 +109,9 @@ func execApp(a *pod.App) error {
 	}
 	err = syscall.Exec(a.Exec[0], a.Exec, append(os.Environ(), env...))
 	if errors.Is(err, syscall.ENOENT) {
-		return notFound(a.Exec[0])
+		// The command exists (checked above); its #! (or ELF)
+		// interpreter does not: 127, as a shell gives.
+		return fmt.Errorf("command %s: its interpreter does not exist: %w", a.Exec[0], err)
 	}
 	return fmt.Errorf("command %s: %v", a.Exec[0], err)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/unit"
 )
 
 // The hooks below are what the units of a pod's graph run (see the package
@@ -80,7 +81,7 @@ func ReapApp(ctx context.Context, stateDir, name, app string, env HookEnv, open 
 	// of its last run.
 	noRun := !r.started() && r.s.State == pod.AppRestarting && r.stop
 	if !noRun {
-		if err := pod.WriteExitCode(stateDir, name, app, r.exit.Code); err != nil {
+		if err := pod.WriteExitCode(stateDir, name, app, r.exit.Code()); err != nil {
 			return err
 		}
 	}
@@ -124,11 +125,13 @@ func readExit(stateDir, name, app string, env HookEnv) (*reaping, error) {
 	if a.Init && env.InvocationID != "" && r.s.Invocation == env.InvocationID {
 		return nil, nil
 	}
-	r.exit = pod.Exit{Result: "success", Success: true}
+	r.exit = pod.Exit{Exit: unit.Exit{Result: "success"}, Success: true}
 	if env.ServiceResult != "" || !a.Init {
-		if r.exit, err = pod.ExitFromEnv(env.ServiceResult, env.ExitCode, env.ExitStatus); err != nil {
+		x, err := unit.ExitFromEnv(env.ServiceResult, env.ExitCode, env.ExitStatus)
+		if err != nil {
 			return nil, err
 		}
+		r.exit = pod.Exit{Exit: x, Success: x.Result == "success"}
 	}
 	if r.why, err = pod.TakeStartError(stateDir, name, app); err != nil {
 		return nil, err
@@ -190,7 +193,9 @@ func (r *reaping) record(noRun bool) (bool, error) {
 		return false, err
 	}
 	exit := r.exit
-	s.ExitCode, s.Signal, s.Result, s.Message = &exit.Code, exit.Signal, exit.Result, r.why
+	code := exit.Code()
+	_, signal := exit.JSON()
+	s.ExitCode, s.Signal, s.Result, s.Message = &code, signal, exit.Result, r.why
 	s.LastExitAt, s.LastStartedAt, s.Invocation, s.PID = now, s.StartedAt, r.env.InvocationID, 0
 	// An exit ends readiness, but for an init app's success.
 	s.Ready = r.a.Init && exit.Success
