@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"os/user"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -68,10 +71,12 @@ func beginRun(stateDir, name string, a *pod.App) error {
 // why it could not, as a message for the app's record: an error wrapping
 // exec.ErrNotFound if the command does not exist.
 func execApp(a *pod.App) error {
-	cred, env, err := identity(a)
+	cred, ids, err := identity(a)
 	if err != nil {
 		return err
 	}
+	// Before the chroot: names resolve on the host.
+	env := environment(a, ids)
 	dir := a.WorkingDir
 	if a.Rootfs != "" {
 		// Checked at pod create too; the directory may have been
@@ -107,11 +112,43 @@ func execApp(a *pod.App) error {
 			return fmt.Errorf("user %d: %w", cred.Uid, err)
 		}
 	}
-	err = syscall.Exec(a.Exec[0], a.Exec, append(os.Environ(), env...))
+	err = syscall.Exec(a.Exec[0], a.Exec, env)
 	if errors.Is(err, syscall.ENOENT) {
 		return notFound(a.Exec[0])
 	}
 	return fmt.Errorf("command %s: %v", a.Exec[0], err)
+}
+
+// standardPath is the PATH of a command whose env sets none, as container
+// runtimes give it.
+const standardPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// environment is the environment a's command runs with: PATH (the
+// standard one), HOSTNAME (the pod's host name), the variables of the
+// user it runs as (ids: USER, LOGNAME, HOME, as systemd's User= sets them;
+// HOME alone for root), then a's env, which overrides them. Nothing of
+// the manager's or of the service's own environment (INVOCATION_ID,
+// MANAGERPID, XDG_RUNTIME_DIR, ...) is passed on.
+func environment(a *pod.App, ids []string) []string {
+	vars := map[string]string{"PATH": standardPath}
+	if h, err := os.Hostname(); err == nil {
+		vars["HOSTNAME"] = h
+	}
+	if ids == nil {
+		if u, err := user.LookupId(strconv.Itoa(os.Getuid())); err == nil {
+			ids = []string{"HOME=" + u.HomeDir}
+		}
+	}
+	for _, kv := range ids {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	maps.Copy(vars, a.Env)
+	env := make([]string, 0, len(vars))
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		env = append(env, k+"="+vars[k])
+	}
+	return env
 }
 
 // notFound is the error of a command that does not exist; it is

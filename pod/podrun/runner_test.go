@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -394,6 +395,37 @@ func TestPodNastyStrings(t *testing.T) {
 	}
 	if got, err := os.ReadFile(out + ".env"); err != nil || string(got) != strings.Join(nasty, "|") {
 		t.Errorf("NASTY arrived as %q (%v), want %q", got, err, strings.Join(nasty, "|"))
+	}
+}
+
+// TestPodAppEnvironment runs an app that prints its environment: it holds
+// PATH, HOSTNAME, HOME and the app's env (which overrides PATH), and
+// nothing of the manager's or the service's (INVOCATION_ID, MANAGERPID,
+// XDG_RUNTIME_DIR, SYSTEMD_UNIT_PATH, ...).
+func TestPodAppEnvironment(t *testing.T) {
+	r := newRunner(t)
+	manifest, err := json.Marshal(map[string]any{
+		"name": "environ",
+		"apps": []map[string]any{{"name": "a", "exec": []string{"/usr/bin/env", "-0"}, "env": map[string]string{"A": "1", "PATH": "/bin:/usr/bin"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := run(t, r, string(manifest), "")
+	wantPod(t, wait(t, r, name), pod.PodSucceeded, 0)
+	data, err := os.ReadFile(pod.LogFile(r.StateDir, name, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, kv := range strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00") {
+		k, v, _ := strings.Cut(kv, "=")
+		got[k] = v
+	}
+	host, _ := os.Hostname()
+	want := map[string]string{"A": "1", "PATH": "/bin:/usr/bin", "HOSTNAME": host, "HOME": "/root"}
+	if !maps.Equal(got, want) {
+		t.Errorf("the app's environment is %v, want %v", got, want)
 	}
 }
 
