@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -464,4 +465,117 @@ func podCondition(p *corev1.Pod, t corev1.PodConditionType) bool {
 		}
 	}
 	return false
+}
+
+// A container's environment is what the Pod says plus what the kubelet
+// adds: the kubernetes Service's variables, those of the Services of the
+// Pod's namespace (enableServiceLinks), HOSTNAME, the node's address as
+// status.podIP and status.hostIP; nothing of the manager's. The Pod's
+// hostIP and podIP are the node's address.
+func TestContainerEnvironment(t *testing.T) {
+	client := fake.NewClientset()
+	svc := func(ns, name, ip string, ports ...corev1.ServicePort) {
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.ServiceSpec{ClusterIP: ip, Ports: ports}}
+		if _, err := client.CoreV1().Services(ns).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc("default", "kubernetes", "10.96.0.1", corev1.ServicePort{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP})
+	svc("team", "foo-service", "10.96.0.9", corev1.ServicePort{Port: 8080}, corev1.ServicePort{Name: "udp-dns", Port: 53, Protocol: corev1.ProtocolUDP})
+	svc("team", "headless", corev1.ClusterIPNone, corev1.ServicePort{Port: 80})
+	svc("other", "bar", "10.96.0.10", corev1.ServicePort{Port: 80})
+	cfg := testConfig(t)
+	cfg.Address, cfg.Client = "192.0.2.7", client
+	n := startNode(t, cfg, client)
+
+	run := func(name string, links bool) map[string]string {
+		p := newPod(name, corev1.RestartPolicyNever, nil, "env -0")
+		p.Namespace = "team"
+		p.Spec.EnableServiceLinks = &links
+		p.Spec.Containers[0].Env = []corev1.EnvVar{
+			{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+			{Name: "HOST_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIP"}}},
+			{Name: "API", Value: "$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)"},
+		}
+		create(t, client, p)
+		got := waitPod(t, client, p, "Succeeded", phase(corev1.PodSucceeded))
+		if got.Status.HostIP != cfg.Address || got.Status.PodIP != cfg.Address || len(got.Status.PodIPs) != 1 || len(got.Status.HostIPs) != 1 {
+			t.Errorf("pod %s: hostIP %q %v, podIP %q %v; want %s", name, got.Status.HostIP, got.Status.HostIPs, got.Status.PodIP, got.Status.PodIPs, cfg.Address)
+		}
+		data, err := os.ReadFile(n.p.eng.logFile(podName(p.Namespace, p.Name, string(p.UID)), "app0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{}
+		for _, kv := range strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00") {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
+		deletePod(t, client, p)
+		return env
+	}
+	host, _ := os.Hostname()
+	common := map[string]string{
+		"POD_IP": "192.0.2.7", "HOST_IP": "192.0.2.7", "API": "10.96.0.1:443", "HOSTNAME": host,
+		"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443", "KUBERNETES_SERVICE_PORT_HTTPS": "443",
+		"KUBERNETES_PORT": "tcp://10.96.0.1:443", "KUBERNETES_PORT_443_TCP": "tcp://10.96.0.1:443",
+		"KUBERNETES_PORT_443_TCP_PROTO": "tcp", "KUBERNETES_PORT_443_TCP_PORT": "443", "KUBERNETES_PORT_443_TCP_ADDR": "10.96.0.1",
+	}
+	links := map[string]string{
+		"FOO_SERVICE_SERVICE_HOST": "10.96.0.9", "FOO_SERVICE_SERVICE_PORT": "8080", "FOO_SERVICE_SERVICE_PORT_UDP_DNS": "53",
+		"FOO_SERVICE_PORT": "tcp://10.96.0.9:8080", "FOO_SERVICE_PORT_8080_TCP": "tcp://10.96.0.9:8080", "FOO_SERVICE_PORT_53_UDP": "udp://10.96.0.9:53",
+		"FOO_SERVICE_PORT_53_UDP_PROTO": "udp", "FOO_SERVICE_PORT_53_UDP_ADDR": "10.96.0.9",
+	}
+	for _, tc := range []struct {
+		name  string
+		links bool
+	}{{"env-links", true}, {"env-nolinks", false}} {
+		env := run(tc.name, tc.links)
+		want := maps.Clone(common)
+		if tc.links {
+			maps.Copy(want, links)
+		}
+		for k, v := range want {
+			if env[k] != v {
+				t.Errorf("%s: $%s = %q, want %q", tc.name, k, env[k], v)
+			}
+		}
+		for k := range env {
+			switch {
+			case strings.HasPrefix(k, "FOO_SERVICE_") && !tc.links, strings.HasPrefix(k, "BAR_"), strings.HasPrefix(k, "HEADLESS_"):
+				t.Errorf("%s: $%s is set: the Service is not the Pod's to see", tc.name, k)
+			case slices.Contains([]string{"INVOCATION_ID", "MANAGERPID", "XDG_RUNTIME_DIR", "SYSTEMD_UNIT_PATH", "SYSTEMD_EXEC_PID"}, k):
+				t.Errorf("%s: $%s is set: it is the manager's", tc.name, k)
+			}
+		}
+	}
+}
+
+// A running Pod given an activeDeadlineSeconds (virtual-kubelet hands the
+// changed Pod to UpdatePod) fails once it has been active that long, as
+// the kubelet fails it: phase Failed, reason DeadlineExceeded, its
+// container stopped.
+func TestActiveDeadline(t *testing.T) {
+	client := fake.NewClientset()
+	n := startNode(t, testConfig(t), client)
+	p := newPod("deadline", corev1.RestartPolicyAlways, nil, "exec sleep 600")
+	create(t, client, p)
+	got := waitPod(t, client, p, "Running", phase(corev1.PodRunning))
+	deadline := int64(1)
+	got.Spec.ActiveDeadlineSeconds = &deadline
+	if err := n.p.UpdatePod(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
+	got = waitPod(t, client, p, "Failed with its container ended", func(p *corev1.Pod) bool {
+		cs := p.Status.ContainerStatuses
+		return p.Status.Phase == corev1.PodFailed && len(cs) == 1 && cs[0].State.Terminated != nil
+	})
+	if got.Status.Reason != "DeadlineExceeded" {
+		t.Errorf("reason %q, message %q; want DeadlineExceeded", got.Status.Reason, got.Status.Message)
+	}
+	if tr := got.Status.ContainerStatuses[0].State.Terminated; tr.Signal != int32(syscall.SIGTERM) {
+		t.Errorf("container %+v, want stopped by SIGTERM", tr)
+	}
+	deletePod(t, client, p)
+	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
 }

@@ -123,6 +123,20 @@ func podStatus(p *corev1.Pod, name string, s podState) *corev1.PodStatus {
 	return st
 }
 
+// pastDeadline reports whether Pod p, whose unitrun pod is in state s, has
+// been active for its activeDeadlineSeconds: from its start until now, or
+// until it ended.
+func pastDeadline(p *corev1.Pod, s podState, now time.Time) bool {
+	d := p.Spec.ActiveDeadlineSeconds
+	if d == nil || s.StartedAt.IsZero() {
+		return false
+	}
+	if s.ended() {
+		now = s.FinishedAt
+	}
+	return now.Sub(s.StartedAt) >= time.Duration(*d)*time.Second
+}
+
 // isSidecar reports whether init container c is a sidecar (restartPolicy
 // Always), which runs beside the app containers.
 func isSidecar(c corev1.Container) bool {

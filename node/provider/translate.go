@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -131,9 +132,10 @@ const podPrefix = "k8s-"
 // appNameRE is unitrun's rule for app names (pod.NamePattern).
 var appNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,28}$`)
 
-// translate returns the unitrun manifest that runs p on node, or every
-// reason it cannot.
-func (c *Config) translate(p *corev1.Pod) ([]byte, error) {
+// translate returns the unitrun manifest that runs p on node, its
+// containers' environment based on svcEnv (the service variables), or
+// every reason it cannot.
+func (c *Config) translate(p *corev1.Pod, svcEnv map[string]string) ([]byte, error) {
 	var rs refusals
 	m := manifest{Name: podName(p.Namespace, p.Name, string(p.UID))}
 	switch p.Spec.RestartPolicy {
@@ -150,7 +152,7 @@ func (c *Config) translate(p *corev1.Pod) ([]byte, error) {
 	for i := range p.Spec.InitContainers {
 		ctr := &p.Spec.InitContainers[i]
 		path := fmt.Sprintf("spec.initContainers[%d]", i)
-		a := c.container(p, ctr, path, vols, &rs)
+		a := c.container(p, ctr, path, vols, svcEnv, &rs)
 		switch {
 		case ctr.RestartPolicy == nil:
 			a.Init = true
@@ -174,7 +176,7 @@ func (c *Config) translate(p *corev1.Pod) ([]byte, error) {
 	}
 	for i := range p.Spec.Containers {
 		ctr := &p.Spec.Containers[i]
-		a := c.container(p, ctr, fmt.Sprintf("spec.containers[%d]", i), vols, &rs)
+		a := c.container(p, ctr, fmt.Sprintf("spec.containers[%d]", i), vols, svcEnv, &rs)
 		a.probes(ctr, fmt.Sprintf("spec.containers[%d]", i), probeAction(p.Spec.RestartPolicy), &rs)
 		rootfs = rootfs || a.Rootfs != ""
 		m.Apps = append(m.Apps, a)
@@ -256,9 +258,6 @@ func (c *Config) checkPodSpec(p *corev1.Pod, rs *refusals) {
 	if s.DNSConfig != nil {
 		rs.add("spec.dnsConfig", "not supported: the pod uses the host's resolver")
 	}
-	if s.ActiveDeadlineSeconds != nil {
-		rs.add("spec.activeDeadlineSeconds", "not supported: this node ends no Pod at a deadline")
-	}
 	if s.Resources != nil {
 		rs.add("spec.resources", "pod-level resources are not supported: set them on each container")
 	}
@@ -294,7 +293,7 @@ func (c *Config) checkVolumes(p *corev1.Pod, rs *refusals) map[string]volume {
 }
 
 // container maps one container to an app.
-func (c *Config) container(p *corev1.Pod, ctr *corev1.Container, path string, vols map[string]volume, rs *refusals) app {
+func (c *Config) container(p *corev1.Pod, ctr *corev1.Container, path string, vols map[string]volume, svcEnv map[string]string, rs *refusals) app {
 	a := app{Name: ctr.Name}
 	if !appNameRE.MatchString(ctr.Name) || ctr.Name == "shutdown" {
 		rs.add(path+".name", "%q: unitrun app names are at most 29 characters of a-z, 0-9 and '-', and not shutdown", ctr.Name)
@@ -306,7 +305,7 @@ func (c *Config) container(p *corev1.Pod, ctr *corev1.Container, path string, vo
 	case img != HostImage:
 		a.Rootfs = img
 	}
-	env, err := environment(p, ctr, path, rs)
+	env, err := c.environment(p, ctr, path, svcEnv, rs)
 	if err == nil {
 		a.Env = env
 	}
@@ -562,11 +561,15 @@ func probePort(ctr *corev1.Container, num int32, name string) (int32, bool) {
 	return 0, false
 }
 
-// environment returns the container's environment: values (with $(VAR)
-// references to earlier variables expanded, as Kubernetes does) and the
-// Pod's name, namespace, UID and node name from fieldRef.
-func environment(p *corev1.Pod, ctr *corev1.Container, path string, rs *refusals) (map[string]string, error) {
-	env := map[string]string{}
+// environment returns the container's environment, as the kubelet makes
+// it: the service variables svcEnv, then the container's values (with
+// $(VAR) references to them and to earlier values expanded), and the
+// Pod's name, namespace, UID, node name and IPs from fieldRef.
+func (c *Config) environment(p *corev1.Pod, ctr *corev1.Container, path string, svcEnv map[string]string, rs *refusals) (map[string]string, error) {
+	env := maps.Clone(svcEnv)
+	if env == nil {
+		env = map[string]string{}
+	}
 	n := len(*rs)
 	for i, e := range ctr.Env {
 		field := fmt.Sprintf("%s.env[%d]", path, i)
@@ -574,9 +577,10 @@ func environment(p *corev1.Pod, ctr *corev1.Container, path string, rs *refusals
 		case e.ValueFrom == nil:
 			env[e.Name] = expand(e.Value, env)
 		case e.ValueFrom.FieldRef != nil:
-			v, ok := fieldRef(p, e.ValueFrom.FieldRef.FieldPath)
-			if !ok {
-				rs.add(field+".valueFrom.fieldRef.fieldPath", "%q is not supported: metadata.name, metadata.namespace, metadata.uid and spec.nodeName are", e.ValueFrom.FieldRef.FieldPath)
+			fp := e.ValueFrom.FieldRef.FieldPath
+			v, why := c.fieldRef(p, fp)
+			if why != "" {
+				rs.add(field+".valueFrom.fieldRef.fieldPath", "%q %s", fp, why)
 			}
 			env[e.Name] = v
 		default:
@@ -589,18 +593,26 @@ func environment(p *corev1.Pod, ctr *corev1.Container, path string, rs *refusals
 	return env, nil
 }
 
-func fieldRef(p *corev1.Pod, path string) (string, bool) {
+// fieldRef is the value of a fieldRef to path, or why it has none. A Pod
+// here has the host's network, so its IP is the node's address, as a
+// kubelet reports a Pod of hostNetwork.
+func (c *Config) fieldRef(p *corev1.Pod, path string) (value, why string) {
 	switch path {
 	case "metadata.name":
-		return p.Name, true
+		return p.Name, ""
 	case "metadata.namespace":
-		return p.Namespace, true
+		return p.Namespace, ""
 	case "metadata.uid":
-		return string(p.UID), true
+		return string(p.UID), ""
 	case "spec.nodeName":
-		return p.Spec.NodeName, true
+		return p.Spec.NodeName, ""
+	case "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs":
+		if c.Address == "" {
+			return "", "has no value: this node has no address (start it with --node-ip)"
+		}
+		return c.Address, ""
 	}
-	return "", false
+	return "", "is not supported: metadata.name, metadata.namespace, metadata.uid, spec.nodeName, status.hostIP(s) and status.podIP(s) are"
 }
 
 func expandAll(args []string, env map[string]string) []string {

@@ -119,6 +119,12 @@ func (e *engine) remove(ctx context.Context, name string, kill time.Duration) (l
 	return fromPod(s), true, nil
 }
 
+// stop stops pod name gracefully, as remove does, and keeps it.
+func (e *engine) stop(ctx context.Context, name string, kill time.Duration) error {
+	_, err := e.r.Stop(ctx, name, kill)
+	return err
+}
+
 // status reads pod name's status files.
 func (e *engine) status(name string) (podState, error) {
 	s, err := pod.ReadPod(e.r.StateDir, name)
