@@ -91,6 +91,9 @@ func (p *problems) app(path string, a *App, iso Isolation) {
 			p.add(kp, "", err.Error())
 		}
 	}
+	if a.TerminationMessagePath != "" {
+		p.path(path+".terminationMessagePath", a.TerminationMessagePath)
+	}
 	if a.WorkingDir != "" {
 		p.path(path+".workingDir", a.WorkingDir)
 	}

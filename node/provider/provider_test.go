@@ -579,3 +579,36 @@ func TestActiveDeadline(t *testing.T) {
 	deletePod(t, client, p)
 	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
 }
+
+// A container's termination message is what it wrote to its
+// terminationMessagePath (here a non-root user's, at a path of /dev that
+// the host does not have), or under FallbackToLogsOnError the tail of the
+// log of a failed container, as the kubelet reports them.
+func TestTerminationMessage(t *testing.T) {
+	client := fake.NewClientset()
+	n := startNode(t, testConfig(t), client)
+	const path = "/dev/termination-unitrun-custom-log"
+	t.Cleanup(func() { os.Remove(path) }) // the mount point systemd made
+	p := newPod("lastword", corev1.RestartPolicyNever, nil, "echo -n DONE > "+path, "sleep 1; seq 100; exit 1")
+	nobody := int64(65534)
+	p.Spec.Containers[0].TerminationMessagePath = path
+	p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsUser: &nobody}
+	p.Spec.Containers[1].TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+	create(t, client, p)
+	got := waitPod(t, client, p, "Failed", phase(corev1.PodFailed))
+	var want strings.Builder
+	for i := 21; i <= 100; i++ {
+		fmt.Fprintln(&want, i)
+	}
+	for i, msg := range []string{"DONE", want.String()} {
+		cs := got.Status.ContainerStatuses[i]
+		if tr := cs.State.Terminated; tr == nil || tr.Message != msg {
+			t.Errorf("container %s: %+v, want terminated with message %q", cs.Name, cs.State, msg)
+		}
+	}
+	if data, err := os.ReadFile(path); err == nil && len(data) > 0 {
+		t.Errorf("the host's %s holds %q", path, data)
+	}
+	deletePod(t, client, p)
+	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
+}

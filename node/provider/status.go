@@ -34,6 +34,10 @@ type appState struct {
 	LastExitAt time.Time
 	// LastStartedAt is when the run that ended at LastExitAt started.
 	LastStartedAt time.Time
+	// TerminationMessage is what the app's last run wrote to its
+	// terminationMessagePath; LogTail, for a failure without one, its
+	// log's last lines. Both are read only for an app that does not run.
+	TerminationMessage, LogTail string
 	// Ready is the app's readiness in its current run (pod.AppStatus's);
 	// StartupPassed says its startup probe has succeeded in it.
 	Ready, StartupPassed bool
@@ -201,7 +205,26 @@ func containerStatus(name string, c corev1.Container, a appState, waiting string
 			cs.State.Waiting.Message = a.Message
 		}
 	}
+	// The run that ended last, whose file and log are not yet a next
+	// run's.
+	last := cs.State.Terminated
+	if a.State == "restarting" {
+		last = cs.LastTerminationState.Terminated
+	}
+	if m := terminationMessage(c, a); last != nil && m != "" {
+		last.Message = m
+	}
 	return cs
+}
+
+// terminationMessage is the message of a's last exit, as the kubelet takes
+// it: what it wrote to its terminationMessagePath, else, under
+// FallbackToLogsOnError, its log's tail if it failed.
+func terminationMessage(c corev1.Container, a appState) string {
+	if a.TerminationMessage != "" || c.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError {
+		return a.TerminationMessage
+	}
+	return a.LogTail
 }
 
 // terminated describes a's last exit, of the run started at started (zero

@@ -60,10 +60,13 @@ type app struct {
 	Init          bool              `json:"init,omitempty"`
 	Sidecar       bool              `json:"sidecar,omitempty"`
 	Rootfs        string            `json:"rootfs,omitempty"`
-	Resources     *resources        `json:"resources,omitempty"`
-	Probe         *probe            `json:"probe,omitempty"`
-	Readiness     *probe            `json:"readinessProbe,omitempty"`
-	Startup       *probe            `json:"startupProbe,omitempty"`
+	// TerminationMessagePath: "" (the API server sets the default) binds
+	// none.
+	TerminationMessagePath string     `json:"terminationMessagePath,omitempty"`
+	Resources              *resources `json:"resources,omitempty"`
+	Probe                  *probe     `json:"probe,omitempty"`
+	Readiness              *probe     `json:"readinessProbe,omitempty"`
+	Startup                *probe     `json:"startupProbe,omitempty"`
 }
 
 type resources struct {
@@ -314,6 +317,7 @@ func (c *Config) container(p *corev1.Pod, ctr *corev1.Container, path string, vo
 		rs.add(path+".command", "required: this node has no image metadata to take an entrypoint from")
 	}
 	a.WorkingDir = ctr.WorkingDir
+	a.TerminationMessagePath = ctr.TerminationMessagePath
 	c.securityContext(p, ctr, path, &a, rs)
 	a.Resources = containerResources(ctr, path, rs)
 	if g := p.Spec.TerminationGracePeriodSeconds; g != nil {

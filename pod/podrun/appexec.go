@@ -45,6 +45,11 @@ func ExecApp(stateDir, name, app string) error {
 	if err := beginRun(stateDir, name, a); err != nil {
 		return err
 	}
+	if a.TerminationMessagePath != "" {
+		if err := pod.EmptyTerminationFile(stateDir, name, app); err != nil {
+			return err
+		}
+	}
 	err = execApp(a)
 	fmt.Fprintln(why, err.Error())
 	return &exec.Error{Name: a.Exec[0], Err: err}

@@ -429,6 +429,27 @@ func TestPodAppEnvironment(t *testing.T) {
 	}
 }
 
+// TestPodTerminationMessage runs an app, as an unprivileged user, that
+// writes to its terminationMessagePath, a file of the host's /dev that
+// does not exist: the message lands in the pod's termination file, and
+// the host's path is not written.
+func TestPodTerminationMessage(t *testing.T) {
+	r := newRunner(t)
+	const path = "/dev/termination-unitrun-test"
+	manifest := `{"name": "lastword", "apps": [{"name": "a", "user": "65534", "terminationMessagePath": "` + path + `",
+	  "exec": ["/bin/sh", "-c", "echo bye > ` + path + `; exit 3"]}]}`
+	name := run(t, r, manifest, "")
+	// systemd made the mount point; it holds nothing.
+	t.Cleanup(func() { os.Remove(path) })
+	wantPod(t, wait(t, r, name), pod.PodFailed, 3)
+	if got, err := os.ReadFile(pod.TerminationFile(r.StateDir, name, "a")); err != nil || string(got) != "bye\n" {
+		t.Errorf("termination file: %q, %v; want %q", got, err, "bye\n")
+	}
+	if data, err := os.ReadFile(path); err == nil && len(data) > 0 {
+		t.Errorf("the host's %s holds %q", path, data)
+	}
+}
+
 func TestPodRemoveLeavesNothing(t *testing.T) {
 	r := newRunner(t)
 	ctx := context.Background()
