@@ -68,6 +68,7 @@ func podStatus(p *corev1.Pod, name string, s podState) *corev1.PodStatus {
 		st.StartTime = timeOf(s.CreatedAt)
 	}
 	initDone, initAt, sidecarsReady := true, s.StartedAt, true
+	var incomplete []string // the kubelet's list: not succeeded, or a sidecar not started
 	for _, c := range p.Spec.InitContainers {
 		a, _ := s.app(c.Name)
 		cs := containerStatus(name, c, a, "PodInitializing")
@@ -85,10 +86,17 @@ func podStatus(p *corev1.Pod, name string, s podState) *corev1.PodStatus {
 			} else if a.StartedAt.After(initAt) {
 				initAt = a.StartedAt
 			}
+			if cs.Started == nil || !*cs.Started {
+				incomplete = append(incomplete, c.Name)
+			}
+			continue
 		case a.State != "exited":
 			initDone = false
 		case a.FinishedAt.After(initAt):
 			initAt = a.FinishedAt
+		}
+		if t := cs.State.Terminated; t == nil || t.ExitCode != 0 {
+			incomplete = append(incomplete, c.Name)
 		}
 	}
 	waiting := "ContainerCreating"
@@ -120,7 +128,7 @@ func podStatus(p *corev1.Pod, name string, s podState) *corev1.PodStatus {
 	}
 	st.Conditions = []corev1.PodCondition{
 		condition(corev1.PodScheduled, true, s.CreatedAt, ""),
-		condition(corev1.PodInitialized, initDone, initAt, ""),
+		initialized(initDone, initAt, incomplete),
 		condition(corev1.ContainersReady, ready, readyAt, completed(s)),
 		condition(corev1.PodReady, ready, readyAt, completed(s)),
 	}
@@ -145,6 +153,16 @@ func pastDeadline(p *corev1.Pod, s podState, now time.Time) bool {
 // Always), which runs beside the app containers.
 func isSidecar(c corev1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// initialized is the Initialized condition: with the kubelet's reason and
+// message while init containers have not completed.
+func initialized(done bool, at time.Time, incomplete []string) corev1.PodCondition {
+	c := condition(corev1.PodInitialized, done, at, "ContainersNotInitialized")
+	if !done {
+		c.Message = fmt.Sprintf("containers with incomplete status: %s", incomplete)
+	}
+	return c
 }
 
 func completed(s podState) string {
