@@ -94,6 +94,7 @@ func (p *problems) app(path string, a *App, iso Isolation) {
 	if a.TerminationMessagePath != "" {
 		p.path(path+".terminationMessagePath", a.TerminationMessagePath)
 	}
+	p.capabilities(path+".capabilities", a.Capabilities)
 	if a.WorkingDir != "" {
 		p.path(path+".workingDir", a.WorkingDir)
 	}

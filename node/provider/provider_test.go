@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -611,4 +612,51 @@ func TestTerminationMessage(t *testing.T) {
 	}
 	deletePod(t, client, p)
 	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
+}
+
+// A root container that is not privileged holds the container runtime's
+// default capabilities (no NET_ADMIN), less capabilities.drop, plus
+// capabilities.add; a privileged one holds root's.
+func TestCapabilities(t *testing.T) {
+	client := fake.NewClientset()
+	n := startNode(t, testConfig(t), client)
+	show := "grep '^CapEff' /proc/self/status"
+	p := newPod("caps", corev1.RestartPolicyNever, nil, show, show, show, show)
+	no := false
+	p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: &no}
+	p.Spec.Containers[1].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{
+		Drop: []corev1.Capability{"NET_RAW", "CAP_KILL"}, Add: []corev1.Capability{"NET_ADMIN"}}}
+	p.Spec.Containers[2].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{
+		Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"net_bind_service"}}}
+	yes := true
+	p.Spec.Containers[3].SecurityContext = &corev1.SecurityContext{Privileged: &yes}
+	create(t, client, p)
+	waitPod(t, client, p, "Succeeded", phase(corev1.PodSucceeded))
+	mask := func(names ...string) uint64 {
+		var m uint64
+		for _, n := range names {
+			m |= 1 << slices.Index(capabilityNames, n)
+		}
+		return m
+	}
+	def := mask(defaultCapabilities...)
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, eff, _ := strings.Cut(string(status), "CapEff:\t")
+	root, _ := strconv.ParseUint(eff[:16], 16, 64)
+	name := podName(p.Namespace, p.Name, string(p.UID))
+	for i, want := range []uint64{def, def&^mask("NET_RAW", "KILL") | mask("NET_ADMIN"), mask("NET_BIND_SERVICE"), root} {
+		app := fmt.Sprintf("app%d", i)
+		data, err := os.ReadFile(n.p.eng.logFile(name, app))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprintf("CapEff:\t%016x\n", want); string(data) != got {
+			t.Errorf("container %s: %q, want %q", app, data, got)
+		}
+	}
+	deletePod(t, client, p)
+	waitGone(t, n, name)
 }

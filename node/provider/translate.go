@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -67,6 +68,9 @@ type app struct {
 	Probe                  *probe     `json:"probe,omitempty"`
 	Readiness              *probe     `json:"readinessProbe,omitempty"`
 	Startup                *probe     `json:"startupProbe,omitempty"`
+	// Capabilities: nil keeps root's, for a privileged container; an
+	// empty list holds none.
+	Capabilities *[]string `json:"capabilities,omitempty"`
 }
 
 type resources struct {
@@ -397,15 +401,20 @@ func (c *Config) securityContext(p *corev1.Pod, ctr *corev1.Container, path stri
 		if sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
 			rs.add(sp+".allowPrivilegeEscalation", "false is not supported: a setuid program of the host can still gain privileges")
 		}
-		if sc.Capabilities != nil && len(sc.Capabilities.Drop) > 0 {
-			rs.add(sp+".capabilities.drop", "not supported")
-		}
 		if sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
 			rs.add(sp+".readOnlyRootFilesystem", "not supported")
 		}
 		if sc.SELinuxOptions != nil || sc.SeccompProfile != nil || sc.AppArmorProfile != nil || sc.WindowsOptions != nil || sc.ProcMount != nil {
 			rs.add(sp, "seLinuxOptions, seccompProfile, appArmorProfile, windowsOptions and procMount are not supported")
 		}
+	}
+	if sc == nil || sc.Privileged == nil || !*sc.Privileged {
+		var caps *corev1.Capabilities
+		if sc != nil {
+			caps = sc.Capabilities
+		}
+		set := capabilities(caps, path+".securityContext.capabilities", rs)
+		a.Capabilities = &set
 	}
 	if user != nil {
 		a.User = strconv.FormatInt(*user, 10)
@@ -429,6 +438,53 @@ func (c *Config) securityContext(p *corev1.Pod, ctr *corev1.Container, path stri
 	if nonRoot && (user == nil || *user == 0) {
 		rs.add(path+".securityContext.runAsNonRoot", "true, but runAsUser is 0 or not set")
 	}
+}
+
+// defaultCapabilities are the capabilities a container runtime gives a
+// container that is not privileged: containerd's default set.
+var defaultCapabilities = []string{
+	"CHOWN", "DAC_OVERRIDE", "FSETID", "FOWNER", "MKNOD", "NET_RAW", "SETGID", "SETUID",
+	"SETFCAP", "SETPCAP", "NET_BIND_SERVICE", "SYS_CHROOT", "KILL", "AUDIT_WRITE",
+}
+
+// capabilities is the capability set of a container that is not
+// privileged: the runtime's default set, without those of c.Drop, with
+// those of c.Add (ALL: every one), as containerd makes it. Names may
+// carry CAP_ and be of any case.
+func capabilities(c *corev1.Capabilities, path string, rs *refusals) []string {
+	set := slices.Clone(defaultCapabilities)
+	if c == nil {
+		return set
+	}
+	names := func(field string, list []corev1.Capability) (all bool, out []string) {
+		for i, n := range list {
+			name := strings.TrimPrefix(strings.ToUpper(string(n)), "CAP_")
+			switch {
+			case name == "ALL":
+				all = true
+			case slices.Contains(capabilityNames, name):
+				out = append(out, name)
+			default:
+				rs.add(fmt.Sprintf("%s.%s[%d]", path, field, i), "%q is not a Linux capability", n)
+			}
+		}
+		return all, out
+	}
+	if all, drop := names("drop", c.Drop); all {
+		set = []string{}
+	} else {
+		set = slices.DeleteFunc(set, func(n string) bool { return slices.Contains(drop, n) })
+	}
+	all, add := names("add", c.Add)
+	if all {
+		return slices.Clone(capabilityNames)
+	}
+	for _, n := range add {
+		if !slices.Contains(set, n) {
+			set = append(set, n)
+		}
+	}
+	return set
 }
 
 // containerResources maps limits.memory to MemoryMax= and requests.cpu to

@@ -233,6 +233,10 @@ func logTail(path string) string {
 	return strings.Join(lines[max(0, len(lines)-maxLogTailLines):], "")
 }
 
+// capabilityNames are the Linux capabilities an app's capabilities may
+// name.
+var capabilityNames = pod.CapabilityNames
+
 // writeFile replaces path with data atomically.
 func writeFile(path string, data []byte) error { return atomicfile.Write(path, data, 0o600) }
 

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/unitrun/unitrun/pod"
 )
 
@@ -106,6 +108,11 @@ func execApp(a *pod.App) error {
 	} else if err == nil && fi.IsDir() {
 		return fmt.Errorf("command %s: is a directory", a.Exec[0])
 	}
+	// Before the user changes: dropping from the bounding set takes
+	// CAP_SETPCAP, and leaves the capabilities held until the exec.
+	if err := boundCapabilities(a.Capabilities); err != nil {
+		return err
+	}
 	if cred != nil {
 		if err := syscall.Setgroups(intIDs(cred.Groups)); err != nil {
 			return fmt.Errorf("supplementary groups: %w", err)
@@ -122,6 +129,33 @@ func execApp(a *pod.App) error {
 		return notFound(a.Exec[0])
 	}
 	return fmt.Errorf("command %s: %v", a.Exec[0], err)
+}
+
+// boundCapabilities drops from the bounding set every capability not in
+// keep, unless keep is nil: a command executed as root then holds only
+// those in keep.
+func boundCapabilities(keep []string) error {
+	if keep == nil {
+		return nil
+	}
+	// Also those newer than CapabilityNames, up to the kernel's last.
+	for n := range 64 {
+		name := fmt.Sprintf("capability %d", n)
+		if n < len(pod.CapabilityNames) {
+			name = pod.CapabilityNames[n]
+		}
+		if slices.Contains(keep, name) {
+			continue
+		}
+		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(n), 0, 0, 0)
+		if err == unix.EINVAL { // past the kernel's last capability
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("capabilities: drop %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // standardPath is the PATH of a command whose env sets none, as container

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -447,6 +448,48 @@ func TestPodTerminationMessage(t *testing.T) {
 	}
 	if data, err := os.ReadFile(path); err == nil && len(data) > 0 {
 		t.Errorf("the host's %s holds %q", path, data)
+	}
+}
+
+// TestPodCapabilities runs root apps that print the capabilities they
+// hold: one with capabilities [CHOWN, KILL] holds those two alone, in its
+// bounding, permitted and effective sets; one with [] holds none; one
+// without the field holds root's.
+func TestPodCapabilities(t *testing.T) {
+	r := newRunner(t)
+	show := []string{"/bin/sh", "-c", "grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status"}
+	manifest, err := json.Marshal(map[string]any{
+		"name": "caps",
+		"apps": []map[string]any{
+			{"name": "two", "exec": show, "capabilities": []string{"CHOWN", "KILL"}},
+			{"name": "none", "exec": show, "capabilities": []string{}},
+			{"name": "root", "exec": show},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := run(t, r, string(manifest), "all")
+	wantPod(t, wait(t, r, name), pod.PodSucceeded, 0)
+	// Root's: the test's own bounding set, as the manager has it.
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, bnd, _ := strings.Cut(string(status), "CapBnd:\t")
+	root, err := strconv.ParseUint(bnd[:16], 16, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for app, mask := range map[string]uint64{"two": 1<<0 | 1<<5, "none": 0, "root": root} {
+		data, err := os.ReadFile(pod.LogFile(r.StateDir, name, app))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("CapPrm:\t%016x\nCapEff:\t%016x\nCapBnd:\t%016x\n", mask, mask, mask)
+		if string(data) != want {
+			t.Errorf("app %s holds\n%s, want\n%s", app, data, want)
+		}
 	}
 }
 
