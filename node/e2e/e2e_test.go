@@ -62,6 +62,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("ApplyToRunning", c.applyToRunning)
 	t.Run("StatusAndEnvironment", c.statusAndEnvironment)
 	t.Run("ActiveDeadline", c.activeDeadline)
+	t.Run("Capabilities", c.capabilities)
 }
 
 // start generates the keys, starts etcd, kube-apiserver and unitrun-node,
@@ -253,6 +254,25 @@ func (c *cluster) activeDeadline(t *testing.T) {
 	c.mustKubectl("wait", "--for=jsonpath={.status.phase}=Failed", "pod/deadline", "--timeout=90s")
 	if got := c.mustKubectl("get", "pod", "deadline", "-o", "jsonpath={.status.reason}"); got != "DeadlineExceeded" {
 		t.Errorf("reason %q, want DeadlineExceeded", got)
+	}
+}
+
+// capabilities applies a Pod whose root container, not privileged, prints
+// its effective capabilities: containerd's default set, without
+// CAP_NET_ADMIN (12), with CAP_NET_BIND_SERVICE (10).
+func (c *cluster) capabilities(t *testing.T) {
+	c.apply(t, strings.Replace(podYAML("caps", "caps", nil, []string{"grep ^CapEff /proc/self/status"}), "]}\n",
+		"], securityContext: {privileged: false}}\n", 1))
+	defer c.mustKubectl("delete", "pod", "caps", "--timeout=60s")
+	c.mustKubectl("wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/caps", "--timeout=90s")
+	out := c.mustKubectl("logs", "caps")
+	_, hex, _ := strings.Cut(strings.TrimSpace(out), "\t")
+	eff, err := strconv.ParseUint(hex, 16, 64)
+	if err != nil {
+		t.Fatalf("kubectl logs caps = %q", out)
+	}
+	if eff&(1<<12) != 0 || eff&(1<<10) == 0 {
+		t.Errorf("the container holds capabilities %#x, want CAP_NET_BIND_SERVICE and not CAP_NET_ADMIN", eff)
 	}
 }
 
