@@ -167,6 +167,16 @@ type App struct {
 	// at its failure threshold it restarts the app. Its action must be
 	// unset or restart.
 	StartupProbe *Probe `yaml:"startupProbe" json:"startupProbe,omitzero"`
+	// TerminationMessagePath is a file the app may write why it ended
+	// into, as Kubernetes' terminationMessagePath: an empty file of the
+	// pod's state (TerminationFile), emptied at each run's start, bound
+	// there for the app's command (in its rootfs). "" binds none.
+	TerminationMessagePath string `yaml:"terminationMessagePath" json:"terminationMessagePath,omitzero"`
+	// Capabilities, if not nil, are the only capabilities the app's
+	// command can hold (its bounding set, named as CapabilityNames):
+	// all of them if it runs as root, none otherwise. Nil keeps every
+	// one, as root has them.
+	Capabilities []string `yaml:"capabilities" json:"capabilities,omitzero"`
 }
 
 // Resources limit an app. Nil means no limit.

@@ -182,6 +182,8 @@ func TestParseErrors(t *testing.T) {
 		{"env key with =", "name: p\napps: [{name: a, exec: [/bin/true], env: {\"A=B\": y}}]\n", `apps[0].env["A=B"]: must match ^[A-Za-z_][A-Za-z0-9_]*$`},
 		{"env value null", "name: p\napps: [{name: a, exec: [/bin/true], env: {A: }}]\n", `apps[0].env["A"]: must not be null`},
 		{"env value list", "name: p\napps: [{name: a, exec: [/bin/true], env: {A: [1]}}]\n", `apps[0].env["A"]: must be a string, not a sequence`},
+		{"capability with CAP_", "name: p\napps: [{name: a, exec: [/bin/true], capabilities: [KILL, CAP_CHOWN]}]\n", `apps[0].capabilities[1] "CAP_CHOWN": is not a Linux capability (named without CAP_`},
+		{"relative terminationMessagePath", "name: p\napps: [{name: a, exec: [/bin/true], terminationMessagePath: log}]\n", `apps[0].terminationMessagePath "log": must be a clean absolute path`},
 		{"relative workingDir", "name: p\napps: [{name: a, exec: [/bin/true], workingDir: tmp}]\n", `apps[0].workingDir "tmp": must be a clean absolute path`},
 		{"unclean workingDir", "name: p\napps: [{name: a, exec: [/bin/true], workingDir: /tmp/../etc}]\n", `apps[0].workingDir "/tmp/../etc": must be a clean absolute path`},
 		{"workingDir newline", "name: p\napps: [{name: a, exec: [/bin/true], workingDir: \"/tmp/a\\nb\"}]\n", `apps[0].workingDir "/tmp/a\nb": must be a clean absolute path`},

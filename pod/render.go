@@ -207,6 +207,10 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 		}
 		f.Set("Service", "Environment", v)
 	}
+	if a.TerminationMessagePath != "" {
+		// The command's view only: "+" hooks see the host's.
+		f.Set("Service", "BindPaths", bindPath(TerminationFile(h.o.StateDir, m.Name, a.Name))+":"+bindPath(filepath.Join("/", a.Rootfs, a.TerminationMessagePath)))
+	}
 	f.Set("Service", "SyslogIdentifier", unit.EscapeSpecifiers(m.Name+"/"+a.Name))
 	out, err := output(h.o.LogPath, a.Name)
 	if err != nil {
@@ -215,6 +219,19 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 	f.Set("Service", "StandardOutput", out)
 	f.Set("Service", "StandardError", "inherit")
 	return resources(f, a.Resources)
+}
+
+// bindPath escapes path for one side of a BindPaths= pair: specifiers, and
+// the backslash, colon and whitespace that would split it.
+func bindPath(path string) string {
+	var b strings.Builder
+	for _, c := range unit.EscapeSpecifiers(path) {
+		if c == '\\' || c == ':' || c == ' ' || c == '\t' || c == '"' || c == '\'' {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
 
 // restartSetting maps restart policies onto Restart=.

@@ -31,6 +31,11 @@ func LogFile(stateDir, pod, app string) string {
 	return filepath.Join(Dir(stateDir, pod), logsDir, app+".log")
 }
 
+// TerminationFile is the file bound at app's terminationMessagePath.
+func TerminationFile(stateDir, pod, app string) string {
+	return filepath.Join(Dir(stateDir, pod), logsDir, app+".termination-log")
+}
+
 // WriteState writes the state of pod m, created from the manifest text
 // manifest, into its state directory, which must exist: its logs
 // directory, a copy of the manifest (synced to disk), the manifest as
@@ -46,6 +51,13 @@ func WriteState(stateDir string, m *Manifest, manifest []byte) error {
 	if err := writeSpec(stateDir, m); err != nil {
 		return err
 	}
+	for _, a := range m.Apps {
+		if a.TerminationMessagePath != "" {
+			if err := EmptyTerminationFile(stateDir, m.Name, a.Name); err != nil {
+				return err
+			}
+		}
+	}
 	ps := PodStatus{Name: m.Name, Phase: PodPending, ExitPolicy: m.ExitPolicy, Isolation: m.Isolation, CreatedAt: time.Now()}
 	for _, a := range m.Apps {
 		ps.Apps = append(ps.Apps, AppStatus{Name: a.Name, State: AppWaiting})
@@ -54,6 +66,16 @@ func WriteState(stateDir string, m *Manifest, manifest []byte) error {
 		return err
 	}
 	return nil
+}
+
+// EmptyTerminationFile creates app's TerminationFile, or empties it,
+// writable by every user, as the kubelet makes a container's.
+func EmptyTerminationFile(stateDir, pod, app string) error {
+	path := TerminationFile(stateDir, pod, app)
+	if err := os.WriteFile(path, nil, 0o666); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o666)
 }
 
 // loadState returns the manifest pod was created from, with the exit policy

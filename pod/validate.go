@@ -91,6 +91,10 @@ func (p *problems) app(path string, a *App, iso Isolation) {
 			p.add(kp, "", err.Error())
 		}
 	}
+	if a.TerminationMessagePath != "" {
+		p.path(path+".terminationMessagePath", a.TerminationMessagePath)
+	}
+	p.capabilities(path+".capabilities", a.Capabilities)
 	if a.WorkingDir != "" {
 		p.path(path+".workingDir", a.WorkingDir)
 	}

@@ -60,6 +60,9 @@ func TestEndToEnd(t *testing.T) {
 	c.start()
 	t.Run("ExitCodesLogsDelete", c.exitCodesLogsDelete)
 	t.Run("ApplyToRunning", c.applyToRunning)
+	t.Run("StatusAndEnvironment", c.statusAndEnvironment)
+	t.Run("ActiveDeadline", c.activeDeadline)
+	t.Run("Capabilities", c.capabilities)
 }
 
 // start generates the keys, starts etcd, kube-apiserver and unitrun-node,
@@ -194,6 +197,83 @@ func (c *cluster) applyToRunning(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// statusAndEnvironment applies a Pod whose container prints its
+// environment and writes its termination message: the Pod's hostIP and
+// podIP are the node's, the environment holds the downward API's IPs, the
+// kubernetes Service's variables and a Service link, HOSTNAME, and nothing
+// of the manager's; the message is the terminated state's.
+func (c *cluster) statusAndEnvironment(t *testing.T) {
+	c.apply(t, `apiVersion: v1
+kind: Service
+metadata: {name: foo-service}
+spec:
+  ports: [{port: 8765}]
+`)
+	defer c.mustKubectl("delete", "service", "foo-service")
+	pod := strings.Replace(podYAML("environ", "environ", nil, []string{"env; echo -n bye > /dev/termination-log"}), "]}\n",
+		"], env: [{name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}, {name: HOST_IP, valueFrom: {fieldRef: {fieldPath: status.hostIP}}}]}\n", 1)
+	c.apply(t, pod)
+	defer c.mustKubectl("delete", "pod", "environ", "--timeout=60s")
+	c.mustKubectl("wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/environ", "--timeout=90s")
+	got := c.mustKubectl("get", "pod", "environ", "-o", "jsonpath={.status.hostIP} {.status.podIP} {.status.containerStatuses[0].state.terminated.message}")
+	if want := "127.0.0.1 127.0.0.1 bye"; got != want {
+		t.Errorf("hostIP, podIP, termination message: %q, want %q", got, want)
+	}
+	env := map[string]string{}
+	for _, line := range strings.Split(c.mustKubectl("logs", "environ"), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			env[k] = v
+		}
+	}
+	host, _ := os.Hostname()
+	for k, v := range map[string]string{
+		"POD_IP": "127.0.0.1", "HOST_IP": "127.0.0.1", "HOSTNAME": host,
+		"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443", "FOO_SERVICE_SERVICE_PORT": "8765",
+	} {
+		if env[k] != v {
+			t.Errorf("$%s = %q, want %q", k, env[k], v)
+		}
+	}
+	if env["FOO_SERVICE_SERVICE_HOST"] == "" {
+		t.Errorf("no $FOO_SERVICE_SERVICE_HOST: %v", env)
+	}
+	for _, k := range []string{"MANAGERPID", "INVOCATION_ID", "SYSTEMD_UNIT_PATH", "SYSTEMD_GENERATOR_PATH", "XDG_RUNTIME_DIR"} {
+		if v, ok := env[k]; ok {
+			t.Errorf("$%s = %q: the manager's variable reached the container", k, v)
+		}
+	}
+}
+
+// activeDeadline applies a Pod that would sleep for 10 minutes with an
+// activeDeadlineSeconds of 2: it fails with reason DeadlineExceeded.
+func (c *cluster) activeDeadline(t *testing.T) {
+	c.apply(t, strings.Replace(podYAML("deadline", "deadline", nil, []string{"exec sleep 600"}), "spec:\n", "spec:\n  activeDeadlineSeconds: 2\n", 1))
+	defer c.mustKubectl("delete", "pod", "deadline", "--timeout=60s")
+	c.mustKubectl("wait", "--for=jsonpath={.status.phase}=Failed", "pod/deadline", "--timeout=90s")
+	if got := c.mustKubectl("get", "pod", "deadline", "-o", "jsonpath={.status.reason}"); got != "DeadlineExceeded" {
+		t.Errorf("reason %q, want DeadlineExceeded", got)
+	}
+}
+
+// capabilities applies a Pod whose root container, not privileged, prints
+// its effective capabilities: containerd's default set, without
+// CAP_NET_ADMIN (12), with CAP_NET_BIND_SERVICE (10).
+func (c *cluster) capabilities(t *testing.T) {
+	c.apply(t, strings.Replace(podYAML("caps", "caps", nil, []string{"grep ^CapEff /proc/self/status"}), "]}\n",
+		"], securityContext: {privileged: false}}\n", 1))
+	defer c.mustKubectl("delete", "pod", "caps", "--timeout=60s")
+	c.mustKubectl("wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/caps", "--timeout=90s")
+	out := c.mustKubectl("logs", "caps")
+	_, hex, _ := strings.Cut(strings.TrimSpace(out), "\t")
+	eff, err := strconv.ParseUint(hex, 16, 64)
+	if err != nil {
+		t.Fatalf("kubectl logs caps = %q", out)
+	}
+	if eff&(1<<12) != 0 || eff&(1<<10) == 0 {
+		t.Errorf("the container holds capabilities %#x, want CAP_NET_BIND_SERVICE and not CAP_NET_ADMIN", eff)
+	}
 }
 
 type containerStatus struct {

@@ -42,10 +42,14 @@ type Config struct {
 	// takes it; "" chooses as unitrun does.
 	Manager string
 	// Address is the node's InternalIP, where the API server reaches
-	// the kubelet API (kubectl logs); "" reports none.
+	// the kubelet API (kubectl logs), and every Pod's host and pod IP
+	// (its pods have the host's network); "" reports none.
 	Address string
 	// KubeletPort is the port of the kubelet API on Address.
 	KubeletPort int32
+	// Client reaches the API server for the Services whose variables
+	// the containers get; nil gives them none.
+	Client kubernetes.Interface
 	// Log receives what the provider does; nil discards it.
 	Log *slog.Logger
 	// Poll is how often the provider reads the status of its pods to
@@ -59,6 +63,7 @@ type Config struct {
 type Provider struct {
 	cfg  Config
 	eng  *engine
+	svcs *services
 	dir  string // StateDir/node: one record per Pod
 	log  *slog.Logger
 	poll time.Duration
@@ -76,6 +81,9 @@ type entry struct {
 	at      time.Time
 	sent    *corev1.PodStatus // the status last notified
 	final   *podState         // the status read before the unitrun pod was removed
+	// stopping says the unitrun pod is being stopped at the Pod's
+	// activeDeadlineSeconds.
+	stopping bool
 }
 
 // New opens the manager and returns a provider that has adopted the pods
@@ -97,7 +105,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 }
 
 func newProvider(ctx context.Context, cfg Config, e *engine) (*Provider, error) {
-	p := &Provider{cfg: cfg, eng: e, dir: filepath.Join(cfg.StateDir, "node"), log: cfg.Log, poll: cfg.Poll, pods: map[string]*entry{}}
+	p := &Provider{cfg: cfg, eng: e, svcs: watchServices(ctx, cfg), dir: filepath.Join(cfg.StateDir, "node"), log: cfg.Log, poll: cfg.Poll, pods: map[string]*entry{}}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -214,7 +222,11 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	}
 	name := podName(pod.Namespace, pod.Name, string(pod.UID))
 	e = &entry{pod: pod.DeepCopy(), name: name, at: time.Now()}
-	manifest, err := p.cfg.translate(pod)
+	svcEnv, err := p.svcs.env(ctx, pod)
+	if err != nil {
+		return err
+	}
+	manifest, err := p.cfg.translate(pod, svcEnv)
 	if err == nil {
 		if err = p.eng.check(manifest); err != nil {
 			err = containerPaths(pod, err)
@@ -251,9 +263,9 @@ func (p *Provider) put(k string, e *entry) {
 	p.sendStatus(context.Background(), e)
 }
 
-// UpdatePod keeps pod's new labels and annotations. The fields that a Pod
-// may change once created (images, activeDeadlineSeconds, tolerations) do
-// not change what the node runs.
+// UpdatePod keeps pod's new labels, annotations and activeDeadlineSeconds,
+// which applies from then on. The other fields that a Pod may change once
+// created (images, tolerations) do not change what the node runs.
 func (p *Provider) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
 	k := key(pod.Namespace, pod.Name)
 	p.mu.Lock()
@@ -285,15 +297,11 @@ func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 		return errdefs.NotFoundf("pod %s is not on this node", k)
 	}
 	if e.refused == nil {
-		kill := time.Duration(0)
 		g := pod.DeletionGracePeriodSeconds
 		if g == nil {
 			g = e.pod.Spec.TerminationGracePeriodSeconds
 		}
-		if g != nil {
-			kill = time.Duration(*g)*time.Second + 5*time.Second
-		}
-		last, ok, err := p.eng.remove(ctx, e.name, kill)
+		last, ok, err := p.eng.remove(ctx, e.name, killAfter(g))
 		if err != nil {
 			return fmt.Errorf("remove unitrun pod %s: %w", e.name, err)
 		}
@@ -341,21 +349,70 @@ func (p *Provider) lookup(k string) *entry {
 	return p.pods[k]
 }
 
+// killAfter is when a stop kills what is still running: 5 s after the
+// grace period g, or at once without one.
+func killAfter(g *int64) time.Duration {
+	if g == nil {
+		return 0
+	}
+	return time.Duration(*g)*time.Second + 5*time.Second
+}
+
+// status is e's status. A Pod active for longer than its
+// activeDeadlineSeconds is stopped, and has then failed
+// (DeadlineExceeded), as the kubelet fails it: virtual-kubelet reports no
+// status after the first that has ended, so it is not Failed before its
+// containers have ended.
 func (p *Provider) status(e *entry) (*corev1.PodStatus, error) {
 	p.mu.Lock()
 	pod, final := e.pod, e.final
 	p.mu.Unlock()
-	if e.refused != nil {
-		return refusedStatus(pod, e.refused, e.at), nil
+	var st *corev1.PodStatus
+	switch {
+	case e.refused != nil:
+		st = refusedStatus(pod, e.refused, e.at)
+	case final != nil:
+		st = p.podStatus(e, pod, *final)
+	default:
+		s, err := p.eng.status(e.name)
+		if err != nil {
+			return nil, err
+		}
+		st = p.podStatus(e, pod, s)
 	}
-	if final != nil {
-		return podStatus(pod, e.name, *final), nil
+	if p.cfg.Address != "" {
+		ips := []corev1.HostIP{{IP: p.cfg.Address}}
+		st.HostIP, st.HostIPs = p.cfg.Address, ips
+		st.PodIP, st.PodIPs = p.cfg.Address, []corev1.PodIP{{IP: p.cfg.Address}}
 	}
-	s, err := p.eng.status(e.name)
-	if err != nil {
-		return nil, err
+	return st, nil
+}
+
+// podStatus is the status of Pod pod, whose unitrun pod is e's and in
+// state s, with the Pod's deadline applied: past it, the unitrun pod is
+// stopped once, and has failed once it has ended.
+func (p *Provider) podStatus(e *entry, pod *corev1.Pod, s podState) *corev1.PodStatus {
+	st := podStatus(pod, e.name, s)
+	if !pastDeadline(pod, s, time.Now()) {
+		return st
 	}
-	return podStatus(pod, e.name, s), nil
+	if s.ended() {
+		st.Phase, st.Reason, st.Message = corev1.PodFailed, "DeadlineExceeded", "Pod was active on the node longer than the specified deadline"
+		return st
+	}
+	p.mu.Lock()
+	stopping := e.stopping
+	e.stopping = true
+	p.mu.Unlock()
+	if !stopping {
+		p.log.Info("stopping at the pod's deadline", "pod", key(pod.Namespace, pod.Name), "unitrun_pod", e.name)
+		go func() {
+			if err := p.eng.stop(context.Background(), e.name, killAfter(pod.Spec.TerminationGracePeriodSeconds)); err != nil {
+				p.log.Warn("cannot stop the pod at its deadline", "pod", key(pod.Namespace, pod.Name), "unitrun_pod", e.name, "err", err)
+			}
+		}()
+	}
+	return st
 }
 
 // GetPods returns every Pod the provider runs.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -464,4 +466,197 @@ func podCondition(p *corev1.Pod, t corev1.PodConditionType) bool {
 		}
 	}
 	return false
+}
+
+// A container's environment is what the Pod says plus what the kubelet
+// adds: the kubernetes Service's variables, those of the Services of the
+// Pod's namespace (enableServiceLinks), HOSTNAME, the node's address as
+// status.podIP and status.hostIP; nothing of the manager's. The Pod's
+// hostIP and podIP are the node's address.
+func TestContainerEnvironment(t *testing.T) {
+	client := fake.NewClientset()
+	svc := func(ns, name, ip string, ports ...corev1.ServicePort) {
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.ServiceSpec{ClusterIP: ip, Ports: ports}}
+		if _, err := client.CoreV1().Services(ns).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc("default", "kubernetes", "10.96.0.1", corev1.ServicePort{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP})
+	svc("team", "foo-service", "10.96.0.9", corev1.ServicePort{Port: 8080}, corev1.ServicePort{Name: "udp-dns", Port: 53, Protocol: corev1.ProtocolUDP})
+	svc("team", "headless", corev1.ClusterIPNone, corev1.ServicePort{Port: 80})
+	svc("other", "bar", "10.96.0.10", corev1.ServicePort{Port: 80})
+	cfg := testConfig(t)
+	cfg.Address, cfg.Client = "192.0.2.7", client
+	n := startNode(t, cfg, client)
+
+	run := func(name string, links bool) map[string]string {
+		p := newPod(name, corev1.RestartPolicyNever, nil, "env -0")
+		p.Namespace = "team"
+		p.Spec.EnableServiceLinks = &links
+		p.Spec.Containers[0].Env = []corev1.EnvVar{
+			{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+			{Name: "HOST_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIP"}}},
+			{Name: "API", Value: "$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)"},
+		}
+		create(t, client, p)
+		got := waitPod(t, client, p, "Succeeded", phase(corev1.PodSucceeded))
+		if got.Status.HostIP != cfg.Address || got.Status.PodIP != cfg.Address || len(got.Status.PodIPs) != 1 || len(got.Status.HostIPs) != 1 {
+			t.Errorf("pod %s: hostIP %q %v, podIP %q %v; want %s", name, got.Status.HostIP, got.Status.HostIPs, got.Status.PodIP, got.Status.PodIPs, cfg.Address)
+		}
+		data, err := os.ReadFile(n.p.eng.logFile(podName(p.Namespace, p.Name, string(p.UID)), "app0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{}
+		for _, kv := range strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00") {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
+		deletePod(t, client, p)
+		return env
+	}
+	host, _ := os.Hostname()
+	common := map[string]string{
+		"POD_IP": "192.0.2.7", "HOST_IP": "192.0.2.7", "API": "10.96.0.1:443", "HOSTNAME": host,
+		"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443", "KUBERNETES_SERVICE_PORT_HTTPS": "443",
+		"KUBERNETES_PORT": "tcp://10.96.0.1:443", "KUBERNETES_PORT_443_TCP": "tcp://10.96.0.1:443",
+		"KUBERNETES_PORT_443_TCP_PROTO": "tcp", "KUBERNETES_PORT_443_TCP_PORT": "443", "KUBERNETES_PORT_443_TCP_ADDR": "10.96.0.1",
+	}
+	links := map[string]string{
+		"FOO_SERVICE_SERVICE_HOST": "10.96.0.9", "FOO_SERVICE_SERVICE_PORT": "8080", "FOO_SERVICE_SERVICE_PORT_UDP_DNS": "53",
+		"FOO_SERVICE_PORT": "tcp://10.96.0.9:8080", "FOO_SERVICE_PORT_8080_TCP": "tcp://10.96.0.9:8080", "FOO_SERVICE_PORT_53_UDP": "udp://10.96.0.9:53",
+		"FOO_SERVICE_PORT_53_UDP_PROTO": "udp", "FOO_SERVICE_PORT_53_UDP_ADDR": "10.96.0.9",
+	}
+	for _, tc := range []struct {
+		name  string
+		links bool
+	}{{"env-links", true}, {"env-nolinks", false}} {
+		env := run(tc.name, tc.links)
+		want := maps.Clone(common)
+		if tc.links {
+			maps.Copy(want, links)
+		}
+		for k, v := range want {
+			if env[k] != v {
+				t.Errorf("%s: $%s = %q, want %q", tc.name, k, env[k], v)
+			}
+		}
+		for k := range env {
+			switch {
+			case strings.HasPrefix(k, "FOO_SERVICE_") && !tc.links, strings.HasPrefix(k, "BAR_"), strings.HasPrefix(k, "HEADLESS_"):
+				t.Errorf("%s: $%s is set: the Service is not the Pod's to see", tc.name, k)
+			case slices.Contains([]string{"INVOCATION_ID", "MANAGERPID", "XDG_RUNTIME_DIR", "SYSTEMD_UNIT_PATH", "SYSTEMD_EXEC_PID"}, k):
+				t.Errorf("%s: $%s is set: it is the manager's", tc.name, k)
+			}
+		}
+	}
+}
+
+// A running Pod given an activeDeadlineSeconds (virtual-kubelet hands the
+// changed Pod to UpdatePod) fails once it has been active that long, as
+// the kubelet fails it: phase Failed, reason DeadlineExceeded, its
+// container stopped.
+func TestActiveDeadline(t *testing.T) {
+	client := fake.NewClientset()
+	n := startNode(t, testConfig(t), client)
+	p := newPod("deadline", corev1.RestartPolicyAlways, nil, "exec sleep 600")
+	create(t, client, p)
+	got := waitPod(t, client, p, "Running", phase(corev1.PodRunning))
+	deadline := int64(1)
+	got.Spec.ActiveDeadlineSeconds = &deadline
+	if err := n.p.UpdatePod(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
+	got = waitPod(t, client, p, "Failed with its container ended", func(p *corev1.Pod) bool {
+		cs := p.Status.ContainerStatuses
+		return p.Status.Phase == corev1.PodFailed && len(cs) == 1 && cs[0].State.Terminated != nil
+	})
+	if got.Status.Reason != "DeadlineExceeded" {
+		t.Errorf("reason %q, message %q; want DeadlineExceeded", got.Status.Reason, got.Status.Message)
+	}
+	if tr := got.Status.ContainerStatuses[0].State.Terminated; tr.Signal != int32(syscall.SIGTERM) {
+		t.Errorf("container %+v, want stopped by SIGTERM", tr)
+	}
+	deletePod(t, client, p)
+	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
+}
+
+// A container's termination message is what it wrote to its
+// terminationMessagePath (here a non-root user's, at a path of /dev that
+// the host does not have), or under FallbackToLogsOnError the tail of the
+// log of a failed container, as the kubelet reports them.
+func TestTerminationMessage(t *testing.T) {
+	client := fake.NewClientset()
+	n := startNode(t, testConfig(t), client)
+	const path = "/dev/termination-unitrun-custom-log"
+	t.Cleanup(func() { os.Remove(path) }) // the mount point systemd made
+	p := newPod("lastword", corev1.RestartPolicyNever, nil, "echo -n DONE > "+path, "sleep 1; seq 100; exit 1")
+	nobody := int64(65534)
+	p.Spec.Containers[0].TerminationMessagePath = path
+	p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsUser: &nobody}
+	p.Spec.Containers[1].TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+	create(t, client, p)
+	got := waitPod(t, client, p, "Failed", phase(corev1.PodFailed))
+	var want strings.Builder
+	for i := 21; i <= 100; i++ {
+		fmt.Fprintln(&want, i)
+	}
+	for i, msg := range []string{"DONE", want.String()} {
+		cs := got.Status.ContainerStatuses[i]
+		if tr := cs.State.Terminated; tr == nil || tr.Message != msg {
+			t.Errorf("container %s: %+v, want terminated with message %q", cs.Name, cs.State, msg)
+		}
+	}
+	if data, err := os.ReadFile(path); err == nil && len(data) > 0 {
+		t.Errorf("the host's %s holds %q", path, data)
+	}
+	deletePod(t, client, p)
+	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
+}
+
+// A root container that is not privileged holds the container runtime's
+// default capabilities (no NET_ADMIN), less capabilities.drop, plus
+// capabilities.add; a privileged one holds root's.
+func TestCapabilities(t *testing.T) {
+	client := fake.NewClientset()
+	n := startNode(t, testConfig(t), client)
+	show := "grep '^CapEff' /proc/self/status"
+	p := newPod("caps", corev1.RestartPolicyNever, nil, show, show, show, show)
+	no := false
+	p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: &no}
+	p.Spec.Containers[1].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{
+		Drop: []corev1.Capability{"NET_RAW", "CAP_KILL"}, Add: []corev1.Capability{"NET_ADMIN"}}}
+	p.Spec.Containers[2].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{
+		Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"net_bind_service"}}}
+	yes := true
+	p.Spec.Containers[3].SecurityContext = &corev1.SecurityContext{Privileged: &yes}
+	create(t, client, p)
+	waitPod(t, client, p, "Succeeded", phase(corev1.PodSucceeded))
+	mask := func(names ...string) uint64 {
+		var m uint64
+		for _, n := range names {
+			m |= 1 << slices.Index(capabilityNames, n)
+		}
+		return m
+	}
+	def := mask(defaultCapabilities...)
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, eff, _ := strings.Cut(string(status), "CapEff:\t")
+	root, _ := strconv.ParseUint(eff[:16], 16, 64)
+	name := podName(p.Namespace, p.Name, string(p.UID))
+	for i, want := range []uint64{def, def&^mask("NET_RAW", "KILL") | mask("NET_ADMIN"), mask("NET_BIND_SERVICE"), root} {
+		app := fmt.Sprintf("app%d", i)
+		data, err := os.ReadFile(n.p.eng.logFile(name, app))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprintf("CapEff:\t%016x\n", want); string(data) != got {
+			t.Errorf("container %s: %q, want %q", app, data, got)
+		}
+	}
+	deletePod(t, client, p)
+	waitGone(t, n, name)
 }

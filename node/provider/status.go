@@ -35,6 +35,10 @@ type appState struct {
 	LastExitAt time.Time
 	// LastStartedAt is when the run that ended at LastExitAt started.
 	LastStartedAt time.Time
+	// TerminationMessage is what the app's last run wrote to its
+	// terminationMessagePath; LogTail, for a failure without one, its
+	// log's last lines. Both are read only for an app that does not run.
+	TerminationMessage, LogTail string
 	// Ready is the app's readiness in its current run (pod.AppStatus's);
 	// StartupPassed says its startup probe has succeeded in it.
 	Ready, StartupPassed bool
@@ -65,6 +69,7 @@ func podStatus(p *corev1.Pod, name string, s podState) *corev1.PodStatus {
 		st.StartTime = timeOf(s.CreatedAt)
 	}
 	initDone, initAt, sidecarsReady := true, s.StartedAt, true
+	var incomplete []string // the kubelet's list: not succeeded, or a sidecar not started
 	for _, c := range p.Spec.InitContainers {
 		a, _ := s.app(c.Name)
 		cs := containerStatus(name, c, a, "PodInitializing")
@@ -82,10 +87,17 @@ func podStatus(p *corev1.Pod, name string, s podState) *corev1.PodStatus {
 			} else if a.StartedAt.After(initAt) {
 				initAt = a.StartedAt
 			}
+			if cs.Started == nil || !*cs.Started {
+				incomplete = append(incomplete, c.Name)
+			}
+			continue
 		case a.State != "exited":
 			initDone = false
 		case a.FinishedAt.After(initAt):
 			initAt = a.FinishedAt
+		}
+		if t := cs.State.Terminated; t == nil || t.ExitCode != 0 {
+			incomplete = append(incomplete, c.Name)
 		}
 	}
 	waiting := "ContainerCreating"
@@ -117,17 +129,41 @@ func podStatus(p *corev1.Pod, name string, s podState) *corev1.PodStatus {
 	}
 	st.Conditions = []corev1.PodCondition{
 		condition(corev1.PodScheduled, true, s.CreatedAt, ""),
-		condition(corev1.PodInitialized, initDone, initAt, ""),
+		initialized(initDone, initAt, incomplete),
 		condition(corev1.ContainersReady, ready, readyAt, completed(s)),
 		condition(corev1.PodReady, ready, readyAt, completed(s)),
 	}
 	return st
 }
 
+// pastDeadline reports whether Pod p, whose unitrun pod is in state s, has
+// been active for its activeDeadlineSeconds: from its start until now, or
+// until it ended.
+func pastDeadline(p *corev1.Pod, s podState, now time.Time) bool {
+	d := p.Spec.ActiveDeadlineSeconds
+	if d == nil || s.StartedAt.IsZero() {
+		return false
+	}
+	if s.ended() {
+		now = s.FinishedAt
+	}
+	return now.Sub(s.StartedAt) >= time.Duration(*d)*time.Second
+}
+
 // isSidecar reports whether init container c is a sidecar (restartPolicy
 // Always), which runs beside the app containers.
 func isSidecar(c corev1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// initialized is the Initialized condition: with the kubelet's reason and
+// message while init containers have not completed.
+func initialized(done bool, at time.Time, incomplete []string) corev1.PodCondition {
+	c := condition(corev1.PodInitialized, done, at, "ContainersNotInitialized")
+	if !done {
+		c.Message = fmt.Sprintf("containers with incomplete status: %s", incomplete)
+	}
+	return c
 }
 
 func completed(s podState) string {
@@ -188,7 +224,26 @@ func containerStatus(name string, c corev1.Container, a appState, waiting string
 			cs.State.Waiting.Message = a.Message
 		}
 	}
+	// The run that ended last, whose file and log are not yet a next
+	// run's.
+	last := cs.State.Terminated
+	if a.State == "restarting" {
+		last = cs.LastTerminationState.Terminated
+	}
+	if m := terminationMessage(c, a); last != nil && m != "" {
+		last.Message = m
+	}
 	return cs
+}
+
+// terminationMessage is the message of a's last exit, as the kubelet takes
+// it: what it wrote to its terminationMessagePath, else, under
+// FallbackToLogsOnError, its log's tail if it failed.
+func terminationMessage(c corev1.Container, a appState) string {
+	if a.TerminationMessage != "" || c.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError {
+		return a.TerminationMessage
+	}
+	return a.LogTail
 }
 
 // terminated describes a's last exit, of the run started at started (zero

@@ -50,3 +50,34 @@ func TestPodStatusInitAndSidecar(t *testing.T) {
 		}
 	}
 }
+
+// While an init container runs, Initialized is False with the kubelet's
+// reason and message, which lists the init containers not yet succeeded.
+func TestPodStatusInitializing(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "init1"}, {Name: "init2"}, {Name: "init3"}},
+		Containers:     []corev1.Container{{Name: "app"}},
+	}}
+	now := time.Now().Round(0)
+	zero := 0
+	s := podState{Phase: "Running", CreatedAt: now, StartedAt: now, Apps: []appState{
+		{Name: "init1", State: "exited", ExitCode: &zero, StartedAt: now, FinishedAt: now},
+		{Name: "init2", State: "running", StartedAt: now},
+		{Name: "init3", State: "waiting"},
+		{Name: "app", State: "waiting"},
+	}}
+	st := podStatus(pod, "p", s)
+	if st.Phase != corev1.PodPending {
+		t.Errorf("phase %s, want Pending", st.Phase)
+	}
+	for _, c := range st.Conditions {
+		if c.Type != corev1.PodInitialized {
+			continue
+		}
+		want := corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionFalse, LastTransitionTime: c.LastTransitionTime,
+			Reason: "ContainersNotInitialized", Message: "containers with incomplete status: [init2 init3]"}
+		if c != want {
+			t.Errorf("Initialized %+v, want %+v", c, want)
+		}
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -59,10 +61,16 @@ type app struct {
 	Init          bool              `json:"init,omitempty"`
 	Sidecar       bool              `json:"sidecar,omitempty"`
 	Rootfs        string            `json:"rootfs,omitempty"`
-	Resources     *resources        `json:"resources,omitempty"`
-	Probe         *probe            `json:"probe,omitempty"`
-	Readiness     *probe            `json:"readinessProbe,omitempty"`
-	Startup       *probe            `json:"startupProbe,omitempty"`
+	// TerminationMessagePath: "" (the API server sets the default) binds
+	// none.
+	TerminationMessagePath string     `json:"terminationMessagePath,omitempty"`
+	Resources              *resources `json:"resources,omitempty"`
+	Probe                  *probe     `json:"probe,omitempty"`
+	Readiness              *probe     `json:"readinessProbe,omitempty"`
+	Startup                *probe     `json:"startupProbe,omitempty"`
+	// Capabilities: nil keeps root's, for a privileged container; an
+	// empty list holds none.
+	Capabilities *[]string `json:"capabilities,omitempty"`
 }
 
 type resources struct {
@@ -131,9 +139,10 @@ const podPrefix = "k8s-"
 // appNameRE is unitrun's rule for app names (pod.NamePattern).
 var appNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,28}$`)
 
-// translate returns the unitrun manifest that runs p on node, or every
-// reason it cannot.
-func (c *Config) translate(p *corev1.Pod) ([]byte, error) {
+// translate returns the unitrun manifest that runs p on node, its
+// containers' environment based on svcEnv (the service variables), or
+// every reason it cannot.
+func (c *Config) translate(p *corev1.Pod, svcEnv map[string]string) ([]byte, error) {
 	var rs refusals
 	m := manifest{Name: podName(p.Namespace, p.Name, string(p.UID))}
 	switch p.Spec.RestartPolicy {
@@ -150,7 +159,7 @@ func (c *Config) translate(p *corev1.Pod) ([]byte, error) {
 	for i := range p.Spec.InitContainers {
 		ctr := &p.Spec.InitContainers[i]
 		path := fmt.Sprintf("spec.initContainers[%d]", i)
-		a := c.container(p, ctr, path, vols, &rs)
+		a := c.container(p, ctr, path, vols, svcEnv, &rs)
 		switch {
 		case ctr.RestartPolicy == nil:
 			a.Init = true
@@ -174,7 +183,7 @@ func (c *Config) translate(p *corev1.Pod) ([]byte, error) {
 	}
 	for i := range p.Spec.Containers {
 		ctr := &p.Spec.Containers[i]
-		a := c.container(p, ctr, fmt.Sprintf("spec.containers[%d]", i), vols, &rs)
+		a := c.container(p, ctr, fmt.Sprintf("spec.containers[%d]", i), vols, svcEnv, &rs)
 		a.probes(ctr, fmt.Sprintf("spec.containers[%d]", i), probeAction(p.Spec.RestartPolicy), &rs)
 		rootfs = rootfs || a.Rootfs != ""
 		m.Apps = append(m.Apps, a)
@@ -256,9 +265,6 @@ func (c *Config) checkPodSpec(p *corev1.Pod, rs *refusals) {
 	if s.DNSConfig != nil {
 		rs.add("spec.dnsConfig", "not supported: the pod uses the host's resolver")
 	}
-	if s.ActiveDeadlineSeconds != nil {
-		rs.add("spec.activeDeadlineSeconds", "not supported: this node ends no Pod at a deadline")
-	}
 	if s.Resources != nil {
 		rs.add("spec.resources", "pod-level resources are not supported: set them on each container")
 	}
@@ -294,7 +300,7 @@ func (c *Config) checkVolumes(p *corev1.Pod, rs *refusals) map[string]volume {
 }
 
 // container maps one container to an app.
-func (c *Config) container(p *corev1.Pod, ctr *corev1.Container, path string, vols map[string]volume, rs *refusals) app {
+func (c *Config) container(p *corev1.Pod, ctr *corev1.Container, path string, vols map[string]volume, svcEnv map[string]string, rs *refusals) app {
 	a := app{Name: ctr.Name}
 	if !appNameRE.MatchString(ctr.Name) || ctr.Name == "shutdown" {
 		rs.add(path+".name", "%q: unitrun app names are at most 29 characters of a-z, 0-9 and '-', and not shutdown", ctr.Name)
@@ -306,7 +312,7 @@ func (c *Config) container(p *corev1.Pod, ctr *corev1.Container, path string, vo
 	case img != HostImage:
 		a.Rootfs = img
 	}
-	env, err := environment(p, ctr, path, rs)
+	env, err := c.environment(p, ctr, path, svcEnv, rs)
 	if err == nil {
 		a.Env = env
 	}
@@ -315,6 +321,7 @@ func (c *Config) container(p *corev1.Pod, ctr *corev1.Container, path string, vo
 		rs.add(path+".command", "required: this node has no image metadata to take an entrypoint from")
 	}
 	a.WorkingDir = ctr.WorkingDir
+	a.TerminationMessagePath = ctr.TerminationMessagePath
 	c.securityContext(p, ctr, path, &a, rs)
 	a.Resources = containerResources(ctr, path, rs)
 	if g := p.Spec.TerminationGracePeriodSeconds; g != nil {
@@ -394,15 +401,20 @@ func (c *Config) securityContext(p *corev1.Pod, ctr *corev1.Container, path stri
 		if sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
 			rs.add(sp+".allowPrivilegeEscalation", "false is not supported: a setuid program of the host can still gain privileges")
 		}
-		if sc.Capabilities != nil && len(sc.Capabilities.Drop) > 0 {
-			rs.add(sp+".capabilities.drop", "not supported")
-		}
 		if sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
 			rs.add(sp+".readOnlyRootFilesystem", "not supported")
 		}
 		if sc.SELinuxOptions != nil || sc.SeccompProfile != nil || sc.AppArmorProfile != nil || sc.WindowsOptions != nil || sc.ProcMount != nil {
 			rs.add(sp, "seLinuxOptions, seccompProfile, appArmorProfile, windowsOptions and procMount are not supported")
 		}
+	}
+	if sc == nil || sc.Privileged == nil || !*sc.Privileged {
+		var caps *corev1.Capabilities
+		if sc != nil {
+			caps = sc.Capabilities
+		}
+		set := capabilities(caps, path+".securityContext.capabilities", rs)
+		a.Capabilities = &set
 	}
 	if user != nil {
 		a.User = strconv.FormatInt(*user, 10)
@@ -426,6 +438,53 @@ func (c *Config) securityContext(p *corev1.Pod, ctr *corev1.Container, path stri
 	if nonRoot && (user == nil || *user == 0) {
 		rs.add(path+".securityContext.runAsNonRoot", "true, but runAsUser is 0 or not set")
 	}
+}
+
+// defaultCapabilities are the capabilities a container runtime gives a
+// container that is not privileged: containerd's default set.
+var defaultCapabilities = []string{
+	"CHOWN", "DAC_OVERRIDE", "FSETID", "FOWNER", "MKNOD", "NET_RAW", "SETGID", "SETUID",
+	"SETFCAP", "SETPCAP", "NET_BIND_SERVICE", "SYS_CHROOT", "KILL", "AUDIT_WRITE",
+}
+
+// capabilities is the capability set of a container that is not
+// privileged: the runtime's default set, without those of c.Drop, with
+// those of c.Add (ALL: every one), as containerd makes it. Names may
+// carry CAP_ and be of any case.
+func capabilities(c *corev1.Capabilities, path string, rs *refusals) []string {
+	set := slices.Clone(defaultCapabilities)
+	if c == nil {
+		return set
+	}
+	names := func(field string, list []corev1.Capability) (all bool, out []string) {
+		for i, n := range list {
+			name := strings.TrimPrefix(strings.ToUpper(string(n)), "CAP_")
+			switch {
+			case name == "ALL":
+				all = true
+			case slices.Contains(capabilityNames, name):
+				out = append(out, name)
+			default:
+				rs.add(fmt.Sprintf("%s.%s[%d]", path, field, i), "%q is not a Linux capability", n)
+			}
+		}
+		return all, out
+	}
+	if all, drop := names("drop", c.Drop); all {
+		set = []string{}
+	} else {
+		set = slices.DeleteFunc(set, func(n string) bool { return slices.Contains(drop, n) })
+	}
+	all, add := names("add", c.Add)
+	if all {
+		return slices.Clone(capabilityNames)
+	}
+	for _, n := range add {
+		if !slices.Contains(set, n) {
+			set = append(set, n)
+		}
+	}
+	return set
 }
 
 // containerResources maps limits.memory to MemoryMax= and requests.cpu to
@@ -562,11 +621,15 @@ func probePort(ctr *corev1.Container, num int32, name string) (int32, bool) {
 	return 0, false
 }
 
-// environment returns the container's environment: values (with $(VAR)
-// references to earlier variables expanded, as Kubernetes does) and the
-// Pod's name, namespace, UID and node name from fieldRef.
-func environment(p *corev1.Pod, ctr *corev1.Container, path string, rs *refusals) (map[string]string, error) {
-	env := map[string]string{}
+// environment returns the container's environment, as the kubelet makes
+// it: the service variables svcEnv, then the container's values (with
+// $(VAR) references to them and to earlier values expanded), and the
+// Pod's name, namespace, UID, node name and IPs from fieldRef.
+func (c *Config) environment(p *corev1.Pod, ctr *corev1.Container, path string, svcEnv map[string]string, rs *refusals) (map[string]string, error) {
+	env := maps.Clone(svcEnv)
+	if env == nil {
+		env = map[string]string{}
+	}
 	n := len(*rs)
 	for i, e := range ctr.Env {
 		field := fmt.Sprintf("%s.env[%d]", path, i)
@@ -574,9 +637,10 @@ func environment(p *corev1.Pod, ctr *corev1.Container, path string, rs *refusals
 		case e.ValueFrom == nil:
 			env[e.Name] = expand(e.Value, env)
 		case e.ValueFrom.FieldRef != nil:
-			v, ok := fieldRef(p, e.ValueFrom.FieldRef.FieldPath)
-			if !ok {
-				rs.add(field+".valueFrom.fieldRef.fieldPath", "%q is not supported: metadata.name, metadata.namespace, metadata.uid and spec.nodeName are", e.ValueFrom.FieldRef.FieldPath)
+			fp := e.ValueFrom.FieldRef.FieldPath
+			v, why := c.fieldRef(p, fp)
+			if why != "" {
+				rs.add(field+".valueFrom.fieldRef.fieldPath", "%q %s", fp, why)
 			}
 			env[e.Name] = v
 		default:
@@ -589,18 +653,26 @@ func environment(p *corev1.Pod, ctr *corev1.Container, path string, rs *refusals
 	return env, nil
 }
 
-func fieldRef(p *corev1.Pod, path string) (string, bool) {
+// fieldRef is the value of a fieldRef to path, or why it has none. A Pod
+// here has the host's network, so its IP is the node's address, as a
+// kubelet reports a Pod of hostNetwork.
+func (c *Config) fieldRef(p *corev1.Pod, path string) (value, why string) {
 	switch path {
 	case "metadata.name":
-		return p.Name, true
+		return p.Name, ""
 	case "metadata.namespace":
-		return p.Namespace, true
+		return p.Namespace, ""
 	case "metadata.uid":
-		return string(p.UID), true
+		return string(p.UID), ""
 	case "spec.nodeName":
-		return p.Spec.NodeName, true
+		return p.Spec.NodeName, ""
+	case "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs":
+		if c.Address == "" {
+			return "", "has no value: this node has no address (start it with --node-ip)"
+		}
+		return c.Address, ""
 	}
-	return "", false
+	return "", "is not supported: metadata.name, metadata.namespace, metadata.uid, spec.nodeName, status.hostIP(s) and status.podIP(s) are"
 }
 
 func expandAll(args []string, env map[string]string) []string {

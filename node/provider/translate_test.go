@@ -16,7 +16,7 @@ import (
 
 func translated(t *testing.T, c *Config, p *corev1.Pod) manifest {
 	t.Helper()
-	data, err := c.translate(p)
+	data, err := c.translate(p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,13 +105,16 @@ func TestTranslateRefusals(t *testing.T) {
 				StartupProbe:    &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}}, SuccessThreshold: 2},
 				SecurityContext: &corev1.SecurityContext{Privileged: &yes},
 				Resources:       corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
-				Env:             []corev1.EnvVar{{Name: "S", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{}}}},
+				Env: []corev1.EnvVar{
+					{Name: "S", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{}}},
+					// This node has no address.
+					{Name: "IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+				},
 			}},
 		},
 	}
-	deadline, uid := int64(60), int64(1000)
+	uid := int64(1000)
 	socket := corev1.HostPathSocket
-	p.Spec.ActiveDeadlineSeconds = &deadline
 	p.Spec.Resources = &corev1.ResourceRequirements{}
 	p.Spec.Hostname = "web"
 	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "run", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/run/x", Type: &socket}}})
@@ -120,18 +123,18 @@ func TestTranslateRefusals(t *testing.T) {
 		VolumeMounts:    []corev1.VolumeMount{{Name: "run", MountPath: "/run/x", ReadOnly: true}},
 		SecurityContext: &corev1.SecurityContext{RunAsUser: &uid, AllowPrivilegeEscalation: new(bool), Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_BIND_SERVICE"}}},
 	})
-	_, err := c.translate(p)
+	_, err := c.translate(p, nil)
 	if err == nil {
 		t.Fatal("no error")
 	}
 	// Allowed, privileged and capabilities.add are root's: another user
 	// has none.
 	c.AllowPrivileged = true
-	if _, err := c.translate(p); err == nil || !strings.Contains(err.Error(), "spec.containers[1].securityContext.capabilities.add: needs runAsUser 0") {
+	if _, err := c.translate(p, nil); err == nil || !strings.Contains(err.Error(), "spec.containers[1].securityContext.capabilities.add: needs runAsUser 0") {
 		t.Errorf("capabilities.add of uid 1000 on a node that allows them: %v", err)
 	}
 	for _, field := range []string{
-		"spec.activeDeadlineSeconds", "spec.resources", "spec.hostname", "spec.volumes[1].hostPath.type",
+		"spec.containers[0].env[1].valueFrom.fieldRef.fieldPath", "spec.resources", "spec.hostname", "spec.volumes[1].hostPath.type",
 		"spec.containers[1].volumeMounts[0]", "spec.containers[1].securityContext.allowPrivilegeEscalation",
 		"spec.containers[1].securityContext.capabilities.add",
 		"spec.volumes[0]", "spec.initContainers[0].restartPolicy", "spec.containers[0].image",
@@ -194,7 +197,7 @@ func TestTranslateSidecarsAndProbes(t *testing.T) {
 		t.Errorf("liveness probe %+v, want none", api.Probe)
 	}
 	// unitrun takes the manifest as it is.
-	data, err := c.translate(p)
+	data, err := c.translate(p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +205,7 @@ func TestTranslateSidecarsAndProbes(t *testing.T) {
 		t.Errorf("pod.Parse of the translated manifest: %v", err)
 	}
 	p.Spec.InitContainers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: tcp}
-	_, err = c.translate(p)
+	_, err = c.translate(p, nil)
 	if err == nil || !strings.Contains(err.Error(), "spec.initContainers[0].readinessProbe: an init container has no probes") {
 		t.Errorf("error %v; want it to refuse the init container's readiness probe", err)
 	}
@@ -225,7 +228,7 @@ func TestTranslateVolumes(t *testing.T) {
 	}
 	translated(t, c, p)
 	p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "tmp", MountPath: "/tmp/x"}, corev1.VolumeMount{Name: "data", MountPath: "/data"})
-	_, err := c.translate(p)
+	_, err := c.translate(p, nil)
 	if err == nil || !strings.Contains(err.Error(), "spec.containers[0].volumeMounts[1]:") || !strings.Contains(err.Error(), "spec.containers[0].volumeMounts[2]:") {
 		t.Errorf("error %v; want it to name volumeMounts[1] and [2]", err)
 	}

@@ -9,9 +9,11 @@ package provider
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/unitrun/unitrun/internal/atomicfile"
@@ -113,10 +115,17 @@ func (e *engine) remove(ctx context.Context, name string, kill time.Duration) (l
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return podState{}, true, err
 	}
+	last = e.fromPod(name, s)
 	if err := e.r.Remove(ctx, name, true); err != nil {
 		return podState{}, true, err
 	}
-	return fromPod(s), true, nil
+	return last, true, nil
+}
+
+// stop stops pod name gracefully, as remove does, and keeps it.
+func (e *engine) stop(ctx context.Context, name string, kill time.Duration) error {
+	_, err := e.r.Stop(ctx, name, kill)
+	return err
 }
 
 // status reads pod name's status files.
@@ -125,7 +134,7 @@ func (e *engine) status(name string) (podState, error) {
 	if err != nil {
 		return podState{}, err
 	}
-	return fromPod(s), nil
+	return e.fromPod(name, s), nil
 }
 
 // names lists the pods in the state directory.
@@ -183,14 +192,61 @@ func (e *engine) loadedUnits(ctx context.Context, name string) ([]string, error)
 	return units, nil
 }
 
+// The kubelet's bounds of a termination message: the file's first 4096
+// bytes, or the log's last 80 lines, at most 2048 bytes.
+const (
+	maxTerminationMessage = 4096
+	maxLogTailBytes       = 2048
+	maxLogTailLines       = 80
+)
+
+// readHead returns the first n bytes of the file at path; "" if it cannot
+// be read.
+func readHead(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	data, _ := io.ReadAll(io.LimitReader(f, n))
+	return string(data)
+}
+
+// logTail returns the last maxLogTailLines lines of the log at path, at
+// most maxLogTailBytes of them; "" if it cannot be read.
+func logTail(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > maxLogTailBytes {
+		if _, err := f.Seek(fi.Size()-maxLogTailBytes, io.SeekStart); err != nil {
+			return ""
+		}
+	}
+	data, _ := io.ReadAll(f)
+	lines := strings.SplitAfter(string(data), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return strings.Join(lines[max(0, len(lines)-maxLogTailLines):], "")
+}
+
+// capabilityNames are the Linux capabilities an app's capabilities may
+// name.
+var capabilityNames = pod.CapabilityNames
+
 // writeFile replaces path with data atomically.
 func writeFile(path string, data []byte) error { return atomicfile.Write(path, data, 0o600) }
 
 // unitName is the unit that runs app of pod name, as containers' IDs show it.
 func unitName(name, app string) string { return pod.AppUnit(name, app) }
 
-// fromPod copies what the provider reads of a pod's status.
-func fromPod(s pod.PodStatus) podState {
+// fromPod copies what the provider reads of the status s of pod name, with
+// the termination message and, for a failure, the log's tail of each app
+// that does not run.
+func (e *engine) fromPod(name string, s pod.PodStatus) podState {
 	ps := podState{
 		Phase: string(s.Phase), ExitCode: s.ExitCode,
 		CreatedAt: s.CreatedAt, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
@@ -202,6 +258,14 @@ func fromPod(s pod.PodStatus) podState {
 			StartedAt: a.StartedAt, FinishedAt: a.FinishedAt, LastExitAt: a.LastExitAt, LastStartedAt: a.LastStartedAt,
 			Ready: a.Ready, StartupPassed: a.Startup != nil && a.Startup.LastResult == "success",
 		})
+		if a.State == pod.AppRunning || a.ExitCode == nil {
+			continue
+		}
+		as := &ps.Apps[len(ps.Apps)-1]
+		as.TerminationMessage = readHead(pod.TerminationFile(e.r.StateDir, name, a.Name), maxTerminationMessage)
+		if as.TerminationMessage == "" && *a.ExitCode != 0 {
+			as.LogTail = logTail(e.logFile(name, a.Name))
+		}
 	}
 	return ps
 }

@@ -4,12 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"os/user"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/unitrun/unitrun/pod"
 )
@@ -42,6 +47,11 @@ func ExecApp(stateDir, name, app string) error {
 	if err := beginRun(stateDir, name, a); err != nil {
 		return err
 	}
+	if a.TerminationMessagePath != "" {
+		if err := pod.EmptyTerminationFile(stateDir, name, app); err != nil {
+			return err
+		}
+	}
 	err = execApp(a)
 	fmt.Fprintln(why, err.Error())
 	return &exec.Error{Name: a.Exec[0], Err: err}
@@ -68,10 +78,12 @@ func beginRun(stateDir, name string, a *pod.App) error {
 // why it could not, as a message for the app's record: an error wrapping
 // exec.ErrNotFound if the command does not exist.
 func execApp(a *pod.App) error {
-	cred, env, err := identity(a)
+	cred, ids, err := identity(a)
 	if err != nil {
 		return err
 	}
+	// Before the chroot: names resolve on the host.
+	env := environment(a, ids)
 	dir := a.WorkingDir
 	if a.Rootfs != "" {
 		// Checked at pod create too; the directory may have been
@@ -96,6 +108,11 @@ func execApp(a *pod.App) error {
 	} else if err == nil && fi.IsDir() {
 		return fmt.Errorf("command %s: is a directory", a.Exec[0])
 	}
+	// Before the user changes: dropping from the bounding set takes
+	// CAP_SETPCAP, and leaves the capabilities held until the exec.
+	if err := boundCapabilities(a.Capabilities); err != nil {
+		return err
+	}
 	if cred != nil {
 		if err := syscall.Setgroups(intIDs(cred.Groups)); err != nil {
 			return fmt.Errorf("supplementary groups: %w", err)
@@ -107,13 +124,72 @@ func execApp(a *pod.App) error {
 			return fmt.Errorf("user %d: %w", cred.Uid, err)
 		}
 	}
-	err = syscall.Exec(a.Exec[0], a.Exec, append(os.Environ(), env...))
+	err = syscall.Exec(a.Exec[0], a.Exec, env)
 	if errors.Is(err, syscall.ENOENT) {
 		// The command exists (checked above); its #! (or ELF)
 		// interpreter does not: 127, as a shell gives.
 		return fmt.Errorf("command %s: its interpreter does not exist: %w", a.Exec[0], err)
 	}
 	return fmt.Errorf("command %s: %v", a.Exec[0], err)
+}
+
+// boundCapabilities drops from the bounding set every capability not in
+// keep, unless keep is nil: a command executed as root then holds only
+// those in keep.
+func boundCapabilities(keep []string) error {
+	if keep == nil {
+		return nil
+	}
+	// Also those newer than CapabilityNames, up to the kernel's last.
+	for n := range 64 {
+		name := fmt.Sprintf("capability %d", n)
+		if n < len(pod.CapabilityNames) {
+			name = pod.CapabilityNames[n]
+		}
+		if slices.Contains(keep, name) {
+			continue
+		}
+		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(n), 0, 0, 0)
+		if err == unix.EINVAL { // past the kernel's last capability
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("capabilities: drop %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// standardPath is the PATH of a command whose env sets none, as container
+// runtimes give it.
+const standardPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// environment is the environment a's command runs with: PATH (the
+// standard one), HOSTNAME (the pod's host name), the variables of the
+// user it runs as (ids: USER, LOGNAME, HOME, as systemd's User= sets them;
+// HOME alone for root), then a's env, which overrides them. Nothing of
+// the manager's or of the service's own environment (INVOCATION_ID,
+// MANAGERPID, XDG_RUNTIME_DIR, ...) is passed on.
+func environment(a *pod.App, ids []string) []string {
+	vars := map[string]string{"PATH": standardPath}
+	if h, err := os.Hostname(); err == nil {
+		vars["HOSTNAME"] = h
+	}
+	if ids == nil {
+		if u, err := user.LookupId(strconv.Itoa(os.Getuid())); err == nil {
+			ids = []string{"HOME=" + u.HomeDir}
+		}
+	}
+	for _, kv := range ids {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	maps.Copy(vars, a.Env)
+	env := make([]string, 0, len(vars))
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		env = append(env, k+"="+vars[k])
+	}
+	return env
 }
 
 // notFound is the error of a command that does not exist; it is

@@ -306,3 +306,20 @@ func statusNow(t *testing.T, r *Runner, name string) pod.PodStatus {
 	}
 	return s
 }
+
+// TestProbeExecEnvironment: an exec probe runs with its app's environment
+// (its env, PATH, HOSTNAME), not the probe service's: the app becomes
+// ready only if the probe sees $A and no $INVOCATION_ID or $MANAGERPID.
+func TestProbeExecEnvironment(t *testing.T) {
+	r := newRunner(t)
+	check := `test "$A" = 1 && test -n "$HOSTNAME" && test -z "$INVOCATION_ID$MANAGERPID"`
+	manifest, err := json.Marshal(map[string]any{"name": "probe-env", "apps": []map[string]any{{
+		"name": "a", "exec": []string{"/bin/sleep", "600"}, "env": map[string]string{"A": "1"},
+		"readinessProbe": map[string]any{"exec": []string{"/bin/sh", "-c", check}, "periodSeconds": 1},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := run(t, r, string(manifest), "")
+	poll(t, r, name, func(s pod.PodStatus) bool { return s.Apps[0].Ready })
+}

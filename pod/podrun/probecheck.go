@@ -64,9 +64,14 @@ func httpCheck(ctx context.Context, p *pod.HTTPProbe) error {
 // execCheck runs argv, an exec probe of a, until it exits or ctx is done,
 // when its whole process group is killed. For an app with a rootfs the
 // probe runs chrooted into it, as the app does, so argv names the
-// rootfs's files.
+// rootfs's files; it has the app's environment.
 func execCheck(ctx context.Context, a *pod.App, argv []string) error {
+	_, ids, err := identity(a)
+	if err != nil {
+		return err
+	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = environment(a, ids)
 	cmd.Dir = a.WorkingDir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Chroot: a.Rootfs}
 	if a.Rootfs != "" && cmd.Dir == "" {

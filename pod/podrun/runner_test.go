@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -394,6 +396,100 @@ func TestPodNastyStrings(t *testing.T) {
 	}
 	if got, err := os.ReadFile(out + ".env"); err != nil || string(got) != strings.Join(nasty, "|") {
 		t.Errorf("NASTY arrived as %q (%v), want %q", got, err, strings.Join(nasty, "|"))
+	}
+}
+
+// TestPodAppEnvironment runs an app that prints its environment: it holds
+// PATH, HOSTNAME, HOME and the app's env (which overrides PATH), and
+// nothing of the manager's or the service's (INVOCATION_ID, MANAGERPID,
+// XDG_RUNTIME_DIR, SYSTEMD_UNIT_PATH, ...).
+func TestPodAppEnvironment(t *testing.T) {
+	r := newRunner(t)
+	manifest, err := json.Marshal(map[string]any{
+		"name": "environ",
+		"apps": []map[string]any{{"name": "a", "exec": []string{"/usr/bin/env", "-0"}, "env": map[string]string{"A": "1", "PATH": "/bin:/usr/bin"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := run(t, r, string(manifest), "")
+	wantPod(t, wait(t, r, name), pod.PodSucceeded, 0)
+	data, err := os.ReadFile(pod.LogFile(r.StateDir, name, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, kv := range strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00") {
+		k, v, _ := strings.Cut(kv, "=")
+		got[k] = v
+	}
+	host, _ := os.Hostname()
+	want := map[string]string{"A": "1", "PATH": "/bin:/usr/bin", "HOSTNAME": host, "HOME": "/root"}
+	if !maps.Equal(got, want) {
+		t.Errorf("the app's environment is %v, want %v", got, want)
+	}
+}
+
+// TestPodTerminationMessage runs an app, as an unprivileged user, that
+// writes to its terminationMessagePath, a file of the host's /dev that
+// does not exist: the message lands in the pod's termination file, and
+// the host's path is not written.
+func TestPodTerminationMessage(t *testing.T) {
+	r := newRunner(t)
+	const path = "/dev/termination-unitrun-test"
+	manifest := `{"name": "lastword", "apps": [{"name": "a", "user": "65534", "terminationMessagePath": "` + path + `",
+	  "exec": ["/bin/sh", "-c", "echo bye > ` + path + `; exit 3"]}]}`
+	name := run(t, r, manifest, "")
+	// systemd made the mount point; it holds nothing.
+	t.Cleanup(func() { os.Remove(path) })
+	wantPod(t, wait(t, r, name), pod.PodFailed, 3)
+	if got, err := os.ReadFile(pod.TerminationFile(r.StateDir, name, "a")); err != nil || string(got) != "bye\n" {
+		t.Errorf("termination file: %q, %v; want %q", got, err, "bye\n")
+	}
+	if data, err := os.ReadFile(path); err == nil && len(data) > 0 {
+		t.Errorf("the host's %s holds %q", path, data)
+	}
+}
+
+// TestPodCapabilities runs root apps that print the capabilities they
+// hold: one with capabilities [CHOWN, KILL] holds those two alone, in its
+// bounding, permitted and effective sets; one with [] holds none; one
+// without the field holds root's.
+func TestPodCapabilities(t *testing.T) {
+	r := newRunner(t)
+	show := []string{"/bin/sh", "-c", "grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status"}
+	manifest, err := json.Marshal(map[string]any{
+		"name": "caps",
+		"apps": []map[string]any{
+			{"name": "two", "exec": show, "capabilities": []string{"CHOWN", "KILL"}},
+			{"name": "none", "exec": show, "capabilities": []string{}},
+			{"name": "root", "exec": show},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := run(t, r, string(manifest), "all")
+	wantPod(t, wait(t, r, name), pod.PodSucceeded, 0)
+	// Root's: the test's own bounding set, as the manager has it.
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, bnd, _ := strings.Cut(string(status), "CapBnd:\t")
+	root, err := strconv.ParseUint(bnd[:16], 16, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for app, mask := range map[string]uint64{"two": 1<<0 | 1<<5, "none": 0, "root": root} {
+		data, err := os.ReadFile(pod.LogFile(r.StateDir, name, app))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("CapPrm:\t%016x\nCapEff:\t%016x\nCapBnd:\t%016x\n", mask, mask, mask)
+		if string(data) != want {
+			t.Errorf("app %s holds\n%s, want\n%s", app, data, want)
+		}
 	}
 }
 

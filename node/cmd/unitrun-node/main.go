@@ -81,6 +81,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	o.cfg.Client = client
 	spec, err := o.cfg.Node()
 	if err != nil {
 		return err
@@ -118,7 +119,7 @@ func parseFlags() (*options, error) {
 	cfg := &o.cfg
 	flag.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to join")
 	flag.StringVar(&cfg.NodeName, "node-name", host, "the node's name")
-	flag.StringVar(&cfg.Address, "node-ip", "", "the node's InternalIP, where the API server reaches the kubelet API (default: the host's first global IPv4 address)")
+	flag.StringVar(&cfg.Address, "node-ip", "", "the node's InternalIP, where the API server reaches the kubelet API, and every Pod's hostIP and podIP (default: the host's first global IPv4 address)")
 	flag.StringVar(&cfg.StateDir, "state-dir", "/run/unitrun", "directory of the pods' state (unitrun pod's --state-dir)")
 	flag.StringVar(&cfg.Binary, "unitrun", "", "the unitrun command the pods' units call back (default: unitrun on $PATH)")
 	flag.StringVar(&cfg.Manager, "manager", "", "the systemd manager to run pods on, as unitrun's --manager (default: as unitrun chooses)")
