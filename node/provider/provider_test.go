@@ -513,6 +513,7 @@ func TestContainerEnvironment(t *testing.T) {
 			env[k] = v
 		}
 		deletePod(t, client, p)
+		waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
 		return env
 	}
 	host, _ := os.Hostname()

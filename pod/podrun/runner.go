@@ -388,7 +388,7 @@ func (r *Runner) Remove(ctx context.Context, name string, force bool) error {
 	if err := r.removeFiles(ctx, name, unitDir); err != nil {
 		return err
 	}
-	return r.stopParents(ctx)
+	return r.stopParents(ctx, pod.SliceUnit(name))
 }
 
 // removable returns nil if pod name may be removed without force: it
@@ -486,9 +486,11 @@ func (r *Runner) removeFiles(ctx context.Context, name, unitDir string) error {
 var parentSlices = []string{"unitrun-pod.slice", "unitrun.slice"}
 
 // stopParents stops the parent slices that are loaded, innermost first,
-// each only once nothing is in it but the parent stopped before it: no
-// other pod's slice, and no unit that something else put there.
-func (r *Runner) stopParents(ctx context.Context) error {
+// each only once nothing is in it but the parent stopped before it and
+// removed, the slice of the pod just removed (stopped, it may stay loaded
+// a moment before systemd collects it): no other pod's slice, and no unit
+// that something else put there.
+func (r *Runner) stopParents(ctx context.Context, removed string) error {
 	loaded, err := r.Mgr.ListUnitNames(ctx, "unitrun")
 	if err != nil {
 		return err
@@ -503,6 +505,9 @@ func (r *Runner) stopParents(ctx context.Context) error {
 		}
 		children, _ := props["SliceOf"].Value().([]string)
 		for _, c := range children {
+			if c == removed {
+				continue
+			}
 			if i == 0 || c != parentSlices[i-1] {
 				return nil
 			}
