@@ -94,3 +94,36 @@ func TestRunServesUntilCanceled(t *testing.T) {
 		t.Errorf("/healthz still served after Run returned: %s", resp.Status)
 	}
 }
+
+// A socket path given for one front end leaves the other off (no default
+// socket bound behind the user's back), and a path whose directory is
+// missing is refused without creating it.
+func TestListenBindsOnlyGivenPaths(t *testing.T) {
+	dir := t.TempDir()
+	api, argv, err := Listen(filepath.Join(dir, "api.sock"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api.Close()
+	if argv != nil {
+		argv.Close()
+		t.Errorf("Listen with only a socket path bound a SEQPACKET socket at %s", argv.Addr())
+	}
+	api, argv, err = Listen("", filepath.Join(dir, "argv.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv.Close()
+	if api != nil {
+		api.Close()
+		t.Errorf("Listen with only a seqpacket path bound an HTTP socket at %s", api.Addr())
+	}
+	missing := filepath.Join(dir, "none")
+	var de *DirError
+	if _, _, err := Listen(filepath.Join(missing, "api.sock"), ""); !errors.As(err, &de) || de.Dir != missing || !de.Missing {
+		t.Errorf("Listen in a missing directory: %v, want a *DirError naming %s", err, missing)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Listen created the missing directory %s (%v)", missing, err)
+	}
+}
