@@ -30,7 +30,8 @@ const (
 // Without socket activation, when both paths are "" the daemon binds both
 // defaults (defaultSocket and defaultSeqpacket, creating their directory);
 // when one is given, only the given ones are bound and the other front end
-// is off (its listener nil). A given path's directory must exist. A socket
+// is off (its listener nil). A given path's directory must exist
+// (checkSocketDirs, before either is bound). A socket
 // file a live process answers on is refused (front.ErrInUse); a stale one
 // is replaced. A path that cannot be bound is a *SetupError naming Socket
 // or Seqpacket.
@@ -47,6 +48,9 @@ func Listen(socket, seqpacket string) (api, argv net.Listener, err error) {
 		if err := os.MkdirAll(filepath.Dir(defaultSocket), 0o755); err != nil {
 			return nil, nil, &SetupError{Option: "Socket", Path: socket, Err: err}
 		}
+	}
+	if err := checkSocketDirs(socket, seqpacket); err != nil {
+		return nil, nil, err
 	}
 	if api, err = listen("Socket", "unix", socket); err != nil {
 		return nil, nil, err
@@ -75,15 +79,27 @@ func (e *DirError) Error() string {
 	return e.Dir + " is not a directory"
 }
 
+// checkSocketDirs returns a *SetupError wrapping a *DirError for the first
+// socket path given ("" is none) whose directory is missing or is not a
+// directory.
+func checkSocketDirs(socket, seqpacket string) error {
+	for _, s := range []struct{ option, path string }{{"Socket", socket}, {"Seqpacket", seqpacket}} {
+		if s.path == "" {
+			continue
+		}
+		dir := filepath.Dir(s.path)
+		if fi, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) || err == nil && !fi.IsDir() {
+			return &SetupError{Option: s.option, Path: s.path, Err: &DirError{Dir: dir, Missing: err != nil}}
+		}
+	}
+	return nil
+}
+
 // listen binds the socket of option at path with mode 0600, or returns a
 // nil listener when path is "".
 func listen(option, network, path string) (net.Listener, error) {
 	if path == "" {
 		return nil, nil
-	}
-	dir := filepath.Dir(path)
-	if fi, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) || err == nil && !fi.IsDir() {
-		return nil, &SetupError{Option: option, Path: path, Err: &DirError{Dir: dir, Missing: err != nil}}
 	}
 	// No moment with a socket others may connect to before its chmod.
 	defer unix.Umask(unix.Umask(0o077))

@@ -81,12 +81,22 @@ func Run(ctx context.Context, o Options) error {
 	if log == nil {
 		log = slog.Default()
 	}
+	// Bad input is refused before anything is created; the state dir's
+	// lock is taken before anything there is read.
+	cfg, err := config.Load(o.ConfigFile, o.OpsDir)
+	if err != nil {
+		return &SetupError{Option: "ConfigFile", Path: o.ConfigFile, Err: err}
+	}
+	log.Debug(fmt.Sprintf("config %s and ops dir %s: %d ops", o.ConfigFile, o.OpsDir, len(cfg.Ops)))
+	if err := checkSocketDirs(o.Socket, o.Seqpacket); err != nil {
+		return err
+	}
 	unlock, err := lockStateDir(o.StateDir)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	d, mgr, api, argv, err := open(ctx, o, log)
+	d, mgr, api, argv, err := open(ctx, o, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -150,14 +160,9 @@ loop:
 	return err
 }
 
-// open reads the config, opens the store, takes the sockets (Listen) and
-// opens the manager, in this order, and returns the Daemon on them.
-func open(ctx context.Context, o Options, log *slog.Logger) (_ *hostapi.Daemon, _ *manager.Conn, api, argv net.Listener, err error) {
-	cfg, err := config.Load(o.ConfigFile, o.OpsDir)
-	if err != nil {
-		return nil, nil, nil, nil, &SetupError{Option: "ConfigFile", Path: o.ConfigFile, Err: err}
-	}
-	log.Debug(fmt.Sprintf("config %s and ops dir %s: %d ops", o.ConfigFile, o.OpsDir, len(cfg.Ops)))
+// open opens the store, takes the sockets (Listen) and opens the manager,
+// in this order, and returns the Daemon of cfg on them.
+func open(ctx context.Context, o Options, cfg *config.Config, log *slog.Logger) (_ *hostapi.Daemon, _ *manager.Conn, api, argv net.Listener, err error) {
 	store, err := hostapi.OpenStore(o.StateDir)
 	if err != nil {
 		return nil, nil, nil, nil, &SetupError{Option: "StateDir", Path: o.StateDir, Err: err}

@@ -28,7 +28,8 @@ func runOptions(t *testing.T) Options {
 }
 
 // Run refuses, before it serves or opens the manager, each setting it
-// cannot use, and says which one (unitrun daemon maps it to its flag).
+// cannot use, and says which one (unitrun daemon maps it to its flag); a
+// bad config or socket path is refused before the state dir is created.
 func TestRunSetupErrors(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(file, nil, 0o600)
@@ -52,6 +53,9 @@ func TestRunSetupErrors(t *testing.T) {
 			var se *SetupError
 			if err := Run(context.Background(), o); !errors.As(err, &se) || se.Option != tt.option {
 				t.Errorf("Run: %v; want a *SetupError of %s", err, tt.option)
+			}
+			if _, err := os.Stat(o.StateDir); tt.option != "StateDir" && !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("Run refused %s after it created the state dir %s (%v)", tt.option, o.StateDir, err)
 			}
 		})
 	}
