@@ -35,6 +35,14 @@ type CallRequest struct {
 	Key string `json:"key,omitempty"`
 }
 
+// PreferEarlyID is the preference a call with Wait may send in its
+// request header "Prefer" (RFC 7240) to learn the job's id before the job
+// ends: the daemon then answers "103 Early Hints" with the header Location
+// /v1/jobs/{id} as soon as the job is accepted, and the final record on
+// the same connection once it has ended. The connection is the waiting
+// caller's from the start, for the op's on_disconnect.
+const PreferEarlyID = "early-id"
+
 // KeyPattern is the form of a call's idempotency key.
 const KeyPattern = `^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`
 

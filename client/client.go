@@ -17,6 +17,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"net/url"
 	"os"
 	"strconv"
@@ -92,6 +94,92 @@ func (c *Client) call(ctx context.Context, op string, args []string, key string)
 		return "", err
 	}
 	return resp.ID, nil
+}
+
+// A WaitingCall is a call CallWaiting made: its job's id, and the
+// connection that waits for its end.
+type WaitingCall struct {
+	ID   string
+	c    *Client
+	done chan struct{} // closed once the call's answer came, or its connection broke
+	rec  *api.Record
+	err  error
+}
+
+// CallWaiting calls the op as CallKeyed does, with "wait": true, and
+// returns once the daemon has accepted the call (api.PreferEarlyID names
+// the job), keeping the call's connection open until the job ends: the
+// daemon knows then, from the first moment, that its caller waits, and
+// cancels a job whose op has on_disconnect "stop" once that connection
+// goes, however this process went. Canceling ctx closes it. The call's
+// Wait returns the final record.
+func (c *Client) CallWaiting(ctx context.Context, op string, args []string, key string) (*WaitingCall, error) {
+	if key == "" {
+		return c.callWaiting(ctx, op, args, key)
+	}
+	var w *WaitingCall
+	err := retrying(ctx, func() error {
+		var err error
+		w, err = c.callWaiting(ctx, op, args, key)
+		return err
+	})
+	return w, err
+}
+
+func (c *Client) callWaiting(ctx context.Context, op string, args []string, key string) (*WaitingCall, error) {
+	if args == nil {
+		args = []string{}
+	}
+	body, err := json.Marshal(api.CallRequest{Args: args, Key: key, Wait: true})
+	if err != nil {
+		return nil, err
+	}
+	accepted := make(chan string, 1)
+	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+		if id, ok := strings.CutPrefix(h.Get("Location"), "/v1/jobs/"); ok && code == http.StatusEarlyHints {
+			select {
+			case accepted <- id:
+			default:
+			}
+		}
+		return nil
+	}}
+	w := &WaitingCall{c: c, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		var r api.Record
+		w.err = c.doWith(httptrace.WithClientTrace(ctx, trace), http.MethodPost, "/v1/ops/"+url.PathEscape(op), body, &r,
+			http.Header{"Prefer": {api.PreferEarlyID}})
+		if w.err == nil {
+			w.rec = &r
+		}
+	}()
+	select {
+	case w.ID = <-accepted:
+		return w, nil
+	case <-w.done:
+		if w.err != nil {
+			return nil, w.err
+		}
+		w.ID = w.rec.ID
+		return w, nil
+	}
+}
+
+// Wait returns the job's final record once it has ended: the call's own
+// answer, or, when its connection broke first (the daemon restarted),
+// what Client.Wait returns.
+func (w *WaitingCall) Wait(ctx context.Context) (*api.Record, error) {
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	var e *api.Error
+	if w.err == nil || errors.As(w.err, &e) && e.Code != api.CodeInternal {
+		return w.rec, w.err
+	}
+	return w.c.Wait(ctx, w.ID)
 }
 
 // Job returns the job's current record.
@@ -242,7 +330,12 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 
 // do sends a request and decodes the JSON response into out.
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
-	resp, err := c.send(ctx, method, path, body)
+	return c.doWith(ctx, method, path, body, out, nil)
+}
+
+// doWith is do with more request headers.
+func (c *Client) doWith(ctx context.Context, method, path string, body []byte, out any, header http.Header) error {
+	resp, err := c.sendWith(ctx, method, path, body, header)
 	if err != nil {
 		return err
 	}
@@ -256,9 +349,17 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 // send sends a request and returns a 2xx response; any other status is
 // returned as the *api.Error of its body.
 func (c *Client) send(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	return c.sendWith(ctx, method, path, body, nil)
+}
+
+// sendWith is send with more request headers.
+func (c *Client) sendWith(ctx context.Context, method, path string, body []byte, header http.Header) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, "http://unitrun"+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/unitrun/unitrun/hostapi/daemon"
+	"github.com/unitrun/unitrun/hostapi/front"
 	"github.com/unitrun/unitrun/hostapi/store"
+	"github.com/unitrun/unitrun/internal/flock"
 	"github.com/unitrun/unitrun/internal/journallog"
 )
 
@@ -32,9 +35,16 @@ record of every job in the state dir (see docs/hostapi.md).
 
 Under socket activation the sockets come from systemd (LISTEN_FDS), named
 "api" and "argv" by FileDescriptorName=; otherwise the daemon binds
---socket and --seqpacket with mode 0600. It tells systemd READY=1 once it
-serves, re-attaches to the jobs an earlier daemon left running, and on
-SIGTERM stops serving without stopping any running op.
+--socket and --seqpacket with mode 0600: both defaults when neither flag is
+given, else only the sockets given (--socket alone leaves the SEQPACKET
+front end off). A socket's directory must exist; a socket that a live
+process answers on is refused, a stale one replaced. It tells systemd
+READY=1 once it serves, re-attaches to the jobs an earlier daemon left
+running, and on SIGTERM stops serving without stopping any running op.
+
+One daemon at a time holds a state dir (an flock on its file "lock"): a
+second one exits 1 naming the pid that holds it, as it does when a socket
+it is given is in use.
 
 SIGHUP ("systemctl reload unitrun") reads the config and the ops dir again:
 a valid config's ops apply to new calls while running jobs go on as they
@@ -63,8 +73,8 @@ never run again), rewrites the log, and serves.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.config, "config", "/etc/unitrun/daemon.toml", "operations config `FILE`")
 	fl.StringVar(&f.opsDir, "ops-dir", "/etc/unitrun/ops.d", "drop-in `DIR` of *.toml op files")
-	fl.StringVar(&f.socket, "socket", "", "HTTP/JSON unix socket `PATH` to bind without socket activation (default /run/unitrun/api.sock)")
-	fl.StringVar(&f.seqpacket, "seqpacket", "", "SEQPACKET unix socket `PATH` to bind without socket activation (default /run/unitrun/argv.sock)")
+	fl.StringVar(&f.socket, "socket", "", "HTTP/JSON unix socket `PATH` to bind without socket activation (default /run/unitrun/api.sock when --seqpacket is not given either, else none)")
+	fl.StringVar(&f.seqpacket, "seqpacket", "", "SEQPACKET unix socket `PATH` to bind without socket activation (default /run/unitrun/argv.sock when --socket is not given either, else none)")
 	fl.StringVar(&f.stateDir, "state-dir", "/var/lib/unitrun", "state `DIR` holding the job records and output logs")
 	fl.StringVar(&f.logLevel, "log-level", "info", "least `LEVEL` logged: debug, info, warn or error (to the journal under systemd, else to stderr)")
 	fl.StringVar(&f.journalSocket, "journal-socket", journallog.DefaultSocket, "journald's native `SOCKET`")
@@ -99,11 +109,19 @@ func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
 		Manager: g.open,
 	})
 	var se *daemon.SetupError
+	var held *flock.HeldError
+	var de *daemon.DirError
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &se) && se.Option == "ConfigFile":
 		return usageError(se.Err)
+	case errors.As(err, &held):
+		return &exitError{code: exitHeld, err: fmt.Errorf("--state-dir %s is held by another unitrun daemon (pid %s): one daemon at a time may use a state dir", se.Path, holderPID(held.PID))}
+	case errors.Is(err, front.ErrInUse):
+		return &exitError{code: exitHeld, err: fmt.Errorf("%s %s: socket %s is in use: a process answers on it", daemonOptions[se.Option], se.Path, se.Path)}
+	case errors.As(err, &de):
+		return usageError(fmt.Errorf("%s %s: %v", daemonOptions[se.Option], se.Path, de))
 	case errors.As(err, &se) && daemonOptions[se.Option] != "":
 		err = flagPathError(daemonOptions[se.Option], se.Path, se.Err)
 		if errors.As(err, new(*store.DamageError)) {
@@ -112,6 +130,14 @@ func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
 		return &exitError{code: exitFailed, err: err}
 	}
 	return &exitError{code: exitFailed, err: err}
+}
+
+// holderPID is the pid /proc/locks names, or "unknown" for 0.
+func holderPID(pid int) string {
+	if pid == 0 {
+		return "unknown"
+	}
+	return strconv.Itoa(pid)
 }
 
 // checkBusFlag refuses a --dbus value that names no bus: one that is

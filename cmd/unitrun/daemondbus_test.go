@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -268,18 +269,13 @@ func TestDaemonDBus(t *testing.T) {
 	if rec := busRecord(t, addr, "Cancel", holdID); rec["state"] != "canceled" {
 		t.Errorf("Cancel %s: %v, want state canceled", holdID, rec)
 	}
-	for range 2 { // called and subscribed: one signal each
-		// How the stopped process ended (signal, or exit 0 when systemd
-		// reports the SIGTERM as clean) is the job package's to tell.
-		if got := finished(t, signals); len(got) != 4 || got[0] != holdID || got[1] != false || !strings.HasPrefix(got[3].(string), "canceled by a caller") {
-			t.Errorf("Finished of the canceled job %v, want (%s, false, ..., canceled by a caller: ...)", got, holdID)
-		}
+	// Called and subscribed on one connection: one signal. How the
+	// stopped process ended (signal, or exit 0 when systemd reports the
+	// SIGTERM as clean) is the job package's to tell.
+	if got := finished(t, signals); len(got) != 4 || got[0] != holdID || got[1] != false || !strings.HasPrefix(got[3].(string), "canceled by a caller") {
+		t.Errorf("Finished of the canceled job %v, want (%s, false, ..., canceled by a caller: ...)", got, holdID)
 	}
-	select {
-	case s := <-signals:
-		t.Errorf("extra signal %v", s.Body)
-	case <-time.After(200 * time.Millisecond):
-	}
+	sentinel := finishedOnce(t, ops, signals, map[string]int{holdID: 1})
 
 	err := ops.Call(front.DBusIface+".Call", 0, "nobody", []string{}).Err
 	var derr dbus.Error
@@ -294,7 +290,7 @@ func TestDaemonDBus(t *testing.T) {
 	for _, j := range jobs {
 		ids = append(ids, j[0])
 	}
-	if want := slices.Concat([]any{holdID, okID}, groupIDs, []any{theirs, id}); !slices.Equal(ids, want) {
+	if want := slices.Concat([]any{sentinel, holdID, okID}, groupIDs, []any{theirs, id}); !slices.Equal(ids, want) {
 		t.Errorf("List: %v, want %v, newest first", ids, want)
 	}
 	out, err := exec.Command("busctl", "--address="+addr, "introspect", front.DBusName, string(front.DBusPath), front.DBusIface).Output()
@@ -334,4 +330,85 @@ func TestDaemonDBusUnreachable(t *testing.T) {
 	if err != nil || !strings.Contains(string(data), "D-Bus front end off") {
 		t.Errorf("daemon's log: %q, %v: want it to say the D-Bus front end is off", data, err)
 	}
+}
+
+// finishedOnce has the connection of ops call op "ok" and reads the
+// Finished signals on signals up to that job's, whose id it returns: each
+// of the jobs of seen (job id: its Finished signals read so far) must have
+// had one in all. The signals of one job go out together, before the job
+// ended that the connection calls only now, so a second one would come
+// first.
+func finishedOnce(t *testing.T, ops dbus.BusObject, signals <-chan *dbus.Signal, seen map[string]int) string {
+	t.Helper()
+	var okID string
+	if err := ops.Call(front.DBusIface+".Call", 0, "ok", []string{}).Store(&okID); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		got := finished(t, signals)
+		if got[0] == okID {
+			break
+		}
+		seen[got[0].(string)]++
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("job %s: %d Finished signals, want 1", id, n)
+		}
+	}
+	return okID
+}
+
+// A connection that subscribes to a job three times gets its Finished
+// once, and the connections of one uid await at most
+// max_subscriptions_per_uid jobs by Subscribe: one more is refused as
+// busy, naming the limit, while subscribing again to one it awaits is not
+// (each Subscribe was kept, so one uid grew the daemon without bound).
+func TestDaemonDBusSubscribeOnce(t *testing.T) {
+	addr := startBus(t)
+	d := systemdtest.NewDaemon(t, systemdtest.OutcomeOps+`
+[[op]]
+name = "sleepy"
+exec = ["/bin/sh", "-c", "exec sleep 60", "sh"]
+args = { min = 1, max = 1 }
+
+[limits]
+max_subscriptions_per_uid = 2
+`)
+	d.Flags = []string{"--dbus", addr}
+	d.Start(t)
+	_, ops, signals := opsOnBus(t, addr)
+	subscribe := func(id string) error { return ops.Call(front.DBusIface+".Subscribe", 0, id).Err }
+
+	// Called by busctl, whose connection leaves at once: the jobs go on
+	// (on_disconnect "continue") and only this connection awaits them.
+	var ids []string
+	for _, arg := range []string{"a", "b", "c"} {
+		id, errs := busCallID(t, addr, nil, "sleepy", arg)
+		if errs != "" {
+			t.Fatalf("Call sleepy %s: %s", arg, errs)
+		}
+		ids = append(ids, id)
+	}
+	for range 3 {
+		if err := subscribe(ids[0]); err != nil {
+			t.Fatalf("Subscribe %s: %v", ids[0], err)
+		}
+	}
+	if err := subscribe(ids[1]); err != nil {
+		t.Fatalf("Subscribe %s, the second job: %v", ids[1], err)
+	}
+	var derr dbus.Error
+	if err := subscribe(ids[2]); !errors.As(err, &derr) || derr.Name != front.DBusIface+".Error.busy" || !strings.Contains(fmt.Sprint(derr.Body...), "max_subscriptions_per_uid") {
+		t.Errorf("Subscribe to a third job with max_subscriptions_per_uid = 2: %v, want %s.Error.busy naming the limit", err, front.DBusIface)
+	}
+	if err := subscribe(ids[0]); err != nil {
+		t.Errorf("Subscribe again to a job awaited, at the bound: %v, want accepted", err)
+	}
+	for _, id := range ids {
+		if rec := busRecord(t, addr, "Cancel", id); rec["state"] != "canceled" {
+			t.Errorf("Cancel %s: %v, want state canceled", id, rec)
+		}
+	}
+	finishedOnce(t, ops, signals, map[string]int{ids[0]: 0, ids[1]: 0})
 }

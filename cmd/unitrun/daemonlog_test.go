@@ -110,6 +110,8 @@ func TestDaemonLogJournal(t *testing.T) {
 		t.Fatalf("journal entry %v: want the start of job %s", got, id)
 	}
 	// The unit tells journalctl -u and systemctl status whose job it is.
+	// "started" is logged as the unit is being started: wait for it.
+	systemdtest.WaitActiveState(t, systemdtest.Conn(t), got["UNIT"], "active")
 	props, err := systemdtest.Conn(t).Properties(context.Background(), got["UNIT"], manager.UnitIface)
 	if err != nil || props["Description"].Value() != "unitrun op hold, job "+id+", caller uid:0" {
 		t.Errorf("unit %s: Description %v (%v)", got["UNIT"], props["Description"], err)

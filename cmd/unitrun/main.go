@@ -21,6 +21,7 @@ import (
 
 // Exit statuses of unitrun itself; a command's own status passes through.
 const (
+	exitHeld       = 1                      // daemon: another process holds its state dir or answers on its socket
 	exitUsage      = 2                      // bad flags or arguments
 	exitFailed     = 125                    // unitrun could not do what was asked (no manager, job failed)
 	exitCannotExec = unit.ExitCannotExecute // 126: the command exists but cannot be executed

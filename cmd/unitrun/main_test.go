@@ -18,7 +18,12 @@ import (
 	"github.com/unitrun/unitrun/manager"
 )
 
-func TestMain(m *testing.M) { systemdtest.Main(m) }
+func TestMain(m *testing.M) {
+	if face := os.Getenv(callerFaceEnv); face != "" {
+		os.Exit(callAndHold(face, os.Getenv(callerAddrEnv), os.Getenv(callerOpEnv)))
+	}
+	systemdtest.Main(m)
+}
 
 // unitrun runs the CLI against the test manager and returns its stdout,
 // stderr and exit status.

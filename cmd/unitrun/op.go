@@ -88,7 +88,9 @@ it goes on, with its id for "unitrun op wait" and "unitrun op cancel", and
 exits 128+N for the signal N. With --cancel-on-interrupt, or for an op
 whose on_disconnect is "stop", unitrun cancels the job instead, prints
 its final record and exits 128+N too, as "unitrun run" does when it stops
-its unit.`,
+its unit. The call waits on its own connection until the job ends, so the
+daemon cancels a job of an on_disconnect "stop" op whenever unitrun goes
+away, SIGKILL included.`,
 		Example: `  unitrun op call rebase quay.io/example/os@sha256:0123...
   unitrun op call --reboot-if-needed rebase quay.io/example/os:stable
   unitrun op call --no-wait pivot quay.io/example/os:stable
@@ -100,21 +102,28 @@ its unit.`,
 			if len(args) > 1 && args[1] == "--" {
 				args = slices.Delete(args, 1, 2)
 			}
-			id, err := c.CallKeyed(ctx, args[0], args[1:], key)
-			if err != nil {
-				return &exitError{code: exitFailed, err: err}
-			}
-			if noWait && f.asJSON {
-				return printJSON(cmd.OutOrStdout(), map[string]string{"id": id})
-			}
 			if noWait {
+				id, err := c.CallKeyed(ctx, args[0], args[1:], key)
+				switch {
+				case err != nil:
+					return &exitError{code: exitFailed, err: err}
+				case f.asJSON:
+					return printJSON(cmd.OutOrStdout(), map[string]string{"id": id})
+				}
 				fmt.Fprintln(cmd.OutOrStdout(), id)
 				return nil
 			}
-			rec, err := follow(cmd, c, id, args[0], f.asJSON, quiet)
+			// The call's connection stays open until the job ends, so
+			// that the daemon applies the op's on_disconnect however
+			// this process goes, SIGKILL included.
+			call, err := c.CallWaiting(ctx, args[0], args[1:], key)
+			if err != nil {
+				return &exitError{code: exitFailed, err: err}
+			}
+			rec, err := follow(cmd, c, call, args[0], f.asJSON, quiet)
 			if err != nil {
 				if sig, ok := interruptedBy(ctx); ok {
-					return interruptedCall(cmd, f, c, id, args[0], sig, cancelOnInterrupt)
+					return interruptedCall(cmd, f, c, call.ID, args[0], sig, cancelOnInterrupt)
 				}
 				return err
 			}

@@ -15,13 +15,14 @@ import (
 // opPollInterval is how often "op call" reads a queued job's record.
 const opPollInterval = 100 * time.Millisecond
 
-// follow follows job id of op: it reports on stderr that the job is
+// follow follows the job of op that call waits for: it reports on stderr that the job is
 // queued, then started, streams its output (to stdout, or to stderr with
 // asJSON) and returns its final record. On a terminal a status line tells
 // how long the job has been queued or running, updated every second and
 // cleared at the end. quiet reports nothing.
-func follow(cmd *cobra.Command, c *client.Client, id, op string, asJSON, quiet bool) (*api.Record, error) {
+func follow(cmd *cobra.Command, c *client.Client, call *client.WaitingCall, op string, asJSON, quiet bool) (*api.Record, error) {
 	ctx := cmd.Context()
+	id := call.ID
 	out := cmd.OutOrStdout()
 	if asJSON {
 		out = cmd.ErrOrStderr()
@@ -57,7 +58,7 @@ func follow(cmd *cobra.Command, c *client.Client, id, op string, asJSON, quiet b
 	if err := c.Logs(ctx, id, true, writer(p, out)); err != nil && ctx.Err() != nil {
 		return nil, &exitError{code: exitFailed, err: err}
 	}
-	rec, err = c.Wait(ctx, id)
+	rec, err = call.Wait(ctx)
 	if err != nil {
 		return nil, &exitError{code: exitFailed, err: err}
 	}

@@ -221,6 +221,7 @@ func checkLimits(l *Limits) []fieldError {
 	inRange("max_live_jobs", l.MaxLiveJobs, 1, 65536)
 	inRange("max_live_jobs_per_uid", l.MaxLiveJobsPerUID, 0, 65536)
 	inRange("max_connections_per_uid", l.MaxConnectionsPerUID, 0, 65536)
+	inRange("max_subscriptions_per_uid", l.MaxSubscriptionsPerUID, 1, 65536)
 	inRange("max_queue", l.MaxQueue, 0, 65536)
 	inRange("output_tail_bytes", l.OutputTailBytes, 0, 16<<20)
 	inRange("records_keep", l.RecordsKeep, 1, 1000000)

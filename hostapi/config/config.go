@@ -38,6 +38,11 @@ type Limits struct {
 	// answered with CodeBusy and closed (max_connections_per_uid, 0 to
 	// 65536; 0 sets no bound).
 	MaxConnectionsPerUID int
+	// MaxSubscriptionsPerUID bounds the jobs whose D-Bus Finished signal
+	// the connections of one caller uid await at once, those they called
+	// included; one more Subscribe is refused with CodeBusy (a Call is
+	// not) (max_subscriptions_per_uid, 1 to 65536).
+	MaxSubscriptionsPerUID int
 	// MaxQueue is the number of calls an exclusive op holds waiting behind
 	// its running job (max_queue, 0 to 65536; 0 refuses every call that
 	// cannot join).
@@ -69,13 +74,14 @@ type Limits struct {
 // DefaultLimits returns the limits used for keys absent from [limits].
 func DefaultLimits() Limits {
 	return Limits{
-		MaxRequestBytes:      64 << 10,
-		MaxLiveJobs:          64,
-		MaxConnectionsPerUID: 1024,
-		MaxQueue:             16,
-		OutputTailBytes:      64 << 10,
-		RecordsKeep:          1000,
-		RecordsMaxAge:        30 * 24 * time.Hour,
+		MaxRequestBytes:        64 << 10,
+		MaxLiveJobs:            64,
+		MaxConnectionsPerUID:   1024,
+		MaxSubscriptionsPerUID: 1024,
+		MaxQueue:               16,
+		OutputTailBytes:        64 << 10,
+		RecordsKeep:            1000,
+		RecordsMaxAge:          30 * 24 * time.Hour,
 
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,

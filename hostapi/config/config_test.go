@@ -328,7 +328,7 @@ func TestValidate(t *testing.T) {
 		want string
 	}{
 		{"valid", Config{Ops: []Op{valid}, Limits: DefaultLimits()}, ""},
-		{"zero limits", Config{Ops: []Op{valid}}, "limits.max_request_bytes must be between 256 and 16777216\nlimits.max_live_jobs must be between 1 and 65536\nlimits.records_keep must be between 1 and 1000000\nlimits.records_max_age must be at least 1m0s\nlimits.read_header_timeout must be between 100ms and 10m0s\nlimits.idle_timeout must be between 1s and 24h0m0s\nlimits.write_timeout must be between 100ms and 1h0m0s"},
+		{"zero limits", Config{Ops: []Op{valid}}, "limits.max_request_bytes must be between 256 and 16777216\nlimits.max_live_jobs must be between 1 and 65536\nlimits.max_subscriptions_per_uid must be between 1 and 65536\nlimits.records_keep must be between 1 and 1000000\nlimits.records_max_age must be at least 1m0s\nlimits.read_header_timeout must be between 100ms and 10m0s\nlimits.idle_timeout must be between 1s and 24h0m0s\nlimits.write_timeout must be between 100ms and 1h0m0s"},
 		{"defaults not applied", Config{Ops: []Op{{Name: "x", Exec: []string{"/bin/x"}}}, Limits: DefaultLimits()}, "op \"x\": on_disconnect \"\" must be \"continue\" or \"stop\"\nop \"x\": retry.attempts must be between 1 and 100\nop \"x\": prefix must not be empty"},
 		{"uid -1", Config{Ops: []Op{func() Op { o := valid; o.AllowUIDs = []uint32{1<<32 - 1}; return o }()}, Limits: DefaultLimits()}, "op \"x\": allow_uids[0] = 4294967295: must be between 0 and 4294967294"},
 		{"twice", Config{Ops: []Op{valid, valid}, Limits: DefaultLimits()}, "op \"x\": defined twice"},

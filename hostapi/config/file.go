@@ -58,14 +58,15 @@ type fileRetry struct {
 }
 
 type fileLimits struct {
-	MaxRequestBytes      *int64    `toml:"max_request_bytes"`
-	MaxLiveJobs          *int64    `toml:"max_live_jobs"`
-	MaxLiveJobsPerUID    *int64    `toml:"max_live_jobs_per_uid"`
-	MaxConnectionsPerUID *int64    `toml:"max_connections_per_uid"`
-	MaxQueue             *int64    `toml:"max_queue"`
-	OutputTailBytes      *int64    `toml:"output_tail_bytes"`
-	RecordsKeep          *int64    `toml:"records_keep"`
-	RecordsMaxAge        *duration `toml:"records_max_age" example:"720h"`
+	MaxRequestBytes        *int64    `toml:"max_request_bytes"`
+	MaxLiveJobs            *int64    `toml:"max_live_jobs"`
+	MaxLiveJobsPerUID      *int64    `toml:"max_live_jobs_per_uid"`
+	MaxConnectionsPerUID   *int64    `toml:"max_connections_per_uid"`
+	MaxSubscriptionsPerUID *int64    `toml:"max_subscriptions_per_uid"`
+	MaxQueue               *int64    `toml:"max_queue"`
+	OutputTailBytes        *int64    `toml:"output_tail_bytes"`
+	RecordsKeep            *int64    `toml:"records_keep"`
+	RecordsMaxAge          *duration `toml:"records_max_age" example:"720h"`
 
 	ReadHeaderTimeout *duration `toml:"read_header_timeout" example:"10s"`
 	IdleTimeout       *duration `toml:"idle_timeout" example:"2m"`
@@ -257,6 +258,7 @@ func buildLimits(fl *fileLimits) (Limits, []fieldError) {
 	set(&l.MaxLiveJobs, fl.MaxLiveJobs)
 	set(&l.MaxLiveJobsPerUID, fl.MaxLiveJobsPerUID)
 	set(&l.MaxConnectionsPerUID, fl.MaxConnectionsPerUID)
+	set(&l.MaxSubscriptionsPerUID, fl.MaxSubscriptionsPerUID)
 	set(&l.MaxQueue, fl.MaxQueue)
 	set(&l.OutputTailBytes, fl.OutputTailBytes)
 	set(&l.RecordsKeep, fl.RecordsKeep)

@@ -1,7 +1,9 @@
 package daemon
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -11,21 +13,29 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Default paths of the daemon's sockets when systemd passes none (the
-// first is client.DefaultSocket too).
+// Default paths of the daemon's sockets when systemd passes none and
+// neither path is given (the first is client.DefaultSocket too).
 const (
 	defaultSocket    = "/run/unitrun/api.sock"
 	defaultSeqpacket = "/run/unitrun/argv.sock"
 )
 
 // Listen returns the sockets systemd passed (socket activation), or binds
-// socket and seqpacket (defaultSocket and defaultSeqpacket when "") with
-// mode 0600 when systemd passed none. A passed socket named "api" (by
-// FileDescriptorName=) is the HTTP one and one named "argv" the SEQPACKET
-// one; a socket with another name counts by its type, stream or
-// seqpacket, so that one socket unit with both listeners works too. A
-// path that cannot be bound is a *SetupError naming Socket or Seqpacket.
-func Listen(socket, seqpacket string) (api net.Listener, argv *net.UnixListener, err error) {
+// socket and seqpacket with mode 0600 when systemd passed none. A passed
+// socket named "api" (by FileDescriptorName=) is the HTTP one and one
+// named "argv" the SEQPACKET one; a socket with another name counts by its
+// type, stream or seqpacket, so that one socket unit with both listeners
+// works too.
+//
+// Without socket activation, when both paths are "" the daemon binds both
+// defaults (defaultSocket and defaultSeqpacket, creating their directory);
+// when one is given, only the given ones are bound and the other front end
+// is off (its listener nil). A given path's directory must exist
+// (checkSocketDirs, before either is bound). A socket
+// file a live process answers on is refused (front.ErrInUse); a stale one
+// is replaced. A path that cannot be bound is a *SetupError naming Socket
+// or Seqpacket.
+func Listen(socket, seqpacket string) (api, argv net.Listener, err error) {
 	named, err := activation.ListenersWithNames()
 	if err != nil {
 		return nil, nil, fmt.Errorf("socket activation: %w", err)
@@ -33,34 +43,76 @@ func Listen(socket, seqpacket string) (api net.Listener, argv *net.UnixListener,
 	if len(named) > 0 {
 		return activated(named)
 	}
-	// No moment with a socket others may connect to before its chmod.
-	defer unix.Umask(unix.Umask(0o077))
-	if socket == "" {
-		socket = defaultSocket
-	}
-	if seqpacket == "" {
-		seqpacket = defaultSeqpacket
-	}
-	for _, s := range []struct{ option, path string }{{"Socket", socket}, {"Seqpacket", seqpacket}} {
-		if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
-			return nil, nil, &SetupError{Option: s.option, Path: s.path, Err: err}
+	if socket == "" && seqpacket == "" {
+		socket, seqpacket = defaultSocket, defaultSeqpacket
+		if err := os.MkdirAll(filepath.Dir(defaultSocket), 0o755); err != nil {
+			return nil, nil, &SetupError{Option: "Socket", Path: socket, Err: err}
 		}
 	}
-	hl, err := front.ListenUnix("unix", socket, 0o600)
-	if err != nil {
-		return nil, nil, &SetupError{Option: "Socket", Path: socket, Err: err}
+	if err := checkSocketDirs(socket, seqpacket); err != nil {
+		return nil, nil, err
 	}
-	pl, err := front.ListenUnix("unixpacket", seqpacket, 0o600)
-	if err != nil {
-		hl.Close()
-		return nil, nil, &SetupError{Option: "Seqpacket", Path: seqpacket, Err: err}
+	if api, err = listen("Socket", "unix", socket); err != nil {
+		return nil, nil, err
 	}
-	return hl, pl, nil
+	if argv, err = listen("Seqpacket", "unixpacket", seqpacket); err != nil {
+		if api != nil {
+			api.Close()
+		}
+		return nil, nil, err
+	}
+	return api, argv, nil
+}
+
+// A DirError is the error of a socket path whose directory is missing or
+// is not a directory: the daemon creates no directory of a path it is
+// given.
+type DirError struct {
+	Dir     string
+	Missing bool
+}
+
+func (e *DirError) Error() string {
+	if e.Missing {
+		return "directory " + e.Dir + " does not exist"
+	}
+	return e.Dir + " is not a directory"
+}
+
+// checkSocketDirs returns a *SetupError wrapping a *DirError for the first
+// socket path given ("" is none) whose directory is missing or is not a
+// directory.
+func checkSocketDirs(socket, seqpacket string) error {
+	for _, s := range []struct{ option, path string }{{"Socket", socket}, {"Seqpacket", seqpacket}} {
+		if s.path == "" {
+			continue
+		}
+		dir := filepath.Dir(s.path)
+		if fi, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) || err == nil && !fi.IsDir() {
+			return &SetupError{Option: s.option, Path: s.path, Err: &DirError{Dir: dir, Missing: err != nil}}
+		}
+	}
+	return nil
+}
+
+// listen binds the socket of option at path with mode 0600, or returns a
+// nil listener when path is "".
+func listen(option, network, path string) (net.Listener, error) {
+	if path == "" {
+		return nil, nil
+	}
+	// No moment with a socket others may connect to before its chmod.
+	defer unix.Umask(unix.Umask(0o077))
+	l, err := front.ListenUnix(network, path, 0o600)
+	if err != nil {
+		return nil, &SetupError{Option: option, Path: path, Err: err}
+	}
+	return l, nil
 }
 
 // activated picks the HTTP and the SEQPACKET socket among those systemd
 // passed, by name (see Listen).
-func activated(named map[string][]net.Listener) (api net.Listener, argv *net.UnixListener, err error) {
+func activated(named map[string][]net.Listener) (api, argv net.Listener, err error) {
 	var apis, argvs []net.Listener
 	for name, ls := range named {
 		for _, l := range ls {
@@ -75,9 +127,8 @@ func activated(named map[string][]net.Listener) (api net.Listener, argv *net.Uni
 	if len(apis) != 1 || len(argvs) != 1 {
 		return nil, nil, fmt.Errorf("socket activation: want one socket named %q (or a stream socket) and one named %q (or a SOCK_SEQPACKET socket), got %d and %d", "api", "argv", len(apis), len(argvs))
 	}
-	ul, ok := argvs[0].(*net.UnixListener)
-	if !ok || ul.Addr().Network() != "unixpacket" {
+	if argvs[0].Addr().Network() != "unixpacket" {
 		return nil, nil, fmt.Errorf("socket activation: socket %q is %s, want a SOCK_SEQPACKET unix socket (ListenSequentialPacket=)", "argv", argvs[0].Addr().Network())
 	}
-	return apis[0], ul, nil
+	return apis[0], argvs[0], nil
 }

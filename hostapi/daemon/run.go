@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	sd "github.com/coreos/go-systemd/v22/daemon"
@@ -17,6 +18,7 @@ import (
 	"github.com/unitrun/unitrun/hostapi"
 	"github.com/unitrun/unitrun/hostapi/config"
 	"github.com/unitrun/unitrun/hostapi/front"
+	"github.com/unitrun/unitrun/internal/flock"
 	"github.com/unitrun/unitrun/manager"
 )
 
@@ -59,10 +61,12 @@ type SetupError struct {
 func (e *SetupError) Error() string { return fmt.Sprintf("%s %s: %v", e.Option, e.Path, e.Err) }
 func (e *SetupError) Unwrap() error { return e.Err }
 
-// Run is the daemon's whole life: it reads the config, opens the store,
-// takes its sockets (Listen) and the manager, re-attaches to the jobs an
-// earlier daemon left (Recover) and prunes old records, then serves the
-// HTTP and SEQPACKET front ends and, with Bus, the D-Bus one, and tells
+// Run is the daemon's whole life: it takes the state dir's lock
+// (lockStateDir), which it holds until it returns, reads the config,
+// opens the store, takes its sockets (Listen) and the manager, re-attaches
+// to the jobs an earlier daemon left (Recover) and prunes old records,
+// then serves the HTTP front end and the SEQPACKET one (those Listen
+// bound) and, with Bus, the D-Bus one, and tells
 // systemd READY=1. While it serves, it prunes old records hourly and as
 // jobs end (one prune at a time, see Daemon.PruneHourly), and on SIGHUP
 // reads the config again (reload). When ctx ends or a front end fails, it
@@ -81,7 +85,22 @@ func Run(ctx context.Context, o Options) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	d, mgr, api, argv, err := open(ctx, o, log)
+	// Bad input is refused before anything is created; the state dir's
+	// lock is taken before anything there is read.
+	cfg, err := config.Load(o.ConfigFile, o.OpsDir)
+	if err != nil {
+		return &SetupError{Option: "ConfigFile", Path: o.ConfigFile, Err: err}
+	}
+	log.Debug(fmt.Sprintf("config %s and ops dir %s: %d ops", o.ConfigFile, o.OpsDir, len(cfg.Ops)))
+	if err := checkSocketDirs(o.Socket, o.Seqpacket); err != nil {
+		return err
+	}
+	unlock, err := lockStateDir(o.StateDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	d, mgr, api, argv, err := open(ctx, o, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -111,8 +130,12 @@ func Run(ctx context.Context, o Options) error {
 			}()
 		}
 	}
-	go func() { served <- fronts.ServeHTTP(srv, api) }()
-	go func() { served <- fronts.ServeSeqpacket(argv) }()
+	if api != nil {
+		go func() { served <- fronts.ServeHTTP(srv, api) }()
+	}
+	if argv != nil {
+		go func() { served <- fronts.ServeSeqpacket(argv) }()
+	}
 	pruning, stopPruning := context.WithCancel(ctx)
 	defer stopPruning()
 	go d.PruneHourly(pruning)
@@ -132,21 +155,19 @@ loop:
 	stopPruning()
 	d.Close()
 	srv.Close()
-	argv.Close()
+	if argv != nil {
+		argv.Close()
+	}
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
 	return err
 }
 
-// open reads the config, opens the store, takes the sockets (Listen) and
-// opens the manager, in this order, and returns the Daemon on them.
-func open(ctx context.Context, o Options, log *slog.Logger) (_ *hostapi.Daemon, _ *manager.Conn, api net.Listener, argv *net.UnixListener, err error) {
-	cfg, err := config.Load(o.ConfigFile, o.OpsDir)
-	if err != nil {
-		return nil, nil, nil, nil, &SetupError{Option: "ConfigFile", Path: o.ConfigFile, Err: err}
-	}
-	log.Debug(fmt.Sprintf("config %s and ops dir %s: %d ops", o.ConfigFile, o.OpsDir, len(cfg.Ops)))
+// open opens the store (repairing it with o.Repair), takes the sockets
+// (Listen) and opens the manager, in this order, and returns the Daemon of
+// cfg on them.
+func open(ctx context.Context, o Options, cfg *config.Config, log *slog.Logger) (_ *hostapi.Daemon, _ *manager.Conn, api, argv net.Listener, err error) {
 	var store *hostapi.Store
 	if o.Repair {
 		var repaired []string
@@ -165,14 +186,36 @@ func open(ctx context.Context, o Options, log *slog.Logger) (_ *hostapi.Daemon, 
 	}
 	mgr, err := o.Manager(context.WithoutCancel(ctx))
 	if err != nil {
-		api.Close()
-		argv.Close()
+		for _, l := range []net.Listener{api, argv} {
+			if l != nil {
+				l.Close()
+			}
+		}
 		return nil, nil, nil, nil, err
 	}
 	d := hostapi.NewDaemon(cfg, store, mgr)
 	d.PodStateDir = o.PodStateDir
 	d.Log = log
 	return d, mgr, api, argv, nil
+}
+
+// lockFile is the file of the state dir whose flock the daemon holds.
+const lockFile = "lock"
+
+// lockStateDir takes the lock of the state dir dir, creating dir (mode
+// 0700) when it is missing: an flock on its file "lock", which the daemon
+// holds for as long as it runs, so that no second daemon reads or writes
+// the records while it does. A lock another process holds is a
+// *SetupError of StateDir wrapping the *flock.HeldError that names it.
+func lockStateDir(dir string) (unlock func(), err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, &SetupError{Option: "StateDir", Path: dir, Err: err}
+	}
+	unlock, err = flock.TryLock(filepath.Join(dir, lockFile))
+	if err != nil {
+		return nil, &SetupError{Option: "StateDir", Path: dir, Err: err}
+	}
+	return unlock, nil
 }
 
 // reload reads the ops config again and gives its ops to d, or logs why

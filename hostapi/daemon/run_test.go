@@ -28,7 +28,8 @@ func runOptions(t *testing.T) Options {
 }
 
 // Run refuses, before it serves or opens the manager, each setting it
-// cannot use, and says which one (unitrun daemon maps it to its flag).
+// cannot use, and says which one (unitrun daemon maps it to its flag); a
+// bad config or socket path is refused before the state dir is created.
 func TestRunSetupErrors(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(file, nil, 0o600)
@@ -52,6 +53,9 @@ func TestRunSetupErrors(t *testing.T) {
 			var se *SetupError
 			if err := Run(context.Background(), o); !errors.As(err, &se) || se.Option != tt.option {
 				t.Errorf("Run: %v; want a *SetupError of %s", err, tt.option)
+			}
+			if _, err := os.Stat(o.StateDir); tt.option != "StateDir" && !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("Run refused %s after it created the state dir %s (%v)", tt.option, o.StateDir, err)
 			}
 		})
 	}
@@ -92,5 +96,38 @@ func TestRunServesUntilCanceled(t *testing.T) {
 	if resp, err := hc.Get("http://unitrun/healthz"); err == nil {
 		resp.Body.Close()
 		t.Errorf("/healthz still served after Run returned: %s", resp.Status)
+	}
+}
+
+// A socket path given for one front end leaves the other off (no default
+// socket bound behind the user's back), and a path whose directory is
+// missing is refused without creating it.
+func TestListenBindsOnlyGivenPaths(t *testing.T) {
+	dir := t.TempDir()
+	api, argv, err := Listen(filepath.Join(dir, "api.sock"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api.Close()
+	if argv != nil {
+		argv.Close()
+		t.Errorf("Listen with only a socket path bound a SEQPACKET socket at %s", argv.Addr())
+	}
+	api, argv, err = Listen("", filepath.Join(dir, "argv.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv.Close()
+	if api != nil {
+		api.Close()
+		t.Errorf("Listen with only a seqpacket path bound an HTTP socket at %s", api.Addr())
+	}
+	missing := filepath.Join(dir, "none")
+	var de *DirError
+	if _, _, err := Listen(filepath.Join(missing, "api.sock"), ""); !errors.As(err, &de) || de.Dir != missing || !de.Missing {
+		t.Errorf("Listen in a missing directory: %v, want a *DirError naming %s", err, missing)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Listen created the missing directory %s (%v)", missing, err)
 	}
 }

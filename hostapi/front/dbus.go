@@ -3,6 +3,7 @@ package front
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,16 +53,33 @@ const dbusIntrospection = `<node>
 // Signal Finished(s job_id, b success, i exit_status, s message) is sent,
 // addressed to each connection that called the op or subscribed to the job
 // (never broadcast, so that no one learns of jobs they may not see), once
-// per connection. exit_status is the record's exit_code (128+N for a
-// signal N, as on every face: unit.Exit.JSON), or -1 when no process ran.
+// per connection however often it subscribed. exit_status is the record's
+// exit_code (128+N for a signal N, as on every face: unit.Exit.JSON), or -1
+// when no process ran. The connections of one uid await at most
+// max_subscriptions_per_uid jobs by Subscribe at once; one more Subscribe
+// is refused as busy.
+//
+// When a connection leaves the bus (its unique name vanishes, however it
+// went), its subscriptions end, and each job it called that is still queued
+// or running is canceled if its op has on_disconnect "stop".
 //
 // Each call is authorized by the sender's credentials as the bus reports
 // them (GetConnectionCredentials: uid, gids, pid) with the rules of the
 // other front ends. Errors are named "org.unitrun.Ops1.Error.<code>" (such
 // as org.unitrun.Ops1.Error.unauthorized), with the message as their text.
 func ServeDBus(c core.Core, conn *dbus.Conn) error {
-	a := &dbusAPI{c: c, conn: conn, subs: make(map[string][]string)}
+	a := &dbusAPI{c: c, conn: conn, maxSubs: c.Config().Limits.MaxSubscriptionsPerUID,
+		subs: make(map[string]map[string]uint32), subsOf: make(map[uint32]int), calledBy: make(map[string]string)}
 	c.OnFinish(func(r *api.Record) { go a.finished(r) })
+	// Every connection that leaves the bus, before any call is served, so
+	// that no caller leaves unseen.
+	if err := conn.AddMatchSignal(dbus.WithMatchSender("org.freedesktop.DBus"), dbus.WithMatchInterface("org.freedesktop.DBus"),
+		dbus.WithMatchMember("NameOwnerChanged"), dbus.WithMatchArg(2, "")); err != nil {
+		return fmt.Errorf("D-Bus: watching callers leave: %w", err)
+	}
+	gone := make(chan *dbus.Signal, 64)
+	conn.Signal(gone)
+	go a.watchGone(gone)
 	if err := conn.Export(a, DBusPath, DBusIface); err != nil {
 		return fmt.Errorf("D-Bus: %w", err)
 	}
@@ -81,11 +99,14 @@ func ServeDBus(c core.Core, conn *dbus.Conn) error {
 // dbusAPI is the exported object. Its exported methods are the D-Bus
 // methods.
 type dbusAPI struct {
-	c    core.Core
-	conn *dbus.Conn
+	c       core.Core
+	conn    *dbus.Conn
+	maxSubs int // subscriptions of one uid (max_subscriptions_per_uid)
 
-	mu   sync.Mutex
-	subs map[string][]string // job id: unique names to send its Finished to
+	mu       sync.Mutex
+	subs     map[string]map[string]uint32 // job id: unique name to send its Finished to: its uid
+	subsOf   map[uint32]int               // uid: the jobs its connections await, called or subscribed to
+	calledBy map[string]string            // id of a live job called here: the caller's unique name
 }
 
 // jobSummary is an entry of List.
@@ -108,13 +129,22 @@ func (a *dbusAPI) Call(sender dbus.Sender, op string, args []string) (string, *d
 	if err != nil {
 		return "", dbusError(err)
 	}
-	a.subscribe(string(sender), rec.ID)
+	a.mu.Lock()
+	a.calledBy[rec.ID] = string(sender)
+	a.mu.Unlock()
+	a.subscribe(string(sender), c.UID, rec.ID, false)
+	// A caller that left before it was noted as the job's caller: its
+	// NameOwnerChanged may have come first.
+	var has bool
+	if err := a.conn.BusObject().Call("org.freedesktop.DBus.NameHasOwner", 0, string(sender)).Store(&has); err == nil && !has {
+		a.gone(string(sender))
+	}
 	return rec.ID, nil
 }
 
 // Get returns the job's record.
 func (a *dbusAPI) Get(sender dbus.Sender, id string) (map[string]dbus.Variant, *dbus.Error) {
-	rec, derr := a.visible(sender, id)
+	_, rec, derr := a.visible(sender, id)
 	if derr != nil {
 		return nil, derr
 	}
@@ -124,7 +154,7 @@ func (a *dbusAPI) Get(sender dbus.Sender, id string) (map[string]dbus.Variant, *
 // Wait returns the job's record once it has ended, or an error when the
 // daemon's bus connection closes first.
 func (a *dbusAPI) Wait(sender dbus.Sender, id string) (map[string]dbus.Variant, *dbus.Error) {
-	if _, derr := a.visible(sender, id); derr != nil {
+	if _, _, derr := a.visible(sender, id); derr != nil {
 		return nil, derr
 	}
 	rec, err := a.c.Wait(a.conn.Context(), id)
@@ -158,7 +188,7 @@ func (a *dbusAPI) List(sender dbus.Sender) ([]jobSummary, *dbus.Error) {
 
 // Cancel cancels the job and returns its record once it has ended.
 func (a *dbusAPI) Cancel(sender dbus.Sender, id string) (map[string]dbus.Variant, *dbus.Error) {
-	if _, derr := a.visible(sender, id); derr != nil {
+	if _, _, derr := a.visible(sender, id); derr != nil {
 		return nil, derr
 	}
 	ctx, cancel := context.WithTimeout(a.conn.Context(), dbusCancelWait)
@@ -173,34 +203,115 @@ func (a *dbusAPI) Cancel(sender dbus.Sender, id string) (map[string]dbus.Variant
 // Subscribe has the job's Finished signal sent to the sender: now, when
 // the job has ended, else when it ends.
 func (a *dbusAPI) Subscribe(sender dbus.Sender, id string) *dbus.Error {
-	if _, derr := a.visible(sender, id); derr != nil {
+	c, _, derr := a.visible(sender, id)
+	if derr != nil {
 		return derr
 	}
-	a.subscribe(string(sender), id)
+	if err := a.subscribe(string(sender), c.UID, id, true); err != nil {
+		return dbusError(err)
+	}
 	return nil
 }
 
-// subscribe adds name to the job's subscribers, then, if the job has
-// ended, sends Finished to them itself: whichever of this and the
-// daemon's finish hook takes the subscribers sends, so each gets the
-// signal once.
-func (a *dbusAPI) subscribe(name, id string) {
+// subscribe adds name, of caller uid, to the job's subscribers, once
+// however often it subscribes; bounded, it refuses a subscription beyond
+// the uid's max_subscriptions_per_uid (those of its calls are not). Then,
+// if the job has ended, it sends Finished to the subscribers itself:
+// whichever of this and the daemon's finish hook takes the subscribers
+// sends, so each gets the signal once.
+func (a *dbusAPI) subscribe(name string, uid uint32, id string, bounded bool) error {
 	a.mu.Lock()
-	a.subs[id] = append(a.subs[id], name)
+	switch _, dup := a.subs[id][name]; {
+	case dup:
+	case bounded && a.subsOf[uid] >= a.maxSubs:
+		n := a.subsOf[uid]
+		a.mu.Unlock()
+		return errorf(api.CodeBusy, fmt.Sprintf("uid %d awaits %d jobs by Call and Subscribe, the limit max_subscriptions_per_uid", uid, n))
+	default:
+		if a.subs[id] == nil {
+			a.subs[id] = make(map[string]uint32)
+		}
+		a.subs[id][name] = uid
+		a.subsOf[uid]++
+	}
 	a.mu.Unlock()
 	if a.c.Done(id) != nil {
-		return
+		return nil
 	}
 	if rec, err := a.c.Get(id); err == nil {
 		a.finished(rec)
+	}
+	return nil
+}
+
+// unsubscribe removes the job's subscribers and returns their names;
+// a.mu is held.
+func (a *dbusAPI) unsubscribe(id string) []string {
+	var names []string
+	for name, uid := range a.subs[id] {
+		names = append(names, name)
+		a.release(uid)
+	}
+	delete(a.subs, id)
+	return names
+}
+
+// release uncounts a subscription of uid; a.mu is held.
+func (a *dbusAPI) release(uid uint32) {
+	if a.subsOf[uid]--; a.subsOf[uid] <= 0 {
+		delete(a.subsOf, uid)
+	}
+}
+
+// watchGone hears of each connection that leaves the bus (a
+// NameOwnerChanged signal with no new owner) until the connection closes.
+func (a *dbusAPI) watchGone(signals <-chan *dbus.Signal) {
+	for s := range signals {
+		if s.Name != "org.freedesktop.DBus.NameOwnerChanged" || len(s.Body) != 3 {
+			continue
+		}
+		name, _ := s.Body[0].(string)
+		owner, _ := s.Body[2].(string)
+		if owner == "" && strings.HasPrefix(name, ":") {
+			a.gone(name)
+		}
+	}
+}
+
+// gone ends the subscriptions of the connection with unique name name,
+// which has left the bus, and cancels each job it called whose op has
+// on_disconnect "stop".
+func (a *dbusAPI) gone(name string) {
+	a.mu.Lock()
+	var called []string
+	for id, caller := range a.calledBy {
+		if caller == name {
+			called = append(called, id)
+			delete(a.calledBy, id)
+		}
+	}
+	for id, names := range a.subs {
+		if uid, ok := names[name]; ok {
+			delete(names, name)
+			a.release(uid)
+			if len(names) == 0 {
+				delete(a.subs, id)
+			}
+		}
+	}
+	a.mu.Unlock()
+	for _, id := range called {
+		if a.c.StopsOnDisconnect(id) {
+			go a.c.Cancel(context.Background(), id)
+		}
 	}
 }
 
 // finished sends the job's Finished signal to its subscribers.
 func (a *dbusAPI) finished(r *api.Record) {
 	a.mu.Lock()
-	names := a.subs[r.ID]
-	delete(a.subs, r.ID)
+	names := a.unsubscribe(r.ID)
+	delete(a.calledBy, r.ID)
 	a.mu.Unlock()
 	status := int32(-1)
 	if r.ExitCode != nil {
@@ -238,21 +349,22 @@ func (a *dbusAPI) caller(sender dbus.Sender) (core.Caller, *dbus.Error) {
 	return c, nil
 }
 
-// visible returns the job's record if the sender may see it: not_found
-// for a job it may not see, as for one that does not exist.
-func (a *dbusAPI) visible(sender dbus.Sender, id string) (*api.Record, *dbus.Error) {
+// visible returns the sender's credentials and the job's record if the
+// sender may see it: not_found for a job it may not see, as for one that
+// does not exist.
+func (a *dbusAPI) visible(sender dbus.Sender, id string) (core.Caller, *api.Record, *dbus.Error) {
 	c, derr := a.caller(sender)
 	if derr != nil {
-		return nil, derr
+		return c, nil, derr
 	}
 	rec, err := a.c.Get(id)
 	if err == nil && !a.c.MaySee(c, rec) {
 		err = errorf(api.CodeNotFound, fmt.Sprintf("job %q: no such job", id))
 	}
 	if err != nil {
-		return nil, dbusError(err)
+		return c, nil, dbusError(err)
 	}
-	return rec, nil
+	return c, rec, nil
 }
 
 // dbusError returns err as the D-Bus error org.unitrun.Ops1.Error.<code>;

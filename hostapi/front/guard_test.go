@@ -43,7 +43,7 @@ func TestAcceptShortOfDescriptors(t *testing.T) {
 		log.Reset()
 		s := front.NewServer(d, slog.New(slog.NewTextHandler(&log, nil)))
 		start := time.Now()
-		err := s.ServeSeqpacketOn(&shortListener{n: 6, err: errno})
+		err := s.ServeSeqpacket(&shortListener{n: 6, err: errno})
 		if err != nil {
 			t.Errorf("%v: serving ended with %v, want it to go on until the listener closes", errno, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/unitrun/unitrun/api"
@@ -35,6 +36,7 @@ type peer struct {
 //	GET    /metrics                  Prometheus metrics (core.Core.Metrics), to any peer that may connect
 //	GET    /v1/ops                   the ops, with whether the caller may call each
 //	POST   /v1/ops/{name}            body CallRequest; 202 {"id": ...}, or 200 and the final record with "wait": true
+//	                                 (after a 103 naming the job in Location with "Prefer: early-id", api.PreferEarlyID)
 //	GET    /v1/jobs                  a page of the records the caller may see, newest first; ?limit=N&after=CURSOR, Link: <...>; rel="next"
 //	GET    /v1/jobs/{id}             the record
 //	GET    /v1/jobs/{id}/wait        the record once the job has ended
@@ -156,21 +158,43 @@ func (h *httpAPI) call(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	early := req.Wait && prefers(r, api.PreferEarlyID)
 	ctx, stop := peerContext(r)
 	rec, err := h.c.CallKeyed(ctx, c, r.PathValue("name"), req.Args, req.Key)
-	if err != nil || !req.Wait {
+	if err != nil || !req.Wait || early {
 		stop()
 	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	w.Header().Set("Location", "/v1/jobs/"+rec.ID)
 	if !req.Wait {
-		w.Header().Set("Location", "/v1/jobs/"+rec.ID)
 		writeJSON(w, http.StatusAccepted, map[string]string{"id": rec.ID})
 		return
 	}
+	if early {
+		w.Header().Set("Preference-Applied", api.PreferEarlyID)
+		w.WriteHeader(http.StatusEarlyHints)
+		// Watched again once written to: a caller gone meanwhile is
+		// seen at once.
+		ctx, stop = peerContext(r)
+	}
 	h.waitAndWrite(ctx, stop, w, rec.ID, true)
+}
+
+// prefers reports whether the request's Prefer headers (RFC 7240) name
+// the preference token.
+func prefers(r *http.Request, token string) bool {
+	for _, h := range r.Header.Values("Prefer") {
+		for p := range strings.SplitSeq(h, ",") {
+			name, _, _ := strings.Cut(p, ";")
+			if name, _, _ = strings.Cut(name, "="); strings.EqualFold(strings.TrimSpace(name), token) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // peerContext returns a context that ends when the request's caller has
@@ -263,8 +287,9 @@ func (h *httpAPI) job(w http.ResponseWriter, r *http.Request) {
 
 // wait serves GET /v1/jobs/{id}/wait. A waiter from the process that
 // called the op (same uid and pid) counts as its caller for on_disconnect,
-// so that "unitrun op call", which streams the logs before it waits, stops
-// an on_disconnect "stop" op when it goes away.
+// so that a caller that waits again after its call's connection broke (a
+// daemon restart, client.WaitingCall.Wait) still stops an on_disconnect
+// "stop" op when it goes away.
 func (h *httpAPI) wait(w http.ResponseWriter, r *http.Request) {
 	if rec, ok := h.visible(w, r); ok {
 		c, _ := caller(w, r)

@@ -14,7 +14,7 @@ import (
 )
 
 // ServeSeqpacket serves the SOCK_SEQPACKET front end of s on l (a
-// "unixpacket" listener) until l is closed, then returns nil. Each
+// "unixpacket" unix socket's listener) until l is closed, then returns nil. Each
 // connection carries one request packet (see ParseRequest) and gets one
 // response packet (see EncodeResponse) once the job has ended: "ok" when
 // it succeeded, else "error", the job id ("" when the call was refused)
@@ -24,14 +24,10 @@ import (
 // job's log. When the peer closes the connection before the job ends, an
 // op with on_disconnect "stop" is canceled; a peer that only shut down
 // its writing side still gets the answer.
-func (s *Server) ServeSeqpacket(l *net.UnixListener) error {
-	return s.serveSeqpacket(s.guard(l, refuseSeqpacket))
-}
-
-// serveSeqpacket serves the connections l accepts until it fails.
-func (s *Server) serveSeqpacket(l net.Listener) error {
+func (s *Server) ServeSeqpacket(l net.Listener) error {
+	g := s.guard(l, refuseSeqpacket)
 	for {
-		c, err := l.Accept()
+		c, err := g.Accept()
 		if errors.Is(err, net.ErrClosed) {
 			return nil
 		}

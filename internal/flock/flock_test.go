@@ -106,3 +106,24 @@ func TestLockOtherProcess(t *testing.T) {
 		t.Fatalf("flock holder: %v", err)
 	}
 }
+
+// TryLock of a file another open file holds fails at once with a
+// *HeldError naming the holder's pid (here, this process), and takes the
+// lock once it is released.
+func TestTryLockNamesHolder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lock")
+	unlock, err := TryLock(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var he *HeldError
+	if _, err := TryLock(path); !errors.As(err, &he) || he.PID != os.Getpid() || he.Path != path {
+		t.Fatalf("TryLock of a held lock: %v, want a *HeldError naming %s and pid %d", err, path, os.Getpid())
+	}
+	unlock()
+	unlock, err = TryLock(path)
+	if err != nil {
+		t.Fatalf("TryLock once released: %v", err)
+	}
+	unlock()
+}

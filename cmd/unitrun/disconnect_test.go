@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+
+	"github.com/unitrun/unitrun/api"
+	"github.com/unitrun/unitrun/client"
+	"github.com/unitrun/unitrun/hostapi/front"
+	"github.com/unitrun/unitrun/internal/systemdtest"
+)
+
+// The test binary, run with callerFaceEnv set, is a caller of the daemon
+// that calls an op through one front end and holds the call until it is
+// killed (callAndHold).
+const (
+	callerFaceEnv = "UNITRUN_TEST_CALLER_FACE"
+	callerAddrEnv = "UNITRUN_TEST_CALLER_ADDR"
+	callerOpEnv   = "UNITRUN_TEST_CALLER_OP"
+)
+
+// callAndHold calls op through front end face ("http": a POST with
+// "wait": true; "seqpacket"; "dbus": Call) at addr, a socket or a bus
+// address, and waits for the answer, which the test kills it before.
+func callAndHold(face, addr, op string) int {
+	var err error
+	switch face {
+	case "http":
+		hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", addr)
+		}}}
+		var resp *http.Response
+		if resp, err = hc.Post("http://unitrun/v1/ops/"+op, "application/json", strings.NewReader(`{"wait": true}`)); err == nil {
+			resp.Body.Close()
+		}
+	case "seqpacket":
+		var c net.Conn
+		if c, err = net.Dial("unixpacket", addr); err == nil {
+			pkt, _ := api.EncodeRequest(op, nil)
+			c.Write(pkt)
+			_, err = c.Read(make([]byte, 64<<10))
+		}
+	case "dbus":
+		var conn *dbus.Conn
+		if conn, err = dbus.Connect(addr); err == nil {
+			var id string
+			if err = conn.Object(front.DBusName, front.DBusPath).Call(front.DBusIface+".Call", 0, op, []string{}).Store(&id); err == nil {
+				select {} // on the bus until killed
+			}
+		}
+	}
+	fmt.Fprintln(os.Stderr, face, "caller:", err)
+	return 1
+}
+
+// An op with on_disconnect "stop" is canceled, its unit stopped and its
+// record canceled, when its caller is SIGKILLed while the job runs,
+// through every front end: "unitrun op call" (it streamed the output on
+// one connection and waited on another only once that ended, so its
+// death went unseen), a raw HTTP call with "wait": true, a SEQPACKET call
+// and a D-Bus Call (the caller's bus name vanishing; D-Bus callers were
+// never stopped).
+func TestOnDisconnectStopOnEveryFrontEnd(t *testing.T) {
+	addr := startBus(t)
+	d := systemdtest.NewDaemon(t, `
+[[op]]
+name = "stoppy"
+exec = ["/bin/sh", "-c", "echo started; exec sleep 60"]
+on_disconnect = "stop"
+`)
+	d.Flags = []string{"--dbus", addr}
+	d.Start(t)
+	c := client.New(d.API)
+	ctx := context.Background()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		face   string
+		caller *exec.Cmd
+	}{
+		{"cli", exec.Command(systemdtest.Binary(t), "op", "call", "--socket", d.API, "stoppy")},
+		{"http", exec.Command(self)},
+		{"seqpacket", exec.Command(self)},
+		{"dbus", exec.Command(self)},
+	} {
+		t.Run(tc.face, func(t *testing.T) {
+			addrOf := map[string]string{"http": d.API, "seqpacket": d.Argv, "dbus": addr}
+			tc.caller.Env = append(os.Environ(), callerFaceEnv+"="+tc.face, callerAddrEnv+"="+addrOf[tc.face], callerOpEnv+"=stoppy")
+			if tc.face == "cli" {
+				tc.caller.Env = os.Environ()
+			}
+			var errb bytes.Buffer
+			tc.caller.Stderr = &errb
+			var progress *bufio.Scanner
+			if tc.face == "cli" {
+				tc.caller.Stderr = nil
+				pipe, err := tc.caller.StderrPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				progress = bufio.NewScanner(io.TeeReader(pipe, &errb))
+			}
+			before, err := c.Jobs(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.caller.Start(); err != nil {
+				t.Fatal(err)
+			}
+			id := runningJob(t, c, before)
+			// op call killed while it streams the output, which it does
+			// once it has the job's id and the job started.
+			for progress != nil && progress.Scan() && !strings.HasSuffix(progress.Text(), "(op stoppy): started") {
+			}
+			tc.caller.Process.Signal(syscall.SIGKILL)
+			tc.caller.Wait()
+			wctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			rec, err := c.Wait(wctx, id)
+			if err != nil || rec.State != api.StateCanceled || !strings.Contains(rec.Message, "canceled") {
+				t.Fatalf("job %s after its %s caller was SIGKILLed: %+v, %v; want canceled (caller stderr %q)", id, tc.face, rec, err, errb.String())
+			}
+			props, err := systemdtest.Conn(t).Properties(ctx, rec.Unit, "org.freedesktop.systemd1.Unit")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if state := props["ActiveState"].Value(); state == "active" || state == "activating" {
+				t.Errorf("unit %s of the canceled job is %v, want it stopped", rec.Unit, state)
+			}
+		})
+	}
+}
+
+// runningJob returns the id of the job that is not among before once its
+// op has printed "started".
+func runningJob(t *testing.T, c *client.Client, before []*api.Record) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		recs, err := c.Jobs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if slices.ContainsFunc(before, func(b *api.Record) bool { return b.ID == r.ID }) {
+				continue
+			}
+			var out bytes.Buffer
+			if c.Logs(ctx, r.ID, false, &out); out.String() == "started\n" {
+				return r.ID
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no new job printed started within a minute")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
