@@ -35,7 +35,7 @@ func (p *problems) add(path, value, rule string) {
 
 func (m *Manifest) validate() error {
 	var p problems
-	if err := checkName(m.Name); err != nil {
+	if err := checkPodName(m.Name); err != nil {
 		p.add("name", m.Name, err.Error())
 	}
 	oneOf(&p, "exitPolicy", m.ExitPolicy, FirstFailure, AnyExit, AllExit)
@@ -69,16 +69,14 @@ func (m *Manifest) validate() error {
 		} else {
 			first[a.Name] = i
 		}
-		p.app(path, a, m.Isolation)
+		p.app(path, a, m)
 	}
 	return errors.Join(p...)
 }
 
-func (p *problems) app(path string, a *App, iso Isolation) {
-	if err := checkName(a.Name); err != nil {
+func (p *problems) app(path string, a *App, m *Manifest) {
+	if err := CheckAppName(m.Name, a.Name); err != nil {
 		p.add(path+".name", a.Name, err.Error())
-	} else if a.Name == reservedApp {
-		p.add(path+".name", a.Name, "reserved for the pod's shutdown service")
 	}
 	p.argv(path+".exec", a.Exec)
 	for _, k := range slices.Sorted(maps.Keys(a.Env)) {
@@ -116,7 +114,7 @@ func (p *problems) app(path string, a *App, iso Isolation) {
 		p.add(path+".rootfs", a.Rootfs, "must be a directory other than /")
 	} else if a.Rootfs != "" {
 		p.path(path+".rootfs", a.Rootfs)
-		if iso != Namespaces {
+		if m.Isolation != Namespaces {
 			p.add(path+".rootfs", a.Rootfs, "needs isolation: namespaces")
 		}
 	}

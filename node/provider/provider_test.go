@@ -465,3 +465,21 @@ func podCondition(p *corev1.Pod, t corev1.PodConditionType) bool {
 	}
 	return false
 }
+
+// A container whose name has 55 characters, a valid DNS label, runs and
+// reports its exit under that name.
+func TestLongContainerName(t *testing.T) {
+	client := fake.NewClientset()
+	n := startNode(t, testConfig(t), client)
+	p := newPod("long-name", corev1.RestartPolicyNever, nil, "exit 0")
+	long := strings.Repeat("container-", 5) + "named"
+	p.Spec.Containers[0].Name = long
+	create(t, client, p)
+	got := waitPod(t, client, p, "Succeeded", phase(corev1.PodSucceeded))
+	if cs := got.Status.ContainerStatuses; len(cs) != 1 || cs[0].Name != long {
+		t.Fatalf("container statuses %+v, want one of %s", cs, long)
+	}
+	wantTerminated(t, got.Status.ContainerStatuses[0], 0, 0, "Completed")
+	deletePod(t, client, p)
+	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
+}

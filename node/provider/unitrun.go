@@ -186,6 +186,10 @@ func (e *engine) loadedUnits(ctx context.Context, name string) ([]string, error)
 // writeFile replaces path with data atomically.
 func writeFile(path string, data []byte) error { return atomicfile.Write(path, data, 0o600) }
 
+// checkAppName reports whether app may name an app of pod name: unitrun's
+// rule for app names.
+func checkAppName(name, app string) error { return pod.CheckAppName(name, app) }
+
 // unitName is the unit that runs app of pod name, as containers' IDs show it.
 func unitName(name, app string) string { return pod.AppUnit(name, app) }
 

@@ -528,3 +528,30 @@ func TestPodRemoveCreated(t *testing.T) {
 		t.Errorf("pods after rm: %v, %v", pods, err)
 	}
 }
+
+// Apps whose names have the 55 and 63 characters of Kubernetes container
+// names, in a pod whose name has unitrun's 29, run: each records its
+// exit, its output goes to its log, and its readiness probe's unit runs.
+func TestLongAppNames(t *testing.T) {
+	r := newRunner(t)
+	app55 := strings.Repeat("sidecar-", 6) + "logger0"
+	app63 := strings.Repeat("container-", 6) + "api"
+	name := run(t, r, fmt.Sprintf(`
+name: long-app-names-0123456789abc
+apps:
+  - name: %s
+    exec: ["/bin/sh", "-c", "echo fifty-five"]
+  - name: %s
+    exec: ["/bin/sh", "-c", "echo sixty-three; sleep 1; exit 3"]
+    readinessProbe: {exec: ["/bin/true"], periodSeconds: 1}
+`, app55, app63), "")
+	s := wait(t, r, name)
+	wantPod(t, s, pod.PodFailed, 3)
+	wantApp(t, s, app55, pod.AppExited, 0)
+	wantApp(t, s, app63, pod.AppFailed, 3)
+	for app, out := range map[string]string{app55: "fifty-five\n", app63: "sixty-three\n"} {
+		if data, err := os.ReadFile(pod.LogFile(r.StateDir, name, app)); err != nil || string(data) != out {
+			t.Errorf("%s's log: %q, %v; want %q", app, data, err, out)
+		}
+	}
+}
