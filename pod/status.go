@@ -101,7 +101,8 @@ func (s AppStatus) Acted() (ProbeAction, *ProbeStatus) {
 type ProbeStatus struct {
 	// LastResult is "success", "failure" or "timeout".
 	LastResult string `json:"last_result"`
-	// Message says why the last check failed.
+	// Message says why the last check failed, or what to note of one that
+	// succeeded (an http probe's redirect to another host, not followed).
 	Message string `json:"message,omitempty"`
 	// ConsecutiveFailures counts the failed checks since the last success
 	// or the last action; it is reset when the probe acts.

@@ -95,6 +95,58 @@ func TestProbeRestart(t *testing.T) {
 	}
 }
 
+// redirectServer is an HTTP server on 127.0.0.1:argv[1] that answers
+// /healthz with a redirect to /fail, and /fail with 500.
+const redirectServer = `
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path == "/healthz":
+            self.send_response(302)
+            self.send_header("Location", "/fail")
+        else:
+            self.send_response(500)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+`
+
+// A liveness probe answered with a redirect to a failing path on the same
+// host fails, as the kubelet's does, and restarts the app: the redirect
+// is followed, not taken for a success.
+func TestProbeRedirectRestarts(t *testing.T) {
+	r := newRunner(t)
+	port := freePort(t)
+	argv, err := json.Marshal([]string{"/usr/bin/python3", "-c", redirectServer, fmt.Sprint(port)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := run(t, r, fmt.Sprintf(`
+name: probe-redirect
+restartBackoff: {initial: 200ms, max: 1s}
+apps:
+  - name: api
+    exec: %s
+    probe:
+      http: {port: %d, path: /healthz}
+      periodSeconds: 1
+      failureThreshold: 1
+      action: restart
+    startupProbe: {tcp: {port: %[2]d}, periodSeconds: 1, failureThreshold: 100}
+`, argv, port), "")
+	// The startup probe holds the liveness probe until the server
+	// listens; then each check follows the redirect and fails, and
+	// restarts the app.
+	fail := fmt.Sprintf("status 500 from http://127.0.0.1:%d/fail", port)
+	s := poll(t, r, name, func(s pod.PodStatus) bool {
+		p := s.Apps[0].Probe
+		return p != nil && strings.Contains(p.Message, fail)
+	})
+	n := s.Apps[0].Restarts
+	poll(t, r, name, func(s pod.PodStatus) bool { return s.Apps[0].Restarts > n })
+}
+
 func TestProbeFailPod(t *testing.T) {
 	r := newRunner(t)
 	name := run(t, r, flakyPod(t, "probe-fail", pod.FailPod), "")
