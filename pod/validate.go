@@ -200,15 +200,21 @@ func (p *problems) probe(path string, pr *Probe) {
 	}
 }
 
-// argv checks a command line: not empty, argv[0] an absolute path, and every
-// argument fit for a unit file.
+// argv checks a command line: not empty, argv[0] an absolute path fit for
+// a unit file or a command name (no '/'), which the app's run looks up in
+// its PATH, and every argument one the kernel passes.
 func (p *problems) argv(path string, argv []string) {
 	if len(argv) == 0 {
 		p.add(path, "", "must not be empty")
 		return
 	}
-	if !filepath.IsAbs(argv[0]) {
-		p.add(path+"[0]", argv[0], "must be an absolute path")
+	name := argv[0]
+	switch {
+	case name == "" || !filepath.IsAbs(name) && strings.Contains(name, "/"):
+		p.add(path+"[0]", name, "must be an absolute path or a command name without '/', looked up in PATH")
+		return
+	case !filepath.IsAbs(name) && (len(name) > 255 || hasControl(name)):
+		p.add(path+"[0]", name, "must be a command name of at most 255 bytes without control characters")
 		return
 	}
 	for i, arg := range argv {
@@ -220,6 +226,9 @@ func (p *problems) argv(path string, argv []string) {
 			p.add(fmt.Sprintf("%s[%d]", path, i), "", fmt.Sprintf("is %d bytes, more than the %d the kernel passes to a command", len(arg), maxArgLen))
 			return
 		}
+	}
+	if !filepath.IsAbs(name) {
+		return
 	}
 	if _, err := unit.ExecLine(argv); err != nil {
 		p.add(path, "", err.Error())

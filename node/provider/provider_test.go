@@ -483,3 +483,36 @@ func TestLongContainerName(t *testing.T) {
 	deletePod(t, client, p)
 	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
 }
+
+// Commands and exec probes by name run, looked up in the container's PATH;
+// a command found nowhere ends its container with 127, reason StartError
+// and a message that says it was not found in $PATH.
+func TestCommandByName(t *testing.T) {
+	client := fake.NewClientset()
+	n := startNode(t, testConfig(t), client)
+	flag := filepath.Join(t.TempDir(), "health")
+	if err := os.WriteFile(flag, []byte("ok\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := newPod("by-name", corev1.RestartPolicyNever, nil, "exec sleep 600")
+	p.Spec.Containers[0].Command = []string{"sh", "-c"}
+	p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", flag}}},
+		PeriodSeconds: 1, FailureThreshold: 1,
+	}
+	missing := newPod("not-found", corev1.RestartPolicyNever, nil, "")
+	missing.Spec.Containers[0].Command, missing.Spec.Containers[0].Args = []string{"no-such-command-unitrun"}, nil
+	create(t, client, p)
+	create(t, client, missing)
+	waitPod(t, client, p, "ready", func(p *corev1.Pod) bool { return podCondition(p, corev1.PodReady) })
+	got := waitPod(t, client, missing, "Failed", phase(corev1.PodFailed))
+	cs := got.Status.ContainerStatuses[0]
+	wantTerminated(t, cs, 127, 0, "StartError")
+	if tr := cs.State.Terminated; tr != nil && !strings.Contains(tr.Message, "executable file not found in $PATH") {
+		t.Errorf("message %q, want it to say the command is not in $PATH", tr.Message)
+	}
+	for _, pod := range []*corev1.Pod{p, missing} {
+		deletePod(t, client, pod)
+		waitGone(t, n, podName(pod.Namespace, pod.Name, string(pod.UID)))
+	}
+}

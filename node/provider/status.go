@@ -205,6 +205,10 @@ func terminated(a appState, started, finished time.Time) *corev1.ContainerStateT
 	switch {
 	case a.Result == "oom-kill":
 		t.Reason = "OOMKilled"
+	case a.Message != "":
+		// The run could not execute the container's command (the
+		// message says why), as the kubelet's StartError.
+		t.Reason = "StartError"
 	case *a.ExitCode == 0 && a.Signal == "":
 		t.Reason = "Completed"
 	default:

@@ -98,9 +98,19 @@ func httpCheck(ctx context.Context, p *pod.HTTPProbe) (note string, err error) {
 // execCheck runs argv, an exec probe of a, until it exits or ctx is done,
 // when its whole process group is killed. For an app with a rootfs the
 // probe runs chrooted into it, as the app does, so argv names the
-// rootfs's files.
+// rootfs's files; a command name is looked up in the app's PATH there,
+// as the app's own is ([lookPath]).
 func execCheck(ctx context.Context, a *pod.App, argv []string) error {
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	root := a.Rootfs
+	if root == "" {
+		root = "/"
+	}
+	path, err := lookPath(root, argv[0], a.Env)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, path, argv[1:]...)
+	cmd.Args[0] = argv[0]
 	cmd.Dir = a.WorkingDir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Chroot: a.Rootfs}
 	if a.Rootfs != "" && cmd.Dir == "" {

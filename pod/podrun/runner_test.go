@@ -555,3 +555,53 @@ apps:
 		}
 	}
 }
+
+// A command given by name is looked up in the app's PATH (its env's, else
+// the standard one), as a container runtime does, for the app and for its
+// exec probe; argv[0] stays the name. A name found nowhere fails the run
+// with 127 and says where it was looked for.
+func TestCommandByName(t *testing.T) {
+	r := newRunner(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "hello"), []byte("#!/bin/sh\necho hello from PATH\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	done := filepath.Join(dir, "done")
+	name := run(t, r, fmt.Sprintf(`
+name: by-name
+exitPolicy: all
+apps:
+  - name: named
+    exec: ["sh", "-c", "echo \"$0\" ran"]
+  - name: custom
+    exec: ["hello"]
+    env: {PATH: %s}
+  - name: missing
+    exec: ["no-such-command-unitrun"]
+  - name: probed
+    exec: ["sh", "-c", "while ! test -e %s; do sleep 0.1; done"]
+    readinessProbe: {exec: ["true"], periodSeconds: 1}
+`, bin, done), "")
+	poll(t, r, name, func(s pod.PodStatus) bool { return appOf(t, s, "probed").Ready })
+	if err := os.WriteFile(done, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := wait(t, r, name)
+	wantPod(t, s, pod.PodFailed, 127)
+	wantApp(t, s, "named", pod.AppExited, 0)
+	wantApp(t, s, "custom", pod.AppExited, 0)
+	wantApp(t, s, "missing", pod.AppFailed, 127)
+	wantApp(t, s, "probed", pod.AppExited, 0)
+	if msg, want := appOf(t, s, "missing").Message, "command no-such-command-unitrun: executable file not found in $PATH (/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)"; msg != want {
+		t.Errorf("missing: message %q, want %q", msg, want)
+	}
+	for app, out := range map[string]string{"named": "sh ran\n", "custom": "hello from PATH\n"} {
+		if data, err := os.ReadFile(pod.LogFile(r.StateDir, name, app)); err != nil || string(data) != out {
+			t.Errorf("%s's log: %q, %v; want %q", app, data, err, out)
+		}
+	}
+}
