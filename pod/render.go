@@ -190,6 +190,11 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 	if restartable {
 		f.Set("Service", "TimeoutStartSec", timeSpan(m.RestartBackoff.Max+defaultStartTimeout))
 	}
+	// A stop sends SIGTERM to the app's main process alone, its command,
+	// as a container runtime signals a container's first process; what
+	// is left of the app once it has exited, or at TimeoutStopSec=, gets
+	// SIGKILL.
+	f.Set("Service", "KillMode", "mixed")
 	if a.StopTimeout > 0 {
 		f.Set("Service", "TimeoutStopSec", timeSpan(a.StopTimeout))
 	}

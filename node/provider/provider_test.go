@@ -15,6 +15,7 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
@@ -58,6 +59,7 @@ type testNodeRun struct {
 func startNode(t *testing.T, cfg Config, client *fake.Clientset) *testNodeRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	cfg.Client = client
 	e := newEngine(systemdtest.Dial(t), cfg.StateDir, cfg.Binary, os.Getenv("UNITRUN_MANAGER"))
 	p, err := newProvider(ctx, cfg, e)
 	if err != nil {
@@ -354,7 +356,7 @@ func TestRefusesUnsupported(t *testing.T) {
 	client := fake.NewClientset()
 	n := startNode(t, testConfig(t), client)
 	p := newPod("refused", corev1.RestartPolicyNever, nil, "exit 0")
-	p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+	p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9000}}}
 	create(t, client, p)
 	got := waitPod(t, client, p, "Failed", phase(corev1.PodFailed))
 	if got.Status.Reason != "Unsupported" || !strings.Contains(got.Status.Message, "spec.containers[0].readinessProbe") {
@@ -514,5 +516,60 @@ func TestCommandByName(t *testing.T) {
 	for _, pod := range []*corev1.Pod{p, missing} {
 		deletePod(t, client, pod)
 		waitGone(t, n, podName(pod.Namespace, pod.Name, string(pod.UID)))
+	}
+}
+
+// A deleted Pod whose containers end on SIGTERM is removed from the API
+// as soon as they have ended, as the kubelet removes it, not at the end
+// of its grace period (here 600 s, after which virtual-kubelet would
+// remove it).
+func TestDeleteEndsWithContainers(t *testing.T) {
+	client := fake.NewClientset()
+	n := startNode(t, testConfig(t), client)
+	p := newPod("graceful", corev1.RestartPolicyAlways, nil, "exec sleep 600")
+	grace := int64(600)
+	p.Spec.TerminationGracePeriodSeconds = &grace
+	create(t, client, p)
+	got := waitPod(t, client, p, "Running", func(p *corev1.Pod) bool {
+		cs := p.Status.ContainerStatuses
+		return len(cs) == 1 && cs[0].State.Running != nil
+	})
+	// What the API server does on a graceful delete: the Pod stays, marked.
+	now := metav1.Now()
+	got.DeletionTimestamp, got.DeletionGracePeriodSeconds = &now, &grace
+	if _, err := client.CoreV1().Pods(p.Namespace).Update(context.Background(), got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		_, err := client.CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if i == 900 {
+			t.Fatalf("pod %s still in the API 90s after its deletion: %v", p.Name, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
+}
+
+// A deletion kills what is left of the containers at the deletion's grace
+// period, else the Pod's, never before the kubelet's minimum of 2 s.
+func TestGrace(t *testing.T) {
+	sec := func(n int64) *int64 { return &n }
+	for _, c := range []struct {
+		deletion, spec *int64
+		want           time.Duration
+	}{
+		{sec(3), sec(30), 3 * time.Second},
+		{nil, sec(30), 30 * time.Second},
+		{sec(0), sec(30), 2 * time.Second},
+		{nil, nil, 0},
+	} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionGracePeriodSeconds: c.deletion}}
+		e := &entry{pod: &corev1.Pod{Spec: corev1.PodSpec{TerminationGracePeriodSeconds: c.spec}}}
+		if got := grace(pod, e); got != c.want {
+			t.Errorf("grace(deletion %v, spec %v) = %v, want %v", c.deletion, c.spec, got, c.want)
+		}
 	}
 }

@@ -98,11 +98,11 @@ func (e *engine) exists(name string) bool {
 	return err == nil
 }
 
-// remove stops pod name gracefully if it runs (each app gets its stop
-// timeout, then kill, after which every app still stopping is killed) and
-// removes it. It returns the pod's last status, read before its state is
-// removed; ok is false if there was no pod.
-func (e *engine) remove(ctx context.Context, name string, kill time.Duration) (last podState, ok bool, err error) {
+// stop stops pod name gracefully if it runs: each app's main process
+// gets its stop signal; what is left of the app once it has exited, or
+// after kill (if positive) or the app's stop timeout, is killed. It
+// returns the pod's last status; ok is false if there was no pod.
+func (e *engine) stop(ctx context.Context, name string, kill time.Duration) (last podState, ok bool, err error) {
 	if !e.exists(name) {
 		return podState{}, false, nil
 	}
@@ -110,13 +110,21 @@ func (e *engine) remove(ctx context.Context, name string, kill time.Duration) (l
 	if err == nil && s.Phase == pod.PodRunning {
 		s, err = e.r.Stop(ctx, name, kill)
 	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return podState{}, true, err
+	if errors.Is(err, fs.ErrNotExist) {
+		return podState{}, false, nil
 	}
-	if err := e.r.Remove(ctx, name, true); err != nil {
+	if err != nil {
 		return podState{}, true, err
 	}
 	return fromPod(s), true, nil
+}
+
+// remove removes pod name, stopping what is left of it.
+func (e *engine) remove(ctx context.Context, name string) error {
+	if !e.exists(name) {
+		return nil
+	}
+	return e.r.Remove(ctx, name, true)
 }
 
 // status reads pod name's status files.

@@ -79,6 +79,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	o.cfg.Client = client
 	p, err := provider.New(ctx, o.cfg)
 	if err != nil {
 		return err
