@@ -417,19 +417,22 @@ func (p *Provider) lookup(k string) *entry {
 
 func (p *Provider) status(e *entry) (*corev1.PodStatus, error) {
 	p.mu.Lock()
-	pod, final := e.pod, e.final
+	pod, final, sent := e.pod, e.final, e.sent
 	p.mu.Unlock()
 	if e.refused != nil {
 		return refusedStatus(pod, e.refused, e.at), nil
 	}
-	if final != nil {
-		return podStatus(pod, e.name, *final), nil
+	s := final
+	if s == nil {
+		read, err := p.eng.status(e.name)
+		if err != nil {
+			return nil, err
+		}
+		s = &read
 	}
-	s, err := p.eng.status(e.name)
-	if err != nil {
-		return nil, err
-	}
-	return podStatus(pod, e.name, s), nil
+	st := podStatus(pod, e.name, *s)
+	keepTransitions(st, sent, time.Now())
+	return st, nil
 }
 
 // GetPods returns every Pod the provider runs.

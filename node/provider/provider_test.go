@@ -408,12 +408,20 @@ func TestReadinessProbe(t *testing.T) {
 		}
 	}
 	waitPod(t, client, p, "running, not ready", ready(false))
+	wrote := metav1.Now()
 	if err := os.WriteFile(flag, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitPod(t, client, p, "ready", ready(true))
+	got := waitPod(t, client, p, "ready", ready(true))
+	// Ready since the probe passed, after the flag was written, not
+	// since the container started.
+	for _, c := range got.Status.Conditions {
+		if (c.Type == corev1.PodReady || c.Type == corev1.ContainersReady) && c.LastTransitionTime.Before(&wrote) {
+			t.Errorf("%s since %v, before the readiness probe could pass (%v)", c.Type, c.LastTransitionTime, wrote)
+		}
+	}
 	os.Remove(flag)
-	got := waitPod(t, client, p, "not ready again", ready(false))
+	got = waitPod(t, client, p, "not ready again", ready(false))
 	if rc := got.Status.ContainerStatuses[0].RestartCount; rc != 0 {
 		t.Errorf("restartCount %d, want 0: a readiness probe restarts nothing", rc)
 	}

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -101,8 +102,9 @@ func podStatus(p *corev1.Pod, name string, s podState) *corev1.PodStatus {
 		}
 		readyAt = latest(readyAt, a.StartedAt, a.LastExitAt, a.FinishedAt)
 	}
-	if st.Phase == corev1.PodRunning && !initDone {
-		// Kubernetes' phase while init containers run.
+	if st.Phase == corev1.PodRunning && (!initDone || slices.ContainsFunc(st.ContainerStatuses, neverRan)) {
+		// Kubernetes' phase while init containers run, and until every
+		// container has run.
 		st.Phase = corev1.PodPending
 	}
 	if s.ended() {
@@ -121,6 +123,41 @@ func podStatus(p *corev1.Pod, name string, s podState) *corev1.PodStatus {
 		condition(corev1.PodReady, ready, readyAt, completed(s)),
 	}
 	return st
+}
+
+// neverRan reports whether the container of cs waits for its first run,
+// which the kubelet counts as waiting (one that waits to run again counts
+// as stopped).
+func neverRan(cs corev1.ContainerStatus) bool {
+	return cs.State.Waiting != nil && cs.LastTerminationState.Terminated == nil
+}
+
+// keepTransitions gives each readiness condition of st (Ready and
+// ContainersReady) the transition time that prev, the status last sent,
+// gives it if its status is the same, and now if it changed, as the
+// kubelet times a condition: a readiness probe's success, which changes
+// them, has no recorded time. Without prev, st's times, from the records,
+// stay.
+func keepTransitions(st, prev *corev1.PodStatus, now time.Time) {
+	if prev == nil {
+		return
+	}
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		if c.Type != corev1.PodReady && c.Type != corev1.ContainersReady {
+			continue
+		}
+		for _, old := range prev.Conditions {
+			if old.Type != c.Type {
+				continue
+			}
+			if old.Status == c.Status {
+				c.LastTransitionTime = old.LastTransitionTime
+			} else {
+				c.LastTransitionTime = metav1.NewTime(now)
+			}
+		}
+	}
 }
 
 // isSidecar reports whether init container c is a sidecar (restartPolicy

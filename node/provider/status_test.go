@@ -50,3 +50,27 @@ func TestPodStatusInitAndSidecar(t *testing.T) {
 		}
 	}
 }
+
+// A Pod stays Pending until each of its containers has run, as the
+// kubelet's phase has it: one container running beside one still being
+// created is not Running yet.
+func TestPodStatusPendingUntilContainersRun(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}, {Name: "b"}}}}
+	now := time.Now().Round(0)
+	one := 1
+	for _, c := range []struct {
+		name string
+		b    appState
+		want corev1.PodPhase
+	}{
+		{"b not started", appState{Name: "b", State: "waiting"}, corev1.PodPending},
+		{"b starting", appState{Name: "b", State: "restarting"}, corev1.PodPending},
+		{"b running", appState{Name: "b", State: "running", StartedAt: now}, corev1.PodRunning},
+		{"b in back-off after a run", appState{Name: "b", State: "restarting", ExitCode: &one, Backoff: time.Second, StartedAt: now, LastExitAt: now}, corev1.PodRunning},
+	} {
+		s := podState{Phase: "Running", CreatedAt: now, StartedAt: now, Apps: []appState{{Name: "a", State: "running", StartedAt: now}, c.b}}
+		if got := podStatus(pod, "p", s).Phase; got != c.want {
+			t.Errorf("%s: phase %s, want %s", c.name, got, c.want)
+		}
+	}
+}
