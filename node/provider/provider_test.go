@@ -431,10 +431,9 @@ func TestReadinessProbe(t *testing.T) {
 
 // A sidecar (an init container with restartPolicy Always) runs beside the
 // app container: running while it runs, stopped after it ends; the Pod's
-// phase is the app's (Succeeded), not the sidecar's. The app waits for the
-// sidecar's file: the app's unit starts after the sidecar's, but, as in
-// Kubernetes without a startup probe, not after any line of the sidecar's
-// command has run.
+// phase is the app's (Succeeded), not the sidecar's. The app starts once
+// the sidecar's command runs, as in Kubernetes without a startup probe,
+// and waits for the sidecar's file itself.
 func TestSidecarContainer(t *testing.T) {
 	client := fake.NewSimpleClientset()
 	n := startNode(t, testConfig(t), client)

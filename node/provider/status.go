@@ -65,19 +65,24 @@ func podStatus(p *corev1.Pod, name string, s podState) *corev1.PodStatus {
 		st.StartTime = timeOf(s.CreatedAt)
 	}
 	initDone, initAt, sidecarsReady := true, s.StartedAt, true
+	// Once a container has run, the sidecars had started: a sidecar's
+	// restart later does not take the pod back.
+	appsRan := slices.ContainsFunc(p.Spec.Containers, func(c corev1.Container) bool {
+		a, _ := s.app(c.Name)
+		return a.State != "" && a.State != "waiting"
+	})
 	for _, c := range p.Spec.InitContainers {
 		a, _ := s.app(c.Name)
 		cs := containerStatus(name, c, a, "PodInitializing")
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 		switch {
 		case isSidecar(c):
-			// Done with initializing once it has run (a restart later
-			// does not take the pod back): the apps after it start
-			// then, whatever its startup probe says (docs/pods.md).
-			// Its readiness counts in the pod's, as Kubernetes counts
-			// a sidecar's.
+			// Done with initializing once it has started (its command
+			// runs and its startup probe, if any, has passed): the apps
+			// after it start then (docs/pods.md). Its readiness counts
+			// in the pod's, as Kubernetes counts a sidecar's.
 			sidecarsReady = sidecarsReady && cs.Ready
-			if a.StartedAt.IsZero() && a.Restarts == 0 && a.LastExitAt.IsZero() && !s.ended() {
+			if !*cs.Started && !appsRan && !s.ended() {
 				initDone = false
 			} else if a.StartedAt.After(initAt) {
 				initAt = a.StartedAt
