@@ -60,7 +60,11 @@
 //
 // A sidecar (App.Sidecar) Requires= and is After= the init apps listed
 // before it, and the init apps listed after it and every other app Wants=
-// and are After= it: it starts before them and stops after them. Its
+// and are After= it: it starts before them and stops after them. Since a
+// unit of Type=exec has started before its command runs, the first run of
+// each of those apps waits in its ExecStartPre= await hook until the
+// sidecar before it (Manifest.SidecarBefore) runs its command and has
+// passed its startup probe. Its
 // restart policy is Always; its reaper neither Wants= nor is After= the
 // shutdown service, so the pod ends when its other apps have ended, and
 // the end's stop of the slice stops the sidecars.

@@ -362,6 +362,24 @@ func (m *Manifest) App(name string) *App {
 	return nil
 }
 
+// SidecarBefore returns the sidecar whose start app waits for, or nil:
+// for an init app or a sidecar, the last sidecar listed before it; for any
+// other app, the last sidecar listed. That sidecar waited in turn for the
+// one before it.
+func (m *Manifest) SidecarBefore(app string) *App {
+	var last *App
+	for i := range m.Apps {
+		a := &m.Apps[i]
+		if a.Name == app && (a.Init || a.Sidecar) {
+			return last
+		}
+		if a.Sidecar {
+			last = a
+		}
+	}
+	return last
+}
+
 func (m *Manifest) setDefaults() {
 	if m.ExitPolicy == "" {
 		m.ExitPolicy = FirstFailure

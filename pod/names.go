@@ -1,6 +1,7 @@
 package pod
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -8,21 +9,73 @@ import (
 	"github.com/unitrun/unitrun/unit"
 )
 
-// namePattern is the rule for pod and app names. At most 29 characters keep
-// the longest unit name of a pod, unitrun-pod-P-A-reaper.service with every
-// '-' of P and A escaped as \x2d, within systemd's 255.
-const namePattern = `^[a-z0-9][a-z0-9-]{0,28}$`
+// Patterns of pod and app names. A pod name of at most 29 characters keeps
+// the pod's own unit names (unitrun-pod-P-shutdown.service, with every '-'
+// of P escaped as \x2d) within systemd's 255; an app name may have the 63
+// characters of a Kubernetes container name, and the longest unit name it
+// forms with its pod's name (unitrun-pod-P-A-reaper.service) is checked
+// against the 255 by [CheckNames].
+const (
+	podNamePattern = `^[a-z0-9][a-z0-9-]{0,28}$`
+	appNamePattern = `^[a-z0-9][a-z0-9-]{0,62}$`
+)
 
-var nameRE = lazyregexp.New(namePattern)
+// maxUnitName is the longest unit name systemd takes.
+const maxUnitName = 255
+
+var (
+	podNameRE = lazyregexp.New(podNamePattern)
+	appNameRE = lazyregexp.New(appNamePattern)
+)
 
 // reservedApp is the one app name whose unit would be the pod's shutdown
 // service.
 const reservedApp = "shutdown"
 
-// checkName reports whether name is a valid pod or app name.
-func checkName(name string) error {
-	if !nameRE.MatchString(name) {
-		return fmt.Errorf("must match %s", namePattern)
+// checkPodName reports whether name is a valid pod name.
+func checkPodName(name string) error {
+	if !podNameRE.MatchString(name) {
+		return fmt.Errorf("must match %s", podNamePattern)
+	}
+	return nil
+}
+
+// checkAppName reports whether app is a valid name for an app of pod: it
+// matches the pattern and, if pod is a valid pod name, the longest unit
+// name of the app fits systemd's limit. It does not refuse the reserved
+// name, which is the manifest's rule.
+func checkAppName(pod, app string) error {
+	if !appNameRE.MatchString(app) {
+		return fmt.Errorf("must match %s", appNamePattern)
+	}
+	if u := reaperUnit(pod, app); checkPodName(pod) == nil && len(u) > maxUnitName {
+		return fmt.Errorf("makes the unit name %s %d characters long with pod name %s, more than systemd's %d: use fewer '-' (each is 4 characters in a unit name) or a shorter name", u, len(u), pod, maxUnitName)
+	}
+	return nil
+}
+
+// CheckNames reports whether pod is a valid pod name and each of apps a
+// valid name for one of its apps.
+func CheckNames(pod string, apps ...string) error {
+	if err := checkPodName(pod); err != nil {
+		return fmt.Errorf("name %q: %v", pod, err)
+	}
+	for _, a := range apps {
+		if err := checkAppName(pod, a); err != nil {
+			return fmt.Errorf("app name %q: %v", a, err)
+		}
+	}
+	return nil
+}
+
+// CheckAppName reports whether app may name an app of pod in a manifest: a valid name, not the reserved one. Its error is
+// the rule, without the name.
+func CheckAppName(pod, app string) error {
+	if err := checkAppName(pod, app); err != nil {
+		return err
+	}
+	if app == reservedApp {
+		return errors.New("reserved for the pod's shutdown service")
 	}
 	return nil
 }

@@ -1,6 +1,9 @@
 package pod
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestUnitNames(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
@@ -20,5 +23,40 @@ func TestUnitNames(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("got %s, want %s", c.got, c.want)
 		}
+	}
+}
+
+// An app name may have the 63 characters of a Kubernetes container name;
+// the longest unit name it forms with its pod's name must fit systemd's
+// 255 characters, '-' escaped.
+func TestAppNameLength(t *testing.T) {
+	pod29 := "p-o-d-n-a-m-e-0-1-2-3-4-5-6-7" // 29 characters, 14 of them '-'
+	label63 := strings.Repeat("abc-", 15) + "xyz"
+	label55 := strings.Repeat("a-b-c-", 9) + "z"
+	for _, c := range []struct {
+		pod, app, err string
+	}{
+		{pod29, label55, ""},
+		{pod29, label63, ""},
+		{"web", strings.Repeat("a", 64), "must match ^[a-z0-9][a-z0-9-]{0,62}$"},
+		{pod29, "a" + strings.Repeat("-", 62), "more than systemd's 255"},
+		{"web", "shutdown", "reserved for the pod's shutdown service"},
+	} {
+		err := CheckAppName(c.pod, c.app)
+		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("CheckAppName(%q, %q) = %v, want %q", c.pod, c.app, err, c.err)
+		}
+		if err == nil {
+			if u := reaperUnit(c.pod, c.app); len(u) > 255 {
+				t.Errorf("%s: %d characters", u, len(u))
+			}
+			if err := CheckNames(c.pod, c.app); err != nil {
+				t.Errorf("CheckNames(%q, %q) = %v", c.pod, c.app, err)
+			}
+		}
+	}
+	m := "name: web\napps: [{name: " + label63 + ", exec: [/bin/true]}]\n"
+	if _, err := Parse([]byte(m)); err != nil {
+		t.Errorf("a 63-character app name: %v", err)
 	}
 }

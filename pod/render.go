@@ -162,6 +162,16 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 		f.Set("Service", "Type", "exec")
 	}
 	f.Set("Service", "Slice", n.Slice)
+	// The await hook holds the first run until the sidecar before the app
+	// has started ([Manifest.SidecarBefore]), as the kubelet starts each
+	// container once the sidecars before it have started, not once their
+	// units have (a Type=exec unit has started once the exec hook runs,
+	// before the command and its startup probe).
+	if m.SidecarBefore(a.Name) != nil {
+		if err := setExec(f, "ExecStartPre", "+", h.argv("await", a.Name)); err != nil {
+			return err
+		}
+	}
 	// The backoff hook waits out the delay before a restart.
 	if restartable {
 		if err := setExec(f, "ExecStartPre", "+", h.argv("backoff", a.Name)); err != nil {
@@ -183,13 +193,24 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 			return err
 		}
 	}
+
 	if err := setExec(f, "ExecStopPost", "+", h.argv("reap-app", a.Name)); err != nil {
 		return err
 	}
 	f.Set("Service", "Restart", restartSetting[a.RestartPolicy])
-	if restartable {
+	switch {
+	case m.SidecarBefore(a.Name) != nil:
+		// The wait for the sidecar ends when the sidecar has started,
+		// or when its startup probe restarts it at its own threshold.
+		f.Set("Service", "TimeoutStartSec", "infinity")
+	case restartable:
 		f.Set("Service", "TimeoutStartSec", timeSpan(m.RestartBackoff.Max+defaultStartTimeout))
 	}
+	// A stop sends SIGTERM to the app's main process alone, its command,
+	// as a container runtime signals a container's first process; what
+	// is left of the app once it has exited, or at TimeoutStopSec=, gets
+	// SIGKILL.
+	f.Set("Service", "KillMode", "mixed")
 	if a.StopTimeout > 0 {
 		f.Set("Service", "TimeoutStopSec", timeSpan(a.StopTimeout))
 	}

@@ -101,7 +101,8 @@ func (s AppStatus) Acted() (ProbeAction, *ProbeStatus) {
 type ProbeStatus struct {
 	// LastResult is "success", "failure" or "timeout".
 	LastResult string `json:"last_result"`
-	// Message says why the last check failed.
+	// Message says why the last check failed, or what to note of one that
+	// succeeded (an http probe's redirect to another host, not followed).
 	Message string `json:"message,omitempty"`
 	// ConsecutiveFailures counts the failed checks since the last success
 	// or the last action; it is reset when the probe acts.
@@ -266,8 +267,8 @@ func (s AppStatus) validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("app status %q: "+format, append([]any{s.Name}, args...)...)
 	}
-	if err := checkName(s.Name); err != nil {
-		return bad("name %v", err)
+	if !appNameRE.MatchString(s.Name) {
+		return bad("name must match %s", appNamePattern)
 	}
 	switch s.State {
 	case AppWaiting, AppRunning, AppRestarting, AppExited, AppFailed:
@@ -316,7 +317,7 @@ func (s PodStatus) validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("pod status %q: "+format, append([]any{s.Name}, args...)...)
 	}
-	if err := checkName(s.Name); err != nil {
+	if err := checkPodName(s.Name); err != nil {
 		return bad("name %v", err)
 	}
 	ended := false
@@ -361,15 +362,6 @@ func strictJSON(data []byte, v any) error {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errors.New("data after the JSON value")
-	}
-	return nil
-}
-
-func CheckNames(names ...string) error {
-	for _, n := range names {
-		if err := checkName(n); err != nil {
-			return fmt.Errorf("name %q: %v", n, err)
-		}
 	}
 	return nil
 }

@@ -35,7 +35,7 @@ func (p *problems) add(path, value, rule string) {
 
 func (m *Manifest) validate() error {
 	var p problems
-	if err := checkName(m.Name); err != nil {
+	if err := checkPodName(m.Name); err != nil {
 		p.add("name", m.Name, err.Error())
 	}
 	oneOf(&p, "exitPolicy", m.ExitPolicy, FirstFailure, AnyExit, AllExit)
@@ -69,16 +69,14 @@ func (m *Manifest) validate() error {
 		} else {
 			first[a.Name] = i
 		}
-		p.app(path, a, m.Isolation)
+		p.app(path, a, m)
 	}
 	return errors.Join(p...)
 }
 
-func (p *problems) app(path string, a *App, iso Isolation) {
-	if err := checkName(a.Name); err != nil {
+func (p *problems) app(path string, a *App, m *Manifest) {
+	if err := CheckAppName(m.Name, a.Name); err != nil {
 		p.add(path+".name", a.Name, err.Error())
-	} else if a.Name == reservedApp {
-		p.add(path+".name", a.Name, "reserved for the pod's shutdown service")
 	}
 	p.argv(path+".exec", a.Exec)
 	for _, k := range slices.Sorted(maps.Keys(a.Env)) {
@@ -120,7 +118,7 @@ func (p *problems) app(path string, a *App, iso Isolation) {
 		p.add(path+".rootfs", a.Rootfs, "must be a directory other than /")
 	} else if a.Rootfs != "" {
 		p.path(path+".rootfs", a.Rootfs)
-		if iso != Namespaces {
+		if m.Isolation != Namespaces {
 			p.add(path+".rootfs", a.Rootfs, "needs isolation: namespaces")
 		}
 	}
@@ -206,15 +204,21 @@ func (p *problems) probe(path string, pr *Probe) {
 	}
 }
 
-// argv checks a command line: not empty, argv[0] an absolute path, and every
-// argument fit for a unit file.
+// argv checks a command line: not empty, argv[0] an absolute path fit for
+// a unit file or a command name (no '/'), which the app's run looks up in
+// its PATH, and every argument one the kernel passes.
 func (p *problems) argv(path string, argv []string) {
 	if len(argv) == 0 {
 		p.add(path, "", "must not be empty")
 		return
 	}
-	if !filepath.IsAbs(argv[0]) {
-		p.add(path+"[0]", argv[0], "must be an absolute path")
+	name := argv[0]
+	switch {
+	case name == "" || !filepath.IsAbs(name) && strings.Contains(name, "/"):
+		p.add(path+"[0]", name, "must be an absolute path or a command name without '/', looked up in PATH")
+		return
+	case !filepath.IsAbs(name) && (len(name) > 255 || hasControl(name)):
+		p.add(path+"[0]", name, "must be a command name of at most 255 bytes without control characters")
 		return
 	}
 	for i, arg := range argv {
@@ -226,6 +230,9 @@ func (p *problems) argv(path string, argv []string) {
 			p.add(fmt.Sprintf("%s[%d]", path, i), "", fmt.Sprintf("is %d bytes, more than the %d the kernel passes to a command", len(arg), maxArgLen))
 			return
 		}
+	}
+	if !filepath.IsAbs(name) {
+		return
 	}
 	if _, err := unit.ExecLine(argv); err != nil {
 		p.add(path, "", err.Error())

@@ -63,6 +63,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("StatusAndEnvironment", c.statusAndEnvironment)
 	t.Run("ActiveDeadline", c.activeDeadline)
 	t.Run("Capabilities", c.capabilities)
+	t.Run("AsTheKubelet", c.asTheKubelet)
 }
 
 // start generates the keys, starts etcd, kube-apiserver and unitrun-node,
@@ -274,6 +275,83 @@ func (c *cluster) capabilities(t *testing.T) {
 	if eff&(1<<12) != 0 || eff&(1<<10) == 0 {
 		t.Errorf("the container holds capabilities %#x, want CAP_NET_BIND_SERVICE and not CAP_NET_ADMIN", eff)
 	}
+}
+
+// asTheKubelet applies a Pod as Kubernetes' docs write them and checks,
+// through kubectl, what the kubelet would do with it: a container named
+// with 55 characters runs; commands and exec probes by name are looked up
+// in PATH, and one found nowhere ends its container with 127, StartError;
+// the Pod is Running only once its container runs; a delete ends as soon
+// as the container has ended on SIGTERM, not at the end of a 600 s grace
+// period.
+func (c *cluster) asTheKubelet(t *testing.T) {
+	long := strings.Repeat("container-", 5) + "named"
+	c.apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: by-name}
+spec:
+  nodeName: %[1]s
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 600
+  tolerations:
+  - {key: virtual-kubelet.io/provider, operator: Exists, effect: NoSchedule}
+  containers:
+  - name: %[2]s
+    image: debian
+    command: ["sh", "-c", "touch /tmp/unitrun-e2e-health; exec sleep 600"]
+    readinessProbe:
+      exec: {command: ["cat", "/tmp/unitrun-e2e-health"]}
+      periodSeconds: 1
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: not-found}
+spec:
+  nodeName: %[1]s
+  restartPolicy: Never
+  automountServiceAccountToken: false
+  tolerations:
+  - {key: virtual-kubelet.io/provider, operator: Exists, effect: NoSchedule}
+  containers:
+  - {name: app, image: debian, command: ["no-such-command-unitrun"]}
+`, nodeName, long))
+	c.mustKubectl("wait", "--for=jsonpath={.status.phase}=Running", "pod/by-name", "--timeout=90s")
+	var pod struct {
+		Status struct {
+			ContainerStatuses []struct {
+				Name  string
+				State struct {
+					Running    *struct{ StartedAt string }
+					Terminated *struct {
+						ExitCode int
+						Reason   string
+						Message  string
+					}
+				}
+			}
+		}
+	}
+	get := func(name string) {
+		t.Helper()
+		if err := json.Unmarshal([]byte(c.mustKubectl("get", "pod", name, "-o", "json")), &pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get("by-name")
+	if cs := pod.Status.ContainerStatuses; len(cs) != 1 || cs[0].Name != long || cs[0].State.Running == nil {
+		t.Errorf("pod by-name Running with container statuses %+v, want %s running", cs, long)
+	}
+	c.mustKubectl("wait", "--for=condition=Ready", "pod/by-name", "--timeout=90s")
+	c.mustKubectl("wait", "--for=jsonpath={.status.phase}=Failed", "pod/not-found", "--timeout=90s")
+	get("not-found")
+	if cs := pod.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Terminated == nil ||
+		cs[0].State.Terminated.ExitCode != 127 || cs[0].State.Terminated.Reason != "StartError" ||
+		!strings.Contains(cs[0].State.Terminated.Message, "executable file not found in $PATH") {
+		t.Errorf("pod not-found: container statuses %+v, want terminated 127, StartError, not found in $PATH", cs)
+	}
+	// Without the node's own removal, virtual-kubelet would keep the
+	// object for the grace period, 600 s, and kubectl would give up.
+	c.mustKubectl("delete", "pod", "by-name", "not-found", "--grace-period=600", "--timeout=60s")
 }
 
 type containerStatus struct {

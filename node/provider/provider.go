@@ -17,6 +17,7 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -47,8 +48,11 @@ type Config struct {
 	Address string
 	// KubeletPort is the port of the kubelet API on Address.
 	KubeletPort int32
-	// Client reaches the API server for the Services whose variables
-	// the containers get; nil gives them none.
+	// Client reaches the API server: for the Services whose variables
+	// the containers get, and to remove a deleted Pod once its containers
+	// have ended, as the kubelet does. nil gives the containers no
+	// service variables, and leaves a deleted Pod for virtual-kubelet to
+	// remove at the end of its grace period.
 	Client kubernetes.Interface
 	// Log receives what the provider does; nil discards it.
 	Log *slog.Logger
@@ -84,6 +88,8 @@ type entry struct {
 	// stopping says the unitrun pod is being stopped at the Pod's
 	// activeDeadlineSeconds.
 	stopping bool
+	// deleting says a deletion of the Pod is under way.
+	deleting bool
 }
 
 // New opens the manager and returns a provider that has adopted the pods
@@ -170,7 +176,10 @@ func (p *Provider) adopt(ctx context.Context) error {
 	for _, name := range names {
 		if strings.HasPrefix(name, podPrefix) && !recorded[name] {
 			p.log.Info("removing a pod without a record", "unitrun_pod", name)
-			if _, _, err := p.eng.remove(ctx, name, 0); err != nil {
+			if _, _, err := p.eng.stop(ctx, name, 0); err != nil {
+				return err
+			}
+			if err := p.eng.remove(ctx, name); err != nil {
 				return err
 			}
 		}
@@ -194,17 +203,18 @@ func (p *Provider) DropReplaced(ctx context.Context, client kubernetes.Interface
 	for _, pod := range list.Items {
 		bound[key(pod.Namespace, pod.Name)] = pod.UID
 	}
-	var gone []*corev1.Pod
+	var gone []*entry
 	p.mu.Lock()
 	for k, e := range p.pods {
 		if uid, ok := bound[k]; !ok || uid != e.pod.UID {
-			gone = append(gone, e.pod)
+			e.deleting = true
+			gone = append(gone, e)
 		}
 	}
 	p.mu.Unlock()
-	for _, pod := range gone {
-		p.log.Info("removing a pod deleted while no provider ran", "pod", key(pod.Namespace, pod.Name), "uid", pod.UID)
-		if err := p.DeletePod(ctx, pod); err != nil {
+	for _, e := range gone {
+		p.log.Info("removing a pod deleted while no provider ran", "pod", key(e.pod.Namespace, e.pod.Name), "uid", e.pod.UID)
+		if err := p.delete(ctx, e.pod, e, false); err != nil {
 			return err
 		}
 	}
@@ -247,7 +257,7 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	}
 	if err := p.eng.create(ctx, name, manifest); err != nil && !errors.Is(err, errExists) {
 		// Nothing of it may stay: the next try starts afresh.
-		p.eng.remove(ctx, name, 0)
+		p.eng.remove(ctx, name)
 		os.Remove(p.record(name))
 		return fmt.Errorf("create unitrun pod %s: %w", name, err)
 	}
@@ -287,39 +297,106 @@ func (p *Provider) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
 	return nil
 }
 
-// DeletePod stops the Pod's unitrun pod gracefully (each app gets the
-// deletion's grace period, or else the Pod's termination grace period,
-// then is killed), reports the status it ended with and removes it.
+// DeletePod starts the deletion of the Pod ([Provider.delete]) and
+// returns: virtual-kubelet waits for no deletion, and one Pod's grace
+// period holds up no other Pod's deletion. A deletion under way is not
+// started again.
 func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	k := key(pod.Namespace, pod.Name)
-	e := p.lookup(k)
+	p.mu.Lock()
+	e := p.pods[k]
 	if e == nil {
+		p.mu.Unlock()
 		return errdefs.NotFoundf("pod %s is not on this node", k)
 	}
-	if e.refused == nil {
-		g := pod.DeletionGracePeriodSeconds
-		if g == nil {
-			g = e.pod.Spec.TerminationGracePeriodSeconds
+	if e.deleting {
+		p.mu.Unlock()
+		return nil
+	}
+	e.deleting = true
+	p.mu.Unlock()
+	go func() {
+		if err := p.delete(context.WithoutCancel(ctx), pod, e, true); err != nil {
+			p.log.Error("cannot delete the pod", "pod", k, "unitrun_pod", e.name, "err", err)
+			p.mu.Lock()
+			e.deleting = false
+			p.mu.Unlock()
 		}
-		last, ok, err := p.eng.remove(ctx, e.name, killAfter(g))
+	}()
+	return nil
+}
+
+// minGrace is the shortest time a deletion gives a container before it is
+// killed, as the kubelet's minimum grace period.
+const minGrace = 2 * time.Second
+
+// grace is how long a deletion of pod, of entry e, lets its containers
+// end: the deletion's grace period, else the Pod's termination grace
+// period (each at least minGrace); 0 for no limit.
+func grace(pod *corev1.Pod, e *entry) time.Duration {
+	g := pod.DeletionGracePeriodSeconds
+	if g == nil {
+		g = e.pod.Spec.TerminationGracePeriodSeconds
+	}
+	if g == nil {
+		return 0
+	}
+	return max(time.Duration(*g)*time.Second, minGrace)
+}
+
+// delete stops the Pod's unitrun pod gracefully, as the kubelet stops a
+// Pod's containers: each app's main process gets SIGTERM, and whatever is
+// left of an app when its main process has exited, or at the end of the
+// grace period ([grace]), SIGKILL. It then reports the status the pod
+// ended with, removes the Pod from the API if inAPI (and the provider has
+// a Client) and removes the unitrun pod.
+func (p *Provider) delete(ctx context.Context, pod *corev1.Pod, e *entry, inAPI bool) error {
+	k := key(pod.Namespace, pod.Name)
+	if e.refused == nil {
+		last, ok, err := p.eng.stop(ctx, e.name, grace(pod, e))
 		if err != nil {
-			return fmt.Errorf("remove unitrun pod %s: %w", e.name, err)
+			return fmt.Errorf("stop unitrun pod %s: %w", e.name, err)
 		}
 		if ok {
 			p.mu.Lock()
 			e.final = &last
 			p.mu.Unlock()
+			p.sendStatus(ctx, e)
+		}
+	}
+	if inAPI {
+		p.removeObject(ctx, e.pod)
+	}
+	if e.refused == nil {
+		if err := p.eng.remove(ctx, e.name); err != nil {
+			return fmt.Errorf("remove unitrun pod %s: %w", e.name, err)
 		}
 		if err := os.Remove(p.record(e.name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
 	p.mu.Lock()
-	delete(p.pods, k)
+	if p.pods[k] == e {
+		delete(p.pods, k)
+	}
 	p.mu.Unlock()
 	p.log.Info("deleted", "pod", k, "unitrun_pod", e.name)
-	p.sendStatus(ctx, e)
 	return nil
+}
+
+// removeObject deletes pod from the API at once, as the kubelet does once
+// its containers have ended; it is gone already if it was deleted without
+// a grace period, or replaced by a Pod of its name (another UID).
+func (p *Provider) removeObject(ctx context.Context, pod *corev1.Pod) {
+	if p.cfg.Client == nil {
+		return
+	}
+	opts := *metav1.NewDeleteOptions(0)
+	opts.Preconditions = metav1.NewUIDPreconditions(string(pod.UID))
+	err := p.cfg.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, opts)
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		p.log.Warn("cannot remove the deleted pod from the API", "pod", key(pod.Namespace, pod.Name), "err", err)
+	}
 }
 
 // GetPod returns the Pod as the provider took it on.
@@ -349,15 +426,6 @@ func (p *Provider) lookup(k string) *entry {
 	return p.pods[k]
 }
 
-// killAfter is when a stop kills what is still running: 5 s after the
-// grace period g, or at once without one.
-func killAfter(g *int64) time.Duration {
-	if g == nil {
-		return 0
-	}
-	return time.Duration(*g)*time.Second + 5*time.Second
-}
-
 // status is e's status. A Pod active for longer than its
 // activeDeadlineSeconds is stopped, and has then failed
 // (DeadlineExceeded), as the kubelet fails it: virtual-kubelet reports no
@@ -365,7 +433,7 @@ func killAfter(g *int64) time.Duration {
 // containers have ended.
 func (p *Provider) status(e *entry) (*corev1.PodStatus, error) {
 	p.mu.Lock()
-	pod, final := e.pod, e.final
+	pod, final, sent := e.pod, e.final, e.sent
 	p.mu.Unlock()
 	var st *corev1.PodStatus
 	switch {
@@ -380,6 +448,7 @@ func (p *Provider) status(e *entry) (*corev1.PodStatus, error) {
 		}
 		st = p.podStatus(e, pod, s)
 	}
+	keepTransitions(st, sent, time.Now())
 	if p.cfg.Address != "" {
 		ips := []corev1.HostIP{{IP: p.cfg.Address}}
 		st.HostIP, st.HostIPs = p.cfg.Address, ips
@@ -407,7 +476,7 @@ func (p *Provider) podStatus(e *entry, pod *corev1.Pod, s podState) *corev1.PodS
 	if !stopping {
 		p.log.Info("stopping at the pod's deadline", "pod", key(pod.Namespace, pod.Name), "unitrun_pod", e.name)
 		go func() {
-			if err := p.eng.stop(context.Background(), e.name, killAfter(pod.Spec.TerminationGracePeriodSeconds)); err != nil {
+			if _, _, err := p.eng.stop(context.Background(), e.name, grace(pod, e)); err != nil {
 				p.log.Warn("cannot stop the pod at its deadline", "pod", key(pod.Namespace, pod.Name), "unitrun_pod", e.name, "err", err)
 			}
 		}()

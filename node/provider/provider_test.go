@@ -17,6 +17,7 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
@@ -60,6 +61,7 @@ type testNodeRun struct {
 func startNode(t *testing.T, cfg Config, client *fake.Clientset) *testNodeRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	cfg.Client = client
 	e := newEngine(systemdtest.Dial(t), cfg.StateDir, cfg.Binary, os.Getenv("UNITRUN_MANAGER"))
 	p, err := newProvider(ctx, cfg, e)
 	if err != nil {
@@ -356,7 +358,7 @@ func TestRefusesUnsupported(t *testing.T) {
 	client := fake.NewClientset()
 	n := startNode(t, testConfig(t), client)
 	p := newPod("refused", corev1.RestartPolicyNever, nil, "exit 0")
-	p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+	p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9000}}}
 	create(t, client, p)
 	got := waitPod(t, client, p, "Failed", phase(corev1.PodFailed))
 	if got.Status.Reason != "Unsupported" || !strings.Contains(got.Status.Message, "spec.containers[0].readinessProbe") {
@@ -408,12 +410,20 @@ func TestReadinessProbe(t *testing.T) {
 		}
 	}
 	waitPod(t, client, p, "running, not ready", ready(false))
+	wrote := metav1.Now()
 	if err := os.WriteFile(flag, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitPod(t, client, p, "ready", ready(true))
+	got := waitPod(t, client, p, "ready", ready(true))
+	// Ready since the probe passed, after the flag was written, not
+	// since the container started.
+	for _, c := range got.Status.Conditions {
+		if (c.Type == corev1.PodReady || c.Type == corev1.ContainersReady) && c.LastTransitionTime.Before(&wrote) {
+			t.Errorf("%s since %v, before the readiness probe could pass (%v)", c.Type, c.LastTransitionTime, wrote)
+		}
+	}
 	os.Remove(flag)
-	got := waitPod(t, client, p, "not ready again", ready(false))
+	got = waitPod(t, client, p, "not ready again", ready(false))
 	if rc := got.Status.ContainerStatuses[0].RestartCount; rc != 0 {
 		t.Errorf("restartCount %d, want 0: a readiness probe restarts nothing", rc)
 	}
@@ -423,10 +433,9 @@ func TestReadinessProbe(t *testing.T) {
 
 // A sidecar (an init container with restartPolicy Always) runs beside the
 // app container: running while it runs, stopped after it ends; the Pod's
-// phase is the app's (Succeeded), not the sidecar's. The app waits for the
-// sidecar's file: the app's unit starts after the sidecar's, but, as in
-// Kubernetes without a startup probe, not after any line of the sidecar's
-// command has run.
+// phase is the app's (Succeeded), not the sidecar's. The app starts once
+// the sidecar's command runs, as in Kubernetes without a startup probe,
+// and waits for the sidecar's file itself.
 func TestSidecarContainer(t *testing.T) {
 	client := fake.NewSimpleClientset()
 	n := startNode(t, testConfig(t), client)
@@ -660,4 +669,110 @@ func TestCapabilities(t *testing.T) {
 	}
 	deletePod(t, client, p)
 	waitGone(t, n, name)
+}
+
+// A container whose name has 55 characters, a valid DNS label, runs and
+// reports its exit under that name.
+func TestLongContainerName(t *testing.T) {
+	client := fake.NewClientset()
+	n := startNode(t, testConfig(t), client)
+	p := newPod("long-name", corev1.RestartPolicyNever, nil, "exit 0")
+	long := strings.Repeat("container-", 5) + "named"
+	p.Spec.Containers[0].Name = long
+	create(t, client, p)
+	got := waitPod(t, client, p, "Succeeded", phase(corev1.PodSucceeded))
+	if cs := got.Status.ContainerStatuses; len(cs) != 1 || cs[0].Name != long {
+		t.Fatalf("container statuses %+v, want one of %s", cs, long)
+	}
+	wantTerminated(t, got.Status.ContainerStatuses[0], 0, 0, "Completed")
+	deletePod(t, client, p)
+	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
+}
+
+// Commands and exec probes by name run, looked up in the container's PATH;
+// a command found nowhere ends its container with 127, reason StartError
+// and a message that says it was not found in $PATH.
+func TestCommandByName(t *testing.T) {
+	client := fake.NewClientset()
+	n := startNode(t, testConfig(t), client)
+	flag := filepath.Join(t.TempDir(), "health")
+	if err := os.WriteFile(flag, []byte("ok\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := newPod("by-name", corev1.RestartPolicyNever, nil, "exec sleep 600")
+	p.Spec.Containers[0].Command = []string{"sh", "-c"}
+	p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", flag}}},
+		PeriodSeconds: 1, FailureThreshold: 1,
+	}
+	missing := newPod("not-found", corev1.RestartPolicyNever, nil, "")
+	missing.Spec.Containers[0].Command, missing.Spec.Containers[0].Args = []string{"no-such-command-unitrun"}, nil
+	create(t, client, p)
+	create(t, client, missing)
+	waitPod(t, client, p, "ready", func(p *corev1.Pod) bool { return podCondition(p, corev1.PodReady) })
+	got := waitPod(t, client, missing, "Failed", phase(corev1.PodFailed))
+	cs := got.Status.ContainerStatuses[0]
+	wantTerminated(t, cs, 127, 0, "StartError")
+	if tr := cs.State.Terminated; tr != nil && !strings.Contains(tr.Message, "executable file not found in $PATH") {
+		t.Errorf("message %q, want it to say the command is not in $PATH", tr.Message)
+	}
+	for _, pod := range []*corev1.Pod{p, missing} {
+		deletePod(t, client, pod)
+		waitGone(t, n, podName(pod.Namespace, pod.Name, string(pod.UID)))
+	}
+}
+
+// A deleted Pod whose containers end on SIGTERM is removed from the API
+// as soon as they have ended, as the kubelet removes it, not at the end
+// of its grace period (here 600 s, after which virtual-kubelet would
+// remove it).
+func TestDeleteEndsWithContainers(t *testing.T) {
+	client := fake.NewClientset()
+	n := startNode(t, testConfig(t), client)
+	p := newPod("graceful", corev1.RestartPolicyAlways, nil, "exec sleep 600")
+	grace := int64(600)
+	p.Spec.TerminationGracePeriodSeconds = &grace
+	create(t, client, p)
+	got := waitPod(t, client, p, "Running", func(p *corev1.Pod) bool {
+		cs := p.Status.ContainerStatuses
+		return len(cs) == 1 && cs[0].State.Running != nil
+	})
+	// What the API server does on a graceful delete: the Pod stays, marked.
+	now := metav1.Now()
+	got.DeletionTimestamp, got.DeletionGracePeriodSeconds = &now, &grace
+	if _, err := client.CoreV1().Pods(p.Namespace).Update(context.Background(), got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		_, err := client.CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if i == 900 {
+			t.Fatalf("pod %s still in the API 90s after its deletion: %v", p.Name, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
+}
+
+// A deletion kills what is left of the containers at the deletion's grace
+// period, else the Pod's, never before the kubelet's minimum of 2 s.
+func TestGrace(t *testing.T) {
+	sec := func(n int64) *int64 { return &n }
+	for _, c := range []struct {
+		deletion, spec *int64
+		want           time.Duration
+	}{
+		{sec(3), sec(30), 3 * time.Second},
+		{nil, sec(30), 30 * time.Second},
+		{sec(0), sec(30), 2 * time.Second},
+		{nil, nil, 0},
+	} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionGracePeriodSeconds: c.deletion}}
+		e := &entry{pod: &corev1.Pod{Spec: corev1.PodSpec{TerminationGracePeriodSeconds: c.spec}}}
+		if got := grace(pod, e); got != c.want {
+			t.Errorf("grace(deletion %v, spec %v) = %v, want %v", c.deletion, c.spec, got, c.want)
+		}
+	}
 }

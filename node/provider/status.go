@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -70,19 +71,24 @@ func podStatus(p *corev1.Pod, name string, s podState) *corev1.PodStatus {
 	}
 	initDone, initAt, sidecarsReady := true, s.StartedAt, true
 	var incomplete []string // the kubelet's list: not succeeded, or a sidecar not started
+	// Once a container has run, the sidecars had started: a sidecar's
+	// restart later does not take the pod back.
+	appsRan := slices.ContainsFunc(p.Spec.Containers, func(c corev1.Container) bool {
+		a, _ := s.app(c.Name)
+		return a.State != "" && a.State != "waiting"
+	})
 	for _, c := range p.Spec.InitContainers {
 		a, _ := s.app(c.Name)
 		cs := containerStatus(name, c, a, "PodInitializing")
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 		switch {
 		case isSidecar(c):
-			// Done with initializing once it has run (a restart later
-			// does not take the pod back): the apps after it start
-			// then, whatever its startup probe says (docs/pods.md).
-			// Its readiness counts in the pod's, as Kubernetes counts
-			// a sidecar's.
+			// Done with initializing once it has started (its command
+			// runs and its startup probe, if any, has passed): the apps
+			// after it start then (docs/pods.md). Its readiness counts
+			// in the pod's, as Kubernetes counts a sidecar's.
 			sidecarsReady = sidecarsReady && cs.Ready
-			if a.StartedAt.IsZero() && a.Restarts == 0 && a.LastExitAt.IsZero() && !s.ended() {
+			if !*cs.Started && !appsRan && !s.ended() {
 				initDone = false
 			} else if a.StartedAt.After(initAt) {
 				initAt = a.StartedAt
@@ -114,8 +120,9 @@ func podStatus(p *corev1.Pod, name string, s podState) *corev1.PodStatus {
 		}
 		readyAt = latest(readyAt, a.StartedAt, a.LastExitAt, a.FinishedAt)
 	}
-	if st.Phase == corev1.PodRunning && !initDone {
-		// Kubernetes' phase while init containers run.
+	if st.Phase == corev1.PodRunning && (!initDone || slices.ContainsFunc(st.ContainerStatuses, neverRan)) {
+		// Kubernetes' phase while init containers run, and until every
+		// container has run.
 		st.Phase = corev1.PodPending
 	}
 	if s.ended() {
@@ -148,6 +155,41 @@ func pastDeadline(p *corev1.Pod, s podState, now time.Time) bool {
 		now = s.FinishedAt
 	}
 	return now.Sub(s.StartedAt) >= time.Duration(*d)*time.Second
+}
+
+// neverRan reports whether the container of cs waits for its first run,
+// which the kubelet counts as waiting (one that waits to run again counts
+// as stopped).
+func neverRan(cs corev1.ContainerStatus) bool {
+	return cs.State.Waiting != nil && cs.LastTerminationState.Terminated == nil
+}
+
+// keepTransitions gives each readiness condition of st (Ready and
+// ContainersReady) the transition time that prev, the status last sent,
+// gives it if its status is the same, and now if it changed, as the
+// kubelet times a condition: a readiness probe's success, which changes
+// them, has no recorded time. Without prev, st's times, from the records,
+// stay.
+func keepTransitions(st, prev *corev1.PodStatus, now time.Time) {
+	if prev == nil {
+		return
+	}
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		if c.Type != corev1.PodReady && c.Type != corev1.ContainersReady {
+			continue
+		}
+		for _, old := range prev.Conditions {
+			if old.Type != c.Type {
+				continue
+			}
+			if old.Status == c.Status {
+				c.LastTransitionTime = old.LastTransitionTime
+			} else {
+				c.LastTransitionTime = metav1.NewTime(now)
+			}
+		}
+	}
 }
 
 // isSidecar reports whether init container c is a sidecar (restartPolicy
@@ -265,6 +307,10 @@ func terminated(a appState, started, finished time.Time) *corev1.ContainerStateT
 	switch {
 	case x.Result == "oom-kill":
 		t.Reason = "OOMKilled"
+	case a.Message != "":
+		// The run could not execute the container's command (the
+		// message says why), as the kubelet's StartError.
+		t.Reason = "StartError"
 	case x.ExitCode == 0 && x.Signal == 0:
 		t.Reason = "Completed"
 	default:

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -135,9 +134,6 @@ func podName(namespace, name, uid string) string {
 // podPrefix starts the name of every unitrun pod this provider runs; it
 // touches no other pod.
 const podPrefix = "k8s-"
-
-// appNameRE is unitrun's rule for app names (pod.NamePattern).
-var appNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,28}$`)
 
 // translate returns the unitrun manifest that runs p on node, its
 // containers' environment based on svcEnv (the service variables), or
@@ -302,8 +298,8 @@ func (c *Config) checkVolumes(p *corev1.Pod, rs *refusals) map[string]volume {
 // container maps one container to an app.
 func (c *Config) container(p *corev1.Pod, ctr *corev1.Container, path string, vols map[string]volume, svcEnv map[string]string, rs *refusals) app {
 	a := app{Name: ctr.Name}
-	if !appNameRE.MatchString(ctr.Name) || ctr.Name == "shutdown" {
-		rs.add(path+".name", "%q: unitrun app names are at most 29 characters of a-z, 0-9 and '-', and not shutdown", ctr.Name)
+	if err := checkAppName(podName(p.Namespace, p.Name, string(p.UID)), ctr.Name); err != nil {
+		rs.add(path+".name", "%q: %v", ctr.Name, err)
 	}
 	img, ok := c.Images[ctr.Image]
 	switch {

@@ -100,11 +100,11 @@ func (e *engine) exists(name string) bool {
 	return err == nil
 }
 
-// remove stops pod name gracefully if it runs (each app gets its stop
-// timeout, then kill, after which every app still stopping is killed) and
-// removes it. It returns the pod's last status, read before its state is
-// removed; ok is false if there was no pod.
-func (e *engine) remove(ctx context.Context, name string, kill time.Duration) (last podState, ok bool, err error) {
+// stop stops pod name gracefully if it runs: each app's main process
+// gets its stop signal; what is left of the app once it has exited, or
+// after kill (if positive) or the app's stop timeout, is killed. It
+// returns the pod's last status; ok is false if there was no pod.
+func (e *engine) stop(ctx context.Context, name string, kill time.Duration) (last podState, ok bool, err error) {
 	if !e.exists(name) {
 		return podState{}, false, nil
 	}
@@ -112,20 +112,21 @@ func (e *engine) remove(ctx context.Context, name string, kill time.Duration) (l
 	if err == nil && s.Phase == pod.PodRunning {
 		s, err = e.r.Stop(ctx, name, kill)
 	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) {
+		return podState{}, false, nil
+	}
+	if err != nil {
 		return podState{}, true, err
 	}
-	last = e.fromPod(name, s)
-	if err := e.r.Remove(ctx, name, true); err != nil {
-		return podState{}, true, err
-	}
-	return last, true, nil
+	return e.fromPod(name, s), true, nil
 }
 
-// stop stops pod name gracefully, as remove does, and keeps it.
-func (e *engine) stop(ctx context.Context, name string, kill time.Duration) error {
-	_, err := e.r.Stop(ctx, name, kill)
-	return err
+// remove removes pod name, stopping what is left of it.
+func (e *engine) remove(ctx context.Context, name string) error {
+	if !e.exists(name) {
+		return nil
+	}
+	return e.r.Remove(ctx, name, true)
 }
 
 // status reads pod name's status files.
@@ -239,6 +240,10 @@ var capabilityNames = pod.CapabilityNames
 
 // writeFile replaces path with data atomically.
 func writeFile(path string, data []byte) error { return atomicfile.Write(path, data, 0o600) }
+
+// checkAppName reports whether app may name an app of pod name: unitrun's
+// rule for app names.
+func checkAppName(name, app string) error { return pod.CheckAppName(name, app) }
 
 // unitName is the unit that runs app of pod name, as containers' IDs show it.
 func unitName(name, app string) string { return pod.AppUnit(name, app) }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -103,8 +104,14 @@ func execApp(a *pod.App) error {
 			return fmt.Errorf("workingDir %s: %v", dir, unwrapPath(err))
 		}
 	}
-	if fi, err := os.Stat(a.Exec[0]); errors.Is(err, fs.ErrNotExist) {
-		return notFound(a.Exec[0])
+	// Looked up before the credentials change, in the root the command
+	// runs in, as a container runtime looks it up.
+	path, err := lookPath("/", a.Exec[0], a.Env)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return notFound{name: a.Exec[0]}
 	} else if err == nil && fi.IsDir() {
 		return fmt.Errorf("command %s: is a directory", a.Exec[0])
 	}
@@ -124,9 +131,9 @@ func execApp(a *pod.App) error {
 			return fmt.Errorf("user %d: %w", cred.Uid, err)
 		}
 	}
-	err = syscall.Exec(a.Exec[0], a.Exec, env)
+	err = syscall.Exec(path, a.Exec, env)
 	if errors.Is(err, syscall.ENOENT) {
-		// The command exists (checked above); its #! (or ELF)
+		// The command exists (found above); its #! (or ELF)
 		// interpreter does not: 127, as a shell gives.
 		return fmt.Errorf("command %s: its interpreter does not exist: %w", a.Exec[0], err)
 	}
@@ -160,8 +167,8 @@ func boundCapabilities(keep []string) error {
 	return nil
 }
 
-// standardPath is the PATH of a command whose env sets none, as container
-// runtimes give it.
+// standardPath is the PATH of a command whose env sets none, and where its
+// name is looked up then, as container runtimes give it.
 const standardPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // environment is the environment a's command runs with: PATH (the
@@ -194,10 +201,69 @@ func environment(a *pod.App, ids []string) []string {
 
 // notFound is the error of a command that does not exist; it is
 // exec.ErrNotFound.
-type notFound string
+type notFound struct {
+	name string
+	// path is the PATH a command name was looked up in; "" for a path.
+	path string
+}
 
-func (e notFound) Error() string      { return "command " + string(e) + ": not found" }
+func (e notFound) Error() string {
+	if e.path != "" {
+		return fmt.Sprintf("command %s: executable file not found in $PATH (%s)", e.name, e.path)
+	}
+	return "command " + e.name + ": not found"
+}
+
 func (notFound) Is(target error) bool { return target == exec.ErrNotFound }
+
+// lookPath returns the path of the command that name, an app's or a
+// probe's argv[0], stands for, seen from within the directory root: name
+// itself if it holds a '/', else the first executable regular file of that
+// name in the absolute directories of the PATH in env (else standardPath),
+// each resolved within root (its symlinks too, as if root were /). A name
+// found nowhere is a notFound error.
+func lookPath(root, name string, env map[string]string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	path, ok := env["PATH"]
+	if !ok {
+		path = standardPath
+	}
+	dir, err := os.Open(root)
+	if err != nil {
+		return "", fmt.Errorf("command %s: %v", name, unwrapPath(err))
+	}
+	defer dir.Close()
+	for _, d := range filepath.SplitList(path) {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		p := filepath.Join(d, name)
+		if executableIn(dir, p) {
+			return p, nil
+		}
+	}
+	return "", notFound{name: name, path: path}
+}
+
+// executableIn reports whether path, resolved within the directory root,
+// is a regular file that someone may execute.
+func executableIn(root *os.File, path string) bool {
+	fd, err := unix.Openat2(int(root.Fd()), path, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_IN_ROOT,
+	})
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return false
+	}
+	return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Mode&0o111 != 0
+}
 
 // identity returns the credential a's command runs with (nil to keep
 // unitrun's own, root's) and the variables that systemd's User= would set

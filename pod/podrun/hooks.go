@@ -48,6 +48,40 @@ func BeginRun(ctx context.Context, stateDir, name, app string) error {
 	}
 }
 
+// AwaitSidecar is the ExecStartPre= of an app that starts after a
+// sidecar ([pod.Manifest.SidecarBefore]): on the app's first run it
+// returns once that sidecar's run has started its command ([ExecApp] has
+// executed it) and passed its startup probe, if it has one, as the
+// kubelet starts each container once the sidecars before it have
+// started. A later run of the app does not wait. A stop (ctx done) ends
+// the wait without an error.
+func AwaitSidecar(ctx context.Context, stateDir, name, app string) error {
+	m, a, err := loadApp(stateDir, name, app)
+	if err != nil {
+		return err
+	}
+	side := m.SidecarBefore(a.Name)
+	if side == nil {
+		return nil
+	}
+	if s, err := pod.ReadAppOrNew(stateDir, name, app); err != nil || s.State != pod.AppWaiting {
+		return err
+	}
+	for {
+		s, err := pod.ReadAppOrNew(stateDir, name, side.Name)
+		if err != nil {
+			return err
+		}
+		if s.State == pod.AppRunning && !execHook(s.PID) &&
+			(side.StartupProbe == nil || s.Startup != nil && s.Startup.LastResult == pod.ProbeSuccess) {
+			return nil
+		}
+		if !sleepUntil(ctx, time.Now().Add(runPoll)) {
+			return nil
+		}
+	}
+}
+
 // ReapApp is the ExecStopPost= of an app, and the ExecStartPost= of an init
 // app: it records the exit that env describes (in ExecStartPost=, the
 // success of an init app) at once, in the status file and the app's

@@ -502,3 +502,41 @@ func TestIsolatedPodProbeRestarts(t *testing.T) {
 		t.Errorf("pod %s after two probe restarts: %s", name, s.Phase)
 	}
 }
+
+// A command name of an app with a rootfs is looked up inside the rootfs,
+// its symlinks resolved there: rootcmd, an absolute symlink to /bin/sh
+// that only the rootfs has, runs as the app and as its exec probe (which
+// ends the pod at its first failure).
+func TestIsolatedPodRootfsCommandByName(t *testing.T) {
+	root := tinyRootfs(t, "/bin/sleep")
+	if err := os.MkdirAll(filepath.Join(root, "usr/bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/bin/sh", filepath.Join(root, "usr/bin/rootcmd")); err != nil {
+		t.Fatal(err)
+	}
+	r := newRunner(t)
+	name := run(t, r, fmt.Sprintf(`
+name: rooted-by-name
+isolation: namespaces
+apps:
+  - name: app
+    rootfs: %s
+    exec: ["rootcmd", "-c", "echo in root; while [ ! -e /stop ]; do sleep 0.1; done"]
+    probe:
+      exec: ["rootcmd", "-c", "exit 0"]
+      periodSeconds: 1
+      failureThreshold: 1
+      action: fail-pod
+`, root), "")
+	defer containerLog(t, r, name)
+	waitLog(t, r, name, "app", "in root\n")
+	s := poll(t, r, name, func(s pod.PodStatus) bool { p := s.Apps[0].Probe; return p != nil })
+	if p := s.Apps[0].Probe; p.LastResult != pod.ProbeSuccess {
+		t.Errorf("probe of the rootfs app: %+v, want a success", p)
+	}
+	if err := os.WriteFile(filepath.Join(root, "stop"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantPod(t, wait(t, r, name), pod.PodSucceeded, 0)
+}

@@ -46,23 +46,33 @@ func freePort(t *testing.T) int {
 // flakyPod is the manifest of pod name, whose app api serves two good
 // answers per run, probed over HTTP with action.
 func flakyPod(t *testing.T, name string, action pod.ProbeAction) string {
+	m, _ := serverPod(t, name, flakyServer, []string{"2"}, 2, action, "")
+	return m
+}
+
+// serverPod is the manifest of pod name, whose app api runs the Python
+// HTTP server script on a free port (its first argument) with args,
+// probed on /healthz with failureThreshold threshold and action; extra
+// adds lines to the app, with %[2]d for the port. It returns the manifest
+// and the port.
+func serverPod(t *testing.T, name, script string, args []string, threshold int, action pod.ProbeAction, extra string) (string, int) {
 	port := freePort(t)
-	argv, err := json.Marshal([]string{"/usr/bin/python3", "-c", flakyServer, fmt.Sprint(port), "2"})
+	argv, err := json.Marshal(append([]string{"/usr/bin/python3", "-c", script, fmt.Sprint(port)}, args...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return fmt.Sprintf(`
-name: %s
+name: %[1]s
 restartBackoff: {initial: 200ms, max: 1s}
 apps:
   - name: api
-    exec: %s
+    exec: %[3]s
     probe:
-      http: {port: %d, path: /healthz}
+      http: {port: %[2]d, path: /healthz}
       periodSeconds: 1
-      failureThreshold: 2
-      action: %s
-`, name, argv, port, action)
+      failureThreshold: %[4]d
+      action: %[5]s
+`+extra, name, port, argv, threshold, action), port
 }
 
 // poll waits, for at most a minute, until ok holds for pod name's status,
@@ -93,6 +103,43 @@ func TestProbeRestart(t *testing.T) {
 	if p := s.Apps[0].Probe; p.Acted != "" || p.ConsecutiveFailures >= 2 {
 		t.Errorf("probe of a restarted app: %+v", p)
 	}
+}
+
+// redirectServer is an HTTP server on 127.0.0.1:argv[1] that answers
+// /healthz with a redirect to /fail, and /fail with 500.
+const redirectServer = `
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path == "/healthz":
+            self.send_response(302)
+            self.send_header("Location", "/fail")
+        else:
+            self.send_response(500)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+`
+
+// A liveness probe answered with a redirect to a failing path on the same
+// host fails, as the kubelet's does, and restarts the app: the redirect
+// is followed, not taken for a success.
+func TestProbeRedirectRestarts(t *testing.T) {
+	r := newRunner(t)
+	m, port := serverPod(t, "probe-redirect", redirectServer, nil, 1, pod.RestartApp,
+		"    startupProbe: {tcp: {port: %[2]d}, periodSeconds: 1, failureThreshold: 100}\n")
+	name := run(t, r, m, "")
+	// The startup probe holds the liveness probe until the server
+	// listens; then each check follows the redirect and fails, and
+	// restarts the app.
+	fail := fmt.Sprintf("status 500 from http://127.0.0.1:%d/fail", port)
+	s := poll(t, r, name, func(s pod.PodStatus) bool {
+		p := s.Apps[0].Probe
+		return p != nil && strings.Contains(p.Message, fail)
+	})
+	n := s.Apps[0].Restarts
+	poll(t, r, name, func(s pod.PodStatus) bool { return s.Apps[0].Restarts > n })
 }
 
 func TestProbeFailPod(t *testing.T) {

@@ -15,19 +15,21 @@ import (
 )
 
 // check runs p, a probe of a, once, bounded by timeout, and returns its
-// result and, for a failure, why. An exec probe runs p.Exec as a's User= and
-// Group=, when set, in a process group of its own that is killed at the
-// timeout; an http probe GETs http://127.0.0.1:PORT/PATH and wants a status
-// in range; a tcp probe opens a connection to 127.0.0.1:PORT.
+// result and, for a failure or a success to note, why. An exec probe runs
+// p.Exec as a's User= and Group=, when set, in a process group of its own
+// that is killed at the timeout; an http probe GETs
+// http://127.0.0.1:PORT/PATH and wants a status in range ([httpCheck]);
+// a tcp probe opens a connection to 127.0.0.1:PORT.
 func check(ctx context.Context, a *pod.App, p *pod.Probe, timeout time.Duration) (string, string) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var err error
+	var note string
 	switch {
 	case p.Exec != nil:
 		err = execCheck(ctx, a, p.Exec)
 	case p.HTTP != nil:
-		err = httpCheck(ctx, p.HTTP)
+		note, err = httpCheck(ctx, p.HTTP)
 	case p.TCP != nil:
 		var c net.Conn
 		if c, err = new(net.Dialer).DialContext(ctx, "tcp", localAddr(p.TCP.Port)); err == nil {
@@ -36,7 +38,7 @@ func check(ctx context.Context, a *pod.App, p *pod.Probe, timeout time.Duration)
 	}
 	switch {
 	case err == nil:
-		return pod.ProbeSuccess, ""
+		return pod.ProbeSuccess, note
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return pod.ProbeTimeout, fmt.Sprintf("no answer within %v", timeout)
 	}
@@ -45,32 +47,74 @@ func check(ctx context.Context, a *pod.App, p *pod.Probe, timeout time.Duration)
 
 func localAddr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 
-func httpCheck(ctx context.Context, p *pod.HTTPProbe) error {
+// maxRedirects is how many redirects an http probe follows, as the
+// kubelet's prober (and Go's client) does.
+const maxRedirects = 10
+
+// probeClient is the client of http probes: it follows a redirect to the
+// same host, as the kubelet's prober does, and stops at one to another
+// host, whose answer is then the probe's, with a note ([httpCheck]).
+var probeClient = &http.Client{
+	Transport: http.DefaultTransport,
+	CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if req.URL.Hostname() != via[0].URL.Hostname() {
+			return http.ErrUseLastResponse
+		}
+		if len(via) >= maxRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		return nil
+	},
+}
+
+// httpCheck GETs p's path on 127.0.0.1 and wants the last answer's status
+// in p's range. Redirects to the same host are followed; a redirect to
+// another host is not, and its own status is checked (the default range,
+// 200-399, takes it, as the kubelet counts it a success with a warning):
+// the note says so.
+func httpCheck(ctx context.Context, p *pod.HTTPProbe) (note string, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+localAddr(p.Port)+p.Path, nil)
 	if err != nil {
-		return err
+		return "", err
 	}
-	resp, err := http.DefaultTransport.RoundTrip(req)
+	resp, err := probeClient.Do(req)
 	if err != nil {
-		return err
+		return "", err
 	}
 	resp.Body.Close()
+	url := resp.Request.URL.Redacted()
 	if resp.StatusCode < p.Status.Min || resp.StatusCode > p.Status.Max {
-		return fmt.Errorf("status %d, want %d-%d", resp.StatusCode, p.Status.Min, p.Status.Max)
+		if resp.Request != req {
+			return "", fmt.Errorf("status %d from %s, want %d-%d", resp.StatusCode, url, p.Status.Min, p.Status.Max)
+		}
+		return "", fmt.Errorf("status %d, want %d-%d", resp.StatusCode, p.Status.Min, p.Status.Max)
 	}
-	return nil
+	if loc := resp.Header.Get("Location"); resp.StatusCode >= 300 && resp.StatusCode < 400 && loc != "" {
+		return fmt.Sprintf("status %d from %s: its redirect to %s, another host, not followed", resp.StatusCode, url, loc), nil
+	}
+	return "", nil
 }
 
 // execCheck runs argv, an exec probe of a, until it exits or ctx is done,
 // when its whole process group is killed. For an app with a rootfs the
 // probe runs chrooted into it, as the app does, so argv names the
-// rootfs's files; it has the app's environment.
+// rootfs's files; a command name is looked up in the app's PATH there,
+// as the app's own is ([lookPath]); it has the app's environment.
 func execCheck(ctx context.Context, a *pod.App, argv []string) error {
 	_, ids, err := identity(a)
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	root := a.Rootfs
+	if root == "" {
+		root = "/"
+	}
+	path, err := lookPath(root, argv[0], a.Env)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, path, argv[1:]...)
+	cmd.Args[0] = argv[0]
 	cmd.Env = environment(a, ids)
 	cmd.Dir = a.WorkingDir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Chroot: a.Rootfs}

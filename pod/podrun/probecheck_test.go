@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +33,14 @@ func TestProbeChecks(t *testing.T) {
 		case "/ok":
 		case "/slow":
 			time.Sleep(2 * time.Second)
+		case "/to-ok":
+			http.Redirect(w, r, "/ok", http.StatusFound)
+		case "/to-down":
+			http.Redirect(w, r, "/down", http.StatusFound)
+		case "/to-elsewhere":
+			http.Redirect(w, r, "http://unitrun.invalid/down", http.StatusFound)
+		case "/loop":
+			http.Redirect(w, r, "/loop", http.StatusFound)
 		default:
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
@@ -45,22 +54,29 @@ func TestProbeChecks(t *testing.T) {
 		name  string
 		probe pod.Probe
 		want  string
+		note  string
 	}{
-		{"http ok", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/ok", Status: ok}}, pod.ProbeSuccess},
-		{"http 503", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/down", Status: ok}}, pod.ProbeFailure},
-		{"http 503 expected", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/down", Status: pod.StatusRange{Min: 503, Max: 503}}}, pod.ProbeSuccess},
-		{"http slow", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/slow", Status: ok}}, pod.ProbeTimeout},
-		{"tcp open", pod.Probe{TCP: &pod.TCPProbe{Port: port}}, pod.ProbeSuccess},
-		{"tcp closed", pod.Probe{TCP: &pod.TCPProbe{Port: freePort(t)}}, pod.ProbeFailure},
-		{"exec 0", pod.Probe{Exec: []string{"/bin/true"}}, pod.ProbeSuccess},
-		{"exec 1", pod.Probe{Exec: []string{"/bin/false"}}, pod.ProbeFailure},
-		{"exec hangs", pod.Probe{Exec: []string{"/bin/sh", "-c", "sleep " + hang + "; true"}}, pod.ProbeTimeout},
+		{"http ok", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/ok", Status: ok}}, pod.ProbeSuccess, ""},
+		{"http 503", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/down", Status: ok}}, pod.ProbeFailure, ""},
+		{"http 503 expected", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/down", Status: pod.StatusRange{Min: 503, Max: 503}}}, pod.ProbeSuccess, ""},
+		{"http slow", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/slow", Status: ok}}, pod.ProbeTimeout, ""},
+		// Redirects to the same host are followed, as the kubelet does.
+		{"http redirect to ok", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/to-ok", Status: ok}}, pod.ProbeSuccess, ""},
+		{"http redirect to 503", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/to-down", Status: ok}}, pod.ProbeFailure, "status 503 from http://127.0.0.1:"},
+		{"http redirect loop", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/loop", Status: ok}}, pod.ProbeFailure, "stopped after 10 redirects"},
+		// One to another host is not: its 302 counts, with a note.
+		{"http redirect elsewhere", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/to-elsewhere", Status: ok}}, pod.ProbeSuccess, "redirect to http://unitrun.invalid/down, another host, not followed"},
+		{"tcp open", pod.Probe{TCP: &pod.TCPProbe{Port: port}}, pod.ProbeSuccess, ""},
+		{"tcp closed", pod.Probe{TCP: &pod.TCPProbe{Port: freePort(t)}}, pod.ProbeFailure, ""},
+		{"exec 0", pod.Probe{Exec: []string{"/bin/true"}}, pod.ProbeSuccess, ""},
+		{"exec 1", pod.Probe{Exec: []string{"/bin/false"}}, pod.ProbeFailure, ""},
+		{"exec hangs", pod.Probe{Exec: []string{"/bin/sh", "-c", "sleep " + hang + "; true"}}, pod.ProbeTimeout, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a := &pod.App{Name: "a", Probe: &c.probe}
 			got, msg := check(context.Background(), a, a.Probe, 500*time.Millisecond)
-			if got != c.want {
-				t.Errorf("check: %s (%s), want %s", got, msg, c.want)
+			if got != c.want || !strings.Contains(msg, c.note) || c.note == "" && got == pod.ProbeSuccess && msg != "" {
+				t.Errorf("check: %s (%q), want %s (%q)", got, msg, c.want, c.note)
 			}
 		})
 	}

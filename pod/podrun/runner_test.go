@@ -624,3 +624,110 @@ func TestPodRemoveCreated(t *testing.T) {
 		t.Errorf("pods after rm: %v, %v", pods, err)
 	}
 }
+
+// Apps whose names have the 55 and 63 characters of Kubernetes container
+// names, in a pod whose name has unitrun's 29, run: each records its
+// exit, its output goes to its log, and its readiness probe's unit runs.
+func TestLongAppNames(t *testing.T) {
+	r := newRunner(t)
+	app55 := strings.Repeat("sidecar-", 6) + "logger0"
+	app63 := strings.Repeat("container-", 6) + "api"
+	name := run(t, r, fmt.Sprintf(`
+name: long-app-names-0123456789abc
+apps:
+  - name: %s
+    exec: ["/bin/sh", "-c", "echo fifty-five"]
+  - name: %s
+    exec: ["/bin/sh", "-c", "echo sixty-three; sleep 1; exit 3"]
+    readinessProbe: {exec: ["/bin/true"], periodSeconds: 1}
+`, app55, app63), "")
+	s := wait(t, r, name)
+	wantPod(t, s, pod.PodFailed, 3)
+	wantApp(t, s, app55, pod.AppExited, 0)
+	wantApp(t, s, app63, pod.AppFailed, 3)
+	for app, out := range map[string]string{app55: "fifty-five\n", app63: "sixty-three\n"} {
+		if data, err := os.ReadFile(pod.LogFile(r.StateDir, name, app)); err != nil || string(data) != out {
+			t.Errorf("%s's log: %q, %v; want %q", app, data, err, out)
+		}
+	}
+}
+
+// A command given by name is looked up in the app's PATH (its env's, else
+// the standard one), as a container runtime does, for the app and for its
+// exec probe; argv[0] stays the name. A name found nowhere fails the run
+// with 127 and says where it was looked for.
+func TestCommandByName(t *testing.T) {
+	r := newRunner(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "hello"), []byte("#!/bin/sh\necho hello from PATH\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	done := filepath.Join(dir, "done")
+	name := run(t, r, fmt.Sprintf(`
+name: by-name
+exitPolicy: all
+apps:
+  - name: named
+    exec: ["sh", "-c", "echo \"$0\" ran"]
+  - name: custom
+    exec: ["hello"]
+    env: {PATH: %s}
+  - name: missing
+    exec: ["no-such-command-unitrun"]
+  - name: probed
+    exec: ["sh", "-c", "while ! test -e %s; do sleep 0.1; done"]
+    readinessProbe: {exec: ["true"], periodSeconds: 1}
+`, bin, done), "")
+	poll(t, r, name, func(s pod.PodStatus) bool { return appOf(t, s, "probed").Ready })
+	if err := os.WriteFile(done, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := wait(t, r, name)
+	wantPod(t, s, pod.PodFailed, 127)
+	wantApp(t, s, "named", pod.AppExited, 0)
+	wantApp(t, s, "custom", pod.AppExited, 0)
+	wantApp(t, s, "missing", pod.AppFailed, 127)
+	wantApp(t, s, "probed", pod.AppExited, 0)
+	if msg, want := appOf(t, s, "missing").Message, "command no-such-command-unitrun: executable file not found in $PATH (/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)"; msg != want {
+		t.Errorf("missing: message %q, want %q", msg, want)
+	}
+	for app, out := range map[string]string{"named": "sh ran\n", "custom": "hello from PATH\n"} {
+		if data, err := os.ReadFile(pod.LogFile(r.StateDir, name, app)); err != nil || string(data) != out {
+			t.Errorf("%s's log: %q, %v; want %q", app, data, err, out)
+		}
+	}
+}
+
+// A stop sends SIGTERM to an app's main process alone, as a container
+// runtime signals a container's first process; what is left of the app
+// once it has exited gets SIGKILL, without SIGTERM.
+func TestStopSignalsMainProcess(t *testing.T) {
+	r := newRunner(t)
+	dir := t.TempDir()
+	log, ready := filepath.Join(dir, "log"), filepath.Join(dir, "ready")
+	child := fmt.Sprintf(`trap 'echo child got TERM >>%s; exit 0' TERM; touch %s; while :; do sleep 0.1; done`, log, ready)
+	script := fmt.Sprintf(`trap 'echo main got TERM >>%s; exit 0' TERM; sh -c %q & while :; do sleep 0.1; done`, log, child)
+	argv, err := json.Marshal([]string{"/bin/sh", "-c", script})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := run(t, r, fmt.Sprintf(`
+name: stop-main
+apps:
+  - name: app
+    exec: %s
+`, argv), "")
+	waitFile(t, ready)
+	s, err := r.Stop(context.Background(), name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantApp(t, s, "app", pod.AppExited, 0)
+	if data, err := os.ReadFile(log); err != nil || string(data) != "main got TERM\n" {
+		t.Errorf("signals recorded: %q, %v; want only the main process's SIGTERM", data, err)
+	}
+}

@@ -18,7 +18,7 @@ import (
 
 // hostileNames are pod or app names that would climb out of the state
 // directory, name another unit, or break a unit file or a log line.
-var hostileNames = []string{"../x", "..", ".", "a/b", "/etc", "A", "x\n", "x\nExecStart=/bin/true", "x%n", "x y", "x\\x2d", "-x", "x.service", strings.Repeat("a", 30), ""}
+var hostileNames = []string{"../x", "..", ".", "a/b", "/etc", "A", "x\n", "x\nExecStart=/bin/true", "x%n", "x y", "x\\x2d", "-x", "x.service", strings.Repeat("a", 64), ""}
 
 // TestSecurityPodNamesRefused creates pods with hostile pod and app names:
 // Create refuses each naming the field, and writes neither state nor units.

@@ -1,6 +1,7 @@
 package podrun
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -108,5 +109,49 @@ apps:
 	}
 	if got, want := strings.Fields(string(data)), "app-stop proxy-stop"; strings.Join(got, " ") != want {
 		t.Errorf("events %q, want %q", got, want)
+	}
+}
+
+// Sidecars start in order, each once the one before it has started its
+// command and passed its startup probe, and the app after them all, as the
+// kubelet starts them: while the first sidecar's startup probe fails,
+// nothing after it has run.
+func TestSidecarsStartInOrder(t *testing.T) {
+	dir := t.TempDir()
+	events, start := filepath.Join(dir, "events"), filepath.Join(dir, "go")
+	r := newRunner(t)
+	name := create(t, r, fmt.Sprintf(`
+name: sidecar-order
+apps:
+  - name: first
+    sidecar: true
+    exec: ["sh", "-c", "echo first >> %[1]s; exec sleep 600"]
+    startupProbe: {exec: ["test", "-e", "%[2]s"], periodSeconds: 1, failureThreshold: 600}
+  - name: second
+    sidecar: true
+    exec: ["sh", "-c", "echo second >> %[1]s; exec sleep 600"]
+  - name: main
+    exec: ["sh", "-c", "echo main >> %[1]s"]
+`, events, start))
+	// The start is done once every app has started: here, once the
+	// first sidecar's startup probe has passed.
+	started := make(chan error, 1)
+	go func() { started <- r.Start(context.Background(), name, "") }()
+	poll(t, r, name, func(s pod.PodStatus) bool {
+		p := appOf(t, s, "first").Startup
+		return p != nil && p.ConsecutiveFailures >= 2
+	})
+	if data, err := os.ReadFile(events); err != nil || string(data) != "first\n" {
+		t.Errorf("events while the first sidecar's startup probe fails: %q, %v; want only first", data, err)
+	}
+	if err := os.WriteFile(start, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-started; err != nil {
+		t.Fatal(err)
+	}
+	wantPod(t, wait(t, r, name), pod.PodSucceeded, 0)
+	if data, err := os.ReadFile(events); err != nil || string(data) != "first\nsecond\nmain\n" {
+		t.Errorf("events %q, %v; want first, second, main", data, err)
 	}
 }
