@@ -7,25 +7,19 @@ import (
 	"path/filepath"
 
 	"github.com/coreos/go-systemd/v22/activation"
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/hostapi/front"
 	"golang.org/x/sys/unix"
 )
 
-// Default paths of the daemon's sockets when systemd passes none (the
-// first is client.DefaultSocket too).
-const (
-	defaultSocket    = "/run/unitrun/api.sock"
-	defaultSeqpacket = "/run/unitrun/argv.sock"
-)
-
 // Listen returns the sockets systemd passed (socket activation), or binds
-// socket and seqpacket (defaultSocket and defaultSeqpacket when "") with
-// mode 0600 when systemd passed none. A passed socket named "api" (by
+// socket and seqpacket (api.DefaultSocket and api.DefaultSeqpacketSocket
+// when "") with mode 0600 when systemd passed none. A passed socket named "api" (by
 // FileDescriptorName=) is the HTTP one and one named "argv" the SEQPACKET
 // one; a socket with another name counts by its type, stream or
 // seqpacket, so that one socket unit with both listeners works too. A
 // path that cannot be bound is a *SetupError naming Socket or Seqpacket.
-func Listen(socket, seqpacket string) (api net.Listener, argv *net.UnixListener, err error) {
+func Listen(socket, seqpacket string) (stream net.Listener, packet *net.UnixListener, err error) {
 	named, err := activation.ListenersWithNames()
 	if err != nil {
 		return nil, nil, fmt.Errorf("socket activation: %w", err)
@@ -36,10 +30,10 @@ func Listen(socket, seqpacket string) (api net.Listener, argv *net.UnixListener,
 	// No moment with a socket others may connect to before its chmod.
 	defer unix.Umask(unix.Umask(0o077))
 	if socket == "" {
-		socket = defaultSocket
+		socket = api.DefaultSocket
 	}
 	if seqpacket == "" {
-		seqpacket = defaultSeqpacket
+		seqpacket = api.DefaultSeqpacketSocket
 	}
 	for _, s := range []struct{ option, path string }{{"Socket", socket}, {"Seqpacket", seqpacket}} {
 		if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
@@ -60,7 +54,7 @@ func Listen(socket, seqpacket string) (api net.Listener, argv *net.UnixListener,
 
 // activated picks the HTTP and the SEQPACKET socket among those systemd
 // passed, by name (see Listen).
-func activated(named map[string][]net.Listener) (api net.Listener, argv *net.UnixListener, err error) {
+func activated(named map[string][]net.Listener) (stream net.Listener, packet *net.UnixListener, err error) {
 	var apis, argvs []net.Listener
 	for name, ls := range named {
 		for _, l := range ls {
