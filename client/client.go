@@ -28,8 +28,9 @@ import (
 	"github.com/unitrun/unitrun/api"
 )
 
-// DefaultSocket is the socket of the shipped unitrun.socket unit.
-const DefaultSocket = "/run/unitrun/api.sock"
+// DefaultSocket is the socket of the shipped unitrun.socket unit
+// (api.DefaultSocket).
+const DefaultSocket = api.DefaultSocket
 
 // Client talks to one daemon socket. It may be used by several goroutines
 // at once.

@@ -202,7 +202,7 @@ StandardError=file:`+filepath.Join(d.Dir, "daemon.log")+`
 		t.Fatal(err)
 	}
 	for _, u := range []string{"unitrun-test-api.socket", "unitrun-test-api-argv.socket"} {
-		if _, err := job.Start(ctx, conn, u); err != nil {
+		if _, err := job.Unit(conn, u).Run(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

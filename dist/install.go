@@ -75,7 +75,7 @@ func (in *Install) Install(ctx context.Context, mgr *manager.Conn) error {
 	}
 	if in.Now {
 		for _, s := range sockets {
-			if _, err := job.Start(ctx, mgr, s); err != nil {
+			if _, err := job.Unit(mgr, s).Run(ctx); err != nil {
 				return fmt.Errorf("start %s: %w", s, err)
 			}
 		}

@@ -151,12 +151,15 @@ func (d *Daemon) List() ([]*api.Record, error) {
 const maxListing = 4
 
 // ListPage returns a page of the records the caller may see, newest first:
-// at most limit (1 to MaxPage), after the cursor after unless it is "",
-// and the cursor of the next page, "" when this is the last. Records not
-// visible to the caller are passed over before any is read. It waits for
-// its turn among maxListing listings, until ctx ends. A cursor that no
-// listing gave is an *Error with CodeBadRequest.
+// at most limit (1 to api.MaxPage), after the cursor after unless it is
+// "", and the cursor of the next page, "" when this is the last. Records
+// not visible to the caller are passed over before any is read. It waits
+// for its turn among maxListing listings, until ctx ends. A limit out of
+// range or a cursor that no listing gave is an *Error with CodeBadRequest.
 func (d *Daemon) ListPage(ctx context.Context, c core.Caller, after string, limit int) ([]*api.Record, string, error) {
+	if limit < 1 || limit > api.MaxPage {
+		return nil, "", errorf(api.CodeBadRequest, fmt.Sprintf("limit %d: must be a number from 1 to %d", limit, api.MaxPage))
+	}
 	var cur *store.Cursor
 	if after != "" {
 		pc, err := store.ParseCursor(after)

@@ -133,7 +133,7 @@ func (d *Daemon) recordInvocation(l *liveJob, id string) {
 }
 
 // startUnit writes the op's request file, when it has one, and starts its
-// unit, waiting for the run as job.Start does. A timeout stops the unit.
+// unit, waiting for the run as job.UnitCmd.Run does. A timeout stops the unit.
 // What the run logged to the journal becomes the job's output log.
 func (d *Daemon) startUnit(ctx context.Context, l *liveJob) outcome {
 	if l.op.RequestFile != "" {
@@ -156,7 +156,7 @@ func (d *Daemon) startUnit(ctx context.Context, l *liveJob) outcome {
 	}
 	u := job.Unit(d.mgr, l.op.Unit)
 	u.Invoked = func(id string) { d.recordInvocation(l, id) }
-	st, err := u.Start(ctx)
+	st, err := u.Run(ctx)
 	if st != nil && st.InvocationID != "" {
 		if err := d.copyJournal(context.WithoutCancel(ctx), l.rec.ID, st); err != nil {
 			d.Logf("hostapi: job %s: copying the output of %s from the journal: %v", l.rec.ID, l.op.Unit, err)

@@ -66,9 +66,6 @@ var (
 	ErrInvalidID = store.ErrInvalidID
 )
 
-// MaxPage is the most records a page of a listing holds.
-const MaxPage = store.MaxPage
-
 // Put stores r durably (store.Store.Put).
 func (s *Store) Put(r *api.Record) error { return s.recordStore.Put(toDisk(r)) }
 

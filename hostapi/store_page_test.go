@@ -2,13 +2,16 @@ package hostapi
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/unitrun/unitrun/api"
+	"github.com/unitrun/unitrun/hostapi/core"
 	"github.com/unitrun/unitrun/hostapi/internal/daemontest"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
@@ -17,7 +20,7 @@ import (
 // and lists them: uid 65534, which may see none of them, gets an empty
 // list and has no record read (the listing used to read every record,
 // output tails and all, before it filtered, so that 64 parallel listings
-// took the daemon to 1.7 GB); root gets pages of at most MaxPage, each
+// took the daemon to 1.7 GB); root gets pages of at most api.MaxPage, each
 // naming the next in its Link header, that hold every record once; a
 // limit or cursor a caller makes up is refused.
 func TestSecurityListingBounded(t *testing.T) {
@@ -53,8 +56,8 @@ func TestSecurityListingBounded(t *testing.T) {
 		var page []*api.Record
 		err = json.NewDecoder(resp.Body).Decode(&page)
 		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK || len(page) > MaxPage {
-			t.Fatalf("GET %s: %s, %d records, %v: want at most %d", path, resp.Status, len(page), err, MaxPage)
+		if err != nil || resp.StatusCode != http.StatusOK || len(page) > api.MaxPage {
+			t.Fatalf("GET %s: %s, %d records, %v: want at most %d", path, resp.Status, len(page), err, api.MaxPage)
 		}
 		for _, r := range page {
 			if seen[r.ID] {
@@ -74,9 +77,16 @@ func TestSecurityListingBounded(t *testing.T) {
 	if len(seen) != 250 {
 		t.Errorf("pages gave %d records, want 250", len(seen))
 	}
-	for _, query := range []string{"limit=0", "limit=101", "limit=x", "after=1.x", "after=" + url.QueryEscape("1.../../etc")} {
+	for _, query := range []string{"limit=0", "limit=" + strconv.Itoa(api.MaxPage+1), "limit=x", "after=1.x", "after=" + url.QueryEscape("1.../../etc")} {
 		if status, body := daemontest.Curl(t, apiSock, nil, "http://unitrun/v1/jobs?"+query); status != http.StatusBadRequest || errorCode(t, body) != api.CodeBadRequest {
 			t.Errorf("GET /v1/jobs?%s: %d %s, want 400 bad_request", query, status, body)
+		}
+	}
+	// The scheduler keeps to the bound whichever front end asks.
+	for _, limit := range []int{0, api.MaxPage + 1} {
+		var e *api.Error
+		if _, _, err := d.ListPage(t.Context(), core.Caller{}, "", limit); !errors.As(err, &e) || e.Code != api.CodeBadRequest {
+			t.Errorf("ListPage of %d records: %v, want a bad_request error", limit, err)
 		}
 	}
 }

@@ -502,19 +502,19 @@ func TestStartExistingUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	_, err := job.Start(ctx, systemdtest.Conn(t), oneshot)
+	_, err := job.Unit(systemdtest.Conn(t), oneshot).Run(ctx)
 	var ee *job.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode != 6 || ee.JobResult != "failed" {
 		t.Errorf("Start(oneshot): %v, want exit status 6 with job result failed", err)
 	}
-	_, err = job.Start(ctx, systemdtest.Conn(t), simple)
+	_, err = job.Unit(systemdtest.Conn(t), simple).Run(ctx)
 	if !errors.As(err, &ee) || ee.Signal != syscall.SIGKILL {
 		t.Errorf("Start(simple): %v, want killed by SIGKILL", err)
 	}
 	for _, n := range []string{oneshot, simple} {
 		systemdtest.Conn(t).ResetFailedUnit(ctx, n)
 	}
-	if _, err := job.Start(ctx, systemdtest.Conn(t), "unitrun-test-missing.service"); err == nil {
+	if _, err := job.Unit(systemdtest.Conn(t), "unitrun-test-missing.service").Run(ctx); err == nil {
 		t.Error("Start of a missing unit succeeded")
 	}
 }

@@ -102,7 +102,7 @@ func checkOnce(mgr *manager.Conn, dir string, i int) error {
 }
 
 // TestStartUnitAcrossDaemonReexec is TestStartAcrossDaemonReexec for
-// job.Start: 8 goroutines start 48 oneshot units of unit files, one each,
+// UnitCmd.Run: 8 goroutines start 48 oneshot units of unit files, one each,
 // while the manager is daemon-reexecuted 6 times, each time once 6 more
 // have ended. Each unit's command must run exactly once and be reported
 // with its own exit status.
@@ -128,7 +128,7 @@ func TestStartUnitAcrossDaemonReexec(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < units; i = int(next.Add(1) - 1) {
-				st, err := job.Start(context.Background(), conn, names[i])
+				st, err := job.Unit(conn, names[i]).Run(context.Background())
 				// Lets systemd unload the unit; made again when a reexec took it.
 				for manager.IsConnLost(conn.ResetFailedUnit(context.Background(), names[i])) {
 					time.Sleep(50 * time.Millisecond)

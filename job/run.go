@@ -40,8 +40,9 @@ type run struct {
 	dropInInfo os.FileInfo
 	unlock     func()  // releases the name's lock (see claim), while held
 	canceled   *Status // how the run ended when a cancel came during its start
-	// before is, for Start, the unit's invocation ID before its call: a
-	// state that still has it describes an earlier run, not this start's.
+	// before is, for UnitCmd.Run, the unit's invocation ID before its
+	// call: a state that still has it describes an earlier run, not this
+	// start's.
 	before []byte
 	// ended, if set, is told the run's outcome before the unit is released.
 	ended func(*Status, error)
@@ -330,7 +331,7 @@ func (r *run) merge(props map[string]dbus.Variant) {
 }
 
 // forgetEarlierRun drops from the state the outcome of the unit's earlier
-// run, if Start's call made no run of its own: a start refused by
+// run, if UnitCmd.Run's call made no run of its own: a start refused by
 // systemd's start limit, a condition or a dependency leaves the unit
 // inactive or failed with the invocation ID it had before, and with that
 // run's exit status, which is not this start's. It reads the unit again

@@ -12,22 +12,11 @@ import (
 	"github.com/unitrun/unitrun/unit"
 )
 
-// Start starts an existing unit and waits for its start job. A name
-// without a type suffix names a service (unit.Complete). For a service
-// of Type oneshot, simple, exec or idle it then waits for the run to finish
-// and reports it as Cmd.Wait does: an *ExitError if it failed, a *JobError
-// if the job did not complete. For other units (notify, forking, targets,
-// ...) it returns once the job is done, with a Status whose JobResult is
-// "done". The unit is left as systemd leaves it; a unit already running is
-// not restarted, and Start then waits for the run in progress. If ctx ends
-// first, Start stops the unit and returns an error that wraps ctx.Err().
-func Start(ctx context.Context, mgr *manager.Conn, name string) (*Status, error) {
-	return start(ctx, mgr, name, nil)
-}
-
-// start is Start that tells invoked the invocation ID of each run that
-// the start makes.
-func start(ctx context.Context, mgr *manager.Conn, name string, invoked func(id string)) (*Status, error) {
+// runUnit starts an existing unit and waits for its start job, then for
+// the run of a service of Type oneshot, simple, exec or idle, as
+// UnitCmd.Run does, and tells invoked, if not nil, the invocation ID of
+// each run that the start makes.
+func runUnit(ctx context.Context, mgr *manager.Conn, name string, invoked func(id string)) (*Status, error) {
 	name, err := unit.Complete(name)
 	if err != nil {
 		return nil, err
@@ -97,8 +86,8 @@ func start(ctx context.Context, mgr *manager.Conn, name string, invoked func(id 
 // daemon-reexec closes it) is made again once the manager is back,
 // unless the unit shows that a start reached systemd: a job of the unit
 // is pending, or its invocation ID is no longer before, the one it had
-// before the call. As Start joins a run in progress, it takes that run
-// for its own.
+// before the call. As UnitCmd.Run joins a run in progress, it takes that
+// run for its own.
 func (r *run) startUnit(ctx context.Context, before []byte) (dbus.ObjectPath, error) {
 	for {
 		job, err := r.mgr.StartUnit(ctx, r.unit, "replace")

@@ -34,7 +34,7 @@ func TestStartMakesNoRun(t *testing.T) {
 		}
 	}()
 	for _, name := range []string{limited, conditioned} {
-		first, err := job.Start(ctx, conn, name)
+		first, err := job.Unit(conn, name).Run(ctx)
 		var ee *job.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode != 4 {
 			t.Fatalf("first Start(%s): %v, want exit status 4", name, err)
@@ -42,7 +42,7 @@ func TestStartMakesNoRun(t *testing.T) {
 		if name == conditioned {
 			systemdtest.WriteUnit(t, gate, "")
 		}
-		st, err := job.Start(ctx, conn, name)
+		st, err := job.Unit(conn, name).Run(ctx)
 		if errors.As(err, &ee) {
 			t.Errorf("second Start(%s) reported a run: %v (invocation %s; the first run's was %s)", name, err, ee.InvocationID, first.InvocationID)
 			continue

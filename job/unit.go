@@ -13,9 +13,10 @@ import (
 	"github.com/unitrun/unitrun/unit"
 )
 
-// UnitCmd is an existing unit to start, or whose run to wait for, as Cmd
-// is a command to run: Unit returns one, its fields say where the run's
-// output goes, and Start or Wait report the run as Cmd.Wait does.
+// UnitCmd is an existing unit to run (start and wait for), or whose run
+// to wait for, as Cmd is a command to run: Unit returns one, its fields
+// say where the run's output goes, and Run or Wait report the run as
+// Cmd.Wait does.
 type UnitCmd struct {
 	Name string // the unit, such as "pivot.service" ("pivot" too: see unit.Complete)
 
@@ -32,9 +33,9 @@ type UnitCmd struct {
 	Stdout, Stderr io.Writer
 
 	// Invoked, if set, is told the invocation ID (hex) of each run that
-	// Start makes as soon as systemd announces it, before the run ends
-	// (not that of a run in progress before Start); it may be told one ID
-	// more than once.
+	// Run makes as soon as systemd announces it, before the run ends (not
+	// that of a run in progress before Run); it may be told one ID more
+	// than once.
 	Invoked func(id string)
 
 	mgr *manager.Conn
@@ -45,21 +46,29 @@ func Unit(mgr *manager.Conn, name string) *UnitCmd {
 	return &UnitCmd{Name: name, mgr: mgr}
 }
 
-// Start starts the unit and waits as the package's Start does, copying
-// the output of the run the start makes until it ends, or until the start
-// job is done for a unit that Start does not wait for; the run of a unit
-// already running when Start is called is waited for, its output not
-// copied. No entry of an earlier run is copied: the journal is brought up
-// to date before the start, then the entries are chosen by the invocation
-// IDs of the runs the start makes. If the run succeeded and its output
-// could not be copied, the error says why.
-func (u *UnitCmd) Start(ctx context.Context) (*Status, error) {
+// Run starts the unit and waits for its start job. For a service of Type
+// oneshot, simple, exec or idle it then waits for the run to finish (and
+// for the runs its Restart= setting makes) and reports it as Cmd.Wait
+// does: an *ExitError if it failed, a *JobError if the job did not
+// complete. For other units (notify, forking, targets, ...) it returns
+// once the job is done, with a Status whose JobResult is "done". The unit
+// is left as systemd leaves it; a unit already running is not restarted,
+// and Run then waits for the run in progress, its output not copied. If
+// ctx ends first, Run stops the unit and returns an error that wraps
+// ctx.Err().
+//
+// With Stdout or Stderr set, Run copies the output of the runs the start
+// makes until they end. No entry of an earlier run is copied: the journal
+// is brought up to date before the start, then the entries are chosen by
+// the invocation IDs of the runs the start makes. If the run succeeded
+// and its output could not be copied, the error says why.
+func (u *UnitCmd) Run(ctx context.Context) (*Status, error) {
 	if err := u.complete(); err != nil {
 		return nil, err
 	}
 	o := u.output()
 	if o == nil && u.Invoked == nil {
-		return start(ctx, u.mgr, u.Name, nil)
+		return runUnit(ctx, u.mgr, u.Name, nil)
 	}
 	if o != nil {
 		// Whatever an earlier run logged is then stored, and read with the
@@ -73,7 +82,7 @@ func (u *UnitCmd) Start(ctx context.Context) (*Status, error) {
 		return nil, fmt.Errorf("start %s: %w", u.Name, err)
 	}
 	last := props["InvocationID"].Value()
-	st, err := start(ctx, u.mgr, u.Name, func(id string) {
+	st, err := runUnit(ctx, u.mgr, u.Name, func(id string) {
 		if b, _ := last.([]byte); hex.EncodeToString(b) == id {
 			return
 		}

@@ -240,7 +240,7 @@ func TestListUnitNamesPrefix(t *testing.T) {
 		systemdtest.WriteUnit(t, filepath.Join(dir, n), "[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true\n")
 		// Started to the end, so that the stop below finds no start job
 		// to cancel: a oneshot killed while it starts fails and stays.
-		if _, err := job.Start(ctx, conn, n); err != nil {
+		if _, err := job.Unit(conn, n).Run(ctx); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { conn.StopUnit(context.Background(), n, "replace") })

@@ -147,7 +147,7 @@ Environment=`+manager.EnvManager+"="+os.Getenv(manager.EnvManager)+`
 		conn.StopUnit(context.Background(), name, "replace")
 		conn.ResetFailedUnit(context.Background(), name)
 	})
-	if _, err := job.Start(ctx, conn, name); err != nil {
+	if _, err := job.Unit(conn, name).Run(ctx); err != nil {
 		t.Fatal(err)
 	}
 	pid := func() any {

@@ -33,7 +33,7 @@ stderr; -q shows neither them nor the summary line.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, _ := unit.Complete(args[0]) // checked by unitArg
 			return o.withUnit(cmd, g, name, func(u *job.UnitCmd) error {
-				st, err := u.Start(cmd.Context())
+				st, err := u.Run(cmd.Context())
 				return report(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), name, st, err, o.asJSON, o.quiet)
 			})
 		},

@@ -12,7 +12,6 @@ import (
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/hostapi/config"
-	"github.com/unitrun/unitrun/hostapi/store"
 )
 
 // Caller is who calls an op, as the kernel reports the peer of a unix
@@ -26,9 +25,6 @@ type Caller struct {
 // ID is the caller's identity as put in place of "{caller}" in an op's env:
 // "uid:<uid>".
 func (c Caller) ID() string { return fmt.Sprintf("uid:%d", c.UID) }
-
-// MaxPage is the most records a page of ListPage holds.
-const MaxPage = store.MaxPage
 
 // Core is all that the front ends (HTTP, SEQPACKET, D-Bus) use of the
 // daemon. A front end is an adapter: it reads its caller's credentials,

@@ -9,15 +9,9 @@ import (
 	"path/filepath"
 
 	"github.com/coreos/go-systemd/v22/activation"
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/hostapi/front"
 	"golang.org/x/sys/unix"
-)
-
-// Default paths of the daemon's sockets when systemd passes none and
-// neither path is given (the first is client.DefaultSocket too).
-const (
-	defaultSocket    = "/run/unitrun/api.sock"
-	defaultSeqpacket = "/run/unitrun/argv.sock"
 )
 
 // Listen returns the sockets systemd passed (socket activation), or binds
@@ -28,14 +22,14 @@ const (
 // works too.
 //
 // Without socket activation, when both paths are "" the daemon binds both
-// defaults (defaultSocket and defaultSeqpacket, creating their directory);
-// when one is given, only the given ones are bound and the other front end
-// is off (its listener nil). A given path's directory must exist
-// (checkSocketDirs, before either is bound). A socket
-// file a live process answers on is refused (front.ErrInUse); a stale one
-// is replaced. A path that cannot be bound is a *SetupError naming Socket
-// or Seqpacket.
-func Listen(socket, seqpacket string) (api, argv net.Listener, err error) {
+// defaults (api.DefaultSocket and api.DefaultSeqpacketSocket, creating
+// their directory); when one is given, only the given ones are bound and
+// the other front end is off (its listener nil). A given path's directory
+// must exist (checkSocketDirs, before either is bound). A socket file a
+// live process answers on is refused (front.ErrInUse); a stale one is
+// replaced. A path that cannot be bound is a *SetupError naming Socket or
+// Seqpacket.
+func Listen(socket, seqpacket string) (stream, packet net.Listener, err error) {
 	named, err := activation.ListenersWithNames()
 	if err != nil {
 		return nil, nil, fmt.Errorf("socket activation: %w", err)
@@ -44,24 +38,24 @@ func Listen(socket, seqpacket string) (api, argv net.Listener, err error) {
 		return activated(named)
 	}
 	if socket == "" && seqpacket == "" {
-		socket, seqpacket = defaultSocket, defaultSeqpacket
-		if err := os.MkdirAll(filepath.Dir(defaultSocket), 0o755); err != nil {
+		socket, seqpacket = api.DefaultSocket, api.DefaultSeqpacketSocket
+		if err := os.MkdirAll(filepath.Dir(api.DefaultSocket), 0o755); err != nil {
 			return nil, nil, &SetupError{Option: "Socket", Path: socket, Err: err}
 		}
 	}
 	if err := checkSocketDirs(socket, seqpacket); err != nil {
 		return nil, nil, err
 	}
-	if api, err = listen("Socket", "unix", socket); err != nil {
+	if stream, err = listen("Socket", "unix", socket); err != nil {
 		return nil, nil, err
 	}
-	if argv, err = listen("Seqpacket", "unixpacket", seqpacket); err != nil {
-		if api != nil {
-			api.Close()
+	if packet, err = listen("Seqpacket", "unixpacket", seqpacket); err != nil {
+		if stream != nil {
+			stream.Close()
 		}
 		return nil, nil, err
 	}
-	return api, argv, nil
+	return stream, packet, nil
 }
 
 // A DirError is the error of a socket path whose directory is missing or
@@ -112,7 +106,7 @@ func listen(option, network, path string) (net.Listener, error) {
 
 // activated picks the HTTP and the SEQPACKET socket among those systemd
 // passed, by name (see Listen).
-func activated(named map[string][]net.Listener) (api, argv net.Listener, err error) {
+func activated(named map[string][]net.Listener) (stream, packet net.Listener, err error) {
 	var apis, argvs []net.Listener
 	for name, ls := range named {
 		for _, l := range ls {

@@ -173,7 +173,7 @@ func (a *dbusAPI) List(sender dbus.Sender) ([]jobSummary, *dbus.Error) {
 	}
 	jobs := []jobSummary{}
 	for after := ""; ; {
-		recs, next, err := a.c.ListPage(a.conn.Context(), c, after, core.MaxPage)
+		recs, next, err := a.c.ListPage(a.conn.Context(), c, after, api.MaxPage)
 		if err != nil {
 			return nil, dbusError(err)
 		}

@@ -250,7 +250,7 @@ func (h *httpAPI) visible(w http.ResponseWriter, r *http.Request) (*api.Record, 
 }
 
 // jobs serves GET /v1/jobs: a page of the records the caller may see,
-// newest first, at most ?limit= (default and most core.MaxPage) after the
+// newest first, at most ?limit= (default and most api.MaxPage) after the
 // cursor ?after=; when there are more, the header Link names the next
 // page (rel="next").
 func (h *httpAPI) jobs(w http.ResponseWriter, r *http.Request) {
@@ -259,11 +259,11 @@ func (h *httpAPI) jobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	limit := core.MaxPage
+	limit := api.MaxPage
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > core.MaxPage {
-			writeError(w, errorf(api.CodeBadRequest, fmt.Sprintf("limit %q: must be a number from 1 to %d", s, core.MaxPage)))
+		if err != nil || n < 1 || n > api.MaxPage {
+			writeError(w, errorf(api.CodeBadRequest, fmt.Sprintf("limit %q: must be a number from 1 to %d", s, api.MaxPage)))
 			return
 		}
 		limit = n

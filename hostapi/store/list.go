@@ -37,9 +37,6 @@ func (s *Store) List() ([]*Record, error) {
 	return recs, errors.Join(errs...)
 }
 
-// MaxPage is the most records a page of a listing holds (Store.Page).
-const MaxPage = 100
-
 // A Cursor is where a page of a listing ends: the creation time and id of
 // its last record. The next page starts with the record after it, newest
 // first, whatever was added or pruned meanwhile.
@@ -64,15 +61,15 @@ func ParseCursor(s string) (Cursor, error) {
 	return Cursor{Created: time.Unix(0, n), ID: id}, nil
 }
 
-// Page returns, newest first, at most limit (1 to MaxPage) of the records
+// Page returns, newest first, at most limit (1 or more) of the records
 // whose op and caller uid see admits, those after the cursor when after
 // is not nil, and the cursor of the page's last record when there are
 // more. It chooses from the store's index in memory and reads no other
 // record than those it returns: a caller that may see no job has no
 // record read. Records that cannot be read are left out.
 func (s *Store) Page(after *Cursor, limit int, see func(op string, uid uint32) bool) ([]*Record, *Cursor, error) {
-	if limit < 1 || limit > MaxPage {
-		return nil, nil, fmt.Errorf("limit %d: must be between 1 and %d", limit, MaxPage)
+	if limit < 1 {
+		return nil, nil, fmt.Errorf("limit %d: must be 1 or more", limit)
 	}
 	var page []Cursor
 	s.mu.Lock()

@@ -6,7 +6,7 @@ import (
 )
 
 // TestPageBounded lists a store of 250 records of uid 0 and 10 of uid
-// 1000: pages hold at most MaxPage records and, followed by their
+// 1000: pages hold at most the limit asked and, followed by their
 // cursors, give every visible record once, newest first; a page reads
 // only the records it returns, so a caller that may see no job has none
 // read, whatever the store holds.
@@ -25,23 +25,24 @@ func TestPageBounded(t *testing.T) {
 		all = append(all, r)
 	}
 	everyone := func(string, uint32) bool { return true }
-	if _, _, err := s.Page(nil, MaxPage+1, everyone); err == nil {
-		t.Errorf("a page of %d: no error, want the limit refused", MaxPage+1)
+	if _, _, err := s.Page(nil, 0, everyone); err == nil {
+		t.Error("a page of 0 records: no error, want the limit refused")
 	}
+	const limit = 100
 
 	var got []*Record
 	var after *Cursor
 	for pages := 0; ; pages++ {
 		reads := s.reads.Load()
-		recs, next, err := s.Page(after, MaxPage, everyone)
+		recs, next, err := s.Page(after, limit, everyone)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if n := s.reads.Load() - reads; pages > 0 && n != int64(len(recs)) {
 			t.Errorf("page %d: %d records read for %d returned", pages, n, len(recs))
 		}
-		if len(recs) > MaxPage {
-			t.Fatalf("page %d holds %d records, more than %d", pages, len(recs), MaxPage)
+		if len(recs) > limit {
+			t.Fatalf("page %d holds %d records, more than %d", pages, len(recs), limit)
 		}
 		got = append(got, recs...)
 		if next == nil {
@@ -64,11 +65,11 @@ func TestPageBounded(t *testing.T) {
 	}
 
 	reads := s.reads.Load()
-	recs, next, err := s.Page(nil, MaxPage, func(string, uint32) bool { return false })
+	recs, next, err := s.Page(nil, limit, func(string, uint32) bool { return false })
 	if err != nil || len(recs) != 0 || next != nil || s.reads.Load() != reads {
 		t.Errorf("a caller that may see nothing: %d records, next %v, %v, %d records read: want none read", len(recs), next, err, s.reads.Load()-reads)
 	}
-	recs, next, err = s.Page(nil, MaxPage, func(_ string, uid uint32) bool { return uid == 1000 })
+	recs, next, err = s.Page(nil, limit, func(_ string, uid uint32) bool { return uid == 1000 })
 	if err != nil || len(recs) != 10 || next != nil || s.reads.Load()-reads != 10 {
 		t.Errorf("uid 1000's jobs: %d records, next %v, %v, %d records read: want its 10, 10 read", len(recs), next, err, s.reads.Load()-reads)
 	}

@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/manager/boot"
 )
@@ -276,17 +277,19 @@ func BootSystem(t testing.TB) *boot.Container {
 }
 
 // callerScript sets up a container-like caller: a /run of its own that
-// holds only the daemon's socket, then drops to the caller's uid and gid.
+// holds only the daemon's socket sock, bind-mounted at the path at (under
+// /run), then drops to the caller's uid and gid.
 const callerScript = `set -e
-sock=$1; uid=$2; gid=$3; shift 3
+sock=$1; at=$2; uid=$3; gid=$4; shift 4
 mount -t tmpfs -o mode=0755 unitrun-caller /run
-mkdir -p /run/unitrun
-touch /run/unitrun/api.sock
-mount --bind "$sock" /run/unitrun/api.sock
+mkdir -p "$(dirname "$at")"
+touch "$at"
+mount --bind "$sock" "$at"
 exec setpriv --reuid "$uid" --regid "$gid" --clear-groups -- "$@"`
 
-// CallerSocket is where a Caller sees the daemon's socket.
-const CallerSocket = "/run/unitrun/api.sock"
+// CallerSocket is where a Caller sees the daemon's socket: where the
+// shipped unitrun.socket unit listens.
+const CallerSocket = api.DefaultSocket
 
 // Caller returns a command that runs argv as a node agent in a privileged
 // container would: in new mount, PID and network namespaces (no network at
@@ -295,7 +298,7 @@ const CallerSocket = "/run/unitrun/api.sock"
 // $UNITRUN_SOCKET names.
 func Caller(socket string, uid, gid int, argv ...string) *exec.Cmd {
 	args := []string{"--mount", "--propagation", "private", "--pid", "--fork", "--mount-proc", "--net",
-		"/bin/sh", "-c", callerScript, "unitrun-caller", socket, fmt.Sprint(uid), fmt.Sprint(gid)}
+		"/bin/sh", "-c", callerScript, "unitrun-caller", socket, CallerSocket, fmt.Sprint(uid), fmt.Sprint(gid)}
 	cmd := exec.Command("unshare", append(args, argv...)...)
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "UNITRUN_SOCKET=" + CallerSocket}
 	return cmd

@@ -22,7 +22,7 @@ import (
 )
 
 func main() {
-	socket := flag.String("socket", envOr("UNITRUN_SOCKET", "/run/unitrun/api.sock"), "the unitrun daemon's socket")
+	socket := flag.String("socket", envOr("UNITRUN_SOCKET", api.DefaultSocket), "the unitrun daemon's socket")
 	flag.Parse()
 	if flag.NArg() < 1 {
 		fmt.Fprintln(os.Stderr, "usage: node-agent [-socket PATH] OP [ARGS...]")
