@@ -14,15 +14,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
 calls=${2:-200}
-go test -c -o bin/hostapi.test ./hostapi/
-cd hostapi # the test binary reads its testdata from the package's directory
+go test -c -o bin/hostapi.test ./hostapi/scheduler/
+cd hostapi/scheduler # the test binary reads its testdata from the package's directory
 printf '%5s %10s %10s %10s %7s %15s %15s   %s\n' round daemon lib+pin library ratio daemon/lib+pin lib+pin/library \
   'machine CPU per call: daemon, library, ratio'
 for r in $(seq "$rounds"); do
-  ../bin/hostapi.test -test.run '^$' -test.bench 'OpRoundTrip/(daemon|library|library\+pin)$' -test.benchtime "${calls}x" |
+  ../../bin/hostapi.test -test.run '^$' -test.bench 'OpRoundTrip/(daemon|library|library\+pin)$' -test.benchtime "${calls}x" |
     awk -v r="$r" '/ns\/op/ { k = $1 ~ /daemon/ ? "d" : $1 ~ /pin/ ? "p" : "l"; t[k] = $3 / 1e6; c[k] = $5 }
       END { printf "%5d %7.2f ms %7.2f ms %7.2f ms %7.2f %15.2f %15.2f   %.2f ms, %.2f ms, %.2f\n", r, t["d"], t["p"], t["l"],
         t["d"] / t["l"], t["d"] / t["p"], t["p"] / t["l"], c["d"], c["l"], c["d"] / c["l"] }'
 done
-../bin/hostapi.test -test.run '^$' -test.bench 'StatusQuery|DaemonIdleRSS' -test.benchtime 100x |
+../../bin/hostapi.test -test.run '^$' -test.bench 'StatusQuery|DaemonIdleRSS' -test.benchtime 100x |
   awk '/queries\/s/ { print "status queries: " $(NF-1) "/s" } /MB-rss/ { print "daemon idle RSS: " $(NF-1) " MB" }'

@@ -13,7 +13,7 @@ import (
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/client"
-	"github.com/unitrun/unitrun/hostapi"
+	"github.com/unitrun/unitrun/hostapi/scheduler"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
@@ -292,7 +292,7 @@ func TestLogsFollowResumesAcrossRestart(t *testing.T) {
 // first, as "unitrun op jobs" prints them.
 func TestJobsPages(t *testing.T) {
 	d := systemdtest.NewDaemon(t, testConfig)
-	s, err := hostapi.OpenStore(filepath.Join(d.Dir, "state"))
+	s, err := scheduler.OpenStore(filepath.Join(d.Dir, "state"))
 	if err != nil {
 		t.Fatal(err)
 	}

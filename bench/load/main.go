@@ -43,7 +43,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/api"
-	"github.com/unitrun/unitrun/hostapi"
+	"github.com/unitrun/unitrun/hostapi/scheduler"
 )
 
 // options are load's flags.
@@ -333,7 +333,7 @@ func seqCall(sock, tag string) (string, error) {
 // prints the records duplicated, wrong and missing; it returns the exit
 // status: 1 if there is any.
 func check(stateDir, answersFile string) int {
-	store, err := hostapi.OpenStore(stateDir)
+	store, err := scheduler.OpenStore(stateDir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
 		return 1

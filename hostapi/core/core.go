@@ -1,5 +1,5 @@
 // Package core is what the daemon's front ends (package hostapi/front) see
-// of it: the Core interface, which the scheduler (*hostapi.Daemon)
+// of it: the Core interface, which the scheduler (*scheduler.Scheduler)
 // implements, and the Caller whose calls it authorizes. The front ends
 // and the scheduler both import core and neither imports the other.
 package core

@@ -15,25 +15,25 @@ import (
 	sd "github.com/coreos/go-systemd/v22/daemon"
 	"github.com/godbus/dbus/v5"
 
-	"github.com/unitrun/unitrun/hostapi"
 	"github.com/unitrun/unitrun/hostapi/config"
 	"github.com/unitrun/unitrun/hostapi/front"
+	"github.com/unitrun/unitrun/hostapi/scheduler"
 	"github.com/unitrun/unitrun/internal/flock"
 	"github.com/unitrun/unitrun/manager"
 )
 
-// Options are what Run needs to make and serve a Daemon.
+// Options are what Run needs to make and serve a Scheduler.
 type Options struct {
 	// ConfigFile and OpsDir are the ops config and its drop-in dir
 	// (LoadConfig), read at the start and again on each SIGHUP.
 	ConfigFile, OpsDir string
-	// StateDir holds the job records and output logs (hostapi.OpenStore).
+	// StateDir holds the job records and output logs (scheduler.OpenStore).
 	StateDir string
 	// Repair has a records log damaged in the middle repaired rather than
-	// refused (hostapi.RepairStore): the jobs the damage may have touched
+	// refused (scheduler.RepairStore): the jobs the damage may have touched
 	// are recorded as failed, outcome unknown, and logged.
 	Repair bool
-	// PodStateDir is the hostapi.Daemon's PodStateDir.
+	// PodStateDir is the scheduler.Scheduler's PodStateDir.
 	PodStateDir string
 	// Socket and Seqpacket are the paths Listen binds when systemd passed
 	// no sockets.
@@ -41,7 +41,7 @@ type Options struct {
 	// Bus, unless "", is the bus to serve the D-Bus front end on too:
 	// "system", "session" or a D-Bus address.
 	Bus string
-	// Log is the Daemon's Log and the front ends' (see NewLogger);
+	// Log is the Scheduler's Log and the front ends' (see NewLogger);
 	// nil is slog.Default().
 	Log *slog.Logger
 	// Manager opens the connection to the manager that runs the jobs.
@@ -68,9 +68,9 @@ func (e *SetupError) Unwrap() error { return e.Err }
 // then serves the HTTP front end and the SEQPACKET one (those Listen
 // bound) and, with Bus, the D-Bus one, and tells
 // systemd READY=1. While it serves, it prunes old records hourly and as
-// jobs end (one prune at a time, see Daemon.PruneHourly), and on SIGHUP
+// jobs end (one prune at a time, see Scheduler.PruneHourly), and on SIGHUP
 // reads the config again (reload). When ctx ends or a front end fails, it
-// tells systemd STOPPING=1, stops serving and closes the Daemon; running
+// tells systemd STOPPING=1, stops serving and closes the Scheduler; running
 // ops go on in systemd, for the next daemon to re-attach to.
 //
 // A setting that cannot be used before serving is a *SetupError; Run
@@ -165,18 +165,18 @@ loop:
 }
 
 // open opens the store (repairing it with o.Repair), takes the sockets
-// (Listen) and opens the manager, in this order, and returns the Daemon of
+// (Listen) and opens the manager, in this order, and returns the Scheduler of
 // cfg on them.
-func open(ctx context.Context, o Options, cfg *config.Config, log *slog.Logger) (_ *hostapi.Daemon, _ *manager.Conn, api, argv net.Listener, err error) {
-	var store *hostapi.Store
+func open(ctx context.Context, o Options, cfg *config.Config, log *slog.Logger) (_ *scheduler.Scheduler, _ *manager.Conn, api, argv net.Listener, err error) {
+	var store *scheduler.Store
 	if o.Repair {
 		var repaired []string
-		store, repaired, err = hostapi.RepairStore(o.StateDir)
+		store, repaired, err = scheduler.RepairStore(o.StateDir)
 		for _, id := range repaired {
 			log.Warn(fmt.Sprintf("repair: job %s: recorded as failed, outcome unknown: the damaged records log may have held its later records; it is not run again", id))
 		}
 	} else {
-		store, err = hostapi.OpenStore(o.StateDir)
+		store, err = scheduler.OpenStore(o.StateDir)
 	}
 	if err != nil {
 		return nil, nil, nil, nil, &SetupError{Option: "StateDir", Path: o.StateDir, Err: err}
@@ -193,7 +193,7 @@ func open(ctx context.Context, o Options, cfg *config.Config, log *slog.Logger) 
 		}
 		return nil, nil, nil, nil, err
 	}
-	d := hostapi.NewDaemon(cfg, store, mgr)
+	d := scheduler.New(cfg, store, mgr)
 	d.PodStateDir = o.PodStateDir
 	d.Log = log
 	return d, mgr, api, argv, nil
@@ -221,7 +221,7 @@ func lockStateDir(dir string) (unlock func(), err error) {
 // reload reads the ops config again and gives its ops to d, or logs why
 // it cannot and leaves d's ops as they are. It tells systemd that it
 // reloads, then that it is ready again.
-func reload(d *hostapi.Daemon, o Options) {
+func reload(d *scheduler.Scheduler, o Options) {
 	sd.SdNotify(false, sd.SdNotifyReloading)
 	defer sd.SdNotify(false, sd.SdNotifyReady)
 	cfg, err := config.Load(o.ConfigFile, o.OpsDir)
@@ -237,7 +237,7 @@ func reload(d *hostapi.Daemon, o Options) {
 }
 
 // serveBus connects to bus and serves d's D-Bus front end there.
-func serveBus(d *hostapi.Daemon, bus string) (*dbus.Conn, error) {
+func serveBus(d *scheduler.Scheduler, bus string) (*dbus.Conn, error) {
 	conn, err := connectBus(bus)
 	if err != nil {
 		return nil, err

@@ -5,7 +5,7 @@ import "time"
 // Record is a job's record as the store keeps it on disk: one JSON line
 // per version in the log (the "rec" of a logLine). It is the disk's schema, apart
 // from the record the daemon serves: a change of the wire does not change
-// the disk unless the conversion (hostapi's Store) changes too, and a
+// the disk unless the conversion (scheduler's Store) changes too, and a
 // change of this type is a new schema version (schemaVersion) with a migration.
 type Record struct {
 	ID             string     `json:"id"`

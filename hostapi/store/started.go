@@ -6,10 +6,10 @@ import "fmt"
 // executed: a line in the log, not waited for. It needs no sync: a daemon
 // started after this one died finds it, and after a crash of the host the
 // record's boot ID tells the job apart from one that never started (see
-// hostapi's Daemon.collected). A running record without the mark, whose
+// scheduler's Scheduler.collected). A running record without the mark, whose
 // unit is gone and left no outcome, is a job the daemon accepted and then
 // stopped before creating its unit: the job never ran. Jobs of ops with
-// retry get no mark, so that such a job is run again (see hostapi's
+// retry get no mark, so that such a job is run again (see scheduler's
 // runExec).
 func (s *Store) MarkStarted(id string) error {
 	if err := checkID(id); err != nil {

@@ -1,5 +1,5 @@
 // Package daemontest holds what the tests of the daemon's scheduler
-// (package hostapi) and of its front ends (package hostapi/front) share: a
+// (package hostapi/scheduler) and of its front ends (package hostapi/front) share: a
 // config of test ops, a daemon on it, its front ends served on sockets any
 // user may reach, and calls to them. It imports neither package, so that
 // the tests of each can use it.
@@ -97,7 +97,7 @@ func WriteConfig(t testing.TB, extra string) (file, dir string) {
 // extra (WriteConfig), a store that openStore opens in the state subdir
 // of the config's dir, and mgr, once it has recovered; and that dir. The
 // daemon is closed when the test ends, before the dir is removed. The
-// tests of package hostapi pass hostapi.OpenStore and hostapi.NewDaemon.
+// tests of package hostapi/scheduler pass scheduler.OpenStore and scheduler.New.
 func Open[S any, D interface {
 	Recover() error
 	Close()

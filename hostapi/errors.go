@@ -1,7 +1,0 @@
-package hostapi
-
-import (
-	"github.com/unitrun/unitrun/api"
-)
-
-func errorf(code, msg string) *api.Error { return &api.Error{Code: code, Message: msg} }
