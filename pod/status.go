@@ -84,6 +84,11 @@ type AppStatus struct {
 	// ends it, but for the success of an init app, which stays ready, as
 	// in Kubernetes.
 	Ready bool `json:"ready"`
+	// FromSystemd says the record of the app's last exit could not be
+	// written (its hook failed: the state directory was full, say), and
+	// that exit is systemd's, read back from the app's unit
+	// (podrun.Runner.Status); it is never written to disk.
+	FromSystemd bool `json:"-"`
 }
 
 // Acted returns the action a probe of s took at its failure threshold in
@@ -129,6 +134,9 @@ type PodStatus struct {
 	CreatedAt  time.Time   `json:"created_at,omitzero"`
 	StartedAt  time.Time   `json:"started_at,omitzero"`
 	FinishedAt time.Time   `json:"finished_at,omitzero"`
+	// FromSystemd says the pod's end could not be recorded and was read
+	// back from systemd (podrun.Runner.Status); never written to disk.
+	FromSystemd bool `json:"-"`
 }
 
 // maxStatusSize bounds what a reader reads.

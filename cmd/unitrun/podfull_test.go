@@ -1,0 +1,133 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/pod"
+)
+
+// fullStateDir returns a state dir on a 2 MiB tmpfs that the test manager
+// sees, unmounted when the test ends. The manager has a mount namespace of
+// its own: the tmpfs is mounted there, and the test and the CLI reach it
+// through the manager's root, /proc/PID/root, which the hooks resolve to
+// the same directory.
+func fullStateDir(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	pid := systemdtest.Manager(t).PID()
+	dir := t.TempDir()
+	ns := []string{"-t", fmt.Sprint(pid), "-m", "--"}
+	if out, err := exec.Command("nsenter", append(ns, "mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs", dir)...).CombinedOutput(); err != nil {
+		t.Fatalf("mount a tmpfs on %s: %v: %s", dir, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("nsenter", append(ns, "umount", dir)...).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return fmt.Sprintf("/proc/%d/root%s", pid, dir)
+}
+
+// forceRm removes pod name, if it is left, when the test ends (and before
+// its state dir is unmounted).
+func forceRm(t *testing.T, dir, name string) {
+	t.Cleanup(func() {
+		if _, err := os.Lstat(filepath.Join(dir, "pods", name)); err == nil {
+			podCLI(t, dir, "rm", "--force", name)
+		}
+	})
+}
+
+// fillingPod is a pod whose app filler fills its state dir with its
+// output (3 MB on 2 MiB) and exits 3, so that no hook can record
+// anything after it; other runs otherCmd.
+func fillingPod(t *testing.T, name, otherCmd string) string {
+	return manifestFile(t, fmt.Sprintf(`name: %s
+apps:
+  - name: filler
+    exec: ["/bin/sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' x; exit 3"]
+  - name: other
+    exec: ["/bin/sh", "-c", %q]
+`, name, otherCmd))
+}
+
+// wantEndFromSystemd checks that pod name ended Failed with filler's exit
+// code 3, read back from systemd since no hook could record it, says so,
+// and is removed without force, leaving nothing.
+func wantEndFromSystemd(t *testing.T, dir, name, other string) {
+	t.Helper()
+	_, errs, code := podCLI(t, dir, "status", name)
+	if code != 0 || !strings.Contains(errs, "could not be recorded (is the state dir full?)") {
+		t.Errorf("pod status: exit %d, stderr %q; want 0 and a note that the exits are systemd's", code, errs)
+	}
+	v := podStatus(t, dir, name)
+	if v.Phase != pod.PodFailed || v.ExitCode == nil || *v.ExitCode != 3 || !v.FromSystemd {
+		t.Errorf("pod %s: %s, exit code %s, from systemd %v; want Failed, 3, true", name, v.Phase, fmtInt(v.ExitCode), v.FromSystemd)
+	}
+	for _, a := range v.Apps {
+		got := fmt.Sprintf("%s %s", a.State, fmtInt(a.ExitCode))
+		if want := map[string]string{"filler": "failed 3", "other": other}[a.Name]; got != want || a.Name == "filler" && !a.FromSystemd {
+			t.Errorf("app %s: %q, from systemd %v; want %q", a.Name, got, a.FromSystemd, want)
+		}
+	}
+	if _, errs, code := podCLI(t, dir, "rm", name); code != 0 {
+		t.Errorf("pod rm: exit %d, %q; want 0", code, errs)
+	}
+	if left := podLeft(t, dir, name); len(left) > 0 {
+		t.Errorf("pod rm left %v", left)
+	}
+}
+
+// A pod whose state dir fills (an app's output) cannot record its exits:
+// pod run still ends with the pod's exit code, pod stop and a SIGTERM to
+// pod run still stop it, and pod status reads each end back from systemd,
+// saying so; pod rm then removes it without force.
+func TestPodFullStateDir(t *testing.T) {
+	t.Run("run", func(t *testing.T) {
+		dir := fullStateDir(t)
+		forceRm(t, dir, "full-run")
+		_, errs, code := podCLI(t, dir, "run", "-q", fillingPod(t, "full-run", "sleep 2"))
+		if code != 3 {
+			t.Errorf("pod run: exit %d, want 3 (stderr %q)", code, errs)
+		}
+		wantEndFromSystemd(t, dir, "full-run", "exited 0")
+	})
+	t.Run("stop", func(t *testing.T) {
+		dir := fullStateDir(t)
+		forceRm(t, dir, "full-stop")
+		if _, errs, code := podCLI(t, dir, "run", "--detach", fillingPod(t, "full-stop", "exec sleep 600")); code != 0 {
+			t.Fatalf("pod run --detach: exit %d, %q", code, errs)
+		}
+		systemdtest.WaitActiveState(t, systemdtest.Conn(t), pod.AppUnit("full-stop", "filler"), "failed")
+		if _, errs, code := podCLI(t, dir, "stop", "full-stop"); code != 3 {
+			t.Errorf("pod stop: exit %d, want 3 (stderr %q)", code, errs)
+		}
+		// sleep's death by the stop's SIGTERM is clean, as systemd counts it.
+		wantEndFromSystemd(t, dir, "full-stop", "exited 143")
+	})
+	t.Run("sigterm", func(t *testing.T) {
+		dir := fullStateDir(t)
+		forceRm(t, dir, "full-sig")
+		cmd := exec.Command(systemdtest.Binary(t), "pod", "run", "-q", "--state-dir", dir, fillingPod(t, "full-sig", "exec sleep 600"))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		systemdtest.WaitActiveState(t, systemdtest.Conn(t), pod.AppUnit("full-sig", "filler"), "failed")
+		cmd.Process.Signal(syscall.SIGTERM)
+		// Before, pod run went on until SIGKILL.
+		err := cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 143 {
+			t.Errorf("pod run after SIGTERM: %v, want exit 143", err)
+		}
+		wantEndFromSystemd(t, dir, "full-sig", "exited 143")
+	})
+}
