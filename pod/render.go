@@ -3,9 +3,7 @@ package pod
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -200,13 +198,9 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 		}
 		f.Set("Service", "SuccessExitStatus", strings.Join(codes, " "))
 	}
-	for _, k := range slices.Sorted(maps.Keys(a.Env)) {
-		v, err := unit.QuoteEnv(k, a.Env[k])
-		if err != nil {
-			return err
-		}
-		f.Set("Service", "Environment", v)
-	}
+	// No Environment=: a unit file is world-readable, and so is a unit's
+	// Environment= over D-Bus. The exec hook sets the app's env from the
+	// pod's manifest.json, which only root reads.
 	f.Set("Service", "SyslogIdentifier", unit.EscapeSpecifiers(m.Name+"/"+a.Name))
 	out, err := output(h.o.LogPath, a.Name)
 	if err != nil {

@@ -399,10 +399,12 @@ func write(stateDir string, durable bool, data []byte, elem ...string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
+	// Root's alone, as the pod's directory is: the spec holds the apps'
+	// env.
 	if durable {
-		return atomicfile.Write(path, data, 0o644)
+		return atomicfile.Write(path, data, 0o600)
 	}
-	return atomicfile.Replace(path, data, 0o644)
+	return atomicfile.Replace(path, data, 0o600)
 }
 
 // read returns the content of the regular file at the path made of elem

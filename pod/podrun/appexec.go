@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"os/user"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -107,11 +110,36 @@ func execApp(a *pod.App) error {
 			return fmt.Errorf("user %d: %w", cred.Uid, err)
 		}
 	}
-	err = syscall.Exec(a.Exec[0], a.Exec, append(os.Environ(), env...))
+	err = syscall.Exec(a.Exec[0], a.Exec, appEnv(os.Environ(), env, a.Env))
 	if errors.Is(err, syscall.ENOENT) {
 		return notFound(a.Exec[0])
 	}
 	return fmt.Errorf("command %s: %v", a.Exec[0], err)
+}
+
+// appEnv is the environment of an app's command: the manager's (base),
+// then the user's variables (user), then the app's env, which are not in
+// its unit (a unit's Environment= is world-readable); a later entry
+// replaces an earlier one of the same name.
+func appEnv(base, user []string, env map[string]string) []string {
+	out := make([]string, 0, len(base)+len(user)+len(env))
+	at := make(map[string]int)
+	set := func(k, kv string) {
+		if i, ok := at[k]; ok {
+			out[i] = kv
+			return
+		}
+		at[k] = len(out)
+		out = append(out, kv)
+	}
+	for _, kv := range append(slices.Clone(base), user...) {
+		k, _, _ := strings.Cut(kv, "=")
+		set(k, kv)
+	}
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		set(k, k+"="+env[k])
+	}
+	return out
 }
 
 // notFound is the error of a command that does not exist; it is

@@ -66,7 +66,9 @@ func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso pod.Isolat
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, err
 	}
-	if err := os.Mkdir(dir, 0o755); errors.Is(err, fs.ErrExist) {
+	// Root's alone: the pod's manifest holds its apps' env, its logs
+	// their output; its hooks and the CLI run as root.
+	if err := os.Mkdir(dir, 0o700); errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("pod %s already exists", m.Name)
 	} else if err != nil {
 		return nil, err
