@@ -131,3 +131,35 @@ func TestPodFullStateDir(t *testing.T) {
 		wantEndFromSystemd(t, dir, "full-sig", "exited 143")
 	})
 }
+
+// The test manager has a mount namespace of its own, as the embedded
+// manager has: a state dir on a tmpfs mounted after it started is not
+// there for it, and its hooks could record nothing (every app failed with
+// 209/STDOUT and pod run hung). pod create and pod run refuse it, saying
+// why, and leave nothing.
+func TestPodStateDirUnseenByManager(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("mount a tmpfs on %s: %v: %s", mnt, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", mnt, err, out)
+		}
+	})
+	dir := filepath.Join(mnt, "state")
+	path := manifestFile(t, "name: unseen\napps:\n  - name: a\n    exec: [/bin/true]\n")
+	for _, cmd := range []string{"create", "run"} {
+		_, errs, code := podCLI(t, dir, cmd, path)
+		if code != exitFailed || !strings.Contains(errs, "state dir "+dir+": the manager does not see it as unitrun does") {
+			t.Errorf("pod %s: exit %d, stderr %q; want 125 saying the manager does not see the state dir", cmd, code, errs)
+		}
+		if left := podLeft(t, dir, "unseen"); len(left) > 0 {
+			t.Errorf("pod %s left %v", cmd, left)
+			podCLI(t, dir, "rm", "--force", "unseen")
+		}
+	}
+}

@@ -63,6 +63,9 @@ func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso pod.Isolat
 	if err != nil {
 		return nil, err
 	}
+	if err := r.checkSeen(ctx); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, err
 	}
@@ -87,6 +90,24 @@ func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso pod.Isolat
 		return nil, err
 	}
 	return m, nil
+}
+
+// checkSeen returns an error if the manager does not see the state
+// directory (its nearest existing ancestor) as the runner does: the
+// pod's hooks, which the manager runs, could then record nothing, and
+// every app would fail to open its log.
+func (r *Runner) checkSeen(ctx context.Context) error {
+	dir := r.StateDir
+	for {
+		if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
+			break
+		}
+		dir = filepath.Dir(dir)
+	}
+	if r.Mgr.Sees(ctx, dir) {
+		return nil
+	}
+	return fmt.Errorf("state dir %s: the manager does not see it as unitrun does: the manager has a mount namespace of its own (the embedded manager has), without the file system that holds %s, mounted after the manager started, so the pod's hooks could record nothing; use a state dir the manager sees, or restart the manager (unitrun manager stop) so that it sees the mount", r.StateDir, dir)
 }
 
 func (r *Runner) prepare(ctx context.Context, m *pod.Manifest, manifest []byte, files []placedFile) error {
