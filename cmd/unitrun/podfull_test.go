@@ -11,6 +11,7 @@ import (
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/podrun"
 )
 
 // fullStateDir returns a state dir on a 2 MiB tmpfs that the test manager
@@ -47,17 +48,19 @@ func forceRm(t *testing.T, dir, name string) {
 	})
 }
 
-// fillingPod is a pod whose app filler fills its state dir with its
-// output (3 MB on 2 MiB) and exits 3, so that no hook can record
-// anything after it; other runs otherCmd.
-func fillingPod(t *testing.T, name, otherCmd string) string {
+// fillingPod is a pod whose app filler fills dir, its state dir, (3 MB
+// on 2 MiB, into a file of its own: its output could not fill it) once
+// app other runs, and exits 3, so that no hook can record anything after
+// it; other runs otherCmd.
+func fillingPod(t *testing.T, dir, name, otherCmd string) string {
+	up := filepath.Join(dir, "other-up")
 	return manifestFile(t, fmt.Sprintf(`name: %s
 apps:
   - name: filler
-    exec: ["/bin/sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' x; exit 3"]
+    exec: ["/bin/sh", "-c", "until [ -e %s ]; do sleep 0.05; done; head -c 3000000 /dev/zero > %s/fill; exit 3"]
   - name: other
     exec: ["/bin/sh", "-c", %q]
-`, name, otherCmd))
+`, name, up, dir, "touch "+up+"; "+otherCmd))
 }
 
 // wantEndFromSystemd checks that pod name ended Failed with filler's exit
@@ -87,7 +90,7 @@ func wantEndFromSystemd(t *testing.T, dir, name, other string) {
 	}
 }
 
-// A pod whose state dir fills (an app's output) cannot record its exits:
+// A pod whose state dir fills cannot record its exits:
 // pod run still ends with the pod's exit code, pod stop and a SIGTERM to
 // pod run still stop it, and pod status reads each end back from systemd,
 // saying so; pod rm then removes it without force.
@@ -95,7 +98,7 @@ func TestPodFullStateDir(t *testing.T) {
 	t.Run("run", func(t *testing.T) {
 		dir := fullStateDir(t)
 		forceRm(t, dir, "full-run")
-		_, errs, code := podCLI(t, dir, "run", "-q", fillingPod(t, "full-run", "sleep 2"))
+		_, errs, code := podCLI(t, dir, "run", "-q", fillingPod(t, dir, "full-run", "sleep 2"))
 		if code != 3 {
 			t.Errorf("pod run: exit %d, want 3 (stderr %q)", code, errs)
 		}
@@ -104,7 +107,7 @@ func TestPodFullStateDir(t *testing.T) {
 	t.Run("stop", func(t *testing.T) {
 		dir := fullStateDir(t)
 		forceRm(t, dir, "full-stop")
-		if _, errs, code := podCLI(t, dir, "run", "--detach", fillingPod(t, "full-stop", "exec sleep 600")); code != 0 {
+		if _, errs, code := podCLI(t, dir, "run", "--detach", fillingPod(t, dir, "full-stop", "exec sleep 600")); code != 0 {
 			t.Fatalf("pod run --detach: exit %d, %q", code, errs)
 		}
 		systemdtest.WaitActiveState(t, systemdtest.Conn(t), pod.AppUnit("full-stop", "filler"), "failed")
@@ -117,7 +120,7 @@ func TestPodFullStateDir(t *testing.T) {
 	t.Run("sigterm", func(t *testing.T) {
 		dir := fullStateDir(t)
 		forceRm(t, dir, "full-sig")
-		cmd := exec.Command(systemdtest.Binary(t), "pod", "run", "-q", "--state-dir", dir, fillingPod(t, "full-sig", "exec sleep 600"))
+		cmd := exec.Command(systemdtest.Binary(t), "pod", "run", "-q", "--state-dir", dir, fillingPod(t, dir, "full-sig", "exec sleep 600"))
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -130,6 +133,39 @@ func TestPodFullStateDir(t *testing.T) {
 		}
 		wantEndFromSystemd(t, dir, "full-sig", "exited 143")
 	})
+}
+
+// An app whose output would fill the state dir (3 MB on 2 MiB) leaves the
+// pod's records room: its log stops 1 MiB short of full, with a line that
+// says so, and every exit is recorded as usual; before, the log filled the
+// file system and no exit was recorded.
+func TestPodLogLeavesRoomForRecords(t *testing.T) {
+	dir := fullStateDir(t)
+	forceRm(t, dir, "full-log")
+	_, errs, code := podCLI(t, dir, "run", "-q", manifestFile(t, `name: full-log
+apps:
+  - name: talker
+    exec: ["/bin/sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo after; exit 3"]
+  - name: other
+    exec: ["/bin/sleep", "600"]
+`))
+	if code != 3 {
+		t.Errorf("pod run: exit %d, want 3 (stderr %q)", code, errs)
+	}
+	v := wantOutcome(t, dir, "full-log", "Failed", 3, map[string]string{"talker": "failed 3 0", "other": "exited 143 0"})
+	if v.FromSystemd {
+		t.Errorf("the pod's end was read back from systemd: its records were not written")
+	}
+	log, err := os.ReadFile(filepath.Join(dir, "pods", "full-log", "logs", "talker.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(string(log), podrun.DroppedMarker) || len(log) > 1<<20 || strings.Count(string(log), "x") < 1<<19 {
+		t.Errorf("talker's log: %d bytes ending %q; want its first bytes, then %q", len(log), log[max(0, len(log)-120):], podrun.DroppedMarker)
+	}
+	if _, errs, code := podCLI(t, dir, "rm", "full-log"); code != 0 {
+		t.Errorf("pod rm: exit %d, %q", code, errs)
+	}
 }
 
 // The test manager has a mount namespace of its own, as the embedded
