@@ -424,6 +424,9 @@ func (c *Config) securityContext(p *corev1.Pod, ctr *corev1.Container, path stri
 	if (user == nil || *user == 0) && !c.AllowPrivileged {
 		rs.add(path+".securityContext.runAsUser", "root (0 or not set) runs as root on the host, which this node does not allow")
 	}
+	if group != nil && *group == 0 && !c.AllowPrivileged {
+		rs.add(path+".securityContext.runAsGroup", "0 is root's group on the host, which this node does not allow")
+	}
 	if sc != nil && c.AllowPrivileged && user != nil && *user != 0 {
 		// Allowed, they are what root has on the host; another user
 		// has none of them.

@@ -146,6 +146,37 @@ func TestTranslateRefusals(t *testing.T) {
 	}
 }
 
+// A node that is not privileged runs no container as root's user or root's
+// group, whether the container or the Pod asks; a privileged one may.
+func TestTranslateRootGroup(t *testing.T) {
+	uid, gid := int64(1000), int64(0)
+	for _, tt := range []struct {
+		name     string
+		pod, ctr *int64 // runAsGroup of the Pod and of the container
+	}{
+		{"container", nil, &gid},
+		{"pod", &gid, nil},
+	} {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: "default", UID: "u"},
+			Spec: corev1.PodSpec{
+				SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: tt.pod},
+				Containers: []corev1.Container{{Name: "app", Image: "debian", Command: []string{"/bin/true"},
+					SecurityContext: &corev1.SecurityContext{RunAsGroup: tt.ctr}}},
+			},
+		}
+		c := &Config{Images: map[string]string{"debian": HostImage}}
+		want := "spec.containers[0].securityContext.runAsGroup: 0 is root's group on the host, which this node does not allow"
+		if _, err := c.translate(p); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s runAsGroup 0 on a node that is not privileged: %v, want %q", tt.name, err, want)
+		}
+		c.AllowPrivileged = true
+		if m := translated(t, c, p); m.Apps[0].Group != "0" {
+			t.Errorf("%s runAsGroup 0 on a privileged node: group %q, want 0", tt.name, m.Apps[0].Group)
+		}
+	}
+}
+
 // A Pod's restart back-off may not go below the node's floor, the
 // kubelet's 10s unless the node's operator chose another, which is also
 // the default; a 1ns back-off made 256 restarting apps starve the manager.
