@@ -195,6 +195,9 @@ func runAttached(cmd *cobra.Command, r *podrun.Runner, m *pod.Manifest, sigs *in
 			p.event("pod %s %s%s", s.Name, s.Phase, exitText(pod.AppStatus{ExitCode: s.ExitCode}))
 		}
 	}
+	if s, serr := r.Status(base, m.Name); serr == nil {
+		noteFromSystemd(cmd.ErrOrStderr(), s)
+	}
 	if asJSON {
 		if perr := printPod(cmd, r, m.Name); perr != nil {
 			return perr
