@@ -14,12 +14,12 @@ func TestGC(t *testing.T) {
 	srcA, _ := writeSource(t, "agent", "v1")
 	srcB, _ := writeSource(t, "agent", "v2")
 	srcC, _ := writeSource(t, "helper", "h1")
-	a, err := Install(dir, srcA)
+	a, err := Install(t.Context(), dir, srcA)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := Install(dir, srcB)
-	c, _ := Install(dir, srcC)
+	b, _ := Install(t.Context(), dir, srcB)
+	c, _ := Install(t.Context(), dir, srcC)
 
 	outside := filepath.Join(t.TempDir(), "outside-0123456789abcdef")
 	os.WriteFile(outside, []byte("keep"), 0o755)
@@ -85,7 +85,7 @@ func TestGCRefusesSymlinkDir(t *testing.T) {
 	base := t.TempDir()
 	real := filepath.Join(base, "real")
 	src, _ := writeSource(t, "agent", "v1")
-	p, err := Install(real, src)
+	p, err := Install(t.Context(), real, src)
 	if err != nil {
 		t.Fatal(err)
 	}

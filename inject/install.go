@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -38,7 +39,14 @@ var (
 // dir as "<base>-<hash>", where base is src's file name without a
 // "-<hash>" suffix it may already carry and hash is the first 16 hex digits
 // of the SHA-256 of its content, and returns the installed path. The file
-// name of src must match [A-Za-z0-9_+][A-Za-z0-9._+-]*.
+// name of src must match [A-Za-z0-9_+][A-Za-z0-9._+-]*. src is opened
+// without blocking and checked on the open file: anything but a regular
+// file (a FIFO, a device, a directory) is refused, and src is read through
+// that one open file only.
+//
+// The copy's mode is 0700 plus, for group and for others, r-x where src
+// grants that class read ([InstallMode]): a copy of a file that only root
+// may read is only root's to read, as src was.
 //
 // dir is created with mode 0755 if it is missing (its parent must exist),
 // once src is known to be a file Install can copy.
@@ -46,19 +54,29 @@ var (
 // a user other than root and the caller, or is writable by group or
 // others.
 //
-// If the target already is a regular file, mode 0755 (no setuid, setgid or
-// sticky bit), owned by root or the caller, whose content has the same
+// If the target already is a regular file of that mode (no setuid, setgid
+// or sticky bit), owned by root or the caller, whose content has the same
 // SHA-256, Install returns it without writing. Otherwise, whatever the
 // target is (a corrupt copy, a file with another mode or owner, a symlink,
 // which is never followed), Install replaces it atomically: it writes a temp
-// file in dir (created with O_EXCL|O_NOFOLLOW), syncs it, sets mode 0755,
+// file in dir (created with O_EXCL|O_NOFOLLOW), syncs it, sets its mode,
 // renames it over the target, syncs dir and verifies the installed file's
 // hash. Concurrent Installs of the same content, in one process or several,
-// all return the same path to a complete file.
-func Install(dir, src string) (string, error) {
-	sum, err := hashFile(src)
+// all return the same path to a complete file. Once ctx is done, Install
+// stops reading or copying and returns ctx's error, leaving no temp file.
+func Install(ctx context.Context, dir, src string) (string, error) {
+	in, err := openSource(src)
 	if err != nil {
 		return "", fmt.Errorf("inject: %w", err)
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return "", fmt.Errorf("inject: source %s: %w", src, reason(err))
+	}
+	sum, err := hashOf(ctx, in)
+	if err != nil {
+		return "", fmt.Errorf("inject: source %s: %w", src, err)
 	}
 	base := strings.TrimSuffix(filepath.Base(src), "-"+sum[:hashLen])
 	if !baseRE.MatchString(base) {
@@ -67,18 +85,19 @@ func Install(dir, src string) (string, error) {
 	if err := ensureDir(dir); err != nil {
 		return "", err
 	}
+	mode := InstallMode(fi.Mode())
 	name := base + "-" + sum[:hashLen]
 	path := filepath.Join(dir, name)
-	switch ok, err := verify(path, sum); {
+	switch ok, err := verify(ctx, path, sum, mode); {
 	case err != nil:
 		return "", err
 	case ok:
 		return path, nil
 	}
-	if err := write(dir, name, src, sum); err != nil {
+	if err := write(ctx, dir, name, in, sum, mode); err != nil {
 		return "", fmt.Errorf("inject: %w", err)
 	}
-	ok, err := verify(path, sum)
+	ok, err := verify(ctx, path, sum, mode)
 	if err == nil && !ok {
 		err = fmt.Errorf("inject: %s does not verify after install", path)
 	}
@@ -88,13 +107,63 @@ func Install(dir, src string) (string, error) {
 	return path, nil
 }
 
+// InstallMode is the mode of the copy of a file of mode src: rwx for its
+// owner and, for group and for others, r-x if src grants that class read,
+// else nothing.
+func InstallMode(src fs.FileMode) fs.FileMode {
+	mode := fs.FileMode(0o700)
+	if src&0o040 != 0 {
+		mode |= 0o050
+	}
+	if src&0o004 != 0 {
+		mode |= 0o005
+	}
+	return mode
+}
+
+// openSource opens src for reading without blocking (a FIFO would block
+// an open for reading until a writer came) and returns it if it is a
+// regular file.
+func openSource(src string) (*os.File, error) {
+	f, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", src, reason(err))
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("is not a regular file (it is %s)", kind(fi.Mode()))
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("source %s %w", src, err)
+	}
+	return f, nil
+}
+
+// kind names the type of a file that is not a regular file.
+func kind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "not a file"
+}
+
 // Self installs the running executable into dir; see Install.
-func Self(dir string) (string, error) {
+func Self(ctx context.Context, dir string) (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return "", fmt.Errorf("inject: %w", err)
 	}
-	return Install(dir, exe)
+	return Install(ctx, dir, exe)
 }
 
 // ensureDir creates dir (mode 0755) if it is missing and checks it is a
@@ -137,25 +206,29 @@ func ownedByUs(fi fs.FileInfo) bool {
 	return uid == 0 || int(uid) == os.Geteuid()
 }
 
-// hashFile returns the hex SHA-256 of the regular file at path.
-func hashFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("source %s: %w", path, reason(err))
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", fmt.Errorf("source %s: %w", path, reason(err))
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("source %s is not a regular file", path)
-	}
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+// hashOf returns the hex SHA-256 of what f holds, read from its start.
+func hashOf(ctx context.Context, f *os.File) (string, error) {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return "", err
 	}
+	h := sha256.New()
+	if _, err := io.Copy(h, ctxReader{ctx, f}); err != nil {
+		return "", reason(err)
+	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ctxReader reads r until ctx is done, then returns ctx's error.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // reason is err without the operation and path of an *fs.PathError
@@ -169,11 +242,11 @@ func reason(err error) error {
 }
 
 // verify reports whether path is an installed copy with the given hash: a
-// regular file, mode 0755 with no setuid, setgid or sticky bit, owned by
-// root or the caller. A missing file or a
+// regular file of mode exactly mode (so with no setuid, setgid or sticky
+// bit), owned by root or the caller. A missing file or a
 // symlink (never followed) is not one. O_NONBLOCK keeps a FIFO planted at
 // path from blocking the open.
-func verify(path, sum string) (bool, error) {
+func verify(ctx context.Context, path, sum string, mode fs.FileMode) (bool, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ELOOP) {
 		return false, nil
@@ -186,25 +259,22 @@ func verify(path, sum string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("inject: %w", err)
 	}
-	// Mode 0755 exactly: a regular file without setuid, setgid or sticky bit.
-	if fi.Mode() != 0o755 || !ownedByUs(fi) {
+	if fi.Mode() != mode || !ownedByUs(fi) {
 		return false, nil
 	}
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return false, fmt.Errorf("inject: %w", err)
+	got, err := hashOf(ctx, f)
+	if err != nil {
+		return false, fmt.Errorf("inject: %s: %w", path, err)
 	}
-	return hex.EncodeToString(h.Sum(nil)) == sum, nil
+	return got == sum, nil
 }
 
-// write copies src to a temp file in dir, checks the copy's hash, and
-// renames it to name.
-func write(dir, name, src, sum string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return fmt.Errorf("source %s: %w", src, reason(err))
+// write copies in, from its start, to a temp file of mode mode in dir,
+// checks the copy's hash, and renames it to name.
+func write(ctx context.Context, dir, name string, in *os.File, sum string, mode fs.FileMode) error {
+	if _, err := in.Seek(0, io.SeekStart); err != nil {
+		return err
 	}
-	defer in.Close()
 	var rnd [4]byte
 	rand.Read(rnd[:])
 	tmp := filepath.Join(dir, "."+name+".tmp-"+hex.EncodeToString(rnd[:]))
@@ -212,13 +282,13 @@ func write(dir, name, src, sum string) error {
 	if err != nil {
 		return fmt.Errorf("dir %s: a file cannot be created in it: %w", dir, reason(err))
 	}
-	err = copyAndCheck(out, in, sum)
+	err = copyAndCheck(ctx, out, in, sum, mode)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
 	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
-		// A read of src or a write of the temp file, whose name is ours.
-		err = fmt.Errorf("source %s: %w", src, pe.Err)
+		// A read of the source or a write of the temp file, whose name is ours.
+		err = fmt.Errorf("source %s: %w", in.Name(), pe.Err)
 		if pe.Path == tmp {
 			err = fmt.Errorf("dir %s: the copy cannot be written: %w", dir, pe.Err)
 		}
@@ -235,17 +305,17 @@ func write(dir, name, src, sum string) error {
 	return atomicfile.SyncDir(dir)
 }
 
-// copyAndCheck copies in to out, checking the content's hash, then makes
-// out executable and durable.
-func copyAndCheck(out, in *os.File, sum string) error {
+// copyAndCheck copies in to out, checking the content's hash, then gives
+// out mode mode and makes it durable.
+func copyAndCheck(ctx context.Context, out, in *os.File, sum string, mode fs.FileMode) error {
 	h := sha256.New()
-	if _, err := io.Copy(io.MultiWriter(out, h), in); err != nil {
+	if _, err := io.Copy(io.MultiWriter(out, h), ctxReader{ctx, in}); err != nil {
 		return err
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != sum {
 		return fmt.Errorf("source %s changed while being copied", in.Name())
 	}
-	if err := out.Chmod(0o755); err != nil {
+	if err := out.Chmod(mode); err != nil {
 		return err
 	}
 	return out.Sync()

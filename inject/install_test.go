@@ -1,8 +1,10 @@
 package inject
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,7 +58,7 @@ func dirNames(t *testing.T, dir string) []string {
 func TestInstall(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bin")
 	src, name := writeSource(t, "agent", "#!/bin/sh\necho agent v1\n")
-	path, err := Install(dir, src)
+	path, err := Install(t.Context(), dir, src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +72,7 @@ func TestInstall(t *testing.T) {
 
 	// Idempotent: the same content installs to the same file, untouched.
 	before, _ := os.Stat(path)
-	again, err := Install(dir, src)
+	again, err := Install(t.Context(), dir, src)
 	if err != nil || again != path {
 		t.Fatalf("second Install = %s, %v; want %s", again, err, path)
 	}
@@ -80,7 +82,7 @@ func TestInstall(t *testing.T) {
 	}
 
 	// Installing the installed copy names it the same: no second suffix.
-	if p, err := Install(dir, path); err != nil || p != path {
+	if p, err := Install(t.Context(), dir, path); err != nil || p != path {
 		t.Errorf("Install of the installed copy = %s, %v; want %s", p, err, path)
 	}
 
@@ -88,7 +90,7 @@ func TestInstall(t *testing.T) {
 	if err := os.WriteFile(src, []byte("#!/bin/sh\necho agent v2\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	v2, err := Install(dir, src)
+	v2, err := Install(t.Context(), dir, src)
 	if err != nil || v2 == path {
 		t.Fatalf("Install of new content = %s, %v", v2, err)
 	}
@@ -109,7 +111,7 @@ func TestInstallConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			paths[i], errs[i] = Install(dir, src)
+			paths[i], errs[i] = Install(t.Context(), dir, src)
 		}()
 	}
 	wg.Wait()
@@ -172,7 +174,7 @@ func TestInstallReplaces(t *testing.T) {
 			src, name := writeSource(t, "agent", content)
 			target := filepath.Join(dir, name)
 			tt.plant(t, target)
-			path, err := Install(dir, src)
+			path, err := Install(t.Context(), dir, src)
 			if err != nil || path != target {
 				t.Fatalf("Install = %s, %v; want %s", path, err, target)
 			}
@@ -201,6 +203,12 @@ func TestInstallRefuses(t *testing.T) {
 	}
 	src, _ := writeSource(t, "agent", "x")
 	badName, _ := writeSource(t, "my agent", "x")
+	// A FIFO without a writer blocked an open for reading for good.
+	fifo := filepath.Join(base, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(fifo, filepath.Join(base, "fifo-link"))
 	tests := []struct {
 		name, dir, src, want string
 	}{
@@ -210,7 +218,10 @@ func TestInstallRefuses(t *testing.T) {
 		{"group-writable dir", filepath.Join(base, "group"), src, "writable by group or others"},
 		{"missing parent", filepath.Join(base, "none", "bin"), src, "no such file or directory"},
 		{"source missing", real, filepath.Join(base, "nope"), "no such file or directory"},
-		{"source a directory", real, base, "is not a regular file"},
+		{"source a directory", real, base, "is not a regular file (it is a directory)"},
+		{"source a FIFO", real, fifo, fifo + " is not a regular file (it is a FIFO)"},
+		{"source a link to a FIFO", real, filepath.Join(base, "fifo-link"), "is not a regular file (it is a FIFO)"},
+		{"source a device", real, "/dev/zero", "/dev/zero is not a regular file (it is a character device)"},
 		{"source name", real, badName, `name "my agent" must match`},
 	}
 	if os.Geteuid() == 0 {
@@ -218,7 +229,7 @@ func TestInstallRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path, err := Install(tt.dir, tt.src)
+			path, err := Install(t.Context(), tt.dir, tt.src)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Install = %s, %v; want an error containing %q", path, err, tt.want)
 			}
@@ -232,9 +243,65 @@ func TestInstallRefuses(t *testing.T) {
 	}
 }
 
+// TestInstallKeepsPrivacy installs sources of several modes: the copy
+// grants group and others read and execute only where the source grants
+// them read, so a file only root may read (/etc/shadow) is not installed
+// world-readable.
+func TestInstallKeepsPrivacy(t *testing.T) {
+	for _, tt := range []struct {
+		src, want os.FileMode
+	}{
+		{0o600, 0o700},
+		{0o640, 0o750},
+		{0o604, 0o705},
+		{0o644, 0o755},
+		{0o711, 0o700},
+		{0o755, 0o755},
+		{0o4755, 0o755},
+	} {
+		t.Run(tt.src.String(), func(t *testing.T) {
+			content := "secret " + tt.src.String()
+			src, name := writeSource(t, "shadow", content)
+			if err := os.Chmod(src, tt.src); err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(t.TempDir(), "bin")
+			path, err := Install(t.Context(), dir, src)
+			if err != nil || path != filepath.Join(dir, name) {
+				t.Fatalf("Install = %s, %v", path, err)
+			}
+			if fi, err := os.Lstat(path); err != nil || fi.Mode() != tt.want {
+				t.Fatalf("source mode %v installed with mode %v, %v; want %v", tt.src, fi.Mode(), err, tt.want)
+			}
+			// Installed again, the copy is kept as it is.
+			if again, err := Install(t.Context(), dir, src); err != nil || again != path {
+				t.Errorf("second Install = %s, %v; want %s", again, err, path)
+			}
+		})
+	}
+}
+
+// TestInstallCanceled installs with a context already done: Install
+// returns its error and leaves nothing in dir.
+func TestInstallCanceled(t *testing.T) {
+	src, _ := writeSource(t, "agent", "x")
+	dir := filepath.Join(t.TempDir(), "bin")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	path, err := Install(ctx, dir, src)
+	if !errors.Is(err, context.Canceled) || path != "" {
+		t.Fatalf("Install = %q, %v; want context.Canceled", path, err)
+	}
+	if _, err := os.Lstat(dir); err == nil {
+		if names := dirNames(t, dir); len(names) != 0 {
+			t.Errorf("a canceled Install left %v", names)
+		}
+	}
+}
+
 func TestSelf(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bin")
-	path, err := Self(dir)
+	path, err := Self(t.Context(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

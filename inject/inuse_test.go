@@ -20,11 +20,11 @@ func TestInUseKeepsWhatAServiceRuns(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bin")
 	src, _ := writeSource(t, "sleeper", "#!/bin/sh\nexec sleep 600\n")
 	srcIdle, _ := writeSource(t, "idle", "#!/bin/sh\n")
-	used, err := Install(dir, src)
+	used, err := Install(t.Context(), dir, src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	unused, err := Install(dir, srcIdle)
+	unused, err := Install(t.Context(), dir, srcIdle)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func TestSecurityPlantedCopies(t *testing.T) {
 			src, installed := writeSource(t, "agent", content)
 			target := filepath.Join(dir, installed)
 			plant(t, target)
-			if _, err := Install(dir, src); err != nil {
+			if _, err := Install(t.Context(), dir, src); err != nil {
 				t.Fatal(err)
 			}
 			fi, err := os.Lstat(target)
@@ -75,7 +75,7 @@ func TestSecuritySourceNames(t *testing.T) {
 		} else if err := os.WriteFile(src, []byte("x"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if path, err := Install(dir, src); err == nil {
+		if path, err := Install(t.Context(), dir, src); err == nil {
 			t.Errorf("Install(%q) = %s, want a refusal", name, path)
 		}
 	}
@@ -107,7 +107,7 @@ func TestSecuritySourceSwapped(t *testing.T) {
 		}
 	}()
 	for range 50 {
-		path, err := Install(dir, src)
+		path, err := Install(t.Context(), dir, src)
 		if err != nil {
 			continue // "changed while being copied" is a defence too
 		}

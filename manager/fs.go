@@ -2,7 +2,9 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -45,6 +47,28 @@ func (c *Conn) SharesProcs(ctx context.Context) bool {
 		return false
 	}
 	return sameFile(fmt.Sprintf("/proc/%d/ns/pid", pid), "/proc/self/ns/pid")
+}
+
+// Sees reports whether the manager sees path, which exists, as the
+// caller does: the same file is at path under the manager's root
+// (/proc/PID/root). A mount made in the caller's mount namespace after the
+// manager started is not seen by a manager with a mount namespace of its
+// own, such as the embedded manager. It reports true when it cannot tell
+// (the manager's process is not visible to the caller).
+func (c *Conn) Sees(ctx context.Context, path string) bool {
+	pid, err := c.managerPID(ctx)
+	if err != nil || pid <= 0 {
+		return true
+	}
+	ours, err := os.Stat(path)
+	if err != nil {
+		return true
+	}
+	theirs, err := os.Stat(fmt.Sprintf("/proc/%d/root%s", pid, path))
+	if errors.Is(err, fs.ErrPermission) {
+		return true
+	}
+	return err == nil && os.SameFile(ours, theirs)
 }
 
 // managerPID returns the process id of the manager: the peer of a private

@@ -90,8 +90,11 @@
 // ExecStartPre=, which waits out the delay that reap-app recorded from
 // [Decide]; its TimeoutStartSec= is the longest delay plus systemd's
 // default 90 s. Every app's main process is "unitrun pod exec P A"
-// (podrun.ExecApp), which records the start of each run and then takes on the
-// app's rootfs, workingDir, group and user and executes its command: the
+// (podrun.ExecApp), which records the start of each run, pipes the run's
+// output through a copier that keeps the log from filling the records' file
+// system (podrun.LogCopy), sets the app's env (which no unit file holds)
+// and then takes on the app's rootfs, workingDir, group and user and
+// executes its command: the
 // unit has no User=, Group=, WorkingDirectory= or RootDirectory=, which
 // systemd 252 applies to the "+" hooks too, so that nothing the manifest
 // asks of a run can keep the hooks from recording it.
@@ -120,7 +123,9 @@
 //	DIR/pods/P/pod.json      P's PodStatus
 //
 // Writers replace a file atomically (temporary file, then rename), so a
-// reader sees the old content or the new. Only pod.json, which holds the
+// reader sees the old content or the new. Every file is mode 0600, in a
+// pod directory of mode 0700: the manifests hold the apps' env, the logs
+// their output, and only root reads them. Only pod.json, which holds the
 // pod's outcome, and the manifest are also synced to disk (fsync of file
 // and directory); status files, app records and unit files are not: they
 // describe a running pod whose units, in the manager's runtime unit

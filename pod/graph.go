@@ -73,7 +73,7 @@ func Nodes(m *Manifest) []Node {
 	nodes := []Node{
 		{Name: slice, Role: SliceRole, Deps: slices.Clone(stopAtShutdown)},
 		target,
-		{Name: shutdownUnit(p), Role: ShutdownRole, Slice: slice, Deps: stopOnExit()},
+		{Name: ShutdownUnit(p), Role: ShutdownRole, Slice: slice, Deps: stopOnExit()},
 	}
 	// An init app or a sidecar starts after the init apps and sidecars
 	// listed before it (inits, sidecars), every other app after all of them.
@@ -143,7 +143,7 @@ func serviceNodes(p string, a *App, inits, sidecars []string) []Node {
 	// pod ends with its other apps, and its end stops the sidecars.
 	var reaperDeps []Dep
 	if !a.Sidecar {
-		reaperDeps = deps(nil, Wants, After, shutdownUnit(p))
+		reaperDeps = deps(nil, Wants, After, ShutdownUnit(p))
 	}
 	nodes := []Node{app, {Name: reaper, Role: ReaperRole, App: a.Name, Slice: slice, Deps: append(reaperDeps, stopOnExit()...)}}
 	if a.HasProbes() {

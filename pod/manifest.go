@@ -85,6 +85,13 @@ const (
 	defaultBackoffReset   = 10 * time.Minute
 )
 
+// MinBackoff is the shortest restartBackoff.initial a pod may ask for. An
+// app's restart runs three unitrun processes on the manager (the back-off
+// wait, the exec, the exit's record): apps that restart in a tight loop
+// starve the manager, and everything else on it, of CPU (docs/performance.md,
+// "Restart back-off floor").
+const MinBackoff = 100 * time.Millisecond
+
 // Default probe timings, as in Kubernetes.
 const (
 	defaultProbePeriod    = 10

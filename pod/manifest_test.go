@@ -204,6 +204,8 @@ func TestParseErrors(t *testing.T) {
 		{"negative stopTimeout", "name: p\napps: [{name: a, exec: [/bin/true], stopTimeout: -1s}]\n", `apps[0].stopTimeout "-1s": must be a finite time span`},
 		{"infinite stopTimeout", "name: p\napps: [{name: a, exec: [/bin/true], stopTimeout: infinity}]\n", `apps[0].stopTimeout "infinity": must be a finite time span`},
 		{"backoff max below initial", "name: p\nrestartBackoff: {initial: 1min, max: 1s}\n" + app, `restartBackoff.max "1s": must not be shorter than restartBackoff.initial 1m0s`},
+		{"backoff below the floor", "name: p\nrestartBackoff: {initial: 1ns}\n" + app, `restartBackoff.initial "1ns": must be at least 100ms, so that apps restarting in a loop leave the host responsive`},
+		{"backoff just below the floor", "name: p\nrestartBackoff: {initial: 99ms}\n" + app, `restartBackoff.initial "99ms": must be at least 100ms`},
 		{"bad memory", "name: p\napps: [{name: a, exec: [/bin/true], resources: {memory: lots}}]\n", `apps[0].resources.memory "lots": must be a size above 0, like "512M"`},
 		{"zero memory", "name: p\napps: [{name: a, exec: [/bin/true], resources: {memory: \"0\"}}]\n", `apps[0].resources.memory "0": must be a size above 0`},
 		{"cpuWeight 0", "name: p\napps: [{name: a, exec: [/bin/true], resources: {cpuWeight: 0}}]\n", `apps[0].resources.cpuWeight "0": must be in 1..10000`},

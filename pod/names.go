@@ -102,8 +102,9 @@ func reaperUnit(pod, app string) string {
 	return UnitPrefix + component(pod) + "-" + component(app) + "-reaper.service"
 }
 
-// shutdownUnit is the name of the service that ends pod.
-func shutdownUnit(pod string) string {
+// ShutdownUnit is the name of the service that ends pod: once it has run
+// and stopped, the graph of a pod that is not isolated is over.
+func ShutdownUnit(pod string) string {
 	return UnitPrefix + component(pod) + "-shutdown.service"
 }
 

@@ -11,7 +11,7 @@ func TestUnitNames(t *testing.T) {
 		{TargetUnit("web"), "unitrun-pod-web.target"},
 		{AppUnit("web", "server"), "unitrun-pod-web-server.service"},
 		{reaperUnit("web", "server"), "unitrun-pod-web-server-reaper.service"},
-		{shutdownUnit("web"), "unitrun-pod-web-shutdown.service"},
+		{ShutdownUnit("web"), "unitrun-pod-web-shutdown.service"},
 		// '-' is escaped, so that pod a-b's app c and pod a's app b-c
 		// differ, and pod a-b's slice is not inside pod a's.
 		{AppUnit("a-b", "c"), `unitrun-pod-a\x2db-c.service`},

@@ -3,9 +3,7 @@ package pod
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -221,13 +219,9 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 		}
 		f.Set("Service", "SuccessExitStatus", strings.Join(codes, " "))
 	}
-	for _, k := range slices.Sorted(maps.Keys(a.Env)) {
-		v, err := unit.QuoteEnv(k, a.Env[k])
-		if err != nil {
-			return err
-		}
-		f.Set("Service", "Environment", v)
-	}
+	// No Environment=: a unit file is world-readable, and so is a unit's
+	// Environment= over D-Bus. The exec hook sets the app's env from the
+	// pod's manifest.json, which only root reads.
 	if a.TerminationMessagePath != "" {
 		// The command's view only: "+" hooks see the host's.
 		f.Set("Service", "BindPaths", bindPath(TerminationFile(h.o.StateDir, m.Name, a.Name))+":"+bindPath(filepath.Join("/", a.Rootfs, a.TerminationMessagePath)))

@@ -42,10 +42,10 @@ func TerminationFile(stateDir, pod, app string) string {
 // parsed, and a Pending pod.json in which every app is waiting.
 func WriteState(stateDir string, m *Manifest, manifest []byte) error {
 	dir := Dir(stateDir, m.Name)
-	if err := os.Mkdir(filepath.Join(dir, logsDir), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(dir, logsDir), 0o700); err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(dir, manifestFile), manifest, 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, manifestFile), manifest, 0o600); err != nil {
 		return err
 	}
 	if err := writeSpec(stateDir, m); err != nil {

@@ -84,6 +84,11 @@ type AppStatus struct {
 	// ends it, but for the success of an init app, which stays ready, as
 	// in Kubernetes.
 	Ready bool `json:"ready"`
+	// FromSystemd says the record of the app's last exit could not be
+	// written (its hook failed: the state directory was full, say), and
+	// that exit is systemd's, read back from the app's unit
+	// (podrun.Runner.Status); it is never written to disk.
+	FromSystemd bool `json:"-"`
 }
 
 // Acted returns the action a probe of s took at its failure threshold in
@@ -130,6 +135,9 @@ type PodStatus struct {
 	CreatedAt  time.Time   `json:"created_at,omitzero"`
 	StartedAt  time.Time   `json:"started_at,omitzero"`
 	FinishedAt time.Time   `json:"finished_at,omitzero"`
+	// FromSystemd says the pod's end could not be recorded and was read
+	// back from systemd (podrun.Runner.Status); never written to disk.
+	FromSystemd bool `json:"-"`
 }
 
 // maxStatusSize bounds what a reader reads.
@@ -383,10 +391,12 @@ func write(stateDir string, durable bool, data []byte, elem ...string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
+	// Root's alone, as the pod's directory is: the spec holds the apps'
+	// env.
 	if durable {
-		return atomicfile.Write(path, data, 0o644)
+		return atomicfile.Write(path, data, 0o600)
 	}
-	return atomicfile.Replace(path, data, 0o644)
+	return atomicfile.Replace(path, data, 0o600)
 }
 
 // read returns the content of the regular file at the path made of elem

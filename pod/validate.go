@@ -46,6 +46,9 @@ func (m *Manifest) validate() error {
 		p.add("network", string(m.Network), "needs isolation: namespaces")
 	}
 	b := m.RestartBackoff
+	if b.Initial < MinBackoff {
+		p.add("restartBackoff.initial", b.Initial.String(), "must be at least "+MinBackoff.String()+", so that apps restarting in a loop leave the host responsive")
+	}
 	if b.Max < b.Initial {
 		p.add("restartBackoff.max", b.Max.String(), "must not be shorter than restartBackoff.initial "+b.Initial.String())
 	}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
@@ -165,6 +166,11 @@ func TestErrorsShowNoInternals(t *testing.T) {
 	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A FIFO with no writer: opening it to read blocked inject for good.
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	daemon := []string{"daemon", "--config", config, "--ops-dir", filepath.Join(dir, "ops.d"), "--state-dir", filepath.Join(dir, "state"),
 		"--socket", filepath.Join(dir, "api.sock"), "--seqpacket", filepath.Join(dir, "argv.sock")}
 	for _, tc := range []struct {
@@ -182,6 +188,7 @@ func TestErrorsShowNoInternals(t *testing.T) {
 		{append(daemon, "--socket", dir+"/none/api.sock"), exitUsage, "--socket " + dir + "/none/api.sock: directory " + dir + "/none does not exist"},
 		{append(daemon, "--dbus", "bogus"), exitUsage, `--dbus "bogus": must be system, session or a D-Bus address`},
 		{[]string{"inject", "--dir", filepath.Join(dir, "bin"), filepath.Join(dir, "none")}, exitFailed, "source " + filepath.Join(dir, "none") + ": no such file or directory"},
+		{[]string{"inject", "--dir", filepath.Join(dir, "bin"), fifo}, exitFailed, "source " + fifo + " is not a regular file (it is a FIFO)"},
 		{[]string{"inject", "--os-release", filepath.Join(dir, "none"), "--variant", "/bin/true:ID=x"}, exitUsage, "os-release " + filepath.Join(dir, "none") + ": no such file or directory"},
 		{[]string{"inject", "--gc", "--dir", filepath.Join(dir, "none")}, exitFailed, "dir " + filepath.Join(dir, "none") + ": no such file or directory"},
 		{[]string{"inject", "--dir", "/proc/sys", "/bin/true"}, exitFailed, "unitrun: inject: dir /proc/sys: a file cannot be created in it: no such file or directory\n"},

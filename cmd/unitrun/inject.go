@@ -17,6 +17,9 @@ func newInjectCmd(g *globals) *cobra.Command {
 		Short: "Copy a binary into /run/bin under a content-addressed name and print its path",
 		Long: `Copy PATH (default: unitrun itself) into DIR as NAME-<sha256 prefix>,
 atomically and idempotently, verify its hash, and print the installed path.
+PATH must be a regular file (a FIFO or a device is refused). The copy is
+mode 0700 plus r-x for group and for others where PATH grants that class
+read: a file only its owner may read stays so.
 
 With --variant (repeatable), pick the first build whose os-release(5)
 patterns fit the host, such as
@@ -38,9 +41,9 @@ loaded unit of the manager runs (its ExecStart= path).`,
 			}
 			var path string
 			if src == "" {
-				path, err = inject.Self(dir)
+				path, err = inject.Self(cmd.Context(), dir)
 			} else {
-				path, err = inject.Install(dir, src)
+				path, err = inject.Install(cmd.Context(), dir, src)
 			}
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}

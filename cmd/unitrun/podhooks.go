@@ -68,5 +68,11 @@ func newPodHookCmds(f *podFlags) []*cobra.Command {
 		hook("container-exited POD", 1, func(cmd *cobra.Command, dir string, args []string) error {
 			return podrun.ContainerExited(dir, args[0])
 		}),
+		{
+			Use:    "log-copy",
+			Hidden: true,
+			Args:   cobra.NoArgs,
+			RunE:   func(cmd *cobra.Command, args []string) error { return failed(podrun.LogCopy()) },
+		},
 	}
 }

@@ -190,8 +190,8 @@ func interruptedStart(r *podrun.Runner, name string, sigs *interrupts, err error
 // returns the pod's exit.
 func attach(ctx context.Context, r *podrun.Runner, m *pod.Manifest, w io.Writer) error {
 	ended := func() bool {
-		s, err := pod.ReadPod(r.StateDir, m.Name)
-		return err != nil || s.Ended()
+		_, ended, err := r.Ended(ctx, m.Name)
+		return err != nil || ended
 	}
 	apps := make([]string, len(m.Apps))
 	for i, a := range m.Apps {
@@ -200,7 +200,7 @@ func attach(ctx context.Context, r *podrun.Runner, m *pod.Manifest, w io.Writer)
 	if err := pod.Logs(ctx, r.StateDir, m.Name, apps, w, true, true, ended); err != nil {
 		return failed(err)
 	}
-	s, err := pod.ReadPod(r.StateDir, m.Name)
+	s, err := r.Status(ctx, m.Name)
 	if err != nil {
 		return failed(err)
 	}

@@ -161,11 +161,15 @@ func (w *podWatch) follow(ctx context.Context) (stop func()) {
 // asJSON the output goes to stderr and the pod's final status to stdout.
 // The first of sigs stops the pod; the output and progress go on until
 // the pod has ended, and the exit status is then 128 plus the signal's
-// number, whatever the pod's exit code.
+// number, whatever the pod's exit code. If that stop fails, or a second
+// signal comes before it is over, runAttached stops following the pod
+// and returns at once, with the same exit status and the reason.
 func runAttached(cmd *cobra.Command, r *podrun.Runner, m *pod.Manifest, sigs *interrupts, asJSON, quiet bool) error {
 	// The pod's end ends what follows, not the signal that ends the
-	// command's context.
-	ctx := context.WithoutCancel(cmd.Context())
+	// command's context; a stop that fails does.
+	base := context.WithoutCancel(cmd.Context())
+	ctx, cancel := context.WithCancel(base)
+	defer cancel()
 	out := cmd.OutOrStdout()
 	if asJSON {
 		out = cmd.ErrOrStderr()
@@ -177,7 +181,7 @@ func runAttached(cmd *cobra.Command, r *podrun.Runner, m *pod.Manifest, sigs *in
 		w = &podWatch{p: p, r: r, name: m.Name, seen: map[string]*runsSeen{}}
 		stop = w.follow(ctx)
 	}
-	stopped := stopOnInterrupt(r, m.Name, sigs)
+	stopped := stopOnInterrupt(r, m.Name, sigs, cancel)
 	err := attach(ctx, r, m, writer(p, out))
 	stop()
 	if sig, serr := stopped(); sig != 0 {
@@ -186,10 +190,13 @@ func runAttached(cmd *cobra.Command, r *podrun.Runner, m *pod.Manifest, sigs *in
 	if w != nil {
 		// The pod has ended: the last read reports what is left, and the
 		// block stays with the final state.
-		s, perr := w.poll(ctx)
+		s, perr := w.poll(base)
 		if perr == nil {
 			p.event("pod %s %s%s", s.Name, s.Phase, exitText(pod.AppStatus{ExitCode: s.ExitCode}))
 		}
+	}
+	if s, serr := r.Status(base, m.Name); serr == nil {
+		noteFromSystemd(cmd.ErrOrStderr(), s)
 	}
 	if asJSON {
 		if perr := printPod(cmd, r, m.Name); perr != nil {
@@ -200,17 +207,36 @@ func runAttached(cmd *cobra.Command, r *podrun.Runner, m *pod.Manifest, sigs *in
 }
 
 // stopOnInterrupt stops pod name, gracefully and in the background, at the
-// first of sigs. The returned func ends the wait for a signal and returns
-// the signal that stopped the pod (0 if none did) and the stop's error.
-func stopOnInterrupt(r *podrun.Runner, name string, sigs *interrupts) func() (syscall.Signal, error) {
+// first of sigs; if that stop fails, or a second signal ends it, it calls
+// giveUp. The returned func ends the wait for a signal and returns the
+// signal that stopped the pod (0 if none did) and the stop's error.
+func stopOnInterrupt(r *podrun.Runner, name string, sigs *interrupts, giveUp func()) func() (syscall.Signal, error) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	var err error
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if sigs.wait(done) != 0 {
-			_, err = r.Stop(context.Background(), name, 0)
+		if sigs.wait(done) == 0 {
+			return
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		again := make(chan struct{})
+		go func() {
+			if sigs.next(ctx.Done()) {
+				close(again)
+				cancel()
+			}
+		}()
+		if _, err = r.Stop(ctx, name, 0); err != nil {
+			select {
+			case <-again:
+				err = fmt.Errorf("interrupted again: pod %s may still be stopping (see unitrun pod status %s)", name, name)
+			default:
+				err = fmt.Errorf("pod %s: stop: %w", name, err)
+			}
+			giveUp()
 		}
 	}()
 	return func() (syscall.Signal, error) {
@@ -259,6 +285,17 @@ func (i *interrupts) wait(done <-chan struct{}) syscall.Signal {
 		}
 	}
 	return i.sig
+}
+
+// next waits for a signal after the first, or until done is closed, and
+// reports whether one came.
+func (i *interrupts) next(done <-chan struct{}) bool {
+	select {
+	case <-i.ch:
+		return true
+	case <-done:
+		return false
+	}
 }
 
 // printPod prints pod name's status, as "pod status --json" does, on

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,6 +27,9 @@ type podView struct {
 	StartedAt  *time.Time `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at"`
 	Apps       []appView  `json:"apps"`
+	// FromSystemd says the pod's end could not be recorded: phase and
+	// exit code are read back from systemd.
+	FromSystemd bool `json:"from_systemd,omitempty"`
 }
 
 // appView is the --json form of an app's status.
@@ -47,6 +51,9 @@ type appView struct {
 	Probe          *pod.ProbeStatus `json:"probe,omitempty"`
 	StartupProbe   *pod.ProbeStatus `json:"startup_probe,omitempty"`
 	ReadinessProbe *pod.ProbeStatus `json:"readiness_probe,omitempty"`
+	// FromSystemd says the app's last exit could not be recorded: it is
+	// read back from the app's unit.
+	FromSystemd bool `json:"from_systemd,omitempty"`
 }
 
 // timePtr is t, or nil for the zero time.
@@ -58,11 +65,28 @@ func timePtr(t time.Time) *time.Time {
 }
 
 func newPodView(s pod.PodStatus) podView {
-	v := podView{Name: s.Name, Phase: s.Phase, ExitCode: s.ExitCode, ExitPolicy: string(s.ExitPolicy), Ready: s.Ready, StartedAt: timePtr(s.StartedAt), FinishedAt: timePtr(s.FinishedAt), Apps: []appView{}}
+	v := podView{Name: s.Name, Phase: s.Phase, ExitCode: s.ExitCode, ExitPolicy: string(s.ExitPolicy), Ready: s.Ready, StartedAt: timePtr(s.StartedAt), FinishedAt: timePtr(s.FinishedAt), Apps: []appView{}, FromSystemd: s.FromSystemd}
 	for _, a := range s.Apps {
-		v.Apps = append(v.Apps, appView{a.Name, a.State, a.ExitCode, a.Signal, a.Result, a.Message, a.Restarts, timePtr(a.StartedAt), timePtr(a.FinishedAt), a.Ready, a.Probe, a.Startup, a.Readiness})
+		v.Apps = append(v.Apps, appView{a.Name, a.State, a.ExitCode, a.Signal, a.Result, a.Message, a.Restarts, timePtr(a.StartedAt), timePtr(a.FinishedAt), a.Ready, a.Probe, a.Startup, a.Readiness, a.FromSystemd})
 	}
 	return v
+}
+
+// noteFromSystemd tells on w which ends of pod s are systemd's, read back
+// because their records could not be written; nothing if none is.
+func noteFromSystemd(w io.Writer, s pod.PodStatus) {
+	var what []string
+	if s.FromSystemd {
+		what = append(what, "the pod's end")
+	}
+	for _, a := range s.Apps {
+		if a.FromSystemd {
+			what = append(what, "the last exit of app "+a.Name)
+		}
+	}
+	if len(what) > 0 {
+		fmt.Fprintf(w, "unitrun: pod %s: %s could not be recorded (is the state dir full?): shown as systemd has it\n", s.Name, strings.Join(what, ", "))
+	}
 }
 
 // probeCell prints a probe's last result and its consecutive failures, or
@@ -109,6 +133,7 @@ for none.`,
 				if err != nil {
 					return failed(err)
 				}
+				noteFromSystemd(cmd.ErrOrStderr(), s)
 				w := cmd.OutOrStdout()
 				if asJSON {
 					return printJSON(w, newPodView(s))

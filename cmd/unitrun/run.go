@@ -178,7 +178,7 @@ func setenvEntry(e string) (string, error) {
 func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	ctx := cmd.Context()
 	if f.self {
-		self, err := inject.Self(f.injectDir)
+		self, err := inject.Self(ctx, f.injectDir)
 		if err != nil {
 			return &exitError{code: exitFailed, err: err}
 		}

@@ -59,6 +59,23 @@ type Config struct {
 	// Poll is how often the provider reads the status of its pods to
 	// report changes; 0 means one second.
 	Poll time.Duration
+	// MinRestartBackoff is the node operator's floor on a container's
+	// first restart delay: a Pod's unitrun.io/restart-backoff below it is
+	// refused, and a Pod without it gets it. 0 means the kubelet's 10s.
+	// It may not be below what plain pods allow (pod.MinBackoff).
+	MinRestartBackoff time.Duration
+}
+
+// DefaultMinRestartBackoff is the kubelet's restart back-off: a Pod author
+// has no way under it.
+const DefaultMinRestartBackoff = 10 * time.Second
+
+// minRestartBackoff is c.MinRestartBackoff, or its default.
+func (c *Config) minRestartBackoff() time.Duration {
+	if c.MinRestartBackoff == 0 {
+		return DefaultMinRestartBackoff
+	}
+	return c.MinRestartBackoff
 }
 
 // A Provider runs the Pods bound to its node as unitrun pods. It

@@ -45,6 +45,8 @@ func testConfig(t *testing.T) Config {
 		StateDir:        systemdtest.RunDir(t),
 		Binary:          systemdtest.Binary(t),
 		Poll:            100 * time.Millisecond,
+		// The operator's choice that lets TestRestartCount restart fast.
+		MinRestartBackoff: 100 * time.Millisecond,
 	}
 }
 

@@ -24,9 +24,15 @@ const (
 	AnnotationIsolation = "unitrun.io/isolation"
 	// AnnotationRestartBackoff is the first delay before a container
 	// restarts (a Go duration, "1s"), which doubles with each restart up to
-	// five minutes; Kubernetes has no field for it. Default 10s.
+	// five minutes; Kubernetes has no field for it. It may not be below the
+	// node's floor (Config.MinRestartBackoff, default 10s, the kubelet's),
+	// which is also its default.
 	AnnotationRestartBackoff = "unitrun.io/restart-backoff"
 )
+
+// MaxRestartBackoff is the longest first restart delay a Pod may ask
+// for, the most a delay doubles to.
+const MaxRestartBackoff = 5 * time.Minute
 
 // HostImage is the image mapping that runs a container on the host's own
 // file system.
@@ -202,12 +208,17 @@ func (c *Config) translate(p *corev1.Pod, svcEnv map[string]string) ([]byte, err
 	if m.Isolation == "namespaces" {
 		m.Network = "host"
 	}
+	floor := c.minRestartBackoff()
+	m.RestartBackoff = &backoff{Initial: floor.String()}
 	if b, ok := p.Annotations[AnnotationRestartBackoff]; ok {
 		d, err := time.ParseDuration(b)
-		if err != nil || d <= 0 || d > 5*time.Minute {
-			rs.add("metadata.annotations["+AnnotationRestartBackoff+"]", "%q is not a duration above 0 and at most 5m", b)
+		switch {
+		case err != nil || d <= 0 || d > MaxRestartBackoff:
+			rs.add("metadata.annotations["+AnnotationRestartBackoff+"]", "%q is not a duration above 0 and at most %s", b, MaxRestartBackoff)
+		case d < floor:
+			rs.add("metadata.annotations["+AnnotationRestartBackoff+"]", "%q is shorter than this node's minimum restart back-off, %s (set by the node's operator)", b, floor)
 		}
-		m.RestartBackoff = &backoff{Initial: d.String()}
+		m.RestartBackoff.Initial = d.String()
 	}
 	if len(rs) > 0 {
 		return nil, rs
@@ -420,6 +431,9 @@ func (c *Config) securityContext(p *corev1.Pod, ctr *corev1.Container, path stri
 	}
 	if (user == nil || *user == 0) && !c.AllowPrivileged {
 		rs.add(path+".securityContext.runAsUser", "root (0 or not set) runs as root on the host, which this node does not allow")
+	}
+	if group != nil && *group == 0 && !c.AllowPrivileged {
+		rs.add(path+".securityContext.runAsGroup", "0 is root's group on the host, which this node does not allow")
 	}
 	if sc != nil && c.AllowPrivileged && user != nil && *user != 0 {
 		// Allowed, they are what root has on the host; another user

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -144,6 +145,83 @@ func TestTranslateRefusals(t *testing.T) {
 	} {
 		if !strings.Contains(err.Error(), field+":") {
 			t.Errorf("error does not name %s: %v", field, err)
+		}
+	}
+}
+
+// A node that is not privileged runs no container as root's user or root's
+// group, whether the container or the Pod asks; a privileged one may.
+func TestTranslateRootGroup(t *testing.T) {
+	uid, gid := int64(1000), int64(0)
+	for _, tt := range []struct {
+		name     string
+		pod, ctr *int64 // runAsGroup of the Pod and of the container
+	}{
+		{"container", nil, &gid},
+		{"pod", &gid, nil},
+	} {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: "default", UID: "u"},
+			Spec: corev1.PodSpec{
+				SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: tt.pod},
+				Containers: []corev1.Container{{Name: "app", Image: "debian", Command: []string{"/bin/true"},
+					SecurityContext: &corev1.SecurityContext{RunAsGroup: tt.ctr}}},
+			},
+		}
+		c := &Config{Images: map[string]string{"debian": HostImage}}
+		want := "spec.containers[0].securityContext.runAsGroup: 0 is root's group on the host, which this node does not allow"
+		if _, err := c.translate(p); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s runAsGroup 0 on a node that is not privileged: %v, want %q", tt.name, err, want)
+		}
+		c.AllowPrivileged = true
+		if m := translated(t, c, p); m.Apps[0].Group != "0" {
+			t.Errorf("%s runAsGroup 0 on a privileged node: group %q, want 0", tt.name, m.Apps[0].Group)
+		}
+	}
+}
+
+// A Pod's restart back-off may not go below the node's floor, the
+// kubelet's 10s unless the node's operator chose another, which is also
+// the default; a 1ns back-off made 256 restarting apps starve the manager.
+func TestTranslateRestartBackoffFloor(t *testing.T) {
+	field := "metadata.annotations[" + AnnotationRestartBackoff + "]"
+	for _, tt := range []struct {
+		floor      time.Duration
+		annotation string // "" for none
+		want       string // the first delay, or the refusal
+	}{
+		{0, "", "10s"},
+		{0, "30s", "30s"},
+		{0, "10s", "10s"},
+		{0, "1ns", field + `: "1ns" is shorter than this node's minimum restart back-off, 10s (set by the node's operator)`},
+		{0, "9s", field + `: "9s" is shorter than this node's minimum restart back-off, 10s`},
+		{0, "6m", field + `: "6m" is not a duration above 0 and at most 5m0s`},
+		{100 * time.Millisecond, "100ms", "100ms"},
+		{100 * time.Millisecond, "", "100ms"},
+		{100 * time.Millisecond, "1ms", field + `: "1ms" is shorter than this node's minimum restart back-off, 100ms`},
+		{time.Minute, "", "1m0s"},
+	} {
+		c := &Config{Images: map[string]string{"debian": HostImage}, AllowPrivileged: true, MinRestartBackoff: tt.floor}
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "default", UID: "u"},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "debian", Command: []string{"/bin/false"}}}},
+		}
+		if tt.annotation != "" {
+			p.Annotations = map[string]string{AnnotationRestartBackoff: tt.annotation}
+		}
+		data, err := c.translate(p)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		} else {
+			var m manifest
+			if err := json.Unmarshal(data, &m); err != nil {
+				t.Fatal(err)
+			}
+			got = m.RestartBackoff.Initial
+		}
+		if !strings.Contains(got, tt.want) || (err == nil) != !strings.Contains(tt.want, field) {
+			t.Errorf("floor %s, annotation %q: %q, want %q", tt.floor, tt.annotation, got, tt.want)
 		}
 	}
 }

@@ -22,8 +22,9 @@ import (
 
 // ExecApp is the main process of app's service, "unitrun pod exec P A": it
 // records that a run of app has started (state running, its start time,
-// and one more restart if the run follows one), then enters app's rootfs,
-// changes to its workingDir, takes its group and user, and executes its
+// and one more restart if the run follows one), then pipes its output to
+// a copier that keeps the log from filling its file system ([LogCopy]),
+// enters app's rootfs, changes to its workingDir, takes its group and user, and executes its
 // command, which replaces it. It returns only if the command could not be
 // executed: an *exec.Error, wrapping exec.ErrNotFound for a command that
 // does not exist, whose reason is also left for reap-app to record with
@@ -85,6 +86,9 @@ func execApp(a *pod.App) error {
 	}
 	// Before the chroot: names resolve on the host.
 	env := environment(a, ids)
+	if err := pipeOutput(); err != nil {
+		return fmt.Errorf("output: %w", err)
+	}
 	dir := a.WorkingDir
 	if a.Rootfs != "" {
 		// Checked at pod create too; the directory may have been

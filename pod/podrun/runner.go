@@ -63,10 +63,15 @@ func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso pod.Isolat
 	if err != nil {
 		return nil, err
 	}
+	if err := r.checkSeen(ctx); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, err
 	}
-	if err := os.Mkdir(dir, 0o755); errors.Is(err, fs.ErrExist) {
+	// Root's alone: the pod's manifest holds its apps' env, its logs
+	// their output; its hooks and the CLI run as root.
+	if err := os.Mkdir(dir, 0o700); errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("pod %s already exists", m.Name)
 	} else if err != nil {
 		return nil, err
@@ -85,6 +90,24 @@ func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso pod.Isolat
 		return nil, err
 	}
 	return m, nil
+}
+
+// checkSeen returns an error if the manager does not see the state
+// directory (its nearest existing ancestor) as the runner does: the
+// pod's hooks, which the manager runs, could then record nothing, and
+// every app would fail to open its log.
+func (r *Runner) checkSeen(ctx context.Context) error {
+	dir := r.StateDir
+	for {
+		if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
+			break
+		}
+		dir = filepath.Dir(dir)
+	}
+	if r.Mgr.Sees(ctx, dir) {
+		return nil
+	}
+	return fmt.Errorf("state dir %s: the manager does not see it as unitrun does: the manager has a mount namespace of its own (the embedded manager has), without the file system that holds %s, mounted after the manager started, so the pod's hooks could record nothing; use a state dir the manager sees, or restart the manager (unitrun manager stop) so that it sees the mount", r.StateDir, dir)
 }
 
 func (r *Runner) prepare(ctx context.Context, m *pod.Manifest, manifest []byte, files []placedFile) error {
@@ -235,13 +258,14 @@ func (e *EndedError) Error() string {
 	return fmt.Sprintf("pod %s ended %s (%s) while it started: see pod status and pod logs", e.Status.Name, e.Status.Phase, code)
 }
 
-// Wait waits until pod name has ended and returns its status.
+// Wait waits until pod name has ended and returns its status (see
+// [Runner.Ended]).
 func (r *Runner) Wait(ctx context.Context, name string) (pod.PodStatus, error) {
 	t := time.NewTicker(pollInterval)
 	defer t.Stop()
 	for {
-		s, err := pod.ReadPod(r.StateDir, name)
-		if err != nil || s.Ended() {
+		s, ended, err := r.Ended(ctx, name)
+		if err != nil || ended {
 			return s, err
 		}
 		select {
@@ -250,6 +274,23 @@ func (r *Runner) Wait(ctx context.Context, name string) (pod.PodStatus, error) {
 		case <-t.C:
 		}
 	}
+}
+
+// Ended returns the status of pod name and whether it has ended: its
+// records say so or, for a running pod that is not isolated whose graph is
+// over although its records could not say so, systemd does (the status is
+// then [Runner.Status]'s). It reads one unit property at most, so that a
+// poll of a pod of many apps stays cheap.
+func (r *Runner) Ended(ctx context.Context, name string) (pod.PodStatus, bool, error) {
+	s, err := pod.ReadPod(r.StateDir, name)
+	if err != nil || s.Phase != pod.PodRunning || s.Isolation == pod.Namespaces {
+		return s, s.Ended(), err
+	}
+	if over, _, err := r.graphOver(ctx, name); err != nil || !over {
+		return s, false, err
+	}
+	s, err = r.Status(ctx, name)
+	return s, s.Ended(), err
 }
 
 // Stop stops pod name gracefully: every app gets its stop signal and its
@@ -268,9 +309,11 @@ func (r *Runner) Stop(ctx context.Context, name string, timeout time.Duration) (
 	if ps.Phase == pod.PodPending {
 		return ps, fmt.Errorf("pod %s has not started", name)
 	}
-	if err := pod.MarkStopping(r.StateDir, name); err != nil {
-		return pod.PodStatus{}, err
-	}
+	// The mark tells the hooks that the stop was asked for; a mark that
+	// cannot be written (the state directory is full) does not keep the
+	// pod from stopping: the hooks, which cannot write either, then see
+	// the stop job (stoppedByJob), and Wait reads the end from systemd.
+	markErr := pod.MarkStopping(r.StateDir, name)
 	stopCtx := ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -283,7 +326,7 @@ func (r *Runner) Stop(ctx context.Context, name string, timeout time.Duration) (
 		err = r.stopUnits(ctx, unitsToStop(m))
 	}
 	if err != nil {
-		return pod.PodStatus{}, err
+		return pod.PodStatus{}, errors.Join(err, markErr)
 	}
 	return r.Wait(ctx, name)
 }
@@ -374,14 +417,12 @@ func (r *Runner) Remove(ctx context.Context, name string, force bool) error {
 		if err := r.left(ctx, name, unitDir); err != nil {
 			return err
 		}
-	} else if err := r.removable(name); err != nil {
+	} else if err := r.removable(ctx, name); err != nil {
 		return err
 	}
-	// The hooks that the stop runs read the mark; a forced removal goes
-	// on without it, whatever the state directory holds.
-	if err := pod.MarkStopping(r.StateDir, name); err != nil && !force {
-		return err
-	}
+	// The hooks that the stop runs read the mark; a removal goes on
+	// without it, whatever the state directory holds: a full one, say.
+	pod.MarkStopping(r.StateDir, name)
 	if err := r.stopUnits(ctx, []string{pod.ContainerUnit(name), pod.SliceUnit(name), pod.TargetUnit(name)}); err != nil {
 		return err
 	}
@@ -392,12 +433,13 @@ func (r *Runner) Remove(ctx context.Context, name string, force bool) error {
 }
 
 // removable returns nil if pod name may be removed without force: it
-// exists, its pod.json can be read and it is not running.
-func (r *Runner) removable(name string) error {
-	if err := r.exists(name); err != nil {
+// exists, its pod.json can be read and it is not running, by its records
+// or, where they could not be written, by systemd ([Runner.Status]).
+func (r *Runner) removable(ctx context.Context, name string) error {
+	ps, err := r.Status(ctx, name)
+	if np := (*NoPodError)(nil); errors.As(err, &np) {
 		return err
 	}
-	ps, err := pod.ReadPod(r.StateDir, name)
 	if err != nil {
 		return fmt.Errorf("pod %s: %w (remove it with force whatever its state)", name, err)
 	}
@@ -519,12 +561,24 @@ func (r *Runner) stopParents(ctx context.Context, removed string) error {
 	return nil
 }
 
-// Status returns the status of pod name, from its status files.
+// Status returns the status of pod name, from its status files. For a
+// running pod that is not isolated, an app whose record says it has not
+// ended but whose unit has, and the pod itself once its graph is over,
+// are given the end that systemd holds, marked FromSystemd: the hook that
+// should have recorded it could not write.
 func (r *Runner) Status(ctx context.Context, name string) (pod.PodStatus, error) {
 	if err := r.exists(name); err != nil {
 		return pod.PodStatus{}, err
 	}
-	return pod.ReadPod(r.StateDir, name)
+	s, err := pod.ReadPod(r.StateDir, name)
+	if err != nil || s.Phase != pod.PodRunning {
+		return s, err
+	}
+	m, err := pod.LoadSpec(r.StateDir, name)
+	if err != nil {
+		return s, err
+	}
+	return r.completeFromSystemd(ctx, m, s)
 }
 
 // Manifest returns the manifest pod name was created from.

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -237,5 +239,38 @@ func TestSecurityLogsSymlink(t *testing.T) {
 	var out bytes.Buffer
 	if err := pod.Logs(context.Background(), state, "web", []string{"server"}, &out, true, false, nil); err == nil || strings.Contains(out.String(), "SECRET") {
 		t.Errorf("Logs through a symlinked log file: %v, printed %q", err, out.String())
+	}
+}
+
+// TestSecurityPodStateRootOnly runs a pod whose app has a secret in its
+// env and prints it, and a second pod whose app, as user nobody, tries to
+// read the first pod's manifest, spec and log: it cannot, the secret is in
+// no unit file, and the first app still gets it. The pods' state directory
+// is 0755, as /run/unitrun is.
+func TestSecurityPodStateRootOnly(t *testing.T) {
+	r := newRunner(t)
+	// The state dir and its parent (t.TempDir's, 0700) open to all.
+	for _, d := range []string{filepath.Dir(r.StateDir), r.StateDir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret := run(t, r, "name: secret\napps:\n  - name: a\n    exec: [/bin/sh, -c, 'echo \"$DB_PASSWORD\"']\n    env: {DB_PASSWORD: hunter2}\n", "")
+	wantPod(t, wait(t, r, secret), pod.PodSucceeded, 0)
+	if log, err := os.ReadFile(pod.LogFile(r.StateDir, secret, "a")); err != nil || string(log) != "hunter2\n" {
+		t.Errorf("app a printed %q (%v), want its env's secret", log, err)
+	}
+	dir := pod.Dir(r.StateDir, secret)
+	for i, f := range []string{"manifest.yaml", "manifest.json", "logs/a.log"} {
+		reader := run(t, r, fmt.Sprintf("name: reader%d\n", i)+"apps:\n  - name: r\n    user: nobody\n    exec: [/bin/cat, "+strconv.Quote(filepath.Join(dir, f))+"]\n", "")
+		if s := wait(t, r, reader); s.Phase != pod.PodFailed {
+			t.Errorf("user nobody read %s: pod %s, want Failed", f, s.Phase)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(systemdtest.RuntimeUnitDir(t), "unitrun-pod-secret*"))
+	for _, f := range files {
+		if data, _ := os.ReadFile(f); bytes.Contains(data, []byte("hunter2")) {
+			t.Errorf("unit file %s holds the secret", f)
+		}
 	}
 }

@@ -30,6 +30,7 @@ import (
 
 	"github.com/unitrun/unitrun/internal/buildinfo"
 	"github.com/unitrun/unitrun/node/provider"
+	"github.com/unitrun/unitrun/pod"
 )
 
 // images is the repeated --image NAME=ROOTFS|host flag.
@@ -125,6 +126,7 @@ func parseFlags() (*options, error) {
 	flag.StringVar(&cfg.Manager, "manager", "", "the systemd manager to run pods on, as unitrun's --manager (default: as unitrun chooses)")
 	flag.Var(images(cfg.Images), "image", "NAME=/rootfs or NAME=host: run containers of image NAME on that root filesystem or on the host's (repeatable)")
 	flag.BoolVar(&cfg.AllowPrivileged, "allow-privileged", false, "let Pods run containers as root, privileged or with added capabilities")
+	flag.DurationVar(&cfg.MinRestartBackoff, "min-restart-backoff", provider.DefaultMinRestartBackoff, fmt.Sprintf("the shortest first restart delay a Pod's unitrun.io/restart-backoff may ask for, and the default (%s to %s)", pod.MinBackoff, provider.MaxRestartBackoff))
 	flag.StringVar(&o.listen, "listen", ":10250", "address of the kubelet API (logs), served only with --tls-cert-file and --tls-key-file")
 	flag.StringVar(&o.certFile, "tls-cert-file", "", "TLS certificate of the kubelet API")
 	flag.StringVar(&o.keyFile, "tls-key-file", "", "TLS key of the kubelet API")
@@ -133,6 +135,9 @@ func parseFlags() (*options, error) {
 	flag.Parse()
 	if o.version {
 		return o, nil
+	}
+	if b := cfg.MinRestartBackoff; b < pod.MinBackoff || b > provider.MaxRestartBackoff {
+		return nil, fmt.Errorf("--min-restart-backoff %s: must be from %s (the least any pod may have) to %s", b, pod.MinBackoff, provider.MaxRestartBackoff)
 	}
 	var err error
 	if cfg.Binary == "" {
