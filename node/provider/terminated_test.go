@@ -24,7 +24,7 @@ func TestTerminatedFromExit(t *testing.T) {
 		{"kill -9", appState{ExitCode: code(137), Signal: "KILL", Result: "signal"}, 137, 9, "Error"},
 		{"RTMIN+3", appState{ExitCode: code(165), Signal: "RTMIN+3", Result: "signal"}, 165, 37, "Error"},
 		{"oom-kill", appState{ExitCode: code(137), Signal: "KILL", Result: "oom-kill"}, 137, 9, "OOMKilled"},
-		{"exec format error", appState{ExitCode: code(126), Result: "exit-code", Message: "command /x: exec format error"}, 126, 0, "Error"},
+		{"exec format error", appState{ExitCode: code(126), Result: "exit-code", Message: "command /x: exec format error"}, 126, 0, "StartError"},
 	} {
 		got := terminated(tc.app, now, now)
 		if got == nil || got.ExitCode != tc.code || got.Signal != tc.signal || got.Reason != tc.reason || got.Message != tc.app.Message {

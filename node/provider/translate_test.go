@@ -170,7 +170,7 @@ func TestTranslateRootGroup(t *testing.T) {
 		}
 		c := &Config{Images: map[string]string{"debian": HostImage}}
 		want := "spec.containers[0].securityContext.runAsGroup: 0 is root's group on the host, which this node does not allow"
-		if _, err := c.translate(p); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := c.translate(p, nil); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s runAsGroup 0 on a node that is not privileged: %v, want %q", tt.name, err, want)
 		}
 		c.AllowPrivileged = true
@@ -209,7 +209,7 @@ func TestTranslateRestartBackoffFloor(t *testing.T) {
 		if tt.annotation != "" {
 			p.Annotations = map[string]string{AnnotationRestartBackoff: tt.annotation}
 		}
-		data, err := c.translate(p)
+		data, err := c.translate(p, nil)
 		got := ""
 		if err != nil {
 			got = err.Error()
