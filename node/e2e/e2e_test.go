@@ -60,6 +60,7 @@ func TestEndToEnd(t *testing.T) {
 	c.start()
 	t.Run("ExitCodesLogsDelete", c.exitCodesLogsDelete)
 	t.Run("ApplyToRunning", c.applyToRunning)
+	t.Run("Ported", c.ported)
 }
 
 // start generates the keys, starts etcd, kube-apiserver and unitrun-node,
