@@ -209,24 +209,31 @@ func (k *kcase) expectOutput(name, container string, patterns ...string) {
 	}
 }
 
-// livenessTest is the framework's RunLivenessTest: once the Pod is no
-// longer Pending, its container's restartCount is watched until it has
+// livenessTest is the framework's RunLivenessTest (for a sidecar,
+// RunSidecarLivenessTest): once the Pod is no longer Pending, the
+// restartCount of its container (its sidecar) is watched until it has
 // restarted want times, or, for want 0, for the whole observation, and
 // never goes down.
-func (k *kcase) livenessTest(name string, want int, observe time.Duration) {
+func (k *kcase) livenessTest(name string, sidecar bool, want int, observe time.Duration) {
 	k.t.Helper()
+	statuses := func(p *k8sPod) []k8sContainer {
+		if sidecar {
+			return p.Status.InitContainerStatuses
+		}
+		return p.Status.ContainerStatuses
+	}
 	p := k.waitFor(name, podStartTimeout, "not to be Pending", func(p *k8sPod) (bool, error) {
 		return p.Status.Phase != "Pending", nil
 	})
-	if len(p.Status.ContainerStatuses) != 1 {
-		k.t.Fatalf("pod %s: %d container statuses, want 1; status %s", name, len(p.Status.ContainerStatuses), p)
+	if len(statuses(p)) != 1 {
+		k.t.Fatalf("pod %s: %d statuses of the probed container, want 1; status %s", name, len(statuses(p)), p)
 	}
-	initial := p.Status.ContainerStatuses[0].RestartCount
+	initial := statuses(p)[0].RestartCount
 	last := initial
 	deadline := time.Now().Add(observe + time.Duration(initial*10)*time.Second)
 	for time.Now().Before(deadline) {
 		p = k.get(name)
-		n := p.Status.ContainerStatuses[0].RestartCount
+		n := statuses(p)[0].RestartCount
 		if n < last {
 			k.t.Fatalf("pod %s: restartCount went from %d to %d: it should only grow", name, last, n)
 		}
@@ -243,6 +250,17 @@ func (k *kcase) livenessTest(name string, want int, observe time.Duration) {
 	// (refused, say) restarts no more either.
 	if p.Status.Phase != "Running" {
 		k.t.Fatalf("pod %s %s, want Running; status %s", name, p.Status.Phase, p)
+	}
+}
+
+// neverReady is runReadinessFailTest's Consistently: the Pod is not ready
+// at any look for d.
+func (k *kcase) neverReady(name string, d time.Duration) {
+	k.t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(2 * time.Second) {
+		if p := k.get(name); p.ready() {
+			k.t.Fatalf("pod %s ready; status %s", name, p)
+		}
 	}
 }
 

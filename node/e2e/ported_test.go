@@ -8,7 +8,7 @@ import (
 
 // portedCases are the cases of Kubernetes' node end-to-end tests ported
 // here (see ported); docs/kubernetes.md lists each with its status.
-var portedCases = []ported{
+var portedCases = append(append([]ported{
 	// runtime.go
 	{"RuntimeExpectedStatus", "runtime.go", "Container Runtime blackbox test when starting a container that exits should run with the expected status [NodeConformance]", func(k *kcase) {
 		// It failed at the 1st run, then succeeded at the 2nd, then runs on.
@@ -164,6 +164,14 @@ containers:
 			k.t.Fatalf("kubectl exec: %q, %v; want it refused as not supported by unitrun-node", out, err)
 		}
 	}},
+	{"PodsReadinessGates", "pods.go", "Pods should support pod readiness gates [NodeConformance]", func(k *kcase) {
+		// The case then sets the gates' conditions through the status
+		// subresource and waits for the Pod to be ready.
+		k.create(pod("pod-ready", "", `readinessGates: [{conditionType: k8s.io/test-condition1}, {conditionType: k8s.io/test-condition2}]
+containers:
+- {name: pod-readiness-gate, image: debian, command: ["/bin/sh", "-c", "echo container is alive; sleep 10000"]}`))
+		k.refused("pod-ready", `spec.readinessGates[0]: "k8s.io/test-condition1": readiness gates are not supported`)
+	}},
 	{"PodsDeleteCollection", "pods.go", "Pods should delete a collection of pods [Conformance]", func(k *kcase) {
 		for i := 1; i <= 3; i++ {
 			k.create(pod(fmt.Sprintf("test-pod-%d", i), "{type: Testing}", `containers:
@@ -178,58 +186,7 @@ containers:
 		}
 	}},
 
-	// container_probe.go
-	{"ProbeExecLivenessRestart", "container_probe.go", `Probing container should be restarted with a exec "cat /tmp/health" liveness probe [NodeConformance]`, func(k *kcase) {
-		k.create(busyboxProbePod("liveness-exec", "", `livenessProbe: {exec: {command: ["cat", "/tmp/liveness-exec-health"]}, initialDelaySeconds: 15, timeoutSeconds: 5, failureThreshold: 1}`,
-			"echo ok >/tmp/liveness-exec-health; sleep 10; rm -rf /tmp/liveness-exec-health; sleep 600"))
-		k.livenessTest("liveness-exec", 1, 4*time.Minute)
-	}},
-	{"ProbeExecLivenessNoRestart", "container_probe.go", `Probing container should *not* be restarted with a exec "cat /tmp/health" liveness probe [NodeConformance]`, func(k *kcase) {
-		k.create(busyboxProbePod("liveness-exec-ok", "", `livenessProbe: {exec: {command: ["cat", "/tmp/liveness-exec-ok-health"]}, initialDelaySeconds: 15, timeoutSeconds: 5, failureThreshold: 1}`,
-			"echo ok >/tmp/liveness-exec-ok-health; sleep 600"))
-		k.livenessTest("liveness-exec-ok", 0, observe)
-	}},
-	{"ProbeExecLivenessTimeout", "container_probe.go", "Probing container should be restarted with an exec liveness probe with timeout [MinimumKubeletVersion:1.20] [NodeConformance]", func(k *kcase) {
-		k.create(busyboxProbePod("liveness-timeout", "", `livenessProbe: {exec: {command: ["/bin/sh", "-c", "sleep 10"]}, initialDelaySeconds: 15, timeoutSeconds: 1, failureThreshold: 1}`, "sleep 600"))
-		k.livenessTest("liveness-timeout", 1, 4*time.Minute)
-	}},
-	{"ProbeExecReadinessTimeout", "container_probe.go", "Probing container should not be ready with an exec readiness probe timeout [MinimumKubeletVersion:1.20] [NodeConformance]", func(k *kcase) {
-		k.create(busyboxProbePod("readiness-timeout", `readinessProbe: {exec: {command: ["/bin/sh", "-c", "sleep 10"]}, initialDelaySeconds: 15, timeoutSeconds: 1, failureThreshold: 1}`, "", "sleep 600"))
-		k.waitFor("readiness-timeout", podStartTimeout, "not to be Pending", func(p *k8sPod) (bool, error) { return p.Status.Phase != "Pending", nil })
-		k.neverReady("readiness-timeout", time.Minute)
-	}},
-	{"ProbeFailingExecLivenessLongerThanTimeout", "container_probe.go", "Probing container should be restarted with a failing exec liveness probe that took longer than the timeout", func(k *kcase) {
-		k.create(busyboxProbePod("liveness-fail-timeout", "", `livenessProbe: {exec: {command: ["/bin/sh", "-c", "sleep 10 & exit 1"]}, initialDelaySeconds: 15, timeoutSeconds: 1, failureThreshold: 1}`, "sleep 600"))
-		k.livenessTest("liveness-fail-timeout", 1, 4*time.Minute)
-	}},
-	{"ProbeStartupFails", "container_probe.go", "Probing container should be restarted startup probe fails", func(k *kcase) {
-		k.create(busyboxProbePod("startup-fails", "", `livenessProbe: {exec: {command: ["/bin/true"]}, initialDelaySeconds: 15, failureThreshold: 1}
-  startupProbe: {exec: {command: ["/bin/false"]}, initialDelaySeconds: 15, failureThreshold: 3}`, "sleep 600"))
-		k.livenessTest("startup-fails", 1, 4*time.Minute)
-	}},
-	{"ProbeStartupDelaysLiveness", "container_probe.go", "Probing container should *not* be restarted by liveness probe because startup probe delays it", func(k *kcase) {
-		k.create(busyboxProbePod("startup-delays", "", `livenessProbe: {exec: {command: ["/bin/false"]}, initialDelaySeconds: 15, failureThreshold: 1}
-  startupProbe: {exec: {command: ["/bin/false"]}, initialDelaySeconds: 15, failureThreshold: 60}`, "sleep 600"))
-		k.livenessTest("startup-delays", 0, observe)
-	}},
-	{"ProbeLivenessAfterStartup", "container_probe.go", "Probing container should be restarted by liveness probe after startup probe enables it", func(k *kcase) {
-		k.create(busyboxProbePod("startup-enables", "", `livenessProbe: {exec: {command: ["/bin/false"]}, initialDelaySeconds: 15, failureThreshold: 1}
-  startupProbe: {exec: {command: ["cat", "/tmp/startup-enables-startup"]}, initialDelaySeconds: 15, failureThreshold: 60}`,
-			"sleep 10; echo ok >/tmp/startup-enables-startup; sleep 600"))
-		k.livenessTest("startup-enables", 1, 4*time.Minute)
-	}},
-	{"ProbeReadinessInitialDelay", "container_probe.go", "Probing container with readiness probe should not be ready before initial delay and never restart [NodeConformance] [Conformance]", func(k *kcase) {
-		k.create(webserverPod("test-webserver-delay", `readinessProbe: {httpGet: {path: /, port: 80}, initialDelaySeconds: 15}`))
-		k.refused("test-webserver-delay", "spec.containers[0].ports[0]: port 80 on a pod network")
-	}},
-	{"ProbeReadinessFails", "container_probe.go", "Probing container with readiness probe that fails should never be ready and never restart [NodeConformance] [Conformance]", func(k *kcase) {
-		k.create(webserverPod("test-webserver-fails", `readinessProbe: {exec: {command: ["/bin/false"]}, initialDelaySeconds: 0}`))
-		k.refused("test-webserver-fails", "spec.containers[0].ports[0]: port 80 on a pod network")
-	}},
-	{"ProbeHTTPLivenessNoRestart", "container_probe.go", "Probing container should *not* be restarted with a /healthz http liveness probe [NodeConformance] [Conformance]", func(k *kcase) {
-		k.create(webserverPod("test-webserver-live", `livenessProbe: {httpGet: {path: /, port: 80}, initialDelaySeconds: 15, timeoutSeconds: 5, failureThreshold: 5}`))
-		k.refused("test-webserver-live", "spec.containers[0].ports[0]: port 80 on a pod network")
-	}},
+	// container_probe.go: the cases repeated on sidecars are in probeCases
 	{"ProbeGRPCLivenessNoRestart", "container_probe.go", "Probing container should *not* be restarted with a GRPC liveness probe [NodeConformance] [Conformance]", func(k *kcase) {
 		k.create(grpcPod("grpc-ok", 5000, 15))
 		k.refused("grpc-ok", "spec.containers[0].livenessProbe.grpc: not supported", "spec.containers[0].ports[0]")
@@ -239,12 +196,12 @@ containers:
 		k.refused("grpc-wrong-port", "spec.containers[0].livenessProbe.grpc: not supported", "spec.containers[0].ports[0]")
 	}},
 	{"ProbeLivenessGracePeriod", "container_probe.go", "Probing container should override timeoutGracePeriodSeconds when LivenessProbe field is set [NodeConformance]", func(k *kcase) {
-		k.create(busyboxProbePod("liveness-grace", "", `livenessProbe: {httpGet: {path: /healthz, port: 8080}, initialDelaySeconds: 10, failureThreshold: 1, terminationGracePeriodSeconds: 5}`,
+		k.create(probing{}.pod("liveness-grace", "", `livenessProbe: {httpGet: {path: /healthz, port: 8080}, initialDelaySeconds: 10, failureThreshold: 1, terminationGracePeriodSeconds: 5}`,
 			"sleep 1000", "terminationGracePeriodSeconds: 500"))
 		k.refused("liveness-grace", "spec.containers[0].livenessProbe.terminationGracePeriodSeconds: not supported")
 	}},
 	{"ProbeStartupGracePeriod", "container_probe.go", "Probing container should override timeoutGracePeriodSeconds when StartupProbe field is set [NodeConformance]", func(k *kcase) {
-		k.create(busyboxProbePod("startup-grace", "", `livenessProbe: {exec: {command: ["/bin/true"]}, initialDelaySeconds: 15, failureThreshold: 1}
+		k.create(probing{}.pod("startup-grace", "", `livenessProbe: {exec: {command: ["/bin/true"]}, initialDelaySeconds: 15, failureThreshold: 1}
   startupProbe: {exec: {command: ["/bin/cat", "/tmp/startup-grace-startup"]}, initialDelaySeconds: 10, failureThreshold: 1, terminationGracePeriodSeconds: 5}`,
 			"sleep 1000", "terminationGracePeriodSeconds: 500"))
 		k.refused("startup-grace", "spec.containers[0].startupProbe.terminationGracePeriodSeconds: not supported")
@@ -306,6 +263,11 @@ volumes:
   resources: {requests: {cpu: 250m, memory: 32Mi}, limits: {cpu: 1250m, memory: 64Mi}}`))
 		k.refused("downward-api-resources", "spec.containers[0].env[0].valueFrom: only fieldRef is supported", "spec.containers[0].resources.limits[cpu]")
 	}},
+	{"DownwardDefaultResources", "downwardapi.go", "Downward API should provide default limits.cpu/memory from node allocatable [NodeConformance] [Conformance]", func(k *kcase) {
+		k.create(envPod("downward-api-default", "", `- {name: CPU_LIMIT, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}
+  - {name: MEMORY_LIMIT, valueFrom: {resourceFieldRef: {resource: limits.memory}}}`))
+		k.refused("downward-api-default", "spec.containers[0].env[0].valueFrom: only fieldRef is supported")
+	}},
 	{"DownwardPodUID", "downwardapi.go", "Downward API should provide pod UID as env vars [NodeConformance] [Conformance]", func(k *kcase) {
 		k.create(envPod("downward-api-uid", "", `- {name: POD_UID, valueFrom: {fieldRef: {fieldPath: metadata.uid}}}`))
 		k.expectOutput("downward-api-uid", "dapi-container", "POD_UID=[a-z0-9]{8}-[a-z0-9]{4}-[a-z0-9]{4}-[a-z0-9]{4}-[a-z0-9]{12}")
@@ -333,6 +295,12 @@ volumes:
 	{"SecurityRunAsUser65534", "security_context.go", "Security Context When creating a container with runAsUser should run the container with uid 65534 [LinuxOnly] [NodeConformance] [Conformance]", func(k *kcase) {
 		k.create(onePod("busybox-user-65534", `["sh", "-c", "test $(id -u) -eq 65534"]`, `securityContext: {runAsUser: 65534}`))
 		if p := k.waitEnded("busybox-user-65534"); p.Status.Phase != "Succeeded" {
+			k.t.Fatalf("phase %s, want Succeeded; status %s", p.Status.Phase, p)
+		}
+	}},
+	{"SecurityRunAsUser0", "security_context.go", "Security Context When creating a container with runAsUser should run the container with uid 0 [LinuxOnly] [NodeConformance]", func(k *kcase) {
+		k.create(onePod("busybox-user-0", `["sh", "-c", "test $(id -u) -eq 0"]`, `securityContext: {runAsUser: 0}`))
+		if p := k.waitEnded("busybox-user-0"); p.Status.Phase != "Succeeded" {
 			k.t.Fatalf("phase %s, want Succeeded; status %s", p.Status.Phase, p)
 		}
 	}},
@@ -400,7 +368,7 @@ containers:
 		k.create(onePod(name, `["/bin/sh", "-c", "echo test > /file; sleep 240"]`, `securityContext: {readOnlyRootFilesystem: true}`))
 		k.refused(name, "spec.containers[0].securityContext.readOnlyRootFilesystem: not supported")
 	}},
-}
+}, probeCases(probing{})...), probeCases(probing{sidecar: true})...)
 
 // knownWrong names the ported cases the node fails today, each with what
 // is wrong: their subtests skip, saying so. This list is what remains to
@@ -424,10 +392,153 @@ var knownWrong = map[string]string{
 	"DownwardHostNetworkIPs":               "the downward API's status.hostIP and status.podIP are refused, though the Pod is on the host's network",
 	"DownwardPodUID":                       `a command by name is refused ("sh": must be an absolute path)`,
 	"SecurityRunAsUser65534":               `a command by name is refused ("sh": must be an absolute path)`,
+	"SecurityRunAsUser0":                   `a command by name is refused ("sh": must be an absolute path)`,
+	"SidecarProbeExecLivenessRestart":      `an exec probe's command by name is refused ("cat": must be an absolute path)`,
+	"SidecarProbeExecLivenessNoRestart":    `an exec probe's command by name is refused ("cat": must be an absolute path)`,
+	"SidecarProbeLivenessAfterStartup":     `an exec probe's command by name is refused ("cat": must be an absolute path)`,
 	"SecurityRunAsNonRootExplicitUser":     `a command by name is refused ("id": must be an absolute path), and runAsUser 1234, a uid without an entry in the host's passwd, is refused (the kubelet runs any uid)`,
 	"SecurityUnprivileged":                 "a root container with privileged: false keeps CAP_NET_ADMIN: ip link add gets past the permission check (Unknown device type) where the kubelet's container gets Operation not permitted",
 	"KubeletPrintOutput":                   `a container name of 55 characters (a DNS label; Kubernetes allows 63) is refused: unitrun app names stop at 29; and a command by name is refused ("sh")`,
 	"KubeletTerminatedReason":              "a container name of 45 characters (a DNS label; Kubernetes allows 63) is refused: unitrun app names stop at 29",
+}
+
+// probeCases are container_probe.go's cases that "Probing container"
+// runs on a container and "Probing restartable init container" repeats on
+// a sidecar (see probing).
+func probeCases(p probing) []ported {
+	prefix, describe := "Probe", "Probing container "
+	if p.sidecar {
+		prefix, describe = "SidecarProbe", "Probing restartable init container "
+	}
+	// tags are the container case's; the sidecar's have none.
+	c := func(name, it, tags string, run func(k *kcase)) ported {
+		if !p.sidecar {
+			it += tags
+		}
+		return ported{prefix + name, "container_probe.go", describe + it, run}
+	}
+	return []ported{
+		c("ExecLivenessRestart", `should be restarted with a exec "cat /tmp/health" liveness probe`, " [NodeConformance] [Conformance]", func(k *kcase) {
+			k.create(p.pod("liveness-exec", "", `livenessProbe: {exec: {command: ["cat", "/tmp/`+p.tmp("liveness-exec")+`-health"]}, initialDelaySeconds: 15, timeoutSeconds: 5, failureThreshold: 1}`,
+				"echo ok >/tmp/"+p.tmp("liveness-exec")+"-health; sleep 10; rm -rf /tmp/"+p.tmp("liveness-exec")+"-health; sleep 600"))
+			p.livenessTest(k, "liveness-exec", 1, 4*time.Minute)
+		}),
+		c("ExecLivenessNoRestart", `should *not* be restarted with a exec "cat /tmp/health" liveness probe`, " [NodeConformance] [Conformance]", func(k *kcase) {
+			k.create(p.pod("liveness-exec-ok", "", `livenessProbe: {exec: {command: ["cat", "/tmp/`+p.tmp("liveness-exec-ok")+`-health"]}, initialDelaySeconds: 15, timeoutSeconds: 5, failureThreshold: 1}`,
+				"echo ok >/tmp/"+p.tmp("liveness-exec-ok")+"-health; sleep 600"))
+			p.livenessTest(k, "liveness-exec-ok", 0, observe)
+		}),
+		c("ExecLivenessTimeout", "should be restarted with an exec liveness probe with timeout [MinimumKubeletVersion:1.20]", " [NodeConformance]", func(k *kcase) {
+			k.create(p.pod("liveness-timeout", "", `livenessProbe: {exec: {command: ["/bin/sh", "-c", "sleep 10"]}, initialDelaySeconds: 15, timeoutSeconds: 1, failureThreshold: 1}`, "sleep 600"))
+			p.livenessTest(k, "liveness-timeout", 1, 4*time.Minute)
+		}),
+		c("ExecReadinessTimeout", "should not be ready with an exec readiness probe timeout [MinimumKubeletVersion:1.20]", " [NodeConformance]", func(k *kcase) {
+			k.create(p.pod("readiness-timeout", `readinessProbe: {exec: {command: ["/bin/sh", "-c", "sleep 10"]}, initialDelaySeconds: 15, timeoutSeconds: 1, failureThreshold: 1}`, "", "sleep 600"))
+			if !p.sidecar {
+				k.waitFor("readiness-timeout", podStartTimeout, "not to be Pending", func(p *k8sPod) (bool, error) { return p.Status.Phase != "Pending", nil })
+			}
+			k.neverReady("readiness-timeout", time.Minute)
+		}),
+		c("FailingExecLivenessLongerThanTimeout", "should be restarted with a failing exec liveness probe that took longer than the timeout", "", func(k *kcase) {
+			k.create(p.pod("liveness-fail-timeout", "", `livenessProbe: {exec: {command: ["/bin/sh", "-c", "sleep 10 & exit 1"]}, initialDelaySeconds: 15, timeoutSeconds: 1, failureThreshold: 1}`, "sleep 600"))
+			p.livenessTest(k, "liveness-fail-timeout", 1, 4*time.Minute)
+		}),
+		c("StartupFails", "should be restarted startup probe fails", "", func(k *kcase) {
+			k.create(p.pod("startup-fails", "", `livenessProbe: {exec: {command: ["/bin/true"]}, initialDelaySeconds: 15, failureThreshold: 1}
+  startupProbe: {exec: {command: ["/bin/false"]}, initialDelaySeconds: 15, failureThreshold: 3}`, "sleep 600"))
+			p.livenessTest(k, "startup-fails", 1, 4*time.Minute)
+		}),
+		c("StartupDelaysLiveness", "should *not* be restarted by liveness probe because startup probe delays it", "", func(k *kcase) {
+			k.create(p.pod("startup-delays", "", `livenessProbe: {exec: {command: ["/bin/false"]}, initialDelaySeconds: 15, failureThreshold: 1}
+  startupProbe: {exec: {command: ["/bin/false"]}, initialDelaySeconds: 15, failureThreshold: 60}`, "sleep 600"))
+			p.livenessTest(k, "startup-delays", 0, observe)
+		}),
+		c("LivenessAfterStartup", "should be restarted by liveness probe after startup probe enables it", "", func(k *kcase) {
+			k.create(p.pod("startup-enables", "", `livenessProbe: {exec: {command: ["/bin/false"]}, initialDelaySeconds: 15, failureThreshold: 1}
+  startupProbe: {exec: {command: ["cat", "/tmp/`+p.tmp("startup-enables")+`-startup"]}, initialDelaySeconds: 15, failureThreshold: 60}`,
+				"sleep 10; echo ok >/tmp/"+p.tmp("startup-enables")+"-startup; sleep 600"))
+			p.livenessTest(k, "startup-enables", 1, 4*time.Minute)
+		}),
+		c("ReadinessInitialDelay", "with readiness probe should not be ready before initial delay and never restart", " [NodeConformance] [Conformance]", func(k *kcase) {
+			k.create(p.webserver("test-webserver-delay", `readinessProbe: {httpGet: {path: /, port: 80}, initialDelaySeconds: 15}`))
+			k.refused("test-webserver-delay", p.path()+".ports[0]: port 80 on a pod network")
+		}),
+		c("ReadinessFails", "with readiness probe that fails should never be ready and never restart", " [NodeConformance] [Conformance]", func(k *kcase) {
+			k.create(p.webserver("test-webserver-fails", `readinessProbe: {exec: {command: ["/bin/false"]}, initialDelaySeconds: 0}`))
+			k.refused("test-webserver-fails", p.path()+".ports[0]: port 80 on a pod network")
+		}),
+		c("HTTPLivenessNoRestart", "should *not* be restarted with a /healthz http liveness probe", " [NodeConformance] [Conformance]", func(k *kcase) {
+			k.create(p.webserver("test-webserver-live", `livenessProbe: {httpGet: {path: /, port: 80}, initialDelaySeconds: 15, timeoutSeconds: 5, failureThreshold: 5}`))
+			k.refused("test-webserver-live", p.path()+".ports[0]: port 80 on a pod network")
+		}),
+	}
+}
+
+// probing makes container_probe.go's Pods: the probed container is a
+// container, or with sidecar a sidecar (an init container with
+// restartPolicy Always) beside container main, which pauses.
+type probing struct{ sidecar bool }
+
+// path is the probed container's in the Pod's spec.
+func (p probing) path() string {
+	if p.sidecar {
+		return "spec.initContainers[0]"
+	}
+	return "spec.containers[0]"
+}
+
+// tmp names a case's file in /tmp, the host's, after its Pod (and the
+// sidecar's after the sidecar case's).
+func (p probing) tmp(name string) string {
+	if p.sidecar {
+		return "sidecar-" + name
+	}
+	return name
+}
+
+// around puts the probed container (YAML list item) where it goes.
+func (p probing) around(ctr string) string {
+	if p.sidecar {
+		return `
+initContainers:
+` + ctr + `
+  restartPolicy: Always
+containers:
+- {name: main, image: debian, command: ["/bin/sleep", "infinity"]}`
+	}
+	return "\ncontainers:\n" + ctr
+}
+
+// pod is busyBoxPodSpec and startupPodSpec, or busyBoxSidecarPodSpec and
+// startupSidecarPodSpec: container busybox running /bin/sh -c cmd with the
+// probes (YAML lines of the container), and more of the Pod's spec.
+func (p probing) pod(name, readiness, liveness, cmd string, spec ...string) string {
+	var probes []string
+	for _, pr := range []string{readiness, liveness} {
+		if pr != "" {
+			probes = append(probes, pr)
+		}
+	}
+	return pod(name, "{test: liveness}", strings.Join(spec, "\n")+p.around(fmt.Sprintf(`- name: busybox
+  image: debian
+  command: ["/bin/sh", "-c", %q]
+  %s`, cmd, strings.Join(probes, "\n  "))))
+}
+
+// webserver is testWebServerPodSpec or testWebServerSidecarPodSpec: the
+// test-webserver image serves HTTP on the container's port 80.
+func (p probing) webserver(name, probe string) string {
+	return pod(name, "{test: webserver}", p.around(`- name: test-webserver
+  image: debian
+  command: ["/usr/bin/python3", "-m", "http.server", "80"]
+  ports: [{containerPort: 80}]
+  `+probe))
+}
+
+// livenessTest is RunLivenessTest, or for a sidecar RunSidecarLivenessTest.
+func (p probing) livenessTest(k *kcase, name string, want int, observe time.Duration) {
+	k.t.Helper()
+	k.livenessTest(name, p.sidecar, want, observe)
 }
 
 // uuid stands for the uuid.NewUUID() a case adds to its Pod's name.
@@ -503,21 +614,6 @@ func (k *kcase) goneWithin(name string, timeout time.Duration) {
 	}
 }
 
-// neverReady is runReadinessFailTest's Consistently: the Pod is not ready
-// at any look for d, and its container never restarted.
-func (k *kcase) neverReady(name string, d time.Duration) {
-	k.t.Helper()
-	var p *k8sPod
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(2 * time.Second) {
-		if p = k.get(name); p.ready() {
-			k.t.Fatalf("pod %s ready; status %s", name, p)
-		}
-	}
-	if n := p.Status.ContainerStatuses[0].RestartCount; n != 0 {
-		k.t.Fatalf("pod %s restarted %d times; status %s", name, n, p)
-	}
-}
-
 // eventuallyLog waits a minute, as the cases do, for the container's log
 // (with args) to be want.
 func (k *kcase) eventuallyLog(name, container, want string, args ...string) {
@@ -529,35 +625,6 @@ func (k *kcase) eventuallyLog(name, container, want string, args ...string) {
 		}
 	}
 	k.t.Fatalf("log of %s/%s %q, want %q", name, container, out, want)
-}
-
-// busyboxProbePod is container_probe.go's busyBoxPodSpec and
-// startupPodSpec: container busybox running sh -c cmd with the probes
-// (YAML lines of the container), and more of the Pod's spec.
-func busyboxProbePod(name, readiness, liveness, cmd string, spec ...string) string {
-	var probes []string
-	for _, p := range []string{readiness, liveness} {
-		if p != "" {
-			probes = append(probes, p)
-		}
-	}
-	return pod(name, "{test: liveness}", strings.Join(spec, "\n")+fmt.Sprintf(`
-containers:
-- name: busybox
-  image: debian
-  command: ["/bin/sh", "-c", %q]
-  %s`, cmd, strings.Join(probes, "\n  ")))
-}
-
-// webserverPod is container_probe.go's testWebServerPodSpec: the
-// test-webserver image serves HTTP on the container's port 80.
-func webserverPod(name, probe string) string {
-	return pod(name, "{test: webserver}", `containers:
-- name: test-webserver
-  image: debian
-  command: ["/usr/bin/python3", "-m", "http.server", "80"]
-  ports: [{containerPort: 80}]
-  `+probe)
 }
 
 // grpcPod is container_probe.go's gRPCServerPodSpec with its liveness
