@@ -374,32 +374,36 @@ containers:
 // is wrong: their subtests skip, saying so. This list is what remains to
 // fix.
 var knownWrong = map[string]string{
-	"RuntimeTerminationMessagePath":        "terminationMessagePath is not read: the termination message is empty, not DONE",
-	"RuntimeTerminationMessagePathNonRoot": `runAsUser 10000, a uid without an entry in the host's passwd, is refused as "spec.containers[0].user \"10000\": no such user on this host" (the kubelet runs any uid); and terminationMessagePath is not read`,
-	"RuntimeFallbackToLogsOnError":         "terminationMessagePolicy FallbackToLogsOnError is ignored: a failed container's termination message is empty, not its log's tail",
-	"RuntimeFallbackToLogsOnErrorFromFile": "terminationMessagePath is not read: the termination message is empty, not OK",
-	"PodsHostIP":                           "status.hostIP is empty",
-	"PodsActiveDeadlineUpdated":            "activeDeadlineSeconds set on a running Pod is ignored: it runs on, where the kubelet fails it with DeadlineExceeded",
-	"PodsServiceEnv":                       `a command by name is refused ("sh": must be an absolute path), and the node gives no Service variables (FOOSERVICE_SERVICE_HOST, ...)`,
-	"ProbeExecLivenessRestart":             `an exec probe's command by name is refused ("cat": must be an absolute path)`,
-	"ProbeExecLivenessNoRestart":           `an exec probe's command by name is refused ("cat": must be an absolute path)`,
-	"ProbeLivenessAfterStartup":            `an exec probe's command by name is refused ("cat": must be an absolute path)`,
-	"ExpansionComposeEnv":                  `a command by name is refused ("sh": must be an absolute path)`,
-	"ExpansionCommand":                     `a command by name is refused ("sh": must be an absolute path)`,
-	"ExpansionArgs":                        `a command by name is refused ("sh": must be an absolute path)`,
-	"DownwardPodNameNamespaceIP":           "the downward API's status.podIP is refused: the node reports no Pod IP",
-	"DownwardHostIP":                       "the downward API's status.hostIP is refused: the node reports no host IP",
-	"DownwardHostNetworkIPs":               "the downward API's status.hostIP and status.podIP are refused, though the Pod is on the host's network",
-	"DownwardPodUID":                       `a command by name is refused ("sh": must be an absolute path)`,
-	"SecurityRunAsUser65534":               `a command by name is refused ("sh": must be an absolute path)`,
-	"SecurityRunAsUser0":                   `a command by name is refused ("sh": must be an absolute path)`,
-	"SidecarProbeExecLivenessRestart":      `an exec probe's command by name is refused ("cat": must be an absolute path)`,
-	"SidecarProbeExecLivenessNoRestart":    `an exec probe's command by name is refused ("cat": must be an absolute path)`,
-	"SidecarProbeLivenessAfterStartup":     `an exec probe's command by name is refused ("cat": must be an absolute path)`,
-	"SecurityRunAsNonRootExplicitUser":     `a command by name is refused ("id": must be an absolute path), and runAsUser 1234, a uid without an entry in the host's passwd, is refused (the kubelet runs any uid)`,
-	"SecurityUnprivileged":                 "a root container with privileged: false keeps CAP_NET_ADMIN: ip link add gets past the permission check (Unknown device type) where the kubelet's container gets Operation not permitted",
-	"KubeletPrintOutput":                   `a container name of 55 characters (a DNS label; Kubernetes allows 63) is refused: unitrun app names stop at 29; and a command by name is refused ("sh")`,
-	"KubeletTerminatedReason":              "a container name of 45 characters (a DNS label; Kubernetes allows 63) is refused: unitrun app names stop at 29",
+	"RuntimeTerminationMessagePath":                 "terminationMessagePath is not read: the termination message is empty, not DONE",
+	"RuntimeTerminationMessagePathNonRoot":          `runAsUser 10000, a uid without an entry in the host's passwd, is refused as "spec.containers[0].user \"10000\": no such user on this host" (the kubelet runs any uid); and terminationMessagePath is not read`,
+	"RuntimeFallbackToLogsOnError":                  "terminationMessagePolicy FallbackToLogsOnError is ignored: a failed container's termination message is empty, not its log's tail",
+	"RuntimeFallbackToLogsOnErrorFromFile":          "terminationMessagePath is not read: the termination message is empty, not OK",
+	"PodsHostIP":                                    "status.hostIP is empty",
+	"PodsActiveDeadlineUpdated":                     "activeDeadlineSeconds set on a running Pod is ignored: it runs on, where the kubelet fails it with DeadlineExceeded",
+	"PodsServiceEnv":                                `a command by name is refused ("sh": must be an absolute path), and the node gives no Service variables (FOOSERVICE_SERVICE_HOST, ...)`,
+	"ProbeExecLivenessRestart":                      `an exec probe's command by name is refused ("cat": must be an absolute path)`,
+	"ProbeExecLivenessNoRestart":                    `an exec probe's command by name is refused ("cat": must be an absolute path)`,
+	"ProbeLivenessAfterStartup":                     `an exec probe's command by name is refused ("cat": must be an absolute path)`,
+	"ExpansionComposeEnv":                           `a command by name is refused ("sh": must be an absolute path)`,
+	"ExpansionCommand":                              `a command by name is refused ("sh": must be an absolute path)`,
+	"ExpansionArgs":                                 `a command by name is refused ("sh": must be an absolute path)`,
+	"DownwardPodNameNamespaceIP":                    "the downward API's status.podIP is refused: the node reports no Pod IP",
+	"DownwardHostIP":                                "the downward API's status.hostIP is refused: the node reports no host IP",
+	"DownwardHostNetworkIPs":                        "the downward API's status.hostIP and status.podIP are refused, though the Pod is on the host's network",
+	"DownwardPodUID":                                `a command by name is refused ("sh": must be an absolute path)`,
+	"SecurityRunAsUser65534":                        `a command by name is refused ("sh": must be an absolute path)`,
+	"SecurityRunAsUser0":                            `a command by name is refused ("sh": must be an absolute path)`,
+	"SidecarProbeExecLivenessRestart":               `an exec probe's command by name is refused ("cat": must be an absolute path)`,
+	"SidecarProbeExecLivenessNoRestart":             `an exec probe's command by name is refused ("cat": must be an absolute path)`,
+	"SidecarProbeLivenessAfterStartup":              `an exec probe's command by name is refused ("cat": must be an absolute path)`,
+	"ProbeLocalRedirectLivenessRestart":             "an http probe does not follow a local redirect: the redirect to a failing /healthz counts as a success, and the container never restarts",
+	"SidecarProbeLocalRedirectLivenessRestart":      "an http probe does not follow a local redirect: the redirect to a failing /healthz counts as a success, and the sidecar never restarts",
+	"ProbeNonLocalRedirectLivenessNoRestart":        "no ProbeWarning event for the redirect the probe does not follow: the node records no events",
+	"SidecarProbeNonLocalRedirectLivenessNoRestart": "no ProbeWarning event for the redirect the probe does not follow: the node records no events",
+	"SecurityRunAsNonRootExplicitUser":              `a command by name is refused ("id": must be an absolute path), and runAsUser 1234, a uid without an entry in the host's passwd, is refused (the kubelet runs any uid)`,
+	"SecurityUnprivileged":                          "a root container with privileged: false keeps CAP_NET_ADMIN: ip link add gets past the permission check (Unknown device type) where the kubelet's container gets Operation not permitted",
+	"KubeletPrintOutput":                            `a container name of 55 characters (a DNS label; Kubernetes allows 63) is refused: unitrun app names stop at 29; and a command by name is refused ("sh")`,
+	"KubeletTerminatedReason":                       "a container name of 45 characters (a DNS label; Kubernetes allows 63) is refused: unitrun app names stop at 29",
 }
 
 // probeCases are container_probe.go's cases that "Probing container"
@@ -458,6 +462,36 @@ func probeCases(p probing) []ported {
   startupProbe: {exec: {command: ["cat", "/tmp/`+p.tmp("startup-enables")+`-startup"]}, initialDelaySeconds: 15, failureThreshold: 60}`,
 				"sleep 10; echo ok >/tmp/"+p.tmp("startup-enables")+"-startup; sleep 600"))
 			p.livenessTest(k, "startup-enables", 1, 4*time.Minute)
+		}),
+		c("HTTPLivenessRestart", "should be restarted with a /healthz http liveness probe", " [NodeConformance] [Conformance]", func(k *kcase) {
+			port := freePort(k.t)
+			k.create(p.liveness("liveness-http", port, `livenessProbe: {httpGet: {path: /healthz, port: `+port+`}, initialDelaySeconds: 15, failureThreshold: 1`+p.timeout5()+`}`))
+			p.livenessTest(k, "liveness-http", 1, 4*time.Minute)
+		}),
+		c("TCPLivenessNoRestart", "should *not* be restarted with a tcp:8080 liveness probe", " [NodeConformance] [Conformance]", func(k *kcase) {
+			port := freePort(k.t)
+			k.create(p.liveness("liveness-tcp", port, `livenessProbe: {tcpSocket: {port: `+port+`}, initialDelaySeconds: 15, failureThreshold: 1`+p.timeout5()+`}`))
+			p.livenessTest(k, "liveness-tcp", 0, observe)
+		}),
+		c("LocalRedirectLivenessRestart", "should be restarted with a local redirect http liveness probe", "", func(k *kcase) {
+			port := freePort(k.t)
+			k.create(p.liveness("liveness-redirect", port, `livenessProbe: {httpGet: {path: "/redirect?loc=%2Fhealthz", port: `+port+`}, initialDelaySeconds: 15, failureThreshold: 1}`))
+			p.livenessTest(k, "liveness-redirect", 1, 4*time.Minute)
+		}),
+		c("NonLocalRedirectLivenessNoRestart", "should *not* be restarted with a non-local redirect http liveness probe", "", func(k *kcase) {
+			port := freePort(k.t)
+			k.create(p.liveness("liveness-nonlocal", port, `livenessProbe: {httpGet: {path: "/redirect?loc=http%3A%2F%2F0.0.0.0%2F", port: `+port+`}, initialDelaySeconds: 15, failureThreshold: 1}`))
+			p.livenessTest(k, "liveness-nonlocal", 0, observe)
+			// The kubelet records a ProbeWarning event (within the
+			// framework's PodEventTimeout, 2 minutes).
+			want := `Probe terminated redirects, Response body: <a href="http://0.0.0.0/">Found</a>.`
+			var out string
+			for end := time.Now().Add(2 * time.Minute); time.Now().Before(end); time.Sleep(2 * time.Second) {
+				if out = k.kubectl("get", "events", "--field-selector", "involvedObject.kind=Pod,involvedObject.name=liveness-nonlocal,reason=ProbeWarning", "-o", "jsonpath={.items[*].message}"); strings.Contains(out, want) {
+					return
+				}
+			}
+			k.t.Fatalf("no ProbeWarning event saying %q; events: %q", want, out)
 		}),
 		c("ReadinessInitialDelay", "with readiness probe should not be ready before initial delay and never restart", " [NodeConformance] [Conformance]", func(k *kcase) {
 			k.create(p.webserver("test-webserver-delay", `readinessProbe: {httpGet: {path: /, port: 80}, initialDelaySeconds: 15}`))
@@ -534,6 +568,54 @@ func (p probing) webserver(name, probe string) string {
   ports: [{containerPort: 80}]
   `+probe))
 }
+
+// timeout5 is the timeoutSeconds: 5 the sidecar's copies of some cases
+// add.
+func (p probing) timeout5() string {
+	if p.sidecar {
+		return ", timeoutSeconds: 5"
+	}
+	return ""
+}
+
+// liveness is livenessPodSpec or livenessSidecarPodSpec: agnhost's
+// liveness server, whose /healthz answers 200 for 10 s and 500 after, and
+// whose /redirect?loc=L redirects to L (302), with probe. It serves on
+// port, not 8080: the cases run at once on the host's network.
+func (p probing) liveness(name, port, probe string) string {
+	return pod(name, "{test: liveness}", p.around(fmt.Sprintf(`- name: agnhost-container
+  image: debian
+  command: ["/usr/bin/python3", "-c", %q, %q]
+  %s`, livenessServer, port, probe)))
+}
+
+// livenessServer behaves as agnhost liveness does, on the port in argv.
+const livenessServer = `import http.server, sys, time, urllib.parse
+start = time.time()
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        url = urllib.parse.urlparse(self.path)
+        if url.path == "/redirect":
+            loc = urllib.parse.parse_qs(url.query)["loc"][0]
+            self.send_response(302)
+            self.send_header("Location", loc)
+            self.end_headers()
+            self.wfile.write(('<a href="%s">Found</a>.' % loc).encode())
+        elif url.path == "/healthz" and time.time() - start <= 10:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"ok")
+        elif url.path == "/healthz":
+            self.send_response(500)
+            self.end_headers()
+            self.wfile.write(("error: %d" % (time.time() - start)).encode())
+        else:
+            self.send_response(404)
+            self.end_headers()
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("", int(sys.argv[1])), Handler).serve_forever()
+`
 
 // livenessTest is RunLivenessTest, or for a sidecar RunSidecarLivenessTest.
 func (p probing) livenessTest(k *kcase, name string, want int, observe time.Duration) {
