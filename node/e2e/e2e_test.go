@@ -64,6 +64,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("ActiveDeadline", c.activeDeadline)
 	t.Run("Capabilities", c.capabilities)
 	t.Run("AsTheKubelet", c.asTheKubelet)
+	t.Run("Ported", c.ported)
 }
 
 // start generates the keys, starts etcd, kube-apiserver and unitrun-node,

@@ -1,0 +1,764 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// portedCases are the cases of Kubernetes' node end-to-end tests ported
+// here (see ported); docs/kubernetes.md lists each with its status.
+var portedCases = append(append([]ported{
+	// runtime.go
+	{"RuntimeExpectedStatus", "runtime.go", "Container Runtime blackbox test when starting a container that exits should run with the expected status [NodeConformance]", func(k *kcase) {
+		// It failed at the 1st run, then succeeded at the 2nd, then runs on.
+		script := `f=/restart-count/restartCount
+count=$(echo 'hello' >> $f ; wc -l $f | awk {'print $1'})
+if [ $count -eq 1 ]; then
+	exit 1
+fi
+if [ $count -eq 2 ]; then
+	exit 0
+fi
+while true; do sleep 1; done`
+		for _, name := range []string{"terminate-cmd-rpa", "terminate-cmd-rpof", "terminate-cmd-rpn"} {
+			policy := map[string]string{"terminate-cmd-rpa": "Always", "terminate-cmd-rpof": "OnFailure", "terminate-cmd-rpn": "Never"}[name]
+			k.create(pod(name, "", fmt.Sprintf(`restartPolicy: %s
+containers:
+- name: %s
+  image: debian
+  command: ["sh", "-c", %q]
+  volumeMounts: [{name: restart-count, mountPath: /restart-count}]
+volumes:
+- {name: restart-count, emptyDir: {medium: Memory}}`, policy, name, script)))
+		}
+		for _, name := range []string{"terminate-cmd-rpa", "terminate-cmd-rpof", "terminate-cmd-rpn"} {
+			k.refused(name, `spec.containers[0].volumeMounts[0]: emptyDir "restart-count" cannot be mounted`)
+		}
+	}},
+	{"RuntimeTerminationMessagePath", "runtime.go", "Container Runtime blackbox test on terminated container should report termination message if TerminationMessagePath is set [NodeConformance]", func(k *kcase) {
+		k.terminationMessage("/bin/echo -n DONE > /dev/termination-log", `terminationMessagePath: /dev/termination-log, securityContext: {runAsUser: 0}`, "Succeeded", "DONE")
+	}},
+	{"RuntimeTerminationMessagePathNonRoot", "runtime.go", "Container Runtime blackbox test on terminated container should report termination message if TerminationMessagePath is set as non-root user and at a non-default path [NodeConformance]", func(k *kcase) {
+		k.terminationMessage("/bin/echo -n DONE > /dev/termination-custom-log", `terminationMessagePath: /dev/termination-custom-log, securityContext: {runAsUser: 10000}`, "Succeeded", "DONE")
+	}},
+	{"RuntimeFallbackToLogsOnError", "runtime.go", "Container Runtime blackbox test on terminated container should report termination message from log output if TerminationMessagePolicy FallbackToLogsOnError is set [NodeConformance]", func(k *kcase) {
+		k.terminationMessage("/bin/echo -n DONE; /bin/false", `terminationMessagePath: /dev/termination-log, terminationMessagePolicy: FallbackToLogsOnError`, "Failed", "DONE")
+	}},
+	{"RuntimeFallbackToLogsOnErrorSucceeds", "runtime.go", "Container Runtime blackbox test on terminated container should report termination message as empty when pod succeeds and TerminationMessagePolicy FallbackToLogsOnError is set [NodeConformance]", func(k *kcase) {
+		k.terminationMessage("/bin/echo -n DONE; /bin/true", `terminationMessagePath: /dev/termination-log, terminationMessagePolicy: FallbackToLogsOnError`, "Succeeded", "")
+	}},
+	{"RuntimeFallbackToLogsOnErrorFromFile", "runtime.go", "Container Runtime blackbox test on terminated container should report termination message from file when pod succeeds and TerminationMessagePolicy FallbackToLogsOnError is set [NodeConformance]", func(k *kcase) {
+		k.terminationMessage("/bin/echo -n OK > /dev/termination-log; /bin/echo DONE; /bin/true", `terminationMessagePath: /dev/termination-log, terminationMessagePolicy: FallbackToLogsOnError`, "Succeeded", "OK")
+	}},
+	{"RuntimeInvalidRegistry", "runtime.go", "Container Runtime blackbox test when running a container with a new image should not be able to pull image from invalid registry [NodeConformance]", func(k *kcase) {
+		// The kubelet keeps it Pending with ErrImagePull or ImagePullBackOff.
+		k.create(pod("image-pull-test", "", `restartPolicy: Never
+containers:
+- name: image-pull-test
+  image: invalid.registry.k8s.io/invalid/alpine:3.1
+  imagePullPolicy: Always
+  command: ["/bin/sh", "-c", "while true; do sleep 1; done"]`))
+		k.refused("image-pull-test", `spec.containers[0].image: "invalid.registry.k8s.io/invalid/alpine:3.1" is not mapped`)
+	}},
+
+	// init_container.go
+	{"InitRestartNever", "init_container.go", "InitContainer [NodeConformance] should invoke init containers on a RestartNever pod", func(k *kcase) {
+		k.create(initPod("pod-init-never", "Never", "/bin/true", "/bin/true", `["/bin/true"]`, false))
+		p := k.waitEnded("pod-init-never")
+		if p.Status.Phase != "Succeeded" {
+			k.t.Fatalf("phase %s, want Succeeded; status %s", p.Status.Phase, p)
+		}
+		k.initialized(p)
+	}},
+	{"InitRestartAlways", "init_container.go", "InitContainer [NodeConformance] should invoke init containers on a RestartAlways pod", func(k *kcase) {
+		k.create(initPod("pod-init-always", "", "/bin/true", "/bin/true", `["/bin/sleep", "infinity"]`, true))
+		k.refused("pod-init-always", "spec.containers[0].resources.limits[cpu]: not supported")
+	}},
+	{"InitFailRestartAlways", "init_container.go", "InitContainer [NodeConformance] should not start app containers if init containers fail on a RestartAlways pod", func(k *kcase) {
+		k.create(initPod("pod-init-fail-always", "", "/bin/false", "/bin/true", `["/bin/sleep", "infinity"]`, true))
+		k.refused("pod-init-fail-always", "spec.containers[0].resources.limits[cpu]: not supported")
+	}},
+	{"InitFailRestartNever", "init_container.go", "InitContainer [NodeConformance] should not start app containers and fail the pod if init containers fail on a RestartNever pod", func(k *kcase) {
+		k.create(initPod("pod-init-fail-never", "Never", "/bin/true", "/bin/false", `["/bin/true"]`, true))
+		k.refused("pod-init-fail-never", "spec.containers[0].resources.limits[cpu]: not supported")
+	}},
+
+	// pods.go
+	{"PodsHostIP", "pods.go", "Pods should get a host IP [NodeConformance]", func(k *kcase) {
+		k.create(pod("pod-hostip", "", `containers:
+- {name: test, image: debian, command: ["/bin/sleep", "infinity"]}`))
+		p := k.waitPhase("pod-hostip", "Running")
+		if p.Status.HostIP == "" {
+			k.t.Fatalf("status.hostIP is empty; status %s", p)
+		}
+	}},
+	{"PodsSubmittedAndRemoved", "pods.go", "Pods should be submitted and removed [NodeConformance]", func(k *kcase) {
+		// nginx stops on SIGTERM, as sleep does.
+		k.create(pod("pod-submit-remove", "{name: foo, time: '1'}", `containers:
+- {name: nginx, image: debian, command: ["/bin/sleep", "infinity"]}`))
+		k.waitPhase("pod-submit-remove", "Running")
+		if out := k.kubectl("get", "pods", "-l", "time=1", "-o", "name"); strings.TrimSpace(out) != "pod/pod-submit-remove" {
+			k.t.Fatalf("pods with the label: %q", out)
+		}
+		// The framework waits DefaultPodDeletionTimeout (3 min) for the
+		// deletion to be observed.
+		k.kubectl("delete", "pod", "pod-submit-remove", "--grace-period=30", "--wait=false")
+		k.goneWithin("pod-submit-remove", 3*time.Minute)
+		if out := k.kubectl("get", "pods", "-l", "time=1", "-o", "name"); out != "" {
+			k.t.Fatalf("pods with the label after the delete: %q", out)
+		}
+	}},
+	{"PodsUpdated", "pods.go", "Pods should be updated [NodeConformance]", func(k *kcase) {
+		k.create(pod("pod-update", "{name: foo, time: '1'}", `containers:
+- {name: nginx, image: debian, command: ["/bin/sleep", "infinity"]}`))
+		k.waitPhase("pod-update", "Running")
+		k.kubectl("label", "pod", "pod-update", "--overwrite", "time=2")
+		if out := k.kubectl("get", "pods", "-l", "time=2", "-o", "name"); strings.TrimSpace(out) != "pod/pod-update" {
+			k.t.Fatalf("pods with the updated label: %q", out)
+		}
+	}},
+	{"PodsActiveDeadlineUpdated", "pods.go", "Pods should allow activeDeadlineSeconds to be updated [NodeConformance]", func(k *kcase) {
+		k.create(pod("pod-update-activedeadlineseconds", "{name: foo, time: '1'}", `containers:
+- {name: nginx, image: debian, command: ["/bin/sleep", "infinity"]}`))
+		k.waitPhase("pod-update-activedeadlineseconds", "Running")
+		k.kubectl("patch", "pod", "pod-update-activedeadlineseconds", "-p", `{"spec":{"activeDeadlineSeconds":5}}`)
+		p := k.waitPhase("pod-update-activedeadlineseconds", "Failed")
+		if p.Status.Reason != "DeadlineExceeded" {
+			k.t.Fatalf("reason %q, want DeadlineExceeded; status %s", p.Status.Reason, p)
+		}
+	}},
+	{"PodsServiceEnv", "pods.go", "Pods should contain environment variables for services [NodeConformance]", func(k *kcase) {
+		// The server Pod behind the Service (agnhost serve-hostname on a
+		// pod network's port 8080) is left out: the variables come from
+		// the Service alone.
+		k.create(`apiVersion: v1
+kind: Service
+metadata:
+  name: fooservice
+  labels: {name: fooservice}
+spec:
+  selector: {name: server-envvars}
+  ports: [{port: 8765, targetPort: 8080}]
+`)
+		k.create(pod("client-envvars", "", `restartPolicy: Never
+containers:
+- {name: env3cont, image: debian, command: ["sh", "-c", "env"]}`))
+		k.expectOutput("client-envvars", "env3cont",
+			"FOOSERVICE_SERVICE_HOST=", "FOOSERVICE_SERVICE_PORT=", "FOOSERVICE_PORT=",
+			"FOOSERVICE_PORT_8765_TCP_PORT=", "FOOSERVICE_PORT_8765_TCP_PROTO=", "FOOSERVICE_PORT_8765_TCP=", "FOOSERVICE_PORT_8765_TCP_ADDR=")
+	}},
+	{"PodsLogsWebsockets", "pods.go", "Pods should support retrieving logs from the container over websockets [NodeConformance]", func(k *kcase) {
+		k.create(pod("pod-logs-websocket", "{name: foo, time: '1'}", `containers:
+- {name: main, image: debian, command: ["/bin/sh", "-c", "echo container is alive; sleep 10000"]}`))
+		k.waitPhase("pod-logs-websocket", "Running")
+		k.eventuallyLog("pod-logs-websocket", "main", "container is alive\n")
+	}},
+	{"PodsExecWebsockets", "pods.go", "Pods should support remote command execution over websockets [NodeConformance]", func(k *kcase) {
+		k.create(pod("pod-exec-websocket", "{name: foo, time: '1'}", `containers:
+- {name: main, image: debian, command: ["/bin/sh", "-c", "echo container is alive; sleep 600"]}`))
+		k.waitPhase("pod-exec-websocket", "Running")
+		// The kubelet runs cat /etc/resolv.conf in the container.
+		out, err := k.c.kubectl("-n", k.ns, "exec", "pod-exec-websocket", "-c", "main", "--", "cat", "/etc/resolv.conf")
+		if err == nil || !strings.Contains(err.Error(), "not supported by unitrun-node") {
+			k.t.Fatalf("kubectl exec: %q, %v; want it refused as not supported by unitrun-node", out, err)
+		}
+	}},
+	{"PodsReadinessGates", "pods.go", "Pods should support pod readiness gates [NodeConformance]", func(k *kcase) {
+		// The case then sets the gates' conditions through the status
+		// subresource and waits for the Pod to be ready.
+		k.create(pod("pod-ready", "", `readinessGates: [{conditionType: k8s.io/test-condition1}, {conditionType: k8s.io/test-condition2}]
+containers:
+- {name: pod-readiness-gate, image: debian, command: ["/bin/sh", "-c", "echo container is alive; sleep 10000"]}`))
+		k.refused("pod-ready", `spec.readinessGates[0]: "k8s.io/test-condition1": readiness gates are not supported`)
+	}},
+	{"PodsDeleteCollection", "pods.go", "Pods should delete a collection of pods [Conformance]", func(k *kcase) {
+		for i := 1; i <= 3; i++ {
+			k.create(pod(fmt.Sprintf("test-pod-%d", i), "{type: Testing}", `containers:
+- {name: token-test, image: debian, command: ["/bin/sleep", "infinity"]}`))
+		}
+		for i := 1; i <= 3; i++ {
+			k.waitPhase(fmt.Sprintf("test-pod-%d", i), "Running")
+		}
+		k.kubectl("delete", "pods", "-l", "type=Testing", "--wait=false")
+		for i := 1; i <= 3; i++ {
+			k.goneWithin(fmt.Sprintf("test-pod-%d", i), 5*time.Minute)
+		}
+	}},
+
+	// container_probe.go: the cases repeated on sidecars are in probeCases
+	{"ProbeGRPCLivenessNoRestart", "container_probe.go", "Probing container should *not* be restarted with a GRPC liveness probe [NodeConformance] [Conformance]", func(k *kcase) {
+		k.create(grpcPod("grpc-ok", 5000, 15))
+		k.refused("grpc-ok", "spec.containers[0].livenessProbe.grpc: not supported", "spec.containers[0].ports[0]")
+	}},
+	{"ProbeGRPCLivenessRestart", "container_probe.go", "Probing container should be restarted with a GRPC liveness probe [NodeConformance] [Conformance]", func(k *kcase) {
+		k.create(grpcPod("grpc-wrong-port", 2333, 60))
+		k.refused("grpc-wrong-port", "spec.containers[0].livenessProbe.grpc: not supported", "spec.containers[0].ports[0]")
+	}},
+	{"ProbeLivenessGracePeriod", "container_probe.go", "Probing container should override timeoutGracePeriodSeconds when LivenessProbe field is set [NodeConformance]", func(k *kcase) {
+		k.create(probing{}.pod("liveness-grace", "", `livenessProbe: {httpGet: {path: /healthz, port: 8080}, initialDelaySeconds: 10, failureThreshold: 1, terminationGracePeriodSeconds: 5}`,
+			"sleep 1000", "terminationGracePeriodSeconds: 500"))
+		k.refused("liveness-grace", "spec.containers[0].livenessProbe.terminationGracePeriodSeconds: not supported")
+	}},
+	{"ProbeStartupGracePeriod", "container_probe.go", "Probing container should override timeoutGracePeriodSeconds when StartupProbe field is set [NodeConformance]", func(k *kcase) {
+		k.create(probing{}.pod("startup-grace", "", `livenessProbe: {exec: {command: ["/bin/true"]}, initialDelaySeconds: 15, failureThreshold: 1}
+  startupProbe: {exec: {command: ["/bin/cat", "/tmp/startup-grace-startup"]}, initialDelaySeconds: 10, failureThreshold: 1, terminationGracePeriodSeconds: 5}`,
+			"sleep 1000", "terminationGracePeriodSeconds: 500"))
+		k.refused("startup-grace", "spec.containers[0].startupProbe.terminationGracePeriodSeconds: not supported")
+	}},
+
+	// expansion.go
+	{"ExpansionComposeEnv", "expansion.go", "Variable Expansion should allow composing env vars into new env vars [NodeConformance] [Conformance]", func(k *kcase) {
+		k.create(dapiPod("var-expansion", "", `command: ["sh", "-c", "env"]
+  env:
+  - {name: FOO, value: foo-value}
+  - {name: BAR, value: bar-value}
+  - {name: FOOBAR, value: "$(FOO);;$(BAR)"}`))
+		k.expectOutput("var-expansion", "dapi-container", "FOO=foo-value", "BAR=bar-value", "FOOBAR=foo-value;;bar-value")
+	}},
+	{"ExpansionCommand", "expansion.go", "Variable Expansion should allow substituting values in a container's command [NodeConformance] [Conformance]", func(k *kcase) {
+		k.create(dapiPod("var-expansion-command", "", `command: ["sh", "-c", "TEST_VAR=wrong echo \"$(TEST_VAR)\""]
+  env: [{name: TEST_VAR, value: test-value}]`))
+		k.expectOutput("var-expansion-command", "dapi-container", "test-value")
+	}},
+	{"ExpansionArgs", "expansion.go", "Variable Expansion should allow substituting values in a container's args [NodeConformance] [Conformance]", func(k *kcase) {
+		k.create(dapiPod("var-expansion-args", "", `command: ["sh", "-c"]
+  args: ["TEST_VAR=wrong echo \"$(TEST_VAR)\""]
+  env: [{name: TEST_VAR, value: test-value}]`))
+		k.expectOutput("var-expansion-args", "dapi-container", "test-value")
+	}},
+	{"ExpansionSubpathExpr", "expansion.go", "Variable Expansion should allow substituting values in a volume subpath [Conformance]", func(k *kcase) {
+		k.create(dapiPod("var-expansion-subpath", "", `command: ["sh", "-c", "test -d /testcontainer/var-expansion-subpath;echo $?"]
+  env: [{name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]
+  volumeMounts:
+  - {name: workdir1, mountPath: /logscontainer, subPathExpr: "$(POD_NAME)"}
+  - {name: workdir1, mountPath: /testcontainer}
+volumes:
+- {name: workdir1, emptyDir: {}}`))
+		k.refused("var-expansion-subpath", `spec.containers[0].volumeMounts[0]: emptyDir "workdir1" cannot be mounted`)
+	}},
+
+	// downwardapi.go
+	{"DownwardPodNameNamespaceIP", "downwardapi.go", "Downward API should provide pod name, namespace and IP address as env vars [NodeConformance] [Conformance]", func(k *kcase) {
+		k.create(envPod("downward-api-names", "", `- {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+  - {name: POD_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+  - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}`))
+		k.expectOutput("downward-api-names", "dapi-container", "POD_NAME=downward-api-names", "POD_NAMESPACE="+k.ns,
+			`POD_IP=(?:\d+)\.(?:\d+)\.(?:\d+)\.(?:\d+)`)
+	}},
+	{"DownwardHostIP", "downwardapi.go", "Downward API should provide host IP as an env var [NodeConformance] [Conformance]", func(k *kcase) {
+		k.create(envPod("downward-api-hostip", "", `- {name: HOST_IP, valueFrom: {fieldRef: {fieldPath: status.hostIP}}}`))
+		k.expectOutput("downward-api-hostip", "dapi-container", `HOST_IP=(?:\d+)\.(?:\d+)\.(?:\d+)\.(?:\d+)`)
+	}},
+	{"DownwardHostNetworkIPs", "downwardapi.go", "Downward API should provide host IP and pod IP as an env var if pod uses host network [LinuxOnly]", func(k *kcase) {
+		k.create(envPod("downward-api-hostnet", "hostNetwork: true", `- {name: HOST_IP, valueFrom: {fieldRef: {fieldPath: status.hostIP}}}
+  - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}`))
+		k.expectOutput("downward-api-hostnet", "dapi-container", `HOST_IP=(?:\d+)\.(?:\d+)\.(?:\d+)\.(?:\d+)`, `POD_IP=(?:\d+)\.(?:\d+)\.(?:\d+)\.(?:\d+)`)
+	}},
+	{"DownwardResources", "downwardapi.go", "Downward API should provide container's limits.cpu/memory and requests.cpu/memory as env vars [NodeConformance] [Conformance]", func(k *kcase) {
+		k.create(envPod("downward-api-resources", "", `- {name: CPU_LIMIT, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}
+  - {name: MEMORY_LIMIT, valueFrom: {resourceFieldRef: {resource: limits.memory}}}
+  - {name: CPU_REQUEST, valueFrom: {resourceFieldRef: {resource: requests.cpu}}}
+  - {name: MEMORY_REQUEST, valueFrom: {resourceFieldRef: {resource: requests.memory}}}
+  resources: {requests: {cpu: 250m, memory: 32Mi}, limits: {cpu: 1250m, memory: 64Mi}}`))
+		k.refused("downward-api-resources", "spec.containers[0].env[0].valueFrom: only fieldRef is supported", "spec.containers[0].resources.limits[cpu]")
+	}},
+	{"DownwardDefaultResources", "downwardapi.go", "Downward API should provide default limits.cpu/memory from node allocatable [NodeConformance] [Conformance]", func(k *kcase) {
+		k.create(envPod("downward-api-default", "", `- {name: CPU_LIMIT, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}
+  - {name: MEMORY_LIMIT, valueFrom: {resourceFieldRef: {resource: limits.memory}}}`))
+		k.refused("downward-api-default", "spec.containers[0].env[0].valueFrom: only fieldRef is supported")
+	}},
+	{"DownwardPodUID", "downwardapi.go", "Downward API should provide pod UID as env vars [NodeConformance] [Conformance]", func(k *kcase) {
+		k.create(envPod("downward-api-uid", "", `- {name: POD_UID, valueFrom: {fieldRef: {fieldPath: metadata.uid}}}`))
+		k.expectOutput("downward-api-uid", "dapi-container", "POD_UID=[a-z0-9]{8}-[a-z0-9]{4}-[a-z0-9]{4}-[a-z0-9]{4}-[a-z0-9]{12}")
+	}},
+
+	// lifecycle_hook.go
+	{"LifecyclePostStartExec", "lifecycle_hook.go", "Container Lifecycle Hook when create a pod with lifecycle hook should execute poststart exec hook properly [NodeConformance] [Conformance]", func(k *kcase) {
+		k.create(hookPod("pod-with-poststart-exec-hook", `postStart: {exec: {command: ["sh", "-c", "curl http://127.0.0.1:8080/echo?msg=poststart"]}}`))
+		k.refused("pod-with-poststart-exec-hook", "spec.containers[0].lifecycle: postStart and preStop hooks are not supported")
+	}},
+	{"LifecyclePreStopExec", "lifecycle_hook.go", "Container Lifecycle Hook when create a pod with lifecycle hook should execute prestop exec hook properly [NodeConformance] [Conformance]", func(k *kcase) {
+		k.create(hookPod("pod-with-prestop-exec-hook", `preStop: {exec: {command: ["sh", "-c", "curl http://127.0.0.1:8080/echo?msg=prestop"]}}`))
+		k.refused("pod-with-prestop-exec-hook", "spec.containers[0].lifecycle: postStart and preStop hooks are not supported")
+	}},
+	{"LifecyclePostStartHTTP", "lifecycle_hook.go", "Container Lifecycle Hook when create a pod with lifecycle hook should execute poststart http hook properly [NodeConformance] [Conformance]", func(k *kcase) {
+		k.create(hookPod("pod-with-poststart-http-hook", `postStart: {httpGet: {path: "/echo?msg=poststart", host: 127.0.0.1, port: 8080}}`))
+		k.refused("pod-with-poststart-http-hook", "spec.containers[0].lifecycle: postStart and preStop hooks are not supported")
+	}},
+	{"LifecyclePreStopHTTP", "lifecycle_hook.go", "Container Lifecycle Hook when create a pod with lifecycle hook should execute prestop http hook properly [NodeConformance] [Conformance]", func(k *kcase) {
+		k.create(hookPod("pod-with-prestop-http-hook", `preStop: {httpGet: {path: "/echo?msg=prestop", host: 127.0.0.1, port: 8080}}`))
+		k.refused("pod-with-prestop-http-hook", "spec.containers[0].lifecycle: postStart and preStop hooks are not supported")
+	}},
+
+	// security_context.go
+	{"SecurityRunAsUser65534", "security_context.go", "Security Context When creating a container with runAsUser should run the container with uid 65534 [LinuxOnly] [NodeConformance] [Conformance]", func(k *kcase) {
+		k.create(onePod("busybox-user-65534", `["sh", "-c", "test $(id -u) -eq 65534"]`, `securityContext: {runAsUser: 65534}`))
+		if p := k.waitEnded("busybox-user-65534"); p.Status.Phase != "Succeeded" {
+			k.t.Fatalf("phase %s, want Succeeded; status %s", p.Status.Phase, p)
+		}
+	}},
+	{"SecurityRunAsUser0", "security_context.go", "Security Context When creating a container with runAsUser should run the container with uid 0 [LinuxOnly] [NodeConformance]", func(k *kcase) {
+		k.create(onePod("busybox-user-0", `["sh", "-c", "test $(id -u) -eq 0"]`, `securityContext: {runAsUser: 0}`))
+		if p := k.waitEnded("busybox-user-0"); p.Status.Phase != "Succeeded" {
+			k.t.Fatalf("phase %s, want Succeeded; status %s", p.Status.Phase, p)
+		}
+	}},
+	{"SecurityRunAsNonRootExplicitUser", "security_context.go", "Security Context When creating a container with runAsNonRoot should run with an explicit non-root user ID [LinuxOnly]", func(k *kcase) {
+		k.create(onePod("explicit-nonroot-uid", `["id", "-u"]`, `securityContext: {runAsNonRoot: true, runAsUser: 1234}`))
+		k.expectOutput("explicit-nonroot-uid", "explicit-nonroot-uid", "1234")
+	}},
+	{"SecurityRunAsNonRootRootUser", "security_context.go", "Security Context When creating a container with runAsNonRoot should not run with an explicit root user ID [LinuxOnly]", func(k *kcase) {
+		// The kubelet does not start it either: CreateContainerConfigError.
+		k.create(onePod("explicit-root-uid", `["id", "-u"]`, `securityContext: {runAsNonRoot: true, runAsUser: 0}`))
+		k.refused("explicit-root-uid", "spec.containers[0].securityContext.runAsNonRoot: true, but runAsUser is 0 or not set")
+	}},
+	{"SecurityRunAsNonRootNoUser", "security_context.go", "Security Context When creating a container with runAsNonRoot should not run without a specified user ID", func(k *kcase) {
+		// The kubelet does not start it either: the image's user is root.
+		k.create(onePod("implicit-root-uid", `["id", "-u"]`, `securityContext: {runAsNonRoot: true}`))
+		k.refused("implicit-root-uid", "spec.containers[0].securityContext.runAsNonRoot: true, but runAsUser is 0 or not set")
+	}},
+	{"SecurityReadOnlyRootfs", "security_context.go", "Security Context When creating a pod with readOnlyRootFilesystem should run the container with readonly rootfs when readOnlyRootFilesystem=true [LinuxOnly] [NodeConformance]", func(k *kcase) {
+		k.create(onePod("busybox-readonly-true", `["/bin/sh", "-c", "touch checkfile"]`, `securityContext: {readOnlyRootFilesystem: true}`))
+		k.refused("busybox-readonly-true", "spec.containers[0].securityContext.readOnlyRootFilesystem: not supported")
+	}},
+	{"SecurityUnprivileged", "security_context.go", "Security Context When creating a pod with privileged should run the container as unprivileged when false [LinuxOnly] [NodeConformance] [Conformance]", func(k *kcase) {
+		k.create(onePod("busybox-privileged-false", `["/bin/sh", "-c", "ip link add dummy0 type dummy || true"]`, `securityContext: {privileged: false}`))
+		k.expectOutput("busybox-privileged-false", "busybox-privileged-false", "Operation not permitted")
+	}},
+	{"SecurityNoPrivilegeEscalation", "security_context.go", "Security Context when creating containers with AllowPrivilegeEscalation should not allow privilege escalation when false [LinuxOnly] [NodeConformance] [Conformance]", func(k *kcase) {
+		// agnhost's nonewprivs prints the uid it runs as.
+		k.create(onePod("alpine-nnp-false", `["/bin/sh", "-c", "id -u"]`, `securityContext: {allowPrivilegeEscalation: false, runAsUser: 1000}`))
+		k.refused("alpine-nnp-false", "spec.containers[0].securityContext.allowPrivilegeEscalation: false is not supported")
+	}},
+
+	// kubelet.go
+	{"KubeletPrintOutput", "kubelet.go", "Kubelet when scheduling a busybox command in a pod should print the output to logs [NodeConformance] [Conformance]", func(k *kcase) {
+		name := "busybox-scheduling-" + uuid
+		k.create(onePod(name, `["sh", "-c", "echo 'Hello World' ; sleep 240"]`, ""))
+		k.waitPhase(name, "Running")
+		k.eventuallyLog(name, name, "Hello World\n", "--since-time="+time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))
+	}},
+	{"KubeletTerminatedReason", "kubelet.go", "Kubelet when scheduling a busybox command that always fails in a pod should have an terminated reason [NodeConformance] [Conformance]", func(k *kcase) {
+		name := "bin-false" + uuid
+		k.create(onePod(name, `["/bin/false"]`, ""))
+		k.waitFor(name, podStartTimeout, "to have a terminated container", func(p *k8sPod) (bool, error) {
+			if len(p.Status.ContainerStatuses) != 1 {
+				return false, nil
+			}
+			t := p.Status.ContainerStatuses[0].State.Terminated
+			return t != nil && t.ExitCode != 0 && t.Reason != "", nil
+		})
+	}},
+	{"KubeletDeleteFailed", "kubelet.go", "Kubelet when scheduling a busybox command that always fails in a pod should be possible to delete [NodeConformance] [Conformance]", func(k *kcase) {
+		name := "bin-false" + uuid
+		k.create(onePod(name, `["/bin/false"]`, ""))
+		k.kubectl("delete", "pod", name, "--wait=false")
+	}},
+	{"KubeletHostAliases", "kubelet.go", "Kubelet when scheduling an agnhost Pod with hostAliases should write entries to /etc/hosts [NodeConformance] [Conformance]", func(k *kcase) {
+		// agnhost etc-hosts prints /etc/hosts.
+		k.create(pod("agnhost-host-aliases", "", `restartPolicy: Never
+hostAliases: [{ip: 123.45.67.89, hostnames: [foo, bar]}]
+containers:
+- {name: agnhost-container, image: debian, command: ["/bin/cat", "/etc/hosts"]}`))
+		k.refused("agnhost-host-aliases", "spec.hostAliases: not supported")
+	}},
+	{"KubeletReadOnlyRootfs", "kubelet.go", "Kubelet when scheduling a read only busybox container should not write to root filesystem [LinuxOnly] [NodeConformance] [Conformance]", func(k *kcase) {
+		name := "busybox-readonly-fs" + uuid
+		k.create(onePod(name, `["/bin/sh", "-c", "echo test > /file; sleep 240"]`, `securityContext: {readOnlyRootFilesystem: true}`))
+		k.refused(name, "spec.containers[0].securityContext.readOnlyRootFilesystem: not supported")
+	}},
+}, probeCases(probing{})...), probeCases(probing{sidecar: true})...)
+
+// knownWrong names the ported cases the node fails today, each with what
+// is wrong: their subtests skip, saying so. This list is what remains to
+// fix.
+var knownWrong = map[string]string{
+	"RuntimeTerminationMessagePath":                 "terminationMessagePath is not read: the termination message is empty, not DONE",
+	"RuntimeTerminationMessagePathNonRoot":          `runAsUser 10000, a uid without an entry in the host's passwd, is refused as "spec.containers[0].user \"10000\": no such user on this host" (the kubelet runs any uid); and terminationMessagePath is not read`,
+	"RuntimeFallbackToLogsOnError":                  "terminationMessagePolicy FallbackToLogsOnError is ignored: a failed container's termination message is empty, not its log's tail",
+	"RuntimeFallbackToLogsOnErrorFromFile":          "terminationMessagePath is not read: the termination message is empty, not OK",
+	"PodsHostIP":                                    "status.hostIP is empty",
+	"PodsActiveDeadlineUpdated":                     "activeDeadlineSeconds set on a running Pod is ignored: it runs on, where the kubelet fails it with DeadlineExceeded",
+	"PodsServiceEnv":                                `a command by name is refused ("sh": must be an absolute path), and the node gives no Service variables (FOOSERVICE_SERVICE_HOST, ...)`,
+	"ProbeExecLivenessRestart":                      `an exec probe's command by name is refused ("cat": must be an absolute path)`,
+	"ProbeExecLivenessNoRestart":                    `an exec probe's command by name is refused ("cat": must be an absolute path)`,
+	"ProbeLivenessAfterStartup":                     `an exec probe's command by name is refused ("cat": must be an absolute path)`,
+	"ExpansionComposeEnv":                           `a command by name is refused ("sh": must be an absolute path)`,
+	"ExpansionCommand":                              `a command by name is refused ("sh": must be an absolute path)`,
+	"ExpansionArgs":                                 `a command by name is refused ("sh": must be an absolute path)`,
+	"DownwardPodNameNamespaceIP":                    "the downward API's status.podIP is refused: the node reports no Pod IP",
+	"DownwardHostIP":                                "the downward API's status.hostIP is refused: the node reports no host IP",
+	"DownwardHostNetworkIPs":                        "the downward API's status.hostIP and status.podIP are refused, though the Pod is on the host's network",
+	"DownwardPodUID":                                `a command by name is refused ("sh": must be an absolute path)`,
+	"SecurityRunAsUser65534":                        `a command by name is refused ("sh": must be an absolute path)`,
+	"SecurityRunAsUser0":                            `a command by name is refused ("sh": must be an absolute path)`,
+	"SidecarProbeExecLivenessRestart":               `an exec probe's command by name is refused ("cat": must be an absolute path)`,
+	"SidecarProbeExecLivenessNoRestart":             `an exec probe's command by name is refused ("cat": must be an absolute path)`,
+	"SidecarProbeLivenessAfterStartup":              `an exec probe's command by name is refused ("cat": must be an absolute path)`,
+	"ProbeLocalRedirectLivenessRestart":             "an http probe does not follow a local redirect: the redirect to a failing /healthz counts as a success, and the container never restarts",
+	"SidecarProbeLocalRedirectLivenessRestart":      "an http probe does not follow a local redirect: the redirect to a failing /healthz counts as a success, and the sidecar never restarts",
+	"ProbeNonLocalRedirectLivenessNoRestart":        "no ProbeWarning event for the redirect the probe does not follow: the node records no events",
+	"SidecarProbeNonLocalRedirectLivenessNoRestart": "no ProbeWarning event for the redirect the probe does not follow: the node records no events",
+	"SecurityRunAsNonRootExplicitUser":              `a command by name is refused ("id": must be an absolute path), and runAsUser 1234, a uid without an entry in the host's passwd, is refused (the kubelet runs any uid)`,
+	"SecurityUnprivileged":                          "a root container with privileged: false keeps CAP_NET_ADMIN: ip link add gets past the permission check (Unknown device type) where the kubelet's container gets Operation not permitted",
+	"KubeletPrintOutput":                            `a container name of 55 characters (a DNS label; Kubernetes allows 63) is refused: unitrun app names stop at 29; and a command by name is refused ("sh")`,
+	"KubeletTerminatedReason":                       "a container name of 45 characters (a DNS label; Kubernetes allows 63) is refused: unitrun app names stop at 29",
+}
+
+// probeCases are container_probe.go's cases that "Probing container"
+// runs on a container and "Probing restartable init container" repeats on
+// a sidecar (see probing).
+func probeCases(p probing) []ported {
+	prefix, describe := "Probe", "Probing container "
+	if p.sidecar {
+		prefix, describe = "SidecarProbe", "Probing restartable init container "
+	}
+	// tags are the container case's; the sidecar's have none.
+	c := func(name, it, tags string, run func(k *kcase)) ported {
+		if !p.sidecar {
+			it += tags
+		}
+		return ported{prefix + name, "container_probe.go", describe + it, run}
+	}
+	return []ported{
+		c("ExecLivenessRestart", `should be restarted with a exec "cat /tmp/health" liveness probe`, " [NodeConformance] [Conformance]", func(k *kcase) {
+			k.create(p.pod("liveness-exec", "", `livenessProbe: {exec: {command: ["cat", "/tmp/`+p.tmp("liveness-exec")+`-health"]}, initialDelaySeconds: 15, timeoutSeconds: 5, failureThreshold: 1}`,
+				"echo ok >/tmp/"+p.tmp("liveness-exec")+"-health; sleep 10; rm -rf /tmp/"+p.tmp("liveness-exec")+"-health; sleep 600"))
+			p.livenessTest(k, "liveness-exec", 1, 4*time.Minute)
+		}),
+		c("ExecLivenessNoRestart", `should *not* be restarted with a exec "cat /tmp/health" liveness probe`, " [NodeConformance] [Conformance]", func(k *kcase) {
+			k.create(p.pod("liveness-exec-ok", "", `livenessProbe: {exec: {command: ["cat", "/tmp/`+p.tmp("liveness-exec-ok")+`-health"]}, initialDelaySeconds: 15, timeoutSeconds: 5, failureThreshold: 1}`,
+				"echo ok >/tmp/"+p.tmp("liveness-exec-ok")+"-health; sleep 600"))
+			p.livenessTest(k, "liveness-exec-ok", 0, observe)
+		}),
+		c("ExecLivenessTimeout", "should be restarted with an exec liveness probe with timeout [MinimumKubeletVersion:1.20]", " [NodeConformance]", func(k *kcase) {
+			k.create(p.pod("liveness-timeout", "", `livenessProbe: {exec: {command: ["/bin/sh", "-c", "sleep 10"]}, initialDelaySeconds: 15, timeoutSeconds: 1, failureThreshold: 1}`, "sleep 600"))
+			p.livenessTest(k, "liveness-timeout", 1, 4*time.Minute)
+		}),
+		c("ExecReadinessTimeout", "should not be ready with an exec readiness probe timeout [MinimumKubeletVersion:1.20]", " [NodeConformance]", func(k *kcase) {
+			k.create(p.pod("readiness-timeout", `readinessProbe: {exec: {command: ["/bin/sh", "-c", "sleep 10"]}, initialDelaySeconds: 15, timeoutSeconds: 1, failureThreshold: 1}`, "", "sleep 600"))
+			if !p.sidecar {
+				k.waitFor("readiness-timeout", podStartTimeout, "not to be Pending", func(p *k8sPod) (bool, error) { return p.Status.Phase != "Pending", nil })
+			}
+			k.neverReady("readiness-timeout", time.Minute)
+		}),
+		c("FailingExecLivenessLongerThanTimeout", "should be restarted with a failing exec liveness probe that took longer than the timeout", "", func(k *kcase) {
+			k.create(p.pod("liveness-fail-timeout", "", `livenessProbe: {exec: {command: ["/bin/sh", "-c", "sleep 10 & exit 1"]}, initialDelaySeconds: 15, timeoutSeconds: 1, failureThreshold: 1}`, "sleep 600"))
+			p.livenessTest(k, "liveness-fail-timeout", 1, 4*time.Minute)
+		}),
+		c("StartupFails", "should be restarted startup probe fails", "", func(k *kcase) {
+			k.create(p.pod("startup-fails", "", `livenessProbe: {exec: {command: ["/bin/true"]}, initialDelaySeconds: 15, failureThreshold: 1}
+  startupProbe: {exec: {command: ["/bin/false"]}, initialDelaySeconds: 15, failureThreshold: 3}`, "sleep 600"))
+			p.livenessTest(k, "startup-fails", 1, 4*time.Minute)
+		}),
+		c("StartupDelaysLiveness", "should *not* be restarted by liveness probe because startup probe delays it", "", func(k *kcase) {
+			k.create(p.pod("startup-delays", "", `livenessProbe: {exec: {command: ["/bin/false"]}, initialDelaySeconds: 15, failureThreshold: 1}
+  startupProbe: {exec: {command: ["/bin/false"]}, initialDelaySeconds: 15, failureThreshold: 60}`, "sleep 600"))
+			p.livenessTest(k, "startup-delays", 0, observe)
+		}),
+		c("LivenessAfterStartup", "should be restarted by liveness probe after startup probe enables it", "", func(k *kcase) {
+			k.create(p.pod("startup-enables", "", `livenessProbe: {exec: {command: ["/bin/false"]}, initialDelaySeconds: 15, failureThreshold: 1}
+  startupProbe: {exec: {command: ["cat", "/tmp/`+p.tmp("startup-enables")+`-startup"]}, initialDelaySeconds: 15, failureThreshold: 60}`,
+				"sleep 10; echo ok >/tmp/"+p.tmp("startup-enables")+"-startup; sleep 600"))
+			p.livenessTest(k, "startup-enables", 1, 4*time.Minute)
+		}),
+		c("HTTPLivenessRestart", "should be restarted with a /healthz http liveness probe", " [NodeConformance] [Conformance]", func(k *kcase) {
+			port := freePort(k.t)
+			k.create(p.liveness("liveness-http", port, `livenessProbe: {httpGet: {path: /healthz, port: `+port+`}, initialDelaySeconds: 15, failureThreshold: 1`+p.timeout5()+`}`))
+			p.livenessTest(k, "liveness-http", 1, 4*time.Minute)
+		}),
+		c("TCPLivenessNoRestart", "should *not* be restarted with a tcp:8080 liveness probe", " [NodeConformance] [Conformance]", func(k *kcase) {
+			port := freePort(k.t)
+			k.create(p.liveness("liveness-tcp", port, `livenessProbe: {tcpSocket: {port: `+port+`}, initialDelaySeconds: 15, failureThreshold: 1`+p.timeout5()+`}`))
+			p.livenessTest(k, "liveness-tcp", 0, observe)
+		}),
+		c("LocalRedirectLivenessRestart", "should be restarted with a local redirect http liveness probe", "", func(k *kcase) {
+			port := freePort(k.t)
+			k.create(p.liveness("liveness-redirect", port, `livenessProbe: {httpGet: {path: "/redirect?loc=%2Fhealthz", port: `+port+`}, initialDelaySeconds: 15, failureThreshold: 1}`))
+			p.livenessTest(k, "liveness-redirect", 1, 4*time.Minute)
+		}),
+		c("NonLocalRedirectLivenessNoRestart", "should *not* be restarted with a non-local redirect http liveness probe", "", func(k *kcase) {
+			port := freePort(k.t)
+			k.create(p.liveness("liveness-nonlocal", port, `livenessProbe: {httpGet: {path: "/redirect?loc=http%3A%2F%2F0.0.0.0%2F", port: `+port+`}, initialDelaySeconds: 15, failureThreshold: 1}`))
+			p.livenessTest(k, "liveness-nonlocal", 0, observe)
+			// The kubelet records a ProbeWarning event (within the
+			// framework's PodEventTimeout, 2 minutes).
+			want := `Probe terminated redirects, Response body: <a href="http://0.0.0.0/">Found</a>.`
+			var out string
+			for end := time.Now().Add(2 * time.Minute); time.Now().Before(end); time.Sleep(2 * time.Second) {
+				if out = k.kubectl("get", "events", "--field-selector", "involvedObject.kind=Pod,involvedObject.name=liveness-nonlocal,reason=ProbeWarning", "-o", "jsonpath={.items[*].message}"); strings.Contains(out, want) {
+					return
+				}
+			}
+			k.t.Fatalf("no ProbeWarning event saying %q; events: %q", want, out)
+		}),
+		c("ReadinessInitialDelay", "with readiness probe should not be ready before initial delay and never restart", " [NodeConformance] [Conformance]", func(k *kcase) {
+			k.create(p.webserver("test-webserver-delay", `readinessProbe: {httpGet: {path: /, port: 80}, initialDelaySeconds: 15}`))
+			k.refused("test-webserver-delay", p.path()+".ports[0]: port 80 on a pod network")
+		}),
+		c("ReadinessFails", "with readiness probe that fails should never be ready and never restart", " [NodeConformance] [Conformance]", func(k *kcase) {
+			k.create(p.webserver("test-webserver-fails", `readinessProbe: {exec: {command: ["/bin/false"]}, initialDelaySeconds: 0}`))
+			k.refused("test-webserver-fails", p.path()+".ports[0]: port 80 on a pod network")
+		}),
+		c("HTTPLivenessNoRestart", "should *not* be restarted with a /healthz http liveness probe", " [NodeConformance] [Conformance]", func(k *kcase) {
+			k.create(p.webserver("test-webserver-live", `livenessProbe: {httpGet: {path: /, port: 80}, initialDelaySeconds: 15, timeoutSeconds: 5, failureThreshold: 5}`))
+			k.refused("test-webserver-live", p.path()+".ports[0]: port 80 on a pod network")
+		}),
+	}
+}
+
+// probing makes container_probe.go's Pods: the probed container is a
+// container, or with sidecar a sidecar (an init container with
+// restartPolicy Always) beside container main, which pauses.
+type probing struct{ sidecar bool }
+
+// path is the probed container's in the Pod's spec.
+func (p probing) path() string {
+	if p.sidecar {
+		return "spec.initContainers[0]"
+	}
+	return "spec.containers[0]"
+}
+
+// tmp names a case's file in /tmp, the host's, after its Pod (and the
+// sidecar's after the sidecar case's).
+func (p probing) tmp(name string) string {
+	if p.sidecar {
+		return "sidecar-" + name
+	}
+	return name
+}
+
+// around puts the probed container (YAML list item) where it goes.
+func (p probing) around(ctr string) string {
+	if p.sidecar {
+		return `
+initContainers:
+` + ctr + `
+  restartPolicy: Always
+containers:
+- {name: main, image: debian, command: ["/bin/sleep", "infinity"]}`
+	}
+	return "\ncontainers:\n" + ctr
+}
+
+// pod is busyBoxPodSpec and startupPodSpec, or busyBoxSidecarPodSpec and
+// startupSidecarPodSpec: container busybox running /bin/sh -c cmd with the
+// probes (YAML lines of the container), and more of the Pod's spec.
+func (p probing) pod(name, readiness, liveness, cmd string, spec ...string) string {
+	var probes []string
+	for _, pr := range []string{readiness, liveness} {
+		if pr != "" {
+			probes = append(probes, pr)
+		}
+	}
+	return pod(name, "{test: liveness}", strings.Join(spec, "\n")+p.around(fmt.Sprintf(`- name: busybox
+  image: debian
+  command: ["/bin/sh", "-c", %q]
+  %s`, cmd, strings.Join(probes, "\n  "))))
+}
+
+// webserver is testWebServerPodSpec or testWebServerSidecarPodSpec: the
+// test-webserver image serves HTTP on the container's port 80.
+func (p probing) webserver(name, probe string) string {
+	return pod(name, "{test: webserver}", p.around(`- name: test-webserver
+  image: debian
+  command: ["/usr/bin/python3", "-m", "http.server", "80"]
+  ports: [{containerPort: 80}]
+  `+probe))
+}
+
+// timeout5 is the timeoutSeconds: 5 the sidecar's copies of some cases
+// add.
+func (p probing) timeout5() string {
+	if p.sidecar {
+		return ", timeoutSeconds: 5"
+	}
+	return ""
+}
+
+// liveness is livenessPodSpec or livenessSidecarPodSpec: agnhost's
+// liveness server, whose /healthz answers 200 for 10 s and 500 after, and
+// whose /redirect?loc=L redirects to L (302), with probe. It serves on
+// port, not 8080: the cases run at once on the host's network.
+func (p probing) liveness(name, port, probe string) string {
+	return pod(name, "{test: liveness}", p.around(fmt.Sprintf(`- name: agnhost-container
+  image: debian
+  command: ["/usr/bin/python3", "-c", %q, %q]
+  %s`, livenessServer, port, probe)))
+}
+
+// livenessServer behaves as agnhost liveness does, on the port in argv.
+const livenessServer = `import http.server, sys, time, urllib.parse
+start = time.time()
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        url = urllib.parse.urlparse(self.path)
+        if url.path == "/redirect":
+            loc = urllib.parse.parse_qs(url.query)["loc"][0]
+            self.send_response(302)
+            self.send_header("Location", loc)
+            self.end_headers()
+            self.wfile.write(('<a href="%s">Found</a>.' % loc).encode())
+        elif url.path == "/healthz" and time.time() - start <= 10:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"ok")
+        elif url.path == "/healthz":
+            self.send_response(500)
+            self.end_headers()
+            self.wfile.write(("error: %d" % (time.time() - start)).encode())
+        else:
+            self.send_response(404)
+            self.end_headers()
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("", int(sys.argv[1])), Handler).serve_forever()
+`
+
+// livenessTest is RunLivenessTest, or for a sidecar RunSidecarLivenessTest.
+func (p probing) livenessTest(k *kcase, name string, want int, observe time.Duration) {
+	k.t.Helper()
+	k.livenessTest(name, p.sidecar, want, observe)
+}
+
+// uuid stands for the uuid.NewUUID() a case adds to its Pod's name.
+const uuid = "6f1c2e0a-8b3d-4c5e-9f7a-1b2c3d4e5f60"
+
+// terminationMessage is runtime.go's matchTerminationMessage: a container
+// running /bin/sh -c script, with fields (more of the container's, in
+// YAML flow style), in a Pod that never restarts ends in phase with its
+// termination message msg.
+func (k *kcase) terminationMessage(script, fields, phase, msg string) {
+	k.create(pod("termination-message", "", fmt.Sprintf(`restartPolicy: Never
+containers:
+- {name: termination-message-container, image: debian, command: ["/bin/sh", "-c"], args: [%q], %s}`, script, fields)))
+	p := k.waitEnded("termination-message")
+	if p.Status.Phase != phase {
+		k.t.Fatalf("phase %s, want %s; status %s", p.Status.Phase, phase, p)
+	}
+	t := p.Status.ContainerStatuses[0].State.Terminated
+	if t == nil || t.Message != msg {
+		k.t.Fatalf("termination message of %s, want %q; status %s", p.Status.ContainerStatuses[0].Name, msg, p)
+	}
+}
+
+// initialized checks init_container.go's end: condition Initialized True,
+// two init containers ready and terminated with exit code 0.
+func (k *kcase) initialized(p *k8sPod) {
+	if s, _, _ := p.condition("Initialized"); s != "True" {
+		k.t.Errorf("condition Initialized %q, want True; status %s", s, p)
+	}
+	if len(p.Status.InitContainerStatuses) != 2 {
+		k.t.Fatalf("%d init container statuses, want 2; status %s", len(p.Status.InitContainerStatuses), p)
+	}
+	for _, s := range p.Status.InitContainerStatuses {
+		if !s.Ready || s.State.Terminated == nil || s.State.Terminated.ExitCode != 0 {
+			k.t.Errorf("init container %s not ready and terminated with exit code 0; status %s", s.Name, p)
+		}
+	}
+}
+
+// initPod is init_container.go's Pod: under restartPolicy policy (or the
+// default), init containers init1 and init2 run /bin/true or /bin/false,
+// then run1 runs command, limited to 100m of CPU if cpu100m.
+func initPod(name, policy, init1, init2, command string, cpu100m bool) string {
+	spec := ""
+	if policy != "" {
+		spec = "restartPolicy: " + policy
+	}
+	limits := ""
+	if cpu100m {
+		limits = ", resources: {limits: {cpu: 100m}}"
+	}
+	return pod(name, "{name: foo, time: '1'}", fmt.Sprintf(`%s
+initContainers:
+- {name: init1, image: debian, command: [%q]}
+- {name: init2, image: debian, command: [%q]}
+containers:
+- {name: run1, image: debian, command: %s%s}`, spec, init1, init2, command, limits))
+}
+
+// goneWithin waits for Pod name to be gone from the API.
+func (k *kcase) goneWithin(name string, timeout time.Duration) {
+	k.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		out, err := k.c.kubectl("-n", k.ns, "get", "pod", name, "--ignore-not-found", "-o", "name")
+		if err == nil && strings.TrimSpace(out) == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			k.t.Fatalf("pod %s still there %s after its delete: %q %v", name, timeout, out, err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// eventuallyLog waits a minute, as the cases do, for the container's log
+// (with args) to be want.
+func (k *kcase) eventuallyLog(name, container, want string, args ...string) {
+	k.t.Helper()
+	var out string
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(4 * time.Second) {
+		if out = k.logsOf(name, container, args...); out == want {
+			return
+		}
+	}
+	k.t.Fatalf("log of %s/%s %q, want %q", name, container, out, want)
+}
+
+// grpcPod is container_probe.go's gRPCServerPodSpec with its liveness
+// probe on port: agnhost grpc-health-checking serves on 5000.
+func grpcPod(name string, port, delay int) string {
+	return pod(name, "", fmt.Sprintf(`containers:
+- name: agnhost
+  image: debian
+  command: ["/agnhost", "grpc-health-checking"]
+  ports: [{containerPort: 5000}, {containerPort: 8080}]
+  livenessProbe: {grpc: {port: %d}, initialDelaySeconds: %d, timeoutSeconds: 5, failureThreshold: 1}`, port, delay))
+}
+
+// dapiPod is the Pod of expansion.go and downwardapi.go: container
+// dapi-container with fields (YAML of the container after its image),
+// never restarted, with more of the Pod's spec.
+func dapiPod(name, spec, fields string) string {
+	return pod(name, "", spec+`
+restartPolicy: Never
+containers:
+- name: dapi-container
+  image: debian
+  `+fields)
+}
+
+// envPod is downwardapi.go's testDownwardAPI Pod: dapi-container runs
+// sh -c env with env (YAML list items).
+func envPod(name, spec, env string) string {
+	return dapiPod(name, spec, `command: ["sh", "-c", "env"]
+  env:
+  `+env)
+}
+
+// hookPod is lifecycle_hook.go's pod with a hook: the handler Pod it
+// calls (agnhost netexec on a pod network's port 8080) is left out, as
+// the node refuses the hooked Pod first.
+func hookPod(name, hook string) string {
+	return pod(name, "", `containers:
+- name: `+name+`
+  image: debian
+  command: ["/bin/sleep", "infinity"]
+  lifecycle: {`+hook+`}`)
+}
+
+// onePod is a Pod that never restarts, with one container named as it
+// running command (a YAML list) with more of the container's fields
+// (YAML, or empty), as security_context.go and kubelet.go make them.
+func onePod(name, command, fields string) string {
+	return pod(name, "", fmt.Sprintf(`restartPolicy: Never
+containers:
+- name: %s
+  image: debian
+  command: %s
+  %s`, name, command, fields))
+}
