@@ -204,11 +204,10 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 	case restartable:
 		f.Set("Service", "TimeoutStartSec", timeSpan(m.RestartBackoff.Max+defaultStartTimeout))
 	}
-	// A stop sends SIGTERM to the app's main process alone, its command,
-	// as a container runtime signals a container's first process; what
-	// is left of the app once it has exited, or at TimeoutStopSec=, gets
-	// SIGKILL.
-	f.Set("Service", "KillMode", "mixed")
+	// KillMode= stays systemd's control-group: the app's log copier,
+	// which ignores the stop's SIGTERM, must outlive the command to copy
+	// what is left in its pipe, and KillMode=mixed would SIGKILL it as
+	// soon as the command has exited.
 	if a.StopTimeout > 0 {
 		f.Set("Service", "TimeoutStopSec", timeSpan(a.StopTimeout))
 	}

@@ -702,32 +702,3 @@ apps:
 	}
 }
 
-// A stop sends SIGTERM to an app's main process alone, as a container
-// runtime signals a container's first process; what is left of the app
-// once it has exited gets SIGKILL, without SIGTERM.
-func TestStopSignalsMainProcess(t *testing.T) {
-	r := newRunner(t)
-	dir := t.TempDir()
-	log, ready := filepath.Join(dir, "log"), filepath.Join(dir, "ready")
-	child := fmt.Sprintf(`trap 'echo child got TERM >>%s; exit 0' TERM; touch %s; while :; do sleep 0.1; done`, log, ready)
-	script := fmt.Sprintf(`trap 'echo main got TERM >>%s; exit 0' TERM; sh -c %q & while :; do sleep 0.1; done`, log, child)
-	argv, err := json.Marshal([]string{"/bin/sh", "-c", script})
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := run(t, r, fmt.Sprintf(`
-name: stop-main
-apps:
-  - name: app
-    exec: %s
-`, argv), "")
-	waitFile(t, ready)
-	s, err := r.Stop(context.Background(), name, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantApp(t, s, "app", pod.AppExited, 0)
-	if data, err := os.ReadFile(log); err != nil || string(data) != "main got TERM\n" {
-		t.Errorf("signals recorded: %q, %v; want only the main process's SIGTERM", data, err)
-	}
-}
