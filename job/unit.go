@@ -209,6 +209,20 @@ func (r *run) waitForGood(ctx context.Context) error {
 				same = same && reflect.DeepEqual(now[p].Value(), r.state[p].Value())
 			}
 			if same {
+				// The run's end as the Service interface has it now:
+				// under load the signal of the last run's exit can
+				// come after the Unit interface's, or not at all
+				// before this read, and the state would keep the
+				// ExecMain* of that run's start (no exit yet).
+				svc, err := r.mgr.Properties(ctx, r.unit, manager.ServiceIface)
+				if err != nil {
+					return err
+				}
+				if state(svc).u64("ExecMainStartTimestamp") != 0 {
+					// Not a unit collected since, whose properties
+					// are all zero.
+					r.state.merge(svc)
+				}
 				return nil
 			}
 		}
