@@ -87,7 +87,7 @@ name: %[2]s
 %[3]s
 apps:
   - name: app
-    exec: ["/bin/sh", "-c", "trap 'sleep 0.5; echo app-stop >> %[1]s; exit 3' TERM; sleep 600 & wait"]
+    exec: ["/bin/sh", "-c", "trap 'sleep 0.5; echo app-stop >> %[1]s; exit 3' TERM; touch %[1]s.app; sleep 600 & wait"]
   - name: proxy
     sidecar: true
     exec: ["/bin/sh", "-c", "trap 'echo proxy-stop >> %[1]s; exit 0' TERM; sleep 600 & wait"]
@@ -97,6 +97,9 @@ apps:
 		defer containerLog(t, r, name)
 	}
 	poll(t, r, name, func(s pod.PodStatus) bool { return s.Ready })
+	// The app's trap is set: a stop before it would end the shell at
+	// once, by SIGTERM, a success.
+	waitFile(t, events+".app")
 	s, err := r.Stop(t.Context(), name, 0)
 	if err != nil {
 		t.Fatal(err)
