@@ -3,6 +3,7 @@ package manager_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -386,5 +387,49 @@ func TestWaitJob(t *testing.T) {
 	}
 	if res, err := sw.WaitJob(ctx, stop, nil); res != "done" || err != nil {
 		t.Errorf("its stop job: %q, %v; want done", res, err)
+	}
+}
+
+// A file system that the host mounts after the embedded manager booted, on
+// a shared mount (as systemd makes /), reaches the manager's units: its
+// mount namespace is a slave of the host's. (It was private: a unit saw the
+// directory under the mount, and a command there was not found.)
+func TestEmbeddedSeesLaterMounts(t *testing.T) {
+	shared := t.TempDir()
+	for _, args := range [][]string{{"--bind", shared, shared}, {"--make-shared", shared}} {
+		if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
+			t.Fatalf("mount %v: %v %s", args, err, out)
+		}
+	}
+	t.Cleanup(func() { exec.Command("umount", "-R", shared).Run() })
+	dir, err := os.MkdirTemp("", "unitrun-mgr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	e := &manager.Embedded{Dir: dir}
+	defer e.Stop(ctx, 10*time.Second)
+	if _, err := e.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	later := filepath.Join(shared, "later")
+	if err := os.Mkdir(later, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", later).CombinedOutput(); err != nil {
+		t.Fatalf("mount tmpfs: %v %s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(later, "file"), []byte("seen\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := manager.Dial(ctx, e.Target())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	out, err := job.Command(c, "/bin/cat", filepath.Join(later, "file")).Output()
+	if err != nil || string(out) != "seen\n" {
+		t.Errorf("a unit reading a file of a later mount: %q, %v; want %q", out, err, "seen\n")
 	}
 }

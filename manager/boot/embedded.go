@@ -213,8 +213,12 @@ func (e *Embedded) boot(ctx context.Context) error {
 	go readNotify(notify, journaldReady)
 
 	procs := makeCgroups(e.Cgroup())
-	args := append([]string{"-c", bootScript, "unitrun-manager", systemd, journald, e.Dir, journaldConf, notifyPath}, procs...)
-	cmd := exec.Command("/bin/sh", args...)
+	// A mount namespace of its own, a slave of the host's: the manager's
+	// /run/systemd stays its own, and what the host mounts later on a
+	// shared mount (systemd makes / shared) reaches its units too.
+	// (Go's Unshareflags would make it private, cut off from the host.)
+	args := append([]string{"--mount", "--propagation", "slave", "/bin/sh", "-c", bootScript, "unitrun-manager", systemd, journald, e.Dir, journaldConf, notifyPath}, procs...)
+	cmd := exec.Command("unshare", args...)
 	env, err := managerEnv(filepath.Join(e.Dir, "generators"))
 	if err != nil {
 		return fmt.Errorf("embedded manager: %w", err)
@@ -228,7 +232,7 @@ func (e *Embedded) boot(ctx context.Context) error {
 	)
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Unshareflags: syscall.CLONE_NEWNS}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("embedded manager: start %s: %w", systemd, err)
 	}
