@@ -260,7 +260,7 @@ func EnsureDir(dir string) error {
 // and runs as root. A missing dir is created, with mode 0700, once the
 // directories on the way to it have passed; nothing is created before.
 func ensurePrivateDir(dir string) error {
-	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(dir); err != nil { // missing, or under a file (MkdirAll tells)
 		if err := checkParents(dir); err != nil {
 			return fmt.Errorf("state dir: %w", err)
 		}
@@ -285,7 +285,7 @@ func ensurePrivateDir(dir string) error {
 	return nil
 }
 
-// checkParents checks, for dir, an absolute path that does not exist,
+// checkParents checks, for dir, an absolute path that is not there,
 // the nearest directory above it that exists and the way to that
 // directory by pathtrust's rules, and says what fails as the
 // *pathtrust.Error of dir.
