@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os/exec"
 	"slices"
 	"syscall"
@@ -56,6 +58,27 @@ func Ended(st *Status, err error) unit.Exit {
 		return unit.ExecFailed(xe.Err)
 	}
 	return unit.Exit{}
+}
+
+// NotExecuted returns what unitrun says, as a shell does, of a command
+// that Start found missing or not executable (err wraps an *exec.Error):
+// "/x/cmd: command not found" for one that ends in exit status 127 (see
+// Ended), else "/x/cmd: cannot execute: permission denied"; nil for any
+// other err. Every face that tells such a command (run's message and
+// --json, a daemon job's record) tells it so.
+func NotExecuted(err error) error {
+	var xe *exec.Error
+	if !errors.As(err, &xe) {
+		return nil
+	}
+	if unit.ExecFailed(xe.Err).ExitCode == unit.ExitNotFound {
+		return fmt.Errorf("%s: command not found", xe.Name)
+	}
+	why := xe.Err
+	if pe := (*fs.PathError)(nil); errors.As(why, &pe) {
+		why = pe.Err // "stat /opt/x/agent: permission denied" names the command again, and the call
+	}
+	return fmt.Errorf("%s: cannot execute: %w", xe.Name, why)
 }
 
 // ExitError reports a run that did not succeed: it exited non-zero, was

@@ -140,14 +140,15 @@ func ValidResult(s string) bool {
 // because of err (the error of an execve, or of a look-up before it): 127
 // if the command or its #! interpreter does not exist (err wraps
 // fs.ErrNotExist, ENOTDIR or exec.ErrNotFound), else 126, as a shell
-// gives them. Result is left empty: the caller knows whether systemd gave
-// one.
+// gives them. Its Result is exit-code, as systemd gives for a command it
+// could not execute (203/EXEC), so that every face tells such a command
+// alike whether systemd or unitrun found it could not be executed.
 func ExecFailed(err error) Exit {
 	code := ExitCannotExecute
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, exec.ErrNotFound) {
 		code = ExitNotFound
 	}
-	return Exit{Ran: true, ExitCode: code, ExecError: err}
+	return Exit{Ran: true, ExitCode: code, Result: "exit-code", ExecError: err}
 }
 
 // WithExecError returns e, a command that systemd could not execute, with

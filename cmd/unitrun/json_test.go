@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -157,9 +158,15 @@ func TestSameEndOnEveryFace(t *testing.T) {
 	dir := t.TempDir()
 	badELF := filepath.Join(dir, "badelf")
 	noInterp := filepath.Join(dir, "nointerp")
-	cores := filepath.Join(dir, "cores") // a core is written in the process's directory
-	for path, data := range map[string]string{badELF: "\x7fELFgarbage", noInterp: "#!/nonexistent/interpreter\necho hi\n"} {
-		if err := os.WriteFile(path, []byte(data), 0o755); err != nil {
+	noExec := filepath.Join(dir, "noexec")  // found by unitrun, not executable: no unit is made
+	missing := filepath.Join(dir, "nosuch") // not found by unitrun: no unit is made
+	cores := filepath.Join(dir, "cores")    // a core is written in the process's directory
+	for path, data := range map[string]string{badELF: "\x7fELFgarbage", noInterp: "#!/nonexistent/interpreter\necho hi\n", noExec: "echo hi\n"} {
+		mode := os.FileMode(0o755)
+		if path == noExec {
+			mode = 0o644
+		}
+		if err := os.WriteFile(path, []byte(data), mode); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -186,6 +193,14 @@ exec = ["`+badELF+`"]
 [[op]]
 name = "nointerp"
 exec = ["`+noInterp+`"]
+
+[[op]]
+name = "noexec"
+exec = ["`+noExec+`"]
+
+[[op]]
+name = "missing"
+exec = ["`+missing+`"]
 `)
 	d.Flags = []string{"--dbus", addr}
 	d.Start(t)
@@ -201,13 +216,18 @@ exec = ["`+noInterp+`"]
 		runProps []string
 		want     ended
 		reason   string // in run's error, the pod app's message and the op's
+		// podReason is in the pod app's message where it words the
+		// reason its own way ("" for reason).
+		podReason string
 	}{
-		{"kill -9", []string{"/bin/sh", "-c", "kill -9 $$"}, []string{"sh", "kill -9 $$"}, nil, ended{code(137), "KILL", "signal"}, ""},
-		{"exit 3", []string{"/bin/sh", "-c", "exit 3"}, []string{"sh", "exit 3"}, nil, ended{code(3), "", "exit-code"}, ""},
-		{"timeout", []string{"/bin/sleep", "30"}, []string{"slow"}, []string{"RuntimeMaxSec=1"}, ended{code(143), "TERM", "timeout"}, ""},
-		{"core dump", []string{"/bin/sh", "-c", dump}, []string{"sh", dump}, nil, ended{code(139), "SEGV", "core-dump"}, ""},
-		{"exec format error", []string{badELF}, []string{"badelf"}, nil, ended{code(126), "", "exit-code"}, "exec format error"},
-		{"missing interpreter", []string{noInterp}, []string{"nointerp"}, nil, ended{code(127), "", "exit-code"}, "no such file or directory"},
+		{"kill -9", []string{"/bin/sh", "-c", "kill -9 $$"}, []string{"sh", "kill -9 $$"}, nil, ended{code(137), "KILL", "signal"}, "", ""},
+		{"exit 3", []string{"/bin/sh", "-c", "exit 3"}, []string{"sh", "exit 3"}, nil, ended{code(3), "", "exit-code"}, "", ""},
+		{"timeout", []string{"/bin/sleep", "30"}, []string{"slow"}, []string{"RuntimeMaxSec=1"}, ended{code(143), "TERM", "timeout"}, "", ""},
+		{"core dump", []string{"/bin/sh", "-c", dump}, []string{"sh", dump}, nil, ended{code(139), "SEGV", "core-dump"}, "", ""},
+		{"exec format error", []string{badELF}, []string{"badelf"}, nil, ended{code(126), "", "exit-code"}, "exec format error", ""},
+		{"missing interpreter", []string{noInterp}, []string{"nointerp"}, nil, ended{code(127), "", "exit-code"}, "no such file or directory", ""},
+		{"not executable", []string{noExec}, []string{"noexec"}, nil, ended{code(126), "", "exit-code"}, "cannot execute: permission denied", "permission denied"},
+		{"command not found", []string{missing}, []string{"missing"}, nil, ended{code(127), "", "exit-code"}, "command not found", "not found"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			faces := map[string]ended{}
@@ -284,8 +304,9 @@ exec = ["`+noInterp+`"]
 					t.Fatalf("pod status --json: %s; want one app", out)
 				}
 				faces["pod status --json"] = v.Apps[0].ended
-				if !strings.Contains(v.Apps[0].Message, c.reason) {
-					t.Errorf("pod status --json: %s; want the app's message to say %q", out, c.reason)
+				reason := cmp.Or(c.podReason, c.reason)
+				if !strings.Contains(v.Apps[0].Message, reason) {
+					t.Errorf("pod status --json: %s; want the app's message to say %q", out, reason)
 				}
 			} else {
 				t.Logf("pod status --json not compared: a pod app has no setting for %v", c.runProps)

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os/exec"
 	"time"
 
 	"github.com/unitrun/unitrun/job"
-	"github.com/unitrun/unitrun/unit"
 )
 
 // result is the --json form of a finished run.
@@ -30,7 +27,9 @@ type result struct {
 
 func newResult(unitName string, st *job.Status, err error) result {
 	r := result{Unit: unitName}
-	r.ExitCode, r.Signal = job.Ended(st, err).JSON()
+	x := job.Ended(st, err)
+	r.ExitCode, r.Signal = x.JSON()
+	r.Result = x.Result
 	var je *job.JobError
 	if errors.As(err, &je) {
 		r.JobResult, r.Result = je.Result, je.UnitResult
@@ -48,7 +47,9 @@ func newResult(unitName string, st *job.Status, err error) result {
 		}
 	}
 	var ee *job.ExitError
-	if err != nil && (!errors.As(err, &ee) || ee.ExecError != nil) {
+	if why := job.NotExecuted(err); why != nil {
+		r.Error = why.Error()
+	} else if err != nil && (!errors.As(err, &ee) || ee.ExecError != nil) {
 		r.Error = err.Error()
 	}
 	return r
@@ -99,17 +100,8 @@ func exitFor(err error, printed bool) error {
 		}
 		return &exitError{code: ee.ExitCode}
 	}
-	var xe *exec.Error
-	if errors.As(err, &xe) {
-		x := unit.ExecFailed(xe.Err)
-		if x.ExitCode == exitNotFound {
-			return &exitError{code: x.ExitCode, err: fmt.Errorf("%s: command not found", xe.Name)}
-		}
-		why := xe.Err
-		if pe := (*fs.PathError)(nil); errors.As(why, &pe) {
-			why = pe.Err // "stat /opt/x/agent: permission denied" names the command again, and the call
-		}
-		return &exitError{code: x.ExitCode, err: fmt.Errorf("%s: cannot execute: %w", xe.Name, why)}
+	if why := job.NotExecuted(err); why != nil {
+		return &exitError{code: job.Ended(nil, err).ExitCode, err: why}
 	}
 	if errors.Is(err, context.Canceled) {
 		// A signal interrupted unitrun (and, for run and start, it stopped

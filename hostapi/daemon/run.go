@@ -18,6 +18,7 @@ import (
 	"github.com/unitrun/unitrun/hostapi/config"
 	"github.com/unitrun/unitrun/hostapi/front"
 	"github.com/unitrun/unitrun/hostapi/scheduler"
+	"github.com/unitrun/unitrun/hostapi/store"
 	"github.com/unitrun/unitrun/internal/flock"
 	"github.com/unitrun/unitrun/manager"
 )
@@ -202,13 +203,16 @@ func open(ctx context.Context, o Options, cfg *config.Config, log *slog.Logger) 
 // lockFile is the file of the state dir whose flock the daemon holds.
 const lockFile = "lock"
 
-// lockStateDir takes the lock of the state dir dir, creating dir (mode
-// 0700) when it is missing: an flock on its file "lock", which the daemon
-// holds for as long as it runs, so that no second daemon reads or writes
-// the records while it does. A lock another process holds is a
-// *SetupError of StateDir wrapping the *flock.HeldError that names it.
+// lockStateDir takes the lock of the state dir dir: an flock on its file
+// "lock", which the daemon holds for as long as it runs, so that no
+// second daemon reads or writes the records while it does. It first
+// checks that dir may be trusted, and creates it (mode 0700) when it is
+// missing, as store.Open does (store.EnsureDir): a state dir that fails
+// is refused before anything is created in it or for it. A refused dir,
+// or a lock another process holds, is a *SetupError of StateDir (the
+// latter wrapping the *flock.HeldError that names the holder).
 func lockStateDir(dir string) (unlock func(), err error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := store.EnsureDir(dir); err != nil {
 		return nil, &SetupError{Option: "StateDir", Path: dir, Err: err}
 	}
 	unlock, err = flock.TryLock(filepath.Join(dir, lockFile))

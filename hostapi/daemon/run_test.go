@@ -3,10 +3,15 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -59,6 +64,86 @@ func TestRunSetupErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Run refuses a state dir that another uid (65534) could write, or whose
+// parent it could rename, before it takes the lock it keeps there or
+// creates anything: the directory is left as it was (no "lock" file, no
+// state dir created under a foreign parent), and the refusal names the
+// owner even when "lock" is a symlink that loops.
+func TestRunRefusesUntrustedStateDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown to another uid needs root")
+	}
+	chown := func(t *testing.T, path string) {
+		if err := os.Lchown(path, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		name  string
+		plant func(t *testing.T, parent, state string) (named string)
+	}{
+		{"state dir owned by another uid", func(t *testing.T, _, state string) string {
+			os.Mkdir(state, 0o700)
+			chown(t, state)
+			return state + ": a directory owned by uid 65534"
+		}},
+		{"lock a looping symlink in a state dir owned by another uid", func(t *testing.T, _, state string) string {
+			os.Mkdir(state, 0o700)
+			lock := filepath.Join(state, "lock")
+			os.Symlink(lock, lock)
+			chown(t, lock)
+			chown(t, state)
+			return state + ": a directory owned by uid 65534"
+		}},
+		{"missing state dir under a parent owned by another uid", func(t *testing.T, parent, state string) string {
+			chown(t, parent)
+			return state + ": reached through " + parent + ", a directory owned by uid 65534"
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := runOptions(t)
+			o.Manager = func(context.Context) (*manager.Conn, error) {
+				t.Error("Run opened the manager after a setup error")
+				return nil, errors.New("not to be opened")
+			}
+			parent := filepath.Join(t.TempDir(), "parent")
+			os.Mkdir(parent, 0o700)
+			o.StateDir = filepath.Join(parent, "state")
+			want := tt.plant(t, parent, o.StateDir)
+			before := tree(t, parent)
+			err := Run(context.Background(), o)
+			if se, ok := errors.AsType[*SetupError](err); !ok || se.Option != "StateDir" || !strings.Contains(err.Error(), want) {
+				t.Errorf("Run: %v; want a *SetupError of StateDir naming %q", err, want)
+			}
+			if after := tree(t, parent); !slices.Equal(after, before) {
+				t.Errorf("Run changed %s: %q before, %q after", parent, before, after)
+			}
+		})
+	}
+}
+
+// tree lists the paths under dir with their owners.
+func tree(t *testing.T, dir string) []string {
+	t.Helper()
+	var paths []string
+	err := filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := os.Lstat(path)
+		if err != nil {
+			return err
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		paths = append(paths, fmt.Sprintf("%s %v uid %d", path, fi.Mode(), st.Uid))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return paths
 }
 
 // Run serves until its context ends, then returns nil and leaves no

@@ -16,8 +16,9 @@ import (
 
 // DecodeCallRequest decodes a CallRequest of at most limit bytes. An empty
 // body is a request with no args that does not wait. The body must be one
-// JSON object with no other keys than "args" (an array of strings, or
-// null), "wait" (a boolean) and "key" (a string matching api.KeyPattern), and
+// JSON object (not null) with no other keys than "args" (an array of
+// strings), "wait" (a boolean) and "key" (a string matching
+// api.KeyPattern), each written so, at most once and not null, and
 // nothing after it. The body must be valid UTF-8 and escape no lone
 // UTF-16 surrogate (such as \ud800), which encoding/json would turn into
 // U+FFFD: an arg reaches the op as it was sent, or not at all. Errors are *api.Errors:

@@ -17,18 +17,29 @@ import (
 func TestCallBodyErrors(t *testing.T) {
 	const shape = `{"args": ["..."], "wait": true|false, "key": "..."}`
 	for body, want := range map[string]string{
-		`{"args":"x"}`:                   "args must be a list of strings",
-		`{"args":["a", 1]}`:              "args must be a list of strings",
-		`{"wait":"yes"}`:                 "wait must be true or false",
-		`{"key":3}`:                      "key must be a string",
-		`nope`:                           "the body is not JSON: invalid character 'o' in literal null (expecting 'u') at byte 2",
-		`{"args":["a"],}`:                "the body is not JSON: invalid character '}' looking for beginning of object key string at byte 15",
-		`{"args": [`:                     "the body is not JSON: it ends at byte 10, within a value",
-		`["a"]`:                          "the body must be a JSON object such as " + shape + ", not a list",
-		`{"argz": []}`:                   `field "argz" is not known: the body is ` + shape,
-		`{"args": []} {"args": []}`:      "the body holds more than one JSON value: more follows at byte 14",
-		`{"key": "a b"}`:                 `key "a b": must match ` + api.KeyPattern,
-		"{\"wait\": true, \"x\xff\": 1}": "the body: not valid UTF-8",
+		`{"args":"x"}`:                    "args must be a list of strings",
+		`{"args":["a", 1]}`:               "args must be a list of strings",
+		`{"wait":"yes"}`:                  "wait must be true or false",
+		`{"key":3}`:                       "key must be a string",
+		`nope`:                            "the body is not JSON: invalid character 'o' in literal null (expecting 'u') at byte 2",
+		`{"args":["a"],}`:                 "the body is not JSON: invalid character '}' looking for beginning of object key string at byte 15",
+		`{"args": [`:                      "the body is not JSON: it ends at byte 10, within a value",
+		`["a"]`:                           "the body must be a JSON object such as " + shape + ", not a list",
+		`{"argz": []}`:                    `field "argz" is not known: the body is ` + shape,
+		`null`:                            "the body must be a JSON object such as " + shape + ", not null",
+		` null `:                          "the body must be a JSON object such as " + shape + ", not null",
+		`"str"`:                           "the body must be a JSON object such as " + shape + ", not a string",
+		`{"ARGS":["a"]}`:                  `field "ARGS" is not known: the body is ` + shape,
+		`{"args":["a"],"WAIT":true}`:      `field "WAIT" is not known: the body is ` + shape,
+		`{"Key":"k"}`:                     `field "Key" is not known: the body is ` + shape,
+		`{"args":["a"],"args":["b","c"]}`: `field "args" is given twice`,
+		`{"wait":true,"wait":true}`:       `field "wait" is given twice`,
+		`{"args":null}`:                   "args must be a list of strings, not null",
+		`{"wait":null}`:                   "wait must be true or false, not null",
+		`{"key":null}`:                    "key must be a string, not null",
+		`{"args": []} {"args": []}`:       "the body holds more than one JSON value: more follows at byte 14",
+		`{"key": "a b"}`:                  `key "a b": must match ` + api.KeyPattern,
+		"{\"wait\": true, \"x\xff\": 1}":  "the body: not valid UTF-8",
 	} {
 		_, err := front.DecodeCallRequest(strings.NewReader(body), 1<<10)
 		var e *api.Error
@@ -47,5 +58,9 @@ func TestCallBodyErrors(t *testing.T) {
 	status, body := daemontest.Curl(t, apiSock, nil, "-X", "POST", "-d", `{"args":"x"}`, "http://unitrun/v1/ops/echo")
 	if want := `{"error":{"code":"bad_request","message":"args must be a list of strings"}}`; status != 400 || strings.TrimSpace(body) != want {
 		t.Errorf("HTTP call with args a string: %d %s; want 400 and %s", status, body, want)
+	}
+	status, body = daemontest.Curl(t, apiSock, nil, "-X", "POST", "-d", `{"args":["a"],"args":["b","c"]}`, "http://unitrun/v1/ops/echo")
+	if want := `{"error":{"code":"bad_request","message":"field \"args\" is given twice"}}`; status != 400 || strings.TrimSpace(body) != want {
+		t.Errorf("HTTP call with args twice: %d %s; want 400 and %s", status, body, want)
 	}
 }

@@ -13,12 +13,18 @@ import (
 // decodeJSON decodes data, a request body, into v, a pointer to a struct,
 // and says what is wrong in the caller's words, never in Go's: a body
 // that is not JSON ("the body is not JSON: invalid character 'o' in
-// literal null (expecting 'u') at byte 2"), a field of the wrong type
-// ("args must be a list of strings"), a field v does not have, and
-// anything after the one JSON value. shape is the body wanted, as in
+// literal null (expecting 'u') at byte 2"), a body that is not one JSON
+// object (null included), a key that is not the JSON name of a field of
+// v as written (encoding/json would match "ARGS" to args), a key given
+// twice (encoding/json would keep the last), null for a field, a field
+// of the wrong type ("args must be a list of strings"), and anything
+// after the one JSON value. shape is the body wanted, as in
 // {"args": ["..."]}, which the errors about the object as a whole show.
 // Every JSON body the daemon reads is decoded here.
 func decodeJSON(data []byte, v any, shape string) error {
+	if err := checkKeys(data, reflect.TypeOf(v).Elem(), shape); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
@@ -45,6 +51,67 @@ func decodeJSON(data []byte, v any, shape string) error {
 		return fmt.Errorf("the body holds more than one JSON value: more follows at byte %d", len(data)-len(rest)+1)
 	}
 	return nil
+}
+
+// checkKeys checks the keys of data, a JSON object for a struct of type
+// t, where encoding/json is lax: it refuses null for the whole body, a key
+// that is not a field's JSON name exactly, a key given twice and null
+// for a field. What is not JSON, or not an object, it leaves to the
+// decoder, which says what is wrong with it.
+func checkKeys(data []byte, t reflect.Type, shape string) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil
+	}
+	if tok == nil {
+		return fmt.Errorf("the body must be a JSON object such as %s, not null", shape)
+	}
+	if tok != json.Delim('{') {
+		return nil
+	}
+	fields := jsonFields(t)
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		key, _ := tok.(string)
+		ft, ok := fields[key]
+		switch {
+		case !ok:
+			return fmt.Errorf("field %q is not known: the body is %s", key, shape)
+		case seen[key]:
+			return fmt.Errorf("field %q is given twice", key)
+		}
+		seen[key] = true
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return nil
+		}
+		if string(value) == "null" {
+			return fmt.Errorf("%s must be %s, not null", key, kind(ft))
+		}
+	}
+	return nil
+}
+
+// jsonFields maps the JSON name of each field of the struct type t that
+// encoding/json sets to the field's type.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	fields := map[string]reflect.Type{}
+	for f := range t.Fields() {
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case !f.IsExported() || tag == "-":
+		case tag == "":
+			fields[f.Name] = f.Type
+		default:
+			fields[tag] = f.Type
+		}
+	}
+	return fields
 }
 
 // fieldType is the type of the field of t (a struct, or a pointer to one)

@@ -175,7 +175,9 @@ func (d *Scheduler) startUnit(ctx context.Context, l *liveJob) outcome {
 // fromStatus returns the outcome of a run that job reported.
 func fromStatus(st *job.Status, err error) outcome {
 	return func(r *api.Record) {
-		r.ExitCode, r.Signal = job.Ended(st, err).JSON()
+		x := job.Ended(st, err)
+		r.ExitCode, r.Signal = x.JSON()
+		r.Result = x.Result
 		ended := st != nil && st.Ran // the run's process exited or was killed
 		if st != nil {
 			r.InvocationID = st.InvocationID
@@ -191,6 +193,7 @@ func fromStatus(st *job.Status, err error) outcome {
 		if errors.As(err, &je) {
 			r.JobResult = je.Result
 		}
+		notExecuted := job.NotExecuted(err)
 		switch {
 		case err == nil:
 			r.State = api.StateSucceeded
@@ -203,6 +206,9 @@ func fromStatus(st *job.Status, err error) outcome {
 		case ended:
 			r.State = api.StateFailed
 			r.Message = st.String()
+		case notExecuted != nil:
+			r.State = api.StateFailed
+			r.Message = notExecuted.Error()
 		default:
 			r.State = api.StateFailed
 			r.Message = err.Error()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -237,16 +238,35 @@ func openRegular(path string, flag int) (*os.File, error) {
 	return f, nil
 }
 
-// ensurePrivateDir creates dir with mode 0700 if it is missing and checks
-// that it is a real directory that only its owner may write, and that it
-// and every directory and symlink on the way to it pass pathtrust's
-// rules: owned by root or the daemon's uid and writable by no one else
-// (a sticky directory of root's, as /tmp is, may be on the way). Whoever
-// else could write the state directory, or rename one of its parents,
-// could plant records that the daemon recovers and runs as root.
-func ensurePrivateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+// EnsureDir is what Open first does with the state directory dir
+// (ensurePrivateDir): it checks that dir may be trusted, creating it
+// only once its parents have been checked. The daemon calls it before it
+// takes the lock it holds in dir, so that it creates nothing in a
+// directory it then refuses.
+func EnsureDir(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
 		return fmt.Errorf("state dir: %w", err)
+	}
+	return ensurePrivateDir(abs)
+}
+
+// ensurePrivateDir checks that dir is a real directory that only its
+// owner may write, and that it and every directory and symlink on the
+// way to it pass pathtrust's rules: owned by root or the daemon's uid and
+// writable by no one else (a sticky directory of root's, as /tmp is, may
+// be on the way). Whoever else could write the state directory, or
+// rename one of its parents, could plant records that the daemon recovers
+// and runs as root. A missing dir is created, with mode 0700, once the
+// directories on the way to it have passed; nothing is created before.
+func ensurePrivateDir(dir string) error {
+	if _, err := os.Lstat(dir); err != nil { // missing, or under a file (MkdirAll tells)
+		if err := checkParents(dir); err != nil {
+			return fmt.Errorf("state dir: %w", err)
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("state dir: %w", err)
+		}
 	}
 	fi, err := os.Lstat(dir)
 	switch {
@@ -263,6 +283,28 @@ func ensurePrivateDir(dir string) error {
 		return fmt.Errorf("state dir: %w", err)
 	}
 	return nil
+}
+
+// checkParents checks, for dir, an absolute path that is not there,
+// the nearest directory above it that exists and the way to that
+// directory by pathtrust's rules, and says what fails as the
+// *pathtrust.Error of dir.
+func checkParents(dir string) error {
+	top := filepath.Dir(dir)
+	for top != "/" {
+		if _, err := os.Lstat(top); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		top = filepath.Dir(top)
+	}
+	_, err := pathtrust.Resolve(top)
+	if pe, ok := errors.AsType[*pathtrust.Error](err); ok {
+		if !strings.HasPrefix(pe.Rule, "reached through ") {
+			pe.Rule = "reached through " + top + ", " + pe.Rule
+		}
+		pe.Path = dir
+	}
+	return err
 }
 
 // NewID returns a new job id: the UTC time to the second and 8 random hex
