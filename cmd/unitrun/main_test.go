@@ -71,7 +71,7 @@ func TestRunJSON(t *testing.T) {
 
 func TestRunCommandNotFound(t *testing.T) {
 	_, errs, code := unitrun(t, "run", "--", "no-such-command-unitrun")
-	if code != 127 || !strings.Contains(errs, "no-such-command-unitrun: command not found") {
+	if code != exitNotFound || !strings.Contains(errs, "no-such-command-unitrun: command not found") {
 		t.Errorf("exit %d, stderr %q; want 127 and a shell-like message", code, errs)
 	}
 	// --json prints its one object, with the reason and the exit code as
@@ -82,7 +82,7 @@ func TestRunCommandNotFound(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no-such-command-unitrun", 127, "no-such-command-unitrun: command not found"},
+		{"no-such-command-unitrun", exitNotFound, "no-such-command-unitrun: command not found"},
 		{t.TempDir(), 126, ": cannot execute: "},
 	} {
 		out, errs, code := unitrun(t, "run", "--json", "--", tc.path)
