@@ -179,9 +179,7 @@ func (p *Provider) adopt(ctx context.Context) error {
 			os.Remove(p.record(name))
 			continue
 		}
-		if err := p.eng.start(ctx, name); err != nil {
-			return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
-		}
+		p.start(ctx, key(pod.Namespace, pod.Name), name)
 		recorded[name] = true
 		p.pods[key(pod.Namespace, pod.Name)] = &entry{pod: &pod, name: name}
 		p.log.Info("adopted", "pod", key(pod.Namespace, pod.Name), "unitrun_pod", name)
@@ -280,7 +278,21 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	}
 	p.log.Info("created", "pod", k, "unitrun_pod", name)
 	p.put(k, e)
+	p.start(ctx, k, name)
 	return nil
+}
+
+// start starts unitrun pod name, of Pod k, and returns at once, as the
+// kubelet does: the start lasts until each sidecar has passed its startup
+// probe, which may be never, and the pod controller's few workers must not
+// wait for it. The Pod's status says how the start goes.
+func (p *Provider) start(ctx context.Context, k, name string) {
+	ctx = context.WithoutCancel(ctx)
+	go func() {
+		if err := p.eng.start(ctx, name); err != nil {
+			p.log.Error("cannot start the pod", "pod", k, "unitrun_pod", name, "err", err)
+		}
+	}()
 }
 
 func (p *Provider) put(k string, e *entry) {

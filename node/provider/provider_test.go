@@ -778,3 +778,38 @@ func TestGrace(t *testing.T) {
 		}
 	}
 }
+
+// A Pod whose sidecar never passes its startup probe does not hold up the
+// others: the provider starts a pod and returns, as the kubelet does, so
+// that the pod controller's workers (two here) are free for the next Pod.
+// Two such Pods, then one that runs true: it succeeds while they wait.
+func TestSidecarNeverStartedDoesNotBlock(t *testing.T) {
+	client := fake.NewClientset()
+	n := startNode(t, testConfig(t), client)
+	always := corev1.ContainerRestartPolicyAlways
+	var stuck []*corev1.Pod
+	for _, name := range []string{"stuck-a", "stuck-b"} {
+		p := newPod(name, corev1.RestartPolicyNever, []string{"exec sleep 600"}, "true")
+		p.Spec.InitContainers[0].RestartPolicy = &always
+		p.Spec.InitContainers[0].StartupProbe = &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/false"}}},
+			PeriodSeconds:    1,
+			FailureThreshold: 100000,
+		}
+		create(t, client, p)
+		stuck = append(stuck, p)
+	}
+	for _, p := range stuck {
+		waitPod(t, client, p, "sidecar running, pod not initialized", func(p *corev1.Pod) bool {
+			is := p.Status.InitContainerStatuses
+			return len(is) == 1 && is[0].State.Running != nil && !podCondition(p, corev1.PodInitialized)
+		})
+	}
+	next := newPod("next", corev1.RestartPolicyNever, nil, "true")
+	create(t, client, next)
+	waitPod(t, client, next, "succeeded", phase(corev1.PodSucceeded))
+	for _, p := range append(stuck, next) {
+		deletePod(t, client, p)
+		waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
+	}
+}

@@ -64,21 +64,20 @@ func (e *engine) check(manifest []byte) error {
 // errExists is create's error for a pod that exists already.
 var errExists = errors.New("pod exists")
 
-// create creates and starts the pod of manifest, named name. A pod of that
-// name that exists already is left as it is (errExists), started if it was
-// only created. A pod that ended while it started is no error: its status
-// says how it ended.
+// create creates the pod of manifest, named name, without starting it. A
+// pod of that name that exists already is left as it is (errExists).
 func (e *engine) create(ctx context.Context, name string, manifest []byte) error {
 	if e.exists(name) {
 		return errExists
 	}
-	if _, err := e.r.Create(ctx, manifest); err != nil {
-		return err
-	}
-	return e.start(ctx, name)
+	_, err := e.r.Create(ctx, manifest)
+	return err
 }
 
-// start starts pod name if it has been created and not started.
+// start starts pod name if it has been created and not started, and
+// returns once its sidecars have started and passed their startup probes,
+// or the pod has ended. A pod that ended while it started is no error: its
+// status says how it ended.
 func (e *engine) start(ctx context.Context, name string) error {
 	s, err := pod.ReadPod(e.r.StateDir, name)
 	if err != nil {
