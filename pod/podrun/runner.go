@@ -286,10 +286,19 @@ func (r *Runner) Ended(ctx context.Context, name string) (pod.PodStatus, bool, e
 	if err != nil || s.Phase != pod.PodRunning || s.Isolation == pod.Namespaces {
 		return s, s.Ended(), err
 	}
-	if over, _, err := r.graphOver(ctx, name); err != nil || !over {
+	over, _, err := r.graphOver(ctx, name)
+	if manager.IsConnLost(err) {
+		// The manager re-executes or reloads: not an end, and the next
+		// poll asks again.
+		return s, false, nil
+	}
+	if err != nil || !over {
 		return s, false, err
 	}
 	s, err = r.Status(ctx, name)
+	if manager.IsConnLost(err) {
+		return s, false, nil
+	}
 	return s, s.Ended(), err
 }
 
