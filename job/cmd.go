@@ -351,7 +351,7 @@ func (c *Cmd) startRun() error {
 		}
 		name = unit.RandomName(prefix, "service")
 	}
-	r := &run{mgr: c.Manager, unit: name, typ: "exec", hold: c.holds, invoked: c.Invoked}
+	r := &run{mgr: c.Manager, unit: name, typ: "exec", hold: c.holds, invoked: c.Invoked, fixed: c.Name != ""}
 	if c.Exited != nil {
 		r.ended = c.runEnded
 	}

@@ -30,6 +30,7 @@ type run struct {
 	stdio
 	transient bool   // a unit unitrun created, to be released after the run
 	ref       bool   // the unit is kept for this process (AddRef=yes) until abort
+	fixed     bool   // the unit's name is the caller's (Cmd.Name): release waits until it is free
 	typ       string // the service's Type=, if known ("exec" for unitrun's own)
 	// restarts says the service's Restart= may restart it: its run ends
 	// for good only when systemd makes no further run (waitForGood).
@@ -464,6 +465,10 @@ func (r *run) release() {
 		r.removeDropIn()
 	}
 	r.abort()
+	if r.fixed {
+		// The caller's next run of the name must find it free.
+		r.waitCollected()
+	}
 }
 
 // handOver releases the unit of a run that another run of the same name
@@ -477,6 +482,12 @@ func (r *run) release() {
 // someone else keeps loaded then fails the next run as taken.
 func (r *run) handOver() {
 	r.release()
+	r.waitCollected()
+}
+
+// waitCollected waits until systemd has collected the released unit, for
+// cleanupTimeout at most (see handOver).
+func (r *run) waitCollected() {
 	ctx, done := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer done()
 	for {
@@ -487,7 +498,7 @@ func (r *run) handOver() {
 	}
 }
 
-// collectPoll is how often handOver looks whether the unit is collected.
+// collectPoll is how often waitCollected looks whether the unit is collected.
 const collectPoll = 10 * time.Millisecond
 
 // sleep pauses for d and reports true, or reports false at once if ctx
