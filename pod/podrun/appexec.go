@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,6 +81,11 @@ func beginRun(stateDir, name string, a *pod.App) error {
 // why it could not, as a message for the app's record: an error wrapping
 // exec.ErrNotFound if the command does not exist.
 func execApp(a *pod.App) error {
+	// The bounding set that boundCapabilities drops is the calling
+	// thread's: the exec must come from that same thread, or the command
+	// starts with another thread's, root's whole set. Never unlocked: the
+	// process becomes the command or ends.
+	runtime.LockOSThread()
 	cred, ids, err := identity(a)
 	if err != nil {
 		return err
