@@ -173,17 +173,8 @@ func TestOpenUserAndAuto(t *testing.T) {
 // When the manager goes away, new calls fail with a clear error instead of
 // hanging; once it is back, the same connection serves again.
 func TestConnSurvivesManagerDeath(t *testing.T) {
-	dir, err := os.MkdirTemp("", "unitrun-mgr-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	e := &manager.Embedded{Dir: dir}
-	defer e.Stop(ctx, 10*time.Second)
-	if _, err := e.Ensure(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e := bootEmbedded(t)
 	c, err := manager.Dial(ctx, e.Target())
 	if err != nil {
 		t.Fatal(err)
@@ -402,17 +393,8 @@ func TestEmbeddedSeesLaterMounts(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { exec.Command("umount", "-R", shared).Run() })
-	dir, err := os.MkdirTemp("", "unitrun-mgr-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	e := &manager.Embedded{Dir: dir}
-	defer e.Stop(ctx, 10*time.Second)
-	if _, err := e.Ensure(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e := bootEmbedded(t)
 	later := filepath.Join(shared, "later")
 	if err := os.Mkdir(later, 0o755); err != nil {
 		t.Fatal(err)
@@ -432,4 +414,23 @@ func TestEmbeddedSeesLaterMounts(t *testing.T) {
 	if err != nil || string(out) != "seen\n" {
 		t.Errorf("a unit reading a file of a later mount: %q, %v; want %q", out, err, "seen\n")
 	}
+}
+
+// bootEmbedded boots an embedded manager of the test's own in a temp
+// dir; the test's cleanup stops it and removes the dir.
+func bootEmbedded(t *testing.T) *manager.Embedded {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "unitrun-mgr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &manager.Embedded{Dir: dir}
+	t.Cleanup(func() {
+		e.Stop(context.Background(), 10*time.Second)
+		os.RemoveAll(dir)
+	})
+	if _, err := e.Ensure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
