@@ -67,10 +67,7 @@ func TestGC(t *testing.T) {
 	if !reflect.DeepEqual(asked, wantAsked) {
 		t.Errorf("inUse was asked about %v, want %v", asked, wantAsked)
 	}
-	var left []string
-	for _, n := range dirNames(t, dir) {
-		left = append(left, n)
-	}
+	left := dirNames(t, dir)
 	wantLeft := []string{".agent-0123456789abcdef.tmp-00000001", "agent", "agent-0123456789ABCDEF", "agent-0123456789abcde", filepath.Base(b), "link-0123456789abcdef", "notes.txt", "subdir-0123456789abcdef"}
 	sort.Strings(wantLeft)
 	if !reflect.DeepEqual(left, wantLeft) {

@@ -80,7 +80,7 @@ func CheckAppName(pod, app string) error {
 	return nil
 }
 
-// unitPrefix starts the name of every unit of every pod.
+// UnitPrefix starts the name of every unit of every pod.
 const UnitPrefix = "unitrun-pod-"
 
 // component is name as it appears inside a unit name.

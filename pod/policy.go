@@ -135,13 +135,16 @@ func PodExitCode(ended []Outcome) int {
 	return 0
 }
 
-// restarts reports whether policy runs an app again after an exit that
-// succeeded or not.
+// Restarts reports whether policy runs an app again after an exit that
+// succeeded (success) or not.
 func Restarts(policy RestartPolicy, success bool) bool {
 	return policy == Always || policy == OnFailure && !success
 }
 
-// backoff is the delay before an app's next run.
+// NextDelay is the delay before an app's next run under the back-off b,
+// given the history h of its run that ended at now: b.Initial after its
+// first run or a run that lasted b.Reset or longer, else twice the last
+// delay (at least b.Initial), up to b.Max.
 func NextDelay(b Backoff, h History, now time.Time) time.Duration {
 	ranLong := !h.StartedAt.IsZero() && now.Sub(h.StartedAt) >= b.Reset
 	if h.LastDelay <= 0 || ranLong {

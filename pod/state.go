@@ -78,7 +78,7 @@ func EmptyTerminationFile(stateDir, pod, app string) error {
 	return os.Chmod(path, 0o666)
 }
 
-// loadState returns the manifest pod was created from, with the exit policy
+// LoadState returns the manifest pod was created from, with the exit policy
 // and isolation its start and creation chose, and its pod.json.
 func LoadState(stateDir, pod string) (*Manifest, PodStatus, error) {
 	m, data, err := readSpecAndStatus(stateDir, pod)
@@ -93,7 +93,7 @@ func LoadState(stateDir, pod string) (*Manifest, PodStatus, error) {
 	return m, s, nil
 }
 
-// loadSpec is loadState for the hooks, which need the manifest and the
+// LoadSpec is LoadState for the hooks, which need the manifest and the
 // choices alone: of pod.json it reads only those (see parseChoices).
 func LoadSpec(stateDir, pod string) (*Manifest, error) {
 	m, data, err := readSpecAndStatus(stateDir, pod)
@@ -163,7 +163,7 @@ func readSpec(stateDir, pod string) (*Manifest, error) {
 	return &m, nil
 }
 
-// readAppOrNew returns app's record, or a waiting one if it has none yet.
+// ReadAppOrNew returns app's record, or a waiting one if it has none yet.
 func ReadAppOrNew(stateDir, pod, app string) (AppStatus, error) {
 	s, err := ReadApp(stateDir, pod, app)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -172,10 +172,10 @@ func ReadAppOrNew(stateDir, pod, app string) (AppStatus, error) {
 	return s, err
 }
 
-// ended reports whether s is the record of an app that ended for good.
+// Ended reports whether s is the record of an app that ended for good.
 func (s AppStatus) Ended() bool { return s.State == AppExited || s.State == AppFailed }
 
-// outcome is the Outcome of an app whose record holds an exit.
+// Outcome is the Outcome of the app whose record s holds an exit.
 func (s AppStatus) Outcome() Outcome {
 	return Outcome{
 		App:  s.Name,
@@ -197,7 +197,7 @@ func (s AppStatus) lastSucceeded() bool {
 	return s.Result == "success" && s.Message == ""
 }
 
-// endRestart is s, the record of an app waiting for a restart that will
+// EndRestart returns s, the record of an app waiting for a restart that will
 // not come (the app was stopped before its next run started), as the
 // record of an app that ended with the exit of its last run.
 func (s AppStatus) EndRestart() AppStatus {
@@ -210,19 +210,19 @@ func (s AppStatus) EndRestart() AppStatus {
 	return s
 }
 
-// stopping reports whether pod is being stopped, on request or because its
+// Stopping reports whether pod is being stopped, on request or because its
 // exit policy ended it.
 func Stopping(stateDir, pod string) bool {
 	_, err := os.Stat(filepath.Join(Dir(stateDir, pod), stoppingFile))
 	return err == nil
 }
 
-// markStopping records that pod is being stopped.
+// MarkStopping records that pod is being stopped.
 func MarkStopping(stateDir, pod string) error {
 	return write(stateDir, false, []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), "pods", pod, stoppingFile)
 }
 
-// lock takes the lock of pod, waiting for it, and returns its release.
+// Lock takes the lock of pod, waiting for it, and returns its release.
 func Lock(stateDir, pod string) (func(), error) {
 	f, err := os.OpenFile(filepath.Join(Dir(stateDir, pod), lockFile), os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
 	if err != nil {

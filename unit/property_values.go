@@ -898,7 +898,7 @@ func parseDirectories(key, v string) ([]Property, error) {
 		}
 		for _, d := range []string{src, dst} {
 			if strings.HasPrefix(d, "/") || slices.Contains(strings.Split(d, "/"), "..") {
-				return nil, fmt.Errorf("%q: %q must be a path relative to the manager's directory for %s, without ..", w, d, key)
+				return nil, fmt.Errorf("%q: %q must be a path relative to the manager's directory for %s, with no \"..\" in it", w, d, key)
 			}
 		}
 

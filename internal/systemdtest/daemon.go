@@ -1,6 +1,7 @@
 package systemdtest
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -138,7 +139,9 @@ func (d *Daemon) Start(t testing.TB) {
 			t.Errorf("daemon after SIGTERM: %v, want exit 0", err)
 		}
 	})
-	hc := &http.Client{Transport: &http.Transport{Dial: func(string, string) (net.Conn, error) { return net.Dial("unix", d.API) }}}
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return new(net.Dialer).DialContext(ctx, "unix", d.API)
+	}}}
 	var last error
 	for range 500 {
 		resp, err := hc.Get("http://unitrun/healthz")

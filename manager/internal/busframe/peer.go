@@ -13,17 +13,18 @@ import (
 	"github.com/godbus/dbus/v5"
 )
 
+// Stream is the stream a Peer connection's godbus reads and writes
+// instead of the socket: it reads the socket in blocks, frames the
+// messages and leaves out, from their headers alone, the signals no Watch
+// waits for. It also passes unix fds, which godbus's stream transport
+// cannot: SendFDs attaches them to the one message that declares them.
+//
 // A manager sends every signal about every unit to each client of its
 // private socket: no bus daemon filters them by match rules. godbus reads
 // each message in three system calls and decodes its body in full before
 // the signal router can drop it, which for the start of a pod of 100 apps
 // cost its client 90 to 130 ms of CPU (about 2,400 messages) where
-// systemctl spent 10 to 20 (docs/performance.md). Stream is the stream
-// a Peer connection's godbus reads and writes instead of the socket: it
-// reads the socket in blocks, frames the messages and leaves out, from
-// their headers alone, the signals no Watch waits for. It also passes unix
-// fds, which godbus's stream transport cannot: SendFDs attaches them to
-// the one message that declares them.
+// systemctl spent 10 to 20 (docs/performance.md).
 type Stream struct {
 	conn *net.UnixConn
 	// keep reports whether a signal from path, of iface and member, is to
