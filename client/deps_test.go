@@ -15,6 +15,7 @@ var forbidden = []string{
 	"github.com/prometheus/",
 	"github.com/pelletier/go-toml",
 	"github.com/godbus/",
+	"go.yaml.in/yaml",
 	"gopkg.in/yaml",
 	"sigs.k8s.io/yaml",
 }

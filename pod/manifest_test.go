@@ -156,6 +156,7 @@ func TestParseErrors(t *testing.T) {
 		{"tab", "name: p\napps:\n  - name: a\n\texec: [/bin/true]\n", "line 4: found a tab character that violates indentation"},
 		{"flow not closed", "name: p\napps:\n  - name: a\n    exec: [\n      /bin/true,\n      x\n  - name: b\n", "line 6: did not find expected ',' or ']'"},
 		{"quote not closed", "name: p\napps:\n  - name: a\n    exec: \"/bin/true\n  - name: b\n", "line 4: found unexpected end of stream"},
+		{"key indented under a scalar", "name: p\n  apps: x\n", "line 2: mapping values are not allowed in this context"},
 		{"unknown field", "name: p\napps:\n  - {name: a, exec: [/bin/true]}\n  - {name: b, exec: [/bin/true]}\n  - {name: c, exce: [/bin/true]}\n", `apps[2]: field "exce" not known`},
 		{"unknown top field", "name: p\nnmae: q\n" + app, `field "nmae" not known`},
 		{"unknown nested field", "name: p\napps: [{name: a, exec: [/bin/true], resources: {mem: 1G}}]\n", `apps[0].resources: field "mem" not known`},
