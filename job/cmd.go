@@ -91,7 +91,9 @@ type Cmd struct {
 	Description string
 	// Properties are set on the unit after unitrun's own, so they override
 	// them. They reach systemd as given, unchecked: no string in them may
-	// come from someone the caller does not trust.
+	// come from someone the caller does not trust. One that
+	// unit.ParseProperty made of a setting newer than the manager's
+	// systemd is refused before anything starts, with a *unit.VersionError.
 	Properties []unit.Property
 	// Timeout, if positive, limits the run (RuntimeMaxSec=): systemd stops
 	// the unit and the Status reports Result "timeout".
@@ -273,6 +275,18 @@ func (c *Cmd) start() error {
 	if c.Dir != "" && c.Manager.SharesFS(c.ctx) {
 		if err := checkDir(c.Dir); err != nil {
 			return fmt.Errorf("working directory %s: %w", c.Dir, err)
+		}
+	}
+	// A property newer than the manager's systemd is refused before
+	// anything is created (*unit.VersionError); the manager's version is
+	// asked for only where a property needs one newer than unit.Oldest.
+	if unit.NeedsVersion(c.Properties) {
+		v, err := c.Manager.Version(c.ctx)
+		if err != nil {
+			return err
+		}
+		if err := unit.CheckVersion(c.Properties, v); err != nil {
+			return err
 		}
 	}
 	return c.startRun()

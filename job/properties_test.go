@@ -2,6 +2,7 @@ package job_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os/exec"
@@ -202,12 +203,50 @@ func init() {
 }
 
 // TestValidValuesCoverTable checks that the table above gives a value to
-// every property unitrun knows.
+// every property unitrun knows of systemd 252 (the test manager's; unit's
+// TestNewerProperties checks the newer ones).
 func TestValidValuesCoverTable(t *testing.T) {
 	for _, name := range unit.KnownProperties() {
-		if _, ok := validValues[name]; !ok {
+		if _, ok := validValues[name]; !ok && unit.PropertySince(name) == unit.Oldest {
 			t.Errorf("no valid value for %s", name)
 		}
+	}
+}
+
+// A setting newer than the manager's systemd (RestartSteps=, systemd 254,
+// on the test manager's 252) is refused before anything is created, with
+// an error that names both versions; the name stays free, and the same
+// command without it runs.
+func TestNewerPropertyRefused(t *testing.T) {
+	conn := systemdtest.Conn(t)
+	version, err := conn.Version(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := unit.ParseVersion(version); !ok || v >= 254 {
+		t.Skipf("skipping: the test manager is systemd %q, which takes RestartSteps=", version)
+	}
+	props, err := unit.ParseProperty("RestartSteps=3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := job.Command(conn, "/bin/true")
+	c.Name = "unitrun-newer-prop.service"
+	c.Properties = props
+	err = c.Run()
+	var ve *unit.VersionError
+	want := "RestartSteps= needs systemd 254; this manager is 252"
+	if !errors.As(err, &ve) || err.Error() != want || c.Unit != "" {
+		t.Fatalf("Run with RestartSteps=3: %v (unit %q), want %q and no unit", err, c.Unit, want)
+	}
+	again := job.Command(conn, "/bin/true")
+	again.Name = c.Name
+	again.Properties, err = unit.ParseProperty("RestartSec=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Run(); err != nil {
+		t.Fatalf("the same name with a setting of systemd 252: %v", err)
 	}
 }
 

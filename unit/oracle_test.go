@@ -193,6 +193,9 @@ func TestOracle(t *testing.T) {
 			checked[name] = true
 		}
 		for _, name := range KnownProperties() {
+			if PropertySince(name) > Oldest {
+				continue // systemd-run 252 does not know it: TestNewerProperties
+			}
 			for _, v := range values {
 				in := name + "=" + v
 				p, err := ParseProperty(in)

@@ -17,6 +17,12 @@ import (
 type Property struct {
 	Name  string
 	Value dbus.Variant
+	// Since is the first systemd version that takes the property, set by
+	// ParseProperty where that is newer than Oldest, and Setting the
+	// setting it parsed: a job.Cmd refuses the property on an older
+	// manager (see CheckVersion). Neither is sent to the manager.
+	Since   int    `dbus:"-"`
+	Setting string `dbus:"-"`
 }
 
 // ExecCommand is one command of an Exec*= property (ExecStart=,
@@ -43,7 +49,9 @@ func Exec(name, path string, argv []string) Property {
 // send one property, some none (an empty StateDirectory=) or two
 // (LimitNOFILE= sends LimitNOFILE and LimitNOFILESoft, TimeoutSec= the
 // start and stop timeouts). Key is a unit-file setting name of a service;
-// KnownProperties lists them.
+// KnownProperties lists them. The settings systemd added after 252, up to
+// 261, are parsed as systemd-run 261 parses them, and their properties
+// carry the release that added them (Property.Since), for CheckVersion.
 //
 // Values are parsed as systemd-run parses them, for example:
 //
@@ -91,13 +99,9 @@ func ParseProperty(assignment string) ([]Property, error) {
 	case !utf8.ValidString(assignment):
 		return nil, fmt.Errorf("property %q: not valid UTF-8 (D-Bus strings must be)", key)
 	}
-	parse, ok := properties[key]
-	if !ok {
-		return nil, unknownProperty(key)
-	}
-	ps, err := parse(key, value)
+	ps, err := parseSetting(key, value)
 	if err != nil {
-		return nil, fmt.Errorf("property %q: %v", key, err)
+		return nil, err
 	}
 	for _, p := range ps {
 		if !stringsValid(reflect.ValueOf(p.Value.Value())) {
@@ -105,6 +109,27 @@ func ParseProperty(assignment string) ([]Property, error) {
 		}
 	}
 	return ps, nil
+}
+
+// parseSetting parses the value of the setting key.
+func parseSetting(key, value string) ([]Property, error) {
+	if parse, ok := properties[key]; ok {
+		ps, err := parse(key, value)
+		if err != nil {
+			return nil, fmt.Errorf("property %q: %v", key, err)
+		}
+		return ps, nil
+	}
+	n, ok := findNewer(key)
+	if !ok {
+		return nil, unknownProperty(key)
+	}
+	p, err := n.parse(key, value)
+	if err != nil {
+		return nil, fmt.Errorf("property %q: %v", key, err)
+	}
+	p.Since, p.Setting = n.since, key
+	return []Property{p}, nil
 }
 
 // stringsValid reports whether every string in v is valid UTF-8 without
@@ -130,11 +155,15 @@ func stringsValid(v reflect.Value) bool {
 }
 
 // KnownProperties returns the names of the settings ParseProperty parses,
-// sorted.
+// sorted: those of systemd 252 and the newer ones (PropertySince tells
+// which version takes each).
 func KnownProperties() []string {
-	names := make([]string, 0, len(properties))
+	names := make([]string, 0, len(properties)+len(newerProperties))
 	for name := range properties {
 		names = append(names, name)
+	}
+	for _, p := range newerProperties {
+		names = append(names, p.name)
 	}
 	slices.Sort(names)
 	return names
@@ -207,7 +236,7 @@ func init() {
 // sends for it.
 type parser func(key, value string) ([]Property, error)
 
-func prop(name string, v any) Property { return Property{name, dbus.MakeVariant(v)} }
+func prop(name string, v any) Property { return Property{Name: name, Value: dbus.MakeVariant(v)} }
 
 // properties maps each setting to its parser.
 var properties = map[string]parser{}

@@ -626,23 +626,33 @@ func parseRestrictNamespaces(key, v string) (Property, error) {
 		}
 		return prop(key, uint64(namespacesAll)), nil
 	}
+	flags, err := namespaceList(v, namespacesAll)
+	if err != nil {
+		return Property{}, err
+	}
+	return prop(key, flags), nil
+}
+
+// namespaceList returns the clone flags of the namespaces that v names,
+// or after '~' those of all that it does not name.
+func namespaceList(v string, all uint64) (uint64, error) {
 	p, invert := strings.CutPrefix(v, "~")
 	words, err := allWords(p, whitespace, 0)
 	if err != nil {
-		return Property{}, fmt.Errorf("%q: %v", v, err)
+		return 0, fmt.Errorf("%q: %v", v, err)
 	}
 	var flags uint64
 	for _, w := range words {
 		f, ok := namespaces[w]
 		if !ok {
-			return Property{}, fmt.Errorf("%q is not a namespace (cgroup, ipc, net, mnt, pid, user, uts, time)", w)
+			return 0, fmt.Errorf("%q is not a namespace (cgroup, ipc, net, mnt, pid, user, uts, time)", w)
 		}
 		flags |= f
 	}
 	if invert {
-		flags = ^flags & namespacesAll
+		flags = ^flags & all
 	}
-	return prop(key, flags), nil
+	return flags, nil
 }
 
 // A bindPath is a D-Bus (ssbt): source, destination, whether a missing

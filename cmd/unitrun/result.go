@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/job"
+	"github.com/unitrun/unitrun/unit"
 )
 
 // result is the --json form of a finished run.
@@ -90,6 +91,11 @@ func report(ctx context.Context, stdout, stderr io.Writer, unitName string, st *
 func exitFor(err error, printed bool) error {
 	if err == nil {
 		return nil
+	}
+	var ve *unit.VersionError
+	if errors.As(err, &ve) {
+		// A -p setting the manager's systemd is too old for.
+		return &exitError{code: exitUsage, err: fmt.Errorf("--property: %w", ve)}
 	}
 	var ee *job.ExitError
 	if errors.As(err, &ee) {

@@ -86,6 +86,29 @@ func TestRunPropertyHelp(t *testing.T) {
 	}
 }
 
+// A setting of a systemd newer than the manager's (RestartSteps=, 254, on
+// the test manager's 252) is refused with exit status 2 and both versions
+// named, before anything is created: the name stays free. systemd-run 252
+// refuses it too, as unknown. A near miss of a newer setting's name is a
+// typo with a suggestion, as one of systemd 252's is.
+func TestRunNewerPropertyRefused(t *testing.T) {
+	if _, errs, code := systemdRun(t, "-q", "--wait", "-p", "RestartSteps=3", "/bin/true"); code == 0 {
+		t.Skipf("skipping: the test manager takes RestartSteps= (systemd-run: %s)", errs)
+	}
+	const name = "unitrun-newer-prop.service"
+	out, errs, code := unitrun(t, "run", "-q", "-u", name, "-p", "RestartSteps=3", "--", "/bin/true")
+	if want := "--property: RestartSteps= needs systemd 254; this manager is 252"; code != 2 || out != "" || !strings.Contains(errs, want) {
+		t.Errorf("run -p RestartSteps=3: exit %d, stdout %q, stderr %q; want 2 and %q", code, out, errs, want)
+	}
+	if _, errs, code := unitrun(t, "run", "-q", "-u", name, "--", "/bin/true"); code != 0 {
+		t.Errorf("run -u %s after the refusal: exit %d, %s", name, code, errs)
+	}
+	_, errs, code = unitrun(t, "run", "-p", "RestartStep=3", "--", "/bin/true")
+	if code != 2 || !strings.Contains(errs, `"RestartStep": unknown (did you mean "RestartSteps"?)`) {
+		t.Errorf("run -p RestartStep=3: exit %d, stderr %q; want 2 and the nearest name", code, errs)
+	}
+}
+
 // Resource limits given with -p reach the command as systemd-run's do.
 func TestRunLimitsLikeSystemdRun(t *testing.T) {
 	flags := []string{"-p", "LimitNOFILE=1024:4096", "-p", "LimitCORE=infinity", "-p", "LimitFSIZE=1M:2M", "-p", "LimitCPU=1min"}
