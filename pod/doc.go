@@ -31,9 +31,11 @@
 //     StopWhenUnneeded=yes). It stops once its app is neither active nor
 //     restarting. For an app that may restart, its ExecStop= runs "unitrun
 //     pod reap P A", which marks finished for good an app recorded as
-//     restarting; reap-app has already recorded the end of any other app,
-//     whose reaper's ExecStop= is /bin/true (systemd refuses a service with
-//     neither ExecStart= nor ExecStop=).
+//     restarting. reap-app has already recorded the end of any other app,
+//     whose reaper is unitrun-pod-P-A-reaper.target instead, with the same
+//     dependencies and StopWhenUnneeded=yes, in no slice: a service would
+//     have to run a process at its stop (systemd refuses a service with
+//     neither ExecStart= nor ExecStop=), one more on every exit.
 //   - unitrun-pod-P-A-probe.service, for an app with a liveness, readiness
 //     or startup probe, BindsTo= and is After= the app, which Wants= it, so
 //     it starts and stops with the app. It runs "unitrun pod probe P A"

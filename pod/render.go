@@ -113,13 +113,13 @@ func render(m *Manifest, o RenderOptions, n Node) (*unit.File, error) {
 	case ReaperRole:
 		// Only an app that may restart can end for good with a record
 		// that says "restarting"; reap-app records the end of every other
-		// app, whose reaper runs only what systemd requires of a service
-		// without ExecStart= (an ExecStop=).
-		stop := []string{"/bin/true"}
+		// app, whose reaper is a target: it runs no process, where a
+		// service would have to run one at its stop (systemd refuses a
+		// service with neither ExecStart= nor ExecStop=), and a process
+		// more on every exit costs the manager as much as the app's own.
 		if m.App(n.App).RestartPolicy != Never {
-			stop = h.argv("reap", n.App)
+			err = idle(f, n, h.argv("reap", n.App))
 		}
-		err = idle(f, n, stop)
 	case ShutdownRole:
 		err = idle(f, n, h.argv("shutdown"))
 	case ProbeRole:
