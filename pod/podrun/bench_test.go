@@ -44,9 +44,10 @@ import (
 // /bin/true per exit) and in pod-rec it prints what unitrun's processes
 // cost per run of an app against one /bin/true: per run, the manager
 // starts "pod exec" (which starts the log copier, "pod log-copy", then
-// executes the app's /bin/true) and, at the exit, "pod reap-app" and the
-// reaper's /bin/true; less the two /bin/true, that is three unitrun
-// processes, and the last column but one gives their sum and its mean.
+// executes the app's /bin/true) and, at the exit, "pod reap-app" (the
+// reaper of an app that never restarts is a target, which runs nothing);
+// less the app's /bin/true, that is three unitrun processes, and the last
+// column but one gives their sum and its mean.
 // After each round it prints the slope of pod-rec and floor3-rec between
 // consecutive sizes, in milliseconds per app: alike slopes are a cost
 // linear in the number of apps.
@@ -89,11 +90,11 @@ func BenchmarkPods(b *testing.B) {
 			floor3CPU := cpuOf(b, mgr).sub(c0)
 			podRec, podCPU := podTime(b, bin, n, "/bin/true", true, pod.NoIsolation)
 			// Per exit, floor3's children are three /bin/true; the
-			// pod's are two /bin/true (the app's, which "pod exec"
-			// executes, and its reaper's) and unitrunProcs of unitrun's.
+			// pod's are the app's /bin/true, which "pod exec" executes,
+			// and unitrunProcs of unitrun's.
 			const unitrunProcs = 3
 			trueCPU := ms(floor3CPU.children) / float64(3*n)
-			unitrunCPU := ms(podCPU.children)/float64(n) - 2*trueCPU
+			unitrunCPU := ms(podCPU.children)/float64(n) - trueCPU
 			fmt.Printf("%5d  %10.0f %10.0f %6.2f  %10.0f %11.0f %11.0f %10.0f %6.2f %13.2f %13.2f %10.2f  %-40s %s, %s -> %s, %s\n", n,
 				ms(floorRun), ms(podRun), float64(podRun)/float64(floorRun),
 				ms(floorRec), ms(floor2Rec), ms(floor3Rec), ms(podRec), float64(podRec)/float64(floorRec),
