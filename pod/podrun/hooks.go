@@ -359,7 +359,8 @@ func Reap(stateDir, name, app string) error {
 
 // Shutdown is the ExecStop= of the pod's shutdown service, which stops once
 // every reaper has stopped: it records the pod's exit code, [pod.PodExitCode]
-// of every app's last exit, and its phase; then stops the pod's target and
+// of every app's last exit (from systemd for an app whose reap-app did not
+// record it, see [recordedOutcomes]), and its phase; then stops the pod's target and
 // slice (with any init app still active in it), and ends an isolated
 // pod's own systemd.
 func Shutdown(ctx context.Context, stateDir, name string, open func(context.Context) (*manager.Conn, error)) error {
@@ -384,7 +385,7 @@ func Shutdown(ctx context.Context, stateDir, name string, open func(context.Cont
 		// too, undisturbed; the error is then that one.
 		defer mgr.StartUnit(context.WithoutCancel(ctx), exitTarget, "fail")
 	}
-	outcomes, err := recordedOutcomes(stateDir, m, ps)
+	outcomes, err := recordedOutcomes(ctx, mgr, stateDir, m, ps)
 	if err != nil {
 		return err
 	}
@@ -403,16 +404,32 @@ func Shutdown(ctx context.Context, stateDir, name string, open func(context.Cont
 }
 
 // recordedOutcomes returns the last exits recorded of the apps of pod m
-// whose exits count (not its sidecars'), in ps's order.
-func recordedOutcomes(stateDir string, m *pod.Manifest, ps pod.PodStatus) ([]pod.Outcome, error) {
+// whose exits count (not its sidecars'), in ps's order. With a manager
+// mgr, the pod's own (the shutdown hook runs once every app's unit has
+// stopped), an app whose record says it has not ended although its unit
+// has, after a run (its reap-app was killed, say, before it wrote), is
+// given and recorded the exit that mgr keeps of that run
+// ([appFromSystemd]).
+func recordedOutcomes(ctx context.Context, mgr *manager.Conn, stateDir string, m *pod.Manifest, ps pod.PodStatus) ([]pod.Outcome, error) {
 	var outcomes []pod.Outcome
 	for _, a := range ps.Apps {
-		if app := m.App(a.Name); app != nil && !app.Counts() {
+		app := m.App(a.Name)
+		if app != nil && !app.Counts() {
 			continue
 		}
 		r, err := pod.ReadAppOrNew(stateDir, m.Name, a.Name)
 		if err != nil {
 			return nil, err
+		}
+		if mgr != nil && app != nil && !r.Ended() && r.State != pod.AppWaiting {
+			if r, err = appFromSystemd(ctx, mgr, m.Name, app, r); err != nil {
+				return nil, err
+			}
+			if r.FromSystemd {
+				if err := pod.WriteApp(stateDir, m.Name, r); err != nil {
+					return nil, err
+				}
+			}
 		}
 		if r.ExitCode != nil {
 			outcomes = append(outcomes, r.Outcome())
