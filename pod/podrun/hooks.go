@@ -25,12 +25,15 @@ type HookEnv struct {
 	InvocationID  string
 }
 
-// BeginRun is the ExecStartPre= of an app that may restart: it waits out
-// the back-off that the app's last exit recorded, if that exit was
-// followed by a restart. The run's start is recorded by [ExecApp]. A stop
-// (ctx done: systemd's SIGTERM) ends the wait without an error: the stop
-// goes on, and reap-app records that the back-off was no run.
-func BeginRun(ctx context.Context, stateDir, name, app string) error {
+// WaitBackoff waits out the back-off that app's last exit recorded, if
+// that exit was followed by a restart: [ExecApp] calls it first, so a run
+// that follows a restart starts its command once the back-off is over. A
+// stop ends the wait without an error: ctx done, or, in ExecApp, which
+// handles no signal, systemd's SIGTERM, which ends the process; the stop
+// goes on, and reap-app records that the back-off was no run. It is also
+// "unitrun pod backoff", which the units of pods created by an earlier
+// unitrun run as ExecStartPre= of an app that may restart.
+func WaitBackoff(ctx context.Context, stateDir, name, app string) error {
 	if err := pod.CheckNames(name, app); err != nil {
 		return err
 	}
