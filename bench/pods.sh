@@ -3,8 +3,10 @@
 # from "unitrun pod run --detach" to every app running, and to every exit
 # recorded, for pods of 10, 100 and 256 apps (the most a pod may have),
 # or the sizes that APPS lists, separated by commas, against as many
-# transient units started at once with job.Command, with the CPU time of
-# a hook against /bin/true's and the slope from one size to the next.
+# transient units started at once with job.Command (floor), and with
+# three processes per exit as the graph has (floor3), with the CPU time of
+# unitrun's processes per app run against /bin/true's and the slope from
+# one size to the next.
 # Usage: [APPS=10,100,256] bench/pods.sh [COUNT] (default 1)
 # With "isolated" after COUNT, it times instead, for pods of 1 and 10 apps,
 # "pod run --detach" of an isolated pod (isolation: namespaces, a systemd

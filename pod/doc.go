@@ -31,9 +31,11 @@
 //     StopWhenUnneeded=yes). It stops once its app is neither active nor
 //     restarting. For an app that may restart, its ExecStop= runs "unitrun
 //     pod reap P A", which marks finished for good an app recorded as
-//     restarting; reap-app has already recorded the end of any other app,
-//     whose reaper's ExecStop= is /bin/true (systemd refuses a service with
-//     neither ExecStart= nor ExecStop=).
+//     restarting. reap-app has already recorded the end of any other app,
+//     whose reaper is unitrun-pod-P-A-reaper.target instead, with the same
+//     dependencies and StopWhenUnneeded=yes, in no slice: a service would
+//     have to run a process at its stop (systemd refuses a service with
+//     neither ExecStart= nor ExecStop=), one more on every exit.
 //   - unitrun-pod-P-A-probe.service, for an app with a liveness, readiness
 //     or startup probe, BindsTo= and is After= the app, which Wants= it, so
 //     it starts and stops with the app. It runs "unitrun pod probe P A"
@@ -85,17 +87,15 @@
 // Restart policies map onto Restart= (Never: no, Always: always, OnFailure:
 // on-failure) with StartLimitIntervalSec=0, so restarts never hit the start
 // limit; between two runs the app is "activating", which keeps its reaper
-// needed. systemd 252 has no back-off steps, so an app that may restart,
-// or whose probe restarts it, runs "unitrun pod backoff P A" as
-// ExecStartPre=, which waits out the delay that reap-app recorded from
-// [Decide]; its TimeoutStartSec= is the longest delay plus systemd's
-// default 90 s. Every app's main process is "unitrun pod exec P A"
-// (podrun.ExecApp), which records the start of each run, pipes the run's
-// output through a copier that keeps the log from filling the records' file
-// system (podrun.LogCopy), sets the app's env (which no unit file holds)
-// and then takes on the app's rootfs, workingDir, group and user and
-// executes its command: the
-// unit has no User=, Group=, WorkingDirectory= or RootDirectory=, which
+// needed. systemd 252 has no back-off steps: every app's main process is
+// "unitrun pod exec P A" (podrun.ExecApp), which first waits out the delay
+// that reap-app recorded from [Decide] if the run follows a restart (the
+// app is then active, which keeps its reaper needed too), records the
+// start of each run, pipes the run's output through a copier that keeps
+// the log from filling the records' file system (podrun.LogCopy), sets
+// the app's env (which no unit file holds) and then takes on the app's
+// rootfs, workingDir, group and user and executes its command: the unit
+// has no User=, Group=, WorkingDirectory= or RootDirectory=, which
 // systemd 252 applies to the "+" hooks too, so that nothing the manifest
 // asks of a run can keep the hooks from recording it.
 //

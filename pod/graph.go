@@ -13,10 +13,11 @@ const (
 	After     DepKind = "After"
 	Before    DepKind = "Before"
 	Conflicts DepKind = "Conflicts"
+	PartOf    DepKind = "PartOf"
 )
 
 // depKinds is the order in which a unit file lists its dependencies.
-var depKinds = []DepKind{Requires, BindsTo, Wants, After, Conflicts, Before}
+var depKinds = []DepKind{Requires, BindsTo, PartOf, Wants, After, Conflicts, Before}
 
 // A Dep is one dependency of a unit on another unit.
 type Dep struct {
@@ -38,8 +39,9 @@ const (
 )
 
 // A Node is one unit of a pod's graph: its name and role, the app it serves
-// (for AppRole, ReaperRole and ProbeRole), the slice it runs in ("" for the slice and
-// the target) and every dependency it declares.
+// (for AppRole, ReaperRole and ProbeRole), the slice it runs in ("" for the slice,
+// the targets and the reaper target of an app that never restarts) and every
+// dependency it declares.
 type Node struct {
 	Name  string
 	Role  Role
@@ -128,7 +130,7 @@ func stopOnExit() []Dep {
 // init app: its service, which starts after the init apps inits and the
 // sidecars sidecars, its reaper and, if it has probes, its probe service.
 func serviceNodes(p string, a *App, inits, sidecars []string) []Node {
-	slice, name, reaper := SliceUnit(p), AppUnit(p, a.Name), reaperUnit(p, a.Name)
+	slice, name, reaper := SliceUnit(p), AppUnit(p, a.Name), reaperUnit(p, a)
 	wants := []string{reaper}
 	if a.HasProbes() {
 		wants = append(wants, probeUnit(p, a.Name))
@@ -145,7 +147,17 @@ func serviceNodes(p string, a *App, inits, sidecars []string) []Node {
 	if !a.Sidecar {
 		reaperDeps = deps(nil, Wants, After, ShutdownUnit(p))
 	}
-	nodes := []Node{app, {Name: reaper, Role: ReaperRole, App: a.Name, Slice: slice, Deps: append(reaperDeps, stopOnExit()...)}}
+	r := Node{Name: reaper, Role: ReaperRole, App: a.Name, Deps: append(reaperDeps, stopOnExit()...)}
+	if a.RestartPolicy != Never {
+		r.Slice = slice
+	} else {
+		// A target is in no slice: PartOf= puts its stop in the same
+		// job as the slice's, so that a stop of the pod stops the app,
+		// then the reaper, then the shutdown service, in that order, and
+		// a reaper whose app never started stops with the pod.
+		r.Deps = append(r.Deps, Dep{PartOf, slice})
+	}
+	nodes := []Node{app, r}
 	if a.HasProbes() {
 		nodes = append(nodes, Node{
 			Name:  probeUnit(p, a.Name),

@@ -214,12 +214,6 @@ const (
 	ProbeTimeout = "timeout"
 )
 
-// probeRestarts reports whether a probe of a restarts a when it fails: a
-// startup probe always does, a liveness probe if its action says so.
-func (a *App) probeRestarts() bool {
-	return a.StartupProbe != nil || a.Probe != nil && a.Probe.Action == RestartApp
-}
-
 // HasProbes reports whether a has a probe of any kind, and so a probe
 // service.
 func (a *App) HasProbes() bool {

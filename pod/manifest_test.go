@@ -270,7 +270,7 @@ func TestNameLengths(t *testing.T) {
 	}
 	// One more character would be too many, so the rule is as loose as it
 	// can be.
-	if got := reaperUnit(longest+"-", longest+"-"); len(got) <= 255 {
+	if got := reaperService(longest+"-", longest+"-"); len(got) <= 255 {
 		t.Errorf("reaper name for 30-character names is %d bytes, want more than 255", len(got))
 	}
 }

@@ -48,7 +48,7 @@ func checkAppName(pod, app string) error {
 	if !appNameRE.MatchString(app) {
 		return fmt.Errorf("must match %s", appNamePattern)
 	}
-	if u := reaperUnit(pod, app); checkPodName(pod) == nil && len(u) > maxUnitName {
+	if u := reaperService(pod, app); checkPodName(pod) == nil && len(u) > maxUnitName {
 		return fmt.Errorf("makes the unit name %s %d characters long with pod name %s, more than systemd's %d: use fewer '-' (each is 4 characters in a unit name) or a shorter name", u, len(u), pod, maxUnitName)
 	}
 	return nil
@@ -97,9 +97,23 @@ func AppUnit(pod, app string) string {
 	return UnitPrefix + component(pod) + "-" + component(app) + ".service"
 }
 
-// reaperUnit is the name of the service that marks app of pod finished.
-func reaperUnit(pod, app string) string {
-	return UnitPrefix + component(pod) + "-" + component(app) + "-reaper.service"
+// reaperUnit is the name of the unit that marks app a of pod finished: a
+// service for an app that may restart, whose ExecStop= has work to do,
+// else a target, which runs no process.
+func reaperUnit(pod string, a *App) string {
+	if a.RestartPolicy == Never {
+		return reaperName(pod, a.Name) + ".target"
+	}
+	return reaperService(pod, a.Name)
+}
+
+// reaperService is the name of the reaper service of app of pod, the
+// longest unit name an app makes.
+func reaperService(pod, app string) string { return reaperName(pod, app) + ".service" }
+
+// reaperName is the name of the reaper of app of pod, without its suffix.
+func reaperName(pod, app string) string {
+	return UnitPrefix + component(pod) + "-" + component(app) + "-reaper"
 }
 
 // ShutdownUnit is the name of the service that ends pod: once it has run

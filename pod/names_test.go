@@ -10,7 +10,9 @@ func TestUnitNames(t *testing.T) {
 		{SliceUnit("web"), "unitrun-pod-web.slice"},
 		{TargetUnit("web"), "unitrun-pod-web.target"},
 		{AppUnit("web", "server"), "unitrun-pod-web-server.service"},
-		{reaperUnit("web", "server"), "unitrun-pod-web-server-reaper.service"},
+		{reaperUnit("web", &App{Name: "server", RestartPolicy: OnFailure}), "unitrun-pod-web-server-reaper.service"},
+		// The reaper of an app that never restarts runs no process.
+		{reaperUnit("web", &App{Name: "server", RestartPolicy: Never}), "unitrun-pod-web-server-reaper.target"},
 		{ShutdownUnit("web"), "unitrun-pod-web-shutdown.service"},
 		// '-' is escaped, so that pod a-b's app c and pod a's app b-c
 		// differ, and pod a-b's slice is not inside pod a's.
@@ -47,7 +49,7 @@ func TestAppNameLength(t *testing.T) {
 			t.Errorf("CheckAppName(%q, %q) = %v, want %q", c.pod, c.app, err, c.err)
 		}
 		if err == nil {
-			if u := reaperUnit(c.pod, c.app); len(u) > 255 {
+			if u := reaperService(c.pod, c.app); len(u) > 255 {
 				t.Errorf("%s: %d characters", u, len(u))
 			}
 			if err := CheckNames(c.pod, c.app); err != nil {

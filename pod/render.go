@@ -30,10 +30,6 @@ type UnitFile struct {
 	Data []byte
 }
 
-// defaultStartTimeout is systemd's DefaultTimeoutStartSec=, which an app
-// that waits out a back-off before it runs gets on top of the longest delay.
-const defaultStartTimeout = 90 * time.Second
-
 // Graph renders the unit files of m's graph, in the order of [Nodes]. m must
 // be valid, as Parse and Load return it. Every value taken from m or o is
 // escaped by package unit, so no string can add a line, a setting or a
@@ -113,13 +109,13 @@ func render(m *Manifest, o RenderOptions, n Node) (*unit.File, error) {
 	case ReaperRole:
 		// Only an app that may restart can end for good with a record
 		// that says "restarting"; reap-app records the end of every other
-		// app, whose reaper runs only what systemd requires of a service
-		// without ExecStart= (an ExecStop=).
-		stop := []string{"/bin/true"}
+		// app, whose reaper is a target: it runs no process, where a
+		// service would have to run one at its stop (systemd refuses a
+		// service with neither ExecStart= nor ExecStop=), and a process
+		// more on every exit costs the manager as much as the app's own.
 		if m.App(n.App).RestartPolicy != Never {
-			stop = h.argv("reap", n.App)
+			err = idle(f, n, h.argv("reap", n.App))
 		}
-		err = idle(f, n, stop)
 	case ShutdownRole:
 		err = idle(f, n, h.argv("shutdown"))
 	case ProbeRole:
@@ -148,9 +144,6 @@ func idle(f *unit.File, n Node, stop []string) error {
 
 // app writes the service of a, an app of m.
 func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
-	// Init apps never restart (see App.Init); a probe may restart any
-	// other app.
-	restartable := a.RestartPolicy != Never || a.probeRestarts()
 	if a.Init {
 		f.Set("Service", "Type", "oneshot")
 		// A finished init app stays active, so that restarting another
@@ -170,14 +163,10 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 			return err
 		}
 	}
-	// The backoff hook waits out the delay before a restart.
-	if restartable {
-		if err := setExec(f, "ExecStartPre", "+", h.argv("backoff", a.Name)); err != nil {
-			return err
-		}
-	}
-	// The command runs through the exec hook, which records the run's
-	// start and then takes on the app's rootfs, workingDir, group and user:
+	// The command runs through the exec hook, which waits out the
+	// back-off of a run that follows a restart (no process of its own for
+	// that: one more on every run), records the run's start and then
+	// takes on the app's rootfs, workingDir, group and user:
 	// systemd 252 applies RootDirectory=, WorkingDirectory=, User= and
 	// Group= to the "+" hooks too, so one that does not resolve would
 	// keep them from recording the run.
@@ -196,13 +185,10 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 		return err
 	}
 	f.Set("Service", "Restart", restartSetting[a.RestartPolicy])
-	switch {
-	case m.SidecarBefore(a.Name) != nil:
+	if m.SidecarBefore(a.Name) != nil {
 		// The wait for the sidecar ends when the sidecar has started,
 		// or when its startup probe restarts it at its own threshold.
 		f.Set("Service", "TimeoutStartSec", "infinity")
-	case restartable:
-		f.Set("Service", "TimeoutStartSec", timeSpan(m.RestartBackoff.Max+defaultStartTimeout))
 	}
 	// KillMode= stays systemd's control-group: the app's log copier,
 	// which ignores the stop's SIGTERM, must outlive the command to copy

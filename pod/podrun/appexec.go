@@ -1,6 +1,7 @@
 package podrun
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -22,6 +23,7 @@ import (
 )
 
 // ExecApp is the main process of app's service, "unitrun pod exec P A": it
+// waits out the back-off of a run that follows a restart ([WaitBackoff]),
 // records that a run of app has started (state running, its start time,
 // and one more restart if the run follows one), then pipes its output to
 // a copier that keeps the log from filling its file system ([LogCopy]),
@@ -38,6 +40,9 @@ import (
 func ExecApp(stateDir, name, app string) error {
 	_, a, err := loadApp(stateDir, name, app)
 	if err != nil {
+		return err
+	}
+	if err := WaitBackoff(context.Background(), stateDir, name, app); err != nil {
 		return err
 	}
 	// Opened before the credentials change, so that a failure after it

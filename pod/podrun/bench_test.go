@@ -1,7 +1,6 @@
 package podrun
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -42,10 +41,13 @@ import (
 // unitrun's hooks add to it.
 //
 // From the CPU time of the manager's children in floor3-rec (three
-// /bin/true per exit) and in pod-rec (per exit, two unitrun hooks, "pod
-// exec", which then executes the app's /bin/true, and "pod reap-app", and
-// the reaper's /bin/true) it prints what one hook costs against one
-// /bin/true.
+// /bin/true per exit) and in pod-rec it prints what unitrun's processes
+// cost per run of an app against one /bin/true: per run, the manager
+// starts "pod exec" (which starts the log copier, "pod log-copy", then
+// executes the app's /bin/true) and, at the exit, "pod reap-app" (the
+// reaper of an app that never restarts is a target, which runs nothing);
+// less the app's /bin/true, that is three unitrun processes, and the last
+// column but one gives their sum and its mean.
 // After each round it prints the slope of pod-rec and floor3-rec between
 // consecutive sizes, in milliseconds per app: alike slopes are a cost
 // linear in the number of apps.
@@ -63,9 +65,9 @@ func BenchmarkPods(b *testing.B) {
 	}
 	bin := systemdtest.Binary(b)
 	mgr := systemdtest.Manager(b).PID()
-	fmt.Printf("%5s  %10s %10s %6s  %10s %11s %11s %10s %6s %13s %13s %10s  %-27s %s\n", "apps", "floor-run", "pod-run", "ratio",
+	fmt.Printf("%5s  %10s %10s %6s  %10s %11s %11s %10s %6s %13s %13s %10s  %-40s %s\n", "apps", "floor-run", "pod-run", "ratio",
 		"floor-rec", "floor2-rec", "floor3-rec", "pod-rec", "ratio", "floor2/floor", "floor3/floor", "pod/floor3",
-		"CPU/exit: true, hook", "rec CPU: manager, its children (floor -> pod)")
+		"CPU/run: true, unitrun (3 procs)", "rec CPU: manager, its children (floor -> pod)")
 	stop := unit.Exec("ExecStop", "/bin/true", []string{"/bin/true"})
 	forks2 := []unit.Property{stop}
 	forks3 := []unit.Property{stop, unit.Exec("ExecStopPost", "/bin/true", []string{"/bin/true"})}
@@ -87,16 +89,17 @@ func BenchmarkPods(b *testing.B) {
 			floor3Rec := floor(b, n, forks3, "/bin/true")
 			floor3CPU := cpuOf(b, mgr).sub(c0)
 			podRec, podCPU := podTime(b, bin, n, "/bin/true", true, pod.NoIsolation)
-			// Per exit, floor3's children are three /bin/true and the
-			// pod's two hooks and one /bin/true (the app's /bin/true is
-			// executed by its hook's process).
+			// Per exit, floor3's children are three /bin/true; the
+			// pod's are the app's /bin/true, which "pod exec" executes,
+			// and unitrunProcs of unitrun's.
+			const unitrunProcs = 3
 			trueCPU := ms(floor3CPU.children) / float64(3*n)
-			hookCPU := (ms(podCPU.children)/float64(n) - trueCPU) / 2
-			fmt.Printf("%5d  %10.0f %10.0f %6.2f  %10.0f %11.0f %11.0f %10.0f %6.2f %13.2f %13.2f %10.2f  %-27s %s, %s -> %s, %s\n", n,
+			unitrunCPU := ms(podCPU.children)/float64(n) - trueCPU
+			fmt.Printf("%5d  %10.0f %10.0f %6.2f  %10.0f %11.0f %11.0f %10.0f %6.2f %13.2f %13.2f %10.2f  %-40s %s, %s -> %s, %s\n", n,
 				ms(floorRun), ms(podRun), float64(podRun)/float64(floorRun),
 				ms(floorRec), ms(floor2Rec), ms(floor3Rec), ms(podRec), float64(podRec)/float64(floorRec),
 				float64(floor2Rec)/float64(floorRec), float64(floor3Rec)/float64(floorRec), float64(podRec)/float64(floor3Rec),
-				fmt.Sprintf("%.1f, %.1f ms (%.1fx)", trueCPU, hookCPU, hookCPU/trueCPU),
+				fmt.Sprintf("%.1f, %.1f ms (%.1fx; %.1fx each)", trueCPU, unitrunCPU, unitrunCPU/trueCPU, unitrunCPU/trueCPU/unitrunProcs),
 				floorCPU.self, floorCPU.children, podCPU.self, podCPU.children)
 			if last.n > 0 {
 				d := float64(n - last.n)
@@ -212,15 +215,10 @@ func (c cpuTime) sub(d cpuTime) cpuTime { return cpuTime{c.self - d.self, c.chil
 // cutime+cstime, in clock ticks of 10 ms, Linux's USER_HZ).
 func cpuOf(b *testing.B, pid int) cpuTime {
 	b.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	// The fields after the command name, which is in parentheses: state
-	// is [0], utime [11], stime [12], cutime [13], cstime [14].
-	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	f := procStat(b, pid)
 	var t [4]int64
 	for i := range t {
+		var err error
 		if t[i], err = strconv.ParseInt(f[11+i], 10, 64); err != nil {
 			b.Fatalf("/proc/%d/stat: %v", pid, err)
 		}

@@ -133,7 +133,8 @@ func ContainerExited(stateDir, name string) error {
 	if err != nil || ps.Ended() || ps.Phase == pod.PodPending {
 		return err
 	}
-	outcomes, err := recordedOutcomes(stateDir, m, ps)
+	// The pod's systemd, which kept its units' runs, is gone.
+	outcomes, err := recordedOutcomes(context.Background(), nil, stateDir, m, ps)
 	if err != nil {
 		return err
 	}

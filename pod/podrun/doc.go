@@ -7,7 +7,7 @@
 // reads their status. The hooks are what the units of a pod's graph run,
 // through the hidden "unitrun pod" commands (see package pod for the
 // graph): [AwaitSidecar] holds an app's first run until the sidecar before
-// it has started, [BeginRun] waits out an app's back-off, [ExecApp] records a run's
+// it has started, [ExecApp] waits out an app's back-off, records a run's
 // start and executes the app's command, [ReapApp] records each exit and
 // applies the policies, [Reap] and [Shutdown] end apps and the pod,
 // [RunProbe] checks an app's health and acts on it, and [RunContainer] and

@@ -49,7 +49,7 @@ func (r *Runner) completeFromSystemd(ctx context.Context, m *pod.Manifest, s pod
 		if a.Ended() || app == nil {
 			continue
 		}
-		if s.Apps[i], err = r.appFromSystemd(ctx, m.Name, app, a); err != nil {
+		if s.Apps[i], err = appFromSystemd(ctx, r.Mgr, m.Name, app, a); err != nil {
 			return s, err
 		}
 	}
@@ -120,21 +120,21 @@ func ended(props map[string]dbus.Variant) bool {
 }
 
 // appFromSystemd returns s, the record of app a of pod name, which says
-// a has not ended, completed with the last run systemd keeps of a's unit
+// a has not ended, completed with the last run that mgr keeps of a's unit
 // if that unit is inactive or failed after a run that s does not record:
 // the exit systemd saw and its end for good. The run's success is
 // systemd's Result, but for a Result of "exit-code" with a main process
 // that succeeded ([mainSucceeded]): the hook that failed made it so.
-func (r *Runner) appFromSystemd(ctx context.Context, name string, a *pod.App, s pod.AppStatus) (pod.AppStatus, error) {
+func appFromSystemd(ctx context.Context, mgr *manager.Conn, name string, a *pod.App, s pod.AppStatus) (pod.AppStatus, error) {
 	u := pod.AppUnit(name, a.Name)
-	props, err := r.Mgr.Properties(ctx, u, manager.UnitIface)
+	props, err := mgr.Properties(ctx, u, manager.UnitIface)
 	if manager.IsNoSuchUnit(err) {
 		return s, nil
 	}
 	if err != nil || !ended(props) {
 		return s, err
 	}
-	svc, err := r.Mgr.Properties(ctx, u, manager.ServiceIface)
+	svc, err := mgr.Properties(ctx, u, manager.ServiceIface)
 	if err != nil {
 		return s, err
 	}

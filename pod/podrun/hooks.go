@@ -25,12 +25,15 @@ type HookEnv struct {
 	InvocationID  string
 }
 
-// BeginRun is the ExecStartPre= of an app that may restart: it waits out
-// the back-off that the app's last exit recorded, if that exit was
-// followed by a restart. The run's start is recorded by [ExecApp]. A stop
-// (ctx done: systemd's SIGTERM) ends the wait without an error: the stop
-// goes on, and reap-app records that the back-off was no run.
-func BeginRun(ctx context.Context, stateDir, name, app string) error {
+// WaitBackoff waits out the back-off that app's last exit recorded, if
+// that exit was followed by a restart: [ExecApp] calls it first, so a run
+// that follows a restart starts its command once the back-off is over. A
+// stop ends the wait without an error: ctx done, or, in ExecApp, which
+// handles no signal, systemd's SIGTERM, which ends the process; the stop
+// goes on, and reap-app records that the back-off was no run. It is also
+// "unitrun pod backoff", which the units of pods created by an earlier
+// unitrun run as ExecStartPre= of an app that may restart.
+func WaitBackoff(ctx context.Context, stateDir, name, app string) error {
 	if err := pod.CheckNames(name, app); err != nil {
 		return err
 	}
@@ -359,7 +362,8 @@ func Reap(stateDir, name, app string) error {
 
 // Shutdown is the ExecStop= of the pod's shutdown service, which stops once
 // every reaper has stopped: it records the pod's exit code, [pod.PodExitCode]
-// of every app's last exit, and its phase; then stops the pod's target and
+// of every app's last exit (from systemd for an app whose reap-app did not
+// record it, see [recordedOutcomes]), and its phase; then stops the pod's target and
 // slice (with any init app still active in it), and ends an isolated
 // pod's own systemd.
 func Shutdown(ctx context.Context, stateDir, name string, open func(context.Context) (*manager.Conn, error)) error {
@@ -384,7 +388,7 @@ func Shutdown(ctx context.Context, stateDir, name string, open func(context.Cont
 		// too, undisturbed; the error is then that one.
 		defer mgr.StartUnit(context.WithoutCancel(ctx), exitTarget, "fail")
 	}
-	outcomes, err := recordedOutcomes(stateDir, m, ps)
+	outcomes, err := recordedOutcomes(ctx, mgr, stateDir, m, ps)
 	if err != nil {
 		return err
 	}
@@ -403,16 +407,32 @@ func Shutdown(ctx context.Context, stateDir, name string, open func(context.Cont
 }
 
 // recordedOutcomes returns the last exits recorded of the apps of pod m
-// whose exits count (not its sidecars'), in ps's order.
-func recordedOutcomes(stateDir string, m *pod.Manifest, ps pod.PodStatus) ([]pod.Outcome, error) {
+// whose exits count (not its sidecars'), in ps's order. With a manager
+// mgr, the pod's own (the shutdown hook runs once every app's unit has
+// stopped), an app whose record says it has not ended although its unit
+// has, after a run (its reap-app was killed, say, before it wrote), is
+// given and recorded the exit that mgr keeps of that run
+// ([appFromSystemd]).
+func recordedOutcomes(ctx context.Context, mgr *manager.Conn, stateDir string, m *pod.Manifest, ps pod.PodStatus) ([]pod.Outcome, error) {
 	var outcomes []pod.Outcome
 	for _, a := range ps.Apps {
-		if app := m.App(a.Name); app != nil && !app.Counts() {
+		app := m.App(a.Name)
+		if app != nil && !app.Counts() {
 			continue
 		}
 		r, err := pod.ReadAppOrNew(stateDir, m.Name, a.Name)
 		if err != nil {
 			return nil, err
+		}
+		if mgr != nil && app != nil && !r.Ended() && r.State != pod.AppWaiting {
+			if r, err = appFromSystemd(ctx, mgr, m.Name, app, r); err != nil {
+				return nil, err
+			}
+			if r.FromSystemd {
+				if err := pod.WriteApp(stateDir, m.Name, r); err != nil {
+					return nil, err
+				}
+			}
 		}
 		if r.ExitCode != nil {
 			outcomes = append(outcomes, r.Outcome())

@@ -25,24 +25,24 @@ const LogReserve = 1 << 20
 // DroppedMarker is the line a log ends with once its copier drops output.
 const DroppedMarker = "[unitrun: output dropped from here on: the log's file system keeps 1 MiB free for the pod's records]\n"
 
-// envLogCopier marks the copier proper, which "pod log-copy" starts and
-// leaves running.
-const envLogCopier = "UNITRUN_LOG_COPIER"
-
 // pipeOutput makes the process's stdout and stderr, its log file, a pipe
-// to a copier (see [LogCopy]). The copier is no child of the process,
-// which becomes the app's command: an app that waits for all its children
-// would wait for it, and it for the app.
+// to a copier (see [LogCopy]) and returns once the copier ignores the stop
+// signals: until then, systemd's SIGTERM to what is left of the service
+// once the app has exited would end it, and the app is executed only once
+// this returns. The copier is one process, started with CLONE_PARENT, so
+// that its parent is the service's manager, not this process: it is no
+// child of the app's command, which this process becomes (an app that
+// waits for all its children would wait for it, and it for the app), and
+// no process in between has to start it and exit, which cost each run one
+// more unitrun process. It runs in a session of its own, in the app's
+// cgroup, until every writer of the pipe has closed it.
 func pipeOutput() error {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	cmd, err := logCopyCmd(r)
-	if err == nil {
-		err = cmd.Run()
-	}
+	err = startCopier(r)
 	r.Close()
 	if err != nil {
 		return fmt.Errorf("start the copier of the log: %w", err)
@@ -55,58 +55,46 @@ func pipeOutput() error {
 	return nil
 }
 
-// LogCopy is "unitrun pod log-copy", with its stdin the pipe an app
-// writes to and its stdout the app's log file. Run by [pipeOutput], it
-// starts the copier proper, the same command, and returns once the
-// copier ignores the stop signals, without waiting for its end, so that
-// the copier is left to the service's manager.
-// The copier appends what it reads to the log while the log's file system
-// keeps [LogReserve] bytes free, then writes [DroppedMarker] and drops
-// the rest; it returns at the end of its input, once every writer has
-// closed it. It ignores SIGTERM, SIGINT and SIGHUP: a stop's signals end
-// the app, and the copier ends with its output.
-func LogCopy() error {
-	if os.Getenv(envLogCopier) == "" {
-		// The copier closes its end of ready once it ignores the stop
-		// signals: until then, systemd's SIGTERM to what is left of the
-		// service once the app has exited would end it, and the app is
-		// executed only once this returns.
-		ready, readyW, err := os.Pipe()
-		if err != nil {
-			return err
-		}
-		defer ready.Close()
-		cmd, err := logCopyCmd(os.Stdin)
-		if err != nil {
-			readyW.Close()
-			return err
-		}
-		cmd.ExtraFiles = []*os.File{readyW}
-		cmd.Env = append(os.Environ(), envLogCopier+"=1")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		err = cmd.Start()
-		readyW.Close()
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(io.Discard, ready)
+// startCopier starts "unitrun pod log-copy" reading in, with the process's
+// stdout, the app's log, as its own, as pipeOutput says, and waits until
+// it has closed its end of a pipe, once it ignores the stop signals.
+func startCopier(in *os.File) error {
+	self, err := os.Executable()
+	if err != nil {
 		return err
 	}
+	ready, readyW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer ready.Close()
+	cmd := exec.Command(self, "pod", "log-copy")
+	cmd.Stdin, cmd.Stdout = in, os.Stdout
+	cmd.ExtraFiles = []*os.File{readyW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Cloneflags: syscall.CLONE_PARENT}
+	err = cmd.Start()
+	readyW.Close()
+	if err != nil {
+		return err
+	}
+	// Not this process's child: its manager reaps it.
+	cmd.Process.Release()
+	_, err = io.Copy(io.Discard, ready)
+	return err
+}
+
+// LogCopy is "unitrun pod log-copy", the copier that [pipeOutput] starts,
+// with its stdin the pipe an app writes to, its stdout the app's log file
+// and fd 3 the pipe it closes once it ignores the stop signals. It appends
+// what it reads to the log while the log's file system keeps [LogReserve]
+// bytes free, then writes [DroppedMarker] and drops the rest; it returns
+// at the end of its input, once every writer has closed it. It ignores
+// SIGTERM, SIGINT and SIGHUP: a stop's signals end the app, and the copier
+// ends with its output.
+func LogCopy() error {
 	ossignal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	os.NewFile(3, "ready").Close()
 	return copyLog(os.Stdout, os.Stdin)
-}
-
-// logCopyCmd is "unitrun pod log-copy" reading in, with the process's
-// stdout, the app's log, as its own.
-func logCopyCmd(in *os.File) (*exec.Cmd, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(self, "pod", "log-copy")
-	cmd.Stdin, cmd.Stdout = in, os.Stdout
-	return cmd, nil
 }
 
 // copyLog appends in to log until its end, as LogCopy says.

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -255,4 +258,93 @@ func TestStoppedByJob(t *testing.T) {
 			t.Errorf("restart %v: a pending stop read as no stop", restart)
 		}
 	}
+}
+
+// An app whose reap-app is killed before it records the exit (here while
+// it waits for the pod's lock, held by the test) still ends the pod with
+// its exit: the shutdown hook, which runs once the app's unit has stopped,
+// takes the exit systemd kept of the unit's run (ExecMainCode,
+// ExecMainStatus, Result) for the record reap-app did not write. Before,
+// the pod ended Succeeded with exit code 0, and the app read "running".
+func TestPodReapAppKilled(t *testing.T) {
+	r := newRunner(t)
+	mark := filepath.Join(t.TempDir(), "go")
+	name := run(t, r, fmt.Sprintf(`
+name: reap-killed
+apps:
+  - name: a
+    exec: ["/bin/sh", "-c", "while [ ! -e %s ]; do sleep 0.05; done; exit 3"]
+`, mark), "")
+	for range 600 {
+		if s, err := pod.ReadAppOrNew(r.StateDir, name, "a"); err != nil || s.State == pod.AppRunning {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	unlock, err := pod.Lock(r.StateDir, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locked := true
+	defer func() {
+		if locked {
+			unlock()
+		}
+	}()
+	if err := os.WriteFile(mark, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// reap-app writes the status file before it waits for the lock.
+	for range 600 {
+		if c, err := pod.ReadExitCode(r.StateDir, name, "a"); err == nil && c == 3 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	hook := processWith(t, "\x00reap-app\x00", "\x00"+name+"\x00a\x00")
+	if hook == 0 {
+		t.Fatal("no reap-app process of the app")
+	}
+	if err := syscall.Kill(hook, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for systemdtest.Alive(hook) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	unlock()
+	locked = false
+	s := wait(t, r, name)
+	wantPod(t, s, pod.PodFailed, 3)
+	wantApp(t, s, "a", pod.AppFailed, 3)
+	if a, err := pod.ReadApp(r.StateDir, name, "a"); err != nil || a.State != pod.AppFailed || a.ExitCode == nil || *a.ExitCode != 3 {
+		t.Errorf("app a's record: %+v, %v; want failed, exit code 3", a, err)
+	}
+}
+
+// processWith returns a process whose command line holds every one of
+// parts, or 0.
+func processWith(t *testing.T, parts ...string) int {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil {
+			continue
+		}
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(string(cmdline), p)
+		}
+		if all {
+			return pid
+		}
+	}
+	return 0
 }

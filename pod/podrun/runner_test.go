@@ -177,15 +177,18 @@ apps:
 
 func TestPodExitPolicyAny(t *testing.T) {
 	r := newRunner(t)
-	name := run(t, r, `
+	// quick ends once sleeps's command runs: a stop before it would
+	// rightly fail sleeps ("ended before its command ran").
+	mark := filepath.Join(t.TempDir(), "sleeps")
+	name := run(t, r, fmt.Sprintf(`
 name: any
 exitPolicy: all
 apps:
   - name: quick
-    exec: ["/bin/true"]
+    exec: ["/bin/sh", "-c", "while [ ! -e %[1]s ]; do sleep 0.05; done"]
   - name: sleeps
-    exec: ["/bin/sleep", "600"]
-`, pod.AnyExit)
+    exec: ["/bin/sh", "-c", "touch %[1]s; exec sleep 600"]
+`, mark), pod.AnyExit)
 	s := wait(t, r, name)
 	wantPod(t, s, pod.PodSucceeded, 0)
 	wantApp(t, s, "quick", pod.AppExited, 0)

@@ -91,7 +91,7 @@ func TestSecurityPodStateTraversal(t *testing.T) {
 		_, calls["Stop"] = r.Stop(ctx, podName, time.Second)
 		calls["Remove"] = r.Remove(ctx, podName, true)
 		calls["Logs"] = pod.Logs(ctx, r.StateDir, podName, []string{"a"}, &bytes.Buffer{}, false, false, nil)
-		calls["BeginRun"] = BeginRun(ctx, r.StateDir, podName, "a")
+		calls["WaitBackoff"] = WaitBackoff(ctx, r.StateDir, podName, "a")
 		calls["Reap"] = Reap(r.StateDir, podName, "a")
 		for name, err := range calls {
 			if err == nil {
