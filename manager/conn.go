@@ -362,7 +362,7 @@ func (c *Conn) call(ctx context.Context, method string, out []any, args ...any) 
 	}
 	call := obj.CallWithContext(ctx, managerIface+"."+method, 0, args...)
 	if call.Err != nil {
-		return call.Err
+		return c.lost(call.Err)
 	}
 	if len(out) > 0 {
 		return call.Store(out...)
@@ -376,6 +376,17 @@ func (c *Conn) call(ctx context.Context, method string, out []any, args ...any) 
 type Aux struct {
 	Name       string
 	Properties []unit.Property
+}
+
+// lost returns err, the error of a call; on a bus, that of a call the
+// manager never answered (it left the bus to re-execute, or had not
+// joined it again) wraps errLostOnBus, as the loss of a private socket's
+// connection is told too (IsConnLost).
+func (c *Conn) lost(err error) error {
+	if c.target.Peer {
+		return err
+	}
+	return lostOnBus(err)
 }
 
 // StartTransientUnit creates and starts a transient unit, creating the aux
@@ -498,7 +509,7 @@ func (c *Conn) PropertiesAt(ctx context.Context, name, iface string) (map[string
 	var props map[string]dbus.Variant
 	call := bus.Object(busName, unit.BusPath(name)).CallWithContext(ctx, propsIface+".GetAll", 0, iface)
 	if err := call.Store(&props); err != nil {
-		return nil, Stamp{}, err
+		return nil, Stamp{}, c.lost(err)
 	}
 	return props, Stamp{gen, call.ResponseSequence}, nil
 }
