@@ -191,14 +191,10 @@ func (c *Conn) connect(ctx context.Context) (_ *dbus.Conn, _ *busframe.Stream, g
 		if err := bus.Hello(); err != nil {
 			return nil, nil, 0, fmt.Errorf("manager %s: hello: %w", c.target.Spec, err)
 		}
-		for _, member := range []string{"JobRemoved", "UnitRemoved"} {
-			if err := bus.AddMatchSignalContext(ctx, dbus.WithMatchSender(busName), dbus.WithMatchInterface(managerIface), dbus.WithMatchMember(member)); err != nil {
-				return nil, nil, 0, fmt.Errorf("manager %s: add match: %w", c.target.Spec, err)
-			}
+		if err := subscribeOnBus(ctx, bus); err != nil {
+			return nil, nil, 0, fmt.Errorf("manager %s: %w", c.target.Spec, err)
 		}
-		if err := bus.AddMatchSignalContext(ctx, dbus.WithMatchSender(busName), dbus.WithMatchInterface(propsIface), dbus.WithMatchMember("PropertiesChanged"), dbus.WithMatchPathNamespace(unitPathSpace)); err != nil {
-			return nil, nil, 0, fmt.Errorf("manager %s: add match: %w", c.target.Spec, err)
-		}
+		return bus, stream, gen, nil
 	}
 	if err := wake(ctx, bus); err != nil {
 		return nil, nil, 0, fmt.Errorf("manager %s: %w", c.target.Spec, err)
@@ -207,6 +203,39 @@ func (c *Conn) connect(ctx context.Context) (_ *dbus.Conn, _ *busframe.Stream, g
 		return nil, nil, 0, fmt.Errorf("manager %s: subscribe: %w", c.target.Spec, err)
 	}
 	return bus, stream, gen, nil
+}
+
+// busMatches are the match rules that have the bus send a connection the
+// manager's signals that the signal router delivers.
+var busMatches = []string{
+	"type='signal',sender='" + busName + "',interface='" + managerIface + "',member='JobRemoved'",
+	"type='signal',sender='" + busName + "',interface='" + managerIface + "',member='UnitRemoved'",
+	"type='signal',sender='" + busName + "',interface='" + propsIface + "',member='PropertiesChanged',path_namespace='" + string(unitPathSpace) + "'",
+}
+
+// subscribeOnBus adds busMatches and subscribes to the manager's signals
+// on a bus, all sent at once and answered in one round trip: the bus
+// handles a connection's messages in order, so the matches are in place
+// before the manager gets the Subscribe. A manager that is not on the bus
+// fails the Subscribe (ServiceUnknown). A bus, unlike systemd's private
+// server, needs no wake.
+func subscribeOnBus(ctx context.Context, bus *dbus.Conn) error {
+	calls := make([]*dbus.Call, 0, len(busMatches)+1)
+	for _, rule := range busMatches {
+		calls = append(calls, bus.BusObject().GoWithContext(ctx, "org.freedesktop.DBus.AddMatch", 0, nil, rule))
+	}
+	calls = append(calls, bus.Object(busName, objectPath).GoWithContext(ctx, managerIface+".Subscribe", 0, nil))
+	var err error
+	for i, call := range calls {
+		if e := (<-call.Done).Err; e != nil && err == nil {
+			what := "add match"
+			if i == len(busMatches) {
+				what = "subscribe"
+			}
+			err = fmt.Errorf("%s: %w", what, e)
+		}
+	}
+	return err
 }
 
 // wanted reports whether a signal is one the signal router delivers:
