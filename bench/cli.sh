@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Times unitrun's CLI against systemd's own tools on one fresh embedded
 # manager, as interleaved pairs (one of each, N times, so that a machine
-# whose speed drifts slows both alike), and prints for each pair the
-# median of the N ratios with their 10th to 90th percentiles and the
-# median milliseconds of each side:
+# whose speed drifts slows both alike; which goes first alternates), and
+# prints for each pair the median of the N ratios with their 10th to 90th
+# percentiles and the median milliseconds of each side:
 #   run    unitrun run -q -- true        / systemd-run --user --wait --pipe -q true
 #   start  unitrun start -q U             / systemctl --user start U
 #   wait   unitrun wait -q W              / systemctl --user start W1
@@ -34,18 +34,27 @@ b_wait() { systemctl --user start bench-sleep1.service; }
 a_floor() { bin/unitrun --help >/dev/null; }
 b_floor() { /bin/true; }
 
-# pair NAME: N interleaved runs of a_NAME and b_NAME (after pre_NAME, if
-# defined, untimed); prints the ratios' median and spread.
+# timed SIDE NAME: the seconds SIDE_NAME takes (after pre_NAME, if
+# defined, untimed).
+timed() {
+  local t0 t1
+  if declare -F "pre_$2" >/dev/null; then "pre_$2"; fi
+  t0=$EPOCHREALTIME; "$1_$2" >/dev/null; t1=$EPOCHREALTIME
+  awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }'
+}
+
+# pair NAME: N pairs of a_NAME and b_NAME, which goes first alternating
+# (the first of two processes in a row is slower or faster on a busy
+# machine: 10% here); prints the ratios' median and spread.
 pair() {
-  local i t0 t1 ta tb out="$work/$1.pairs"
+  local i ta tb out="$work/$1.pairs"
   : >"$out"
   for i in $(seq "$N"); do
-    if declare -F "pre_$1" >/dev/null; then "pre_$1"; fi
-    t0=$EPOCHREALTIME; "a_$1" >/dev/null; t1=$EPOCHREALTIME
-    ta=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
-    if declare -F "pre_$1" >/dev/null; then "pre_$1"; fi
-    t0=$EPOCHREALTIME; "b_$1" >/dev/null; t1=$EPOCHREALTIME
-    tb=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
+    if ((i % 2)); then
+      ta=$(timed a "$1"); tb=$(timed b "$1")
+    else
+      tb=$(timed b "$1"); ta=$(timed a "$1")
+    fi
     echo "$ta $tb" >>"$out"
   done
   awk -v name="$1" '

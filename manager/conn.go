@@ -188,9 +188,6 @@ func (c *Conn) connect(ctx context.Context) (_ *dbus.Conn, _ *busframe.Stream, g
 		return nil, nil, 0, fmt.Errorf("manager %s: authenticate: %w", c.target.Spec, err)
 	}
 	if !c.target.Peer {
-		if err := bus.Hello(); err != nil {
-			return nil, nil, 0, fmt.Errorf("manager %s: hello: %w", c.target.Spec, err)
-		}
 		if err := subscribeOnBus(ctx, bus); err != nil {
 			return nil, nil, 0, fmt.Errorf("manager %s: %w", c.target.Spec, err)
 		}
@@ -213,26 +210,27 @@ var busMatches = []string{
 	"type='signal',sender='" + busName + "',interface='" + propsIface + "',member='PropertiesChanged',path_namespace='" + string(unitPathSpace) + "'",
 }
 
-// subscribeOnBus adds busMatches and subscribes to the manager's signals
-// on a bus, all sent at once and answered in one round trip: the bus
-// handles a connection's messages in order, so the matches are in place
-// before the manager gets the Subscribe. A manager that is not on the bus
-// fails the Subscribe (ServiceUnknown). A bus, unlike systemd's private
-// server, needs no wake.
+// subscribeOnBus says Hello to a bus, adds busMatches and subscribes to
+// the manager's signals, all sent at once and answered in one round
+// trip: the bus handles a connection's messages in order, Hello first as
+// it must be, and the matches are in place before the manager gets the
+// Subscribe. A manager that is not on the bus fails the Subscribe
+// (ServiceUnknown). A bus, unlike systemd's private server, needs no
+// wake. (godbus's own Hello waits for its answer, and records the
+// connection's unique name, which unitrun does not read.)
 func subscribeOnBus(ctx context.Context, bus *dbus.Conn) error {
-	calls := make([]*dbus.Call, 0, len(busMatches)+1)
+	steps := []string{"hello"}
+	calls := []*dbus.Call{bus.BusObject().GoWithContext(ctx, "org.freedesktop.DBus.Hello", 0, nil)}
 	for _, rule := range busMatches {
+		steps = append(steps, "add match")
 		calls = append(calls, bus.BusObject().GoWithContext(ctx, "org.freedesktop.DBus.AddMatch", 0, nil, rule))
 	}
+	steps = append(steps, "subscribe")
 	calls = append(calls, bus.Object(busName, objectPath).GoWithContext(ctx, managerIface+".Subscribe", 0, nil))
 	var err error
 	for i, call := range calls {
 		if e := (<-call.Done).Err; e != nil && err == nil {
-			what := "add match"
-			if i == len(busMatches) {
-				what = "subscribe"
-			}
-			err = fmt.Errorf("%s: %w", what, e)
+			err = fmt.Errorf("%s: %w", steps[i], e)
 		}
 	}
 	return err
