@@ -311,13 +311,14 @@ func (r *run) reread(ctx context.Context) error {
 	return nil
 }
 
-// properties reads the unit's properties on one interface, as
-// manager.Conn.PropertiesAt does; a read lost with the connection (the
-// manager re-executing) is made again once the manager is back.
-func properties(ctx context.Context, mgr *manager.Conn, name, iface string) (map[string]dbus.Variant, manager.Stamp, error) {
-	props, at, err := mgr.PropertiesAt(ctx, name, iface)
+// properties reads the unit's properties on one interface, all or those
+// named, as manager.Conn.PropertiesAt does; a read lost with the
+// connection (the manager re-executing) is made again once the manager
+// is back.
+func properties(ctx context.Context, mgr *manager.Conn, name, iface string, names ...string) (map[string]dbus.Variant, manager.Stamp, error) {
+	props, at, err := mgr.PropertiesAt(ctx, name, iface, names...)
 	for manager.IsConnLost(err) && sleep(ctx, releaseRetry) {
-		props, at, err = mgr.PropertiesAt(ctx, name, iface)
+		props, at, err = mgr.PropertiesAt(ctx, name, iface, names...)
 	}
 	return props, at, err
 }

@@ -517,28 +517,51 @@ func (c *Conn) UnitByPID(ctx context.Context, pid uint32) (string, error) {
 	return id, nil
 }
 
-// Properties returns all properties of the named unit on one interface
-// (UnitIface, ServiceIface, ...). A unit that is not loaded reads as
-// LoadState "not-found".
-func (c *Conn) Properties(ctx context.Context, name, iface string) (map[string]dbus.Variant, error) {
-	props, _, err := c.PropertiesAt(ctx, name, iface)
+// Properties returns the properties of the named unit on one interface
+// (UnitIface, ServiceIface, ...): all of them, or those named. A unit
+// that is not loaded reads as LoadState "not-found".
+func (c *Conn) Properties(ctx context.Context, name, iface string, names ...string) (map[string]dbus.Variant, error) {
+	props, _, err := c.PropertiesAt(ctx, name, iface, names...)
 	return props, err
 }
 
 // PropertiesAt is Properties, and returns the Stamp of the answer: the
 // EventChanged of the unit's interface stamped before it are older than
-// the properties returned.
-func (c *Conn) PropertiesAt(ctx context.Context, name, iface string) (map[string]dbus.Variant, Stamp, error) {
+// the properties returned. The properties named are read with a Get
+// each, all sent at once and answered in one round trip: systemd
+// computes every property a GetAll returns, a service's cgroup
+// accounting among them.
+func (c *Conn) PropertiesAt(ctx context.Context, name, iface string, names ...string) (map[string]dbus.Variant, Stamp, error) {
 	bus, _, gen, err := c.usable(ctx)
 	if err != nil {
 		return nil, Stamp{}, err
 	}
-	var props map[string]dbus.Variant
-	call := bus.Object(busName, unit.BusPath(name)).CallWithContext(ctx, propsIface+".GetAll", 0, iface)
-	if err := call.Store(&props); err != nil {
-		return nil, Stamp{}, c.lost(err)
+	obj := bus.Object(busName, unit.BusPath(name))
+	if len(names) == 0 {
+		var props map[string]dbus.Variant
+		call := obj.CallWithContext(ctx, propsIface+".GetAll", 0, iface)
+		if err := call.Store(&props); err != nil {
+			return nil, Stamp{}, c.lost(err)
+		}
+		return props, Stamp{gen, call.ResponseSequence}, nil
 	}
-	return props, Stamp{gen, call.ResponseSequence}, nil
+	calls := make([]*dbus.Call, len(names))
+	for i, n := range names {
+		calls[i] = obj.GoWithContext(ctx, propsIface+".Get", 0, nil, iface, n)
+	}
+	props := make(map[string]dbus.Variant, len(names))
+	for i, call := range calls {
+		var v dbus.Variant
+		if e := (<-call.Done).Store(&v); e != nil && err == nil {
+			err = c.lost(e)
+		}
+		props[names[i]] = v
+	}
+	if err != nil {
+		return nil, Stamp{}, err
+	}
+	// The first answer: a signal received before it is older than all.
+	return props, Stamp{gen, calls[0].ResponseSequence}, nil
 }
 
 // Loaded reports whether the manager has the named unit loaded. Unlike
