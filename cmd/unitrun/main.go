@@ -52,9 +52,9 @@ func (g *globals) open(ctx context.Context) (*manager.Conn, error) {
 }
 
 // openToRun is open for run, which has the manager keep its unit for it
-// (job.Cmd): it reaches the manager through the bus the manager is on,
-// where it is on one, so that one connection serves the run
-// (manager.Options.OverBus).
+// (job.Cmd): it reaches a user manager, the embedded one too, through its
+// session bus where the manager is on it, so that one connection serves
+// the run (manager.Options.OverBus).
 func (g *globals) openToRun(ctx context.Context) (*manager.Conn, error) {
 	return manager.Open(ctx, g.manager, manager.Options{EmbeddedDir: g.embeddedDir, OverBus: true})
 }
