@@ -143,6 +143,9 @@ const dropInFile = "50-unitrun-exec.conf"
 // command line goes over D-Bus, if D-Bus can carry it.
 func (r *run) claim(ctx context.Context, fixed bool, path string, args, env []string) error {
 	need := needsDropIn(args, env)
+	if !fixed && !need {
+		return nil // no drop-in to write, and none of the name's to find
+	}
 	dir, err := r.mgr.RuntimeUnitDir(ctx)
 	if err != nil {
 		if need && !dbusCarries(args, env) {
@@ -151,10 +154,7 @@ func (r *run) claim(ctx context.Context, fixed bool, path string, args, env []st
 		return nil
 	}
 	if !fixed {
-		if need {
-			return r.writeDropIn(filepath.Join(dir, r.unit+".d"), path, args, env)
-		}
-		return nil
+		return r.writeDropIn(filepath.Join(dir, r.unit+".d"), path, args, env)
 	}
 	d := filepath.Join(dir, r.unit+".d")
 	unlock, err := lockDir(ctx, dir)

@@ -352,8 +352,16 @@ func TestConcurrentOnOneConnection(t *testing.T) {
 	}
 }
 
+// TestDaemonReexecWhileRunning: a run whose manager re-executes while it
+// runs is reported with its exit status and output, on the manager's
+// private socket and over its bus.
 func TestDaemonReexecWhileRunning(t *testing.T) {
-	conn := systemdtest.Dial(t)
+	for _, over := range []string{"socket", "bus"} {
+		t.Run(over, func(t *testing.T) { reexecWhileRunning(t, dialOver(t, over)) })
+	}
+}
+
+func reexecWhileRunning(t *testing.T, conn *manager.Conn) {
 	c := job.Command(conn, "/bin/sh", "-c", "sleep 1; echo done; exit 7")
 	var out bytes.Buffer
 	c.Stdout = &out

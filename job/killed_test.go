@@ -115,10 +115,17 @@ func startCLI(t *testing.T, bin string, args ...string) *exec.Cmd {
 // run has ended (failed) stays loaded, with its outcome, across a
 // daemon-reexec of the manager (systemd 252 keeps the names it tracks on
 // the bus, which the reexec leaves), although nothing but the reference
-// keeps it (no RemainAfterExit, CollectMode inactive-or-failed).
+// keeps it (no RemainAfterExit, CollectMode inactive-or-failed): for a
+// client on the manager's private socket, which keeps units over the bus
+// beside it, and for one over the bus alone.
 func TestAddRefAcrossReexec(t *testing.T) {
+	for _, over := range []string{"socket", "bus"} {
+		t.Run(over, func(t *testing.T) { addRefAcrossReexec(t, dialOver(t, over)) })
+	}
+}
+
+func addRefAcrossReexec(t *testing.T, mgr *manager.Conn) {
 	ctx := context.Background()
-	mgr := systemdtest.Dial(t)
 	c := sh(t, "exit 7")
 	c.Manager = mgr
 	c.Exited = func(*job.Status, error) {

@@ -22,13 +22,39 @@ import (
 // TestStartAcrossDaemonReexec starts commands without pause from 8
 // goroutines while the manager is daemon-reexecuted 6 times, each time
 // once 10 more commands have ended, so that start calls are in flight
-// when the manager closes its connections. Every command must run
-// exactly once (each appends a line to a file of its own) and be
-// reported with its own exit status and output: a start call lost with
-// the connection is made again only if it never reached systemd.
+// when the manager closes its connections (or, over its bus, leaves the
+// bus). Every command must run exactly once (each appends a line to a
+// file of its own) and be reported with its own exit status and output:
+// a start call lost with the connection is made again only if it never
+// reached systemd. It runs on the manager's private socket and over its
+// bus (manager.Options.OverBus, as unitrun run reaches it).
 func TestStartAcrossDaemonReexec(t *testing.T) {
+	for _, over := range []string{"socket", "bus"} {
+		t.Run(over, func(t *testing.T) { startAcrossReexec(t, dialOver(t, over)) })
+	}
+}
+
+// dialOver opens a connection to the test manager on its private socket
+// ("socket") or through its session bus ("bus"), closed when t ends.
+func dialOver(t *testing.T, over string) *manager.Conn {
+	t.Helper()
+	if over == "socket" {
+		return systemdtest.Dial(t)
+	}
+	c, err := manager.Open(context.Background(), "private:"+systemdtest.Manager(t).Socket(), manager.Options{OverBus: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if c.Target().Peer {
+		t.Fatalf("the test manager was reached on its socket, not its bus: %+v", c.Target())
+	}
+	return c
+}
+
+func startAcrossReexec(t *testing.T, conn *manager.Conn) {
 	const workers, reexecs, between = 8, 6, 10
-	conn, ctl := systemdtest.Dial(t), systemdtest.Dial(t)
+	ctl := systemdtest.Dial(t)
 	dir := t.TempDir()
 	var (
 		stop  atomic.Bool

@@ -30,7 +30,7 @@ type run struct {
 	stdio
 	transient bool   // a unit unitrun created, to be released after the run
 	ref       bool   // the unit is kept for this process (AddRef=yes) until abort
-	fixed     bool   // the unit's name is the caller's (Cmd.Name): release waits until it is free
+	fixed     bool   // the unit's name is used again (Cmd.Name, a hand-over): release waits until it is free
 	typ       string // the service's Type=, if known ("exec" for unitrun's own)
 	// restarts says the service's Restart= may restart it: its run ends
 	// for good only when systemd makes no further run (waitForGood).
@@ -311,13 +311,14 @@ func (r *run) reread(ctx context.Context) error {
 	return nil
 }
 
-// properties reads the unit's properties on one interface, as
-// manager.Conn.PropertiesAt does; a read lost with the connection (the
-// manager re-executing) is made again once the manager is back.
-func properties(ctx context.Context, mgr *manager.Conn, name, iface string) (map[string]dbus.Variant, manager.Stamp, error) {
-	props, at, err := mgr.PropertiesAt(ctx, name, iface)
+// properties reads the unit's properties on one interface, all or those
+// named, as manager.Conn.PropertiesAt does; a read lost with the
+// connection (the manager re-executing) is made again once the manager
+// is back.
+func properties(ctx context.Context, mgr *manager.Conn, name, iface string, names ...string) (map[string]dbus.Variant, manager.Stamp, error) {
+	props, at, err := mgr.PropertiesAt(ctx, name, iface, names...)
 	for manager.IsConnLost(err) && sleep(ctx, releaseRetry) {
-		props, at, err = mgr.PropertiesAt(ctx, name, iface)
+		props, at, err = mgr.PropertiesAt(ctx, name, iface, names...)
 	}
 	return props, at, err
 }
@@ -464,42 +465,58 @@ func (r *run) release() {
 		r.unpin(ctx)
 		r.removeDropIn()
 	}
-	r.abort()
+	r.unref()
 	if r.fixed {
 		// The caller's next run of the name must find it free.
 		r.waitCollected()
 	}
+	r.abort()
 }
 
 // handOver releases the unit of a run that another run of the same name
 // follows, as a retry's does, and waits until systemd has collected the
-// unit, so that the next run finds its name free. systemd collects it a
-// little after the release's calls return, not before their answers: the
-// reference that AddRef=yes took is dropped as the bus that carried the
-// Unref goes on (sd-bus's track queue), and the unit is collected after
-// its pin, so a next run that looked at once could find the name still
-// taken (ErrUnitExists). It gives up after cleanupTimeout: a unit that
-// someone else keeps loaded then fails the next run as taken.
+// unit, so that the next run finds its name free (see waitCollected).
 func (r *run) handOver() {
+	r.fixed = true
 	r.release()
-	r.waitCollected()
 }
 
 // waitCollected waits until systemd has collected the released unit, for
-// cleanupTimeout at most (see handOver).
+// cleanupTimeout at most. systemd collects it a little after the
+// release's calls return, not before their answers: the reference that
+// AddRef=yes took is dropped as the bus that carried the Unref goes on
+// (sd-bus's track queue), and a pinned unit is collected after its pin,
+// so a next run of the name that looked at once could find it still
+// taken (ErrUnitExists). The run's watch tells when: systemd sends the
+// unit's UnitRemoved once it has collected it. One may be of an earlier
+// load of the name (a read that loaded it, say), or be missed while the
+// connection is down, or have been read already by a wait for a job, so
+// the manager is asked whether the unit is loaded after each, after a
+// reconnect, and after each collectCheck without one. It gives up after
+// cleanupTimeout: a unit that someone else keeps loaded then fails the
+// next run as taken.
 func (r *run) waitCollected() {
 	ctx, done := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer done()
-	for {
-		loaded, err := r.loaded(ctx)
-		if err != nil || !loaded || !sleep(ctx, collectPoll) {
+	for ctx.Err() == nil {
+		next, cancel := context.WithTimeout(ctx, collectCheck)
+		ev, err := r.watch.Next(next)
+		cancel()
+		switch {
+		case err == nil && ev.Kind == manager.EventClosed:
+			return
+		case err == nil && ev.Kind != manager.EventRemoved && ev.Kind != manager.EventReconnected:
+			continue
+		}
+		if loaded, err := r.loaded(ctx); err != nil || !loaded {
 			return
 		}
 	}
 }
 
-// collectPoll is how often waitCollected looks whether the unit is collected.
-const collectPoll = 10 * time.Millisecond
+// collectCheck is how long waitCollected waits for the unit's UnitRemoved
+// before it asks the manager whether the unit is still loaded.
+const collectCheck = time.Second
 
 // sleep pauses for d and reports true, or reports false at once if ctx
 // ends first.

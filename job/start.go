@@ -24,7 +24,7 @@ func runUnit(ctx context.Context, mgr *manager.Conn, name string, invoked func(i
 	r := &run{mgr: mgr, unit: name, state: state{}, invoked: invoked}
 	r.watch = mgr.WatchProps(name, stateProps...)
 	waits := false
-	if svc, _, err := properties(ctx, mgr, name, manager.ServiceIface); err == nil {
+	if svc, _, err := properties(ctx, mgr, name, manager.ServiceIface, "Type", "Restart"); err == nil {
 		r.state.merge(svc)
 		r.typ = r.state.str("Type")
 		r.restarts = mayRestart(r.state)
@@ -33,7 +33,7 @@ func runUnit(ctx context.Context, mgr *manager.Conn, name string, invoked func(i
 			waits = true
 		}
 	}
-	u, _, err := properties(ctx, mgr, name, manager.UnitIface)
+	u, _, err := properties(ctx, mgr, name, manager.UnitIface, "LoadState", "LoadError", "InvocationID")
 	if err != nil {
 		r.watch.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)

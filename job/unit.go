@@ -77,7 +77,7 @@ func (u *UnitCmd) Run(ctx context.Context) (*Status, error) {
 	}
 	// On a private socket every change of the unit's properties (its
 	// job's, say) signals them all, the last run's ID among them.
-	props, err := u.mgr.Properties(ctx, u.Name, manager.UnitIface)
+	props, err := u.mgr.Properties(ctx, u.Name, manager.UnitIface, "InvocationID")
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", u.Name, err)
 	}

@@ -188,17 +188,10 @@ func (c *Conn) connect(ctx context.Context) (_ *dbus.Conn, _ *busframe.Stream, g
 		return nil, nil, 0, fmt.Errorf("manager %s: authenticate: %w", c.target.Spec, err)
 	}
 	if !c.target.Peer {
-		if err := bus.Hello(); err != nil {
-			return nil, nil, 0, fmt.Errorf("manager %s: hello: %w", c.target.Spec, err)
+		if err := subscribeOnBus(ctx, bus); err != nil {
+			return nil, nil, 0, fmt.Errorf("manager %s: %w", c.target.Spec, err)
 		}
-		for _, member := range []string{"JobRemoved", "UnitRemoved"} {
-			if err := bus.AddMatchSignalContext(ctx, dbus.WithMatchSender(busName), dbus.WithMatchInterface(managerIface), dbus.WithMatchMember(member)); err != nil {
-				return nil, nil, 0, fmt.Errorf("manager %s: add match: %w", c.target.Spec, err)
-			}
-		}
-		if err := bus.AddMatchSignalContext(ctx, dbus.WithMatchSender(busName), dbus.WithMatchInterface(propsIface), dbus.WithMatchMember("PropertiesChanged"), dbus.WithMatchPathNamespace(unitPathSpace)); err != nil {
-			return nil, nil, 0, fmt.Errorf("manager %s: add match: %w", c.target.Spec, err)
-		}
+		return bus, stream, gen, nil
 	}
 	if err := wake(ctx, bus); err != nil {
 		return nil, nil, 0, fmt.Errorf("manager %s: %w", c.target.Spec, err)
@@ -207,6 +200,40 @@ func (c *Conn) connect(ctx context.Context) (_ *dbus.Conn, _ *busframe.Stream, g
 		return nil, nil, 0, fmt.Errorf("manager %s: subscribe: %w", c.target.Spec, err)
 	}
 	return bus, stream, gen, nil
+}
+
+// busMatches are the match rules that have the bus send a connection the
+// manager's signals that the signal router delivers.
+var busMatches = []string{
+	"type='signal',sender='" + busName + "',interface='" + managerIface + "',member='JobRemoved'",
+	"type='signal',sender='" + busName + "',interface='" + managerIface + "',member='UnitRemoved'",
+	"type='signal',sender='" + busName + "',interface='" + propsIface + "',member='PropertiesChanged',path_namespace='" + string(unitPathSpace) + "'",
+}
+
+// subscribeOnBus says Hello to a bus, adds busMatches and subscribes to
+// the manager's signals, all sent at once and answered in one round
+// trip: the bus handles a connection's messages in order, Hello first as
+// it must be, and the matches are in place before the manager gets the
+// Subscribe. A manager that is not on the bus fails the Subscribe
+// (ServiceUnknown). A bus, unlike systemd's private server, needs no
+// wake. (godbus's own Hello waits for its answer, and records the
+// connection's unique name, which unitrun does not read.)
+func subscribeOnBus(ctx context.Context, bus *dbus.Conn) error {
+	steps := []string{"hello"}
+	calls := []*dbus.Call{bus.BusObject().GoWithContext(ctx, "org.freedesktop.DBus.Hello", 0, nil)}
+	for _, rule := range busMatches {
+		steps = append(steps, "add match")
+		calls = append(calls, bus.BusObject().GoWithContext(ctx, "org.freedesktop.DBus.AddMatch", 0, nil, rule))
+	}
+	steps = append(steps, "subscribe")
+	calls = append(calls, bus.Object(busName, objectPath).GoWithContext(ctx, managerIface+".Subscribe", 0, nil))
+	var err error
+	for i, call := range calls {
+		if e := (<-call.Done).Err; e != nil && err == nil {
+			err = fmt.Errorf("%s: %w", steps[i], e)
+		}
+	}
+	return err
 }
 
 // wanted reports whether a signal is one the signal router delivers:
@@ -362,7 +389,7 @@ func (c *Conn) call(ctx context.Context, method string, out []any, args ...any) 
 	}
 	call := obj.CallWithContext(ctx, managerIface+"."+method, 0, args...)
 	if call.Err != nil {
-		return call.Err
+		return c.lost(call.Err)
 	}
 	if len(out) > 0 {
 		return call.Store(out...)
@@ -376,6 +403,17 @@ func (c *Conn) call(ctx context.Context, method string, out []any, args ...any) 
 type Aux struct {
 	Name       string
 	Properties []unit.Property
+}
+
+// lost returns err, the error of a call; on a bus, that of a call the
+// manager never answered (it left the bus to re-execute, or had not
+// joined it again) wraps errLostOnBus, as the loss of a private socket's
+// connection is told too (IsConnLost).
+func (c *Conn) lost(err error) error {
+	if c.target.Peer {
+		return err
+	}
+	return lostOnBus(err)
 }
 
 // StartTransientUnit creates and starts a transient unit, creating the aux
@@ -479,28 +517,51 @@ func (c *Conn) UnitByPID(ctx context.Context, pid uint32) (string, error) {
 	return id, nil
 }
 
-// Properties returns all properties of the named unit on one interface
-// (UnitIface, ServiceIface, ...). A unit that is not loaded reads as
-// LoadState "not-found".
-func (c *Conn) Properties(ctx context.Context, name, iface string) (map[string]dbus.Variant, error) {
-	props, _, err := c.PropertiesAt(ctx, name, iface)
+// Properties returns the properties of the named unit on one interface
+// (UnitIface, ServiceIface, ...): all of them, or those named. A unit
+// that is not loaded reads as LoadState "not-found".
+func (c *Conn) Properties(ctx context.Context, name, iface string, names ...string) (map[string]dbus.Variant, error) {
+	props, _, err := c.PropertiesAt(ctx, name, iface, names...)
 	return props, err
 }
 
 // PropertiesAt is Properties, and returns the Stamp of the answer: the
 // EventChanged of the unit's interface stamped before it are older than
-// the properties returned.
-func (c *Conn) PropertiesAt(ctx context.Context, name, iface string) (map[string]dbus.Variant, Stamp, error) {
+// the properties returned. The properties named are read with a Get
+// each, all sent at once and answered in one round trip: systemd
+// computes every property a GetAll returns, a service's cgroup
+// accounting among them.
+func (c *Conn) PropertiesAt(ctx context.Context, name, iface string, names ...string) (map[string]dbus.Variant, Stamp, error) {
 	bus, _, gen, err := c.usable(ctx)
 	if err != nil {
 		return nil, Stamp{}, err
 	}
-	var props map[string]dbus.Variant
-	call := bus.Object(busName, unit.BusPath(name)).CallWithContext(ctx, propsIface+".GetAll", 0, iface)
-	if err := call.Store(&props); err != nil {
+	obj := bus.Object(busName, unit.BusPath(name))
+	if len(names) == 0 {
+		var props map[string]dbus.Variant
+		call := obj.CallWithContext(ctx, propsIface+".GetAll", 0, iface)
+		if err := call.Store(&props); err != nil {
+			return nil, Stamp{}, c.lost(err)
+		}
+		return props, Stamp{gen, call.ResponseSequence}, nil
+	}
+	calls := make([]*dbus.Call, len(names))
+	for i, n := range names {
+		calls[i] = obj.GoWithContext(ctx, propsIface+".Get", 0, nil, iface, n)
+	}
+	props := make(map[string]dbus.Variant, len(names))
+	for i, call := range calls {
+		var v dbus.Variant
+		if e := (<-call.Done).Store(&v); e != nil && err == nil {
+			err = c.lost(e)
+		}
+		props[names[i]] = v
+	}
+	if err != nil {
 		return nil, Stamp{}, err
 	}
-	return props, Stamp{gen, call.ResponseSequence}, nil
+	// The first answer: a signal received before it is older than all.
+	return props, Stamp{gen, calls[0].ResponseSequence}, nil
 }
 
 // Loaded reports whether the manager has the named unit loaded. Unlike

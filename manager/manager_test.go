@@ -94,6 +94,44 @@ func TestOpenPrivateReachesTestManager(t *testing.T) {
 	}
 }
 
+// TestOpenOverBus: with OverBus, a manager found on a private socket is
+// reached through its session bus, which then keeps units for the caller
+// on the same connection; a manager whose bus is not there is reached on
+// its socket (a path that names no bus beside it: a link to the socket).
+func TestOpenOverBus(t *testing.T) {
+	ctx := context.Background()
+	socket := systemdtest.Manager(t).Socket()
+	c, err := manager.Open(ctx, "private:"+socket, manager.Options{OverBus: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Target().Peer || !c.CanRef(ctx) {
+		t.Errorf("over the bus: target %+v, CanRef %v; want the bus, which keeps units", c.Target(), c.CanRef(ctx))
+	}
+	if v, err := c.Version(ctx); err != nil || !strings.HasPrefix(v, "2") {
+		t.Errorf("Version over the bus = %q, %v", v, err)
+	}
+	link := filepath.Join(t.TempDir(), "systemd", "private")
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(socket, link); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := manager.Open(ctx, "private:"+link, manager.Options{OverBus: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if !c2.Target().Peer {
+		t.Errorf("no bus beside the socket: target %+v, want the socket", c2.Target())
+	}
+	if v, err := c2.Version(ctx); err != nil || !strings.HasPrefix(v, "2") {
+		t.Errorf("Version on the socket = %q, %v", v, err)
+	}
+}
+
 // Concurrent first uses of an embedded manager boot exactly one, and Stop
 // leaves no process and no cgroup behind.
 func TestEmbeddedConcurrentEnsureAndStop(t *testing.T) {

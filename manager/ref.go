@@ -41,6 +41,19 @@ func (t Target) refAddress() string {
 	return ""
 }
 
+// overBus returns the target that reaches the manager of t, a private
+// socket, through the session bus it is on (Options.OverBus), if there is
+// one to try. The system manager is left on its socket: a connection on
+// the system bus is sent every unit's PropertiesChanged (the matches of
+// connect), which a busy host makes many.
+func (t Target) overBus() (Target, bool) {
+	addr := t.refAddress()
+	if p, _ := socketPath(t.Address); !t.Peer || addr == "" || p == "/run/systemd/private" {
+		return Target{}, false
+	}
+	return Target{Spec: t.Spec, Address: addr, Env: t.Env, Journal: t.Journal}, true
+}
+
 // CanRef reports whether the manager can keep units for this connection:
 // whether a StartTransientUnit with the property AddRef=yes, and Unref,
 // can be made. On a bus they can; on a private socket they go over the

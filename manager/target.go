@@ -96,6 +96,13 @@ type Options struct {
 	// EmbeddedDir is the embedded manager's runtime directory; empty means
 	// $UNITRUN_EMBEDDED_DIR, else DefaultEmbeddedDir.
 	EmbeddedDir string
+	// OverBus reaches a user manager (the embedded one too) found on a
+	// private socket through its session bus, where it is on it: one
+	// connection then carries the calls, the signals and the units kept
+	// for the caller (AddRef=yes, which a private socket cannot carry:
+	// Conn.CanRef), as systemd-run --wait does. A manager that is not on
+	// its bus, and the system manager, are reached on their sockets.
+	OverBus bool
 }
 
 // Embedded returns the embedded manager these options name.
@@ -143,7 +150,7 @@ func open(ctx context.Context, spec string, o Options, boot bool) (*Conn, []Atte
 	if err != nil {
 		return nil, nil, err
 	}
-	p := &prober{ctx: ctx}
+	p := &prober{ctx: ctx, overBus: o.OverBus}
 	var c *Conn
 	if s.Kind == KindAuto {
 		c = p.auto(o, boot)
@@ -158,13 +165,21 @@ func open(ctx context.Context, spec string, o Options, boot bool) (*Conn, []Atte
 
 // A prober dials the candidates of one open and keeps each attempt.
 type prober struct {
-	ctx   context.Context
-	tries []Attempt
+	ctx     context.Context
+	overBus bool // Options.OverBus
+	tries   []Attempt
 }
 
 // try dials t, tried for why, and returns the connection, or nil when t
-// cannot be reached.
+// cannot be reached. With overBus it dials the bus the manager of t is on
+// first, and t if the manager does not answer there.
 func (p *prober) try(t Target, why string) *Conn {
+	if bt, ok := t.overBus(); ok && p.overBus {
+		if c, err := Dial(p.ctx, bt); err == nil {
+			p.tries = append(p.tries, Attempt{Target: bt, Why: why + ", on its bus"})
+			return c
+		}
+	}
 	c, err := Dial(p.ctx, t)
 	p.tries = append(p.tries, Attempt{Target: t, Err: dialReason(err), Why: why})
 	return c

@@ -51,6 +51,14 @@ func (g *globals) open(ctx context.Context) (*manager.Conn, error) {
 	return manager.Open(ctx, g.manager, manager.Options{EmbeddedDir: g.embeddedDir})
 }
 
+// openToRun is open for run, which has the manager keep its unit for it
+// (job.Cmd): it reaches a user manager, the embedded one too, through its
+// session bus where the manager is on it, so that one connection serves
+// the run (manager.Options.OverBus).
+func (g *globals) openToRun(ctx context.Context) (*manager.Conn, error) {
+	return manager.Open(ctx, g.manager, manager.Options{EmbeddedDir: g.embeddedDir, OverBus: true})
+}
+
 // withManager reaches the manager, runs do on it and closes the
 // connection; a manager that cannot be reached exits 125.
 func (g *globals) withManager(ctx context.Context, do func(mgr *manager.Conn) error) error {

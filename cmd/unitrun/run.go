@@ -210,7 +210,7 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 		}
 		return ee
 	}
-	mgr, err := g.open(ctx)
+	mgr, err := g.openToRun(ctx)
 	if err != nil {
 		return &exitError{code: exitFailed, err: err}
 	}

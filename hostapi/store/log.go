@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/unitrun/unitrun/internal/lazyregexp"
@@ -84,7 +85,9 @@ func (x *index) apply(ln *logLine, off int64, n int, seq uint64) {
 // JSON alone can decode from damaged bytes (an id changed into another).
 const lineHead = 9 // the checksum and the space
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is CRC-32C's table, made at its first use: every unitrun
+// process links this package, and most never read or write a log.
+var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // encodeLine returns ln as a line of the log, with its newline. JSON
 // escapes the newlines of strings, so it is one line.
@@ -99,7 +102,7 @@ func encodeLine(ln *logLine) ([]byte, error) {
 // appendLine appends to buf the line of the log that holds data, a
 // logLine's JSON.
 func appendLine(buf, data []byte) []byte {
-	buf = fmt.Appendf(buf, "%08x ", crc32.Checksum(data, castagnoli))
+	buf = fmt.Appendf(buf, "%08x ", crc32.Checksum(data, castagnoli()))
 	return append(append(buf, data...), '\n')
 }
 
@@ -114,7 +117,7 @@ func decodeLine(line []byte) (logLine, error) {
 	if err != nil {
 		return ln, errors.New("not a line of the log (no checksum)")
 	}
-	if data := line[lineHead:]; crc32.Checksum(data, castagnoli) != uint32(sum) {
+	if data := line[lineHead:]; crc32.Checksum(data, castagnoli()) != uint32(sum) {
 		return ln, errors.New("its checksum does not match")
 	}
 	if err := json.Unmarshal(line[lineHead:], &ln); err != nil {
