@@ -9,8 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
-	"github.com/godbus/dbus/v5"
 	"github.com/spf13/cobra"
 
 	"github.com/unitrun/unitrun/inject"
@@ -25,7 +25,8 @@ type runFlags struct {
 	setenv        []string
 	workdir       string
 	sameDir       bool
-	uid, gid      string
+	propFlags     map[string]string // propertyFlags given: flag name → value
+	description   string
 	timeout       time.Duration
 	noWait        bool
 	asJSON, quiet bool
@@ -67,6 +68,12 @@ whatever status the stopped command ends with.`,
 			return cobra.MinimumNArgs(1)(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.propFlags = map[string]string{}
+			for _, p := range propertyFlags {
+				if fl := cmd.Flags().Lookup(p.flag); fl.Changed {
+					f.propFlags[p.flag] = fl.Value.String()
+				}
+			}
 			return runRun(cmd, g, f, args)
 		},
 	}
@@ -78,8 +85,14 @@ whatever status the stopped command ends with.`,
 	fl.StringArrayVarP(&f.setenv, "setenv", "E", nil, "set an environment variable `K=V` in the unit, or K to pass unitrun's own (empty if unset); the last -E of a name wins, also over -p Environment= (repeatable)")
 	fl.StringVar(&f.workdir, "working-directory", "", "working directory of the command (default: the manager's: / for a system manager, the user's home for a user manager)")
 	fl.BoolVarP(&f.sameDir, "same-dir", "d", false, "run the command in unitrun's current directory")
-	fl.StringVar(&f.uid, "uid", "", "run as this user (system manager only)")
-	fl.StringVar(&f.gid, "gid", "", "run as this group (system manager only)")
+	fl.StringVar(&f.description, "description", "", "the unit's description `TEXT` (Description=; default: the command line)")
+	for _, p := range propertyFlags {
+		if p.yes {
+			fl.BoolP(p.flag, p.short, false, p.usage)
+		} else {
+			fl.StringP(p.flag, p.short, "", p.usage)
+		}
+	}
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the command after this long (RuntimeMaxSec=)")
 	fl.BoolVar(&f.noWait, "no-wait", false, "print the unit name and return once it started; output goes to the journal")
 	fl.BoolVar(&f.asJSON, "json", false, "print one result object on stdout (with --no-wait: {\"unit\"}); the command's stdout then goes to stderr")
@@ -152,13 +165,58 @@ func parseRunFlags(f *runFlags, c *job.Cmd) error {
 	if f.retry > 0 {
 		c.Retry = &job.RetryPolicy{Attempts: f.retry + 1, Delay: f.retryDelay}
 	}
-	if f.uid != "" {
-		c.Properties = append(c.Properties, unit.Property{Name: "User", Value: dbus.MakeVariant(f.uid)})
+	if i := strings.IndexFunc(f.description, unicode.IsControl); i >= 0 {
+		return fmt.Errorf("--description %q: must not contain control characters (byte %d)", f.description, i)
 	}
-	if f.gid != "" {
-		c.Properties = append(c.Properties, unit.Property{Name: "Group", Value: dbus.MakeVariant(f.gid)})
+	c.Description = f.description
+	// As systemd-run does, these come after -p's and win over them.
+	for _, p := range propertyFlags {
+		v, ok := f.propFlags[p.flag]
+		if !ok || p.yes && v == "false" {
+			continue
+		}
+		if p.value != nil {
+			v = p.value(v)
+		}
+		props, err := unit.ParseProperty(p.property + "=" + v)
+		if err != nil {
+			return fmt.Errorf("--%s: %w", p.flag, err)
+		}
+		c.Properties = append(c.Properties, props...)
+	}
+	if _, ok := f.propFlags["remain-after-exit"]; ok && !f.noWait {
+		// systemd keeps the streams handed to a unit while the unit is
+		// loaded, so a caller would wait for their end until someone
+		// stops it; systemd-run -r does not wait either.
+		return errors.New("--remain-after-exit: the unit stays after its run, with unitrun's output streams open: give --no-wait too (output then goes to the journal)")
 	}
 	return nil
+}
+
+// propertyFlags are systemd-run's flags that each set one property of
+// the service, as its -p would; their values are checked as -p checks
+// that property's.
+var propertyFlags = []struct {
+	flag, short, property, usage string
+	yes                          bool                // a switch: the property is set to yes
+	value                        func(string) string // the property's value from the flag's; nil: as given
+}{
+	{flag: "nice", property: "Nice", usage: "nice level `N` of the command, -20..19 (Nice=)"},
+	{flag: "slice", property: "Slice", usage: "run the unit in slice `NAME`, \".slice\" added if missing (Slice=)", value: sliceName},
+	{flag: "service-type", property: "Type", usage: "service `TYPE`: simple, exec, forking, oneshot, dbus, notify or idle (Type=; default exec)"},
+	{flag: "uid", property: "User", usage: "run the command as `USER`, a name or number (User=)"},
+	{flag: "gid", property: "Group", usage: "run the command as `GROUP`, a name or number (Group=)"},
+	{flag: "send-sighup", property: "SendSIGHUP", usage: "send SIGHUP after SIGTERM when the unit is stopped (SendSIGHUP=yes)", yes: true},
+	{flag: "remain-after-exit", short: "r", property: "RemainAfterExit", usage: "leave the unit active after the command exits, until it is stopped (RemainAfterExit=yes)", yes: true},
+}
+
+// sliceName is the slice that systemd-run's --slice NAME names: NAME, with
+// ".slice" added unless it ends so.
+func sliceName(name string) string {
+	if strings.HasSuffix(name, ".slice") {
+		return name
+	}
+	return name + ".slice"
 }
 
 // setenvEntry turns the value of -E into an environment entry as
@@ -215,11 +273,6 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 		return &exitError{code: exitFailed, err: err}
 	}
 	defer mgr.Close()
-	if f.uid != "" || f.gid != "" {
-		if !mgr.IsSystem(ctx) {
-			return &exitError{code: exitUsage, err: fmt.Errorf("--uid and --gid need a system manager, not %s", mgr.Target().Spec)}
-		}
-	}
 	c.Manager = mgr
 	if f.noWait {
 		c.Properties = append(job.Detached(), c.Properties...)
