@@ -33,6 +33,7 @@ type runFlags struct {
 	retry         int
 	retryDelay    time.Duration
 	bindToCaller  bool
+	pty, shell    bool
 	self          bool
 	injectDir     string
 }
@@ -64,6 +65,12 @@ whatever status the stopped command ends with.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if slices.Contains(f.properties, "help") {
 				return nil // -p help needs no command
+			}
+			if f.shell {
+				if len(args) > 0 {
+					return errors.New("--shell runs $SHELL: give no command")
+				}
+				return nil
 			}
 			return cobra.MinimumNArgs(1)(cmd, args)
 		},
@@ -99,6 +106,8 @@ whatever status the stopped command ends with.`,
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no summary line")
 	fl.IntVar(&f.retry, "retry", 0, "rerun a failed command up to `N` more times, each as a fresh unit")
 	fl.DurationVar(&f.retryDelay, "retry-delay", time.Second, "wait before the first retry; doubles for each later one")
+	fl.BoolVarP(&f.pty, "pty", "t", false, "run the command on a pseudo-terminal of its own, its controlling terminal, connected to unitrun's streams (unitrun's terminal, if any, in raw mode meanwhile)")
+	fl.BoolVarP(&f.shell, "shell", "S", false, "run $SHELL (else /bin/sh) in unitrun's current directory, on a pseudo-terminal if unitrun's stdin, stdout and stderr are terminals")
 	fl.BoolVar(&f.bindToCaller, "bind-to-caller", false, "stop the command when the unit that runs unitrun stops")
 	fl.BoolVar(&f.self, "self", false, "run this unitrun binary with ARGS: inject it into --inject-dir (see \"unitrun inject\") and run the copy")
 	fl.StringVar(&f.injectDir, "inject-dir", inject.DefaultDir, "directory --self injects into")
@@ -184,6 +193,10 @@ func parseRunFlags(f *runFlags, c *job.Cmd) error {
 		}
 		c.Properties = append(c.Properties, props...)
 	}
+	if f.pty && f.noWait {
+		// systemd-run refuses --pty with --no-block too.
+		return errors.New("--pty and --no-wait: unitrun waits for the command on its terminal; give one of them")
+	}
 	if _, ok := f.propFlags["remain-after-exit"]; ok && !f.noWait {
 		// systemd keeps the streams handed to a unit while the unit is
 		// loaded, so a caller would wait for their end until someone
@@ -246,6 +259,21 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 		fmt.Fprintln(cmd.OutOrStdout(), strings.Join(unit.KnownProperties(), "\n"))
 		return nil
 	}
+	if f.shell {
+		if f.noWait {
+			// systemd-run refuses --shell with --no-block too.
+			return &exitError{code: exitUsage, err: errors.New("--shell and --no-wait: unitrun waits for the shell; give one of them")}
+		}
+		// As systemd-run -S: $SHELL, in the current directory, on a
+		// terminal of its own when unitrun is on one.
+		shell := os.Getenv("SHELL")
+		if shell == "" {
+			shell = "/bin/sh"
+		}
+		args = []string{shell}
+		f.sameDir = f.sameDir || f.workdir == ""
+		f.pty = f.pty || newTerm(os.Stdin).tty && newTerm(os.Stdout).tty && newTerm(os.Stderr).tty
+	}
 	c := job.CommandContext(ctx, nil, args[0], args[1:]...)
 	// As systemd-run does: the command's argv[0] is its path, resolved
 	// from unitrun's directory or $PATH.
@@ -289,7 +317,22 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	if f.asJSON {
 		c.Stdout = os.Stderr
 	}
-	err = unitTaken(c.Run(), mgr.Target(), c.Name)
+	if f.pty {
+		p, perr := openPTY()
+		if perr != nil {
+			return &exitError{code: exitFailed, err: perr}
+		}
+		c.Properties = append(c.Properties, p.properties()...)
+		if term, ok := os.LookupEnv("TERM"); ok {
+			c.Env = append([]string{"TERM=" + term}, c.Env...) // -E TERM= wins
+		}
+		p.forward(os.Stdin, c.Stdout)
+		err = c.Run()
+		p.finish()
+	} else {
+		err = c.Run()
+	}
+	err = unitTaken(err, mgr.Target(), c.Name)
 	return report(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c.Unit, c.Status, err, f.asJSON, f.quiet)
 }
 
