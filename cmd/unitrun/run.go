@@ -34,6 +34,7 @@ type runFlags struct {
 	retryDelay    time.Duration
 	bindToCaller  bool
 	pty, shell    bool
+	scope         bool
 	self          bool
 	injectDir     string
 }
@@ -108,6 +109,7 @@ whatever status the stopped command ends with.`,
 	fl.DurationVar(&f.retryDelay, "retry-delay", time.Second, "wait before the first retry; doubles for each later one")
 	fl.BoolVarP(&f.pty, "pty", "t", false, "run the command on a pseudo-terminal of its own, its controlling terminal, connected to unitrun's streams (unitrun's terminal, if any, in raw mode meanwhile)")
 	fl.BoolVarP(&f.shell, "shell", "S", false, "run $SHELL (else /bin/sh) in unitrun's current directory, on a pseudo-terminal if unitrun's stdin, stdout and stderr are terminals")
+	fl.BoolVar(&f.scope, "scope", false, "run the command as unitrun's child in a transient scope, with unitrun's streams and environment, and exit with its status")
 	fl.BoolVar(&f.bindToCaller, "bind-to-caller", false, "stop the command when the unit that runs unitrun stops")
 	fl.BoolVar(&f.self, "self", false, "run this unitrun binary with ARGS: inject it into --inject-dir (see \"unitrun inject\") and run the copy")
 	fl.StringVar(&f.injectDir, "inject-dir", inject.DefaultDir, "directory --self injects into")
@@ -272,7 +274,7 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 		}
 		args = []string{shell}
 		f.sameDir = f.sameDir || f.workdir == ""
-		f.pty = f.pty || newTerm(os.Stdin).tty && newTerm(os.Stdout).tty && newTerm(os.Stderr).tty
+		f.pty = f.pty || !f.scope && newTerm(os.Stdin).tty && newTerm(os.Stdout).tty && newTerm(os.Stderr).tty
 	}
 	c := job.CommandContext(ctx, nil, args[0], args[1:]...)
 	// As systemd-run does: the command's argv[0] is its path, resolved
@@ -281,6 +283,14 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	if cmd.Flags().Changed("unit") && f.unit == "" {
 		// systemd-run refuses it too; it must not mean a random name.
 		return &exitError{code: exitUsage, err: fmt.Errorf("--unit: must not be empty")}
+	}
+	if f.scope {
+		for _, name := range scopeRefuses {
+			if cmd.Flags().Changed(name) || name == "pty" && f.pty {
+				// systemd-run refuses --pty, --service-type, -r and --wait with --scope too.
+				return &exitError{code: exitUsage, err: fmt.Errorf("--scope and --%s: a scope runs the command as unitrun's own child; give one of them", name)}
+			}
+		}
 	}
 	if err := parseRunFlags(f, c); err != nil {
 		return &exitError{code: exitUsage, err: err}
@@ -301,6 +311,9 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 		return &exitError{code: exitFailed, err: err}
 	}
 	defer mgr.Close()
+	if f.scope {
+		return runScope(cmd, mgr, f, c)
+	}
 	c.Manager = mgr
 	if f.noWait {
 		c.Properties = append(job.Detached(), c.Properties...)

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bufio"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/unitrun/unitrun/internal/systemdtest"
+)
+
+// run --scope runs the command as unitrun's child in a transient scope of
+// the flags' settings, with the scope's INVOCATION_ID, and exits with the
+// command's status, as systemd-run --scope does on the same manager; the
+// scope is gone once the command has ended.
+func TestRunScopeLikeSystemdRun(t *testing.T) {
+	// $1 is the scope's name: the command shows its own scope and cgroup.
+	script := `systemctl --user show -p Description,Slice,SendSIGHUP,ActiveState,SubState "$1"
+grep -o '[^/]*$' /proc/self/cgroup; echo "$INVOCATION_ID" | grep -c '^[0-9a-f]\{32\}$'; exit 7`
+	flags := []string{"--description", "scope test", "--slice", "scopetest", "--send-sighup", "-q"}
+	stopUnit(t, "scopetest.slice")
+	want, errs, code := systemdRun(t, append(append([]string{"--scope", "-u", "unitrun-scope-ref"}, flags...),
+		"sh", "-c", script, "sh", "unitrun-scope-ref.scope")...)
+	if code != 7 || !strings.Contains(want, "SubState=running") {
+		t.Fatalf("systemd-run --scope: exit %d, stdout %q, stderr %q", code, want, errs)
+	}
+	got, errs, code := unitrun(t, append(append([]string{"run", "--scope", "-u", "unitrun-scope-run"}, flags...),
+		"--", "sh", "-c", script, "sh", "unitrun-scope-run.scope")...)
+	if code != 7 || strings.ReplaceAll(got, "-run", "-ref") != want {
+		t.Errorf("run --scope: exit %d, stdout %q, stderr %q; systemd-run --scope: exit 7, %q", code, got, errs, want)
+	}
+	waitGone(t, "unitrun-scope-run.scope")
+
+	_, errs, code = unitrun(t, "run", "--scope", "--", "true")
+	if code != 0 || !regexp.MustCompile(`^Running scope as unit: unitrun-[0-9a-f]{16}\.scope\n$`).MatchString(errs) {
+		t.Errorf("run --scope -- true: exit %d, stderr %q; want 0 and the scope's name, as systemd-run tells it", code, errs)
+	}
+	for _, flag := range []string{"--pty", "--no-wait", "-r", "--service-type=exec"} {
+		_, errs, code := unitrun(t, "run", "--scope", flag, "--", "true")
+		if code != 2 || !strings.Contains(errs, "--scope and --") {
+			t.Errorf("run --scope %s: exit %d, stderr %q; want 2 (systemd-run refuses it too)", flag, code, errs)
+		}
+	}
+}
+
+// A SIGTERM or Ctrl-C's SIGINT to unitrun reaches the command in its scope,
+// whose exit status unitrun then exits with.
+func TestRunScopeForwardsSignals(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		cmd := exec.Command(systemdtest.Binary(t), "run", "-q", "--scope", "--", "sh", "-c",
+			`trap "exit 9" TERM INT; echo ready; while :; do sleep 0.1; done`)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "ready\n" {
+			cmd.Process.Kill()
+			t.Fatalf("run --scope printed %q, %v", line, err)
+		}
+		cmd.Process.Signal(sig)
+		cmd.Wait()
+		if code := cmd.ProcessState.ExitCode(); code != 9 {
+			t.Errorf("run --scope, %v: exit %d; want the command's 9", sig, code)
+		}
+	}
+}
