@@ -62,7 +62,9 @@ whatever status the stopped command ends with.`,
 		Example: `  unitrun run -- sh -c 'echo hello; exit 3'
   unitrun run -p MemoryMax=256M -E LANG=C.UTF-8 --timeout 30s -- make -j2
   unitrun run --json --retry 4 --retry-delay 2s -- /usr/bin/podman pull quay.io/example/app
-  unitrun run --no-wait --unit nightly-backup.service -- /usr/local/bin/backup`,
+  unitrun run --no-wait --unit nightly-backup.service -- /usr/local/bin/backup
+  unitrun run -u nightly-backup --on-calendar '*-*-* 03:00' -- /usr/local/bin/backup
+  unitrun run --pty --uid nobody -- top`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if slices.Contains(f.properties, "help") {
 				return nil // -p help needs no command
@@ -110,6 +112,7 @@ whatever status the stopped command ends with.`,
 	fl.BoolVarP(&f.pty, "pty", "t", false, "run the command on a pseudo-terminal of its own, its controlling terminal, connected to unitrun's streams (unitrun's terminal, if any, in raw mode meanwhile)")
 	fl.BoolVarP(&f.shell, "shell", "S", false, "run $SHELL (else /bin/sh) in unitrun's current directory, on a pseudo-terminal if unitrun's stdin, stdout and stderr are terminals")
 	fl.BoolVar(&f.scope, "scope", false, "run the command as unitrun's child in a transient scope, with unitrun's streams and environment, and exit with its status")
+	addTimerFlags(fl)
 	fl.BoolVar(&f.bindToCaller, "bind-to-caller", false, "stop the command when the unit that runs unitrun stops")
 	fl.BoolVar(&f.self, "self", false, "run this unitrun binary with ARGS: inject it into --inject-dir (see \"unitrun inject\") and run the copy")
 	fl.StringVar(&f.injectDir, "inject-dir", inject.DefaultDir, "directory --self injects into")
@@ -284,6 +287,19 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 		// systemd-run refuses it too; it must not mean a random name.
 		return &exitError{code: exitUsage, err: fmt.Errorf("--unit: must not be empty")}
 	}
+	timer, err := timerProperties(cmd.Flags())
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	if timer != nil {
+		for _, name := range timerRefuses {
+			if cmd.Flags().Changed(name) {
+				// systemd-run refuses --scope, --pty and --wait with a timer too.
+				return &exitError{code: exitUsage, err: fmt.Errorf("--%s and a timer: a timer runs the command later, on its own; give one of them", name)}
+			}
+		}
+		f.noWait = true // its output goes to the journal, -r is for it
+	}
 	if f.scope {
 		for _, name := range scopeRefuses {
 			if cmd.Flags().Changed(name) || name == "pty" && f.pty {
@@ -313,6 +329,9 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	defer mgr.Close()
 	if f.scope {
 		return runScope(cmd, mgr, f, c)
+	}
+	if timer != nil {
+		return startTimer(cmd, mgr, f, c, timer)
 	}
 	c.Manager = mgr
 	if f.noWait {
