@@ -63,8 +63,9 @@ func onTerminal(t *testing.T, cmd *exec.Cmd, ready, input string) (string, int) 
 }
 
 // run -t/--pty gives the command a terminal of its own, its controlling
-// terminal, with unitrun's typed input and its output on unitrun's
-// terminal, exactly as systemd-run --pty does on the same manager.
+// terminal, with unitrun's typed input (Ctrl-C included) and its output
+// on unitrun's terminal, exactly as systemd-run --pty does on the same
+// manager.
 func TestRunPTYLikeSystemdRun(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
@@ -92,6 +93,10 @@ print(os.tcgetpgrp(0) == os.getpgrp(), os.ttyname(0).startswith("/dev/pts/"), os
 	// The command's exit status is unitrun's, as without --pty.
 	if _, code := onTerminal(t, exec.Command(systemdtest.Binary(t), "run", "-q", "--pty", "--", "sh", "-c", "exit 3"), "", ""); code != 3 {
 		t.Errorf("run --pty -- sh -c 'exit 3': exit %d", code)
+	}
+	// Ctrl-C, typed, interrupts the command through its terminal.
+	if _, code := onTerminal(t, exec.Command(systemdtest.Binary(t), "run", "-q", "--pty", "--", "sh", "-c", "echo ready; sleep 100"), "ready", "\x03"); code != 130 {
+		t.Errorf("run --pty, Ctrl-C typed: exit %d; want 130, the command's SIGINT", code)
 	}
 	_, errs, code := unitrun(t, "run", "--pty", "--no-wait", "--", "true")
 	if code != 2 || !strings.Contains(errs, "--pty and --no-wait") {
