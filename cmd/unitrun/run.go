@@ -123,7 +123,11 @@ whatever status the stopped command ends with.`,
 func parseRunFlags(f *runFlags, c *job.Cmd) error {
 	c.Prefix, c.Dir, c.Timeout, c.BindToCaller = f.prefix, f.workdir, f.timeout, f.bindToCaller
 	if f.unit != "" {
+		// With --scope, the scope's name, which runScope makes.
 		name, err := serviceName(f.unit)
+		if f.scope {
+			name, err = scopeName(f.unit)
+		}
 		if err != nil {
 			return err
 		}

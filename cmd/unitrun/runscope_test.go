@@ -26,7 +26,7 @@ grep -o '[^/]*$' /proc/self/cgroup; echo "$INVOCATION_ID" | grep -c '^[0-9a-f]\{
 	if code != 7 || !strings.Contains(want, "SubState=running") {
 		t.Fatalf("systemd-run --scope: exit %d, stdout %q, stderr %q", code, want, errs)
 	}
-	got, errs, code := unitrun(t, append(append([]string{"run", "--scope", "-u", "unitrun-scope-run"}, flags...),
+	got, errs, code := unitrun(t, append(append([]string{"run", "--scope", "-u", "unitrun-scope-run.scope"}, flags...),
 		"--", "sh", "-c", script, "sh", "unitrun-scope-run.scope")...)
 	if code != 7 || strings.ReplaceAll(got, "-run", "-ref") != want {
 		t.Errorf("run --scope: exit %d, stdout %q, stderr %q; systemd-run --scope: exit 7, %q", code, got, errs, want)
@@ -42,6 +42,10 @@ grep -o '[^/]*$' /proc/self/cgroup; echo "$INVOCATION_ID" | grep -c '^[0-9a-f]\{
 		if code != 2 || !strings.Contains(errs, "--scope and --") {
 			t.Errorf("run --scope %s: exit %d, stderr %q; want 2 (systemd-run refuses it too)", flag, code, errs)
 		}
+	}
+	_, errs, code = unitrun(t, "run", "--scope", "-u", "x.service", "--", "true")
+	if code != 2 || !strings.Contains(errs, "--scope runs a scope") {
+		t.Errorf("run --scope -u x.service: exit %d, stderr %q; want 2", code, errs)
 	}
 }
 

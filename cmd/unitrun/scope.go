@@ -47,12 +47,9 @@ func scopeName(name string) (string, error) {
 // SIGHUP to it and exits with its status.
 func runScope(cmd *cobra.Command, mgr *manager.Conn, f *runFlags, c *job.Cmd) error {
 	ctx := cmd.Context()
-	name := unit.RandomName(f.prefix, "scope")
-	if f.unit != "" {
-		var err error
-		if name, err = scopeName(f.unit); err != nil {
-			return &exitError{code: exitUsage, err: err}
-		}
+	name := c.Name // parseRunFlags' scopeName
+	if name == "" {
+		name = unit.RandomName(f.prefix, "scope")
 	}
 	props := c.Properties
 	if c.Description != "" {
