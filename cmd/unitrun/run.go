@@ -200,6 +200,9 @@ func parseRunFlags(f *runFlags, c *job.Cmd) error {
 		if err != nil {
 			return fmt.Errorf("--%s: %w", p.flag, err)
 		}
+		if f.scope && slices.Contains(scopeApplies, p.flag) {
+			continue // unitrun applies it to the command itself
+		}
 		c.Properties = append(c.Properties, props...)
 	}
 	if f.pty && f.noWait {

@@ -33,11 +33,24 @@ grep -o '[^/]*$' /proc/self/cgroup; echo "$INVOCATION_ID" | grep -c '^[0-9a-f]\{
 	}
 	waitGone(t, "unitrun-scope-run.scope")
 
+	// --uid, --gid and --nice: unitrun applies them to the command.
+	script = `echo $(id -u) $(id -g) $(id -G) $(nice) "$USER" "$LOGNAME" "$HOME" "$SHELL"`
+	for _, flags := range [][]string{{"--uid", "nobody", "--nice", "5"}, {"--uid", "65534", "--gid", "0", "--nice", "-3"}} {
+		want, errs, code := systemdRun(t, append(append([]string{"--scope", "-q"}, flags...), "sh", "-c", script)...)
+		if code != 0 {
+			t.Fatalf("systemd-run --scope %q: exit %d, %s", flags, code, errs)
+		}
+		got, errs, code := unitrun(t, append(append([]string{"run", "--scope", "-q"}, flags...), "--", "sh", "-c", script)...)
+		if code != 0 || got != want {
+			t.Errorf("run --scope %q: exit %d, stdout %q, stderr %q; systemd-run --scope printed %q", flags, code, got, errs, want)
+		}
+	}
+
 	_, errs, code = unitrun(t, "run", "--scope", "--", "true")
 	if code != 0 || !regexp.MustCompile(`^Running scope as unit: unitrun-[0-9a-f]{16}\.scope\n$`).MatchString(errs) {
 		t.Errorf("run --scope -- true: exit %d, stderr %q; want 0 and the scope's name, as systemd-run tells it", code, errs)
 	}
-	for _, flag := range []string{"--pty", "--no-wait", "-r", "--service-type=exec"} {
+	for _, flag := range []string{"--pty", "--no-wait", "-r", "--service-type=exec", "--timeout=1s"} {
 		_, errs, code := unitrun(t, "run", "--scope", flag, "--", "true")
 		if code != 2 || !strings.Contains(errs, "--scope and --") {
 			t.Errorf("run --scope %s: exit %d, stderr %q; want 2 (systemd-run refuses it too)", flag, code, errs)
