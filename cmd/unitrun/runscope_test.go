@@ -86,3 +86,27 @@ func TestRunScopeForwardsSignals(t *testing.T) {
 		}
 	}
 }
+
+// Ctrl-C on the terminal that unitrun runs in the foreground of reaches
+// the command in its scope once, from the terminal: unitrun, in the same
+// process group, forwards no copy of it.
+func TestRunScopeCtrlCOnTerminal(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skipf("skipping: no python3 to count signals: %v", err)
+	}
+	script := `import signal, sys, time
+n = 0
+def count(sig, frame):
+    global n
+    n += 1
+signal.signal(signal.SIGINT, count)
+print("ready", flush=True)
+sys.stdin.readline()
+time.sleep(0.5)  # time for a second SIGINT to arrive, if one comes
+print("SIGINTs:", n)`
+	out, code := onTerminal(t, exec.Command(systemdtest.Binary(t), "run", "-q", "--scope", "--", python, "-c", script), "ready", "\x03\n")
+	if code != 0 || !strings.Contains(out, "SIGINTs: 1\r\n") {
+		t.Errorf("run --scope, Ctrl-C typed: exit %d, terminal showed %q; want the command to count one SIGINT", code, out)
+	}
+}

@@ -54,8 +54,8 @@ func scopeName(name string) (string, error) {
 // scope, as "systemd-run --scope" does: unitrun puts itself in the new
 // scope, so that the command is in it from its first instruction, and
 // runs the command there with unitrun's streams and environment (and -E,
-// and INVOCATION_ID of the scope). unitrun forwards SIGINT, SIGTERM and
-// SIGHUP to it and exits with its status.
+// and INVOCATION_ID of the scope). unitrun forwards signals to it
+// (forwardedSignals) and exits with its status.
 func runScope(cmd *cobra.Command, mgr *manager.Conn, f *runFlags, c *job.Cmd) error {
 	ctx := cmd.Context()
 	name := c.Name // parseRunFlags' scopeName
@@ -88,7 +88,7 @@ func runScope(cmd *cobra.Command, mgr *manager.Conn, f *runFlags, c *job.Cmd) er
 	child.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	child.Env = append(append(env, credEnv...), c.Env...)
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, interruptSignals...)
+	signal.Notify(sigs, forwardedSignals()...)
 	defer signal.Stop(sigs)
 	// The nice level is a thread's: the child gets that of the thread
 	// that starts it.
@@ -119,6 +119,19 @@ func runScope(cmd *cobra.Command, mgr *manager.Conn, f *runFlags, c *job.Cmd) er
 		return &exitError{code: 128 + int(ws.Signal())}
 	}
 	return &exitError{code: ee.ExitCode()}
+}
+
+// forwardedSignals are the signals to unitrun that runScope forwards to
+// the command: SIGINT, SIGTERM and SIGHUP; but when unitrun is in the
+// foreground of the terminal on its stdin, the terminal sends its
+// Ctrl-C's SIGINT and hang-up's SIGHUP to the command, in unitrun's
+// process group, itself, and a forwarded copy would make two: SIGTERM
+// alone then.
+func forwardedSignals() []os.Signal {
+	if fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); err == nil && fg == unix.Getpgrp() {
+		return []os.Signal{syscall.SIGTERM}
+	}
+	return interruptSignals
 }
 
 // scopeCredential returns the user and group that --uid and --gid name
