@@ -355,16 +355,22 @@ func (c *Cmd) check() error {
 	return nil
 }
 
+// unitName is the name of a run's unit: Name, or Prefix (DefaultPrefix if
+// empty) followed by random hex and ".service".
+func (c *Cmd) unitName() string {
+	if c.Name != "" {
+		return c.Name
+	}
+	prefix := c.Prefix
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return unit.RandomName(prefix, "service")
+}
+
 // startRun starts one attempt.
 func (c *Cmd) startRun() error {
-	name := c.Name
-	if name == "" {
-		prefix := c.Prefix
-		if prefix == "" {
-			prefix = DefaultPrefix
-		}
-		name = unit.RandomName(prefix, "service")
-	}
+	name := c.unitName()
 	r := &run{mgr: c.Manager, unit: name, typ: "exec", hold: c.holds, invoked: c.Invoked, fixed: c.Name != ""}
 	if c.Exited != nil {
 		r.ended = c.runEnded
@@ -437,12 +443,8 @@ func (c *Cmd) startRun() error {
 // gone, and then collected however it ended; without, it remains active
 // after its command exits (RemainAfterExit=yes), unless it is pinned.
 func (c *Cmd) properties(withExec, ref bool) ([]unit.Property, error) {
-	desc := c.Description
-	if desc == "" {
-		desc = describe(c.Args)
-	}
 	props := []unit.Property{
-		{Name: "Description", Value: dbus.MakeVariant(desc)},
+		{Name: "Description", Value: dbus.MakeVariant(c.description())},
 		{Name: "Type", Value: dbus.MakeVariant("exec")},
 		{Name: "RemainAfterExit", Value: dbus.MakeVariant(!c.Pin && !ref)},
 		{Name: "TimeoutStopUSec", Value: dbus.MakeVariant(uint64(stopTimeout.Microseconds()))},
@@ -511,6 +513,15 @@ func dedupEnv(env []string) []string {
 
 // isControl reports an ASCII control character.
 func isControl(r rune) bool { return r < ' ' || r == 0x7f }
+
+// description is the unit's Description=: Description, or one made from
+// Args.
+func (c *Cmd) description() string {
+	if c.Description != "" {
+		return c.Description
+	}
+	return describe(c.Args)
+}
 
 // describe makes a Description= from argv: printable, valid UTF-8, short.
 func describe(args []string) string {

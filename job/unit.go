@@ -38,6 +38,11 @@ type UnitCmd struct {
 	// than once.
 	Invoked func(id string)
 
+	// Awaiting, if set, is told by Wait the name of the active timer that
+	// triggers the service when Wait, finding no run in progress, waits
+	// for the next run.
+	Awaiting func(timer string)
+
 	mgr *manager.Conn
 }
 
@@ -119,10 +124,12 @@ var ErrNotRunning = errors.New("not running")
 // and reports the last run as Cmd.Wait does: nil for a success, an
 // *ExitError otherwise. Wait only watches: it neither starts nor stops
 // the unit. If ctx ends first, Wait returns an error that wraps ctx.Err()
-// and leaves the unit as it is. A service that is not running gives, at
-// once, an error that wraps ErrNotRunning and tells its state; a unit that
-// is not a service, or not found, an error. With Stdout or Stderr set,
-// Wait copies the output of the runs it waits for, from their first entry.
+// and leaves the unit as it is. A service that is not running is waited
+// for until its next run if an active timer triggers it (TriggeredBy=);
+// else it gives, at once, an error that wraps ErrNotRunning and tells its
+// state; a unit that is not a service, or not found, an error. With
+// Stdout or Stderr set, Wait copies the output of the runs it waits for,
+// from their first entry.
 func (u *UnitCmd) Wait(ctx context.Context) (*Status, error) {
 	if err := u.complete(); err != nil {
 		return nil, err
@@ -145,8 +152,21 @@ func (u *UnitCmd) Wait(ctx context.Context) (*Status, error) {
 		return nil, notLoaded(u.Name, load)
 	}
 	if r.state.ended() && !manager.JobPending(r.state) {
-		r.abort()
-		return nil, fmt.Errorf("%s is %s (%s): %w", u.Name, r.state.str("ActiveState"), r.state.str("SubState"), ErrNotRunning)
+		timer := u.armedTimer(ctx, r.state)
+		if timer == "" {
+			r.abort()
+			return nil, fmt.Errorf("%s is %s (%s): %w", u.Name, r.state.str("ActiveState"), r.state.str("SubState"), ErrNotRunning)
+		}
+		if u.Awaiting != nil {
+			u.Awaiting(timer)
+		}
+		// The next run, which the timer starts.
+		for r.state.ended() && !manager.JobPending(r.state) {
+			if err := r.step(ctx); err != nil {
+				r.abort()
+				return nil, fmt.Errorf("wait %s: %w", u.Name, err)
+			}
+		}
 	}
 	o := u.output()
 	if o != nil {
@@ -249,6 +269,21 @@ func (u *UnitCmd) finish(ctx context.Context, o *journalOutput, st *Status, err 
 		return fmt.Errorf("%s: copying its output from the journal: %w", u.Name, outErr)
 	}
 	return err
+}
+
+// armedTimer returns an active timer that triggers the service, in its
+// state s, whose next run is then to come; "" if there is none.
+func (u *UnitCmd) armedTimer(ctx context.Context, s state) string {
+	by, _ := s["TriggeredBy"].Value().([]string)
+	for _, t := range by {
+		if !strings.HasSuffix(t, ".timer") {
+			continue
+		}
+		if p, err := u.mgr.Properties(ctx, t, manager.UnitIface); err == nil && p["ActiveState"].Value() == "active" {
+			return t
+		}
+	}
+	return ""
 }
 
 // notLoaded says why wait cannot follow name, whose LoadState is load.

@@ -694,11 +694,3 @@ func (c *Conn) RuntimeUnitDir(ctx context.Context) (string, error) {
 	}
 	return "", fmt.Errorf("manager %s: no runtime unit directory in its unit path %v", c.target.Spec, paths)
 }
-
-// IsSystem reports whether the manager is a system manager: the one whose
-// init.scope holds PID 1 (of the caller's PID namespace). A user manager
-// never holds PID 1.
-func (c *Conn) IsSystem(ctx context.Context) bool {
-	name, err := c.UnitByPID(ctx, 1)
-	return err == nil && name == "init.scope"
-}

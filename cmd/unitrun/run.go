@@ -9,8 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
-	"github.com/godbus/dbus/v5"
 	"github.com/spf13/cobra"
 
 	"github.com/unitrun/unitrun/inject"
@@ -25,13 +25,16 @@ type runFlags struct {
 	setenv        []string
 	workdir       string
 	sameDir       bool
-	uid, gid      string
+	propFlags     map[string]string // propertyFlags given: flag name → value
+	description   string
 	timeout       time.Duration
 	noWait        bool
 	asJSON, quiet bool
 	retry         int
 	retryDelay    time.Duration
 	bindToCaller  bool
+	pty, shell    bool
+	scope         bool
 	self          bool
 	injectDir     string
 }
@@ -59,14 +62,28 @@ whatever status the stopped command ends with.`,
 		Example: `  unitrun run -- sh -c 'echo hello; exit 3'
   unitrun run -p MemoryMax=256M -E LANG=C.UTF-8 --timeout 30s -- make -j2
   unitrun run --json --retry 4 --retry-delay 2s -- /usr/bin/podman pull quay.io/example/app
-  unitrun run --no-wait --unit nightly-backup.service -- /usr/local/bin/backup`,
+  unitrun run --no-wait --unit nightly-backup.service -- /usr/local/bin/backup
+  unitrun run -u nightly-backup --on-calendar '*-*-* 03:00' -- /usr/local/bin/backup
+  unitrun run --pty --uid nobody -- top`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if slices.Contains(f.properties, "help") {
 				return nil // -p help needs no command
 			}
+			if f.shell {
+				if len(args) > 0 {
+					return errors.New("--shell runs $SHELL: give no command")
+				}
+				return nil
+			}
 			return cobra.MinimumNArgs(1)(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.propFlags = map[string]string{}
+			for _, p := range propertyFlags {
+				if fl := cmd.Flags().Lookup(p.flag); fl.Changed {
+					f.propFlags[p.flag] = fl.Value.String()
+				}
+			}
 			return runRun(cmd, g, f, args)
 		},
 	}
@@ -78,14 +95,24 @@ whatever status the stopped command ends with.`,
 	fl.StringArrayVarP(&f.setenv, "setenv", "E", nil, "set an environment variable `K=V` in the unit, or K to pass unitrun's own (empty if unset); the last -E of a name wins, also over -p Environment= (repeatable)")
 	fl.StringVar(&f.workdir, "working-directory", "", "working directory of the command (default: the manager's: / for a system manager, the user's home for a user manager)")
 	fl.BoolVarP(&f.sameDir, "same-dir", "d", false, "run the command in unitrun's current directory")
-	fl.StringVar(&f.uid, "uid", "", "run as this user (system manager only)")
-	fl.StringVar(&f.gid, "gid", "", "run as this group (system manager only)")
+	fl.StringVar(&f.description, "description", "", "the unit's description `TEXT` (Description=; default: the command line)")
+	for _, p := range propertyFlags {
+		if p.yes {
+			fl.BoolP(p.flag, p.short, false, p.usage)
+		} else {
+			fl.StringP(p.flag, p.short, "", p.usage)
+		}
+	}
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the command after this long (RuntimeMaxSec=)")
 	fl.BoolVar(&f.noWait, "no-wait", false, "print the unit name and return once it started; output goes to the journal")
 	fl.BoolVar(&f.asJSON, "json", false, "print one result object on stdout (with --no-wait: {\"unit\"}); the command's stdout then goes to stderr")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no summary line")
 	fl.IntVar(&f.retry, "retry", 0, "rerun a failed command up to `N` more times, each as a fresh unit")
 	fl.DurationVar(&f.retryDelay, "retry-delay", time.Second, "wait before the first retry; doubles for each later one")
+	fl.BoolVarP(&f.pty, "pty", "t", false, "run the command on a pseudo-terminal of its own, its controlling terminal, connected to unitrun's streams (unitrun's terminal, if any, in raw mode meanwhile)")
+	fl.BoolVarP(&f.shell, "shell", "S", false, "run $SHELL (else /bin/sh) in unitrun's current directory, on a pseudo-terminal if unitrun's stdin, stdout and stderr are terminals")
+	fl.BoolVar(&f.scope, "scope", false, "run the command as unitrun's child in a transient scope, with unitrun's streams and environment, and exit with its status")
+	addTimerFlags(fl)
 	fl.BoolVar(&f.bindToCaller, "bind-to-caller", false, "stop the command when the unit that runs unitrun stops")
 	fl.BoolVar(&f.self, "self", false, "run this unitrun binary with ARGS: inject it into --inject-dir (see \"unitrun inject\") and run the copy")
 	fl.StringVar(&f.injectDir, "inject-dir", inject.DefaultDir, "directory --self injects into")
@@ -96,7 +123,11 @@ whatever status the stopped command ends with.`,
 func parseRunFlags(f *runFlags, c *job.Cmd) error {
 	c.Prefix, c.Dir, c.Timeout, c.BindToCaller = f.prefix, f.workdir, f.timeout, f.bindToCaller
 	if f.unit != "" {
+		// With --scope, the scope's name, which runScope makes.
 		name, err := serviceName(f.unit)
+		if f.scope {
+			name, err = scopeName(f.unit)
+		}
 		if err != nil {
 			return err
 		}
@@ -152,13 +183,65 @@ func parseRunFlags(f *runFlags, c *job.Cmd) error {
 	if f.retry > 0 {
 		c.Retry = &job.RetryPolicy{Attempts: f.retry + 1, Delay: f.retryDelay}
 	}
-	if f.uid != "" {
-		c.Properties = append(c.Properties, unit.Property{Name: "User", Value: dbus.MakeVariant(f.uid)})
+	if i := strings.IndexFunc(f.description, unicode.IsControl); i >= 0 {
+		return fmt.Errorf("--description %q: must not contain control characters (byte %d)", f.description, i)
 	}
-	if f.gid != "" {
-		c.Properties = append(c.Properties, unit.Property{Name: "Group", Value: dbus.MakeVariant(f.gid)})
+	c.Description = f.description
+	// As systemd-run does, these come after -p's and win over them.
+	for _, p := range propertyFlags {
+		v, ok := f.propFlags[p.flag]
+		if !ok || p.yes && v == "false" {
+			continue
+		}
+		if p.value != nil {
+			v = p.value(v)
+		}
+		props, err := unit.ParseProperty(p.property + "=" + v)
+		if err != nil {
+			return fmt.Errorf("--%s: %w", p.flag, err)
+		}
+		if f.scope && slices.Contains(scopeApplies, p.flag) {
+			continue // unitrun applies it to the command itself
+		}
+		c.Properties = append(c.Properties, props...)
+	}
+	if f.pty && f.noWait {
+		// systemd-run refuses --pty with --no-block too.
+		return errors.New("--pty and --no-wait: unitrun waits for the command on its terminal; give one of them")
+	}
+	if _, ok := f.propFlags["remain-after-exit"]; ok && !f.noWait {
+		// systemd keeps the streams handed to a unit while the unit is
+		// loaded, so a caller would wait for their end until someone
+		// stops it; systemd-run -r does not wait either.
+		return errors.New("--remain-after-exit: the unit stays after its run, with unitrun's output streams open: give --no-wait too (output then goes to the journal)")
 	}
 	return nil
+}
+
+// propertyFlags are systemd-run's flags that each set one property of
+// the service, as its -p would; their values are checked as -p checks
+// that property's.
+var propertyFlags = []struct {
+	flag, short, property, usage string
+	yes                          bool                // a switch: the property is set to yes
+	value                        func(string) string // the property's value from the flag's; nil: as given
+}{
+	{flag: "nice", property: "Nice", usage: "nice level `N` of the command, -20..19 (Nice=)"},
+	{flag: "slice", property: "Slice", usage: "run the unit in slice `NAME`, \".slice\" added if missing (Slice=)", value: sliceName},
+	{flag: "service-type", property: "Type", usage: "service `TYPE`: simple, exec, forking, oneshot, dbus, notify or idle (Type=; default exec)"},
+	{flag: "uid", property: "User", usage: "run the command as `USER`, a name or number (User=)"},
+	{flag: "gid", property: "Group", usage: "run the command as `GROUP`, a name or number (Group=)"},
+	{flag: "send-sighup", property: "SendSIGHUP", usage: "send SIGHUP after SIGTERM when the unit is stopped (SendSIGHUP=yes)", yes: true},
+	{flag: "remain-after-exit", short: "r", property: "RemainAfterExit", usage: "leave the unit active after the command exits, until it is stopped (RemainAfterExit=yes)", yes: true},
+}
+
+// sliceName is the slice that systemd-run's --slice NAME names: NAME, with
+// ".slice" added unless it ends so.
+func sliceName(name string) string {
+	if strings.HasSuffix(name, ".slice") {
+		return name
+	}
+	return name + ".slice"
 }
 
 // setenvEntry turns the value of -E into an environment entry as
@@ -188,6 +271,21 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 		fmt.Fprintln(cmd.OutOrStdout(), strings.Join(unit.KnownProperties(), "\n"))
 		return nil
 	}
+	if f.shell {
+		if f.noWait {
+			// systemd-run refuses --shell with --no-block too.
+			return &exitError{code: exitUsage, err: errors.New("--shell and --no-wait: unitrun waits for the shell; give one of them")}
+		}
+		// As systemd-run -S: $SHELL, in the current directory, on a
+		// terminal of its own when unitrun is on one.
+		shell := os.Getenv("SHELL")
+		if shell == "" {
+			shell = "/bin/sh"
+		}
+		args = []string{shell}
+		f.sameDir = f.sameDir || f.workdir == ""
+		f.pty = f.pty || !f.scope && newTerm(os.Stdin).tty && newTerm(os.Stdout).tty && newTerm(os.Stderr).tty
+	}
 	c := job.CommandContext(ctx, nil, args[0], args[1:]...)
 	// As systemd-run does: the command's argv[0] is its path, resolved
 	// from unitrun's directory or $PATH.
@@ -195,6 +293,27 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	if cmd.Flags().Changed("unit") && f.unit == "" {
 		// systemd-run refuses it too; it must not mean a random name.
 		return &exitError{code: exitUsage, err: fmt.Errorf("--unit: must not be empty")}
+	}
+	timer, err := timerProperties(cmd.Flags())
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	if timer != nil {
+		for _, name := range timerRefuses {
+			if cmd.Flags().Changed(name) {
+				// systemd-run refuses --scope, --pty and --wait with a timer too.
+				return &exitError{code: exitUsage, err: fmt.Errorf("--%s and a timer: a timer runs the command later, on its own; give one of them", name)}
+			}
+		}
+		f.noWait = true // its output goes to the journal, -r is for it
+	}
+	if f.scope {
+		for _, name := range scopeRefuses {
+			if cmd.Flags().Changed(name) || name == "pty" && f.pty {
+				// systemd-run refuses --pty, --service-type, -r and --wait with --scope too.
+				return &exitError{code: exitUsage, err: fmt.Errorf("--scope and --%s: a scope runs the command as unitrun's own child; give one of them", name)}
+			}
+		}
 	}
 	if err := parseRunFlags(f, c); err != nil {
 		return &exitError{code: exitUsage, err: err}
@@ -215,10 +334,11 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 		return &exitError{code: exitFailed, err: err}
 	}
 	defer mgr.Close()
-	if f.uid != "" || f.gid != "" {
-		if !mgr.IsSystem(ctx) {
-			return &exitError{code: exitUsage, err: fmt.Errorf("--uid and --gid need a system manager, not %s", mgr.Target().Spec)}
-		}
+	if f.scope {
+		return runScope(cmd, mgr, f, c)
+	}
+	if timer != nil {
+		return startTimer(cmd, mgr, f, c, timer)
 	}
 	c.Manager = mgr
 	if f.noWait {
@@ -236,7 +356,22 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	if f.asJSON {
 		c.Stdout = os.Stderr
 	}
-	err = unitTaken(c.Run(), mgr.Target(), c.Name)
+	if f.pty {
+		p, perr := openPTY()
+		if perr != nil {
+			return &exitError{code: exitFailed, err: perr}
+		}
+		c.Properties = append(c.Properties, p.properties()...)
+		if term, ok := os.LookupEnv("TERM"); ok {
+			c.Env = append([]string{"TERM=" + term}, c.Env...) // -E TERM= wins
+		}
+		p.forward(os.Stdin, c.Stdout)
+		err = c.Run()
+		p.finish()
+	} else {
+		err = c.Run()
+	}
+	err = unitTaken(err, mgr.Target(), c.Name)
 	return report(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c.Unit, c.Status, err, f.asJSON, f.quiet)
 }
 

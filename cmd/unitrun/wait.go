@@ -25,8 +25,10 @@ statuses, summary line and --json object). Its output is shown as
 "unitrun start" shows it, from the run's first line.
 
 A service that is not running (inactive, failed, or active with its run
-ended) is not waited for: unitrun says so on stderr (unless -q) and exits
-0. UNIT must be a service: NAME.service, or NAME, to which .service is
+ended) is waited for until its next run if an active timer triggers it
+(as "unitrun run --on-active" and the other timer flags make one), and
+unitrun says so on stderr (unless -q); else it is not waited for:
+unitrun says so on stderr (unless -q) and exits 0. UNIT must be a service: NAME.service, or NAME, to which .service is
 added as systemctl adds it; any other exits 2.
 
 wait only watches: Ctrl-C, SIGTERM or SIGHUP ends the wait, never the unit, which
@@ -42,6 +44,11 @@ as for an interrupted run.`,
 			}
 			return o.withUnit(cmd, g, name, func(u *job.UnitCmd) error {
 				ctx := cmd.Context()
+				if !o.quiet {
+					u.Awaiting = func(timer string) {
+						fmt.Fprintf(cmd.ErrOrStderr(), "unitrun: %s has no run in progress; waiting for its next run, which %s starts\n", name, timer)
+					}
+				}
 				st, err := u.Wait(ctx)
 				if errors.Is(err, job.ErrNotRunning) {
 					if !o.quiet {

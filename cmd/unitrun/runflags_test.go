@@ -1,0 +1,84 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// showUnit returns what "systemctl --user show" reads of props for name.
+func showUnit(t *testing.T, name string, props ...string) string {
+	t.Helper()
+	out, err := exec.Command("systemctl", "--user", "show", "-p", strings.Join(props, ","), name).CombinedOutput()
+	if err != nil {
+		t.Fatalf("systemctl show %s: %v\n%s", name, err, out)
+	}
+	return string(out)
+}
+
+// stopUnit stops name at the end of the test, wherever it failed.
+func stopUnit(t *testing.T, name string) {
+	t.Cleanup(func() { exec.Command("systemctl", "--user", "stop", name).Run() })
+}
+
+// systemd-run's flags that set a property (--nice, --slice, --description,
+// --service-type, --uid, --gid, --send-sighup, -r, and --property as -p's
+// long form) make the unit that systemd-run makes with them on the same
+// manager, flags winning over -p as in systemd-run; with -r (and
+// --no-wait, which -r needs) the unit stays active after its command
+// exits in both. --uid with a name
+// works on the user manager that runs as root, as -p User= does.
+func TestRunPropertyFlagsLikeSystemdRun(t *testing.T) {
+	flags := []string{"--property", "Nice=1", "--nice", "5", "--slice", "flagtest", "--description", "flag test",
+		"--service-type", "oneshot", "--uid", "nobody", "--gid", "65534", "--send-sighup", "-r"}
+	props := []string{"Nice", "Slice", "Description", "Type", "User", "Group", "SendSIGHUP", "RemainAfterExit",
+		"ActiveState", "SubState", "Result", "ExecMainStatus"}
+	ref, mine := "unitrun-flags-ref.service", "unitrun-flags-run.service"
+	stopUnit(t, "flagtest.slice") // after the units
+	stopUnit(t, ref)
+	stopUnit(t, mine)
+	argv := []string{"/bin/sh", "-c", `test "$(id -un) $(nice)" = "nobody 5"`}
+	if _, errs, code := systemdRun(t, append(append([]string{"-q", "-u", ref}, flags...), argv...)...); code != 0 {
+		t.Fatalf("systemd-run: exit %d, %s", code, errs)
+	}
+	if _, errs, code := unitrun(t, append(append([]string{"run", "-q", "--no-wait", "-u", mine}, flags...), append([]string{"--"}, argv...)...)...); code != 0 {
+		t.Fatalf("run %q: exit %d, %s", flags, code, errs)
+	}
+	want, got := showUnit(t, ref, props...), showUnit(t, mine, props...)
+	if got != want {
+		t.Errorf("run %q made\n%s\nsystemd-run made\n%s", flags, got, want)
+	}
+	if !strings.Contains(got, "SubState=exited") || !strings.Contains(got, "Slice=flagtest.slice") {
+		t.Errorf("run %q: the unit is not kept after its run, or not in its slice:\n%s", flags, got)
+	}
+}
+
+// A value that systemd-run refuses for a property flag is refused before
+// anything is created, exit 2, with an error naming the flag and the rule.
+func TestRunPropertyFlagsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		flags      []string
+		name, rule string
+		refRefuses bool // systemd-run refuses it too
+	}{
+		{[]string{"--nice", "20"}, "--nice", "not a nice level in -20..19", true},
+		{[]string{"--nice", "x"}, "--nice", "not a nice level", true},
+		{[]string{"--service-type", "notify-reload"}, "--service-type", "not one of simple, exec", true},
+		{[]string{"--slice", "a@b"}, "--slice", "not a slice name", true},
+		// systemd-run passes it on, and the manager takes it.
+		{[]string{"--description", "two\nlines"}, "--description", "must not contain control characters", false},
+		// systemd-run -r does not wait for the run.
+		{[]string{"-r"}, "--remain-after-exit", "give --no-wait too", false},
+	} {
+		_, errs, code := unitrun(t, append(append([]string{"run", "-q"}, tc.flags...), "--", "/bin/true")...)
+		if code != 2 || !strings.Contains(errs, tc.name) || !strings.Contains(errs, tc.rule) {
+			t.Errorf("run %q: exit %d, stderr %q; want 2 and an error naming %s and %q", tc.flags, code, errs, tc.name, tc.rule)
+		}
+		if !tc.refRefuses {
+			continue
+		}
+		if _, _, refCode := systemdRun(t, append(append([]string{"-q", "--wait"}, tc.flags...), "/bin/true")...); refCode == 0 {
+			t.Errorf("systemd-run %q succeeded", tc.flags)
+		}
+	}
+}
