@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/prometheus/client_model v0.6.3
+	github.com/spf13/cobra v1.10.2
 	github.com/unitrun/unitrun v0.0.0
 	github.com/virtual-kubelet/virtual-kubelet v1.14.1
 	golang.org/x/sys v0.49.0
@@ -72,7 +73,6 @@ require (
 	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/prometheus/common v0.74.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
-	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/valyala/fastrand v1.1.0 // indirect
 	github.com/valyala/histogram v1.2.0 // indirect
