@@ -70,8 +70,16 @@ type usageError struct{ error }
 
 func (u usageError) Unwrap() error { return u.error }
 
+// addManCommand adds the hidden "unitrun-node man DIR" to a build tagged
+// unitrun_man (manpage.go); it is nil in the shipped binary.
+var addManCommand func(root *cobra.Command)
+
 func main() {
-	if err := newRoot().Execute(); err != nil {
+	root := newRoot()
+	if addManCommand != nil {
+		addManCommand(root)
+	}
+	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "unitrun-node:", err)
 		if errors.As(err, new(usageError)) {
 			os.Exit(exitUsage)
@@ -93,7 +101,6 @@ type options struct {
 
 // newRoot returns the command line of unitrun-node.
 func newRoot() *cobra.Command {
-	host, _ := os.Hostname()
 	o := &options{cfg: provider.Config{Images: images{}}}
 	cfg := &o.cfg
 	root := &cobra.Command{
@@ -135,8 +142,8 @@ could not start or stopped on an error. See docs/kubernetes.md.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	fl := root.Flags()
 	fl.SortFlags = false
-	fl.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig `FILE` of the cluster to join (default $KUBECONFIG, else the in-cluster configuration of a Pod)")
-	fl.StringVar(&cfg.NodeName, "node-name", host, "the node's `NAME`")
+	fl.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig `FILE` of the cluster to join (default $KUBECONFIG, else the in-cluster configuration of a Pod)")
+	fl.StringVar(&cfg.NodeName, "node-name", "", "the node's `NAME` (default: the host name)")
 	fl.StringVar(&cfg.Address, "node-ip", "", "the node's InternalIP `ADDRESS`, where the API server reaches the kubelet API, and every Pod's hostIP and podIP (default: the host's first global IPv4 address)")
 	fl.StringVar(&cfg.StateDir, "state-dir", "/run/unitrun", "`DIR` of the pods' state (unitrun pod's --state-dir)")
 	fl.StringVar(&cfg.Binary, "unitrun", "", "the unitrun `COMMAND` the pods' units call back (default: unitrun on $PATH)")
@@ -202,12 +209,20 @@ func (o *options) check() error {
 	if b := cfg.MinRestartBackoff; b < pod.MinBackoff || b > provider.MaxRestartBackoff {
 		return fmt.Errorf("--min-restart-backoff %s: must be from %s (the least any pod may have) to %s", b, pod.MinBackoff, provider.MaxRestartBackoff)
 	}
+	if o.kubeconfig == "" {
+		o.kubeconfig = os.Getenv("KUBECONFIG")
+	}
 	if o.kubeconfig != "" {
 		if err := readable(o.kubeconfig); err != nil {
 			return fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
 		}
 	}
 	var err error
+	if cfg.NodeName == "" {
+		if cfg.NodeName, err = os.Hostname(); err != nil {
+			return fmt.Errorf("--node-name: the host name cannot be read (%w); name the node", err)
+		}
+	}
 	if cfg.Binary == "" {
 		if cfg.Binary, err = exec.LookPath("unitrun"); err != nil {
 			return fmt.Errorf("--unitrun: no unitrun on $PATH; name the unitrun command")
