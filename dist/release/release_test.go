@@ -47,7 +47,8 @@ var startsUnit = regexp.MustCompile(`(systemctl|deb-systemd-invoke|deb-systemd-h
 // tarball's files, each package's file list at the distribution's paths,
 // maintainer scripts that start and enable nothing, man pages that man
 // renders (unitrun-run(1) with its exit statuses), the node's unit as
-// systemd reads it, and SHA256SUMS.
+// systemd reads it, SHA256SUMS, and that a second build of the commit is
+// the same, byte for byte.
 func TestRelease(t *testing.T) {
 	for _, tool := range []string{"git", "dpkg-deb", "rpm", "man", "sha256sum", "systemd-analyze"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -154,6 +155,18 @@ func TestRelease(t *testing.T) {
 		cmd.Env = append(os.Environ(), "SYSTEMD_LOG_LEVEL=info", "SYSTEMD_LOG_COLOR=0")
 		if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
 			t.Errorf("systemd-analyze verify unitrun-node.service: %v\n%s", err, out)
+		}
+	})
+	t.Run("reproducible", func(t *testing.T) {
+		// A second build of the same commit, from a clone of its own.
+		again := t.TempDir()
+		if _, err := release("../..", again, []string{"amd64"}); err != nil {
+			t.Fatal(err)
+		}
+		first, err1 := os.ReadFile(filepath.Join(out, "SHA256SUMS"))
+		second, err2 := os.ReadFile(filepath.Join(again, "SHA256SUMS"))
+		if err1 != nil || err2 != nil || !bytes.Equal(first, second) {
+			t.Errorf("two builds of one commit differ (%v, %v):\n%s\n%s", err1, err2, first, second)
 		}
 	})
 	t.Run("sums", func(t *testing.T) {
