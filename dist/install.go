@@ -20,10 +20,17 @@ import (
 type Install struct {
 	// Binary is the unitrun binary to install, as BinDir/unitrun.
 	Binary string
-	// BinDir, UnitDir and DBusDir are the directories of the binary, of
-	// the units and the D-Bus data dir (its system.d and system-services
-	// subdirectories); DBusDir "" installs no D-Bus files.
-	BinDir, UnitDir, DBusDir string
+	// BinDir and UnitDir are the directories of the binary and of the
+	// units.
+	BinDir, UnitDir string
+	// DBusPolicyDir and DBusServiceDir are the system bus's policy dir
+	// (a system.d) and its activation dir (a system-services); "" installs
+	// no D-Bus files.
+	DBusPolicyDir, DBusServiceDir string
+	// ManSource is a man page tree (man1, man5, man8: the release's man
+	// directory) whose unitrun pages Install copies to the tree ManDir;
+	// either "" or a ManSource that does not exist installs none.
+	ManSource, ManDir string
 	// Runtime enables the sockets until reboot only (in /run).
 	Runtime bool
 	// Now also starts the sockets.
@@ -33,16 +40,8 @@ type Install struct {
 // InstalledPath is the path of the installed binary: BinDir/unitrun.
 func (in *Install) InstalledPath() string { return filepath.Join(in.BinDir, "unitrun") }
 
-// dbusFiles maps each file of DBus to its directory under the D-Bus data
-// dir: the system bus's policy and activation files. The bus daemon
-// notices new files there by itself.
-var dbusFiles = map[string]string{
-	"org.unitrun.Ops1.conf":    "system.d",
-	"org.unitrun.Ops1.service": "system-services",
-}
-
 // Install copies the binary, writes DaemonUnits (run from the installed
-// binary) and the D-Bus files, reloads mgr, enables the sockets and, with
+// binary), the D-Bus files and the man pages, reloads mgr, enables the sockets and, with
 // Now, starts them, waiting for their start jobs: a socket that cannot
 // listen is an error here, not a surprise later.
 func (in *Install) Install(ctx context.Context, mgr *manager.Conn) error {
@@ -61,10 +60,17 @@ func (in *Install) Install(ctx context.Context, mgr *manager.Conn) error {
 			return fmt.Errorf("install %s: %w", p, err)
 		}
 	}
-	if in.DBusDir != "" {
-		if err := installDBus(in.DBusDir); err != nil {
+	for name, dir := range in.dbusFiles() {
+		data, err := fs.ReadFile(DBus, "dbus/"+name)
+		if err != nil {
 			return err
 		}
+		if err := installFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := in.installMan(); err != nil {
+		return err
 	}
 	if err := mgr.Reload(ctx); err != nil {
 		return err
@@ -84,7 +90,8 @@ func (in *Install) Install(ctx context.Context, mgr *manager.Conn) error {
 }
 
 // Uninstall stops and disables the units, removes them, their socket
-// files, the binary and the D-Bus files, and reloads mgr. What is already
+// files, the binary, the D-Bus files and unitrun's man pages in ManDir,
+// and reloads mgr. What is already
 // gone is not an error.
 func (in *Install) Uninstall(ctx context.Context, mgr *manager.Conn) error {
 	var errs []error
@@ -108,44 +115,71 @@ func (in *Install) Uninstall(ctx context.Context, mgr *manager.Conn) error {
 			errs = append(errs, err)
 		}
 	}
-	if err := os.Remove(in.InstalledPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		errs = append(errs, err)
+	errs = append(errs, removeFile(in.InstalledPath()))
+	for name, dir := range in.dbusFiles() {
+		errs = append(errs, removeFile(filepath.Join(dir, name)))
 	}
-	if in.DBusDir != "" {
-		errs = append(errs, uninstallDBus(in.DBusDir))
+	if in.ManDir != "" {
+		pages, _ := filepath.Glob(filepath.Join(in.ManDir, "man[158]", "unitrun*.[158]*"))
+		for _, p := range pages {
+			errs = append(errs, removeFile(p))
+		}
 	}
 	errs = append(errs, mgr.Reload(ctx))
 	return errors.Join(errs...)
 }
 
-// installDBus writes the D-Bus files under dir.
-func installDBus(dir string) error {
-	for name, sub := range dbusFiles {
-		data, err := fs.ReadFile(DBus, "dbus/"+name)
+// dbusFiles maps each file of DBus to the directory it goes to: the
+// system bus's policy and activation dirs, which the bus daemon watches.
+func (in *Install) dbusFiles() map[string]string {
+	if in.DBusPolicyDir == "" {
+		return nil
+	}
+	return map[string]string{
+		"org.unitrun.Ops1.conf":    in.DBusPolicyDir,
+		"org.unitrun.Ops1.service": in.DBusServiceDir,
+	}
+}
+
+// installMan copies the unitrun man pages of ManSource to ManDir.
+func (in *Install) installMan() error {
+	if in.ManSource == "" || in.ManDir == "" {
+		return nil
+	}
+	pages, err := filepath.Glob(filepath.Join(in.ManSource, "man[158]", "unitrun*.[158]*"))
+	if err != nil {
+		return err
+	}
+	for _, p := range pages {
+		data, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		p := filepath.Join(dir, sub, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return fmt.Errorf("install %s: %w", p, err)
-		}
-		if err := atomicfile.Write(p, data, 0o644); err != nil {
-			return fmt.Errorf("install %s: %w", p, err)
+		rel, _ := filepath.Rel(in.ManSource, p)
+		if err := installFile(filepath.Join(in.ManDir, rel), data, 0o644); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// uninstallDBus removes the D-Bus files under dir; what is already gone
-// is not an error.
-func uninstallDBus(dir string) error {
-	var errs []error
-	for name, sub := range dbusFiles {
-		if err := os.Remove(filepath.Join(dir, sub, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-		}
+// installFile writes data to path atomically, creating its directory.
+func installFile(path string, data []byte, mode fs.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("install %s: %w", path, err)
 	}
-	return errors.Join(errs...)
+	if err := atomicfile.Write(path, data, mode); err != nil {
+		return fmt.Errorf("install %s: %w", path, err)
+	}
+	return nil
+}
+
+// removeFile removes path; one already gone is not an error.
+func removeFile(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // copyBinary installs src at dst, mode 0755, atomically.

@@ -7,31 +7,69 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/unitrun/unitrun/dist"
 	"github.com/unitrun/unitrun/manager"
 )
 
 type installFlags struct {
-	binDir, unitDir string
-	runtime, now    bool
-	dbusDir         string
+	prefix, binDir, unitDir string
+	runtime, now            bool
+	dbusDir                 string
 }
 
-// install returns what install and uninstall do, from the flags.
-func (f *installFlags) install() (*dist.Install, error) {
+// readOnlyUsr reports whether /usr is mounted read-only, as on
+// image-based hosts (rpm-ostree, Fedora CoreOS, RHEL for Edge).
+func readOnlyUsr() bool {
+	var st unix.Statfs_t
+	return unix.Statfs("/usr", &st) == nil && st.Flags&unix.ST_RDONLY != 0
+}
+
+// install returns what install and uninstall do, from the flags, and the
+// prefix it installs under: --prefix, else /usr, or /usr/local where /usr
+// is read-only. Under a prefix other than /usr the D-Bus policy goes to
+// /etc/dbus-1/system.d, the one other directory the system bus reads
+// policies from.
+func (f *installFlags) install(cmd *cobra.Command) (*dist.Install, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	return &dist.Install{Binary: self, BinDir: f.binDir, UnitDir: f.unitDir, DBusDir: f.dbusDir, Runtime: f.runtime, Now: f.now}, nil
+	prefix := f.prefix
+	switch {
+	case prefix == "" && readOnlyUsr():
+		prefix = "/usr/local"
+	case prefix == "":
+		prefix = "/usr"
+	case !filepath.IsAbs(prefix):
+		return nil, usageError(fmt.Errorf("--prefix %s: must be an absolute path", prefix))
+	}
+	prefix = filepath.Clean(prefix)
+	in := &dist.Install{Binary: self, BinDir: f.binDir, UnitDir: f.unitDir, Runtime: f.runtime, Now: f.now,
+		// The release's tarball has its man pages in man/ beside bin/.
+		ManSource: filepath.Join(filepath.Dir(self), "..", "man"), ManDir: filepath.Join(prefix, "share", "man")}
+	if in.BinDir == "" {
+		in.BinDir = filepath.Join(prefix, "bin")
+	}
+	switch {
+	case cmd.Flags().Changed("dbus-dir") && f.dbusDir == "":
+	case cmd.Flags().Changed("dbus-dir"):
+		in.DBusPolicyDir, in.DBusServiceDir = filepath.Join(f.dbusDir, "system.d"), filepath.Join(f.dbusDir, "system-services")
+	case prefix == "/usr":
+		in.DBusPolicyDir, in.DBusServiceDir = "/usr/share/dbus-1/system.d", "/usr/share/dbus-1/system-services"
+	default:
+		in.DBusPolicyDir, in.DBusServiceDir = "/etc/dbus-1/system.d", filepath.Join(prefix, "share", "dbus-1", "system-services")
+	}
+	return in, nil
 }
 
 func (f *installFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.binDir, "bin-dir", filepath.Dir(dist.InstalledBinary), "directory of the installed binary")
+	cmd.Flags().StringVar(&f.prefix, "prefix", "", "`PREFIX` of the binary (PREFIX/bin), the D-Bus activation file (PREFIX/share/dbus-1) and the man pages (PREFIX/share/man) (default /usr, or /usr/local where /usr is read-only)")
+	cmd.Flags().StringVar(&f.binDir, "bin-dir", "", "directory of the installed binary (default PREFIX/bin)")
 	cmd.Flags().StringVar(&f.unitDir, "unit-dir", "/etc/systemd/system", "directory of the installed units")
 	cmd.Flags().BoolVar(&f.runtime, "runtime", false, "enable until reboot only (in /run), not persistently")
-	cmd.Flags().StringVar(&f.dbusDir, "dbus-dir", "/usr/share/dbus-1", "D-Bus data `DIR` of org.unitrun.Ops1's system.d policy and system-services file (\"\": none)")
+	cmd.Flags().StringVar(&f.dbusDir, "dbus-dir", "", "D-Bus data `DIR` of org.unitrun.Ops1's system.d policy and system-services file (\"\": none; default /usr/share/dbus-1, or /etc/dbus-1 and PREFIX/share/dbus-1 under another prefix)")
 }
 
 func newInstallCmd(g *globals) *cobra.Command {
@@ -40,22 +78,30 @@ func newInstallCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "install",
 		Short: "Install this binary and the host API daemon's units, and enable its sockets",
-		Long: `Copy this binary to --bin-dir/unitrun, write unitrun.socket,
+		Long: `Copy this binary to PREFIX/bin/unitrun (or --bin-dir), write unitrun.socket,
 unitrun-argv.socket and unitrun.service (from dist/systemd, pointing at the
 installed binary) to --unit-dir and the D-Bus policy and activation files
-of org.unitrun.Ops1 (dist/dbus) under --dbus-dir, reload the manager and
-enable the sockets; with --now, start them. Ops go in /etc/unitrun/ops.d (see docs/hostapi.md).
-"unitrun uninstall" reverses every step.`,
-		Example: "  unitrun install --now\n  unitrun install --bin-dir /usr/local/bin --runtime",
+of org.unitrun.Ops1 (dist/dbus), reload the manager and enable the
+sockets; with --now, start them. Run from an unpacked release, it also
+installs the man pages beside it in PREFIX/share/man. Ops go in
+/etc/unitrun/ops.d (see docs/hostapi.md). "unitrun uninstall" reverses
+every step.
+
+PREFIX is /usr, where the D-Bus files go to /usr/share/dbus-1. Where /usr
+is read-only (image-based hosts: rpm-ostree, Fedora CoreOS, RHEL for
+Edge), it is /usr/local, and the D-Bus policy goes to /etc/dbus-1/system.d;
+--prefix chooses another.`,
+		Example: "  unitrun install --now\n  unitrun install --prefix /usr/local --runtime",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := f.checkDirs(); err != nil {
+			in, err := f.install(cmd)
+			if err != nil {
+				return err
+			}
+			if err := f.checkDirs(in); err != nil {
 				return usageError(err)
 			}
-			in, err := f.install()
-			if err == nil {
-				err = g.withManager(cmd.Context(), func(mgr *manager.Conn) error { return in.Install(cmd.Context(), mgr) })
-			}
+			err = g.withManager(cmd.Context(), func(mgr *manager.Conn) error { return in.Install(cmd.Context(), mgr) })
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
 			}
@@ -65,7 +111,8 @@ enable the sockets; with --now, start them. Ops go in /etc/unitrun/ops.d (see do
 					Binary  string   `json:"binary"`
 					Units   []string `json:"units"`
 					UnitDir string   `json:"unit_dir"`
-				}{bin, dist.DaemonUnits, f.unitDir})
+					DBusDir string   `json:"dbus_policy_dir,omitempty"`
+				}{bin, dist.DaemonUnits, f.unitDir, in.DBusPolicyDir})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "installed %s and %s in %s\n", bin, strings.Join(dist.DaemonUnits, ", "), f.unitDir)
 			return nil
@@ -73,7 +120,7 @@ enable the sockets; with --now, start them. Ops go in /etc/unitrun/ops.d (see do
 	}
 	f.add(cmd)
 	cmd.Flags().BoolVar(&f.now, "now", false, "also start the sockets")
-	jsonFlag(cmd, &asJSON, `print {"binary", "units", "unit_dir"} as JSON`)
+	jsonFlag(cmd, &asJSON, `print {"binary", "units", "unit_dir", "dbus_policy_dir"} as JSON`)
 	return cmd
 }
 
@@ -82,13 +129,14 @@ func newUninstallCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "uninstall",
 		Short:   "Stop, disable and remove what \"unitrun install\" put in place",
-		Example: "  unitrun uninstall\n  unitrun uninstall --bin-dir /usr/local/bin --runtime",
+		Example: "  unitrun uninstall\n  unitrun uninstall --prefix /usr/local --runtime",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in, err := f.install()
-			if err == nil {
-				err = g.withManager(cmd.Context(), func(mgr *manager.Conn) error { return in.Uninstall(cmd.Context(), mgr) })
+			in, err := f.install(cmd)
+			if err != nil {
+				return err
 			}
+			err = g.withManager(cmd.Context(), func(mgr *manager.Conn) error { return in.Uninstall(cmd.Context(), mgr) })
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
 			}
@@ -99,13 +147,14 @@ func newUninstallCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// checkDirs checks, before anything is written, that the directories
-// install writes to exist.
-func (f *installFlags) checkDirs() error {
-	for _, d := range []struct{ flag, path string }{{"--bin-dir", f.binDir}, {"--unit-dir", f.unitDir}, {"--dbus-dir", f.dbusDir}} {
-		if d.path == "" && d.flag == "--dbus-dir" {
-			continue
-		}
+// checkDirs checks, before anything is written, that the directories of
+// the binary and the units, and a --dbus-dir given, exist.
+func (f *installFlags) checkDirs(in *dist.Install) error {
+	dirs := []struct{ flag, path string }{{"--bin-dir", in.BinDir}, {"--unit-dir", f.unitDir}}
+	if f.dbusDir != "" {
+		dirs = append(dirs, struct{ flag, path string }{"--dbus-dir", f.dbusDir})
+	}
+	for _, d := range dirs {
 		fi, err := os.Stat(d.path)
 		if err == nil && !fi.IsDir() {
 			err = fmt.Errorf("%s %s: not a directory", d.flag, d.path)

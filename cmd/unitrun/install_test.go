@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,7 +24,7 @@ func TestInstallUninstall(t *testing.T) {
 	conn := systemdtest.Conn(t)
 	unitDir := systemdtest.RuntimeUnitDir(t)
 	binDir, dbusDir := t.TempDir(), t.TempDir()
-	args := []string{"--bin-dir", binDir, "--unit-dir", unitDir, "--runtime", "--dbus-dir", dbusDir}
+	args := []string{"--prefix", t.TempDir(), "--bin-dir", binDir, "--unit-dir", unitDir, "--runtime", "--dbus-dir", dbusDir}
 	dbusFiles := []string{filepath.Join(dbusDir, "system.d", "org.unitrun.Ops1.conf"), filepath.Join(dbusDir, "system-services", "org.unitrun.Ops1.service")}
 	before, err := conn.ListUnitNames(ctx, "unitrun")
 	if err != nil {
@@ -96,5 +99,107 @@ func TestInstallUninstall(t *testing.T) {
 	after, _ := conn.ListUnitNames(ctx, "unitrun")
 	if len(after) != len(before) {
 		t.Errorf("units loaded before install %v, after uninstall %v", before, after)
+	}
+}
+
+// TestInstallReadOnlyUsr installs on a host whose /usr is read-only, as
+// an image-based host's (Fedora CoreOS, RHEL for Edge): in a private mount
+// namespace where /usr is a read-only bind mount, and /usr/local and
+// /etc/dbus-1 are directories of the test (on Fedora CoreOS /usr/local is
+// the writable /var/usrlocal), install run from a release's layout puts
+// the binary in /usr/local/bin, the units run it from there, the D-Bus
+// policy goes to /etc/dbus-1/system.d and the man pages to
+// /usr/local/share/man; uninstall removes them all. (install wrote to
+// /usr/bin and failed with a read-only file system.)
+func TestInstallReadOnlyUsr(t *testing.T) {
+	ctx := context.Background()
+	conn := systemdtest.Conn(t)
+	unitDir := systemdtest.RuntimeUnitDir(t)
+	usrLocal, etcDBus, release := t.TempDir(), t.TempDir(), t.TempDir()
+	self, err := os.ReadFile(systemdtest.Binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := []byte("a man page")
+	for p, data := range map[string][]byte{
+		filepath.Join(release, "bin", "unitrun"):                  self,
+		filepath.Join(release, "man", "man1", "unitrun-run.1.gz"): page,
+		filepath.Join(usrLocal, "bin", ".keep"):                   nil,
+		filepath.Join(etcDBus, "system.d", ".keep"):               nil,
+	} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readOnlyUsr := func(args ...string) (string, string, int) {
+		t.Helper()
+		const script = `mount --bind /usr /usr && mount -o remount,bind,ro /usr && mount --bind "$1" /usr/local && mount --bind "$2" /etc/dbus-1 && shift 2 && exec "$@"`
+		cmd := exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "sh", "-c", script, "sh", usrLocal, etcDBus,
+			filepath.Join(release, "bin", "unitrun")}, args...)...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+	}
+	if out, errs, code := readOnlyUsr("sh", "-c", "touch /usr/.unitrun-probe"); code == 0 {
+		t.Fatalf("/usr is not read-only in the namespace: %s%s", out, errs)
+	}
+
+	out, errs, code := readOnlyUsr("install", "--json", "--unit-dir", unitDir, "--runtime")
+	if code != 0 {
+		t.Fatalf("install with /usr read-only: exit %d\n%s%s", code, out, errs)
+	}
+	var report struct {
+		Binary  string `json:"binary"`
+		DBusDir string `json:"dbus_policy_dir"`
+	}
+	if err := json.Unmarshal([]byte(out), &report); err != nil || report.Binary != "/usr/local/bin/unitrun" || report.DBusDir != "/etc/dbus-1/system.d" {
+		t.Errorf("install --json: %q (%v); want binary /usr/local/bin/unitrun, D-Bus policy in /etc/dbus-1/system.d", out, err)
+	}
+	installed := []string{
+		filepath.Join(usrLocal, "bin", "unitrun"),
+		filepath.Join(etcDBus, "system.d", "org.unitrun.Ops1.conf"),
+		filepath.Join(usrLocal, "share", "dbus-1", "system-services", "org.unitrun.Ops1.service"),
+		filepath.Join(usrLocal, "share", "man", "man1", "unitrun-run.1.gz"),
+	}
+	for _, p := range installed {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("not installed: %v", err)
+		}
+	}
+	if got, err := os.ReadFile(installed[0]); err != nil || !bytes.Equal(got, self) {
+		t.Errorf("/usr/local/bin/unitrun is not the binary (%v)", err)
+	}
+	svc, err := os.ReadFile(filepath.Join(unitDir, "unitrun.service"))
+	if err != nil || !strings.Contains(string(svc), "ExecStart=/usr/local/bin/unitrun ") {
+		t.Errorf("unitrun.service does not run /usr/local/bin/unitrun (%v):\n%s", err, svc)
+	}
+	if state, err := conn.UnitFileState(ctx, "unitrun.socket"); err != nil || state != "enabled-runtime" {
+		t.Errorf("unitrun.socket: unit file state %q, %v; want enabled-runtime", state, err)
+	}
+
+	if out, errs, code := readOnlyUsr("uninstall", "--unit-dir", unitDir, "--runtime"); code != 0 {
+		t.Fatalf("uninstall with /usr read-only: exit %d\n%s%s", code, out, errs)
+	}
+	for _, p := range append(installed, filepath.Join(unitDir, "unitrun.service")) {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s still installed", p)
+		}
+	}
+}
+
+// TestInstallPrefixRelative checks that --prefix must be absolute: exit 2,
+// naming the flag, before anything is written.
+func TestInstallPrefixRelative(t *testing.T) {
+	out, errs, code := unitrun(t, "install", "--prefix", "usr/local", "--unit-dir", t.TempDir())
+	if code != exitUsage || errs != "unitrun: --prefix usr/local: must be an absolute path\n" {
+		t.Errorf("install --prefix usr/local: exit %d, %q%q; want exit 2 naming --prefix", code, out, errs)
 	}
 }

@@ -28,6 +28,23 @@ const (
 	exitNotFound   = unit.ExitNotFound      // 127: the command (or its #! interpreter) was not found
 )
 
+// exitStatuses is the table of the exit statuses of run, start and wait:
+// their --help and man pages show it, and README.md has it word for word
+// (TestExitStatusesInReadme).
+const exitStatuses = `| status | meaning |
+| --- | --- |
+| the command's own | it exited with that code |
+| 128+N | a signal N ended it (SIGTERM counts, though systemd calls it clean), or interrupted unitrun, which stopped the unit (130 for Ctrl-C) |
+| 2 | bad flags or arguments |
+| 125 | unitrun failed: no manager, or the start job failed (the job result is printed) |
+| 126 | the command exists but cannot be executed (exec format error, permission denied: found before anything starts, or by systemd's 203/EXEC) |
+| 127 | the command, or its ` + "`#!`" + ` interpreter, was not found |
+`
+
+// addManCommand adds the hidden "unitrun man DIR" to a build tagged
+// unitrun_man (manpage.go); it is nil in the shipped binary.
+var addManCommand func(root *cobra.Command)
+
 // exitError carries the status unitrun exits with.
 type exitError struct {
 	code int
@@ -232,10 +249,17 @@ See docs/cli.md.`,
 	}
 	root.PersistentFlags().StringVar(&g.manager, "manager", "", "manager to use: auto, system, user, private:PATH or embedded (default $"+manager.EnvManager+", else auto)")
 	root.PersistentFlags().StringVar(&g.embeddedDir, "embedded-dir", "", "runtime directory of the embedded manager (default $"+manager.EnvEmbeddedDir+", else "+manager.DefaultEmbeddedDir+")")
-	root.AddCommand(newRunCmd(g), newStartCmd(g), newWaitCmd(g), newManagerCmd(g))
+	run, start, wait := newRunCmd(g), newStartCmd(g), newWaitCmd(g)
+	for _, c := range []*cobra.Command{run, start, wait} {
+		c.Long += "\n\nExit statuses:\n\n" + exitStatuses
+	}
+	root.AddCommand(run, start, wait, newManagerCmd(g))
 	root.AddCommand(newPodCmd(g))
 	root.AddCommand(newDaemonCmd(g), newOpCmd(g), newInjectCmd(g))
 	root.AddCommand(newInstallCmd(g), newUninstallCmd(g), newVersionCmd())
+	if addManCommand != nil {
+		addManCommand(root)
+	}
 	setVersion(root)
 	applyContract(root)
 	return root

@@ -9,8 +9,8 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -18,10 +18,12 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/spf13/cobra"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	corev1 "k8s.io/api/core/v1"
@@ -36,7 +38,14 @@ import (
 // images is the repeated --image NAME=ROOTFS|host flag.
 type images map[string]string
 
-func (m images) String() string { return fmt.Sprint(map[string]string(m)) }
+func (m images) String() string {
+	var s []string
+	for name, dir := range m {
+		s = append(s, name+"="+dir)
+	}
+	slices.Sort(s)
+	return strings.Join(s, ",")
+}
 
 func (m images) Set(s string) error {
 	name, dir, ok := strings.Cut(s, "=")
@@ -47,10 +56,35 @@ func (m images) Set(s string) error {
 	return nil
 }
 
+// Type is the flag's value in --help.
+func (images) Type() string { return "NAME=/rootfs|host" }
+
+// Exit statuses of unitrun-node, as unitrun's own.
+const (
+	exitFailed = 1 // the node could not start, or stopped on an error
+	exitUsage  = 2 // bad flags or arguments
+)
+
+// usageError is a bad flag or argument: unitrun-node exits 2 with it.
+type usageError struct{ error }
+
+func (u usageError) Unwrap() error { return u.error }
+
+// addManCommand adds the hidden "unitrun-node man DIR" to a build tagged
+// unitrun_man (manpage.go); it is nil in the shipped binary.
+var addManCommand func(root *cobra.Command)
+
 func main() {
-	if err := run(); err != nil {
+	root := newRoot()
+	if addManCommand != nil {
+		addManCommand(root)
+	}
+	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "unitrun-node:", err)
-		os.Exit(1)
+		if errors.As(err, new(usageError)) {
+			os.Exit(exitUsage)
+		}
+		os.Exit(exitFailed)
 	}
 }
 
@@ -65,22 +99,78 @@ type options struct {
 	version    bool // print the build's version and exit
 }
 
-func run() error {
-	o, err := parseFlags()
-	if err != nil {
-		return err
+// newRoot returns the command line of unitrun-node.
+func newRoot() *cobra.Command {
+	o := &options{cfg: provider.Config{Images: images{}}}
+	cfg := &o.cfg
+	root := &cobra.Command{
+		Use:   "unitrun-node",
+		Short: "Join this systemd host to a Kubernetes cluster as a node that runs its Pods as unitrun pods",
+		Long: `unitrun-node registers this host as a node of the cluster that --kubeconfig
+names, keeps its lease, and runs each Pod bound to it as a unitrun pod: one
+systemd unit graph per Pod, on the manager --manager names, through the
+unitrun command --unitrun names. The node carries the taint
+virtual-kubelet.io/provider=unitrun:NoSchedule, so only Pods that tolerate it
+land there. With --tls-cert-file and --tls-key-file it serves the kubelet API
+(kubectl logs) on --listen. SIGINT or SIGTERM stops it; the pods go on.
+
+unitrun-node exits 2 for bad flags (naming the flag) and 1 when the node
+could not start or stopped on an error. See docs/kubernetes.md.`,
+		Example: `  unitrun-node --kubeconfig /etc/kubernetes/kubelet.conf --image debian=host
+  unitrun-node --kubeconfig ~/.kube/config --unitrun /usr/local/bin/unitrun --node-ip 10.0.0.5 \
+      --tls-cert-file /etc/unitrun/kubelet.crt --tls-key-file /etc/unitrun/kubelet.key --client-ca-file /etc/kubernetes/ca.crt
+  unitrun-node --version`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.NoArgs(cmd, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		},
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.version {
+				_, err := fmt.Fprintln(cmd.OutOrStdout(), "unitrun-node", buildinfo.Read())
+				return err
+			}
+			if err := o.check(); err != nil {
+				return usageError{err}
+			}
+			return o.run()
+		},
 	}
-	if o.version {
-		_, err := fmt.Println("unitrun-node", buildinfo.Read())
-		return err
-	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	fl := root.Flags()
+	fl.SortFlags = false
+	fl.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig `FILE` of the cluster to join (default $KUBECONFIG, else the in-cluster configuration of a Pod)")
+	fl.StringVar(&cfg.NodeName, "node-name", "", "the node's `NAME` (default: the host name)")
+	fl.StringVar(&cfg.Address, "node-ip", "", "the node's InternalIP `ADDRESS`, where the API server reaches the kubelet API, and every Pod's hostIP and podIP (default: the host's first global IPv4 address)")
+	fl.StringVar(&cfg.StateDir, "state-dir", "/run/unitrun", "`DIR` of the pods' state (unitrun pod's --state-dir)")
+	fl.StringVar(&cfg.Binary, "unitrun", "", "the unitrun `COMMAND` the pods' units call back (default: unitrun on $PATH)")
+	fl.StringVar(&cfg.Manager, "manager", "", "the systemd `MANAGER` to run pods on, as unitrun's --manager (default: as unitrun chooses)")
+	fl.Var(images(cfg.Images), "image", "run containers of image NAME on that root filesystem, or on the host's (repeatable)")
+	fl.BoolVar(&cfg.AllowPrivileged, "allow-privileged", false, "let Pods run containers as root, privileged or with added capabilities")
+	fl.DurationVar(&cfg.MinRestartBackoff, "min-restart-backoff", provider.DefaultMinRestartBackoff, fmt.Sprintf("the shortest first restart delay a Pod's unitrun.io/restart-backoff may ask for, and the default (%s to %s)", pod.MinBackoff, provider.MaxRestartBackoff))
+	fl.StringVar(&o.listen, "listen", ":10250", "`ADDRESS` of the kubelet API (logs), served only with --tls-cert-file and --tls-key-file")
+	fl.StringVar(&o.certFile, "tls-cert-file", "", "TLS certificate `FILE` of the kubelet API")
+	fl.StringVar(&o.keyFile, "tls-key-file", "", "TLS key `FILE` of the kubelet API")
+	fl.StringVar(&o.clientCA, "client-ca-file", "", "CA `FILE` whose client certificates the kubelet API accepts (the API server's kubelet client)")
+	fl.BoolVar(&o.version, "version", false, "print the version, the commit it was built from and the Go version, and exit")
+	return root
+}
+
+// run joins the cluster and serves the node until a signal stops it.
+func (o *options) run() error {
 	o.cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	client, err := nodeutil.ClientsetFromEnv(o.kubeconfig)
+	if err != nil && o.kubeconfig == "" {
+		return fmt.Errorf("no --kubeconfig (nor $KUBECONFIG) given, and not in a cluster's Pod: %w", err)
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
 	}
 	o.cfg.Client = client
 	spec, err := o.cfg.Node()
@@ -112,55 +202,67 @@ func run() error {
 	return nil
 }
 
-// parseFlags reads the command line, with the paths made absolute and
-// the kubelet API's port taken from --listen.
-func parseFlags() (*options, error) {
-	host, _ := os.Hostname()
-	o := &options{cfg: provider.Config{Images: images{}}}
+// check checks the flags before anything starts, makes the paths
+// absolute and takes the kubelet API's port from --listen.
+func (o *options) check() error {
 	cfg := &o.cfg
-	flag.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to join")
-	flag.StringVar(&cfg.NodeName, "node-name", host, "the node's name")
-	flag.StringVar(&cfg.Address, "node-ip", "", "the node's InternalIP, where the API server reaches the kubelet API, and every Pod's hostIP and podIP (default: the host's first global IPv4 address)")
-	flag.StringVar(&cfg.StateDir, "state-dir", "/run/unitrun", "directory of the pods' state (unitrun pod's --state-dir)")
-	flag.StringVar(&cfg.Binary, "unitrun", "", "the unitrun command the pods' units call back (default: unitrun on $PATH)")
-	flag.StringVar(&cfg.Manager, "manager", "", "the systemd manager to run pods on, as unitrun's --manager (default: as unitrun chooses)")
-	flag.Var(images(cfg.Images), "image", "NAME=/rootfs or NAME=host: run containers of image NAME on that root filesystem or on the host's (repeatable)")
-	flag.BoolVar(&cfg.AllowPrivileged, "allow-privileged", false, "let Pods run containers as root, privileged or with added capabilities")
-	flag.DurationVar(&cfg.MinRestartBackoff, "min-restart-backoff", provider.DefaultMinRestartBackoff, fmt.Sprintf("the shortest first restart delay a Pod's unitrun.io/restart-backoff may ask for, and the default (%s to %s)", pod.MinBackoff, provider.MaxRestartBackoff))
-	flag.StringVar(&o.listen, "listen", ":10250", "address of the kubelet API (logs), served only with --tls-cert-file and --tls-key-file")
-	flag.StringVar(&o.certFile, "tls-cert-file", "", "TLS certificate of the kubelet API")
-	flag.StringVar(&o.keyFile, "tls-key-file", "", "TLS key of the kubelet API")
-	flag.StringVar(&o.clientCA, "client-ca-file", "", "CA whose client certificates the kubelet API accepts (the API server's kubelet client)")
-	flag.BoolVar(&o.version, "version", false, "print the version, the commit it was built from and the Go version, and exit")
-	flag.Parse()
-	if o.version {
-		return o, nil
-	}
 	if b := cfg.MinRestartBackoff; b < pod.MinBackoff || b > provider.MaxRestartBackoff {
-		return nil, fmt.Errorf("--min-restart-backoff %s: must be from %s (the least any pod may have) to %s", b, pod.MinBackoff, provider.MaxRestartBackoff)
+		return fmt.Errorf("--min-restart-backoff %s: must be from %s (the least any pod may have) to %s", b, pod.MinBackoff, provider.MaxRestartBackoff)
+	}
+	if o.kubeconfig == "" {
+		o.kubeconfig = os.Getenv("KUBECONFIG")
+	}
+	if o.kubeconfig != "" {
+		if err := readable(o.kubeconfig); err != nil {
+			return fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
+		}
 	}
 	var err error
+	if cfg.NodeName == "" {
+		if cfg.NodeName, err = os.Hostname(); err != nil {
+			return fmt.Errorf("--node-name: the host name cannot be read (%w); name the node", err)
+		}
+	}
 	if cfg.Binary == "" {
 		if cfg.Binary, err = exec.LookPath("unitrun"); err != nil {
-			return nil, fmt.Errorf("--unitrun: %w", err)
+			return fmt.Errorf("--unitrun: no unitrun on $PATH; name the unitrun command")
 		}
 	}
 	if cfg.Binary, err = filepath.Abs(cfg.Binary); err != nil {
-		return nil, err
+		return err
 	}
 	if cfg.StateDir, err = filepath.Abs(cfg.StateDir); err != nil {
-		return nil, err
+		return err
 	}
 	_, port, err := net.SplitHostPort(o.listen)
 	n, perr := strconv.ParseUint(port, 10, 16)
 	if err != nil || perr != nil {
-		return nil, fmt.Errorf("--listen %q: want HOST:PORT or :PORT", o.listen)
+		return fmt.Errorf("--listen %q: want HOST:PORT or :PORT", o.listen)
 	}
 	cfg.KubeletPort = int32(n)
 	if cfg.Address == "" {
 		cfg.Address = hostIP()
 	}
-	return o, nil
+	return nil
+}
+
+// readable returns why the file at path cannot be read, in a user's
+// words, or nil.
+func readable(path string) error {
+	f, err := os.Open(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return errors.New("no such file")
+	case errors.Is(err, fs.ErrPermission):
+		return errors.New("cannot be read: permission denied")
+	case err != nil:
+		return err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return errors.New("is a directory, not a kubeconfig file")
+	}
+	return nil
 }
 
 // hostIP is the host's first global unicast IPv4 address, or "".

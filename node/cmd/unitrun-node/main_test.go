@@ -2,21 +2,56 @@ package main
 
 import (
 	debugbuildinfo "debug/buildinfo"
+	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/unitrun/unitrun/internal/buildinfo"
 )
 
+var built struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// binary builds unitrun-node once for the tests of this file.
+func binary(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "unitrun-node-test")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.bin = filepath.Join(dir, "unitrun-node")
+		if out, err := exec.Command("go", "build", "-o", built.bin, ".").CombinedOutput(); err != nil {
+			built.err = errors.New("go build: " + err.Error() + "\n" + string(out))
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.bin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.bin != "" {
+		os.RemoveAll(filepath.Dir(built.bin))
+	}
+	os.Exit(code)
+}
+
 // TestVersion builds unitrun-node and checks that --version prints the
 // version, the commit and the Go version recorded in the binary, and
 // exits 0 without looking for a cluster or for unitrun.
 func TestVersion(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "unitrun-node")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := binary(t)
 	bi, err := debugbuildinfo.ReadFile(bin)
 	if err != nil {
 		t.Fatal(err)
@@ -26,5 +61,55 @@ func TestVersion(t *testing.T) {
 	out, err := cmd.Output()
 	if want := "unitrun-node " + buildinfo.From(bi).String() + "\n"; err != nil || string(out) != want {
 		t.Errorf("--version: %q, %v; want %q and exit 0", out, err, want)
+	}
+}
+
+// TestHelp checks that --help shows the flags in unitrun's style (two
+// dashes, each flag named as before) with examples, and exits 0.
+func TestHelp(t *testing.T) {
+	out, err := exec.Command(binary(t), "--help").Output()
+	if err != nil {
+		t.Fatalf("--help: %v", err)
+	}
+	for _, want := range []string{"Usage:\n  unitrun-node [flags]", "Examples:\n  unitrun-node --kubeconfig ",
+		"--kubeconfig FILE", "--node-name NAME", "--node-ip ADDRESS", "--state-dir DIR", "--unitrun COMMAND", "--manager MANAGER",
+		"--image NAME=/rootfs|host", "--allow-privileged", "--min-restart-backoff duration", "--listen ADDRESS",
+		"--tls-cert-file FILE", "--tls-key-file FILE", "--client-ca-file FILE", "--version"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("--help lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "\n  -kubeconfig") {
+		t.Errorf("--help shows single-dash flags:\n%s", out)
+	}
+}
+
+// TestBadFlags checks that what was typed wrong exits 2 with a message
+// that names the flag and, for --kubeconfig, the missing file, before
+// the node looks for a cluster (the message was the in-cluster
+// configuration's "unable to load in-cluster configuration").
+func TestBadFlags(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "admin.conf")
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{[]string{"--kubeconfig", missing, "--unitrun", "/bin/true"}, "", "unitrun-node: --kubeconfig " + missing + ": no such file\n"},
+		{[]string{"--unitrun", "/bin/true"}, "KUBECONFIG=" + missing, "unitrun-node: --kubeconfig " + missing + ": no such file\n"},
+		{[]string{"--kubeconfig", t.TempDir(), "--unitrun", "/bin/true"}, "", "is a directory, not a kubeconfig file\n"},
+		{[]string{"--image", "debian"}, "", `unitrun-node: invalid argument "debian" for "--image" flag: "debian": want NAME=host or NAME=/absolute/rootfs` + "\n"},
+		{[]string{"--min-restart-backoff", "1ms"}, "", "unitrun-node: --min-restart-backoff 1ms: must be from 100ms"},
+		{[]string{"--listen", "10250", "--unitrun", "/bin/true"}, "", `unitrun-node: --listen "10250": want HOST:PORT or :PORT` + "\n"},
+		{[]string{"--bogus"}, "", "unitrun-node: unknown flag: --bogus\n"},
+		{[]string{"extra"}, "", `unitrun-node: unknown command "extra" for "unitrun-node"` + "\n"},
+	} {
+		cmd := exec.Command(binary(t), tc.args...)
+		cmd.Env = []string{"PATH=/nonexistent", tc.env}
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitUsage || !strings.Contains(string(out), tc.want) {
+			t.Errorf("unitrun-node %s: %q, %v; want exit 2 and %q", strings.Join(tc.args, " "), out, err, tc.want)
+		}
 	}
 }
