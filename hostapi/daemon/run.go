@@ -93,7 +93,7 @@ func Run(ctx context.Context, o Options) error {
 		return &SetupError{Option: "ConfigFile", Path: o.ConfigFile, Err: err}
 	}
 	log.Debug(fmt.Sprintf("config %s and ops dir %s: %d ops", o.ConfigFile, o.OpsDir, len(cfg.Ops)))
-	if err := checkSocketDirs(o.Socket, o.Seqpacket); err != nil {
+	if err := checkSocketPaths(o.Socket, o.Seqpacket); err != nil {
 		return err
 	}
 	unlock, err := lockStateDir(o.StateDir)

@@ -208,9 +208,9 @@ func TestListenBindsOnlyGivenPaths(t *testing.T) {
 		t.Errorf("Listen with only a seqpacket path bound an HTTP socket at %s", api.Addr())
 	}
 	missing := filepath.Join(dir, "none")
-	var de *DirError
+	var de *PathError
 	if _, _, err := Listen(filepath.Join(missing, "api.sock"), ""); !errors.As(err, &de) || de.Dir != missing || !de.Missing {
-		t.Errorf("Listen in a missing directory: %v, want a *DirError naming %s", err, missing)
+		t.Errorf("Listen in a missing directory: %v, want a *PathError naming %s", err, missing)
 	}
 	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Listen created the missing directory %s (%v)", missing, err)
