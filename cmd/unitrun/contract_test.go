@@ -180,7 +180,6 @@ func TestErrorsShowNoInternals(t *testing.T) {
 	}{
 		{[]string{"run", "--", notExec}, exitCannotExec, notExec + ": cannot execute: permission denied"},
 		{[]string{"start", "unitrun-no-such-unit.service"}, exitFailed, "start unitrun-no-such-unit.service: Unit unitrun-no-such-unit.service not found."},
-		{[]string{"wait", "unitrun-no-such-unit.service"}, exitFailed, "unitrun: wait: no unit named unitrun-no-such-unit.service is loaded\n"},
 		{[]string{"--manager", "private:" + filepath.Join(dir, "none.sock"), "run", "--", "true"}, exitFailed, filepath.Join(dir, "none.sock") + "): no such file or directory"},
 		{[]string{"op", "list", "--socket", filepath.Join(dir, "none.sock")}, exitFailed, "unitrun daemon at " + filepath.Join(dir, "none.sock") + ": no such file or directory"},
 		{append(daemon, "--state-dir", config+"/state"), exitFailed, "--state-dir " + config + "/state: " + config + ": not a directory"},
