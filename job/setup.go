@@ -195,7 +195,7 @@ func (r *run) execFailure(ctx context.Context, jobResult string) *Status {
 
 // explainExec adds to st, if systemd could not execute its command, why:
 // the errno that execve(2) gives for the unit's command, as the caller
-// finds it when it shares the manager's file system (execError). systemd
+// finds it when it shares the manager's file system (CannotExecute). systemd
 // itself writes the reason to the journal only.
 func (r *run) explainExec(ctx context.Context, st *Status) {
 	if st.ExecError == nil || !r.mgr.SharesFS(ctx) {
@@ -211,16 +211,18 @@ func (r *run) explainExec(ctx context.Context, st *Status) {
 		return
 	}
 	if path, _ := cmds[0][0].(string); path != "" {
-		st.Exit = st.WithExecError(execError(path))
+		st.Exit = st.WithExecError(CannotExecute(path))
 	}
 }
 
-// execError returns why execve(2) refuses path, which systemd could not
-// execute, as far as the file tells: a missing file or #! interpreter
-// (ENOENT), one not executable (EACCES), or one in no format the kernel
-// runs (ENOEXEC: neither a valid ELF file nor a #! script); nil if the
-// file looks executable.
-func execError(path string) error {
+// CannotExecute returns why execve(2) refuses path, a command that could
+// not be executed, as far as the file tells: a missing file or #!
+// interpreter (ENOENT; an *InterpreterError for the interpreter), one not
+// executable (EACCES), or one in no format the kernel runs (ENOEXEC:
+// neither a valid ELF file nor a #! script); nil if the file looks
+// executable. It is the reason every face gives for such a command: run's
+// and start's (systemd could not execute it) and a pod app's.
+func CannotExecute(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		var errno syscall.Errno
@@ -246,8 +248,8 @@ func execError(path string) error {
 			return fmt.Errorf("%s: %w", path, syscall.ENOEXEC)
 		}
 		interp := string(fields[0])
-		if e := execError(interp); e != nil {
-			return fmt.Errorf("%s: interpreter %w", path, e)
+		if e := CannotExecute(interp); e != nil {
+			return &InterpreterError{Script: path, Err: e}
 		}
 		return nil
 	}
@@ -256,3 +258,13 @@ func execError(path string) error {
 	}
 	return nil
 }
+
+// An InterpreterError is why the #! script Script cannot be executed: its
+// interpreter cannot be, for the reason Err, which names the interpreter.
+type InterpreterError struct {
+	Script string
+	Err    error
+}
+
+func (e *InterpreterError) Error() string { return e.Script + ": interpreter " + e.Err.Error() }
+func (e *InterpreterError) Unwrap() error { return e.Err }

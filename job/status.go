@@ -64,12 +64,19 @@ func Ended(st *Status, err error) unit.Exit {
 // that Start found missing or not executable (err wraps an *exec.Error):
 // "/x/cmd: command not found" for one that ends in exit status 127 (see
 // Ended), else "/x/cmd: cannot execute: permission denied"; nil for any
-// other err. Every face that tells such a command (run's message and
-// --json, a daemon job's record) tells it so.
+// other err. A #! script whose interpreter is missing (an
+// *InterpreterError) is told as the run systemd could not execute tells
+// it (unit.Exit's String): "cannot execute: /x/script: interpreter
+// /x/sh: no such file or directory (exit status 127)". Every face that
+// tells such a command (run's message and --json, a daemon job's record,
+// a pod app's log) tells it so.
 func NotExecuted(err error) error {
 	var xe *exec.Error
 	if !errors.As(err, &xe) {
 		return nil
+	}
+	if ie := (*InterpreterError)(nil); errors.As(xe.Err, &ie) {
+		return errors.New(unit.ExecFailed(ie).String())
 	}
 	if unit.ExecFailed(xe.Err).ExitCode == unit.ExitNotFound {
 		return fmt.Errorf("%s: command not found", xe.Name)

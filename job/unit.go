@@ -114,8 +114,8 @@ func (u *UnitCmd) complete() error {
 }
 
 // ErrNotRunning is wrapped by Wait's error for a unit that has no run in
-// progress: inactive, failed, or active with its run ended
-// (RemainAfterExit=).
+// progress: inactive, failed, active with its run ended
+// (RemainAfterExit=), or not loaded at all (never run, or collected).
 var ErrNotRunning = errors.New("not running")
 
 // Wait waits for the run of the service that is in progress, through the
@@ -127,9 +127,10 @@ var ErrNotRunning = errors.New("not running")
 // and leaves the unit as it is. A service that is not running is waited
 // for until its next run if an active timer triggers it (TriggeredBy=);
 // else it gives, at once, an error that wraps ErrNotRunning and tells its
-// state; a unit that is not a service, or not found, an error. With
-// Stdout or Stderr set, Wait copies the output of the runs it waits for,
-// from their first entry.
+// state, and so does a unit that is not found (not loaded: never run, or
+// collected); a unit that is not a service, masked or whose file cannot
+// be loaded, an error. With Stdout or Stderr set, Wait copies the output
+// of the runs it waits for, from their first entry.
 func (u *UnitCmd) Wait(ctx context.Context) (*Status, error) {
 	if err := u.complete(); err != nil {
 		return nil, err
@@ -290,7 +291,7 @@ func (u *UnitCmd) armedTimer(ctx context.Context, s state) string {
 func notLoaded(name, load string) error {
 	switch load {
 	case "not-found":
-		return fmt.Errorf("wait: no unit named %s is loaded", name)
+		return fmt.Errorf("no unit named %s is loaded (it never ran, or its last run ended and was collected, its outcome gone): %w", name, ErrNotRunning)
 	case "masked":
 		return fmt.Errorf("wait %s: the unit is masked", name)
 	case "bad-setting", "error":

@@ -180,12 +180,13 @@ func TestErrorsShowNoInternals(t *testing.T) {
 	}{
 		{[]string{"run", "--", notExec}, exitCannotExec, notExec + ": cannot execute: permission denied"},
 		{[]string{"start", "unitrun-no-such-unit.service"}, exitFailed, "start unitrun-no-such-unit.service: Unit unitrun-no-such-unit.service not found."},
-		{[]string{"wait", "unitrun-no-such-unit.service"}, exitFailed, "unitrun: wait: no unit named unitrun-no-such-unit.service is loaded\n"},
 		{[]string{"--manager", "private:" + filepath.Join(dir, "none.sock"), "run", "--", "true"}, exitFailed, filepath.Join(dir, "none.sock") + "): no such file or directory"},
 		{[]string{"op", "list", "--socket", filepath.Join(dir, "none.sock")}, exitFailed, "unitrun daemon at " + filepath.Join(dir, "none.sock") + ": no such file or directory"},
 		{append(daemon, "--state-dir", config+"/state"), exitFailed, "--state-dir " + config + "/state: " + config + ": not a directory"},
 		{append(daemon, "--socket", config+"/api.sock"), exitUsage, "--socket " + config + "/api.sock: " + config + " is not a directory"},
 		{append(daemon, "--socket", dir+"/none/api.sock"), exitUsage, "--socket " + dir + "/none/api.sock: directory " + dir + "/none does not exist"},
+		{append(daemon, "--socket", config), exitUsage, "--socket " + config + ": " + config + " exists and is not a socket: the path must be free or hold a socket"},
+		{append(daemon, "--seqpacket", notExec), exitUsage, "--seqpacket " + notExec + ": " + notExec + " exists and is not a socket"},
 		{append(daemon, "--dbus", "bogus"), exitUsage, `--dbus "bogus": must be system, session or a D-Bus address`},
 		{[]string{"inject", "--dir", filepath.Join(dir, "bin"), filepath.Join(dir, "none")}, exitFailed, "source " + filepath.Join(dir, "none") + ": no such file or directory"},
 		{[]string{"inject", "--dir", filepath.Join(dir, "bin"), fifo}, exitFailed, "source " + fifo + " is not a regular file (it is a FIFO)"},
@@ -202,6 +203,10 @@ func TestErrorsShowNoInternals(t *testing.T) {
 				t.Errorf("unitrun %q: stderr %q shows %q", tc.args, errs, internal)
 			}
 		}
+	}
+	// Every daemon above was refused before it created its state dir.
+	if _, err := os.Stat(filepath.Join(dir, "state")); !os.IsNotExist(err) {
+		t.Errorf("a refused daemon created its --state-dir (%v)", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "bin")); !os.IsNotExist(err) {
 		t.Errorf("inject of a missing source created its --dir (%v)", err)

@@ -38,8 +38,9 @@ Under socket activation the sockets come from systemd (LISTEN_FDS), named
 "api" and "argv" by FileDescriptorName=; otherwise the daemon binds
 --socket and --seqpacket with mode 0600: both defaults when neither flag is
 given, else only the sockets given (--socket alone leaves the SEQPACKET
-front end off). A socket's directory must exist; a socket that a live
-process answers on is refused, a stale one replaced. It tells systemd
+front end off). A socket's directory must exist and its path be free or
+hold a socket; a socket that a live process answers on is refused, a
+stale one replaced. It tells systemd
 READY=1 once it serves, re-attaches to the jobs an earlier daemon left
 running, and on SIGTERM stops serving without stopping any running op.
 
@@ -111,7 +112,7 @@ func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
 	})
 	var se *daemon.SetupError
 	var held *flock.HeldError
-	var de *daemon.DirError
+	var pe *daemon.PathError
 	switch {
 	case err == nil:
 		return nil
@@ -121,8 +122,8 @@ func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
 		return &exitError{code: exitHeld, err: fmt.Errorf("--state-dir %s is held by another unitrun daemon (pid %s): one daemon at a time may use a state dir", se.Path, holderPID(held.PID))}
 	case errors.Is(err, front.ErrInUse):
 		return &exitError{code: exitHeld, err: fmt.Errorf("%s %s: socket %s is in use: a process answers on it", daemonOptions[se.Option], se.Path, se.Path)}
-	case errors.As(err, &de):
-		return usageError(fmt.Errorf("%s %s: %v", daemonOptions[se.Option], se.Path, de))
+	case errors.As(err, &pe):
+		return usageError(fmt.Errorf("%s %s: %v", daemonOptions[se.Option], se.Path, pe))
 	case errors.As(err, &se) && daemonOptions[se.Option] != "":
 		err = flagPathError(daemonOptions[se.Option], se.Path, se.Err)
 		if errors.As(err, new(*store.DamageError)) {

@@ -225,7 +225,7 @@ exec = ["`+missing+`"]
 		{"timeout", []string{"/bin/sleep", "30"}, []string{"slow"}, []string{"RuntimeMaxSec=1"}, ended{code(143), "TERM", "timeout"}, "", ""},
 		{"core dump", []string{"/bin/sh", "-c", dump}, []string{"sh", dump}, nil, ended{code(139), "SEGV", "core-dump"}, "", ""},
 		{"exec format error", []string{badELF}, []string{"badelf"}, nil, ended{code(126), "", "exit-code"}, "exec format error", ""},
-		{"missing interpreter", []string{noInterp}, []string{"nointerp"}, nil, ended{code(127), "", "exit-code"}, "no such file or directory", ""},
+		{"missing interpreter", []string{noInterp}, []string{"nointerp"}, nil, ended{code(127), "", "exit-code"}, noInterp + ": interpreter /nonexistent/interpreter: no such file or directory", ""},
 		{"not executable", []string{noExec}, []string{"noexec"}, nil, ended{code(126), "", "exit-code"}, "cannot execute: permission denied", "permission denied"},
 		{"command not found", []string{missing}, []string{"missing"}, nil, ended{code(127), "", "exit-code"}, "command not found", "not found"},
 	} {
@@ -307,6 +307,11 @@ exec = ["`+missing+`"]
 				reason := cmp.Or(c.podReason, c.reason)
 				if !strings.Contains(v.Apps[0].Message, reason) {
 					t.Errorf("pod status --json: %s; want the app's message to say %q", out, reason)
+				}
+				// The app's log tells a command that could not be
+				// executed as run does, where the pod words it so.
+				if logs, _, _ := podCLI(t, stateDir, "logs", "faces", "a"); c.podReason == "" && !strings.Contains(logs, c.reason) {
+					t.Errorf("pod logs: %q; want it to say %q, as run does", logs, c.reason)
 				}
 			} else {
 				t.Logf("pod status --json not compared: a pod app has no setting for %v", c.runProps)

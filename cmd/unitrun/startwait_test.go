@@ -290,6 +290,17 @@ func TestWaitNotRunning(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 || r.Unit != "unitrun-test-idle.service" || !strings.Contains(r.Error, "not running") {
 		t.Errorf("--json: exit %d, stdout %q (%v)", code, out, err)
 	}
+	// A unit that ended and was collected (as every run --no-wait unit is)
+	// is not loaded: it has no run in progress either, and its outcome is
+	// gone.
+	if out, errs, code := unitrun(t, "run", "--no-wait", "-u", "unitrun-test-collected", "--", "true"); code != 0 {
+		t.Fatalf("run --no-wait: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	waitGone(t, "unitrun-test-collected.service")
+	out, errs, code = unitrun(t, "wait", "unitrun-test-collected.service")
+	if want := "unitrun: no unit named unitrun-test-collected.service is loaded (it never ran, or its last run ended and was collected, its outcome gone): not running; nothing to wait for\n"; code != 0 || out != "" || errs != want {
+		t.Errorf("wait of a collected unit: exit %d, stdout %q, stderr %q; want 0 and %q", code, out, errs, want)
+	}
 	for _, name := range []string{"unitrun-test.target", "bad/name.service", "unitrun-test@.service"} {
 		if _, errs, code := unitrun(t, "wait", name); code != 2 || !strings.Contains(errs, name) {
 			t.Errorf("wait %s: exit %d, stderr %q; want 2 and an error naming it", name, code, errs)

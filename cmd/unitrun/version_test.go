@@ -3,6 +3,7 @@ package main
 import (
 	debugbuildinfo "debug/buildinfo"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/unitrun/unitrun/internal/buildinfo"
@@ -28,5 +29,9 @@ func TestVersion(t *testing.T) {
 	var got buildinfo.Info
 	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 0 || got != info || got.GoVersion == "" {
 		t.Errorf("version --json: exit %d, stdout %q (%v), stderr %q; want 0 and %+v", code, out, err, errs, info)
+	}
+	// Both forms give one commit: the word after "commit" is the JSON's.
+	if text := strings.Fields(want); len(text) < 4 || text[3] != got.Commit {
+		t.Errorf("version: %q, version --json commit %q; want one commit in both", want, got.Commit)
 	}
 }

@@ -24,11 +24,13 @@ exit with the last run's status as "unitrun run" does (the same exit
 statuses, summary line and --json object). Its output is shown as
 "unitrun start" shows it, from the run's first line.
 
-A service that is not running (inactive, failed, or active with its run
-ended) is waited for until its next run if an active timer triggers it
-(as "unitrun run --on-active" and the other timer flags make one), and
-unitrun says so on stderr (unless -q); else it is not waited for:
-unitrun says so on stderr (unless -q) and exits 0. UNIT must be a service: NAME.service, or NAME, to which .service is
+A service that is not running (inactive, failed, active with its run
+ended, or not loaded at all: never run, or its run ended and the unit was
+collected, its outcome gone) is waited for until its next run if an
+active timer triggers it (as "unitrun run --on-active" and the other
+timer flags make one), and unitrun says so on stderr (unless -q); else it
+is not waited for: unitrun says so on stderr (unless -q) and exits 0.
+UNIT must be a service: NAME.service, or NAME, to which .service is
 added as systemctl adds it; any other exits 2.
 
 wait only watches: Ctrl-C, SIGTERM or SIGHUP ends the wait, never the unit, which

@@ -41,7 +41,10 @@ type Core interface {
 	Get(id string) (*api.Record, error)
 	MaySee(c Caller, r *api.Record) bool
 	Wait(ctx context.Context, id string) (*api.Record, error)
-	StopsOnDisconnect(id string) bool
+	// Hold counts a caller that waits for the job, or whose connection
+	// stays, until release; the last one gone cancels a job whose op has
+	// on_disconnect "stop".
+	Hold(id string) (release func(gone bool))
 	Done(id string) <-chan struct{}
 	Cancel(ctx context.Context, id string) (*api.Record, error)
 	ListPage(ctx context.Context, c Caller, after string, limit int) ([]*api.Record, string, error)

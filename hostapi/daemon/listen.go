@@ -25,9 +25,9 @@ import (
 // defaults (api.DefaultSocket and api.DefaultSeqpacketSocket, creating
 // their directory); when one is given, only the given ones are bound and
 // the other front end is off (its listener nil). A given path's directory
-// must exist (checkSocketDirs, before either is bound). A socket file a
-// live process answers on is refused (front.ErrInUse); a stale one is
-// replaced. A path that cannot be bound is a *SetupError naming Socket or
+// must exist and the path be free or hold a socket (checkSocketPaths,
+// before either is bound). A socket file a live process answers on is
+// refused (front.ErrInUse); a stale one is replaced. A path that cannot be bound is a *SetupError naming Socket or
 // Seqpacket.
 func Listen(socket, seqpacket string) (stream, packet net.Listener, err error) {
 	named, err := activation.ListenersWithNames()
@@ -43,7 +43,7 @@ func Listen(socket, seqpacket string) (stream, packet net.Listener, err error) {
 			return nil, nil, &SetupError{Option: "Socket", Path: socket, Err: err}
 		}
 	}
-	if err := checkSocketDirs(socket, seqpacket); err != nil {
+	if err := checkSocketPaths(socket, seqpacket); err != nil {
 		return nil, nil, err
 	}
 	if stream, err = listen("Socket", "unix", socket); err != nil {
@@ -58,32 +58,42 @@ func Listen(socket, seqpacket string) (stream, packet net.Listener, err error) {
 	return stream, packet, nil
 }
 
-// A DirError is the error of a socket path whose directory is missing or
-// is not a directory: the daemon creates no directory of a path it is
-// given.
-type DirError struct {
+// A PathError is the error of a socket path the daemon will not bind:
+// its directory is missing or is not a directory (the daemon creates no
+// directory of a path it is given), or a file other than a socket is
+// there (the daemon replaces only a stale socket).
+type PathError struct {
+	Path string
+	// Dir is the path's directory when that is missing (Missing) or is
+	// not a directory; "" when the path itself is not a socket.
 	Dir     string
 	Missing bool
 }
 
-func (e *DirError) Error() string {
-	if e.Missing {
+func (e *PathError) Error() string {
+	switch {
+	case e.Dir == "":
+		return e.Path + " exists and is not a socket: the path must be free or hold a socket"
+	case e.Missing:
 		return "directory " + e.Dir + " does not exist"
 	}
 	return e.Dir + " is not a directory"
 }
 
-// checkSocketDirs returns a *SetupError wrapping a *DirError for the first
-// socket path given ("" is none) whose directory is missing or is not a
-// directory.
-func checkSocketDirs(socket, seqpacket string) error {
+// checkSocketPaths returns a *SetupError wrapping a *PathError for the
+// first socket path given ("" is none) whose directory is missing or is
+// not a directory, or where a file other than a socket is.
+func checkSocketPaths(socket, seqpacket string) error {
 	for _, s := range []struct{ option, path string }{{"Socket", socket}, {"Seqpacket", seqpacket}} {
 		if s.path == "" {
 			continue
 		}
 		dir := filepath.Dir(s.path)
 		if fi, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) || err == nil && !fi.IsDir() {
-			return &SetupError{Option: s.option, Path: s.path, Err: &DirError{Dir: dir, Missing: err != nil}}
+			return &SetupError{Option: s.option, Path: s.path, Err: &PathError{Path: s.path, Dir: dir, Missing: err != nil}}
+		}
+		if fi, err := os.Lstat(s.path); err == nil && fi.Mode()&fs.ModeSocket == 0 {
+			return &SetupError{Option: s.option, Path: s.path, Err: &PathError{Path: s.path}}
 		}
 	}
 	return nil

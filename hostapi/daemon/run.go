@@ -71,8 +71,9 @@ func (e *SetupError) Unwrap() error { return e.Err }
 // systemd READY=1. While it serves, it prunes old records hourly and as
 // jobs end (one prune at a time, see Scheduler.PruneHourly), and on SIGHUP
 // reads the config again (reload). When ctx ends or a front end fails, it
-// tells systemd STOPPING=1, stops serving and closes the Scheduler; running
-// ops go on in systemd, for the next daemon to re-attach to.
+// tells systemd STOPPING=1, stops serving, closes the Scheduler and then
+// the store (which makes every line it wrote durable); running ops go on
+// in systemd, for the next daemon to re-attach to.
 //
 // A setting that cannot be used before serving is a *SetupError; Run
 // returns the error of a front end that failed, nil once ctx ended.
@@ -93,7 +94,7 @@ func Run(ctx context.Context, o Options) error {
 		return &SetupError{Option: "ConfigFile", Path: o.ConfigFile, Err: err}
 	}
 	log.Debug(fmt.Sprintf("config %s and ops dir %s: %d ops", o.ConfigFile, o.OpsDir, len(cfg.Ops)))
-	if err := checkSocketDirs(o.Socket, o.Seqpacket); err != nil {
+	if err := checkSocketPaths(o.Socket, o.Seqpacket); err != nil {
 		return err
 	}
 	unlock, err := lockStateDir(o.StateDir)
@@ -101,7 +102,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer unlock()
-	d, mgr, api, argv, err := open(ctx, o, cfg, log)
+	d, records, mgr, api, argv, err := open(ctx, o, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -159,6 +160,11 @@ loop:
 	if argv != nil {
 		argv.Close()
 	}
+	// After the Scheduler's last write: what it wrote without a sync
+	// is made durable.
+	if cerr := records.Close(); cerr != nil {
+		log.Error(fmt.Sprintf("closing the records log: %v", cerr))
+	}
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -167,8 +173,9 @@ loop:
 
 // open opens the store (repairing it with o.Repair), takes the sockets
 // (Listen) and opens the manager, in this order, and returns the Scheduler of
-// cfg on them.
-func open(ctx context.Context, o Options, cfg *config.Config, log *slog.Logger) (_ *scheduler.Scheduler, _ *manager.Conn, api, argv net.Listener, err error) {
+// cfg on them, and the store, for Run to close after the Scheduler; on an
+// error it closes what it opened.
+func open(ctx context.Context, o Options, cfg *config.Config, log *slog.Logger) (_ *scheduler.Scheduler, _ *scheduler.Store, _ *manager.Conn, api, argv net.Listener, err error) {
 	var store *scheduler.Store
 	if o.Repair {
 		var repaired []string
@@ -180,10 +187,11 @@ func open(ctx context.Context, o Options, cfg *config.Config, log *slog.Logger) 
 		store, err = scheduler.OpenStore(o.StateDir)
 	}
 	if err != nil {
-		return nil, nil, nil, nil, &SetupError{Option: "StateDir", Path: o.StateDir, Err: err}
+		return nil, nil, nil, nil, nil, &SetupError{Option: "StateDir", Path: o.StateDir, Err: err}
 	}
 	if api, argv, err = Listen(o.Socket, o.Seqpacket); err != nil {
-		return nil, nil, nil, nil, err
+		store.Close()
+		return nil, nil, nil, nil, nil, err
 	}
 	mgr, err := o.Manager(context.WithoutCancel(ctx))
 	if err != nil {
@@ -192,12 +200,13 @@ func open(ctx context.Context, o Options, cfg *config.Config, log *slog.Logger) 
 				l.Close()
 			}
 		}
-		return nil, nil, nil, nil, err
+		store.Close()
+		return nil, nil, nil, nil, nil, err
 	}
 	d := scheduler.New(cfg, store, mgr)
 	d.PodStateDir = o.PodStateDir
 	d.Log = log
-	return d, mgr, api, argv, nil
+	return d, store, mgr, api, argv, nil
 }
 
 // lockFile is the file of the state dir whose flock the daemon holds.

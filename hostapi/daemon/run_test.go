@@ -15,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/api"
+	"github.com/unitrun/unitrun/client"
 	"github.com/unitrun/unitrun/hostapi/internal/daemontest"
+	"github.com/unitrun/unitrun/hostapi/store"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/manager"
 )
@@ -153,6 +156,63 @@ func TestRunServesUntilCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- Run(ctx, o) }()
+	hc := serving(t, o, ran)
+	cancel()
+	if err := <-ran; err != nil {
+		t.Errorf("Run after its context ended: %v; want nil", err)
+	}
+	if resp, err := hc.Get("http://unitrun/healthz"); err == nil {
+		resp.Body.Close()
+		t.Errorf("/healthz still served after Run returned: %s", resp.Status)
+	}
+}
+
+// Run closes its store when its context ends (SIGTERM): the record of a
+// job that ended just before is in the records log, which the next
+// daemon opens with no damage to repair, and Run left no file of the
+// store open.
+func TestRunClosesStore(t *testing.T) {
+	o := runOptions(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- Run(ctx, o) }()
+	serving(t, o, ran)
+	c := client.New(o.Socket)
+	id, err := c.Call(ctx, "echo", []string{"last"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.Wait(ctx, id); err != nil || r.State != api.StateSucceeded {
+		t.Fatalf("job %s: %+v, %v; want it succeeded", id, r, err)
+	}
+	cancel()
+	if err := <-ran; err != nil {
+		t.Fatalf("Run after its context ended: %v; want nil", err)
+	}
+	log := filepath.Join(o.StateDir, "records.log")
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		if target, _ := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); target == log {
+			t.Errorf("Run returned with %s open (fd %s)", log, fd.Name())
+		}
+	}
+	s, err := store.Open(o.StateDir)
+	if err != nil {
+		t.Fatalf("the next daemon's store: %v; want it opened without a repair", err)
+	}
+	defer s.Close()
+	if r, err := s.Get(id); err != nil || r.State != string(api.StateSucceeded) {
+		t.Errorf("job %s after Run returned: %+v, %v; want its record, succeeded", id, r, err)
+	}
+}
+
+// serving returns an HTTP client of o.Socket once Run, whose end ran
+// receives, serves /healthz there.
+func serving(t *testing.T, o Options, ran <-chan error) *http.Client {
+	t.Helper()
 	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", o.Socket)
@@ -174,14 +234,7 @@ func TestRunServesUntilCanceled(t *testing.T) {
 			t.Fatalf("Run does not serve /healthz: %v", err)
 		}
 	}
-	cancel()
-	if err := <-ran; err != nil {
-		t.Errorf("Run after its context ended: %v; want nil", err)
-	}
-	if resp, err := hc.Get("http://unitrun/healthz"); err == nil {
-		resp.Body.Close()
-		t.Errorf("/healthz still served after Run returned: %s", resp.Status)
-	}
+	return hc
 }
 
 // A socket path given for one front end leaves the other off (no default
@@ -208,9 +261,9 @@ func TestListenBindsOnlyGivenPaths(t *testing.T) {
 		t.Errorf("Listen with only a seqpacket path bound an HTTP socket at %s", api.Addr())
 	}
 	missing := filepath.Join(dir, "none")
-	var de *DirError
+	var de *PathError
 	if _, _, err := Listen(filepath.Join(missing, "api.sock"), ""); !errors.As(err, &de) || de.Dir != missing || !de.Missing {
-		t.Errorf("Listen in a missing directory: %v, want a *DirError naming %s", err, missing)
+		t.Errorf("Listen in a missing directory: %v, want a *PathError naming %s", err, missing)
 	}
 	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Listen created the missing directory %s (%v)", missing, err)

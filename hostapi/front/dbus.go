@@ -61,7 +61,9 @@ const dbusIntrospection = `<node>
 //
 // When a connection leaves the bus (its unique name vanishes, however it
 // went), its subscriptions end, and each job it called that is still queued
-// or running is canceled if its op has on_disconnect "stop".
+// or running is canceled if its op has on_disconnect "stop" and no other
+// caller holds it (a connection that called it too and stays, or a
+// waiting caller of another front end: core.Core's Hold).
 //
 // Each call is authorized by the sender's credentials as the bus reports
 // them (GetConnectionCredentials: uid, gids, pid) with the rules of the
@@ -69,7 +71,7 @@ const dbusIntrospection = `<node>
 // as org.unitrun.Ops1.Error.unauthorized), with the message as their text.
 func ServeDBus(c core.Core, conn *dbus.Conn) error {
 	a := &dbusAPI{c: c, conn: conn, maxSubs: c.Config().Limits.MaxSubscriptionsPerUID,
-		subs: make(map[string]map[string]uint32), subsOf: make(map[uint32]int), calledBy: make(map[string]string)}
+		subs: make(map[string]map[string]uint32), subsOf: make(map[uint32]int), calledBy: make(map[string]map[string]func(bool))}
 	c.OnFinish(func(r *api.Record) { go a.finished(r) })
 	// Every connection that leaves the bus, before any call is served, so
 	// that no caller leaves unseen.
@@ -104,9 +106,9 @@ type dbusAPI struct {
 	maxSubs int // subscriptions of one uid (max_subscriptions_per_uid)
 
 	mu       sync.Mutex
-	subs     map[string]map[string]uint32 // job id: unique name to send its Finished to: its uid
-	subsOf   map[uint32]int               // uid: the jobs its connections await, called or subscribed to
-	calledBy map[string]string            // id of a live job called here: the caller's unique name
+	subs     map[string]map[string]uint32     // job id: unique name to send its Finished to: its uid
+	subsOf   map[uint32]int                   // uid: the jobs its connections await, called or subscribed to
+	calledBy map[string]map[string]func(bool) // id of a live job called here: each caller's unique name: its hold's release (core.Core's Hold)
 }
 
 // jobSummary is an entry of List.
@@ -130,7 +132,12 @@ func (a *dbusAPI) Call(sender dbus.Sender, op string, args []string) (string, *d
 		return "", dbusError(err)
 	}
 	a.mu.Lock()
-	a.calledBy[rec.ID] = string(sender)
+	if a.calledBy[rec.ID] == nil {
+		a.calledBy[rec.ID] = make(map[string]func(bool))
+	}
+	if a.calledBy[rec.ID][string(sender)] == nil {
+		a.calledBy[rec.ID][string(sender)] = a.c.Hold(rec.ID)
+	}
 	a.mu.Unlock()
 	a.subscribe(string(sender), c.UID, rec.ID, false)
 	// A caller that left before it was noted as the job's caller: its
@@ -279,15 +286,19 @@ func (a *dbusAPI) watchGone(signals <-chan *dbus.Signal) {
 }
 
 // gone ends the subscriptions of the connection with unique name name,
-// which has left the bus, and cancels each job it called whose op has
-// on_disconnect "stop".
+// which has left the bus, and releases its hold on each job it called:
+// one whose op has on_disconnect "stop" is canceled once no caller holds
+// it.
 func (a *dbusAPI) gone(name string) {
 	a.mu.Lock()
-	var called []string
-	for id, caller := range a.calledBy {
-		if caller == name {
-			called = append(called, id)
-			delete(a.calledBy, id)
+	var released []func(bool)
+	for id, callers := range a.calledBy {
+		if release, ok := callers[name]; ok {
+			released = append(released, release)
+			delete(callers, name)
+			if len(callers) == 0 {
+				delete(a.calledBy, id)
+			}
 		}
 	}
 	for id, names := range a.subs {
@@ -300,10 +311,8 @@ func (a *dbusAPI) gone(name string) {
 		}
 	}
 	a.mu.Unlock()
-	for _, id := range called {
-		if a.c.StopsOnDisconnect(id) {
-			go a.c.Cancel(context.Background(), id)
-		}
+	for _, release := range released {
+		go release(true)
 	}
 }
 
@@ -311,8 +320,12 @@ func (a *dbusAPI) gone(name string) {
 func (a *dbusAPI) finished(r *api.Record) {
 	a.mu.Lock()
 	names := a.unsubscribe(r.ID)
+	callers := a.calledBy[r.ID]
 	delete(a.calledBy, r.ID)
 	a.mu.Unlock()
+	for _, release := range callers {
+		release(false)
+	}
 	status := int32(-1)
 	if r.ExitCode != nil {
 		status = int32(*r.ExitCode)

@@ -173,6 +173,8 @@ func (h *httpAPI) call(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusAccepted, map[string]string{"id": rec.ID})
 		return
 	}
+	// The waiting caller holds the job before it may learn its id.
+	release := h.c.Hold(rec.ID)
 	if early {
 		w.Header().Set("Preference-Applied", api.PreferEarlyID)
 		w.WriteHeader(http.StatusEarlyHints)
@@ -180,7 +182,7 @@ func (h *httpAPI) call(w http.ResponseWriter, r *http.Request) {
 		// seen at once.
 		ctx, stop = peerContext(r)
 	}
-	h.waitAndWrite(ctx, stop, w, rec.ID, true)
+	h.waitAndWrite(ctx, stop, w, rec.ID, release)
 }
 
 // prefers reports whether the request's Prefer headers (RFC 7240) name
@@ -209,17 +211,16 @@ func peerContext(r *http.Request) (ctx context.Context, stop func()) {
 }
 
 // waitAndWrite waits for the job and writes its final record; ctx and
-// stop are peerContext's. When the waiter goes away first, callerOwned
-// says it is the job's caller and the job's op has on_disconnect "stop",
-// the job is canceled.
-func (h *httpAPI) waitAndWrite(ctx context.Context, stop func(), w http.ResponseWriter, id string, callerOwned bool) {
+// stop are peerContext's. release ends the waiter's hold on the job
+// (core.Core's Hold), that of a caller of the job, saying whether it went
+// away first: when the last caller that holds the job goes away and its
+// op has on_disconnect "stop", the job is canceled.
+func (h *httpAPI) waitAndWrite(ctx context.Context, stop func(), w http.ResponseWriter, id string, release func(gone bool)) {
 	rec, err := h.c.Wait(ctx, id)
 	gone := err != nil && ctx.Err() != nil
 	stop()
+	release(gone)
 	if gone {
-		if callerOwned && h.c.StopsOnDisconnect(id) {
-			h.c.Cancel(context.Background(), id)
-		}
 		return
 	}
 	if err != nil {
@@ -293,8 +294,12 @@ func (h *httpAPI) job(w http.ResponseWriter, r *http.Request) {
 func (h *httpAPI) wait(w http.ResponseWriter, r *http.Request) {
 	if rec, ok := h.visible(w, r); ok {
 		c, _ := caller(w, r)
+		release := func(bool) {}
+		if c.UID == rec.CallerUID && c.PID == rec.CallerPID {
+			release = h.c.Hold(rec.ID)
+		}
 		ctx, stop := peerContext(r)
-		h.waitAndWrite(ctx, stop, w, rec.ID, c.UID == rec.CallerUID && c.PID == rec.CallerPID)
+		h.waitAndWrite(ctx, stop, w, rec.ID, release)
 	}
 }
 

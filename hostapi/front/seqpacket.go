@@ -1,7 +1,6 @@
 package front
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -90,11 +89,10 @@ func seqpacketCall(d core.Core, c *guardConn) (ok bool, id, msg string) {
 	if err != nil {
 		return false, "", err.Error()
 	}
+	release := d.Hold(rec.ID)
 	final, err := d.Wait(ctx, rec.ID)
+	release(err != nil && ctx.Err() != nil)
 	if err != nil {
-		if ctx.Err() != nil && d.StopsOnDisconnect(rec.ID) {
-			d.Cancel(context.Background(), rec.ID)
-		}
 		return false, rec.ID, err.Error()
 	}
 	msg = final.Message

@@ -1,7 +1,9 @@
 package scheduler
 
 import (
+	"context"
 	"net/http"
+	"sync"
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/hostapi/config"
@@ -22,15 +24,34 @@ func (d *Scheduler) OnFinish(fn func(*api.Record)) {
 	d.mu.Unlock()
 }
 
-// StopsOnDisconnect reports whether the job is queued or running and its
-// op, as the job was called with it (a reload changes it for new calls
-// only), has on_disconnect "stop": a front end then cancels the job when
-// the caller that waits for it goes away.
-func (d *Scheduler) StopsOnDisconnect(id string) bool {
+// Hold counts a caller of the job, queued or running, as one that the job
+// belongs to until it calls release, once: a caller that waits for it (a
+// front end's waiting call), or one whose connection stays. release(gone)
+// says whether that caller went away before the job ended. When the last
+// caller that holds a job whose op, as the job was called with it (a
+// reload changes it for new calls only), has on_disconnect "stop" goes
+// away, the job is canceled: callers that joined one job keep it for each
+// other. A job that has ended holds no one.
+func (d *Scheduler) Hold(id string) (release func(gone bool)) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	l, ok := d.live[id]
-	return ok && l.op != nil && l.op.OnDisconnect == "stop"
+	if !ok {
+		return func(bool) {}
+	}
+	l.held++
+	var once sync.Once
+	return func(gone bool) {
+		once.Do(func() {
+			d.mu.Lock()
+			l.held--
+			last := gone && l.held == 0 && d.live[id] == l && l.op != nil && l.op.OnDisconnect == "stop"
+			d.mu.Unlock()
+			if last {
+				d.Cancel(context.Background(), id)
+			}
+		})
+	}
 }
 
 // Metrics serves the daemon's Prometheus metrics (see metrics.go).

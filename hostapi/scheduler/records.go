@@ -27,6 +27,7 @@ type recordStore interface {
 	ReadOutput(id string) (*os.File, error)
 	CopyOutput(w io.Writer, id string, f *os.File, buf []byte) (int64, error)
 	Tail(id string, n int) (string, error)
+	Close() error
 }
 
 // Store is the daemon's record store in the daemon's terms: records go in

@@ -79,6 +79,7 @@ type liveJob struct {
 	done     chan struct{}
 	cancel   context.CancelFunc
 	canceled bool
+	held     int // callers that hold the job (Hold)
 }
 
 // New returns a Scheduler serving cfg's ops, storing records in store

@@ -207,11 +207,18 @@ func (s *Store) repair(damaged []badLine) ([]string, error) {
 	return repaired, nil
 }
 
-// Close closes the log. The Store must not be used after.
+// Close makes every line written to the log durable, those of the writes
+// that did not wait for a sync too (Stage, MarkStarted), and closes the
+// log; it returns the error of that sync or of the close. The Store must
+// not be used after.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.log.Close()
+	err := s.waitSyncedLocked(s.written)
+	if cerr := s.log.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // openRegular opens path, not following a symlink there, creating it

@@ -15,15 +15,19 @@ type Info struct {
 	// Version is the main module's version: a tag, a pseudo-version
 	// such as v0.0.0-20261207010203-0123456789ab, or "(devel)".
 	Version string `json:"version"`
-	// Commit is the VCS revision the binary was built from, or "" when
-	// the build did not record one (a build outside a checkout, or with
-	// -buildvcs=false).
+	// Commit is the VCS revision the binary was built from, or
+	// UnknownCommit when the build did not record one (a build outside a
+	// checkout, in a git worktree, or with -buildvcs=false).
 	Commit string `json:"commit"`
 	// Modified is true when the checkout had changes not committed.
 	Modified bool `json:"modified"`
 	// GoVersion is the Go toolchain that built the binary.
 	GoVersion string `json:"go_version"`
 }
+
+// UnknownCommit is the Commit of a build that recorded none, in the text
+// and the JSON form alike.
+const UnknownCommit = "unknown"
 
 // Read returns the running binary's build information.
 func Read() Info {
@@ -34,7 +38,7 @@ func Read() Info {
 // From returns the Info in bi, which is nil for a binary built without
 // module support; debug/buildinfo.ReadFile reads it from another binary.
 func From(bi *debug.BuildInfo) Info {
-	i := Info{Version: "(devel)", GoVersion: runtime.Version()}
+	i := Info{Version: "(devel)", Commit: UnknownCommit, GoVersion: runtime.Version()}
 	if bi == nil {
 		return i
 	}
@@ -55,14 +59,11 @@ func From(bi *debug.BuildInfo) Info {
 
 // String is what --version prints after the program's name: the
 // version, "commit" and the commit (followed by " (modified)" for a
-// checkout with changes, or "unknown" when none was recorded), and the Go
-// version, as in "(devel) commit 5d0c… (modified) go1.26.8".
+// checkout with changes), and the Go version, as in
+// "(devel) commit 5d0c… (modified) go1.26.8".
 func (i Info) String() string {
 	commit := i.Commit
-	switch {
-	case commit == "":
-		commit = "unknown"
-	case i.Modified:
+	if i.Modified {
 		commit += " (modified)"
 	}
 	return fmt.Sprintf("%s commit %s %s", i.Version, commit, i.GoVersion)

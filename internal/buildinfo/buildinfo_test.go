@@ -2,6 +2,7 @@ package buildinfo
 
 import (
 	"runtime/debug"
+	"strings"
 	"testing"
 )
 
@@ -23,6 +24,10 @@ func TestString(t *testing.T) {
 		}
 		if got := From(tc.bi).String(); got != want {
 			t.Errorf("%+v: %q, want %q", tc.bi, got, want)
+		}
+		// The commit of the JSON form is the one the text names.
+		if got := From(tc.bi).Commit; !strings.Contains(want, " commit "+got+" ") {
+			t.Errorf("%+v: commit %q, not the one of %q", tc.bi, got, want)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/pod"
 )
 
@@ -149,7 +150,11 @@ func execApp(a *pod.App) error {
 	err = syscall.Exec(path, a.Exec, env)
 	if errors.Is(err, syscall.ENOENT) {
 		// The command exists (found above); its #! (or ELF)
-		// interpreter does not: 127, as a shell gives.
+		// interpreter does not: 127, as a shell gives. A #! one is
+		// told as run tells it.
+		if why := job.CannotExecute(path); why != nil {
+			return why
+		}
 		return fmt.Errorf("command %s: its interpreter does not exist: %w", a.Exec[0], err)
 	}
 	return fmt.Errorf("command %s: %v", a.Exec[0], err)
