@@ -151,10 +151,10 @@ type App struct {
 	// StopTimeout is how long a stop waits before it kills the app; 0 means
 	// the manager's default.
 	StopTimeout time.Duration `yaml:"stopTimeout" json:"stopTimeout,omitzero"`
-	// Init apps run once, to completion, in manifest order, before the
-	// others; one that fails ends the pod. They do not restart: under
-	// systemd 252 a oneshot service that fails and restarts has already
-	// failed the start jobs of the units that require it.
+	// Init apps run to completion, in manifest order, before the others.
+	// Under restartPolicy Never (an init app's default) one that fails
+	// ends the pod; under OnFailure it runs again, with the pod's
+	// back-off, until it succeeds, and the apps after it wait ([App.Retried]).
 	Init bool `yaml:"init" json:"init,omitzero"`
 	// Sidecars start before the other apps, after the init apps listed
 	// before them, run as long as the pod runs (restarted whenever they
@@ -225,6 +225,11 @@ func (a *App) probeRestarts() bool {
 func (a *App) HasProbes() bool {
 	return a.Probe != nil || a.ReadinessProbe != nil || a.StartupProbe != nil
 }
+
+// Retried reports whether a is an init app that runs again when it
+// fails (restartPolicy OnFailure), as Kubernetes retries the init
+// containers of a Pod whose restartPolicy is OnFailure or Always.
+func (a *App) Retried() bool { return a.Init && a.RestartPolicy == OnFailure }
 
 // Counts reports whether a's exits count for the pod: those of an init
 // app or of an app, but never a sidecar's.
@@ -385,6 +390,33 @@ func (m *Manifest) SidecarBefore(app string) *App {
 		}
 	}
 	return last
+}
+
+// RetriedInitsBefore returns the retried init apps ([App.Retried]) that
+// app starts after: for an init app or a sidecar, those listed before it;
+// for any other app, every one. Under systemd 252 a oneshot service that
+// fails and restarts has already failed the start jobs of the units that
+// require it, so these apps' units do not require theirs: each waits for
+// their success in its await hook.
+func (m *Manifest) RetriedInitsBefore(app string) []*App {
+	var list []*App
+	for i := range m.Apps {
+		a := &m.Apps[i]
+		if a.Name == app && (a.Init || a.Sidecar) {
+			break
+		}
+		if a.Retried() {
+			list = append(list, a)
+		}
+	}
+	return list
+}
+
+// Awaits reports whether app's first run waits in its await hook: for
+// the sidecar before it ([Manifest.SidecarBefore]) or for the retried
+// init apps before it ([Manifest.RetriedInitsBefore]).
+func (m *Manifest) Awaits(app string) bool {
+	return m.SidecarBefore(app) != nil || len(m.RetriedInitsBefore(app)) > 0
 }
 
 func (m *Manifest) setDefaults() {

@@ -148,8 +148,8 @@ func idle(f *unit.File, n Node, stop []string) error {
 
 // app writes the service of a, an app of m.
 func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
-	// Init apps never restart (see App.Init); a probe may restart any
-	// other app.
+	// An init app restarts only if it is retried (see App.Init); a probe
+	// may restart any other app.
 	restartable := a.RestartPolicy != Never || a.probeRestarts()
 	if a.Init {
 		f.Set("Service", "Type", "oneshot")
@@ -164,8 +164,9 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 	// has started ([Manifest.SidecarBefore]), as the kubelet starts each
 	// container once the sidecars before it have started, not once their
 	// units have (a Type=exec unit has started once the exec hook runs,
-	// before the command and its startup probe).
-	if m.SidecarBefore(a.Name) != nil {
+	// before the command and its startup probe), and until the retried
+	// init apps before it have succeeded ([Manifest.RetriedInitsBefore]).
+	if m.Awaits(a.Name) {
 		if err := setExec(f, "ExecStartPre", "+", h.argv("await", a.Name)); err != nil {
 			return err
 		}
@@ -197,10 +198,14 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 	}
 	f.Set("Service", "Restart", restartSetting[a.RestartPolicy])
 	switch {
-	case m.SidecarBefore(a.Name) != nil:
+	case m.Awaits(a.Name):
 		// The wait for the sidecar ends when the sidecar has started,
-		// or when its startup probe restarts it at its own threshold.
+		// or when its startup probe restarts it at its own threshold;
+		// the wait for a retried init app when it succeeds.
 		f.Set("Service", "TimeoutStartSec", "infinity")
+	case a.Init:
+		// A oneshot service's start, the init app's whole run, has no
+		// timeout; its back-off wait is part of it.
 	case restartable:
 		f.Set("Service", "TimeoutStartSec", timeSpan(m.RestartBackoff.Max+defaultStartTimeout))
 	}

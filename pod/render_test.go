@@ -20,6 +20,7 @@ var renderCases = []struct {
 	{"init-restart.yaml", goldenOptions},
 	{"probes.yaml", goldenOptions},
 	{"sidecars.yaml", goldenOptions},
+	{"init-retried.yaml", goldenOptions},
 	{"nasty.yaml", RenderOptions{
 		Binary:   "/opt/unit run/bin/%unitrun",
 		StateDir: "/run/state dir/$HOME/%h",

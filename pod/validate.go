@@ -107,8 +107,8 @@ func (p *problems) app(path string, a *App, m *Manifest) {
 	switch {
 	case a.Init && a.Sidecar:
 		p.add(path+".sidecar", "true", "not allowed for an init app: an app is an init app, a sidecar or neither")
-	case a.Init && a.RestartPolicy != Never:
-		p.add(path+".restartPolicy", string(a.RestartPolicy), "not allowed for an init app, which runs once: only Never is")
+	case a.Init && a.RestartPolicy == Always:
+		p.add(path+".restartPolicy", string(a.RestartPolicy), "not allowed for an init app, which runs to completion: only Never or OnFailure is")
 	case a.Sidecar && a.RestartPolicy != Always && a.RestartPolicy != "":
 		p.add(path+".restartPolicy", string(a.RestartPolicy), "not allowed for a sidecar, which runs again whenever it exits while the pod runs: only Always is")
 	}

@@ -44,7 +44,7 @@ func newPodHookCmds(f *podFlags) []*cobra.Command {
 			return podrun.ReapApp(cmd.Context(), dir, args[0], args[1], env, f.g.open)
 		}),
 		hook("await POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
-			return podrun.AwaitSidecar(cmd.Context(), dir, args[0], args[1])
+			return podrun.Await(cmd.Context(), dir, args[0], args[1])
 		}),
 		hook("reap POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
 			return podrun.Reap(dir, args[0], args[1])

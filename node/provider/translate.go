@@ -165,6 +165,11 @@ func (c *Config) translate(p *corev1.Pod, svcEnv map[string]string) ([]byte, err
 		switch {
 		case ctr.RestartPolicy == nil:
 			a.Init = true
+			// The kubelet retries a failed init container, with its
+			// back-off, unless the Pod's restartPolicy is Never.
+			if p.Spec.RestartPolicy != corev1.RestartPolicyNever {
+				a.RestartPolicy = string(corev1.RestartPolicyOnFailure)
+			}
 			for _, f := range []struct {
 				name  string
 				probe *corev1.Probe
