@@ -258,10 +258,17 @@ func (p *problems) account(path, name string) {
 	if name == "" || userNameRE.MatchString(name) {
 		return
 	}
-	if id, err := strconv.ParseUint(name, 10, 32); err == nil && id < 1<<32-1 {
+	if NumericID(name) {
 		return
 	}
 	p.add(path, name, "must match "+userNamePattern+" or be a numeric ID")
+}
+
+// NumericID reports whether name, a user or group, is a numeric ID: a
+// number below 2³²-1, which stands for no ID.
+func NumericID(name string) bool {
+	id, err := strconv.ParseUint(name, 10, 32)
+	return err == nil && id < 1<<32-1
 }
 
 func (p *problems) port(path string, port int) {

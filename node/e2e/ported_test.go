@@ -374,10 +374,8 @@ containers:
 // is wrong: their subtests skip, saying so. This list is what remains to
 // fix.
 var knownWrong = map[string]string{
-	"RuntimeTerminationMessagePathNonRoot":          `runAsUser 10000, a uid without an entry in the host's passwd, is refused as "spec.containers[0].user "10000": no such user on this host" (the kubelet runs any uid)`,
 	"ProbeNonLocalRedirectLivenessNoRestart":        "no ProbeWarning event for the redirect the probe does not follow: the node records no events",
 	"SidecarProbeNonLocalRedirectLivenessNoRestart": "no ProbeWarning event for the redirect the probe does not follow: the node records no events",
-	"SecurityRunAsNonRootExplicitUser":              `runAsUser 1234, a uid without an entry in the host's passwd, is refused as "spec.containers[0].user "1234": no such user on this host" (the kubelet runs any uid)`,
 	"SidecarProbeStartupFails":                      `the sidecar runs but never passes its startup probe (the case's probe is /bin/false), so the node holds the Pod Pending (Initialized False, ContainersNotInitialized, the app waiting on the sidecar, as unitrun pods start sidecars in order), and the case waits for the Pod to leave Pending; the sidecar is restarted each time its probe fails 3 times, but the Pod never leaves Pending`,
 	"SidecarProbeStartupDelaysLiveness":             `the sidecar runs but never passes its startup probe (the case's probe is /bin/false), so the node holds the Pod Pending (Initialized False, ContainersNotInitialized, the app waiting on the sidecar, as unitrun pods start sidecars in order), and the case waits for the Pod to leave Pending`,
 }
