@@ -376,8 +376,6 @@ containers:
 var knownWrong = map[string]string{
 	"ProbeNonLocalRedirectLivenessNoRestart":        "no ProbeWarning event for the redirect the probe does not follow: the node records no events",
 	"SidecarProbeNonLocalRedirectLivenessNoRestart": "no ProbeWarning event for the redirect the probe does not follow: the node records no events",
-	"SidecarProbeStartupFails":                      `the sidecar runs but never passes its startup probe (the case's probe is /bin/false), so the node holds the Pod Pending (Initialized False, ContainersNotInitialized, the app waiting on the sidecar, as unitrun pods start sidecars in order), and the case waits for the Pod to leave Pending; the sidecar is restarted each time its probe fails 3 times, but the Pod never leaves Pending`,
-	"SidecarProbeStartupDelaysLiveness":             `the sidecar runs but never passes its startup probe (the case's probe is /bin/false), so the node holds the Pod Pending (Initialized False, ContainersNotInitialized, the app waiting on the sidecar, as unitrun pods start sidecars in order), and the case waits for the Pod to leave Pending`,
 }
 
 // probeCases are container_probe.go's cases that "Probing container"
