@@ -174,6 +174,14 @@ type App struct {
 	// at its failure threshold it restarts the app. Its action must be
 	// unset or restart.
 	StartupProbe *Probe `yaml:"startupProbe" json:"startupProbe,omitzero"`
+	// PostStart runs as each run's command starts, beside it, as
+	// Kubernetes' postStart hook; if it fails, the run is stopped and
+	// failed, with a message that says so.
+	PostStart *Hook `yaml:"postStart" json:"postStart,omitzero"`
+	// PreStop runs when a stop ends a run whose command still runs,
+	// before the stop signal, as Kubernetes' preStop hook; the app's
+	// stopTimeout bounds it.
+	PreStop *Hook `yaml:"preStop" json:"preStop,omitzero"`
 	// TerminationMessagePath is a file the app may write why it ended
 	// into, as Kubernetes' terminationMessagePath: an empty file of the
 	// pod's state (TerminationFile), emptied at each run's start, bound
@@ -205,6 +213,14 @@ type Probe struct {
 	TimeoutSeconds      int         `yaml:"timeoutSeconds" json:"timeoutSeconds,omitzero"`
 	FailureThreshold    int         `yaml:"failureThreshold" json:"failureThreshold,omitzero"`
 	Action              ProbeAction `yaml:"action" json:"action,omitzero"`
+}
+
+// A Hook is what an app's postStart or preStop runs: a command (Exec,
+// as an exec probe runs it) or an HTTP GET (HTTP, as an http probe sends
+// it; any status is a success unless Status says). Exactly one is set.
+type Hook struct {
+	Exec []string   `yaml:"exec" json:"exec,omitzero"`
+	HTTP *HTTPProbe `yaml:"http" json:"http,omitzero"`
 }
 
 // Probe results, as ProbeStatus.LastResult records them.
@@ -459,6 +475,22 @@ func (m *Manifest) setDefaults() {
 		a.Probe.setDefaults(RestartApp)
 		a.ReadinessProbe.setDefaults("")
 		a.StartupProbe.setDefaults(RestartApp)
+		a.PostStart.setDefaults()
+		a.PreStop.setDefaults()
+	}
+}
+
+// setDefaults fills in the path and status range of h's HTTP GET: "/"
+// and any status, as the kubelet's hooks take any answer.
+func (h *Hook) setDefaults() {
+	if h == nil || h.HTTP == nil {
+		return
+	}
+	if h.HTTP.Path == "" {
+		h.HTTP.Path = "/"
+	}
+	if h.HTTP.Status == (StatusRange{}) {
+		h.HTTP.Status = StatusRange{Min: 100, Max: 599}
 	}
 }
 

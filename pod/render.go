@@ -185,6 +185,18 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 	if err := setExec(f, "ExecStart", "", h.argv("exec", a.Name)); err != nil {
 		return err
 	}
+	// The lifecycle hooks: postStart beside the command's start, preStop
+	// before the stop signal.
+	if a.PostStart != nil {
+		if err := setExec(f, "ExecStartPost", "+", h.argv("post-start", a.Name)); err != nil {
+			return err
+		}
+	}
+	if a.PreStop != nil {
+		if err := setExec(f, "ExecStop", "+", h.argv("pre-stop", a.Name)); err != nil {
+			return err
+		}
+	}
 	if a.Init {
 		// ExecStopPost= runs only when an init app fails or is stopped;
 		// this records its success the moment it finishes.

@@ -21,6 +21,7 @@ var renderCases = []struct {
 	{"probes.yaml", goldenOptions},
 	{"sidecars.yaml", goldenOptions},
 	{"init-retried.yaml", goldenOptions},
+	{"hooks.yaml", goldenOptions},
 	{"nasty.yaml", RenderOptions{
 		Binary:   "/opt/unit run/bin/%unitrun",
 		StateDir: "/run/state dir/$HOME/%h",

@@ -126,6 +126,26 @@ func (p *problems) app(path string, a *App, m *Manifest) {
 		}
 	}
 	p.resources(path+".resources", a.Resources)
+	for _, h := range []struct {
+		field string
+		hook  *Hook
+	}{{"postStart", a.PostStart}, {"preStop", a.PreStop}} {
+		if h.hook == nil {
+			continue
+		}
+		if a.Init {
+			p.add(path+"."+h.field, "", "not allowed for an init app")
+		}
+		if (h.hook.Exec != nil) == (h.hook.HTTP != nil) {
+			p.add(path+"."+h.field, "", "must set exactly one of exec and http")
+		}
+		if h.hook.Exec != nil {
+			p.argv(path+"."+h.field+".exec", h.hook.Exec)
+		}
+		if h.hook.HTTP != nil {
+			p.httpGet(path+"."+h.field+".http", h.hook.HTTP)
+		}
+	}
 	for _, pr := range []struct {
 		field   string
 		probe   *Probe
@@ -178,10 +198,7 @@ func (p *problems) probe(path string, pr *Probe) {
 	}
 	if h := pr.HTTP; h != nil {
 		kinds++
-		p.port(path+".http.port", h.Port)
-		if !strings.HasPrefix(h.Path, "/") || strings.IndexFunc(h.Path, unicode.IsSpace) >= 0 || hasControl(h.Path) {
-			p.add(path+".http.path", h.Path, "must start with / and hold no spaces or control characters")
-		}
+		p.httpGet(path+".http", h)
 	}
 	if t := pr.TCP; t != nil {
 		kinds++
@@ -204,6 +221,14 @@ func (p *problems) probe(path string, pr *Probe) {
 		if f.v < 1 {
 			p.add(path+"."+f.name, strconv.Itoa(f.v), "must be at least 1")
 		}
+	}
+}
+
+// httpGet checks the port and path of an HTTP GET.
+func (p *problems) httpGet(path string, h *HTTPProbe) {
+	p.port(path+".port", h.Port)
+	if !strings.HasPrefix(h.Path, "/") || strings.IndexFunc(h.Path, unicode.IsSpace) >= 0 || hasControl(h.Path) {
+		p.add(path+".path", h.Path, "must start with / and hold no spaces or control characters")
 	}
 }
 

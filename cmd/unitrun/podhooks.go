@@ -46,6 +46,12 @@ func newPodHookCmds(f *podFlags) []*cobra.Command {
 		hook("await POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
 			return podrun.Await(cmd.Context(), dir, args[0], args[1])
 		}),
+		hook("post-start POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
+			return podrun.PostStart(cmd.Context(), dir, args[0], args[1])
+		}),
+		hook("pre-stop POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
+			return podrun.PreStop(cmd.Context(), dir, args[0], args[1])
+		}),
 		hook("reap POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
 			return podrun.Reap(dir, args[0], args[1])
 		}),

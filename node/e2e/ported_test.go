@@ -275,20 +275,16 @@ volumes:
 
 	// lifecycle_hook.go
 	{"LifecyclePostStartExec", "lifecycle_hook.go", "Container Lifecycle Hook when create a pod with lifecycle hook should execute poststart exec hook properly [NodeConformance] [Conformance]", func(k *kcase) {
-		k.create(hookPod("pod-with-poststart-exec-hook", `postStart: {exec: {command: ["sh", "-c", "curl http://127.0.0.1:8080/echo?msg=poststart"]}}`))
-		k.refused("pod-with-poststart-exec-hook", "spec.containers[0].lifecycle: postStart and preStop hooks are not supported")
+		k.hookTest("pod-with-poststart-exec-hook", "18181", `postStart: {exec: {command: ["sh", "-c", "curl http://127.0.0.1:PORT/echo?msg=poststart"]}}`)
 	}},
 	{"LifecyclePreStopExec", "lifecycle_hook.go", "Container Lifecycle Hook when create a pod with lifecycle hook should execute prestop exec hook properly [NodeConformance] [Conformance]", func(k *kcase) {
-		k.create(hookPod("pod-with-prestop-exec-hook", `preStop: {exec: {command: ["sh", "-c", "curl http://127.0.0.1:8080/echo?msg=prestop"]}}`))
-		k.refused("pod-with-prestop-exec-hook", "spec.containers[0].lifecycle: postStart and preStop hooks are not supported")
+		k.hookTest("pod-with-prestop-exec-hook", "18182", `preStop: {exec: {command: ["sh", "-c", "curl http://127.0.0.1:PORT/echo?msg=prestop"]}}`)
 	}},
 	{"LifecyclePostStartHTTP", "lifecycle_hook.go", "Container Lifecycle Hook when create a pod with lifecycle hook should execute poststart http hook properly [NodeConformance] [Conformance]", func(k *kcase) {
-		k.create(hookPod("pod-with-poststart-http-hook", `postStart: {httpGet: {path: "/echo?msg=poststart", host: 127.0.0.1, port: 8080}}`))
-		k.refused("pod-with-poststart-http-hook", "spec.containers[0].lifecycle: postStart and preStop hooks are not supported")
+		k.hookTest("pod-with-poststart-http-hook", "18183", `postStart: {httpGet: {path: "/echo?msg=poststart", host: 127.0.0.1, port: PORT}}`)
 	}},
 	{"LifecyclePreStopHTTP", "lifecycle_hook.go", "Container Lifecycle Hook when create a pod with lifecycle hook should execute prestop http hook properly [NodeConformance] [Conformance]", func(k *kcase) {
-		k.create(hookPod("pod-with-prestop-http-hook", `preStop: {httpGet: {path: "/echo?msg=prestop", host: 127.0.0.1, port: 8080}}`))
-		k.refused("pod-with-prestop-http-hook", "spec.containers[0].lifecycle: postStart and preStop hooks are not supported")
+		k.hookTest("pod-with-prestop-http-hook", "18184", `preStop: {httpGet: {path: "/echo?msg=prestop", host: 127.0.0.1, port: PORT}}`)
 	}},
 
 	// security_context.go
@@ -712,15 +708,64 @@ func envPod(name, spec, env string) string {
   `+env)
 }
 
-// hookPod is lifecycle_hook.go's pod with a hook: the handler Pod it
-// calls (agnhost netexec on a pod network's port 8080) is left out, as
-// the node refuses the hooked Pod first.
-func hookPod(name, hook string) string {
-	return pod(name, "", `containers:
+// hookTest is lifecycle_hook.go's testPodWithHook: the handler Pod
+// (agnhost netexec there; here python's http.server, which logs each
+// request it serves, on the host's network at port: the cases run at
+// once) runs and is ready, then Pod name with hook (its PORT is port)
+// runs; the handler's log shows the postStart hook's request within 2
+// minutes; after the Pod's delete with a grace period of 15 s, the
+// preStop hook's within 30 s. The hooks call 127.0.0.1, where the
+// framework calls the handler's Pod IP, the host's address here.
+func (k *kcase) hookTest(name, port, hook string) {
+	k.t.Helper()
+	const handler, container = "pod-handle-http-request", "container-handle-http-request"
+	k.create(pod(handler, "", fmt.Sprintf(`hostNetwork: true
+containers:
+- name: %s
+  image: debian
+  command: ["/usr/bin/python3", "-u", "-c", %q, %q]
+  ports: [{containerPort: %s}]`, container, echoServer, port, port)))
+	k.waitFor(handler, podStartTimeout, "to be Running and Ready", func(p *k8sPod) (bool, error) {
+		s, _, _ := p.condition("Ready")
+		return p.Status.Phase == "Running" && s == "True", nil
+	})
+	k.create(pod(name, "", `containers:
 - name: `+name+`
   image: debian
   command: ["/bin/sleep", "infinity"]
-  lifecycle: {`+hook+`}`)
+  lifecycle: {`+strings.ReplaceAll(hook, "PORT", port)+`}`))
+	k.waitPhase(name, "Running")
+	if strings.HasPrefix(hook, "postStart") {
+		k.logShows(handler, container, "GET /echo?msg=poststart", 2*time.Minute)
+	}
+	k.kubectl("delete", "pod", name, "--grace-period=15")
+	if strings.HasPrefix(hook, "preStop") {
+		k.logShows(handler, container, "GET /echo?msg=prestop", 30*time.Second)
+	}
+}
+
+// echoServer answers every GET with 200 on 127.0.0.1 at the port in
+// argv and logs it on stderr ("GET /path HTTP/1.1" 200), as netexec
+// logs the requests it serves.
+const echoServer = `import http.server, sys
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+`
+
+// logShows waits up to timeout for the container's log to hold want,
+// as the framework's MatchContainerOutput in an Eventually does.
+func (k *kcase) logShows(name, container, want string, timeout time.Duration) {
+	k.t.Helper()
+	var out string
+	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(time.Second) {
+		if out = k.logsOf(name, container); strings.Contains(out, want) {
+			return
+		}
+	}
+	k.t.Fatalf("log of %s/%s %q, want it to hold %q", name, container, out, want)
 }
 
 // onePod is a Pod that never restarts, with one container named as it

@@ -73,6 +73,8 @@ type app struct {
 	Probe                  *probe     `json:"probe,omitempty"`
 	Readiness              *probe     `json:"readinessProbe,omitempty"`
 	Startup                *probe     `json:"startupProbe,omitempty"`
+	PostStart              *hook      `json:"postStart,omitempty"`
+	PreStop                *hook      `json:"preStop,omitempty"`
 	// Capabilities: nil keeps root's, for a privileged container; an
 	// empty list holds none.
 	Capabilities *[]string `json:"capabilities,omitempty"`
@@ -92,6 +94,11 @@ type probe struct {
 	TimeoutSeconds      int32      `json:"timeoutSeconds,omitempty"`
 	FailureThreshold    int32      `json:"failureThreshold,omitempty"`
 	Action              string     `json:"action,omitempty"`
+}
+
+type hook struct {
+	Exec []string   `json:"exec,omitempty"`
+	HTTP *httpProbe `json:"http,omitempty"`
 }
 
 type httpProbe struct {
@@ -368,8 +375,12 @@ func (c *Config) container(p *corev1.Pod, ctr *corev1.Container, path string, vo
 	if len(ctr.EnvFrom) > 0 {
 		rs.add(path+".envFrom", "not supported")
 	}
-	if ctr.Lifecycle != nil {
-		rs.add(path+".lifecycle", "postStart and preStop hooks are not supported")
+	if l := ctr.Lifecycle; l != nil {
+		a.PostStart = mapHook(ctr, l.PostStart, path+".lifecycle.postStart", rs)
+		a.PreStop = mapHook(ctr, l.PreStop, path+".lifecycle.preStop", rs)
+		if l.StopSignal != nil {
+			rs.add(path+".lifecycle.stopSignal", "not supported")
+		}
 	}
 	if ctr.Stdin || ctr.TTY {
 		rs.add(path+".stdin", "stdin and tty are not supported")
@@ -620,6 +631,23 @@ func mapProbe(ctr *corev1.Container, lp *corev1.Probe, path, kind string, rs *re
 		rs.add(path, "has no handler")
 	}
 	return pr
+}
+
+// mapHook maps h, the container's lifecycle hook at path, to a unitrun
+// hook: exec and httpGet as a probe's, sleep as the command sleep; nil
+// for none.
+func mapHook(ctr *corev1.Container, h *corev1.LifecycleHandler, path string, rs *refusals) *hook {
+	switch {
+	case h == nil:
+		return nil
+	case h.Sleep != nil:
+		return &hook{Exec: []string{"sleep", strconv.FormatInt(h.Sleep.Seconds, 10)}}
+	case h.TCPSocket != nil:
+		rs.add(path+".tcpSocket", "not supported: the kubelet does not run it either")
+		return nil
+	}
+	pr := mapProbe(ctr, &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: h.Exec, HTTPGet: h.HTTPGet}}, path, "lifecycle", rs)
+	return &hook{Exec: pr.Exec, HTTP: pr.HTTP}
 }
 
 // probePort resolves a probe's port, by number or by the name of one of
