@@ -187,6 +187,11 @@ type App struct {
 	// pod's state (TerminationFile), emptied at each run's start, bound
 	// there for the app's command (in its rootfs). "" binds none.
 	TerminationMessagePath string `yaml:"terminationMessagePath" json:"terminationMessagePath,omitzero"`
+	// NoNewPrivileges keeps the app's command and what it executes from
+	// gaining privileges (setuid and setgid programs, file capabilities):
+	// systemd's NoNewPrivileges=, Kubernetes' allowPrivilegeEscalation:
+	// false.
+	NoNewPrivileges bool `yaml:"noNewPrivileges" json:"noNewPrivileges,omitzero"`
 	// Capabilities, if not nil, are the only capabilities the app's
 	// command can hold (its bounding set, named as CapabilityNames):
 	// all of them if it runs as root, none otherwise. Nil keeps every

@@ -228,6 +228,11 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 	if a.StopTimeout > 0 {
 		f.Set("Service", "TimeoutStopSec", timeSpan(a.StopTimeout))
 	}
+	// systemd applies NoNewPrivileges= to the exec hook, which executes
+	// the command, and not to the "+" hooks, which record the run.
+	if a.NoNewPrivileges {
+		f.Set("Service", "NoNewPrivileges", "yes")
+	}
 	if len(a.SuccessExitCodes) > 0 {
 		codes := make([]string, len(a.SuccessExitCodes))
 		for i, c := range a.SuccessExitCodes {

@@ -323,9 +323,13 @@ volumes:
 		k.expectOutput("busybox-privileged-false", "busybox-privileged-false", "Operation not permitted")
 	}},
 	{"SecurityNoPrivilegeEscalation", "security_context.go", "Security Context when creating containers with AllowPrivilegeEscalation should not allow privilege escalation when false [LinuxOnly] [NodeConformance] [Conformance]", func(k *kcase) {
-		// agnhost's nonewprivs prints the uid it runs as.
-		k.create(onePod("alpine-nnp-false", `["/bin/sh", "-c", "id -u"]`, `securityContext: {allowPrivilegeEscalation: false, runAsUser: 1000}`))
-		k.refused("alpine-nnp-false", "spec.containers[0].securityContext.allowPrivilegeEscalation: false is not supported")
+		// agnhost's nonewprivs, a setuid-root program, prints the uid it
+		// runs as: 1000 unless it gained root's. The host has no such
+		// program; id -u prints the same, and the kernel's no_new_privs
+		// flag, which keeps a setuid program from gaining privileges,
+		// is checked too.
+		k.create(onePod("alpine-nnp-false", `["/bin/sh", "-c", "id -u; grep NoNewPrivs /proc/self/status"]`, `securityContext: {allowPrivilegeEscalation: false, runAsUser: 1000}`))
+		k.expectOutput("alpine-nnp-false", "alpine-nnp-false", "1000", "NoNewPrivs:\t1")
 	}},
 
 	// kubelet.go

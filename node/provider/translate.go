@@ -75,6 +75,7 @@ type app struct {
 	Startup                *probe     `json:"startupProbe,omitempty"`
 	PostStart              *hook      `json:"postStart,omitempty"`
 	PreStop                *hook      `json:"preStop,omitempty"`
+	NoNewPrivileges        bool       `json:"noNewPrivileges,omitempty"`
 	// Capabilities: nil keeps root's, for a privileged container; an
 	// empty list holds none.
 	Capabilities *[]string `json:"capabilities,omitempty"`
@@ -422,7 +423,7 @@ func (c *Config) securityContext(p *corev1.Pod, ctr *corev1.Container, path stri
 			rs.add(sp+".capabilities.add", "this node does not allow added capabilities")
 		}
 		if sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
-			rs.add(sp+".allowPrivilegeEscalation", "false is not supported: a setuid program of the host can still gain privileges")
+			a.NoNewPrivileges = true
 		}
 		if sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
 			rs.add(sp+".readOnlyRootFilesystem", "not supported")

@@ -136,7 +136,7 @@ func TestTranslateRefusals(t *testing.T) {
 	}
 	for _, field := range []string{
 		"spec.containers[0].env[1].valueFrom.fieldRef.fieldPath", "spec.resources", "spec.hostname", "spec.volumes[1].hostPath.type",
-		"spec.containers[1].volumeMounts[0]", "spec.containers[1].securityContext.allowPrivilegeEscalation",
+		"spec.containers[1].volumeMounts[0]",
 		"spec.containers[1].securityContext.capabilities.add",
 		"spec.volumes[0]", "spec.initContainers[0].restartPolicy", "spec.containers[0].image",
 		"spec.containers[0].ports[0]", "spec.containers[0].readinessProbe", "spec.containers[0].startupProbe.successThreshold",
