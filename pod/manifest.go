@@ -187,6 +187,12 @@ type App struct {
 	// pod's state (TerminationFile), emptied at each run's start, bound
 	// there for the app's command (in its rootfs). "" binds none.
 	TerminationMessagePath string `yaml:"terminationMessagePath" json:"terminationMessagePath,omitzero"`
+	// ReadOnlyRoot makes the file system the app's command sees read-only
+	// (its rootfs, or the host's), but for /dev, /proc, /sys, the
+	// terminationMessagePath and the pod's own state, which records the
+	// run: systemd's ProtectSystem=strict, Kubernetes'
+	// readOnlyRootFilesystem.
+	ReadOnlyRoot bool `yaml:"readOnlyRoot" json:"readOnlyRoot,omitzero"`
 	// NoNewPrivileges keeps the app's command and what it executes from
 	// gaining privileges (setuid and setgid programs, file capabilities):
 	// systemd's NoNewPrivileges=, Kubernetes' allowPrivilegeEscalation:

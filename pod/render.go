@@ -233,6 +233,15 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 	if a.NoNewPrivileges {
 		f.Set("Service", "NoNewPrivileges", "yes")
 	}
+	// ProtectSystem=strict, as NoNewPrivileges=, reaches the exec hook
+	// and the command, not the "+" hooks; it leaves /home, /root and
+	// /run/user to ProtectHome=. The exec hook records the run's start in
+	// the pod's state, which stays writable.
+	if a.ReadOnlyRoot {
+		f.Set("Service", "ProtectSystem", "strict")
+		f.Set("Service", "ProtectHome", "read-only")
+		f.Set("Service", "ReadWritePaths", quotedPath(Dir(h.o.StateDir, m.Name)))
+	}
 	if len(a.SuccessExitCodes) > 0 {
 		codes := make([]string, len(a.SuccessExitCodes))
 		for i, c := range a.SuccessExitCodes {
@@ -255,6 +264,14 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 	f.Set("Service", "StandardOutput", out)
 	f.Set("Service", "StandardError", "inherit")
 	return resources(f, a.Resources)
+}
+
+// quotedPath writes path as one word of a path list setting
+// (ReadWritePaths=): in double quotes, backslash and double quote
+// escaped, '%' doubled, so that systemd reads exactly path.
+func quotedPath(path string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+	return `"` + r.Replace(unit.EscapeSpecifiers(path)) + `"`
 }
 
 // bindPath escapes path for one side of a BindPaths= pair: specifiers, and

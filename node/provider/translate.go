@@ -76,6 +76,7 @@ type app struct {
 	PostStart              *hook      `json:"postStart,omitempty"`
 	PreStop                *hook      `json:"preStop,omitempty"`
 	NoNewPrivileges        bool       `json:"noNewPrivileges,omitempty"`
+	ReadOnlyRoot           bool       `json:"readOnlyRoot,omitempty"`
 	// Capabilities: nil keeps root's, for a privileged container; an
 	// empty list holds none.
 	Capabilities *[]string `json:"capabilities,omitempty"`
@@ -426,7 +427,7 @@ func (c *Config) securityContext(p *corev1.Pod, ctr *corev1.Container, path stri
 			a.NoNewPrivileges = true
 		}
 		if sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
-			rs.add(sp+".readOnlyRootFilesystem", "not supported")
+			a.ReadOnlyRoot = true
 		}
 		if sc.SELinuxOptions != nil || sc.SeccompProfile != nil || sc.AppArmorProfile != nil || sc.WindowsOptions != nil || sc.ProcMount != nil {
 			rs.add(sp, "seLinuxOptions, seccompProfile, appArmorProfile, windowsOptions and procMount are not supported")
