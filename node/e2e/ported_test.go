@@ -377,10 +377,7 @@ containers:
 // knownWrong names the ported cases the node fails today, each with what
 // is wrong: their subtests skip, saying so. This list is what remains to
 // fix.
-var knownWrong = map[string]string{
-	"ProbeNonLocalRedirectLivenessNoRestart":        "no ProbeWarning event for the redirect the probe does not follow: the node records no events",
-	"SidecarProbeNonLocalRedirectLivenessNoRestart": "no ProbeWarning event for the redirect the probe does not follow: the node records no events",
-}
+var knownWrong = map[string]string{}
 
 // probeCases are container_probe.go's cases that "Probing container"
 // runs on a container and "Probing restartable init container" repeats on
