@@ -210,7 +210,10 @@ type Resources struct {
 	// Memory is MemoryMax=, in ParseSize syntax: "512M".
 	Memory    string `yaml:"memory" json:"memory,omitzero"`
 	CPUWeight *int   `yaml:"cpuWeight" json:"cpuWeight,omitzero"`
-	Tasks     *int   `yaml:"tasks" json:"tasks,omitzero"`
+	// CPUMillis is the CPU time the app may use at most, in thousandths
+	// of one CPU: CPUQuota= (100 is 10%), Kubernetes' limits.cpu.
+	CPUMillis *int `yaml:"cpuMillis" json:"cpuMillis,omitzero"`
+	Tasks     *int `yaml:"tasks" json:"tasks,omitzero"`
 }
 
 // A Probe checks an app's health. Exactly one of Exec, HTTP and TCP is set.

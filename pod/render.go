@@ -322,6 +322,10 @@ func resources(f *unit.File, res Resources) error {
 	if res.CPUWeight != nil {
 		f.Set("Service", "CPUWeight", strconv.Itoa(*res.CPUWeight))
 	}
+	if res.CPUMillis != nil {
+		// A thousandth of a CPU is a tenth of a percent.
+		f.Set("Service", "CPUQuota", strconv.FormatFloat(float64(*res.CPUMillis)/10, 'f', -1, 64)+"%")
+	}
 	if res.Tasks != nil {
 		f.Set("Service", "TasksMax", strconv.Itoa(*res.Tasks))
 	}

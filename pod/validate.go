@@ -185,6 +185,9 @@ func (p *problems) resources(path string, r Resources) {
 	if w := r.CPUWeight; w != nil && (*w < 1 || *w > 10000) {
 		p.add(path+".cpuWeight", strconv.Itoa(*w), "must be in 1..10000")
 	}
+	if c := r.CPUMillis; c != nil && *c < 1 {
+		p.add(path+".cpuMillis", strconv.Itoa(*c), "must be at least 1")
+	}
 	if t := r.Tasks; t != nil && *t < 1 {
 		p.add(path+".tasks", strconv.Itoa(*t), "must be at least 1")
 	}

@@ -73,15 +73,49 @@ containers:
 	}},
 	{"InitRestartAlways", "init_container.go", "InitContainer [NodeConformance] should invoke init containers on a RestartAlways pod", func(k *kcase) {
 		k.create(initPod("pod-init-always", "", "/bin/true", "/bin/true", `["/bin/sleep", "infinity"]`, true))
-		k.refused("pod-init-always", "spec.containers[0].resources.limits[cpu]: not supported")
+		k.initialized(k.waitPhase("pod-init-always", "Running"))
 	}},
 	{"InitFailRestartAlways", "init_container.go", "InitContainer [NodeConformance] should not start app containers if init containers fail on a RestartAlways pod", func(k *kcase) {
 		k.create(initPod("pod-init-fail-always", "", "/bin/false", "/bin/true", `["/bin/sleep", "infinity"]`, true))
-		k.refused("pod-init-fail-always", "spec.containers[0].resources.limits[cpu]: not supported")
+		// Until init1 has restarted 3 times, nothing else runs and init1
+		// never succeeds.
+		p := k.waitFor("pod-init-fail-always", podStartTimeout, "to have restarted init1 3 times", func(p *k8sPod) (bool, error) {
+			for _, s := range p.Status.ContainerStatuses {
+				if s.State.Waiting == nil || s.State.Waiting.Reason != "PodInitializing" {
+					return false, fmt.Errorf("container %s should wait, PodInitializing", s.Name)
+				}
+			}
+			if len(p.Status.InitContainerStatuses) != 2 {
+				return false, nil
+			}
+			if s := p.Status.InitContainerStatuses[1]; s.State.Waiting == nil || s.State.Waiting.Reason != "PodInitializing" {
+				return false, fmt.Errorf("init2 should wait, PodInitializing")
+			}
+			s := p.Status.InitContainerStatuses[0]
+			if t := s.State.Terminated; t != nil && t.ExitCode == 0 {
+				return false, fmt.Errorf("init1 should not exit 0")
+			}
+			return s.RestartCount >= 3, nil
+		})
+		if p.Status.Phase != "Pending" {
+			k.t.Errorf("phase %s, want Pending; status %s", p.Status.Phase, p)
+		}
+		if s, reason, msg := p.condition("Initialized"); s != "False" || reason != "ContainersNotInitialized" || msg != "containers with incomplete status: [init1 init2]" {
+			k.t.Errorf("Initialized %s %s %q, want False ContainersNotInitialized \"containers with incomplete status: [init1 init2]\"; status %s", s, reason, msg, p)
+		}
 	}},
 	{"InitFailRestartNever", "init_container.go", "InitContainer [NodeConformance] should not start app containers and fail the pod if init containers fail on a RestartNever pod", func(k *kcase) {
 		k.create(initPod("pod-init-fail-never", "Never", "/bin/true", "/bin/false", `["/bin/true"]`, true))
-		k.refused("pod-init-fail-never", "spec.containers[0].resources.limits[cpu]: not supported")
+		p := k.waitEnded("pod-init-fail-never")
+		if p.Status.Phase != "Failed" {
+			k.t.Errorf("phase %s, want Failed; status %s", p.Status.Phase, p)
+		}
+		if s, reason, msg := p.condition("Initialized"); s != "False" || reason != "ContainersNotInitialized" || msg != "containers with incomplete status: [init2]" {
+			k.t.Errorf("Initialized %s %s %q, want False ContainersNotInitialized \"containers with incomplete status: [init2]\"; status %s", s, reason, msg, p)
+		}
+		if len(p.Status.InitContainerStatuses) != 2 || len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Waiting == nil {
+			k.t.Errorf("want 2 init container statuses and run1 waiting; status %s", p)
+		}
 	}},
 
 	// pods.go
@@ -261,7 +295,7 @@ volumes:
   - {name: CPU_REQUEST, valueFrom: {resourceFieldRef: {resource: requests.cpu}}}
   - {name: MEMORY_REQUEST, valueFrom: {resourceFieldRef: {resource: requests.memory}}}
   resources: {requests: {cpu: 250m, memory: 32Mi}, limits: {cpu: 1250m, memory: 64Mi}}`))
-		k.refused("downward-api-resources", "spec.containers[0].env[0].valueFrom: only fieldRef is supported", "spec.containers[0].resources.limits[cpu]")
+		k.refused("downward-api-resources", "spec.containers[0].env[0].valueFrom: only fieldRef is supported")
 	}},
 	{"DownwardDefaultResources", "downwardapi.go", "Downward API should provide default limits.cpu/memory from node allocatable [NodeConformance] [Conformance]", func(k *kcase) {
 		k.create(envPod("downward-api-default", "", `- {name: CPU_LIMIT, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}

@@ -85,6 +85,7 @@ type app struct {
 type resources struct {
 	Memory    string `json:"memory,omitempty"`
 	CPUWeight *int   `json:"cpuWeight,omitempty"`
+	CPUMillis *int   `json:"cpuMillis,omitempty"`
 }
 
 type probe struct {
@@ -515,7 +516,8 @@ func capabilities(c *corev1.Capabilities, path string, rs *refusals) []string {
 	return set
 }
 
-// containerResources maps limits.memory to MemoryMax= and requests.cpu to
+// containerResources maps limits.memory to MemoryMax=, limits.cpu to
+// CPUQuota= (as the kubelet maps it to a CFS quota) and requests.cpu to
 // CPUWeight= (as the kubelet maps CPU requests to cgroup v2 weights), and
 // refuses limits it cannot enforce.
 func containerResources(ctr *corev1.Container, path string, rs *refusals) *resources {
@@ -524,8 +526,11 @@ func containerResources(ctr *corev1.Container, path string, rs *refusals) *resou
 		switch name {
 		case corev1.ResourceMemory:
 			r.Memory = strconv.FormatInt(q.Value(), 10)
+		case corev1.ResourceCPU:
+			m := int(max(q.MilliValue(), 1))
+			r.CPUMillis = &m
 		default:
-			rs.add(fmt.Sprintf("%s.resources.limits[%s]", path, name), "not supported: unitrun pods limit memory only")
+			rs.add(fmt.Sprintf("%s.resources.limits[%s]", path, name), "not supported: unitrun pods limit memory and CPU only")
 		}
 	}
 	for name, q := range ctr.Resources.Requests {

@@ -105,7 +105,7 @@ func TestTranslateRefusals(t *testing.T) {
 				ReadinessProbe:  &corev1.Probe{},
 				StartupProbe:    &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}}, SuccessThreshold: 2},
 				SecurityContext: &corev1.SecurityContext{Privileged: &yes},
-				Resources:       corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+				Resources:       corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("1Gi")}},
 				Env: []corev1.EnvVar{
 					{Name: "S", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{}}},
 					// This node has no address.
@@ -141,7 +141,7 @@ func TestTranslateRefusals(t *testing.T) {
 		"spec.volumes[0]", "spec.initContainers[0].restartPolicy", "spec.containers[0].image",
 		"spec.containers[0].ports[0]", "spec.containers[0].readinessProbe", "spec.containers[0].startupProbe.successThreshold",
 		"spec.containers[0].securityContext.privileged", "spec.containers[0].securityContext.runAsUser",
-		"spec.containers[0].resources.limits[cpu]", "spec.containers[0].env[0].valueFrom",
+		"spec.containers[0].resources.limits[ephemeral-storage]", "spec.containers[0].env[0].valueFrom",
 	} {
 		if !strings.Contains(err.Error(), field+":") {
 			t.Errorf("error does not name %s: %v", field, err)
