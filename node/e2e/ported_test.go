@@ -199,12 +199,38 @@ containers:
 		}
 	}},
 	{"PodsReadinessGates", "pods.go", "Pods should support pod readiness gates [NodeConformance]", func(k *kcase) {
-		// The case then sets the gates' conditions through the status
-		// subresource and waits for the Pod to be ready.
 		k.create(pod("pod-ready", "", `readinessGates: [{conditionType: k8s.io/test-condition1}, {conditionType: k8s.io/test-condition2}]
 containers:
 - {name: pod-readiness-gate, image: debian, command: ["/bin/sh", "-c", "echo container is alive; sleep 10000"]}`))
-		k.refused("pod-ready", `spec.readinessGates[0]: "k8s.io/test-condition1": readiness gates are not supported`)
+		k.waitPhase("pod-ready", "Running")
+		ready := func() bool {
+			s, _, _ := k.get("pod-ready").condition("Ready")
+			return s == "True"
+		}
+		patch := func(gate, status string) {
+			k.kubectl("patch", "pod", "pod-ready", "--subresource=status", "--type=strategic", "-p",
+				fmt.Sprintf(`{"status":{"conditions":[{"type":%q, "status":%q}]}}`, gate, status))
+		}
+		// validatePodReadiness: a minute for the Pod to be (not) ready.
+		want := func(r bool) {
+			for end := time.Now().Add(time.Minute); ready() != r; time.Sleep(time.Second) {
+				if time.Now().After(end) {
+					k.t.Fatalf("pod-ready: Ready %v after a minute, want %v; status %s", !r, r, k.get("pod-ready"))
+				}
+			}
+		}
+		if ready() {
+			k.t.Fatalf("pod-ready is Ready before its gates are met; status %s", k.get("pod-ready"))
+		}
+		patch("k8s.io/test-condition1", "True")
+		time.Sleep(10 * time.Second) // the case's syncLoopFrequency
+		if ready() {
+			k.t.Fatalf("pod-ready is Ready with one gate of two met; status %s", k.get("pod-ready"))
+		}
+		patch("k8s.io/test-condition2", "True")
+		want(true)
+		patch("k8s.io/test-condition1", "False")
+		want(false)
 	}},
 	{"PodsDeleteCollection", "pods.go", "Pods should delete a collection of pods [Conformance]", func(k *kcase) {
 		for i := 1; i <= 3; i++ {

@@ -480,6 +480,9 @@ func (p *Provider) status(e *entry) (*corev1.PodStatus, error) {
 		p.probeWarnings(e, pod, s)
 		st = p.podStatus(e, pod, s)
 	}
+	if e.refused == nil {
+		p.readinessGates(pod, st)
+	}
 	keepTransitions(st, sent, time.Now())
 	if p.cfg.Address != "" {
 		ips := []corev1.HostIP{{IP: p.cfg.Address}}

@@ -275,9 +275,6 @@ func (c *Config) checkPodSpec(p *corev1.Pod, rs *refusals) {
 			rs.add("spec.securityContext", "seLinuxOptions, seccompProfile, appArmorProfile and windowsOptions are not supported")
 		}
 	}
-	for i, g := range s.ReadinessGates {
-		rs.add(fmt.Sprintf("spec.readinessGates[%d]", i), "%q: readiness gates are not supported", g.ConditionType)
-	}
 	if len(s.ResourceClaims) > 0 {
 		rs.add("spec.resourceClaims", "not supported")
 	}
