@@ -428,6 +428,7 @@ containers:
 	{"KubeletReadOnlyRootfs", "kubelet.go", "Kubelet when scheduling a read only busybox container should not write to root filesystem [LinuxOnly] [NodeConformance] [Conformance]", func(k *kcase) {
 		name := "busybox-readonly-fs" + uuid
 		k.create(onePod(name, `["/bin/sh", "-c", "echo test > /file; sleep 240"]`, `securityContext: {readOnlyRootFilesystem: true}`))
+		k.waitPhase(name, "Running")
 		// busybox's sh says "/bin/sh: can't create /file: Read-only
 		// file system"; the host's, dash, says it so.
 		k.eventuallyLog(name, name, "/bin/sh: 1: cannot create /file: Read-only file system\n")
