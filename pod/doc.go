@@ -49,13 +49,23 @@
 //     stopped, and its ExecStop= runs "unitrun pod shutdown P", which
 //     computes the pod's exit code and phase and ends the pod.
 //
-// Init apps run once, as Type=oneshot, each Requires= and After= the init
-// app before it, and every other app Requires= and is After= every init
-// app, so each starts only once the init apps before it have succeeded. An
+// Init apps run as Type=oneshot, each Requires= and After= the init app
+// before it, and every other app Requires= and is After= every init app,
+// so each starts only once the init apps before it have succeeded. A
+// retried init app (App.Retried, restartPolicy OnFailure) has
+// Restart=on-failure and the back-off hook, but systemd 252 fails the
+// start jobs of the units that require a oneshot service at its first
+// failure, restart or not: the units after it are only After= it, and
+// their first run waits in the ExecStartPre= await hook until it has
+// succeeded. Waiting there, they keep their reapers, and with them the
+// shutdown service, needed while it retries. A retried init app has a
+// reaper, which ends its last restart if the pod stops between two runs;
+// it is After= the shutdown service, so that it stops first, but does not
+// Want= it. An
 // init app has RemainAfterExit=yes, so that a restart of another app, which
 // pulls in what it Requires=, does not run it again. It therefore stays
-// active for the pod's whole life, and so has no reaper: one would keep the
-// shutdown service needed until the pod is stopped. Its ExecStartPost= also
+// active for the pod's whole life, and so has no reaper that Wants= the
+// shutdown service: one would keep it needed until the pod is stopped. Its ExecStartPost= also
 // runs reap-app, to record its success the moment it finishes
 // (ExecStopPost= runs only when it fails or is stopped; reap-app tells the
 // two runs of one invocation apart by $INVOCATION_ID).

@@ -60,8 +60,8 @@ const (
 
 // Nodes returns the units of m's graph and their dependencies, in the order
 // Graph renders them: the slice, the target, the shutdown service, then for
-// each app its service, unless it is an init app its reaper, and if it has
-// a probe its probe service. See the
+// each app its service, unless it is an init app that is not retried its
+// reaper, and if it has a probe its probe service. See the
 // package documentation for what each unit does.
 func Nodes(m *Manifest) []Node {
 	p := m.Name
@@ -80,9 +80,16 @@ func Nodes(m *Manifest) []Node {
 	// An init app or a sidecar starts after the init apps and sidecars
 	// listed before it (inits, sidecars), every other app after all of them.
 	var inits, sidecars, allInits, allSidecars []string
+	// A unit requires the init apps it starts after but the retried ones
+	// ([Manifest.RetriedInitsBefore]), whose success its await hook waits for.
+	retried := map[string]bool{}
+	required := func(inits []string) []string {
+		return slices.DeleteFunc(slices.Clone(inits), func(u string) bool { return retried[u] })
+	}
 	for _, a := range m.Apps {
 		if a.Init {
 			allInits = append(allInits, AppUnit(p, a.Name))
+			retried[AppUnit(p, a.Name)] = a.Retried()
 		} else if a.Sidecar {
 			allSidecars = append(allSidecars, AppUnit(p, a.Name))
 		}
@@ -94,17 +101,25 @@ func Nodes(m *Manifest) []Node {
 			app := Node{Name: name, Role: AppRole, App: a.Name, Slice: slice}
 			// Each init app runs once the one before it has succeeded.
 			if n := len(inits); n > 0 {
-				app.Deps = deps(app.Deps, Requires, After, inits[n-1])
+				app.Deps = deps(app.Deps, Requires, "", required(inits[n-1:])...)
+				app.Deps = deps(app.Deps, After, "", inits[n-1])
 			}
 			app.Deps = deps(app.Deps, Wants, After, sidecars...)
 			app.Deps = append(app.Deps, stopAtShutdown...)
-			nodes = append(nodes, app)
+			if !a.Retried() {
+				nodes = append(nodes, app)
+			} else {
+				// A stop between two runs, where no hook of the app
+				// runs, ends its last restart in its reaper.
+				app.Deps = deps(app.Deps, Wants, After, reaperUnit(p, &a))
+				nodes = append(nodes, app, reaperNode(p, &a))
+			}
 			inits = append(inits, name)
 		case a.Sidecar:
-			nodes = append(nodes, serviceNodes(p, &a, inits, sidecars)...)
+			nodes = append(nodes, serviceNodes(p, &a, inits, required(inits), sidecars)...)
 			sidecars = append(sidecars, name)
 		default:
-			nodes = append(nodes, serviceNodes(p, &a, allInits, allSidecars)...)
+			nodes = append(nodes, serviceNodes(p, &a, allInits, required(allInits), allSidecars)...)
 		}
 	}
 	return nodes
@@ -127,37 +142,22 @@ func stopOnExit() []Dep {
 }
 
 // serviceNodes returns the units of a, an app of pod p that is not an
-// init app: its service, which starts after the init apps inits and the
-// sidecars sidecars, its reaper and, if it has probes, its probe service.
-func serviceNodes(p string, a *App, inits, sidecars []string) []Node {
+// init app: its service, which starts after the init apps inits (and
+// requires those of them in requires) and the sidecars sidecars, its
+// reaper and, if it has probes, its probe service.
+func serviceNodes(p string, a *App, inits, requires, sidecars []string) []Node {
 	slice, name, reaper := SliceUnit(p), AppUnit(p, a.Name), reaperUnit(p, a)
 	wants := []string{reaper}
 	if a.HasProbes() {
 		wants = append(wants, probeUnit(p, a.Name))
 	}
 	app := Node{Name: name, Role: AppRole, App: a.Name, Slice: slice}
-	app.Deps = deps(app.Deps, Requires, "", inits...)
+	app.Deps = deps(app.Deps, Requires, "", requires...)
 	app.Deps = deps(app.Deps, Wants, "", slices.Concat(wants, sidecars)...)
 	app.Deps = deps(app.Deps, After, "", reaper)
 	app.Deps = deps(app.Deps, After, "", slices.Concat(inits, sidecars)...)
 	app.Deps = append(app.Deps, stopAtShutdown...)
-	// A sidecar's reaper does not keep the shutdown service needed: the
-	// pod ends with its other apps, and its end stops the sidecars.
-	var reaperDeps []Dep
-	if !a.Sidecar {
-		reaperDeps = deps(nil, Wants, After, ShutdownUnit(p))
-	}
-	r := Node{Name: reaper, Role: ReaperRole, App: a.Name, Deps: append(reaperDeps, stopOnExit()...)}
-	if a.RestartPolicy != Never {
-		r.Slice = slice
-	} else {
-		// A target is in no slice: PartOf= puts its stop in the same
-		// job as the slice's, so that a stop of the pod stops the app,
-		// then the reaper, then the shutdown service, in that order, and
-		// a reaper whose app never started stops with the pod.
-		r.Deps = append(r.Deps, Dep{PartOf, slice})
-	}
-	nodes := []Node{app, r}
+	nodes := []Node{app, reaperNode(p, a)}
 	if a.HasProbes() {
 		nodes = append(nodes, Node{
 			Name:  probeUnit(p, a.Name),
@@ -168,6 +168,34 @@ func serviceNodes(p string, a *App, inits, sidecars []string) []Node {
 		})
 	}
 	return nodes
+}
+
+// reaperNode returns the reaper of a, an app of pod p. The reaper of a
+// sidecar or an init app does not keep the shutdown service needed: the
+// pod ends with its other apps, and its end stops the sidecars; an init
+// app that succeeded stays active until then. An init app's reaper is
+// still After= the shutdown service, so that at the pod's end it has
+// recorded the app's last exit before the shutdown service computes the
+// pod's.
+func reaperNode(p string, a *App) Node {
+	var d []Dep
+	switch {
+	case a.Init:
+		d = deps(nil, After, "", ShutdownUnit(p))
+	case !a.Sidecar:
+		d = deps(nil, Wants, After, ShutdownUnit(p))
+	}
+	r := Node{Name: reaperUnit(p, a), Role: ReaperRole, App: a.Name, Deps: append(d, stopOnExit()...)}
+	if a.RestartPolicy != Never {
+		r.Slice = SliceUnit(p)
+	} else {
+		// A target is in no slice: PartOf= puts its stop in the same
+		// job as the slice's, so that a stop of the pod stops the app,
+		// then the reaper, then the shutdown service, in that order, and
+		// a reaper whose app never started stops with the pod.
+		r.Deps = append(r.Deps, Dep{PartOf, SliceUnit(p)})
+	}
+	return r
 }
 
 // deps appends to list a dependency of kind on each of units, then, if

@@ -151,10 +151,10 @@ type App struct {
 	// StopTimeout is how long a stop waits before it kills the app; 0 means
 	// the manager's default.
 	StopTimeout time.Duration `yaml:"stopTimeout" json:"stopTimeout,omitzero"`
-	// Init apps run once, to completion, in manifest order, before the
-	// others; one that fails ends the pod. They do not restart: under
-	// systemd 252 a oneshot service that fails and restarts has already
-	// failed the start jobs of the units that require it.
+	// Init apps run to completion, in manifest order, before the others.
+	// Under restartPolicy Never (an init app's default) one that fails
+	// ends the pod; under OnFailure it runs again, with the pod's
+	// back-off, until it succeeds, and the apps after it wait ([App.Retried]).
 	Init bool `yaml:"init" json:"init,omitzero"`
 	// Sidecars start before the other apps, after the init apps listed
 	// before them, run as long as the pod runs (restarted whenever they
@@ -174,11 +174,30 @@ type App struct {
 	// at its failure threshold it restarts the app. Its action must be
 	// unset or restart.
 	StartupProbe *Probe `yaml:"startupProbe" json:"startupProbe,omitzero"`
+	// PostStart runs as each run's command starts, beside it, as
+	// Kubernetes' postStart hook; if it fails, the run is stopped and
+	// failed, with a message that says so.
+	PostStart *Hook `yaml:"postStart" json:"postStart,omitzero"`
+	// PreStop runs when a stop ends a run whose command still runs,
+	// before the stop signal, as Kubernetes' preStop hook; the app's
+	// stopTimeout bounds it.
+	PreStop *Hook `yaml:"preStop" json:"preStop,omitzero"`
 	// TerminationMessagePath is a file the app may write why it ended
 	// into, as Kubernetes' terminationMessagePath: an empty file of the
 	// pod's state (TerminationFile), emptied at each run's start, bound
 	// there for the app's command (in its rootfs). "" binds none.
 	TerminationMessagePath string `yaml:"terminationMessagePath" json:"terminationMessagePath,omitzero"`
+	// ReadOnlyRoot makes the file system the app's command sees read-only
+	// (its rootfs, or the host's), but for /dev, /proc, /sys, the
+	// terminationMessagePath and the pod's own state, which records the
+	// run: systemd's ProtectSystem=strict, Kubernetes'
+	// readOnlyRootFilesystem.
+	ReadOnlyRoot bool `yaml:"readOnlyRoot" json:"readOnlyRoot,omitzero"`
+	// NoNewPrivileges keeps the app's command and what it executes from
+	// gaining privileges (setuid and setgid programs, file capabilities):
+	// systemd's NoNewPrivileges=, Kubernetes' allowPrivilegeEscalation:
+	// false.
+	NoNewPrivileges bool `yaml:"noNewPrivileges" json:"noNewPrivileges,omitzero"`
 	// Capabilities, if not nil, are the only capabilities the app's
 	// command can hold (its bounding set, named as CapabilityNames):
 	// all of them if it runs as root, none otherwise. Nil keeps every
@@ -191,7 +210,10 @@ type Resources struct {
 	// Memory is MemoryMax=, in ParseSize syntax: "512M".
 	Memory    string `yaml:"memory" json:"memory,omitzero"`
 	CPUWeight *int   `yaml:"cpuWeight" json:"cpuWeight,omitzero"`
-	Tasks     *int   `yaml:"tasks" json:"tasks,omitzero"`
+	// CPUMillis is the CPU time the app may use at most, in thousandths
+	// of one CPU: CPUQuota= (100 is 10%), Kubernetes' limits.cpu.
+	CPUMillis *int `yaml:"cpuMillis" json:"cpuMillis,omitzero"`
+	Tasks     *int `yaml:"tasks" json:"tasks,omitzero"`
 }
 
 // A Probe checks an app's health. Exactly one of Exec, HTTP and TCP is set.
@@ -207,6 +229,14 @@ type Probe struct {
 	Action              ProbeAction `yaml:"action" json:"action,omitzero"`
 }
 
+// A Hook is what an app's postStart or preStop runs: a command (Exec,
+// as an exec probe runs it) or an HTTP GET (HTTP, as an http probe sends
+// it; any status is a success unless Status says). Exactly one is set.
+type Hook struct {
+	Exec []string   `yaml:"exec" json:"exec,omitzero"`
+	HTTP *HTTPProbe `yaml:"http" json:"http,omitzero"`
+}
+
 // Probe results, as ProbeStatus.LastResult records them.
 const (
 	ProbeSuccess = "success"
@@ -219,6 +249,11 @@ const (
 func (a *App) HasProbes() bool {
 	return a.Probe != nil || a.ReadinessProbe != nil || a.StartupProbe != nil
 }
+
+// Retried reports whether a is an init app that runs again when it
+// fails (restartPolicy OnFailure), as Kubernetes retries the init
+// containers of a Pod whose restartPolicy is OnFailure or Always.
+func (a *App) Retried() bool { return a.Init && a.RestartPolicy == OnFailure }
 
 // Counts reports whether a's exits count for the pod: those of an init
 // app or of an app, but never a sidecar's.
@@ -381,6 +416,33 @@ func (m *Manifest) SidecarBefore(app string) *App {
 	return last
 }
 
+// RetriedInitsBefore returns the retried init apps ([App.Retried]) that
+// app starts after: for an init app or a sidecar, those listed before it;
+// for any other app, every one. Under systemd 252 a oneshot service that
+// fails and restarts has already failed the start jobs of the units that
+// require it, so these apps' units do not require theirs: each waits for
+// their success in its await hook.
+func (m *Manifest) RetriedInitsBefore(app string) []*App {
+	var list []*App
+	for i := range m.Apps {
+		a := &m.Apps[i]
+		if a.Name == app && (a.Init || a.Sidecar) {
+			break
+		}
+		if a.Retried() {
+			list = append(list, a)
+		}
+	}
+	return list
+}
+
+// Awaits reports whether app's first run waits in its await hook: for
+// the sidecar before it ([Manifest.SidecarBefore]) or for the retried
+// init apps before it ([Manifest.RetriedInitsBefore]).
+func (m *Manifest) Awaits(app string) bool {
+	return m.SidecarBefore(app) != nil || len(m.RetriedInitsBefore(app)) > 0
+}
+
 func (m *Manifest) setDefaults() {
 	if m.ExitPolicy == "" {
 		m.ExitPolicy = FirstFailure
@@ -421,6 +483,22 @@ func (m *Manifest) setDefaults() {
 		a.Probe.setDefaults(RestartApp)
 		a.ReadinessProbe.setDefaults("")
 		a.StartupProbe.setDefaults(RestartApp)
+		a.PostStart.setDefaults()
+		a.PreStop.setDefaults()
+	}
+}
+
+// setDefaults fills in the path and status range of h's HTTP GET: "/"
+// and any status, as the kubelet's hooks take any answer.
+func (h *Hook) setDefaults() {
+	if h == nil || h.HTTP == nil {
+		return
+	}
+	if h.HTTP.Path == "" {
+		h.HTTP.Path = "/"
+	}
+	if h.HTTP.Status == (StatusRange{}) {
+		h.HTTP.Status = StatusRange{Min: 100, Max: 599}
 	}
 }
 

@@ -157,8 +157,9 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 	// has started ([Manifest.SidecarBefore]), as the kubelet starts each
 	// container once the sidecars before it have started, not once their
 	// units have (a Type=exec unit has started once the exec hook runs,
-	// before the command and its startup probe).
-	if m.SidecarBefore(a.Name) != nil {
+	// before the command and its startup probe), and until the retried
+	// init apps before it have succeeded ([Manifest.RetriedInitsBefore]).
+	if m.Awaits(a.Name) {
 		if err := setExec(f, "ExecStartPre", "+", h.argv("await", a.Name)); err != nil {
 			return err
 		}
@@ -173,6 +174,18 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 	if err := setExec(f, "ExecStart", "", h.argv("exec", a.Name)); err != nil {
 		return err
 	}
+	// The lifecycle hooks: postStart beside the command's start, preStop
+	// before the stop signal.
+	if a.PostStart != nil {
+		if err := setExec(f, "ExecStartPost", "+", h.argv("post-start", a.Name)); err != nil {
+			return err
+		}
+	}
+	if a.PreStop != nil {
+		if err := setExec(f, "ExecStop", "+", h.argv("pre-stop", a.Name)); err != nil {
+			return err
+		}
+	}
 	if a.Init {
 		// ExecStopPost= runs only when an init app fails or is stopped;
 		// this records its success the moment it finishes.
@@ -185,9 +198,10 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 		return err
 	}
 	f.Set("Service", "Restart", restartSetting[a.RestartPolicy])
-	if m.SidecarBefore(a.Name) != nil {
+	if m.Awaits(a.Name) {
 		// The wait for the sidecar ends when the sidecar has started,
-		// or when its startup probe restarts it at its own threshold.
+		// or when its startup probe restarts it at its own threshold;
+		// the wait for a retried init app when it succeeds.
 		f.Set("Service", "TimeoutStartSec", "infinity")
 	}
 	// KillMode= stays systemd's control-group: the app's log copier,
@@ -196,6 +210,20 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 	// soon as the command has exited.
 	if a.StopTimeout > 0 {
 		f.Set("Service", "TimeoutStopSec", timeSpan(a.StopTimeout))
+	}
+	// systemd applies NoNewPrivileges= to the exec hook, which executes
+	// the command, and not to the "+" hooks, which record the run.
+	if a.NoNewPrivileges {
+		f.Set("Service", "NoNewPrivileges", "yes")
+	}
+	// ProtectSystem=strict, as NoNewPrivileges=, reaches the exec hook
+	// and the command, not the "+" hooks; it leaves /home, /root and
+	// /run/user to ProtectHome=. The exec hook records the run's start in
+	// the pod's state, which stays writable.
+	if a.ReadOnlyRoot {
+		f.Set("Service", "ProtectSystem", "strict")
+		f.Set("Service", "ProtectHome", "read-only")
+		f.Set("Service", "ReadWritePaths", quotedPath(Dir(h.o.StateDir, m.Name)))
 	}
 	if len(a.SuccessExitCodes) > 0 {
 		codes := make([]string, len(a.SuccessExitCodes))
@@ -219,6 +247,14 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 	f.Set("Service", "StandardOutput", out)
 	f.Set("Service", "StandardError", "inherit")
 	return resources(f, a.Resources)
+}
+
+// quotedPath writes path as one word of a path list setting
+// (ReadWritePaths=): in double quotes, backslash and double quote
+// escaped, '%' doubled, so that systemd reads exactly path.
+func quotedPath(path string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+	return `"` + r.Replace(unit.EscapeSpecifiers(path)) + `"`
 }
 
 // bindPath escapes path for one side of a BindPaths= pair: specifiers, and
@@ -268,6 +304,10 @@ func resources(f *unit.File, res Resources) error {
 	}
 	if res.CPUWeight != nil {
 		f.Set("Service", "CPUWeight", strconv.Itoa(*res.CPUWeight))
+	}
+	if res.CPUMillis != nil {
+		// A thousandth of a CPU is a tenth of a percent.
+		f.Set("Service", "CPUQuota", strconv.FormatFloat(float64(*res.CPUMillis)/10, 'f', -1, 64)+"%")
 	}
 	if res.Tasks != nil {
 		f.Set("Service", "TasksMax", strconv.Itoa(*res.Tasks))

@@ -20,6 +20,8 @@ var renderCases = []struct {
 	{"init-restart.yaml", goldenOptions},
 	{"probes.yaml", goldenOptions},
 	{"sidecars.yaml", goldenOptions},
+	{"init-retried.yaml", goldenOptions},
+	{"hooks.yaml", goldenOptions},
 	{"nasty.yaml", RenderOptions{
 		Binary:   "/opt/unit run/bin/%unitrun",
 		StateDir: "/run/state dir/$HOME/%h",

@@ -107,8 +107,8 @@ func (p *problems) app(path string, a *App, m *Manifest) {
 	switch {
 	case a.Init && a.Sidecar:
 		p.add(path+".sidecar", "true", "not allowed for an init app: an app is an init app, a sidecar or neither")
-	case a.Init && a.RestartPolicy != Never:
-		p.add(path+".restartPolicy", string(a.RestartPolicy), "not allowed for an init app, which runs once: only Never is")
+	case a.Init && a.RestartPolicy == Always:
+		p.add(path+".restartPolicy", string(a.RestartPolicy), "not allowed for an init app, which runs to completion: only Never or OnFailure is")
 	case a.Sidecar && a.RestartPolicy != Always && a.RestartPolicy != "":
 		p.add(path+".restartPolicy", string(a.RestartPolicy), "not allowed for a sidecar, which runs again whenever it exits while the pod runs: only Always is")
 	}
@@ -126,6 +126,26 @@ func (p *problems) app(path string, a *App, m *Manifest) {
 		}
 	}
 	p.resources(path+".resources", a.Resources)
+	for _, h := range []struct {
+		field string
+		hook  *Hook
+	}{{"postStart", a.PostStart}, {"preStop", a.PreStop}} {
+		if h.hook == nil {
+			continue
+		}
+		if a.Init {
+			p.add(path+"."+h.field, "", "not allowed for an init app")
+		}
+		if (h.hook.Exec != nil) == (h.hook.HTTP != nil) {
+			p.add(path+"."+h.field, "", "must set exactly one of exec and http")
+		}
+		if h.hook.Exec != nil {
+			p.argv(path+"."+h.field+".exec", h.hook.Exec)
+		}
+		if h.hook.HTTP != nil {
+			p.httpGet(path+"."+h.field+".http", h.hook.HTTP)
+		}
+	}
 	for _, pr := range []struct {
 		field   string
 		probe   *Probe
@@ -165,6 +185,9 @@ func (p *problems) resources(path string, r Resources) {
 	if w := r.CPUWeight; w != nil && (*w < 1 || *w > 10000) {
 		p.add(path+".cpuWeight", strconv.Itoa(*w), "must be in 1..10000")
 	}
+	if c := r.CPUMillis; c != nil && *c < 1 {
+		p.add(path+".cpuMillis", strconv.Itoa(*c), "must be at least 1")
+	}
 	if t := r.Tasks; t != nil && *t < 1 {
 		p.add(path+".tasks", strconv.Itoa(*t), "must be at least 1")
 	}
@@ -178,10 +201,7 @@ func (p *problems) probe(path string, pr *Probe) {
 	}
 	if h := pr.HTTP; h != nil {
 		kinds++
-		p.port(path+".http.port", h.Port)
-		if !strings.HasPrefix(h.Path, "/") || strings.IndexFunc(h.Path, unicode.IsSpace) >= 0 || hasControl(h.Path) {
-			p.add(path+".http.path", h.Path, "must start with / and hold no spaces or control characters")
-		}
+		p.httpGet(path+".http", h)
 	}
 	if t := pr.TCP; t != nil {
 		kinds++
@@ -204,6 +224,14 @@ func (p *problems) probe(path string, pr *Probe) {
 		if f.v < 1 {
 			p.add(path+"."+f.name, strconv.Itoa(f.v), "must be at least 1")
 		}
+	}
+}
+
+// httpGet checks the port and path of an HTTP GET.
+func (p *problems) httpGet(path string, h *HTTPProbe) {
+	p.port(path+".port", h.Port)
+	if !strings.HasPrefix(h.Path, "/") || strings.IndexFunc(h.Path, unicode.IsSpace) >= 0 || hasControl(h.Path) {
+		p.add(path+".path", h.Path, "must start with / and hold no spaces or control characters")
 	}
 }
 
@@ -258,10 +286,17 @@ func (p *problems) account(path, name string) {
 	if name == "" || userNameRE.MatchString(name) {
 		return
 	}
-	if id, err := strconv.ParseUint(name, 10, 32); err == nil && id < 1<<32-1 {
+	if NumericID(name) {
 		return
 	}
 	p.add(path, name, "must match "+userNamePattern+" or be a numeric ID")
+}
+
+// NumericID reports whether name, a user or group, is a numeric ID: a
+// number below 2³²-1, which stands for no ID.
+func NumericID(name string) bool {
+	id, err := strconv.ParseUint(name, 10, 32)
+	return err == nil && id < 1<<32-1
 }
 
 func (p *problems) port(path string, port int) {

@@ -44,7 +44,13 @@ func newPodHookCmds(f *podFlags) []*cobra.Command {
 			return podrun.ReapApp(cmd.Context(), dir, args[0], args[1], env, f.g.open)
 		}),
 		hook("await POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
-			return podrun.AwaitSidecar(cmd.Context(), dir, args[0], args[1])
+			return podrun.Await(cmd.Context(), dir, args[0], args[1])
+		}),
+		hook("post-start POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
+			return podrun.PostStart(cmd.Context(), dir, args[0], args[1])
+		}),
+		hook("pre-stop POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
+			return podrun.PreStop(cmd.Context(), dir, args[0], args[1])
 		}),
 		hook("reap POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
 			return podrun.Reap(dir, args[0], args[1])

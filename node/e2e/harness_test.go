@@ -210,10 +210,10 @@ func (k *kcase) expectOutput(name, container string, patterns ...string) {
 }
 
 // livenessTest is the framework's RunLivenessTest (for a sidecar,
-// RunSidecarLivenessTest): once the Pod is no longer Pending, the
-// restartCount of its container (its sidecar) is watched until it has
-// restarted want times, or, for want 0, for the whole observation, and
-// never goes down.
+// RunSidecarLivenessTest): once its container (its sidecar) no longer
+// waits (it runs or has terminated), its restartCount is watched until it
+// has restarted want times, or, for want 0, for the whole observation,
+// and never goes down.
 func (k *kcase) livenessTest(name string, sidecar bool, want int, observe time.Duration) {
 	k.t.Helper()
 	statuses := func(p *k8sPod) []k8sContainer {
@@ -222,8 +222,9 @@ func (k *kcase) livenessTest(name string, sidecar bool, want int, observe time.D
 		}
 		return p.Status.ContainerStatuses
 	}
-	p := k.waitFor(name, podStartTimeout, "not to be Pending", func(p *k8sPod) (bool, error) {
-		return p.Status.Phase != "Pending", nil
+	p := k.waitFor(name, podStartTimeout, "its container not to wait", func(p *k8sPod) (bool, error) {
+		cs := statuses(p)
+		return len(cs) > 0 && (cs[0].State.Running != nil || cs[0].State.Terminated != nil), nil
 	})
 	if len(statuses(p)) != 1 {
 		k.t.Fatalf("pod %s: %d statuses of the probed container, want 1; status %s", name, len(statuses(p)), p)
@@ -247,8 +248,9 @@ func (k *kcase) livenessTest(name string, sidecar bool, want int, observe time.D
 		k.t.Fatalf("pod %s: %d restarts in %s, want %d; status %s", name, got, observe, want, p)
 	}
 	// Under restartPolicy Always the Pod runs on: one that failed
-	// (refused, say) restarts no more either.
-	if p.Status.Phase != "Running" {
+	// (refused, say) restarts no more either. A Pod whose sidecar has not
+	// passed its startup probe is Pending, as the kubelet has it.
+	if p.Status.Phase != "Running" && (!sidecar || p.Status.Phase != "Pending") {
 		k.t.Fatalf("pod %s %s, want Running; status %s", name, p.Status.Phase, p)
 	}
 }

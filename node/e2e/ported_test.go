@@ -73,15 +73,49 @@ containers:
 	}},
 	{"InitRestartAlways", "init_container.go", "InitContainer [NodeConformance] should invoke init containers on a RestartAlways pod", func(k *kcase) {
 		k.create(initPod("pod-init-always", "", "/bin/true", "/bin/true", `["/bin/sleep", "infinity"]`, true))
-		k.refused("pod-init-always", "spec.containers[0].resources.limits[cpu]: not supported")
+		k.initialized(k.waitPhase("pod-init-always", "Running"))
 	}},
 	{"InitFailRestartAlways", "init_container.go", "InitContainer [NodeConformance] should not start app containers if init containers fail on a RestartAlways pod", func(k *kcase) {
 		k.create(initPod("pod-init-fail-always", "", "/bin/false", "/bin/true", `["/bin/sleep", "infinity"]`, true))
-		k.refused("pod-init-fail-always", "spec.containers[0].resources.limits[cpu]: not supported")
+		// Until init1 has restarted 3 times, nothing else runs and init1
+		// never succeeds.
+		p := k.waitFor("pod-init-fail-always", podStartTimeout, "to have restarted init1 3 times", func(p *k8sPod) (bool, error) {
+			for _, s := range p.Status.ContainerStatuses {
+				if s.State.Waiting == nil || s.State.Waiting.Reason != "PodInitializing" {
+					return false, fmt.Errorf("container %s should wait, PodInitializing", s.Name)
+				}
+			}
+			if len(p.Status.InitContainerStatuses) != 2 {
+				return false, nil
+			}
+			if s := p.Status.InitContainerStatuses[1]; s.State.Waiting == nil || s.State.Waiting.Reason != "PodInitializing" {
+				return false, fmt.Errorf("init2 should wait, PodInitializing")
+			}
+			s := p.Status.InitContainerStatuses[0]
+			if t := s.State.Terminated; t != nil && t.ExitCode == 0 {
+				return false, fmt.Errorf("init1 should not exit 0")
+			}
+			return s.RestartCount >= 3, nil
+		})
+		if p.Status.Phase != "Pending" {
+			k.t.Errorf("phase %s, want Pending; status %s", p.Status.Phase, p)
+		}
+		if s, reason, msg := p.condition("Initialized"); s != "False" || reason != "ContainersNotInitialized" || msg != "containers with incomplete status: [init1 init2]" {
+			k.t.Errorf("Initialized %s %s %q, want False ContainersNotInitialized \"containers with incomplete status: [init1 init2]\"; status %s", s, reason, msg, p)
+		}
 	}},
 	{"InitFailRestartNever", "init_container.go", "InitContainer [NodeConformance] should not start app containers and fail the pod if init containers fail on a RestartNever pod", func(k *kcase) {
 		k.create(initPod("pod-init-fail-never", "Never", "/bin/true", "/bin/false", `["/bin/true"]`, true))
-		k.refused("pod-init-fail-never", "spec.containers[0].resources.limits[cpu]: not supported")
+		p := k.waitEnded("pod-init-fail-never")
+		if p.Status.Phase != "Failed" {
+			k.t.Errorf("phase %s, want Failed; status %s", p.Status.Phase, p)
+		}
+		if s, reason, msg := p.condition("Initialized"); s != "False" || reason != "ContainersNotInitialized" || msg != "containers with incomplete status: [init2]" {
+			k.t.Errorf("Initialized %s %s %q, want False ContainersNotInitialized \"containers with incomplete status: [init2]\"; status %s", s, reason, msg, p)
+		}
+		if len(p.Status.InitContainerStatuses) != 2 || len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Waiting == nil {
+			k.t.Errorf("want 2 init container statuses and run1 waiting; status %s", p)
+		}
 	}},
 
 	// pods.go
@@ -165,12 +199,38 @@ containers:
 		}
 	}},
 	{"PodsReadinessGates", "pods.go", "Pods should support pod readiness gates [NodeConformance]", func(k *kcase) {
-		// The case then sets the gates' conditions through the status
-		// subresource and waits for the Pod to be ready.
 		k.create(pod("pod-ready", "", `readinessGates: [{conditionType: k8s.io/test-condition1}, {conditionType: k8s.io/test-condition2}]
 containers:
 - {name: pod-readiness-gate, image: debian, command: ["/bin/sh", "-c", "echo container is alive; sleep 10000"]}`))
-		k.refused("pod-ready", `spec.readinessGates[0]: "k8s.io/test-condition1": readiness gates are not supported`)
+		k.waitPhase("pod-ready", "Running")
+		ready := func() bool {
+			s, _, _ := k.get("pod-ready").condition("Ready")
+			return s == "True"
+		}
+		patch := func(gate, status string) {
+			k.kubectl("patch", "pod", "pod-ready", "--subresource=status", "--type=strategic", "-p",
+				fmt.Sprintf(`{"status":{"conditions":[{"type":%q, "status":%q}]}}`, gate, status))
+		}
+		// validatePodReadiness: a minute for the Pod to be (not) ready.
+		want := func(r bool) {
+			for end := time.Now().Add(time.Minute); ready() != r; time.Sleep(time.Second) {
+				if time.Now().After(end) {
+					k.t.Fatalf("pod-ready: Ready %v after a minute, want %v; status %s", !r, r, k.get("pod-ready"))
+				}
+			}
+		}
+		if ready() {
+			k.t.Fatalf("pod-ready is Ready before its gates are met; status %s", k.get("pod-ready"))
+		}
+		patch("k8s.io/test-condition1", "True")
+		time.Sleep(10 * time.Second) // the case's syncLoopFrequency
+		if ready() {
+			k.t.Fatalf("pod-ready is Ready with one gate of two met; status %s", k.get("pod-ready"))
+		}
+		patch("k8s.io/test-condition2", "True")
+		want(true)
+		patch("k8s.io/test-condition1", "False")
+		want(false)
 	}},
 	{"PodsDeleteCollection", "pods.go", "Pods should delete a collection of pods [Conformance]", func(k *kcase) {
 		for i := 1; i <= 3; i++ {
@@ -261,7 +321,7 @@ volumes:
   - {name: CPU_REQUEST, valueFrom: {resourceFieldRef: {resource: requests.cpu}}}
   - {name: MEMORY_REQUEST, valueFrom: {resourceFieldRef: {resource: requests.memory}}}
   resources: {requests: {cpu: 250m, memory: 32Mi}, limits: {cpu: 1250m, memory: 64Mi}}`))
-		k.refused("downward-api-resources", "spec.containers[0].env[0].valueFrom: only fieldRef is supported", "spec.containers[0].resources.limits[cpu]")
+		k.refused("downward-api-resources", "spec.containers[0].env[0].valueFrom: only fieldRef is supported")
 	}},
 	{"DownwardDefaultResources", "downwardapi.go", "Downward API should provide default limits.cpu/memory from node allocatable [NodeConformance] [Conformance]", func(k *kcase) {
 		k.create(envPod("downward-api-default", "", `- {name: CPU_LIMIT, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}
@@ -275,20 +335,16 @@ volumes:
 
 	// lifecycle_hook.go
 	{"LifecyclePostStartExec", "lifecycle_hook.go", "Container Lifecycle Hook when create a pod with lifecycle hook should execute poststart exec hook properly [NodeConformance] [Conformance]", func(k *kcase) {
-		k.create(hookPod("pod-with-poststart-exec-hook", `postStart: {exec: {command: ["sh", "-c", "curl http://127.0.0.1:8080/echo?msg=poststart"]}}`))
-		k.refused("pod-with-poststart-exec-hook", "spec.containers[0].lifecycle: postStart and preStop hooks are not supported")
+		k.hookTest("pod-with-poststart-exec-hook", "18181", `postStart: {exec: {command: ["sh", "-c", "curl http://127.0.0.1:PORT/echo?msg=poststart"]}}`)
 	}},
 	{"LifecyclePreStopExec", "lifecycle_hook.go", "Container Lifecycle Hook when create a pod with lifecycle hook should execute prestop exec hook properly [NodeConformance] [Conformance]", func(k *kcase) {
-		k.create(hookPod("pod-with-prestop-exec-hook", `preStop: {exec: {command: ["sh", "-c", "curl http://127.0.0.1:8080/echo?msg=prestop"]}}`))
-		k.refused("pod-with-prestop-exec-hook", "spec.containers[0].lifecycle: postStart and preStop hooks are not supported")
+		k.hookTest("pod-with-prestop-exec-hook", "18182", `preStop: {exec: {command: ["sh", "-c", "curl http://127.0.0.1:PORT/echo?msg=prestop"]}}`)
 	}},
 	{"LifecyclePostStartHTTP", "lifecycle_hook.go", "Container Lifecycle Hook when create a pod with lifecycle hook should execute poststart http hook properly [NodeConformance] [Conformance]", func(k *kcase) {
-		k.create(hookPod("pod-with-poststart-http-hook", `postStart: {httpGet: {path: "/echo?msg=poststart", host: 127.0.0.1, port: 8080}}`))
-		k.refused("pod-with-poststart-http-hook", "spec.containers[0].lifecycle: postStart and preStop hooks are not supported")
+		k.hookTest("pod-with-poststart-http-hook", "18183", `postStart: {httpGet: {path: "/echo?msg=poststart", host: 127.0.0.1, port: PORT}}`)
 	}},
 	{"LifecyclePreStopHTTP", "lifecycle_hook.go", "Container Lifecycle Hook when create a pod with lifecycle hook should execute prestop http hook properly [NodeConformance] [Conformance]", func(k *kcase) {
-		k.create(hookPod("pod-with-prestop-http-hook", `preStop: {httpGet: {path: "/echo?msg=prestop", host: 127.0.0.1, port: 8080}}`))
-		k.refused("pod-with-prestop-http-hook", "spec.containers[0].lifecycle: postStart and preStop hooks are not supported")
+		k.hookTest("pod-with-prestop-http-hook", "18184", `preStop: {httpGet: {path: "/echo?msg=prestop", host: 127.0.0.1, port: PORT}}`)
 	}},
 
 	// security_context.go
@@ -320,16 +376,22 @@ volumes:
 	}},
 	{"SecurityReadOnlyRootfs", "security_context.go", "Security Context When creating a pod with readOnlyRootFilesystem should run the container with readonly rootfs when readOnlyRootFilesystem=true [LinuxOnly] [NodeConformance]", func(k *kcase) {
 		k.create(onePod("busybox-readonly-true", `["/bin/sh", "-c", "touch checkfile"]`, `securityContext: {readOnlyRootFilesystem: true}`))
-		k.refused("busybox-readonly-true", "spec.containers[0].securityContext.readOnlyRootFilesystem: not supported")
+		if p := k.waitEnded("busybox-readonly-true"); p.Status.Phase != "Failed" {
+			k.t.Fatalf("phase %s, want Failed; status %s", p.Status.Phase, p)
+		}
 	}},
 	{"SecurityUnprivileged", "security_context.go", "Security Context When creating a pod with privileged should run the container as unprivileged when false [LinuxOnly] [NodeConformance] [Conformance]", func(k *kcase) {
 		k.create(onePod("busybox-privileged-false", `["/bin/sh", "-c", "ip link add dummy0 type dummy || true"]`, `securityContext: {privileged: false}`))
 		k.expectOutput("busybox-privileged-false", "busybox-privileged-false", "Operation not permitted")
 	}},
 	{"SecurityNoPrivilegeEscalation", "security_context.go", "Security Context when creating containers with AllowPrivilegeEscalation should not allow privilege escalation when false [LinuxOnly] [NodeConformance] [Conformance]", func(k *kcase) {
-		// agnhost's nonewprivs prints the uid it runs as.
-		k.create(onePod("alpine-nnp-false", `["/bin/sh", "-c", "id -u"]`, `securityContext: {allowPrivilegeEscalation: false, runAsUser: 1000}`))
-		k.refused("alpine-nnp-false", "spec.containers[0].securityContext.allowPrivilegeEscalation: false is not supported")
+		// agnhost's nonewprivs, a setuid-root program, prints the uid it
+		// runs as: 1000 unless it gained root's. The host has no such
+		// program; id -u prints the same, and the kernel's no_new_privs
+		// flag, which keeps a setuid program from gaining privileges,
+		// is checked too.
+		k.create(onePod("alpine-nnp-false", `["/bin/sh", "-c", "id -u; grep NoNewPrivs /proc/self/status"]`, `securityContext: {allowPrivilegeEscalation: false, runAsUser: 1000}`))
+		k.expectOutput("alpine-nnp-false", "alpine-nnp-false", "1000", "NoNewPrivs:\t1")
 	}},
 
 	// kubelet.go
@@ -366,21 +428,17 @@ containers:
 	{"KubeletReadOnlyRootfs", "kubelet.go", "Kubelet when scheduling a read only busybox container should not write to root filesystem [LinuxOnly] [NodeConformance] [Conformance]", func(k *kcase) {
 		name := "busybox-readonly-fs" + uuid
 		k.create(onePod(name, `["/bin/sh", "-c", "echo test > /file; sleep 240"]`, `securityContext: {readOnlyRootFilesystem: true}`))
-		k.refused(name, "spec.containers[0].securityContext.readOnlyRootFilesystem: not supported")
+		k.waitPhase(name, "Running")
+		// busybox's sh says "/bin/sh: can't create /file: Read-only
+		// file system"; the host's, dash, says it so.
+		k.eventuallyLog(name, name, "/bin/sh: 1: cannot create /file: Read-only file system\n")
 	}},
 }, probeCases(probing{})...), probeCases(probing{sidecar: true})...)
 
 // knownWrong names the ported cases the node fails today, each with what
 // is wrong: their subtests skip, saying so. This list is what remains to
 // fix.
-var knownWrong = map[string]string{
-	"RuntimeTerminationMessagePathNonRoot":          `runAsUser 10000, a uid without an entry in the host's passwd, is refused as "spec.containers[0].user "10000": no such user on this host" (the kubelet runs any uid)`,
-	"ProbeNonLocalRedirectLivenessNoRestart":        "no ProbeWarning event for the redirect the probe does not follow: the node records no events",
-	"SidecarProbeNonLocalRedirectLivenessNoRestart": "no ProbeWarning event for the redirect the probe does not follow: the node records no events",
-	"SecurityRunAsNonRootExplicitUser":              `runAsUser 1234, a uid without an entry in the host's passwd, is refused as "spec.containers[0].user "1234": no such user on this host" (the kubelet runs any uid)`,
-	"SidecarProbeStartupFails":                      `the sidecar runs but never passes its startup probe (the case's probe is /bin/false), so the node holds the Pod Pending (Initialized False, ContainersNotInitialized, the app waiting on the sidecar, as unitrun pods start sidecars in order), and the case waits for the Pod to leave Pending; the sidecar is restarted each time its probe fails 3 times, but the Pod never leaves Pending`,
-	"SidecarProbeStartupDelaysLiveness":             `the sidecar runs but never passes its startup probe (the case's probe is /bin/false), so the node holds the Pod Pending (Initialized False, ContainersNotInitialized, the app waiting on the sidecar, as unitrun pods start sidecars in order), and the case waits for the Pod to leave Pending`,
-}
+var knownWrong = map[string]string{}
 
 // probeCases are container_probe.go's cases that "Probing container"
 // runs on a container and "Probing restartable init container" repeats on
@@ -716,15 +774,64 @@ func envPod(name, spec, env string) string {
   `+env)
 }
 
-// hookPod is lifecycle_hook.go's pod with a hook: the handler Pod it
-// calls (agnhost netexec on a pod network's port 8080) is left out, as
-// the node refuses the hooked Pod first.
-func hookPod(name, hook string) string {
-	return pod(name, "", `containers:
+// hookTest is lifecycle_hook.go's testPodWithHook: the handler Pod
+// (agnhost netexec there; here python's http.server, which logs each
+// request it serves, on the host's network at port: the cases run at
+// once) runs and is ready, then Pod name with hook (its PORT is port)
+// runs; the handler's log shows the postStart hook's request within 2
+// minutes; after the Pod's delete with a grace period of 15 s, the
+// preStop hook's within 30 s. The hooks call 127.0.0.1, where the
+// framework calls the handler's Pod IP, the host's address here.
+func (k *kcase) hookTest(name, port, hook string) {
+	k.t.Helper()
+	const handler, container = "pod-handle-http-request", "container-handle-http-request"
+	k.create(pod(handler, "", fmt.Sprintf(`hostNetwork: true
+containers:
+- name: %s
+  image: debian
+  command: ["/usr/bin/python3", "-u", "-c", %q, %q]
+  ports: [{containerPort: %s}]`, container, echoServer, port, port)))
+	k.waitFor(handler, podStartTimeout, "to be Running and Ready", func(p *k8sPod) (bool, error) {
+		s, _, _ := p.condition("Ready")
+		return p.Status.Phase == "Running" && s == "True", nil
+	})
+	k.create(pod(name, "", `containers:
 - name: `+name+`
   image: debian
   command: ["/bin/sleep", "infinity"]
-  lifecycle: {`+hook+`}`)
+  lifecycle: {`+strings.ReplaceAll(hook, "PORT", port)+`}`))
+	k.waitPhase(name, "Running")
+	if strings.HasPrefix(hook, "postStart") {
+		k.logShows(handler, container, "GET /echo?msg=poststart", 2*time.Minute)
+	}
+	k.kubectl("delete", "pod", name, "--grace-period=15")
+	if strings.HasPrefix(hook, "preStop") {
+		k.logShows(handler, container, "GET /echo?msg=prestop", 30*time.Second)
+	}
+}
+
+// echoServer answers every GET with 200 on 127.0.0.1 at the port in
+// argv and logs it on stderr ("GET /path HTTP/1.1" 200), as netexec
+// logs the requests it serves.
+const echoServer = `import http.server, sys
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+`
+
+// logShows waits up to timeout for the container's log to hold want,
+// as the framework's MatchContainerOutput in an Eventually does.
+func (k *kcase) logShows(name, container, want string, timeout time.Duration) {
+	k.t.Helper()
+	var out string
+	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(time.Second) {
+		if out = k.logsOf(name, container); strings.Contains(out, want) {
+			return
+		}
+	}
+	k.t.Fatalf("log of %s/%s %q, want it to hold %q", name, container, out, want)
 }
 
 // onePod is a Pod that never restarts, with one container named as it

@@ -107,6 +107,8 @@ type entry struct {
 	stopping bool
 	// deleting says a deletion of the Pod is under way.
 	deleting bool
+	// warned holds the probe warnings recorded as events, by app/kind.
+	warned map[string]string
 }
 
 // New opens the manager and returns a provider that has adopted the pods
@@ -475,7 +477,11 @@ func (p *Provider) status(e *entry) (*corev1.PodStatus, error) {
 		if err != nil {
 			return nil, err
 		}
+		p.probeWarnings(e, pod, s)
 		st = p.podStatus(e, pod, s)
+	}
+	if e.refused == nil {
+		p.readinessGates(pod, st)
 	}
 	keepTransitions(st, sent, time.Now())
 	if p.cfg.Address != "" {

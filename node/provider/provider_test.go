@@ -372,23 +372,28 @@ func TestRefusesUnsupported(t *testing.T) {
 	deletePod(t, client, p)
 }
 
-// A Pod whose user does not exist on the host is refused by unitrun's own
-// checks, named by the container's path.
-func TestRefusesUnknownUser(t *testing.T) {
+// A numeric runAsUser and runAsGroup without an entry in the host's
+// passwd and group run all the same, as the kubelet runs any uid: the
+// user with group 0 unless runAsGroup names one, HOME /, no supplementary
+// groups.
+func TestRunsUidWithoutEntry(t *testing.T) {
 	client := fake.NewClientset()
 	n := startNode(t, testConfig(t), client)
-	p := newPod("nouser", corev1.RestartPolicyNever, []string{"exit 0"}, "exit 0")
-	uid := int64(4242)
-	p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsUser: &uid}
+	p := newPod("nouser", corev1.RestartPolicyNever, nil,
+		`[ "$(id -u):$(id -g):$(id -G):$HOME" = 4242:0:0:/ ] || exit 5`,
+		`[ "$(id -u):$(id -g):$(id -G)" = 4242:4343:4343 ] || exit 6`)
+	uid, gid := int64(4242), int64(4343)
+	p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: &uid}
+	p.Spec.Containers[1].SecurityContext = &corev1.SecurityContext{RunAsGroup: &gid}
 	create(t, client, p)
-	got := waitPod(t, client, p, "Failed", phase(corev1.PodFailed))
-	if !strings.Contains(got.Status.Message, "spec.containers[0].user") {
-		t.Errorf("message %q; want it to name spec.containers[0].user", got.Status.Message)
-	}
-	if names, _ := n.p.eng.names(); len(names) != 0 {
-		t.Errorf("unitrun pods %v; want none", names)
+	got := waitPod(t, client, p, "ended", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	})
+	for _, cs := range got.Status.ContainerStatuses {
+		wantTerminated(t, cs, 0, 0, "Completed")
 	}
 	deletePod(t, client, p)
+	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
 }
 
 // A readiness probe sets the container's ready and the Pod's Ready and

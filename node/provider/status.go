@@ -43,6 +43,10 @@ type appState struct {
 	// Ready is the app's readiness in its current run (pod.AppStatus's);
 	// StartupPassed says its startup probe has succeeded in it.
 	Ready, StartupPassed bool
+	// Warnings are the notes of the app's probes whose last check
+	// succeeded with one (an http probe's redirect to another host), by
+	// kind: Liveness, Readiness, Startup.
+	Warnings map[string]string
 }
 
 func (s podState) app(name string) (appState, bool) {

@@ -73,6 +73,10 @@ type app struct {
 	Probe                  *probe     `json:"probe,omitempty"`
 	Readiness              *probe     `json:"readinessProbe,omitempty"`
 	Startup                *probe     `json:"startupProbe,omitempty"`
+	PostStart              *hook      `json:"postStart,omitempty"`
+	PreStop                *hook      `json:"preStop,omitempty"`
+	NoNewPrivileges        bool       `json:"noNewPrivileges,omitempty"`
+	ReadOnlyRoot           bool       `json:"readOnlyRoot,omitempty"`
 	// Capabilities: nil keeps root's, for a privileged container; an
 	// empty list holds none.
 	Capabilities *[]string `json:"capabilities,omitempty"`
@@ -81,6 +85,7 @@ type app struct {
 type resources struct {
 	Memory    string `json:"memory,omitempty"`
 	CPUWeight *int   `json:"cpuWeight,omitempty"`
+	CPUMillis *int   `json:"cpuMillis,omitempty"`
 }
 
 type probe struct {
@@ -92,6 +97,11 @@ type probe struct {
 	TimeoutSeconds      int32      `json:"timeoutSeconds,omitempty"`
 	FailureThreshold    int32      `json:"failureThreshold,omitempty"`
 	Action              string     `json:"action,omitempty"`
+}
+
+type hook struct {
+	Exec []string   `json:"exec,omitempty"`
+	HTTP *httpProbe `json:"http,omitempty"`
 }
 
 type httpProbe struct {
@@ -165,6 +175,11 @@ func (c *Config) translate(p *corev1.Pod, svcEnv map[string]string) ([]byte, err
 		switch {
 		case ctr.RestartPolicy == nil:
 			a.Init = true
+			// The kubelet retries a failed init container, with its
+			// back-off, unless the Pod's restartPolicy is Never.
+			if p.Spec.RestartPolicy != corev1.RestartPolicyNever {
+				a.RestartPolicy = string(corev1.RestartPolicyOnFailure)
+			}
 			for _, f := range []struct {
 				name  string
 				probe *corev1.Probe
@@ -259,9 +274,6 @@ func (c *Config) checkPodSpec(p *corev1.Pod, rs *refusals) {
 		if sc.SELinuxOptions != nil || sc.SeccompProfile != nil || sc.AppArmorProfile != nil || sc.WindowsOptions != nil {
 			rs.add("spec.securityContext", "seLinuxOptions, seccompProfile, appArmorProfile and windowsOptions are not supported")
 		}
-	}
-	for i, g := range s.ReadinessGates {
-		rs.add(fmt.Sprintf("spec.readinessGates[%d]", i), "%q: readiness gates are not supported", g.ConditionType)
 	}
 	if len(s.ResourceClaims) > 0 {
 		rs.add("spec.resourceClaims", "not supported")
@@ -363,8 +375,12 @@ func (c *Config) container(p *corev1.Pod, ctr *corev1.Container, path string, vo
 	if len(ctr.EnvFrom) > 0 {
 		rs.add(path+".envFrom", "not supported")
 	}
-	if ctr.Lifecycle != nil {
-		rs.add(path+".lifecycle", "postStart and preStop hooks are not supported")
+	if l := ctr.Lifecycle; l != nil {
+		a.PostStart = mapHook(ctr, l.PostStart, path+".lifecycle.postStart", rs)
+		a.PreStop = mapHook(ctr, l.PreStop, path+".lifecycle.preStop", rs)
+		if l.StopSignal != nil {
+			rs.add(path+".lifecycle.stopSignal", "not supported")
+		}
 	}
 	if ctr.Stdin || ctr.TTY {
 		rs.add(path+".stdin", "stdin and tty are not supported")
@@ -406,10 +422,10 @@ func (c *Config) securityContext(p *corev1.Pod, ctr *corev1.Container, path stri
 			rs.add(sp+".capabilities.add", "this node does not allow added capabilities")
 		}
 		if sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
-			rs.add(sp+".allowPrivilegeEscalation", "false is not supported: a setuid program of the host can still gain privileges")
+			a.NoNewPrivileges = true
 		}
 		if sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
-			rs.add(sp+".readOnlyRootFilesystem", "not supported")
+			a.ReadOnlyRoot = true
 		}
 		if sc.SELinuxOptions != nil || sc.SeccompProfile != nil || sc.AppArmorProfile != nil || sc.WindowsOptions != nil || sc.ProcMount != nil {
 			rs.add(sp, "seLinuxOptions, seccompProfile, appArmorProfile, windowsOptions and procMount are not supported")
@@ -497,7 +513,8 @@ func capabilities(c *corev1.Capabilities, path string, rs *refusals) []string {
 	return set
 }
 
-// containerResources maps limits.memory to MemoryMax= and requests.cpu to
+// containerResources maps limits.memory to MemoryMax=, limits.cpu to
+// CPUQuota= (as the kubelet maps it to a CFS quota) and requests.cpu to
 // CPUWeight= (as the kubelet maps CPU requests to cgroup v2 weights), and
 // refuses limits it cannot enforce.
 func containerResources(ctr *corev1.Container, path string, rs *refusals) *resources {
@@ -506,8 +523,11 @@ func containerResources(ctr *corev1.Container, path string, rs *refusals) *resou
 		switch name {
 		case corev1.ResourceMemory:
 			r.Memory = strconv.FormatInt(q.Value(), 10)
+		case corev1.ResourceCPU:
+			m := int(max(q.MilliValue(), 1))
+			r.CPUMillis = &m
 		default:
-			rs.add(fmt.Sprintf("%s.resources.limits[%s]", path, name), "not supported: unitrun pods limit memory only")
+			rs.add(fmt.Sprintf("%s.resources.limits[%s]", path, name), "not supported: unitrun pods limit memory and CPU only")
 		}
 	}
 	for name, q := range ctr.Resources.Requests {
@@ -615,6 +635,23 @@ func mapProbe(ctr *corev1.Container, lp *corev1.Probe, path, kind string, rs *re
 		rs.add(path, "has no handler")
 	}
 	return pr
+}
+
+// mapHook maps h, the container's lifecycle hook at path, to a unitrun
+// hook: exec and httpGet as a probe's, sleep as the command sleep; nil
+// for none.
+func mapHook(ctr *corev1.Container, h *corev1.LifecycleHandler, path string, rs *refusals) *hook {
+	switch {
+	case h == nil:
+		return nil
+	case h.Sleep != nil:
+		return &hook{Exec: []string{"sleep", strconv.FormatInt(h.Sleep.Seconds, 10)}}
+	case h.TCPSocket != nil:
+		rs.add(path+".tcpSocket", "not supported: the kubelet does not run it either")
+		return nil
+	}
+	pr := mapProbe(ctr, &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: h.Exec, HTTPGet: h.HTTPGet}}, path, "lifecycle", rs)
+	return &hook{Exec: pr.Exec, HTTP: pr.HTTP}
 }
 
 // probePort resolves a probe's port, by number or by the name of one of

@@ -105,7 +105,7 @@ func TestTranslateRefusals(t *testing.T) {
 				ReadinessProbe:  &corev1.Probe{},
 				StartupProbe:    &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}}, SuccessThreshold: 2},
 				SecurityContext: &corev1.SecurityContext{Privileged: &yes},
-				Resources:       corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+				Resources:       corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("1Gi")}},
 				Env: []corev1.EnvVar{
 					{Name: "S", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{}}},
 					// This node has no address.
@@ -136,12 +136,12 @@ func TestTranslateRefusals(t *testing.T) {
 	}
 	for _, field := range []string{
 		"spec.containers[0].env[1].valueFrom.fieldRef.fieldPath", "spec.resources", "spec.hostname", "spec.volumes[1].hostPath.type",
-		"spec.containers[1].volumeMounts[0]", "spec.containers[1].securityContext.allowPrivilegeEscalation",
+		"spec.containers[1].volumeMounts[0]",
 		"spec.containers[1].securityContext.capabilities.add",
 		"spec.volumes[0]", "spec.initContainers[0].restartPolicy", "spec.containers[0].image",
 		"spec.containers[0].ports[0]", "spec.containers[0].readinessProbe", "spec.containers[0].startupProbe.successThreshold",
 		"spec.containers[0].securityContext.privileged", "spec.containers[0].securityContext.runAsUser",
-		"spec.containers[0].resources.limits[cpu]", "spec.containers[0].env[0].valueFrom",
+		"spec.containers[0].resources.limits[ephemeral-storage]", "spec.containers[0].env[0].valueFrom",
 	} {
 		if !strings.Contains(err.Error(), field+":") {
 			t.Errorf("error does not name %s: %v", field, err)

@@ -261,6 +261,7 @@ func (e *engine) fromPod(name string, s pod.PodStatus) podState {
 			Result: a.Result, Restarts: a.Restarts, Backoff: a.Backoff, Message: a.Message,
 			StartedAt: a.StartedAt, FinishedAt: a.FinishedAt, LastExitAt: a.LastExitAt, LastStartedAt: a.LastStartedAt,
 			Ready: a.Ready, StartupPassed: a.Startup != nil && a.Startup.LastResult == "success",
+			Warnings: probeWarnings(a),
 		})
 		if a.State == pod.AppRunning || a.ExitCode == nil {
 			continue
@@ -272,4 +273,19 @@ func (e *engine) fromPod(name string, s pod.PodStatus) podState {
 		}
 	}
 	return ps
+}
+
+// probeWarnings are the notes of a's probes whose last check succeeded
+// with one, by kind; nil if none has.
+func probeWarnings(a pod.AppStatus) map[string]string {
+	var w map[string]string
+	for kind, pr := range map[string]*pod.ProbeStatus{"Liveness": a.Probe, "Readiness": a.Readiness, "Startup": a.Startup} {
+		if pr != nil && pr.LastResult == pod.ProbeSuccess && pr.Message != "" {
+			if w == nil {
+				w = map[string]string{}
+			}
+			w[kind] = pr.Message
+		}
+	}
+	return w
 }

@@ -299,6 +299,10 @@ func identity(a *pod.App) (*syscall.Credential, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if u.Username == "" {
+		// A uid without an entry has no name and no groups of its own.
+		return cred, []string{"HOME=" + u.HomeDir}, nil
+	}
 	gids, err := u.GroupIds()
 	if err != nil {
 		return nil, nil, fmt.Errorf("user %s: supplementary groups: %w", a.User, err)
@@ -313,23 +317,33 @@ func identity(a *pod.App) (*syscall.Credential, []string, error) {
 	return cred, []string{"USER=" + u.Username, "LOGNAME=" + u.Username, "HOME=" + u.HomeDir}, nil
 }
 
-// lookupUser finds a user by name or, failing that, by number.
+// lookupUser finds a user by name or, failing that, by number. A number
+// that no user has is a user all the same, as the kubelet runs any uid:
+// with no name, group 0 and home /, as container runtimes run a uid that
+// their image's passwd lacks.
 func lookupUser(name string) (*user.User, error) {
 	u, err := user.Lookup(name)
 	if err != nil {
 		if u, err = user.LookupId(name); err != nil {
-			return nil, fmt.Errorf("user %s: no such user", name)
+			if !pod.NumericID(name) {
+				return nil, fmt.Errorf("user %s: no such user", name)
+			}
+			return &user.User{Uid: name, Gid: "0", HomeDir: "/"}, nil
 		}
 	}
 	return u, nil
 }
 
-// lookupGroup finds a group by name or, failing that, by number.
+// lookupGroup finds a group by name or, failing that, by number; a number
+// that no group has is a group all the same.
 func lookupGroup(name string) (*user.Group, error) {
 	g, err := user.LookupGroup(name)
 	if err != nil {
 		if g, err = user.LookupGroupId(name); err != nil {
-			return nil, fmt.Errorf("group %s: no such group", name)
+			if !pod.NumericID(name) {
+				return nil, fmt.Errorf("group %s: no such group", name)
+			}
+			return &user.Group{Gid: name}, nil
 		}
 	}
 	return g, nil

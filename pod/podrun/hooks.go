@@ -51,38 +51,55 @@ func WaitBackoff(ctx context.Context, stateDir, name, app string) error {
 	}
 }
 
-// AwaitSidecar is the ExecStartPre= of an app that starts after a
-// sidecar ([pod.Manifest.SidecarBefore]): on the app's first run it
-// returns once that sidecar's run has started its command ([ExecApp] has
-// executed it) and passed its startup probe, if it has one, as the
-// kubelet starts each container once the sidecars before it have
-// started. A later run of the app does not wait. A stop (ctx done) ends
-// the wait without an error.
-func AwaitSidecar(ctx context.Context, stateDir, name, app string) error {
+// Await is the ExecStartPre= of an app that starts after a sidecar
+// ([pod.Manifest.SidecarBefore]) or a retried init app
+// ([pod.Manifest.RetriedInitsBefore]): on the app's first run it returns
+// once that sidecar's run has started its command ([ExecApp] has executed
+// it) and passed its startup probe, if it has one, as the kubelet starts
+// each container once the sidecars before it have started, and once those
+// init apps have succeeded, as the kubelet starts a container once the
+// init containers before it have. A later run of the app does not wait.
+// A stop (ctx done) ends the wait without an error.
+func Await(ctx context.Context, stateDir, name, app string) error {
 	m, a, err := loadApp(stateDir, name, app)
 	if err != nil {
 		return err
 	}
-	side := m.SidecarBefore(a.Name)
-	if side == nil {
+	if !m.Awaits(a.Name) {
 		return nil
 	}
 	if s, err := pod.ReadAppOrNew(stateDir, name, app); err != nil || s.State != pod.AppWaiting {
 		return err
 	}
 	for {
-		s, err := pod.ReadAppOrNew(stateDir, name, side.Name)
-		if err != nil {
+		done, err := awaited(stateDir, name, m.SidecarBefore(a.Name), m.RetriedInitsBefore(a.Name))
+		if err != nil || done {
 			return err
-		}
-		if s.State == pod.AppRunning && !execHook(s.PID) &&
-			(side.StartupProbe == nil || s.Startup != nil && s.Startup.LastResult == pod.ProbeSuccess) {
-			return nil
 		}
 		if !sleepUntil(ctx, time.Now().Add(runPoll)) {
 			return nil
 		}
 	}
+}
+
+// awaited reports whether sidecar side (if not nil) has started and the
+// init apps inits have succeeded.
+func awaited(stateDir, name string, side *pod.App, inits []*pod.App) (bool, error) {
+	for _, a := range inits {
+		s, err := pod.ReadAppOrNew(stateDir, name, a.Name)
+		if err != nil || s.State != pod.AppExited {
+			return false, err
+		}
+	}
+	if side == nil {
+		return true, nil
+	}
+	s, err := pod.ReadAppOrNew(stateDir, name, side.Name)
+	if err != nil {
+		return false, err
+	}
+	return s.State == pod.AppRunning && !execHook(s.PID) &&
+		(side.StartupProbe == nil || s.Startup != nil && s.Startup.LastResult == pod.ProbeSuccess), nil
 }
 
 // ReapApp is the ExecStopPost= of an app, and the ExecStartPost= of an init

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os/exec"
@@ -67,11 +68,16 @@ var probeClient = &http.Client{
 	},
 }
 
+// maxBody is how much of an answer's body an http probe's note holds, as
+// the kubelet's prober reads at most 10 KiB.
+const maxBody = 10 << 10
+
 // httpCheck GETs p's path on 127.0.0.1 and wants the last answer's status
 // in p's range. Redirects to the same host are followed; a redirect to
 // another host is not, and its own status is checked (the default range,
 // 200-399, takes it, as the kubelet counts it a success with a warning):
-// the note says so.
+// the note says so, with the answer's body (its first 10 KiB), in the
+// kubelet's words, which its ProbeWarning event gives.
 func httpCheck(ctx context.Context, p *pod.HTTPProbe) (note string, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+localAddr(p.Port)+p.Path, nil)
 	if err != nil {
@@ -81,6 +87,7 @@ func httpCheck(ctx context.Context, p *pod.HTTPProbe) (note string, err error) {
 	if err != nil {
 		return "", err
 	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	resp.Body.Close()
 	url := resp.Request.URL.Redacted()
 	if resp.StatusCode < p.Status.Min || resp.StatusCode > p.Status.Max {
@@ -90,7 +97,7 @@ func httpCheck(ctx context.Context, p *pod.HTTPProbe) (note string, err error) {
 		return "", fmt.Errorf("status %d, want %d-%d", resp.StatusCode, p.Status.Min, p.Status.Max)
 	}
 	if loc := resp.Header.Get("Location"); resp.StatusCode >= 300 && resp.StatusCode < 400 && loc != "" {
-		return fmt.Sprintf("status %d from %s: its redirect to %s, another host, not followed", resp.StatusCode, url, loc), nil
+		return fmt.Sprintf("status %d from %s: its redirect to %s, another host, not followed: Probe terminated redirects, Response body: %s", resp.StatusCode, url, loc, body), nil
 	}
 	return "", nil
 }

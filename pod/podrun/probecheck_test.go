@@ -64,8 +64,9 @@ func TestProbeChecks(t *testing.T) {
 		{"http redirect to ok", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/to-ok", Status: ok}}, pod.ProbeSuccess, ""},
 		{"http redirect to 503", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/to-down", Status: ok}}, pod.ProbeFailure, "status 503 from http://127.0.0.1:"},
 		{"http redirect loop", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/loop", Status: ok}}, pod.ProbeFailure, "stopped after 10 redirects"},
-		// One to another host is not: its 302 counts, with a note.
-		{"http redirect elsewhere", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/to-elsewhere", Status: ok}}, pod.ProbeSuccess, "redirect to http://unitrun.invalid/down, another host, not followed"},
+		// One to another host is not: its 302 counts, with a note that
+		// holds its body, as the kubelet's warning does.
+		{"http redirect elsewhere", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/to-elsewhere", Status: ok}}, pod.ProbeSuccess, `redirect to http://unitrun.invalid/down, another host, not followed: Probe terminated redirects, Response body: <a href="http://unitrun.invalid/down">Found</a>.`},
 		{"tcp open", pod.Probe{TCP: &pod.TCPProbe{Port: port}}, pod.ProbeSuccess, ""},
 		{"tcp closed", pod.Probe{TCP: &pod.TCPProbe{Port: freePort(t)}}, pod.ProbeFailure, ""},
 		{"exec 0", pod.Probe{Exec: []string{"/bin/true"}}, pod.ProbeSuccess, ""},

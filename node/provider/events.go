@@ -1,0 +1,69 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// probeWarnings records, through the API, a ProbeWarning event for each
+// probe warning of Pod pod's containers (state s of e's unitrun pod) that
+// was not recorded yet, as the kubelet records one for an http probe's
+// redirect to another host that it does not follow: "Liveness probe
+// warning: ..." on the container. Without a Client it records none; a
+// record that fails is logged and not tried again.
+func (p *Provider) probeWarnings(e *entry, pod *corev1.Pod, s podState) {
+	if p.cfg.Client == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, a := range s.Apps {
+		for kind, msg := range a.Warnings {
+			k := a.Name + "/" + kind
+			p.mu.Lock()
+			seen := e.warned[k] == msg
+			if !seen {
+				if e.warned == nil {
+					e.warned = map[string]string{}
+				}
+				e.warned[k] = msg
+			}
+			p.mu.Unlock()
+			if seen {
+				continue
+			}
+			now := metav1.NewTime(time.Now())
+			ev := &corev1.Event{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", pod.Name, now.UnixNano()), Namespace: pod.Namespace},
+				InvolvedObject: corev1.ObjectReference{
+					Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+					FieldPath: containerField(pod, a.Name),
+				},
+				Reason:         "ProbeWarning",
+				Message:        kind + " probe warning: " + msg,
+				Type:           corev1.EventTypeWarning,
+				Source:         corev1.EventSource{Component: "kubelet", Host: p.cfg.NodeName},
+				FirstTimestamp: now, LastTimestamp: now, Count: 1,
+			}
+			if _, err := p.cfg.Client.CoreV1().Events(pod.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+				p.log.Warn("cannot record a probe warning", "pod", key(pod.Namespace, pod.Name), "container", a.Name, "err", err)
+			}
+		}
+	}
+}
+
+// containerField is the field path of container name in pod, as an
+// event's involvedObject names it: spec.containers{name} or
+// spec.initContainers{name}.
+func containerField(pod *corev1.Pod, name string) string {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == name {
+			return "spec.initContainers{" + name + "}"
+		}
+	}
+	return "spec.containers{" + name + "}"
+}

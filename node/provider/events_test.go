@@ -1,0 +1,65 @@
+package provider
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// A liveness probe answered with a redirect to another host, which it
+// does not follow, records one ProbeWarning event on the container, with
+// the answer's body, as the kubelet does ("Liveness probe warning: ...
+// Probe terminated redirects, Response body: ..."), and does not restart
+// it.
+func TestProbeWarningEvent(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://0.0.0.0/", http.StatusFound)
+	}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	client := fake.NewClientset()
+	n := startNode(t, testConfig(t), client)
+	p := newPod("redirected", corev1.RestartPolicyAlways, nil, "exec sleep 600")
+	p.Spec.Containers[0].LivenessProbe = &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/redirect", Port: intstr.FromInt(port)}},
+		PeriodSeconds: 1, FailureThreshold: 1,
+	}
+	create(t, client, p)
+	want := `Liveness probe warning: status 302 from http://127.0.0.1:`
+	body := `Probe terminated redirects, Response body: <a href="http://0.0.0.0/">Found</a>.`
+	var events []corev1.Event
+	for deadline := time.Now().Add(60 * time.Second); len(events) == 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no ProbeWarning event after 60 s")
+		}
+		list, err := client.CoreV1().Events(p.Namespace).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = list.Items
+	}
+	ev := events[0]
+	if ev.Reason != "ProbeWarning" || ev.Type != corev1.EventTypeWarning || !strings.HasPrefix(ev.Message, want) || !strings.Contains(ev.Message, body) ||
+		ev.InvolvedObject.Name != p.Name || ev.InvolvedObject.FieldPath != "spec.containers{app0}" {
+		t.Errorf("event %+v; want a ProbeWarning on %s's app0 saying %q ... %q", ev, p.Name, want, body)
+	}
+	got := waitPod(t, client, p, "running", phase(corev1.PodRunning))
+	list, err := client.CoreV1().Events(p.Namespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || got.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("%d events, %d restarts; want 1, 0: the same warning again is no new event", len(list.Items), got.Status.ContainerStatuses[0].RestartCount)
+	}
+	deletePod(t, client, p)
+	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
+}

@@ -1,0 +1,66 @@
+package podrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/unitrun/unitrun/pod"
+)
+
+// PostStart is the ExecStartPost= of an app with a postStart hook: it
+// runs the hook once the run's command has started, beside it, as the
+// kubelet runs a container's. If the hook fails, PostStart leaves why
+// for reap-app, which records the run as failed with that message, and
+// fails, which makes systemd stop the run (the kubelet kills the
+// container: FailedPostStartHook).
+func PostStart(ctx context.Context, stateDir, name, app string) error {
+	_, a, err := loadApp(stateDir, name, app)
+	if err != nil || a.PostStart == nil {
+		return err
+	}
+	hookErr := runHook(ctx, a, a.PostStart)
+	if hookErr == nil {
+		return nil
+	}
+	why := "postStart hook failed: " + hookErr.Error()
+	f, err := pod.OpenStartError(stateDir, name, app)
+	if err != nil {
+		return errors.Join(errors.New(why), err)
+	}
+	_, err = fmt.Fprintln(f, why)
+	return errors.Join(errors.New(why), err, f.Close())
+}
+
+// PreStop is the ExecStop= of an app with a preStop hook: when a stop
+// ends a run whose command still runs ($MAINPID is set), it runs the hook
+// before systemd sends the stop signal, as the kubelet runs a container's
+// before it stops it; the app's stop timeout bounds it (systemd's
+// TimeoutStopSec=). A run that ended on its own, which systemd also
+// "stops", runs no hook. The hook's failure does not keep the stop from
+// going on: PreStop reports it and returns nil, as the kubelet stops the
+// container all the same.
+func PreStop(ctx context.Context, stateDir, name, app string) error {
+	if os.Getenv("MAINPID") == "" {
+		return nil
+	}
+	_, a, err := loadApp(stateDir, name, app)
+	if err != nil || a.PreStop == nil {
+		return err
+	}
+	if err := runHook(ctx, a, a.PreStop); err != nil {
+		fmt.Fprintf(os.Stderr, "preStop hook of %s failed: %v\n", app, err)
+	}
+	return nil
+}
+
+// runHook runs h, a hook of a: its command as an exec probe of a runs,
+// or its HTTP GET as an http probe sends it, until it ends or ctx is done.
+func runHook(ctx context.Context, a *pod.App, h *pod.Hook) error {
+	if h.Exec != nil {
+		return execCheck(ctx, a, h.Exec)
+	}
+	_, err := httpCheck(ctx, h.HTTP)
+	return err
+}

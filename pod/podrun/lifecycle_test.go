@@ -1,0 +1,101 @@
+package podrun
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/pod"
+)
+
+// An app's postStart hook runs beside its command's start, and its
+// preStop hook runs when a stop ends the run, before the stop signal: the
+// command, which traps SIGTERM, finds the preStop hook's file there. A run
+// that ends on its own runs no preStop hook. HTTP hooks GET their path on
+// 127.0.0.1, and a status of 500 is no failure, as with the kubelet.
+func TestPodLifecycleHooks(t *testing.T) {
+	r := newRunner(t)
+	dir := t.TempDir()
+	got := make(chan string, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		got <- req.URL.Path
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	name := run(t, r, fmt.Sprintf(`
+name: hooks
+apps:
+  - name: web
+    postStart: {exec: ["/bin/sh", "-c", "echo started > %[1]s/post-start"]}
+    preStop: {exec: ["/bin/sh", "-c", "echo stopping > %[1]s/pre-stop"]}
+    exec: ["/bin/sh", "-c", "trap 'cat %[1]s/pre-stop; exit 0' TERM; while :; do sleep 0.1; done"]
+  - name: quick
+    preStop: {exec: ["/bin/sh", "-c", "echo ran > %[1]s/quick-pre-stop"]}
+    exec: ["/bin/true"]
+  - name: api
+    postStart: {http: {port: %[2]d, path: /post-start}}
+    preStop: {http: {port: %[2]d, path: /pre-stop}}
+    exec: ["/bin/sleep", "600"]
+`, dir, port), pod.AllExit)
+	if p := <-got; p != "/post-start" {
+		t.Errorf("api's postStart hook GET %s", p)
+	}
+	if got := waitFile(t, filepath.Join(dir, "post-start")); got != "started\n" {
+		t.Errorf("postStart hook wrote %q", got)
+	}
+	for appState(t, r, name, "quick") != pod.AppExited {
+		time.Sleep(20 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := r.Stop(ctx, name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantApp(t, s, "web", pod.AppExited, 0)
+	// The shell may also say that its sleep was terminated.
+	if data, _ := os.ReadFile(pod.LogFile(r.StateDir, name, "web")); !strings.HasSuffix(string(data), "stopping\n") {
+		t.Errorf("web's command, at its stop signal, read %q from the preStop hook's file, want %q", data, "stopping\n")
+	}
+	select {
+	case p := <-got:
+		if p != "/pre-stop" {
+			t.Errorf("api's preStop hook GET %s", p)
+		}
+	default:
+		t.Error("api's preStop hook sent no GET")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "quick-pre-stop")); err == nil {
+		t.Error("the preStop hook of an app that ended on its own ran")
+	}
+}
+
+// A postStart hook that fails stops the run, which fails with a message
+// that names the hook, as the kubelet kills the container
+// (FailedPostStartHook).
+func TestPodPostStartFails(t *testing.T) {
+	r := newRunner(t)
+	name := run(t, r, `
+name: post-start-fails
+apps:
+  - name: web
+    postStart: {exec: ["/bin/sh", "-c", "exit 3"]}
+    exec: ["/bin/sleep", "600"]
+`, "")
+	s := wait(t, r, name)
+	a := appOf(t, s, "web")
+	if a.State != pod.AppFailed || !strings.HasPrefix(a.Message, "postStart hook failed: exit status 3") {
+		t.Errorf("app web after its postStart hook failed: %s, message %q; want failed, postStart hook failed: exit status 3", a.State, a.Message)
+	}
+	if s.Phase != pod.PodFailed {
+		t.Errorf("pod %s, want Failed", s.Phase)
+	}
+}
