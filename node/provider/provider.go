@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -92,6 +93,10 @@ type Provider struct {
 	mu     sync.Mutex
 	pods   map[string]*entry // by namespace/name
 	notify func(*corev1.Pod)
+	watch  *fsnotify.Watcher // the pods' records ([Provider.watchRecords]); nil if not watched
+	// sending serializes sendStatus, so that a status read before another
+	// is never sent after it.
+	sending sync.Mutex
 }
 
 // An entry is one Pod the provider has taken on.
@@ -276,7 +281,7 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 		os.Remove(p.record(name))
 		return fmt.Errorf("create unitrun pod %s: %w", name, err)
 	}
-	p.log.Info("created", "pod", k, "unitrun_pod", name)
+	p.log.Info("created", "pod", k, "unitrun_pod", name, "took", time.Since(e.at))
 	p.put(k, e)
 	p.start(ctx, k, name)
 	return nil
@@ -289,15 +294,19 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 func (p *Provider) start(ctx context.Context, k, name string) {
 	ctx = context.WithoutCancel(ctx)
 	go func() {
+		began := time.Now()
 		if err := p.eng.start(ctx, name); err != nil {
 			p.log.Error("cannot start the pod", "pod", k, "unitrun_pod", name, "err", err)
+			return
 		}
+		p.log.Info("started", "pod", k, "unitrun_pod", name, "took", time.Since(began))
 	}()
 }
 
 func (p *Provider) put(k string, e *entry) {
 	p.mu.Lock()
 	p.pods[k] = e
+	p.watchPod(e)
 	p.mu.Unlock()
 	p.sendStatus(context.Background(), e)
 }
@@ -525,8 +534,12 @@ func (p *Provider) GetPods(ctx context.Context) ([]*corev1.Pod, error) {
 }
 
 // NotifyPods registers f, which the provider calls with each Pod whose
-// status changed, and reads its pods' statuses every Poll until ctx ends.
+// status changed, and until ctx ends reads a Pod's status as soon as its
+// unitrun pod's records change ([Provider.watchRecords]) and every Pod's
+// every Poll (which also finds what no record says, such as a deadline
+// passed).
 func (p *Provider) NotifyPods(ctx context.Context, f func(*corev1.Pod)) {
+	p.watchRecords(ctx)
 	p.mu.Lock()
 	p.notify = f
 	entries := make([]*entry, 0, len(p.pods))
@@ -558,6 +571,8 @@ func (p *Provider) NotifyPods(ctx context.Context, f func(*corev1.Pod)) {
 
 // sendStatus notifies e's status if it changed since it was last sent.
 func (p *Provider) sendStatus(ctx context.Context, e *entry) {
+	p.sending.Lock()
+	defer p.sending.Unlock()
 	st, err := p.status(e)
 	if err != nil {
 		p.log.Warn("cannot read the pod's status", "pod", key(e.pod.Namespace, e.pod.Name), "unitrun_pod", e.name, "err", err)

@@ -27,6 +27,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/unitrun/unitrun/internal/buildinfo"
 	"github.com/unitrun/unitrun/node/provider"
@@ -78,7 +80,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	client, err := nodeutil.ClientsetFromEnv(o.kubeconfig)
+	client, err := clientset(o.kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -110,6 +112,34 @@ func run() error {
 		return err
 	}
 	return nil
+}
+
+// The API client's rate limits and the pod controller's workers, as a
+// kubelet's (kubeAPIQPS, kubeAPIBurst): client-go's own 5 requests a
+// second, burst 10, queued each Pod's status update about 0.2 s behind the
+// one before (20 Pods Running 7 s after their containers were), and
+// virtual-kubelet's one worker per CPU created Pods two at a time.
+const (
+	apiQPS     = 50
+	apiBurst   = 100
+	podWorkers = 16
+)
+
+// clientset reaches the API server as kubeconfig says, or as a Pod of the
+// cluster does if kubeconfig is "" or does not exist.
+func clientset(kubeconfig string) (*kubernetes.Clientset, error) {
+	var cfg *rest.Config
+	var err error
+	if _, serr := os.Stat(kubeconfig); kubeconfig == "" || errors.Is(serr, os.ErrNotExist) {
+		cfg, err = rest.InClusterConfig()
+	} else {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = apiQPS, apiBurst
+	return kubernetes.NewForConfig(cfg)
 }
 
 // parseFlags reads the command line, with the paths made absolute and
@@ -188,6 +218,7 @@ func (o *options) nodeOpts(client kubernetes.Interface, spec *corev1.Node) ([]no
 			c.NodeSpec = *spec
 			c.HTTPListenAddr = o.listen
 			c.SkipDownwardAPIResolution = true // the provider resolves fieldRef itself and refuses the rest
+			c.NumWorkers = podWorkers
 			return nil
 		},
 		nodeutil.AttachProviderRoutes(mux),
