@@ -578,6 +578,9 @@ func (p *Provider) sendStatus(ctx context.Context, e *entry) {
 		p.log.Warn("cannot read the pod's status", "pod", key(e.pod.Namespace, e.pod.Name), "unitrun_pod", e.name, "err", err)
 		return
 	}
+	if endedWhileRunning(st) {
+		return // a record of the ending is still to come, and sends it
+	}
 	p.mu.Lock()
 	f := p.notify
 	changed := e.sent == nil || !equality.Semantic.DeepEqual(e.sent, st)
@@ -591,6 +594,22 @@ func (p *Provider) sendStatus(ctx context.Context, e *entry) {
 	}
 	pod.Status = *st
 	f(pod)
+}
+
+// endedWhileRunning reports whether st has ended while a container still
+// runs: read between the records of the pod's end (the app's exit, then
+// its sidecars'). It is not sent: virtual-kubelet sends no status after
+// the first that has ended, so the sidecars would show running for ever.
+func endedWhileRunning(st *corev1.PodStatus) bool {
+	if st.Phase != corev1.PodSucceeded && st.Phase != corev1.PodFailed {
+		return false
+	}
+	for _, cs := range append(st.InitContainerStatuses, st.ContainerStatuses...) {
+		if cs.State.Running != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // appsRE finds the app paths in a unitrun manifest error.
