@@ -12,7 +12,9 @@
 # (from the node's log), the container's unit active (its
 # ActiveEnterTimestamp), unitrun's start returning, phase Running and the
 # container running as the watch shows them; then the delete's time until
-# every object is gone. Run as root from anywhere.
+# every object is gone, and from the node's log when each deletion began,
+# its unitrun pod had stopped, its object was removed and the unitrun pod
+# was removed. Run as root from anywhere.
 set -euo pipefail
 runs=${1:-1}
 repo=$(cd "$(dirname "$0")/.." && pwd)

@@ -190,6 +190,7 @@ func (c *cluster) applyToRunning(t *testing.T) {
 		start = time.Now()
 		c.mustKubectl("delete", "pod", "-l", fmt.Sprintf("batch=%d", n), "--timeout=180s")
 		t.Logf("%d Pod(s): delete in %.2f s", n, time.Since(start).Seconds())
+		c.reportDeletes(t, n, fmt.Sprintf("sleep-%d-", n), start)
 	}
 	c.eventually(30*time.Second, "no unit of a pod is left", func() error {
 		if u := c.units(t); strings.Contains(u, "k8s-") {

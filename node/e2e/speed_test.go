@@ -183,3 +183,55 @@ func report(t *testing.T, n int, start, applied time.Time, tl []*timeline) {
 			rel(p.seen), rel(p.nodeSees), rel(p.created), rel(p.active), rel(p.started), rel(p.phase), rel(p.running))
 	}
 }
+
+// deleteLogRE matches the node's log line of a Pod's deletion.
+var deleteLogRE = regexp.MustCompile(`^time=(\S+) level=INFO msg=deleted pod=default/(\S+) .*stopped_after=(\S+) removed_after=(\S+) took=(\S+)`)
+
+// reportDeletes logs, from the node's log, when the deletion of each of
+// the n Pods whose names start with prefix began, its unitrun pod had
+// stopped, its object was removed and the deletion ended, from start
+// (median and max). The node logs a deletion once it has removed the
+// unitrun pod, after the object: it waits for the n lines.
+func (c *cluster) reportDeletes(t *testing.T, n int, prefix string, start time.Time) {
+	var lines []string
+	c.eventually(30*time.Second, "the node logs every deletion", func() error {
+		data, err := os.ReadFile(c.path("unitrun-node.log"))
+		if err != nil {
+			return err
+		}
+		lines = lines[:0]
+		for _, line := range strings.Split(string(data), "\n") {
+			if m := deleteLogRE.FindStringSubmatch(line); m != nil && strings.HasPrefix(m[2], prefix) {
+				lines = append(lines, line)
+			}
+		}
+		if len(lines) < n {
+			return fmt.Errorf("%d of %d deletions logged", len(lines), n)
+		}
+		return nil
+	})
+	var began, stopped, removed, ended []float64
+	for _, line := range lines {
+		m := deleteLogRE.FindStringSubmatch(line)
+		at, err := time.Parse(time.RFC3339Nano, m[1])
+		if err != nil {
+			continue
+		}
+		var d [3]time.Duration
+		for i := range d {
+			d[i], _ = time.ParseDuration(m[3+i])
+		}
+		b := at.Add(-d[2])
+		began = append(began, b.Sub(start).Seconds())
+		stopped = append(stopped, b.Add(d[0]).Sub(start).Seconds())
+		removed = append(removed, b.Add(d[1]).Sub(start).Seconds())
+		ended = append(ended, at.Sub(start).Seconds())
+	}
+	for _, s := range []struct {
+		what string
+		d    []float64
+	}{{"node's deletion begins", began}, {"unitrun pod stopped", stopped}, {"object removed by the node", removed}, {"unitrun pod removed", ended}} {
+		slices.Sort(s.d)
+		t.Logf("%d Pod(s): %-34s median %.3f s, max %.3f s after the delete began", n, s.what, s.d[len(s.d)/2], s.d[len(s.d)-1])
+	}
+}

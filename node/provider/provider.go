@@ -390,6 +390,7 @@ func grace(pod *corev1.Pod, e *entry) time.Duration {
 // a Client) and removes the unitrun pod.
 func (p *Provider) delete(ctx context.Context, pod *corev1.Pod, e *entry, inAPI bool) error {
 	k := key(pod.Namespace, pod.Name)
+	began := time.Now()
 	if e.refused == nil {
 		last, ok, err := p.eng.stop(ctx, e.name, grace(pod, e))
 		if err != nil {
@@ -402,9 +403,11 @@ func (p *Provider) delete(ctx context.Context, pod *corev1.Pod, e *entry, inAPI 
 			p.sendStatus(ctx, e)
 		}
 	}
+	stopped := time.Since(began)
 	if inAPI {
 		p.removeObject(ctx, e.pod)
 	}
+	removed := time.Since(began)
 	if e.refused == nil {
 		if err := p.eng.remove(ctx, e.name); err != nil {
 			return fmt.Errorf("remove unitrun pod %s: %w", e.name, err)
@@ -418,7 +421,7 @@ func (p *Provider) delete(ctx context.Context, pod *corev1.Pod, e *entry, inAPI 
 		delete(p.pods, k)
 	}
 	p.mu.Unlock()
-	p.log.Info("deleted", "pod", k, "unitrun_pod", e.name)
+	p.log.Info("deleted", "pod", k, "unitrun_pod", e.name, "stopped_after", stopped, "removed_after", removed, "took", time.Since(began))
 	return nil
 }
 
