@@ -57,8 +57,10 @@ type Config struct {
 	Client kubernetes.Interface
 	// Log receives what the provider does; nil discards it.
 	Log *slog.Logger
-	// Poll is how often the provider reads the status of its pods to
-	// report changes; 0 means one second.
+	// Poll is how often the provider reads the status of every pod to
+	// report changes, besides reading a pod's whenever its records change
+	// (for what no record says, such as a deadline passed); 0 means one
+	// second.
 	Poll time.Duration
 	// MinRestartBackoff is the node operator's floor on a container's
 	// first restart delay: a Pod's unitrun.io/restart-backoff below it is
