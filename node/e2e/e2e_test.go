@@ -177,21 +177,20 @@ func (c *cluster) exitCodesLogsDelete(t *testing.T) {
 	})
 }
 
-// applyToRunning times kubectl apply to every Pod Running, for 1 Pod and
-// for 20, then deletes them.
+// applyToRunning times kubectl apply to every Pod's container running,
+// for 1 Pod and for 20, with where the time goes, then times their delete.
 func (c *cluster) applyToRunning(t *testing.T) {
 	for _, n := range []int{1, 20} {
 		var docs []string
 		for i := range n {
 			docs = append(docs, podYAML(fmt.Sprintf("sleep-%d-%d", n, i), strconv.Itoa(n), nil, []string{"exec sleep 600"}))
 		}
-		start := time.Now()
-		c.apply(t, strings.Join(docs, "---\n"))
-		c.mustKubectl("wait", "--for=jsonpath={.status.phase}=Running", "pod", "-l", fmt.Sprintf("batch=%d", n), "--timeout=180s")
-		t.Logf("%d Pod(s): apply to Running in %.2f s", n, time.Since(start).Seconds())
+		start, applied, tl := c.watchStarts(t, strconv.Itoa(n), n, strings.Join(docs, "---\n"))
+		report(t, n, start, applied, tl)
 		start = time.Now()
 		c.mustKubectl("delete", "pod", "-l", fmt.Sprintf("batch=%d", n), "--timeout=180s")
 		t.Logf("%d Pod(s): delete in %.2f s", n, time.Since(start).Seconds())
+		c.reportDeletes(t, n, fmt.Sprintf("sleep-%d-", n), start)
 	}
 	c.eventually(30*time.Second, "no unit of a pod is left", func() error {
 		if u := c.units(t); strings.Contains(u, "k8s-") {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -56,8 +57,10 @@ type Config struct {
 	Client kubernetes.Interface
 	// Log receives what the provider does; nil discards it.
 	Log *slog.Logger
-	// Poll is how often the provider reads the status of its pods to
-	// report changes; 0 means one second.
+	// Poll is how often the provider reads the status of every pod to
+	// report changes, besides reading a pod's whenever its records change
+	// (for what no record says, such as a deadline passed); 0 means one
+	// second.
 	Poll time.Duration
 	// MinRestartBackoff is the node operator's floor on a container's
 	// first restart delay: a Pod's unitrun.io/restart-backoff below it is
@@ -92,6 +95,10 @@ type Provider struct {
 	mu     sync.Mutex
 	pods   map[string]*entry // by namespace/name
 	notify func(*corev1.Pod)
+	watch  *fsnotify.Watcher // the pods' records ([Provider.watchRecords]); nil if not watched
+	// sending serializes sendStatus, so that a status read before another
+	// is never sent after it.
+	sending sync.Mutex
 }
 
 // An entry is one Pod the provider has taken on.
@@ -278,7 +285,7 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 		os.Remove(p.record(name))
 		return fmt.Errorf("create unitrun pod %s: %w", name, err)
 	}
-	p.log.Info("created", "pod", k, "unitrun_pod", name)
+	p.log.Info("created", "pod", k, "unitrun_pod", name, "took", time.Since(e.at))
 	p.put(k, e)
 	p.start(ctx, k, name)
 	return nil
@@ -291,15 +298,19 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 func (p *Provider) start(ctx context.Context, k, name string) {
 	ctx = context.WithoutCancel(ctx)
 	go func() {
+		began := time.Now()
 		if err := p.eng.start(ctx, name); err != nil {
 			p.log.Error("cannot start the pod", "pod", k, "unitrun_pod", name, "err", err)
+			return
 		}
+		p.log.Info("started", "pod", k, "unitrun_pod", name, "took", time.Since(began))
 	}()
 }
 
 func (p *Provider) put(k string, e *entry) {
 	p.mu.Lock()
 	p.pods[k] = e
+	p.watchPod(e)
 	p.mu.Unlock()
 	p.sendStatus(context.Background(), e)
 }
@@ -383,6 +394,7 @@ func grace(pod *corev1.Pod, e *entry) time.Duration {
 // a Client) and removes the unitrun pod.
 func (p *Provider) delete(ctx context.Context, pod *corev1.Pod, e *entry, inAPI bool) error {
 	k := key(pod.Namespace, pod.Name)
+	began := time.Now()
 	if e.refused == nil {
 		last, ok, err := p.eng.stop(ctx, e.name, grace(pod, e))
 		if err != nil {
@@ -395,9 +407,11 @@ func (p *Provider) delete(ctx context.Context, pod *corev1.Pod, e *entry, inAPI 
 			p.sendStatus(ctx, e)
 		}
 	}
+	stopped := time.Since(began)
 	if inAPI {
 		p.removeObject(ctx, e.pod)
 	}
+	removed := time.Since(began)
 	if e.refused == nil {
 		if err := p.eng.remove(ctx, e.name); err != nil {
 			return fmt.Errorf("remove unitrun pod %s: %w", e.name, err)
@@ -411,7 +425,7 @@ func (p *Provider) delete(ctx context.Context, pod *corev1.Pod, e *entry, inAPI 
 		delete(p.pods, k)
 	}
 	p.mu.Unlock()
-	p.log.Info("deleted", "pod", k, "unitrun_pod", e.name)
+	p.log.Info("deleted", "pod", k, "unitrun_pod", e.name, "stopped_after", stopped, "removed_after", removed, "took", time.Since(began))
 	return nil
 }
 
@@ -531,8 +545,12 @@ func (p *Provider) GetPods(ctx context.Context) ([]*corev1.Pod, error) {
 }
 
 // NotifyPods registers f, which the provider calls with each Pod whose
-// status changed, and reads its pods' statuses every Poll until ctx ends.
+// status changed, and until ctx ends reads a Pod's status as soon as its
+// unitrun pod's records change ([Provider.watchRecords]) and every Pod's
+// every Poll (which also finds what no record says, such as a deadline
+// passed).
 func (p *Provider) NotifyPods(ctx context.Context, f func(*corev1.Pod)) {
+	p.watchRecords(ctx)
 	p.mu.Lock()
 	p.notify = f
 	entries := make([]*entry, 0, len(p.pods))
@@ -564,10 +582,15 @@ func (p *Provider) NotifyPods(ctx context.Context, f func(*corev1.Pod)) {
 
 // sendStatus notifies e's status if it changed since it was last sent.
 func (p *Provider) sendStatus(ctx context.Context, e *entry) {
+	p.sending.Lock()
+	defer p.sending.Unlock()
 	st, err := p.status(e)
 	if err != nil {
 		p.log.Warn("cannot read the pod's status", "pod", key(e.pod.Namespace, e.pod.Name), "unitrun_pod", e.name, "err", err)
 		return
+	}
+	if endedWhileRunning(st) {
+		return // a record of the ending is still to come, and sends it
 	}
 	p.mu.Lock()
 	f := p.notify
@@ -582,6 +605,22 @@ func (p *Provider) sendStatus(ctx context.Context, e *entry) {
 	}
 	pod.Status = *st
 	f(pod)
+}
+
+// endedWhileRunning reports whether st has ended while a container still
+// runs: read between the records of the pod's end (the app's exit, then
+// its sidecars'). It is not sent: virtual-kubelet sends no status after
+// the first that has ended, so the sidecars would show running for ever.
+func endedWhileRunning(st *corev1.PodStatus) bool {
+	if st.Phase != corev1.PodSucceeded && st.Phase != corev1.PodFailed {
+		return false
+	}
+	for _, cs := range append(st.InitContainerStatuses, st.ContainerStatuses...) {
+		if cs.State.Running != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // appsRE finds the app paths in a unitrun manifest error.

@@ -818,3 +818,22 @@ func TestSidecarNeverStartedDoesNotBlock(t *testing.T) {
 		waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
 	}
 }
+
+// A Pod's status is sent as soon as its unitrun pod's records change,
+// not at the next poll: with a poll of an hour the Pod is seen Running
+// with its container running, then Failed with the container's exit code.
+func TestStatusSentOnRecordChange(t *testing.T) {
+	client := fake.NewClientset()
+	cfg := testConfig(t)
+	cfg.Poll = time.Hour
+	n := startNode(t, cfg, client)
+	p := newPod("records", corev1.RestartPolicyNever, nil, "sleep 1; exit 3")
+	create(t, client, p)
+	waitPod(t, client, p, "Running with its container running", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
+	})
+	got := waitPod(t, client, p, "Failed", phase(corev1.PodFailed))
+	wantTerminated(t, got.Status.ContainerStatuses[0], 3, 0, "Error")
+	deletePod(t, client, p)
+	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
+}

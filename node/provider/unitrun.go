@@ -137,6 +137,21 @@ func (e *engine) status(name string) (podState, error) {
 	return e.fromPod(name, s), nil
 }
 
+// recordDir is the directory that pod name's records are written into,
+// directly or in directories below it.
+func (e *engine) recordDir(name string) string { return pod.Dir(e.r.StateDir, name) }
+
+// podOf is the name of the pod whose record (or directory of records) is
+// at path; "" if path is not in a pod's directory.
+func (e *engine) podOf(path string) string {
+	rel, err := filepath.Rel(pod.Dir(e.r.StateDir, ""), path)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return ""
+	}
+	name, _, _ := strings.Cut(rel, string(filepath.Separator))
+	return name
+}
+
 // names lists the pods in the state directory.
 func (e *engine) names() ([]string, error) {
 	entries, err := os.ReadDir(filepath.Join(e.r.StateDir, "pods"))

@@ -113,3 +113,29 @@ func TestBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestClientRateLimits checks that the client built from a kubeconfig has
+// a kubelet's rate limit, not client-go's 5 requests a second, which
+// queued 20 Pods' status updates over 7 s.
+func TestClientRateLimits(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters:
+- {name: c, cluster: {server: "https://127.0.0.1:1"}}
+users:
+- {name: u, user: {token: t}}
+contexts:
+- {name: c, context: {cluster: c, user: u}}
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	client, err := clientset(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qps := client.CoreV1().RESTClient().GetRateLimiter().QPS(); qps != apiQPS {
+		t.Errorf("client's rate limit: %v requests a second, want %v", qps, apiQPS)
+	}
+}
