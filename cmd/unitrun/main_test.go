@@ -315,6 +315,40 @@ func TestManagerStatus(t *testing.T) {
 	}
 }
 
+// TestManagerStatusNotBooted: before the embedded manager has booted,
+// manager status reports it as not booted, the manager a run would boot
+// and use, and exits 0 (it exited 125, as if no manager could be had);
+// with --json too, and it boots nothing. A manager that cannot be had
+// exits 125 with --json as without.
+func TestManagerStatusNotBooted(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "none")
+	env := []string{manager.EnvEmbeddedDir + "=" + dir, "XDG_RUNTIME_DIR=", "DBUS_SESSION_BUS_ADDRESS="}
+	sock := "unix:path=" + filepath.Join(dir, "systemd", "private")
+	for _, spec := range []string{"auto", "embedded"} {
+		out, errs, code := unitrunEnv(t, env, "--manager", spec, "manager", "status")
+		want := "no\tembedded\t" + sock + ": not booted; it boots on first use, or with \"unitrun manager start\"\nusing embedded (not booted) at " + sock + "\n"
+		if code != 0 || !strings.HasSuffix(out, want) || errs != "" {
+			t.Errorf("--manager %s manager status: exit %d, stdout %q, stderr %q; want 0 ending %q", spec, code, out, errs, want)
+		}
+		out, _, code = unitrunEnv(t, env, "--manager", spec, "manager", "status", "--json")
+		var s struct {
+			Chosen    string `json:"chosen"`
+			Address   string `json:"address"`
+			NotBooted bool   `json:"not_booted"`
+		}
+		if err := json.Unmarshal([]byte(out), &s); err != nil || code != 0 || s.Chosen != "embedded" || s.Address != sock || !s.NotBooted {
+			t.Errorf("--manager %s manager status --json: exit %d, %s (%v); want 0, embedded not booted", spec, code, out, err)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("manager status made the embedded manager's dir (%v)", err)
+	}
+	out, _, code := unitrun(t, "--manager", "private:/nonexistent/socket", "manager", "status", "--json")
+	if code != exitFailed || !strings.Contains(out, "/nonexistent/socket") {
+		t.Errorf("unreachable manager, --json: exit %d, stdout %q; want %d", code, out, exitFailed)
+	}
+}
+
 // TestEmbeddedDefault runs the README's main command where no manager is
 // reachable: unitrun boots an embedded manager, reuses it, and stops it.
 func TestEmbeddedDefault(t *testing.T) {
