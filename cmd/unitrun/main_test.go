@@ -219,7 +219,9 @@ func TestRunSIGTERMStopsUnit(t *testing.T) {
 // unit and exits 128+N of the signal it got, not the status the stopped
 // command chose (this one exits 5 on SIGTERM), so that "run x && next"
 // stops at an interrupt, as "pod run" and "op call" do. With --json, the
-// object's error names the signal too, as stderr does.
+// object's error names the signal too, as stderr does, and its exit_code
+// and signal are unitrun's exit status and that signal (they were the
+// stopped command's: 143 for an interrupt by SIGINT).
 func TestRunInterruptedExits128N(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -230,6 +232,8 @@ func TestRunInterruptedExits128N(t *testing.T) {
 		{"running-sigterm", syscall.SIGTERM, []string{"--", "sh", "-c", `trap 'exit 5' TERM; touch "$1"; while :; do sleep 0.1; done`, "sh"}},
 		{"backoff-sigint", syscall.SIGINT, []string{"--retry", "3", "--retry-delay", "1h", "--", "sh", "-c", `touch "$1"; exit 7`, "sh"}},
 		{"json-sigterm", syscall.SIGTERM, []string{"--json", "--", "sh", "-c", `touch "$1"; exec sleep 300`, "sh"}},
+		{"json-sigint", syscall.SIGINT, []string{"--json", "--", "sh", "-c", `trap 'exit 5' TERM; touch "$1"; while :; do sleep 0.1; done`, "sh"}},
+		{"json-sighup", syscall.SIGHUP, []string{"--json", "--", "sh", "-c", `touch "$1"; exec sleep 300`, "sh"}},
 		{"running-sighup", syscall.SIGHUP, []string{"-u", "unitrun-test-sighup", "--", "sh", "-c", `touch "$1"; exec sleep 300`, "sh"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -253,9 +257,10 @@ func TestRunInterruptedExits128N(t *testing.T) {
 				waitGone(t, tc.argv[1]+".service") // stopped, not left running
 			}
 			if tc.argv[0] == "--json" {
-				var r struct{ Error string }
-				if err := json.Unmarshal(outb.Bytes(), &r); err != nil || !strings.HasSuffix(r.Error, want) {
-					t.Errorf("--json printed %q (%v); want an error that ends %q", outb.String(), err, want)
+				var r result
+				sigName := strings.TrimPrefix(want, "interrupted by SIG")
+				if err := json.Unmarshal(outb.Bytes(), &r); err != nil || !strings.HasSuffix(r.Error, want) || r.ExitCode == nil || *r.ExitCode != 128+int(tc.sig) || r.Signal != sigName {
+					t.Errorf("--json printed %q (%v); want exit_code %d, signal %q and an error that ends %q", outb.String(), err, 128+int(tc.sig), sigName, want)
 				}
 			}
 		})

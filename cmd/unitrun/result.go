@@ -67,8 +67,16 @@ func report(ctx context.Context, stdout, stderr io.Writer, unitName string, st *
 		return ue
 	}
 	if asJSON {
-		_, told, _ := signalled(ctx, err)
-		if e := printLine(stdout, newResult(unitName, st, told)); e != nil {
+		sig, told, ok := signalled(ctx, err)
+		r := newResult(unitName, st, told)
+		if ok {
+			// unitrun exits 128+N of the signal that interrupted it,
+			// whatever the stopped command ended with: exit_code says
+			// the same, as a shell's $? does for a command it ran.
+			code := 128 + int(sig)
+			r.ExitCode, r.Signal = &code, unit.SignalName(int(sig))
+		}
+		if e := printLine(stdout, r); e != nil {
 			return e
 		}
 	} else if !quiet && st != nil && st.InvocationID == "" && st.JobResult == "done" {
