@@ -72,13 +72,34 @@ func runUnit(ctx context.Context, mgr *manager.Conn, name string, invoked func(i
 		r.release()
 		return &Status{Unit: name, JobResult: "done", Attempts: 1}, nil
 	}
-	if r.forgetEarlierRun(ctx) {
+	if r.forgetEarlierRun(ctx) || r.keptEarlierRun(ctx) {
 		// The start job is done and the unit made no run (a condition
-		// not met): there is no run to wait for.
+		// not met, or a unit active already): there is no run to wait
+		// for.
 		r.release()
 		return &Status{Unit: name, JobResult: "done", Attempts: 1}, nil
 	}
 	return r.wait(ctx)
+}
+
+// keptEarlierRun reports whether the start, its job done, found the unit
+// active with the run it had before, ended: a service that
+// RemainAfterExit=yes keeps active once its command has exited, which
+// systemd does not start again. Its job is done at once and it makes no
+// run; the outcome the unit holds is its earlier run's. (A run still in
+// progress is waited for: a start joins it.) It reads the unit again
+// unless the state shows the invocation ID of a run that the start made.
+func (r *run) keptEarlierRun(ctx context.Context) bool {
+	if id, _ := r.state["InvocationID"].Value().([]byte); len(id) > 0 && !bytes.Equal(id, r.before) {
+		return false
+	}
+	u, _, err := properties(ctx, r.mgr, r.unit, manager.UnitIface, "ActiveState", "SubState", "InvocationID")
+	if err != nil {
+		return false // wait tells what went wrong
+	}
+	r.merge(u)
+	id, _ := r.state["InvocationID"].Value().([]byte)
+	return len(r.before) > 0 && bytes.Equal(id, r.before) && r.state.str("ActiveState") == "active" && r.state.str("SubState") == "exited"
 }
 
 // startUnit starts the unit and returns its start job, or "" if the job

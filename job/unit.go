@@ -58,7 +58,10 @@ func Unit(mgr *manager.Conn, name string) *UnitCmd {
 // complete. For other units (notify, forking, targets, ...) it returns
 // once the job is done, with a Status whose JobResult is "done". The unit
 // is left as systemd leaves it; a unit already running is not restarted,
-// and Run then waits for the run in progress, its output not copied. If
+// and Run then waits for the run in progress, its output not copied. A
+// service active with its run ended (RemainAfterExit=yes) makes no run:
+// Run returns a Status with JobResult "done" and no run, never the earlier
+// run's. If
 // ctx ends first, Run stops the unit and returns an error that wraps
 // ctx.Err().
 //

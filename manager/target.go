@@ -207,7 +207,7 @@ func (p *prober) asked(s Spec, o Options, boot bool) (*Conn, error) {
 				return nil, err
 			}
 		}
-		t = e.Target()
+		return p.tryEmbedded(e, boot, "asked for"), nil
 	default:
 		return nil, nil
 	}
@@ -239,7 +239,22 @@ func (p *prober) auto(o Options, boot bool) *Conn {
 			return nil
 		}
 	}
-	return p.try(e.Target(), "no system or user manager is reachable")
+	return p.tryEmbedded(e, boot, "no system or user manager is reachable")
+}
+
+// ErrNotBooted is the Attempt error of an embedded manager that Probe,
+// not booting it, finds not running: it boots on first use.
+var ErrNotBooted = errors.New("not booted; it boots on first use, or with \"unitrun manager start\"")
+
+// tryEmbedded tries the embedded manager e, tried for why. Without boot
+// (which has booted it) it records ErrNotBooted, without a dial, when e is
+// not running.
+func (p *prober) tryEmbedded(e *Embedded, boot bool, why string) *Conn {
+	if !boot && !e.Running() {
+		p.tries = append(p.tries, Attempt{Target: e.Target(), Err: ErrNotBooted, Why: why})
+		return nil
+	}
+	return p.try(e.Target(), why)
 }
 
 // fail is the error of an open of s that reached no manager: every

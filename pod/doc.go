@@ -129,7 +129,7 @@
 //
 //	DIR/pods/P/status/A      the exit code of A's last exit, as decimal text
 //	DIR/pods/P/apps/A.json   A's AppStatus
-//	DIR/pods/P/apps/A.start-error  why A's last run could not execute its command, until reap-app records it
+//	DIR/pods/P/apps/A.start-error  why A's run could not execute its command, until reap-app records it (empty while the run goes on; removed as it ends)
 //	DIR/pods/P/pod.json      P's PodStatus
 //
 // Writers replace a file atomically (temporary file, then rename), so a

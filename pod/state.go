@@ -266,12 +266,14 @@ func OpenStartError(stateDir, pod, app string) (*os.File, error) {
 }
 
 // TakeStartError returns the reason the run of app that just ended could
-// not execute its command, and removes it, so that no later run, which
-// may end before its own exec hook, is given it; "" if the command was
-// executed or the run never got as far as the exec hook.
+// not execute its command, and removes the file, so that no later run,
+// which may end before its own exec hook, is given it, and none is left
+// once the run has ended; "" if the command was executed (the file the
+// exec hook opened is then empty) or the run never got as far as the exec
+// hook.
 func TakeStartError(stateDir, pod, app string) (string, error) {
 	data, err := read(stateDir, "pods", pod, "apps", startErrorFile(app))
-	if errors.Is(err, fs.ErrNotExist) || err == nil && len(data) == 0 {
+	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
 	if err != nil {

@@ -310,8 +310,19 @@ exec = ["`+missing+`"]
 				}
 				// The app's log tells a command that could not be
 				// executed as run does, where the pod words it so.
-				if logs, _, _ := podCLI(t, stateDir, "logs", "faces", "a"); c.podReason == "" && !strings.Contains(logs, c.reason) {
+				logs, _, _ := podCLI(t, stateDir, "logs", "faces", "a")
+				if c.podReason == "" && !strings.Contains(logs, c.reason) {
 					t.Errorf("pod logs: %q; want it to say %q, as run does", logs, c.reason)
+				}
+				// A command that exists but cannot be executed is told
+				// as run tells one it finds so, naming it once (it read
+				// "/x: cannot execute: command /x: exec format error").
+				line := map[string]string{
+					"exec format error": badELF + ": cannot execute: exec format error",
+					"not executable":    noExec + ": cannot execute: permission denied",
+				}[c.name]
+				if line != "" && !strings.Contains(logs, "unitrun: "+line+"\n") {
+					t.Errorf("pod logs: %q; want the line %q", logs, "unitrun: "+line)
 				}
 			} else {
 				t.Logf("pod status --json not compared: a pod app has no setting for %v", c.runProps)

@@ -219,7 +219,9 @@ func TestRunSIGTERMStopsUnit(t *testing.T) {
 // unit and exits 128+N of the signal it got, not the status the stopped
 // command chose (this one exits 5 on SIGTERM), so that "run x && next"
 // stops at an interrupt, as "pod run" and "op call" do. With --json, the
-// object's error names the signal too, as stderr does.
+// object's error names the signal too, as stderr does, and its exit_code
+// and signal are unitrun's exit status and that signal (they were the
+// stopped command's: 143 for an interrupt by SIGINT).
 func TestRunInterruptedExits128N(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -230,6 +232,8 @@ func TestRunInterruptedExits128N(t *testing.T) {
 		{"running-sigterm", syscall.SIGTERM, []string{"--", "sh", "-c", `trap 'exit 5' TERM; touch "$1"; while :; do sleep 0.1; done`, "sh"}},
 		{"backoff-sigint", syscall.SIGINT, []string{"--retry", "3", "--retry-delay", "1h", "--", "sh", "-c", `touch "$1"; exit 7`, "sh"}},
 		{"json-sigterm", syscall.SIGTERM, []string{"--json", "--", "sh", "-c", `touch "$1"; exec sleep 300`, "sh"}},
+		{"json-sigint", syscall.SIGINT, []string{"--json", "--", "sh", "-c", `trap 'exit 5' TERM; touch "$1"; while :; do sleep 0.1; done`, "sh"}},
+		{"json-sighup", syscall.SIGHUP, []string{"--json", "--", "sh", "-c", `touch "$1"; exec sleep 300`, "sh"}},
 		{"running-sighup", syscall.SIGHUP, []string{"-u", "unitrun-test-sighup", "--", "sh", "-c", `touch "$1"; exec sleep 300`, "sh"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -253,9 +257,10 @@ func TestRunInterruptedExits128N(t *testing.T) {
 				waitGone(t, tc.argv[1]+".service") // stopped, not left running
 			}
 			if tc.argv[0] == "--json" {
-				var r struct{ Error string }
-				if err := json.Unmarshal(outb.Bytes(), &r); err != nil || !strings.HasSuffix(r.Error, want) {
-					t.Errorf("--json printed %q (%v); want an error that ends %q", outb.String(), err, want)
+				var r result
+				sigName := strings.TrimPrefix(want, "interrupted by SIG")
+				if err := json.Unmarshal(outb.Bytes(), &r); err != nil || !strings.HasSuffix(r.Error, want) || r.ExitCode == nil || *r.ExitCode != 128+int(tc.sig) || r.Signal != sigName {
+					t.Errorf("--json printed %q (%v); want exit_code %d, signal %q and an error that ends %q", outb.String(), err, 128+int(tc.sig), sigName, want)
 				}
 			}
 		})
@@ -312,6 +317,40 @@ func TestManagerStatus(t *testing.T) {
 	out, _, code = unitrun(t, "--manager", "private:/nonexistent/socket", "manager", "status")
 	if code == 0 || !strings.Contains(out, "/nonexistent/socket") {
 		t.Errorf("unreachable manager: exit %d, stdout %q", code, out)
+	}
+}
+
+// TestManagerStatusNotBooted: before the embedded manager has booted,
+// manager status reports it as not booted, the manager a run would boot
+// and use, and exits 0 (it exited 125, as if no manager could be had);
+// with --json too, and it boots nothing. A manager that cannot be had
+// exits 125 with --json as without.
+func TestManagerStatusNotBooted(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "none")
+	env := []string{manager.EnvEmbeddedDir + "=" + dir, "XDG_RUNTIME_DIR=", "DBUS_SESSION_BUS_ADDRESS="}
+	sock := "unix:path=" + filepath.Join(dir, "systemd", "private")
+	for _, spec := range []string{"auto", "embedded"} {
+		out, errs, code := unitrunEnv(t, env, "--manager", spec, "manager", "status")
+		want := "no\tembedded\t" + sock + ": not booted; it boots on first use, or with \"unitrun manager start\"\nusing embedded (not booted) at " + sock + "\n"
+		if code != 0 || !strings.HasSuffix(out, want) || errs != "" {
+			t.Errorf("--manager %s manager status: exit %d, stdout %q, stderr %q; want 0 ending %q", spec, code, out, errs, want)
+		}
+		out, _, code = unitrunEnv(t, env, "--manager", spec, "manager", "status", "--json")
+		var s struct {
+			Chosen    string `json:"chosen"`
+			Address   string `json:"address"`
+			NotBooted bool   `json:"not_booted"`
+		}
+		if err := json.Unmarshal([]byte(out), &s); err != nil || code != 0 || s.Chosen != "embedded" || s.Address != sock || !s.NotBooted {
+			t.Errorf("--manager %s manager status --json: exit %d, %s (%v); want 0, embedded not booted", spec, code, out, err)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("manager status made the embedded manager's dir (%v)", err)
+	}
+	out, _, code := unitrun(t, "--manager", "private:/nonexistent/socket", "manager", "status", "--json")
+	if code != exitFailed || !strings.Contains(out, "/nonexistent/socket") {
+		t.Errorf("unreachable manager, --json: exit %d, stdout %q; want %d", code, out, exitFailed)
 	}
 }
 

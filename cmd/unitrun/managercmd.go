@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -41,7 +42,9 @@ func newManagerStatusCmd(g *globals) *cobra.Command {
 		Short: "Tell which manager --manager picks, and why",
 		Long: `List the managers tried, in order, whether each was reached and why, then
 the one used. Piped, each try is one tab-separated line (yes/no, manager,
-detail) and the last line is "using MANAGER (systemd VERSION) at ADDRESS".`,
+detail) and the last line is "using MANAGER (systemd VERSION) at ADDRESS", or
+"using embedded (not booted) at ADDRESS" for an embedded manager that the
+first run will boot. It exits 125 when no manager can be had.`,
 		Example: "  unitrun manager status\n  unitrun --manager embedded manager status --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -56,11 +59,12 @@ detail) and the last line is "using MANAGER (systemd VERSION) at ADDRESS".`,
 				Error   string `json:"error,omitempty"`
 			}
 			type status struct {
-				Chosen  string    `json:"chosen,omitempty"`
-				Address string    `json:"address,omitempty"`
-				Version string    `json:"version,omitempty"`
-				Tried   []attempt `json:"tried"`
-				Env     []string  `json:"env,omitempty"`
+				Chosen    string    `json:"chosen,omitempty"`
+				Address   string    `json:"address,omitempty"`
+				Version   string    `json:"version,omitempty"`
+				NotBooted bool      `json:"not_booted,omitempty"`
+				Tried     []attempt `json:"tried"`
+				Env       []string  `json:"env,omitempty"`
 			}
 			var s status
 			for _, a := range tries {
@@ -70,14 +74,25 @@ detail) and the last line is "using MANAGER (systemd VERSION) at ADDRESS".`,
 				}
 				s.Tried = append(s.Tried, at)
 			}
-			if c != nil {
+			// The failure: no manager reached, and none that a run
+			// would boot (the embedded one not booted yet is one).
+			var failed error
+			switch last := tries[len(tries)-1]; {
+			case c != nil:
 				defer c.Close()
 				s.Chosen, s.Address, s.Env = c.Target().Spec, c.Target().Address, c.Target().Env
 				s.Version, _ = c.Version(ctx)
+			case errors.Is(last.Err, manager.ErrNotBooted):
+				s.Chosen, s.Address, s.Env, s.NotBooted = last.Target.Spec, last.Target.Address, last.Target.Env, true
+			default:
+				failed = &exitError{code: exitFailed, err: fmt.Errorf("no manager reachable (%v); the embedded one starts on first use, or with \"unitrun manager start\"", err)}
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return printJSON(out, s)
+				if err := printJSON(out, s); err != nil {
+					return err
+				}
+				return failed // told on stderr, stdout holding the status
 			}
 			var rows [][]string
 			for _, a := range s.Tried {
@@ -99,10 +114,14 @@ detail) and the last line is "using MANAGER (systemd VERSION) at ADDRESS".`,
 			if err := newTerm(out).table([]string{"REACHED", "MANAGER", "DETAIL"}, rows, 0); err != nil {
 				return err
 			}
-			if c == nil {
-				return &exitError{code: exitFailed, err: fmt.Errorf("no manager reachable (%v); the embedded one starts on first use, or with \"unitrun manager start\"", err)}
+			switch {
+			case failed != nil:
+				return failed
+			case s.NotBooted:
+				fmt.Fprintf(out, "using %s (not booted) at %s\n", s.Chosen, s.Address)
+			default:
+				fmt.Fprintf(out, "using %s (systemd %s) at %s\n", s.Chosen, s.Version, s.Address)
 			}
-			fmt.Fprintf(out, "using %s (systemd %s) at %s\n", s.Chosen, s.Version, s.Address)
 			return nil
 		},
 	}

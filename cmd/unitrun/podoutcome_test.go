@@ -14,6 +14,7 @@ import (
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/pod"
 )
 
 // The tests below are rkt's functional tests (tests/rkt_exit_test.go,
@@ -70,6 +71,8 @@ func appOf(o podView, name string) (state, message string, started bool) {
 // Every way a lone app's run ends, in host mode and in an isolated pod:
 // pod run exits with the pod's code, the app's status file and record say
 // how it ended, with the reason if its command could not be executed.
+// No apps/a.start-error is left, whether the command ran or not (an empty
+// one was left for a command that ran).
 func TestPodOutcomeOfEachEnd(t *testing.T) {
 	cases := []struct {
 		name, app string
@@ -105,6 +108,9 @@ func TestPodOutcomeOfEachEnd(t *testing.T) {
 				o := wantOutcome(t, dir, name, c.phase, c.code, map[string]string{"a": c.want})
 				if _, msg, started := appOf(o, "a"); msg != c.message || !started {
 					t.Errorf("app a: message %q, started %v; want %q, true", msg, started, c.message)
+				}
+				if _, err := os.Stat(filepath.Join(pod.Dir(dir, name), "apps", "a.start-error")); !os.IsNotExist(err) {
+					t.Errorf("apps/a.start-error is left after the run (%v)", err)
 				}
 			})
 		}

@@ -31,7 +31,14 @@ type podWatch struct {
 }
 
 // runsSeen counts the runs of an app reported started and ended.
-type runsSeen struct{ started, ended int }
+// restarting is whether the last run reported ended was told as
+// "restarting" while the app waited to restart: a stop during the
+// back-off ends the app with that run's exit, in a final state that
+// is then still to be told.
+type runsSeen struct {
+	started, ended int
+	restarting     bool
+}
 
 // runs returns how many runs of app a have started and ended, from its
 // record: each restart is a run that ended, and an app waiting to restart
@@ -60,8 +67,10 @@ func exitText(a pod.AppStatus) string {
 
 // report prints the events of app a that were not printed yet, in the
 // order they happened: every run is "running", then "restarting" or its
-// final state. A run that started and ended between two reads still gets
-// both events, so the sequence does not depend on timing.
+// final state, and an app stopped while it waited to restart gets its
+// final state after "restarting". A run that started and ended between
+// two reads still gets both events, so the sequence does not depend on
+// timing.
 func (w *podWatch) report(a pod.AppStatus) {
 	k := w.seen[a.Name]
 	if k == nil {
@@ -72,6 +81,7 @@ func (w *podWatch) report(a pod.AppStatus) {
 	for k.started < started || k.ended < ended {
 		if k.started == k.ended {
 			k.started++
+			k.restarting = false
 			w.p.event("app %s running", a.Name)
 			continue
 		}
@@ -83,10 +93,15 @@ func (w *podWatch) report(a pod.AppStatus) {
 		case k.ended < ended:
 			w.p.event("app %s restarting", a.Name)
 		case a.State == pod.AppRunning || a.State == pod.AppRestarting:
+			k.restarting = a.State == pod.AppRestarting
 			w.p.event("app %s restarting%s", a.Name, exitText(a))
 		default:
 			w.p.event("app %s %s%s", a.Name, a.State, exitText(a))
 		}
+	}
+	if k.restarting && (a.State == pod.AppExited || a.State == pod.AppFailed) {
+		k.restarting = false
+		w.p.event("app %s %s%s", a.Name, a.State, exitText(a))
 	}
 }
 

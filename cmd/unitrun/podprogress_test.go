@@ -35,6 +35,12 @@ func TestPodWatchReportsEveryRun(t *testing.T) {
 			app(pod.AppRunning, 2, nil, "KILL"),
 			app(pod.AppExited, 2, new(int), ""),
 		}, "running\nrestarting\nrunning\nrestarting signal KILL\nrunning\nexited exit 0\n"},
+		{"stopped during its back-off", []pod.AppStatus{
+			app(pod.AppRunning, 0, nil, ""),
+			app(pod.AppRestarting, 0, &one, ""),
+			app(pod.AppFailed, 0, &one, ""), // the stop keeps the last run's exit
+			app(pod.AppFailed, 0, &one, ""),
+		}, "running\nrestarting exit 1\nfailed exit 1\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var b strings.Builder

@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/systemdtest"
@@ -58,6 +61,48 @@ func TestPodRunProgressPiped(t *testing.T) {
 	}
 	if !strings.Contains(errs, "setup | ready\n") || !strings.Contains(errs, " app setup running\n") {
 		t.Errorf("pod run --json: stderr %q lacks the output or the progress", errs)
+	}
+}
+
+// An app stopped while it waits to restart gets its final state after
+// "restarting", before the pod's line: "pod run" printed none, its last
+// line of the app "restarting exit 3" (the pod's stop, from another
+// process, comes once that line is out).
+func TestPodRunProgressStoppedDuringBackoff(t *testing.T) {
+	dir := t.TempDir()
+	rmPod(t, dir, "backoff-progress")
+	progress := filepath.Join(t.TempDir(), "progress")
+	f, err := os.Create(progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command(systemdtest.Binary(t), "pod", "run", "--state-dir", dir, manifestFile(t, `
+name: backoff-progress
+restartBackoff: {initial: 1h, max: 1h}
+apps:
+  - name: crash
+    restartPolicy: OnFailure
+    exec: ["/bin/sh", "-c", "exit 3"]
+`))
+	cmd.Stderr = f
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for range 600 {
+		if b, _ := os.ReadFile(progress); strings.Contains(string(b), "app crash restarting") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, errs, code := podCLI(t, dir, "stop", "backoff-progress"); code != 3 {
+		t.Errorf("pod stop: exit %d, want the pod's 3: %s", code, errs)
+	}
+	cmd.Wait()
+	b, _ := os.ReadFile(progress)
+	want := "app crash running\napp crash restarting exit 3\napp crash failed exit 3\npod backoff-progress Failed exit 3\n"
+	if got := stampRE.ReplaceAllString(string(b), ""); cmd.ProcessState.ExitCode() != 3 || got != want {
+		t.Errorf("pod run: exit %d, progress:\n%s\nwant 3 and:\n%s", cmd.ProcessState.ExitCode(), got, want)
 	}
 }
 

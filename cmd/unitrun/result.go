@@ -61,9 +61,22 @@ func newResult(unitName string, st *job.Status, err error) result {
 // the command's: if a signal canceled it, the JSON's error names the
 // signal, as the message on stderr does.
 func report(ctx context.Context, stdout, stderr io.Writer, unitName string, st *job.Status, err error, asJSON, quiet bool) error {
+	if ue := tooNew(err); ue != nil {
+		// Bad input, found before anything started: no run to report
+		// (with --json, main prints {"error"}).
+		return ue
+	}
 	if asJSON {
-		_, told, _ := signalled(ctx, err)
-		if e := printLine(stdout, newResult(unitName, st, told)); e != nil {
+		sig, told, ok := signalled(ctx, err)
+		r := newResult(unitName, st, told)
+		if ok {
+			// unitrun exits 128+N of the signal that interrupted it,
+			// whatever the stopped command ended with: exit_code says
+			// the same, as a shell's $? does for a command it ran.
+			code := 128 + int(sig)
+			r.ExitCode, r.Signal = &code, unit.SignalName(int(sig))
+		}
+		if e := printLine(stdout, r); e != nil {
 			return e
 		}
 	} else if !quiet && st != nil && st.InvocationID == "" && st.JobResult == "done" {
@@ -87,15 +100,23 @@ func report(ctx context.Context, stdout, stderr io.Writer, unitName string, st *
 	return exitFor(err, asJSON)
 }
 
+// tooNew is the usage error of a -p setting that err says the manager's
+// systemd is too old for, or nil.
+func tooNew(err error) error {
+	var ve *unit.VersionError
+	if errors.As(err, &ve) {
+		return usageError(fmt.Errorf("--property: %w", ve))
+	}
+	return nil
+}
+
 // exitFor maps a run's outcome to unitrun's exit status.
 func exitFor(err error, printed bool) error {
 	if err == nil {
 		return nil
 	}
-	var ve *unit.VersionError
-	if errors.As(err, &ve) {
-		// A -p setting the manager's systemd is too old for.
-		return &exitError{code: exitUsage, err: fmt.Errorf("--property: %w", ve)}
+	if ue := tooNew(err); ue != nil {
+		return ue
 	}
 	var ee *job.ExitError
 	if errors.As(err, &ee) {

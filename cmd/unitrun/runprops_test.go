@@ -90,7 +90,9 @@ func TestRunPropertyHelp(t *testing.T) {
 // the test manager's 252) is refused with exit status 2 and both versions
 // named, before anything is created: the name stays free. systemd-run 252
 // refuses it too, as unknown. A near miss of a newer setting's name is a
-// typo with a suggestion, as one of systemd 252's is.
+// typo with a suggestion, as one of systemd 252's is. With --json, waiting
+// or not, stdout is the {"error"} of any usage error (it was the object of
+// a run, with an empty unit, when waiting).
 func TestRunNewerPropertyRefused(t *testing.T) {
 	if _, errs, code := systemdRun(t, "-q", "--wait", "-p", "RestartSteps=3", "/bin/true"); code == 0 {
 		t.Skipf("skipping: the test manager takes RestartSteps= (systemd-run: %s)", errs)
@@ -99,6 +101,13 @@ func TestRunNewerPropertyRefused(t *testing.T) {
 	out, errs, code := unitrun(t, "run", "-q", "-u", name, "-p", "RestartSteps=3", "--", "/bin/true")
 	if want := "--property: RestartSteps= needs systemd 254; this manager is 252"; code != 2 || out != "" || !strings.Contains(errs, want) {
 		t.Errorf("run -p RestartSteps=3: exit %d, stdout %q, stderr %q; want 2 and %q", code, out, errs, want)
+	}
+	for _, wait := range [][]string{nil, {"--no-wait"}} {
+		args := append(append([]string{"run", "--json", "-u", name}, wait...), "-p", "RestartSteps=3", "--", "/bin/true")
+		out, _, code := unitrun(t, args...)
+		if want := `{"error":"--property: RestartSteps= needs systemd 254; this manager is 252"}` + "\n"; code != 2 || out != want {
+			t.Errorf("unitrun %q: exit %d, stdout %q; want 2 and %q", args, code, out, want)
+		}
 	}
 	if _, errs, code := unitrun(t, "run", "-q", "-u", name, "--", "/bin/true"); code != 0 {
 		t.Errorf("run -u %s after the refusal: exit %d, %s", name, code, errs)

@@ -17,8 +17,10 @@ func newStartCmd(g *globals) *cobra.Command {
 service: "pivot" is "pivot.service", as for systemctl. For a service of
 Type oneshot, simple, exec or idle, wait for the run to end (through the
 restarts its Restart= makes) and exit with its last run's status as
-"unitrun run" does; for other units, exit 0 once the job is done. A job
-that fails exits 125.
+"unitrun run" does; for other units (a notify service once it is ready,
+a forking one once its first process has exited), and for a service that
+is active with its run ended (RemainAfterExit=yes), which makes no run,
+exit 0 once the job is done. A job that fails exits 125.
 
 While it waits, unitrun shows what the run logs to the journal (the entries
 of the run's invocation ID, its stdout and stderr among them), one line per

@@ -371,6 +371,27 @@ func TestStartMakesNoRun(t *testing.T) {
 	}
 }
 
+// TestStartActiveMakesNoRun starts a RemainAfterExit=yes oneshot twice:
+// the second start finds it active, its run ended, and makes no run.
+// start says so and exits 0, and --json holds no run (no invocation ID,
+// exit_code null), where both reported the first run as this start's.
+func TestStartActiveMakesNoRun(t *testing.T) {
+	const name = "unitrun-test-kept.service"
+	writeService(t, name, "[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/echo ran\n")
+	if out, errs, code := unitrun(t, "start", name); code != 0 || out != "ran\n" {
+		t.Fatalf("first start: exit %d, stdout %q, stderr %q; want 0 and ran", code, out, errs)
+	}
+	out, errs, code := unitrun(t, "start", name)
+	if code != 0 || out != "" || errs != "unitrun: "+name+": start job done; no run to wait for\n" {
+		t.Errorf("second start: exit %d, stdout %q, stderr %q; want 0 and no run", code, out, errs)
+	}
+	out, _, code = unitrun(t, "start", "--json", name)
+	var r result
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 || r.InvocationID != "" || r.ExitCode != nil || r.StartedAt != nil || r.JobResult != "done" {
+		t.Errorf("second start --json: exit %d, stdout %q (%v); want 0, job_result done and no run", code, out, err)
+	}
+}
+
 // TestStartThroughRestarts: start waits for a service through the
 // restarts its Restart= makes, as run and wait do, and exits with the
 // last run's status, whose output it shows. (A run before the last that

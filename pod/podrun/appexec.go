@@ -129,7 +129,7 @@ func execApp(a *pod.App) error {
 	if fi, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return notFound{name: a.Exec[0]}
 	} else if err == nil && fi.IsDir() {
-		return fmt.Errorf("command %s: is a directory", a.Exec[0])
+		return cannotExecute(a.Exec[0], syscall.EISDIR)
 	}
 	// Before the user changes: dropping from the bounding set takes
 	// CAP_SETPCAP, and leaves the capabilities held until the exec.
@@ -157,7 +157,16 @@ func execApp(a *pod.App) error {
 		}
 		return fmt.Errorf("command %s: its interpreter does not exist: %w", a.Exec[0], err)
 	}
-	return fmt.Errorf("command %s: %v", a.Exec[0], err)
+	return cannotExecute(a.Exec[0], err)
+}
+
+// cannotExecute is the error of command name, which exists but cannot be
+// executed for the reason errno: "command /x: exec format error" in the
+// app's record, and, as run tells a command it finds so, "/x: cannot
+// execute: exec format error" in its log (job.NotExecuted takes the
+// reason alone from a path error, not to name the command twice).
+func cannotExecute(name string, errno error) error {
+	return &fs.PathError{Op: "command", Path: name, Err: errno}
 }
 
 // boundCapabilities drops from the bounding set every capability not in
