@@ -96,6 +96,7 @@ func (p *problems) app(path string, a *App, m *Manifest) {
 		p.path(path+".terminationMessagePath", a.TerminationMessagePath)
 	}
 	p.capabilities(path+".capabilities", a.Capabilities)
+	p.mounts(path+".mounts", a)
 	if a.WorkingDir != "" {
 		p.path(path+".workingDir", a.WorkingDir)
 	}
@@ -152,6 +153,25 @@ func (p *problems) app(path string, a *App, m *Manifest) {
 			} else {
 				oneOf(p, path+"."+pr.field+".action", pr.probe.Action, pr.actions...)
 			}
+		}
+	}
+}
+
+// mounts checks a's mounts: clean absolute paths, each Path at most once
+// and not the terminationMessagePath, which is bound already.
+func (p *problems) mounts(path string, a *App) {
+	seen := map[string]int{}
+	for i, mt := range a.Mounts {
+		mp := fmt.Sprintf("%s[%d]", path, i)
+		p.path(mp+".source", mt.Source)
+		p.path(mp+".path", mt.Path)
+		if j, dup := seen[mt.Path]; dup {
+			p.add(mp+".path", mt.Path, fmt.Sprintf("duplicate of %s[%d].path", path, j))
+		} else {
+			seen[mt.Path] = i
+		}
+		if a.TerminationMessagePath != "" && mt.Path == a.TerminationMessagePath {
+			p.add(mp+".path", mt.Path, "is the app's terminationMessagePath, which is bound already")
 		}
 	}
 }
