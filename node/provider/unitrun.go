@@ -240,6 +240,14 @@ var capabilityNames = pod.CapabilityNames
 // writeFile replaces path with data atomically.
 func writeFile(path string, data []byte) error { return atomicfile.Write(path, data, 0o600) }
 
+// volumeDir is the directory of volume vol of the Pod whose unitrun pod is
+// name: under the pod's state, which only root reads, so that a volume's
+// files are seen only where a mount shows them; removing the pod removes
+// it.
+func volumeDir(stateDir, name, vol string) string {
+	return filepath.Join(pod.Dir(stateDir, name), "volumes", vol)
+}
+
 // checkAppName reports whether app may name an app of pod name: unitrun's
 // rule for app names.
 func checkAppName(name, app string) error { return pod.CheckAppName(name, app) }
