@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -633,7 +632,7 @@ func (c *Config) environment(p *corev1.Pod, ctr *corev1.Container, path string, 
 			in.wait("%s %q", kind, name)
 		}
 		for k, v := range data {
-			if k = ef.Prefix + k; envNameRE.MatchString(k) {
+			if k = ef.Prefix + k; validEnvKey(k) {
 				env[k] = string(v)
 			}
 		}
@@ -694,10 +693,6 @@ func keyEnv(in *inputs, env map[string]string, name, kind, objName string, data 
 		in.wait("key %q of %s %q", key, kind, objName)
 	}
 }
-
-// envNameRE is what a variable name from envFrom must be for the kubelet
-// to set it.
-var envNameRE = regexp.MustCompile(`^[-._a-zA-Z][-._a-zA-Z0-9]*$`)
 
 func isTrue(b *bool) bool { return b != nil && *b }
 

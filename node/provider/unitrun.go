@@ -248,6 +248,10 @@ func volumeDir(stateDir, name, vol string) string {
 	return filepath.Join(pod.Dir(stateDir, name), "volumes", vol)
 }
 
+// validEnvKey reports whether k may name a variable of a container's env:
+// unitrun's rule, which is Kubernetes'.
+func validEnvKey(k string) bool { return pod.ValidEnvKey(k) }
+
 // checkAppName reports whether app may name an app of pod name: unitrun's
 // rule for app names.
 func checkAppName(name, app string) error { return pod.CheckAppName(name, app) }
