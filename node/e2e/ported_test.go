@@ -753,13 +753,7 @@ containers:
 // shell commands that print what it prints (mounttest). The API-only cases
 // (a ConfigMap or Secret created, patched or refused by the API server)
 // are not ported.
-func init() {
-	portedCases = append(portedCases, volumeCases...)
-	const updates = "the node writes a volume's files once, when the Pod is created, and does not follow a change of its ConfigMap, Secret or labels"
-	knownWrong["ConfigMapVolumeUpdates"] = updates
-	knownWrong["SecretVolumeOptionalUpdates"] = updates
-	knownWrong["DownwardVolumeLabelsUpdate"] = updates
-}
+func init() { portedCases = append(portedCases, volumeCases...) }
 
 var volumeCases = []ported{
 	// empty_dir.go: testPodWithVolume's Pod asks for seLinuxOptions, which

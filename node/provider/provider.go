@@ -102,6 +102,11 @@ type entry struct {
 	// waiting is what the Pod needs from the API before it can run
 	// (a waitError); the provider tries again every Poll.
 	waiting error
+	// tokens and volumes are those last written into the Pod's volumes;
+	// nil for a Pod adopted, whose volumes are rewritten at the first
+	// refresh.
+	tokens  map[string]token
+	volumes map[string]*volume
 	at      time.Time
 	sent    *corev1.PodStatus // the status last notified
 	final   *podState         // the status read before the unitrun pod was removed
@@ -254,7 +259,7 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 		at = e.at
 	}
 	e = &entry{pod: pod.DeepCopy(), name: name, at: at}
-	in, err := p.fetch(ctx, pod)
+	in, err := p.fetch(ctx, pod, nil)
 	if err != nil {
 		return err
 	}
@@ -296,6 +301,7 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 		return fmt.Errorf("write the volumes of unitrun pod %s: %w", name, err)
 	}
 	p.log.Info("created", "pod", k, "unitrun_pod", name)
+	e.tokens, e.volumes = in.tokens, in.volumes
 	p.put(k, e)
 	p.start(ctx, k, name)
 	return nil
@@ -564,7 +570,9 @@ func (p *Provider) GetPods(ctx context.Context) ([]*corev1.Pod, error) {
 }
 
 // NotifyPods registers f, which the provider calls with each Pod whose
-// status changed, and reads its pods' statuses every Poll until ctx ends.
+// status changed, and reads its pods' statuses every Poll until ctx ends;
+// until then it also keeps its Pods' volumes of API data up to date
+// (refreshVolumes).
 func (p *Provider) NotifyPods(ctx context.Context, f func(*corev1.Pod)) {
 	p.mu.Lock()
 	p.notify = f
@@ -573,6 +581,7 @@ func (p *Provider) NotifyPods(ctx context.Context, f func(*corev1.Pod)) {
 		entries = append(entries, e)
 	}
 	p.mu.Unlock()
+	go p.refreshVolumes(ctx)
 	go func() {
 		t := time.NewTicker(p.poll)
 		defer t.Stop()

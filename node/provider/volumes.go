@@ -7,9 +7,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,10 +29,17 @@ type inputs struct {
 	svcEnv     map[string]string
 	configMaps map[string]*corev1.ConfigMap
 	secrets    map[string]*corev1.Secret
-	tokens     map[string]string // by tokenKey
+	tokens     map[string]token // by tokenKey
 
 	waits   []string           // objects or keys not there yet, that the Pod needs
 	volumes map[string]*volume // by name
+}
+
+// A token is a service account token of a projected volume, and when the
+// node requests another: at 80% of its life, as the kubelet does.
+type token struct {
+	value     string
+	refreshAt time.Time
 }
 
 // tokenKey names the token of source s of the Pod's volume v.
@@ -52,13 +61,13 @@ func (w waitError) Error() string { return strings.Join(w, "; ") }
 // ConfigMaps and Secrets (one not found is left out, for translate to wait
 // for unless it is optional), and a token of its service account for each
 // projected serviceAccountToken source, bound to the Pod as the kubelet
-// requests it.
-func (p *Provider) fetch(ctx context.Context, pod *corev1.Pod) (*inputs, error) {
+// requests it; a token of tokens that is not due for refresh is kept.
+func (p *Provider) fetch(ctx context.Context, pod *corev1.Pod, tokens map[string]token) (*inputs, error) {
 	svcEnv, err := p.svcs.env(ctx, pod)
 	if err != nil {
 		return nil, err
 	}
-	in := &inputs{svcEnv: svcEnv, configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, tokens: map[string]string{}}
+	in := &inputs{svcEnv: svcEnv, configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, tokens: map[string]token{}}
 	client := p.cfg.Client
 	if client == nil {
 		return in, nil
@@ -83,6 +92,11 @@ func (p *Provider) fetch(ctx context.Context, pod *corev1.Pod) (*inputs, error) 
 			if t == nil {
 				continue
 			}
+			now := time.Now()
+			if old, ok := tokens[tokenKey(i, j)]; ok && now.Before(old.refreshAt) {
+				in.tokens[tokenKey(i, j)] = old
+				continue
+			}
 			req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
 				ExpirationSeconds: t.ExpirationSeconds,
 				BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
@@ -94,7 +108,8 @@ func (p *Provider) fetch(ctx context.Context, pod *corev1.Pod) (*inputs, error) 
 			if err != nil {
 				return nil, fmt.Errorf("request a token of service account %s: %w", key(pod.Namespace, sa), err)
 			}
-			in.tokens[tokenKey(i, j)] = tr.Status.Token
+			life := tr.Status.ExpirationTimestamp.Sub(now)
+			in.tokens[tokenKey(i, j)] = token{value: tr.Status.Token, refreshAt: now.Add(life * 8 / 10)}
 		}
 	}
 	return in, nil
@@ -234,7 +249,7 @@ func (c *Config) podVolumes(p *corev1.Pod, in *inputs, rs *refusals) map[string]
 					if !ok {
 						in.wait("a token of the pod's service account")
 					}
-					addFile(vol.files, src.ServiceAccountToken.Path, []byte(token), def, sf+".serviceAccountToken.path", rs)
+					addFile(vol.files, src.ServiceAccountToken.Path, []byte(token.value), def, sf+".serviceAccountToken.path", rs)
 				default:
 					rs.add(sf, "only configMap, secret, downwardAPI and serviceAccountToken sources are supported")
 				}
@@ -410,6 +425,9 @@ func writeVolumes(vols map[string]*volume) error {
 				}
 			}
 		case v.files != nil:
+			if err := os.MkdirAll(v.dir, 0o755); err != nil {
+				return err
+			}
 			if err := writePayload(v.dir, v.files); err != nil {
 				return err
 			}
@@ -425,11 +443,9 @@ const dataLink = "..data"
 // the kubelet's atomic writer does: they are written into a new directory
 // ..N, the symlink ..data is swapped to it in one rename, and each name
 // at the volume's top is a symlink into ..data. A reader sees the old
-// files or the new ones, never a mix.
+// files or the new ones, never a mix. dir must exist: a volume whose pod
+// has been removed is not made again.
 func writePayload(dir string, files map[string]volumeFile) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
 	ts, err := os.MkdirTemp(dir, "..")
 	if err != nil {
 		return err
@@ -520,4 +536,67 @@ func volumeMounts(ctr *corev1.Container, path string, vols map[string]*volume, e
 		out = append(out, mount{Source: filepath.Join(v.dir, sub), Path: filepath.Join("/", m.MountPath), ReadOnly: m.ReadOnly || v.files != nil})
 	}
 	return out
+}
+
+// volumeRefresh is how many status polls (Config.Poll) pass between two
+// rewrites of the API data volumes of the running Pods whose ConfigMaps,
+// Secrets, labels or annotations have changed, or whose tokens are due for
+// refresh, as the kubelet's sync does: 20 s by default.
+const volumeRefresh = 20
+
+// refreshVolumes rewrites the API data volumes of the Pods that run whose
+// files have changed (writePayload), every volumeRefresh polls until ctx
+// ends.
+// What cannot be read now (a ConfigMap gone that is not optional) keeps
+// the files it had, as the kubelet keeps them.
+func (p *Provider) refreshVolumes(ctx context.Context) {
+	t := time.NewTicker(volumeRefresh * p.poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		p.mu.Lock()
+		var running []*entry
+		for _, e := range p.pods {
+			if e.refused == nil && e.waiting == nil && e.final == nil && !e.deleting {
+				running = append(running, e)
+			}
+		}
+		p.mu.Unlock()
+		for _, e := range running {
+			if err := p.refreshEntry(ctx, e); err != nil {
+				p.log.Warn("cannot refresh the pod's volumes", "pod", key(e.pod.Namespace, e.pod.Name), "unitrun_pod", e.name, "err", err)
+			}
+		}
+	}
+}
+
+// refreshEntry rewrites the volumes of e's Pod whose files differ from
+// those last written.
+func (p *Provider) refreshEntry(ctx context.Context, e *entry) error {
+	p.mu.Lock()
+	pod, tokens, written := e.pod, e.tokens, e.volumes
+	p.mu.Unlock()
+	in, err := p.fetch(ctx, pod, tokens)
+	if err != nil {
+		return err
+	}
+	if _, err := p.cfg.translate(pod, in); err != nil {
+		return nil
+	}
+	for name, v := range in.volumes {
+		if v.files == nil || written != nil && reflect.DeepEqual(written[name].files, v.files) {
+			continue
+		}
+		if err := writePayload(v.dir, v.files); err != nil {
+			return err
+		}
+	}
+	p.mu.Lock()
+	e.tokens, e.volumes = in.tokens, in.volumes
+	p.mu.Unlock()
+	return nil
 }

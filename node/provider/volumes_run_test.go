@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,4 +59,54 @@ func TestVolumesFromAPI(t *testing.T) {
 	}
 	deletePod(t, client, p)
 	waitGone(t, n, name)
+}
+
+// A running Pod's ConfigMap volume follows its ConfigMap, and its downward
+// API volume its labels, as the kubelet's do: the container reads the new
+// values through the same mount.
+func TestVolumesFollowTheirObjects(t *testing.T) {
+	client := fake.NewClientset()
+	n := startNode(t, testConfig(t), client)
+	const cfg, info = "/run/unitrun-test-follow-cfg", "/run/unitrun-test-follow-info"
+	t.Cleanup(func() { os.Remove(cfg); os.Remove(info) })
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string]string{"k": "v1"}}
+	if _, err := client.CoreV1().ConfigMaps(testNS).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := newPod("follow", corev1.RestartPolicyNever, nil, "while true; do cat "+cfg+"/k "+info+"/labels; echo; sleep 0.1; done")
+	p.Labels = map[string]string{"app": "a"}
+	p.Spec.Volumes = []corev1.Volume{
+		{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}},
+		{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+			{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}},
+	}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "cfg", MountPath: cfg}, {Name: "info", MountPath: info}}
+	create(t, client, p)
+	waitPod(t, client, p, "Running", phase(corev1.PodRunning))
+	cm.Data["k"] = "v2"
+	if _, err := client.CoreV1().ConfigMaps(testNS).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.CoreV1().Pods(testNS).Get(ctx, p.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Labels["app"] = "b"
+	if _, err := client.CoreV1().Pods(testNS).Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	log := n.p.eng.logFile(podName(p.Namespace, p.Name, string(p.UID)), "app0")
+	for i := 0; ; i++ {
+		data, _ := os.ReadFile(log)
+		if strings.Contains(string(data), "v2app=\"b\"") {
+			break
+		}
+		if i == 900 {
+			t.Fatalf("after 90 s the container still reads %q", data[max(0, len(data)-200):])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	deletePod(t, client, p)
+	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
 }

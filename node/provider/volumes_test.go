@@ -1,17 +1,24 @@
 package provider
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // The volumes of the Pod the ServiceAccount admission plugin makes, and
@@ -61,7 +68,7 @@ func TestTranslateVolumes(t *testing.T) {
 			"kube-root-ca.crt": {Data: map[string]string{"ca.crt": "CA"}},
 		},
 		secrets: map[string]*corev1.Secret{"s": {Data: map[string][]byte{"password": []byte("pw")}}},
-		tokens:  map[string]string{tokenKey(4, 0): "TOKEN"},
+		tokens:  map[string]token{tokenKey(4, 0): {value: "TOKEN"}},
 	}
 	data, err := c.translate(p, in)
 	if err != nil {
@@ -161,7 +168,7 @@ func TestTranslateEnvFromAPI(t *testing.T) {
 // links into ..data, a rewrite removes what the new files do not have, and
 // each file has its mode.
 func TestWritePayload(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "vol")
+	dir := t.TempDir()
 	if err := writePayload(dir, map[string]volumeFile{"a": {[]byte("1"), 0o644}, "d/b": {[]byte("2"), 0o400}}); err != nil {
 		t.Fatal(err)
 	}
@@ -200,4 +207,42 @@ func unmarshal(t *testing.T, data []byte) manifest {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// A projected token is requested for the Pod, bound to it, and requested
+// again only once 80% of its life has passed, as the kubelet does.
+func TestFetchTokens(t *testing.T) {
+	client := fake.NewClientset()
+	var requests []*authenticationv1.TokenRequest
+	client.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		req := a.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenRequest).DeepCopy()
+		requests = append(requests, req)
+		req.Status = authenticationv1.TokenRequestStatus{Token: fmt.Sprintf("t%d", len(requests)), ExpirationTimestamp: metav1.NewTime(time.Now().Add(time.Hour))}
+		return true, req, nil
+	})
+	p := &Provider{cfg: Config{Client: client}}
+	exp := int64(3600)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"},
+		Spec: corev1.PodSpec{ServiceAccountName: "sa", Volumes: []corev1.Volume{{Name: "t", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", Audience: "api", ExpirationSeconds: &exp}}}}}}}},
+	}
+	in, err := p.fetch(context.Background(), pod, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := in.tokens[tokenKey(0, 0)]
+	if tok.value != "t1" || len(requests) != 1 || requests[0].Spec.BoundObjectRef.UID != "u" || requests[0].Spec.Audiences[0] != "api" || *requests[0].Spec.ExpirationSeconds != 3600 {
+		t.Fatalf("token %+v after requests %+v; want t1, bound to the pod, for audience api, 3600 s", tok, requests)
+	}
+	if d := time.Until(tok.refreshAt); d < 47*time.Minute || d > 48*time.Minute {
+		t.Errorf("refresh in %s; want at 80%% of the hour", d)
+	}
+	if in, _ = p.fetch(context.Background(), pod, in.tokens); in.tokens[tokenKey(0, 0)].value != "t1" || len(requests) != 1 {
+		t.Errorf("a token not due was requested again: %+v", requests)
+	}
+	tok.refreshAt = time.Now().Add(-time.Second)
+	if in, _ = p.fetch(context.Background(), pod, map[string]token{tokenKey(0, 0): tok}); in.tokens[tokenKey(0, 0)].value != "t2" {
+		t.Errorf("a token due was not requested again: %+v", in.tokens)
+	}
 }
