@@ -38,8 +38,28 @@ containers:
 volumes:
 - {name: restart-count, emptyDir: {medium: Memory}}`, policy, name, script)))
 		}
-		for _, name := range []string{"terminate-cmd-rpa", "terminate-cmd-rpof", "terminate-cmd-rpn"} {
-			k.refused(name, `spec.volumes[0].emptyDir.medium: "Memory" is not supported`)
+		for _, want := range []struct {
+			name, phase, state string
+			restarts           int
+			ready              bool
+		}{
+			{"terminate-cmd-rpa", "Running", "running", 2, true},
+			{"terminate-cmd-rpof", "Succeeded", "terminated", 1, false},
+			{"terminate-cmd-rpn", "Failed", "terminated", 0, false},
+		} {
+			k.waitFor(want.name, podStartTimeout, fmt.Sprintf("to have restarted %d times", want.restarts), func(p *k8sPod) (bool, error) {
+				cs := p.Status.ContainerStatuses
+				return len(cs) == 1 && cs[0].RestartCount == want.restarts, nil
+			})
+			p := k.waitPhase(want.name, want.phase)
+			if ready, _, _ := p.condition("Ready"); (ready == "True") != want.ready {
+				k.t.Errorf("pod %s: Ready %s, want %v; status %s", want.name, ready, want.ready, p)
+			}
+			if st := p.Status.ContainerStatuses[0].State; want.state == "running" && st.Running == nil || want.state == "terminated" && st.Terminated == nil {
+				k.t.Errorf("pod %s: container not %s; status %s", want.name, want.state, p)
+			}
+			k.kubectl("delete", "pod", want.name, "--wait=false")
+			k.goneWithin(want.name, podStartTimeout)
 		}
 	}},
 	{"RuntimeTerminationMessagePath", "runtime.go", "Container Runtime blackbox test on terminated container should report termination message if TerminationMessagePath is set [NodeConformance]", func(k *kcase) {
@@ -798,7 +818,7 @@ restartPolicy: Never
 volumes: [{name: shared-data, emptyDir: {medium: Memory, sizeLimit: 10Mi}}]
 containers:
 - {name: busybox-main-container, image: debian, command: ["/bin/sh"], args: ["-c", "/bin/sleep infinity"], volumeMounts: [{name: shared-data, mountPath: /usr/share/volumeshare}]}`))
-		k.refused(name, `spec.volumes[0].emptyDir.medium: "Memory" is not supported`)
+		k.refused(name, "spec.volumes[0].emptyDir.sizeLimit: not supported")
 	}},
 
 	// configmap_volume.go

@@ -120,12 +120,15 @@ func (e *engine) stop(ctx context.Context, name string, kill time.Duration) (las
 	return e.fromPod(name, s), true, nil
 }
 
-// remove removes pod name, stopping what is left of it.
+// remove removes pod name, stopping what is left of it, and its
+// memory-backed emptyDirs.
 func (e *engine) remove(ctx context.Context, name string) error {
-	if !e.exists(name) {
-		return nil
+	if e.exists(name) {
+		if err := e.r.Remove(ctx, name, true); err != nil {
+			return err
+		}
 	}
-	return e.r.Remove(ctx, name, true)
+	return os.RemoveAll(memoryDir(name))
 }
 
 // status reads pod name's status files.

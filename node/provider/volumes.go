@@ -218,8 +218,15 @@ func (c *Config) podVolumes(p *corev1.Pod, in *inputs, rs *refusals) map[string]
 			}
 		case v.EmptyDir != nil:
 			vol.emptyDir = true
-			if v.EmptyDir.Medium != corev1.StorageMediumDefault {
-				rs.add(field+".emptyDir.medium", "%q is not supported: an emptyDir is a directory of the pod's state on the node's disk", v.EmptyDir.Medium)
+			switch v.EmptyDir.Medium {
+			case corev1.StorageMediumDefault:
+			case corev1.StorageMediumMemory:
+				vol.dir = filepath.Join(memoryDir(name), v.Name)
+			default:
+				rs.add(field+".emptyDir.medium", "%q is not supported: an emptyDir is on the node's disk, or in memory (Memory)", v.EmptyDir.Medium)
+			}
+			if v.EmptyDir.SizeLimit != nil {
+				rs.add(field+".emptyDir.sizeLimit", "not supported: the node does not bound an emptyDir's size (a memory-backed one is a directory of the host's /dev/shm)")
 			}
 		case v.ConfigMap != nil:
 			vol.files = map[string]volumeFile{}
@@ -262,6 +269,11 @@ func (c *Config) podVolumes(p *corev1.Pod, in *inputs, rs *refusals) map[string]
 	}
 	return vols
 }
+
+// memoryDir holds the memory-backed emptyDirs of unitrun pod name: a
+// directory of the host's /dev/shm (a tmpfs every manager's view shares)
+// that only root reads, which engine.remove removes with the pod.
+func memoryDir(name string) string { return filepath.Join("/dev/shm", "unitrun-node-"+name) }
 
 // mode is the file mode m says, else def.
 func mode(m *int32, def os.FileMode) os.FileMode {
@@ -413,6 +425,9 @@ func writeVolumes(vols map[string]*volume) error {
 	for _, v := range vols {
 		switch {
 		case v.emptyDir:
+			if err := os.MkdirAll(filepath.Dir(v.dir), 0o700); err != nil {
+				return err
+			}
 			if err := os.MkdirAll(v.dir, 0o777); err != nil {
 				return err
 			}

@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"strings"
 	"testing"
@@ -14,25 +16,26 @@ import (
 
 // A Pod whose ConfigMap does not exist yet waits Pending, its containers
 // ContainerCreating; once the ConfigMap and Secret exist it runs: an init
-// container of another user writes into an emptyDir that the container
-// then reads, with the ConfigMap's key in a read-only volume and the
-// Secret's in its env. The host's mount points hold nothing, and the
-// volumes go with the Pod.
+// container of another user writes into an emptyDir, and into one of
+// medium Memory, that the container then reads (the second a tmpfs), with
+// the ConfigMap's key in a read-only volume and the Secret's in its env.
+// The host's mount points hold nothing, and the volumes go with the Pod.
 func TestVolumesFromAPI(t *testing.T) {
 	client := fake.NewClientset()
 	n := startNode(t, testConfig(t), client)
-	const data, cfg = "/run/unitrun-test-volume-data", "/run/unitrun-test-volume-cfg"
-	t.Cleanup(func() { os.Remove(data); os.Remove(cfg) }) // the mount points systemd made
-	p := newPod("volumes", corev1.RestartPolicyNever, []string{"echo from-init > " + data + "/x"},
-		"cat "+data+"/x "+cfg+"/greeting; echo; echo $S; touch "+cfg+"/new 2>/dev/null || echo read-only")
+	const data, mem, cfg = "/run/unitrun-test-volume-data", "/run/unitrun-test-volume-mem", "/run/unitrun-test-volume-cfg"
+	t.Cleanup(func() { os.Remove(data); os.Remove(mem); os.Remove(cfg) }) // the mount points systemd made
+	p := newPod("volumes", corev1.RestartPolicyNever, []string{"echo from-init > " + data + "/x; echo in-memory > " + mem + "/y"},
+		"cat "+data+"/x "+mem+"/y "+cfg+"/greeting; echo; stat -f -c %T "+mem+"; echo $S; touch "+cfg+"/new 2>/dev/null || echo read-only")
 	nobody := int64(65534)
 	p.Spec.InitContainers[0].SecurityContext = &corev1.SecurityContext{RunAsUser: &nobody}
 	p.Spec.Volumes = []corev1.Volume{
 		{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "mem", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
 		{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}},
 	}
-	p.Spec.InitContainers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: data}}
-	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: data}, {Name: "cfg", MountPath: cfg}}
+	p.Spec.InitContainers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: data}, {Name: "mem", MountPath: mem}}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: data}, {Name: "mem", MountPath: mem}, {Name: "cfg", MountPath: cfg}}
 	p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "S", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "pw"}}}}
 	create(t, client, p)
 	waitPod(t, client, p, "waiting for its ConfigMap", func(got *corev1.Pod) bool {
@@ -49,16 +52,27 @@ func TestVolumesFromAPI(t *testing.T) {
 	}
 	waitPod(t, client, p, "Succeeded", phase(corev1.PodSucceeded))
 	name := podName(p.Namespace, p.Name, string(p.UID))
-	if got, err := os.ReadFile(n.p.eng.logFile(name, "app0")); err != nil || string(got) != "from-init\nhello\nsecret\nread-only\n" {
-		t.Errorf("app0 printed %q, %v; want the emptyDir's, the ConfigMap's and the Secret's values, and read-only", got, err)
+	if got, err := os.ReadFile(n.p.eng.logFile(name, "app0")); err != nil || string(got) != "from-init\nin-memory\nhello\ntmpfs\nsecret\nread-only\n" {
+		t.Errorf("app0 printed %q, %v; want the emptyDirs', the ConfigMap's and the Secret's values, tmpfs and read-only", got, err)
 	}
-	for _, dir := range []string{data, cfg} {
+	for _, dir := range []string{data, mem, cfg} {
 		if entries, err := os.ReadDir(dir); err != nil || len(entries) > 0 {
 			t.Errorf("the host's %s: %v, %v; want an empty directory", dir, entries, err)
 		}
 	}
 	deletePod(t, client, p)
 	waitGone(t, n, name)
+	// The removal takes it after the pod's state.
+	for i := 0; ; i++ {
+		_, err := os.Stat(memoryDir(name))
+		if errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("%s: %v; want it gone with the pod", memoryDir(name), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // A running Pod's ConfigMap volume follows its ConfigMap, and its downward
