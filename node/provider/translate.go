@@ -623,7 +623,7 @@ func (c *Config) environment(p *corev1.Pod, ctr *corev1.Container, path string, 
 		switch {
 		case ef.ConfigMapRef != nil:
 			name, optional = ef.ConfigMapRef.Name, ef.ConfigMapRef.Optional
-			data = in.configMapData(name)
+			data = in.configMapData(name, false)
 		case ef.SecretRef != nil:
 			kind, name, optional = "secret", ef.SecretRef.Name, ef.SecretRef.Optional
 			data = in.secretData(name)
@@ -664,7 +664,7 @@ func (c *Config) environment(p *corev1.Pod, ctr *corev1.Container, path string, 
 			env[e.Name] = v
 		case from.ConfigMapKeyRef != nil:
 			ref := from.ConfigMapKeyRef
-			keyEnv(in, env, e.Name, "configmap", ref.Name, in.configMapData(ref.Name), ref.Key, ref.Optional)
+			keyEnv(in, env, e.Name, "configmap", ref.Name, in.configMapData(ref.Name, false), ref.Key, ref.Optional)
 		case from.SecretKeyRef != nil:
 			ref := from.SecretKeyRef
 			keyEnv(in, env, e.Name, "secret", ref.Name, in.secretData(ref.Name), ref.Key, ref.Optional)

@@ -231,7 +231,7 @@ func (c *Config) podVolumes(p *corev1.Pod, in *inputs, rs *refusals) map[string]
 		case v.ConfigMap != nil:
 			vol.files = map[string]volumeFile{}
 			s := v.ConfigMap
-			keyFiles(in, "configmap", s.Name, in.configMapData(s.Name), s.Items, mode(s.DefaultMode, defaultVolumeMode), s.Optional, field+".configMap", vol.files, rs)
+			keyFiles(in, "configmap", s.Name, in.configMapData(s.Name, true), s.Items, mode(s.DefaultMode, defaultVolumeMode), s.Optional, field+".configMap", vol.files, rs)
 		case v.Secret != nil:
 			vol.files = map[string]volumeFile{}
 			s := v.Secret
@@ -246,7 +246,7 @@ func (c *Config) podVolumes(p *corev1.Pod, in *inputs, rs *refusals) map[string]
 				sf := fmt.Sprintf("%s.projected.sources[%d]", field, j)
 				switch {
 				case src.ConfigMap != nil:
-					keyFiles(in, "configmap", src.ConfigMap.Name, in.configMapData(src.ConfigMap.Name), src.ConfigMap.Items, def, src.ConfigMap.Optional, sf+".configMap", vol.files, rs)
+					keyFiles(in, "configmap", src.ConfigMap.Name, in.configMapData(src.ConfigMap.Name, true), src.ConfigMap.Items, def, src.ConfigMap.Optional, sf+".configMap", vol.files, rs)
 				case src.Secret != nil:
 					keyFiles(in, "secret", src.Secret.Name, in.secretData(src.Secret.Name), src.Secret.Items, def, src.Secret.Optional, sf+".secret", vol.files, rs)
 				case src.DownwardAPI != nil:
@@ -293,9 +293,10 @@ func addFile(files map[string]volumeFile, path string, data []byte, m os.FileMod
 	files[filepath.Clean(path)] = volumeFile{data: data, mode: m}
 }
 
-// configMapData is ConfigMap name's data and binaryData; nil if it was
-// not found.
-func (in *inputs) configMapData(name string) map[string][]byte {
+// configMapData is ConfigMap name's data, and its binaryData if binary
+// (a volume's files: the environment takes data alone, as the kubelet's
+// does); nil if it was not found.
+func (in *inputs) configMapData(name string, binary bool) map[string][]byte {
 	cm := in.configMaps[name]
 	if cm == nil {
 		return nil
@@ -304,7 +305,9 @@ func (in *inputs) configMapData(name string) map[string][]byte {
 	for k, v := range cm.Data {
 		data[k] = []byte(v)
 	}
-	maps.Copy(data, cm.BinaryData)
+	if binary {
+		maps.Copy(data, cm.BinaryData)
+	}
 	return data
 }
 

@@ -129,8 +129,9 @@ func TestTranslateVolumes(t *testing.T) {
 }
 
 // A container's environment takes ConfigMaps' and Secrets' keys, envFrom
-// (with its prefix, leaving out names that are no variable names) and its
-// resources, in the kubelet's order: env over envFrom.
+// (with its prefix, leaving out names that are no variable names and a
+// ConfigMap's binaryData) and its resources, in the kubelet's order: env
+// over envFrom.
 func TestTranslateEnvFromAPI(t *testing.T) {
 	c := &Config{Images: map[string]string{"debian": HostImage}, AllowPrivileged: true}
 	yes := true
@@ -153,7 +154,7 @@ func TestTranslateEnvFromAPI(t *testing.T) {
 		}}},
 	}
 	in := &inputs{
-		configMaps: map[string]*corev1.ConfigMap{"cm": {Data: map[string]string{"A": "from cm", "b": "B", "bad name": "x"}}},
+		configMaps: map[string]*corev1.ConfigMap{"cm": {Data: map[string]string{"A": "from cm", "b": "B", "bad name": "x"}, BinaryData: map[string][]byte{"bin": {0xff}}}},
 		secrets:    map[string]*corev1.Secret{"s": {Data: map[string][]byte{"pw": []byte("secret")}}},
 	}
 	data, err := c.translate(p, in)
