@@ -313,12 +313,12 @@ func (p *Provider) retry(ctx context.Context, k string, e *entry) {
 	ctx = context.WithoutCancel(ctx)
 	time.AfterFunc(p.poll, func() {
 		p.mu.Lock()
-		current := p.pods[k] == e && !e.deleting
+		current, pod := p.pods[k] == e && !e.deleting, e.pod
 		p.mu.Unlock()
 		if !current {
 			return
 		}
-		if err := p.CreatePod(ctx, e.pod); err != nil {
+		if err := p.CreatePod(ctx, pod); err != nil {
 			p.log.Warn("cannot create the pod", "pod", k, "err", err)
 			p.retry(ctx, k, e)
 		}

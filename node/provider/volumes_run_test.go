@@ -61,15 +61,22 @@ func TestVolumesFromAPI(t *testing.T) {
 		}
 	}
 	deletePod(t, client, p)
-	waitGone(t, n, name)
-	// The removal takes it after the pod's state.
-	for i := 0; ; i++ {
-		_, err := os.Stat(memoryDir(name))
-		if errors.Is(err, fs.ErrNotExist) {
-			break
-		}
-		if i == 100 {
-			t.Fatalf("%s: %v; want it gone with the pod", memoryDir(name), err)
+	waitDeleted(t, n, p)
+	if _, err := os.Stat(memoryDir(name)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s: %v; want it gone with the pod", memoryDir(name), err)
+	}
+}
+
+// waitDeleted waits, up to 30 s, until the provider's deletion of Pod p
+// has ended: its unitrun pod and what the removal takes after it (the
+// parent slices, the memory-backed emptyDirs) are gone, before the test
+// closes its connection to the manager.
+func waitDeleted(t *testing.T, n *testNodeRun, p *corev1.Pod) {
+	t.Helper()
+	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
+	for i := 0; n.p.lookup(key(p.Namespace, p.Name)) != nil; i++ {
+		if i == 300 {
+			t.Fatalf("pod %s: its deletion has not ended after 30 s", p.Name)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -122,5 +129,5 @@ func TestVolumesFollowTheirObjects(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	deletePod(t, client, p)
-	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
+	waitDeleted(t, n, p)
 }
