@@ -203,6 +203,22 @@ type App struct {
 	// all of them if it runs as root, none otherwise. Nil keeps every
 	// one, as root has them.
 	Capabilities []string `yaml:"capabilities" json:"capabilities,omitzero"`
+	// Mounts bind host files and directories into the app's command's
+	// view of its root (BindPaths=, BindReadOnlyPaths=); the "+" hooks
+	// see the host's.
+	Mounts []Mount `yaml:"mounts" json:"mounts,omitzero"`
+}
+
+// A Mount binds the host file or directory Source at Path, in the app's
+// rootfs, for the app's command alone: in the mount namespace systemd
+// makes for the app's unit, so no other process of the host sees it.
+// systemd creates Path if it does not exist (on the host's own file
+// system for an app without rootfs). A Source missing when the app
+// starts fails its start.
+type Mount struct {
+	Source   string `yaml:"source" json:"source,omitzero"`
+	Path     string `yaml:"path" json:"path,omitzero"`
+	ReadOnly bool   `yaml:"readOnly" json:"readOnly,omitzero"`
 }
 
 // Resources limit an app. Nil means no limit.

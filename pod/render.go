@@ -239,6 +239,13 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 		// The command's view only: "+" hooks see the host's.
 		f.Set("Service", "BindPaths", bindPath(TerminationFile(h.o.StateDir, m.Name, a.Name))+":"+bindPath(filepath.Join("/", a.Rootfs, a.TerminationMessagePath)))
 	}
+	for _, mt := range a.Mounts {
+		key := "BindPaths"
+		if mt.ReadOnly {
+			key = "BindReadOnlyPaths"
+		}
+		f.Set("Service", key, bindPath(mt.Source)+":"+bindPath(filepath.Join("/", a.Rootfs, mt.Path)))
+	}
 	f.Set("Service", "SyslogIdentifier", unit.EscapeSpecifiers(m.Name+"/"+a.Name))
 	out, err := output(h.o.LogPath, a.Name)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 
 // Patterns for names that systemd itself checks.
 const (
-	envKeyPattern   = `^[A-Za-z_][A-Za-z0-9_]*$`
+	envKeyPattern   = `^[-._a-zA-Z][-._a-zA-Z0-9]*$`
 	userNamePattern = `^[A-Za-z_][A-Za-z0-9_-]{0,30}$`
 )
 
@@ -77,6 +77,10 @@ func (m *Manifest) validate() error {
 	return errors.Join(p...)
 }
 
+// ValidEnvKey reports whether k may name a variable of an app's env:
+// Kubernetes' rule for environment variable names.
+func ValidEnvKey(k string) bool { return envKeyRE.MatchString(k) }
+
 func (p *problems) app(path string, a *App, m *Manifest) {
 	if err := CheckAppName(m.Name, a.Name); err != nil {
 		p.add(path+".name", a.Name, err.Error())
@@ -84,11 +88,11 @@ func (p *problems) app(path string, a *App, m *Manifest) {
 	p.argv(path+".exec", a.Exec)
 	for _, k := range slices.Sorted(maps.Keys(a.Env)) {
 		kp := fmt.Sprintf("%s.env[%q]", path, k)
-		if !envKeyRE.MatchString(k) {
+		if !ValidEnvKey(k) {
 			p.add(kp, "", "must match "+envKeyPattern)
 		} else if n := len(k) + 1 + len(a.Env[k]); n > maxArgLen {
 			p.add(kp, "", fmt.Sprintf("is %d bytes as K=V, more than the %d the kernel passes to a command", n, maxArgLen))
-		} else if _, err := unit.QuoteEnv(k, a.Env[k]); err != nil {
+		} else if err := unit.CheckEnvValue(k, a.Env[k]); err != nil {
 			p.add(kp, "", err.Error())
 		}
 	}
@@ -96,6 +100,7 @@ func (p *problems) app(path string, a *App, m *Manifest) {
 		p.path(path+".terminationMessagePath", a.TerminationMessagePath)
 	}
 	p.capabilities(path+".capabilities", a.Capabilities)
+	p.mounts(path+".mounts", a)
 	if a.WorkingDir != "" {
 		p.path(path+".workingDir", a.WorkingDir)
 	}
@@ -172,6 +177,25 @@ func (p *problems) app(path string, a *App, m *Manifest) {
 			} else {
 				oneOf(p, path+"."+pr.field+".action", pr.probe.Action, pr.actions...)
 			}
+		}
+	}
+}
+
+// mounts checks a's mounts: clean absolute paths, each Path at most once
+// and not the terminationMessagePath, which is bound already.
+func (p *problems) mounts(path string, a *App) {
+	seen := map[string]int{}
+	for i, mt := range a.Mounts {
+		mp := fmt.Sprintf("%s[%d]", path, i)
+		p.path(mp+".source", mt.Source)
+		p.path(mp+".path", mt.Path)
+		if j, dup := seen[mt.Path]; dup {
+			p.add(mp+".path", mt.Path, fmt.Sprintf("duplicate of %s[%d].path", path, j))
+		} else {
+			seen[mt.Path] = i
+		}
+		if a.TerminationMessagePath != "" && mt.Path == a.TerminationMessagePath {
+			p.add(mp+".path", mt.Path, "is the app's terminationMessagePath, which is bound already")
 		}
 	}
 }

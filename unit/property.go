@@ -676,7 +676,7 @@ func checkAssignment(w string) error {
 	if err := checkEnvName(k); err != nil {
 		return err
 	}
-	return checkEnvValue(k, v)
+	return CheckEnvValue(k, v)
 }
 
 func checkUnset(w string) error {

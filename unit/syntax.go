@@ -125,7 +125,7 @@ func QuoteEnv(key, value string) (string, error) {
 	if err := checkEnvName(key); err != nil {
 		return "", err
 	}
-	if err := checkEnvValue(key, value); err != nil {
+	if err := CheckEnvValue(key, value); err != nil {
 		return "", err
 	}
 	return quote(key+"="+value, false), nil
@@ -138,7 +138,10 @@ func checkEnvName(key string) error {
 	return nil
 }
 
-func checkEnvValue(key, value string) error {
+// CheckEnvValue returns an error, naming variable key, unless value can be
+// passed to a command: no NUL byte, valid UTF-8 (systemd ignores other
+// assignments).
+func CheckEnvValue(key, value string) error {
 	switch {
 	case strings.IndexByte(value, 0) >= 0:
 		return fmt.Errorf("environment variable %s: value contains a NUL byte", key)

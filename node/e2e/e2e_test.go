@@ -63,6 +63,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("StatusAndEnvironment", c.statusAndEnvironment)
 	t.Run("ActiveDeadline", c.activeDeadline)
 	t.Run("Capabilities", c.capabilities)
+	t.Run("ServiceAccountToken", c.serviceAccountToken)
 	t.Run("AsTheKubelet", c.asTheKubelet)
 	t.Run("Ported", c.ported)
 }
@@ -96,8 +97,6 @@ func (c *cluster) start() {
 		"--authorization-mode", "AlwaysAllow",
 		"--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file", c.path("sa.pub"),
 		"--service-account-signing-key-file", c.path("sa.key"), "--service-cluster-ip-range", "10.0.0.0/24",
-		// No controller manager makes the default service accounts.
-		"--disable-admission-plugins", "ServiceAccount",
 		"--kubelet-client-certificate", c.path("apiserver-kubelet-client.crt"),
 		"--kubelet-client-key", c.path("apiserver-kubelet-client.key"),
 		"--kubelet-preferred-address-types", "InternalIP")
@@ -119,6 +118,9 @@ current-context: e2e
 		_, err := c.kubectl("get", "--raw", "/readyz")
 		return err
 	})
+	if err := c.namespace("default"); err != nil {
+		t.Fatal(err)
+	}
 	c.daemon("unitrun-node", "--kubeconfig", c.kubeconfig, "--node-name", nodeName,
 		"--node-ip", "127.0.0.1", "--listen", "127.0.0.1:"+kubeletPort,
 		"--tls-cert-file", c.path("kubelet.crt"), "--tls-key-file", c.path("kubelet.key"), "--client-ca-file", c.path("ca.crt"),
@@ -402,6 +404,56 @@ spec:
 	containers("initContainers", "init", inits)
 	containers("containers", "app", apps)
 	return b.String()
+}
+
+// namespace makes namespace ns ready for Pods, creating it unless it is
+// default, with what the controller manager, which the test does not run,
+// puts in each: the default service account, without which the
+// ServiceAccount admission plugin admits no Pod, and the kube-root-ca.crt
+// ConfigMap (the API server's certificate) that the token volume the
+// plugin adds reads.
+func (c *cluster) namespace(ns string) error {
+	if ns != "default" {
+		if _, err := c.kubectl("create", "namespace", ns); err != nil {
+			return err
+		}
+	}
+	if _, err := c.kubectl("create", "serviceaccount", "default", "-n", ns); err != nil {
+		return err
+	}
+	_, err := c.kubectl("create", "configmap", "kube-root-ca.crt", "-n", ns, "--from-file=ca.crt="+c.path("apiserver/apiserver.crt"))
+	return err
+}
+
+// serviceAccountToken runs a Pod as the API server's default admission
+// plugins make it: the ServiceAccount plugin adds the projected
+// kube-api-access volume, and the container finds its token, ca.crt and
+// namespace at /var/run/secrets/kubernetes.io/serviceaccount, read-only;
+// the host's own path, which systemd made as the mount point, holds none
+// of them.
+func (c *cluster) serviceAccountToken(t *testing.T) {
+	const dir = "/var/run/secrets/kubernetes.io/serviceaccount"
+	c.apply(t, `apiVersion: v1
+kind: Pod
+metadata: {name: token, namespace: default}
+spec:
+  nodeName: `+nodeName+`
+  tolerations: [{key: virtual-kubelet.io/provider, operator: Exists}]
+  restartPolicy: Never
+  containers:
+  - name: app
+    image: debian
+    command: ["/bin/sh", "-c", "cat `+dir+`/namespace; echo; head -c 27 `+dir+`/ca.crt; echo; tr -cd . < `+dir+`/token; echo; ! touch `+dir+`/x 2>/dev/null && echo read-only"]
+`)
+	c.mustKubectl("wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/token", "--timeout=60s")
+	want := "default\n-----BEGIN CERTIFICATE-----\n..\nread-only\n"
+	if got := c.mustKubectl("logs", "token"); got != want {
+		t.Errorf("the container printed %q, want %q (namespace, ca.crt's start, the token's two dots, read-only)", got, want)
+	}
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		t.Errorf("the host's %s holds %v", dir, entries)
+	}
+	c.mustKubectl("delete", "pod", "token")
 }
 
 func (c *cluster) apply(t *testing.T, yaml string) {

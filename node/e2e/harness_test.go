@@ -49,7 +49,9 @@ func (c *cluster) ported(t *testing.T) {
 			}
 			t.Parallel()
 			k := &kcase{c: c, t: t, ns: fmt.Sprintf("ported-%02d", i)}
-			k.kubectl("create", "namespace", k.ns)
+			if err := c.namespace(k.ns); err != nil {
+				t.Fatal(err)
+			}
 			t.Cleanup(func() { c.kubectl("delete", "pods", "--all", "-n", k.ns, "--wait=false") })
 			t.Logf("%s: %s", p.file, p.it)
 			p.run(k)

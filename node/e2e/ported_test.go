@@ -1,7 +1,13 @@
 package e2e
 
 import (
+	"cmp"
+	"encoding/base64"
 	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -32,8 +38,28 @@ containers:
 volumes:
 - {name: restart-count, emptyDir: {medium: Memory}}`, policy, name, script)))
 		}
-		for _, name := range []string{"terminate-cmd-rpa", "terminate-cmd-rpof", "terminate-cmd-rpn"} {
-			k.refused(name, `spec.containers[0].volumeMounts[0]: emptyDir "restart-count" cannot be mounted`)
+		for _, want := range []struct {
+			name, phase, state string
+			restarts           int
+			ready              bool
+		}{
+			{"terminate-cmd-rpa", "Running", "running", 2, true},
+			{"terminate-cmd-rpof", "Succeeded", "terminated", 1, false},
+			{"terminate-cmd-rpn", "Failed", "terminated", 0, false},
+		} {
+			k.waitFor(want.name, podStartTimeout, fmt.Sprintf("to have restarted %d times", want.restarts), func(p *k8sPod) (bool, error) {
+				cs := p.Status.ContainerStatuses
+				return len(cs) == 1 && cs[0].RestartCount == want.restarts, nil
+			})
+			p := k.waitPhase(want.name, want.phase)
+			if ready, _, _ := p.condition("Ready"); (ready == "True") != want.ready {
+				k.t.Errorf("pod %s: Ready %s, want %v; status %s", want.name, ready, want.ready, p)
+			}
+			if st := p.Status.ContainerStatuses[0].State; want.state == "running" && st.Running == nil || want.state == "terminated" && st.Terminated == nil {
+				k.t.Errorf("pod %s: container not %s; status %s", want.name, want.state, p)
+			}
+			k.kubectl("delete", "pod", want.name, "--wait=false")
+			k.goneWithin(want.name, podStartTimeout)
 		}
 	}},
 	{"RuntimeTerminationMessagePath", "runtime.go", "Container Runtime blackbox test on terminated container should report termination message if TerminationMessagePath is set [NodeConformance]", func(k *kcase) {
@@ -295,7 +321,7 @@ containers:
   - {name: workdir1, mountPath: /testcontainer}
 volumes:
 - {name: workdir1, emptyDir: {}}`))
-		k.refused("var-expansion-subpath", `spec.containers[0].volumeMounts[0]: emptyDir "workdir1" cannot be mounted`)
+		k.expectOutput("var-expansion-subpath", "dapi-container", "0")
 	}},
 
 	// downwardapi.go
@@ -321,12 +347,12 @@ volumes:
   - {name: CPU_REQUEST, valueFrom: {resourceFieldRef: {resource: requests.cpu}}}
   - {name: MEMORY_REQUEST, valueFrom: {resourceFieldRef: {resource: requests.memory}}}
   resources: {requests: {cpu: 250m, memory: 32Mi}, limits: {cpu: 1250m, memory: 64Mi}}`))
-		k.refused("downward-api-resources", "spec.containers[0].env[0].valueFrom: only fieldRef is supported")
+		k.expectOutput("downward-api-resources", "dapi-container", "CPU_LIMIT=2", "MEMORY_LIMIT=67108864", "CPU_REQUEST=1", "MEMORY_REQUEST=33554432")
 	}},
 	{"DownwardDefaultResources", "downwardapi.go", "Downward API should provide default limits.cpu/memory from node allocatable [NodeConformance] [Conformance]", func(k *kcase) {
 		k.create(envPod("downward-api-default", "", `- {name: CPU_LIMIT, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}
   - {name: MEMORY_LIMIT, valueFrom: {resourceFieldRef: {resource: limits.memory}}}`))
-		k.refused("downward-api-default", "spec.containers[0].env[0].valueFrom: only fieldRef is supported")
+		k.expectOutput("downward-api-default", "dapi-container", "CPU_LIMIT=[1-9]", "MEMORY_LIMIT=[1-9]")
 	}},
 	{"DownwardPodUID", "downwardapi.go", "Downward API should provide pod UID as env vars [NodeConformance] [Conformance]", func(k *kcase) {
 		k.create(envPod("downward-api-uid", "", `- {name: POD_UID, valueFrom: {fieldRef: {fieldPath: metadata.uid}}}`))
@@ -844,4 +870,537 @@ containers:
   image: debian
   command: %s
   %s`, name, command, fields))
+}
+
+// Volumes and the environment from ConfigMaps and Secrets: the cases of
+// test/e2e/common/storage (empty_dir.go, configmap_volume.go,
+// secrets_volume.go, downwardapi_volume.go, projected_*.go) and of
+// common/node's configmap.go and secrets.go that read them from the
+// environment, with one more substitution: agnhost's mounttest becomes the
+// shell commands that print what it prints (mounttest). The API-only cases
+// (a ConfigMap or Secret created, patched or refused by the API server)
+// are not ported.
+func init() { portedCases = append(portedCases, volumeCases...) }
+
+var volumeCases = []ported{
+	// empty_dir.go: testPodWithVolume's Pod asks for seLinuxOptions, which
+	// the node refuses before its emptyDir.
+	emptyDirCase("EmptyDirTmpfsMode", "volume on tmpfs should have the correct mode [LinuxOnly] [NodeConformance] [Conformance]", 0, "Memory", "fs_type=/test-volume", "file_perm=/test-volume"),
+	emptyDirCase("EmptyDirRoot0644Tmpfs", "should support (root,0644,tmpfs) [LinuxOnly] [NodeConformance] [Conformance]", 0, "Memory", emptyDirFile("0644")...),
+	emptyDirCase("EmptyDirRoot0666Tmpfs", "should support (root,0666,tmpfs) [LinuxOnly] [NodeConformance] [Conformance]", 0, "Memory", emptyDirFile("0666")...),
+	emptyDirCase("EmptyDirRoot0777Tmpfs", "should support (root,0777,tmpfs) [LinuxOnly] [NodeConformance] [Conformance]", 0, "Memory", emptyDirFile("0777")...),
+	emptyDirCase("EmptyDirNonRoot0644Tmpfs", "should support (non-root,0644,tmpfs) [LinuxOnly] [NodeConformance] [Conformance]", 1001, "Memory", emptyDirFile("0644")...),
+	emptyDirCase("EmptyDirNonRoot0666Tmpfs", "should support (non-root,0666,tmpfs) [LinuxOnly] [NodeConformance] [Conformance]", 1001, "Memory", emptyDirFile("0666")...),
+	emptyDirCase("EmptyDirNonRoot0777Tmpfs", "should support (non-root,0777,tmpfs) [LinuxOnly] [NodeConformance] [Conformance]", 1001, "Memory", emptyDirFile("0777")...),
+	emptyDirCase("EmptyDirDefaultMode", "volume on default medium should have the correct mode [LinuxOnly] [NodeConformance] [Conformance]", 0, "", "fs_type=/test-volume", "file_perm=/test-volume"),
+	emptyDirCase("EmptyDirRoot0644Default", "should support (root,0644,default) [LinuxOnly] [NodeConformance] [Conformance]", 0, "", emptyDirFile("0644")...),
+	emptyDirCase("EmptyDirRoot0666Default", "should support (root,0666,default) [LinuxOnly] [NodeConformance] [Conformance]", 0, "", emptyDirFile("0666")...),
+	emptyDirCase("EmptyDirRoot0777Default", "should support (root,0777,default) [LinuxOnly] [NodeConformance] [Conformance]", 0, "", emptyDirFile("0777")...),
+	emptyDirCase("EmptyDirNonRoot0644Default", "should support (non-root,0644,default) [LinuxOnly] [NodeConformance] [Conformance]", 1001, "", emptyDirFile("0644")...),
+	emptyDirCase("EmptyDirNonRoot0666Default", "should support (non-root,0666,default) [LinuxOnly] [NodeConformance] [Conformance]", 1001, "", emptyDirFile("0666")...),
+	emptyDirCase("EmptyDirNonRoot0777Default", "should support (non-root,0777,default) [LinuxOnly] [NodeConformance] [Conformance]", 1001, "", emptyDirFile("0777")...),
+	{"EmptyDirSharedVolume", "storage/empty_dir.go", "EmptyDir volumes pod should support shared volumes between containers [Conformance]", func(k *kcase) {
+		const name = "pod-sharedvolume-" + uuid
+		k.create(pod(name, "", `terminationGracePeriodSeconds: 0
+restartPolicy: Never
+volumes: [{name: shared-data, emptyDir: {}}]
+containers:
+- {name: busybox-main-container, image: debian, command: ["/bin/sh"], args: ["-c", "/bin/sleep infinity"], volumeMounts: [{name: shared-data, mountPath: /usr/share/volumeshare}]}
+- {name: busybox-sub-container, image: debian, command: ["/bin/sh"], args: ["-c", "echo Hello from the busy-box sub-container > /pod-data/shareddata.txt"], volumeMounts: [{name: shared-data, mountPath: /pod-data}]}`))
+		k.waitPhase(name, "Running")
+		// The case reads the file with kubectl exec, which a node that
+		// does not serve it refuses (docs/kubernetes.md).
+		out, err := k.c.kubectl("-n", k.ns, "exec", name, "-c", "busybox-main-container", "--", "cat", "/usr/share/volumeshare/shareddata.txt")
+		switch {
+		case err != nil && !strings.Contains(err.Error(), "not supported"):
+			k.t.Fatalf("kubectl exec: %v; want the file or the node's refusal", err)
+		case err == nil && out != "Hello from the busy-box sub-container\n":
+			k.t.Fatalf("kubectl exec: %q, want the sub-container's message", out)
+		}
+	}},
+	{"EmptyDirMemorySize", "storage/empty_dir.go", "EmptyDir volumes pod should support memory backed volumes of specified size", func(k *kcase) {
+		const name = "pod-size-memory-volume-" + uuid
+		k.create(pod(name, "", `terminationGracePeriodSeconds: 0
+restartPolicy: Never
+volumes: [{name: shared-data, emptyDir: {medium: Memory, sizeLimit: 10Mi}}]
+containers:
+- {name: busybox-main-container, image: debian, command: ["/bin/sh"], args: ["-c", "/bin/sleep infinity"], volumeMounts: [{name: shared-data, mountPath: /usr/share/volumeshare}]}`))
+		k.refused(name, "spec.volumes[0].emptyDir.sizeLimit: not supported")
+	}},
+
+	// configmap_volume.go
+	configMapVolume.mounttestCase("ConfigMapVolume", "should be consumable from pods in volume [NodeConformance] [Conformance]", false, "", ""),
+	configMapVolume.mounttestCase("ConfigMapVolumeDefaultMode", "should be consumable from pods in volume with defaultMode set [LinuxOnly] [NodeConformance] [Conformance]", false, "0400", ""),
+	configMapVolume.mounttestCase("ConfigMapVolumeNonRoot", "should be consumable from pods in volume as non-root [NodeConformance] [Conformance]", true, "", ""),
+	configMapVolume.mounttestCase("ConfigMapVolumeMappings", "should be consumable from pods in volume with mappings [NodeConformance] [Conformance]", false, "", "default"),
+	configMapVolume.mounttestCase("ConfigMapVolumeMappingsItemMode", "should be consumable from pods in volume with mappings and Item mode set [LinuxOnly] [NodeConformance] [Conformance]", false, "", "0400"),
+	configMapVolume.mounttestCase("ConfigMapVolumeMappingsNonRoot", "should be consumable from pods in volume with mappings as non-root [NodeConformance] [Conformance]", true, "", "default"),
+	configMapVolume.fsGroupCase("ConfigMapVolumeFSGroup", "should be consumable from pods in volume as non-root with defaultMode and fsGroup set [LinuxOnly] [NodeFeature:FSGroup]"),
+	{"ConfigMapVolumeUpdates", "storage/configmap_volume.go", "ConfigMap updates should be reflected in volume [NodeConformance] [Conformance]", func(k *kcase) {
+		name := "configmap-test-upd-" + uuid
+		k.create(configMapYAML(name, "data: {data-1: value-1}"))
+		k.create(mounttestPod("pod-configmaps-"+uuid, "agnhost-container", "configmap-volume", "/etc/configmap-volume",
+			"configMap: {name: "+name+"}", "", "file_content_in_loop=/etc/configmap-volume/data-1"))
+		k.waitPhase("pod-configmaps-"+uuid, "Running")
+		k.eventuallyLogHas("pod-configmaps-"+uuid, "agnhost-container", "value-1")
+		k.objects("replace", k.ns, configMapYAML(name, "data: {data-1: value-2}"))
+		k.eventuallyLogHas("pod-configmaps-"+uuid, "agnhost-container", "value-2")
+	}},
+	{"ConfigMapVolumeBinaryData", "storage/configmap_volume.go", "ConfigMap binary data should be reflected in volume [NodeConformance] [Conformance]", func(k *kcase) {
+		name := "configmap-test-upd-" + uuid
+		k.create(configMapYAML(name, "data: {data-1: value-1}\nbinaryData: {dump.bin: 3sr+utD+/w==}"))
+		k.create(pod("pod-configmaps-"+uuid, "", `restartPolicy: Never
+volumes: [{name: configmap-volume, configMap: {name: `+name+`}}]
+containers:
+- name: agnhost-container
+  image: debian
+  command: ["/bin/sh", "-c", `+fmt.Sprintf("%q", mounttest("file_content_in_loop=/etc/configmap-volume/data-1"))+`]
+  volumeMounts: [{name: configmap-volume, mountPath: /etc/configmap-volume, readOnly: true}]
+- name: configmap-volume-binary-test
+  image: debian
+  command: ["hexdump", "-C", "/etc/configmap-volume/dump.bin"]
+  volumeMounts: [{name: configmap-volume, mountPath: /etc/configmap-volume, readOnly: true}]`))
+		k.waitPhase("pod-configmaps-"+uuid, "Running")
+		k.eventuallyLogHas("pod-configmaps-"+uuid, "agnhost-container", "value-1")
+		k.eventuallyLogHas("pod-configmaps-"+uuid, "configmap-volume-binary-test", "de ca fe ba d0 fe ff")
+	}},
+	{"ConfigMapVolumeMultiple", "storage/configmap_volume.go", "ConfigMap should be consumable in multiple volumes in the same pod [NodeConformance] [Conformance]", func(k *kcase) {
+		name := "configmap-test-volume-" + uuid
+		k.create(configMapYAML(name, dataObject))
+		k.create(pod("pod-configmaps-"+uuid, "", `restartPolicy: Never
+volumes:
+- {name: configmap-volume, configMap: {name: `+name+`}}
+- {name: configmap-volume-2, configMap: {name: `+name+`}}
+containers:
+- name: configmap-volume-test
+  image: debian
+  command: ["/bin/sh", "-c", `+fmt.Sprintf("%q", mounttest("file_content=/etc/configmap-volume/data-1"))+`]
+  volumeMounts:
+  - {name: configmap-volume, mountPath: /etc/configmap-volume, readOnly: true}
+  - {name: configmap-volume-2, mountPath: /etc/configmap-volume-2, readOnly: true}`))
+		k.expectOutput("pod-configmaps-"+uuid, "configmap-volume-test", regexp.QuoteMeta(`content of file "/etc/configmap-volume/data-1": value-1`))
+	}},
+	configMapVolume.missingCase("ConfigMapVolumeMissing", "Should fail non-optional pod creation due to configMap object does not exist [Slow]", ""),
+	configMapVolume.missingCase("ConfigMapVolumeMissingKey", "Should fail non-optional pod creation due to the key in the configMap object does not exist [Slow]", "data-4"),
+
+	// secrets_volume.go
+	secretVolume.mounttestCase("SecretVolume", "should be consumable from pods in volume [NodeConformance] [Conformance]", false, "", ""),
+	secretVolume.mounttestCase("SecretVolumeDefaultMode", "should be consumable from pods in volume with defaultMode set [LinuxOnly] [NodeConformance] [Conformance]", false, "0400", ""),
+	secretVolume.mounttestCase("SecretVolumeMappings", "should be consumable from pods in volume with mappings [NodeConformance] [Conformance]", false, "", "default"),
+	secretVolume.mounttestCase("SecretVolumeMappingsItemMode", "should be consumable from pods in volume with mappings and Item Mode set [LinuxOnly] [NodeConformance] [Conformance]", false, "", "0400"),
+	secretVolume.fsGroupCase("SecretVolumeFSGroup", "should be consumable from pods in volume as non-root with defaultMode and fsGroup set [LinuxOnly] [NodeConformance] [Conformance]"),
+	{"SecretVolumeOtherNamespace", "storage/secrets_volume.go", "Secrets should be able to mount in a volume regardless of a different secret existing with same name in different namespace [NodeConformance] [Conformance]", func(k *kcase) {
+		other := k.ns + "-secret"
+		k.kubectl("create", "namespace", other)
+		k.t.Cleanup(func() { k.c.kubectl("delete", "namespace", other, "--wait=false") })
+		name := "secret-test-" + uuid
+		k.objects("create", other, secretYAML(name, "data: {data-1: "+base64.StdEncoding.EncodeToString([]byte("value-1"))+"}"))
+		k.create(secretYAML(name, dataObject))
+		k.create(mounttestPod("pod-secrets-"+uuid, "secret-volume-test", "secret-volume", "/etc/secret-volume",
+			"secret: {secretName: "+name+"}", "", "file_content=/etc/secret-volume/data-1", "file_mode=/etc/secret-volume/data-1"))
+		k.expectOutput("pod-secrets-"+uuid, "secret-volume-test", regexp.QuoteMeta(`content of file "/etc/secret-volume/data-1": value-1`),
+			regexp.QuoteMeta(`mode of file "/etc/secret-volume/data-1": -rw-r--r--`))
+	}},
+	{"SecretVolumeMultiple", "storage/secrets_volume.go", "Secrets should be consumable in multiple volumes in a pod [NodeConformance] [Conformance]", func(k *kcase) {
+		name := "secret-test-" + uuid
+		k.create(secretYAML(name, dataObject))
+		k.create(pod("pod-secrets-"+uuid, "", `restartPolicy: Never
+volumes:
+- {name: secret-volume-1, secret: {secretName: `+name+`}}
+- {name: secret-volume-2, secret: {secretName: `+name+`}}
+containers:
+- name: secret-volume-test
+  image: debian
+  command: ["/bin/sh", "-c", `+fmt.Sprintf("%q", mounttest("file_content=/etc/secret-volume/data-1", "file_mode=/etc/secret-volume/data-1"))+`]
+  volumeMounts:
+  - {name: secret-volume-1, mountPath: /etc/secret-volume, readOnly: true}
+  - {name: secret-volume-2, mountPath: /etc/secret-volume-2, readOnly: true}`))
+		k.expectOutput("pod-secrets-"+uuid, "secret-volume-test", regexp.QuoteMeta(`content of file "/etc/secret-volume/data-1": value-1`),
+			regexp.QuoteMeta(`mode of file "/etc/secret-volume/data-1": -rw-r--r--`))
+	}},
+	{"SecretVolumeOptionalUpdates", "storage/secrets_volume.go", "Secrets optional updates should be reflected in volume [NodeConformance] [Conformance]", func(k *kcase) {
+		del, upd, create := "s-test-opt-del-"+uuid, "s-test-opt-upd-"+uuid, "s-test-opt-create-"+uuid
+		k.create(secretYAML(del, "data: {data-1: dmFsdWUtMQ==}"))
+		k.create(secretYAML(upd, "data: {data-1: dmFsdWUtMQ==}"))
+		loop := func(path string) string { return fmt.Sprintf("%q", mounttest("file_content_in_loop="+path)) }
+		k.create(pod("pod-secrets-"+uuid, "", `restartPolicy: Never
+volumes:
+- {name: deletes-volume, secret: {secretName: `+del+`, optional: true}}
+- {name: updates-volume, secret: {secretName: `+upd+`, optional: true}}
+- {name: creates-volume, secret: {secretName: `+create+`, optional: true}}
+containers:
+- {name: dels-volume-test, image: debian, command: ["/bin/sh", "-c", `+loop("/etc/secret-volumes/delete/data-1")+`], volumeMounts: [{name: deletes-volume, mountPath: /etc/secret-volumes/delete, readOnly: true}]}
+- {name: upds-volume-test, image: debian, command: ["/bin/sh", "-c", `+loop("/etc/secret-volumes/update/data-3")+`], volumeMounts: [{name: updates-volume, mountPath: /etc/secret-volumes/update, readOnly: true}]}
+- {name: creates-volume-test, image: debian, command: ["/bin/sh", "-c", `+loop("/etc/secret-volumes/create/data-1")+`], volumeMounts: [{name: creates-volume, mountPath: /etc/secret-volumes/create, readOnly: true}]}`))
+		k.waitPhase("pod-secrets-"+uuid, "Running")
+		k.eventuallyLogHas("pod-secrets-"+uuid, "creates-volume-test", "Error reading file /etc/secret-volumes/create/data-1")
+		k.eventuallyLogHas("pod-secrets-"+uuid, "upds-volume-test", "Error reading file /etc/secret-volumes/update/data-3")
+		k.eventuallyLogHas("pod-secrets-"+uuid, "dels-volume-test", "value-1")
+		k.kubectl("delete", "secret", del)
+		k.objects("replace", k.ns, secretYAML(upd, "data: {data-3: dmFsdWUtMw==}"))
+		k.create(secretYAML(create, "data: {data-1: dmFsdWUtMQ==}"))
+		k.eventuallyLogHas("pod-secrets-"+uuid, "creates-volume-test", "value-1")
+		k.eventuallyLogHas("pod-secrets-"+uuid, "upds-volume-test", "value-3")
+		k.eventuallyLogHas("pod-secrets-"+uuid, "dels-volume-test", "Error reading file /etc/secret-volumes/delete/data-1")
+	}},
+	secretVolume.missingCase("SecretVolumeMissing", "Should fail non-optional pod creation due to secret object does not exist [Slow]", ""),
+	secretVolume.missingCase("SecretVolumeMissingKey", "Should fail non-optional pod creation due to the key in the secret object does not exist [Slow]", "data_4"),
+
+	// downwardapi_volume.go
+	downwardCase("DownwardVolumePodname", "should provide podname only [NodeConformance] [Conformance]", "{path: podname, fieldRef: {fieldPath: metadata.name}}", "", "file_content=/etc/podinfo/podname", "downwardapi-volume-"+uuid+`\n`),
+	downwardCase("DownwardVolumeDefaultMode", "should set DefaultMode on files [LinuxOnly] [NodeConformance] [Conformance]", "{path: podname, fieldRef: {fieldPath: metadata.name}}", "defaultMode: 0400", "file_mode=/etc/podinfo/podname", regexp.QuoteMeta(`mode of file "/etc/podinfo/podname": -r--------`)),
+	downwardCase("DownwardVolumeItemMode", "should set mode on item file [LinuxOnly] [NodeConformance] [Conformance]", "{path: podname, fieldRef: {fieldPath: metadata.name}, mode: 0400}", "", "file_mode=/etc/podinfo/podname", regexp.QuoteMeta(`mode of file "/etc/podinfo/podname": -r--------`)),
+	downwardCase("DownwardVolumeDefaultCPULimit", "should provide node allocatable (cpu) as default cpu limit if the limit is not set [NodeConformance] [Conformance]", resourceItems, "", "file_content=/etc/podinfo/cpu_limit", "[1-9]"),
+	downwardCase("DownwardVolumeDefaultMemoryLimit", "should provide node allocatable (memory) as default memory limit if the limit is not set [NodeConformance] [Conformance]", resourceItems, "", "file_content=/etc/podinfo/memory_limit", "[1-9]"),
+	downwardResourcesCase("DownwardVolumeCPULimit", "should provide container's cpu limit [NodeConformance] [Conformance]", "cpu_limit"),
+	downwardResourcesCase("DownwardVolumeMemoryLimit", "should provide container's memory limit [NodeConformance] [Conformance]", "memory_limit"),
+	downwardResourcesCase("DownwardVolumeCPURequest", "should provide container's cpu request [NodeConformance] [Conformance]", "cpu_request"),
+	downwardResourcesCase("DownwardVolumeMemoryRequest", "should provide container's memory request [NodeConformance] [Conformance]", "memory_request"),
+	{"DownwardVolumeLabelsUpdate", "storage/downwardapi_volume.go", "Downward API volume should update labels on modification [NodeConformance] [Conformance]", func(k *kcase) {
+		name := "labelsupdate" + uuid
+		k.create(strings.Replace(downwardPod(name, "{path: labels, fieldRef: {fieldPath: metadata.labels}}", "", mounttest("file_content_in_loop=/etc/podinfo/labels")),
+			"labels: {}", "labels: {key1: value1, key2: value2}", 1))
+		k.waitPhase(name, "Running")
+		k.eventuallyLogHas(name, "client-container", `key1="value1"`)
+		k.kubectl("label", "pod", name, "key3=value3")
+		k.eventuallyLogHas(name, "client-container", `key3="value3"`)
+	}},
+
+	// projected_configmap.go, projected_secret.go, projected_downwardapi.go,
+	// projected_combined.go
+	projectedConfigMapVolume.mounttestCase("ProjectedConfigMap", "should be consumable from pods in volume [NodeConformance] [Conformance]", false, "", ""),
+	projectedSecretVolume.mounttestCase("ProjectedSecret", "should be consumable from pods in volume [NodeConformance] [Conformance]", false, "", ""),
+	{"ProjectedDownwardPodname", "storage/projected_downwardapi.go", "Projected downwardAPI should provide podname only [NodeConformance] [Conformance]", func(k *kcase) {
+		name := "downwardapi-volume-" + uuid
+		k.create(strings.Replace(downwardPod(name, "{path: podname, fieldRef: {fieldPath: metadata.name}}", "", mounttest("file_content=/etc/podinfo/podname")),
+			"downwardAPI: {items: [{path: podname, fieldRef: {fieldPath: metadata.name}}]}", "projected: {sources: [{downwardAPI: {items: [{path: podname, fieldRef: {fieldPath: metadata.name}}]}}]}", 1))
+		k.expectOutput(name, "client-container", name+`\n`)
+	}},
+	{"ProjectedCombined", "storage/projected_combined.go", "Projected combined should project all components that make up the projection API [Projection] [NodeConformance] [Conformance]", func(k *kcase) {
+		cm, secret, name := "configmap-projected-all-test-volume-"+uuid, "secret-projected-all-test-volume-"+uuid, "projected-volume-"+uuid
+		k.create(configMapYAML(cm, "data: {configmap-data: configmap-value-1}"))
+		k.create(secretYAML(secret, "data: {secret-data: "+base64.StdEncoding.EncodeToString([]byte("secret-value-1"))+"}"))
+		k.create(pod(name, "", `restartPolicy: Never
+volumes:
+- name: podinfo
+  projected:
+    sources:
+    - downwardAPI: {items: [{path: podname, fieldRef: {apiVersion: v1, fieldPath: metadata.name}}]}
+    - secret: {name: `+secret+`, items: [{key: secret-data, path: secret-data}]}
+    - configMap: {name: `+cm+`, items: [{key: configmap-data, path: configmap-data}]}
+containers:
+- name: projected-all-volume-test
+  image: debian
+  command: ["sh", "-c", "cat /all/podname && cat /all/secret-data && cat /all/configmap-data"]
+  volumeMounts: [{name: podinfo, mountPath: /all, readOnly: false}]`))
+		k.expectOutput(name, "projected-all-volume-test", name, "secret-value-1", "configmap-value-1")
+	}},
+
+	// common/node configmap.go and secrets.go: the environment
+	envCase("ConfigMapEnvVar", "configmap.go", "ConfigMap should be consumable via environment variable [NodeConformance] [Conformance]",
+		configMapYAML("configmap-test-"+uuid, dataObject), "pod-configmaps-"+uuid, "env-test", `["sh", "-c", "env"]`,
+		"env: [{name: CONFIG_DATA_1, valueFrom: {configMapKeyRef: {name: configmap-test-"+uuid+", key: data-1}}}]", "CONFIG_DATA_1=value-1"),
+	// The envFrom cases' busybox sh -c env shows data-1; the host's sh
+	// (dash) drops a variable whose name is not a shell name, so env runs
+	// alone.
+	envCase("ConfigMapEnvFrom", "configmap.go", "ConfigMap should be consumable via the environment [NodeConformance] [Conformance]",
+		configMapYAML("configmap-test-"+uuid, dataObject), "pod-configmaps-"+uuid, "env-test", `["env"]`,
+		"envFrom: [{configMapRef: {name: configmap-test-"+uuid+"}}, {prefix: p-, configMapRef: {name: configmap-test-"+uuid+"}}]", envFromData...),
+	envCase("SecretEnvVar", "secrets.go", "Secrets should be consumable from pods in env vars [NodeConformance] [Conformance]",
+		secretYAML("secret-test-"+uuid, dataObject), "pod-secrets-"+uuid, "secret-env-test", `["sh", "-c", "env"]`,
+		"env: [{name: SECRET_DATA, valueFrom: {secretKeyRef: {name: secret-test-"+uuid+", key: data-1}}}]", "SECRET_DATA=value-1"),
+	envCase("SecretEnvFrom", "secrets.go", "Secrets should be consumable via the environment [NodeConformance] [Conformance]",
+		secretYAML("secret-test-"+uuid, dataObject), "pod-configmaps-"+uuid, "env-test", `["env"]`,
+		"envFrom: [{secretRef: {name: secret-test-"+uuid+"}}, {prefix: p-, secretRef: {name: secret-test-"+uuid+"}}]", envFromData...),
+}
+
+// envFromData is what the envFrom cases find in the environment: every
+// key of dataObject, then each with the prefix p-.
+var envFromData = []string{"data-1=value-1", "data-2=value-2", "data-3=value-3", "p-data-1=value-1", "p-data-2=value-2", "p-data-3=value-3"}
+
+// envCase is a case of configmap.go or secrets.go: the object (YAML) and
+// a Pod that never restarts whose container runs command (a YAML list)
+// with fields (YAML), its log matching patterns.
+func envCase(name, file, it, object, podName, container, command, fields string, patterns ...string) ported {
+	return ported{name, file, it, func(k *kcase) {
+		k.create(object)
+		k.create(pod(podName, "", fmt.Sprintf(`restartPolicy: Never
+containers:
+- name: %s
+  image: debian
+  command: %s
+  %s`, container, command, fields)))
+		k.expectOutput(podName, container, patterns...)
+	}}
+}
+
+// dataObject is the data of the ConfigMaps and Secrets of the cases:
+// data-1: value-1 to data-3: value-3 (a Secret's in base64).
+const dataObject = "data: {data-1: value-1, data-2: value-2, data-3: value-3}"
+
+func configMapYAML(name, data string) string {
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + "}\n" + data + "\n"
+}
+
+// secretYAML is Secret name with data, whose values are written as plain
+// text (stringData) when data is dataObject.
+func secretYAML(name, data string) string {
+	if data == dataObject {
+		data = "stringData: {data-1: value-1, data-2: value-2, data-3: value-3}"
+	}
+	return "apiVersion: v1\nkind: Secret\nmetadata: {name: " + name + "}\n" + data + "\n"
+}
+
+// mounttest is the shell script that prints what agnhost's mounttest
+// prints for flags ("file_content=/path"), in mounttest's order of flags.
+func mounttest(flags ...string) string {
+	var b strings.Builder
+	b.WriteString("umask 0; ")
+	for _, f := range flags {
+		name, p, _ := strings.Cut(f, "=")
+		switch name {
+		case "fs_type":
+			fmt.Fprintf(&b, `echo "mount type of \"%s\": $(stat -f -c %%T %s)"; `, p, p)
+		case "new_file_0644", "new_file_0666", "new_file_0777":
+			fmt.Fprintf(&b, `echo "mount-tester new file" > %s && chmod %s %s; `, p, strings.TrimPrefix(name, "new_file_"), p)
+		case "file_mode":
+			fmt.Fprintf(&b, `echo "mode of file \"%s\": $(stat -L -c %%A %s)"; `, p, p)
+		case "file_perm":
+			fmt.Fprintf(&b, `echo "perms of file \"%s\": -$(stat -L -c %%A %s | cut -c2-)"; `, p, p)
+		case "file_content":
+			fmt.Fprintf(&b, `echo "content of file \"%s\": $(cat %s)"; `, p, p)
+		case "file_content_in_loop":
+			fmt.Fprintf(&b, `while true; do if c=$(cat %s 2>/dev/null); then echo "content of file \"%s\": $c"; else echo "Error reading file %s"; fi; sleep 1; done`, p, p, p)
+		default:
+			panic("mounttest: no flag " + name)
+		}
+	}
+	return b.String()
+}
+
+// mounttestPod is a Pod that never restarts with volume vol (source:
+// its YAML flow map) mounted read-only at path in container, which runs
+// mounttest with flags, and more of the Pod's spec (YAML, or empty).
+func mounttestPod(name, container, vol, path, source, spec string, flags ...string) string {
+	return pod(name, "", fmt.Sprintf(`%s
+restartPolicy: Never
+volumes: [{name: %s, %s}]
+containers:
+- name: %s
+  image: debian
+  command: ["/bin/sh", "-c", %q]
+  volumeMounts: [{name: %s, mountPath: %s, readOnly: true}]`, spec, vol, source, container, mounttest(flags...), vol, path))
+}
+
+// emptyDirCase is empty_dir.go's doTest0644/0666/0777 or doTestVolumeMode:
+// testPodWithVolume's Pod runs mounttest with flags as uid (0: the
+// default user) on an emptyDir of medium; the node refuses its
+// seLinuxOptions.
+func emptyDirCase(name, it string, uid int, medium string, flags ...string) ported {
+	return ported{name, "storage/empty_dir.go", "EmptyDir volumes " + it, func(k *kcase) {
+		user := ""
+		if uid != 0 {
+			user = fmt.Sprintf(", runAsUser: %d", uid)
+		}
+		k.create(pod("pod-"+uuid, "", fmt.Sprintf(`securityContext: {seLinuxOptions: {level: s0}%s}
+restartPolicy: Never
+volumes: [{name: test-volume, emptyDir: {medium: %q}}]
+containers:
+- name: test-container
+  image: debian
+  command: ["/bin/sh", "-c", %q]
+  volumeMounts: [{name: test-volume, mountPath: /test-volume}]`, user, medium, mounttest(flags...))))
+		k.refused("pod-"+uuid, "spec.securityContext: seLinuxOptions, seccompProfile, appArmorProfile and windowsOptions are not supported")
+	}}
+}
+
+// emptyDirFile are the flags of doTest0644 (0666, 0777).
+func emptyDirFile(mode string) []string {
+	return []string{"fs_type=/test-volume", "new_file_" + mode + "=/test-volume/test-file", "file_perm=/test-volume/test-file"}
+}
+
+// A keyVolume is how configmap_volume.go (configMapVolume) and
+// secrets_volume.go (secretVolume) make the Pods of their
+// doConfigMapE2EWithoutMappings and doConfigMapE2EWithMappings (and
+// doSecretE2E...): the object of dataObject, its volume at /etc/DIR read
+// by mounttest; with mappings, one key at a path of its own.
+type keyVolume struct {
+	kind                       string // as the node names it: configmap, secret
+	file, describe             string // where the cases are, and their Describe
+	object, mapObject          string // the object's name, with mappings
+	source                     string // the volume's source, %s its name and more fields: "configMap: {name: %s}"
+	yaml                       func(name, data string) string
+	pod, container, vol, mount string
+	key, path, value           string // the mapped key, its path and value
+}
+
+var (
+	configMapVolume = keyVolume{"configmap", "storage/configmap_volume.go", "ConfigMap ", "configmap-test-volume-" + uuid, "configmap-test-volume-map-" + uuid,
+		"configMap: {name: %s}", configMapYAML, "pod-configmaps-" + uuid, "agnhost-container", "configmap-volume", "/etc/configmap-volume", "data-2", "path/to/data-2", "value-2"}
+	secretVolume = keyVolume{"secret", "storage/secrets_volume.go", "Secrets ", "secret-test-" + uuid, "secret-test-map-" + uuid,
+		"secret: {secretName: %s}", secretYAML, "pod-secrets-" + uuid, "secret-volume-test", "secret-volume", "/etc/secret-volume", "data-1", "new-path-data-1", "value-1"}
+	projectedConfigMapVolume = keyVolume{"configmap", "storage/projected_configmap.go", "Projected configMap ", "projected-configmap-test-volume-" + uuid, "projected-configmap-test-volume-map-" + uuid,
+		"projected: {sources: [{configMap: {name: %s}}]}", configMapYAML, "pod-projected-configmaps-" + uuid, "agnhost-container", "projected-configmap-volume", "/etc/projected-configmap-volume", "data-2", "path/to/data-2", "value-2"}
+	projectedSecretVolume = keyVolume{"secret", "storage/projected_secret.go", "Projected secret ", "projected-secret-test-" + uuid, "projected-secret-test-map-" + uuid,
+		"projected: {sources: [{secret: {name: %s}}]}", secretYAML, "pod-projected-secrets-" + uuid, "projected-secret-volume-test", "projected-secret-volume", "/etc/projected-secret-volume", "data-1", "new-path-data-1", "value-1"}
+)
+
+// mounttestCase is the case whose Pod reads its key's content and mode,
+// as uid 1000 if asUser, with the volume's defaultMode, and with
+// mappings if itemMode is not "" ("default" for an item without mode).
+func (kv keyVolume) mounttestCase(name, it string, asUser bool, defaultMode, itemMode string) ported {
+	return ported{name, kv.file, kv.describe + it, func(k *kcase) {
+		object, file, value := kv.object, kv.mount+"/data-1", "value-1"
+		fields := object
+		if defaultMode != "" {
+			fields += ", defaultMode: " + defaultMode
+		}
+		mode := cmp.Or(defaultMode, "0644")
+		if itemMode != "" {
+			object, file, value = kv.mapObject, kv.mount+"/"+kv.path, kv.value
+			fields = object + ", items: [{key: " + kv.key + ", path: " + kv.path
+			if itemMode != "default" {
+				fields += ", mode: " + itemMode
+				mode = itemMode
+			}
+			fields += "}]"
+		}
+		spec := ""
+		if kv.kind == "configmap" {
+			spec = "terminationGracePeriodSeconds: 1"
+		}
+		if asUser {
+			spec += "\nsecurityContext: {runAsUser: 1000}"
+		}
+		k.create(kv.yaml(object, dataObject))
+		k.create(mounttestPod(kv.pod, kv.container, kv.vol, kv.mount, fmt.Sprintf(kv.source, fields), spec, "file_content="+file, "file_mode="+file))
+		k.expectOutput(kv.pod, kv.container, regexp.QuoteMeta(`content of file "`+file+`": `+value), fileModeRegex(file, mode))
+	}}
+}
+
+// missingCase is the case of a Pod whose volume is the object
+// (cm-test-opt-create-..., s-test-opt-create-...), not optional, that does
+// not exist, or, if key is not "", whose item names a key the object has
+// not: it stays Pending.
+func (kv keyVolume) missingCase(name, it, key string) ported {
+	return ported{name, kv.file, kv.describe + it, func(k *kcase) {
+		object, container, vol := "cm-test-opt-create-"+uuid, "agnhost-container", "createcm-volume"
+		if kv.kind == "secret" {
+			object, container, vol = "s-test-opt-create-"+uuid, "creates-volume-test", "creates-volume"
+		}
+		mount := "/etc/" + kv.vol + "s/create"
+		fields, what := object+", optional: false", kv.kind+` "`+object+`"`
+		if key != "" {
+			k.create(kv.yaml(object, dataObject))
+			fields += ", items: [{key: " + key + ", path: path/to/data-4}]"
+			what = `key "` + key + `" of ` + what
+		}
+		k.create(mounttestPod(kv.pod, container, vol, mount, fmt.Sprintf(kv.source, fields), "", "file_content_in_loop="+mount+"/data-1"))
+		k.staysPending(kv.pod, what)
+	}}
+}
+
+// fsGroupCase is the case whose Pod reads its key as uid 1000 with
+// fsGroup 1001 and defaultMode 0440: the node refuses fsGroup.
+func (kv keyVolume) fsGroupCase(name, it string) ported {
+	return ported{name, kv.file, kv.describe + it, func(k *kcase) {
+		k.create(kv.yaml(kv.object, dataObject))
+		k.create(mounttestPod(kv.pod, kv.container, kv.vol, kv.mount, fmt.Sprintf(kv.source, kv.object+", defaultMode: 0440"), "securityContext: {runAsUser: 1000, fsGroup: 1001}",
+			"file_content="+kv.mount+"/data-1", "file_mode="+kv.mount+"/data-1"))
+		k.refused(kv.pod, "spec.securityContext.fsGroup: not supported")
+	}}
+}
+
+// fileModeRegex is the cases' getFileModeRegex: mounttest's line for
+// file's mode (octal), as Go prints a file mode.
+func fileModeRegex(file, mode string) string {
+	m, err := strconv.ParseUint(mode, 8, 32)
+	if err != nil {
+		panic(err)
+	}
+	return regexp.QuoteMeta(fmt.Sprintf("mode of file %q: %v", file, os.FileMode(m)))
+}
+
+// downwardPod is downwardapi_volume.go's downwardAPIVolumeBasePod:
+// client-container runs script with the downward API volume podinfo
+// (items, and more of its source: defaultMode) at /etc/podinfo.
+func downwardPod(name, items, more, script string) string {
+	if more != "" {
+		more = ", " + more
+	}
+	return pod(name, "", fmt.Sprintf(`restartPolicy: Never
+volumes: [{name: podinfo, downwardAPI: {items: [%s]%s}}]
+containers:
+- name: client-container
+  image: debian
+  command: ["/bin/sh", "-c", %q]
+  volumeMounts: [{name: podinfo, mountPath: /etc/podinfo}]`, items, more, script))
+}
+
+// resourceItems are downwardAPIVolumeForContainerResources' items.
+const resourceItems = `{path: cpu_limit, resourceFieldRef: {containerName: client-container, resource: limits.cpu, divisor: 1m}},
+  {path: cpu_request, resourceFieldRef: {containerName: client-container, resource: requests.cpu, divisor: 1m}},
+  {path: memory_limit, resourceFieldRef: {containerName: client-container, resource: limits.memory, divisor: 1Mi}},
+  {path: memory_request, resourceFieldRef: {containerName: client-container, resource: requests.memory, divisor: 1Mi}}`
+
+// downwardCase runs mounttest with flag in downwardPod and expects the
+// pattern in its log.
+func downwardCase(name, it, items, more, flag, pattern string) ported {
+	return ported{name, "storage/downwardapi_volume.go", "Downward API volume " + it, func(k *kcase) {
+		k.create(downwardPod("downwardapi-volume-"+uuid, items, more, mounttest(flag)))
+		k.expectOutput("downwardapi-volume-"+uuid, "client-container", pattern)
+	}}
+}
+
+// downwardResourcesCase is downwardAPIVolumeForContainerResources read at
+// file: its container's limit of 1250m CPU is refused.
+func downwardResourcesCase(name, it, file string) ported {
+	return ported{name, "storage/downwardapi_volume.go", "Downward API volume " + it, func(k *kcase) {
+		k.create(strings.Replace(downwardPod("downwardapi-volume-"+uuid, resourceItems, "", mounttest("file_content=/etc/podinfo/"+file)),
+			"  volumeMounts:", "  resources: {requests: {cpu: 250m, memory: 32Mi}, limits: {cpu: 1250m, memory: 64Mi}}\n    volumeMounts:", 1))
+		k.refused("downwardapi-volume-"+uuid, "spec.containers[0].resources.limits[cpu]: not supported")
+	}}
+}
+
+// staysPending checks that Pod name waits, Pending, its container
+// ContainerCreating, for what (the node's message), as the kubelet keeps a
+// Pod whose volume cannot be set up, and is still Pending after the 2
+// minutes of observe (the cases watch it for the framework's PodStart, 5).
+func (k *kcase) staysPending(name, what string) {
+	k.t.Helper()
+	waiting := func(p *k8sPod) bool {
+		cs := p.Status.ContainerStatuses
+		return p.Status.Phase == "Pending" && len(cs) == 1 && cs[0].State.Waiting != nil &&
+			cs[0].State.Waiting.Reason == "ContainerCreating" && strings.Contains(cs[0].State.Waiting.Message, what)
+	}
+	k.waitFor(name, podStartTimeout, "to wait for "+what, func(p *k8sPod) (bool, error) { return waiting(p), nil })
+	for end := time.Now().Add(observe); time.Now().Before(end); time.Sleep(5 * time.Second) {
+		if p := k.get(name); !waiting(p) {
+			k.t.Fatalf("pod %s: want Pending, ContainerCreating, waiting for %s; status %s", name, what, p)
+		}
+	}
+}
+
+// objects runs kubectl verb (create, replace) on the objects of yaml in
+// namespace ns.
+func (k *kcase) objects(verb, ns, yaml string) {
+	k.t.Helper()
+	cmd := exec.Command("kubectl", "--kubeconfig", k.c.kubeconfig, "-n", ns, verb, "-f", "-")
+	cmd.Stdin = strings.NewReader(yaml)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		k.t.Fatalf("kubectl %s: %v\n%s\n%s", verb, err, out, yaml)
+	}
+}
+
+// eventuallyLogHas waits, as the cases' gomega.Eventually(pollLogs) do,
+// for the container's log to hold want.
+func (k *kcase) eventuallyLogHas(name, container, want string) {
+	k.t.Helper()
+	var out string
+	for end := time.Now().Add(2 * time.Minute); time.Now().Before(end); time.Sleep(2 * time.Second) {
+		if out = k.logsOf(name, container); strings.Contains(out, want) {
+			return
+		}
+	}
+	k.t.Fatalf("log of %s/%s does not hold %q: %q", name, container, want, out)
 }

@@ -36,14 +36,9 @@ const Version = "unitrun-node"
 // kubelet API is (Address and KubeletPort). Its conditions are left for
 // the node controller to set.
 func (c *Config) Node() (*corev1.Node, error) {
-	mem, err := memTotal()
+	capacity, err := capacity()
 	if err != nil {
 		return nil, err
-	}
-	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI),
-		corev1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI),
-		corev1.ResourcePods:   *resource.NewQuantity(MaxPods, resource.DecimalSI),
 	}
 	var uts unix.Utsname
 	if err := unix.Uname(&uts); err != nil {
@@ -86,6 +81,20 @@ func (c *Config) Node() (*corev1.Node, error) {
 		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: c.Address})
 	}
 	return n, nil
+}
+
+// capacity is the node's capacity, which is its allocatable: the host's
+// CPUs and memory, and MaxPods.
+func capacity() (corev1.ResourceList, error) {
+	mem, err := memTotal()
+	if err != nil {
+		return nil, err
+	}
+	return corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI),
+		corev1.ResourcePods:   *resource.NewQuantity(MaxPods, resource.DecimalSI),
+	}, nil
 }
 
 // memTotal is the host's memory, from /proc/meminfo.

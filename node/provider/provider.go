@@ -106,6 +106,14 @@ type entry struct {
 	pod     *corev1.Pod
 	name    string // the unitrun pod's
 	refused error  // why the Pod cannot run here; nil if it runs
+	// waiting is what the Pod needs from the API before it can run
+	// (a waitError); the provider tries again every Poll.
+	waiting error
+	// tokens and volumes are those last written into the Pod's volumes;
+	// nil for a Pod adopted, whose volumes are rewritten at the first
+	// refresh.
+	tokens  map[string]token
+	volumes map[string]*volume
 	at      time.Time
 	sent    *corev1.PodStatus // the status last notified
 	final   *podState         // the status read before the unitrun pod was removed
@@ -251,16 +259,27 @@ func (p *Provider) DropReplaced(ctx context.Context, client kubernetes.Interface
 func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	k := key(pod.Namespace, pod.Name)
 	e := p.lookup(k)
-	if e != nil && e.pod.UID == pod.UID {
+	if e != nil && e.pod.UID == pod.UID && e.waiting == nil {
 		return nil
 	}
 	name := podName(pod.Namespace, pod.Name, string(pod.UID))
-	e = &entry{pod: pod.DeepCopy(), name: name, at: time.Now()}
-	svcEnv, err := p.svcs.env(ctx, pod)
+	at := time.Now()
+	if e != nil && e.pod.UID == pod.UID {
+		at = e.at
+	}
+	e = &entry{pod: pod.DeepCopy(), name: name, at: at}
+	in, err := p.fetch(ctx, pod, nil)
 	if err != nil {
 		return err
 	}
-	manifest, err := p.cfg.translate(pod, svcEnv)
+	manifest, err := p.cfg.translate(pod, in)
+	if w := (waitError{}); errors.As(err, &w) {
+		e.waiting = err
+		p.log.Info("waiting", "pod", k, "for", err)
+		p.put(k, e)
+		p.retry(ctx, k, e)
+		return nil
+	}
 	if err == nil {
 		if err = p.eng.check(manifest); err != nil {
 			err = containerPaths(pod, err)
@@ -285,10 +304,34 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 		os.Remove(p.record(name))
 		return fmt.Errorf("create unitrun pod %s: %w", name, err)
 	}
+	if err := writeVolumes(in.volumes); err != nil {
+		p.eng.remove(ctx, name)
+		os.Remove(p.record(name))
+		return fmt.Errorf("write the volumes of unitrun pod %s: %w", name, err)
+	}
 	p.log.Info("created", "pod", k, "unitrun_pod", name, "took", time.Since(e.at))
+	e.tokens, e.volumes = in.tokens, in.volumes
 	p.put(k, e)
 	p.start(ctx, k, name)
 	return nil
+}
+
+// retry creates the Pod of entry e, which waits, again after Poll, unless
+// the entry has been replaced or deleted by then.
+func (p *Provider) retry(ctx context.Context, k string, e *entry) {
+	ctx = context.WithoutCancel(ctx)
+	time.AfterFunc(p.poll, func() {
+		p.mu.Lock()
+		current, pod := p.pods[k] == e && !e.deleting, e.pod
+		p.mu.Unlock()
+		if !current {
+			return
+		}
+		if err := p.CreatePod(ctx, pod); err != nil {
+			p.log.Warn("cannot create the pod", "pod", k, "err", err)
+			p.retry(ctx, k, e)
+		}
+	})
 }
 
 // start starts unitrun pod name, of Pod k, and returns at once, as the
@@ -484,6 +527,8 @@ func (p *Provider) status(e *entry) (*corev1.PodStatus, error) {
 	switch {
 	case e.refused != nil:
 		st = refusedStatus(pod, e.refused, e.at)
+	case e.waiting != nil:
+		st = waitingStatus(pod, e.waiting, e.at)
 	case final != nil:
 		st = p.podStatus(e, pod, *final)
 	default:
@@ -548,7 +593,8 @@ func (p *Provider) GetPods(ctx context.Context) ([]*corev1.Pod, error) {
 // status changed, and until ctx ends reads a Pod's status as soon as its
 // unitrun pod's records change ([Provider.watchRecords]) and every Pod's
 // every Poll (which also finds what no record says, such as a deadline
-// passed).
+// passed); until then it also keeps its Pods' volumes of API data up to
+// date (refreshVolumes).
 func (p *Provider) NotifyPods(ctx context.Context, f func(*corev1.Pod)) {
 	p.watchRecords(ctx)
 	p.mu.Lock()
@@ -558,6 +604,7 @@ func (p *Provider) NotifyPods(ctx context.Context, f func(*corev1.Pod)) {
 		entries = append(entries, e)
 	}
 	p.mu.Unlock()
+	go p.refreshVolumes(ctx)
 	go func() {
 		t := time.NewTicker(p.poll)
 		defer t.Stop()

@@ -375,6 +375,24 @@ func refusedStatus(p *corev1.Pod, err error, at time.Time) *corev1.PodStatus {
 	return st
 }
 
+// waitingStatus is the status of Pod p, which waits for what err says
+// since at: Pending, its containers ContainerCreating.
+func waitingStatus(p *corev1.Pod, err error, at time.Time) *corev1.PodStatus {
+	st := refusedStatus(p, err, at)
+	st.Phase, st.Reason, st.Message = corev1.PodPending, "", ""
+	for i := range st.Conditions {
+		if st.Conditions[i].Type != corev1.PodScheduled {
+			st.Conditions[i].Reason = "ContainersNotReady"
+		}
+	}
+	for _, list := range [][]corev1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
+		for i := range list {
+			list[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating", Message: "waiting for " + err.Error()}
+		}
+	}
+	return st
+}
+
 func refusedContainer(c corev1.Container) corev1.ContainerStatus {
 	f := false
 	return corev1.ContainerStatus{

@@ -80,6 +80,13 @@ type app struct {
 	// Capabilities: nil keeps root's, for a privileged container; an
 	// empty list holds none.
 	Capabilities *[]string `json:"capabilities,omitempty"`
+	Mounts       []mount   `json:"mounts,omitempty"`
+}
+
+type mount struct {
+	Source   string `json:"source"`
+	Path     string `json:"path"`
+	ReadOnly bool   `json:"readOnly,omitempty"`
 }
 
 type resources struct {
@@ -152,9 +159,14 @@ func podName(namespace, name, uid string) string {
 const podPrefix = "k8s-"
 
 // translate returns the unitrun manifest that runs p on node, its
-// containers' environment based on svcEnv (the service variables), or
-// every reason it cannot.
-func (c *Config) translate(p *corev1.Pod, svcEnv map[string]string) ([]byte, error) {
+// containers' environment and volumes made of in (nil: the Pod's alone),
+// or every reason it cannot (refusals), or, if it could run, what it
+// waits for (waitError). It notes the Pod's volumes in in.volumes.
+func (c *Config) translate(p *corev1.Pod, in *inputs) ([]byte, error) {
+	if in == nil {
+		in = &inputs{}
+	}
+	in.waits = nil
 	var rs refusals
 	m := manifest{Name: podName(p.Namespace, p.Name, string(p.UID))}
 	switch p.Spec.RestartPolicy {
@@ -166,12 +178,13 @@ func (c *Config) translate(p *corev1.Pod, svcEnv map[string]string) ([]byte, err
 		rs.add("spec.restartPolicy", "%q is not Always, OnFailure or Never", p.Spec.RestartPolicy)
 	}
 	c.checkPodSpec(p, &rs)
-	vols := c.checkVolumes(p, &rs)
+	vols := c.podVolumes(p, in, &rs)
+	in.volumes = vols
 	rootfs := false
 	for i := range p.Spec.InitContainers {
 		ctr := &p.Spec.InitContainers[i]
 		path := fmt.Sprintf("spec.initContainers[%d]", i)
-		a := c.container(p, ctr, path, vols, svcEnv, &rs)
+		a := c.container(p, ctr, path, vols, in, &rs)
 		switch {
 		case ctr.RestartPolicy == nil:
 			a.Init = true
@@ -200,7 +213,7 @@ func (c *Config) translate(p *corev1.Pod, svcEnv map[string]string) ([]byte, err
 	}
 	for i := range p.Spec.Containers {
 		ctr := &p.Spec.Containers[i]
-		a := c.container(p, ctr, fmt.Sprintf("spec.containers[%d]", i), vols, svcEnv, &rs)
+		a := c.container(p, ctr, fmt.Sprintf("spec.containers[%d]", i), vols, in, &rs)
 		a.probes(ctr, fmt.Sprintf("spec.containers[%d]", i), probeAction(p.Spec.RestartPolicy), &rs)
 		rootfs = rootfs || a.Rootfs != ""
 		m.Apps = append(m.Apps, a)
@@ -237,6 +250,9 @@ func (c *Config) translate(p *corev1.Pod, svcEnv map[string]string) ([]byte, err
 	}
 	if len(rs) > 0 {
 		return nil, rs
+	}
+	if len(in.waits) > 0 {
+		return nil, waitError(slices.Compact(slices.Sorted(slices.Values(in.waits))))
 	}
 	return json.Marshal(m)
 }
@@ -292,34 +308,8 @@ func (c *Config) checkPodSpec(p *corev1.Pod, rs *refusals) {
 	}
 }
 
-// A volume the provider honours: a host path, or an emptyDir that no
-// container mounts.
-type volume struct {
-	hostPath string // "" for an emptyDir
-}
-
-// checkVolumes returns the Pod's hostPath and emptyDir volumes by name and
-// refuses every other kind.
-func (c *Config) checkVolumes(p *corev1.Pod, rs *refusals) map[string]volume {
-	vols := map[string]volume{}
-	for i, v := range p.Spec.Volumes {
-		switch {
-		case v.HostPath != nil:
-			vols[v.Name] = volume{hostPath: v.HostPath.Path}
-			if t := v.HostPath.Type; t != nil && *t != corev1.HostPathUnset {
-				rs.add(fmt.Sprintf("spec.volumes[%d].hostPath.type", i), "%q: not checked on this node; leave it unset", *t)
-			}
-		case v.EmptyDir != nil:
-			vols[v.Name] = volume{}
-		default:
-			rs.add(fmt.Sprintf("spec.volumes[%d]", i), "volume %q: only hostPath and emptyDir volumes are supported (a projected service account token needs automountServiceAccountToken: false)", v.Name)
-		}
-	}
-	return vols
-}
-
 // container maps one container to an app.
-func (c *Config) container(p *corev1.Pod, ctr *corev1.Container, path string, vols map[string]volume, svcEnv map[string]string, rs *refusals) app {
+func (c *Config) container(p *corev1.Pod, ctr *corev1.Container, path string, vols map[string]*volume, in *inputs, rs *refusals) app {
 	a := app{Name: ctr.Name}
 	if err := checkAppName(podName(p.Namespace, p.Name, string(p.UID)), ctr.Name); err != nil {
 		rs.add(path+".name", "%q: %v", ctr.Name, err)
@@ -331,7 +321,7 @@ func (c *Config) container(p *corev1.Pod, ctr *corev1.Container, path string, vo
 	case img != HostImage:
 		a.Rootfs = img
 	}
-	env, err := c.environment(p, ctr, path, svcEnv, rs)
+	env, err := c.environment(p, ctr, path, in, rs)
 	if err == nil {
 		a.Env = env
 	}
@@ -354,26 +344,9 @@ func (c *Config) container(p *corev1.Pod, ctr *corev1.Container, path string, vo
 			rs.add(fmt.Sprintf("%s.ports[%d]", path, j), "port %d on a pod network: this node has none; set hostNetwork: true", port.ContainerPort)
 		}
 	}
-	for j, m := range ctr.VolumeMounts {
-		v, ok := vols[m.Name]
-		field := fmt.Sprintf("%s.volumeMounts[%d]", path, j)
-		switch {
-		case !ok:
-			rs.add(field, "volume %q is not a hostPath or emptyDir volume of this pod", m.Name)
-		case v.hostPath == "":
-			rs.add(field, "emptyDir %q cannot be mounted: unitrun pods have no mounts", m.Name)
-		case v.hostPath != m.MountPath || a.Rootfs != "" || m.SubPath != "" || m.SubPathExpr != "":
-			rs.add(field, "hostPath %q can only be used at its own path (mountPath %q) by a container of image host, without subPath: unitrun pods have no mounts", v.hostPath, m.MountPath)
-		case m.ReadOnly || m.MountPropagation != nil && *m.MountPropagation != corev1.MountPropagationNone ||
-			m.RecursiveReadOnly != nil && *m.RecursiveReadOnly != corev1.RecursiveReadOnlyDisabled:
-			rs.add(field, "readOnly, mountPropagation and recursiveReadOnly are not supported: unitrun pods have no mounts, and the host path is as writable as the host makes it")
-		}
-	}
+	a.Mounts = volumeMounts(ctr, path, vols, env, rs)
 	if len(ctr.VolumeDevices) > 0 {
 		rs.add(path+".volumeDevices", "not supported")
-	}
-	if len(ctr.EnvFrom) > 0 {
-		rs.add(path+".envFrom", "not supported")
 	}
 	if l := ctr.Lifecycle; l != nil {
 		a.PostStart = mapHook(ctr, l.PostStart, path+".lifecycle.postStart", rs)
@@ -669,29 +642,71 @@ func probePort(ctr *corev1.Container, num int32, name string) (int32, bool) {
 }
 
 // environment returns the container's environment, as the kubelet makes
-// it: the service variables svcEnv, then the container's values (with
-// $(VAR) references to them and to earlier values expanded), and the
-// Pod's name, namespace, UID, node name and IPs from fieldRef.
-func (c *Config) environment(p *corev1.Pod, ctr *corev1.Container, path string, svcEnv map[string]string, rs *refusals) (map[string]string, error) {
-	env := maps.Clone(svcEnv)
+// it: the service variables, then the variables of envFrom's ConfigMaps
+// and Secrets (those whose names are not variable names left out), then
+// the container's env: values (with $(VAR) references to the variables
+// before them expanded), keys of ConfigMaps and Secrets, the Pod's fields
+// (fieldRef) and the container's resources (resourceFieldRef). A
+// ConfigMap, Secret or key that is not there is waited for, unless
+// optional.
+func (c *Config) environment(p *corev1.Pod, ctr *corev1.Container, path string, in *inputs, rs *refusals) (map[string]string, error) {
+	env := maps.Clone(in.svcEnv)
 	if env == nil {
 		env = map[string]string{}
 	}
 	n := len(*rs)
+	for _, ef := range ctr.EnvFrom {
+		kind, name, data, optional := "configmap", "", map[string][]byte(nil), (*bool)(nil)
+		switch {
+		case ef.ConfigMapRef != nil:
+			name, optional = ef.ConfigMapRef.Name, ef.ConfigMapRef.Optional
+			data = in.configMapData(name, false)
+		case ef.SecretRef != nil:
+			kind, name, optional = "secret", ef.SecretRef.Name, ef.SecretRef.Optional
+			data = in.secretData(name)
+		}
+		if data == nil && !isTrue(optional) {
+			in.wait("%s %q", kind, name)
+		}
+		for k, v := range data {
+			if k = ef.Prefix + k; validEnvKey(k) {
+				env[k] = string(v)
+			}
+		}
+	}
 	for i, e := range ctr.Env {
 		field := fmt.Sprintf("%s.env[%d]", path, i)
-		switch {
-		case e.ValueFrom == nil:
+		switch from := e.ValueFrom; {
+		case from == nil:
 			env[e.Name] = expand(e.Value, env)
-		case e.ValueFrom.FieldRef != nil:
-			fp := e.ValueFrom.FieldRef.FieldPath
+		case from.FieldRef != nil:
+			fp := from.FieldRef.FieldPath
 			v, why := c.fieldRef(p, fp)
 			if why != "" {
 				rs.add(field+".valueFrom.fieldRef.fieldPath", "%q %s", fp, why)
 			}
 			env[e.Name] = v
+		case from.ResourceFieldRef != nil:
+			target := ctr
+			if name := from.ResourceFieldRef.ContainerName; name != "" {
+				if target = findContainer(p, name); target == nil {
+					rs.add(field+".valueFrom.resourceFieldRef.containerName", "%q names no container of the pod", name)
+					continue
+				}
+			}
+			v, err := c.resourceValue(target, from.ResourceFieldRef)
+			if err != nil {
+				rs.add(field+".valueFrom.resourceFieldRef.resource", "%v", err)
+			}
+			env[e.Name] = v
+		case from.ConfigMapKeyRef != nil:
+			ref := from.ConfigMapKeyRef
+			keyEnv(in, env, e.Name, "configmap", ref.Name, in.configMapData(ref.Name, false), ref.Key, ref.Optional)
+		case from.SecretKeyRef != nil:
+			ref := from.SecretKeyRef
+			keyEnv(in, env, e.Name, "secret", ref.Name, in.secretData(ref.Name), ref.Key, ref.Optional)
 		default:
-			rs.add(field+".valueFrom", "only fieldRef is supported (not configMapKeyRef, secretKeyRef, resourceFieldRef or fileKeyRef)")
+			rs.add(field+".valueFrom", "only fieldRef, resourceFieldRef, configMapKeyRef and secretKeyRef are supported (not fileKeyRef)")
 		}
 	}
 	if len(*rs) > n {
@@ -700,9 +715,28 @@ func (c *Config) environment(p *corev1.Pod, ctr *corev1.Container, path string, 
 	return env, nil
 }
 
+// keyEnv sets variable name of env to key of data, the data of the object
+// kind objName (nil: not found); an object or key that is not there is
+// waited for, unless optional.
+func keyEnv(in *inputs, env map[string]string, name, kind, objName string, data map[string][]byte, key string, optional *bool) {
+	v, ok := data[key]
+	switch {
+	case ok:
+		env[name] = string(v)
+	case isTrue(optional):
+	case data == nil:
+		in.wait("%s %q", kind, objName)
+	default:
+		in.wait("key %q of %s %q", key, kind, objName)
+	}
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }
+
 // fieldRef is the value of a fieldRef to path, or why it has none. A Pod
 // here has the host's network, so its IP is the node's address, as a
-// kubelet reports a Pod of hostNetwork.
+// kubelet reports a Pod of hostNetwork. Labels and annotations read as
+// the kubelet writes them: one key="value" line each, sorted by key.
 func (c *Config) fieldRef(p *corev1.Pod, path string) (value, why string) {
 	switch path {
 	case "metadata.name":
@@ -711,15 +745,36 @@ func (c *Config) fieldRef(p *corev1.Pod, path string) (value, why string) {
 		return p.Namespace, ""
 	case "metadata.uid":
 		return string(p.UID), ""
+	case "metadata.labels":
+		return formatMap(p.Labels), ""
+	case "metadata.annotations":
+		return formatMap(p.Annotations), ""
 	case "spec.nodeName":
 		return p.Spec.NodeName, ""
+	case "spec.serviceAccountName":
+		return p.Spec.ServiceAccountName, ""
 	case "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs":
 		if c.Address == "" {
 			return "", "has no value: this node has no address (start it with --node-ip)"
 		}
 		return c.Address, ""
 	}
-	return "", "is not supported: metadata.name, metadata.namespace, metadata.uid, spec.nodeName, status.hostIP(s) and status.podIP(s) are"
+	for prefix, m := range map[string]map[string]string{"metadata.labels['": p.Labels, "metadata.annotations['": p.Annotations} {
+		if k, ok := strings.CutPrefix(path, prefix); ok && strings.HasSuffix(k, "']") {
+			return m[strings.TrimSuffix(k, "']")], ""
+		}
+	}
+	return "", "is not supported: metadata.name, metadata.namespace, metadata.uid, metadata.labels, metadata.annotations (or one of their keys), spec.nodeName, spec.serviceAccountName, status.hostIP(s) and status.podIP(s) are"
+}
+
+// formatMap writes m as the downward API does: key="value" lines (the
+// value quoted as Go quotes it), sorted by key, without a final newline.
+func formatMap(m map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(&b, "%s=%q\n", k, m[k])
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func expandAll(args []string, env map[string]string) []string {

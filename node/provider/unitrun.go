@@ -120,12 +120,15 @@ func (e *engine) stop(ctx context.Context, name string, kill time.Duration) (las
 	return e.fromPod(name, s), true, nil
 }
 
-// remove removes pod name, stopping what is left of it.
+// remove removes pod name, stopping what is left of it, and its
+// memory-backed emptyDirs.
 func (e *engine) remove(ctx context.Context, name string) error {
-	if !e.exists(name) {
-		return nil
+	if e.exists(name) {
+		if err := e.r.Remove(ctx, name, true); err != nil {
+			return err
+		}
 	}
-	return e.r.Remove(ctx, name, true)
+	return os.RemoveAll(memoryDir(name))
 }
 
 // status reads pod name's status files.
@@ -254,6 +257,18 @@ var capabilityNames = pod.CapabilityNames
 
 // writeFile replaces path with data atomically.
 func writeFile(path string, data []byte) error { return atomicfile.Write(path, data, 0o600) }
+
+// volumeDir is the directory of volume vol of the Pod whose unitrun pod is
+// name: under the pod's state, which only root reads, so that a volume's
+// files are seen only where a mount shows them; removing the pod removes
+// it.
+func volumeDir(stateDir, name, vol string) string {
+	return filepath.Join(pod.Dir(stateDir, name), "volumes", vol)
+}
+
+// validEnvKey reports whether k may name a variable of a container's env:
+// unitrun's rule, which is Kubernetes'.
+func validEnvKey(k string) bool { return pod.ValidEnvKey(k) }
 
 // checkAppName reports whether app may name an app of pod name: unitrun's
 // rule for app names.

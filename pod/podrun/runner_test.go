@@ -454,6 +454,48 @@ func TestPodTerminationMessage(t *testing.T) {
 	}
 }
 
+// TestPodMounts runs an app, as an unprivileged user, that writes into a
+// directory bound read-write, reads a file bound read-only and fails to
+// write it: the host directory holds what the app wrote, the host file is
+// unchanged, and the host's own paths at the mount points hold nothing.
+func TestPodMounts(t *testing.T) {
+	r := newRunner(t)
+	src := t.TempDir()
+	if err := os.Chmod(src, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "token"), []byte("secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir, file := "/run/unitrun-test-mounts-dir", "/run/unitrun-test-mounts-token"
+	t.Cleanup(func() { os.Remove(dir); os.Remove(file) })
+	manifest, err := json.Marshal(map[string]any{
+		"name": "mounts",
+		"apps": []map[string]any{{
+			"name": "a", "user": "65534",
+			"exec": []string{"/bin/sh", "-c", "cat " + file + " > " + dir + "/copy && ! echo x 2>/dev/null > " + file},
+			"mounts": []map[string]any{
+				{"source": src, "path": dir},
+				{"source": filepath.Join(src, "token"), "path": file, "readOnly": true},
+			},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := run(t, r, string(manifest), "")
+	wantPod(t, wait(t, r, name), pod.PodSucceeded, 0)
+	if got, err := os.ReadFile(filepath.Join(src, "copy")); err != nil || string(got) != "secret" {
+		t.Errorf("copy: %q, %v; want %q", got, err, "secret")
+	}
+	if got, err := os.ReadFile(filepath.Join(src, "token")); err != nil || string(got) != "secret" {
+		t.Errorf("token: %q, %v; want it unchanged", got, err)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) > 0 {
+		t.Errorf("the host's %s: %v, %v; want an empty directory", dir, entries, err)
+	}
+}
+
 // TestPodCapabilities runs root apps that print the capabilities they
 // hold: one with capabilities [CHOWN, KILL] holds those two alone, in its
 // bounding, permitted and effective sets; one with [] holds none; one

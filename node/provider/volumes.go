@@ -1,0 +1,620 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// inputs are what a Pod's containers take from the API besides the Pod:
+// the service variables, the ConfigMaps and Secrets the Pod names (an
+// object not found is absent) and the tokens of its projected
+// serviceAccountToken sources. translate notes in it what the Pod waits
+// for and the volumes it maps.
+type inputs struct {
+	svcEnv     map[string]string
+	configMaps map[string]*corev1.ConfigMap
+	secrets    map[string]*corev1.Secret
+	tokens     map[string]token // by tokenKey
+
+	waits   []string           // objects or keys not there yet, that the Pod needs
+	volumes map[string]*volume // by name
+}
+
+// A token is a service account token of a projected volume, and when the
+// node requests another: at 80% of its life, as the kubelet does.
+type token struct {
+	value     string
+	refreshAt time.Time
+}
+
+// tokenKey names the token of source s of the Pod's volume v.
+func tokenKey(v, s int) string { return strconv.Itoa(v) + "/" + strconv.Itoa(s) }
+
+// wait notes that the Pod needs what, which is not there yet.
+func (in *inputs) wait(format string, args ...any) {
+	in.waits = append(in.waits, fmt.Sprintf(format, args...))
+}
+
+// A waitError says what a Pod needs from the API that is not there yet:
+// the kubelet keeps such a Pod Pending, and so does the node, trying
+// again until it is.
+type waitError []string
+
+func (w waitError) Error() string { return strings.Join(w, "; ") }
+
+// fetch reads from the API what the Pod's volumes and environment name: its
+// ConfigMaps and Secrets (one not found is left out, for translate to wait
+// for unless it is optional), and a token of its service account for each
+// projected serviceAccountToken source, bound to the Pod as the kubelet
+// requests it; a token of tokens that is not due for refresh is kept.
+func (p *Provider) fetch(ctx context.Context, pod *corev1.Pod, tokens map[string]token) (*inputs, error) {
+	svcEnv, err := p.svcs.env(ctx, pod)
+	if err != nil {
+		return nil, err
+	}
+	in := &inputs{svcEnv: svcEnv, configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, tokens: map[string]token{}}
+	client := p.cfg.Client
+	if client == nil {
+		return in, nil
+	}
+	cms, secrets := references(pod)
+	if err := getAll(ctx, cms, client.CoreV1().ConfigMaps(pod.Namespace).Get, in.configMaps); err != nil {
+		return nil, fmt.Errorf("get the configmaps of pod %s: %w", key(pod.Namespace, pod.Name), err)
+	}
+	if err := getAll(ctx, secrets, client.CoreV1().Secrets(pod.Namespace).Get, in.secrets); err != nil {
+		return nil, fmt.Errorf("get the secrets of pod %s: %w", key(pod.Namespace, pod.Name), err)
+	}
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	for i, v := range pod.Spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for j, src := range v.Projected.Sources {
+			t := src.ServiceAccountToken
+			if t == nil {
+				continue
+			}
+			now := time.Now()
+			if old, ok := tokens[tokenKey(i, j)]; ok && now.Before(old.refreshAt) {
+				in.tokens[tokenKey(i, j)] = old
+				continue
+			}
+			req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+				ExpirationSeconds: t.ExpirationSeconds,
+				BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+			}}
+			if t.Audience != "" {
+				req.Spec.Audiences = []string{t.Audience}
+			}
+			tr, err := client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("request a token of service account %s: %w", key(pod.Namespace, sa), err)
+			}
+			life := tr.Status.ExpirationTimestamp.Sub(now)
+			in.tokens[tokenKey(i, j)] = token{value: tr.Status.Token, refreshAt: now.Add(life * 8 / 10)}
+		}
+	}
+	return in, nil
+}
+
+// getAll gets each object of names into objs, leaving out those not found.
+func getAll[T any](ctx context.Context, names []string, get func(context.Context, string, metav1.GetOptions) (T, error), objs map[string]T) error {
+	for _, name := range names {
+		obj, err := get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return err
+		default:
+			objs[name] = obj
+		}
+	}
+	return nil
+}
+
+// references lists the ConfigMaps and Secrets the Pod's volumes and
+// containers name.
+func references(pod *corev1.Pod) (configMaps, secrets []string) {
+	add := func(list *[]string, name string) {
+		if !slices.Contains(*list, name) {
+			*list = append(*list, name)
+		}
+	}
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.ConfigMap != nil:
+			add(&configMaps, v.ConfigMap.Name)
+		case v.Secret != nil:
+			add(&secrets, v.Secret.SecretName)
+		case v.Projected != nil:
+			for _, src := range v.Projected.Sources {
+				if src.ConfigMap != nil {
+					add(&configMaps, src.ConfigMap.Name)
+				}
+				if src.Secret != nil {
+					add(&secrets, src.Secret.Name)
+				}
+			}
+		}
+	}
+	for _, ctr := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		for _, e := range ctr.Env {
+			if e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil {
+				add(&configMaps, e.ValueFrom.ConfigMapKeyRef.Name)
+			}
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				add(&secrets, e.ValueFrom.SecretKeyRef.Name)
+			}
+		}
+		for _, e := range ctr.EnvFrom {
+			if e.ConfigMapRef != nil {
+				add(&configMaps, e.ConfigMapRef.Name)
+			}
+			if e.SecretRef != nil {
+				add(&secrets, e.SecretRef.Name)
+			}
+		}
+	}
+	return configMaps, secrets
+}
+
+// A volume is one of the Pod's volumes as the node provides it: a host
+// directory that mounts bind into containers.
+type volume struct {
+	// dir is the host directory: a hostPath's path, else one of the
+	// unitrun pod's state that the node fills before the pod starts.
+	dir string
+	// emptyDir says the node makes dir, empty and writable by every
+	// user, and in it the subPaths that containers mount.
+	emptyDir bool
+	subPaths []string
+	// files are the contents of a ConfigMap, Secret, downward API or
+	// projected volume, which are always mounted read-only; by path in
+	// the volume.
+	files map[string]volumeFile
+}
+
+// A volumeFile is one file of a volume.
+type volumeFile struct {
+	data []byte
+	mode os.FileMode
+}
+
+// defaultVolumeMode is the mode of a volume's files when the Pod sets
+// none, as the API server defaults defaultMode.
+const defaultVolumeMode = 0o644
+
+// podVolumes maps the Pod's volumes and refuses those of kinds it cannot
+// provide.
+func (c *Config) podVolumes(p *corev1.Pod, in *inputs, rs *refusals) map[string]*volume {
+	vols := map[string]*volume{}
+	name := podName(p.Namespace, p.Name, string(p.UID))
+	for i, v := range p.Spec.Volumes {
+		field := fmt.Sprintf("spec.volumes[%d]", i)
+		vol := volume{dir: volumeDir(c.StateDir, name, v.Name)}
+		switch {
+		case v.HostPath != nil:
+			vol.dir = v.HostPath.Path
+			if t := v.HostPath.Type; t != nil && *t != corev1.HostPathUnset {
+				rs.add(field+".hostPath.type", "%q: not checked on this node; leave it unset", *t)
+			}
+		case v.EmptyDir != nil:
+			vol.emptyDir = true
+			switch v.EmptyDir.Medium {
+			case corev1.StorageMediumDefault:
+			case corev1.StorageMediumMemory:
+				vol.dir = filepath.Join(memoryDir(name), v.Name)
+			default:
+				rs.add(field+".emptyDir.medium", "%q is not supported: an emptyDir is on the node's disk, or in memory (Memory)", v.EmptyDir.Medium)
+			}
+			if v.EmptyDir.SizeLimit != nil {
+				rs.add(field+".emptyDir.sizeLimit", "not supported: the node does not bound an emptyDir's size (a memory-backed one is a directory of the host's /dev/shm)")
+			}
+		case v.ConfigMap != nil:
+			vol.files = map[string]volumeFile{}
+			s := v.ConfigMap
+			keyFiles(in, "configmap", s.Name, in.configMapData(s.Name, true), s.Items, mode(s.DefaultMode, defaultVolumeMode), s.Optional, field+".configMap", vol.files, rs)
+		case v.Secret != nil:
+			vol.files = map[string]volumeFile{}
+			s := v.Secret
+			keyFiles(in, "secret", s.SecretName, in.secretData(s.SecretName), s.Items, mode(s.DefaultMode, defaultVolumeMode), s.Optional, field+".secret", vol.files, rs)
+		case v.DownwardAPI != nil:
+			vol.files = map[string]volumeFile{}
+			c.downwardFiles(p, v.DownwardAPI.Items, mode(v.DownwardAPI.DefaultMode, defaultVolumeMode), field+".downwardAPI", vol.files, rs)
+		case v.Projected != nil:
+			vol.files = map[string]volumeFile{}
+			def := mode(v.Projected.DefaultMode, defaultVolumeMode)
+			for j, src := range v.Projected.Sources {
+				sf := fmt.Sprintf("%s.projected.sources[%d]", field, j)
+				switch {
+				case src.ConfigMap != nil:
+					keyFiles(in, "configmap", src.ConfigMap.Name, in.configMapData(src.ConfigMap.Name, true), src.ConfigMap.Items, def, src.ConfigMap.Optional, sf+".configMap", vol.files, rs)
+				case src.Secret != nil:
+					keyFiles(in, "secret", src.Secret.Name, in.secretData(src.Secret.Name), src.Secret.Items, def, src.Secret.Optional, sf+".secret", vol.files, rs)
+				case src.DownwardAPI != nil:
+					c.downwardFiles(p, src.DownwardAPI.Items, def, sf+".downwardAPI", vol.files, rs)
+				case src.ServiceAccountToken != nil:
+					token, ok := in.tokens[tokenKey(i, j)]
+					if !ok {
+						in.wait("a token of the pod's service account")
+					}
+					addFile(vol.files, src.ServiceAccountToken.Path, []byte(token.value), def, sf+".serviceAccountToken.path", rs)
+				default:
+					rs.add(sf, "only configMap, secret, downwardAPI and serviceAccountToken sources are supported")
+				}
+			}
+		default:
+			rs.add(field, "volume %q: only hostPath, emptyDir, configMap, secret, downwardAPI and projected volumes are supported", v.Name)
+			continue
+		}
+		vols[v.Name] = &vol
+	}
+	return vols
+}
+
+// memoryDir holds the memory-backed emptyDirs of unitrun pod name: a
+// directory of the host's /dev/shm (a tmpfs every manager's view shares)
+// that only root reads, which engine.remove removes with the pod.
+func memoryDir(name string) string { return filepath.Join("/dev/shm", "unitrun-node-"+name) }
+
+// mode is the file mode m says, else def.
+func mode(m *int32, def os.FileMode) os.FileMode {
+	if m == nil {
+		return def
+	}
+	return os.FileMode(*m) & os.ModePerm
+}
+
+// addFile adds the file path of a volume, refusing a path that would leave
+// the volume or name the node's own ..data.
+func addFile(files map[string]volumeFile, path string, data []byte, m os.FileMode, field string, rs *refusals) {
+	if !filepath.IsLocal(path) || strings.HasPrefix(path, "..") {
+		rs.add(field, "%q must be a relative path inside the volume, not starting with ..", path)
+		return
+	}
+	files[filepath.Clean(path)] = volumeFile{data: data, mode: m}
+}
+
+// configMapData is ConfigMap name's data, and its binaryData if binary
+// (a volume's files: the environment takes data alone, as the kubelet's
+// does); nil if it was not found.
+func (in *inputs) configMapData(name string, binary bool) map[string][]byte {
+	cm := in.configMaps[name]
+	if cm == nil {
+		return nil
+	}
+	data := map[string][]byte{}
+	for k, v := range cm.Data {
+		data[k] = []byte(v)
+	}
+	if binary {
+		maps.Copy(data, cm.BinaryData)
+	}
+	return data
+}
+
+// secretData is Secret name's data; nil if it was not found.
+func (in *inputs) secretData(name string) map[string][]byte {
+	s := in.secrets[name]
+	if s == nil {
+		return nil
+	}
+	return maps.Collect(maps.All(s.Data))
+}
+
+// keyFiles adds the keys of data, the data of the object kind name (nil:
+// not found), as files: each key at its own name, or only the items'
+// keys, each at its path. An object or a key an item names that is not
+// there is waited for, unless optional.
+func keyFiles(in *inputs, kind, name string, data map[string][]byte, items []corev1.KeyToPath, def os.FileMode, optional *bool, field string, files map[string]volumeFile, rs *refusals) {
+	if data == nil {
+		if !isTrue(optional) {
+			in.wait("%s %q", kind, name)
+		}
+		return
+	}
+	if len(items) == 0 {
+		for k, v := range data {
+			addFile(files, k, v, def, field, rs)
+		}
+		return
+	}
+	for i, it := range items {
+		v, ok := data[it.Key]
+		if !ok {
+			if !isTrue(optional) {
+				in.wait("key %q of %s %q", it.Key, kind, name)
+			}
+			continue
+		}
+		addFile(files, it.Path, v, mode(it.Mode, def), fmt.Sprintf("%s.items[%d].path", field, i), rs)
+	}
+}
+
+// downwardFiles adds the downward API's items to files.
+func (c *Config) downwardFiles(p *corev1.Pod, items []corev1.DownwardAPIVolumeFile, def os.FileMode, field string, files map[string]volumeFile, rs *refusals) {
+	for i, it := range items {
+		f := fmt.Sprintf("%s.items[%d]", field, i)
+		var value string
+		switch {
+		case it.FieldRef != nil:
+			v, why := c.fieldRef(p, it.FieldRef.FieldPath)
+			if why != "" {
+				rs.add(f+".fieldRef.fieldPath", "%q %s", it.FieldRef.FieldPath, why)
+			}
+			value = v
+		case it.ResourceFieldRef != nil:
+			ctr := findContainer(p, it.ResourceFieldRef.ContainerName)
+			if ctr == nil {
+				rs.add(f+".resourceFieldRef.containerName", "%q names no container of the pod", it.ResourceFieldRef.ContainerName)
+				continue
+			}
+			v, err := c.resourceValue(ctr, it.ResourceFieldRef)
+			if err != nil {
+				rs.add(f+".resourceFieldRef.resource", "%v", err)
+			}
+			value = v
+		default:
+			rs.add(f, "needs a fieldRef or a resourceFieldRef")
+		}
+		addFile(files, it.Path, []byte(value), mode(it.Mode, def), f+".path", rs)
+	}
+}
+
+// findContainer returns the container or init container named name, or nil.
+func findContainer(p *corev1.Pod, name string) *corev1.Container {
+	for _, list := range [][]corev1.Container{p.Spec.Containers, p.Spec.InitContainers} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
+}
+
+// resourceValue is the value of a resourceFieldRef to ctr, in units of its
+// divisor rounded up, as the kubelet computes it: a limit the container
+// does not set is the node's allocatable.
+func (c *Config) resourceValue(ctr *corev1.Container, ref *corev1.ResourceFieldSelector) (string, error) {
+	divisor := ref.Divisor
+	if divisor.IsZero() {
+		divisor = resource.MustParse("1")
+	}
+	kind, name, _ := strings.Cut(ref.Resource, ".")
+	list := ctr.Resources.Requests
+	if kind == "limits" {
+		list = ctr.Resources.Limits
+	}
+	q, ok := list[corev1.ResourceName(name)]
+	if !ok && kind == "limits" {
+		alloc, err := capacity()
+		if err != nil {
+			return "", err
+		}
+		q = alloc[corev1.ResourceName(name)]
+	}
+	switch ref.Resource {
+	case "limits.cpu", "requests.cpu":
+		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
+	case "limits.memory", "requests.memory", "limits.ephemeral-storage", "requests.ephemeral-storage":
+		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
+	}
+	return "", fmt.Errorf("%q is not supported: limits and requests of cpu, memory and ephemeral-storage are", ref.Resource)
+}
+
+// writeVolumes makes the volumes' directories under the unitrun pod's
+// state: an emptyDir's, empty, and each API data volume's with its files
+// (writePayload).
+func writeVolumes(vols map[string]*volume) error {
+	for _, v := range vols {
+		switch {
+		case v.emptyDir:
+			if err := os.MkdirAll(filepath.Dir(v.dir), 0o700); err != nil {
+				return err
+			}
+			if err := os.MkdirAll(v.dir, 0o777); err != nil {
+				return err
+			}
+			if err := os.Chmod(v.dir, 0o777); err != nil {
+				return err
+			}
+			for _, sub := range v.subPaths {
+				if err := os.MkdirAll(filepath.Join(v.dir, sub), 0o777); err != nil {
+					return err
+				}
+			}
+		case v.files != nil:
+			if err := os.MkdirAll(v.dir, 0o755); err != nil {
+				return err
+			}
+			if err := writePayload(v.dir, v.files); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// dataLink is the symlink of a volume's directory to its current files.
+const dataLink = "..data"
+
+// writePayload replaces the files of the volume directory dir at once, as
+// the kubelet's atomic writer does: they are written into a new directory
+// ..N, the symlink ..data is swapped to it in one rename, and each name
+// at the volume's top is a symlink into ..data. A reader sees the old
+// files or the new ones, never a mix. dir must exist: a volume whose pod
+// has been removed is not made again.
+func writePayload(dir string, files map[string]volumeFile) error {
+	ts, err := os.MkdirTemp(dir, "..")
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(ts, 0o755); err != nil {
+		return err
+	}
+	top := map[string]bool{}
+	for path, f := range files {
+		full := filepath.Join(ts, path)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(full, f.data, f.mode); err != nil {
+			return err
+		}
+		if err := os.Chmod(full, f.mode); err != nil {
+			return err
+		}
+		first, _, _ := strings.Cut(path, string(filepath.Separator))
+		top[first] = true
+	}
+	old, _ := os.Readlink(filepath.Join(dir, dataLink))
+	tmp := filepath.Join(dir, dataLink+"_tmp")
+	os.Remove(tmp)
+	if err := os.Symlink(filepath.Base(ts), tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, dataLink)); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "..") && !top[e.Name()] {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	for name := range top {
+		link := filepath.Join(dir, name)
+		if _, err := os.Lstat(link); err == nil {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(dataLink, name), link); err != nil {
+			return err
+		}
+	}
+	if old != "" && old != filepath.Base(ts) {
+		return os.RemoveAll(filepath.Join(dir, old))
+	}
+	return nil
+}
+
+// volumeMounts maps the container's volume mounts to mounts of its app: a
+// volume's directory, or a subPath in it (subPathExpr expanded with env),
+// bound at mountPath; read-only if the mount says so, and always for a
+// volume of API data, as the kubelet mounts those.
+func volumeMounts(ctr *corev1.Container, path string, vols map[string]*volume, env map[string]string, rs *refusals) []mount {
+	var out []mount
+	for j, m := range ctr.VolumeMounts {
+		field := fmt.Sprintf("%s.volumeMounts[%d]", path, j)
+		v, ok := vols[m.Name]
+		if !ok {
+			rs.add(field+".name", "%q names no volume of the pod that this node provides", m.Name)
+			continue
+		}
+		if m.MountPropagation != nil && *m.MountPropagation != corev1.MountPropagationNone {
+			rs.add(field+".mountPropagation", "%q is not supported: a container's mounts are its own", *m.MountPropagation)
+		}
+		if m.RecursiveReadOnly != nil && *m.RecursiveReadOnly == corev1.RecursiveReadOnlyEnabled {
+			rs.add(field+".recursiveReadOnly", "Enabled is not supported: a read-only mount's submounts keep their own")
+		}
+		sub := m.SubPath
+		if m.SubPathExpr != "" {
+			sub = expand(m.SubPathExpr, env)
+		}
+		if sub != "" && !filepath.IsLocal(sub) {
+			rs.add(field+".subPath", "%q must be a relative path inside the volume", sub)
+			continue
+		}
+		if sub != "" && v.emptyDir && !slices.Contains(v.subPaths, sub) {
+			v.subPaths = append(v.subPaths, sub)
+		}
+		out = append(out, mount{Source: filepath.Join(v.dir, sub), Path: filepath.Join("/", m.MountPath), ReadOnly: m.ReadOnly || v.files != nil})
+	}
+	return out
+}
+
+// volumeRefresh is how many status polls (Config.Poll) pass between two
+// rewrites of the API data volumes of the running Pods whose ConfigMaps,
+// Secrets, labels or annotations have changed, or whose tokens are due for
+// refresh, as the kubelet's sync does: 20 s by default.
+const volumeRefresh = 20
+
+// refreshVolumes rewrites the API data volumes of the Pods that run whose
+// files have changed (writePayload), every volumeRefresh polls until ctx
+// ends.
+// What cannot be read now (a ConfigMap gone that is not optional) keeps
+// the files it had, as the kubelet keeps them.
+func (p *Provider) refreshVolumes(ctx context.Context) {
+	t := time.NewTicker(volumeRefresh * p.poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		p.mu.Lock()
+		var running []*entry
+		for _, e := range p.pods {
+			if e.refused == nil && e.waiting == nil && e.final == nil && !e.deleting {
+				running = append(running, e)
+			}
+		}
+		p.mu.Unlock()
+		for _, e := range running {
+			if err := p.refreshEntry(ctx, e); err != nil {
+				p.log.Warn("cannot refresh the pod's volumes", "pod", key(e.pod.Namespace, e.pod.Name), "unitrun_pod", e.name, "err", err)
+			}
+		}
+	}
+}
+
+// refreshEntry rewrites the volumes of e's Pod whose files differ from
+// those last written.
+func (p *Provider) refreshEntry(ctx context.Context, e *entry) error {
+	p.mu.Lock()
+	pod, tokens, written := e.pod, e.tokens, e.volumes
+	p.mu.Unlock()
+	in, err := p.fetch(ctx, pod, tokens)
+	if err != nil {
+		return err
+	}
+	if _, err := p.cfg.translate(pod, in); err != nil {
+		return nil
+	}
+	for name, v := range in.volumes {
+		if v.files == nil || written != nil && reflect.DeepEqual(written[name].files, v.files) {
+			continue
+		}
+		if err := writePayload(v.dir, v.files); err != nil {
+			return err
+		}
+	}
+	p.mu.Lock()
+	e.tokens, e.volumes = in.tokens, in.volumes
+	p.mu.Unlock()
+	return nil
+}
