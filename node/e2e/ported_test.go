@@ -347,7 +347,7 @@ volumes:
   - {name: CPU_REQUEST, valueFrom: {resourceFieldRef: {resource: requests.cpu}}}
   - {name: MEMORY_REQUEST, valueFrom: {resourceFieldRef: {resource: requests.memory}}}
   resources: {requests: {cpu: 250m, memory: 32Mi}, limits: {cpu: 1250m, memory: 64Mi}}`))
-		k.expectOutput("downward-api-resources", "dapi-container", "CPU_LIMIT=2", "MEMORY_LIMIT=67108864", "CPU_REQUEST=1", "MEMORY_REQUEST=33554432")
+		k.expectOutput("downward-api-resources", "dapi-container", "(?m)^CPU_LIMIT=2$", "(?m)^MEMORY_LIMIT=67108864$", "(?m)^CPU_REQUEST=1$", "(?m)^MEMORY_REQUEST=33554432$")
 	}},
 	{"DownwardDefaultResources", "downwardapi.go", "Downward API should provide default limits.cpu/memory from node allocatable [NodeConformance] [Conformance]", func(k *kcase) {
 		k.create(envPod("downward-api-default", "", `- {name: CPU_LIMIT, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}
@@ -1052,10 +1052,10 @@ containers:
 	downwardCase("DownwardVolumeItemMode", "should set mode on item file [LinuxOnly] [NodeConformance] [Conformance]", "{path: podname, fieldRef: {fieldPath: metadata.name}, mode: 0400}", "", "file_mode=/etc/podinfo/podname", regexp.QuoteMeta(`mode of file "/etc/podinfo/podname": -r--------`)),
 	downwardCase("DownwardVolumeDefaultCPULimit", "should provide node allocatable (cpu) as default cpu limit if the limit is not set [NodeConformance] [Conformance]", resourceItems, "", "file_content=/etc/podinfo/cpu_limit", "[1-9]"),
 	downwardCase("DownwardVolumeDefaultMemoryLimit", "should provide node allocatable (memory) as default memory limit if the limit is not set [NodeConformance] [Conformance]", resourceItems, "", "file_content=/etc/podinfo/memory_limit", "[1-9]"),
-	downwardResourcesCase("DownwardVolumeCPULimit", "should provide container's cpu limit [NodeConformance] [Conformance]", "cpu_limit"),
-	downwardResourcesCase("DownwardVolumeMemoryLimit", "should provide container's memory limit [NodeConformance] [Conformance]", "memory_limit"),
-	downwardResourcesCase("DownwardVolumeCPURequest", "should provide container's cpu request [NodeConformance] [Conformance]", "cpu_request"),
-	downwardResourcesCase("DownwardVolumeMemoryRequest", "should provide container's memory request [NodeConformance] [Conformance]", "memory_request"),
+	downwardResourcesCase("DownwardVolumeCPULimit", "should provide container's cpu limit [NodeConformance] [Conformance]", "cpu_limit", "2"),
+	downwardResourcesCase("DownwardVolumeMemoryLimit", "should provide container's memory limit [NodeConformance] [Conformance]", "memory_limit", "67108864"),
+	downwardResourcesCase("DownwardVolumeCPURequest", "should provide container's cpu request [NodeConformance] [Conformance]", "cpu_request", "1"),
+	downwardResourcesCase("DownwardVolumeMemoryRequest", "should provide container's memory request [NodeConformance] [Conformance]", "memory_request", "33554432"),
 	{"DownwardVolumeLabelsUpdate", "storage/downwardapi_volume.go", "Downward API volume should update labels on modification [NodeConformance] [Conformance]", func(k *kcase) {
 		name := "labelsupdate" + uuid
 		k.create(strings.Replace(downwardPod(name, "{path: labels, fieldRef: {fieldPath: metadata.labels}}", "", mounttest("file_content_in_loop=/etc/podinfo/labels")),
@@ -1337,11 +1337,12 @@ containers:
   volumeMounts: [{name: podinfo, mountPath: /etc/podinfo}]`, items, more, script))
 }
 
-// resourceItems are downwardAPIVolumeForContainerResources' items.
-const resourceItems = `{path: cpu_limit, resourceFieldRef: {containerName: client-container, resource: limits.cpu, divisor: 1m}},
-  {path: cpu_request, resourceFieldRef: {containerName: client-container, resource: requests.cpu, divisor: 1m}},
-  {path: memory_limit, resourceFieldRef: {containerName: client-container, resource: limits.memory, divisor: 1Mi}},
-  {path: memory_request, resourceFieldRef: {containerName: client-container, resource: requests.memory, divisor: 1Mi}}`
+// resourceItems are downwardAPIVolumeBasePod's resource items, with no
+// divisor (1: CPU in whole cores rounded up, memory in bytes).
+const resourceItems = `{path: cpu_limit, resourceFieldRef: {containerName: client-container, resource: limits.cpu}},
+  {path: cpu_request, resourceFieldRef: {containerName: client-container, resource: requests.cpu}},
+  {path: memory_limit, resourceFieldRef: {containerName: client-container, resource: limits.memory}},
+  {path: memory_request, resourceFieldRef: {containerName: client-container, resource: requests.memory}}`
 
 // downwardCase runs mounttest with flag in downwardPod and expects the
 // pattern in its log.
@@ -1353,12 +1354,13 @@ func downwardCase(name, it, items, more, flag, pattern string) ported {
 }
 
 // downwardResourcesCase is downwardAPIVolumeForContainerResources read at
-// file: its container's limit of 1250m CPU is refused.
-func downwardResourcesCase(name, it, file string) ported {
+// file, whose content must be want (the limits and requests with divisor
+// 1: CPU rounded up to whole cores, memory in bytes).
+func downwardResourcesCase(name, it, file, want string) ported {
 	return ported{name, "storage/downwardapi_volume.go", "Downward API volume " + it, func(k *kcase) {
 		k.create(strings.Replace(downwardPod("downwardapi-volume-"+uuid, resourceItems, "", mounttest("file_content=/etc/podinfo/"+file)),
 			"  volumeMounts:", "  resources: {requests: {cpu: 250m, memory: 32Mi}, limits: {cpu: 1250m, memory: 64Mi}}\n    volumeMounts:", 1))
-		k.refused("downwardapi-volume-"+uuid, "spec.containers[0].resources.limits[cpu]: not supported")
+		k.expectOutput("downwardapi-volume-"+uuid, "client-container", fmt.Sprintf(`(?m)^content of file "/etc/podinfo/%s": %s$`, file, want))
 	}}
 }
 
