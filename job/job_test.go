@@ -206,11 +206,7 @@ func TestArgvExactAcrossReload(t *testing.T) {
 	if want := strings.Join(words, "\x00") + "\x00"; string(out) != want {
 		t.Errorf("argv came back as %q, want %q", out, want)
 	}
-	dir, err := c.Manager.RuntimeUnitDir(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Lstat(filepath.Join(dir, c.Unit+".d")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(filepath.Join(systemdtest.TransientUnitDir(t), c.Unit+".d")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("drop-in dir of %s after the run: %v, want it gone", c.Unit, err)
 	}
 }
@@ -549,6 +545,43 @@ func TestCancelDuringStart(t *testing.T) {
 			t.Errorf("run %d: unit %s left behind after a cancel during start (%v)", i, c.Unit, err)
 		}
 		cancel()
+	}
+}
+
+// TestDropInAcrossRestartAndReload: the drop-in that carries a command
+// line with '$' lives through the back-off between two runs of Restart=,
+// so a daemon-reload then keeps the unit's command and every run is made;
+// systemd removes it with the unit.
+func TestDropInAcrossRestartAndReload(t *testing.T) {
+	ctx := context.Background()
+	counter := filepath.Join(t.TempDir(), "n")
+	c := sh(t, `n=$(( $(cat "$1" 2>/dev/null || echo 0) + 1 )); echo $n >"$1"; [ $n -ge 3 ] || exit 7`, counter)
+	c.Properties = []unit.Property{
+		{Name: "Restart", Value: dbus.MakeVariant("on-failure")},
+		{Name: "RestartUSec", Value: dbus.MakeVariant(uint64(time.Second / time.Microsecond))},
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	dropIn := filepath.Join(systemdtest.TransientUnitDir(t), c.Unit+".d")
+	systemdtest.WaitSubState(t, c.Manager, c.Unit, "auto-restart")
+	if _, err := os.Lstat(dropIn); err != nil {
+		t.Errorf("drop-in during the back-off: %v, want it there", err)
+	}
+	if err := c.Manager.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(); err != nil || c.Status.Restarts != 2 {
+		t.Errorf("Wait: %v, status %+v; want exit 0 after 2 restarts", err, c.Status)
+	}
+	if b, _ := os.ReadFile(counter); string(b) != "3\n" {
+		t.Errorf("the command ran %q times, want 3", b)
+	}
+	if !gone(t, c.Unit) {
+		t.Errorf("unit %s left loaded", c.Unit)
+	}
+	if _, err := os.Lstat(dropIn); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("drop-in dir after the run: %v, want it gone", err)
 	}
 }
 

@@ -27,7 +27,7 @@ import (
 func TestKilledClient(t *testing.T) {
 	bin := systemdtest.Binary(t)
 	conn := systemdtest.Conn(t)
-	dir := systemdtest.RuntimeUnitDir(t)
+	dir := systemdtest.TransientUnitDir(t)
 	for _, tc := range []struct {
 		point string
 		kill  func(t *testing.T, name string)
@@ -182,7 +182,7 @@ func TestManagerStopLeavesNoDropIn(t *testing.T) {
 	if out, err := run.CombinedOutput(); err != nil {
 		t.Fatalf("run --no-wait: %v: %s", err, out)
 	}
-	dropIn := filepath.Join(dir, "systemd", "user", name+".d")
+	dropIn := filepath.Join(dir, "systemd", "transient", name+".d")
 	if _, err := os.Lstat(dropIn); err != nil {
 		t.Fatalf("drop-in of the running unit: %v", err)
 	}

@@ -77,19 +77,19 @@ var ErrClosed = errors.New("manager: connection closed")
 type Conn struct {
 	target Target
 
-	mu      sync.Mutex
-	bus     *dbus.Conn
-	stream  *busframe.Stream // bus's stream, on a private socket (else nil)
-	ready   chan struct{}    // closed when bus is usable; replaced on disconnect
-	closed  bool
-	dialErr error                          // why the last redial failed
-	watches map[string]map[*Watch]struct{} // by unit name
-	byPath  map[dbus.ObjectPath]watched    // by the unit's object path
-	done    chan struct{}
-	runDir  string     // RuntimeUnitDir's answer, once it has one
-	refs    *dbus.Conn // on a private socket, the bus for AddRef (ref.go)
-	gen     uint64     // bus's number: each connection made gets the next
-	gens    uint64     // connections made
+	mu       sync.Mutex
+	bus      *dbus.Conn
+	stream   *busframe.Stream // bus's stream, on a private socket (else nil)
+	ready    chan struct{}    // closed when bus is usable; replaced on disconnect
+	closed   bool
+	dialErr  error                          // why the last redial failed
+	watches  map[string]map[*Watch]struct{} // by unit name
+	byPath   map[dbus.ObjectPath]watched    // by the unit's object path
+	done     chan struct{}
+	unitPath []string   // the manager's UnitPath, once read
+	refs     *dbus.Conn // on a private socket, the bus for AddRef (ref.go)
+	gen      uint64     // bus's number: each connection made gets the next
+	gens     uint64     // connections made
 }
 
 // Stamp places a signal or a call's answer in the order in which the
@@ -666,31 +666,49 @@ func IsNoSuchUnit(err error) bool {
 // RuntimeUnitDir returns the directory in the manager's unit search path
 // where units that live until reboot belong (/run/systemd/system for the
 // system manager, $XDG_RUNTIME_DIR/systemd/user for a user manager). Units
-// written there take effect after Reload. The manager's unit path is read
-// once: it does not change while the manager runs.
+// written there take effect after Reload.
 func (c *Conn) RuntimeUnitDir(ctx context.Context) (string, error) {
+	return c.unitPathDir(ctx, "runtime unit directory", func(p string) bool {
+		return p == "/run/systemd/system" || strings.HasSuffix(p, "/systemd/user") && !strings.HasPrefix(p, "/etc/") && !strings.HasPrefix(p, "/usr/") && !strings.Contains(p, "/.config/")
+	})
+}
+
+// TransientUnitDir returns the directory in the manager's unit search path
+// that holds the files of its transient units (/run/systemd/transient,
+// $XDG_RUNTIME_DIR/systemd/transient). systemd removes a transient unit's
+// drop-ins in it when it frees the unit (not when it reloads or
+// re-executes), whoever wrote them.
+func (c *Conn) TransientUnitDir(ctx context.Context) (string, error) {
+	return c.unitPathDir(ctx, "transient unit directory", func(p string) bool {
+		return strings.HasSuffix(p, "/systemd/transient")
+	})
+}
+
+// unitPathDir returns the first directory of the manager's unit search
+// path that match accepts; what names it, for the error if none does.
+// The unit path is read once: it does not change while the manager runs.
+func (c *Conn) unitPathDir(ctx context.Context, what string, match func(string) bool) (string, error) {
 	c.mu.Lock()
-	dir := c.runDir
+	paths := c.unitPath
 	c.mu.Unlock()
-	if dir != "" {
-		return dir, nil
+	if paths == nil {
+		obj, err := c.object(ctx, objectPath)
+		if err != nil {
+			return "", err
+		}
+		var v dbus.Variant
+		if err := obj.CallWithContext(ctx, propsIface+".Get", 0, managerIface, "UnitPath").Store(&v); err != nil {
+			return "", err
+		}
+		paths, _ = v.Value().([]string)
+		c.mu.Lock()
+		c.unitPath = paths
+		c.mu.Unlock()
 	}
-	obj, err := c.object(ctx, objectPath)
-	if err != nil {
-		return "", err
-	}
-	var v dbus.Variant
-	if err := obj.CallWithContext(ctx, propsIface+".Get", 0, managerIface, "UnitPath").Store(&v); err != nil {
-		return "", err
-	}
-	paths, _ := v.Value().([]string)
 	for _, p := range paths {
-		if p == "/run/systemd/system" || strings.HasSuffix(p, "/systemd/user") && !strings.HasPrefix(p, "/etc/") && !strings.HasPrefix(p, "/usr/") && !strings.Contains(p, "/.config/") {
-			c.mu.Lock()
-			c.runDir = p
-			c.mu.Unlock()
+		if match(p) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("manager %s: no runtime unit directory in its unit path %v", c.target.Spec, paths)
+	return "", fmt.Errorf("manager %s: no %s in its unit path %v", c.target.Spec, what, paths)
 }
