@@ -625,6 +625,21 @@ func TestRunWaitsThroughRestarts(t *testing.T) {
 	}
 }
 
+// TestRunNoWaitRestarts: a --no-wait run that Restart= restarts runs
+// again after its caller is gone, its streams none of the caller's.
+func TestRunNoWaitRestarts(t *testing.T) {
+	counter := filepath.Join(t.TempDir(), "n")
+	out, errs, code := unitrun(t, "run", "--no-wait", "-p", "Restart=on-failure", "-p", "RestartSec=50ms", "--", "/bin/sh", "-c", counted, "sh", counter)
+	name := strings.TrimSpace(out)
+	if code != 0 {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	waitGone(t, name)
+	if b, _ := os.ReadFile(counter); string(b) != "3\n" {
+		t.Errorf("the command ran %q times, want 3 (the unit restarted twice)", b)
+	}
+}
+
 // TestRunInterruptedBetweenRestarts: SIGINT while the unit waits for its
 // next restart stops it: run exits 130 and the unit is gone.
 func TestRunInterruptedBetweenRestarts(t *testing.T) {
