@@ -6,11 +6,13 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -378,6 +380,50 @@ func reexecWhileRunning(t *testing.T, conn *manager.Conn) {
 	// The connection serves new commands after the reexec.
 	if err := job.Command(conn, "/bin/true").Run(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRestartsAcrossDaemonReexec: a run that Restart= restarts is waited
+// for through its restarts while the manager re-executes again and again,
+// on its socket and over its bus: every run is made and the last one is
+// reported, not a read lost with the connection.
+func TestRestartsAcrossDaemonReexec(t *testing.T) {
+	for _, over := range []string{"socket", "bus"} {
+		t.Run(over, func(t *testing.T) {
+			counter := filepath.Join(t.TempDir(), "n")
+			c := job.Command(dialOver(t, over), "/bin/sh", "-c", `n=$(( $(cat "$1" 2>/dev/null || echo 0) + 1 )); echo $n >"$1"; sleep 0.05; [ $n -ge 8 ] || exit 7`, "sh", counter)
+			c.Properties = []unit.Property{
+				{Name: "Restart", Value: dbus.MakeVariant("on-failure")},
+				{Name: "RestartUSec", Value: dbus.MakeVariant(uint64(50000))},
+			}
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			ctl := systemdtest.Dial(t)
+			var stop atomic.Bool
+			reexecs := make(chan int)
+			go func() {
+				n := 0
+				for ; !stop.Load(); n++ {
+					if err := ctl.Reexecute(context.Background()); err != nil {
+						t.Error(err)
+						break
+					}
+					// At a new point of a run or back-off each time.
+					time.Sleep(time.Duration(50+mrand.IntN(100)) * time.Millisecond)
+				}
+				reexecs <- n
+			}()
+			err := c.Wait()
+			stop.Store(true)
+			t.Logf("%d reexecs while the unit ran; %d restarts", <-reexecs, c.Status.Restarts)
+			if err != nil || c.Status.ExitCode != 0 {
+				t.Errorf("Wait: %v, status %+v; want the last run's exit 0", err, c.Status)
+			}
+			if b, _ := os.ReadFile(counter); string(b) != "8\n" {
+				t.Errorf("the command ran %q times, want 8", b)
+			}
+		})
 	}
 }
 
