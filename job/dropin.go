@@ -94,7 +94,8 @@ func dropInText(path string, args, env []string) ([]byte, error) {
 //     run with a fixed name) held until systemd has created its unit. A
 //     drop-in found there while no unit of the name is loaded is stale (a
 //     client killed after writing it, before creating its unit) and is
-//     removed; a unit that is loaded owns the name, and the run fails with
+//     removed, and so is a drop-in's temporary file (a client killed
+//     while writing it); a unit that is loaded owns the name, and the run fails with
 //     ErrUnitExists without touching its drop-in. So a unit of the name
 //     that unitrun creates never reads another run's drop-in.
 //   - systemd removes the drop-in, in its transient unit directory, when
@@ -144,6 +145,13 @@ func (r *run) claim(ctx context.Context, fixed bool, path string, args, env []st
 		return fmt.Errorf("job: lock the name %s: %w", r.unit, err)
 	}
 	r.unlock = unlock
+	// The temporary files of drop-ins that killed clients were writing
+	// (atomicfile's) are stale too: no other run writes one while this
+	// one holds the lock.
+	tmps, _ := filepath.Glob(filepath.Join(d, "."+dropInFile+".tmp-*"))
+	for _, f := range tmps {
+		os.Remove(f)
+	}
 	_, err = os.Lstat(filepath.Join(d, dropInFile))
 	stale := err == nil
 	if stale || need {
@@ -159,9 +167,9 @@ func (r *run) claim(ctx context.Context, fixed bool, path string, args, env []st
 	}
 	if stale {
 		os.Remove(filepath.Join(d, dropInFile))
-		if !need {
-			os.Remove(d) // only if empty: other drop-ins are not unitrun's
-		}
+	}
+	if (stale || len(tmps) > 0) && !need {
+		os.Remove(d) // only if empty: other drop-ins are not unitrun's
 	}
 	if need {
 		if err := r.writeDropIn(ctx, d, path, args, env); err != nil {

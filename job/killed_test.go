@@ -43,6 +43,15 @@ func TestKilledClient(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(d, "50-unitrun-exec.conf"), []byte(leftover), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			leaveTempDropIn(t, d)
+		}},
+		{"while it writes its drop-in", func(t *testing.T, name string) {
+			// A client killed in atomicfile.Write leaves its temporary file.
+			d := filepath.Join(dir, name+".d")
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			leaveTempDropIn(t, d)
 		}},
 		{"while its command runs", func(t *testing.T, name string) {
 			cli := startCLI(t, bin, "run", "-q", "-u", name, "--", "sh", "-c", "echo OLD; sleep 0.5")
@@ -73,7 +82,7 @@ func TestKilledClient(t *testing.T) {
 			if !gone(t, name) {
 				t.Fatalf("%s still loaded after its command ended, with its client killed", name)
 			}
-			if tc.point != "before its unit is created" {
+			if tc.point != "before its unit is created" && tc.point != "while it writes its drop-in" {
 				if _, err := os.Lstat(filepath.Join(dir, name+".d")); !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("drop-in of the killed run: %v, want it gone", err)
 				}
@@ -88,6 +97,15 @@ func TestKilledClient(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// leaveTempDropIn writes into the drop-in directory d the temporary file
+// that a client killed while writing its drop-in leaves there.
+func leaveTempDropIn(t *testing.T, d string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(d, ".50-unitrun-exec.conf.tmp-2718281828"), []byte("[Service]\nExecStart=\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 
