@@ -101,7 +101,9 @@ type Options struct {
 	// connection then carries the calls, the signals and the units kept
 	// for the caller (AddRef=yes, which a private socket cannot carry:
 	// Conn.CanRef), as systemd-run --wait does. A manager that is not on
-	// its bus, and the system manager, are reached on their sockets.
+	// its bus, and the system manager, are reached on their sockets, and
+	// so is a manager named by its socket (private:PATH), as asked: its
+	// signals then outlive the bus going down.
 	OverBus bool
 }
 
@@ -150,7 +152,7 @@ func open(ctx context.Context, spec string, o Options, boot bool) (*Conn, []Atte
 	if err != nil {
 		return nil, nil, err
 	}
-	p := &prober{ctx: ctx, overBus: o.OverBus}
+	p := &prober{ctx: ctx, overBus: o.OverBus && s.Kind != KindPrivate}
 	var c *Conn
 	if s.Kind == KindAuto {
 		c = p.auto(o, boot)
