@@ -181,9 +181,9 @@ func addRefAcrossReexec(t *testing.T, mgr *manager.Conn) {
 }
 
 // TestManagerStopLeavesNoDropIn: "unitrun manager stop" stops every unit
-// of the embedded manager as a stop job does, so a run whose client is
-// gone (--no-wait) removes its drop-in then, and a later manager's unit of
-// that name cannot read it.
+// of the embedded manager as a stop job does, and systemd removes the
+// drop-in of a run whose client is gone (--no-wait) as it frees its unit,
+// so a later manager's unit of that name cannot read it.
 func TestManagerStopLeavesNoDropIn(t *testing.T) {
 	dir, err := os.MkdirTemp("", "unitrun-emb-")
 	if err != nil {
