@@ -223,8 +223,9 @@ func lockDir(ctx context.Context, dir string) (func(), error) {
 // unit path, which it rebuilds when it loads a unit if the mtime of a
 // directory of the path changed, leaving out the transient unit directory
 // (which it deems its own). So the drop-in is written first, then the
-// runtime unit directory's mtime is set to now: the unit's creation
-// rebuilds the cache, with the drop-in in it.
+// runtime unit directory's mtime is set to now (the directory is made if
+// it is not there): the unit's creation rebuilds the cache, with the
+// drop-in in it.
 func (r *run) writeDropIn(ctx context.Context, d, path string, args, env []string) error {
 	file := filepath.Join(d, dropInFile)
 	text, err := dropInText(path, args, env)
@@ -244,7 +245,9 @@ func (r *run) writeDropIn(ctx context.Context, d, path string, args, env []strin
 	units, err := r.mgr.RuntimeUnitDir(ctx)
 	if err == nil {
 		now := time.Now()
-		err = os.Chtimes(units, now, now)
+		if err = os.Chtimes(units, now, now); errors.Is(err, os.ErrNotExist) {
+			err = os.MkdirAll(units, 0o755) // its making changes the path's mtimes too
+		}
 	}
 	if err != nil {
 		r.removeDropIn()

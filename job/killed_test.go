@@ -183,7 +183,10 @@ func addRefAcrossReexec(t *testing.T, mgr *manager.Conn) {
 // TestManagerStopLeavesNoDropIn: "unitrun manager stop" stops every unit
 // of the embedded manager as a stop job does, and systemd removes the
 // drop-in of a run whose client is gone (--no-wait) as it frees its unit,
-// so a later manager's unit of that name cannot read it.
+// so a later manager's unit of that name cannot read it. The manager's
+// runtime unit directory is removed first: a run's drop-in still reaches
+// its unit where that directory is not there (as for a user manager until
+// a unit is written into it).
 func TestManagerStopLeavesNoDropIn(t *testing.T) {
 	dir, err := os.MkdirTemp("", "unitrun-emb-")
 	if err != nil {
@@ -194,6 +197,12 @@ func TestManagerStopLeavesNoDropIn(t *testing.T) {
 	defer e.Stop(context.Background(), 10*time.Second)
 	env := append(os.Environ(), manager.EnvEmbeddedDir+"="+dir, manager.EnvManager+"=embedded")
 	bin := systemdtest.Binary(t)
+	if _, err := e.Ensure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "systemd", "user")); err != nil {
+		t.Fatal(err)
+	}
 	name := unit.RandomName("unitrun-test-stopped-", "service")
 	run := exec.Command(bin, "run", "--no-wait", "-u", name, "--", "sh", "-c", "sleep 100; true")
 	run.Env = env
