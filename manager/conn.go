@@ -76,6 +76,10 @@ var ErrClosed = errors.New("manager: connection closed")
 // the state it was waiting for.
 type Conn struct {
 	target Target
+	// socket is the manager's private socket, for a Conn that reaches it
+	// through its bus (Options.OverBus): when the bus cannot be redialled
+	// (a bus restart), the Conn redials on the socket, and stays there.
+	socket Target
 
 	mu       sync.Mutex
 	bus      *dbus.Conn
@@ -83,6 +87,7 @@ type Conn struct {
 	ready    chan struct{}    // closed when bus is usable; replaced on disconnect
 	closed   bool
 	dialErr  error                          // why the last redial failed
+	onSocket bool                           // redialled on socket: a private socket's rules apply
 	watches  map[string]map[*Watch]struct{} // by unit name
 	byPath   map[dbus.ObjectPath]watched    // by the unit's object path
 	done     chan struct{}
@@ -109,14 +114,21 @@ func (s Stamp) Before(t Stamp) bool {
 
 // Dial connects to the manager that target names and subscribes to its signals.
 func Dial(ctx context.Context, target Target) (*Conn, error) {
+	return dial(ctx, target, Target{})
+}
+
+// dial is Dial, with the private socket that a Conn over a bus falls back
+// to (see Conn.socket), if any.
+func dial(ctx context.Context, target, socket Target) (*Conn, error) {
 	c := &Conn{
 		target:  target,
+		socket:  socket,
 		ready:   make(chan struct{}),
 		watches: make(map[string]map[*Watch]struct{}),
 		byPath:  make(map[dbus.ObjectPath]watched),
 		done:    make(chan struct{}),
 	}
-	bus, stream, gen, err := c.connect(ctx)
+	bus, stream, gen, err := c.connect(ctx, target)
 	if err != nil {
 		return nil, err
 	}
@@ -154,10 +166,10 @@ func (c *Conn) Close() error {
 	return nil
 }
 
-// connect dials, authenticates and subscribes. On a private socket it
+// connect dials t, authenticates and subscribes. On a private socket it
 // returns the busframe.Stream that the connection reads and writes. It returns
 // the connection's number too (see Stamp).
-func (c *Conn) connect(ctx context.Context) (_ *dbus.Conn, _ *busframe.Stream, gen uint64, err error) {
+func (c *Conn) connect(ctx context.Context, t Target) (_ *dbus.Conn, _ *busframe.Stream, gen uint64, err error) {
 	var bus *dbus.Conn
 	var stream *busframe.Stream
 	c.mu.Lock()
@@ -165,7 +177,7 @@ func (c *Conn) connect(ctx context.Context) (_ *dbus.Conn, _ *busframe.Stream, g
 	gen = c.gens
 	c.mu.Unlock()
 	opts := []dbus.ConnOption{dbus.WithSignalHandler(signalRouter{c, gen}), dbus.WithContext(context.Background())}
-	if path, ok := socketPath(c.target.Address); ok && c.target.Peer {
+	if path, ok := socketPath(t.Address); ok && t.Peer {
 		stream, err = busframe.Dial(path, c.wanted)
 		if err == nil {
 			bus, err = dbus.NewConn(stream, opts...)
@@ -174,10 +186,10 @@ func (c *Conn) connect(ctx context.Context) (_ *dbus.Conn, _ *busframe.Stream, g
 			}
 		}
 	} else {
-		bus, err = dbus.Dial(c.target.Address, opts...)
+		bus, err = dbus.Dial(t.Address, opts...)
 	}
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("manager %s: dial %s: %w", c.target.Spec, c.target.Address, err)
+		return nil, nil, 0, fmt.Errorf("manager %s: dial %s: %w", t.Spec, t.Address, err)
 	}
 	defer func() {
 		if err != nil {
@@ -185,19 +197,19 @@ func (c *Conn) connect(ctx context.Context) (_ *dbus.Conn, _ *busframe.Stream, g
 		}
 	}()
 	if err := bus.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
-		return nil, nil, 0, fmt.Errorf("manager %s: authenticate: %w", c.target.Spec, err)
+		return nil, nil, 0, fmt.Errorf("manager %s: authenticate: %w", t.Spec, err)
 	}
-	if !c.target.Peer {
+	if !t.Peer {
 		if err := subscribeOnBus(ctx, bus); err != nil {
-			return nil, nil, 0, fmt.Errorf("manager %s: %w", c.target.Spec, err)
+			return nil, nil, 0, fmt.Errorf("manager %s: %w", t.Spec, err)
 		}
 		return bus, stream, gen, nil
 	}
 	if err := wake(ctx, bus); err != nil {
-		return nil, nil, 0, fmt.Errorf("manager %s: %w", c.target.Spec, err)
+		return nil, nil, 0, fmt.Errorf("manager %s: %w", t.Spec, err)
 	}
 	if err := bus.Object(busName, objectPath).CallWithContext(ctx, managerIface+".Subscribe", 0).Err; err != nil {
-		return nil, nil, 0, fmt.Errorf("manager %s: subscribe: %w", c.target.Spec, err)
+		return nil, nil, 0, fmt.Errorf("manager %s: subscribe: %w", t.Spec, err)
 	}
 	return bus, stream, gen, nil
 }
@@ -302,11 +314,21 @@ func (c *Conn) supervise(bus *dbus.Conn) {
 
 		delay := 10 * time.Millisecond
 		for {
+			t, onSocket := c.redialTarget()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			nb, ns, ng, err := c.connect(ctx)
+			nb, ns, ng, err := c.connect(ctx, t)
+			if err != nil && !onSocket && c.socket.Address != "" {
+				// The bus is down (restarted), or the manager not on it
+				// yet: its socket carries the signals meanwhile.
+				t, onSocket = c.socket, true
+				nb, ns, ng, err = c.connect(ctx, t)
+			}
 			cancel()
 			if err == nil {
 				bus, stream, gen = nb, ns, ng
+				c.mu.Lock()
+				c.onSocket = onSocket
+				c.mu.Unlock()
 				break
 			}
 			c.mu.Lock()
@@ -330,6 +352,25 @@ func (c *Conn) supervise(bus *dbus.Conn) {
 		c.broadcastLocked(Event{Kind: EventReconnected})
 		c.mu.Unlock()
 	}
+}
+
+// redialTarget returns where supervise redials: the socket once the Conn
+// is on it, else its target.
+func (c *Conn) redialTarget() (Target, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.onSocket {
+		return c.socket, true
+	}
+	return c.target, false
+}
+
+// peer reports whether the connection is on a private socket: its target's,
+// or the one it redialled on (see Conn.socket).
+func (c *Conn) peer() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.target.Peer || c.onSocket
 }
 
 func (c *Conn) broadcastLocked(ev Event) {
@@ -410,7 +451,7 @@ type Aux struct {
 // joined it again) wraps errLostOnBus, as the loss of a private socket's
 // connection is told too (IsConnLost).
 func (c *Conn) lost(err error) error {
-	if c.target.Peer {
+	if c.peer() {
 		return err
 	}
 	return lostOnBus(err)
@@ -423,7 +464,7 @@ func (c *Conn) StartTransientUnit(ctx context.Context, name, mode string, props 
 		Name  string
 		Value dbus.Variant
 	}
-	if c.target.Peer && addRef(props) {
+	if c.peer() && addRef(props) {
 		return c.startRef(ctx, name, mode, props, aux)
 	}
 	bus, stream, _, err := c.usable(ctx)

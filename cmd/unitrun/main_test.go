@@ -642,13 +642,14 @@ func TestRunNoWaitRestarts(t *testing.T) {
 	}
 }
 
-// TestRunPrivateOutlivesBusRestart: run --manager private:PATH reaches
-// the manager on that socket, so a run whose command ends while the
-// session bus is down, and whose unit systemd collects meanwhile (its
-// reference went with the bus), is still told exactly: exit 6, not 125.
-// It stops the bus of an embedded manager of its own, not the test
-// manager's, whose other users it would disturb.
-func TestRunPrivateOutlivesBusRestart(t *testing.T) {
+// TestRunOutlivesBusRestart: a run whose command ends while the session
+// bus is down, and whose unit systemd collects meanwhile (its reference
+// went with the bus), is still told exactly, exit 6, not 125: run
+// --manager private:PATH reaches the manager on that socket, and run on
+// the embedded manager, which goes over its bus, redials on the socket
+// when the bus is gone. It stops the bus of an embedded manager of its
+// own, not the test manager's, whose other users it would disturb.
+func TestRunOutlivesBusRestart(t *testing.T) {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "unitrun-emb-")
 	if err != nil {
@@ -674,9 +675,20 @@ func TestRunPrivateOutlivesBusRestart(t *testing.T) {
 		}
 	}
 
+	for _, spec := range []string{"private:" + e.Socket(), "embedded"} {
+		t.Run(spec, func(t *testing.T) {
+			runAcrossBusRestart(t, spec, append(env, manager.EnvEmbeddedDir+"="+e.Dir), conn, systemctl)
+		})
+	}
+}
+
+// runAcrossBusRestart runs a command on the manager spec whose bus
+// systemctl stops before the command ends, and starts again once conn
+// sees the unit collected.
+func runAcrossBusRestart(t *testing.T, spec string, env []string, conn *manager.Conn, systemctl func(...string)) {
 	gate := filepath.Join(t.TempDir(), "gate")
 	name := unit.RandomName("unitrun-test-busdown-", "service")
-	cli := exec.Command(systemdtest.Binary(t), "--manager", "private:"+e.Socket(), "run", "-u", name, "--", "sh", "-c", `echo started; while [ ! -e "$1" ]; do sleep 0.02; done; exit 6`, "sh", gate)
+	cli := exec.Command(systemdtest.Binary(t), "--manager", spec, "run", "-u", name, "--", "sh", "-c", `echo started; while [ ! -e "$1" ]; do sleep 0.02; done; exit 6`, "sh", gate)
 	cli.Env = env
 	var errb bytes.Buffer
 	cli.Stderr = &errb
