@@ -22,16 +22,18 @@ import (
 // that is not cannot travel in StartTransientUnit's properties. For those,
 // unitrun writes the ExecStart= and Environment= settings, escaped by the
 // rules of systemd.syntax(7), into a drop-in of the transient unit in the
-// manager's runtime unit directory, which systemd reads when it creates the
-// unit. The drop-in is removed when the unit stops and when the run is
-// released (see claim).
+// manager's transient unit directory, which systemd reads when it creates
+// the unit, and again at each daemon-reload or daemon-reexec while the
+// unit is loaded: through every restart Restart= makes. systemd removes
+// it when it frees the unit, and the run's release removes it too (see
+// claim).
 //
 // A command line with a word that holds '$' or ';' goes the same way:
 // systemd 252 writes such words into the transient unit's file escaped
 // ("\$", "\;") and, should a daemon-reload read the file back before the
 // command is executed, runs them with the escapes in them
 // (TestArgvExactAcrossReload). Over D-Bus they are exact otherwise, so
-// they go that way when the manager has no runtime unit directory.
+// they go that way when the manager has no transient unit directory.
 
 // needsDropIn reports whether argv or env holds bytes D-Bus cannot carry,
 // or argv a word that a daemon-reload would change (see above).
@@ -63,15 +65,10 @@ func dbusCarries(args, env []string) bool {
 	return true
 }
 
-// dropInText renders the drop-in, at path file, that sets the command
-// line and environment. "@" lets argv[0] differ from the path, as the
-// D-Bus ExecStart does. Its ExecStopPost= removes it, and its directory if
-// that is left empty, when the unit stops (while the unit is still loaded,
-// so no other unit of the name can read it), even if no client is left to
-// release the run. It writes nothing to the unit's output, and '-' ignores
-// its failure (a unit whose User= may not remove the file leaves it for
-// its release, or for the next run of its name).
-func dropInText(file, path string, args, env []string) ([]byte, error) {
+// dropInText renders the drop-in that sets the command line and
+// environment. "@" lets argv[0] differ from the path, as the D-Bus
+// ExecStart does.
+func dropInText(path string, args, env []string) ([]byte, error) {
 	words := []string{unit.QuoteArg("@" + path)}
 	for _, a := range args {
 		words = append(words, unit.QuoteArg(a))
@@ -87,48 +84,28 @@ func dropInText(file, path string, args, env []string) ([]byte, error) {
 		}
 		f.Set("Service", "Environment", q)
 	}
-	if sh := lookTool("sh"); sh != "" {
-		cleanup := []string{sh, "-c", removeScript, "sh", file, filepath.Dir(file)}
-		for i, w := range cleanup {
-			cleanup[i] = unit.QuoteArg(w)
-		}
-		f.Set("Service", "ExecStopPost", "-"+strings.Join(cleanup, " "))
-	}
 	return f.Bytes()
-}
-
-// removeScript removes the drop-in $1 and its directory $2 if empty,
-// silently: its output would be the unit's.
-const removeScript = `rm -f -- "$1" 2>/dev/null; rmdir -- "$2" 2>/dev/null; exit 0`
-
-// lookTool returns the path of a tool in /usr/bin or /bin, or "" if
-// neither has it.
-func lookTool(name string) string {
-	for _, dir := range []string{"/usr/bin", "/bin"} {
-		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p
-		}
-	}
-	return ""
 }
 
 // A drop-in is read by any unit of its name that systemd creates while it
 // is on disk, so each belongs to exactly one run:
 //   - A run with a fixed name (Cmd.Name) claims the name under a lock (a
-//     flock(2) of lockFile in the runtime unit directory, taken by every
+//     flock(2) of lockFile in the transient unit directory, taken by every
 //     run with a fixed name) held until systemd has created its unit. A
 //     drop-in found there while no unit of the name is loaded is stale (a
 //     client killed after writing it, before creating its unit) and is
-//     removed; a unit that is loaded owns the name, and the run fails with
+//     removed, and so is a drop-in's temporary file (a client killed
+//     while writing it); a unit that is loaded owns the name, and the run fails with
 //     ErrUnitExists without touching its drop-in. So a unit of the name
 //     that unitrun creates never reads another run's drop-in.
-//   - The unit removes its drop-in when it stops (see dropInText), and the
-//     run's release removes it too, under the lock, if it is still the
-//     very file the run wrote (not a later run's).
+//   - systemd removes the drop-in, in its transient unit directory, when
+//     it frees the unit: once systemd makes no further run and the unit
+//     is collected, never between two runs of Restart=. The run's release
+//     removes it too, under the lock, if it is still the very file the
+//     run wrote (not a later run's).
 // A generated name is random and used once, so its run takes no lock.
 
-// lockFile is the file, in the manager's runtime unit directory, that runs
+// lockFile is the file, in the manager's transient unit directory, that runs
 // lock to claim a fixed name. systemd skips hidden files there.
 const lockFile = ".unitrun-names.lock"
 
@@ -139,14 +116,14 @@ const dropInFile = "50-unitrun-exec.conf"
 // env need one (needsDropIn). For a fixed name it takes the lock, which
 // the run holds until its unit is created (unclaim), and removes a stale
 // drop-in of the name; a name whose unit is loaded is ErrUnitExists. A
-// manager without a runtime unit directory has no drop-ins: there the
+// manager without a transient unit directory has no drop-ins: there the
 // command line goes over D-Bus, if D-Bus can carry it.
 func (r *run) claim(ctx context.Context, fixed bool, path string, args, env []string) error {
 	need := needsDropIn(args, env)
 	if !fixed && !need {
 		return nil // no drop-in to write, and none of the name's to find
 	}
-	dir, err := r.mgr.RuntimeUnitDir(ctx)
+	dir, err := r.mgr.TransientUnitDir(ctx)
 	if err != nil {
 		if need && !dbusCarries(args, env) {
 			return err
@@ -154,7 +131,7 @@ func (r *run) claim(ctx context.Context, fixed bool, path string, args, env []st
 		return nil
 	}
 	if !fixed {
-		return r.writeDropIn(filepath.Join(dir, r.unit+".d"), path, args, env)
+		return r.writeDropIn(ctx, filepath.Join(dir, r.unit+".d"), path, args, env)
 	}
 	d := filepath.Join(dir, r.unit+".d")
 	unlock, err := lockDir(ctx, dir)
@@ -168,6 +145,13 @@ func (r *run) claim(ctx context.Context, fixed bool, path string, args, env []st
 		return fmt.Errorf("job: lock the name %s: %w", r.unit, err)
 	}
 	r.unlock = unlock
+	// The temporary files of drop-ins that killed clients were writing
+	// (atomicfile's) are stale too: no other run writes one while this
+	// one holds the lock.
+	tmps, _ := filepath.Glob(filepath.Join(d, "."+dropInFile+".tmp-*"))
+	for _, f := range tmps {
+		os.Remove(f)
+	}
 	_, err = os.Lstat(filepath.Join(d, dropInFile))
 	stale := err == nil
 	if stale || need {
@@ -183,12 +167,12 @@ func (r *run) claim(ctx context.Context, fixed bool, path string, args, env []st
 	}
 	if stale {
 		os.Remove(filepath.Join(d, dropInFile))
-		if !need {
-			os.Remove(d) // only if empty: other drop-ins are not unitrun's
-		}
+	}
+	if (stale || len(tmps) > 0) && !need {
+		os.Remove(d) // only if empty: other drop-ins are not unitrun's
 	}
 	if need {
-		if err := r.writeDropIn(d, path, args, env); err != nil {
+		if err := r.writeDropIn(ctx, d, path, args, env); err != nil {
 			r.unclaim()
 			return err
 		}
@@ -220,18 +204,31 @@ func (r *run) unclaim() {
 	}
 }
 
-// lockDir takes the lock of the runtime unit directory dir, waiting for
+// lockDir takes the lock of the transient unit directory dir, waiting for
 // it until ctx ends, and returns the function that releases it. The lock
 // file is readable by all, so that a caller that may not write dir takes
-// the lock too, if the file is there.
+// the lock too, if the file is there. dir is made if systemd has not made
+// it yet (it does at its first transient unit).
 func lockDir(ctx context.Context, dir string) (func(), error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
 	return flock.Lock(ctx, filepath.Join(dir, lockFile))
 }
 
-// writeDropIn writes the run's drop-in into the drop-in directory d.
-func (r *run) writeDropIn(d, path string, args, env []string) error {
+// writeDropIn writes the run's drop-in into the drop-in directory d, in
+// the transient unit directory, and makes systemd see it there.
+//
+// systemd reads a unit's drop-ins through its cache of the files in its
+// unit path, which it rebuilds when it loads a unit if the mtime of a
+// directory of the path changed, leaving out the transient unit directory
+// (which it deems its own). So the drop-in is written first, then the
+// runtime unit directory's mtime is set to now (the directory is made if
+// it is not there): the unit's creation rebuilds the cache, with the
+// drop-in in it.
+func (r *run) writeDropIn(ctx context.Context, d, path string, args, env []string) error {
 	file := filepath.Join(d, dropInFile)
-	text, err := dropInText(file, path, args, env)
+	text, err := dropInText(path, args, env)
 	if err != nil {
 		return err
 	}
@@ -242,7 +239,21 @@ func (r *run) writeDropIn(d, path string, args, env []string) error {
 		os.Remove(d)
 		return fmt.Errorf("job: drop-in for %s: %w", r.unit, err)
 	}
-	return r.ownDropIn(file)
+	if err := r.ownDropIn(file); err != nil {
+		return err
+	}
+	units, err := r.mgr.RuntimeUnitDir(ctx)
+	if err == nil {
+		now := time.Now()
+		if err = os.Chtimes(units, now, now); errors.Is(err, os.ErrNotExist) {
+			err = os.MkdirAll(units, 0o755) // its making changes the path's mtimes too
+		}
+	}
+	if err != nil {
+		r.removeDropIn()
+		return fmt.Errorf("job: drop-in for %s: %w", r.unit, err)
+	}
+	return nil
 }
 
 // ownDropIn records file as the run's drop-in: the very file, which its
@@ -260,7 +271,7 @@ func (r *run) ownDropIn(file string) error {
 // (Attach), if the run has one, so that the release removes it. It is
 // called while the unit is loaded, when no other run can write one.
 func (r *run) findDropIn(ctx context.Context) {
-	dir, err := r.mgr.RuntimeUnitDir(ctx)
+	dir, err := r.mgr.TransientUnitDir(ctx)
 	if err != nil {
 		return
 	}

@@ -6,11 +6,13 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -206,11 +208,7 @@ func TestArgvExactAcrossReload(t *testing.T) {
 	if want := strings.Join(words, "\x00") + "\x00"; string(out) != want {
 		t.Errorf("argv came back as %q, want %q", out, want)
 	}
-	dir, err := c.Manager.RuntimeUnitDir(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Lstat(filepath.Join(dir, c.Unit+".d")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(filepath.Join(systemdtest.TransientUnitDir(t), c.Unit+".d")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("drop-in dir of %s after the run: %v, want it gone", c.Unit, err)
 	}
 }
@@ -385,6 +383,50 @@ func reexecWhileRunning(t *testing.T, conn *manager.Conn) {
 	}
 }
 
+// TestRestartsAcrossDaemonReexec: a run that Restart= restarts is waited
+// for through its restarts while the manager re-executes again and again,
+// on its socket and over its bus: every run is made and the last one is
+// reported, not a read lost with the connection.
+func TestRestartsAcrossDaemonReexec(t *testing.T) {
+	for _, over := range []string{"socket", "bus"} {
+		t.Run(over, func(t *testing.T) {
+			counter := filepath.Join(t.TempDir(), "n")
+			c := job.Command(dialOver(t, over), "/bin/sh", "-c", `n=$(( $(cat "$1" 2>/dev/null || echo 0) + 1 )); echo $n >"$1"; sleep 0.05; [ $n -ge 8 ] || exit 7`, "sh", counter)
+			c.Properties = []unit.Property{
+				{Name: "Restart", Value: dbus.MakeVariant("on-failure")},
+				{Name: "RestartUSec", Value: dbus.MakeVariant(uint64(50000))},
+			}
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			ctl := systemdtest.Dial(t)
+			var stop atomic.Bool
+			reexecs := make(chan int)
+			go func() {
+				n := 0
+				for ; !stop.Load(); n++ {
+					if err := ctl.Reexecute(context.Background()); err != nil {
+						t.Error(err)
+						break
+					}
+					// At a new point of a run or back-off each time.
+					time.Sleep(time.Duration(50+mrand.IntN(100)) * time.Millisecond)
+				}
+				reexecs <- n
+			}()
+			err := c.Wait()
+			stop.Store(true)
+			t.Logf("%d reexecs while the unit ran; %d restarts", <-reexecs, c.Status.Restarts)
+			if err != nil || c.Status.ExitCode != 0 {
+				t.Errorf("Wait: %v, status %+v; want the last run's exit 0", err, c.Status)
+			}
+			if b, _ := os.ReadFile(counter); string(b) != "8\n" {
+				t.Errorf("the command ran %q times, want 8", b)
+			}
+		})
+	}
+}
+
 func TestRetry(t *testing.T) {
 	counter := filepath.Join(t.TempDir(), "count")
 	c := sh(t, `n=$(cat "$1" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$1"; [ $n -ge 3 ] || exit 5`, counter)
@@ -549,6 +591,43 @@ func TestCancelDuringStart(t *testing.T) {
 			t.Errorf("run %d: unit %s left behind after a cancel during start (%v)", i, c.Unit, err)
 		}
 		cancel()
+	}
+}
+
+// TestDropInAcrossRestartAndReload: the drop-in that carries a command
+// line with '$' lives through the back-off between two runs of Restart=,
+// so a daemon-reload then keeps the unit's command and every run is made;
+// systemd removes it with the unit.
+func TestDropInAcrossRestartAndReload(t *testing.T) {
+	ctx := context.Background()
+	counter := filepath.Join(t.TempDir(), "n")
+	c := sh(t, `n=$(( $(cat "$1" 2>/dev/null || echo 0) + 1 )); echo $n >"$1"; [ $n -ge 3 ] || exit 7`, counter)
+	c.Properties = []unit.Property{
+		{Name: "Restart", Value: dbus.MakeVariant("on-failure")},
+		{Name: "RestartUSec", Value: dbus.MakeVariant(uint64(time.Second / time.Microsecond))},
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	dropIn := filepath.Join(systemdtest.TransientUnitDir(t), c.Unit+".d")
+	systemdtest.WaitSubState(t, c.Manager, c.Unit, "auto-restart")
+	if _, err := os.Lstat(dropIn); err != nil {
+		t.Errorf("drop-in during the back-off: %v, want it there", err)
+	}
+	if err := c.Manager.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(); err != nil || c.Status.Restarts != 2 {
+		t.Errorf("Wait: %v, status %+v; want exit 0 after 2 restarts", err, c.Status)
+	}
+	if b, _ := os.ReadFile(counter); string(b) != "3\n" {
+		t.Errorf("the command ran %q times, want 3", b)
+	}
+	if !gone(t, c.Unit) {
+		t.Errorf("unit %s left loaded", c.Unit)
+	}
+	if _, err := os.Lstat(dropIn); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("drop-in dir after the run: %v, want it gone", err)
 	}
 }
 

@@ -27,7 +27,7 @@ import (
 func TestKilledClient(t *testing.T) {
 	bin := systemdtest.Binary(t)
 	conn := systemdtest.Conn(t)
-	dir := systemdtest.RuntimeUnitDir(t)
+	dir := systemdtest.TransientUnitDir(t)
 	for _, tc := range []struct {
 		point string
 		kill  func(t *testing.T, name string)
@@ -43,6 +43,15 @@ func TestKilledClient(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(d, "50-unitrun-exec.conf"), []byte(leftover), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			leaveTempDropIn(t, d)
+		}},
+		{"while it writes its drop-in", func(t *testing.T, name string) {
+			// A client killed in atomicfile.Write leaves its temporary file.
+			d := filepath.Join(dir, name+".d")
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			leaveTempDropIn(t, d)
 		}},
 		{"while its command runs", func(t *testing.T, name string) {
 			cli := startCLI(t, bin, "run", "-q", "-u", name, "--", "sh", "-c", "echo OLD; sleep 0.5")
@@ -73,7 +82,7 @@ func TestKilledClient(t *testing.T) {
 			if !gone(t, name) {
 				t.Fatalf("%s still loaded after its command ended, with its client killed", name)
 			}
-			if tc.point != "before its unit is created" {
+			if tc.point != "before its unit is created" && tc.point != "while it writes its drop-in" {
 				if _, err := os.Lstat(filepath.Join(dir, name+".d")); !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("drop-in of the killed run: %v, want it gone", err)
 				}
@@ -88,6 +97,15 @@ func TestKilledClient(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// leaveTempDropIn writes into the drop-in directory d the temporary file
+// that a client killed while writing its drop-in leaves there.
+func leaveTempDropIn(t *testing.T, d string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(d, ".50-unitrun-exec.conf.tmp-2718281828"), []byte("[Service]\nExecStart=\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -163,9 +181,12 @@ func addRefAcrossReexec(t *testing.T, mgr *manager.Conn) {
 }
 
 // TestManagerStopLeavesNoDropIn: "unitrun manager stop" stops every unit
-// of the embedded manager as a stop job does, so a run whose client is
-// gone (--no-wait) removes its drop-in then, and a later manager's unit of
-// that name cannot read it.
+// of the embedded manager as a stop job does, and systemd removes the
+// drop-in of a run whose client is gone (--no-wait) as it frees its unit,
+// so a later manager's unit of that name cannot read it. The manager's
+// runtime unit directory is removed first: a run's drop-in still reaches
+// its unit where that directory is not there (as for a user manager until
+// a unit is written into it).
 func TestManagerStopLeavesNoDropIn(t *testing.T) {
 	dir, err := os.MkdirTemp("", "unitrun-emb-")
 	if err != nil {
@@ -176,13 +197,19 @@ func TestManagerStopLeavesNoDropIn(t *testing.T) {
 	defer e.Stop(context.Background(), 10*time.Second)
 	env := append(os.Environ(), manager.EnvEmbeddedDir+"="+dir, manager.EnvManager+"=embedded")
 	bin := systemdtest.Binary(t)
+	if _, err := e.Ensure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "systemd", "user")); err != nil {
+		t.Fatal(err)
+	}
 	name := unit.RandomName("unitrun-test-stopped-", "service")
 	run := exec.Command(bin, "run", "--no-wait", "-u", name, "--", "sh", "-c", "sleep 100; true")
 	run.Env = env
 	if out, err := run.CombinedOutput(); err != nil {
 		t.Fatalf("run --no-wait: %v: %s", err, out)
 	}
-	dropIn := filepath.Join(dir, "systemd", "user", name+".d")
+	dropIn := filepath.Join(dir, "systemd", "transient", name+".d")
 	if _, err := os.Lstat(dropIn); err != nil {
 		t.Fatalf("drop-in of the running unit: %v", err)
 	}

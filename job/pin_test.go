@@ -91,17 +91,13 @@ func startAbandoned(t *testing.T, script string, args ...string) string {
 // TestAttachPinned: a pinned run whose Cmd is abandoned (its process died)
 // and whose unit was stopped meanwhile is read by Attach, which releases
 // the unit and its pin. The drop-in that carried its command line (a word
-// with '$') is gone once the run ended, although no client was left to
-// release it: the unit removed it when it stopped.
+// with '$') stays while the pin keeps the unit loaded, and is gone once
+// Attach released it: systemd removed it with the unit.
 func TestAttachPinned(t *testing.T) {
 	ctx := context.Background()
 	name := startAbandoned(t, "sleep 0.2; exit $0", "7")
 	mgr := systemdtest.Conn(t)
-	dir, err := mgr.RuntimeUnitDir(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dropIn := filepath.Join(dir, name+".d")
+	dropIn := filepath.Join(systemdtest.TransientUnitDir(t), name+".d")
 	if _, err := os.Lstat(dropIn); err != nil {
 		t.Errorf("the run's drop-in while it runs: %v", err)
 	}
@@ -118,8 +114,8 @@ func TestAttachPinned(t *testing.T) {
 	if err := mgr.ResetFailedUnit(ctx, name); err != nil {
 		t.Logf("reset-failed: %v", err)
 	}
-	if _, err := os.Lstat(dropIn); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("drop-in after the run ended with no client left: %v, want it gone", err)
+	if _, err := os.Lstat(dropIn); err != nil {
+		t.Errorf("the run's drop-in while its pin keeps it loaded: %v", err)
 	}
 	st, err := job.Attach(ctx, mgr, name, nil)
 	var ee *job.ExitError
@@ -128,6 +124,9 @@ func TestAttachPinned(t *testing.T) {
 	}
 	if !gone(t, name) || !gone(t, job.PinName(name)) {
 		t.Errorf("%s or its pin still loaded after Attach", name)
+	}
+	if _, err := os.Lstat(dropIn); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("drop-in after Attach released the unit: %v, want it gone", err)
 	}
 }
 

@@ -41,7 +41,8 @@ func dialOver(t *testing.T, over string) *manager.Conn {
 	if over == "socket" {
 		return systemdtest.Dial(t)
 	}
-	c, err := manager.Open(context.Background(), "private:"+systemdtest.Manager(t).Socket(), manager.Options{OverBus: true})
+	t.Setenv("XDG_RUNTIME_DIR", filepath.Dir(filepath.Dir(systemdtest.Manager(t).Socket())))
+	c, err := manager.Open(context.Background(), "user", manager.Options{OverBus: true})
 	if err != nil {
 		t.Fatal(err)
 	}

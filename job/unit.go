@@ -213,15 +213,16 @@ func (u *UnitCmd) Wait(ctx context.Context) (*Status, error) {
 // it made with the one signaled (the restart's arming among them), finds
 // it with no job and in the same state. A unit that the read finds with no
 // job and collected (not found, or loaded anew with no run) ended for
-// good: systemd collects no unit on its way to a restart.
+// good: systemd collects no unit on its way to a restart. A read lost
+// with the connection (the manager re-executing) is made again.
 func (r *run) waitForGood(ctx context.Context) error {
 	for {
 		if err := r.waitEnded(ctx); err != nil {
 			return err
 		}
-		now, err := r.mgr.Properties(ctx, r.unit, manager.UnitIface)
+		now, _, err := properties(ctx, r.mgr, r.unit, manager.UnitIface)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", r.unit, err)
 		}
 		if !manager.JobPending(now) {
 			id, _ := now["InvocationID"].Value().([]byte)
@@ -238,9 +239,9 @@ func (r *run) waitForGood(ctx context.Context) error {
 				// come after the Unit interface's, or not at all
 				// before this read, and the state would keep the
 				// ExecMain* of that run's start (no exit yet).
-				svc, err := r.mgr.Properties(ctx, r.unit, manager.ServiceIface)
+				svc, _, err := properties(ctx, r.mgr, r.unit, manager.ServiceIface)
 				if err != nil {
-					return err
+					return fmt.Errorf("%s: %w", r.unit, err)
 				}
 				if state(svc).u64("ExecMainStartTimestamp") != 0 {
 					// Not a unit collected since, whose properties

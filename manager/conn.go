@@ -76,20 +76,25 @@ var ErrClosed = errors.New("manager: connection closed")
 // the state it was waiting for.
 type Conn struct {
 	target Target
+	// socket is the manager's private socket, for a Conn that reaches it
+	// through its bus (Options.OverBus): when the bus cannot be redialled
+	// (a bus restart), the Conn redials on the socket, and stays there.
+	socket Target
 
-	mu      sync.Mutex
-	bus     *dbus.Conn
-	stream  *busframe.Stream // bus's stream, on a private socket (else nil)
-	ready   chan struct{}    // closed when bus is usable; replaced on disconnect
-	closed  bool
-	dialErr error                          // why the last redial failed
-	watches map[string]map[*Watch]struct{} // by unit name
-	byPath  map[dbus.ObjectPath]watched    // by the unit's object path
-	done    chan struct{}
-	runDir  string     // RuntimeUnitDir's answer, once it has one
-	refs    *dbus.Conn // on a private socket, the bus for AddRef (ref.go)
-	gen     uint64     // bus's number: each connection made gets the next
-	gens    uint64     // connections made
+	mu       sync.Mutex
+	bus      *dbus.Conn
+	stream   *busframe.Stream // bus's stream, on a private socket (else nil)
+	ready    chan struct{}    // closed when bus is usable; replaced on disconnect
+	closed   bool
+	dialErr  error                          // why the last redial failed
+	onSocket bool                           // redialled on socket: a private socket's rules apply
+	watches  map[string]map[*Watch]struct{} // by unit name
+	byPath   map[dbus.ObjectPath]watched    // by the unit's object path
+	done     chan struct{}
+	unitPath []string   // the manager's UnitPath, once read
+	refs     *dbus.Conn // on a private socket, the bus for AddRef (ref.go)
+	gen      uint64     // bus's number: each connection made gets the next
+	gens     uint64     // connections made
 }
 
 // Stamp places a signal or a call's answer in the order in which the
@@ -109,14 +114,21 @@ func (s Stamp) Before(t Stamp) bool {
 
 // Dial connects to the manager that target names and subscribes to its signals.
 func Dial(ctx context.Context, target Target) (*Conn, error) {
+	return dial(ctx, target, Target{})
+}
+
+// dial is Dial, with the private socket that a Conn over a bus falls back
+// to (see Conn.socket), if any.
+func dial(ctx context.Context, target, socket Target) (*Conn, error) {
 	c := &Conn{
 		target:  target,
+		socket:  socket,
 		ready:   make(chan struct{}),
 		watches: make(map[string]map[*Watch]struct{}),
 		byPath:  make(map[dbus.ObjectPath]watched),
 		done:    make(chan struct{}),
 	}
-	bus, stream, gen, err := c.connect(ctx)
+	bus, stream, gen, err := c.connect(ctx, target)
 	if err != nil {
 		return nil, err
 	}
@@ -154,10 +166,10 @@ func (c *Conn) Close() error {
 	return nil
 }
 
-// connect dials, authenticates and subscribes. On a private socket it
+// connect dials t, authenticates and subscribes. On a private socket it
 // returns the busframe.Stream that the connection reads and writes. It returns
 // the connection's number too (see Stamp).
-func (c *Conn) connect(ctx context.Context) (_ *dbus.Conn, _ *busframe.Stream, gen uint64, err error) {
+func (c *Conn) connect(ctx context.Context, t Target) (_ *dbus.Conn, _ *busframe.Stream, gen uint64, err error) {
 	var bus *dbus.Conn
 	var stream *busframe.Stream
 	c.mu.Lock()
@@ -165,7 +177,7 @@ func (c *Conn) connect(ctx context.Context) (_ *dbus.Conn, _ *busframe.Stream, g
 	gen = c.gens
 	c.mu.Unlock()
 	opts := []dbus.ConnOption{dbus.WithSignalHandler(signalRouter{c, gen}), dbus.WithContext(context.Background())}
-	if path, ok := socketPath(c.target.Address); ok && c.target.Peer {
+	if path, ok := socketPath(t.Address); ok && t.Peer {
 		stream, err = busframe.Dial(path, c.wanted)
 		if err == nil {
 			bus, err = dbus.NewConn(stream, opts...)
@@ -174,10 +186,10 @@ func (c *Conn) connect(ctx context.Context) (_ *dbus.Conn, _ *busframe.Stream, g
 			}
 		}
 	} else {
-		bus, err = dbus.Dial(c.target.Address, opts...)
+		bus, err = dbus.Dial(t.Address, opts...)
 	}
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("manager %s: dial %s: %w", c.target.Spec, c.target.Address, err)
+		return nil, nil, 0, fmt.Errorf("manager %s: dial %s: %w", t.Spec, t.Address, err)
 	}
 	defer func() {
 		if err != nil {
@@ -185,19 +197,19 @@ func (c *Conn) connect(ctx context.Context) (_ *dbus.Conn, _ *busframe.Stream, g
 		}
 	}()
 	if err := bus.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
-		return nil, nil, 0, fmt.Errorf("manager %s: authenticate: %w", c.target.Spec, err)
+		return nil, nil, 0, fmt.Errorf("manager %s: authenticate: %w", t.Spec, err)
 	}
-	if !c.target.Peer {
+	if !t.Peer {
 		if err := subscribeOnBus(ctx, bus); err != nil {
-			return nil, nil, 0, fmt.Errorf("manager %s: %w", c.target.Spec, err)
+			return nil, nil, 0, fmt.Errorf("manager %s: %w", t.Spec, err)
 		}
 		return bus, stream, gen, nil
 	}
 	if err := wake(ctx, bus); err != nil {
-		return nil, nil, 0, fmt.Errorf("manager %s: %w", c.target.Spec, err)
+		return nil, nil, 0, fmt.Errorf("manager %s: %w", t.Spec, err)
 	}
 	if err := bus.Object(busName, objectPath).CallWithContext(ctx, managerIface+".Subscribe", 0).Err; err != nil {
-		return nil, nil, 0, fmt.Errorf("manager %s: subscribe: %w", c.target.Spec, err)
+		return nil, nil, 0, fmt.Errorf("manager %s: subscribe: %w", t.Spec, err)
 	}
 	return bus, stream, gen, nil
 }
@@ -302,11 +314,21 @@ func (c *Conn) supervise(bus *dbus.Conn) {
 
 		delay := 10 * time.Millisecond
 		for {
+			t, onSocket := c.redialTarget()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			nb, ns, ng, err := c.connect(ctx)
+			nb, ns, ng, err := c.connect(ctx, t)
+			if err != nil && !onSocket && c.socket.Address != "" {
+				// The bus is down (restarted), or the manager not on it
+				// yet: its socket carries the signals meanwhile.
+				t, onSocket = c.socket, true
+				nb, ns, ng, err = c.connect(ctx, t)
+			}
 			cancel()
 			if err == nil {
 				bus, stream, gen = nb, ns, ng
+				c.mu.Lock()
+				c.onSocket = onSocket
+				c.mu.Unlock()
 				break
 			}
 			c.mu.Lock()
@@ -330,6 +352,25 @@ func (c *Conn) supervise(bus *dbus.Conn) {
 		c.broadcastLocked(Event{Kind: EventReconnected})
 		c.mu.Unlock()
 	}
+}
+
+// redialTarget returns where supervise redials: the socket once the Conn
+// is on it, else its target.
+func (c *Conn) redialTarget() (Target, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.onSocket {
+		return c.socket, true
+	}
+	return c.target, false
+}
+
+// peer reports whether the connection is on a private socket: its target's,
+// or the one it redialled on (see Conn.socket).
+func (c *Conn) peer() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.target.Peer || c.onSocket
 }
 
 func (c *Conn) broadcastLocked(ev Event) {
@@ -410,7 +451,7 @@ type Aux struct {
 // joined it again) wraps errLostOnBus, as the loss of a private socket's
 // connection is told too (IsConnLost).
 func (c *Conn) lost(err error) error {
-	if c.target.Peer {
+	if c.peer() {
 		return err
 	}
 	return lostOnBus(err)
@@ -423,7 +464,7 @@ func (c *Conn) StartTransientUnit(ctx context.Context, name, mode string, props 
 		Name  string
 		Value dbus.Variant
 	}
-	if c.target.Peer && addRef(props) {
+	if c.peer() && addRef(props) {
 		return c.startRef(ctx, name, mode, props, aux)
 	}
 	bus, stream, _, err := c.usable(ctx)
@@ -666,31 +707,49 @@ func IsNoSuchUnit(err error) bool {
 // RuntimeUnitDir returns the directory in the manager's unit search path
 // where units that live until reboot belong (/run/systemd/system for the
 // system manager, $XDG_RUNTIME_DIR/systemd/user for a user manager). Units
-// written there take effect after Reload. The manager's unit path is read
-// once: it does not change while the manager runs.
+// written there take effect after Reload.
 func (c *Conn) RuntimeUnitDir(ctx context.Context) (string, error) {
+	return c.unitPathDir(ctx, "runtime unit directory", func(p string) bool {
+		return p == "/run/systemd/system" || strings.HasSuffix(p, "/systemd/user") && !strings.HasPrefix(p, "/etc/") && !strings.HasPrefix(p, "/usr/") && !strings.Contains(p, "/.config/")
+	})
+}
+
+// TransientUnitDir returns the directory in the manager's unit search path
+// that holds the files of its transient units (/run/systemd/transient,
+// $XDG_RUNTIME_DIR/systemd/transient). systemd removes a transient unit's
+// drop-ins in it when it frees the unit (not when it reloads or
+// re-executes), whoever wrote them.
+func (c *Conn) TransientUnitDir(ctx context.Context) (string, error) {
+	return c.unitPathDir(ctx, "transient unit directory", func(p string) bool {
+		return strings.HasSuffix(p, "/systemd/transient")
+	})
+}
+
+// unitPathDir returns the first directory of the manager's unit search
+// path that match accepts; what names it, for the error if none does.
+// The unit path is read once: it does not change while the manager runs.
+func (c *Conn) unitPathDir(ctx context.Context, what string, match func(string) bool) (string, error) {
 	c.mu.Lock()
-	dir := c.runDir
+	paths := c.unitPath
 	c.mu.Unlock()
-	if dir != "" {
-		return dir, nil
+	if paths == nil {
+		obj, err := c.object(ctx, objectPath)
+		if err != nil {
+			return "", err
+		}
+		var v dbus.Variant
+		if err := obj.CallWithContext(ctx, propsIface+".Get", 0, managerIface, "UnitPath").Store(&v); err != nil {
+			return "", err
+		}
+		paths, _ = v.Value().([]string)
+		c.mu.Lock()
+		c.unitPath = paths
+		c.mu.Unlock()
 	}
-	obj, err := c.object(ctx, objectPath)
-	if err != nil {
-		return "", err
-	}
-	var v dbus.Variant
-	if err := obj.CallWithContext(ctx, propsIface+".Get", 0, managerIface, "UnitPath").Store(&v); err != nil {
-		return "", err
-	}
-	paths, _ := v.Value().([]string)
 	for _, p := range paths {
-		if p == "/run/systemd/system" || strings.HasSuffix(p, "/systemd/user") && !strings.HasPrefix(p, "/etc/") && !strings.HasPrefix(p, "/usr/") && !strings.Contains(p, "/.config/") {
-			c.mu.Lock()
-			c.runDir = p
-			c.mu.Unlock()
+		if match(p) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("manager %s: no runtime unit directory in its unit path %v", c.target.Spec, paths)
+	return "", fmt.Errorf("manager %s: no %s in its unit path %v", c.target.Spec, what, paths)
 }

@@ -94,14 +94,16 @@ func TestOpenPrivateReachesTestManager(t *testing.T) {
 	}
 }
 
-// TestOpenOverBus: with OverBus, a manager found on a private socket is
-// reached through its session bus, which then keeps units for the caller
-// on the same connection; a manager whose bus is not there is reached on
-// its socket (a path that names no bus beside it: a link to the socket).
+// TestOpenOverBus: with OverBus, a user manager found on its private
+// socket is reached through its session bus, which then keeps units for
+// the caller on the same connection; a manager whose bus is not there is
+// reached on its socket (a runtime directory with no bus beside the
+// socket: a link to it), and so is one named by its socket (private:PATH).
 func TestOpenOverBus(t *testing.T) {
 	ctx := context.Background()
 	socket := systemdtest.Manager(t).Socket()
-	c, err := manager.Open(ctx, "private:"+socket, manager.Options{OverBus: true})
+	t.Setenv("XDG_RUNTIME_DIR", filepath.Dir(filepath.Dir(socket)))
+	c, err := manager.Open(ctx, "user", manager.Options{OverBus: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +121,8 @@ func TestOpenOverBus(t *testing.T) {
 	if err := os.Symlink(socket, link); err != nil {
 		t.Fatal(err)
 	}
-	c2, err := manager.Open(ctx, "private:"+link, manager.Options{OverBus: true})
+	t.Setenv("XDG_RUNTIME_DIR", filepath.Dir(filepath.Dir(link)))
+	c2, err := manager.Open(ctx, "user", manager.Options{OverBus: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,6 +132,14 @@ func TestOpenOverBus(t *testing.T) {
 	}
 	if v, err := c2.Version(ctx); err != nil || !strings.HasPrefix(v, "2") {
 		t.Errorf("Version on the socket = %q, %v", v, err)
+	}
+	c3, err := manager.Open(ctx, "private:"+socket, manager.Options{OverBus: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c3.Close()
+	if !c3.Target().Peer || !c3.CanRef(ctx) {
+		t.Errorf("named by its socket: target %+v, CanRef %v; want the socket, with the bus beside it for references", c3.Target(), c3.CanRef(ctx))
 	}
 }
 

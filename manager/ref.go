@@ -66,7 +66,7 @@ func (c *Conn) CanRef(ctx context.Context) bool {
 
 // refConn returns the connection that AddRef and Unref go through.
 func (c *Conn) refConn(ctx context.Context) (*dbus.Conn, error) {
-	if !c.target.Peer {
+	if !c.peer() {
 		bus, _, _, err := c.usable(ctx)
 		return bus, err
 	}

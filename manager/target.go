@@ -100,8 +100,12 @@ type Options struct {
 	// private socket through its session bus, where it is on it: one
 	// connection then carries the calls, the signals and the units kept
 	// for the caller (AddRef=yes, which a private socket cannot carry:
-	// Conn.CanRef), as systemd-run --wait does. A manager that is not on
-	// its bus, and the system manager, are reached on their sockets.
+	// Conn.CanRef), as systemd-run --wait does; should the bus go down,
+	// the connection redials on the manager's socket, and stays there. A
+	// manager that is not on its bus, and the system manager, are reached
+	// on their sockets, and so is a manager named by its socket
+	// (private:PATH), as asked: its signals then outlive the bus going
+	// down.
 	OverBus bool
 }
 
@@ -150,7 +154,7 @@ func open(ctx context.Context, spec string, o Options, boot bool) (*Conn, []Atte
 	if err != nil {
 		return nil, nil, err
 	}
-	p := &prober{ctx: ctx, overBus: o.OverBus}
+	p := &prober{ctx: ctx, overBus: o.OverBus && s.Kind != KindPrivate}
 	var c *Conn
 	if s.Kind == KindAuto {
 		c = p.auto(o, boot)
@@ -175,7 +179,7 @@ type prober struct {
 // first, and t if the manager does not answer there.
 func (p *prober) try(t Target, why string) *Conn {
 	if bt, ok := t.overBus(); ok && p.overBus {
-		if c, err := Dial(p.ctx, bt); err == nil {
+		if c, err := dial(p.ctx, bt, t); err == nil {
 			p.tries = append(p.tries, Attempt{Target: bt, Why: why + ", on its bus"})
 			return c
 		}

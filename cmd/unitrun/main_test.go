@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/unit"
 )
 
 func TestMain(m *testing.M) {
@@ -661,6 +663,96 @@ func TestRunWaitsThroughRestarts(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 3 || r.ExitCode == nil || *r.ExitCode != 3 || r.Result != want || strings.Count(string(runs), "run") != 2 || r.Restarts != 2 {
 		t.Errorf("Restart=always with a start limit: exit %d, stdout %q (%v), stderr %q, %d runs; want 3 from the last of 2 runs, result %q as systemd-run says, restarts 2 (NRestarts counts the one the limit refused)",
 			code, out, err, errs, strings.Count(string(runs), "run"), want)
+	}
+}
+
+// TestRunNoWaitRestarts: a --no-wait run that Restart= restarts runs
+// again after its caller is gone, its streams none of the caller's.
+func TestRunNoWaitRestarts(t *testing.T) {
+	counter := filepath.Join(t.TempDir(), "n")
+	out, errs, code := unitrun(t, "run", "--no-wait", "-p", "Restart=on-failure", "-p", "RestartSec=50ms", "--", "/bin/sh", "-c", counted, "sh", counter)
+	name := strings.TrimSpace(out)
+	if code != 0 {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	waitGone(t, name)
+	if b, _ := os.ReadFile(counter); string(b) != "3\n" {
+		t.Errorf("the command ran %q times, want 3 (the unit restarted twice)", b)
+	}
+}
+
+// TestRunOutlivesBusRestart: a run whose command ends while the session
+// bus is down, and whose unit systemd collects meanwhile (its reference
+// went with the bus), is still told exactly, exit 6, not 125: run
+// --manager private:PATH reaches the manager on that socket, and run on
+// the embedded manager, which goes over its bus, redials on the socket
+// when the bus is gone. It stops the bus of an embedded manager of its
+// own, not the test manager's, whose other users it would disturb.
+func TestRunOutlivesBusRestart(t *testing.T) {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "unitrun-emb-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	e := &manager.Embedded{Dir: dir}
+	defer e.Stop(ctx, 10*time.Second)
+	if _, err := e.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := manager.Open(ctx, "private:"+e.Socket(), manager.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	env := append(os.Environ(), e.Env()...)
+	systemctl := func(args ...string) {
+		cmd := exec.Command("systemctl", append([]string{"--user"}, args...)...)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("systemctl %v: %v: %s", args, err, out)
+		}
+	}
+
+	for _, spec := range []string{"private:" + e.Socket(), "embedded"} {
+		t.Run(spec, func(t *testing.T) {
+			runAcrossBusRestart(t, spec, append(env, manager.EnvEmbeddedDir+"="+e.Dir), conn, systemctl)
+		})
+	}
+}
+
+// runAcrossBusRestart runs a command on the manager spec whose bus
+// systemctl stops before the command ends, and starts again once conn
+// sees the unit collected.
+func runAcrossBusRestart(t *testing.T, spec string, env []string, conn *manager.Conn, systemctl func(...string)) {
+	gate := filepath.Join(t.TempDir(), "gate")
+	name := unit.RandomName("unitrun-test-busdown-", "service")
+	cli := exec.Command(systemdtest.Binary(t), "--manager", spec, "run", "-u", name, "--", "sh", "-c", `echo started; while [ ! -e "$1" ]; do sleep 0.02; done; exit 6`, "sh", gate)
+	cli.Env = env
+	var errb bytes.Buffer
+	cli.Stderr = &errb
+	stdout, err := cli.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Process.Kill()
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "started\n" {
+		t.Fatalf("first line of the run: %q, %v", line, err)
+	}
+	systemctl("stop", "dbus.socket", "dbus.service")
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !systemdtest.Unloaded(t, conn, name) {
+		t.Fatalf("%s still loaded after its command ended with the bus down", name)
+	}
+	systemctl("start", "dbus.socket", "dbus.service")
+	err = cli.Wait()
+	if code := cli.ProcessState.ExitCode(); code != 6 || !strings.Contains(errb.String(), "exit status 6") {
+		t.Errorf("run: %v, stderr %q; want exit 6, told as the command's", err, errb.String())
 	}
 }
 

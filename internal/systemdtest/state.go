@@ -12,17 +12,30 @@ import (
 // (such as "active" or "inactive"), failing the test after 30 s.
 func WaitActiveState(t testing.TB, conn *manager.Conn, name, state string) {
 	t.Helper()
+	waitUnitProperty(t, conn, name, "ActiveState", state)
+}
+
+// WaitSubState waits, up to 30 s, for the unit's SubState to be state.
+func WaitSubState(t testing.TB, conn *manager.Conn, name, state string) {
+	t.Helper()
+	waitUnitProperty(t, conn, name, "SubState", state)
+}
+
+// waitUnitProperty waits, up to 30 s, for the unit's property prop (of
+// the Unit interface) to be state.
+func waitUnitProperty(t testing.TB, conn *manager.Conn, name, prop, state string) {
+	t.Helper()
 	var last any
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		props, err := conn.Properties(context.Background(), name, manager.UnitIface)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if last = props["ActiveState"].Value(); last == state {
+		if last = props[prop].Value(); last == state {
 			return
 		}
 	}
-	t.Fatalf("%s: ActiveState %v after 30 s, want %s", name, last, state)
+	t.Fatalf("%s: %s %v after 30 s, want %s", name, prop, last, state)
 }
 
 // Unloaded reports whether the manager on conn has unloaded the unit, or

@@ -221,6 +221,16 @@ func RuntimeUnitDir(t testing.TB) string {
 	return dir
 }
 
+// TransientUnitDir returns the test manager's transient unit directory.
+func TransientUnitDir(t testing.TB) string {
+	t.Helper()
+	dir, err := Conn(t).TransientUnitDir(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // WriteUnit writes a unit file for the test and removes it, and reloads the
 // manager, when the test ends.
 func WriteUnit(t testing.TB, path, text string) {
