@@ -309,7 +309,12 @@ func (o *options) readKubeconfig() error {
 	if err != nil {
 		return fmt.Errorf("%s %s: not a kubeconfig file", from, path)
 	}
-	if o.rest, err = clientcmd.NewDefaultClientConfig(*kc, nil).ClientConfig(); clientcmd.IsEmptyConfig(err) {
+	// Paths in it are relative to its directory.
+	if err := clientcmd.ResolveLocalPaths(kc); err != nil {
+		return fmt.Errorf("%s %s: %w", from, path, err)
+	}
+	cc := clientcmd.NewNonInteractiveClientConfig(*kc, "", &clientcmd.ConfigOverrides{}, &clientcmd.ClientConfigLoadingRules{ExplicitPath: path})
+	if o.rest, err = cc.ClientConfig(); clientcmd.IsEmptyConfig(err) {
 		return fmt.Errorf("%s %s: names no cluster (an empty kubeconfig)", from, path)
 	} else if err != nil {
 		return fmt.Errorf("%s %s: %w", from, path, err)

@@ -179,3 +179,19 @@ func TestClientRateLimits(t *testing.T) {
 		t.Errorf("client's rate limit: %v requests a second, want %v", qps, apiQPS)
 	}
 }
+
+// TestKubeconfigRelativePaths checks that a path in the kubeconfig is
+// taken relative to the kubeconfig's directory, as kubectl takes it.
+func TestKubeconfigRelativePaths(t *testing.T) {
+	dir := t.TempDir()
+	kc := strings.Replace(okKubeconfig, `server: "https://127.0.0.1:1"`, `server: "https://127.0.0.1:1", certificate-authority: ca.crt`, 1)
+	o := &options{kubeconfig: writeFile(t, dir, "kubeconfig", kc, 0o600)}
+	writeFile(t, dir, "ca.crt", "", 0o600)
+	t.Chdir(t.TempDir())
+	if err := o.readKubeconfig(); err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "ca.crt"); o.rest.CAFile != want {
+		t.Errorf("certificate-authority: ca.crt read as %q, want %q", o.rest.CAFile, want)
+	}
+}
