@@ -41,13 +41,29 @@ type Install struct {
 func (in *Install) InstalledPath() string { return filepath.Join(in.BinDir, "unitrun") }
 
 // Install copies the binary, writes DaemonUnits (run from the installed
-// binary), the D-Bus files and the man pages, reloads mgr, enables the sockets and, with
-// Now, starts them, waiting for their start jobs: a socket that cannot
-// listen is an error here, not a surprise later.
-func (in *Install) Install(ctx context.Context, mgr *manager.Conn) error {
+// binary), the D-Bus files and the man pages, creating the directories
+// they go to, reloads mgr, enables the sockets and, with Now, starts
+// them, waiting for their start jobs: a socket that cannot listen is an
+// error here, not a surprise later. If a step fails, Install takes back
+// what it did before: the files it wrote are removed (or hold what they
+// held before), the directories it created are removed, and sockets it
+// enabled are stopped and disabled again.
+func (in *Install) Install(ctx context.Context, mgr *manager.Conn) (err error) {
+	var w written
+	defer func() {
+		if err != nil {
+			if uerr := w.undo(context.WithoutCancel(ctx), mgr); uerr != nil {
+				err = fmt.Errorf("%w; taking back what was installed: %w", err, uerr)
+			}
+		}
+	}()
+	self, err := os.ReadFile(in.Binary)
+	if err != nil {
+		return err
+	}
 	bin := in.InstalledPath()
-	if err := copyBinary(in.Binary, bin); err != nil {
-		return fmt.Errorf("install %s: %w", bin, err)
+	if err := w.file(bin, self, 0o755); err != nil {
+		return err
 	}
 	for _, name := range DaemonUnits {
 		text, err := fs.ReadFile(Systemd, "systemd/"+name)
@@ -55,9 +71,8 @@ func (in *Install) Install(ctx context.Context, mgr *manager.Conn) error {
 			return err
 		}
 		text = bytes.ReplaceAll(text, []byte(InstalledBinary+" "), []byte(bin+" "))
-		p := filepath.Join(in.UnitDir, name)
-		if err := atomicfile.Write(p, text, 0o644); err != nil {
-			return fmt.Errorf("install %s: %w", p, err)
+		if err := w.file(filepath.Join(in.UnitDir, name), text, 0o644); err != nil {
+			return err
 		}
 	}
 	for name, dir := range in.dbusFiles() {
@@ -65,19 +80,25 @@ func (in *Install) Install(ctx context.Context, mgr *manager.Conn) error {
 		if err != nil {
 			return err
 		}
-		if err := installFile(filepath.Join(dir, name), data, 0o644); err != nil {
+		if err := w.file(filepath.Join(dir, name), data, 0o644); err != nil {
 			return err
 		}
 	}
-	if err := in.installMan(); err != nil {
+	if err := in.installMan(&w); err != nil {
 		return err
 	}
 	if err := mgr.Reload(ctx); err != nil {
 		return err
 	}
 	sockets := DaemonUnits[:2]
+	// Whether the sockets were enabled before; a state that cannot be
+	// read counts as not enabled.
+	state, _ := mgr.UnitFileState(ctx, sockets[0])
 	if err := mgr.EnableUnitFiles(ctx, sockets, in.Runtime); err != nil {
 		return fmt.Errorf("enable %s: %w", strings.Join(sockets, ", "), err)
+	}
+	if !strings.HasPrefix(state, "enabled") {
+		w.enabled, w.runtime = sockets, in.Runtime
 	}
 	if in.Now {
 		for _, s := range sockets {
@@ -87,6 +108,100 @@ func (in *Install) Install(ctx context.Context, mgr *manager.Conn) error {
 		}
 	}
 	return nil
+}
+
+// written is what Install has put in place so far, for undo.
+type written struct {
+	files []oldFile // in the order written
+	dirs  []string  // created, each after its parent
+	// enabled are the sockets Install enabled (they were not before),
+	// runtime whether until reboot only.
+	enabled []string
+	runtime bool
+}
+
+// oldFile is a file Install wrote and what it held before: nil data if
+// it did not exist.
+type oldFile struct {
+	path string
+	data []byte
+	mode fs.FileMode
+}
+
+// file writes data to path atomically, creating its directory, unless it
+// already holds data, and remembers what it held.
+func (w *written) file(path string, data []byte, mode fs.FileMode) error {
+	if err := w.mkdir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("install %s: %w", path, err)
+	}
+	old := oldFile{path: path}
+	if fi, err := os.Stat(path); err == nil {
+		if old.data, err = os.ReadFile(path); err != nil {
+			return fmt.Errorf("install %s: %w", path, err)
+		}
+		if bytes.Equal(old.data, data) {
+			return nil
+		}
+		old.mode = fi.Mode().Perm()
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("install %s: %w", path, err)
+	}
+	if err := atomicfile.Write(path, data, mode); err != nil {
+		return fmt.Errorf("install %s: %w", path, err)
+	}
+	w.files = append(w.files, old)
+	return nil
+}
+
+// mkdir creates dir and its missing parents, and remembers those it
+// created.
+func (w *written) mkdir(dir string) error {
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, d)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		w.dirs = append(w.dirs, missing[i])
+	}
+	return nil
+}
+
+// undo stops and disables the sockets w enabled, puts back what the
+// files it wrote held (removing those that did not exist), removes the
+// directories it created and reloads mgr.
+func (w *written) undo(ctx context.Context, mgr *manager.Conn) error {
+	var errs []error
+	if w.enabled != nil {
+		for _, s := range w.enabled {
+			if _, err := mgr.StopUnit(ctx, s, "replace"); err != nil && !manager.IsNoSuchUnit(err) {
+				errs = append(errs, fmt.Errorf("stop %s: %w", s, err))
+			}
+		}
+		if err := mgr.DisableUnitFiles(ctx, w.enabled, w.runtime); err != nil {
+			errs = append(errs, fmt.Errorf("disable %s: %w", strings.Join(w.enabled, ", "), err))
+		}
+	}
+	for i := len(w.files) - 1; i >= 0; i-- {
+		f := w.files[i]
+		if f.data == nil {
+			errs = append(errs, removeFile(f.path))
+		} else if err := atomicfile.Write(f.path, f.data, f.mode); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for i := len(w.dirs) - 1; i >= 0; i-- {
+		errs = append(errs, os.Remove(w.dirs[i]))
+	}
+	errs = append(errs, mgr.Reload(ctx))
+	return errors.Join(errs...)
 }
 
 // Uninstall stops and disables the units, removes them, their socket
@@ -141,8 +256,8 @@ func (in *Install) dbusFiles() map[string]string {
 	}
 }
 
-// installMan copies the unitrun man pages of ManSource to ManDir.
-func (in *Install) installMan() error {
+// installMan copies the unitrun man pages of ManSource to ManDir, with w.
+func (in *Install) installMan(w *written) error {
 	if in.ManSource == "" || in.ManDir == "" {
 		return nil
 	}
@@ -156,20 +271,9 @@ func (in *Install) installMan() error {
 			return err
 		}
 		rel, _ := filepath.Rel(in.ManSource, p)
-		if err := installFile(filepath.Join(in.ManDir, rel), data, 0o644); err != nil {
+		if err := w.file(filepath.Join(in.ManDir, rel), data, 0o644); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// installFile writes data to path atomically, creating its directory.
-func installFile(path string, data []byte, mode fs.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("install %s: %w", path, err)
-	}
-	if err := atomicfile.Write(path, data, mode); err != nil {
-		return fmt.Errorf("install %s: %w", path, err)
 	}
 	return nil
 }
@@ -180,18 +284,6 @@ func removeFile(path string) error {
 		return err
 	}
 	return nil
-}
-
-// copyBinary installs src at dst, mode 0755, atomically.
-func copyBinary(src, dst string) error {
-	data, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	if old, err := os.ReadFile(dst); err == nil && bytes.Equal(old, data) {
-		return nil
-	}
-	return atomicfile.Write(dst, data, 0o755)
 }
 
 // listenPaths returns the socket paths a socket unit file listens on.

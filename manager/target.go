@@ -61,6 +61,21 @@ func ParseSpec(s string) (Spec, error) {
 	return Spec{}, fmt.Errorf("manager %q: must be auto, system, user, private:PATH or embedded", s)
 }
 
+// ParseChoice parses the manager a command line chooses: flag, the value
+// of its --manager, or, when that is "", $UNITRUN_MANAGER. Its error names
+// the one it read.
+func ParseChoice(flag string) (Spec, error) {
+	s, from := flag, "--manager"
+	if s == "" {
+		s, from = os.Getenv(EnvManager), "$"+EnvManager
+	}
+	spec, err := ParseSpec(s)
+	if err != nil {
+		return Spec{}, fmt.Errorf("%s: %w", from, err)
+	}
+	return spec, nil
+}
+
 func (s Spec) String() string {
 	if s.Kind == KindPrivate {
 		return "private:" + s.Path

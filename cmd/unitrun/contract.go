@@ -106,12 +106,8 @@ func flagError(err error) error {
 // checkManagerFlag checks --manager, or $UNITRUN_MANAGER when the flag is
 // not given, before any command reaches for a manager.
 func checkManagerFlag(root *cobra.Command) error {
-	spec, from := root.PersistentFlags().Lookup("manager").Value.String(), "--manager"
-	if spec == "" {
-		spec, from = os.Getenv(manager.EnvManager), "$"+manager.EnvManager
-	}
-	if _, err := manager.ParseSpec(spec); err != nil {
-		return usageError(fmt.Errorf("%s: %w", from, err))
+	if _, err := manager.ParseChoice(root.PersistentFlags().Lookup("manager").Value.String()); err != nil {
+		return usageError(err)
 	}
 	return nil
 }

@@ -26,9 +26,9 @@ func readOnlyUsr() bool {
 	return unix.Statfs("/usr", &st) == nil && st.Flags&unix.ST_RDONLY != 0
 }
 
-// install returns what install and uninstall do, from the flags, and the
-// prefix it installs under: --prefix, else /usr, or /usr/local where /usr
-// is read-only. Under a prefix other than /usr the D-Bus policy goes to
+// install returns what install and uninstall do, from the flags, which
+// must be absolute paths (--dbus-dir may be ""). The prefix is --prefix,
+// else /usr, or /usr/local where /usr is read-only. Under a prefix other than /usr the D-Bus policy goes to
 // /etc/dbus-1/system.d, the one other directory the system bus reads
 // policies from.
 func (f *installFlags) install(cmd *cobra.Command) (*dist.Install, error) {
@@ -36,14 +36,18 @@ func (f *installFlags) install(cmd *cobra.Command) (*dist.Install, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, name := range []string{"prefix", "bin-dir", "unit-dir", "dbus-dir"} {
+		fl := cmd.Flags().Lookup(name)
+		if v := fl.Value.String(); fl.Changed && !filepath.IsAbs(v) && (v != "" || name != "dbus-dir") {
+			return nil, usageError(fmt.Errorf("--%s %q: must be an absolute path", name, v))
+		}
+	}
 	prefix := f.prefix
 	switch {
 	case prefix == "" && readOnlyUsr():
 		prefix = "/usr/local"
 	case prefix == "":
 		prefix = "/usr"
-	case !filepath.IsAbs(prefix):
-		return nil, usageError(fmt.Errorf("--prefix %s: must be an absolute path", prefix))
 	}
 	prefix = filepath.Clean(prefix)
 	in := &dist.Install{Binary: self, BinDir: f.binDir, UnitDir: f.unitDir, Runtime: f.runtime, Now: f.now,
@@ -83,7 +87,8 @@ unitrun-argv.socket and unitrun.service (from dist/systemd, pointing at the
 installed binary) to --unit-dir and the D-Bus policy and activation files
 of org.unitrun.Ops1 (dist/dbus), reload the manager and enable the
 sockets; with --now, start them. Run from an unpacked release, it also
-installs the man pages beside it in PREFIX/share/man. Ops go in
+installs the man pages beside it in PREFIX/share/man. If a step fails,
+install takes back what it did before. Ops go in
 /etc/unitrun/ops.d (see docs/hostapi.md). "unitrun uninstall" reverses
 every step.
 
@@ -98,7 +103,7 @@ Edge), it is /usr/local, and the D-Bus policy goes to /etc/dbus-1/system.d;
 			if err != nil {
 				return err
 			}
-			if err := f.checkDirs(in); err != nil {
+			if err := f.checkDirs(cmd, in); err != nil {
 				return usageError(err)
 			}
 			err = g.withManager(cmd.Context(), func(mgr *manager.Conn) error { return in.Install(cmd.Context(), mgr) })
@@ -147,12 +152,24 @@ func newUninstallCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// checkDirs checks, before anything is written, that the directories of
-// the binary and the units, and a --dbus-dir given, exist.
-func (f *installFlags) checkDirs(in *dist.Install) error {
-	dirs := []struct{ flag, path string }{{"--bin-dir", in.BinDir}, {"--unit-dir", f.unitDir}}
+// dirFlag is a directory install writes to and the flag it came from.
+type dirFlag struct{ flag, path string }
+
+// checkDirs checks, before anything is written, that the directories
+// install writes to exist: --bin-dir, else the prefix (install creates
+// PREFIX/bin), --unit-dir and a --dbus-dir given.
+func (f *installFlags) checkDirs(cmd *cobra.Command, in *dist.Install) error {
+	bin := dirFlag{"--bin-dir", in.BinDir}
+	switch {
+	case cmd.Flags().Changed("bin-dir"):
+	case cmd.Flags().Changed("prefix"):
+		bin = dirFlag{"--prefix", filepath.Dir(in.BinDir)}
+	default:
+		bin = dirFlag{"the default prefix", filepath.Dir(in.BinDir)}
+	}
+	dirs := []dirFlag{bin, {"--unit-dir", f.unitDir}}
 	if f.dbusDir != "" {
-		dirs = append(dirs, struct{ flag, path string }{"--dbus-dir", f.dbusDir})
+		dirs = append(dirs, dirFlag{"--dbus-dir", f.dbusDir})
 	}
 	for _, d := range dirs {
 		fi, err := os.Stat(d.path)

@@ -18,13 +18,15 @@ import (
 const sockDir = "/run/unitrun"
 
 // install puts the binary and the daemon's units in place, enabled and
-// listening; uninstall leaves the manager as it was.
+// listening, creating PREFIX/bin (it refused a --prefix without a bin
+// directory, blaming --bin-dir); uninstall leaves the manager as it was.
 func TestInstallUninstall(t *testing.T) {
 	ctx := context.Background()
 	conn := systemdtest.Conn(t)
 	unitDir := systemdtest.RuntimeUnitDir(t)
-	binDir, dbusDir := t.TempDir(), t.TempDir()
-	args := []string{"--prefix", t.TempDir(), "--bin-dir", binDir, "--unit-dir", unitDir, "--runtime", "--dbus-dir", dbusDir}
+	prefix, dbusDir := t.TempDir(), t.TempDir()
+	binDir := filepath.Join(prefix, "bin")
+	args := []string{"--prefix", prefix, "--unit-dir", unitDir, "--runtime", "--dbus-dir", dbusDir}
 	dbusFiles := []string{filepath.Join(dbusDir, "system.d", "org.unitrun.Ops1.conf"), filepath.Join(dbusDir, "system-services", "org.unitrun.Ops1.service")}
 	before, err := conn.ListUnitNames(ctx, "unitrun")
 	if err != nil {
@@ -195,11 +197,64 @@ func TestInstallReadOnlyUsr(t *testing.T) {
 	}
 }
 
-// TestInstallPrefixRelative checks that --prefix must be absolute: exit 2,
-// naming the flag, before anything is written.
-func TestInstallPrefixRelative(t *testing.T) {
-	out, errs, code := unitrun(t, "install", "--prefix", "usr/local", "--unit-dir", t.TempDir())
-	if code != exitUsage || errs != "unitrun: --prefix usr/local: must be an absolute path\n" {
-		t.Errorf("install --prefix usr/local: exit %d, %q%q; want exit 2 naming --prefix", code, out, errs)
+// TestInstallBadDirs checks that a directory flag that is not an absolute
+// path, or a --prefix that does not exist, exits 2 naming the flag
+// before anything is written. (--prefix "" installed into /usr, and a
+// missing prefix was blamed on --bin-dir, a flag not given.) Each case
+// gives --bin-dir, --unit-dir and --dbus-dir "" of the test, so that
+// install gone wrong writes nowhere else.
+func TestInstallBadDirs(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--prefix", "usr/local", "--bin-dir", dir}, `--prefix "usr/local": must be an absolute path`},
+		{[]string{"--prefix", "", "--bin-dir", dir}, `--prefix "": must be an absolute path`},
+		{[]string{"--prefix", dir, "--bin-dir", ""}, `--bin-dir "": must be an absolute path`},
+		{[]string{"--bin-dir", dir, "--unit-dir", "systemd"}, `--unit-dir "systemd": must be an absolute path`},
+		{[]string{"--prefix", missing}, "--prefix " + missing + ": no such file or directory"},
+	} {
+		args := append([]string{"install", "--unit-dir", dir, "--dbus-dir", ""}, tc.args...)
+		out, errs, code := unitrun(t, args...)
+		if code != exitUsage || errs != "unitrun: "+tc.want+"\n" {
+			t.Errorf("unitrun %q: exit %d, %q%q; want exit 2 and %q", args, code, out, errs, tc.want)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+			t.Fatalf("unitrun %q wrote to %s: %v", args, dir, entries)
+		}
+	}
+}
+
+// TestInstallFailureLeavesNothing makes install fail at enabling the
+// sockets (its units go to a directory systemd does not read) and checks
+// that it exits 125 and takes back what it wrote: the binary, PREFIX/bin,
+// the D-Bus files and their directories are gone, and a unit file that
+// was there holds what it held. (They stayed.)
+func TestInstallFailureLeavesNothing(t *testing.T) {
+	systemdtest.Conn(t)
+	prefix, unitDir, dbusDir := t.TempDir(), t.TempDir(), t.TempDir()
+	svc := filepath.Join(unitDir, "unitrun.service")
+	if err := os.WriteFile(svc, []byte("old\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := unitrun(t, "install", "--prefix", prefix, "--unit-dir", unitDir, "--dbus-dir", dbusDir, "--runtime")
+	if code != exitFailed || !strings.HasPrefix(errs, "unitrun: enable unitrun.socket, unitrun-argv.socket: ") {
+		t.Fatalf("install into a unit dir systemd does not read: exit %d, %q%q; want exit 125, enable failed", code, out, errs)
+	}
+	for _, d := range []string{prefix, dbusDir} {
+		if entries, err := os.ReadDir(d); err != nil || len(entries) > 0 {
+			t.Errorf("%s after a failed install: %v, %v; want it empty", d, entries, err)
+		}
+	}
+	if entries, _ := os.ReadDir(unitDir); len(entries) != 1 {
+		t.Errorf("%s after a failed install: %v; want only unitrun.service, as before", unitDir, entries)
+	}
+	if data, err := os.ReadFile(svc); err != nil || string(data) != "old\n" {
+		t.Errorf("unitrun.service after a failed install: %q, %v; want what it held before", data, err)
+	}
+	if fi, err := os.Stat(svc); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Errorf("unitrun.service after a failed install: %v, %v; want mode 0640 as before", fi, err)
 	}
 }

@@ -27,12 +27,14 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/unitrun/unitrun/internal/buildinfo"
+	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/node/provider"
 	"github.com/unitrun/unitrun/pod"
 )
@@ -94,7 +96,8 @@ func main() {
 type options struct {
 	cfg        provider.Config
 	kubeconfig string
-	listen     string // the kubelet API's address
+	rest       *rest.Config // read from the kubeconfig by check; nil: in-cluster
+	listen     string       // the kubelet API's address
 	certFile   string
 	keyFile    string
 	clientCA   string
@@ -167,7 +170,7 @@ func (o *options) run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	client, err := clientset(o.kubeconfig)
+	client, err := clientset(o.rest)
 	if err != nil {
 		return err
 	}
@@ -212,53 +215,68 @@ const (
 	podWorkers = 16
 )
 
-// clientset reaches the API server as kubeconfig says (check has found
-// it readable), or, if kubeconfig is "", as a Pod of the cluster does,
-// with a kubelet's rate limits.
-func clientset(kubeconfig string) (*kubernetes.Clientset, error) {
-	var cfg *rest.Config
-	var err error
-	if kubeconfig == "" {
+// clientset reaches the API server as cfg says, or, if cfg is nil, as a
+// Pod of the cluster does, with a kubelet's rate limits.
+func clientset(cfg *rest.Config) (*kubernetes.Clientset, error) {
+	if cfg == nil {
+		var err error
 		if cfg, err = rest.InClusterConfig(); err != nil {
 			return nil, fmt.Errorf("no --kubeconfig (nor $KUBECONFIG) given, and not in a cluster's Pod: %w", err)
 		}
-	} else if cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
 	}
 	cfg.QPS, cfg.Burst = apiQPS, apiBurst
 	return kubernetes.NewForConfig(cfg)
 }
 
-// check checks the flags before anything starts, makes the paths
-// absolute and takes the kubelet API's port from --listen.
+// nodeNameRule is what a node name must be (a DNS subdomain), in a
+// user's words.
+const nodeNameRule = "is not a node name: lower case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters"
+
+// check checks every flag before anything starts or is contacted, reads
+// the kubeconfig, makes the paths absolute and takes the kubelet API's
+// port from --listen.
 func (o *options) check() error {
 	cfg := &o.cfg
 	if b := cfg.MinRestartBackoff; b < pod.MinBackoff || b > provider.MaxRestartBackoff {
 		return fmt.Errorf("--min-restart-backoff %s: must be from %s (the least any pod may have) to %s", b, pod.MinBackoff, provider.MaxRestartBackoff)
 	}
-	if o.kubeconfig == "" {
-		o.kubeconfig = os.Getenv("KUBECONFIG")
-	}
-	if o.kubeconfig != "" {
-		if err := readable(o.kubeconfig); err != nil {
-			return fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
-		}
+	if err := o.readKubeconfig(); err != nil {
+		return err
 	}
 	var err error
 	if cfg.NodeName == "" {
+		// As a kubelet, the host name in lower case.
 		if cfg.NodeName, err = os.Hostname(); err != nil {
 			return fmt.Errorf("--node-name: the host name cannot be read (%w); name the node", err)
 		}
+		cfg.NodeName = strings.ToLower(cfg.NodeName)
+		if len(validation.IsDNS1123Subdomain(cfg.NodeName)) > 0 {
+			return fmt.Errorf("--node-name: the host name %q %s; name the node", cfg.NodeName, nodeNameRule)
+		}
+	} else if len(validation.IsDNS1123Subdomain(cfg.NodeName)) > 0 {
+		return fmt.Errorf("--node-name %q: %s", cfg.NodeName, nodeNameRule)
+	}
+	if cfg.Address != "" && net.ParseIP(cfg.Address) == nil {
+		return fmt.Errorf("--node-ip %q: must be an IP address such as 10.0.0.5", cfg.Address)
+	}
+	if _, err := manager.ParseChoice(cfg.Manager); err != nil {
+		return err
 	}
 	if cfg.Binary == "" {
 		if cfg.Binary, err = exec.LookPath("unitrun"); err != nil {
 			return fmt.Errorf("--unitrun: no unitrun on $PATH; name the unitrun command")
 		}
 	}
+	if err := executable(cfg.Binary); err != nil {
+		return fmt.Errorf("--unitrun %s: %w", cfg.Binary, err)
+	}
 	if cfg.Binary, err = filepath.Abs(cfg.Binary); err != nil {
 		return err
 	}
 	if cfg.StateDir, err = filepath.Abs(cfg.StateDir); err != nil {
+		return err
+	}
+	if err := o.checkTLS(); err != nil {
 		return err
 	}
 	_, port, err := net.SplitHostPort(o.listen)
@@ -273,23 +291,96 @@ func (o *options) check() error {
 	return nil
 }
 
+// readKubeconfig reads the kubeconfig that --kubeconfig, else $KUBECONFIG,
+// names into o.rest; with neither it leaves o.rest nil, for the in-cluster
+// configuration.
+func (o *options) readKubeconfig() error {
+	path, from := o.kubeconfig, "--kubeconfig"
+	if path == "" {
+		path, from = os.Getenv("KUBECONFIG"), "$KUBECONFIG"
+	}
+	if path == "" {
+		return nil
+	}
+	if err := readable(path); err != nil {
+		return fmt.Errorf("%s %s: %w", from, path, err)
+	}
+	kc, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return fmt.Errorf("%s %s: not a kubeconfig file", from, path)
+	}
+	// Paths in it are relative to its directory.
+	if err := clientcmd.ResolveLocalPaths(kc); err != nil {
+		return fmt.Errorf("%s %s: %w", from, path, err)
+	}
+	cc := clientcmd.NewNonInteractiveClientConfig(*kc, "", &clientcmd.ConfigOverrides{}, &clientcmd.ClientConfigLoadingRules{ExplicitPath: path})
+	if o.rest, err = cc.ClientConfig(); clientcmd.IsEmptyConfig(err) {
+		return fmt.Errorf("%s %s: names no cluster (an empty kubeconfig)", from, path)
+	} else if err != nil {
+		return fmt.Errorf("%s %s: %w", from, path, err)
+	}
+	return nil
+}
+
+// checkTLS checks the kubelet API's files: --tls-cert-file and
+// --tls-key-file together, each readable, and --client-ca-file readable
+// and only with them.
+func (o *options) checkTLS() error {
+	if (o.certFile == "") != (o.keyFile == "") {
+		return errors.New("--tls-cert-file and --tls-key-file go together: give both or neither")
+	}
+	if o.clientCA != "" && o.certFile == "" {
+		return errors.New("--client-ca-file: only with --tls-cert-file and --tls-key-file (without them the kubelet API is not served)")
+	}
+	for _, f := range []struct{ flag, path string }{{"--tls-cert-file", o.certFile}, {"--tls-key-file", o.keyFile}, {"--client-ca-file", o.clientCA}} {
+		if f.path == "" {
+			continue
+		}
+		if err := readable(f.path); err != nil {
+			return fmt.Errorf("%s %s: %w", f.flag, f.path, err)
+		}
+	}
+	return nil
+}
+
 // readable returns why the file at path cannot be read, in a user's
 // words, or nil.
 func readable(path string) error {
 	f, err := os.Open(path)
+	if err != nil {
+		return fileError(err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return errors.New("is a directory, not a file")
+	}
+	return nil
+}
+
+// executable returns why the file at path is not a program one can run,
+// in a user's words, or nil.
+func executable(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return fileError(err)
+	case !fi.Mode().IsRegular():
+		return errors.New("is not a file")
+	case fi.Mode().Perm()&0o111 == 0:
+		return errors.New("is not executable")
+	}
+	return nil
+}
+
+// fileError is err of opening a file in a user's words.
+func fileError(err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return errors.New("no such file")
 	case errors.Is(err, fs.ErrPermission):
 		return errors.New("cannot be read: permission denied")
-	case err != nil:
-		return err
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.IsDir() {
-		return errors.New("is a directory, not a kubeconfig file")
-	}
-	return nil
+	return err
 }
 
 // hostIP is the host's first global unicast IPv4 address, or "".

@@ -84,20 +84,69 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// okKubeconfig is a kubeconfig of a cluster at an address where nothing
+// listens: a node that gets past its flags fails there, exit 1.
+const okKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- {name: c, cluster: {server: "https://127.0.0.1:1"}}
+users:
+- {name: u, user: {token: t}}
+contexts:
+- {name: c, context: {cluster: c, user: u}}
+current-context: c
+`
+
+// writeFile writes data to a new file in dir, mode perm, and returns its
+// path.
+func writeFile(t *testing.T, dir, name, data string, perm os.FileMode) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(data), perm); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestBadFlags checks that what was typed wrong exits 2 with a message
-// that names the flag and, for --kubeconfig, the missing file, before
-// the node looks for a cluster (the message was the in-cluster
-// configuration's "unable to load in-cluster configuration").
+// that names the flag (or $KUBECONFIG) and, for the kubeconfig, the file,
+// before the node contacts anything: the kubeconfig names a cluster where
+// nothing listens. (A bad --node-ip, --node-name, --manager, --unitrun,
+// TLS file or a malformed or empty kubeconfig got past the flags and
+// ended in exit 1 reaching for the cluster or with client-go's text; a
+// missing $KUBECONFIG was blamed on --kubeconfig.)
 func TestBadFlags(t *testing.T) {
-	missing := filepath.Join(t.TempDir(), "admin.conf")
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "admin.conf")
+	ok := writeFile(t, dir, "ok.kc", okKubeconfig, 0o600)
+	bad := writeFile(t, dir, "bad.kc", "this: is: not [yaml\n", 0o600)
+	empty := writeFile(t, dir, "empty.kc", "", 0o600)
+	plain := writeFile(t, dir, "plain", "not a program\n", 0o644)
+	cert := writeFile(t, dir, "node.crt", "", 0o600)
 	for _, tc := range []struct {
 		args []string
 		env  string
 		want string
 	}{
 		{[]string{"--kubeconfig", missing, "--unitrun", "/bin/true"}, "", "unitrun-node: --kubeconfig " + missing + ": no such file\n"},
-		{[]string{"--unitrun", "/bin/true"}, "KUBECONFIG=" + missing, "unitrun-node: --kubeconfig " + missing + ": no such file\n"},
-		{[]string{"--kubeconfig", t.TempDir(), "--unitrun", "/bin/true"}, "", "is a directory, not a kubeconfig file\n"},
+		{[]string{"--unitrun", "/bin/true"}, "KUBECONFIG=" + missing, "unitrun-node: $KUBECONFIG " + missing + ": no such file\n"},
+		{[]string{"--kubeconfig", t.TempDir(), "--unitrun", "/bin/true"}, "", "is a directory, not a file\n"},
+		{[]string{"--kubeconfig", bad, "--unitrun", "/bin/true"}, "", "unitrun-node: --kubeconfig " + bad + ": not a kubeconfig file\n"},
+		{[]string{"--kubeconfig", empty, "--unitrun", "/bin/true"}, "", "unitrun-node: --kubeconfig " + empty + ": names no cluster (an empty kubeconfig)\n"},
+		{[]string{"--unitrun", "/bin/true"}, "KUBECONFIG=/dev/null", "unitrun-node: $KUBECONFIG /dev/null: names no cluster (an empty kubeconfig)\n"},
+		{[]string{"--kubeconfig", ok, "--unitrun", "/bin/true", "--node-ip", "notanip"}, "", `unitrun-node: --node-ip "notanip": must be an IP address such as 10.0.0.5` + "\n"},
+		{[]string{"--kubeconfig", ok, "--unitrun", "/bin/true", "--node-ip", "10.0.0.300"}, "", `unitrun-node: --node-ip "10.0.0.300": must be an IP address`},
+		{[]string{"--kubeconfig", ok, "--unitrun", "/bin/true", "--node-name", "Bad Name"}, "", `unitrun-node: --node-name "Bad Name": is not a node name: lower case letters, digits`},
+		{[]string{"--kubeconfig", ok, "--unitrun", "/bin/true", "--manager", "bogus"}, "", `unitrun-node: --manager: manager "bogus": must be auto, system, user, private:PATH or embedded` + "\n"},
+		{[]string{"--kubeconfig", ok, "--unitrun", "/bin/true"}, "UNITRUN_MANAGER=bogus", `unitrun-node: $UNITRUN_MANAGER: manager "bogus": must be`},
+		{[]string{"--kubeconfig", ok, "--unitrun", missing}, "", "unitrun-node: --unitrun " + missing + ": no such file\n"},
+		{[]string{"--kubeconfig", ok, "--unitrun", plain}, "", "unitrun-node: --unitrun " + plain + ": is not executable\n"},
+		{[]string{"--kubeconfig", ok, "--unitrun", dir}, "", "unitrun-node: --unitrun " + dir + ": is not a file\n"},
+		{[]string{"--kubeconfig", ok, "--unitrun", "/bin/true", "--tls-cert-file", cert}, "", "unitrun-node: --tls-cert-file and --tls-key-file go together: give both or neither\n"},
+		{[]string{"--kubeconfig", ok, "--unitrun", "/bin/true", "--tls-cert-file", missing, "--tls-key-file", cert}, "", "unitrun-node: --tls-cert-file " + missing + ": no such file\n"},
+		{[]string{"--kubeconfig", ok, "--unitrun", "/bin/true", "--tls-cert-file", cert, "--tls-key-file", missing}, "", "unitrun-node: --tls-key-file " + missing + ": no such file\n"},
+		{[]string{"--kubeconfig", ok, "--unitrun", "/bin/true", "--tls-cert-file", cert, "--tls-key-file", cert, "--client-ca-file", missing}, "", "unitrun-node: --client-ca-file " + missing + ": no such file\n"},
+		{[]string{"--kubeconfig", ok, "--unitrun", "/bin/true", "--client-ca-file", cert}, "", "unitrun-node: --client-ca-file: only with --tls-cert-file and --tls-key-file"},
 		{[]string{"--image", "debian"}, "", `unitrun-node: invalid argument "debian" for "--image" flag: "debian": want NAME=host or NAME=/absolute/rootfs` + "\n"},
 		{[]string{"--min-restart-backoff", "1ms"}, "", "unitrun-node: --min-restart-backoff 1ms: must be from 100ms"},
 		{[]string{"--listen", "10250", "--unitrun", "/bin/true"}, "", `unitrun-node: --listen "10250": want HOST:PORT or :PORT` + "\n"},
@@ -109,7 +158,7 @@ func TestBadFlags(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != exitUsage || !strings.Contains(string(out), tc.want) {
-			t.Errorf("unitrun-node %s: %q, %v; want exit 2 and %q", strings.Join(tc.args, " "), out, err, tc.want)
+			t.Errorf("%s unitrun-node %s: %q, %v; want exit 2 and %q", tc.env, strings.Join(tc.args, " "), out, err, tc.want)
 		}
 	}
 }
@@ -118,24 +167,31 @@ func TestBadFlags(t *testing.T) {
 // a kubelet's rate limit, not client-go's 5 requests a second, which
 // queued 20 Pods' status updates over 7 s.
 func TestClientRateLimits(t *testing.T) {
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters:
-- {name: c, cluster: {server: "https://127.0.0.1:1"}}
-users:
-- {name: u, user: {token: t}}
-contexts:
-- {name: c, context: {cluster: c, user: u}}
-current-context: c
-`), 0o600); err != nil {
+	o := &options{kubeconfig: writeFile(t, t.TempDir(), "kubeconfig", okKubeconfig, 0o600)}
+	if err := o.readKubeconfig(); err != nil {
 		t.Fatal(err)
 	}
-	client, err := clientset(kubeconfig)
+	client, err := clientset(o.rest)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if qps := client.CoreV1().RESTClient().GetRateLimiter().QPS(); qps != apiQPS {
 		t.Errorf("client's rate limit: %v requests a second, want %v", qps, apiQPS)
+	}
+}
+
+// TestKubeconfigRelativePaths checks that a path in the kubeconfig is
+// taken relative to the kubeconfig's directory, as kubectl takes it.
+func TestKubeconfigRelativePaths(t *testing.T) {
+	dir := t.TempDir()
+	kc := strings.Replace(okKubeconfig, `server: "https://127.0.0.1:1"`, `server: "https://127.0.0.1:1", certificate-authority: ca.crt`, 1)
+	o := &options{kubeconfig: writeFile(t, dir, "kubeconfig", kc, 0o600)}
+	writeFile(t, dir, "ca.crt", "", 0o600)
+	t.Chdir(t.TempDir())
+	if err := o.readKubeconfig(); err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "ca.crt"); o.rest.CAFile != want {
+		t.Errorf("certificate-authority: ca.crt read as %q, want %q", o.rest.CAFile, want)
 	}
 }
