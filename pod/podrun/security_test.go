@@ -90,7 +90,7 @@ func TestSecurityPodStateTraversal(t *testing.T) {
 		calls["Start"] = r.Start(ctx, podName, "")
 		_, calls["Stop"] = r.Stop(ctx, podName, time.Second)
 		calls["Remove"] = r.Remove(ctx, podName, true)
-		calls["Logs"] = pod.Logs(ctx, r.StateDir, podName, []string{"a"}, &bytes.Buffer{}, false, false, nil)
+		calls["Logs"] = pod.Logs(ctx, r.StateDir, podName, []string{"a"}, &bytes.Buffer{}, pod.LogOptions{}, nil)
 		calls["WaitBackoff"] = WaitBackoff(ctx, r.StateDir, podName, "a")
 		calls["Reap"] = Reap(r.StateDir, podName, "a")
 		for name, err := range calls {
@@ -237,7 +237,7 @@ func TestSecurityLogsSymlink(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := pod.Logs(context.Background(), state, "web", []string{"server"}, &out, true, false, nil); err == nil || strings.Contains(out.String(), "SECRET") {
+	if err := pod.Logs(context.Background(), state, "web", []string{"server"}, &out, pod.LogOptions{Prefix: true}, nil); err == nil || strings.Contains(out.String(), "SECRET") {
 		t.Errorf("Logs through a symlinked log file: %v, printed %q", err, out.String())
 	}
 }
