@@ -116,6 +116,7 @@ type appLog struct {
 	o      LogOptions
 	prefix string
 	f      *os.File // nil until the file exists
+	buf    []byte   // what copy reads into
 	marks  logMarks
 	next   []logMark // marks read, not yet passed
 	pos    int64     // the log's offset read up to
@@ -230,16 +231,18 @@ func (l *appLog) copy(w io.Writer, final bool) error {
 	}
 	l.next = append(l.next, marks...)
 	emit := func(line []byte) error { return l.line(w, line) }
-	buf := make([]byte, 64<<10)
+	if l.buf == nil {
+		l.buf = make([]byte, 64<<10)
+	}
 	for l.pos < size {
-		n, err := l.f.ReadAt(buf[:min(int64(len(buf)), size-l.pos)], l.pos)
+		n, err := l.f.ReadAt(l.buf[:min(int64(len(l.buf)), size-l.pos)], l.pos)
 		if n == 0 {
 			if err == nil || errors.Is(err, io.EOF) {
 				break
 			}
 			return err
 		}
-		for data := buf[:n]; len(data) > 0; {
+		for data := l.buf[:n]; len(data) > 0; {
 			if err := l.pass(emit); err != nil {
 				return err
 			}
