@@ -225,8 +225,9 @@ func TestSecurityPodHostileStrings(t *testing.T) {
 	systemdtest.NoPwned(t, dir)
 }
 
-// TestSecurityLogsSymlink plants an app's log file as a symlink to a file
-// outside the pod: Logs refuses to open it and prints nothing of it.
+// TestSecurityLogsSymlink plants an app's log file, then its times file,
+// as a symlink to a file outside the pod: Logs refuses to open it and
+// prints nothing of it.
 func TestSecurityLogsSymlink(t *testing.T) {
 	state := t.TempDir()
 	secret := filepath.Join(t.TempDir(), "secret")
@@ -239,6 +240,16 @@ func TestSecurityLogsSymlink(t *testing.T) {
 	var out bytes.Buffer
 	if err := pod.Logs(context.Background(), state, "web", []string{"server"}, &out, pod.LogOptions{Prefix: true}, nil); err == nil || strings.Contains(out.String(), "SECRET") {
 		t.Errorf("Logs through a symlinked log file: %v, printed %q", err, out.String())
+	}
+	// A real log whose times file is a symlink: refused too.
+	os.Remove(log)
+	os.WriteFile(log, []byte("line\n"), 0o600)
+	if err := os.Symlink(secret, pod.LogTimes(log)); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := pod.Logs(context.Background(), state, "web", []string{"server"}, &out, pod.LogOptions{Timestamps: true}, nil); err == nil || strings.Contains(out.String()+err.Error(), "SECRET") {
+		t.Errorf("Logs through a symlinked times file: %v, printed %q", err, out.String())
 	}
 }
 
