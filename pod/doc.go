@@ -102,7 +102,8 @@
 // that reap-app recorded from [Decide] if the run follows a restart (the
 // app is then active, which keeps its reaper needed too), records the
 // start of each run, pipes the run's output through a copier that keeps
-// the log from filling the records' file system (podrun.LogCopy), sets
+// the log from filling the records' file system and marks the run's start
+// and each write's time in the log's times file (podrun.LogCopy), sets
 // the app's env (which no unit file holds) and then takes on the app's
 // rootfs, workingDir, group and user and executes its command: the unit
 // has no User=, Group=, WorkingDirectory= or RootDirectory=, which

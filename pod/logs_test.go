@@ -18,7 +18,7 @@ func TestLogsBeforeFirstStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := Logs(context.Background(), state, "web", []string{"server"}, &out, true, false, nil); err != nil || out.Len() != 0 {
+	if err := Logs(context.Background(), state, "web", []string{"server"}, &out, LogOptions{Prefix: true}, nil); err != nil || out.Len() != 0 {
 		t.Fatalf("no log file yet: %q, %v; want nothing, no error", out.String(), err)
 	}
 	go func() {
@@ -32,13 +32,13 @@ func TestLogsBeforeFirstStart(t *testing.T) {
 		_, err := os.Stat(LogFile(state, "web", "server"))
 		return err == nil || time.Now().After(deadline)
 	}
-	if err := Logs(context.Background(), state, "web", []string{"server"}, &out, true, true, done); err != nil {
+	if err := Logs(context.Background(), state, "web", []string{"server"}, &out, LogOptions{Prefix: true, Follow: true}, done); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := out.String(), "server | up\nserver | partial\n"; got != want {
 		t.Errorf("followed %q, want %q", got, want)
 	}
-	if err := Logs(context.Background(), state, "db", []string{"a"}, &out, true, false, nil); err == nil {
+	if err := Logs(context.Background(), state, "db", []string{"a"}, &out, LogOptions{Prefix: true}, nil); err == nil {
 		t.Error("logs of a pod that does not exist: no error")
 	}
 }

@@ -92,6 +92,10 @@ func TestPodIsolatedCLILifecycle(t *testing.T) {
 	if out, _, code := podCLI(t, dir, "logs", "iso-life", "a"); code != 0 || out != "systemd iso-life\n" {
 		t.Errorf("pod logs: exit %d, %q", code, out)
 	}
+	// The copier inside the pod's systemd keeps the times too.
+	if out, errs, code := podCLI(t, dir, "logs", "--timestamps", "iso-life", "a"); code != 0 || !strings.HasSuffix(out, "Z systemd iso-life\n") {
+		t.Errorf("pod logs --timestamps: exit %d, %q, %q", code, out, errs)
+	}
 	if _, errs, code := podCLI(t, dir, "rm", "iso-life"); code != 0 {
 		t.Fatalf("pod rm: exit %d, %q", code, errs)
 	}

@@ -197,7 +197,7 @@ func attach(ctx context.Context, r *podrun.Runner, m *pod.Manifest, w io.Writer)
 	for i, a := range m.Apps {
 		apps[i] = a.Name
 	}
-	if err := pod.Logs(ctx, r.StateDir, m.Name, apps, w, true, true, ended); err != nil {
+	if err := pod.Logs(ctx, r.StateDir, m.Name, apps, w, pod.LogOptions{Prefix: true, Follow: true}, ended); err != nil {
 		return failed(err)
 	}
 	s, err := r.Status(ctx, m.Name)

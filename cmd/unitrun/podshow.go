@@ -224,14 +224,27 @@ func printPods(w io.Writer, pods []pod.PodStatus, asJSON bool) error {
 }
 
 func newPodLogsCmd(f *podFlags) *cobra.Command {
-	var follow bool
+	var o pod.LogOptions
+	var since string
 	cmd := &cobra.Command{
 		Use: "logs NAME [APP]",
 		Example: `  unitrun pod logs web
-  unitrun pod logs -f web server`,
+  unitrun pod logs -f web server
+  unitrun pod logs --previous --timestamps web server
+  unitrun pod logs --since 10m --tail 20 web`,
 		Short: `Print the output of a pod's apps, each line prefixed "APP | ", or of one app`,
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.Tail < 0 {
+				return &exitError{code: exitUsage, err: fmt.Errorf("--tail %d: must be a number of lines, 1 or more", o.Tail)}
+			}
+			if since != "" {
+				t, err := parseSince(since, time.Now())
+				if err != nil {
+					return &exitError{code: exitUsage, err: err}
+				}
+				o.Since = t
+			}
 			dir, err := f.dir()
 			if err != nil {
 				return err
@@ -255,11 +268,29 @@ func newPodLogsCmd(f *podFlags) *cobra.Command {
 				s, err := pod.ReadPod(dir, m.Name)
 				return err != nil || s.Ended()
 			}
-			return failed(pod.Logs(cmd.Context(), dir, m.Name, apps, cmd.OutOrStdout(), len(args) == 1, follow, ended))
+			o.Prefix = len(args) == 1
+			return failed(pod.Logs(cmd.Context(), dir, m.Name, apps, cmd.OutOrStdout(), o, ended))
 		},
 	}
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing until the pod ends")
+	fl := cmd.Flags()
+	fl.BoolVarP(&o.Follow, "follow", "f", false, "keep printing until the pod ends")
+	fl.IntVar(&o.Tail, "tail", 0, "print only the last N lines of each app's log to begin with")
+	fl.StringVar(&since, "since", "", "print only the lines written at or after TIME (RFC 3339) or in the last DURATION (10m, 1h30m)")
+	fl.BoolVar(&o.Timestamps, "timestamps", false, "begin each line with the time it was written (RFC 3339 with nanoseconds, UTC)")
+	fl.BoolVarP(&o.Previous, "previous", "p", false, "print the app's run before its last one")
 	return cmd
+}
+
+// parseSince reads --since: an RFC 3339 time, or a duration back from now.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return time.Time{}, fmt.Errorf("--since %q: must be an RFC 3339 time (2026-01-02T15:04:05Z) or a duration of 0 or more (10m, 1h30m)", s)
+	}
+	return now.Add(-d), nil
 }
 
 func newPodGraphCmd(f *podFlags) *cobra.Command {

@@ -459,6 +459,38 @@ containers:
 		// file system"; the host's, dash, says it so.
 		k.eventuallyLog(name, name, "/bin/sh: 1: cannot create /file: Read-only file system\n")
 	}},
+
+	// test/e2e/kubectl/logs.go
+	{"KubectlLogsFilter", "kubectl/logs.go", "Kubectl logs logs should be able to retrieve and filter logs [Conformance]", func(k *kcase) {
+		// agnhost's logs-generator prints 100 lines over 20 s, some
+		// naming /api/v1/namespaces/kube-system; here a shell loop.
+		name := "logs-generator"
+		k.create(onePod(name, `["sh", "-c", "i=0; while [ $i -lt 100 ]; do echo \"$i GET /api/v1/namespaces/kube-system/pods/p$i 200\"; i=$((i+1)); sleep 0.2; done"]`, ""))
+		k.waitPhase(name, "Running")
+		k.eventuallyLogHas(name, name, "/api/v1/namespaces/kube-system")
+		lines := func(out string) []string { return strings.Split(strings.TrimRight(out, "\n"), "\n") }
+		if out := k.logsOf(name, name, "--tail=1"); out == "" || len(lines(out)) != 1 {
+			k.t.Errorf("logs --tail=1: %q, want one line", out)
+		}
+		if out := k.logsOf(name, name, "--limit-bytes=1"); len(out) != 1 {
+			k.t.Errorf("logs --limit-bytes=1: %q, want one byte", out)
+		}
+		out := k.logsOf(name, name, "--tail=1", "--timestamps")
+		l := lines(out)
+		if words := strings.Split(l[0], " "); len(l) != 1 || len(words) < 2 {
+			k.t.Errorf("logs --tail=1 --timestamps: %q, want one line of a time and words", out)
+		} else if _, err := time.Parse(time.RFC3339Nano, words[0]); err != nil {
+			k.t.Errorf("logs --tail=1 --timestamps: %q does not begin with an RFC 3339 time", out)
+		}
+		// The case's own wait: the lines written so far must be older
+		// than 1 s.
+		time.Sleep(2500 * time.Millisecond)
+		recentOut := k.logsOf(name, name, "--since=1s")
+		olderOut := k.logsOf(name, name, "--since=24h")
+		if recent, older := len(strings.Split(recentOut, "\n")), len(strings.Split(olderOut, "\n")); recent >= older {
+			k.t.Errorf("logs --since=1s has %d lines, --since=24h %d: want fewer\nrecent:\n%s\nolder:\n%s", recent, older, recentOut, olderOut)
+		}
+	}},
 }, probeCases(probing{})...), probeCases(probing{sidecar: true})...)
 
 // knownWrong names the ported cases the node fails today, each with what

@@ -188,6 +188,21 @@ func waitGone(t *testing.T, n *testNodeRun, name string) {
 	t.Fatalf("unitrun pod %s: state exists %v, units loaded %v", name, n.p.eng.exists(name), units)
 }
 
+// containerLogs is what GetContainerLogs gives of p's container app0.
+func containerLogs(t *testing.T, n *testNodeRun, p *corev1.Pod, opts api.ContainerLogOpts) string {
+	t.Helper()
+	logs, err := n.p.GetContainerLogs(context.Background(), testNS, p.Name, "app0", opts)
+	if err != nil {
+		t.Fatalf("logs %+v: %v", opts, err)
+	}
+	defer logs.Close()
+	out, err := io.ReadAll(logs)
+	if err != nil {
+		t.Fatalf("logs %+v: %v", opts, err)
+	}
+	return string(out)
+}
+
 func wantTerminated(t *testing.T, cs corev1.ContainerStatus, code int32, signal int32, reason string) {
 	t.Helper()
 	tr := cs.State.Terminated
@@ -230,26 +245,30 @@ func TestPodOutcomes(t *testing.T) {
 		}
 	}
 
-	logs, err := n.p.GetContainerLogs(context.Background(), testNS, p.Name, "app0", api.ContainerLogOpts{Tail: 1})
-	if err != nil {
-		t.Fatal(err)
+	readLogs := func(opts api.ContainerLogOpts) string { return containerLogs(t, n, p, opts) }
+	if out := readLogs(api.ContainerLogOpts{Tail: 1}); out != "two\n" {
+		t.Errorf("logs with tail 1: %q, want %q", out, "two\n")
 	}
-	out, err := io.ReadAll(logs)
-	logs.Close()
-	if err != nil || string(out) != "two\n" {
-		t.Errorf("logs with tail 1: %q, %v; want %q", out, err, "two\n")
+	// The pod has ended: follow ends.
+	if out := readLogs(api.ContainerLogOpts{Follow: true}); out != "one\ntwo\n" {
+		t.Errorf("logs followed: %q, want %q", out, "one\ntwo\n")
 	}
-	logs, err = n.p.GetContainerLogs(context.Background(), testNS, p.Name, "app0", api.ContainerLogOpts{Follow: true})
-	if err != nil {
-		t.Fatal(err)
+	if out := readLogs(api.ContainerLogOpts{SinceTime: time.Now()}); out != "" {
+		t.Errorf("logs since now: %q, want none: every line is older", out)
 	}
-	out, err = io.ReadAll(logs) // the pod has ended: follow ends
-	logs.Close()
-	if err != nil || string(out) != "one\ntwo\n" {
-		t.Errorf("logs followed: %q, %v; want %q", out, err, "one\ntwo\n")
+	if out := readLogs(api.ContainerLogOpts{SinceTime: got.CreationTimestamp.Add(-time.Second)}); out != "one\ntwo\n" {
+		t.Errorf("logs since before the pod: %q, want every line", out)
 	}
-	if _, err := n.p.GetContainerLogs(context.Background(), testNS, p.Name, "app0", api.ContainerLogOpts{SinceTime: time.Now()}); err == nil || !strings.Contains(err.Error(), "since") {
-		t.Errorf("logs since now: %v, want a refusal naming since", err)
+	if out := readLogs(api.ContainerLogOpts{LimitBytes: 5}); out != "one\nt" {
+		t.Errorf("logs limited to 5 bytes: %q, want %q", out, "one\nt")
+	}
+	out := readLogs(api.ContainerLogOpts{Timestamps: true, Tail: 1})
+	stamp, line, _ := strings.Cut(out, " ")
+	if at, err := time.Parse(time.RFC3339Nano, stamp); err != nil || line != "two\n" || at.Before(got.CreationTimestamp.Add(-time.Second)) || at.After(time.Now()) {
+		t.Errorf("logs with timestamps, tail 1: %q, want the time it was written (RFC 3339), a space, \"two\"", out)
+	}
+	if _, err := n.p.GetContainerLogs(context.Background(), testNS, p.Name, "app0", api.ContainerLogOpts{Previous: true}); err == nil || !strings.Contains(err.Error(), "previous") {
+		t.Errorf("previous logs of an app that ran once: %v, want a refusal naming previous", err)
 	}
 
 	name := podName(p.Namespace, p.Name, string(p.UID))
@@ -259,13 +278,14 @@ func TestPodOutcomes(t *testing.T) {
 
 // An OnFailure app that fails twice, then runs, has restartCount 2, which
 // is systemd's NRestarts of its unit, and its last exit, with that run's
-// start, as lastState.
+// start, as lastState; its previous logs are the lines of its run before
+// this one.
 func TestRestartCount(t *testing.T) {
 	client := fake.NewClientset()
 	n := startNode(t, testConfig(t), client)
 	dir := t.TempDir()
 	p := newPod("flaky", corev1.RestartPolicyOnFailure, nil,
-		`n=$(cat `+dir+`/n 2>/dev/null || echo 0); n=$((n+1)); echo $n >`+dir+`/n; [ $n -gt 2 ] && exec sleep 600; exit 4`)
+		`n=$(cat `+dir+`/n 2>/dev/null || echo 0); n=$((n+1)); echo $n >`+dir+`/n; echo run $n; [ $n -gt 2 ] && exec sleep 600; exit 4`)
 	p.Annotations = map[string]string{AnnotationRestartBackoff: "100ms"}
 	create(t, client, p)
 	got := waitPod(t, client, p, "running after 2 restarts", func(p *corev1.Pod) bool {
@@ -286,6 +306,9 @@ func TestRestartCount(t *testing.T) {
 	}
 	if !cs.Ready || got.Status.Phase != corev1.PodRunning {
 		t.Errorf("ready %v, phase %s; want true, Running", cs.Ready, got.Status.Phase)
+	}
+	if out := containerLogs(t, n, p, api.ContainerLogOpts{Previous: true}); out != "run 2\n" {
+		t.Errorf("previous logs: %q, want %q", out, "run 2\n")
 	}
 	deletePod(t, client, p)
 	waitGone(t, n, name)

@@ -2,6 +2,7 @@ package podrun
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -119,4 +120,72 @@ func procStat(t testing.TB, pid int) []string {
 		t.Fatal(err)
 	}
 	return strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+}
+
+// TestLogsRunsAndTimes runs an app that fails twice, then succeeds, each
+// run printing two lines, its last without a newline: the log holds the
+// three runs' bytes exactly; --previous gives the second run's lines,
+// its unended last line ended; --timestamps begins each line with its
+// time in RFC 3339, and --since the first line of the last run gives
+// that run's lines only; --tail 1 the last line. A log without its times
+// file (written by an older unitrun) is still read whole, and refuses
+// --previous by name.
+func TestLogsRunsAndTimes(t *testing.T) {
+	r := newRunner(t)
+	dir := t.TempDir()
+	begin := time.Now()
+	name := run(t, r, fmt.Sprintf(`
+name: runs
+restartBackoff: {initial: 100ms}
+apps:
+  - name: a
+    restartPolicy: OnFailure
+    exec: ["/bin/sh", "-c", "echo x >> %[1]s/n; n=$(wc -l < %[1]s/n); echo run $n; printf 'end %%s' $n; test $n -ge 3"]
+`, dir), "")
+	wantPod(t, wait(t, r, name), pod.PodSucceeded, 0)
+	logs := func(o pod.LogOptions) string {
+		t.Helper()
+		var out bytes.Buffer
+		if err := pod.Logs(context.Background(), r.StateDir, name, []string{"a"}, &out, o, nil); err != nil {
+			t.Fatalf("logs %+v: %v", o, err)
+		}
+		return out.String()
+	}
+	if log, err := os.ReadFile(pod.LogFile(r.StateDir, name, "a")); err != nil || string(log) != "run 1\nend 1run 2\nend 2run 3\nend 3" {
+		t.Errorf("the log file: %q, %v; want the three runs' bytes", log, err)
+	}
+	if got, want := logs(pod.LogOptions{}), "run 1\nend 1\nrun 2\nend 2\nrun 3\nend 3\n"; got != want {
+		t.Errorf("logs: %q, want %q, each run's last line ended", got, want)
+	}
+	if got, want := logs(pod.LogOptions{Previous: true}), "run 2\nend 2\n"; got != want {
+		t.Errorf("logs --previous: %q, want %q", got, want)
+	}
+	if got, want := logs(pod.LogOptions{Tail: 1}), "end 3\n"; got != want {
+		t.Errorf("logs --tail 1: %q, want %q", got, want)
+	}
+	stamped := strings.SplitAfter(logs(pod.LogOptions{Timestamps: true}), "\n")
+	var times []time.Time
+	for i, line := range stamped[:len(stamped)-1] {
+		stamp, rest, _ := strings.Cut(line, " ")
+		at, err := time.Parse(time.RFC3339Nano, stamp)
+		if err != nil || at.Before(begin) || at.After(time.Now()) || (i > 0 && at.Before(times[i-1])) || rest != []string{"run 1\n", "end 1\n", "run 2\n", "end 2\n", "run 3\n", "end 3\n"}[i] {
+			t.Fatalf("logs --timestamps line %d: %q, want the time it was written (RFC 3339, in order), a space, the line", i, line)
+		}
+		times = append(times, at)
+	}
+	if len(times) != 6 {
+		t.Fatalf("logs --timestamps: %q, want 6 lines", stamped)
+	}
+	if got, want := logs(pod.LogOptions{Since: times[4]}), "run 3\nend 3\n"; got != want {
+		t.Errorf("logs --since the last run's first line: %q, want %q", got, want)
+	}
+	if err := os.Remove(pod.LogTimes(pod.LogFile(r.StateDir, name, "a"))); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := logs(pod.LogOptions{}), "run 1\nend 1run 2\nend 2run 3\nend 3\n"; got != want {
+		t.Errorf("logs without times: %q, want %q", got, want)
+	}
+	if err := pod.Logs(context.Background(), r.StateDir, name, []string{"a"}, &bytes.Buffer{}, pod.LogOptions{Previous: true}, nil); err == nil || !strings.Contains(err.Error(), "--previous") {
+		t.Errorf("logs --previous without times: %v, want a refusal naming --previous", err)
+	}
 }

@@ -90,7 +90,7 @@ func TestSecurityPodStateTraversal(t *testing.T) {
 		calls["Start"] = r.Start(ctx, podName, "")
 		_, calls["Stop"] = r.Stop(ctx, podName, time.Second)
 		calls["Remove"] = r.Remove(ctx, podName, true)
-		calls["Logs"] = pod.Logs(ctx, r.StateDir, podName, []string{"a"}, &bytes.Buffer{}, false, false, nil)
+		calls["Logs"] = pod.Logs(ctx, r.StateDir, podName, []string{"a"}, &bytes.Buffer{}, pod.LogOptions{}, nil)
 		calls["WaitBackoff"] = WaitBackoff(ctx, r.StateDir, podName, "a")
 		calls["Reap"] = Reap(r.StateDir, podName, "a")
 		for name, err := range calls {
@@ -225,8 +225,9 @@ func TestSecurityPodHostileStrings(t *testing.T) {
 	systemdtest.NoPwned(t, dir)
 }
 
-// TestSecurityLogsSymlink plants an app's log file as a symlink to a file
-// outside the pod: Logs refuses to open it and prints nothing of it.
+// TestSecurityLogsSymlink plants an app's log file, then its times file,
+// as a symlink to a file outside the pod: Logs refuses to open it and
+// prints nothing of it.
 func TestSecurityLogsSymlink(t *testing.T) {
 	state := t.TempDir()
 	secret := filepath.Join(t.TempDir(), "secret")
@@ -237,8 +238,18 @@ func TestSecurityLogsSymlink(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := pod.Logs(context.Background(), state, "web", []string{"server"}, &out, true, false, nil); err == nil || strings.Contains(out.String(), "SECRET") {
+	if err := pod.Logs(context.Background(), state, "web", []string{"server"}, &out, pod.LogOptions{Prefix: true}, nil); err == nil || strings.Contains(out.String(), "SECRET") {
 		t.Errorf("Logs through a symlinked log file: %v, printed %q", err, out.String())
+	}
+	// A real log whose times file is a symlink: refused too.
+	os.Remove(log)
+	os.WriteFile(log, []byte("line\n"), 0o600)
+	if err := os.Symlink(secret, pod.LogTimes(log)); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := pod.Logs(context.Background(), state, "web", []string{"server"}, &out, pod.LogOptions{Timestamps: true}, nil); err == nil || strings.Contains(out.String()+err.Error(), "SECRET") {
+		t.Errorf("Logs through a symlinked times file: %v, printed %q", err, out.String())
 	}
 }
 
