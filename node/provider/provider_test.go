@@ -171,7 +171,8 @@ func phase(ph corev1.PodPhase) func(*corev1.Pod) bool {
 	return func(p *corev1.Pod) bool { return p.Status.Phase == ph }
 }
 
-// waitGone waits until unitrun pod name has no state and no unit loaded.
+// waitGone waits until unitrun pod name has no state and no unit loaded
+// and the provider has ended its deletion.
 func waitGone(t *testing.T, n *testNodeRun, name string) {
 	t.Helper()
 	for range 300 {
@@ -179,13 +180,28 @@ func waitGone(t *testing.T, n *testNodeRun, name string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(units) == 0 && !n.p.eng.exists(name) {
+		if len(units) == 0 && !n.p.eng.exists(name) && !deleting(n.p, name) {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	units, _ := n.p.eng.loadedUnits(context.Background(), name)
 	t.Fatalf("unitrun pod %s: state exists %v, units loaded %v", name, n.p.eng.exists(name), units)
+}
+
+// deleting reports whether p still holds an entry of unitrun pod name:
+// its deletion, which stops the pods' parent slices after the pod is gone,
+// has not ended. A test that ended before it (and stopped its node, which
+// cancels the deletion) left unitrun-pod.slice and unitrun.slice loaded.
+func deleting(p *Provider, name string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, e := range p.pods {
+		if e.name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // containerLogs is what GetContainerLogs gives of p's container app0.
