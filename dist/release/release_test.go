@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"debug/elf"
 	"io"
 	"os"
 	"os/exec"
@@ -42,13 +43,13 @@ var manPages = []string{
 // enables a unit.
 var startsUnit = regexp.MustCompile(`(systemctl|deb-systemd-invoke|deb-systemd-helper|service)\b.*\b(start|restart|try-restart|reload-or-restart|enable|reenable|preset|unmask|isolate)\b`)
 
-// TestRelease builds the release for linux/amd64 (arm64 takes as long
-// again: release.sh builds it) and checks what an operator gets: the
-// tarball's files, each package's file list at the distribution's paths,
-// maintainer scripts that start and enable nothing, man pages that man
-// renders (unitrun-run(1) with its exit statuses), the node's unit as
-// systemd reads it, SHA256SUMS, and that a second build of the commit is
-// the same, byte for byte.
+// TestRelease builds the release for linux/amd64 and checks what an
+// operator gets: the tarball's files, each package's file list at the
+// distribution's paths, maintainer scripts that start and enable
+// nothing, man pages that man renders (unitrun-run(1) with its exit
+// statuses), the node's unit as systemd reads it, SHA256SUMS, and that a
+// second build of the commit is the same, byte for byte; then the release
+// for linux/arm64: its binaries and packages are that architecture's.
 func TestRelease(t *testing.T) {
 	for _, tool := range []string{"git", "dpkg-deb", "rpm", "man", "sha256sum", "systemd-analyze"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -174,6 +175,45 @@ func TestRelease(t *testing.T) {
 		cmd.Dir = out
 		if text, err := cmd.CombinedOutput(); err != nil || strings.Count(string(text), ": OK\n") != 3 {
 			t.Errorf("sha256sum -c SHA256SUMS: %v\n%s", err, text)
+		}
+	})
+	t.Run("arm64", func(t *testing.T) {
+		// The same release for linux/arm64: its binaries are arm64's, and
+		// its packages say so and install the same files.
+		dir := t.TempDir()
+		names, err := release("../..", dir, []string{"arm64"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(names) != 4 || !strings.HasSuffix(names[0], "-linux-arm64.tar.gz") || !strings.HasSuffix(names[1], "_arm64.deb") || !strings.HasSuffix(names[2], ".aarch64.rpm") {
+			t.Fatalf("release wrote %q; want an arm64 tarball, .deb and .rpm and SHA256SUMS", names)
+		}
+		top := strings.TrimSuffix(names[0], ".tar.gz") + "/"
+		files := tarball(t, filepath.Join(dir, names[0]))
+		for _, b := range []string{"bin/unitrun", "bin/unitrun-node"} {
+			f, err := elf.NewFile(bytes.NewReader(files[top+b]))
+			if err != nil || f.Machine != elf.EM_AARCH64 {
+				t.Errorf("%s: %v, %v; want an ELF file for arm64 (EM_AARCH64)", b, err, f)
+			}
+		}
+		for _, pkg := range []struct{ format, file, arch string }{
+			{"deb", names[1], "arm64"},
+			{"rpm", names[2], "aarch64"},
+		} {
+			path := filepath.Join(dir, pkg.file)
+			query := exec.Command("dpkg-deb", "-f", path, "Architecture")
+			if pkg.format == "rpm" {
+				query = exec.Command("rpm", "-qp", "--qf", "%{ARCH}", path)
+			}
+			if arch, err := query.Output(); err != nil || strings.TrimSpace(string(arch)) != pkg.arch {
+				t.Errorf("%s's architecture: %q, %v; want %s", pkg.file, arch, err, pkg.arch)
+			}
+			got := packageFiles(t, pkg.format, path)
+			for _, w := range packaged {
+				if !slices.Contains(got, w) {
+					t.Errorf("%s lacks %s", pkg.file, w)
+				}
+			}
 		}
 	})
 }
