@@ -31,7 +31,8 @@ func StartScope(ctx context.Context, mgr *manager.Conn, name string, args []stri
 // the command each time the timer elapses, as "systemd-run --on-active=..."
 // makes them, and returns the timer's name once its start job is done.
 // The service (Name, or Prefix and random hex, and ".service"; its Unit)
-// runs on its own, as Detached describes, with Env, Dir, Description and
+// runs on its own, as Detached describes but kept loaded as failed after
+// a failed run (CollectMode=inactive), with Env, Dir, Description and
 // Properties; the timer has its name with ".timer" and goes once it has
 // elapsed for the last time (RemainAfterElapse=no). The command line goes
 // over D-Bus, every '$' doubled, so it must be valid UTF-8, and a
@@ -59,7 +60,10 @@ func (c *Cmd) StartTimer(timer []unit.Property) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	props = append(append(props, Detached()...), c.Properties...)
+	// A failed run stays loaded as failed, to be read and inspected, as
+	// systemd-run leaves it (CollectMode=inactive).
+	props = append(append(props, Detached()...), unit.Property{Name: "CollectMode", Value: dbus.MakeVariant("inactive")})
+	props = append(props, c.Properties...)
 	if len(c.env) > 0 {
 		props = append(props, unit.Property{Name: "Environment", Value: dbus.MakeVariant(c.env)})
 	}

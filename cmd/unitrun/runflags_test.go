@@ -16,9 +16,13 @@ func showUnit(t *testing.T, name string, props ...string) string {
 	return string(out)
 }
 
-// stopUnit stops name at the end of the test, wherever it failed.
+// stopUnit stops name at the end of the test, wherever it failed, and
+// lets a failed one go.
 func stopUnit(t *testing.T, name string) {
-	t.Cleanup(func() { exec.Command("systemctl", "--user", "stop", name).Run() })
+	t.Cleanup(func() {
+		exec.Command("systemctl", "--user", "stop", name).Run()
+		exec.Command("systemctl", "--user", "reset-failed", name).Run()
+	})
 }
 
 // systemd-run's flags that set a property (--nice, --slice, --description,
