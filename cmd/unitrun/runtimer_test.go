@@ -47,6 +47,12 @@ func TestRunTimerLikeSystemdRun(t *testing.T) {
 	}{
 		{[]string{"--on-active", "soon"}, "--on-active", `time span "soon"`},
 		{[]string{"--on-calendar", "nonsense"}, "--on-calendar", "the manager refuses it"},
+		{[]string{"--on-calendar", ""}, "--on-calendar", "not a calendar event"},
+		{[]string{"--on-active", ""}, "--on-active", `time span ""`},
+		{[]string{"--on-boot", ""}, "--on-boot", `time span ""`},
+		{[]string{"--on-startup", ""}, "--on-startup", `time span ""`},
+		{[]string{"--on-unit-active", ""}, "--on-unit-active", `time span ""`},
+		{[]string{"--on-unit-inactive", ""}, "--on-unit-inactive", `time span ""`},
 		{[]string{"--on-active", "1h", "--scope"}, "--scope and a timer", "give one of them"},
 		{[]string{"--on-active", "1h", "--pty"}, "--pty and a timer", "give one of them"},
 	} {

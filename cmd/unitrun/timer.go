@@ -47,6 +47,9 @@ func timerProperties(fl *pflag.FlagSet) ([]unit.Property, error) {
 	var props []unit.Property
 	for _, t := range timerFlags {
 		values, _ := fl.GetStringArray(t.flag)
+		if fl.Changed(t.flag) && len(values) == 0 {
+			values = []string{""} // pflag keeps no empty value
+		}
 		for _, v := range values {
 			if t.setting == "OnCalendar" {
 				if strings.TrimSpace(v) == "" || strings.IndexFunc(v, unicode.IsControl) >= 0 {
