@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/godbus/dbus/v5"
 	"github.com/spf13/cobra"
 
 	"github.com/unitrun/unitrun/inject"
@@ -342,9 +343,18 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	}
 	c.Manager = mgr
 	if f.noWait {
-		c.Properties = append(job.Detached(), c.Properties...)
+		detached := job.Detached()
+		if remainsAfterExit(c.Properties) {
+			// As systemd-run -r leaves it: a failed run stays loaded as
+			// failed, one that ended while starting too.
+			detached = append(detached, unit.Property{Name: "CollectMode", Value: dbus.MakeVariant("inactive")})
+			c.Keep = func() bool { return true }
+		}
+		c.Properties = append(detached, c.Properties...)
 		if err := c.Start(); err != nil {
-			return exitFor(unitTaken(err, mgr.Target(), c.Name), false)
+			// A command that ended before its start was done, too: its
+			// outcome is told as a run's, with --json in one object.
+			return report(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), c.Unit, c.Status, unitTaken(err, mgr.Target(), c.Name), f.asJSON, f.quiet)
 		}
 		if f.asJSON {
 			return printLine(cmd.OutOrStdout(), map[string]string{"unit": c.Unit})
@@ -373,6 +383,18 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	}
 	err = unitTaken(err, mgr.Target(), c.Name)
 	return report(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c.Unit, c.Status, err, f.asJSON, f.quiet)
+}
+
+// remainsAfterExit reports whether the unit of props remains after its
+// command exits: the last RemainAfterExit= of props (-r, -p) is yes.
+func remainsAfterExit(props []unit.Property) bool {
+	remain := false
+	for _, p := range props {
+		if v, ok := p.Value.Value().(bool); ok && p.Name == "RemainAfterExit" {
+			remain = v
+		}
+	}
+	return remain
 }
 
 // unitTaken tells err, if it says that the unit name is taken, with the

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // showUnit returns what "systemctl --user show" reads of props for name.
@@ -83,6 +86,50 @@ func TestRunPropertyFlagsRefused(t *testing.T) {
 		}
 		if _, _, refCode := systemdRun(t, append(append([]string{"-q", "--wait"}, tc.flags...), "/bin/true")...); refCode == 0 {
 			t.Errorf("systemd-run %q succeeded", tc.flags)
+		}
+	}
+}
+
+// run --no-wait --json prints its one JSON object for a command that
+// ended before its start was done (a oneshot's start job waits for its
+// exit), and with -r a failed unit stays loaded as failed, as systemd-run
+// -r leaves it: whether its run ended before the start was done or after
+// unitrun returned.
+func TestRunNoWaitFailedLikeSystemdRun(t *testing.T) {
+	out, errs, code := unitrun(t, "run", "--no-wait", "--json", "--service-type", "oneshot", "--", "sh", "-c", "exit 3")
+	if code != 3 || strings.Count(out, "\n") != 1 || !strings.Contains(out, `"result":"exit-code","exit_code":3`) {
+		t.Errorf("run --no-wait --json of a oneshot that exits 3: exit %d, stdout %q, stderr %q; want 3 and one JSON object telling it", code, out, errs)
+	}
+	gate := filepath.Join(t.TempDir(), "gate")
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"unitrun-noWait-ref", nil},
+		{"unitrun-noWait-oneshot", []string{"--service-type", "oneshot", "--", "sh", "-c", "exit 3"}},
+		{"unitrun-noWait-after", []string{"--", "sh", "-c", `while [ ! -e "$1" ]; do sleep 0.1; done; exit 3`, "sh", gate}},
+	} {
+		stopUnit(t, tc.name+".service")
+		if tc.args == nil {
+			systemdRun(t, "-q", "-r", "-u", tc.name, "--service-type", "oneshot", "sh", "-c", "exit 3")
+		} else {
+			unitrun(t, append([]string{"run", "-q", "-r", "--no-wait", "-u", tc.name}, tc.args...)...)
+		}
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"unitrun-noWait-ref", "unitrun-noWait-oneshot", "unitrun-noWait-after"} {
+		got := ""
+		for range 200 {
+			got = showUnit(t, name+".service", "LoadState", "ActiveState")
+			if got == "LoadState=not-found\nActiveState=inactive\n" || strings.Contains(got, "ActiveState=failed") {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if got != "LoadState=loaded\nActiveState=failed\n" {
+			t.Errorf("-r unit %s after its command exited 3: %q; want it loaded and failed", name, got)
 		}
 	}
 }
