@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -39,7 +40,8 @@ func StartScope(ctx context.Context, mgr *manager.Conn, name string, args []stri
 // daemon-reload before a run gives it to the command with systemd's
 // escapes in it where a word held '$' or ';' (see Cmd.Start). Stdin,
 // Stdout, Stderr, Timeout, BindToCaller, Retry, Pin and the hooks are not
-// used. A taken name (of the timer or the service) is ErrUnitExists.
+// used. A taken name (of the timer or the service) is ErrUnitExists, and
+// the name returned is then that of the unit that holds it.
 func (c *Cmd) StartTimer(timer []unit.Property) (string, error) {
 	if c.lookErr != nil {
 		return "", c.lookErr
@@ -73,6 +75,15 @@ func (c *Cmd) StartTimer(timer []unit.Property) (string, error) {
 		{Name: "RemainAfterElapse", Value: dbus.MakeVariant(false)},
 	}, timer...)
 	if err := startOnly(c.ctx, c.Manager, timerName, timer, manager.Aux{Name: name, Properties: props}); err != nil {
+		if errors.Is(err, ErrUnitExists) {
+			// The manager's answer names neither: the timer, if loaded,
+			// else the service holds the name.
+			taken := name
+			if p, perr := c.Manager.Properties(c.ctx, timerName, manager.UnitIface, "LoadState"); perr == nil && p["LoadState"].Value() != "not-found" {
+				taken = timerName
+			}
+			return taken, fmt.Errorf("%s: %w", taken, ErrUnitExists)
+		}
 		return "", err
 	}
 	c.Unit = name

@@ -181,3 +181,25 @@ func TestWaitOneShotTimerShortRun(t *testing.T) {
 		t.Errorf("systemd-run's timer service: %q", got)
 	}
 }
+
+// A timer's name taken, by its timer or by its service, is told with the
+// unit that holds it, and the systemctl commands that free that one.
+func TestRunTimerNameTaken(t *testing.T) {
+	timer, service := "unitrun-timer-taken", "unitrun-timer-takensvc"
+	stopUnit(t, timer+".timer")
+	stopUnit(t, service+".service")
+	if _, errs, code := unitrun(t, "run", "-q", "-u", timer, "--on-active", "1h", "--", "/bin/true"); code != 0 {
+		t.Fatalf("run --on-active: exit %d, %s", code, errs)
+	}
+	if _, errs, code := unitrun(t, "run", "-q", "-r", "--no-wait", "-u", service, "--", "/bin/true"); code != 0 {
+		t.Fatalf("run -r --no-wait: exit %d, %s", code, errs)
+	}
+	for _, taken := range []string{timer + ".timer", service + ".service"} {
+		name := strings.TrimSuffix(strings.TrimSuffix(taken, ".timer"), ".service")
+		_, errs, code := unitrun(t, "run", "-q", "-u", name, "--on-active", "1h", "--", "/bin/true")
+		if code != 125 || !strings.HasPrefix(errs, "unitrun: "+taken+": unit already exists") ||
+			!strings.Contains(errs, "stop "+taken+"; ") || !strings.Contains(errs, "reset-failed "+taken+`"`) {
+			t.Errorf("run --on-active -u %s with %s taken: exit %d, stderr %q; want 125 naming %s", name, taken, code, errs, taken)
+		}
+	}
+}

@@ -88,7 +88,7 @@ func startTimer(cmd *cobra.Command, mgr *manager.Conn, f *runFlags, c *job.Cmd, 
 		return &exitError{code: exitUsage, err: fmt.Errorf("--on-calendar: the manager refuses it: %s", strings.Join(strings.Fields(fmt.Sprint(de.Body...)), " "))}
 	}
 	if err != nil {
-		return exitFor(unitTaken(err, mgr.Target(), c.Name), false)
+		return exitFor(unitTaken(err, mgr.Target(), name), false)
 	}
 	if !f.quiet {
 		fmt.Fprintf(cmd.ErrOrStderr(), "Running timer as unit: %s\nWill run service as unit: %s\n", name, c.Unit)
