@@ -195,7 +195,13 @@ func parseRunFlags(f *runFlags, c *job.Cmd) error {
 			continue
 		}
 		if p.value != nil {
-			v = p.value(v)
+			var err error
+			if v, err = p.value(v); err != nil {
+				return fmt.Errorf("--%s: %w", p.flag, err)
+			}
+			if v == "" {
+				continue // the manager's default
+			}
 		}
 		props, err := unit.ParseProperty(p.property + "=" + v)
 		if err != nil {
@@ -224,11 +230,11 @@ func parseRunFlags(f *runFlags, c *job.Cmd) error {
 // that property's.
 var propertyFlags = []struct {
 	flag, short, property, usage string
-	yes                          bool                // a switch: the property is set to yes
-	value                        func(string) string // the property's value from the flag's; nil: as given
+	yes                          bool                         // a switch: the property is set to yes
+	value                        func(string) (string, error) // the property's value from the flag's, "" for none; nil: as given
 }{
 	{flag: "nice", property: "Nice", usage: "nice level `N` of the command, -20..19 (Nice=)"},
-	{flag: "slice", property: "Slice", usage: "run the unit in slice `NAME`, \".slice\" added if missing (Slice=)", value: sliceName},
+	{flag: "slice", property: "Slice", usage: "run the unit in slice `NAME`, \".slice\" added if it has no unit type suffix; empty: the default slice (Slice=)", value: sliceName},
 	{flag: "service-type", property: "Type", usage: "service `TYPE`: simple, exec, forking, oneshot, dbus, notify or idle (Type=; default exec)"},
 	{flag: "uid", property: "User", usage: "run the command as `USER`, a name or number (User=)"},
 	{flag: "gid", property: "Group", usage: "run the command as `GROUP`, a name or number (Group=)"},
@@ -237,12 +243,17 @@ var propertyFlags = []struct {
 }
 
 // sliceName is the slice that systemd-run's --slice NAME names: NAME, with
-// ".slice" added unless it ends so.
-func sliceName(name string) string {
-	if strings.HasSuffix(name, ".slice") {
-		return name
+// ".slice" added unless it ends so or in the suffix of another unit type,
+// which is refused, as the manager refuses it for systemd-run; an empty
+// NAME names none: the manager's default slice.
+func sliceName(name string) (string, error) {
+	if name == "" || strings.HasSuffix(name, ".slice") {
+		return name, nil
 	}
-	return name + ".slice"
+	if full, err := unit.Complete(name); err == nil && full == name {
+		return "", fmt.Errorf("%q is not a slice: give a name ending in .slice, or no suffix", name)
+	}
+	return name + ".slice", nil
 }
 
 // setenvEntry turns the value of -E into an environment entry as

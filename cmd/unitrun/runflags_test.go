@@ -133,3 +133,30 @@ func TestRunNoWaitFailedLikeSystemdRun(t *testing.T) {
 		}
 	}
 }
+
+// run --slice refuses the name of a unit that is not a slice, as
+// systemd-run fails on it, and with an empty name runs the unit in the
+// manager's default slice, as systemd-run does.
+func TestRunSliceLikeSystemdRun(t *testing.T) {
+	for _, name := range []string{"foo.service", "init.scope"} {
+		_, errs, code := unitrun(t, "run", "--slice", name, "--", "/bin/true")
+		if code != 2 || !strings.Contains(errs, "--slice") || !strings.Contains(errs, "not a slice") {
+			t.Errorf("run --slice %s: exit %d, stderr %q; want 2, naming --slice and that it is not a slice", name, code, errs)
+		}
+		if _, _, code := systemdRun(t, "-q", "--wait", "--slice", name, "/bin/true"); code == 0 {
+			t.Errorf("systemd-run --slice %s succeeded", name)
+		}
+	}
+	ref, mine := "unitrun-slice-ref", "unitrun-slice-empty"
+	stopUnit(t, ref+".service")
+	stopUnit(t, mine+".service")
+	if _, errs, code := systemdRun(t, "-q", "-r", "-u", ref, "--slice", "", "/bin/true"); code != 0 {
+		t.Fatalf("systemd-run --slice '': exit %d, %s", code, errs)
+	}
+	if _, errs, code := unitrun(t, "run", "-q", "-r", "--no-wait", "-u", mine, "--slice", "", "--", "/bin/true"); code != 0 {
+		t.Fatalf("run --slice '': exit %d, %s", code, errs)
+	}
+	if got, want := showUnit(t, mine+".service", "Slice"), showUnit(t, ref+".service", "Slice"); got != want {
+		t.Errorf("run --slice '' ran in %q; systemd-run in %q", got, want)
+	}
+}
