@@ -160,3 +160,43 @@ func TestRunSliceLikeSystemdRun(t *testing.T) {
 		t.Errorf("run --slice '' ran in %q; systemd-run in %q", got, want)
 	}
 }
+
+// A switch given =false and a flag given its default count as given for
+// nothing: --send-sighup=false and -r=false win over -p, as the flags do
+// when true, and --scope takes --json=false and --retry 0. A bad --uid or
+// --gid (which systemd-run's manager refuses) and a timer's command word
+// that is not UTF-8 are refused before anything starts, exit 2 naming
+// them.
+func TestRunFlagsGivenFalseAndBadValues(t *testing.T) {
+	sighup, remain := "unitrun-flags-sighup", "unitrun-flags-remain"
+	stopUnit(t, sighup+".service")
+	stopUnit(t, remain+".service")
+	if _, errs, code := unitrun(t, "run", "-q", "-r", "--no-wait", "-u", sighup, "-p", "SendSIGHUP=yes", "--send-sighup=false", "--", "/bin/true"); code != 0 {
+		t.Fatalf("run --send-sighup=false: exit %d, %s", code, errs)
+	}
+	if got := showUnit(t, sighup+".service", "SendSIGHUP"); got != "SendSIGHUP=no\n" {
+		t.Errorf("-p SendSIGHUP=yes --send-sighup=false made %q; want the flag to win", got)
+	}
+	if _, errs, code := unitrun(t, "run", "-q", "--no-wait", "-u", remain, "-p", "RemainAfterExit=yes", "-r=false", "--", "/bin/true"); code != 0 {
+		t.Fatalf("run -r=false: exit %d, %s", code, errs)
+	}
+	waitGone(t, remain+".service") // not remaining after its exit
+	for _, flags := range [][]string{{"--json=false"}, {"--retry", "0"}, {"-r=false"}} {
+		if _, errs, code := unitrun(t, append(append([]string{"run", "-q", "--scope"}, flags...), "--", "/bin/true")...); code != 0 {
+			t.Errorf("run --scope %q: exit %d, %s; want it to run", flags, code, errs)
+		}
+	}
+	for _, flags := range [][]string{{"--uid", "-1"}, {"--gid", "x:y"}, {"--uid", "65535"}} {
+		_, errs, code := unitrun(t, append(append([]string{"run"}, flags...), "--", "/bin/true")...)
+		if code != 2 || !strings.HasPrefix(errs, "unitrun: "+flags[0]+": ") {
+			t.Errorf("run %q: exit %d, stderr %q; want 2 and an error naming %s", flags, code, errs, flags[0])
+		}
+		if _, _, code := systemdRun(t, append(append([]string{"-q", "--wait"}, flags...), "/bin/true")...); code == 0 {
+			t.Errorf("systemd-run %q succeeded", flags)
+		}
+	}
+	_, errs, code := unitrun(t, "run", "-u", "unitrun-flags-utf8", "--on-active", "1h", "--", "echo", "\xff")
+	if code != 2 || !strings.Contains(errs, `"\xff": not valid UTF-8`) {
+		t.Errorf("run --on-active with a word not UTF-8: exit %d, stderr %q; want 2 naming the word", code, errs)
+	}
+}
