@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -31,14 +32,16 @@ func StartScope(ctx context.Context, mgr *manager.Conn, name string, args []stri
 // the command each time the timer elapses, as "systemd-run --on-active=..."
 // makes them, and returns the timer's name once its start job is done.
 // The service (Name, or Prefix and random hex, and ".service"; its Unit)
-// runs on its own, as Detached describes, with Env, Dir, Description and
+// runs on its own, as Detached describes but kept loaded as failed after
+// a failed run (CollectMode=inactive), with Env, Dir, Description and
 // Properties; the timer has its name with ".timer" and goes once it has
 // elapsed for the last time (RemainAfterElapse=no). The command line goes
 // over D-Bus, every '$' doubled, so it must be valid UTF-8, and a
 // daemon-reload before a run gives it to the command with systemd's
 // escapes in it where a word held '$' or ';' (see Cmd.Start). Stdin,
 // Stdout, Stderr, Timeout, BindToCaller, Retry, Pin and the hooks are not
-// used. A taken name (of the timer or the service) is ErrUnitExists.
+// used. A taken name (of the timer or the service) is ErrUnitExists, and
+// the name returned is then that of the unit that holds it.
 func (c *Cmd) StartTimer(timer []unit.Property) (string, error) {
 	if c.lookErr != nil {
 		return "", c.lookErr
@@ -59,7 +62,10 @@ func (c *Cmd) StartTimer(timer []unit.Property) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	props = append(append(props, Detached()...), c.Properties...)
+	// A failed run stays loaded as failed, to be read and inspected, as
+	// systemd-run leaves it (CollectMode=inactive).
+	props = append(append(props, Detached()...), unit.Property{Name: "CollectMode", Value: dbus.MakeVariant("inactive")})
+	props = append(props, c.Properties...)
 	if len(c.env) > 0 {
 		props = append(props, unit.Property{Name: "Environment", Value: dbus.MakeVariant(c.env)})
 	}
@@ -69,6 +75,15 @@ func (c *Cmd) StartTimer(timer []unit.Property) (string, error) {
 		{Name: "RemainAfterElapse", Value: dbus.MakeVariant(false)},
 	}, timer...)
 	if err := startOnly(c.ctx, c.Manager, timerName, timer, manager.Aux{Name: name, Properties: props}); err != nil {
+		if errors.Is(err, ErrUnitExists) {
+			// The manager's answer names neither: the timer, if loaded,
+			// else the service holds the name.
+			taken := name
+			if p, perr := c.Manager.Properties(c.ctx, timerName, manager.UnitIface, "LoadState"); perr == nil && p["LoadState"].Value() != "not-found" {
+				taken = timerName
+			}
+			return taken, fmt.Errorf("%s: %w", taken, ErrUnitExists)
+		}
 		return "", err
 	}
 	c.Unit = name

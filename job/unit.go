@@ -126,7 +126,7 @@ var ErrNotRunning = errors.New("not running")
 // failed for good (or active with its run ended, for RemainAfterExit=),
 // and reports the last run as Cmd.Wait does: nil for a success, an
 // *ExitError otherwise. Wait only watches: it neither starts nor stops
-// the unit. If ctx ends first, Wait returns an error that wraps ctx.Err()
+// the unit, which it keeps loaded (Ref) until it has read the run's end. If ctx ends first, Wait returns an error that wraps ctx.Err()
 // and leaves the unit as it is. A service that is not running is waited
 // for until its next run if an active timer triggers it (TriggeredBy=);
 // else it gives, at once, an error that wraps ErrNotRunning and tells its
@@ -143,6 +143,14 @@ func (u *UnitCmd) Wait(ctx context.Context) (*Status, error) {
 	}
 	r := &run{mgr: u.mgr, unit: u.Name, state: state{}}
 	r.watch = u.mgr.WatchProps(u.Name, stateProps...)
+	// Kept for this process until the run's end is read: a unit that
+	// nothing else keeps (a one-shot timer's service, its timer gone once
+	// elapsed) is collected as soon as its run ends, its outcome with it.
+	// Where the manager is on no bus, a failed run is kept by its
+	// CollectMode= alone (a timer's service: Cmd.StartTimer).
+	if u.mgr.CanRef(ctx) && u.mgr.Ref(ctx, u.Name) == nil {
+		r.ref = true
+	}
 	for _, iface := range []string{manager.UnitIface, manager.ServiceIface} {
 		props, err := u.mgr.Properties(ctx, u.Name, iface)
 		if err != nil {
@@ -180,7 +188,7 @@ func (u *UnitCmd) Wait(ctx context.Context) (*Status, error) {
 		}
 	}
 	err := r.waitForGood(ctx)
-	r.abort() // closes the watch: the unit is not unitrun's to release
+	r.abort() // drops the reference and closes the watch: the unit is not unitrun's to release
 	var st *Status
 	switch {
 	case ctx.Err() != nil:

@@ -168,13 +168,27 @@ func lostOnBus(err error) error {
 	return err
 }
 
-// Unref drops the reference that AddRef=yes took for this connection, so
-// that systemd may collect the unit once it is inactive (or failed, with
-// CollectMode=inactive-or-failed).
+// Ref keeps the loaded unit name for this connection, as AddRef=yes
+// keeps the unit it starts: systemd does not collect it, however its run
+// ends, until Unref or until the connection is gone. A unit that is not
+// loaded gives the manager's error (NoSuchUnit).
+func (c *Conn) Ref(ctx context.Context, name string) error {
+	return c.callRef(ctx, "RefUnit", name)
+}
+
+// Unref drops the reference that AddRef=yes or Ref took for this
+// connection, so that systemd may collect the unit once it is inactive
+// (or failed, with CollectMode=inactive-or-failed).
 func (c *Conn) Unref(ctx context.Context, name string) error {
+	return c.callRef(ctx, "UnrefUnit", name)
+}
+
+// callRef calls the manager's method (RefUnit, UnrefUnit) for the unit
+// name on the connection that AddRef goes through.
+func (c *Conn) callRef(ctx context.Context, method, name string) error {
 	refs, err := c.refConn(ctx)
 	if err != nil {
 		return err
 	}
-	return lostOnBus(refs.Object(busName, objectPath).CallWithContext(ctx, managerIface+".UnrefUnit", 0, name).Err)
+	return lostOnBus(refs.Object(busName, objectPath).CallWithContext(ctx, managerIface+"."+method, 0, name).Err)
 }

@@ -3,15 +3,20 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
+	"github.com/godbus/dbus/v5"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/unitrun/unitrun/inject"
 	"github.com/unitrun/unitrun/job"
@@ -190,11 +195,17 @@ func parseRunFlags(f *runFlags, c *job.Cmd) error {
 	// As systemd-run does, these come after -p's and win over them.
 	for _, p := range propertyFlags {
 		v, ok := f.propFlags[p.flag]
-		if !ok || p.yes && v == "false" {
-			continue
+		if !ok || f.scope && slices.Contains(scopeRefuses, p.flag) {
+			continue // for --scope, one not given (runRun refused it else)
 		}
 		if p.value != nil {
-			v = p.value(v)
+			var err error
+			if v, err = p.value(v); err != nil {
+				return fmt.Errorf("--%s: %w", p.flag, err)
+			}
+			if v == "" {
+				continue // the manager's default
+			}
 		}
 		props, err := unit.ParseProperty(p.property + "=" + v)
 		if err != nil {
@@ -209,7 +220,7 @@ func parseRunFlags(f *runFlags, c *job.Cmd) error {
 		// systemd-run refuses --pty with --no-block too.
 		return errors.New("--pty and --no-wait: unitrun waits for the command on its terminal; give one of them")
 	}
-	if _, ok := f.propFlags["remain-after-exit"]; ok && !f.noWait {
+	if f.propFlags["remain-after-exit"] == "true" && !f.noWait {
 		// systemd keeps the streams handed to a unit while the unit is
 		// loaded, so a caller would wait for their end until someone
 		// stops it; systemd-run -r does not wait either.
@@ -223,25 +234,52 @@ func parseRunFlags(f *runFlags, c *job.Cmd) error {
 // that property's.
 var propertyFlags = []struct {
 	flag, short, property, usage string
-	yes                          bool                // a switch: the property is set to yes
-	value                        func(string) string // the property's value from the flag's; nil: as given
+	yes                          bool                         // a switch: the property is set to yes
+	value                        func(string) (string, error) // the property's value from the flag's, "" for none; nil: as given
 }{
 	{flag: "nice", property: "Nice", usage: "nice level `N` of the command, -20..19 (Nice=)"},
-	{flag: "slice", property: "Slice", usage: "run the unit in slice `NAME`, \".slice\" added if missing (Slice=)", value: sliceName},
+	{flag: "slice", property: "Slice", usage: "run the unit in slice `NAME`, \".slice\" added if it has no unit type suffix; empty: the default slice (Slice=)", value: sliceName},
 	{flag: "service-type", property: "Type", usage: "service `TYPE`: simple, exec, forking, oneshot, dbus, notify or idle (Type=; default exec)"},
-	{flag: "uid", property: "User", usage: "run the command as `USER`, a name or number (User=)"},
-	{flag: "gid", property: "Group", usage: "run the command as `GROUP`, a name or number (Group=)"},
+	{flag: "uid", property: "User", usage: "run the command as `USER`, a name or number (User=)", value: userName},
+	{flag: "gid", property: "Group", usage: "run the command as `GROUP`, a name or number (Group=)", value: userName},
 	{flag: "send-sighup", property: "SendSIGHUP", usage: "send SIGHUP after SIGTERM when the unit is stopped (SendSIGHUP=yes)", yes: true},
 	{flag: "remain-after-exit", short: "r", property: "RemainAfterExit", usage: "leave the unit active after the command exits, until it is stopped (RemainAfterExit=yes)", yes: true},
 }
 
 // sliceName is the slice that systemd-run's --slice NAME names: NAME, with
-// ".slice" added unless it ends so.
-func sliceName(name string) string {
-	if strings.HasSuffix(name, ".slice") {
-		return name
+// ".slice" added unless it ends so or in the suffix of another unit type,
+// which is refused, as the manager refuses it for systemd-run; an empty
+// NAME names none: the manager's default slice.
+func sliceName(name string) (string, error) {
+	if name == "" || strings.HasSuffix(name, ".slice") {
+		return name, nil
 	}
-	return name + ".slice"
+	if full, err := unit.Complete(name); err == nil && full == name {
+		return "", fmt.Errorf("%q is not a slice: give a name ending in .slice, or no suffix", name)
+	}
+	return name + ".slice", nil
+}
+
+// userName checks the value of --uid or --gid as the manager checks User=
+// and Group=: a number that is an ID (not 4294967295, nor 65535, which
+// mean none), or a name without control characters, ':' or '/', not
+// starting with '-', not all digits, not "." or ".."; empty names none,
+// as for systemd-run.
+func userName(name string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	if strings.Trim(name, "0123456789") == "" {
+		if id, err := strconv.ParseUint(name, 10, 32); err != nil || id == math.MaxUint32 || id == math.MaxUint16 {
+			return "", fmt.Errorf("%q: not a user or group ID (0..4294967294, not 65535)", name)
+		}
+		return name, nil
+	}
+	if name == "." || name == ".." || name[0] == '-' || strings.ContainsAny(name, ":/") ||
+		strings.IndexFunc(name, unicode.IsControl) >= 0 || !utf8.ValidString(name) {
+		return "", fmt.Errorf("%q: not a user or group name (no control characters, ':' or '/', not starting with '-')", name)
+	}
+	return name, nil
 }
 
 // setenvEntry turns the value of -E into an environment entry as
@@ -300,16 +338,23 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	}
 	if timer != nil {
 		for _, name := range timerRefuses {
-			if cmd.Flags().Changed(name) {
+			if given(cmd.Flags(), name) {
 				// systemd-run refuses --scope, --pty and --wait with a timer too.
 				return &exitError{code: exitUsage, err: fmt.Errorf("--%s and a timer: a timer runs the command later, on its own; give one of them", name)}
+			}
+		}
+		for _, w := range c.Args {
+			if !utf8.ValidString(w) {
+				// Checked by job.Cmd.StartTimer too, after the manager is
+				// reached: here it is bad input, found before anything.
+				return &exitError{code: exitUsage, err: fmt.Errorf("command word %q: not valid UTF-8, which a timer's command line must be (it goes to the manager over D-Bus)", w)}
 			}
 		}
 		f.noWait = true // its output goes to the journal, -r is for it
 	}
 	if f.scope {
 		for _, name := range scopeRefuses {
-			if cmd.Flags().Changed(name) || name == "pty" && f.pty {
+			if given(cmd.Flags(), name) || name == "pty" && f.pty {
 				// systemd-run refuses --pty, --service-type, -r and --wait with --scope too.
 				return &exitError{code: exitUsage, err: fmt.Errorf("--scope and --%s: a scope runs the command as unitrun's own child; give one of them", name)}
 			}
@@ -342,9 +387,18 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	}
 	c.Manager = mgr
 	if f.noWait {
-		c.Properties = append(job.Detached(), c.Properties...)
+		detached := job.Detached()
+		if remainsAfterExit(c.Properties) {
+			// As systemd-run -r leaves it: a failed run stays loaded as
+			// failed, one that ended while starting too.
+			detached = append(detached, unit.Property{Name: "CollectMode", Value: dbus.MakeVariant("inactive")})
+			c.Keep = func() bool { return true }
+		}
+		c.Properties = append(detached, c.Properties...)
 		if err := c.Start(); err != nil {
-			return exitFor(unitTaken(err, mgr.Target(), c.Name), false)
+			// A command that ended before its start was done, too: its
+			// outcome is told as a run's, with --json in one object.
+			return report(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), c.Unit, c.Status, unitTaken(err, mgr.Target(), c.Name), f.asJSON, f.quiet)
 		}
 		if f.asJSON {
 			return printLine(cmd.OutOrStdout(), map[string]string{"unit": c.Unit})
@@ -373,6 +427,25 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	}
 	err = unitTaken(err, mgr.Target(), c.Name)
 	return report(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c.Unit, c.Status, err, f.asJSON, f.quiet)
+}
+
+// remainsAfterExit reports whether the unit of props remains after its
+// command exits: the last RemainAfterExit= of props (-r, -p) is yes.
+func remainsAfterExit(props []unit.Property) bool {
+	remain := false
+	for _, p := range props {
+		if v, ok := p.Value.Value().(bool); ok && p.Name == "RemainAfterExit" {
+			remain = v
+		}
+	}
+	return remain
+}
+
+// given reports whether the flag name of fl was given a value other than
+// its default: --json=false or --retry 0 asks for nothing.
+func given(fl *pflag.FlagSet, name string) bool {
+	f := fl.Lookup(name)
+	return f.Changed && f.Value.String() != f.DefValue
 }
 
 // unitTaken tells err, if it says that the unit name is taken, with the

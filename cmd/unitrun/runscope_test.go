@@ -110,3 +110,22 @@ print("SIGINTs:", n)`
 		t.Errorf("run --scope, Ctrl-C typed: exit %d, terminal showed %q; want the command to count one SIGINT", code, out)
 	}
 }
+
+// run --scope with a working directory that cannot be entered says so,
+// as run without --scope does, before it creates the scope, instead of
+// blaming the command.
+func TestRunScopeBadWorkingDirectory(t *testing.T) {
+	file := systemdtest.Binary(t) // a file, not a directory
+	for _, tc := range []struct{ dir, reason string }{
+		{"/nonexistent-unitrun-dir", "no such file or directory"},
+		{file, "not a directory"},
+	} {
+		want := "unitrun: working directory " + tc.dir + ": " + tc.reason + "\n"
+		for _, flags := range [][]string{{"--scope"}, nil} {
+			_, errs, code := unitrun(t, append(append([]string{"run", "-u", "unitrun-scope-baddir"}, flags...), "--working-directory", tc.dir, "--", "pwd")...)
+			if code != 125 || errs != want {
+				t.Errorf("run %q --working-directory %s: exit %d, stderr %q; want 125 and %q", flags, tc.dir, code, errs, want)
+			}
+		}
+	}
+}

@@ -66,6 +66,20 @@ func runScope(cmd *cobra.Command, mgr *manager.Conn, f *runFlags, c *job.Cmd) er
 	if c.Description != "" {
 		props = append([]unit.Property{{Name: "Description", Value: dbus.MakeVariant(c.Description)}}, props...)
 	}
+	if c.Dir != "" {
+		// Checked here, before anything is created: the child's chdir
+		// failing would read as the command's exec failing.
+		fi, err := os.Stat(c.Dir)
+		if err == nil && !fi.IsDir() {
+			err = syscall.ENOTDIR
+		}
+		if errors.As(err, new(*os.PathError)) {
+			err = errors.Unwrap(err)
+		}
+		if err != nil {
+			return &exitError{code: exitFailed, err: fmt.Errorf("working directory %s: %w", c.Dir, err)}
+		}
+	}
 	if err := job.StartScope(ctx, mgr, name, c.Args, os.Getpid(), props); err != nil {
 		return exitFor(unitTaken(err, mgr.Target(), name), false)
 	}

@@ -47,6 +47,9 @@ func timerProperties(fl *pflag.FlagSet) ([]unit.Property, error) {
 	var props []unit.Property
 	for _, t := range timerFlags {
 		values, _ := fl.GetStringArray(t.flag)
+		if fl.Changed(t.flag) && len(values) == 0 {
+			values = []string{""} // pflag keeps no empty value
+		}
 		for _, v := range values {
 			if t.setting == "OnCalendar" {
 				if strings.TrimSpace(v) == "" || strings.IndexFunc(v, unicode.IsControl) >= 0 {
@@ -85,7 +88,7 @@ func startTimer(cmd *cobra.Command, mgr *manager.Conn, f *runFlags, c *job.Cmd, 
 		return &exitError{code: exitUsage, err: fmt.Errorf("--on-calendar: the manager refuses it: %s", strings.Join(strings.Fields(fmt.Sprint(de.Body...)), " "))}
 	}
 	if err != nil {
-		return exitFor(unitTaken(err, mgr.Target(), c.Name), false)
+		return exitFor(unitTaken(err, mgr.Target(), name), false)
 	}
 	if !f.quiet {
 		fmt.Fprintf(cmd.ErrOrStderr(), "Running timer as unit: %s\nWill run service as unit: %s\n", name, c.Unit)
