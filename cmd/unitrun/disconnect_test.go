@@ -67,8 +67,13 @@ func callAndHold(face, addr, op string) int {
 	return 1
 }
 
+// disconnected starts the message of a job canceled because its last
+// waiting caller went away.
+const disconnected = `canceled because its last waiting caller disconnected (on_disconnect = "stop")`
+
 // An op with on_disconnect "stop" is canceled, its unit stopped and its
-// record canceled, when its caller is SIGKILLed while the job runs,
+// record canceled, saying that its caller went away (not that a caller
+// canceled it), when its caller is SIGKILLed while the job runs,
 // through every front end: "unitrun op call" (it streamed the output on
 // one connection and waited on another only once that ended, so its
 // death went unseen), a raw HTTP call with "wait": true, a SEQPACKET call
@@ -133,8 +138,15 @@ on_disconnect = "stop"
 			wctx, cancel := context.WithTimeout(ctx, time.Minute)
 			defer cancel()
 			rec, err := c.Wait(wctx, id)
-			if err != nil || rec.State != api.StateCanceled || !strings.Contains(rec.Message, "canceled") {
-				t.Fatalf("job %s after its %s caller was SIGKILLed: %+v, %v; want canceled (caller stderr %q)", id, tc.face, rec, err, errb.String())
+			if err != nil || rec.State != api.StateCanceled || !strings.HasPrefix(rec.Message, disconnected+": ") {
+				t.Fatalf("job %s after its %s caller was SIGKILLed: %+v, %v; want canceled, the message saying why (caller stderr %q)", id, tc.face, rec, err, errb.String())
+			}
+			// What op status and op jobs show says so too.
+			if out, errs, code := unitrun(t, "op", "status", "--socket", d.API, id); code != 0 || !strings.Contains(out, "message\t"+rec.Message+"\n") {
+				t.Errorf("op status %s: exit %d, %q, stderr %q; want the message %q", id, code, out, errs, rec.Message)
+			}
+			if out, errs, code := unitrun(t, "op", "jobs", "--socket", d.API); code != 0 || !strings.Contains(out, id+"\tstoppy\tcanceled\t"+rec.Message+"\t") {
+				t.Errorf("op jobs: exit %d, %q, stderr %q; want job %s's message %q", code, out, errs, id, rec.Message)
 			}
 			props, err := systemdtest.Conn(t).Properties(ctx, rec.Unit, "org.freedesktop.systemd1.Unit")
 			if err != nil {

@@ -34,7 +34,8 @@ func (c releasedCore) Hold(id string) func(bool) {
 // TestHTTPDisconnectJoined: two callers wait over HTTP for one job of an
 // exclusive op with on_disconnect "stop", the second having joined the
 // first's job. The first going away leaves the job running for the
-// second; the second, the last waiting caller, going away cancels it.
+// second; the second, the last waiting caller, going away cancels it,
+// its record saying so.
 func TestHTTPDisconnectJoined(t *testing.T) {
 	d, _ := newTestDaemon(t, systemdtest.Conn(t), `
 [[op]]
@@ -92,7 +93,8 @@ on_disconnect = "stop"
 	}
 	dropSecond()
 	goneReleased()
-	if r, err := d.Get(first); err != nil || r.State != api.StateCanceled {
-		t.Errorf("after the last caller went away: %+v, %v; want it canceled", r, err)
+	const why = `canceled because its last waiting caller disconnected (on_disconnect = "stop"): `
+	if r, err := d.Get(first); err != nil || r.State != api.StateCanceled || !strings.HasPrefix(r.Message, why) {
+		t.Errorf("after the last caller went away: %+v, %v; want it canceled, its message starting %q", r, err, why)
 	}
 }

@@ -174,7 +174,7 @@ func (d *Scheduler) admitLocked(op *config.Op, caller core.Caller, args []string
 // joinLocked returns the running or queued job of the exclusive op that
 // has the same args, or nil.
 func (d *Scheduler) joinLocked(op *config.Op, args []string) *liveJob {
-	if r := d.running[op.Name]; r != nil && slices.Equal(r.rec.Args, args) && !r.canceled {
+	if r := d.running[op.Name]; r != nil && slices.Equal(r.rec.Args, args) && r.canceled == "" {
 		return r
 	}
 	for _, q := range d.queues[op.Name] {

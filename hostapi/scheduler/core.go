@@ -30,8 +30,8 @@ func (d *Scheduler) OnFinish(fn func(*api.Record)) {
 // says whether that caller went away before the job ended. When the last
 // caller that holds a job whose op, as the job was called with it (a
 // reload changes it for new calls only), has on_disconnect "stop" goes
-// away, the job is canceled: callers that joined one job keep it for each
-// other. A job that has ended holds no one.
+// away, the job is canceled, its message saying so: callers that joined
+// one job keep it for each other. A job that has ended holds no one.
 func (d *Scheduler) Hold(id string) (release func(gone bool)) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -48,7 +48,7 @@ func (d *Scheduler) Hold(id string) (release func(gone bool)) {
 			last := gone && l.held == 0 && d.live[id] == l && l.op != nil && l.op.OnDisconnect == "stop"
 			d.mu.Unlock()
 			if last {
-				d.Cancel(context.Background(), id)
+				d.cancel(context.Background(), id, canceledOnDisconnect)
 			}
 		})
 	}

@@ -293,7 +293,7 @@ func (d *Scheduler) storeLaterLocked(l *liveJob, set outcome, pinned string, err
 }
 
 // storeOutcomeLocked applies set to a copy of the job's record, marks it
-// canceled if a caller canceled it, adds the output tail and
+// canceled, saying why, if it was canceled, adds the output tail and
 // reboot_required, and stores it; if that fails it returns the error and
 // leaves the job as it was. Once stored, the record is the job's, and the
 // reboot marker is removed, so that a crash in between reports the reboot
@@ -302,9 +302,9 @@ func (d *Scheduler) storeLaterLocked(l *liveJob, set outcome, pinned string, err
 func (d *Scheduler) storeOutcomeLocked(l *liveJob, set outcome) error {
 	r := copyRecord(l.rec)
 	set(r)
-	if l.canceled && r.State != api.StateCanceled {
+	if l.canceled != "" && r.State != api.StateCanceled {
 		r.State = api.StateCanceled
-		r.Message = "canceled by a caller: " + r.Message
+		r.Message = l.canceled + ": " + r.Message
 	}
 	if r.FinishedAt == nil {
 		now := time.Now().UTC()

@@ -78,8 +78,8 @@ type liveJob struct {
 	bind     []unit.Property // BindsTo= and After= the caller's unit
 	done     chan struct{}
 	cancel   context.CancelFunc
-	canceled bool
-	held     int // callers that hold the job (Hold)
+	canceled string // why the job was canceled, its message's prefix; "" until it is
+	held     int    // callers that hold the job (Hold)
 }
 
 // New returns a Scheduler serving cfg's ops, storing records in store
@@ -228,18 +228,30 @@ func (d *Scheduler) Done(id string) <-chan struct{} {
 // and returns its record. Canceling a job that has ended returns its
 // record unchanged.
 func (d *Scheduler) Cancel(ctx context.Context, id string) (*api.Record, error) {
+	return d.cancel(ctx, id, canceledByCaller)
+}
+
+// The reasons a job is canceled, which its record's message starts with.
+const (
+	canceledByCaller     = "canceled by a caller"
+	canceledOnDisconnect = `canceled because its last waiting caller disconnected (on_disconnect = "stop")`
+)
+
+// cancel is Cancel, recording why (one of the canceled reasons) in the
+// job's message unless the job was canceled already.
+func (d *Scheduler) cancel(ctx context.Context, id, why string) (*api.Record, error) {
 	d.mu.Lock()
 	l, ok := d.live[id]
 	if ok {
-		if !l.canceled {
+		if l.canceled == "" {
 			d.jobCanceling(l)
+			l.canceled = why
 		}
-		l.canceled = true
 		if l.rec.State == api.StateQueued {
 			d.dequeueLocked(l)
 			d.finishLocked(l, func(r *api.Record) {
 				r.State = api.StateCanceled
-				r.Message = "canceled while queued"
+				r.Message = l.canceled + " while queued"
 			})
 		} else if l.cancel != nil {
 			l.cancel()
