@@ -111,21 +111,37 @@ print("SIGINTs:", n)`
 	}
 }
 
-// run --scope with a working directory that cannot be entered says so,
-// as run without --scope does, before it creates the scope, instead of
-// blaming the command.
+// run --scope with a working directory that cannot be entered, as the
+// command's user (--uid) too, says so, as run without --scope does, before
+// it creates the scope, instead of blaming the command.
 func TestRunScopeBadWorkingDirectory(t *testing.T) {
 	file := systemdtest.Binary(t) // a file, not a directory
-	for _, tc := range []struct{ dir, reason string }{
-		{"/nonexistent-unitrun-dir", "no such file or directory"},
-		{file, "not a directory"},
+	for _, tc := range []struct {
+		dir, reason string
+		uid         []string
+	}{
+		{"/nonexistent-unitrun-dir", "no such file or directory", nil},
+		{file, "not a directory", nil},
+		// /root (mode 700) as nobody: the chdir fails, not the exec.
+		{"/root", "permission denied", []string{"--uid", "nobody"}},
 	} {
 		want := "unitrun: working directory " + tc.dir + ": " + tc.reason + "\n"
 		for _, flags := range [][]string{{"--scope"}, nil} {
-			_, errs, code := unitrun(t, append(append([]string{"run", "-u", "unitrun-scope-baddir"}, flags...), "--working-directory", tc.dir, "--", "pwd")...)
+			args := append(append(append([]string{"run", "-u", "unitrun-scope-baddir"}, tc.uid...), flags...), "--working-directory", tc.dir, "--", "pwd")
+			_, errs, code := unitrun(t, args...)
+			if flags == nil && tc.uid != nil {
+				// The service's systemd, which enters it as the user,
+				// tells only that it could not (200/CHDIR).
+				want = "unitrun: unitrun-scope-baddir.service: working directory " + tc.dir + ": cannot be entered by the unit (systemd exit status 200/CHDIR)\n"
+			}
 			if code != 125 || errs != want {
-				t.Errorf("run %q --working-directory %s: exit %d, stderr %q; want 125 and %q", flags, tc.dir, code, errs, want)
+				t.Errorf("unitrun %q: exit %d, stderr %q; want 125 and %q", args, code, errs, want)
 			}
 		}
+	}
+	// One that nobody may enter is entered.
+	out, errs, code := unitrun(t, "run", "--scope", "-q", "--uid", "nobody", "--working-directory", "/tmp", "--", "sh", "-c", "pwd; id -u")
+	if code != 0 || out != "/tmp\n65534\n" {
+		t.Errorf("run --scope --uid nobody --working-directory /tmp: exit %d, stdout %q, stderr %q; want 0, /tmp and 65534", code, out, errs)
 	}
 }

@@ -66,17 +66,14 @@ func runScope(cmd *cobra.Command, mgr *manager.Conn, f *runFlags, c *job.Cmd) er
 	if c.Description != "" {
 		props = append([]unit.Property{{Name: "Description", Value: dbus.MakeVariant(c.Description)}}, props...)
 	}
+	cred, credEnv, err := scopeCredential(f.propFlags["uid"], f.propFlags["gid"])
+	if err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
 	if c.Dir != "" {
 		// Checked here, before anything is created: the child's chdir
 		// failing would read as the command's exec failing.
-		fi, err := os.Stat(c.Dir)
-		if err == nil && !fi.IsDir() {
-			err = syscall.ENOTDIR
-		}
-		if errors.As(err, new(*os.PathError)) {
-			err = errors.Unwrap(err)
-		}
-		if err != nil {
+		if err := enterable(c.Dir, cred); err != nil {
 			return &exitError{code: exitFailed, err: fmt.Errorf("working directory %s: %w", c.Dir, err)}
 		}
 	}
@@ -95,10 +92,6 @@ func runScope(cmd *cobra.Command, mgr *manager.Conn, f *runFlags, c *job.Cmd) er
 	child := exec.Command(c.Path)
 	child.Args, child.Dir = c.Args, c.Dir
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cred, credEnv, err := scopeCredential(f.propFlags["uid"], f.propFlags["gid"])
-	if err != nil {
-		return &exitError{code: exitFailed, err: err}
-	}
 	child.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	child.Env = append(append(env, credEnv...), c.Env...)
 	sigs := make(chan os.Signal, 4)
@@ -133,6 +126,59 @@ func runScope(cmd *cobra.Command, mgr *manager.Conn, f *runFlags, c *job.Cmd) er
 		return &exitError{code: 128 + int(ws.Signal())}
 	}
 	return &exitError{code: ee.ExitCode()}
+}
+
+// enterable returns why the command, run with cred (nil: unitrun's own),
+// cannot make dir its working directory, as its errno ("no such file or
+// directory", "not a directory", "permission denied"), or nil if it can.
+// The kernel answers for cred: access(2), which checks with the real ids,
+// runs on a thread of its own whose ids and groups are cred's for the
+// while (the command gets no supplementary groups, as os/exec sets them);
+// a thread whose ids cannot be set back is left to end with its goroutine.
+func enterable(dir string, cred *syscall.Credential) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			return errno
+		}
+		return err
+	case !fi.IsDir():
+		return syscall.ENOTDIR
+	case cred == nil:
+		return unix.Access(dir, unix.X_OK)
+	}
+	ruid, euid, suid := unix.Getresuid()
+	rgid, egid, sgid := unix.Getresgid()
+	groups, err := unix.Getgroups()
+	if err != nil {
+		return nil // left to the command's start to report
+	}
+	done := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		set := func(nr uintptr, a, b, c int) bool {
+			_, _, e := unix.RawSyscall(nr, uintptr(a), uintptr(b), uintptr(c))
+			return e == 0
+		}
+		// Without the privilege to set the groups, nothing is changed,
+		// and the command's start reports what fails.
+		if !set(unix.SYS_SETGROUPS, 0, 0, 0) {
+			runtime.UnlockOSThread()
+			done <- nil
+			return
+		}
+		var err error
+		if set(unix.SYS_SETRESGID, int(cred.Gid), int(cred.Gid), -1) && set(unix.SYS_SETRESUID, int(cred.Uid), int(cred.Uid), -1) {
+			err = unix.Access(dir, unix.X_OK)
+		}
+		if set(unix.SYS_SETRESUID, ruid, euid, suid) && set(unix.SYS_SETRESGID, rgid, egid, sgid) && unix.Setgroups(groups) == nil {
+			runtime.UnlockOSThread()
+		}
+		done <- err
+	}()
+	return <-done
 }
 
 // forwardedSignals are the signals to unitrun that runScope forwards to
