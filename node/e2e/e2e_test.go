@@ -73,8 +73,7 @@ func TestEndToEnd(t *testing.T) {
 func (c *cluster) start() {
 	t := c.t
 	ca, caKey := newCA(t)
-	c.writeCert("kubelet", ca, caKey, x509.ExtKeyUsageServerAuth, []net.IP{net.IPv4(127, 0, 0, 1)})
-	c.writeCert("apiserver-kubelet-client", ca, caKey, x509.ExtKeyUsageClientAuth, nil)
+	c.writeClientCert("apiserver-kubelet-client", ca, caKey)
 	c.write("ca.crt", pemBlock("CERTIFICATE", ca.Raw))
 	sa, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -123,7 +122,7 @@ current-context: e2e
 	}
 	c.daemon("unitrun-node", "--kubeconfig", c.kubeconfig, "--node-name", nodeName,
 		"--node-ip", "127.0.0.1", "--listen", "127.0.0.1:"+kubeletPort,
-		"--tls-cert-file", c.path("kubelet.crt"), "--tls-key-file", c.path("kubelet.key"), "--client-ca-file", c.path("ca.crt"),
+		"--client-ca-file", c.path("ca.crt"), // and its own self-signed serving certificate
 		"--state-dir", c.path("state"), "--unitrun", filepath.Join(c.bin, "unitrun"), "--manager", "embedded",
 		"--image", "debian=host", "--allow-privileged")
 	c.eventually(60*time.Second, "the node is registered", func() error {
@@ -555,9 +554,9 @@ func (c *cluster) write(name string, data []byte) {
 	}
 }
 
-// writeCert writes NAME.crt and NAME.key, a certificate signed by ca for
-// usage, valid for ips.
-func (c *cluster) writeCert(name string, ca *x509.Certificate, caKey *ecdsa.PrivateKey, usage x509.ExtKeyUsage, ips []net.IP) {
+// writeClientCert writes NAME.crt and NAME.key, a client certificate
+// signed by ca.
+func (c *cluster) writeClientCert(name string, ca *x509.Certificate, caKey *ecdsa.PrivateKey) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		c.t.Fatal(err)
@@ -565,7 +564,7 @@ func (c *cluster) writeCert(name string, ca *x509.Certificate, caKey *ecdsa.Priv
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(c.t), Subject: pkix.Name{CommonName: name},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips,
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {

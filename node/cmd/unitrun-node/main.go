@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
@@ -116,8 +117,10 @@ names, keeps its lease, and runs each Pod bound to it as a unitrun pod: one
 systemd unit graph per Pod, on the manager --manager names, through the
 unitrun command --unitrun names. The node carries the taint
 virtual-kubelet.io/provider=unitrun:NoSchedule, so only Pods that tolerate it
-land there. With --tls-cert-file and --tls-key-file it serves the kubelet API
-(kubectl logs) on --listen. SIGINT or SIGTERM stops it; the pods go on.
+land there. It serves the kubelet API (kubectl logs) on --listen, with the
+certificate --tls-cert-file and --tls-key-file name, else with a
+self-signed one it keeps in --state-dir. SIGINT or SIGTERM stops it; the
+pods go on.
 
 unitrun-node exits 2 for bad flags (naming the flag) and 1 when the node
 could not start or stopped on an error. See docs/kubernetes.md.`,
@@ -156,8 +159,8 @@ could not start or stopped on an error. See docs/kubernetes.md.`,
 	fl.Var(images(cfg.Images), "image", "run containers of image NAME on that root filesystem, or on the host's (repeatable)")
 	fl.BoolVar(&cfg.AllowPrivileged, "allow-privileged", false, "let Pods run containers as root, privileged or with added capabilities")
 	fl.DurationVar(&cfg.MinRestartBackoff, "min-restart-backoff", provider.DefaultMinRestartBackoff, fmt.Sprintf("the shortest first restart delay a Pod's unitrun.io/restart-backoff may ask for, and the default (%s to %s)", pod.MinBackoff, provider.MaxRestartBackoff))
-	fl.StringVar(&o.listen, "listen", ":10250", "`ADDRESS` of the kubelet API (logs), served only with --tls-cert-file and --tls-key-file")
-	fl.StringVar(&o.certFile, "tls-cert-file", "", "TLS certificate `FILE` of the kubelet API")
+	fl.StringVar(&o.listen, "listen", ":10250", "`ADDRESS` of the kubelet API (logs)")
+	fl.StringVar(&o.certFile, "tls-cert-file", "", "TLS certificate `FILE` of the kubelet API (default: a self-signed one, made in --state-dir)")
 	fl.StringVar(&o.keyFile, "tls-key-file", "", "TLS key `FILE` of the kubelet API")
 	fl.StringVar(&o.clientCA, "client-ca-file", "", "CA `FILE` whose client certificates the kubelet API accepts (the API server's kubelet client)")
 	fl.BoolVar(&o.version, "version", false, "print the version, the commit it was built from and the Go version, and exit")
@@ -323,14 +326,10 @@ func (o *options) readKubeconfig() error {
 }
 
 // checkTLS checks the kubelet API's files: --tls-cert-file and
-// --tls-key-file together, each readable, and --client-ca-file readable
-// and only with them.
+// --tls-key-file together, and each of them and --client-ca-file readable.
 func (o *options) checkTLS() error {
 	if (o.certFile == "") != (o.keyFile == "") {
 		return errors.New("--tls-cert-file and --tls-key-file go together: give both or neither")
-	}
-	if o.clientCA != "" && o.certFile == "" {
-		return errors.New("--client-ca-file: only with --tls-cert-file and --tls-key-file (without them the kubelet API is not served)")
 	}
 	for _, f := range []struct{ flag, path string }{{"--tls-cert-file", o.certFile}, {"--tls-key-file", o.keyFile}, {"--client-ca-file", o.clientCA}} {
 		if f.path == "" {
@@ -397,9 +396,11 @@ func hostIP() string {
 	return ""
 }
 
-// nodeOpts configures the node: its spec, the provider's routes, and
-// with a certificate the kubelet API, whose callers are authenticated as
-// a kubelet authenticates them.
+// nodeOpts configures the node: its spec, the provider's routes, and the
+// kubelet API, with the certificate of --tls-cert-file and --tls-key-file
+// or a self-signed one, whose callers are authenticated as a kubelet
+// authenticates them. It warns of a self-signed certificate and of no
+// --client-ca-file.
 func (o *options) nodeOpts(client kubernetes.Interface, spec *corev1.Node) ([]nodeutil.NodeOpt, error) {
 	mux := http.NewServeMux()
 	opts := []nodeutil.NodeOpt{
@@ -413,15 +414,28 @@ func (o *options) nodeOpts(client kubernetes.Interface, spec *corev1.Node) ([]no
 		},
 		nodeutil.AttachProviderRoutes(mux),
 	}
-	if o.certFile == "" && o.keyFile == "" {
-		o.cfg.Log.Warn("no --tls-cert-file and --tls-key-file: the kubelet API (kubectl logs) is not served")
-		return opts, nil
+	certFile, keyFile := o.certFile, o.keyFile
+	if certFile == "" {
+		var made bool
+		var err error
+		certFile, keyFile, made, err = selfSignedCert(filepath.Join(o.cfg.StateDir, servingCertDir), o.cfg.NodeName, o.cfg.Address, time.Now())
+		if err != nil {
+			return nil, fmt.Errorf("the kubelet API's self-signed certificate: %w", err)
+		}
+		o.cfg.Log.Warn("no --tls-cert-file and --tls-key-file: the kubelet API (kubectl logs) serves a self-signed certificate;"+
+			" kube-apiserver reaches it only without --kubelet-certificate-authority (its default, under which it does not verify"+
+			" kubelet serving certificates, as with a kubelet's own self-signed one)", "cert", certFile, "new", made)
+	}
+	if o.clientCA == "" {
+		o.cfg.Log.Warn("no --client-ca-file: the kubelet API accepts only bearer tokens that the API server confirms and authorizes," +
+			" not the API server's own kubelet client certificate (kube-apiserver --kubelet-client-certificate)," +
+			" so kubectl logs through the API server is refused; give --client-ca-file the CA that signed that certificate")
 	}
 	auth, err := webhookAuth(client, o.cfg.NodeName, o.clientCA)
 	if err != nil {
 		return nil, err
 	}
-	return append(opts, nodeutil.WithTLSConfig(nodeutil.WithKeyPairFromPath(o.certFile, o.keyFile), func(c *tls.Config) error {
+	return append(opts, nodeutil.WithTLSConfig(nodeutil.WithKeyPairFromPath(certFile, keyFile), func(c *tls.Config) error {
 		c.ClientAuth = tls.RequestClientCert
 		return nil
 	}), func(c *nodeutil.NodeConfig) error {

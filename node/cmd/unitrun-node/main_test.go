@@ -146,7 +146,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--kubeconfig", ok, "--unitrun", "/bin/true", "--tls-cert-file", missing, "--tls-key-file", cert}, "", "unitrun-node: --tls-cert-file " + missing + ": no such file\n"},
 		{[]string{"--kubeconfig", ok, "--unitrun", "/bin/true", "--tls-cert-file", cert, "--tls-key-file", missing}, "", "unitrun-node: --tls-key-file " + missing + ": no such file\n"},
 		{[]string{"--kubeconfig", ok, "--unitrun", "/bin/true", "--tls-cert-file", cert, "--tls-key-file", cert, "--client-ca-file", missing}, "", "unitrun-node: --client-ca-file " + missing + ": no such file\n"},
-		{[]string{"--kubeconfig", ok, "--unitrun", "/bin/true", "--client-ca-file", cert}, "", "unitrun-node: --client-ca-file: only with --tls-cert-file and --tls-key-file"},
+		{[]string{"--kubeconfig", ok, "--unitrun", "/bin/true", "--client-ca-file", missing}, "", "unitrun-node: --client-ca-file " + missing + ": no such file\n"},
 		{[]string{"--image", "debian"}, "", `unitrun-node: invalid argument "debian" for "--image" flag: "debian": want NAME=host or NAME=/absolute/rootfs` + "\n"},
 		{[]string{"--min-restart-backoff", "1ms"}, "", "unitrun-node: --min-restart-backoff 1ms: must be from 100ms"},
 		{[]string{"--listen", "10250", "--unitrun", "/bin/true"}, "", `unitrun-node: --listen "10250": want HOST:PORT or :PORT` + "\n"},
