@@ -47,6 +47,13 @@ type Config struct {
 	// the kubelet API (kubectl logs), and every Pod's host and pod IP
 	// (its pods have the host's network); "" reports none.
 	Address string
+	// ClusterDNS are the cluster's DNS servers, the nameservers of a Pod
+	// of dnsPolicy ClusterFirst (the kubelet's clusterDNS); none: such a
+	// Pod gets the host's resolver configuration, as under Default.
+	ClusterDNS []string
+	// ClusterDomain is the cluster's DNS domain, whose search domains a
+	// Pod of dnsPolicy ClusterFirst gets before the host's ("": none).
+	ClusterDomain string
 	// KubeletPort is the port of the kubelet API on Address.
 	KubeletPort int32
 	// Client reaches the API server: for the Services whose variables
