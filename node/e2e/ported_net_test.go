@@ -289,8 +289,8 @@ func (c *cluster) portForward(t *testing.T) {
 
 // dnsPolicies applies Pods that print their /etc/resolv.conf: on this
 // node, started without --cluster-dns, ClusterFirst (the default) falls
-// back to the host's nameservers, as a kubelet without a cluster DNS does,
-// and dnsConfig's nameservers, searches and options are added to them.
+// back to the host's nameservers with a MissingClusterDNS event, as a
+// kubelet without a cluster DNS does, and dnsConfig's nameservers, searches and options are added to them.
 func (c *cluster) dnsPolicies(t *testing.T) {
 	host, err := os.ReadFile("/etc/resolv.conf")
 	if err != nil {
@@ -315,6 +315,13 @@ func (c *cluster) dnsPolicies(t *testing.T) {
 			t.Errorf("dnsPolicy ClusterFirst without a cluster DNS: resolv.conf %q lacks the host's %q", got, ns)
 		}
 	}
+	c.eventually(30*time.Second, "a MissingClusterDNS event on pod dns-default", func() error {
+		ev, err := c.kubectl("get", "events", "--field-selector", "reason=MissingClusterDNS,involvedObject.name=dns-default", "-o", "jsonpath={.items[*].message}")
+		if err == nil && !strings.Contains(ev, `Falling back to "Default" policy.`) {
+			err = fmt.Errorf("events: %q", ev)
+		}
+		return err
+	})
 	got = c.mustKubectl("logs", "dns-config")
 	for _, want := range append(nameservers, "nameserver 192.0.2.53", "unitrun.example", "options ndots:2") {
 		if !strings.Contains(got, want) {

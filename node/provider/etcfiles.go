@@ -169,13 +169,9 @@ func mergeOptions(old, opts []string) []string {
 func (c *Config) podDNS(p *corev1.Pod, hostResolv []byte) resolver {
 	host := parseResolvConf(hostResolv)
 	var r resolver
-	policy := p.Spec.DNSPolicy
-	if policy == corev1.DNSClusterFirst && p.Spec.HostNetwork {
-		policy = corev1.DNSDefault
-	}
 	switch {
-	case policy == corev1.DNSNone:
-	case (policy == corev1.DNSClusterFirst || policy == corev1.DNSClusterFirstWithHostNet || policy == "") && len(c.ClusterDNS) > 0:
+	case p.Spec.DNSPolicy == corev1.DNSNone:
+	case clusterFirst(p) && len(c.ClusterDNS) > 0:
 		r.nameservers = slices.Clone(c.ClusterDNS)
 		r.searches = host.searches
 		if d := c.ClusterDomain; d != "" {
@@ -204,6 +200,31 @@ func (c *Config) podDNS(p *corev1.Pod, hostResolv []byte) resolver {
 		r.searches = r.searches[:len(r.searches)-1]
 	}
 	return r
+}
+
+// clusterFirst reports whether Pod p asks for the cluster's DNS: under
+// dnsPolicy ClusterFirst (the API's default), unless of hostNetwork, or
+// ClusterFirstWithHostNet.
+func clusterFirst(p *corev1.Pod) bool {
+	switch p.Spec.DNSPolicy {
+	case corev1.DNSClusterFirst, "":
+		return !p.Spec.HostNetwork
+	case corev1.DNSClusterFirstWithHostNet:
+		return true
+	}
+	return false
+}
+
+// missingClusterDNS is the warning the kubelet records on a Pod that asks
+// for the cluster's DNS on a node without one (no --cluster-dns), and so
+// gets the host's resolver configuration, as under Default; "" for another
+// Pod.
+func (c *Config) missingClusterDNS(p *corev1.Pod) string {
+	if !clusterFirst(p) || len(c.ClusterDNS) > 0 {
+		return ""
+	}
+	return fmt.Sprintf("pod: %q. kubelet does not have ClusterDNS IP configured and cannot create Pod using %q policy. Falling back to %q policy.",
+		p.Name+"_"+p.Namespace+"("+string(p.UID)+")", corev1.DNSClusterFirst, corev1.DNSDefault)
 }
 
 // compact is list with each string once, at its first place.

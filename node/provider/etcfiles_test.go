@@ -2,6 +2,7 @@ package provider
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"reflect"
 	"strings"
@@ -124,7 +125,9 @@ func TestPodDNS(t *testing.T) {
 // TestPodHostsAndResolver runs Pods on the real systemd: a container sees
 // the Pod's hostAliases in /etc/hosts and the resolver its dnsConfig asks
 // for in /etc/resolv.conf, a Pod of hostNetwork the host's hosts file with
-// its aliases, and the host's own files stay as they were.
+// its aliases, a Pod of ClusterFirst on this node without a cluster DNS
+// the host's nameservers and a MissingClusterDNS event, and the host's own
+// files stay as they were.
 func TestPodHostsAndResolver(t *testing.T) {
 	hostHosts, err := os.ReadFile(hostHostsFile)
 	if err != nil {
@@ -134,38 +137,62 @@ func TestPodHostsAndResolver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var hostNameservers string
+	for _, line := range strings.Split(string(hostResolv), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "nameserver" {
+			hostNameservers += "nameserver " + f[1] + "\n"
+		}
+	}
 	client := fake.NewClientset()
 	cfg := testConfig(t)
 	cfg.Address = "192.0.2.7"
 	n := startNode(t, cfg, client)
 	host, _ := os.Hostname()
+	managed := "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" +
+		"fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n192.0.2.7\t" + host + "\n"
+	aliases := "\n# Entries added by HostAliases.\n123.45.67.89\tfoo\tbar\n"
+	own := &corev1.PodDNSConfig{Nameservers: []string{"1.1.1.1"}, Searches: []string{"resolv.conf.local"}}
 	for _, tc := range []struct {
 		name        string
 		hostNetwork bool
-		want        string
+		policy      corev1.DNSPolicy
+		dnsConfig   *corev1.PodDNSConfig
+		hosts       string
+		resolv      string // what it holds
 	}{
-		{"etc-files", false, "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" +
-			"fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n192.0.2.7\t" + host + "\n" +
-			"\n# Entries added by HostAliases.\n123.45.67.89\tfoo\tbar\n"},
-		{"etc-files-host-network", true, "# Kubernetes-managed hosts file (host network).\n" + string(hostHosts) +
-			"\n# Entries added by HostAliases.\n123.45.67.89\tfoo\tbar\n"},
+		{"etc-files", false, corev1.DNSNone, own, managed + aliases, "search resolv.conf.local\nnameserver 1.1.1.1\n"},
+		{"etc-files-host-network", true, corev1.DNSNone, own, "# Kubernetes-managed hosts file (host network).\n" + string(hostHosts) + aliases, "search resolv.conf.local\nnameserver 1.1.1.1\n"},
+		{"etc-files-cluster-first", false, corev1.DNSClusterFirst, nil, managed + aliases, hostNameservers},
 	} {
-		p := newPod(tc.name, corev1.RestartPolicyNever, nil, "cat /etc/hosts /etc/resolv.conf")
+		p := newPod(tc.name, corev1.RestartPolicyNever, nil, "cat /etc/hosts; echo ===; cat /etc/resolv.conf")
 		p.Spec.HostNetwork = tc.hostNetwork
 		p.Spec.HostAliases = []corev1.HostAlias{{IP: "123.45.67.89", Hostnames: []string{"foo", "bar"}}}
-		p.Spec.DNSPolicy = corev1.DNSNone
-		p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"1.1.1.1"}, Searches: []string{"resolv.conf.local"}}
+		p.Spec.DNSPolicy, p.Spec.DNSConfig = tc.policy, tc.dnsConfig
 		create(t, client, p)
 		waitPod(t, client, p, "Succeeded", phase(corev1.PodSucceeded))
 		data, err := os.ReadFile(n.p.eng.logFile(podName(p.Namespace, p.Name, string(p.UID)), "app0"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := tc.want + "search resolv.conf.local\nnameserver 1.1.1.1\n"; string(data) != want {
-			t.Errorf("pod %s: the container read\n%q, want\n%q", tc.name, data, want)
+		hosts, resolv, _ := strings.Cut(string(data), "===\n")
+		if hosts != tc.hosts || !strings.Contains(resolv, tc.resolv) {
+			t.Errorf("pod %s: the container read\n%q, want /etc/hosts\n%q\nand a resolv.conf holding\n%q", tc.name, data, tc.hosts, tc.resolv)
 		}
 		deletePod(t, client, p)
 		waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
+	}
+	events, err := client.CoreV1().Events(testNS).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var missing []string
+	for _, ev := range events.Items {
+		if ev.Reason == "MissingClusterDNS" {
+			missing = append(missing, ev.InvolvedObject.Name+": "+ev.Message)
+		}
+	}
+	if want := `etc-files-cluster-first: pod: "etc-files-cluster-first_` + testNS + `(uid-etc-files-cluster-first)". kubelet does not have ClusterDNS IP configured and cannot create Pod using "ClusterFirst" policy. Falling back to "Default" policy.`; len(missing) != 1 || missing[0] != want {
+		t.Errorf("MissingClusterDNS events %q, want one: %q", missing, want)
 	}
 	for file, was := range map[string][]byte{hostHostsFile: hostHosts, hostResolvConf: hostResolv} {
 		if now, err := os.ReadFile(file); err != nil || !bytes.Equal(now, was) {

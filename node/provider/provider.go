@@ -317,6 +317,15 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 		return fmt.Errorf("write the volumes of unitrun pod %s: %w", name, err)
 	}
 	p.log.Info("created", "pod", k, "unitrun_pod", name, "took", time.Since(e.at))
+	if msg := p.cfg.missingClusterDNS(pod); msg != "" && p.cfg.Client != nil {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := p.event(ctx, pod, "", "MissingClusterDNS", msg); err != nil {
+				p.log.Warn("cannot record the MissingClusterDNS event", "pod", k, "err", err)
+			}
+		}()
+	}
 	e.tokens, e.volumes = in.tokens, in.volumes
 	p.put(k, e)
 	p.start(ctx, k, name)
