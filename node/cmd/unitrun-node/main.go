@@ -117,13 +117,13 @@ names, keeps its lease, and runs each Pod bound to it as a unitrun pod: one
 systemd unit graph per Pod, on the manager --manager names, through the
 unitrun command --unitrun names. The node carries the taint
 virtual-kubelet.io/provider=unitrun:NoSchedule, so only Pods that tolerate it
-land there. It serves the kubelet API (kubectl logs) on --listen, with the
-certificate --tls-cert-file and --tls-key-file name, else with a
-self-signed one it keeps in --state-dir, and accepts the client certificates
-of the CA --client-ca-file names, else of the cluster CA the kubeconfig
-trusts (which signs the API server's kubelet client certificate on a kubeadm
-cluster), so that kubectl logs and port-forward work on a fresh join. SIGINT
-or SIGTERM stops it; the pods go on.
+land there. It serves the kubelet API (kubectl logs, port-forward) on
+--listen, with the certificate --tls-cert-file and --tls-key-file name, else
+with a self-signed one it keeps in --state-dir, and accepts the client
+certificates of the CA --client-ca-file names, else of the cluster CA the
+kubeconfig trusts (which signs the API server's kubelet client certificate on
+a kubeadm cluster), so that kubectl logs and port-forward work on a fresh
+join. SIGINT or SIGTERM stops it; the pods go on.
 
 unitrun-node exits 2 for bad flags (naming the flag) and 1 when the node
 could not start or stopped on an error. See docs/kubernetes.md.`,
@@ -164,7 +164,7 @@ could not start or stopped on an error. See docs/kubernetes.md.`,
 	fl.StringSliceVar(&cfg.ClusterDNS, "cluster-dns", nil, "`IP` of the cluster's DNS service, the nameserver of Pods of dnsPolicy ClusterFirst (repeatable; default none: such Pods get the host's resolver, as a kubelet without one)")
 	fl.StringVar(&cfg.ClusterDomain, "cluster-domain", "", "the cluster's DNS `DOMAIN` (cluster.local), whose search domains Pods of dnsPolicy ClusterFirst get")
 	fl.DurationVar(&cfg.MinRestartBackoff, "min-restart-backoff", provider.DefaultMinRestartBackoff, fmt.Sprintf("the shortest first restart delay a Pod's unitrun.io/restart-backoff may ask for, and the default (%s to %s)", pod.MinBackoff, provider.MaxRestartBackoff))
-	fl.StringVar(&o.listen, "listen", ":10250", "`ADDRESS` of the kubelet API (logs)")
+	fl.StringVar(&o.listen, "listen", ":10250", "`ADDRESS` of the kubelet API (logs, port-forward)")
 	fl.StringVar(&o.certFile, "tls-cert-file", "", "TLS certificate `FILE` of the kubelet API (default: a self-signed one, made in --state-dir)")
 	fl.StringVar(&o.keyFile, "tls-key-file", "", "TLS key `FILE` of the kubelet API")
 	fl.StringVar(&o.clientCA, "client-ca-file", "", "CA `FILE` whose client certificates the kubelet API accepts (the API server's kubelet client; default: the cluster CA the kubeconfig trusts, its certificate-authority or certificate-authority-data)")
@@ -435,7 +435,7 @@ func (o *options) nodeOpts(client kubernetes.Interface, spec *corev1.Node) ([]no
 		if err != nil {
 			return nil, fmt.Errorf("the kubelet API's self-signed certificate: %w", err)
 		}
-		o.cfg.Log.Warn("no --tls-cert-file and --tls-key-file: the kubelet API (kubectl logs) serves a self-signed certificate;"+
+		o.cfg.Log.Warn("no --tls-cert-file and --tls-key-file: the kubelet API (kubectl logs, port-forward) serves a self-signed certificate;"+
 			" kube-apiserver reaches it only without --kubelet-certificate-authority (its default, under which it does not verify"+
 			" kubelet serving certificates, as with a kubelet's own self-signed one)", "cert", certFile, "new", made)
 	}
