@@ -23,19 +23,19 @@ func init() { portedCases = append(portedCases, netCases...) }
 
 var netCases = append([]ported{
 	{"KubeletManagedEtcHosts", "kubelet_etc_hosts.go", "KubeletManagedEtcHosts should test kubelet managed /etc/hosts file [LinuxOnly] [NodeConformance] [Conformance]", func(k *kcase) {
-		// The case execs cat in each container; here each prints its
-		// /etc/hosts and the host's, bound (as there) from a hostPath of
-		// /etc/hosts at a path of the Pod's own in /tmp, which systemd
-		// makes on the host, rather than at /etc/hosts-original.
-		container := func(name, original string, own bool) string {
-			mounts := fmt.Sprintf("[{name: host-etc-hosts, mountPath: %s}]", original)
+		// The case execs cat in each container to read its /etc/hosts
+		// and the host's, which each container mounts from a hostPath at
+		// /etc/hosts-original; here each container prints its /etc/hosts
+		// to its log, and the test reads the host's itself (a mount point
+		// on the host, where the containers' image is, would stay behind).
+		container := func(name string, own bool) string {
+			mounts := ""
 			if own {
-				mounts = fmt.Sprintf("[{name: host-etc-hosts, mountPath: /etc/hosts}, {name: host-etc-hosts, mountPath: %s}]", original)
+				mounts = "\n  volumeMounts: [{name: host-etc-hosts, mountPath: /etc/hosts}]"
 			}
 			return fmt.Sprintf(`- name: %s
   image: debian
-  command: ["sh", "-c", "cat /etc/hosts; echo ===; cat %s; exec sleep 600"]
-  volumeMounts: %s`, name, original, mounts)
+  command: ["sh", "-c", "cat /etc/hosts; echo ===; exec sleep 600"]%s`, name, mounts)
 		}
 		hostPath := "volumes: [{name: host-etc-hosts, hostPath: {path: /etc/hosts}}]"
 		for _, p := range []struct {
@@ -45,12 +45,15 @@ var netCases = append([]ported{
 			{"test-pod", hostPath, []string{"busybox-1", "busybox-2", "busybox-3"}},
 			{"test-host-network-pod", "hostNetwork: true\n" + hostPath, []string{"busybox-1", "busybox-2"}},
 		} {
-			original := "/tmp/unitrun-e2e-hosts-original-" + k.ns + "-" + p.name
 			var cs []string
 			for _, c := range p.containers {
-				cs = append(cs, container(c, original, c == "busybox-3"))
+				cs = append(cs, container(c, c == "busybox-3"))
 			}
 			k.create(pod(p.name, "", p.spec+"\ncontainers:\n"+strings.Join(cs, "\n")))
+		}
+		original, err := os.ReadFile("/etc/hosts")
+		if err != nil {
+			k.t.Fatal(err)
 		}
 		for _, want := range []struct {
 			pod, container string
@@ -61,15 +64,14 @@ var netCases = append([]ported{
 			{"test-host-network-pod", "busybox-1", false}, {"test-host-network-pod", "busybox-2", false},
 		} {
 			k.waitPhase(want.pod, "Running")
-			var hosts, original string
+			var hosts string
 			for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(2 * time.Second) {
 				var ok bool
-				hosts, original, ok = strings.Cut(k.logsOf(want.pod, want.container), "===\n")
-				if ok && hosts != "" && original != "" {
+				if hosts, _, ok = strings.Cut(k.logsOf(want.pod, want.container), "===\n"); ok && hosts != "" {
 					break
 				}
 			}
-			if managed := strings.HasPrefix(hosts, "# Kubernetes-managed hosts file.") && hosts != original; managed != want.managed {
+			if managed := strings.HasPrefix(hosts, "# Kubernetes-managed hosts file.") && hosts != string(original); managed != want.managed {
 				k.t.Errorf("%s/%s: /etc/hosts managed %v, want %v:\n%s", want.pod, want.container, managed, want.managed, hosts)
 			}
 		}
@@ -263,9 +265,9 @@ func (k *kcase) dialForwarded(port int) *net.TCPConn {
 // signed by the CA its kubeconfig trusts, and the node connects the
 // stream to the Pod's port.
 func (c *cluster) portForward(t *testing.T) {
-	port := freePort(t)
+	port, dir := freePort(t), t.TempDir() // the container's image is the host
 	c.apply(t, podYAML("served", "served", nil, []string{
-		"mkdir -p /tmp/unitrun-e2e-served && cd /tmp/unitrun-e2e-served && echo hello through port-forward > index.html && exec /usr/bin/python3 -m http.server " + port + " --bind 127.0.0.1"}))
+		"cd " + dir + " && echo hello through port-forward > index.html && exec /usr/bin/python3 -m http.server " + port + " --bind 127.0.0.1"}))
 	defer c.mustKubectl("delete", "pod", "served", "--timeout=60s")
 	c.mustKubectl("wait", "--for=jsonpath={.status.phase}=Running", "pod/served", "--timeout=90s")
 	p, _ := strconv.Atoi(port)

@@ -29,8 +29,9 @@ func TestPortForward(t *testing.T) {
 	client := fake.NewClientset()
 	cfg := testConfig(t)
 	n := startNode(t, cfg, client)
+	dir := t.TempDir() // the container's image is the host
 	p := newPod("served", corev1.RestartPolicyNever, nil,
-		"mkdir -p /tmp/unitrun-pf-$$ && cd /tmp/unitrun-pf-$$ && echo hello through the port > index.html && exec /usr/bin/python3 -m http.server "+strconv.Itoa(port)+" --bind 127.0.0.1")
+		"cd "+dir+" && echo hello through the port > index.html && exec /usr/bin/python3 -m http.server "+strconv.Itoa(port)+" --bind 127.0.0.1")
 	create(t, client, p)
 	waitPod(t, client, p, "Running", phase(corev1.PodRunning))
 	defer func() {
