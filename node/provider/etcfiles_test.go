@@ -126,8 +126,8 @@ func TestPodDNS(t *testing.T) {
 // the Pod's hostAliases in /etc/hosts and the resolver its dnsConfig asks
 // for in /etc/resolv.conf, a Pod of hostNetwork the host's hosts file with
 // its aliases, a Pod of ClusterFirst on this node without a cluster DNS
-// the host's nameservers and a MissingClusterDNS event, and the host's own
-// files stay as they were.
+// the host's nameservers and a MissingClusterDNS event, an isolated Pod
+// its own host name, and the host's own files stay as they were.
 func TestPodHostsAndResolver(t *testing.T) {
 	hostHosts, err := os.ReadFile(hostHostsFile)
 	if err != nil {
@@ -152,19 +152,29 @@ func TestPodHostsAndResolver(t *testing.T) {
 		"fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n192.0.2.7\t" + host + "\n"
 	aliases := "\n# Entries added by HostAliases.\n123.45.67.89\tfoo\tbar\n"
 	own := &corev1.PodDNSConfig{Nameservers: []string{"1.1.1.1"}, Searches: []string{"resolv.conf.local"}}
+	isolated := podName(testNS, "etc-files-isolated", "uid-etc-files-isolated")
 	for _, tc := range []struct {
 		name        string
 		hostNetwork bool
+		isolation   string
 		policy      corev1.DNSPolicy
 		dnsConfig   *corev1.PodDNSConfig
 		hosts       string
 		resolv      string // what it holds
 	}{
-		{"etc-files", false, corev1.DNSNone, own, managed + aliases, "search resolv.conf.local\nnameserver 1.1.1.1\n"},
-		{"etc-files-host-network", true, corev1.DNSNone, own, "# Kubernetes-managed hosts file (host network).\n" + string(hostHosts) + aliases, "search resolv.conf.local\nnameserver 1.1.1.1\n"},
-		{"etc-files-cluster-first", false, corev1.DNSClusterFirst, nil, managed + aliases, hostNameservers},
+		{"etc-files", false, "", corev1.DNSNone, own, managed + aliases, "search resolv.conf.local\nnameserver 1.1.1.1\n"},
+		{"etc-files-host-network", true, "", corev1.DNSNone, own, "# Kubernetes-managed hosts file (host network).\n" + string(hostHosts) + aliases, "search resolv.conf.local\nnameserver 1.1.1.1\n"},
+		{"etc-files-cluster-first", false, "", corev1.DNSClusterFirst, nil, managed + aliases, hostNameservers},
+		// An isolated pod has a host name of its own, its unitrun pod's.
+		{"etc-files-isolated", false, "namespaces", corev1.DNSNone, own, strings.Replace(managed, "\t"+host+"\n", "\t"+isolated+"\n", 1) + aliases + isolated + "\n",
+			"search resolv.conf.local\nnameserver 1.1.1.1\n"},
 	} {
-		p := newPod(tc.name, corev1.RestartPolicyNever, nil, "cat /etc/hosts; echo ===; cat /etc/resolv.conf")
+		p := newPod(tc.name, corev1.RestartPolicyNever, nil, "cat /etc/hosts; hostname; echo ===; cat /etc/resolv.conf")
+		if tc.isolation != "" {
+			p.Annotations = map[string]string{AnnotationIsolation: tc.isolation}
+		} else {
+			tc.hosts += host + "\n"
+		}
 		p.Spec.HostNetwork = tc.hostNetwork
 		p.Spec.HostAliases = []corev1.HostAlias{{IP: "123.45.67.89", Hostnames: []string{"foo", "bar"}}}
 		p.Spec.DNSPolicy, p.Spec.DNSConfig = tc.policy, tc.dnsConfig
