@@ -15,6 +15,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -65,6 +66,8 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("Capabilities", c.capabilities)
 	t.Run("ServiceAccountToken", c.serviceAccountToken)
 	t.Run("AsTheKubelet", c.asTheKubelet)
+	t.Run("PortForward", c.portForward)
+	t.Run("DNSPolicies", c.dnsPolicies)
 	t.Run("Ported", c.ported)
 }
 
@@ -72,8 +75,13 @@ func TestEndToEnd(t *testing.T) {
 // and waits for the node to be Ready.
 func (c *cluster) start() {
 	t := c.t
+	// One cluster CA, as kubeadm makes it: it signs the API server's
+	// serving certificate, which the kubeconfig trusts, and its kubelet
+	// client certificate, which the node then accepts without
+	// --client-ca-file.
 	ca, caKey := newCA(t)
-	c.writeClientCert("apiserver-kubelet-client", ca, caKey)
+	c.writeCert("apiserver", ca, caKey, net.IPv4(127, 0, 0, 1), net.IPv4(10, 0, 0, 1))
+	c.writeCert("apiserver-kubelet-client", ca, caKey)
 	c.write("ca.crt", pemBlock("CERTIFICATE", ca.Raw))
 	sa, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -92,7 +100,8 @@ func (c *cluster) start() {
 		"--initial-cluster", "e2e=http://127.0.0.1:"+etcdPeer)
 	c.daemon("kube-apiserver", "--etcd-servers", "http://127.0.0.1:"+etcdPort,
 		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", apiPort,
-		"--cert-dir", c.path("apiserver"), "--token-auth-file", c.path("tokens.csv"),
+		"--tls-cert-file", c.path("apiserver.crt"), "--tls-private-key-file", c.path("apiserver.key"),
+		"--token-auth-file", c.path("tokens.csv"),
 		"--authorization-mode", "AlwaysAllow",
 		"--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file", c.path("sa.pub"),
 		"--service-account-signing-key-file", c.path("sa.key"), "--service-cluster-ip-range", "10.0.0.0/24",
@@ -104,7 +113,7 @@ func (c *cluster) start() {
 kind: Config
 clusters:
 - name: e2e
-  cluster: {server: "https://127.0.0.1:%s", insecure-skip-tls-verify: true}
+  cluster: {server: "https://127.0.0.1:%s", certificate-authority-data: %s}
 users:
 - name: admin
   user: {token: %q}
@@ -112,7 +121,7 @@ contexts:
 - name: e2e
   context: {cluster: e2e, user: admin}
 current-context: e2e
-`, apiPort, token)))
+`, apiPort, base64.StdEncoding.EncodeToString(pemBlock("CERTIFICATE", ca.Raw)), token)))
 	c.eventually(90*time.Second, "the API server is ready", func() error {
 		_, err := c.kubectl("get", "--raw", "/readyz")
 		return err
@@ -120,9 +129,10 @@ current-context: e2e
 	if err := c.namespace("default"); err != nil {
 		t.Fatal(err)
 	}
+	// As the README joins a node, with the kubeconfig alone: no
+	// --client-ca-file, and its own self-signed serving certificate.
 	c.daemon("unitrun-node", "--kubeconfig", c.kubeconfig, "--node-name", nodeName,
 		"--node-ip", "127.0.0.1", "--listen", "127.0.0.1:"+kubeletPort,
-		"--client-ca-file", c.path("ca.crt"), // and its own self-signed serving certificate
 		"--state-dir", c.path("state"), "--unitrun", filepath.Join(c.bin, "unitrun"), "--manager", "embedded",
 		"--image", "debian=host", "--allow-privileged")
 	c.eventually(60*time.Second, "the node is registered", func() error {
@@ -409,8 +419,8 @@ spec:
 // default, with what the controller manager, which the test does not run,
 // puts in each: the default service account, without which the
 // ServiceAccount admission plugin admits no Pod, and the kube-root-ca.crt
-// ConfigMap (the API server's certificate) that the token volume the
-// plugin adds reads.
+// ConfigMap (the cluster's CA) that the token volume the plugin adds
+// reads.
 func (c *cluster) namespace(ns string) error {
 	if ns != "default" {
 		if _, err := c.kubectl("create", "namespace", ns); err != nil {
@@ -420,7 +430,7 @@ func (c *cluster) namespace(ns string) error {
 	if _, err := c.kubectl("create", "serviceaccount", "default", "-n", ns); err != nil {
 		return err
 	}
-	_, err := c.kubectl("create", "configmap", "kube-root-ca.crt", "-n", ns, "--from-file=ca.crt="+c.path("apiserver/apiserver.crt"))
+	_, err := c.kubectl("create", "configmap", "kube-root-ca.crt", "-n", ns, "--from-file=ca.crt="+c.path("ca.crt"))
 	return err
 }
 
@@ -554,9 +564,9 @@ func (c *cluster) write(name string, data []byte) {
 	}
 }
 
-// writeClientCert writes NAME.crt and NAME.key, a client certificate
-// signed by ca.
-func (c *cluster) writeClientCert(name string, ca *x509.Certificate, caKey *ecdsa.PrivateKey) {
+// writeCert writes NAME.crt and NAME.key, a certificate signed by ca: a
+// serving certificate for ips, or without them a client certificate.
+func (c *cluster) writeCert(name string, ca *x509.Certificate, caKey *ecdsa.PrivateKey, ips ...net.IP) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		c.t.Fatal(err)
@@ -565,6 +575,9 @@ func (c *cluster) writeClientCert(name string, ca *x509.Certificate, caKey *ecds
 		SerialNumber: serial(c.t), Subject: pkix.Name{CommonName: name},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if len(ips) > 0 {
+		tmpl.ExtKeyUsage, tmpl.IPAddresses, tmpl.DNSNames = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, ips, []string{"localhost", "kubernetes.default.svc"}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {

@@ -449,7 +449,10 @@ volumes:
 hostAliases: [{ip: 123.45.67.89, hostnames: [foo, bar]}]
 containers:
 - {name: agnhost-container, image: debian, command: ["/bin/cat", "/etc/hosts"]}`))
-		k.refused("agnhost-host-aliases", "spec.hostAliases: not supported")
+		k.waitEnded("agnhost-host-aliases")
+		if out := k.logsOf("agnhost-host-aliases", "agnhost-container"); !strings.Contains(out, "123.45.67.89\tfoo\tbar") {
+			k.t.Errorf("expected hosts file to contain entries from HostAliases. Got:\n%s", out)
+		}
 	}},
 	{"KubeletReadOnlyRootfs", "kubelet.go", "Kubelet when scheduling a read only busybox container should not write to root filesystem [LinuxOnly] [NodeConformance] [Conformance]", func(k *kcase) {
 		name := "busybox-readonly-fs" + uuid

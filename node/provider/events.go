@@ -36,24 +36,32 @@ func (p *Provider) probeWarnings(e *entry, pod *corev1.Pod, s podState) {
 			if seen {
 				continue
 			}
-			now := metav1.NewTime(time.Now())
-			ev := &corev1.Event{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", pod.Name, now.UnixNano()), Namespace: pod.Namespace},
-				InvolvedObject: corev1.ObjectReference{
-					Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
-					FieldPath: containerField(pod, a.Name),
-				},
-				Reason:         "ProbeWarning",
-				Message:        kind + " probe warning: " + msg,
-				Type:           corev1.EventTypeWarning,
-				Source:         corev1.EventSource{Component: "kubelet", Host: p.cfg.NodeName},
-				FirstTimestamp: now, LastTimestamp: now, Count: 1,
-			}
-			if _, err := p.cfg.Client.CoreV1().Events(pod.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+			if err := p.event(ctx, pod, containerField(pod, a.Name), "ProbeWarning", kind+" probe warning: "+msg); err != nil {
 				p.log.Warn("cannot record a probe warning", "pod", key(pod.Namespace, pod.Name), "container", a.Name, "err", err)
 			}
 		}
 	}
+}
+
+// event records a warning of reason with message on pod (on the field
+// fieldPath of it, "" for the whole Pod) through the API, as the kubelet
+// records one.
+func (p *Provider) event(ctx context.Context, pod *corev1.Pod, fieldPath, reason, message string) error {
+	now := metav1.NewTime(time.Now())
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", pod.Name, now.UnixNano()), Namespace: pod.Namespace},
+		InvolvedObject: corev1.ObjectReference{
+			Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+			FieldPath: fieldPath,
+		},
+		Reason:         reason,
+		Message:        message,
+		Type:           corev1.EventTypeWarning,
+		Source:         corev1.EventSource{Component: "kubelet", Host: p.cfg.NodeName},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}
+	_, err := p.cfg.Client.CoreV1().Events(pod.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+	return err
 }
 
 // containerField is the field path of container name in pod, as an

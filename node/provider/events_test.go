@@ -41,11 +41,7 @@ func TestProbeWarningEvent(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("no ProbeWarning event after 60 s")
 		}
-		list, err := client.CoreV1().Events(p.Namespace).List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		events = list.Items
+		events = probeWarningEvents(t, client, p.Namespace)
 	}
 	ev := events[0]
 	if ev.Reason != "ProbeWarning" || ev.Type != corev1.EventTypeWarning || !strings.HasPrefix(ev.Message, want) || !strings.Contains(ev.Message, body) ||
@@ -53,13 +49,27 @@ func TestProbeWarningEvent(t *testing.T) {
 		t.Errorf("event %+v; want a ProbeWarning on %s's app0 saying %q ... %q", ev, p.Name, want, body)
 	}
 	got := waitPod(t, client, p, "running", phase(corev1.PodRunning))
-	list, err := client.CoreV1().Events(p.Namespace).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(list.Items) != 1 || got.Status.ContainerStatuses[0].RestartCount != 0 {
-		t.Errorf("%d events, %d restarts; want 1, 0: the same warning again is no new event", len(list.Items), got.Status.ContainerStatuses[0].RestartCount)
+	if n := len(probeWarningEvents(t, client, p.Namespace)); n != 1 || got.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("%d ProbeWarning events, %d restarts; want 1, 0: the same warning again is no new event", n, got.Status.ContainerStatuses[0].RestartCount)
 	}
 	deletePod(t, client, p)
 	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
+}
+
+// probeWarningEvents lists the ProbeWarning events of namespace ns (a Pod of
+// ClusterFirst on a node without a cluster DNS has a MissingClusterDNS
+// event too).
+func probeWarningEvents(t *testing.T, client *fake.Clientset, ns string) []corev1.Event {
+	t.Helper()
+	list, err := client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []corev1.Event
+	for _, ev := range list.Items {
+		if ev.Reason == "ProbeWarning" {
+			out = append(out, ev)
+		}
+	}
+	return out
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"strconv"
@@ -143,9 +142,4 @@ func (p *Provider) GetStatsSummary(context.Context) (*statsv1alpha1.Summary, err
 // GetMetricsResource is not supported.
 func (p *Provider) GetMetricsResource(context.Context) ([]*dto.MetricFamily, error) {
 	return nil, errNotSupported
-}
-
-// PortForward is not supported: Pods here use the host's network.
-func (p *Provider) PortForward(ctx context.Context, namespace, pod string, port int32, stream io.ReadWriteCloser) error {
-	return errNotSupported
 }

@@ -47,6 +47,13 @@ type Config struct {
 	// the kubelet API (kubectl logs), and every Pod's host and pod IP
 	// (its pods have the host's network); "" reports none.
 	Address string
+	// ClusterDNS are the cluster's DNS servers, the nameservers of a Pod
+	// of dnsPolicy ClusterFirst (the kubelet's clusterDNS); none: such a
+	// Pod gets the host's resolver configuration, as under Default.
+	ClusterDNS []string
+	// ClusterDomain is the cluster's DNS domain, whose search domains a
+	// Pod of dnsPolicy ClusterFirst gets before the host's ("": none).
+	ClusterDomain string
 	// KubeletPort is the port of the kubelet API on Address.
 	KubeletPort int32
 	// Client reaches the API server: for the Services whose variables
@@ -310,6 +317,15 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 		return fmt.Errorf("write the volumes of unitrun pod %s: %w", name, err)
 	}
 	p.log.Info("created", "pod", k, "unitrun_pod", name, "took", time.Since(e.at))
+	if msg := p.cfg.missingClusterDNS(pod); msg != "" && p.cfg.Client != nil {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := p.event(ctx, pod, "", "MissingClusterDNS", msg); err != nil {
+				p.log.Warn("cannot record the MissingClusterDNS event", "pod", k, "err", err)
+			}
+		}()
+	}
 	e.tokens, e.volumes = in.tokens, in.volumes
 	p.put(k, e)
 	p.start(ctx, k, name)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -233,9 +234,13 @@ func (c *Config) translate(p *corev1.Pod, in *inputs) ([]byte, error) {
 	default:
 		rs.add("metadata.annotations["+AnnotationIsolation+"]", "%q is not none or namespaces", iso)
 	}
+	hostname := m.Name // an isolated pod's own
 	if m.Isolation == "namespaces" {
 		m.Network = "host"
+	} else if h, err := os.Hostname(); err == nil {
+		hostname = h
 	}
+	c.etcFiles(p, &m, hostname, in, vols)
 	floor := c.minRestartBackoff()
 	m.RestartBackoff = &backoff{Initial: floor.String()}
 	if b, ok := p.Annotations[AnnotationRestartBackoff]; ok {
@@ -293,12 +298,6 @@ func (c *Config) checkPodSpec(p *corev1.Pod, rs *refusals) {
 	}
 	if len(s.ResourceClaims) > 0 {
 		rs.add("spec.resourceClaims", "not supported")
-	}
-	if len(s.HostAliases) > 0 {
-		rs.add("spec.hostAliases", "not supported: the pod uses the host's /etc/hosts")
-	}
-	if s.DNSConfig != nil {
-		rs.add("spec.dnsConfig", "not supported: the pod uses the host's resolver")
 	}
 	if s.Resources != nil {
 		rs.add("spec.resources", "pod-level resources are not supported: set them on each container")

@@ -232,7 +232,7 @@ func TestTranslateRestartBackoffFloor(t *testing.T) {
 // container's probes are refused.
 func TestTranslateSidecarsAndProbes(t *testing.T) {
 	always := corev1.ContainerRestartPolicyAlways
-	c := &Config{Images: map[string]string{"debian": HostImage}, AllowPrivileged: true}
+	c := &Config{Images: map[string]string{"debian": HostImage}, AllowPrivileged: true, StateDir: "/state"}
 	tcp := corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(15001)}}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "mesh", Namespace: "default", UID: "u"},

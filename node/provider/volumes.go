@@ -30,6 +30,9 @@ type inputs struct {
 	configMaps map[string]*corev1.ConfigMap
 	secrets    map[string]*corev1.Secret
 	tokens     map[string]token // by tokenKey
+	// hostHosts and hostResolv are the host's /etc/hosts and
+	// /etc/resolv.conf, which the Pod's own are made from (etcFiles).
+	hostHosts, hostResolv []byte
 
 	waits   []string           // objects or keys not there yet, that the Pod needs
 	volumes map[string]*volume // by name
@@ -57,7 +60,8 @@ type waitError []string
 
 func (w waitError) Error() string { return strings.Join(w, "; ") }
 
-// fetch reads from the API what the Pod's volumes and environment name: its
+// fetch reads the host's hosts and resolver files, and from the API what
+// the Pod's volumes and environment name: its
 // ConfigMaps and Secrets (one not found is left out, for translate to wait
 // for unless it is optional), and a token of its service account for each
 // projected serviceAccountToken source, bound to the Pod as the kubelet
@@ -68,6 +72,9 @@ func (p *Provider) fetch(ctx context.Context, pod *corev1.Pod, tokens map[string
 		return nil, err
 	}
 	in := &inputs{svcEnv: svcEnv, configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, tokens: map[string]token{}}
+	if err := in.readHostFiles(); err != nil {
+		return nil, err
+	}
 	client := p.cfg.Client
 	if client == nil {
 		return in, nil

@@ -82,6 +82,8 @@ func TestTranslateVolumes(t *testing.T) {
 		{Source: dir("cfg"), Path: "/etc/cfg", ReadOnly: true},
 		{Source: dir("sec"), Path: "/etc/sec", ReadOnly: true},
 		{Source: dir("kube-api-access"), Path: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true},
+		{Source: dir(etcVolume) + "/hosts", Path: "/etc/hosts", ReadOnly: true},
+		{Source: dir(etcVolume) + "/resolv.conf", Path: "/etc/resolv.conf", ReadOnly: true},
 	}
 	if !reflect.DeepEqual(m.Apps[0].Mounts, want) {
 		t.Errorf("mounts\n%+v, want\n%+v", m.Apps[0].Mounts, want)

@@ -117,10 +117,13 @@ names, keeps its lease, and runs each Pod bound to it as a unitrun pod: one
 systemd unit graph per Pod, on the manager --manager names, through the
 unitrun command --unitrun names. The node carries the taint
 virtual-kubelet.io/provider=unitrun:NoSchedule, so only Pods that tolerate it
-land there. It serves the kubelet API (kubectl logs) on --listen, with the
-certificate --tls-cert-file and --tls-key-file name, else with a
-self-signed one it keeps in --state-dir. SIGINT or SIGTERM stops it; the
-pods go on.
+land there. It serves the kubelet API (kubectl logs, port-forward) on
+--listen, with the certificate --tls-cert-file and --tls-key-file name, else
+with a self-signed one it keeps in --state-dir, and accepts the client
+certificates of the CA --client-ca-file names, else of the cluster CA the
+kubeconfig trusts (which signs the API server's kubelet client certificate on
+a kubeadm cluster), so that kubectl logs and port-forward work on a fresh
+join. SIGINT or SIGTERM stops it; the pods go on.
 
 unitrun-node exits 2 for bad flags (naming the flag) and 1 when the node
 could not start or stopped on an error. See docs/kubernetes.md.`,
@@ -158,11 +161,13 @@ could not start or stopped on an error. See docs/kubernetes.md.`,
 	fl.StringVar(&cfg.Manager, "manager", "", "the systemd `MANAGER` to run pods on, as unitrun's --manager (default: as unitrun chooses)")
 	fl.Var(images(cfg.Images), "image", "run containers of image NAME on that root filesystem, or on the host's (repeatable)")
 	fl.BoolVar(&cfg.AllowPrivileged, "allow-privileged", false, "let Pods run containers as root, privileged or with added capabilities")
+	fl.StringSliceVar(&cfg.ClusterDNS, "cluster-dns", nil, "`IP` of the cluster's DNS service, the nameserver of Pods of dnsPolicy ClusterFirst (repeatable; default none: such Pods get the host's resolver, as a kubelet without one)")
+	fl.StringVar(&cfg.ClusterDomain, "cluster-domain", "", "the cluster's DNS `DOMAIN` (cluster.local), whose search domains Pods of dnsPolicy ClusterFirst get")
 	fl.DurationVar(&cfg.MinRestartBackoff, "min-restart-backoff", provider.DefaultMinRestartBackoff, fmt.Sprintf("the shortest first restart delay a Pod's unitrun.io/restart-backoff may ask for, and the default (%s to %s)", pod.MinBackoff, provider.MaxRestartBackoff))
-	fl.StringVar(&o.listen, "listen", ":10250", "`ADDRESS` of the kubelet API (logs)")
+	fl.StringVar(&o.listen, "listen", ":10250", "`ADDRESS` of the kubelet API (logs, port-forward)")
 	fl.StringVar(&o.certFile, "tls-cert-file", "", "TLS certificate `FILE` of the kubelet API (default: a self-signed one, made in --state-dir)")
 	fl.StringVar(&o.keyFile, "tls-key-file", "", "TLS key `FILE` of the kubelet API")
-	fl.StringVar(&o.clientCA, "client-ca-file", "", "CA `FILE` whose client certificates the kubelet API accepts (the API server's kubelet client)")
+	fl.StringVar(&o.clientCA, "client-ca-file", "", "CA `FILE` whose client certificates the kubelet API accepts (the API server's kubelet client; default: the cluster CA the kubeconfig trusts, its certificate-authority or certificate-authority-data)")
 	fl.BoolVar(&o.version, "version", false, "print the version, the commit it was built from and the Go version, and exit")
 	return root
 }
@@ -261,6 +266,14 @@ func (o *options) check() error {
 	}
 	if cfg.Address != "" && net.ParseIP(cfg.Address) == nil {
 		return fmt.Errorf("--node-ip %q: must be an IP address such as 10.0.0.5", cfg.Address)
+	}
+	for _, ip := range cfg.ClusterDNS {
+		if net.ParseIP(ip) == nil {
+			return fmt.Errorf("--cluster-dns %q: must be an IP address such as 10.96.0.10", ip)
+		}
+	}
+	if d := cfg.ClusterDomain; d != "" && len(validation.IsDNS1123Subdomain(d)) > 0 {
+		return fmt.Errorf("--cluster-domain %q: is not a DNS domain: lower case letters, digits, '-' and '.', such as cluster.local", d)
 	}
 	if _, err := manager.ParseChoice(cfg.Manager); err != nil {
 		return err
@@ -400,7 +413,7 @@ func hostIP() string {
 // kubelet API, with the certificate of --tls-cert-file and --tls-key-file
 // or a self-signed one, whose callers are authenticated as a kubelet
 // authenticates them. It warns of a self-signed certificate and of no
-// --client-ca-file.
+// client CA.
 func (o *options) nodeOpts(client kubernetes.Interface, spec *corev1.Node) ([]nodeutil.NodeOpt, error) {
 	mux := http.NewServeMux()
 	opts := []nodeutil.NodeOpt{
@@ -422,16 +435,23 @@ func (o *options) nodeOpts(client kubernetes.Interface, spec *corev1.Node) ([]no
 		if err != nil {
 			return nil, fmt.Errorf("the kubelet API's self-signed certificate: %w", err)
 		}
-		o.cfg.Log.Warn("no --tls-cert-file and --tls-key-file: the kubelet API (kubectl logs) serves a self-signed certificate;"+
+		o.cfg.Log.Warn("no --tls-cert-file and --tls-key-file: the kubelet API (kubectl logs, port-forward) serves a self-signed certificate;"+
 			" kube-apiserver reaches it only without --kubelet-certificate-authority (its default, under which it does not verify"+
 			" kubelet serving certificates, as with a kubelet's own self-signed one)", "cert", certFile, "new", made)
 	}
-	if o.clientCA == "" {
-		o.cfg.Log.Warn("no --client-ca-file: the kubelet API accepts only bearer tokens that the API server confirms and authorizes," +
-			" not the API server's own kubelet client certificate (kube-apiserver --kubelet-client-certificate)," +
-			" so kubectl logs through the API server is refused; give --client-ca-file the CA that signed that certificate")
+	ca, from, err := o.clientCAContent()
+	if err != nil {
+		return nil, fmt.Errorf("the kubelet API's client CA, %s: %w", from, err)
 	}
-	auth, err := webhookAuth(client, o.cfg.NodeName, o.clientCA)
+	if ca == nil {
+		o.cfg.Log.Warn("no --client-ca-file, and the kubeconfig names no certificate-authority: the kubelet API accepts only bearer tokens" +
+			" that the API server confirms and authorizes, not the API server's own kubelet client certificate" +
+			" (kube-apiserver --kubelet-client-certificate), so kubectl logs through the API server is refused;" +
+			" give --client-ca-file the CA that signed that certificate")
+	} else {
+		o.cfg.Log.Info("the kubelet API accepts client certificates of the CA of " + from)
+	}
+	auth, err := webhookAuth(client, o.cfg.NodeName, ca)
 	if err != nil {
 		return nil, err
 	}
@@ -444,19 +464,35 @@ func (o *options) nodeOpts(client kubernetes.Interface, spec *corev1.Node) ([]no
 	}), nil
 }
 
+// clientCAContent is the CA whose client certificates the kubelet API
+// accepts, and where it comes from: --client-ca-file's, else the cluster's
+// CA that the kubeconfig trusts (certificate-authority or
+// certificate-authority-data), which on a kubeadm cluster, as on most,
+// also signs kube-apiserver's kubelet client certificate; nil with
+// neither (the in-cluster configuration included).
+func (o *options) clientCAContent() (ca dynamiccertificates.CAContentProvider, from string, err error) {
+	switch {
+	case o.clientCA != "":
+		from = "--client-ca-file " + o.clientCA
+		ca, err = dynamiccertificates.NewDynamicCAContentFromFile("client-ca", o.clientCA)
+	case o.rest != nil && len(o.rest.CAData) > 0:
+		from = "the kubeconfig's certificate-authority-data"
+		ca, err = dynamiccertificates.NewStaticCAContent("client-ca", o.rest.CAData)
+	case o.rest != nil && o.rest.CAFile != "":
+		from = "the kubeconfig's certificate-authority " + o.rest.CAFile
+		ca, err = dynamiccertificates.NewDynamicCAContentFromFile("client-ca", o.rest.CAFile)
+	}
+	return ca, from, err
+}
+
 // webhookAuth authenticates the kubelet API's callers as a kubelet does:
-// client certificates of clientCA, and bearer tokens through the API
-// server, which also authorizes each request.
-func webhookAuth(client kubernetes.Interface, nodeName, clientCA string) (nodeutil.Auth, error) {
+// client certificates of ca (none if nil), and bearer tokens through the
+// API server, which also authorizes each request.
+func webhookAuth(client kubernetes.Interface, nodeName string, ca dynamiccertificates.CAContentProvider) (nodeutil.Auth, error) {
 	return nodeutil.WebhookAuth(client, nodeName, func(c *nodeutil.WebhookAuthConfig) error {
-		if clientCA == "" {
-			return nil
+		if ca != nil {
+			c.AuthnConfig.ClientCertificateCAContentProvider = ca
 		}
-		ca, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca", clientCA)
-		if err != nil {
-			return err
-		}
-		c.AuthnConfig.ClientCertificateCAContentProvider = ca
 		return nil
 	})
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	debugbuildinfo "debug/buildinfo"
+	"encoding/base64"
 	"errors"
 	"os"
 	"os/exec"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/unitrun/unitrun/internal/buildinfo"
 )
@@ -74,7 +77,8 @@ func TestHelp(t *testing.T) {
 	for _, want := range []string{"Usage:\n  unitrun-node [flags]", "Examples:\n  unitrun-node --kubeconfig ",
 		"--kubeconfig FILE", "--node-name NAME", "--node-ip ADDRESS", "--state-dir DIR", "--unitrun COMMAND", "--manager MANAGER",
 		"--image NAME=/rootfs|host", "--allow-privileged", "--min-restart-backoff duration", "--listen ADDRESS",
-		"--tls-cert-file FILE", "--tls-key-file FILE", "--client-ca-file FILE", "--version"} {
+		"--tls-cert-file FILE", "--tls-key-file FILE", "--client-ca-file FILE", "default: the cluster CA the kubeconfig trusts",
+		"--cluster-dns IP", "--cluster-domain DOMAIN", "--version"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("--help lacks %q:\n%s", want, out)
 		}
@@ -147,6 +151,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--kubeconfig", ok, "--unitrun", "/bin/true", "--tls-cert-file", cert, "--tls-key-file", missing}, "", "unitrun-node: --tls-key-file " + missing + ": no such file\n"},
 		{[]string{"--kubeconfig", ok, "--unitrun", "/bin/true", "--tls-cert-file", cert, "--tls-key-file", cert, "--client-ca-file", missing}, "", "unitrun-node: --client-ca-file " + missing + ": no such file\n"},
 		{[]string{"--kubeconfig", ok, "--unitrun", "/bin/true", "--client-ca-file", missing}, "", "unitrun-node: --client-ca-file " + missing + ": no such file\n"},
+		{[]string{"--kubeconfig", ok, "--unitrun", "/bin/true", "--cluster-dns", "10.96.0.10,dns"}, "", `unitrun-node: --cluster-dns "dns": must be an IP address such as 10.96.0.10` + "\n"},
+		{[]string{"--kubeconfig", ok, "--unitrun", "/bin/true", "--cluster-domain", "Cluster Local"}, "", `unitrun-node: --cluster-domain "Cluster Local": is not a DNS domain`},
 		{[]string{"--image", "debian"}, "", `unitrun-node: invalid argument "debian" for "--image" flag: "debian": want NAME=host or NAME=/absolute/rootfs` + "\n"},
 		{[]string{"--min-restart-backoff", "1ms"}, "", "unitrun-node: --min-restart-backoff 1ms: must be from 100ms"},
 		{[]string{"--listen", "10250", "--unitrun", "/bin/true"}, "", `unitrun-node: --listen "10250": want HOST:PORT or :PORT` + "\n"},
@@ -193,5 +199,53 @@ func TestKubeconfigRelativePaths(t *testing.T) {
 	}
 	if want := filepath.Join(dir, "ca.crt"); o.rest.CAFile != want {
 		t.Errorf("certificate-authority: ca.crt read as %q, want %q", o.rest.CAFile, want)
+	}
+}
+
+// TestClientCAFromKubeconfig checks where the kubelet API's client CA
+// comes from: --client-ca-file, else the kubeconfig's
+// certificate-authority-data or certificate-authority (the cluster's CA),
+// else none. (Without --client-ca-file the node took none, and refused the
+// API server's kubelet client certificate: kubectl logs failed on a node
+// joined with the README's command.)
+func TestClientCAFromKubeconfig(t *testing.T) {
+	dir := t.TempDir()
+	caFile, _, _, err := selfSignedCert(filepath.Join(dir, "ca"), "ca", "127.0.0.1", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, _, err := selfSignedCert(filepath.Join(dir, "other"), "other", "127.0.0.1", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherPEM, _ := os.ReadFile(other)
+	withData := strings.Replace(okKubeconfig, `server: "https://127.0.0.1:1"`, `server: "https://127.0.0.1:1", certificate-authority-data: `+base64.StdEncoding.EncodeToString(pem), 1)
+	withFile := strings.Replace(okKubeconfig, `server: "https://127.0.0.1:1"`, `server: "https://127.0.0.1:1", certificate-authority: `+caFile, 1)
+	for _, tc := range []struct {
+		name, kubeconfig, clientCA string
+		want                       []byte
+	}{
+		{"certificate-authority-data", withData, "", pem},
+		{"certificate-authority", withFile, "", pem},
+		{"--client-ca-file first", withData, other, otherPEM},
+		{"none", okKubeconfig, "", nil},
+	} {
+		o := &options{kubeconfig: writeFile(t, dir, "kubeconfig", tc.kubeconfig, 0o600), clientCA: tc.clientCA}
+		if err := o.readKubeconfig(); err != nil {
+			t.Fatal(err)
+		}
+		ca, from, err := o.clientCAContent()
+		switch {
+		case err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want == nil && ca != nil:
+			t.Errorf("%s: a client CA from %s, want none", tc.name, from)
+		case tc.want != nil && (ca == nil || !bytes.Equal(ca.CurrentCABundleContent(), tc.want)):
+			t.Errorf("%s: client CA %v from %q, want the CA of %s", tc.name, ca, from, tc.name)
+		}
 	}
 }
