@@ -265,13 +265,11 @@ func OpenStartError(stateDir, pod, app string) (*os.File, error) {
 	return root.OpenFile(filepath.Join("apps", startErrorFile(app)), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 }
 
-// TakeStartError returns the reason the run of app that just ended could
-// not execute its command, and removes the file, so that no later run,
-// which may end before its own exec hook, is given it, and none is left
-// once the run has ended; "" if the command was executed (the file the
+// readStartError returns the reason the run of app that just ended could
+// not execute its command: "" if the command was executed (the file the
 // exec hook opened is then empty) or the run never got as far as the exec
 // hook.
-func TakeStartError(stateDir, pod, app string) (string, error) {
+func readStartError(stateDir, pod, app string) (string, error) {
 	data, err := read(stateDir, "pods", pod, "apps", startErrorFile(app))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
@@ -279,10 +277,18 @@ func TakeStartError(stateDir, pod, app string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.Remove(filepath.Join(Dir(stateDir, pod), "apps", startErrorFile(app))); err != nil {
-		return "", err
-	}
 	return strings.TrimSuffix(string(data), "\n"), nil
+}
+
+// removeStartError removes app's start error file once its reason is
+// recorded, so that no later run, which may end before its own exec hook,
+// is given it, and none is left once the run has ended.
+func removeStartError(stateDir, pod, app string) error {
+	err := os.Remove(filepath.Join(Dir(stateDir, pod), "apps", startErrorFile(app)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 // List returns the status of every pod, by name. A pod whose status cannot
