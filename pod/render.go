@@ -29,16 +29,17 @@ type RenderOptions struct {
 	LogPath func(app string) string
 }
 
-// HookName is the file name of the small hook binary (cmd/unitrun-hook)
-// that records each exit of an app, installed beside unitrun.
-const HookName = "unitrun-hook"
+// HookPath is where the small hook binary (cmd/unitrun-hook) that records
+// each exit of an app goes with the unitrun binary at binary: beside it,
+// named after it, as unitrun-hook goes with unitrun; a copy of unitrun
+// under another name (inject's content-addressed one) has its own.
+func HookPath(binary string) string { return binary + "-hook" }
 
-// HookBinary returns the path of the small hook binary beside the unitrun
-// binary at binary, for RenderOptions.Hook, or "" if there is no
-// executable file of that name there (a "go run" or a "go build" of
-// unitrun alone): the units then run "unitrun pod reap-app" itself.
+// HookBinary returns [HookPath] of binary, for RenderOptions.Hook, if an
+// executable file is there, else "" (a "go run", or a build of unitrun
+// alone): the units then run "unitrun pod reap-app" itself.
 func HookBinary(binary string) string {
-	path := filepath.Join(filepath.Dir(binary), HookName)
+	path := HookPath(binary)
 	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
 		return ""
 	}

@@ -31,7 +31,7 @@ func TestGraphVerifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	binary := filepath.Join(binDir, "unitrun")
-	hook := filepath.Join(binDir, HookName)
+	hook := HookPath(binary)
 	for _, b := range []string{binary, hook} {
 		if err := os.Symlink("/bin/true", b); err != nil {
 			t.Fatal(err)

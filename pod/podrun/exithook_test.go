@@ -11,9 +11,11 @@ import (
 	"github.com/unitrun/unitrun/pod"
 )
 
-// Every exit is recorded exactly whether the small hook binary is
-// installed beside unitrun (the units run it at each exit) or not (a "go
-// run" of unitrun: the units run "unitrun pod reap-app"): an exit code, a
+// Every exit is recorded exactly, and every run's output copied to its
+// log, whether the small hook binary is installed beside unitrun (the
+// units run it at each exit, and it copies the logs) or not (a "go run" of
+// unitrun: the units run "unitrun pod reap-app", and "unitrun pod
+// log-copy" copies): an exit code, a
 // signal, a success, an init app's success, an exit that restarts (which
 // the hook hands to unitrun, to ask the manager about a stop job) and a
 // failure that ends the pod (which the hook records, then has unitrun end
@@ -25,7 +27,7 @@ func TestExitHookRecordsEachExit(t *testing.T) {
 	for _, c := range []struct {
 		name, binary, hook string
 	}{
-		{"hook", withHook, filepath.Join(filepath.Dir(withHook), pod.HookName)},
+		{"hook", withHook, pod.HookPath(withHook)},
 		{"no hook", alone, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -41,7 +43,7 @@ apps:
     init: true
     exec: ["/bin/true"]
   - name: three
-    exec: ["/bin/sh", "-c", "exit 3"]
+    exec: ["/bin/sh", "-c", "echo three; exit 3"]
   - name: killed
     exec: ["/bin/sh", "-c", "kill -KILL $$"]
   - name: fine
@@ -70,6 +72,10 @@ apps:
 			wantApp(t, s, "killed", pod.AppFailed, 128+9)
 			wantApp(t, s, "fine", pod.AppExited, 0)
 			wantApp(t, s, "retried", pod.AppExited, 0)
+			// The log copier, the hook's too, copied the app's output.
+			if log, err := os.ReadFile(pod.LogFile(r.StateDir, name, "three")); err != nil || string(log) != "three\n" {
+				t.Errorf("log of app three: %q, %v; want its line", log, err)
+			}
 			if a := appOf(t, s, "killed"); a.Signal != "KILL" || a.Result != "signal" {
 				t.Errorf("app killed: signal %q, result %q; want KILL, signal", a.Signal, a.Result)
 			}
