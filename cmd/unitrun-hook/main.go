@@ -1,21 +1,24 @@
-// Command unitrun-hook records the exit of a pod's app, the moment it
-// happens, at a fraction of what unitrun itself costs to start: a pod's
-// units run it as each app's ExecStopPost= (and an init app's
-// ExecStartPost=) when it is installed beside unitrun, on every exit of
-// every app. It links package pod and the standard library (its deps test
-// keeps the rest of unitrun out), so it starts in about twice the time of
-// /bin/true where unitrun takes four (docs/performance.md, Pods).
+// Command unitrun-hook runs what systemd starts on every run of a pod's
+// app, at a fraction of what unitrun itself costs to start: the exit hook
+// (each app's ExecStopPost=, and an init app's ExecStartPost=), which
+// records the exit the moment it happens, and the log copier of each run.
+// Pods use it when it is installed beside unitrun (pod.HookPath). It links
+// package pod and the standard library (its deps test keeps the rest of
+// unitrun out), so it starts in about half the time of unitrun
+// (docs/performance.md, Pods).
 //
 // Its arguments are unitrun's path, then the command line unitrun would
-// run for the same hook:
+// run for the same work:
 //
 //	unitrun-hook UNITRUN pod reap-app --state-dir DIR [--manager SPEC] POD APP
+//	unitrun-hook UNITRUN pod log-copy
 //
 // It records the exit itself ([pod.RecordExit]). It executes UNITRUN with
 // those arguments instead when the exit needs the manager, to tell a stop
 // from outside from an exit on its own (an exit that would restart the
 // app), or when it is given any other command line; and it executes
-// "UNITRUN pod end" when the exit it recorded ends the pod.
+// "UNITRUN pod end" when the exit it recorded ends the pod. It copies the
+// log itself ([pod.LogCopy]).
 package main
 
 import (
@@ -34,6 +37,13 @@ func main() {
 		os.Exit(2)
 	}
 	unitrun, args := os.Args[1], os.Args[2:]
+	if len(args) == 2 && args[0] == "pod" && args[1] == "log-copy" {
+		if err := pod.LogCopy(); err != nil {
+			fmt.Fprintf(os.Stderr, "unitrun-hook: %v\n", err)
+			os.Exit(125)
+		}
+		return
+	}
 	if r, ok := parseReapApp(args); ok {
 		end, err := pod.RecordExit(r.stateDir, r.pod, r.app, pod.HookEnvFromOS(), nil)
 		switch {

@@ -76,7 +76,7 @@ func newPodHookCmds(f *podFlags) []*cobra.Command {
 			Use:    "log-copy",
 			Hidden: true,
 			Args:   cobra.NoArgs,
-			RunE:   func(cmd *cobra.Command, args []string) error { return failed(podrun.LogCopy()) },
+			RunE:   func(cmd *cobra.Command, args []string) error { return failed(pod.LogCopy()) },
 		},
 	}
 }
