@@ -180,7 +180,7 @@ func hookFloor(b *testing.B, bin, hook string, n int) cpuTime {
 	b.Helper()
 	var m strings.Builder
 	fmt.Fprintf(&m, "name: hook%d\nexitPolicy: all\napps:\n", n)
-	for i := range n + 1 {
+	for i := range n {
 		fmt.Fprintf(&m, "  - name: a%d\n    exec: [/bin/true]\n", i)
 	}
 	r := &Runner{Mgr: systemdtest.Conn(b), StateDir: systemdtest.RunDir(b), Binary: bin, Manager: os.Getenv("UNITRUN_MANAGER")}
@@ -193,6 +193,9 @@ func hookFloor(b *testing.B, bin, hook string, n int) cpuTime {
 			b.Error(err)
 		}
 	}()
+	if err := pod.MarkStopping(r.StateDir, pm.Name); err != nil {
+		b.Fatal(err)
+	}
 	for i := range n {
 		s := pod.AppStatus{Name: fmt.Sprintf("a%d", i), State: pod.AppRunning, StartedAt: time.Now(), PID: 1}
 		if err := pod.WriteApp(r.StateDir, pm.Name, s); err != nil {
