@@ -2,7 +2,6 @@ package pod
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"slices"
 	"time"
@@ -110,13 +109,9 @@ type reaping struct {
 func readExit(stateDir, name, app string, env HookEnv) (*reaping, error) {
 	// Only this app's own hooks, one at a time, write its record; the lock
 	// is for what the other apps' hooks write.
-	m, err := LoadSpec(stateDir, name)
+	m, a, err := LoadApp(stateDir, name, app)
 	if err != nil {
 		return nil, err
-	}
-	a := m.App(app)
-	if a == nil {
-		return nil, fmt.Errorf("pod %s has no app %q", name, app)
 	}
 	r := &reaping{stateDir: stateDir, name: name, m: m, a: a, env: env}
 	if r.s, err = ReadAppOrNew(stateDir, name, app); err != nil {

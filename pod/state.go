@@ -108,6 +108,19 @@ func LoadSpec(stateDir, pod string) (*Manifest, error) {
 	return m, nil
 }
 
+// LoadApp returns LoadSpec's manifest of pod and its app.
+func LoadApp(stateDir, pod, app string) (*Manifest, *App, error) {
+	m, err := LoadSpec(stateDir, pod)
+	if err != nil {
+		return nil, nil, err
+	}
+	a := m.App(app)
+	if a == nil {
+		return nil, nil, fmt.Errorf("pod %s has no app %q", pod, app)
+	}
+	return m, a, nil
+}
+
 // readSpecAndStatus returns pod's manifest (see readSpec) and the bytes of
 // its pod.json.
 func readSpecAndStatus(stateDir, pod string) (*Manifest, []byte, error) {

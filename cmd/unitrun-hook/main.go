@@ -33,7 +33,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 || !filepath.IsAbs(os.Args[1]) {
-		fmt.Fprintln(os.Stderr, "usage: unitrun-hook UNITRUN pod reap-app --state-dir DIR [--manager SPEC] POD APP (UNITRUN an absolute path)")
+		fmt.Fprintln(os.Stderr, "usage: unitrun-hook UNITRUN pod reap-app --state-dir DIR [--manager SPEC] POD APP\n       unitrun-hook UNITRUN pod log-copy\n(UNITRUN: the absolute path of unitrun, which runs any other command line)")
 		os.Exit(2)
 	}
 	unitrun, args := os.Args[1], os.Args[2:]

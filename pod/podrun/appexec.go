@@ -39,7 +39,7 @@ import (
 // that does not resolve or a directory that does not exist would fail the
 // hooks that record the run, and the run would end unrecorded.
 func ExecApp(stateDir, name, app string) error {
-	_, a, err := loadApp(stateDir, name, app)
+	_, a, err := pod.LoadApp(stateDir, name, app)
 	if err != nil {
 		return err
 	}

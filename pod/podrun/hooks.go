@@ -2,7 +2,6 @@ package podrun
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/unitrun/unitrun/manager"
@@ -49,7 +48,7 @@ func WaitBackoff(ctx context.Context, stateDir, name, app string) error {
 // init containers before it have. A later run of the app does not wait.
 // A stop (ctx done) ends the wait without an error.
 func Await(ctx context.Context, stateDir, name, app string) error {
-	m, a, err := loadApp(stateDir, name, app)
+	m, a, err := pod.LoadApp(stateDir, name, app)
 	if err != nil {
 		return err
 	}
@@ -123,19 +122,6 @@ func EndPod(ctx context.Context, stateDir, name string, open func(context.Contex
 	}
 	defer mgr.Close()
 	return queueStops(ctx, mgr, pod.SliceUnit(name))
-}
-
-// loadApp returns the manifest of pod name and its app.
-func loadApp(stateDir, name, app string) (*pod.Manifest, *pod.App, error) {
-	m, err := pod.LoadSpec(stateDir, name)
-	if err != nil {
-		return nil, nil, err
-	}
-	a := m.App(app)
-	if a == nil {
-		return nil, nil, fmt.Errorf("pod %s has no app %q", name, app)
-	}
-	return m, a, nil
 }
 
 // updateApp changes app's record with change, under the pod's lock.

@@ -36,7 +36,7 @@ import (
 // that ends after the run it checked has ended is not recorded. It
 // returns nil when ctx is done.
 func RunProbe(ctx context.Context, stateDir, name, app string, open func(context.Context) (*manager.Conn, error)) error {
-	_, a, err := loadApp(stateDir, name, app)
+	_, a, err := pod.LoadApp(stateDir, name, app)
 	if err != nil {
 		return err
 	}
