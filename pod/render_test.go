@@ -25,6 +25,7 @@ var renderCases = []struct {
 	{"hooks.yaml", goldenOptions},
 	{"nasty.yaml", RenderOptions{
 		Binary:   "/opt/unit run/bin/%unitrun",
+		Hook:     "/opt/unit run/bin/%unitrun-hook",
 		StateDir: "/run/state dir/$HOME/%h",
 		Manager:  `private:/run/a "b"/private`,
 		LogPath:  func(app string) string { return "/var/log/unitrun %h/" + app + ".log" },
