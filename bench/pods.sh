@@ -5,8 +5,9 @@
 # or the sizes that APPS lists, separated by commas, against as many
 # transient units started at once with job.Command (floor), and with
 # three processes per exit as the graph has (floor3), with the CPU time of
-# unitrun's processes per app run against /bin/true's and the slope from
-# one size to the next.
+# unitrun's processes per app run against /bin/true's, that of the exit
+# hook (unitrun-hook, built beside unitrun) as systemd spawns it, and the
+# slope from one size to the next.
 # Usage: [APPS=10,100,256] bench/pods.sh [COUNT] (default 1)
 # With "isolated" after COUNT, it times instead, for pods of 1 and 10 apps,
 # "pod run --detach" of an isolated pod (isolation: namespaces, a systemd

@@ -13,6 +13,7 @@ import (
 	"github.com/unitrun/unitrun/internal/atomicfile"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/pod"
 )
 
 // Install says where Install puts the daemon's files and what it does
@@ -40,7 +41,7 @@ type Install struct {
 // InstalledPath is the path of the installed binary: BinDir/unitrun.
 func (in *Install) InstalledPath() string { return filepath.Join(in.BinDir, "unitrun") }
 
-// Install copies the binary, writes DaemonUnits (run from the installed
+// Install copies the binary (and the pods' exit hook: installHook), writes DaemonUnits (run from the installed
 // binary), the D-Bus files and the man pages, creating the directories
 // they go to, reloads mgr, enables the sockets and, with Now, starts
 // them, waiting for their start jobs: a socket that cannot listen is an
@@ -63,6 +64,9 @@ func (in *Install) Install(ctx context.Context, mgr *manager.Conn) (err error) {
 	}
 	bin := in.InstalledPath()
 	if err := w.file(bin, self, 0o755); err != nil {
+		return err
+	}
+	if err := in.installHook(&w); err != nil {
 		return err
 	}
 	for _, name := range DaemonUnits {
@@ -110,6 +114,24 @@ func (in *Install) Install(ctx context.Context, mgr *manager.Conn) (err error) {
 	return nil
 }
 
+// installHook copies the small hook binary that pods run at each exit of
+// an app (pod.HookPath) beside the installed binary if Binary has one
+// beside it, and otherwise removes one installed there before, which
+// belongs to an earlier unitrun: without it pods run unitrun itself as
+// that hook.
+func (in *Install) installHook(w *written) error {
+	path := pod.HookPath(in.InstalledPath())
+	src := pod.HookBinary(in.Binary)
+	if src == "" {
+		return w.remove(path)
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return w.file(path, data, 0o755)
+}
+
 // written is what Install has put in place so far, for undo.
 type written struct {
 	files []oldFile // in the order written
@@ -148,6 +170,27 @@ func (w *written) file(path string, data []byte, mode fs.FileMode) error {
 	}
 	if err := atomicfile.Write(path, data, mode); err != nil {
 		return fmt.Errorf("install %s: %w", path, err)
+	}
+	w.files = append(w.files, old)
+	return nil
+}
+
+// remove removes the file at path, if there is one, and remembers what it
+// held.
+func (w *written) remove(path string) error {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", path, err)
+	}
+	old := oldFile{path: path, mode: fi.Mode().Perm()}
+	if old.data, err = os.ReadFile(path); err != nil {
+		return fmt.Errorf("remove %s: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("remove %s: %w", path, err)
 	}
 	w.files = append(w.files, old)
 	return nil
@@ -205,7 +248,7 @@ func (w *written) undo(ctx context.Context, mgr *manager.Conn) error {
 }
 
 // Uninstall stops and disables the units, removes them, their socket
-// files, the binary, the D-Bus files and unitrun's man pages in ManDir,
+// files, the binary and its hook, the D-Bus files and unitrun's man pages in ManDir,
 // and reloads mgr. What is already
 // gone is not an error.
 func (in *Install) Uninstall(ctx context.Context, mgr *manager.Conn) error {
@@ -230,7 +273,7 @@ func (in *Install) Uninstall(ctx context.Context, mgr *manager.Conn) error {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, removeFile(in.InstalledPath()))
+	errs = append(errs, removeFile(in.InstalledPath()), removeFile(pod.HookPath(in.InstalledPath())))
 	for name, dir := range in.dbusFiles() {
 		errs = append(errs, removeFile(filepath.Join(dir, name)))
 	}

@@ -10,8 +10,10 @@
 // state directory and its status files ([WriteState], [WriteExitCode],
 // [WriteApp], [WritePod] and their readers, [List], [Logs]), an app's
 // exit as systemd tells ExecStopPost= ([Exit], read with
-// unit.ExitFromEnv), and the policies that decide what happens when an
-// app exits ([Decide]).
+// unit.ExitFromEnv), the policies that decide what happens when an
+// app exits ([Decide]), and the recording of an exit that applies them
+// ([RecordExit]), which reaches no manager, so that a small program
+// (cmd/unitrun-hook) can run it at every exit.
 //
 // # Unit graph
 //
@@ -22,9 +24,15 @@
 //   - unitrun-pod-P.slice holds every service of the pod.
 //   - unitrun-pod-P.target Wants= and is After= every app service.
 //   - unitrun-pod-P-A.service runs app A (Type=exec). Its ExecStopPost=
-//     runs "unitrun pod reap-app P A", which records the exit from
-//     $SERVICE_RESULT, $EXIT_CODE and $EXIT_STATUS (unit.ExitFromEnv) the
-//     moment the app stops, on every stop. It Wants= and is After= its
+//     runs "unitrun pod reap-app P A" (reap-app), which records the exit
+//     from $SERVICE_RESULT, $EXIT_CODE and $EXIT_STATUS (unit.ExitFromEnv)
+//     the moment the app stops, on every stop ([RecordExit]). Where the
+//     small hook binary is installed beside unitrun ([HookBinary],
+//     RenderOptions.Hook), the unit runs it with that command line after
+//     unitrun's path: it records the exit itself, with the same
+//     [RecordExit], and runs unitrun only for what needs the manager (an
+//     exit that would restart the app: is a job stopping it?; ending the
+//     pod). It Wants= and is After= its
 //     reaper, so at a stop of both the app stops first.
 //   - unitrun-pod-P-A-reaper.service starts at once and does nothing
 //     (Type=oneshot with no ExecStart=, so no process, RemainAfterExit=yes,
@@ -103,7 +111,7 @@
 // app is then active, which keeps its reaper needed too), records the
 // start of each run, pipes the run's output through a copier that keeps
 // the log from filling the records' file system and marks the run's start
-// and each write's time in the log's times file (podrun.LogCopy), sets
+// and each write's time in the log's times file ([LogCopy]), sets
 // the app's env (which no unit file holds) and then takes on the app's
 // rootfs, workingDir, group and user and executes its command: the unit
 // has no User=, Group=, WorkingDirectory= or RootDirectory=, which

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/unitrun/unitrun/internal/lazyregexp"
 	"github.com/unitrun/unitrun/unit"
 )
 
@@ -18,15 +17,29 @@ import (
 const (
 	podNamePattern = `^[a-z0-9][a-z0-9-]{0,28}$`
 	appNamePattern = `^[a-z0-9][a-z0-9-]{0,62}$`
+	maxPodName     = 29
+	maxAppName     = 63
 )
 
 // maxUnitName is the longest unit name systemd takes.
 const maxUnitName = 255
 
-var (
-	podNameRE = lazyregexp.New(podNamePattern)
-	appNameRE = lazyregexp.New(appNamePattern)
-)
+// isName reports whether name matches podNamePattern (max maxPodName) or
+// appNamePattern (max maxAppName): max characters at most of a-z, 0-9 and
+// '-', the first not '-'. A loop, not the patterns' regexps: every hook
+// checks names, and compiling a regexp is a good part of the exit hook's
+// work (TestIsNameMatchesPatterns keeps the two alike).
+func isName(name string, max int) bool {
+	if name == "" || len(name) > max || name[0] == '-' {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
+}
 
 // reservedApp is the one app name whose unit would be the pod's shutdown
 // service.
@@ -34,7 +47,7 @@ const reservedApp = "shutdown"
 
 // checkPodName reports whether name is a valid pod name.
 func checkPodName(name string) error {
-	if !podNameRE.MatchString(name) {
+	if !isName(name, maxPodName) {
 		return fmt.Errorf("must match %s", podNamePattern)
 	}
 	return nil
@@ -45,7 +58,7 @@ func checkPodName(name string) error {
 // name of the app fits systemd's limit. It does not refuse the reserved
 // name, which is the manifest's rule.
 func checkAppName(pod, app string) error {
-	if !appNameRE.MatchString(app) {
+	if !isName(app, maxAppName) {
 		return fmt.Errorf("must match %s", appNamePattern)
 	}
 	if u := reaperService(pod, app); checkPodName(pod) == nil && len(u) > maxUnitName {

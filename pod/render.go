@@ -3,6 +3,7 @@ package pod
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +16,10 @@ import (
 type RenderOptions struct {
 	// Binary is the absolute path of the unitrun binary the hooks run.
 	Binary string
+	// Hook, if not "", is the absolute path of the small hook binary
+	// (cmd/unitrun-hook) that records each exit of an app in place of
+	// "unitrun pod reap-app" (docs/pods.md, What records what).
+	Hook string
 	// StateDir is the absolute state directory the hooks are given.
 	StateDir string
 	// Manager is the hooks' --manager value; "" leaves the flag out.
@@ -22,6 +27,23 @@ type RenderOptions struct {
 	// LogPath, if not nil, names the file an app's stdout and stderr are
 	// appended to; nil or "" sends them to the journal.
 	LogPath func(app string) string
+}
+
+// HookPath is where the small hook binary (cmd/unitrun-hook) that records
+// each exit of an app goes with the unitrun binary at binary: beside it,
+// named after it, as unitrun-hook goes with unitrun; a copy of unitrun
+// under another name (inject's content-addressed one) has its own.
+func HookPath(binary string) string { return binary + "-hook" }
+
+// HookBinary returns [HookPath] of binary, for RenderOptions.Hook, if an
+// executable file is there, else "" (a "go run", or a build of unitrun
+// alone): the units then run "unitrun pod reap-app" itself.
+func HookBinary(binary string) string {
+	path := HookPath(binary)
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+		return ""
+	}
+	return path
 }
 
 // A UnitFile is a rendered unit: its name and the content of its file.
@@ -59,6 +81,9 @@ func Graph(m *Manifest, o RenderOptions) ([]UnitFile, error) {
 func (o RenderOptions) validate() error {
 	if !filepath.IsAbs(o.Binary) {
 		return fmt.Errorf("RenderOptions.Binary %q: must be an absolute path", o.Binary)
+	}
+	if o.Hook != "" && !filepath.IsAbs(o.Hook) {
+		return fmt.Errorf("RenderOptions.Hook %q: must be an absolute path", o.Hook)
 	}
 	if !filepath.IsAbs(o.StateDir) || filepath.Clean(o.StateDir) != o.StateDir {
 		return fmt.Errorf("RenderOptions.StateDir %q: must be a clean absolute path", o.StateDir)
@@ -189,12 +214,11 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 	if a.Init {
 		// ExecStopPost= runs only when an init app fails or is stopped;
 		// this records its success the moment it finishes.
-		if err := setExec(f, "ExecStartPost", "+", h.argv("reap-app", a.Name)); err != nil {
+		if err := setExec(f, "ExecStartPost", "+", h.reapApp(a.Name)); err != nil {
 			return err
 		}
 	}
-
-	if err := setExec(f, "ExecStopPost", "+", h.argv("reap-app", a.Name)); err != nil {
+	if err := setExec(f, "ExecStopPost", "+", h.reapApp(a.Name)); err != nil {
 		return err
 	}
 	f.Set("Service", "Restart", restartSetting[a.RestartPolicy])
@@ -336,6 +360,17 @@ func (h hooks) argv(cmd string, app ...string) []string {
 		argv = append(argv, "--manager", h.o.Manager)
 	}
 	return append(append(argv, h.m.Name), app...)
+}
+
+// reapApp is the command line that records each exit of app: "unitrun
+// pod reap-app ...", run by the small hook binary if there is one, which
+// is given unitrun's path first, to run it when it needs to.
+func (h hooks) reapApp(app string) []string {
+	argv := h.argv("reap-app", app)
+	if h.o.Hook == "" {
+		return argv
+	}
+	return append([]string{h.o.Hook}, argv...)
 }
 
 // setExec sets an Exec*= command line, with prefix ("+": full privileges)

@@ -8,6 +8,7 @@ import (
 // goldenOptions render the golden files.
 var goldenOptions = RenderOptions{
 	Binary:   "/usr/local/bin/unitrun",
+	Hook:     "/usr/local/bin/unitrun-hook",
 	StateDir: "/run/unitrun",
 	Manager:  "user",
 }
@@ -24,6 +25,7 @@ var renderCases = []struct {
 	{"hooks.yaml", goldenOptions},
 	{"nasty.yaml", RenderOptions{
 		Binary:   "/opt/unit run/bin/%unitrun",
+		Hook:     "/opt/unit run/bin/%unitrun-hook",
 		StateDir: "/run/state dir/$HOME/%h",
 		Manager:  `private:/run/a "b"/private`,
 		LogPath:  func(app string) string { return "/var/log/unitrun %h/" + app + ".log" },
@@ -81,6 +83,7 @@ func TestGraphErrors(t *testing.T) {
 	}{
 		{"relative binary", RenderOptions{Binary: "unitrun", StateDir: "/run/unitrun"}, `RenderOptions.Binary "unitrun": must be an absolute path`},
 		{"$ in binary", RenderOptions{Binary: "/opt/$x/unitrun", StateDir: "/run/unitrun"}, `character '$' not allowed`},
+		{"relative hook", RenderOptions{Binary: "/bin/unitrun", Hook: "unitrun-hook", StateDir: "/run/unitrun"}, `RenderOptions.Hook "unitrun-hook": must be an absolute path`},
 		{"relative state dir", RenderOptions{Binary: "/bin/unitrun", StateDir: "run"}, `RenderOptions.StateDir "run": must be a clean absolute path`},
 		{"unclean state dir", RenderOptions{Binary: "/bin/unitrun", StateDir: "/run/"}, `RenderOptions.StateDir "/run/": must be a clean absolute path`},
 		{"relative log", RenderOptions{Binary: "/bin/unitrun", StateDir: "/run", LogPath: func(string) string { return "log" }},

@@ -108,6 +108,19 @@ func LoadSpec(stateDir, pod string) (*Manifest, error) {
 	return m, nil
 }
 
+// LoadApp returns LoadSpec's manifest of pod and its app.
+func LoadApp(stateDir, pod, app string) (*Manifest, *App, error) {
+	m, err := LoadSpec(stateDir, pod)
+	if err != nil {
+		return nil, nil, err
+	}
+	a := m.App(app)
+	if a == nil {
+		return nil, nil, fmt.Errorf("pod %s has no app %q", pod, app)
+	}
+	return m, a, nil
+}
+
 // readSpecAndStatus returns pod's manifest (see readSpec) and the bytes of
 // its pod.json.
 func readSpecAndStatus(stateDir, pod string) (*Manifest, []byte, error) {
@@ -265,13 +278,11 @@ func OpenStartError(stateDir, pod, app string) (*os.File, error) {
 	return root.OpenFile(filepath.Join("apps", startErrorFile(app)), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 }
 
-// TakeStartError returns the reason the run of app that just ended could
-// not execute its command, and removes the file, so that no later run,
-// which may end before its own exec hook, is given it, and none is left
-// once the run has ended; "" if the command was executed (the file the
+// readStartError returns the reason the run of app that just ended could
+// not execute its command: "" if the command was executed (the file the
 // exec hook opened is then empty) or the run never got as far as the exec
 // hook.
-func TakeStartError(stateDir, pod, app string) (string, error) {
+func readStartError(stateDir, pod, app string) (string, error) {
 	data, err := read(stateDir, "pods", pod, "apps", startErrorFile(app))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
@@ -279,10 +290,18 @@ func TakeStartError(stateDir, pod, app string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.Remove(filepath.Join(Dir(stateDir, pod), "apps", startErrorFile(app))); err != nil {
-		return "", err
-	}
 	return strings.TrimSuffix(string(data), "\n"), nil
+}
+
+// removeStartError removes app's start error file once its reason is
+// recorded, so that no later run, which may end before its own exec hook,
+// is given it, and none is left once the run has ended.
+func removeStartError(stateDir, pod, app string) error {
+	err := os.Remove(filepath.Join(Dir(stateDir, pod), "apps", startErrorFile(app)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 // List returns the status of every pod, by name. A pod whose status cannot

@@ -275,7 +275,7 @@ func (s AppStatus) validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("app status %q: "+format, append([]any{s.Name}, args...)...)
 	}
-	if !appNameRE.MatchString(s.Name) {
+	if !isName(s.Name, maxAppName) {
 		return bad("name must match %s", appNamePattern)
 	}
 	switch s.State {

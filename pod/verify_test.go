@@ -21,8 +21,8 @@ func writeUnits(t *testing.T, files []UnitFile) string {
 	return dir
 }
 
-// TestGraphVerifies renders each golden pod with a unitrun binary that
-// exists (systemd-analyze checks that every command is executable), at a
+// TestGraphVerifies renders each golden pod with a unitrun binary (and a
+// hook binary, where the golden has one) that exists (systemd-analyze checks that every command is executable), at a
 // path with a space and a '%' in it, and verifies every unit for a system
 // and a user manager.
 func TestGraphVerifies(t *testing.T) {
@@ -31,14 +31,20 @@ func TestGraphVerifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	binary := filepath.Join(binDir, "unitrun")
-	if err := os.Symlink("/bin/true", binary); err != nil {
-		t.Fatal(err)
+	hook := HookPath(binary)
+	for _, b := range []string{binary, hook} {
+		if err := os.Symlink("/bin/true", b); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, c := range renderCases {
 		for _, user := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/user=%v", c.manifest, user), func(t *testing.T) {
 				o := c.options
 				o.Binary = binary
+				if o.Hook != "" {
+					o.Hook = hook
+				}
 				files, err := Graph(mustLoad(t, c.manifest), o)
 				if err != nil {
 					t.Fatal(err)

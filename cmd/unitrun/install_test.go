@@ -54,6 +54,15 @@ func TestInstallUninstall(t *testing.T) {
 	if fi, err := os.Stat(bin); err != nil || fi.Mode().Perm() != 0o755 {
 		t.Fatalf("installed binary: %v %v", fi, err)
 	}
+	// The pods' exit hook, beside the binary that runs the install, goes
+	// beside the installed one.
+	hook, err := os.ReadFile(systemdtest.Binary(t) + "-hook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(bin + "-hook"); err != nil || !bytes.Equal(data, hook) {
+		t.Errorf("installed hook %s: %d bytes, %v; want the %d of the hook beside unitrun", bin+"-hook", len(data), err, len(hook))
+	}
 	svc, err := os.ReadFile(filepath.Join(unitDir, "unitrun.service"))
 	if err != nil || !strings.Contains(string(svc), "ExecStart="+bin+" ") {
 		t.Errorf("unitrun.service does not run the installed binary:\n%s", svc)
@@ -79,6 +88,9 @@ func TestInstallUninstall(t *testing.T) {
 	}
 	if _, err := os.Stat(bin); err == nil {
 		t.Error("binary still installed")
+	}
+	if _, err := os.Stat(bin + "-hook"); err == nil {
+		t.Error("hook still installed")
 	}
 	for _, p := range dbusFiles {
 		if _, err := os.Stat(p); err == nil {

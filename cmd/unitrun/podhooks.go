@@ -6,6 +6,7 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/spf13/cobra"
 
+	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/podrun"
 )
 
@@ -35,13 +36,10 @@ func newPodHookCmds(f *podFlags) []*cobra.Command {
 			return exitFor(podrun.ExecApp(dir, args[0], args[1]), false)
 		}),
 		hook("reap-app POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
-			env := podrun.HookEnv{
-				ServiceResult: os.Getenv("SERVICE_RESULT"),
-				ExitCode:      os.Getenv("EXIT_CODE"),
-				ExitStatus:    os.Getenv("EXIT_STATUS"),
-				InvocationID:  os.Getenv("INVOCATION_ID"),
-			}
-			return podrun.ReapApp(cmd.Context(), dir, args[0], args[1], env, f.g.open)
+			return podrun.ReapApp(cmd.Context(), dir, args[0], args[1], pod.HookEnvFromOS(), f.g.open)
+		}),
+		hook("end POD", 1, func(cmd *cobra.Command, dir string, args []string) error {
+			return podrun.EndPod(cmd.Context(), dir, args[0], f.g.open)
 		}),
 		hook("await POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
 			return podrun.Await(cmd.Context(), dir, args[0], args[1])
@@ -78,7 +76,7 @@ func newPodHookCmds(f *podFlags) []*cobra.Command {
 			Use:    "log-copy",
 			Hidden: true,
 			Args:   cobra.NoArgs,
-			RunE:   func(cmd *cobra.Command, args []string) error { return failed(podrun.LogCopy()) },
+			RunE:   func(cmd *cobra.Command, args []string) error { return failed(pod.LogCopy()) },
 		},
 	}
 }

@@ -190,7 +190,9 @@ var build struct {
 }
 
 // Binary builds the unitrun command once per test binary and returns its
-// path. Under Main the build is removed once the tests have run.
+// path, with the small hook binary that pods run at each exit of an app
+// (cmd/unitrun-hook) beside it, built as a release builds it (static,
+// CGO_ENABLED=0). Under Main the build is removed once the tests have run.
 func Binary(t testing.TB) string {
 	t.Helper()
 	build.Do(func() {
@@ -202,6 +204,12 @@ func Binary(t testing.TB) string {
 		build.path = filepath.Join(dir, "unitrun")
 		out, err := exec.Command("go", "build", "-o", build.path, "github.com/unitrun/unitrun/cmd/unitrun").CombinedOutput()
 		if err != nil {
+			build.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		hook := exec.Command("go", "build", "-o", filepath.Join(dir, "unitrun-hook"), "github.com/unitrun/unitrun/cmd/unitrun-hook")
+		hook.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := hook.CombinedOutput(); err != nil {
 			build.err = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})

@@ -27,7 +27,7 @@ import (
 // waits out the back-off of a run that follows a restart ([WaitBackoff]),
 // records that a run of app has started (state running, its start time,
 // and one more restart if the run follows one), then pipes its output to
-// a copier that keeps the log from filling its file system ([LogCopy]),
+// a copier that keeps the log from filling its file system ([pod.LogCopy]),
 // enters app's rootfs, changes to its workingDir, takes its group and user, and executes its
 // command, which replaces it. It returns only if the command could not be
 // executed: an *exec.Error, wrapping exec.ErrNotFound for a command that
@@ -39,7 +39,7 @@ import (
 // that does not resolve or a directory that does not exist would fail the
 // hooks that record the run, and the run would end unrecorded.
 func ExecApp(stateDir, name, app string) error {
-	_, a, err := loadApp(stateDir, name, app)
+	_, a, err := pod.LoadApp(stateDir, name, app)
 	if err != nil {
 		return err
 	}

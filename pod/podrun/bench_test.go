@@ -44,10 +44,12 @@ import (
 // /bin/true per exit) and in pod-rec it prints what unitrun's processes
 // cost per run of an app against one /bin/true: per run, the manager
 // starts "pod exec" (which starts the log copier, "pod log-copy", then
-// executes the app's /bin/true) and, at the exit, "pod reap-app" (the
-// reaper of an app that never restarts is a target, which runs nothing);
-// less the app's /bin/true, that is three unitrun processes, and the last
-// column but one gives their sum and its mean.
+// executes the app's /bin/true) and, at the exit, the small hook binary
+// beside unitrun (cmd/unitrun-hook), else "pod reap-app" (the reaper of an
+// app that never restarts is a target, which runs nothing); less the
+// app's /bin/true, that is the sum of those three. With the hook binary it
+// also prints what one exit of the hook costs as systemd spawns it, alone
+// and against one /bin/true (hookFloor).
 // After each round it prints the slope of pod-rec and floor3-rec between
 // consecutive sizes, in milliseconds per app: alike slopes are a cost
 // linear in the number of apps.
@@ -65,12 +67,15 @@ func BenchmarkPods(b *testing.B) {
 	}
 	bin := systemdtest.Binary(b)
 	mgr := systemdtest.Manager(b).PID()
-	fmt.Printf("%5s  %10s %10s %6s  %10s %11s %11s %10s %6s %13s %13s %10s  %-40s %s\n", "apps", "floor-run", "pod-run", "ratio",
+	fmt.Printf("%5s  %10s %10s %6s  %10s %11s %11s %10s %6s %13s %13s %10s  %-34s %-24s %s\n", "apps", "floor-run", "pod-run", "ratio",
 		"floor-rec", "floor2-rec", "floor3-rec", "pod-rec", "ratio", "floor2/floor", "floor3/floor", "pod/floor3",
-		"CPU/run: true, unitrun (3 procs)", "rec CPU: manager, its children (floor -> pod)")
+		"CPU/run: true, unitrun's", "exit hook", "rec CPU: manager, its children (floor -> pod)")
 	stop := unit.Exec("ExecStop", "/bin/true", []string{"/bin/true"})
-	forks2 := []unit.Property{stop}
-	forks3 := []unit.Property{stop, unit.Exec("ExecStopPost", "/bin/true", []string{"/bin/true"})}
+	forks2 := func(int) []unit.Property { return []unit.Property{stop} }
+	forks3 := func(int) []unit.Property {
+		return []unit.Property{stop, unit.Exec("ExecStopPost", "/bin/true", []string{"/bin/true"})}
+	}
+	hook := pod.HookBinary(bin)
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	for range b.N {
 		var slopes strings.Builder
@@ -91,15 +96,20 @@ func BenchmarkPods(b *testing.B) {
 			podRec, podCPU := podTime(b, bin, n, "/bin/true", true, pod.NoIsolation)
 			// Per exit, floor3's children are three /bin/true; the
 			// pod's are the app's /bin/true, which "pod exec" executes,
-			// and unitrunProcs of unitrun's.
-			const unitrunProcs = 3
+			// and unitrun's processes: "pod exec", its log copier and
+			// the exit hook (the small one, else "pod reap-app").
 			trueCPU := ms(floor3CPU.children) / float64(3*n)
 			unitrunCPU := ms(podCPU.children)/float64(n) - trueCPU
-			fmt.Printf("%5d  %10.0f %10.0f %6.2f  %10.0f %11.0f %11.0f %10.0f %6.2f %13.2f %13.2f %10.2f  %-40s %s, %s -> %s, %s\n", n,
+			hookCPU := "no hook binary"
+			if hook != "" {
+				c := ms(hookFloor(b, bin, hook, n).children)/float64(n) - trueCPU
+				hookCPU = fmt.Sprintf("%.1f ms (%.2fx)", c, c/trueCPU)
+			}
+			fmt.Printf("%5d  %10.0f %10.0f %6.2f  %10.0f %11.0f %11.0f %10.0f %6.2f %13.2f %13.2f %10.2f  %-34s %-24s %s, %s -> %s, %s\n", n,
 				ms(floorRun), ms(podRun), float64(podRun)/float64(floorRun),
 				ms(floorRec), ms(floor2Rec), ms(floor3Rec), ms(podRec), float64(podRec)/float64(floorRec),
 				float64(floor2Rec)/float64(floorRec), float64(floor3Rec)/float64(floorRec), float64(podRec)/float64(floor3Rec),
-				fmt.Sprintf("%.1f, %.1f ms (%.1fx; %.1fx each)", trueCPU, unitrunCPU, unitrunCPU/trueCPU, unitrunCPU/trueCPU/unitrunProcs),
+				fmt.Sprintf("%.1f, %.1f ms (%.1fx)", trueCPU, unitrunCPU, unitrunCPU/trueCPU), hookCPU,
 				floorCPU.self, floorCPU.children, podCPU.self, podCPU.children)
 			if last.n > 0 {
 				d := float64(n - last.n)
@@ -116,11 +126,11 @@ func BenchmarkPods(b *testing.B) {
 	}
 }
 
-// floor starts n transient units running argv, with the extra
-// properties props, at once and returns how long it took until every one
+// floor starts n transient units running argv, the i-th with the extra
+// properties props(i) (none if props is nil), at once and returns how long it took until every one
 // had started (a long-running argv, stopped afterwards) or had ended and
 // been reported (a short one).
-func floor(b *testing.B, n int, props []unit.Property, argv ...string) time.Duration {
+func floor(b *testing.B, n int, props func(i int) []unit.Property, argv ...string) time.Duration {
 	b.Helper()
 	conn := systemdtest.Conn(b)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -132,7 +142,9 @@ func floor(b *testing.B, n int, props []unit.Property, argv ...string) time.Dura
 	start := time.Now()
 	for i := range cmds {
 		cmds[i] = job.CommandContext(ctx, conn, argv[0], argv[1:]...)
-		cmds[i].Properties = props
+		if props != nil {
+			cmds[i].Properties = props(i)
+		}
 		wg.Go(func() {
 			if long {
 				errs[i] = cmds[i].Start()
@@ -155,6 +167,55 @@ func floor(b *testing.B, n int, props []unit.Property, argv ...string) time.Dura
 		}
 	}
 	return d
+}
+
+// hookFloor measures the exit hook as systemd spawns it: n transient units
+// running /bin/true at once, each with the hook as its ExecStopPost=, as
+// an app's unit has it, recording the exit of an app of a created pod of
+// n+1 apps whose records say they run; the last app never runs, so that no
+// exit ends the pod (and no unitrun runs to end it). It returns the
+// manager's CPU time meanwhile: its children's, less n /bin/true, is
+// what n exits of the hook cost.
+func hookFloor(b *testing.B, bin, hook string, n int) cpuTime {
+	b.Helper()
+	var m strings.Builder
+	fmt.Fprintf(&m, "name: hook%d\nexitPolicy: all\napps:\n", n)
+	for i := range n {
+		fmt.Fprintf(&m, "  - name: a%d\n    exec: [/bin/true]\n", i)
+	}
+	r := &Runner{Mgr: systemdtest.Conn(b), StateDir: systemdtest.RunDir(b), Binary: bin, Manager: os.Getenv("UNITRUN_MANAGER")}
+	pm, err := r.Create(context.Background(), []byte(m.String()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := r.Remove(context.Background(), pm.Name, true); err != nil {
+			b.Error(err)
+		}
+	}()
+	if err := pod.MarkStopping(r.StateDir, pm.Name); err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		s := pod.AppStatus{Name: fmt.Sprintf("a%d", i), State: pod.AppRunning, StartedAt: time.Now(), PID: 1}
+		if err := pod.WriteApp(r.StateDir, pm.Name, s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	props := func(i int) []unit.Property {
+		argv := []string{hook, bin, "pod", "reap-app", "--state-dir", r.StateDir, pm.Name, fmt.Sprintf("a%d", i)}
+		return []unit.Property{unit.Exec("ExecStopPost", hook, argv)}
+	}
+	mgr := systemdtest.Manager(b).PID()
+	c0 := cpuOf(b, mgr)
+	floor(b, n, props, "/bin/true")
+	c := cpuOf(b, mgr).sub(c0)
+	for i := range n {
+		if s, err := pod.ReadApp(r.StateDir, pm.Name, fmt.Sprintf("a%d", i)); err != nil || s.State != pod.AppExited {
+			b.Fatalf("the hook did not record the exit of a%d: %+v, %v", i, s, err)
+		}
+	}
+	return c
 }
 
 // podTime runs a pod of n apps running app (with "600" as argument if it

@@ -24,10 +24,23 @@ const sigRTMin = 34
 // off (systemd(1)).
 const sigPoweroff = syscall.Signal(sigRTMin + 4)
 
+// binds are the paths that an isolated pod's container binds in at their
+// own paths: the state directory, the unitrun binary and, if it is
+// installed beside it, the small hook binary, which the units were
+// rendered to run when it was there.
+func binds(stateDir, binary string) []string {
+	b := []string{stateDir, binary}
+	if hook := pod.HookBinary(binary); hook != "" {
+		b = append(b, hook)
+	}
+	return b
+}
+
 // RunContainer is the main process of isolated pod name's [pod.ContainerUnit]:
 // it boots the pod's own systemd (see [boot.Container]) in its own
 // cgroup, the service's, with the pod's target and units, the state
-// directory and binary (the unitrun binary the hooks run) bound in, and
+// directory and binary (the unitrun binary the hooks run, and the hook
+// binary beside it: [binds]) bound in, and
 // its host process id in STATE/pods/P/container.pid while it runs. It calls
 // ready once the boot is over, which is once the start job of the pod's
 // target is done (or the pod is already ending). When ctx ends it powers
@@ -52,7 +65,7 @@ func RunContainer(ctx context.Context, stateDir, binary, name string, ready func
 		Target:    pod.TargetUnit(name),
 		UnitPath:  []string{filepath.Join(dir, containerUnits)},
 		Hostname:  name,
-		Binds:     []string{stateDir, binary},
+		Binds:     binds(stateDir, binary),
 		NoNetwork: m.Network == pod.NoNetwork,
 		Delegated: true,
 	}

@@ -41,6 +41,7 @@ type placedFile struct {
 func (r *Runner) unitFiles(m *pod.Manifest, unitDir string) ([]placedFile, error) {
 	o := pod.RenderOptions{
 		Binary:   r.Binary,
+		Hook:     pod.HookBinary(r.Binary),
 		StateDir: r.StateDir,
 		Manager:  r.Manager,
 		LogPath:  func(app string) string { return pod.LogFile(r.StateDir, m.Name, app) },

@@ -16,7 +16,7 @@ import (
 // fails, which makes systemd stop the run (the kubelet kills the
 // container: FailedPostStartHook).
 func PostStart(ctx context.Context, stateDir, name, app string) error {
-	_, a, err := loadApp(stateDir, name, app)
+	_, a, err := pod.LoadApp(stateDir, name, app)
 	if err != nil || a.PostStart == nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func PreStop(ctx context.Context, stateDir, name, app string) error {
 	if os.Getenv("MAINPID") == "" {
 		return nil
 	}
-	_, a, err := loadApp(stateDir, name, app)
+	_, a, err := pod.LoadApp(stateDir, name, app)
 	if err != nil || a.PreStop == nil {
 		return err
 	}

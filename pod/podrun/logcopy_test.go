@@ -18,7 +18,7 @@ import (
 
 // TestLogCopierOneProcess runs an app that prints its own children and
 // then waits: the app's output goes through exactly one copier, "unitrun
-// pod log-copy", whose parent is the manager (not the app's command, which
+// pod log-copy" run by the hook binary beside unitrun, whose parent is the manager (not the app's command, which
 // has no child, nor a process that started it and exited), in a session
 // of its own; every line reaches the log, and no copier is left once the
 // pod has ended.
@@ -59,7 +59,8 @@ apps:
 	}
 	c := copiers[0]
 	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c))
-	if want := systemdtest.Binary(t) + "\x00pod\x00log-copy\x00"; string(cmdline) != want {
+	bin := systemdtest.Binary(t)
+	if want := pod.HookPath(bin) + "\x00" + bin + "\x00pod\x00log-copy\x00"; string(cmdline) != want {
 		t.Errorf("the copier's command line is %q, want %q", cmdline, want)
 	}
 	ppid, sid := statFields(t, c)

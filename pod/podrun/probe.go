@@ -36,7 +36,7 @@ import (
 // that ends after the run it checked has ended is not recorded. It
 // returns nil when ctx is done.
 func RunProbe(ctx context.Context, stateDir, name, app string, open func(context.Context) (*manager.Conn, error)) error {
-	_, a, err := loadApp(stateDir, name, app)
+	_, a, err := pod.LoadApp(stateDir, name, app)
 	if err != nil {
 		return err
 	}
@@ -270,7 +270,7 @@ func (pr probing) record(k probeKind, st pod.ProbeStatus, threshold bool) error 
 // rather than cancel the stop's jobs.
 func act(ctx context.Context, stateDir, name, app string, action pod.ProbeAction, open func(context.Context) (*manager.Conn, error)) error {
 	if action == pod.FailPod {
-		return endPod(ctx, stateDir, name, open)
+		return EndPod(ctx, stateDir, name, open)
 	}
 	if pod.Stopping(stateDir, name) {
 		return nil

@@ -1,0 +1,109 @@
+package pod
+
+import (
+	"errors"
+	"io"
+	"os"
+	ossignal "os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// An app's output goes to its log file in the pod's state directory,
+// which also holds the pod's records: a log that filled that file system
+// would leave no room to record any exit. So the app writes into a pipe,
+// and a copier, "unitrun pod log-copy" (podrun starts it, run by the small
+// hook binary where there is one), appends what it reads to the log while
+// the log's file system keeps LogReserve bytes free, then writes
+// [DroppedMarker] once and drops the rest of the run's output, reading
+// on, so that the app is neither blocked nor killed by SIGPIPE. Beside
+// the log, the copier keeps its times file ([LogTimes]): a mark as it
+// starts, one copier a run, and before each write where the bytes begin
+// and when they were read, so that each line keeps its time and run while
+// the log holds the app's bytes exactly.
+
+// LogReserve is the free space that an app's log leaves on its file
+// system, for the pod's records.
+const LogReserve = 1 << 20
+
+// DroppedMarker is the line a log ends with once its copier drops output.
+const DroppedMarker = "[unitrun: output dropped from here on: the log's file system keeps 1 MiB free for the pod's records]\n"
+
+// LogCopy is "unitrun pod log-copy", the copier that podrun starts,
+// with its stdin the pipe an app writes to, its stdout the app's log file
+// and fd 3 the pipe it closes once it ignores the stop signals. It appends
+// what it reads to the log, each write marked in the log's times file
+// first (a log that is not a file, or whose times file cannot be opened,
+// gets no marks), while the log's file system keeps [LogReserve]
+// bytes free, then writes [DroppedMarker] and drops the rest; it returns
+// at the end of its input, once every writer has closed it. It ignores
+// SIGTERM, SIGINT and SIGHUP: a stop's signals end the app, and the copier
+// ends with its output.
+func LogCopy() error {
+	ossignal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	c := &copier{log: os.Stdout}
+	if path, err := os.Readlink("/proc/self/fd/1"); err == nil && filepath.IsAbs(path) {
+		if c.times, err = OpenLogTimes(path); err == nil {
+			defer c.times.Close()
+		}
+	}
+	// Marked before the app starts: a reader that sees the app run sees
+	// its run.
+	c.mark(true)
+	os.NewFile(3, "ready").Close()
+	return c.copy(os.Stdin)
+}
+
+// copier appends an app's output to its log, marking the run's start and
+// each write in times if it is not nil, as LogCopy says.
+type copier struct {
+	log   *os.File
+	times *LogTimesWriter
+}
+
+// mark marks the start of a run if run is set, else of a write, at the
+// log's end, now.
+func (c *copier) mark(run bool) {
+	if c.times == nil {
+		return
+	}
+	if st, err := c.log.Stat(); err == nil {
+		c.times.Mark(run, st.Size(), time.Now())
+	}
+}
+
+// markSize bounds the size of a mark, counted with each write against
+// [LogReserve]: the times file shares the log's file system.
+const markSize = 64
+
+// write marks a write and appends b to the log.
+func (c *copier) write(b []byte) error {
+	c.mark(false)
+	_, err := c.log.Write(b)
+	return err
+}
+
+// copy appends in to the log until its end, as LogCopy says.
+func (c *copier) copy(in io.Reader) error {
+	buf := make([]byte, 64<<10)
+	dropping := false
+	for {
+		n, err := in.Read(buf)
+		if n > 0 && !dropping {
+			var st syscall.Statfs_t
+			if serr := syscall.Fstatfs(int(c.log.Fd()), &st); serr == nil && int64(st.Bavail)*st.Bsize-int64(n)-markSize < LogReserve {
+				dropping = true
+				c.write([]byte(DroppedMarker))
+			} else if werr := c.write(buf[:n]); werr != nil {
+				dropping = true
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}

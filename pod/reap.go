@@ -1,0 +1,262 @@
+package pod
+
+import (
+	"errors"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/unitrun/unitrun/unit"
+)
+
+// HookEnv is what systemd tells a hook about the run it belongs to: the
+// $SERVICE_RESULT, $EXIT_CODE and $EXIT_STATUS of ExecStopPost= (empty in
+// ExecStartPost=) and the $INVOCATION_ID of every command.
+type HookEnv struct {
+	ServiceResult string
+	ExitCode      string
+	ExitStatus    string
+	InvocationID  string
+}
+
+// HookEnvFromOS returns the HookEnv of the running process, as systemd set
+// its environment.
+func HookEnvFromOS() HookEnv {
+	return HookEnv{
+		ServiceResult: os.Getenv("SERVICE_RESULT"),
+		ExitCode:      os.Getenv("EXIT_CODE"),
+		ExitStatus:    os.Getenv("EXIT_STATUS"),
+		InvocationID:  os.Getenv("INVOCATION_ID"),
+	}
+}
+
+// ErrNeedsStopJob is RecordExit's error when it must know whether a job is
+// stopping the app's unit and was given no way to ask; it has written
+// nothing then.
+var ErrNeedsStopJob = errors.New("the exit of an app that may restart needs the manager, to tell a stop from outside from an exit on its own")
+
+// RecordExit records the exit of app that env describes (in an init app's
+// ExecStartPost=, its success) at once, in the status file and the app's
+// record, applies [Decide], and reports whether the exit ends the pod
+// (and the pod is not being stopped already): the caller then ends it. It
+// is the whole of what an app's ExecStopPost= records, reaching no
+// manager, but for one question: whether a job is stopping the app's
+// unit, which stopJob answers. A stop from outside that nothing marked
+// ([MarkStopping]: systemctl stop of the app, systemctl exit of the
+// manager, SIGRTMIN+3/+4 to an isolated pod's systemd) shows as a job on
+// the app; an exit on its own has none. It asks only for an exit that
+// would restart the app or ends a restart (a run that follows one), the
+// only exits such a stop changes; with stopJob nil it then returns
+// [ErrNeedsStopJob] before it writes anything.
+//
+// An exit that the app's probe caused is a restart, with the back-off of
+// a crash, if the probe restarted the app, and a failure if it ends the
+// pod. A run whose command the exec hook could not execute failed, with
+// the hook's reason as the record's Message, and so did any other run that
+// ended before its command ran (a stop came first). A restart stopped
+// before its command ran (while it waited out its back-off, or after) was
+// no run: the app ends with the exit of its last run, and its status file
+// is left as that run left it. The exit of an init app is recorded once
+// per invocation.
+func RecordExit(stateDir, name, app string, env HookEnv, stopJob func() bool) (bool, error) {
+	r, err := readExit(stateDir, name, app, env)
+	if err != nil || r == nil {
+		return false, err
+	}
+	r.stop = Stopping(stateDir, name)
+	if !r.stop && r.acted != RestartApp && (r.s.State == AppRestarting || Restarts(r.a.RestartPolicy, r.exit.Success)) {
+		if stopJob == nil {
+			return false, ErrNeedsStopJob
+		}
+		r.stop = stopJob()
+	}
+	if err := removeStartError(stateDir, name, app); err != nil {
+		return false, err
+	}
+	// A restart stopped before its command ran (while it waited out its
+	// back-off, or after): that was no run, and the app ends with the exit
+	// of its last run.
+	noRun := !r.started() && r.s.State == AppRestarting && r.stop
+	if !noRun {
+		if err := WriteExitCode(stateDir, name, app, r.exit.Code()); err != nil {
+			return false, err
+		}
+	}
+	return r.record(noRun)
+}
+
+// reaping is an exit that [RecordExit] records.
+type reaping struct {
+	stateDir, name string
+	m              *Manifest
+	a              *App
+	env            HookEnv
+	// s is the app's record as the run left it.
+	s    AppStatus
+	exit Exit
+	// why is the reason the exec hook could not execute the command, if
+	// it could not.
+	why string
+	// acted is what a probe of the app did at its failure threshold.
+	acted ProbeAction
+	// stop says the app was stopped on request.
+	stop bool
+}
+
+// readExit reads what RecordExit needs to record app's exit that env
+// describes; nil if that exit, an init app's, is recorded already. It
+// writes nothing.
+func readExit(stateDir, name, app string, env HookEnv) (*reaping, error) {
+	// Only this app's own hooks, one at a time, write its record; the lock
+	// is for what the other apps' hooks write.
+	m, a, err := LoadApp(stateDir, name, app)
+	if err != nil {
+		return nil, err
+	}
+	r := &reaping{stateDir: stateDir, name: name, m: m, a: a, env: env}
+	if r.s, err = ReadAppOrNew(stateDir, name, app); err != nil {
+		return nil, err
+	}
+	if a.Init && env.InvocationID != "" && r.s.Invocation == env.InvocationID {
+		return nil, nil
+	}
+	r.exit = Exit{Exit: unit.Exit{Result: "success"}, Success: true}
+	if env.ServiceResult != "" || !a.Init {
+		x, err := unit.ExitFromEnv(env.ServiceResult, env.ExitCode, env.ExitStatus)
+		if err != nil {
+			return nil, err
+		}
+		r.exit = Exit{Exit: x, Success: x.Result == "success"}
+	}
+	if r.why, err = readStartError(stateDir, name, app); err != nil {
+		return nil, err
+	}
+	if r.why == "" && !r.started() {
+		r.why = notRun
+	}
+	if r.why != "" {
+		// The exec hook could not execute the command, or the run ended
+		// before the hook got that far: whatever the exit code (the
+		// SIGTERM of a stop, say), the run failed.
+		r.exit.Success = false
+	}
+	// A probe sets Acted before it restarts the app or ends the pod; an
+	// app whose probe ends the pod failed, whatever its exit.
+	r.acted, _ = r.s.Acted()
+	if r.acted == FailPod {
+		r.exit.Success = false
+	}
+	return r, nil
+}
+
+// started reports whether the run got as far as the exec hook, which
+// records the start of every run that does.
+func (r *reaping) started() bool { return r.s.State == AppRunning }
+
+// notRun is the message of a run that ended before its command ran, and
+// not because the exec hook could not execute it: a stop that came first,
+// or a hook that failed.
+const notRun = "ended before its command ran"
+
+// record writes the app's record, under the pod's lock, and reports
+// whether the exit ends the pod (and the pod is not being stopped
+// already).
+func (r *reaping) record(noRun bool) (bool, error) {
+	unlock, err := Lock(r.stateDir, r.name)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	// The probes write their states under the lock, after s was read.
+	fresh, err := ReadAppOrNew(r.stateDir, r.name, r.a.Name)
+	if err != nil {
+		return false, err
+	}
+	s := r.s
+	s.Probe, s.Startup, s.Readiness = fresh.Probe, fresh.Startup, fresh.Readiness
+	if noRun {
+		s.PID = 0
+		return false, WriteApp(r.stateDir, r.name, s.EndRestart())
+	}
+	if !r.started() {
+		// The run never got as far as its command.
+		s.StartedAt = time.Time{}
+	}
+	now := time.Now()
+	d, err := r.decide(&s, now)
+	if err != nil {
+		return false, err
+	}
+	exit := r.exit
+	code := exit.Code()
+	_, signal := exit.JSON()
+	s.ExitCode, s.Signal, s.Result, s.Message = &code, signal, exit.Result, r.why
+	s.LastExitAt, s.LastStartedAt, s.Invocation, s.PID = now, s.StartedAt, r.env.InvocationID, 0
+	// An exit ends readiness, but for an init app's success.
+	s.Ready = r.a.Init && exit.Success
+	switch {
+	case d.Restart:
+		s.State, s.Backoff = AppRestarting, d.Delay
+	case exit.Success:
+		s.State, s.FinishedAt = AppExited, now
+	default:
+		s.State, s.FinishedAt = AppFailed, now
+	}
+	if err := WriteApp(r.stateDir, r.name, s); err != nil {
+		return false, err
+	}
+	return d.EndPod && !r.stop, nil
+}
+
+// decide applies the policies to the exit, whose record is s: a probe
+// that restarted the app makes it a restart (and is told its restart is
+// done), otherwise [Decide] says.
+func (r *reaping) decide(s *AppStatus, now time.Time) (Decision, error) {
+	history := History{LastDelay: s.Backoff, StartedAt: s.StartedAt}
+	if r.acted == RestartApp && !r.stop {
+		// Whatever its restart policy, the exit is a restart, backed off
+		// as a crash's is, so that a probe that keeps failing does not
+		// restart the app in a tight loop.
+		if _, p := s.Acted(); p != nil {
+			p.Acted = ""
+		}
+		return Decision{Restart: true, Delay: NextDelay(r.m.RestartBackoff, history, now)}, nil
+	}
+	others, err := othersIfAllEnded(r.stateDir, r.name, r.m, r.a.Name)
+	if err != nil {
+		return Decision{}, err
+	}
+	return Decide(r.m, Event{
+		App:     r.a.Name,
+		Exit:    r.exit,
+		History: history,
+		Ended:   others,
+		Stopped: r.stop,
+		Now:     now,
+	})
+}
+
+// othersIfAllEnded returns the outcomes of every app of m but app, in the
+// manifest's order, if every one of them has ended for good, else nil,
+// having read the records only back to the last app that has not. That is
+// all [Decide] needs of them to say whether the pod ends (it needs the rest
+// only for Decision.PodExitCode, which the shutdown hook computes from
+// every record), and it spares each exit reading every other app's record
+// while it holds the pod's lock. The records are read from the manifest's
+// end: apps tend to end in the order they start, so the first record read
+// is mostly one of an app still running.
+func othersIfAllEnded(stateDir, name string, m *Manifest, app string) ([]Outcome, error) {
+	var others []Outcome
+	for _, o := range slices.Backward(m.Apps) {
+		if o.Name == app || !o.Counts() {
+			continue
+		}
+		r, err := ReadAppOrNew(stateDir, name, o.Name)
+		if err != nil || !r.Ended() {
+			return nil, err
+		}
+		others = append(others, r.Outcome())
+	}
+	slices.Reverse(others)
+	return others, nil
+}
