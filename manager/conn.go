@@ -500,9 +500,24 @@ func startTransient(ctx context.Context, bus *dbus.Conn, stream *busframe.Stream
 
 // StartUnit starts an existing unit and returns its job.
 func (c *Conn) StartUnit(ctx context.Context, name, mode string) (dbus.ObjectPath, error) {
-	var job dbus.ObjectPath
-	err := c.call(ctx, "StartUnit", []any{&job}, name, mode)
+	job, _, err := c.StartUnitAt(ctx, name, mode)
 	return job, err
+}
+
+// StartUnitAt is StartUnit, and returns the Stamp of the answer: the
+// events stamped before it are older than the start (see
+// Watch.DropBefore).
+func (c *Conn) StartUnitAt(ctx context.Context, name, mode string) (dbus.ObjectPath, Stamp, error) {
+	bus, _, gen, err := c.usable(ctx)
+	if err != nil {
+		return "", Stamp{}, err
+	}
+	var job dbus.ObjectPath
+	call := bus.Object(busName, objectPath).CallWithContext(ctx, managerIface+".StartUnit", 0, name, mode)
+	if err := call.Store(&job); err != nil {
+		return "", Stamp{}, c.lost(err)
+	}
+	return job, Stamp{gen, call.ResponseSequence}, nil
 }
 
 // StopUnit stops a unit and returns its job.
@@ -558,36 +573,68 @@ func (c *Conn) Properties(ctx context.Context, name, iface string, names ...stri
 // computes every property a GetAll returns, a service's cgroup
 // accounting among them.
 func (c *Conn) PropertiesAt(ctx context.Context, name, iface string, names ...string) (map[string]dbus.Variant, Stamp, error) {
-	bus, _, gen, err := c.usable(ctx)
-	if err != nil {
-		return nil, Stamp{}, err
-	}
-	obj := bus.Object(busName, unit.BusPath(name))
 	if len(names) == 0 {
+		bus, _, gen, err := c.usable(ctx)
+		if err != nil {
+			return nil, Stamp{}, err
+		}
 		var props map[string]dbus.Variant
-		call := obj.CallWithContext(ctx, propsIface+".GetAll", 0, iface)
+		call := bus.Object(busName, unit.BusPath(name)).CallWithContext(ctx, propsIface+".GetAll", 0, iface)
 		if err := call.Store(&props); err != nil {
 			return nil, Stamp{}, c.lost(err)
 		}
 		return props, Stamp{gen, call.ResponseSequence}, nil
 	}
-	calls := make([]*dbus.Call, len(names))
-	for i, n := range names {
-		calls[i] = obj.GoWithContext(ctx, propsIface+".Get", 0, nil, iface, n)
+	return c.Read(ctx, name, iface, names...).Wait()
+}
+
+// A Reading is a read of properties that Read sent and that may not be
+// answered yet.
+type Reading struct {
+	c     *Conn
+	gen   uint64
+	names []string
+	calls []*dbus.Call
+	err   error
+}
+
+// Read sends the reads of the named properties of the unit name on one
+// interface, as PropertiesAt makes them, and returns without waiting for
+// their answers: a call made after it on the Conn is answered after
+// them, so that reads sent together take one round trip.
+func (c *Conn) Read(ctx context.Context, name, iface string, names ...string) *Reading {
+	bus, _, gen, err := c.usable(ctx)
+	r := &Reading{c: c, gen: gen, names: names, err: err}
+	if err != nil {
+		return r
 	}
-	props := make(map[string]dbus.Variant, len(names))
-	for i, call := range calls {
+	obj := bus.Object(busName, unit.BusPath(name))
+	for _, n := range names {
+		r.calls = append(r.calls, obj.GoWithContext(ctx, propsIface+".Get", 0, nil, iface, n))
+	}
+	return r
+}
+
+// Wait waits for the answers of the read and returns them as PropertiesAt
+// does.
+func (r *Reading) Wait() (map[string]dbus.Variant, Stamp, error) {
+	if r.err != nil {
+		return nil, Stamp{}, r.err
+	}
+	var err error
+	props := make(map[string]dbus.Variant, len(r.names))
+	for i, call := range r.calls {
 		var v dbus.Variant
 		if e := (<-call.Done).Store(&v); e != nil && err == nil {
-			err = c.lost(e)
+			err = r.c.lost(e)
 		}
-		props[names[i]] = v
+		props[r.names[i]] = v
 	}
 	if err != nil {
 		return nil, Stamp{}, err
 	}
 	// The first answer: a signal received before it is older than all.
-	return props, Stamp{gen, calls[0].ResponseSequence}, nil
+	return props, Stamp{r.gen, r.calls[0].ResponseSequence}, nil
 }
 
 // Loaded reports whether the manager has the named unit loaded. Unlike
