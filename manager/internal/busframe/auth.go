@@ -18,7 +18,8 @@ const hello = "\x00AUTH EXTERNAL\r\nDATA\r\nNEGOTIATE_UNIX_FD\r\nBEGIN\r\n"
 
 // authenticate sends hello and reads the server's answers: an OK with
 // the server's GUID (after the DATA that asks for the answer sent
-// already), and the agreement to pass unix fds.
+// already), and the agreement to pass unix fds. What follows them is kept
+// for Read.
 func (s *Stream) authenticate() error {
 	if _, err := s.conn.Write([]byte(hello)); err != nil {
 		return fmt.Errorf("authenticate: %w", err)
@@ -42,10 +43,10 @@ func (s *Stream) authenticate() error {
 		case word == "OK" && s.guid == "":
 			s.guid = arg
 		case word == "AGREE_UNIX_FD" && s.guid != "":
-			if len(got) > 0 {
-				// The server speaks first after BEGIN only when asked.
-				return errors.New("authenticate: the server sent more than its answers")
-			}
+			// A manager sends its signals to a client of its private
+			// socket from BEGIN on, unasked: what came behind the
+			// answers is the start of the messages.
+			s.in = append(make([]byte, 0, readBlock), got...)
 			return nil
 		case word == "REJECTED":
 			return errors.New("authenticate: the server rejected the caller's credentials")

@@ -192,3 +192,30 @@ func readFull(t testing.TB, conn *net.UnixConn, n int) ([]byte, int) {
 	}
 	return buf, fds
 }
+
+// A manager sends its signals to a client of its private socket from
+// BEGIN on, unasked, so a signal can come in the same read as the answers
+// to the authentication: godbus receives it.
+func TestDialKeepsWhatFollows(t *testing.T) {
+	sig := signal(t, 1, "/org/freedesktop/systemd1/unit/a_2eservice", propsIface, "PropertiesChanged",
+		unitIface, map[string]dbus.Variant{"ActiveState": dbus.MakeVariant("active")}, []string{})
+	s, _ := dialPair(t, keepAll, systemdAnswers+string(sig))
+	signals := make(chan *dbus.Signal, 1)
+	bus, err := dbus.NewConn(s, dbus.WithSignalHandler(dbus.NewSequentialSignalHandler()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close()
+	bus.Signal(signals)
+	if err := bus.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-signals:
+		if got.Name != propsIface+".PropertiesChanged" {
+			t.Errorf("godbus received %s, want the PropertiesChanged sent behind the answers", got.Name)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("godbus did not receive the signal sent behind the answers")
+	}
+}
