@@ -24,16 +24,7 @@ import (
 // (systemd's real signals).
 func TestGodbusBytes(t *testing.T) {
 	s, manager := dialPair(t, keepAll, systemdAnswers)
-	signals := make(chan *dbus.Signal, 100)
-	bus, err := dbus.NewConn(s, dbus.WithSignalHandler(dbus.NewSequentialSignalHandler()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bus.Close()
-	bus.Signal(signals)
-	if err := bus.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
-		t.Fatal(err)
-	}
+	bus, signals := authenticated(t, s)
 
 	// Two calls, the second with an fd, go as two messages, framed by
 	// their headers, the fd with the second.
@@ -78,6 +69,23 @@ func TestGodbusBytes(t *testing.T) {
 			t.Fatalf("godbus received %d of the 42 signals systemd sent", i)
 		}
 	}
+}
+
+// authenticated returns a godbus connection on s, authenticated through
+// it, and the channel of the signals it receives.
+func authenticated(t *testing.T, s *Stream) (*dbus.Conn, chan *dbus.Signal) {
+	t.Helper()
+	signals := make(chan *dbus.Signal, 100)
+	bus, err := dbus.NewConn(s, dbus.WithSignalHandler(dbus.NewSequentialSignalHandler()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bus.Close() })
+	bus.Signal(signals)
+	if err := bus.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
+		t.Fatal(err)
+	}
+	return bus, signals
 }
 
 // systemdAnswers is what systemd 252's user manager answered sd-bus's
@@ -200,16 +208,7 @@ func TestDialKeepsWhatFollows(t *testing.T) {
 	sig := signal(t, 1, "/org/freedesktop/systemd1/unit/a_2eservice", propsIface, "PropertiesChanged",
 		unitIface, map[string]dbus.Variant{"ActiveState": dbus.MakeVariant("active")}, []string{})
 	s, _ := dialPair(t, keepAll, systemdAnswers+string(sig))
-	signals := make(chan *dbus.Signal, 1)
-	bus, err := dbus.NewConn(s, dbus.WithSignalHandler(dbus.NewSequentialSignalHandler()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bus.Close()
-	bus.Signal(signals)
-	if err := bus.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
-		t.Fatal(err)
-	}
+	_, signals := authenticated(t, s)
 	select {
 	case got := <-signals:
 		if got.Name != propsIface+".PropertiesChanged" {
