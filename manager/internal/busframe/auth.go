@@ -16,17 +16,18 @@ import (
 // trips where this takes one.
 const hello = "\x00AUTH EXTERNAL\r\nDATA\r\nNEGOTIATE_UNIX_FD\r\nBEGIN\r\n"
 
-// authenticate sends hello and reads the server's answers: an OK with
-// the server's GUID (after the DATA that asks for the answer sent
-// already), and the agreement to pass unix fds. What follows them is kept
-// for Read.
+// authenticate sends hello and reads the server's three answers, one to
+// each line but BEGIN: to AUTH, the DATA that asks for the answer sent
+// already (or at once the OK); to DATA, the OK with the server's GUID
+// (or an ERROR, if the OK came already); to NEGOTIATE_UNIX_FD, the
+// agreement to pass unix fds. What follows them is kept for Read.
 func (s *Stream) authenticate() error {
 	if _, err := s.conn.Write([]byte(hello)); err != nil {
 		return fmt.Errorf("authenticate: %w", err)
 	}
 	var got []byte
 	b := make([]byte, 256)
-	for {
+	for answer := 0; answer < 3; {
 		i := bytes.Index(got, []byte("\r\n"))
 		if i < 0 {
 			n, err := s.conn.Read(b)
@@ -38,22 +39,24 @@ func (s *Stream) authenticate() error {
 		}
 		line := string(got[:i])
 		got = got[i+2:]
-		switch word, arg, _ := strings.Cut(line, " "); {
-		case word == "DATA":
-		case word == "OK" && s.guid == "":
-			s.guid = arg
-		case word == "AGREE_UNIX_FD" && s.guid != "":
-			// A manager sends its signals to a client of its private
-			// socket from BEGIN on, unasked: what came behind the
-			// answers is the start of the messages.
-			s.in = append(make([]byte, 0, readBlock), got...)
-			return nil
+		word, arg, _ := strings.Cut(line, " ")
+		switch {
 		case word == "REJECTED":
 			return errors.New("authenticate: the server rejected the caller's credentials")
+		case answer < 2 && word == "OK" && s.guid == "":
+			s.guid = arg
+		case answer == 0 && word == "DATA", answer == 1 && word == "ERROR" && s.guid != "":
+		case answer == 2 && word == "AGREE_UNIX_FD" && s.guid != "":
 		default:
 			return fmt.Errorf("authenticate: unexpected answer %q", line)
 		}
+		answer++
 	}
+	// A manager sends its signals to a client of its private socket from
+	// BEGIN on, unasked: what came behind the answers is the start of the
+	// messages.
+	s.in = append(make([]byte, 0, readBlock), got...)
+	return nil
 }
 
 // answer answers a line of godbus's own authentication, which comes

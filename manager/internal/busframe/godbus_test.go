@@ -133,6 +133,14 @@ func dialPair(t *testing.T, keep KeepFunc, answers string) (*Stream, *net.UnixCo
 	return s, manager
 }
 
+// A server that accepts the credentials at AUTH, without asking for
+// them, answers the DATA that follows with an ERROR: Dial goes on, and
+// godbus authenticates through the Stream.
+func TestDialOKAtOnce(t *testing.T) {
+	s, _ := dialPair(t, keepAll, "OK c0b06556b10448dca1cfa19fcf9e0059\r\nERROR\r\nAGREE_UNIX_FD\r\n")
+	authenticated(t, s)
+}
+
 // A server that rejects the caller's credentials, or refuses unix fds,
 // fails Dial with an error that says so.
 func TestDialRefused(t *testing.T) {
