@@ -4,9 +4,16 @@
 # whose speed drifts slows both alike; which goes first alternates), and
 # prints for each pair the median of the N ratios with their 10th to 90th
 # percentiles and the median milliseconds of each side:
-#   run    unitrun run -q -- true        / systemd-run --user --wait --pipe -q true
-#   start  unitrun start -q U             / systemctl --user start U
-#   wait   unitrun wait -q W              / systemctl --user start W1
+#   run     unitrun --manager user run -q -- true / systemd-run --user --wait --pipe -q true
+#   runrel  the same, unitrun built with CGO_ENABLED=0 as releases are
+#   runsock the same on the manager's socket (private:PATH, the bus beside
+#           it for AddRef), as a root run on the system manager goes
+#   proto   bench/runonly (CGO_ENABLED=0): the run over the bus with every
+#           guarantee of job.Cmd, without the CLI and the packages of the
+#           other commands, whose inits every unitrun process runs
+#   start   unitrun start -q U             / systemctl --user start U
+#   pstart  bench/runonly -unit U: the start without the CLI / the same
+#   wait    unitrun wait -q W              / systemctl --user start W1
 # U is a oneshot /bin/true; W a Type=exec sleep 0.05 started with
 # systemctl --user start --no-block just before the timed wait, W1 the same
 # sleep as a oneshot, which systemctl start waits for. The floor is
@@ -18,16 +25,26 @@ cd "$(dirname "$0")/.."
 N=${1:-100}
 . bench/embedded.sh
 units=$work/m/systemd/user
+CGO_ENABLED=0 go build -o bin/unitrun-release ./cmd/unitrun
+CGO_ENABLED=0 go build -o bin/runonly ./bench/runonly
 printf '[Service]\nType=oneshot\nExecStart=/bin/true\n' >"$units/bench-true.service"
 printf '[Service]\nType=exec\nExecStart=/bin/sleep 0.05\n' >"$units/bench-sleep.service"
 printf '[Service]\nType=oneshot\nExecStart=/bin/sleep 0.05\n' >"$units/bench-sleep1.service"
 systemctl --user daemon-reload
 systemd-run --user --wait --pipe -q true # warm the session bus
 
-a_run() { bin/unitrun run -q -- true; }
+a_run() { bin/unitrun --manager user run -q -- true; }
 b_run() { systemd-run --user --wait --pipe -q true; }
+a_runrel() { bin/unitrun-release --manager user run -q -- true; }
+b_runrel() { b_run; }
+a_runsock() { bin/unitrun run -q -- true; }
+b_runsock() { b_run; }
+a_proto() { UNITRUN_MANAGER=user bin/runonly true; }
+b_proto() { b_run; }
 a_start() { bin/unitrun start -q bench-true.service; }
 b_start() { systemctl --user start bench-true.service; }
+a_pstart() { bin/runonly -unit bench-true.service; }
+b_pstart() { b_start; }
 pre_wait() { systemctl --user start --no-block bench-sleep.service; }
 a_wait() { bin/unitrun wait -q bench-sleep.service; }
 b_wait() { systemctl --user start bench-sleep1.service; }
@@ -62,14 +79,18 @@ pair() {
       return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }
     { n++; a[n] = $1; b[n] = $2; r[n] = $1 / $2 }
     END { ma = median(a, n); mb = median(b, n); m = median(r, n)
-      printf "%-6s %6.2f  (p10 %.2f, p90 %.2f)  %7.1f ms  %7.1f ms\n", name, m, r[int(n * 0.1) + 1], r[int(n * 0.9)], ma * 1000, mb * 1000 }' "$out"
+      printf "%-7s %6.2f  (p10 %.2f, p90 %.2f)  %7.1f ms  %7.1f ms\n", name, m, r[int(n * 0.1) + 1], r[int(n * 0.9)], ma * 1000, mb * 1000 }' "$out"
 }
 
 echo "unitrun CLI against systemd's tools: N=$N interleaved pairs, $(nproc) cores, systemd $(systemctl --user --version | head -1 | cut -d' ' -f2), $(date -u +%Y-%m-%dT%H:%MZ), load $(cut -d' ' -f1 /proc/loadavg)"
-printf '%-6s %6s  %-22s  %10s  %10s\n' pair ratio "" unitrun systemd
+printf '%-7s %6s  %-22s  %10s  %10s\n' pair ratio "" unitrun systemd
 pair run
+pair runrel
+pair runsock
+pair proto
 pair start
+pair pstart
 pair wait
 pair floor
-echo "run: target 0.80 (unitrun run -q -- true / systemd-run --user --wait --pipe -q true)"
+echo "run: target 0.80 (unitrun run -q -- true / systemd-run --user --wait --pipe -q true); start: target 0.80"
 echo "floor: unitrun --help against /bin/true (the process start alone)"

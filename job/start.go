@@ -24,7 +24,15 @@ func runUnit(ctx context.Context, mgr *manager.Conn, name string, invoked func(i
 	r := &run{mgr: mgr, unit: name, state: state{}, invoked: invoked}
 	r.watch = mgr.WatchProps(name, stateProps...)
 	waits := false
-	if svc, _, err := properties(ctx, mgr, name, manager.ServiceIface, "Type", "Restart"); err == nil {
+	// Both interfaces' reads go out at once, answered in one round trip;
+	// a unit that is not a service has no Service properties.
+	svcRead := mgr.Read(ctx, name, manager.ServiceIface, "Type", "Restart")
+	u, _, err := properties(ctx, mgr, name, manager.UnitIface, "LoadState", "LoadError", "InvocationID")
+	svc, _, svcErr := svcRead.Wait()
+	if manager.IsConnLost(svcErr) {
+		svc, _, svcErr = properties(ctx, mgr, name, manager.ServiceIface, "Type", "Restart")
+	}
+	if svcErr == nil {
 		r.state.merge(svc)
 		r.typ = r.state.str("Type")
 		r.restarts = mayRestart(r.state)
@@ -33,7 +41,6 @@ func runUnit(ctx context.Context, mgr *manager.Conn, name string, invoked func(i
 			waits = true
 		}
 	}
-	u, _, err := properties(ctx, mgr, name, manager.UnitIface, "LoadState", "LoadError", "InvocationID")
 	if err != nil {
 		r.watch.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -111,8 +118,12 @@ func (r *run) keptEarlierRun(ctx context.Context) bool {
 // run for its own.
 func (r *run) startUnit(ctx context.Context, before []byte) (dbus.ObjectPath, error) {
 	for {
-		job, err := r.mgr.StartUnit(ctx, r.unit, "replace")
+		job, at, err := r.mgr.StartUnitAt(ctx, r.unit, "replace")
 		if !manager.IsConnLost(err) {
+			// What the watch holds from before the answer tells of
+			// the unit before the start: the reads above loaded it,
+			// and systemd may have collected it since.
+			r.watch.DropBefore(at)
 			return job, err
 		}
 		if r.reread(ctx) != nil {

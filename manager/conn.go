@@ -83,7 +83,7 @@ type Conn struct {
 
 	mu       sync.Mutex
 	bus      *dbus.Conn
-	stream   *busframe.Stream // bus's stream, on a private socket (else nil)
+	stream   *busframe.Stream // bus's stream, on a unix socket (else nil)
 	ready    chan struct{}    // closed when bus is usable; replaced on disconnect
 	closed   bool
 	dialErr  error                          // why the last redial failed
@@ -93,8 +93,10 @@ type Conn struct {
 	done     chan struct{}
 	unitPath []string   // the manager's UnitPath, once read
 	refs     *dbus.Conn // on a private socket, the bus for AddRef (ref.go)
-	gen      uint64     // bus's number: each connection made gets the next
-	gens     uint64     // connections made
+	// refStream is refs's stream, on a unix socket (else nil).
+	refStream *busframe.Stream
+	gen       uint64 // bus's number: each connection made gets the next
+	gens      uint64 // connections made
 }
 
 // Stamp places a signal or a call's answer in the order in which the
@@ -166,52 +168,54 @@ func (c *Conn) Close() error {
 	return nil
 }
 
-// connect dials t, authenticates and subscribes. On a private socket it
-// returns the busframe.Stream that the connection reads and writes. It returns
-// the connection's number too (see Stamp).
+// connect dials t, authenticates and, on a bus, subscribes (a manager
+// sends its signals to every client of its private socket unasked). It
+// returns the busframe.Stream that the connection reads and writes, on a
+// unix socket, and the connection's number (see Stamp).
 func (c *Conn) connect(ctx context.Context, t Target) (_ *dbus.Conn, _ *busframe.Stream, gen uint64, err error) {
-	var bus *dbus.Conn
-	var stream *busframe.Stream
 	c.mu.Lock()
 	c.gens++
 	gen = c.gens
 	c.mu.Unlock()
-	opts := []dbus.ConnOption{dbus.WithSignalHandler(signalRouter{c, gen}), dbus.WithContext(context.Background())}
-	if path, ok := socketPath(t.Address); ok && t.Peer {
-		stream, err = busframe.Dial(path, c.wanted)
-		if err == nil {
-			bus, err = dbus.NewConn(stream, opts...)
-			if err != nil {
-				stream.Close()
-			}
-		}
-	} else {
-		bus, err = dbus.Dial(t.Address, opts...)
-	}
+	bus, stream, err := dialBus(t.Address, c.wanted, dbus.WithSignalHandler(signalRouter{c, gen}))
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("manager %s: dial %s: %w", t.Spec, t.Address, err)
 	}
-	defer func() {
-		if err != nil {
-			bus.Close()
-		}
-	}()
-	if err := bus.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
-		return nil, nil, 0, fmt.Errorf("manager %s: authenticate: %w", t.Spec, err)
-	}
 	if !t.Peer {
 		if err := subscribeOnBus(ctx, bus); err != nil {
+			bus.Close()
 			return nil, nil, 0, fmt.Errorf("manager %s: %w", t.Spec, err)
 		}
-		return bus, stream, gen, nil
-	}
-	if err := wake(ctx, bus); err != nil {
-		return nil, nil, 0, fmt.Errorf("manager %s: %w", t.Spec, err)
-	}
-	if err := bus.Object(busName, objectPath).CallWithContext(ctx, managerIface+".Subscribe", 0).Err; err != nil {
-		return nil, nil, 0, fmt.Errorf("manager %s: subscribe: %w", t.Spec, err)
 	}
 	return bus, stream, gen, nil
+}
+
+// dialBus connects to address and authenticates. On a unix socket (a
+// manager's private socket, a bus's) godbus goes through a
+// busframe.Stream, returned too, which authenticates in one round trip
+// and leaves out the signals that keep does not ask for; on any other
+// address, godbus dials and authenticates itself.
+func dialBus(address string, keep busframe.KeepFunc, opts ...dbus.ConnOption) (*dbus.Conn, *busframe.Stream, error) {
+	opts = append(opts, dbus.WithContext(context.Background()))
+	var bus *dbus.Conn
+	var stream *busframe.Stream
+	var err error
+	if path, ok := socketPath(address); ok {
+		if stream, err = busframe.Dial(path, keep); err != nil {
+			return nil, nil, err
+		}
+		if bus, err = dbus.NewConn(stream, opts...); err != nil {
+			stream.Close()
+			return nil, nil, err
+		}
+	} else if bus, err = dbus.Dial(address, opts...); err != nil {
+		return nil, nil, err
+	}
+	if err := bus.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
+		bus.Close()
+		return nil, nil, fmt.Errorf("authenticate: %w", err)
+	}
+	return bus, stream, nil
 }
 
 // busMatches are the match rules that have the bus send a connection the
@@ -263,33 +267,6 @@ func (c *Conn) wanted(path dbus.ObjectPath, iface, member string) (bool, map[str
 		return ok && (w.props == nil || len(w.props) > 0), w.props
 	}
 	return false, nil
-}
-
-// wake pings the manager until it answers. systemd's bus server leaves a
-// message that arrives in the same read as the authentication's BEGIN
-// unprocessed until more input arrives (seen with systemd 252 on private
-// sockets; godbus writes BEGIN and the first call back to back, sd-bus
-// clients wait for the server's OK first): the next ping is that input.
-func wake(ctx context.Context, bus *dbus.Conn) error {
-	// A first ping that expects no reply takes the place right behind
-	// BEGIN, so the ping that follows is usually answered at once.
-	bus.Object(busName, objectPath).Go("org.freedesktop.DBus.Peer.Ping", dbus.FlagNoReplyExpected, nil)
-	wait := 20 * time.Millisecond
-	for {
-		pctx, cancel := context.WithTimeout(ctx, wait)
-		err := bus.Object(busName, objectPath).CallWithContext(pctx, "org.freedesktop.DBus.Peer.Ping", 0).Err
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("ping: %w", ctx.Err())
-		}
-		if pctx.Err() == nil {
-			return fmt.Errorf("ping: %w", err)
-		}
-		wait = min(2*wait, time.Second)
-	}
 }
 
 // supervise waits for the connection to break and redials until Close.
@@ -460,10 +437,6 @@ func (c *Conn) lost(err error) error {
 // StartTransientUnit creates and starts a transient unit, creating the aux
 // units beside it, and returns its job.
 func (c *Conn) StartTransientUnit(ctx context.Context, name, mode string, props []unit.Property, aux ...Aux) (dbus.ObjectPath, error) {
-	type prop struct {
-		Name  string
-		Value dbus.Variant
-	}
 	if c.peer() && addRef(props) {
 		return c.startRef(ctx, name, mode, props, aux)
 	}
@@ -471,8 +444,20 @@ func (c *Conn) StartTransientUnit(ctx context.Context, name, mode string, props 
 	if err != nil {
 		return "", err
 	}
-	// godbus passes the fds of UnixFD values on a socket transport; on a
-	// busframe.Stream they go as indexes, and the stream attaches the fds.
+	job, err := startTransient(ctx, bus, stream, name, mode, props, aux)
+	return job, c.lost(err)
+}
+
+// startTransient calls StartTransientUnit on bus, whose stream, if not
+// nil, passes the fds of UnixFD values (godbus passes them itself on its
+// own socket transport).
+func startTransient(ctx context.Context, bus *dbus.Conn, stream *busframe.Stream, name, mode string, props []unit.Property, aux []Aux) (dbus.ObjectPath, error) {
+	type prop struct {
+		Name  string
+		Value dbus.Variant
+	}
+	// On a busframe.Stream the fds go as indexes, and the stream
+	// attaches the fds.
 	var fds []int
 	ps := make([]prop, len(props))
 	for i, p := range props {
@@ -487,7 +472,7 @@ func (c *Conn) StartTransientUnit(ctx context.Context, name, mode string, props 
 	args := []any{name, mode, ps, aux}
 	var job dbus.ObjectPath
 	if fds == nil {
-		err = c.call(ctx, "StartTransientUnit", []any{&job}, args...)
+		err := bus.Object(busName, objectPath).CallWithContext(ctx, managerIface+".StartTransientUnit", 0, args...).Store(&job)
 		return job, err
 	}
 	msg := &dbus.Message{Type: dbus.TypeMethodCall, Headers: map[dbus.HeaderField]dbus.Variant{
@@ -499,7 +484,7 @@ func (c *Conn) StartTransientUnit(ctx context.Context, name, mode string, props 
 		dbus.FieldUnixFDs:     dbus.MakeVariant(uint32(len(fds))),
 	}, Body: args}
 	var call *dbus.Call
-	err = stream.SendFDs(fds, func() { call = bus.SendWithContext(ctx, msg, make(chan *dbus.Call, 1)) })
+	err := stream.SendFDs(fds, func() { call = bus.SendWithContext(ctx, msg, make(chan *dbus.Call, 1)) })
 	// godbus ends the call with its reply, or with the error that kept it
 	// from being sent or answered.
 	call = <-call.Done
@@ -515,9 +500,24 @@ func (c *Conn) StartTransientUnit(ctx context.Context, name, mode string, props 
 
 // StartUnit starts an existing unit and returns its job.
 func (c *Conn) StartUnit(ctx context.Context, name, mode string) (dbus.ObjectPath, error) {
-	var job dbus.ObjectPath
-	err := c.call(ctx, "StartUnit", []any{&job}, name, mode)
+	job, _, err := c.StartUnitAt(ctx, name, mode)
 	return job, err
+}
+
+// StartUnitAt is StartUnit, and returns the Stamp of the answer: the
+// events stamped before it are older than the start (see
+// Watch.DropBefore).
+func (c *Conn) StartUnitAt(ctx context.Context, name, mode string) (dbus.ObjectPath, Stamp, error) {
+	bus, _, gen, err := c.usable(ctx)
+	if err != nil {
+		return "", Stamp{}, err
+	}
+	var job dbus.ObjectPath
+	call := bus.Object(busName, objectPath).CallWithContext(ctx, managerIface+".StartUnit", 0, name, mode)
+	if err := call.Store(&job); err != nil {
+		return "", Stamp{}, c.lost(err)
+	}
+	return job, Stamp{gen, call.ResponseSequence}, nil
 }
 
 // StopUnit stops a unit and returns its job.
@@ -573,36 +573,68 @@ func (c *Conn) Properties(ctx context.Context, name, iface string, names ...stri
 // computes every property a GetAll returns, a service's cgroup
 // accounting among them.
 func (c *Conn) PropertiesAt(ctx context.Context, name, iface string, names ...string) (map[string]dbus.Variant, Stamp, error) {
-	bus, _, gen, err := c.usable(ctx)
-	if err != nil {
-		return nil, Stamp{}, err
-	}
-	obj := bus.Object(busName, unit.BusPath(name))
 	if len(names) == 0 {
+		bus, _, gen, err := c.usable(ctx)
+		if err != nil {
+			return nil, Stamp{}, err
+		}
 		var props map[string]dbus.Variant
-		call := obj.CallWithContext(ctx, propsIface+".GetAll", 0, iface)
+		call := bus.Object(busName, unit.BusPath(name)).CallWithContext(ctx, propsIface+".GetAll", 0, iface)
 		if err := call.Store(&props); err != nil {
 			return nil, Stamp{}, c.lost(err)
 		}
 		return props, Stamp{gen, call.ResponseSequence}, nil
 	}
-	calls := make([]*dbus.Call, len(names))
-	for i, n := range names {
-		calls[i] = obj.GoWithContext(ctx, propsIface+".Get", 0, nil, iface, n)
+	return c.Read(ctx, name, iface, names...).Wait()
+}
+
+// A Reading is a read of properties that Read sent and that may not be
+// answered yet.
+type Reading struct {
+	c     *Conn
+	gen   uint64
+	names []string
+	calls []*dbus.Call
+	err   error
+}
+
+// Read sends the reads of the named properties of the unit name on one
+// interface, as PropertiesAt makes them, and returns without waiting for
+// their answers: a call made after it on the Conn is answered after
+// them, so that reads sent together take one round trip.
+func (c *Conn) Read(ctx context.Context, name, iface string, names ...string) *Reading {
+	bus, _, gen, err := c.usable(ctx)
+	r := &Reading{c: c, gen: gen, names: names, err: err}
+	if err != nil {
+		return r
 	}
-	props := make(map[string]dbus.Variant, len(names))
-	for i, call := range calls {
+	obj := bus.Object(busName, unit.BusPath(name))
+	for _, n := range names {
+		r.calls = append(r.calls, obj.GoWithContext(ctx, propsIface+".Get", 0, nil, iface, n))
+	}
+	return r
+}
+
+// Wait waits for the answers of the read and returns them as PropertiesAt
+// does.
+func (r *Reading) Wait() (map[string]dbus.Variant, Stamp, error) {
+	if r.err != nil {
+		return nil, Stamp{}, r.err
+	}
+	var err error
+	props := make(map[string]dbus.Variant, len(r.names))
+	for i, call := range r.calls {
 		var v dbus.Variant
 		if e := (<-call.Done).Store(&v); e != nil && err == nil {
-			err = c.lost(e)
+			err = r.c.lost(e)
 		}
-		props[names[i]] = v
+		props[r.names[i]] = v
 	}
 	if err != nil {
 		return nil, Stamp{}, err
 	}
 	// The first answer: a signal received before it is older than all.
-	return props, Stamp{gen, calls[0].ResponseSequence}, nil
+	return props, Stamp{r.gen, r.calls[0].ResponseSequence}, nil
 }
 
 // Loaded reports whether the manager has the named unit loaded. Unlike

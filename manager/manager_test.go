@@ -483,3 +483,54 @@ func bootEmbedded(t *testing.T) *manager.Embedded {
 	}
 	return e
 }
+
+// A read of a unit that is not loaded loads it, and systemd collects it
+// again (UnitRemoved) before a start loads it anew: DropBefore drops such
+// events from before StartUnitAt's answer, so that only the start's own
+// reach the watch, its JobRemoved among them.
+func TestDropBefore(t *testing.T) {
+	conn := systemdtest.Conn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name := unit.RandomName("unitrun-test-dropbefore-", "service")
+	systemdtest.WriteUnit(t, filepath.Join(systemdtest.RuntimeUnitDir(t), name), "[Service]\nType=oneshot\nExecStart=/bin/true\n")
+	if err := conn.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w, seen := conn.WatchProps(name), conn.WatchProps(name)
+	defer w.Close()
+	defer seen.Close()
+	if _, err := conn.Properties(ctx, name, manager.UnitIface, "LoadState"); err != nil {
+		t.Fatal(err)
+	}
+	// w has it queued too.
+	for {
+		ev, err := seen.Next(ctx)
+		if err != nil {
+			t.Fatalf("no UnitRemoved of the unit that the read loaded: %v", err)
+		}
+		if ev.Kind == manager.EventRemoved {
+			break
+		}
+	}
+	job, at, err := conn.StartUnitAt(ctx, name, "replace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.DropBefore(at)
+	for {
+		ev, err := w.Next(ctx)
+		if err != nil {
+			t.Fatalf("no JobRemoved of the start: %v", err)
+		}
+		if ev.Stamp.Before(at) {
+			t.Fatalf("an event from before the start is left: %+v", ev)
+		}
+		if ev.Kind == manager.EventJobRemoved && ev.Job == job {
+			if ev.Result != "done" {
+				t.Errorf("start job %s, want done", ev.Result)
+			}
+			return
+		}
+	}
+}

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/unitrun/unitrun/manager/internal/busframe"
 	"github.com/unitrun/unitrun/unit"
 )
 
@@ -60,58 +60,60 @@ func (t Target) overBus() (Target, bool) {
 // bus the manager is on, which CanRef dials once it is there with the
 // manager on it (until then, each call tries again).
 func (c *Conn) CanRef(ctx context.Context) bool {
-	_, err := c.refConn(ctx)
+	_, _, err := c.refConn(ctx)
 	return err == nil
 }
 
-// refConn returns the connection that AddRef and Unref go through.
-func (c *Conn) refConn(ctx context.Context) (*dbus.Conn, error) {
+// refConn returns the connection that AddRef and Unref go through, and
+// its busframe.Stream, on a unix socket.
+func (c *Conn) refConn(ctx context.Context) (*dbus.Conn, *busframe.Stream, error) {
 	if !c.peer() {
-		bus, _, _, err := c.usable(ctx)
-		return bus, err
+		bus, stream, _, err := c.usable(ctx)
+		return bus, stream, err
 	}
 	c.mu.Lock()
-	refs, closed := c.refs, c.closed
+	refs, stream, closed := c.refs, c.refStream, c.closed
 	c.mu.Unlock()
 	if closed {
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	}
 	if refs != nil && refs.Connected() {
-		return refs, nil
+		return refs, stream, nil
 	}
 	addr := c.target.refAddress()
 	if addr == "" {
-		return nil, errNoRefBus
+		return nil, nil, errNoRefBus
 	}
-	refs, err := dbus.Dial(addr, dbus.WithContext(context.Background()))
+	// No signal is read on it.
+	refs, stream, err := dialBus(addr, func(dbus.ObjectPath, string, string) (bool, map[string]bool) { return false, nil })
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := refs.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
-		refs.Close()
-		return nil, err
-	}
-	if err := refs.Hello(); err != nil {
-		refs.Close()
-		return nil, err
-	}
+	// Hello first, as a bus requires, and the question behind it, both
+	// answered in one round trip.
+	hello := refs.BusObject().GoWithContext(ctx, "org.freedesktop.DBus.Hello", 0, nil)
+	has := refs.BusObject().GoWithContext(ctx, "org.freedesktop.DBus.NameHasOwner", 0, nil, busName)
 	var there bool
-	if err := refs.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.NameHasOwner", 0, busName).Store(&there); err != nil || !there {
+	if err := (<-hello.Done).Err; err != nil {
 		refs.Close()
-		return nil, errNoRefBus
+		return nil, nil, err
+	}
+	if err := (<-has.Done).Store(&there); err != nil || !there {
+		refs.Close()
+		return nil, nil, errNoRefBus
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		refs.Close()
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	}
 	if c.refs != nil && c.refs.Connected() {
 		refs.Close() // another call dialled meanwhile: units are kept on its connection
-		return c.refs, nil
+		return c.refs, c.refStream, nil
 	}
-	c.refs = refs
-	return refs, nil
+	c.refs, c.refStream = refs, stream
+	return refs, stream, nil
 }
 
 // errNoRefBus says that no bus with the manager on it is reachable.
@@ -128,23 +130,13 @@ func addRef(props []unit.Property) bool {
 }
 
 // startRef is StartTransientUnit for a unit with AddRef=yes, on a private
-// socket: the call goes over the bus (godbus passes the fds of UnixFD
-// values there itself).
+// socket: the call goes over the bus.
 func (c *Conn) startRef(ctx context.Context, name, mode string, props []unit.Property, aux []Aux) (dbus.ObjectPath, error) {
-	refs, err := c.refConn(ctx)
+	refs, stream, err := c.refConn(ctx)
 	if err != nil {
 		return "", err
 	}
-	type prop struct {
-		Name  string
-		Value dbus.Variant
-	}
-	ps := make([]prop, len(props))
-	for i, p := range props {
-		ps[i] = prop{p.Name, p.Value}
-	}
-	var job dbus.ObjectPath
-	err = refs.Object(busName, objectPath).CallWithContext(ctx, managerIface+".StartTransientUnit", 0, name, mode, ps, aux).Store(&job)
+	job, err := startTransient(ctx, refs, stream, name, mode, props, aux)
 	return job, lostOnBus(err)
 }
 
@@ -186,7 +178,7 @@ func (c *Conn) Unref(ctx context.Context, name string) error {
 // callRef calls the manager's method (RefUnit, UnrefUnit) for the unit
 // name on the connection that AddRef goes through.
 func (c *Conn) callRef(ctx context.Context, method, name string) error {
-	refs, err := c.refConn(ctx)
+	refs, _, err := c.refConn(ctx)
 	if err != nil {
 		return err
 	}

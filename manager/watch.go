@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/godbus/dbus/v5"
@@ -132,6 +133,23 @@ func (w *Watch) Close() {
 		delete(c.watches, w.unit)
 	}
 	c.indexLocked(w.unit)
+}
+
+// DropBefore drops the queued events of the unit that the connection
+// received before s, the stamp of a call's answer (StartUnitAt): they
+// tell of the unit before the call, such as the UnitRemoved of a load
+// that a read of its properties made, which WaitJob would otherwise ask
+// the manager about. The events of the connection itself stay.
+func (w *Watch) DropBefore(s Stamp) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.queue = slices.DeleteFunc(w.queue, func(ev Event) bool {
+		switch ev.Kind {
+		case EventJobRemoved, EventChanged, EventRemoved:
+			return ev.Stamp.Before(s)
+		}
+		return false
+	})
 }
 
 // Next returns the next event, waiting for one until ctx is done.

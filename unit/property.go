@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/godbus/dbus/v5"
@@ -113,7 +114,7 @@ func ParseProperty(assignment string) ([]Property, error) {
 
 // parseSetting parses the value of the setting key.
 func parseSetting(key, value string) ([]Property, error) {
-	if parse, ok := properties[key]; ok {
+	if parse, ok := parsers()[key]; ok {
 		ps, err := parse(key, value)
 		if err != nil {
 			return nil, fmt.Errorf("property %q: %v", key, err)
@@ -158,8 +159,8 @@ func stringsValid(v reflect.Value) bool {
 // sorted: those of systemd 252 and the newer ones (PropertySince tells
 // which version takes each).
 func KnownProperties() []string {
-	names := make([]string, 0, len(properties)+len(newerProperties))
-	for name := range properties {
+	names := make([]string, 0, len(parsers())+len(newerProperties))
+	for name := range parsers() {
 		names = append(names, name)
 	}
 	for _, p := range newerProperties {
@@ -238,7 +239,7 @@ type parser func(key, value string) ([]Property, error)
 
 func prop(name string, v any) Property { return Property{Name: name, Value: dbus.MakeVariant(v)} }
 
-// properties maps each setting to its parser.
+// properties maps each setting to its parser; parsers fills it.
 var properties = map[string]parser{}
 
 // one makes a parser of a function that returns one property.
@@ -256,14 +257,17 @@ func one(f func(key, value string) (Property, error)) parser {
 // (src/shared/bus-unit-util.c) for a service: its cgroup, execute, kill,
 // service and unit parts, in that order and with the same groups, one
 // function each. Where ParseProperty checks a value more strictly than
-// systemd-run, it is one that the manager refuses.
-func init() {
+// systemd-run, it is one that the manager refuses. The table is made at
+// its first use, not in the init of every process that links unit (each
+// unitrun process, a run without -p too, which never reads it).
+var parsers = sync.OnceValue(func() map[string]parser {
 	addCgroupProperties()
 	addExecuteProperties()
 	addKillProperties()
 	addServiceProperties()
 	addUnitProperties()
-}
+	return properties
+})
 
 // add sets f, which returns one property, as the parser of keys.
 func add(f func(key, value string) (Property, error), keys ...string) {

@@ -118,7 +118,7 @@ func PropertySince(name string) int {
 	if p, ok := findNewer(name); ok {
 		return p.since
 	}
-	if _, ok := properties[name]; ok {
+	if _, ok := parsers()[name]; ok {
 		return Oldest
 	}
 	return 0

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -14,33 +15,16 @@ import (
 )
 
 // TestGodbusBytes drives godbus's own authentication and message writes
-// through a Stream, with a manager's end of the socket that speaks the
-// protocol as systemd does, and fails if a godbus upgrade changes what
-// the Stream relies on: that godbus starts with the NUL byte and ends its
-// authentication with the line BEGIN, never negotiates unix fds itself on
-// a stream (the Stream does, before BEGIN), writes messages framed by
-// their headers' lengths with a unix_fds field for UnixFDIndex values, and
-// reads every message the Stream frames (systemd's real signals).
+// through a Stream that Dial authenticated, with a manager's end of the
+// socket that speaks the protocol as systemd does, and fails if a godbus
+// upgrade changes what the Stream relies on: that godbus authenticates
+// with the lines the Stream answers (none of them reaches the socket),
+// writes messages framed by their headers' lengths with a unix_fds field
+// for UnixFDIndex values, and reads every message the Stream frames
+// (systemd's real signals).
 func TestGodbusBytes(t *testing.T) {
-	s, manager := peerPair(t, keepAll)
-	s.begun = false
-	signals := make(chan *dbus.Signal, 100)
-	bus, err := dbus.NewConn(s, dbus.WithSignalHandler(dbus.NewSequentialSignalHandler()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bus.Close()
-	bus.Signal(signals)
-	uid := strconv.Itoa(os.Getuid())
-	wantAuth := "\x00AUTH\r\nAUTH EXTERNAL\r\nDATA\r\nNEGOTIATE_UNIX_FD\r\nBEGIN\r\n"
-	authed := make(chan string, 1)
-	go func() { authed <- answerAuth(manager) }()
-	if err := bus.Auth([]dbus.Auth{dbus.AuthExternal(uid)}); err != nil {
-		t.Fatal(err)
-	}
-	if got := <-authed; got != wantAuth {
-		t.Fatalf("godbus authenticated with %q, want %q", got, wantAuth)
-	}
+	s, manager := dialPair(t, keepAll, systemdAnswers)
+	bus, signals := authenticated(t, s)
 
 	// Two calls, the second with an fd, go as two messages, framed by
 	// their headers, the fd with the second.
@@ -87,34 +71,104 @@ func TestGodbusBytes(t *testing.T) {
 	}
 }
 
-// answerAuth answers, on the manager's end of the socket, the
-// authentication of a client with the lines systemd 252's user manager
-// answered godbus with (captured on its private socket), unix fds agreed,
-// and returns all the client wrote up to and with its BEGIN.
-func answerAuth(conn *net.UnixConn) string {
-	var got []byte
-	b := make([]byte, 1)
-	for !bytes.HasSuffix(got, []byte("BEGIN\r\n")) {
-		if _, err := conn.Read(b); err != nil {
-			return string(got)
+// authenticated returns a godbus connection on s, authenticated through
+// it, and the channel of the signals it receives.
+func authenticated(t *testing.T, s *Stream) (*dbus.Conn, chan *dbus.Signal) {
+	t.Helper()
+	signals := make(chan *dbus.Signal, 100)
+	bus, err := dbus.NewConn(s, dbus.WithSignalHandler(dbus.NewSequentialSignalHandler()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bus.Close() })
+	bus.Signal(signals)
+	if err := bus.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
+		t.Fatal(err)
+	}
+	return bus, signals
+}
+
+// systemdAnswers is what systemd 252's user manager answered sd-bus's
+// authentication with (captured on its private socket; dbus-daemon
+// answers alike), unix fds agreed.
+const systemdAnswers = "DATA\r\nOK c0b06556b10448dca1cfa19fcf9e0059\r\nAGREE_UNIX_FD\r\n"
+
+// dialPair returns a Stream that Dial authenticated and the socket at its
+// other end, as the manager's, which answered the authentication with
+// answers. It fails the test unless the authentication came as sd-bus
+// sends it, whole in one write.
+func dialPair(t *testing.T, keep KeepFunc, answers string) (*Stream, *net.UnixConn) {
+	t.Helper()
+	path := t.TempDir() + "/private"
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan *net.UnixConn, 1)
+	go func() {
+		conn, err := l.AcceptUnix()
+		if err != nil {
+			accepted <- nil
+			return
 		}
-		got = append(got, b[0])
-		if b[0] != '\n' {
-			continue
+		b := make([]byte, 256)
+		n, _ := conn.Read(b)
+		if string(b[:n]) != hello {
+			t.Errorf("the server's first read: %q, want the whole authentication %q", b[:n], hello)
 		}
-		line := got[bytes.LastIndexByte(got[:len(got)-1], '\n')+1:]
-		switch {
-		case string(bytes.TrimPrefix(line, []byte{0})) == "AUTH\r\n":
-			conn.Write([]byte("REJECTED EXTERNAL ANONYMOUS\r\n"))
-		case string(line) == "AUTH EXTERNAL\r\n":
-			conn.Write([]byte("DATA\r\n"))
-		case string(line) == "DATA\r\n":
-			conn.Write([]byte("OK c0b06556b10448dca1cfa19fcf9e0059\r\n"))
-		case string(line) == "NEGOTIATE_UNIX_FD\r\n":
-			conn.Write([]byte("AGREE_UNIX_FD\r\n"))
+		conn.Write([]byte(answers))
+		accepted <- conn
+	}()
+	s, err := Dial(path, keep)
+	manager := <-accepted
+	if manager == nil {
+		t.Fatal("no connection accepted")
+	}
+	t.Cleanup(func() { manager.Close() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, manager
+}
+
+// A server that accepts the credentials at AUTH, without asking for
+// them, answers the DATA that follows with an ERROR: Dial goes on, and
+// godbus authenticates through the Stream.
+func TestDialOKAtOnce(t *testing.T) {
+	s, _ := dialPair(t, keepAll, "OK c0b06556b10448dca1cfa19fcf9e0059\r\nERROR\r\nAGREE_UNIX_FD\r\n")
+	authenticated(t, s)
+}
+
+// A server that rejects the caller's credentials, or refuses unix fds,
+// fails Dial with an error that says so.
+func TestDialRefused(t *testing.T) {
+	for _, answers := range []string{"REJECTED EXTERNAL\r\n", "DATA\r\nOK c0b0\r\nERROR\r\n"} {
+		path := t.TempDir() + "/private"
+		l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			conn, err := l.AcceptUnix()
+			if err != nil {
+				return
+			}
+			conn.Read(make([]byte, 256))
+			conn.Write([]byte(answers))
+			conn.Close()
+		}()
+		s, err := Dial(path, keepAll)
+		l.Close()
+		if err == nil {
+			s.Close()
+			t.Fatalf("Dial answered %q: no error", answers)
+		}
+		if !strings.Contains(err.Error(), "authenticate") {
+			t.Errorf("Dial answered %q: %v, not an authentication error", answers, err)
 		}
 	}
-	return string(got)
 }
 
 // readMessage reads one message from conn, framed by its header's
@@ -153,4 +207,22 @@ func readFull(t testing.TB, conn *net.UnixConn, n int) ([]byte, int) {
 		}
 	}
 	return buf, fds
+}
+
+// A manager sends its signals to a client of its private socket from
+// BEGIN on, unasked, so a signal can come in the same read as the answers
+// to the authentication: godbus receives it.
+func TestDialKeepsWhatFollows(t *testing.T) {
+	sig := signal(t, 1, "/org/freedesktop/systemd1/unit/a_2eservice", propsIface, "PropertiesChanged",
+		unitIface, map[string]dbus.Variant{"ActiveState": dbus.MakeVariant("active")}, []string{})
+	s, _ := dialPair(t, keepAll, systemdAnswers+string(sig))
+	_, signals := authenticated(t, s)
+	select {
+	case got := <-signals:
+		if got.Name != propsIface+".PropertiesChanged" {
+			t.Errorf("godbus received %s, want the PropertiesChanged sent behind the answers", got.Name)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("godbus did not receive the signal sent behind the answers")
+	}
 }

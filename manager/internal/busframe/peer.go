@@ -4,20 +4,19 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"net"
-	"strings"
 	"sync"
 	"syscall"
 
 	"github.com/godbus/dbus/v5"
 )
 
-// Stream is the stream a Peer connection's godbus reads and writes
-// instead of the socket: it reads the socket in blocks, frames the
-// messages and leaves out, from their headers alone, the signals no Watch
-// waits for. It also passes unix fds, which godbus's stream transport
-// cannot: SendFDs attaches them to the one message that declares them.
+// Stream is the stream a connection's godbus reads and writes instead of
+// the socket: it authenticates in one round trip (Dial), reads the socket
+// in blocks, frames the messages and leaves out, from their headers
+// alone, the signals no Watch waits for. It also passes unix fds, which
+// godbus's stream transport cannot: SendFDs attaches them to the one
+// message that declares them.
 //
 // A manager sends every signal about every unit to each client of its
 // private socket: no bus daemon filters them by match rules. godbus reads
@@ -36,10 +35,14 @@ type Stream struct {
 	in     []byte // read from the socket, not yet framed
 	out    []byte // framed messages kept; godbus has read them up to outPos
 	outPos int
-	// begun says the authentication is over: frame what follows. Write
-	// sets it with godbus's BEGIN, before godbus starts the goroutine
-	// that reads messages.
+	// begun says godbus's authentication is over: frame what follows.
+	// Write sets it with godbus's BEGIN, before godbus starts the
+	// goroutine that reads messages.
 	begun bool
+	// guid is the server's, from Dial's authentication; answers holds
+	// the answers to godbus's authentication that it has not read.
+	guid    string
+	answers []byte
 
 	fdmu sync.Mutex // held by SendFDs throughout
 	wmu  sync.Mutex
@@ -52,15 +55,21 @@ type Stream struct {
 // A KeepFunc is Stream's filter of signals (see Stream.keep).
 type KeepFunc func(path dbus.ObjectPath, iface, member string) (keep bool, props map[string]bool)
 
-// Dial connects to the private socket at path; godbus authenticates
-// through the stream it returns (see Write for the negotiation of unix
-// fds).
+// Dial connects to the socket at path, a manager's private socket or a
+// bus, and authenticates on it in one round trip, unix fds agreed (see
+// hello). godbus then authenticates through the Stream it returns, which
+// answers it itself (see Write).
 func Dial(path string, keep KeepFunc) (*Stream, error) {
 	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		return nil, err
 	}
-	return &Stream{conn: conn, keep: keep}, nil
+	s := &Stream{conn: conn, keep: keep}
+	if err := s.authenticate(); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // readBlock is the size of Stream's first read buffer: a few of the
@@ -70,12 +79,19 @@ const readBlock = 8 << 10
 // maxMessage is the D-Bus limit on a message's length.
 const maxMessage = 1 << 27
 
-// Read returns the bytes of the kept messages, whole messages at a time
-// once the authentication is over, and the socket's bytes as they come
+// Read returns the bytes of the kept messages, whole messages at a time,
+// once godbus's authentication is over, and the answers to its lines
 // before.
 func (s *Stream) Read(p []byte) (int, error) {
 	if !s.begun {
-		return s.conn.Read(p)
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		if len(s.answers) == 0 {
+			return 0, errors.New("busframe: godbus read before it wrote a line to answer")
+		}
+		n := copy(p, s.answers)
+		s.answers = s.answers[n:]
+		return n, nil
 	}
 	if s.outPos == len(s.out) {
 		s.out, s.outPos = s.out[:0], 0
@@ -233,11 +249,12 @@ func readHeader(msg []byte, order binary.ByteOrder) (h header, ok bool) {
 }
 
 // Write takes what godbus writes, frames it as the stream's reader does
-// and sends each whole line or message, however godbus cuts its writes:
-// while godbus authenticates, the lines of the protocol, and before its
-// BEGIN line the negotiation of unix fds, which godbus skips on a stream;
-// after it, each message whole, with the unix fds of SendFDs if it
-// declares some. A part of a line or message waits for the rest.
+// and handles each whole line or message, however godbus cuts its
+// writes: while godbus authenticates, each line of the protocol is
+// answered from what the server answered Dial (Read returns the
+// answers), as the server would answer it; after its BEGIN, each message
+// is sent whole, with the unix fds of SendFDs if it declares some. A part
+// of a line or message waits for the rest.
 func (s *Stream) Write(p []byte) (int, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -266,17 +283,8 @@ func (s *Stream) send(b []byte) ([]byte, error) {
 		if i < 0 {
 			return b, nil
 		}
-		line := b[:i+2]
+		s.answer(string(b[:i]))
 		b = b[i+2:]
-		if string(line) == "BEGIN\r\n" {
-			if err := s.negotiateFDs(); err != nil {
-				return nil, err
-			}
-			s.begun = true
-		}
-		if _, err := s.conn.Write(line); err != nil {
-			return nil, err
-		}
 	}
 	for {
 		n, _, err := messageLen(b)
@@ -306,27 +314,6 @@ func (s *Stream) sendMessage(msg []byte) error {
 		_, err = s.conn.Write(msg[n:])
 	}
 	return err
-}
-
-// negotiateFDs asks the manager to accept unix fds, as godbus does on a
-// socket, and reads its answer.
-func (s *Stream) negotiateFDs() error {
-	if _, err := s.conn.Write([]byte("NEGOTIATE_UNIX_FD\r\n")); err != nil {
-		return err
-	}
-	var line []byte
-	for !bytes.HasSuffix(line, []byte("\r\n")) {
-		b := make([]byte, 64)
-		n, err := s.conn.Read(b)
-		if err != nil {
-			return fmt.Errorf("negotiate unix fds: %w", err)
-		}
-		line = append(line, b[:n]...)
-	}
-	if !bytes.HasPrefix(line, []byte("AGREE_UNIX_FD")) {
-		return fmt.Errorf("negotiate unix fds: %q", strings.TrimSpace(string(line)))
-	}
-	return nil
 }
 
 // declaresFDs reports whether the encoded message p has a unix_fds field.
