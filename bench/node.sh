@@ -11,8 +11,10 @@
 # of the Pod, the node's CreatePod beginning, the unitrun pod created
 # (from the node's log), the container's unit active (its
 # ActiveEnterTimestamp), unitrun's start returning, phase Running and the
-# container running as the watch shows them; then the delete's time until
-# every object is gone, and from the node's log when each deletion began,
+# container running as the watch shows them; then the time until kubectl
+# delete returns (it waits until every object is gone), of it how long
+# kubectl's own client-side rate limit held its requests back (from its
+# -v=3 log), and from the node's log when each deletion began,
 # its unitrun pod had stopped, its object was removed and the unitrun pod
 # was removed. Run as root from anywhere.
 set -euo pipefail

@@ -66,6 +66,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("Capabilities", c.capabilities)
 	t.Run("ServiceAccountToken", c.serviceAccountToken)
 	t.Run("AsTheKubelet", c.asTheKubelet)
+	t.Run("DeleteKilled", c.deleteKilled)
 	t.Run("PortForward", c.portForward)
 	t.Run("DNSPolicies", c.dnsPolicies)
 	t.Run("Ported", c.ported)
@@ -199,8 +200,8 @@ func (c *cluster) applyToRunning(t *testing.T) {
 		start, applied, tl := c.watchStarts(t, strconv.Itoa(n), n, strings.Join(docs, "---\n"))
 		report(t, n, start, applied, tl)
 		start = time.Now()
-		c.mustKubectl("delete", "pod", "-l", fmt.Sprintf("batch=%d", n), "--timeout=180s")
-		t.Logf("%d Pod(s): delete in %.2f s", n, time.Since(start).Seconds())
+		throttled := c.deleteThrottled(t, "pod", "-l", fmt.Sprintf("batch=%d", n), "--timeout=180s")
+		t.Logf("%d Pod(s): delete in %.2f s, kubectl's client-side rate limit holding its requests back %.2f s of it", n, time.Since(start).Seconds(), throttled.Seconds())
 		c.reportDeletes(t, n, fmt.Sprintf("sleep-%d-", n), start)
 	}
 	c.eventually(30*time.Second, "no unit of a pod is left", func() error {
@@ -363,6 +364,65 @@ spec:
 	// Without the node's own removal, virtual-kubelet would keep the
 	// object for the grace period, 600 s, and kubectl would give up.
 	c.mustKubectl("delete", "pod", "by-name", "not-found", "--grace-period=600", "--timeout=60s")
+}
+
+// deleteKilled deletes, with a grace period of 1 s, a Pod whose container
+// ignores SIGTERM and mounts a hostPath at a path that systemd makes on
+// the host: the node kills the container at the kubelet's minimum of 2 s,
+// and kubectl delete returns once the container's unit has stopped, its
+// exit hooks (which systemd runs with the container's mounts) done, not at
+// the grace period's end; the mount point, removed then, stays removed.
+func (c *cluster) deleteKilled(t *testing.T) {
+	mountPoint := filepath.Join(t.TempDir(), "mnt")
+	c.apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: killed}
+spec:
+  nodeName: %s
+  automountServiceAccountToken: false
+  tolerations:
+  - {key: virtual-kubelet.io/provider, operator: Exists, effect: NoSchedule}
+  volumes: [{name: tmp, hostPath: {path: /tmp}}]
+  containers:
+  - name: app
+    image: debian
+    command: ["sh", "-c", "trap '' TERM; echo trapped; while sleep 0.1; do :; done"]
+    volumeMounts: [{name: tmp, mountPath: %s}]
+`, nodeName, mountPoint))
+	c.mustKubectl("wait", "--for=jsonpath={.status.phase}=Running", "pod/killed", "--timeout=90s")
+	c.eventually(30*time.Second, "the container ignores SIGTERM", func() error {
+		if out, _ := c.kubectl("logs", "killed"); !strings.Contains(out, "trapped") {
+			return fmt.Errorf("its log: %q", out)
+		}
+		return nil
+	})
+	id := c.mustKubectl("get", "pod", "killed", "-o", "jsonpath={.status.containerStatuses[0].containerID}")
+	u, ok := strings.CutPrefix(id, "unitrun://")
+	if !ok {
+		t.Fatalf("container ID %q, want unitrun://UNIT", id)
+	}
+	show := func() string {
+		cmd := exec.Command("systemctl", "--user", "show", "-p", "LoadState,ActiveState,SubState", "--value", u)
+		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+c.embedded)
+		out, _ := cmd.Output()
+		return strings.Join(strings.Fields(string(out)), " ")
+	}
+	c.mustKubectl("delete", "pod", "killed", "--grace-period=1", "--timeout=60s")
+	if s := show(); s != "not-found inactive dead" && !strings.HasPrefix(s, "loaded inactive") && !strings.HasPrefix(s, "loaded failed") {
+		t.Errorf("kubectl delete returned while the container's unit %s was %s", u, s)
+	}
+	if err := os.Remove(mountPoint); err != nil {
+		t.Fatal(err)
+	}
+	c.eventually(30*time.Second, "the container's unit is removed", func() error {
+		if s := show(); s != "not-found inactive dead" {
+			return fmt.Errorf("%s is %s", u, s)
+		}
+		return nil
+	})
+	if _, err := os.Lstat(mountPoint); err == nil {
+		t.Errorf("the mount point %s, removed once kubectl delete had returned, was made again", mountPoint)
+	}
 }
 
 type containerStatus struct {

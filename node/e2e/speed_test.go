@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -234,4 +236,31 @@ func (c *cluster) reportDeletes(t *testing.T, n int, prefix string, start time.T
 		slices.Sort(s.d)
 		t.Logf("%d Pod(s): %-34s median %.3f s, max %.3f s after the delete began", n, s.what, s.d[len(s.d)/2], s.d[len(s.d)-1])
 	}
+}
+
+// throttledRE matches client-go's log line (kubectl -v=3 and up) of a
+// request that its client-side rate limit held back more than 50 ms.
+var throttledRE = regexp.MustCompile(`"Waited before sending request" delay="([^"]+)" reason="client-side throttling`)
+
+// deleteThrottled runs kubectl delete with args and returns how long
+// kubectl's own rate limit (client-go's default for kubectl: 5 requests a
+// second, a burst of 10) held its requests back, from its log: once it has
+// sent the deletions, kubectl waits for each object in turn to be gone, a
+// GET each (and a watch of one still there).
+func (c *cluster) deleteThrottled(t *testing.T, args ...string) time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", c.kubeconfig, "-v=3", "delete"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kubectl delete %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	var sum time.Duration
+	for _, m := range throttledRE.FindAllStringSubmatch(stderr.String(), -1) {
+		if d, err := time.ParseDuration(m[1]); err == nil {
+			sum += d
+		}
+	}
+	return sum
 }

@@ -401,7 +401,7 @@ func (p *Provider) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
 // DeletePod starts the deletion of the Pod ([Provider.delete]) and
 // returns: virtual-kubelet waits for no deletion, and one Pod's grace
 // period holds up no other Pod's deletion. A deletion under way is not
-// started again.
+// started again; one that fails removes the Pod from the API.
 func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	k := key(pod.Namespace, pod.Name)
 	p.mu.Lock()
@@ -422,6 +422,10 @@ func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 			p.mu.Lock()
 			e.deleting = false
 			p.mu.Unlock()
+			// The Pod leaves the API all the same, as virtual-kubelet
+			// would have removed it at the grace period's end
+			// ([Provider.PodClient]).
+			p.removeObject(context.WithoutCancel(ctx), e.pod)
 		}
 	}()
 	return nil

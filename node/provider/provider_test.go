@@ -74,7 +74,7 @@ func startNode(t *testing.T, cfg Config, client *fake.Clientset) *testNodeRun {
 	}
 	f := kubeinformers.NewSharedInformerFactory(client, time.Minute)
 	pc, err := node.NewPodController(node.PodControllerConfig{
-		PodClient:                 client.CoreV1(),
+		PodClient:                 p.PodClient(client.CoreV1()),
 		PodInformer:               f.Core().V1().Pods(),
 		EventRecorder:             &record.FakeRecorder{},
 		Provider:                  p,
@@ -783,23 +783,34 @@ func TestDeleteEndsWithContainers(t *testing.T) {
 		cs := p.Status.ContainerStatuses
 		return len(cs) == 1 && cs[0].State.Running != nil
 	})
-	// What the API server does on a graceful delete: the Pod stays, marked.
+	deleteGracefully(t, client, got, grace)
+	waitRemoved(t, client, p)
+	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
+}
+
+// deleteGracefully does what the API server does on a delete of Pod p
+// with a grace period of grace seconds: the Pod stays, marked.
+func deleteGracefully(t *testing.T, client *fake.Clientset, p *corev1.Pod, grace int64) {
+	t.Helper()
 	now := metav1.Now()
-	got.DeletionTimestamp, got.DeletionGracePeriodSeconds = &now, &grace
-	if _, err := client.CoreV1().Pods(p.Namespace).Update(context.Background(), got, metav1.UpdateOptions{}); err != nil {
+	p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace
+	if _, err := client.CoreV1().Pods(p.Namespace).Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; ; i++ {
+}
+
+// waitRemoved waits, up to 90 s, until Pod p is gone from the API.
+func waitRemoved(t *testing.T, client *fake.Clientset, p *corev1.Pod) {
+	t.Helper()
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		_, err := client.CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			break
+			return
 		}
-		if i == 900 {
+		if time.Now().After(deadline) {
 			t.Fatalf("pod %s still in the API 90s after its deletion: %v", p.Name, err)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
-	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
 }
 
 // A deletion kills what is left of the containers at the deletion's grace

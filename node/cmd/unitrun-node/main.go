@@ -199,6 +199,10 @@ func (o *options) run() error {
 	if err != nil {
 		return err
 	}
+	opts = append(opts, nodeutil.WithPodControllerConfigOverrides(func(c *node.PodControllerConfig) error {
+		c.PodClient = p.PodClient(c.PodClient)
+		return nil
+	}))
 	n, err := nodeutil.NewNode(o.cfg.NodeName, func(nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
 		return p, nil, nil
 	}, opts...)
