@@ -7,6 +7,9 @@
 // verified file, and installing the same content twice yields the same
 // path. Variant and Choose pick, among builds for several host OS releases,
 // the one whose os-release fields fit the host (ParseVariant reads one
-// written as PATH:FIELD=PATTERN,...). GC removes the installed files that
-// no service runs, as InUse reads them from a manager.
+// written as PATH:FIELD=PATTERN,...). Self installs the running
+// executable and the companion file it goes with, such as unitrun's exit
+// hook, beside the copy. GC removes the installed files that no service
+// runs, as InUse reads them from a manager, a binary and its companions
+// together.
 package inject

@@ -13,8 +13,9 @@ import (
 const staleTemp = time.Hour
 
 // GC removes from dir the installed files that are not in use: regular
-// files named as Install names them ("<base>-<16 hex digits>") for which
-// inUse(path) is false, and temp files of Installs that did not finish,
+// files named as Install names them ("<base>-<16 hex digits>") and as
+// Self names their companions, of a [group] for none of which
+// inUse(path) holds, and temp files of Installs that did not finish,
 // once they are an hour old. It never follows a symlink and never removes
 // anything else, and it refuses a dir that Install would refuse. It returns
 // the paths it removed; err joins the failures to remove.
@@ -26,6 +27,12 @@ func GC(dir string, inUse func(path string) bool) (removed []string, err error) 
 	if err != nil {
 		return nil, fmt.Errorf("inject: %w", err)
 	}
+	used := make(map[string]bool) // installed names whose group is in use
+	for _, e := range entries {
+		if g := group(e.Name()); g != "" && e.Type().IsRegular() && inUse(filepath.Join(dir, e.Name())) {
+			used[g] = true
+		}
+	}
 	var errs []error
 	for _, e := range entries {
 		name := e.Name()
@@ -33,9 +40,9 @@ func GC(dir string, inUse func(path string) bool) (removed []string, err error) 
 			continue
 		}
 		path := filepath.Join(dir, name)
-		switch {
-		case installedRE.MatchString(name):
-			if inUse(path) {
+		switch g := group(name); {
+		case g != "":
+			if used[g] {
 				continue
 			}
 		case tempRE.MatchString(name):
@@ -53,4 +60,18 @@ func GC(dir string, inUse func(path string) bool) (removed []string, err error) 
 		removed = append(removed, path)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// group returns the installed name that the file name of dir goes with:
+// itself for an installed file ("<base>-<16 hex digits>"), its binary's
+// for a companion that Self installed (that name plus "-WORD"), "" for
+// anything else. GC keeps or removes a binary and its companions together.
+func group(name string) string {
+	if installedRE.MatchString(name) {
+		return name
+	}
+	if m := companionRE.FindStringSubmatch(name); m != nil {
+		return m[1]
+	}
+	return ""
 }

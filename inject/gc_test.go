@@ -94,3 +94,46 @@ func TestGCRefusesSymlinkDir(t *testing.T) {
 		t.Errorf("GC through a symlink removed %s", p)
 	}
 }
+
+// A binary and its companion (as Self installs it) go together: GC keeps
+// both while either is in use, removes both once neither is, and removes
+// a companion whose binary is gone.
+func TestGCCompanions(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bin")
+	hookSrc, _ := writeSource(t, "unitrun-hook", "hook")
+	install := func(content string) (bin, hook string) {
+		t.Helper()
+		src, _ := writeSource(t, "unitrun", content)
+		bin, err := Install(t.Context(), dir, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hook = bin + "-hook"
+		if err := installCompanion(t.Context(), hookSrc, hook); err != nil {
+			t.Fatal(err)
+		}
+		checkInstalled(t, hook, "hook")
+		return bin, hook
+	}
+	bin1, hook1 := install("v1")
+	bin2, hook2 := install("v2")
+	bin3, hook3 := install("v3")
+	if err := os.Remove(bin3); err != nil {
+		t.Fatal(err)
+	}
+	inUse := map[string]bool{bin1: true, hook2: true}
+	removed, err := GC(dir, func(p string) bool { return inUse[p] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{hook3}; !reflect.DeepEqual(removed, want) {
+		t.Errorf("GC with %s and %s in use removed %v; want %v", bin1, hook2, removed, want)
+	}
+	removed, err = GC(dir, func(string) bool { return false })
+	sort.Strings(removed)
+	want := []string{bin1, hook1, bin2, hook2}
+	sort.Strings(want)
+	if err != nil || !reflect.DeepEqual(removed, want) {
+		t.Errorf("GC with nothing in use removed %v, %v; want %v", removed, err, want)
+	}
+}

@@ -28,11 +28,13 @@ const hashLen = 16
 // an installed name.
 var baseRE = lazyregexp.New(`^[A-Za-z0-9_+][A-Za-z0-9._+-]*$`)
 
-// installedRE matches the names Install gives, tempRE those of its temp
-// files.
+// installedRE matches the names Install gives, companionRE those Self
+// gives a companion (an installed name, submatch 1, plus "-WORD"), tempRE
+// those of their temp files.
 var (
 	installedRE = lazyregexp.New(`^[A-Za-z0-9_+][A-Za-z0-9._+-]*-[0-9a-f]{16}$`)
-	tempRE      = lazyregexp.New(`^\.[A-Za-z0-9_+][A-Za-z0-9._+-]*-[0-9a-f]{16}\.tmp-[0-9a-f]{8}$`)
+	companionRE = lazyregexp.New(`^([A-Za-z0-9_+][A-Za-z0-9._+-]*-[0-9a-f]{16})-[a-z]+$`)
+	tempRE      = lazyregexp.New(`^\.[A-Za-z0-9_+][A-Za-z0-9._+-]*-[0-9a-f]{16}(-[a-z]+)?\.tmp-[0-9a-f]{8}$`)
 )
 
 // Install copies the regular file src (symlinks to it are followed) into
@@ -85,26 +87,31 @@ func Install(ctx context.Context, dir, src string) (string, error) {
 	if err := ensureDir(dir); err != nil {
 		return "", err
 	}
-	mode := InstallMode(fi.Mode())
 	name := base + "-" + sum[:hashLen]
+	if err := put(ctx, dir, name, in, sum, InstallMode(fi.Mode())); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, name), nil
+}
+
+// put makes dir/name a copy of in, whose SHA-256 is sum, of mode mode:
+// it keeps a verified copy already there, else writes one and verifies it.
+func put(ctx context.Context, dir, name string, in *os.File, sum string, mode fs.FileMode) error {
 	path := filepath.Join(dir, name)
 	switch ok, err := verify(ctx, path, sum, mode); {
 	case err != nil:
-		return "", err
+		return err
 	case ok:
-		return path, nil
+		return nil
 	}
 	if err := write(ctx, dir, name, in, sum, mode); err != nil {
-		return "", fmt.Errorf("inject: %w", err)
+		return fmt.Errorf("inject: %w", err)
 	}
 	ok, err := verify(ctx, path, sum, mode)
 	if err == nil && !ok {
 		err = fmt.Errorf("inject: %s does not verify after install", path)
 	}
-	if err != nil {
-		return "", err
-	}
-	return path, nil
+	return err
 }
 
 // InstallMode is the mode of the copy of a file of mode src: rwx for its
@@ -157,13 +164,54 @@ func kind(m fs.FileMode) string {
 	return "not a file"
 }
 
-// Self installs the running executable into dir; see Install.
-func Self(ctx context.Context, dir string) (string, error) {
+// Self installs the running executable into dir (see Install) and
+// returns the installed path. companion, if not nil, names the file that
+// goes with a binary at a path (pod.HookPath names unitrun's exit hook):
+// the path plus "-WORD". If the executable has a file there, Self installs
+// it at companion(installed path) as Install installs a file (verified,
+// atomic, mode InstallMode), after the binary, so that the copy finds its
+// companion as the executable does. Its name carries the hash of the
+// binary it goes with, the build both come from; GC keeps both while a
+// unit runs either and removes them together.
+func Self(ctx context.Context, dir string, companion func(path string) string) (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return "", fmt.Errorf("inject: %w", err)
 	}
-	return Install(ctx, dir, exe)
+	path, err := Install(ctx, dir, exe)
+	if err != nil || companion == nil {
+		return path, err
+	}
+	if err := installCompanion(ctx, companion(exe), companion(path)); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// installCompanion copies src, if it exists, to target, a companion's
+// path (companionRE).
+func installCompanion(ctx context.Context, src, target string) error {
+	dir, name := filepath.Split(target)
+	if !companionRE.MatchString(name) {
+		return fmt.Errorf("inject: %s is not named as a companion of an installed file (NAME-HASH-WORD)", target)
+	}
+	in, err := openSource(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("inject: %w", err)
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return fmt.Errorf("inject: source %s: %w", src, reason(err))
+	}
+	sum, err := hashOf(ctx, in)
+	if err != nil {
+		return fmt.Errorf("inject: source %s: %w", src, err)
+	}
+	return put(ctx, filepath.Clean(dir), name, in, sum, InstallMode(fi.Mode()))
 }
 
 // ensureDir creates dir (mode 0755) if it is missing and checks it is a

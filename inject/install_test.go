@@ -301,7 +301,7 @@ func TestInstallCanceled(t *testing.T) {
 
 func TestSelf(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bin")
-	path, err := Self(t.Context(), dir)
+	path, err := Self(t.Context(), dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

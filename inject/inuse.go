@@ -7,8 +7,13 @@ import (
 	"github.com/unitrun/unitrun/manager"
 )
 
+// execProps are the service properties whose commands a service runs.
+var execProps = []string{"ExecCondition", "ExecStartPre", "ExecStart", "ExecStartPost", "ExecReload", "ExecStop", "ExecStopPost"}
+
 // InUse returns the paths that the services loaded in mgr run (the first
-// word of each of their ExecStart= commands): the files that GC must keep.
+// word of each of their commands, ExecStart= as ExecStopPost= and the
+// others of execProps: a pod's exit hook and its shutdown service's
+// unitrun run at a stop): the files that GC must keep.
 // A service whose properties cannot be read, such as one unloaded
 // meanwhile, is passed over.
 func InUse(ctx context.Context, mgr *manager.Conn) (map[string]bool, error) {
@@ -25,11 +30,13 @@ func InUse(ctx context.Context, mgr *manager.Conn) (map[string]bool, error) {
 		if err != nil {
 			continue
 		}
-		cmds, _ := props["ExecStart"].Value().([][]any)
-		for _, c := range cmds {
-			if len(c) > 0 {
-				if p, ok := c[0].(string); ok {
-					inUse[p] = true
+		for _, prop := range execProps {
+			cmds, _ := props[prop].Value().([][]any)
+			for _, c := range cmds {
+				if len(c) > 0 {
+					if p, ok := c[0].(string); ok {
+						inUse[p] = true
+					}
 				}
 			}
 		}

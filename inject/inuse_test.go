@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/manager"
 )
 
 // TestMain boots the real systemd user manager that InUse's test reads.
@@ -28,15 +29,7 @@ func TestInUseKeepsWhatAServiceRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := "unitrun-inuse-test.service"
-	systemdtest.WriteUnit(t, filepath.Join(systemdtest.RuntimeUnitDir(t), name), "[Service]\nExecStart="+used+"\n")
-	if err := conn.Reload(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.StartUnit(ctx, name, "replace"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.StopUnit(ctx, name, "replace") })
+	startService(t, conn, "unitrun-inuse-test.service", "ExecStart="+used+"\n")
 	inUse, err := InUse(ctx, conn)
 	if err != nil {
 		t.Fatal(err)
@@ -51,4 +44,40 @@ func TestInUseKeepsWhatAServiceRuns(t *testing.T) {
 	if _, err := os.Stat(used); err != nil {
 		t.Errorf("the binary in use was removed: %v", err)
 	}
+}
+
+// A binary that a service runs at its stop only (ExecStopPost=, as a pod's
+// app runs its exit hook) is in use too.
+func TestInUseReadsEveryCommand(t *testing.T) {
+	ctx := context.Background()
+	conn := systemdtest.Conn(t)
+	dir := filepath.Join(t.TempDir(), "bin")
+	src, _ := writeSource(t, "atstop", "#!/bin/sh\n")
+	atStop, err := Install(t.Context(), dir, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startService(t, conn, "unitrun-inuse-stop-test.service", "ExecStart=/bin/sleep 600\nExecStopPost="+atStop+"\n")
+	inUse, err := InUse(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inUse[atStop] {
+		t.Errorf("InUse does not hold %s, which the service runs at its stop", atStop)
+	}
+}
+
+// startService writes the service name with the [Service] settings
+// service, starts it and stops it when the test ends.
+func startService(t *testing.T, conn *manager.Conn, name, service string) {
+	t.Helper()
+	ctx := context.Background()
+	systemdtest.WriteUnit(t, filepath.Join(systemdtest.RuntimeUnitDir(t), name), "[Service]\n"+service)
+	if err := conn.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.StartUnit(ctx, name, "replace"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.StopUnit(ctx, name, "replace") })
 }

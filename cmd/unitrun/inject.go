@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/unitrun/unitrun/inject"
+	"github.com/unitrun/unitrun/pod"
 )
 
 func newInjectCmd(g *globals) *cobra.Command {
@@ -17,6 +18,8 @@ func newInjectCmd(g *globals) *cobra.Command {
 		Short: "Copy a binary into /run/bin under a content-addressed name and print its path",
 		Long: `Copy PATH (default: unitrun itself) into DIR as NAME-<sha256 prefix>,
 atomically and idempotently, verify its hash, and print the installed path.
+unitrun itself takes the pods' exit hook (unitrun-hook) beside it along,
+as NAME-<sha256 prefix>-hook, where pods the copy creates find it.
 PATH must be a regular file (a FIFO or a device is refused). The copy is
 mode 0700 plus r-x for group and for others where PATH grants that class
 read: a file only its owner may read stays so.
@@ -25,7 +28,7 @@ With --variant (repeatable), pick the first build whose os-release(5)
 patterns fit the host, such as
   --variant /bin/agent:ID=fedora --variant /bin/agent.rhel9:ID=rhel,VERSION_ID=9*
 and refuse when none fits. --gc removes the installed files of DIR that no
-loaded unit of the manager runs (its ExecStart= path).`,
+loaded unit of the manager runs (in any of its commands).`,
 		Example: `  unitrun inject
   unitrun inject --dir /run/bin ./agent
   unitrun inject --variant ./agent:ID=fedora --variant ./agent.rhel9:ID=rhel,VERSION_ID=9*
@@ -41,7 +44,7 @@ loaded unit of the manager runs (its ExecStart= path).`,
 			}
 			var path string
 			if src == "" {
-				path, err = inject.Self(cmd.Context(), dir)
+				path, err = inject.Self(cmd.Context(), dir, pod.HookPath)
 			} else {
 				path, err = inject.Install(cmd.Context(), dir, src)
 			}
@@ -94,7 +97,7 @@ func injectSource(args, variants []string, osRelease string) (string, error) {
 	return v.Path, nil
 }
 
-// injectGC removes what no loaded unit's ExecStart= runs.
+// injectGC removes what no loaded unit runs.
 func injectGC(cmd *cobra.Command, g *globals, dir string, asJSON bool) error {
 	ctx := cmd.Context()
 	mgr, err := g.open(ctx)

@@ -21,6 +21,7 @@ import (
 	"github.com/unitrun/unitrun/inject"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/unit"
 )
 
@@ -299,7 +300,7 @@ func setenvEntry(e string) (string, error) {
 func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	ctx := cmd.Context()
 	if f.self {
-		self, err := inject.Self(ctx, f.injectDir)
+		self, err := inject.Self(ctx, f.injectDir, pod.HookPath)
 		if err != nil {
 			return &exitError{code: exitFailed, err: err}
 		}

@@ -6,7 +6,9 @@
 #   bin/kubectl         k8s.io/kubernetes/cmd/kubectl $KUBE_VERSION, only
 #                       where no kubectl is on $PATH (the test then takes
 #                       this one: .ci/run puts bin/ last on $PATH)
-#   bin/unitrun, bin/unitrun-node  from this checkout (rebuilt every time)
+#   bin/unitrun, bin/unitrun-hook (the pods' exit hook, beside unitrun as
+#                       a release installs it, static), bin/unitrun-node
+#                       from this checkout (rebuilt every time)
 # Each third-party binary is built once per version, in a module of its
 # own made here: k8s.io/kubernetes replaces every k8s.io/* staging module
 # with ./staging/src/... and requires them at v0.0.0, which a module that
@@ -62,6 +64,7 @@ fi
 
 start=$SECONDS
 (cd "$repo" && nice -n 19 go build -buildvcs=false -o "$bin/unitrun" ./cmd/unitrun)
+(cd "$repo" && CGO_ENABLED=0 nice -n 19 go build -buildvcs=false -o "$bin/unitrun-hook" ./cmd/unitrun-hook)
 (cd "$repo/node" && nice -n 19 go build -buildvcs=false -o "$bin/unitrun-node" ./cmd/unitrun-node)
-echo "built unitrun and unitrun-node in $((SECONDS - start)) s" >&2
+echo "built unitrun, unitrun-hook and unitrun-node in $((SECONDS - start)) s" >&2
 echo "$bin"

@@ -180,6 +180,21 @@ func (c *cluster) exitCodesLogsDelete(t *testing.T) {
 	if !strings.Contains(units, "k8s-") {
 		t.Errorf("before the delete the manager has no unit of the pod:\n%s", units)
 	}
+	// As a release installs it, the exit hook is beside the unitrun that
+	// --unitrun names: the app's unit runs it at each exit.
+	hook := filepath.Join(c.bin, "unitrun-hook")
+	apps := 0
+	for _, line := range strings.Split(units, "\n") {
+		if unit, _, _ := strings.Cut(line, " "); strings.HasPrefix(unit, "unitrun-pod-k8s") && strings.HasSuffix(unit, "-app.service") {
+			apps++
+			if post := c.systemctl(t, "show", "--property", "ExecStopPost", unit); !strings.Contains(post, "path="+hook+" ;") {
+				t.Errorf("app unit %s: %s; want the hook %s", unit, post, hook)
+			}
+		}
+	}
+	if apps != 1 {
+		t.Errorf("%d units of container app among the manager's:\n%s", apps, units)
+	}
 	c.mustKubectl("delete", "pod", "exits", "--timeout=60s")
 	c.eventually(30*time.Second, "no unit of the pod is left", func() error {
 		if u := c.units(t); strings.Contains(u, "k8s-") {
@@ -535,11 +550,17 @@ func (c *cluster) apply(t *testing.T, yaml string) {
 
 // units lists every unit the embedded manager has loaded.
 func (c *cluster) units(t *testing.T) string {
-	cmd := exec.Command("systemctl", "--user", "list-units", "--all", "--no-legend", "--plain")
+	return c.systemctl(t, "list-units", "--all", "--no-legend", "--plain")
+}
+
+// systemctl runs systemctl ARGS on the node's manager and returns its
+// output.
+func (c *cluster) systemctl(t *testing.T, args ...string) string {
+	cmd := exec.Command("systemctl", append([]string{"--user"}, args...)...)
 	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+c.embedded)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("systemctl --user list-units: %v\n%s", err, out)
+		t.Fatalf("systemctl --user %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
 }

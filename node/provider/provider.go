@@ -38,7 +38,8 @@ type Config struct {
 	// and, in StateDir/node, the Pods this node runs.
 	StateDir string
 	// Binary is the absolute path of the unitrun command, which the pods'
-	// units call back.
+	// units call back; at each exit of an app they run the exit hook
+	// beside it instead (pod.HookPath), where there is one.
 	Binary string
 	// Manager is the systemd manager to run on, as unitrun's --manager
 	// takes it; "" chooses as unitrun does.

@@ -157,7 +157,7 @@ could not start or stopped on an error. See docs/kubernetes.md.`,
 	fl.StringVar(&cfg.NodeName, "node-name", "", "the node's `NAME` (default: the host name)")
 	fl.StringVar(&cfg.Address, "node-ip", "", "the node's InternalIP `ADDRESS`, where the API server reaches the kubelet API, and every Pod's hostIP and podIP (default: the host's first global IPv4 address)")
 	fl.StringVar(&cfg.StateDir, "state-dir", "/run/unitrun", "`DIR` of the pods' state (unitrun pod's --state-dir)")
-	fl.StringVar(&cfg.Binary, "unitrun", "", "the unitrun `COMMAND` the pods' units call back (default: unitrun on $PATH)")
+	fl.StringVar(&cfg.Binary, "unitrun", "", "the unitrun `COMMAND` the pods' units call back, with the exit hook beside it (COMMAND-hook) where there is one (default: unitrun on $PATH)")
 	fl.StringVar(&cfg.Manager, "manager", "", "the systemd `MANAGER` to run pods on, as unitrun's --manager (default: as unitrun chooses)")
 	fl.Var(images(cfg.Images), "image", "run containers of image NAME on that root filesystem, or on the host's (repeatable)")
 	fl.BoolVar(&cfg.AllowPrivileged, "allow-privileged", false, "let Pods run containers as root, privileged or with added capabilities")
