@@ -290,11 +290,20 @@ type TCPProbe struct {
 // Parse decodes and validates a manifest: one YAML document whose fields
 // are all known. The error names the field path and the rule it breaks; a
 // manifest with several invalid fields gets one line per field.
-func Parse(data []byte) (*Manifest, error) { return ParseWith(data, "") }
+func Parse(data []byte) (*Manifest, error) { return ParseWith(data, "", nil) }
+
+// A HostCheck checks, on this host, what a manifest's own rules cannot
+// (that a user exists, that a directory is one) and returns one
+// *FieldError per field it refuses. It leaves alone each field for which
+// refused says true: one the manifest's rules already refuse, or one it
+// would check through such a field (a workingDir inside a refused rootfs).
+type HostCheck func(m *Manifest, refused func(field string) bool) []error
 
 // ParseWith is [Parse] with isolation iso, if it is not "", instead of the
-// manifest's; the manifest is then validated as if it said iso.
-func ParseWith(data []byte, iso Isolation) (*Manifest, error) {
+// manifest's; the manifest is then validated as if it said iso. host, if
+// not nil, then checks the manifest on this host, also when it breaks
+// other rules, so that every error comes at once.
+func ParseWith(data []byte, iso Isolation, host HostCheck) (*Manifest, error) {
 	var m Manifest
 	problems, bad, err := decode(data, &m)
 	if errors.Is(err, errTooMany) {
@@ -313,6 +322,15 @@ func ParseWith(data []byte, iso Isolation) (*Manifest, error) {
 			verrs = j.Unwrap()
 		}
 		problems = append(problems, outside(verrs, bad)...)
+	}
+	if host != nil && len(m.Apps) <= MaxApps {
+		refused := func(field string) bool {
+			return slices.ContainsFunc(problems, func(err error) bool {
+				fe, ok := err.(*FieldError)
+				return ok && under(fe.Path, field)
+			})
+		}
+		problems = append(problems, host(&m, refused)...)
 	}
 	if len(problems) > maxProblems {
 		problems = append(problems[:maxProblems], errTooMany)
