@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -405,14 +406,14 @@ func Load(path string) (*Manifest, error) {
 }
 
 // ReadManifest returns the content of the manifest file at path, which may
-// hold at most 1 MiB, without parsing it.
+// hold at most 1 MiB, without parsing it. Its error names path and says
+// why in a user's words: "/srv/web.yaml: cannot read: no such file or
+// directory", never the system call that failed.
 func ReadManifest(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+	data, err := readManifest(path)
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+		return nil, fmt.Errorf("%s: cannot read: %w", path, pe.Err)
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxManifestSize+1))
 	if err != nil {
 		return nil, err
 	}
@@ -420,6 +421,16 @@ func ReadManifest(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: manifest larger than %d bytes", path, maxManifestSize)
 	}
 	return data, nil
+}
+
+// readManifest reads at most one byte more than a manifest may hold.
+func readManifest(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxManifestSize+1))
 }
 
 // App returns the app named name, or nil.
