@@ -55,6 +55,35 @@ func TestParseSpec(t *testing.T) {
 	}
 }
 
+// A relative embedded manager directory is refused by Open, naming where
+// it came from, before anything is tried or created: the embedded
+// manager's boot took it from the caller's working directory.
+func TestOpenRelativeEmbeddedDir(t *testing.T) {
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	t.Setenv(manager.EnvEmbeddedDir, "env-dir")
+	for _, tc := range []struct {
+		spec string
+		o    manager.Options
+		want string
+	}{
+		{"embedded", manager.Options{EmbeddedDir: "m"}, `--embedded-dir "m": must be an absolute path`},
+		{"auto", manager.Options{EmbeddedDir: "m"}, `--embedded-dir "m": must be an absolute path`},
+		{"embedded", manager.Options{}, `$UNITRUN_EMBEDDED_DIR "env-dir": must be an absolute path`},
+	} {
+		c, err := manager.Open(context.Background(), tc.spec, tc.o)
+		if err == nil {
+			c.Close()
+		}
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("Open(%q, %+v): %v; want %s", tc.spec, tc.o, err, tc.want)
+		}
+	}
+	if names, _ := os.ReadDir(cwd); len(names) != 0 {
+		t.Errorf("Open with a relative embedded dir left %v", names)
+	}
+}
+
 func TestOpenUnreachableNamesWhatWasTried(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

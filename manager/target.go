@@ -108,7 +108,8 @@ type Journal struct {
 
 // Options tune Open and Resolve.
 type Options struct {
-	// EmbeddedDir is the embedded manager's runtime directory; empty means
+	// EmbeddedDir is the embedded manager's runtime directory, an
+	// absolute path, as unitrun's --embedded-dir gives it; empty means
 	// $UNITRUN_EMBEDDED_DIR, else DefaultEmbeddedDir.
 	EmbeddedDir string
 	// OverBus reaches a user manager (the embedded one too) found on a
@@ -126,14 +127,33 @@ type Options struct {
 
 // Embedded returns the embedded manager these options name.
 func (o Options) Embedded() *Embedded {
-	dir := o.EmbeddedDir
-	if dir == "" {
-		dir = os.Getenv(EnvEmbeddedDir)
-	}
-	if dir == "" {
-		dir = DefaultEmbeddedDir
-	}
+	dir, _ := o.embeddedDir()
 	return &Embedded{Dir: dir}
+}
+
+// Check returns an error unless the embedded manager's directory that o
+// names is an absolute path: the embedded manager mounts and binds it,
+// so a relative one would be taken from wherever a process of it runs.
+// The error names where the path came from: `--embedded-dir "m": must be
+// an absolute path`, or $UNITRUN_EMBEDDED_DIR.
+func (o Options) Check() error {
+	if dir, from := o.embeddedDir(); !filepath.IsAbs(dir) {
+		return fmt.Errorf("%s %q: must be an absolute path", from, dir)
+	}
+	return nil
+}
+
+// embeddedDir is the embedded manager's directory that o names and what
+// named it: o.EmbeddedDir (--embedded-dir), $UNITRUN_EMBEDDED_DIR or
+// neither (DefaultEmbeddedDir).
+func (o Options) embeddedDir() (dir, from string) {
+	if o.EmbeddedDir != "" {
+		return o.EmbeddedDir, "--embedded-dir"
+	}
+	if dir := os.Getenv(EnvEmbeddedDir); dir != "" {
+		return dir, "$" + EnvEmbeddedDir
+	}
+	return DefaultEmbeddedDir, ""
 }
 
 // Attempt records one candidate tried while resolving a spec.
@@ -147,7 +167,8 @@ type Attempt struct {
 // returns a connection to it. For auto it tries, in order: the system manager
 // when systemd is PID 1, the calling user's manager, and the embedded
 // manager, booting the embedded one if it is not running. The error of a
-// failed open names every candidate tried.
+// failed open names every candidate tried. Options that fail their
+// Check are refused before anything is tried.
 func Open(ctx context.Context, spec string, o Options) (*Conn, error) {
 	c, _, err := open(ctx, spec, o, true)
 	return c, err
@@ -167,6 +188,9 @@ func open(ctx context.Context, spec string, o Options, boot bool) (*Conn, []Atte
 	}
 	s, err := ParseSpec(spec)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := o.Check(); err != nil {
 		return nil, nil, err
 	}
 	p := &prober{ctx: ctx, overBus: o.OverBus && s.Kind != KindPrivate}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -290,11 +291,20 @@ type TCPProbe struct {
 // Parse decodes and validates a manifest: one YAML document whose fields
 // are all known. The error names the field path and the rule it breaks; a
 // manifest with several invalid fields gets one line per field.
-func Parse(data []byte) (*Manifest, error) { return ParseWith(data, "") }
+func Parse(data []byte) (*Manifest, error) { return ParseWith(data, "", nil) }
+
+// A HostCheck checks, on this host, what a manifest's own rules cannot
+// (that a user exists, that a directory is one) and returns one
+// *FieldError per field it refuses. It leaves alone each field for which
+// refused says true: one the manifest's rules already refuse, or one it
+// would check through such a field (a workingDir inside a refused rootfs).
+type HostCheck func(m *Manifest, refused func(field string) bool) []error
 
 // ParseWith is [Parse] with isolation iso, if it is not "", instead of the
-// manifest's; the manifest is then validated as if it said iso.
-func ParseWith(data []byte, iso Isolation) (*Manifest, error) {
+// manifest's; the manifest is then validated as if it said iso. host, if
+// not nil, then checks the manifest on this host, also when it breaks
+// other rules, so that every error comes at once.
+func ParseWith(data []byte, iso Isolation, host HostCheck) (*Manifest, error) {
 	var m Manifest
 	problems, bad, err := decode(data, &m)
 	if errors.Is(err, errTooMany) {
@@ -313,6 +323,15 @@ func ParseWith(data []byte, iso Isolation) (*Manifest, error) {
 			verrs = j.Unwrap()
 		}
 		problems = append(problems, outside(verrs, bad)...)
+	}
+	if host != nil && len(m.Apps) <= MaxApps {
+		refused := func(field string) bool {
+			return slices.ContainsFunc(problems, func(err error) bool {
+				fe, ok := err.(*FieldError)
+				return ok && under(fe.Path, field)
+			})
+		}
+		problems = append(problems, host(&m, refused)...)
 	}
 	if len(problems) > maxProblems {
 		problems = append(problems[:maxProblems], errTooMany)
@@ -387,14 +406,14 @@ func Load(path string) (*Manifest, error) {
 }
 
 // ReadManifest returns the content of the manifest file at path, which may
-// hold at most 1 MiB, without parsing it.
+// hold at most 1 MiB, without parsing it. Its error names path and says
+// why in a user's words: "/srv/web.yaml: cannot read: no such file or
+// directory", never the system call that failed.
 func ReadManifest(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+	data, err := readManifest(path)
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+		return nil, fmt.Errorf("%s: cannot read: %w", path, pe.Err)
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxManifestSize+1))
 	if err != nil {
 		return nil, err
 	}
@@ -402,6 +421,16 @@ func ReadManifest(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: manifest larger than %d bytes", path, maxManifestSize)
 	}
 	return data, nil
+}
+
+// readManifest reads at most one byte more than a manifest may hold.
+func readManifest(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxManifestSize+1))
 }
 
 // App returns the app named name, or nil.

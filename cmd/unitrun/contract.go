@@ -22,14 +22,14 @@ func usageError(err error) error {
 // applyContract gives every command of the tree under root the exit
 // statuses of README's table for what a user typed wrong: an unknown
 // subcommand, an unknown flag, a bad flag value, a wrong number of
-// arguments and a bad --manager all exit 2 with a message that names them.
+// arguments and a bad --manager or --embedded-dir all exit 2 with a message that names them.
 // Any other error a command returns that is not an *exitError is one of
 // unitrun's own failures and exits 125 (see main).
 func applyContract(root *cobra.Command) {
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(badFlags{flagError(err)}) })
-	root.PersistentPreRunE = func(*cobra.Command, []string) error { return checkManagerFlag(root) }
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return checkManagerFlags(root) }
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		switch {
@@ -103,10 +103,15 @@ func flagError(err error) error {
 	return fmt.Errorf("--%s %q: %s", f.Name, ive.GetValue(), rule)
 }
 
-// checkManagerFlag checks --manager, or $UNITRUN_MANAGER when the flag is
-// not given, before any command reaches for a manager.
-func checkManagerFlag(root *cobra.Command) error {
-	if _, err := manager.ParseChoice(root.PersistentFlags().Lookup("manager").Value.String()); err != nil {
+// checkManagerFlags checks --manager and --embedded-dir, or
+// $UNITRUN_MANAGER and $UNITRUN_EMBEDDED_DIR when a flag is not given,
+// before any command reaches for a manager.
+func checkManagerFlags(root *cobra.Command) error {
+	flags := root.PersistentFlags()
+	if _, err := manager.ParseChoice(flags.Lookup("manager").Value.String()); err != nil {
+		return usageError(err)
+	}
+	if err := (manager.Options{EmbeddedDir: flags.Lookup("embedded-dir").Value.String()}).Check(); err != nil {
 		return usageError(err)
 	}
 	return nil

@@ -109,6 +109,45 @@ func TestBadInputExits2(t *testing.T) {
 	}
 }
 
+// TestRelativeEmbeddedDir: a relative --embedded-dir, or
+// $UNITRUN_EMBEDDED_DIR, is refused with exit 2, naming the flag or the
+// variable and the rule, before anything is created where the command
+// runs: it was taken, and the embedded manager's boot failed (exit 125)
+// with mount's text after it had made files under it.
+func TestRelativeEmbeddedDir(t *testing.T) {
+	systemdtest.Binary(t) // built here, in the module, before the Chdir
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	flag := "unitrun: --embedded-dir \"m\": must be an absolute path\n"
+	env := "unitrun: $UNITRUN_EMBEDDED_DIR \"m\": must be an absolute path\n"
+	for _, tc := range []struct {
+		env  string
+		args []string
+		want string
+	}{
+		{"", []string{"--manager", "embedded", "--embedded-dir", "m", "run", "-q", "--", "echo", "hi"}, flag},
+		{"UNITRUN_EMBEDDED_DIR=m", []string{"--manager", "embedded", "run", "-q", "--", "echo", "hi"}, env},
+		{"UNITRUN_EMBEDDED_DIR=m", []string{"--manager", "embedded", "--embedded-dir", "./m", "start", "x.service"}, strings.Replace(flag, `"m"`, `"./m"`, 1)},
+		{"", []string{"--embedded-dir", "m", "manager", "start"}, flag},
+		{"", []string{"--embedded-dir", "m", "manager", "status"}, flag},
+		{"", []string{"--embedded-dir", "m", "manager", "env"}, flag},
+		{"UNITRUN_EMBEDDED_DIR=m", []string{"manager", "stop"}, env},
+		{"", []string{"--embedded-dir", "m", "pod", "list", "--state-dir", filepath.Join(t.TempDir(), "state")}, flag},
+	} {
+		var env []string
+		if tc.env != "" {
+			env = append(env, tc.env)
+		}
+		out, errs, code := unitrunEnv(t, env, tc.args...)
+		if code != exitUsage || out != "" || errs != tc.want {
+			t.Errorf("%s unitrun %q: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.env, tc.args, code, out, errs, tc.want)
+		}
+	}
+	if names, _ := os.ReadDir(cwd); len(names) != 0 {
+		t.Errorf("a relative embedded dir left %v where unitrun ran", names)
+	}
+}
+
 // TestUnitFlagAddsServiceSuffix: -u NAME without a suffix runs
 // NAME.service, and a dot inside the name that is no unit type is kept,
 // as systemd-run does.

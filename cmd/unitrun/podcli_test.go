@@ -336,6 +336,31 @@ func TestPodCreateLimits(t *testing.T) {
 	}
 }
 
+// A manifest that cannot be read is refused with exit 2, its path and
+// the reason, not the system call that failed, and nothing is created.
+func TestPodManifestUnreadable(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "none.yaml")
+	isDir := t.TempDir()
+	for _, c := range []struct{ cmd, path, want string }{
+		{"create", missing, missing + ": cannot read: no such file or directory"},
+		{"create", isDir, isDir + ": cannot read: is a directory"},
+		{"run", missing, missing + ": cannot read: no such file or directory"},
+		{"run", isDir, isDir + ": cannot read: is a directory"},
+		{"graph", isDir, isDir + ": cannot read: is a directory"},
+	} {
+		t.Run(c.cmd+"/"+filepath.Base(c.path), func(t *testing.T) {
+			dir := t.TempDir()
+			out, errs, code := podCLI(t, dir, c.cmd, c.path)
+			if code != exitUsage || errs != "unitrun: "+c.want+"\n" || out != "" {
+				t.Errorf("pod %s %s: exit %d, stdout %q, stderr %q; want exit %d, stderr %q", c.cmd, c.path, code, out, errs, exitUsage, "unitrun: "+c.want+"\n")
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Errorf("pod %s of an unreadable manifest left state: %v", c.cmd, entries)
+			}
+		})
+	}
+}
+
 // A rootfs must be a directory other than /, however the path gets there.
 func TestPodRootfsNotHostRoot(t *testing.T) {
 	tmp := t.TempDir()

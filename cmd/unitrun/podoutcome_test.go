@@ -139,6 +139,42 @@ func TestPodCreateChecksHost(t *testing.T) {
 	}
 }
 
+// A manifest that breaks other rules too still has its host checked, so
+// that every error comes at once, each once: the user and workingDir of
+// apps[0] are reported beside apps[1]'s empty exec, and a host check that
+// cannot run because its field, or the rootfs it looks in, is refused
+// already (apps[2]) says nothing.
+func TestPodCreateReportsHostErrorsWithOthers(t *testing.T) {
+	dir := t.TempDir()
+	manifest := manifestFile(t, `name: host
+apps:
+  - name: a
+    exec: [/bin/true]
+    user: nosuchuserx
+    workingDir: /nonexistent
+  - name: b
+    exec: []
+  - name: c
+    exec: [/bin/true]
+    user: "bad name"
+    rootfs: /nonexistent-rootfs
+    workingDir: /nonexistent
+`)
+	_, errs, code := podCLI(t, dir, "create", manifest)
+	want := "unitrun: " + manifest + `: apps[1].exec: must not be empty
+apps[2].user "bad name": must match ^[A-Za-z_][A-Za-z0-9_-]{0,30}$ or be a numeric ID
+apps[2].rootfs "/nonexistent-rootfs": needs isolation: namespaces
+apps[0].user "nosuchuserx": no such user on this host
+apps[0].workingDir "/nonexistent": no such directory
+`
+	if code != exitUsage || errs != want {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit %d, stderr:\n%s", code, errs, exitUsage, want)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, "pods")); len(entries) != 0 {
+		t.Errorf("a refused manifest left state: %v", entries)
+	}
+}
+
 // A group or working directory that is gone by the time the app starts
 // fails the run, recorded with its reason: the hooks that record it run
 // under neither (systemd 252 would fail them too, 216/GROUP, 200/CHDIR,

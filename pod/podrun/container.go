@@ -56,7 +56,7 @@ func RunContainer(ctx context.Context, stateDir, binary, name string, ready func
 	}
 	// Checked at pod create too; a rootfs may have been replaced since by
 	// a link to /, into which the container would mount.
-	if err := checkHost(m); err != nil {
+	if err := errors.Join(checkHost(m, nil)...); err != nil {
 		return fmt.Errorf("pod %s: %w", name, err)
 	}
 	dir := pod.Dir(stateDir, name)

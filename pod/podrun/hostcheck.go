@@ -9,14 +9,10 @@ import (
 	"github.com/unitrun/unitrun/pod"
 )
 
-// parseForHost is [pod.ParseWith], then [checkHost]: what a create
+// parseForHost is [pod.ParseWith] with [checkHost]: what a create
 // checks before it creates anything.
 func parseForHost(data []byte, iso pod.Isolation) (*pod.Manifest, error) {
-	m, err := pod.ParseWith(data, iso)
-	if err != nil {
-		return nil, err
-	}
-	return m, checkHost(m)
+	return pod.ParseWith(data, iso, checkHost)
 }
 
 // checkHost checks, on this host, what an app's run would otherwise find
@@ -26,8 +22,12 @@ func parseForHost(data []byte, iso pod.Isolation) (*pod.Manifest, error) {
 // them) and that its workingDir is a directory, inside its rootfs for an
 // app with one. A directory that a symlink inside the rootfs leads to is
 // taken on trust: it resolves only once the app has entered its rootfs.
-// Each error names the field.
-func checkHost(m *pod.Manifest) error {
+// It is a [pod.HostCheck]; refused may be nil, for none. Each error names
+// the field.
+func checkHost(m *pod.Manifest, refused func(field string) bool) []error {
+	if refused == nil {
+		refused = func(string) bool { return false }
+	}
 	var p []error
 	add := func(path, value, rule string) {
 		p = append(p, &pod.FieldError{Path: path, Value: value, Rule: rule})
@@ -35,29 +35,30 @@ func checkHost(m *pod.Manifest) error {
 	for i := range m.Apps {
 		a := &m.Apps[i]
 		path := fmt.Sprintf("apps[%d]", i)
-		if a.Rootfs != "" {
+		rootOK := a.Rootfs == "" || !refused(path+".rootfs")
+		if a.Rootfs != "" && rootOK {
 			if err := checkRootfs(a.Rootfs); err != nil {
 				add(path+".rootfs", a.Rootfs, err.Error())
-				continue
+				rootOK = false
 			}
 		}
-		if a.User != "" {
+		if a.User != "" && !refused(path+".user") {
 			if _, err := lookupUser(a.User); err != nil {
 				add(path+".user", a.User, "no such user on this host")
 			}
 		}
-		if a.Group != "" {
+		if a.Group != "" && !refused(path+".group") {
 			if _, err := lookupGroup(a.Group); err != nil {
 				add(path+".group", a.Group, "no such group on this host")
 			}
 		}
-		if a.WorkingDir != "" {
+		if a.WorkingDir != "" && rootOK && !refused(path+".workingDir") {
 			if rule := checkDir(a); rule != "" {
 				add(path+".workingDir", a.WorkingDir, rule)
 			}
 		}
 	}
-	return errors.Join(p...)
+	return p
 }
 
 // checkDir says what is wrong with a's workingDir, or "" if nothing is, or
