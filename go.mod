@@ -3,7 +3,6 @@ module github.com/unitrun/unitrun
 go 1.26.8
 
 require (
-	github.com/VictoriaMetrics/metrics v1.45.0
 	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/godbus/dbus/v5 v5.2.4
 	github.com/pelletier/go-toml/v2 v2.4.3
@@ -21,7 +20,5 @@ require (
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pandatix/go-abnf v0.5.5 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
-	github.com/valyala/fastrand v1.1.0 // indirect
-	github.com/valyala/histogram v1.2.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

@@ -5,7 +5,7 @@
 # prints for each pair the median of the N ratios with their 10th to 90th
 # percentiles and the median milliseconds of each side:
 #   run     unitrun --manager user run -q -- true / systemd-run --user --wait --pipe -q true
-#   runrel  the same, unitrun built with CGO_ENABLED=0 as releases are
+#   runrel  the same, unitrun built with CGO_ENABLED=0 -trimpath as releases are
 #   runsock the same on the manager's socket (private:PATH, the bus beside
 #           it for AddRef), as a root run on the system manager goes
 #   proto   bench/runonly (CGO_ENABLED=0): the run over the bus with every
@@ -25,8 +25,8 @@ cd "$(dirname "$0")/.."
 N=${1:-100}
 . bench/embedded.sh
 units=$work/m/systemd/user
-CGO_ENABLED=0 go build -o bin/unitrun-release ./cmd/unitrun
-CGO_ENABLED=0 go build -o bin/runonly ./bench/runonly
+CGO_ENABLED=0 go build -trimpath -o bin/unitrun-release ./cmd/unitrun # as dist/release builds it
+CGO_ENABLED=0 go build -trimpath -o bin/runonly ./bench/runonly
 printf '[Service]\nType=oneshot\nExecStart=/bin/true\n' >"$units/bench-true.service"
 printf '[Service]\nType=exec\nExecStart=/bin/sleep 0.05\n' >"$units/bench-sleep.service"
 printf '[Service]\nType=oneshot\nExecStart=/bin/sleep 0.05\n' >"$units/bench-sleep1.service"

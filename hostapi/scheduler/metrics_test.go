@@ -2,11 +2,13 @@ package scheduler
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -140,6 +142,21 @@ func TestMetricsDaemon(t *testing.T) {
 	}
 	if n := len(fams["unitrun_calls_refused_total"].GetMetric()); n != 1 {
 		t.Errorf("unitrun_calls_refused_total has %d series, want 1", n)
+	}
+	for _, h := range fams["unitrun_job_duration_seconds"].GetMetric() {
+		b := h.GetHistogram().GetBucket()
+		if len(b) != len(durationBuckets)+1 || b[0].GetUpperBound() != 0.05 || !math.IsInf(b[len(b)-1].GetUpperBound(), 1) || b[len(b)-1].GetCumulativeCount() != h.GetHistogram().GetSampleCount() {
+			t.Errorf("unitrun_job_duration_seconds buckets %v, want %v and +Inf, of all samples", b, durationBuckets)
+		}
+	}
+	// The process's own, read at the scrape.
+	for _, name := range []string{"go_goroutines", "go_threads", "go_memstats_heap_alloc_bytes", "process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds", "process_max_fds", "process_start_time_seconds"} {
+		if got := sample(t, fams, name); got <= 0 {
+			t.Errorf("%s = %v, want more than 0", name, got)
+		}
+	}
+	if start := sample(t, fams, "process_start_time_seconds"); time.Since(time.Unix(int64(start), 0)) > time.Hour {
+		t.Errorf("process_start_time_seconds = %v, not the daemon's start", start)
 	}
 }
 
