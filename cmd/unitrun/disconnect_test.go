@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -184,5 +185,69 @@ func runningJob(t *testing.T, c *client.Client, before []*api.Record) string {
 			t.Fatal("no new job printed started within a minute")
 		case <-time.After(20 * time.Millisecond):
 		}
+	}
+}
+
+// A daemon that stops (SIGTERM, a restart) closes its callers'
+// connections itself: that is no caller going away, so the running job of
+// an on_disconnect "stop" op goes on, for the next daemon to report. It
+// was canceled as the daemon stopped, and the next daemon recorded it
+// failed by SIGTERM. "unitrun op call" follows the job across the restart
+// and exits with its status; a SEQPACKET caller's job goes on too.
+func TestDaemonRestartKeepsStopOnDisconnectJobs(t *testing.T) {
+	gate := filepath.Join(t.TempDir(), "gate")
+	d := systemdtest.NewDaemon(t, fmt.Sprintf(`
+[[op]]
+name = "gated"
+exec = ["/bin/sh", "-c", "echo started; while [ ! -e %s ]; do sleep 0.05; done; echo done"]
+on_disconnect = "stop"
+`, gate))
+	d.Start(t)
+	// However the test ends, its jobs end.
+	t.Cleanup(func() { os.WriteFile(gate, nil, 0o600) })
+	c := client.New(d.API)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cliOut, cliErr bytes.Buffer
+	cli := exec.Command(systemdtest.Binary(t), "op", "call", "--socket", d.API, "gated")
+	cli.Stdout, cli.Stderr = &cliOut, &cliErr
+	packet := exec.Command(self)
+	packet.Env = append(os.Environ(), callerFaceEnv+"=seqpacket", callerAddrEnv+"="+d.Argv, callerOpEnv+"=gated")
+	var ids []string
+	for _, caller := range []*exec.Cmd{cli, packet} {
+		before, err := c.Jobs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := caller.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer caller.Process.Kill()
+		ids = append(ids, runningJob(t, c, before))
+	}
+	d.Cmd.Process.Signal(syscall.SIGTERM)
+	if err := d.Cmd.Wait(); err != nil {
+		t.Fatalf("daemon after SIGTERM: %v", err)
+	}
+	d.Start(t)
+	for _, id := range ids {
+		if rec, err := c.Job(ctx, id); err != nil || rec.State != api.StateRunning {
+			t.Fatalf("job %s after the daemon restarted: %+v, %v; want it still running", id, rec, err)
+		}
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if rec, err := c.Wait(ctx, id); err != nil || rec.State != api.StateSucceeded {
+			t.Errorf("job %s: %+v, %v; want succeeded", id, rec, err)
+		}
+	}
+	if err := cli.Wait(); err != nil || cliOut.String() != "started\ndone\n" {
+		t.Errorf("op call across the restart: %v, stdout %q, stderr %q; want exit 0 and the whole output", err, cliOut.String(), cliErr.String())
 	}
 }
