@@ -97,6 +97,9 @@ away, SIGKILL included.`,
   unitrun op call --key rebase-2026-12-02 rebase quay.io/example/os:stable`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if key != "" && !api.ValidKey(key) {
+				return &exitError{code: exitUsage, err: fmt.Errorf("--key %q: must match %s", key, api.KeyPattern)}
+			}
 			ctx := cmd.Context()
 			c := f.client()
 			if len(args) > 1 && args[1] == "--" {

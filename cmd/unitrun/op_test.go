@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,6 +85,23 @@ func TestOpCall(t *testing.T) {
 	}
 	if _, errs, code := unitrun(t, "op", "call", "--key", "k1", "sh", "echo other"); code != exitFailed || !strings.Contains(errs, "key_conflict") {
 		t.Errorf("op call --key with other args: %q, exit %d", errs, code)
+	}
+}
+
+// TestOpCallBadKey: a --key not of the form the daemon takes exits 2,
+// naming the flag and the rule, and calls nothing, with and without
+// --no-wait (it went to the daemon and exited 125 with its bad_request).
+func TestOpCallBadKey(t *testing.T) {
+	t.Setenv("UNITRUN_SOCKET", startDaemon(t))
+	for _, args := range [][]string{{"op", "call", "--key", "bad key", "sh", "true"}, {"op", "call", "--no-wait", "--key", "-x", "sh", "true"}} {
+		key := args[len(args)-3]
+		out, errs, code := unitrun(t, args...)
+		if want := fmt.Sprintf("unitrun: --key %q: must match %s\n", key, api.KeyPattern); code != exitUsage || out != "" || errs != want {
+			t.Errorf("unitrun %q: exit %d, stdout %q, stderr %q; want exit 2 and %q", args, code, out, errs, want)
+		}
+	}
+	if out, errs, code := unitrun(t, "op", "jobs"); code != 0 || out != "" {
+		t.Errorf("op jobs after calls with bad keys: %q, %q, exit %d; want no job", out, errs, code)
 	}
 }
 
