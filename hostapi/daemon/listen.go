@@ -83,9 +83,11 @@ func (e *PathError) Error() string {
 
 // checkSocketPaths returns a *SetupError wrapping a *PathError for the
 // first socket path given ("" is none) whose directory is missing or is
-// not a directory, or where a file other than a socket is.
+// not a directory, or where a file other than a socket is, and one
+// wrapping front.ErrInUse for a socket a live process answers on: the
+// daemon opens its state dir only after this check.
 func checkSocketPaths(socket, seqpacket string) error {
-	for _, s := range []struct{ option, path string }{{"Socket", socket}, {"Seqpacket", seqpacket}} {
+	for _, s := range []struct{ option, network, path string }{{"Socket", "unix", socket}, {"Seqpacket", "unixpacket", seqpacket}} {
 		if s.path == "" {
 			continue
 		}
@@ -93,8 +95,14 @@ func checkSocketPaths(socket, seqpacket string) error {
 		if fi, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) || err == nil && !fi.IsDir() {
 			return &SetupError{Option: s.option, Path: s.path, Err: &PathError{Path: s.path, Dir: dir, Missing: err != nil}}
 		}
-		if fi, err := os.Lstat(s.path); err == nil && fi.Mode()&fs.ModeSocket == 0 {
+		fi, err := os.Lstat(s.path)
+		if err == nil && fi.Mode()&fs.ModeSocket == 0 {
 			return &SetupError{Option: s.option, Path: s.path, Err: &PathError{Path: s.path}}
+		}
+		if err == nil {
+			if err := front.Answers(s.network, s.path); err != nil {
+				return &SetupError{Option: s.option, Path: s.path, Err: err}
+			}
 		}
 	}
 	return nil
