@@ -118,8 +118,16 @@ away, SIGKILL included.`,
 			}
 			// The call's connection stays open until the job ends, so
 			// that the daemon applies the op's on_disconnect however
-			// this process goes, SIGKILL included.
-			call, err := c.CallWaiting(ctx, args[0], args[1:], key)
+			// this process goes, SIGKILL included. Once the call is
+			// accepted, an interrupt leaves it open until op call has
+			// canceled the job itself (interruptedCall), which the
+			// record then says, rather than a disconnect; it closes as
+			// op call returns.
+			callCtx, endCall := context.WithCancel(context.WithoutCancel(ctx))
+			defer endCall()
+			interruptsCall := context.AfterFunc(ctx, endCall)
+			call, err := c.CallWaiting(callCtx, args[0], args[1:], key)
+			interruptsCall()
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
 			}
