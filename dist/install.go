@@ -258,8 +258,18 @@ func (in *Install) Uninstall(ctx context.Context, mgr *manager.Conn) error {
 			errs = append(errs, fmt.Errorf("stop %s: %w", name, err))
 		}
 	}
-	if err := mgr.DisableUnitFiles(ctx, DaemonUnits[:2], in.Runtime); err != nil {
-		errs = append(errs, fmt.Errorf("disable: %w", err))
+	// systemd refuses to disable a unit file that is not there: one that
+	// is gone needs no disabling.
+	var sockets []string
+	for _, name := range DaemonUnits[:2] {
+		if _, err := os.Lstat(filepath.Join(in.UnitDir, name)); err == nil {
+			sockets = append(sockets, name)
+		}
+	}
+	if len(sockets) > 0 {
+		if err := mgr.DisableUnitFiles(ctx, sockets, in.Runtime); err != nil {
+			errs = append(errs, fmt.Errorf("disable: %w", err))
+		}
 	}
 	for _, name := range DaemonUnits {
 		p := filepath.Join(in.UnitDir, name)

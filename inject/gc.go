@@ -17,10 +17,10 @@ const staleTemp = time.Hour
 // Self names their companions, of a [group] for none of which
 // inUse(path) holds, and temp files of Installs that did not finish,
 // once they are an hour old. It never follows a symlink and never removes
-// anything else, and it refuses a dir that Install would refuse. It returns
-// the paths it removed; err joins the failures to remove.
+// anything else, and it refuses a dir that CheckDir refuses. It returns the paths it removed; err joins the failures to
+// remove.
 func GC(dir string, inUse func(path string) bool) (removed []string, err error) {
-	if err := checkDir(dir); err != nil {
+	if err := CheckDir(dir); err != nil {
 		return nil, err
 	}
 	entries, err := os.ReadDir(dir)

@@ -37,6 +37,52 @@ var (
 	tempRE      = lazyregexp.New(`^\.[A-Za-z0-9_+][A-Za-z0-9._+-]*-[0-9a-f]{16}(-[a-z]+)?\.tmp-[0-9a-f]{8}$`)
 )
 
+// A RefusedError is Install's or GC's refusal of the source or the dir it
+// was given for what that path is, rather than a failure to read or write
+// it: a dir that is not an absolute path, does not exist (for Install: its
+// parent), is a symlink, is not a directory, or is owned or writable by
+// others; a source that does not exist, is not a regular file, or whose
+// name Install cannot give a copy.
+type RefusedError struct {
+	Dir  bool   // the dir was refused, else the source
+	Path string // as given
+	Err  error  // why
+}
+
+func (e *RefusedError) Error() string {
+	what := "source"
+	if e.Dir {
+		what = "dir"
+	}
+	return "inject: " + what + " " + e.Path + ": " + e.Err.Error()
+}
+
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// refusedDir and refusedSource return a *RefusedError of dir or src.
+func refusedDir(dir string, err error) error    { return &RefusedError{Dir: true, Path: dir, Err: err} }
+func refusedSource(src string, err error) error { return &RefusedError{Path: src, Err: err} }
+
+// checkAbs refuses a dir that is not an absolute path: a unit's ExecStart=
+// runs an absolute path, so a copy under a relative one is of no use to a
+// unit, and GC would never find it in use.
+func checkAbs(dir string) error {
+	if !filepath.IsAbs(dir) {
+		return refusedDir(dir, errors.New("must be an absolute path"))
+	}
+	return nil
+}
+
+// CheckDir returns the *RefusedError of a dir that GC refuses: one that
+// is not an absolute path, is missing, is a symlink, is not a directory,
+// or is owned or writable by others; nil for one it takes.
+func CheckDir(dir string) error {
+	if err := checkAbs(dir); err != nil {
+		return err
+	}
+	return checkDir(dir)
+}
+
 // Install copies the regular file src (symlinks to it are followed) into
 // dir as "<base>-<hash>", where base is src's file name without a
 // "-<hash>" suffix it may already carry and hash is the first 16 hex digits
@@ -50,9 +96,9 @@ var (
 // grants that class read ([InstallMode]): a copy of a file that only root
 // may read is only root's to read, as src was.
 //
-// dir is created with mode 0755 if it is missing (its parent must exist),
-// once src is known to be a file Install can copy.
-// Install refuses a dir that is a symlink, is not a directory, is owned by
+// dir must be an absolute path. It is created with mode 0755 if it is
+// missing (its parent must exist), once src is known to be a file Install
+// can copy. Install refuses a dir that is a symlink, is not a directory, is owned by
 // a user other than root and the caller, or is writable by group or
 // others.
 //
@@ -66,10 +112,14 @@ var (
 // hash. Concurrent Installs of the same content, in one process or several,
 // all return the same path to a complete file. Once ctx is done, Install
 // stops reading or copying and returns ctx's error, leaving no temp file.
+// A source or dir refused for what it is is a *RefusedError.
 func Install(ctx context.Context, dir, src string) (string, error) {
+	if err := checkAbs(dir); err != nil {
+		return "", err
+	}
 	in, err := openSource(src)
 	if err != nil {
-		return "", fmt.Errorf("inject: %w", err)
+		return "", err
 	}
 	defer in.Close()
 	fi, err := in.Stat()
@@ -82,7 +132,7 @@ func Install(ctx context.Context, dir, src string) (string, error) {
 	}
 	base := strings.TrimSuffix(filepath.Base(src), "-"+sum[:hashLen])
 	if !baseRE.MatchString(base) {
-		return "", fmt.Errorf("inject: source %s: name %q must match %s", src, base, baseRE)
+		return "", refusedSource(src, fmt.Errorf("name %q must match %s", base, baseRE))
 	}
 	if err := ensureDir(dir); err != nil {
 		return "", err
@@ -130,19 +180,26 @@ func InstallMode(src fs.FileMode) fs.FileMode {
 
 // openSource opens src for reading without blocking (a FIFO would block
 // an open for reading until a writer came) and returns it if it is a
-// regular file.
+// regular file; a missing src, or one that is not a regular file, is a
+// *RefusedError.
 func openSource(src string) (*os.File, error) {
 	f, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, fmt.Errorf("source %s: %w", src, reason(err))
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return nil, refusedSource(src, reason(err))
+	case err != nil:
+		return nil, fmt.Errorf("inject: source %s: %w", src, reason(err))
 	}
 	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = fmt.Errorf("is not a regular file (it is %s)", kind(fi.Mode()))
+	switch {
+	case err != nil:
+		err = fmt.Errorf("inject: source %s: %w", src, reason(err))
+	case !fi.Mode().IsRegular():
+		err = refusedSource(src, fmt.Errorf("not a regular file (it is %s)", kind(fi.Mode())))
 	}
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("source %s %w", src, err)
+		return nil, err
 	}
 	return f, nil
 }
@@ -221,28 +278,32 @@ func ensureDir(dir string) error {
 		if err := os.Chmod(dir, 0o755); err != nil {
 			return fmt.Errorf("inject: %w", err)
 		}
+	} else if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return refusedDir(dir, reason(err))
 	} else if !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("inject: dir %s: %w", dir, reason(err))
 	}
 	return checkDir(dir)
 }
 
-// checkDir refuses a dir that is a symlink, is not a directory, is owned by
-// someone other than root and the caller, or is writable by group or others.
+// checkDir refuses a dir that is missing, is a symlink, is not a
+// directory, is owned by someone other than root and the caller, or is
+// writable by group or others (a *RefusedError).
 func checkDir(dir string) error {
 	fi, err := os.Lstat(dir)
-	if err != nil {
-		return fmt.Errorf("inject: dir %s: %w", dir, reason(err))
-	}
 	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return refusedDir(dir, reason(err))
+	case err != nil:
+		return fmt.Errorf("inject: dir %s: %w", dir, reason(err))
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return fmt.Errorf("inject: dir %s is a symlink", dir)
+		return refusedDir(dir, errors.New("is a symlink"))
 	case !fi.IsDir():
-		return fmt.Errorf("inject: dir %s is not a directory", dir)
+		return refusedDir(dir, errors.New("not a directory"))
 	case !ownedByUs(fi):
-		return fmt.Errorf("inject: dir %s is owned by uid %d, neither root nor the caller", dir, owner(fi))
+		return refusedDir(dir, fmt.Errorf("owned by uid %d, neither root nor the caller", owner(fi)))
 	case fi.Mode().Perm()&0o022 != 0:
-		return fmt.Errorf("inject: dir %s is writable by group or others (mode %v)", dir, fi.Mode().Perm())
+		return refusedDir(dir, fmt.Errorf("writable by group or others (mode %v)", fi.Mode().Perm()))
 	}
 	return nil
 }

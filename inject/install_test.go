@@ -212,16 +212,17 @@ func TestInstallRefuses(t *testing.T) {
 	tests := []struct {
 		name, dir, src, want string
 	}{
+		{"relative dir", "bin", src, "inject: dir bin: must be an absolute path"},
 		{"symlinked dir", filepath.Join(base, "link"), src, "is a symlink"},
-		{"dir is a file", filepath.Join(base, "file"), src, "is not a directory"},
+		{"dir is a file", filepath.Join(base, "file"), src, "file: not a directory"},
 		{"world-writable dir", filepath.Join(base, "open"), src, "writable by group or others"},
 		{"group-writable dir", filepath.Join(base, "group"), src, "writable by group or others"},
 		{"missing parent", filepath.Join(base, "none", "bin"), src, "no such file or directory"},
 		{"source missing", real, filepath.Join(base, "nope"), "no such file or directory"},
-		{"source a directory", real, base, "is not a regular file (it is a directory)"},
-		{"source a FIFO", real, fifo, fifo + " is not a regular file (it is a FIFO)"},
-		{"source a link to a FIFO", real, filepath.Join(base, "fifo-link"), "is not a regular file (it is a FIFO)"},
-		{"source a device", real, "/dev/zero", "/dev/zero is not a regular file (it is a character device)"},
+		{"source a directory", real, base, ": not a regular file (it is a directory)"},
+		{"source a FIFO", real, fifo, fifo + ": not a regular file (it is a FIFO)"},
+		{"source a link to a FIFO", real, filepath.Join(base, "fifo-link"), ": not a regular file (it is a FIFO)"},
+		{"source a device", real, "/dev/zero", "/dev/zero: not a regular file (it is a character device)"},
 		{"source name", real, badName, `name "my agent" must match`},
 	}
 	if os.Geteuid() == 0 {

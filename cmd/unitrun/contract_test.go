@@ -227,10 +227,10 @@ func TestErrorsShowNoInternals(t *testing.T) {
 		{append(daemon, "--socket", config), exitUsage, "--socket " + config + ": " + config + " exists and is not a socket: the path must be free or hold a socket"},
 		{append(daemon, "--seqpacket", notExec), exitUsage, "--seqpacket " + notExec + ": " + notExec + " exists and is not a socket"},
 		{append(daemon, "--dbus", "bogus"), exitUsage, `--dbus "bogus": must be system, session or a D-Bus address`},
-		{[]string{"inject", "--dir", filepath.Join(dir, "bin"), filepath.Join(dir, "none")}, exitFailed, "source " + filepath.Join(dir, "none") + ": no such file or directory"},
-		{[]string{"inject", "--dir", filepath.Join(dir, "bin"), fifo}, exitFailed, "source " + fifo + " is not a regular file (it is a FIFO)"},
+		{[]string{"inject", "--dir", filepath.Join(dir, "bin"), filepath.Join(dir, "none")}, exitUsage, "source " + filepath.Join(dir, "none") + ": no such file or directory"},
+		{[]string{"inject", "--dir", filepath.Join(dir, "bin"), fifo}, exitUsage, "source " + fifo + ": not a regular file (it is a FIFO)"},
 		{[]string{"inject", "--os-release", filepath.Join(dir, "none"), "--variant", "/bin/true:ID=x"}, exitUsage, "os-release " + filepath.Join(dir, "none") + ": no such file or directory"},
-		{[]string{"inject", "--gc", "--dir", filepath.Join(dir, "none")}, exitFailed, "dir " + filepath.Join(dir, "none") + ": no such file or directory"},
+		{[]string{"inject", "--gc", "--dir", filepath.Join(dir, "none")}, exitUsage, "--dir " + filepath.Join(dir, "none") + ": no such file or directory"},
 		{[]string{"inject", "--dir", "/proc/sys", "/bin/true"}, exitFailed, "unitrun: inject: dir /proc/sys: a file cannot be created in it: no such file or directory\n"},
 	} {
 		_, errs, code := unitrun(t, tc.args...)

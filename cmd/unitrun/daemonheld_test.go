@@ -84,9 +84,10 @@ func TestDaemonStateDirHeld(t *testing.T) {
 }
 
 // A daemon given a socket path a live daemon answers on exits 1 saying it
-// is in use, and leaves it answering (a second daemon took the first one's
-// sockets and removed them as it exited); a stale socket, left by a
-// daemon killed with SIGKILL, is replaced.
+// is in use, creates nothing (it made its state dir first), and leaves it
+// answering (a second daemon took the first one's sockets and removed them
+// as it exited); a stale socket, left by a daemon killed with SIGKILL, is
+// replaced.
 func TestDaemonSocketInUse(t *testing.T) {
 	d := systemdtest.StartDaemon(t, systemdtest.OutcomeOps)
 	for _, tc := range []struct{ flag, path string }{{"--socket", d.API}, {"--seqpacket", d.Argv}} {
@@ -97,6 +98,9 @@ func TestDaemonSocketInUse(t *testing.T) {
 		errs, code := secondDaemon(t, args...)
 		if want := fmt.Sprintf("%s %s: socket %s is in use", tc.flag, tc.path, tc.path); code != 1 || !strings.Contains(errs, want) {
 			t.Errorf("second daemon on %s: exit %d, stderr %q; want exit 1 and %q", tc.path, code, errs, want)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, "state")); !os.IsNotExist(err) {
+			t.Errorf("second daemon on %s created its --state-dir (%v); want nothing created", tc.path, err)
 		}
 		callOK(t, d.API)
 		if ok, err := seqpacketCall(d.Argv, "ok"); !ok || err != nil {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -185,4 +186,134 @@ func runningJob(t *testing.T, c *client.Client, before []*api.Record) string {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// startGatedDaemon starts a daemon with the op "gated" (on_disconnect
+// "stop"), which prints "started", runs until the file gate exists, then
+// prints "done". However the test ends, its jobs end.
+func startGatedDaemon(t *testing.T) (d *systemdtest.Daemon, gate string) {
+	gate = filepath.Join(t.TempDir(), "gate")
+	d = systemdtest.NewDaemon(t, fmt.Sprintf(`
+[[op]]
+name = "gated"
+exec = ["/bin/sh", "-c", "echo started; while [ ! -e %s ]; do sleep 0.05; done; echo done"]
+on_disconnect = "stop"
+`, gate))
+	d.Start(t)
+	t.Cleanup(func() { os.WriteFile(gate, nil, 0o600) })
+	return d, gate
+}
+
+// restartDaemon stops the daemon with SIGTERM and starts it again.
+func restartDaemon(t *testing.T, d *systemdtest.Daemon) {
+	d.Cmd.Process.Signal(syscall.SIGTERM)
+	if err := d.Cmd.Wait(); err != nil {
+		t.Fatalf("daemon after SIGTERM: %v", err)
+	}
+	d.Start(t)
+}
+
+// A daemon that stops (SIGTERM, a restart) closes its callers'
+// connections itself: that is no caller going away, so the running job of
+// an on_disconnect "stop" op goes on, for the next daemon to report. It
+// was canceled as the daemon stopped, and the next daemon recorded it
+// failed by SIGTERM. "unitrun op call" follows the job across the restart
+// and exits with its status; a SEQPACKET caller's job goes on too.
+func TestDaemonRestartKeepsStopOnDisconnectJobs(t *testing.T) {
+	d, gate := startGatedDaemon(t)
+	c := client.New(d.API)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cliOut, cliErr bytes.Buffer
+	cli := exec.Command(systemdtest.Binary(t), "op", "call", "--socket", d.API, "gated")
+	cli.Stdout, cli.Stderr = &cliOut, &cliErr
+	packet := exec.Command(self)
+	packet.Env = append(os.Environ(), callerFaceEnv+"=seqpacket", callerAddrEnv+"="+d.Argv, callerOpEnv+"=gated")
+	var ids []string
+	for _, caller := range []*exec.Cmd{cli, packet} {
+		before, err := c.Jobs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := caller.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer caller.Process.Kill()
+		ids = append(ids, runningJob(t, c, before))
+	}
+	restartDaemon(t, d)
+	for _, id := range ids {
+		if rec, err := c.Job(ctx, id); err != nil || rec.State != api.StateRunning {
+			t.Fatalf("job %s after the daemon restarted: %+v, %v; want it still running", id, rec, err)
+		}
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if rec, err := c.Wait(ctx, id); err != nil || rec.State != api.StateSucceeded {
+			t.Errorf("job %s: %+v, %v; want succeeded", id, rec, err)
+		}
+	}
+	if err := cli.Wait(); err != nil || cliOut.String() != "started\ndone\n" {
+		t.Errorf("op call across the restart: %v, stdout %q, stderr %q; want exit 0 and the whole output", err, cliOut.String(), cliErr.String())
+	}
+}
+
+// "unitrun op call" whose daemon restarted still holds its job: SIGKILLed
+// once it follows the job on the next daemon, its on_disconnect "stop"
+// job is canceled. It waited on the next daemon only once the job's
+// output had ended, so while the output streamed no caller held the job
+// there, and the job ran on after op call was killed.
+func TestOpCallKilledAfterDaemonRestart(t *testing.T) {
+	d, _ := startGatedDaemon(t)
+	c := client.New(d.API)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	before, err := c.Jobs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := exec.Command(systemdtest.Binary(t), "op", "call", "--socket", d.API, "gated")
+	if err := cli.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Process.Kill()
+	id := runningJob(t, c, before)
+	restartDaemon(t, d)
+	// op call follows the job's output and waits for its end, each on a
+	// connection of its own, once it has reached the next daemon.
+	for n := 0; n < 2; n = connectedTo(t, d.API) {
+		if ctx.Err() != nil {
+			t.Fatalf("op call has %d connections to the restarted daemon; want 2, its output and its wait", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cli.Process.Signal(syscall.SIGKILL)
+	cli.Wait()
+	rec, err := c.Wait(ctx, id)
+	if err != nil || rec.State != api.StateCanceled || !strings.HasPrefix(rec.Message, disconnected+": ") {
+		t.Errorf("job %s after op call was SIGKILLed on the restarted daemon: %+v, %v; want canceled, the message saying why", id, rec, err)
+	}
+}
+
+// connectedTo counts the connections that the unix stream socket bound at
+// path has accepted and that are still open (/proc/net/unix: the path and
+// state 03, connected).
+func connectedTo(t *testing.T, path string) int {
+	data, err := os.ReadFile("/proc/net/unix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) == 8 && f[5] == "03" && f[7] == path {
+			n++
+		}
+	}
+	return n
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -28,7 +29,11 @@ With --variant (repeatable), pick the first build whose os-release(5)
 patterns fit the host, such as
   --variant /bin/agent:ID=fedora --variant /bin/agent.rhel9:ID=rhel,VERSION_ID=9*
 and refuse when none fits. --gc removes the installed files of DIR that no
-loaded unit of the manager runs (in any of its commands).`,
+loaded unit of the manager runs (in any of its commands).
+
+DIR must be an absolute path. A DIR or PATH that inject refuses for what it
+is (missing, not a directory or not a regular file, a DIR that others may
+write) exits 2, naming it; a failure to read or write exits 125.`,
 		Example: `  unitrun inject
   unitrun inject --dir /run/bin ./agent
   unitrun inject --variant ./agent:ID=fedora --variant ./agent.rhel9:ID=rhel,VERSION_ID=9*
@@ -36,6 +41,9 @@ loaded unit of the manager runs (in any of its commands).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if gc {
+				if len(args) > 0 || len(variants) > 0 {
+					return &exitError{code: exitUsage, err: fmt.Errorf("--gc removes the copies in --dir that no unit runs; it takes no PATH or --variant")}
+				}
 				return injectGC(cmd, g, dir, asJSON)
 			}
 			src, err := injectSource(args, variants, osRelease)
@@ -49,7 +57,7 @@ loaded unit of the manager runs (in any of its commands).`,
 				path, err = inject.Install(cmd.Context(), dir, src)
 			}
 			if err != nil {
-				return &exitError{code: exitFailed, err: err}
+				return injectError(err)
 			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), map[string]string{"path": path})
@@ -97,8 +105,26 @@ func injectSource(args, variants []string, osRelease string) (string, error) {
 	return v.Path, nil
 }
 
-// injectGC removes what no loaded unit runs.
+// injectError is the exit of an inject that failed: 2, naming --dir or
+// the source, for a path inject refuses for what it is (inject.RefusedError),
+// 125 otherwise.
+func injectError(err error) error {
+	var re *inject.RefusedError
+	switch {
+	case !errors.As(err, &re):
+		return &exitError{code: exitFailed, err: err}
+	case re.Dir:
+		return &exitError{code: exitUsage, err: fmt.Errorf("--dir %s: %w", re.Path, re.Err)}
+	}
+	return &exitError{code: exitUsage, err: err}
+}
+
+// injectGC removes what no loaded unit runs; a --dir that GC would
+// refuse is refused before the manager is reached.
 func injectGC(cmd *cobra.Command, g *globals, dir string, asJSON bool) error {
+	if err := inject.CheckDir(dir); err != nil {
+		return injectError(err)
+	}
 	ctx := cmd.Context()
 	mgr, err := g.open(ctx)
 	if err != nil {
@@ -120,7 +146,7 @@ func injectGC(cmd *cobra.Command, g *globals, dir string, asJSON bool) error {
 		}
 	}
 	if err != nil {
-		return &exitError{code: exitFailed, err: err}
+		return injectError(err)
 	}
 	return nil
 }

@@ -141,6 +141,9 @@ func newUninstallCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := f.checkDirs(cmd, in); err != nil {
+				return usageError(err)
+			}
 			err = g.withManager(cmd.Context(), func(mgr *manager.Conn) error { return in.Uninstall(cmd.Context(), mgr) })
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
@@ -155,9 +158,10 @@ func newUninstallCmd(g *globals) *cobra.Command {
 // dirFlag is a directory install writes to and the flag it came from.
 type dirFlag struct{ flag, path string }
 
-// checkDirs checks, before anything is written, that the directories
-// install writes to exist: --bin-dir, else the prefix (install creates
-// PREFIX/bin), --unit-dir and a --dbus-dir given.
+// checkDirs checks, before anything is written or removed, that the
+// directories install writes to (and uninstall removes from) exist:
+// --bin-dir, else the prefix (install creates PREFIX/bin), --unit-dir and
+// a --dbus-dir given.
 func (f *installFlags) checkDirs(cmd *cobra.Command, in *dist.Install) error {
 	bin := dirFlag{"--bin-dir", in.BinDir}
 	switch {

@@ -19,7 +19,8 @@ const sockDir = "/run/unitrun"
 
 // install puts the binary and the daemon's units in place, enabled and
 // listening, creating PREFIX/bin (it refused a --prefix without a bin
-// directory, blaming --bin-dir); uninstall leaves the manager as it was.
+// directory, blaming --bin-dir); uninstall leaves the manager as it was,
+// and a second uninstall finds nothing to do.
 func TestInstallUninstall(t *testing.T) {
 	ctx := context.Background()
 	conn := systemdtest.Conn(t)
@@ -113,6 +114,17 @@ func TestInstallUninstall(t *testing.T) {
 	after, _ := conn.ListUnitNames(ctx, "unitrun")
 	if len(after) != len(before) {
 		t.Errorf("units loaded before install %v, after uninstall %v", before, after)
+	}
+	// What is gone already is no error: a second uninstall has nothing
+	// to do. (systemd refused to disable the missing unit files: exit 125,
+	// "disable: Unit file unitrun.socket does not exist.")
+	if out, errs, code := unitrun(t, append([]string{"uninstall"}, args...)...); code != 0 || out != "" || errs != "" {
+		t.Errorf("a second uninstall: exit %d, %q%q; want exit 0 and nothing said", code, out, errs)
+	}
+	// A --unit-dir typed wrong exits 2, as install's does.
+	missing := filepath.Join(dbusDir, "missing")
+	if out, errs, code := unitrun(t, "uninstall", "--prefix", prefix, "--unit-dir", missing, "--dbus-dir", ""); code != exitUsage || errs != "unitrun: --unit-dir "+missing+": no such file or directory\n" {
+		t.Errorf("uninstall --unit-dir %s: exit %d, %q%q; want exit 2 naming --unit-dir", missing, code, out, errs)
 	}
 }
 

@@ -97,6 +97,9 @@ away, SIGKILL included.`,
   unitrun op call --key rebase-2026-12-02 rebase quay.io/example/os:stable`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if key != "" && !api.ValidKey(key) {
+				return &exitError{code: exitUsage, err: fmt.Errorf("--key %q: must match %s", key, api.KeyPattern)}
+			}
 			ctx := cmd.Context()
 			c := f.client()
 			if len(args) > 1 && args[1] == "--" {
@@ -115,8 +118,16 @@ away, SIGKILL included.`,
 			}
 			// The call's connection stays open until the job ends, so
 			// that the daemon applies the op's on_disconnect however
-			// this process goes, SIGKILL included.
-			call, err := c.CallWaiting(ctx, args[0], args[1:], key)
+			// this process goes, SIGKILL included. Once the call is
+			// accepted, an interrupt leaves it open until op call has
+			// canceled the job itself (interruptedCall), which the
+			// record then says, rather than a disconnect; it closes as
+			// op call returns.
+			callCtx, endCall := context.WithCancel(context.WithoutCancel(ctx))
+			defer endCall()
+			interruptsCall := context.AfterFunc(ctx, endCall)
+			call, err := c.CallWaiting(callCtx, args[0], args[1:], key)
+			interruptsCall()
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
 			}

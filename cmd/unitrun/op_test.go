@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,6 +88,23 @@ func TestOpCall(t *testing.T) {
 	}
 }
 
+// TestOpCallBadKey: a --key not of the form the daemon takes exits 2,
+// naming the flag and the rule, and calls nothing, with and without
+// --no-wait (it went to the daemon and exited 125 with its bad_request).
+func TestOpCallBadKey(t *testing.T) {
+	t.Setenv("UNITRUN_SOCKET", startDaemon(t))
+	for _, args := range [][]string{{"op", "call", "--key", "bad key", "sh", "true"}, {"op", "call", "--no-wait", "--key", "-x", "sh", "true"}} {
+		key := args[len(args)-3]
+		out, errs, code := unitrun(t, args...)
+		if want := fmt.Sprintf("unitrun: --key %q: must match %s\n", key, api.KeyPattern); code != exitUsage || out != "" || errs != want {
+			t.Errorf("unitrun %q: exit %d, stdout %q, stderr %q; want exit 2 and %q", args, code, out, errs, want)
+		}
+	}
+	if out, errs, code := unitrun(t, "op", "jobs"); code != 0 || out != "" {
+		t.Errorf("op jobs after calls with bad keys: %q, %q, exit %d; want no job", out, errs, code)
+	}
+}
+
 func TestInjectCLI(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bin")
 	out, errs, code := unitrun(t, "inject", "--dir", dir)
@@ -116,6 +136,59 @@ func TestInjectCLI(t *testing.T) {
 	var gc struct{ Removed []string }
 	if out, _, code := unitrun(t, "inject", "--gc", "--json", "--dir", dir); json.Unmarshal([]byte(out), &gc) != nil || code != 0 || gc.Removed == nil || len(gc.Removed) != 0 {
 		t.Errorf("inject --gc --json with nothing to remove: %q, exit %d; want {\"removed\": []}", out, code)
+	}
+}
+
+// TestInjectRefusesPathsTypedWrong: a --dir that is relative, missing or
+// not a directory, a PATH that is missing or not a regular file, and --gc
+// given a PATH, exit 2 naming them, before anything is written or removed.
+// "inject --dir REL --gc" removed the copy that a loaded unit ran (its
+// ExecStart= path is absolute, so the relative one never matched), and
+// "inject --gc PATH" ignored PATH; the others exited 125.
+func TestInjectRefusesPathsTypedWrong(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "bin")
+	out, errs, code := unitrun(t, "inject", "--dir", dir, "/bin/sleep")
+	copied := strings.TrimSpace(out)
+	if code != 0 {
+		t.Fatalf("inject: %q %q, exit %d", out, errs, code)
+	}
+	// A unit that runs the copy, loaded until the test ends.
+	if out, errs, code := unitrun(t, "run", "--no-wait", "-q", "--", copied, "600"); code != 0 {
+		t.Fatalf("run --no-wait %s: %q %q, exit %d", copied, out, errs, code)
+	} else {
+		unitName := strings.TrimSpace(out)
+		t.Cleanup(func() { systemdtest.Conn(t).StopUnit(context.Background(), unitName, "replace") })
+	}
+	file := filepath.Join(base, "file")
+	os.WriteFile(file, nil, 0o600)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"inject", "--dir", "bin", "--gc"}, `unitrun: --dir bin: must be an absolute path`},
+		{[]string{"inject", "--dir", "bin", "/bin/sleep"}, `unitrun: --dir bin: must be an absolute path`},
+		{[]string{"inject", "--dir", file, "/bin/sleep"}, "unitrun: --dir " + file + ": not a directory"},
+		{[]string{"inject", "--dir", file, "--gc"}, "unitrun: --dir " + file + ": not a directory"},
+		{[]string{"inject", "--dir", filepath.Join(base, "none", "bin"), "/bin/sleep"}, "unitrun: --dir " + filepath.Join(base, "none", "bin") + ": no such file or directory"},
+		{[]string{"inject", "--dir", dir, filepath.Join(base, "none")}, "unitrun: inject: source " + filepath.Join(base, "none") + ": no such file or directory"},
+		{[]string{"inject", "--dir", dir, base}, "unitrun: inject: source " + base + ": not a regular file (it is a directory)"},
+		{[]string{"inject", "--dir", dir, "--gc", "/bin/sleep"}, "unitrun: --gc removes the copies in --dir that no unit runs; it takes no PATH or --variant"},
+	} {
+		cmd := exec.Command(systemdtest.Binary(t), tc.args...)
+		cmd.Dir = base
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		cmd.Run()
+		if code := cmd.ProcessState.ExitCode(); code != exitUsage || errb.String() != tc.want+"\n" || out.Len() != 0 {
+			t.Errorf("unitrun %q: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, code, out.String(), errb.String(), tc.want)
+		}
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 || filepath.Join(dir, entries[0].Name()) != copied {
+		t.Errorf("--dir %s after the refusals: %v, %v; want only %s, which a unit runs", dir, entries, err, copied)
+	}
+	if _, err := os.Stat(filepath.Join(base, "none")); !os.IsNotExist(err) {
+		t.Errorf("a refused inject created a directory (%v)", err)
 	}
 }
 

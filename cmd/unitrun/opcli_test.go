@@ -87,8 +87,11 @@ func TestOpCallDashDash(t *testing.T) {
 
 // TestOpCallInterrupt sends SIGINT to "op call" while its job runs: the
 // job goes on and the message names it; with --cancel-on-interrupt, or
-// for an op with on_disconnect "stop", the job is canceled; unitrun exits
-// 130 in every case, as run does when Ctrl-C stops its unit.
+// for an op with on_disconnect "stop", the job is canceled, its record
+// saying that a caller canceled it (for the "stop" op it said that its
+// caller disconnected: the interrupt closed the call's connection before
+// op call canceled the job); unitrun exits 130 in every case, as run does
+// when Ctrl-C stops its unit.
 func TestOpCallInterrupt(t *testing.T) {
 	sock := systemdtest.StartDaemon(t, `
 [[op]]
@@ -150,6 +153,9 @@ on_disconnect = "stop"
 		var rec api.Record
 		if err := json.Unmarshal([]byte(out), &rec); err != nil || rec.State != tc.wantState {
 			t.Errorf("op call %v: after SIGINT the job is %q (%v), want %s", tc.args, rec.State, err, tc.wantState)
+		}
+		if tc.wantState == api.StateCanceled && !strings.HasPrefix(rec.Message, "canceled by a caller: ") {
+			t.Errorf("op call %v: after SIGINT the job's message is %q, want it canceled by a caller", tc.args, rec.Message)
 		}
 		unitrun(t, "op", "cancel", id)
 	}

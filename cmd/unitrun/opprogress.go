@@ -43,6 +43,19 @@ func follow(cmd *cobra.Command, c *client.Client, call *client.WaitingCall, op s
 	}
 	stop := p.ticking(line)
 	defer stop()
+	// Waited for at once, not once the output has ended: should the
+	// call's connection break (the daemon restarted), the call waits
+	// again on the next daemon from this process, which then holds the
+	// job for its on_disconnect while the output streams.
+	type ended struct {
+		rec *api.Record
+		err error
+	}
+	final := make(chan ended, 1)
+	go func() {
+		rec, err := call.Wait(ctx)
+		final <- ended{rec, err}
+	}()
 	p.event("%s: queued", label)
 	rec, err := waitStarted(ctx, c, id)
 	if err != nil {
@@ -58,11 +71,11 @@ func follow(cmd *cobra.Command, c *client.Client, call *client.WaitingCall, op s
 	if err := c.Logs(ctx, id, true, writer(p, out)); err != nil && ctx.Err() != nil {
 		return nil, &exitError{code: exitFailed, err: err}
 	}
-	rec, err = call.Wait(ctx)
-	if err != nil {
-		return nil, &exitError{code: exitFailed, err: err}
+	f := <-final
+	if f.err != nil {
+		return nil, &exitError{code: exitFailed, err: f.err}
 	}
-	return rec, nil
+	return f.rec, nil
 }
 
 // waitStarted polls job id's record until it is no longer queued.

@@ -131,6 +131,10 @@ apps:
 	if !strings.HasPrefix(out, "flowchart TB\n") || !strings.Contains(out, `"unitrun-pod-life.target"`) {
 		t.Errorf("pod graph: %s", out)
 	}
+	// A format typed wrong is named by its flag.
+	if out, errs, code := podCLI(t, dir, "graph", "--format", "svg", "life"); code != exitUsage || out != "" || errs != "unitrun: --format: diagram format \"svg\": must be dot or mermaid\n" {
+		t.Errorf("pod graph --format svg: exit %d, %q, %q; want exit 2 naming --format", code, out, errs)
+	}
 }
 
 func TestPodStopAndRemove(t *testing.T) {

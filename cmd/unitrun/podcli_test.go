@@ -85,12 +85,12 @@ func TestPodBadExitPolicyLeavesNothing(t *testing.T) {
 }
 
 // Every command given a pod that does not exist says so in the user's
-// words, and exits 1.
+// words, and exits 1 (pod graph exited 2).
 func TestPodNotFound(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(t.TempDir(), "none")
 	for _, state := range []string{dir, missing} {
-		for _, args := range [][]string{{"status", "nope"}, {"status", "--json", "nope"}, {"stop", "nope"}, {"logs", "nope"}, {"logs", "-f", "nope", "a"}, {"rm", "nope"}, {"rm", "--force", "nope"}, {"start", "nope"}} {
+		for _, args := range [][]string{{"status", "nope"}, {"status", "--json", "nope"}, {"stop", "nope"}, {"logs", "nope"}, {"logs", "-f", "nope", "a"}, {"rm", "nope"}, {"rm", "--force", "nope"}, {"start", "nope"}, {"graph", "nope"}} {
 			out, errs, code := podCLI(t, state, args...)
 			msg := "no pod named nope in state dir " + state
 			wantOut := ""

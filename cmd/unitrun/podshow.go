@@ -311,14 +311,16 @@ func newPodGraphCmd(f *podFlags) *cobra.Command {
 				if derr != nil {
 					return derr
 				}
-				m, err = (&podrun.Runner{StateDir: dir}).Manifest(args[0])
+				if m, err = (&podrun.Runner{StateDir: dir}).Manifest(args[0]); err != nil {
+					return failed(err)
+				}
 			}
 			if err != nil {
 				return &exitError{code: exitUsage, err: err}
 			}
 			out, err := pod.Diagram(pod.Nodes(m), format)
 			if err != nil {
-				return &exitError{code: exitUsage, err: err}
+				return &exitError{code: exitUsage, err: fmt.Errorf("--format: %w", err)}
 			}
 			_, err = cmd.OutOrStdout().Write(out)
 			return err

@@ -19,7 +19,8 @@ import (
 // socket named "api" (by FileDescriptorName=) is the HTTP one and one
 // named "argv" the SEQPACKET one; a socket with another name counts by its
 // type, stream or seqpacket, so that one socket unit with both listeners
-// works too.
+// works too. systemd may pass either alone: the other front end is then
+// off (its listener nil), as without socket activation.
 //
 // Without socket activation, when both paths are "" the daemon binds both
 // defaults (api.DefaultSocket and api.DefaultSeqpacketSocket, creating
@@ -82,9 +83,11 @@ func (e *PathError) Error() string {
 
 // checkSocketPaths returns a *SetupError wrapping a *PathError for the
 // first socket path given ("" is none) whose directory is missing or is
-// not a directory, or where a file other than a socket is.
+// not a directory, or where a file other than a socket is, and one
+// wrapping front.ErrInUse for a socket a live process answers on: the
+// daemon opens its state dir only after this check.
 func checkSocketPaths(socket, seqpacket string) error {
-	for _, s := range []struct{ option, path string }{{"Socket", socket}, {"Seqpacket", seqpacket}} {
+	for _, s := range []struct{ option, network, path string }{{"Socket", "unix", socket}, {"Seqpacket", "unixpacket", seqpacket}} {
 		if s.path == "" {
 			continue
 		}
@@ -92,8 +95,14 @@ func checkSocketPaths(socket, seqpacket string) error {
 		if fi, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) || err == nil && !fi.IsDir() {
 			return &SetupError{Option: s.option, Path: s.path, Err: &PathError{Path: s.path, Dir: dir, Missing: err != nil}}
 		}
-		if fi, err := os.Lstat(s.path); err == nil && fi.Mode()&fs.ModeSocket == 0 {
+		fi, err := os.Lstat(s.path)
+		if err == nil && fi.Mode()&fs.ModeSocket == 0 {
 			return &SetupError{Option: s.option, Path: s.path, Err: &PathError{Path: s.path}}
+		}
+		if err == nil {
+			if err := front.Answers(s.network, s.path); err != nil {
+				return &SetupError{Option: s.option, Path: s.path, Err: err}
+			}
 		}
 	}
 	return nil
@@ -115,7 +124,7 @@ func listen(option, network, path string) (net.Listener, error) {
 }
 
 // activated picks the HTTP and the SEQPACKET socket among those systemd
-// passed, by name (see Listen).
+// passed, by name (see Listen); one that systemd did not pass is nil.
 func activated(named map[string][]net.Listener) (stream, packet net.Listener, err error) {
 	var apis, argvs []net.Listener
 	for name, ls := range named {
@@ -128,11 +137,16 @@ func activated(named map[string][]net.Listener) (stream, packet net.Listener, er
 			}
 		}
 	}
-	if len(apis) != 1 || len(argvs) != 1 {
-		return nil, nil, fmt.Errorf("socket activation: want one socket named %q (or a stream socket) and one named %q (or a SOCK_SEQPACKET socket), got %d and %d", "api", "argv", len(apis), len(argvs))
+	if len(apis) > 1 || len(argvs) > 1 {
+		return nil, nil, fmt.Errorf("socket activation: want at most one socket named %q (or a stream socket) and at most one named %q (or a SOCK_SEQPACKET socket), got %d and %d", "api", "argv", len(apis), len(argvs))
 	}
-	if argvs[0].Addr().Network() != "unixpacket" {
-		return nil, nil, fmt.Errorf("socket activation: socket %q is %s, want a SOCK_SEQPACKET unix socket (ListenSequentialPacket=)", "argv", argvs[0].Addr().Network())
+	if len(argvs) == 1 {
+		if packet = argvs[0]; packet.Addr().Network() != "unixpacket" {
+			return nil, nil, fmt.Errorf("socket activation: socket %q is %s, want a SOCK_SEQPACKET unix socket (ListenSequentialPacket=)", "argv", packet.Addr().Network())
+		}
 	}
-	return apis[0], argvs[0], nil
+	if len(apis) == 1 {
+		stream = apis[0]
+	}
+	return stream, packet, nil
 }

@@ -37,7 +37,7 @@ func ListenUnix(network, path string, perm fs.FileMode) (*UnixListener, error) {
 		if fi.Mode()&fs.ModeSocket == 0 {
 			return nil, fmt.Errorf("socket %s: exists and is not a socket", path)
 		}
-		if err := answers(network, path); err != nil {
+		if err := Answers(network, path); err != nil {
 			return nil, err
 		}
 		if err := os.Remove(path); err != nil {
@@ -65,10 +65,10 @@ func ListenUnix(network, path string, perm fs.FileMode) (*UnixListener, error) {
 	return &UnixListener{UnixListener: l, path: path, bound: bound}, nil
 }
 
-// answers returns nil when no process answers on the socket at path (a
+// Answers returns nil when no process answers on the socket at path (a
 // connection is refused), or an error wrapping ErrInUse when one does,
 // whatever the type of its socket.
-func answers(network, path string) error {
+func Answers(network, path string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
 	c, err := (&net.Dialer{}).DialContext(ctx, network, path)

@@ -3,6 +3,7 @@ package front
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"time"
 
@@ -71,6 +72,10 @@ func seqpacketCall(d core.Core, c *guardConn) (ok bool, id, msg string) {
 	switch {
 	case errors.As(err, &ne) && ne.Timeout():
 		return false, "", errorf(api.CodeBadRequest, fmt.Sprintf("request: no packet within %v (read_header_timeout)", limits.ReadHeaderTimeout)).Error()
+	case errors.Is(err, io.EOF):
+		// A packet of no bytes (or a connection closed before its
+		// packet), which api.ParseRequest names.
+		n = 0
 	case err != nil:
 		return false, "", errorf(api.CodeBadRequest, "request: "+err.Error()).Error()
 	case flags&unix.MSG_TRUNC != 0 || n > limit:

@@ -32,6 +32,8 @@ func (d *Scheduler) OnFinish(fn func(*api.Record)) {
 // reload changes it for new calls only), has on_disconnect "stop" goes
 // away, the job is canceled, its message saying so: callers that joined
 // one job keep it for each other. A job that has ended holds no one.
+// A caller whose connection the daemon closes itself, as it stops (after
+// Close), has not gone away: its job goes on, for the next daemon.
 func (d *Scheduler) Hold(id string) (release func(gone bool)) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -45,7 +47,7 @@ func (d *Scheduler) Hold(id string) (release func(gone bool)) {
 		once.Do(func() {
 			d.mu.Lock()
 			l.held--
-			last := gone && l.held == 0 && d.live[id] == l && l.op != nil && l.op.OnDisconnect == "stop"
+			last := gone && !d.closed && l.held == 0 && d.live[id] == l && l.op != nil && l.op.OnDisconnect == "stop"
 			d.mu.Unlock()
 			if last {
 				d.cancel(context.Background(), id, canceledOnDisconnect)
