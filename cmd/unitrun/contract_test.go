@@ -227,6 +227,8 @@ func TestErrorsShowNoInternals(t *testing.T) {
 		{append(daemon, "--socket", config), exitUsage, "--socket " + config + ": " + config + " exists and is not a socket: the path must be free or hold a socket"},
 		{append(daemon, "--seqpacket", notExec), exitUsage, "--seqpacket " + notExec + ": " + notExec + " exists and is not a socket"},
 		{append(daemon, "--dbus", "bogus"), exitUsage, `--dbus "bogus": must be system, session or a D-Bus address`},
+		{[]string{"run", "--self", "--inject-dir", "rel", "--", "version"}, exitUsage, "--inject-dir rel: must be an absolute path"},
+		{[]string{"run", "--self", "--inject-dir", config, "--", "version"}, exitUsage, "--inject-dir " + config + ": "},
 		{[]string{"inject", "--dir", filepath.Join(dir, "bin"), filepath.Join(dir, "none")}, exitUsage, "source " + filepath.Join(dir, "none") + ": no such file or directory"},
 		{[]string{"inject", "--dir", filepath.Join(dir, "bin"), fifo}, exitUsage, "source " + fifo + ": not a regular file (it is a FIFO)"},
 		{[]string{"inject", "--os-release", filepath.Join(dir, "none"), "--variant", "/bin/true:ID=x"}, exitUsage, "os-release " + filepath.Join(dir, "none") + ": no such file or directory"},

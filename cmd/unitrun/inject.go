@@ -57,7 +57,7 @@ write) exits 2, naming it; a failure to read or write exits 125.`,
 				path, err = inject.Install(cmd.Context(), dir, src)
 			}
 			if err != nil {
-				return injectError(err)
+				return injectError("--dir", err)
 			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), map[string]string{"path": path})
@@ -105,16 +105,16 @@ func injectSource(args, variants []string, osRelease string) (string, error) {
 	return v.Path, nil
 }
 
-// injectError is the exit of an inject that failed: 2, naming --dir or
-// the source, for a path inject refuses for what it is (inject.RefusedError),
-// 125 otherwise.
-func injectError(err error) error {
+// injectError is the exit of an inject that failed: 2 for a path inject
+// refuses for what it is (inject.RefusedError), naming dirFlag, the flag
+// that gave the dir, or the source; 125 otherwise.
+func injectError(dirFlag string, err error) error {
 	var re *inject.RefusedError
 	switch {
 	case !errors.As(err, &re):
 		return &exitError{code: exitFailed, err: err}
 	case re.Dir:
-		return &exitError{code: exitUsage, err: fmt.Errorf("--dir %s: %w", re.Path, re.Err)}
+		return &exitError{code: exitUsage, err: fmt.Errorf("%s %s: %w", dirFlag, re.Path, re.Err)}
 	}
 	return &exitError{code: exitUsage, err: err}
 }
@@ -123,7 +123,7 @@ func injectError(err error) error {
 // refuse is refused before the manager is reached.
 func injectGC(cmd *cobra.Command, g *globals, dir string, asJSON bool) error {
 	if err := inject.CheckDir(dir); err != nil {
-		return injectError(err)
+		return injectError("--dir", err)
 	}
 	ctx := cmd.Context()
 	mgr, err := g.open(ctx)
@@ -146,7 +146,7 @@ func injectGC(cmd *cobra.Command, g *globals, dir string, asJSON bool) error {
 		}
 	}
 	if err != nil {
-		return injectError(err)
+		return injectError("--dir", err)
 	}
 	return nil
 }

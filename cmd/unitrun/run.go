@@ -302,7 +302,7 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	if f.self {
 		self, err := inject.Self(ctx, f.injectDir, pod.HookPath)
 		if err != nil {
-			return &exitError{code: exitFailed, err: err}
+			return injectError("--inject-dir", err)
 		}
 		args = append([]string{self}, args...)
 	}
