@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -274,23 +275,26 @@ containers:
 
 	// container_probe.go: the cases repeated on sidecars are in probeCases
 	{"ProbeGRPCLivenessNoRestart", "container_probe.go", "Probing container should *not* be restarted with a GRPC liveness probe [NodeConformance] [Conformance]", func(k *kcase) {
-		k.create(grpcPod("grpc-ok", 5000, 15))
-		k.refused("grpc-ok", "spec.containers[0].livenessProbe.grpc: not supported", "spec.containers[0].ports[0]")
+		port := freePort(k.t)
+		k.create(grpcPod(k, "grpc-ok", port, port, 15))
+		k.livenessTest("grpc-ok", false, 0, observe)
 	}},
 	{"ProbeGRPCLivenessRestart", "container_probe.go", "Probing container should be restarted with a GRPC liveness probe [NodeConformance] [Conformance]", func(k *kcase) {
-		k.create(grpcPod("grpc-wrong-port", 2333, 60))
-		k.refused("grpc-wrong-port", "spec.containers[0].livenessProbe.grpc: not supported", "spec.containers[0].ports[0]")
+		k.create(grpcPod(k, "grpc-wrong-port", freePort(k.t), freePort(k.t), 60))
+		k.livenessTest("grpc-wrong-port", false, 1, 4*time.Minute)
 	}},
 	{"ProbeLivenessGracePeriod", "container_probe.go", "Probing container should override timeoutGracePeriodSeconds when LivenessProbe field is set [NodeConformance]", func(k *kcase) {
 		k.create(probing{}.pod("liveness-grace", "", `livenessProbe: {httpGet: {path: /healthz, port: 8080}, initialDelaySeconds: 10, failureThreshold: 1, terminationGracePeriodSeconds: 5}`,
-			"sleep 1000", "terminationGracePeriodSeconds: 500"))
-		k.refused("liveness-grace", "spec.containers[0].livenessProbe.terminationGracePeriodSeconds: not supported")
+			ignoresTERM+"sleep 1000", "terminationGracePeriodSeconds: 500"))
+		k.livenessTest("liveness-grace", false, 1, 40*time.Second+4*time.Minute)
+		k.kubectl("delete", "pod", "liveness-grace", "--grace-period=1", "--wait=false")
 	}},
 	{"ProbeStartupGracePeriod", "container_probe.go", "Probing container should override timeoutGracePeriodSeconds when StartupProbe field is set [NodeConformance]", func(k *kcase) {
 		k.create(probing{}.pod("startup-grace", "", `livenessProbe: {exec: {command: ["/bin/true"]}, initialDelaySeconds: 15, failureThreshold: 1}
   startupProbe: {exec: {command: ["/bin/cat", "/tmp/startup-grace-startup"]}, initialDelaySeconds: 10, failureThreshold: 1, terminationGracePeriodSeconds: 5}`,
-			"sleep 1000", "terminationGracePeriodSeconds: 500"))
-		k.refused("startup-grace", "spec.containers[0].startupProbe.terminationGracePeriodSeconds: not supported")
+			ignoresTERM+"sleep 1000", "terminationGracePeriodSeconds: 500"))
+		k.livenessTest("startup-grace", false, 1, 40*time.Second+4*time.Minute)
+		k.kubectl("delete", "pod", "startup-grace", "--grace-period=1", "--wait=false")
 	}},
 
 	// expansion.go
@@ -715,6 +719,15 @@ func (p probing) livenessTest(k *kcase, name string, want int, observe time.Dura
 	k.livenessTest(name, p.sidecar, want, observe)
 }
 
+// ignoresTERM makes sh ignore SIGTERM, and the command it runs after
+// it, as sh does as a container's PID 1 (which the kernel sends no
+// signal it has no handler for): the probe-level
+// terminationGracePeriodSeconds cases count on it, so that only the
+// SIGKILL at the end of the grace period ends the container. Here sh is
+// not PID 1, and a stop's SIGTERM would end it at once, whatever the
+// grace period.
+const ignoresTERM = `trap "" TERM; `
+
 // uuid stands for the uuid.NewUUID() a case adds to its Pod's name.
 const uuid = "6f1c2e0a-8b3d-4c5e-9f7a-1b2c3d4e5f60"
 
@@ -802,14 +815,25 @@ func (k *kcase) eventuallyLog(name, container, want string, args ...string) {
 }
 
 // grpcPod is container_probe.go's gRPCServerPodSpec with its liveness
-// probe on port: agnhost grpc-health-checking serves on 5000.
-func grpcPod(name string, port, delay int) string {
-	return pod(name, "", fmt.Sprintf(`containers:
+// probe (its timings as there) on probePort. Its server, agnhost
+// grpc-health-checking, which answers SERVING, is etcd here (the
+// server of these cases before agnhost's, which registers the health
+// service as SERVING), from the end-to-end test's binaries, serving its
+// clients on port and its data in /tmp (named after the Pod; the cases
+// share the host) on the host's network, where agnhost's ports are
+// declared on a pod network.
+func grpcPod(k *kcase, name, port, probePort string, delay int) string {
+	url := "http://127.0.0.1:" + port
+	data := "/tmp/" + name + "-" + k.ns + "-etcd"
+	k.t.Cleanup(func() { os.RemoveAll(data) })
+	return pod(name, "", fmt.Sprintf(`hostNetwork: true
+containers:
 - name: agnhost
   image: debian
-  command: ["/agnhost", "grpc-health-checking"]
-  ports: [{containerPort: 5000}, {containerPort: 8080}]
-  livenessProbe: {grpc: {port: %d}, initialDelaySeconds: %d, timeoutSeconds: 5, failureThreshold: 1}`, port, delay))
+  command: [%q, "--name", %q, "--data-dir", %q, "--listen-client-urls", %q, "--advertise-client-urls", %q, "--listen-peer-urls", "http://127.0.0.1:%s", "--initial-advertise-peer-urls", "http://127.0.0.1:%[6]s", "--initial-cluster", "%[2]s=http://127.0.0.1:%[6]s"]
+  ports: [{containerPort: %[7]s}]
+  livenessProbe: {grpc: {port: %s}, initialDelaySeconds: %d, timeoutSeconds: 5, failureThreshold: 1}`,
+		filepath.Join(k.c.bin, "etcd"), name, data, url, url, freePort(k.t), port, probePort, delay))
 }
 
 // dapiPod is the Pod of expansion.go and downwardapi.go: container

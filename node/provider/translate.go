@@ -99,11 +99,13 @@ type probe struct {
 	Exec                []string   `json:"exec,omitempty"`
 	HTTP                *httpProbe `json:"http,omitempty"`
 	TCP                 *tcpProbe  `json:"tcp,omitempty"`
+	GRPC                *grpcProbe `json:"grpc,omitempty"`
 	InitialDelaySeconds int32      `json:"initialDelaySeconds,omitempty"`
 	PeriodSeconds       int32      `json:"periodSeconds,omitempty"`
 	TimeoutSeconds      int32      `json:"timeoutSeconds,omitempty"`
 	FailureThreshold    int32      `json:"failureThreshold,omitempty"`
 	Action              string     `json:"action,omitempty"`
+	StopTimeout         string     `json:"stopTimeout,omitempty"`
 }
 
 type hook struct {
@@ -118,6 +120,11 @@ type httpProbe struct {
 
 type tcpProbe struct {
 	Port int32 `json:"port"`
+}
+
+type grpcProbe struct {
+	Port    int32  `json:"port"`
+	Service string `json:"service,omitempty"`
 }
 
 // A refusal is why a Pod cannot run on this node: the field and the rule.
@@ -572,8 +579,8 @@ func mapProbe(ctr *corev1.Container, lp *corev1.Probe, path, kind string, rs *re
 	if lp.SuccessThreshold > 1 {
 		rs.add(path+".successThreshold", "must be 1 for a %s probe: unitrun counts one success", kind)
 	}
-	if lp.TerminationGracePeriodSeconds != nil {
-		rs.add(path+".terminationGracePeriodSeconds", "not supported")
+	if g := lp.TerminationGracePeriodSeconds; g != nil {
+		pr.StopTimeout = (time.Duration(*g) * time.Second).String()
 	}
 	switch h := lp.ProbeHandler; {
 	case h.Exec != nil:
@@ -603,7 +610,10 @@ func mapProbe(ctr *corev1.Container, lp *corev1.Probe, path, kind string, rs *re
 			rs.add(path+".tcpSocket.host", "not supported: the probe checks the pod's localhost")
 		}
 	case h.GRPC != nil:
-		rs.add(path+".grpc", "not supported: exec, httpGet and tcpSocket are")
+		pr.GRPC = &grpcProbe{Port: h.GRPC.Port}
+		if h.GRPC.Service != nil {
+			pr.GRPC.Service = *h.GRPC.Service
+		}
 	default:
 		rs.add(path, "has no handler")
 	}

@@ -255,6 +255,11 @@ func TestTranslateSidecarsAndProbes(t *testing.T) {
 					PeriodSeconds:    1,
 					FailureThreshold: 30,
 				},
+				LivenessProbe: &corev1.Probe{
+					ProbeHandler:                  corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9090, Service: new("api")}},
+					TimeoutSeconds:                5,
+					TerminationGracePeriodSeconds: new(int64(5)),
+				},
 			}},
 		},
 	}
@@ -272,8 +277,8 @@ func TestTranslateSidecarsAndProbes(t *testing.T) {
 	if s := api.Startup; s == nil || len(s.Exec) != 1 || s.Exec[0] != "/bin/started" || s.PeriodSeconds != 1 || s.FailureThreshold != 30 || s.Action != "restart" {
 		t.Errorf("startup probe %+v", s)
 	}
-	if api.Probe != nil {
-		t.Errorf("liveness probe %+v, want none", api.Probe)
+	if l := api.Probe; l == nil || l.GRPC == nil || *l.GRPC != (grpcProbe{Port: 9090, Service: "api"}) || l.TimeoutSeconds != 5 || l.Action != "restart" || l.StopTimeout != "5s" {
+		t.Errorf("grpc liveness probe %+v", l)
 	}
 	// unitrun takes the manifest as it is.
 	data, err := c.translate(p, nil)
