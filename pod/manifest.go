@@ -254,11 +254,15 @@ type Probe struct {
 }
 
 // A Hook is what an app's postStart or preStop runs: a command (Exec,
-// as an exec probe runs it) or an HTTP GET (HTTP, as an http probe sends
-// it; any status is a success unless Status says). Exactly one is set.
+// as an exec probe runs it), an HTTP GET (HTTP, as an http probe sends
+// it; any status is a success unless Status says) or a wait (Sleep, in
+// unitrun's own hook process: nothing runs in the app's root, as
+// Kubernetes' sleep action runs in the kubelet; 0 returns at once).
+// Exactly one is set.
 type Hook struct {
-	Exec []string   `yaml:"exec" json:"exec,omitzero"`
-	HTTP *HTTPProbe `yaml:"http" json:"http,omitzero"`
+	Exec  []string       `yaml:"exec" json:"exec,omitzero"`
+	HTTP  *HTTPProbe     `yaml:"http" json:"http,omitzero"`
+	Sleep *time.Duration `yaml:"sleep" json:"sleep,omitzero"`
 }
 
 // Probe results, as ProbeStatus.LastResult records them.

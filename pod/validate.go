@@ -141,8 +141,14 @@ func (p *problems) app(path string, a *App, m *Manifest) {
 		if a.Init {
 			p.add(path+"."+h.field, "", "not allowed for an init app")
 		}
-		if (h.hook.Exec != nil) == (h.hook.HTTP != nil) {
-			p.add(path+"."+h.field, "", "must set exactly one of exec and http")
+		kinds := 0
+		for _, set := range []bool{h.hook.Exec != nil, h.hook.HTTP != nil, h.hook.Sleep != nil} {
+			if set {
+				kinds++
+			}
+		}
+		if kinds != 1 {
+			p.add(path+"."+h.field, "", "must set exactly one of exec, http and sleep")
 		}
 		if h.hook.Exec != nil {
 			p.argv(path+"."+h.field+".exec", h.hook.Exec)

@@ -376,6 +376,45 @@ volumes:
 	{"LifecyclePreStopHTTP", "lifecycle_hook.go", "Container Lifecycle Hook when create a pod with lifecycle hook should execute prestop http hook properly [NodeConformance] [Conformance]", func(k *kcase) {
 		k.hookTest("pod-with-prestop-http-hook", "18184", `preStop: {httpGet: {path: "/echo?msg=prestop", host: 127.0.0.1, port: PORT}}`)
 	}},
+	{"LifecycleSleepPreStop", "lifecycle_hook.go", "Lifecycle Sleep Hook when create a pod with lifecycle hook using sleep action valid prestop hook using sleep action", func(k *kcase) {
+		// sleep_duration = (delete_time + sleep_duration) - (delete_time + tgps) + tgps
+		k.sleepTest(50, 100, "", 50, 100)
+	}},
+	{"LifecycleSleepReduceGrace", "lifecycle_hook.go", "Lifecycle Sleep Hook when create a pod with lifecycle hook using sleep action reduce GracePeriodSeconds during runtime", func(k *kcase) {
+		k.sleepTest(50, 100, "30", 30, 50)
+	}},
+	{"LifecycleSleepIgnoreTerminated", "lifecycle_hook.go", "Lifecycle Sleep Hook when create a pod with lifecycle hook using sleep action ignore terminated container", func(k *kcase) {
+		const name = "pod-with-prestop-sleep-hook"
+		k.create(pod(name, "", `terminationGracePeriodSeconds: 30
+restartPolicy: Never
+containers:
+- name: `+name+`
+  image: debian
+  command: ["/bin/sh"]
+  args: ["-c", "sleep 3"]
+  lifecycle: {preStop: {sleep: {seconds: 10}}}`))
+		t := k.waitFor(name, 30*time.Second, "its container to be terminated", containerEnded).Status.ContainerStatuses[0].State.Terminated
+		// The container ended on its own: no sleep.
+		if cost := k.since(t.StartedAt, t.FinishedAt); cost < 0 || cost > 10*time.Second {
+			k.t.Fatalf("container ran from %s to %s, want at most the 10 s of the sleep it must not have slept", t.StartedAt, t.FinishedAt)
+		}
+		k.kubectl("delete", "pod", name)
+	}},
+	{"LifecycleSleepZero", "lifecycle_hook.go", "Lifecycle sleep action zero value when create a pod with lifecycle hook using sleep action with a duration of zero seconds prestop hook using sleep action with zero duration", func(k *kcase) {
+		const name = "pod-with-prestop-sleep-hook-zero-duration"
+		k.create(pod(name, "", `containers:
+- name: `+name+`
+  image: debian
+  command: ["/bin/sleep", "infinity"]
+  lifecycle: {preStop: {sleep: {seconds: 0}}}`))
+		k.waitPhase(name, "Running")
+		start := time.Now()
+		k.kubectl("delete", "pod", name)
+		// Within the default grace period, 30 s.
+		if cost := time.Since(start); cost > 30*time.Second {
+			k.t.Fatalf("the delete took %v, want at most 30 s", cost)
+		}
+	}},
 
 	// security_context.go
 	{"SecurityRunAsUser65534", "security_context.go", "Security Context When creating a container with runAsUser should run the container with uid 65534 [LinuxOnly] [NodeConformance] [Conformance]", func(k *kcase) {
@@ -902,6 +941,60 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
 http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
 `
+
+// sleepTest is lifecycle_hook.go's sleep-action cases on a running Pod
+// kept by a finalizer: the pause container with a preStop sleep of sleep
+// seconds, in a Pod of terminationGracePeriodSeconds grace, is deleted
+// (with --grace-period=deleteGrace unless ""), and its container must end
+// between low and high seconds after the delete, computed as there from
+// the deletionTimestamp (the delete's time plus its grace period) and the
+// container's finishedAt: finishedAt - deletionTimestamp + the delete's
+// grace period.
+func (k *kcase) sleepTest(sleep, grace int, deleteGrace string, low, high int) {
+	k.t.Helper()
+	const name = "pod-with-prestop-sleep-hook"
+	k.create(strings.Replace(pod(name, "", fmt.Sprintf(`terminationGracePeriodSeconds: %d
+containers:
+- name: %s
+  image: debian
+  command: ["/bin/sleep", "infinity"]
+  lifecycle: {preStop: {sleep: {seconds: %d}}}`, grace, name, sleep)), "metadata:\n", "metadata:\n  finalizers: [test/finalizer]\n", 1))
+	defer k.kubectl("patch", "pod", name, "--type=json", `-p=[{"op": "remove", "path": "/metadata/finalizers"}]`)
+	k.waitPhase(name, "Running")
+	del := []string{"delete", "pod", name, "--wait=false"}
+	g := grace
+	if deleteGrace != "" {
+		del = append(del, "--grace-period="+deleteGrace)
+		g, _ = strconv.Atoi(deleteGrace)
+	}
+	k.kubectl(del...)
+	deletion := k.get(name).Metadata.DeletionTimestamp
+	t := k.waitFor(name, time.Duration(sleep*2)*time.Second, "its container to be terminated", containerEnded).Status.ContainerStatuses[0].State.Terminated
+	slept := k.since(deletion, t.FinishedAt) + time.Duration(g)*time.Second
+	if slept < time.Duration(low)*time.Second || slept > time.Duration(high)*time.Second {
+		k.t.Fatalf("unexpected delay duration before killing the pod, finishAt = %s, deletionAt = %s: %v, want %d-%d s", t.FinishedAt, deletion, slept, low, high)
+	}
+}
+
+// containerEnded says whether a Pod's first container has terminated.
+func containerEnded(p *k8sPod) (bool, error) {
+	cs := p.Status.ContainerStatuses
+	return len(cs) > 0 && cs[0].State.Terminated != nil, nil
+}
+
+// since is the time from from to to, two RFC 3339 times of the API.
+func (k *kcase) since(from, to string) time.Duration {
+	k.t.Helper()
+	f, err := time.Parse(time.RFC3339, from)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	t, err := time.Parse(time.RFC3339, to)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return t.Sub(f)
+}
 
 // logShows waits up to timeout for the container's log to hold want,
 // as the framework's MatchContainerOutput in an Eventually does.

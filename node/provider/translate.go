@@ -109,8 +109,9 @@ type probe struct {
 }
 
 type hook struct {
-	Exec []string   `json:"exec,omitempty"`
-	HTTP *httpProbe `json:"http,omitempty"`
+	Exec  []string   `json:"exec,omitempty"`
+	HTTP  *httpProbe `json:"http,omitempty"`
+	Sleep string     `json:"sleep,omitempty"`
 }
 
 type httpProbe struct {
@@ -621,14 +622,15 @@ func mapProbe(ctr *corev1.Container, lp *corev1.Probe, path, kind string, rs *re
 }
 
 // mapHook maps h, the container's lifecycle hook at path, to a unitrun
-// hook: exec and httpGet as a probe's, sleep as the command sleep; nil
-// for none.
+// hook: exec and httpGet as a probe's, sleep as unitrun's sleep (in its
+// hook process, not the container's: the kubelet sleeps itself); nil for
+// none.
 func mapHook(ctr *corev1.Container, h *corev1.LifecycleHandler, path string, rs *refusals) *hook {
 	switch {
 	case h == nil:
 		return nil
 	case h.Sleep != nil:
-		return &hook{Exec: []string{"sleep", strconv.FormatInt(h.Sleep.Seconds, 10)}}
+		return &hook{Sleep: (time.Duration(h.Sleep.Seconds) * time.Second).String()}
 	case h.TCPSocket != nil:
 		rs.add(path+".tcpSocket", "not supported: the kubelet does not run it either")
 		return nil

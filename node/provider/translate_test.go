@@ -59,6 +59,10 @@ func TestTranslateMapping(t *testing.T) {
 					PeriodSeconds:    5,
 					FailureThreshold: 2,
 				},
+				Lifecycle: &corev1.Lifecycle{
+					PostStart: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 0}},
+					PreStop:   &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 50}},
+				},
 			}},
 			HostNetwork: true,
 		},
@@ -86,6 +90,10 @@ func TestTranslateMapping(t *testing.T) {
 	}
 	if pr := server.Probe; pr == nil || pr.HTTP == nil || pr.HTTP.Port != 8080 || pr.HTTP.Path != "/healthz" || pr.Action != "restart" || pr.PeriodSeconds != 5 || pr.FailureThreshold != 2 {
 		t.Errorf("probe %+v", server.Probe)
+	}
+	// The sleep action is unitrun's sleep, not a command in the container.
+	if server.PostStart == nil || server.PostStart.Sleep != "0s" || server.PreStop == nil || server.PreStop.Sleep != "50s" {
+		t.Errorf("hooks %+v, %+v; want sleeps of 0s and 50s", server.PostStart, server.PreStop)
 	}
 }
 
