@@ -1074,7 +1074,16 @@ restartPolicy: Never
 volumes: [{name: shared-data, emptyDir: {medium: Memory, sizeLimit: 10Mi}}]
 containers:
 - {name: busybox-main-container, image: debian, command: ["/bin/sh"], args: ["-c", "/bin/sleep infinity"], volumeMounts: [{name: shared-data, mountPath: /usr/share/volumeshare}]}`))
-		k.refused(name, "spec.volumes[0].emptyDir.sizeLimit: not supported")
+		k.waitPhase(name, "Running")
+		// The case reads the volume's size with kubectl exec, which a
+		// node that does not serve it refuses (docs/kubernetes.md).
+		out, err := k.c.kubectl("-n", k.ns, "exec", name, "-c", "busybox-main-container", "--", "/bin/sh", "-c", "df | grep /usr/share/volumeshare | awk '{print $2}'")
+		switch {
+		case err != nil && !strings.Contains(err.Error(), "not supported"):
+			k.t.Fatalf("kubectl exec: %v; want the volume's size or the node's refusal", err)
+		case err == nil && strings.TrimSpace(out) != "10240":
+			k.t.Fatalf("kubectl exec: %q, want 10240 (10Mi)", out)
+		}
 	}},
 
 	// configmap_volume.go

@@ -304,7 +304,11 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 		os.Remove(p.record(name))
 		return fmt.Errorf("create unitrun pod %s: %w", name, err)
 	}
-	if err := writeVolumes(in.volumes); err != nil {
+	err = writeVolumes(in.volumes)
+	if err == nil {
+		err = p.eng.mountTmpfs(ctx, in.volumes)
+	}
+	if err != nil {
 		p.eng.remove(ctx, name)
 		os.Remove(p.record(name))
 		return fmt.Errorf("write the volumes of unitrun pod %s: %w", name, err)
