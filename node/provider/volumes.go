@@ -188,6 +188,9 @@ type volume struct {
 	// tmpfsSize, if not 0, makes dir a tmpfs of that many bytes of its
 	// own: a memory-backed emptyDir's sizeLimit, as the kubelet mounts it.
 	tmpfsSize int64
+	// sizeLimit, if not nil, is an emptyDir on disk's: a Pod whose
+	// emptyDir holds more is evicted ([Provider.evicted]).
+	sizeLimit *resource.Quantity
 	subPaths  []string
 	// files are the contents of a ConfigMap, Secret, downward API or
 	// projected volume, which are always mounted read-only; by path in
@@ -231,8 +234,8 @@ func (c *Config) podVolumes(p *corev1.Pod, in *inputs, rs *refusals) map[string]
 			default:
 				rs.add(field+".emptyDir.medium", "%q is not supported: an emptyDir is on the node's disk, or in memory (Memory)", v.EmptyDir.Medium)
 			}
-			if v.EmptyDir.SizeLimit != nil && v.EmptyDir.Medium != corev1.StorageMediumMemory {
-				rs.add(field+".emptyDir.sizeLimit", "not supported on disk: the node bounds the size of a memory-backed emptyDir only (medium: Memory)")
+			if l := v.EmptyDir.SizeLimit; l != nil && v.EmptyDir.Medium != corev1.StorageMediumMemory {
+				vol.sizeLimit = l
 			}
 		case v.ConfigMap != nil:
 			vol.files = map[string]volumeFile{}

@@ -158,3 +158,28 @@ func TestMemoryEmptyDirSizeLimit(t *testing.T) {
 		t.Errorf("%s: %v; want it gone with the pod, its tmpfs unmounted", memoryDir(name), err)
 	}
 }
+
+// A Pod whose emptyDir on disk holds more than its sizeLimit is evicted,
+// as the kubelet's eviction manager evicts it: its containers are
+// stopped and it fails with reason Evicted and the kubelet's message.
+func TestEmptyDirSizeLimitEvicts(t *testing.T) {
+	client := fake.NewClientset()
+	n := startNode(t, testConfig(t), client)
+	const data = "/run/unitrun-test-volume-limited"
+	t.Cleanup(func() { os.Remove(data) })
+	p := newPod("limited", corev1.RestartPolicyNever, nil,
+		"dd if=/dev/zero of="+data+"/big bs=1024 count=2048 2>/dev/null; exec sleep 600")
+	limit := resource.MustParse("1Mi")
+	p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &limit}}}}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: data}}
+	create(t, client, p)
+	got := waitPod(t, client, p, "Failed", phase(corev1.PodFailed))
+	if want := `Usage of EmptyDir volume "data" exceeds the limit "1Mi". `; got.Status.Reason != "Evicted" || got.Status.Message != want {
+		t.Errorf("reason %q, message %q; want Evicted, %q", got.Status.Reason, got.Status.Message, want)
+	}
+	if cs := got.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Terminated == nil {
+		t.Errorf("container statuses %+v; want the container terminated", cs)
+	}
+	deletePod(t, client, p)
+	waitDeleted(t, n, p)
+}
