@@ -71,6 +71,9 @@ func (c *Conn) Sees(ctx context.Context, path string) bool {
 	return err == nil && os.SameFile(ours, theirs)
 }
 
+// PID returns the process id of the manager, as the caller sees it.
+func (c *Conn) PID(ctx context.Context) (int, error) { return c.managerPID(ctx) }
+
 // managerPID returns the process id of the manager: the peer of a private
 // socket, or the bus's word for the owner of the manager's name.
 func (c *Conn) managerPID(ctx context.Context) (int, error) {

@@ -233,25 +233,37 @@ type Resources struct {
 	Tasks     *int `yaml:"tasks" json:"tasks,omitzero"`
 }
 
-// A Probe checks an app's health. Exactly one of Exec, HTTP and TCP is set.
-// Zero timings mean the defaults (period 10 s, timeout 1 s, threshold 3).
+// A Probe checks an app's health. Exactly one of Exec, HTTP, TCP and
+// GRPC is set. Zero timings mean the defaults (period 10 s, timeout 1 s,
+// threshold 3).
 type Probe struct {
 	Exec                []string    `yaml:"exec" json:"exec,omitzero"`
 	HTTP                *HTTPProbe  `yaml:"http" json:"http,omitzero"`
 	TCP                 *TCPProbe   `yaml:"tcp" json:"tcp,omitzero"`
+	GRPC                *GRPCProbe  `yaml:"grpc" json:"grpc,omitzero"`
 	InitialDelaySeconds int         `yaml:"initialDelaySeconds" json:"initialDelaySeconds,omitzero"`
 	PeriodSeconds       int         `yaml:"periodSeconds" json:"periodSeconds,omitzero"`
 	TimeoutSeconds      int         `yaml:"timeoutSeconds" json:"timeoutSeconds,omitzero"`
 	FailureThreshold    int         `yaml:"failureThreshold" json:"failureThreshold,omitzero"`
 	Action              ProbeAction `yaml:"action" json:"action,omitzero"`
+	// StopTimeout, if not 0, bounds the end of a run this probe acts on
+	// in place of the app's stopTimeout: the preStop hook, then SIGTERM,
+	// and SIGKILL to what still runs once it has passed, as Kubernetes'
+	// probe-level terminationGracePeriodSeconds. A liveness or startup
+	// probe's only.
+	StopTimeout time.Duration `yaml:"stopTimeout" json:"stopTimeout,omitzero"`
 }
 
 // A Hook is what an app's postStart or preStop runs: a command (Exec,
-// as an exec probe runs it) or an HTTP GET (HTTP, as an http probe sends
-// it; any status is a success unless Status says). Exactly one is set.
+// as an exec probe runs it), an HTTP GET (HTTP, as an http probe sends
+// it; any status is a success unless Status says) or a wait (Sleep, in
+// unitrun's own hook process: nothing runs in the app's root, as
+// Kubernetes' sleep action runs in the kubelet; 0 returns at once).
+// Exactly one is set.
 type Hook struct {
-	Exec []string   `yaml:"exec" json:"exec,omitzero"`
-	HTTP *HTTPProbe `yaml:"http" json:"http,omitzero"`
+	Exec  []string       `yaml:"exec" json:"exec,omitzero"`
+	HTTP  *HTTPProbe     `yaml:"http" json:"http,omitzero"`
+	Sleep *time.Duration `yaml:"sleep" json:"sleep,omitzero"`
 }
 
 // Probe results, as ProbeStatus.LastResult records them.
@@ -265,6 +277,18 @@ const (
 // service.
 func (a *App) HasProbes() bool {
 	return a.Probe != nil || a.ReadinessProbe != nil || a.StartupProbe != nil
+}
+
+// ProbeStopTimeout is the longest stopTimeout of a's liveness and startup
+// probes, 0 if they have none.
+func (a *App) ProbeStopTimeout() time.Duration {
+	var d time.Duration
+	for _, p := range []*Probe{a.Probe, a.StartupProbe} {
+		if p != nil {
+			d = max(d, p.StopTimeout)
+		}
+	}
+	return d
 }
 
 // Retried reports whether a is an init app that runs again when it
@@ -286,6 +310,15 @@ type HTTPProbe struct {
 // A TCPProbe succeeds when a connection to Port opens.
 type TCPProbe struct {
 	Port int `yaml:"port" json:"port,omitzero"`
+}
+
+// A GRPCProbe succeeds when the gRPC Health Checking Protocol's Check
+// (grpc.health.v1.Health) on Port, over HTTP/2 without TLS, answers
+// SERVING for Service ("" asks for the server as a whole), as
+// Kubernetes' grpc probe.
+type GRPCProbe struct {
+	Port    int    `yaml:"port" json:"port,omitzero"`
+	Service string `yaml:"service" json:"service,omitzero"`
 }
 
 // Parse decodes and validates a manifest: one YAML document whose fields

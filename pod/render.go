@@ -152,6 +152,12 @@ func render(m *Manifest, o RenderOptions, n Node) (*unit.File, error) {
 		// probe would count an app that just exited as failing its check
 		// (and, at the threshold, act). What is left gets SIGKILL.
 		f.Set("Service", "KillMode", "mixed")
+		// A probe with a stopTimeout waits out the end of the run it
+		// acted on, through its own stop (podrun.RunProbe), which so
+		// lasts up to that long.
+		if g := m.App(n.App).ProbeStopTimeout(); g > 0 {
+			f.Set("Service", "TimeoutStopSec", timeSpan(g+defaultStopTimeout))
+		}
 		err = setExec(f, "ExecStart", "", h.argv("probe", n.App))
 	}
 	return f, err

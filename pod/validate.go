@@ -141,8 +141,14 @@ func (p *problems) app(path string, a *App, m *Manifest) {
 		if a.Init {
 			p.add(path+"."+h.field, "", "not allowed for an init app")
 		}
-		if (h.hook.Exec != nil) == (h.hook.HTTP != nil) {
-			p.add(path+"."+h.field, "", "must set exactly one of exec and http")
+		kinds := 0
+		for _, set := range []bool{h.hook.Exec != nil, h.hook.HTTP != nil, h.hook.Sleep != nil} {
+			if set {
+				kinds++
+			}
+		}
+		if kinds != 1 {
+			p.add(path+"."+h.field, "", "must set exactly one of exec, http and sleep")
 		}
 		if h.hook.Exec != nil {
 			p.argv(path+"."+h.field+".exec", h.hook.Exec)
@@ -171,6 +177,9 @@ func (p *problems) app(path string, a *App, m *Manifest) {
 			p.add(path+"."+pr.field+".action", string(pr.probe.Action), "must be restart for a sidecar, which never decides the pod's outcome")
 		}
 		p.probe(path+"."+pr.field, pr.probe)
+		if pr.probe.StopTimeout > 0 && pr.field == "readinessProbe" {
+			p.add(path+"."+pr.field+".stopTimeout", pr.probe.StopTimeout.String(), "not allowed for a readiness probe, which never ends a run")
+		}
 		if !slices.Contains(pr.actions, pr.probe.Action) {
 			if pr.rule != "" {
 				p.add(path+"."+pr.field+".action", string(pr.probe.Action), pr.rule)
@@ -231,8 +240,15 @@ func (p *problems) probe(path string, pr *Probe) {
 		kinds++
 		p.port(path+".tcp.port", t.Port)
 	}
+	if g := pr.GRPC; g != nil {
+		kinds++
+		p.port(path+".grpc.port", g.Port)
+		if hasControl(g.Service) {
+			p.add(path+".grpc.service", g.Service, "must hold no control characters")
+		}
+	}
 	if kinds != 1 {
-		p.add(path, "", "must set exactly one of exec, http and tcp")
+		p.add(path, "", "must set exactly one of exec, http, tcp and grpc")
 	}
 	if pr.InitialDelaySeconds < 0 {
 		p.add(path+".initialDelaySeconds", strconv.Itoa(pr.InitialDelaySeconds), "must not be negative")

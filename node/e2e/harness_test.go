@@ -67,7 +67,8 @@ type kcase struct {
 }
 
 type k8sPod struct {
-	Status struct {
+	Metadata struct{ DeletionTimestamp string }
+	Status   struct {
 		Phase, Reason, Message, HostIP, PodIP string
 		Conditions                            []struct{ Type, Status, Reason, Message string }
 		InitContainerStatuses                 []k8sContainer
@@ -83,8 +84,8 @@ type k8sContainer struct {
 		Waiting    *struct{ Reason, Message string }
 		Running    *struct{ StartedAt string }
 		Terminated *struct {
-			ExitCode        int
-			Reason, Message string
+			ExitCode                               int
+			Reason, Message, StartedAt, FinishedAt string
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -274,23 +275,26 @@ containers:
 
 	// container_probe.go: the cases repeated on sidecars are in probeCases
 	{"ProbeGRPCLivenessNoRestart", "container_probe.go", "Probing container should *not* be restarted with a GRPC liveness probe [NodeConformance] [Conformance]", func(k *kcase) {
-		k.create(grpcPod("grpc-ok", 5000, 15))
-		k.refused("grpc-ok", "spec.containers[0].livenessProbe.grpc: not supported", "spec.containers[0].ports[0]")
+		port := freePort(k.t)
+		k.create(grpcPod(k, "grpc-ok", port, port, 15))
+		k.livenessTest("grpc-ok", false, 0, observe)
 	}},
 	{"ProbeGRPCLivenessRestart", "container_probe.go", "Probing container should be restarted with a GRPC liveness probe [NodeConformance] [Conformance]", func(k *kcase) {
-		k.create(grpcPod("grpc-wrong-port", 2333, 60))
-		k.refused("grpc-wrong-port", "spec.containers[0].livenessProbe.grpc: not supported", "spec.containers[0].ports[0]")
+		k.create(grpcPod(k, "grpc-wrong-port", freePort(k.t), freePort(k.t), 60))
+		k.livenessTest("grpc-wrong-port", false, 1, 4*time.Minute)
 	}},
 	{"ProbeLivenessGracePeriod", "container_probe.go", "Probing container should override timeoutGracePeriodSeconds when LivenessProbe field is set [NodeConformance]", func(k *kcase) {
 		k.create(probing{}.pod("liveness-grace", "", `livenessProbe: {httpGet: {path: /healthz, port: 8080}, initialDelaySeconds: 10, failureThreshold: 1, terminationGracePeriodSeconds: 5}`,
-			"sleep 1000", "terminationGracePeriodSeconds: 500"))
-		k.refused("liveness-grace", "spec.containers[0].livenessProbe.terminationGracePeriodSeconds: not supported")
+			ignoresTERM+"sleep 1000", "terminationGracePeriodSeconds: 500"))
+		k.livenessTest("liveness-grace", false, 1, 40*time.Second+4*time.Minute)
+		k.kubectl("delete", "pod", "liveness-grace", "--grace-period=1", "--wait=false")
 	}},
 	{"ProbeStartupGracePeriod", "container_probe.go", "Probing container should override timeoutGracePeriodSeconds when StartupProbe field is set [NodeConformance]", func(k *kcase) {
 		k.create(probing{}.pod("startup-grace", "", `livenessProbe: {exec: {command: ["/bin/true"]}, initialDelaySeconds: 15, failureThreshold: 1}
   startupProbe: {exec: {command: ["/bin/cat", "/tmp/startup-grace-startup"]}, initialDelaySeconds: 10, failureThreshold: 1, terminationGracePeriodSeconds: 5}`,
-			"sleep 1000", "terminationGracePeriodSeconds: 500"))
-		k.refused("startup-grace", "spec.containers[0].startupProbe.terminationGracePeriodSeconds: not supported")
+			ignoresTERM+"sleep 1000", "terminationGracePeriodSeconds: 500"))
+		k.livenessTest("startup-grace", false, 1, 40*time.Second+4*time.Minute)
+		k.kubectl("delete", "pod", "startup-grace", "--grace-period=1", "--wait=false")
 	}},
 
 	// expansion.go
@@ -371,6 +375,45 @@ volumes:
 	}},
 	{"LifecyclePreStopHTTP", "lifecycle_hook.go", "Container Lifecycle Hook when create a pod with lifecycle hook should execute prestop http hook properly [NodeConformance] [Conformance]", func(k *kcase) {
 		k.hookTest("pod-with-prestop-http-hook", "18184", `preStop: {httpGet: {path: "/echo?msg=prestop", host: 127.0.0.1, port: PORT}}`)
+	}},
+	{"LifecycleSleepPreStop", "lifecycle_hook.go", "Lifecycle Sleep Hook when create a pod with lifecycle hook using sleep action valid prestop hook using sleep action", func(k *kcase) {
+		// sleep_duration = (delete_time + sleep_duration) - (delete_time + tgps) + tgps
+		k.sleepTest(50, 100, "", 50, 100)
+	}},
+	{"LifecycleSleepReduceGrace", "lifecycle_hook.go", "Lifecycle Sleep Hook when create a pod with lifecycle hook using sleep action reduce GracePeriodSeconds during runtime", func(k *kcase) {
+		k.sleepTest(50, 100, "30", 30, 50)
+	}},
+	{"LifecycleSleepIgnoreTerminated", "lifecycle_hook.go", "Lifecycle Sleep Hook when create a pod with lifecycle hook using sleep action ignore terminated container", func(k *kcase) {
+		const name = "pod-with-prestop-sleep-hook"
+		k.create(pod(name, "", `terminationGracePeriodSeconds: 30
+restartPolicy: Never
+containers:
+- name: `+name+`
+  image: debian
+  command: ["/bin/sh"]
+  args: ["-c", "sleep 3"]
+  lifecycle: {preStop: {sleep: {seconds: 10}}}`))
+		t := k.waitFor(name, 30*time.Second, "its container to be terminated", containerEnded).Status.ContainerStatuses[0].State.Terminated
+		// The container ended on its own: no sleep.
+		if cost := k.since(t.StartedAt, t.FinishedAt); cost < 0 || cost > 10*time.Second {
+			k.t.Fatalf("container ran from %s to %s, want at most the 10 s of the sleep it must not have slept", t.StartedAt, t.FinishedAt)
+		}
+		k.kubectl("delete", "pod", name)
+	}},
+	{"LifecycleSleepZero", "lifecycle_hook.go", "Lifecycle sleep action zero value when create a pod with lifecycle hook using sleep action with a duration of zero seconds prestop hook using sleep action with zero duration", func(k *kcase) {
+		const name = "pod-with-prestop-sleep-hook-zero-duration"
+		k.create(pod(name, "", `containers:
+- name: `+name+`
+  image: debian
+  command: ["/bin/sleep", "infinity"]
+  lifecycle: {preStop: {sleep: {seconds: 0}}}`))
+		k.waitPhase(name, "Running")
+		start := time.Now()
+		k.kubectl("delete", "pod", name)
+		// Within the default grace period, 30 s.
+		if cost := time.Since(start); cost > 30*time.Second {
+			k.t.Fatalf("the delete took %v, want at most 30 s", cost)
+		}
 	}},
 
 	// security_context.go
@@ -718,6 +761,15 @@ func (p probing) livenessTest(k *kcase, name string, want int, observe time.Dura
 	k.livenessTest(name, p.sidecar, want, observe)
 }
 
+// ignoresTERM makes sh ignore SIGTERM, and the command it runs after
+// it, as sh does as a container's PID 1 (which the kernel sends no
+// signal it has no handler for): the probe-level
+// terminationGracePeriodSeconds cases count on it, so that only the
+// SIGKILL at the end of the grace period ends the container. Here sh is
+// not PID 1, and a stop's SIGTERM would end it at once, whatever the
+// grace period.
+const ignoresTERM = `trap "" TERM; `
+
 // uuid stands for the uuid.NewUUID() a case adds to its Pod's name.
 const uuid = "6f1c2e0a-8b3d-4c5e-9f7a-1b2c3d4e5f60"
 
@@ -805,14 +857,25 @@ func (k *kcase) eventuallyLog(name, container, want string, args ...string) {
 }
 
 // grpcPod is container_probe.go's gRPCServerPodSpec with its liveness
-// probe on port: agnhost grpc-health-checking serves on 5000.
-func grpcPod(name string, port, delay int) string {
-	return pod(name, "", fmt.Sprintf(`containers:
+// probe (its timings as there) on probePort. Its server, agnhost
+// grpc-health-checking, which answers SERVING, is etcd here (the
+// server of these cases before agnhost's, which registers the health
+// service as SERVING), from the end-to-end test's binaries, serving its
+// clients on port and its data in /tmp (named after the Pod; the cases
+// share the host) on the host's network, where agnhost's ports are
+// declared on a pod network.
+func grpcPod(k *kcase, name, port, probePort string, delay int) string {
+	url := "http://127.0.0.1:" + port
+	data := "/tmp/" + name + "-" + k.ns + "-etcd"
+	k.t.Cleanup(func() { os.RemoveAll(data) })
+	return pod(name, "", fmt.Sprintf(`hostNetwork: true
+containers:
 - name: agnhost
   image: debian
-  command: ["/agnhost", "grpc-health-checking"]
-  ports: [{containerPort: 5000}, {containerPort: 8080}]
-  livenessProbe: {grpc: {port: %d}, initialDelaySeconds: %d, timeoutSeconds: 5, failureThreshold: 1}`, port, delay))
+  command: [%q, "--name", %q, "--data-dir", %q, "--listen-client-urls", %q, "--advertise-client-urls", %q, "--listen-peer-urls", "http://127.0.0.1:%s", "--initial-advertise-peer-urls", "http://127.0.0.1:%[6]s", "--initial-cluster", "%[2]s=http://127.0.0.1:%[6]s"]
+  ports: [{containerPort: %[7]s}]
+  livenessProbe: {grpc: {port: %s}, initialDelaySeconds: %d, timeoutSeconds: 5, failureThreshold: 1}`,
+		filepath.Join(k.c.bin, "etcd"), name, data, url, url, freePort(k.t), port, probePort, delay))
 }
 
 // dapiPod is the Pod of expansion.go and downwardapi.go: container
@@ -881,6 +944,60 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
 http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
 `
+
+// sleepTest is lifecycle_hook.go's sleep-action cases on a running Pod
+// kept by a finalizer: the pause container with a preStop sleep of sleep
+// seconds, in a Pod of terminationGracePeriodSeconds grace, is deleted
+// (with --grace-period=deleteGrace unless ""), and its container must end
+// between low and high seconds after the delete, computed as there from
+// the deletionTimestamp (the delete's time plus its grace period) and the
+// container's finishedAt: finishedAt - deletionTimestamp + the delete's
+// grace period.
+func (k *kcase) sleepTest(sleep, grace int, deleteGrace string, low, high int) {
+	k.t.Helper()
+	const name = "pod-with-prestop-sleep-hook"
+	k.create(strings.Replace(pod(name, "", fmt.Sprintf(`terminationGracePeriodSeconds: %d
+containers:
+- name: %s
+  image: debian
+  command: ["/bin/sleep", "infinity"]
+  lifecycle: {preStop: {sleep: {seconds: %d}}}`, grace, name, sleep)), "metadata:\n", "metadata:\n  finalizers: [test/finalizer]\n", 1))
+	defer k.kubectl("patch", "pod", name, "--type=json", `-p=[{"op": "remove", "path": "/metadata/finalizers"}]`)
+	k.waitPhase(name, "Running")
+	del := []string{"delete", "pod", name, "--wait=false"}
+	g := grace
+	if deleteGrace != "" {
+		del = append(del, "--grace-period="+deleteGrace)
+		g, _ = strconv.Atoi(deleteGrace)
+	}
+	k.kubectl(del...)
+	deletion := k.get(name).Metadata.DeletionTimestamp
+	t := k.waitFor(name, time.Duration(sleep*2)*time.Second, "its container to be terminated", containerEnded).Status.ContainerStatuses[0].State.Terminated
+	slept := k.since(deletion, t.FinishedAt) + time.Duration(g)*time.Second
+	if slept < time.Duration(low)*time.Second || slept > time.Duration(high)*time.Second {
+		k.t.Fatalf("unexpected delay duration before killing the pod, finishAt = %s, deletionAt = %s: %v, want %d-%d s", t.FinishedAt, deletion, slept, low, high)
+	}
+}
+
+// containerEnded says whether a Pod's first container has terminated.
+func containerEnded(p *k8sPod) (bool, error) {
+	cs := p.Status.ContainerStatuses
+	return len(cs) > 0 && cs[0].State.Terminated != nil, nil
+}
+
+// since is the time from from to to, two RFC 3339 times of the API.
+func (k *kcase) since(from, to string) time.Duration {
+	k.t.Helper()
+	f, err := time.Parse(time.RFC3339, from)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	t, err := time.Parse(time.RFC3339, to)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return t.Sub(f)
+}
 
 // logShows waits up to timeout for the container's log to hold want,
 // as the framework's MatchContainerOutput in an Eventually does.
@@ -960,7 +1077,16 @@ restartPolicy: Never
 volumes: [{name: shared-data, emptyDir: {medium: Memory, sizeLimit: 10Mi}}]
 containers:
 - {name: busybox-main-container, image: debian, command: ["/bin/sh"], args: ["-c", "/bin/sleep infinity"], volumeMounts: [{name: shared-data, mountPath: /usr/share/volumeshare}]}`))
-		k.refused(name, "spec.volumes[0].emptyDir.sizeLimit: not supported")
+		k.waitPhase(name, "Running")
+		// The case reads the volume's size with kubectl exec, which a
+		// node that does not serve it refuses (docs/kubernetes.md).
+		out, err := k.c.kubectl("-n", k.ns, "exec", name, "-c", "busybox-main-container", "--", "/bin/sh", "-c", "df | grep /usr/share/volumeshare | awk '{print $2}'")
+		switch {
+		case err != nil && !strings.Contains(err.Error(), "not supported"):
+			k.t.Fatalf("kubectl exec: %v; want the volume's size or the node's refusal", err)
+		case err == nil && strings.TrimSpace(out) != "10240":
+			k.t.Fatalf("kubectl exec: %q, want 10240 (10Mi)", out)
+		}
 	}},
 
 	// configmap_volume.go

@@ -126,8 +126,12 @@ type entry struct {
 	sent    *corev1.PodStatus // the status last notified
 	final   *podState         // the status read before the unitrun pod was removed
 	// stopping says the unitrun pod is being stopped at the Pod's
-	// activeDeadlineSeconds.
+	// activeDeadlineSeconds, or evicted.
 	stopping bool
+	// eviction is why the Pod is evicted ("" while it is not), and
+	// measured when its emptyDirs' usage was last measured.
+	eviction string
+	measured time.Time
 	// deleting says a deletion of the Pod is under way.
 	deleting bool
 	// warned holds the probe warnings recorded as events, by app/kind.
@@ -312,7 +316,11 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 		os.Remove(p.record(name))
 		return fmt.Errorf("create unitrun pod %s: %w", name, err)
 	}
-	if err := writeVolumes(in.volumes); err != nil {
+	err = writeVolumes(in.volumes)
+	if err == nil {
+		err = p.eng.mountTmpfs(ctx, in.volumes)
+	}
+	if err != nil {
 		p.eng.remove(ctx, name)
 		os.Remove(p.record(name))
 		return fmt.Errorf("write the volumes of unitrun pod %s: %w", name, err)
@@ -573,15 +581,24 @@ func (p *Provider) status(e *entry) (*corev1.PodStatus, error) {
 }
 
 // podStatus is the status of Pod pod, whose unitrun pod is e's and in
-// state s, with the Pod's deadline applied: past it, the unitrun pod is
-// stopped once, and has failed once it has ended.
+// state s, with the Pod's deadline and its emptyDirs' sizeLimits applied:
+// past the deadline, or once an emptyDir on disk holds more than its
+// sizeLimit ([Provider.evicted]), the unitrun pod is stopped once, and
+// has failed once it has ended, as the kubelet fails it
+// (DeadlineExceeded, Evicted).
 func (p *Provider) podStatus(e *entry, pod *corev1.Pod, s podState) *corev1.PodStatus {
 	st := podStatus(pod, e.name, s)
-	if !pastDeadline(pod, s, time.Now()) {
+	var reason, message string
+	if pastDeadline(pod, s, time.Now()) {
+		reason, message = "DeadlineExceeded", "Pod was active on the node longer than the specified deadline"
+	} else if message = p.evicted(e, s, time.Now()); message != "" {
+		reason = "Evicted"
+	}
+	if reason == "" {
 		return st
 	}
 	if s.ended() {
-		st.Phase, st.Reason, st.Message = corev1.PodFailed, "DeadlineExceeded", "Pod was active on the node longer than the specified deadline"
+		st.Phase, st.Reason, st.Message = corev1.PodFailed, reason, message
 		return st
 	}
 	p.mu.Lock()
@@ -589,10 +606,10 @@ func (p *Provider) podStatus(e *entry, pod *corev1.Pod, s podState) *corev1.PodS
 	e.stopping = true
 	p.mu.Unlock()
 	if !stopping {
-		p.log.Info("stopping at the pod's deadline", "pod", key(pod.Namespace, pod.Name), "unitrun_pod", e.name)
+		p.log.Info("stopping the pod", "pod", key(pod.Namespace, pod.Name), "unitrun_pod", e.name, "reason", reason, "message", message)
 		go func() {
 			if _, _, err := p.eng.stop(context.Background(), e.name, grace(pod, e)); err != nil {
-				p.log.Warn("cannot stop the pod at its deadline", "pod", key(pod.Namespace, pod.Name), "unitrun_pod", e.name, "err", err)
+				p.log.Warn("cannot stop the pod", "pod", key(pod.Namespace, pod.Name), "unitrun_pod", e.name, "reason", reason, "err", err)
 			}
 		}()
 	}

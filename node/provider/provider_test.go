@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
@@ -399,7 +400,7 @@ func TestRefusesUnsupported(t *testing.T) {
 	client := fake.NewClientset()
 	n := startNode(t, testConfig(t), client)
 	p := newPod("refused", corev1.RestartPolicyNever, nil, "exit 0")
-	p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9000}}}
+	p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(9000), Scheme: corev1.URISchemeHTTPS}}}
 	create(t, client, p)
 	got := waitPod(t, client, p, "Failed", phase(corev1.PodFailed))
 	if got.Status.Reason != "Unsupported" || !strings.Contains(got.Status.Message, "spec.containers[0].readinessProbe") {

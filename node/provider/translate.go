@@ -100,16 +100,19 @@ type probe struct {
 	Exec                []string   `json:"exec,omitempty"`
 	HTTP                *httpProbe `json:"http,omitempty"`
 	TCP                 *tcpProbe  `json:"tcp,omitempty"`
+	GRPC                *grpcProbe `json:"grpc,omitempty"`
 	InitialDelaySeconds int32      `json:"initialDelaySeconds,omitempty"`
 	PeriodSeconds       int32      `json:"periodSeconds,omitempty"`
 	TimeoutSeconds      int32      `json:"timeoutSeconds,omitempty"`
 	FailureThreshold    int32      `json:"failureThreshold,omitempty"`
 	Action              string     `json:"action,omitempty"`
+	StopTimeout         string     `json:"stopTimeout,omitempty"`
 }
 
 type hook struct {
-	Exec []string   `json:"exec,omitempty"`
-	HTTP *httpProbe `json:"http,omitempty"`
+	Exec  []string   `json:"exec,omitempty"`
+	HTTP  *httpProbe `json:"http,omitempty"`
+	Sleep string     `json:"sleep,omitempty"`
 }
 
 type httpProbe struct {
@@ -119,6 +122,11 @@ type httpProbe struct {
 
 type tcpProbe struct {
 	Port int32 `json:"port"`
+}
+
+type grpcProbe struct {
+	Port    int32  `json:"port"`
+	Service string `json:"service,omitempty"`
 }
 
 // A refusal is why a Pod cannot run on this node: the field and the rule.
@@ -571,8 +579,8 @@ func mapProbe(ctr *corev1.Container, lp *corev1.Probe, path, kind string, rs *re
 	if lp.SuccessThreshold > 1 {
 		rs.add(path+".successThreshold", "must be 1 for a %s probe: unitrun counts one success", kind)
 	}
-	if lp.TerminationGracePeriodSeconds != nil {
-		rs.add(path+".terminationGracePeriodSeconds", "not supported")
+	if g := lp.TerminationGracePeriodSeconds; g != nil {
+		pr.StopTimeout = (time.Duration(*g) * time.Second).String()
 	}
 	switch h := lp.ProbeHandler; {
 	case h.Exec != nil:
@@ -602,7 +610,10 @@ func mapProbe(ctr *corev1.Container, lp *corev1.Probe, path, kind string, rs *re
 			rs.add(path+".tcpSocket.host", "not supported: the probe checks the pod's localhost")
 		}
 	case h.GRPC != nil:
-		rs.add(path+".grpc", "not supported: exec, httpGet and tcpSocket are")
+		pr.GRPC = &grpcProbe{Port: h.GRPC.Port}
+		if h.GRPC.Service != nil {
+			pr.GRPC.Service = *h.GRPC.Service
+		}
 	default:
 		rs.add(path, "has no handler")
 	}
@@ -610,14 +621,15 @@ func mapProbe(ctr *corev1.Container, lp *corev1.Probe, path, kind string, rs *re
 }
 
 // mapHook maps h, the container's lifecycle hook at path, to a unitrun
-// hook: exec and httpGet as a probe's, sleep as the command sleep; nil
-// for none.
+// hook: exec and httpGet as a probe's, sleep as unitrun's sleep (in its
+// hook process, not the container's: the kubelet sleeps itself); nil for
+// none.
 func mapHook(ctr *corev1.Container, h *corev1.LifecycleHandler, path string, rs *refusals) *hook {
 	switch {
 	case h == nil:
 		return nil
 	case h.Sleep != nil:
-		return &hook{Exec: []string{"sleep", strconv.FormatInt(h.Sleep.Seconds, 10)}}
+		return &hook{Sleep: (time.Duration(h.Sleep.Seconds) * time.Second).String()}
 	case h.TCPSocket != nil:
 		rs.add(path+".tcpSocket", "not supported: the kubelet does not run it either")
 		return nil

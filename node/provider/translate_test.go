@@ -59,6 +59,10 @@ func TestTranslateMapping(t *testing.T) {
 					PeriodSeconds:    5,
 					FailureThreshold: 2,
 				},
+				Lifecycle: &corev1.Lifecycle{
+					PostStart: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 0}},
+					PreStop:   &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 50}},
+				},
 			}},
 			HostNetwork: true,
 		},
@@ -86,6 +90,10 @@ func TestTranslateMapping(t *testing.T) {
 	}
 	if pr := server.Probe; pr == nil || pr.HTTP == nil || pr.HTTP.Port != 8080 || pr.HTTP.Path != "/healthz" || pr.Action != "restart" || pr.PeriodSeconds != 5 || pr.FailureThreshold != 2 {
 		t.Errorf("probe %+v", server.Probe)
+	}
+	// The sleep action is unitrun's sleep, not a command in the container.
+	if server.PostStart == nil || server.PostStart.Sleep != "0s" || server.PreStop == nil || server.PreStop.Sleep != "50s" {
+		t.Errorf("hooks %+v, %+v; want sleeps of 0s and 50s", server.PostStart, server.PreStop)
 	}
 }
 
@@ -255,6 +263,11 @@ func TestTranslateSidecarsAndProbes(t *testing.T) {
 					PeriodSeconds:    1,
 					FailureThreshold: 30,
 				},
+				LivenessProbe: &corev1.Probe{
+					ProbeHandler:                  corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9090, Service: new("api")}},
+					TimeoutSeconds:                5,
+					TerminationGracePeriodSeconds: new(int64(5)),
+				},
 			}},
 		},
 	}
@@ -272,8 +285,8 @@ func TestTranslateSidecarsAndProbes(t *testing.T) {
 	if s := api.Startup; s == nil || len(s.Exec) != 1 || s.Exec[0] != "/bin/started" || s.PeriodSeconds != 1 || s.FailureThreshold != 30 || s.Action != "restart" {
 		t.Errorf("startup probe %+v", s)
 	}
-	if api.Probe != nil {
-		t.Errorf("liveness probe %+v, want none", api.Probe)
+	if l := api.Probe; l == nil || l.GRPC == nil || *l.GRPC != (grpcProbe{Port: 9090, Service: "api"}) || l.TimeoutSeconds != 5 || l.Action != "restart" || l.StopTimeout != "5s" {
+		t.Errorf("grpc liveness probe %+v", l)
 	}
 	// unitrun takes the manifest as it is.
 	data, err := c.translate(p, nil)

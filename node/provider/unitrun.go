@@ -128,7 +128,7 @@ func (e *engine) remove(ctx context.Context, name string) error {
 			return err
 		}
 	}
-	return os.RemoveAll(memoryDir(name))
+	return e.removeMemoryDir(ctx, name)
 }
 
 // status reads pod name's status files.

@@ -192,7 +192,13 @@ type volume struct {
 	// emptyDir says the node makes dir, empty and writable by every
 	// user, and in it the subPaths that containers mount.
 	emptyDir bool
-	subPaths []string
+	// tmpfsSize, if not 0, makes dir a tmpfs of that many bytes of its
+	// own: a memory-backed emptyDir's sizeLimit, as the kubelet mounts it.
+	tmpfsSize int64
+	// sizeLimit, if not nil, is an emptyDir on disk's: a Pod whose
+	// emptyDir holds more is evicted ([Provider.evicted]).
+	sizeLimit *resource.Quantity
+	subPaths  []string
 	// files are the contents of a ConfigMap, Secret, downward API or
 	// projected volume, which are always mounted read-only; by path in
 	// the volume.
@@ -229,11 +235,14 @@ func (c *Config) podVolumes(p *corev1.Pod, in *inputs, rs *refusals) map[string]
 			case corev1.StorageMediumDefault:
 			case corev1.StorageMediumMemory:
 				vol.dir = filepath.Join(memoryDir(name), v.Name)
+				if l := v.EmptyDir.SizeLimit; l != nil && l.Value() > 0 {
+					vol.tmpfsSize = l.Value()
+				}
 			default:
 				rs.add(field+".emptyDir.medium", "%q is not supported: an emptyDir is on the node's disk, or in memory (Memory)", v.EmptyDir.Medium)
 			}
-			if v.EmptyDir.SizeLimit != nil {
-				rs.add(field+".emptyDir.sizeLimit", "not supported: the node does not bound an emptyDir's size (a memory-backed one is a directory of the host's /dev/shm)")
+			if l := v.EmptyDir.SizeLimit; l != nil && v.EmptyDir.Medium != corev1.StorageMediumMemory {
+				vol.sizeLimit = l
 			}
 		case v.ConfigMap != nil:
 			vol.files = map[string]volumeFile{}
@@ -279,7 +288,9 @@ func (c *Config) podVolumes(p *corev1.Pod, in *inputs, rs *refusals) map[string]
 
 // memoryDir holds the memory-backed emptyDirs of unitrun pod name: a
 // directory of the host's /dev/shm (a tmpfs every manager's view shares)
-// that only root reads, which engine.remove removes with the pod.
+// that only root reads, which removeMemoryDir removes with the pod. An
+// emptyDir with a sizeLimit is a tmpfs of its own mounted there (in the
+// host's mount namespace, which every manager's view sees).
 func memoryDir(name string) string { return filepath.Join("/dev/shm", "unitrun-node-"+name) }
 
 // mode is the file mode m says, else def.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 )
@@ -127,6 +128,57 @@ func TestVolumesFollowTheirObjects(t *testing.T) {
 			t.Fatalf("after 90 s the container still reads %q", data[max(0, len(data)-200):])
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	deletePod(t, client, p)
+	waitDeleted(t, n, p)
+}
+
+// A memory-backed emptyDir with a sizeLimit is a tmpfs of that size of
+// its own, as the kubelet mounts it: its container sees 1024 KiB and
+// cannot write past them (ENOSPC), and the mount goes with the Pod.
+func TestMemoryEmptyDirSizeLimit(t *testing.T) {
+	client := fake.NewClientset()
+	n := startNode(t, testConfig(t), client)
+	const mem = "/run/unitrun-test-volume-sized"
+	t.Cleanup(func() { os.Remove(mem) })
+	p := newPod("sized", corev1.RestartPolicyNever, nil,
+		"df -k "+mem+" | awk 'NR==2 {print $2}'; dd if=/dev/zero of="+mem+"/big bs=1024 count=2048 2>/dev/null || echo no space")
+	limit := resource.MustParse("1Mi")
+	p.Spec.Volumes = []corev1.Volume{{Name: "mem", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &limit}}}}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "mem", MountPath: mem}}
+	create(t, client, p)
+	waitPod(t, client, p, "Succeeded", phase(corev1.PodSucceeded))
+	name := podName(p.Namespace, p.Name, string(p.UID))
+	if got, err := os.ReadFile(n.p.eng.logFile(name, "app0")); err != nil || string(got) != "1024\nno space\n" {
+		t.Errorf("app0 printed %q, %v; want the tmpfs's 1024 KiB and a write past them refused", got, err)
+	}
+	deletePod(t, client, p)
+	waitDeleted(t, n, p)
+	if _, err := os.Stat(memoryDir(name)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s: %v; want it gone with the pod, its tmpfs unmounted", memoryDir(name), err)
+	}
+}
+
+// A Pod whose emptyDir on disk holds more than its sizeLimit is evicted,
+// as the kubelet's eviction manager evicts it: its containers are
+// stopped and it fails with reason Evicted and the kubelet's message.
+func TestEmptyDirSizeLimitEvicts(t *testing.T) {
+	client := fake.NewClientset()
+	n := startNode(t, testConfig(t), client)
+	const data = "/run/unitrun-test-volume-limited"
+	t.Cleanup(func() { os.Remove(data) })
+	p := newPod("limited", corev1.RestartPolicyNever, nil,
+		"dd if=/dev/zero of="+data+"/big bs=1024 count=2048 2>/dev/null; exec sleep 600")
+	limit := resource.MustParse("1Mi")
+	p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &limit}}}}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: data}}
+	create(t, client, p)
+	got := waitPod(t, client, p, "Failed", phase(corev1.PodFailed))
+	if want := `Usage of EmptyDir volume "data" exceeds the limit "1Mi". `; got.Status.Reason != "Evicted" || got.Status.Message != want {
+		t.Errorf("reason %q, message %q; want Evicted, %q", got.Status.Reason, got.Status.Message, want)
+	}
+	if cs := got.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Terminated == nil {
+		t.Errorf("container statuses %+v; want the container terminated", cs)
 	}
 	deletePod(t, client, p)
 	waitDeleted(t, n, p)

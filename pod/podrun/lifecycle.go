@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/unitrun/unitrun/pod"
 )
@@ -56,10 +57,17 @@ func PreStop(ctx context.Context, stateDir, name, app string) error {
 }
 
 // runHook runs h, a hook of a: its command as an exec probe of a runs,
-// or its HTTP GET as an http probe sends it, until it ends or ctx is done.
+// its HTTP GET as an http probe sends it, or its sleep, until it ends or
+// ctx is done.
 func runHook(ctx context.Context, a *pod.App, h *pod.Hook) error {
-	if h.Exec != nil {
+	switch {
+	case h.Exec != nil:
 		return execCheck(ctx, a, h.Exec)
+	case h.Sleep != nil:
+		if !sleepUntil(ctx, time.Now().Add(*h.Sleep)) {
+			return ctx.Err()
+		}
+		return nil
 	}
 	_, err := httpCheck(ctx, h.HTTP)
 	return err

@@ -99,3 +99,47 @@ apps:
 		t.Errorf("pod %s, want Failed", s.Phase)
 	}
 }
+
+// A sleep hook waits in unitrun's own hook process, as the kubelet's
+// sleep action does: a postStart sleep of 0 lets the run go on, a preStop
+// sleep holds the stop signal back for its length, and the app's
+// stopTimeout cuts a longer one short, as the grace period bounds the
+// kubelet's preStop (the stop of a ten-minute sleep returns within the
+// test's minute).
+func TestPodSleepHooks(t *testing.T) {
+	r := newRunner(t)
+	name := run(t, r, `
+name: sleep-hooks
+apps:
+  - name: web
+    postStart: {sleep: 0s}
+    preStop: {sleep: 2s}
+    exec: ["/bin/sleep", "600"]
+  - name: bounded
+    preStop: {sleep: 10min}
+    stopTimeout: 1s
+    exec: ["/bin/sleep", "600"]
+`, pod.AllExit)
+	for _, app := range []string{"web", "bounded"} {
+		for appState(t, r, name, app) != pod.AppRunning {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	stopped := time.Now()
+	s, err := r.Stop(ctx, name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := appOf(t, s, "web")
+	if web.Signal != "TERM" {
+		t.Errorf("web ended with signal %q, want TERM after its preStop sleep", web.Signal)
+	}
+	if slept := web.FinishedAt.Sub(stopped); slept < 2*time.Second {
+		t.Errorf("web ended %v after the stop, before its preStop sleep of 2s was over", slept)
+	}
+	if b := appOf(t, s, "bounded"); b.Signal != "TERM" {
+		t.Errorf("bounded ended with signal %q, want TERM once its stopTimeout cut its preStop sleep short", b.Signal)
+	}
+}

@@ -32,9 +32,10 @@ import (
 // A probe waits InitialDelaySeconds from the run's start, then checks
 // every PeriodSeconds ([check], bounded by TimeoutSeconds). Once a probe
 // has acted, RunProbe waits for its own stop: a restart through the manager
-// restarts the probe service too (reap-app counts the restart). A check
-// that ends after the run it checked has ended is not recorded. It
-// returns nil when ctx is done.
+// restarts the probe service too (reap-app counts the restart). A probe
+// with a StopTimeout bounds the run's end by it ([endRun]). A check that
+// ends after the run it checked has ended is not recorded. It returns nil
+// when ctx is done.
 func RunProbe(ctx context.Context, stateDir, name, app string, open func(context.Context) (*manager.Conn, error)) error {
 	_, a, err := pod.LoadApp(stateDir, name, app)
 	if err != nil {
@@ -50,13 +51,21 @@ func RunProbe(ctx context.Context, stateDir, name, app string, open func(context
 			return err
 		}
 		pr := probing{stateDir: stateDir, name: name, a: a, run: run, command: command}
-		action, err := pr.probeRun(ctx)
+		acted, err := pr.probeRun(ctx)
 		if err != nil || ctx.Err() != nil {
 			return err
 		}
-		if action != "" {
-			if err := act(ctx, stateDir, name, app, action, open); err != nil {
+		if acted != nil {
+			// The restart or the pod's end is asked for even if the
+			// probe service's own stop, which the restart brings,
+			// comes before the manager's answer.
+			if err := act(context.WithoutCancel(ctx), stateDir, name, app, acted.Action, open); err != nil {
 				return err
+			}
+			if acted.StopTimeout > 0 {
+				if err := endRun(ctx, stateDir, name, a, run, acted.StopTimeout, open); err != nil {
+					return err
+				}
 			}
 			<-ctx.Done()
 			return nil
@@ -134,24 +143,24 @@ const (
 	startup
 )
 
-// probeRun runs the probes on one run, until one of them acts (its
-// action is returned), the run ends, or ctx ends.
-func (pr probing) probeRun(ctx context.Context) (pod.ProbeAction, error) {
+// probeRun runs the probes on one run, until one of them acts (that
+// probe is returned), the run ends, or ctx ends.
+func (pr probing) probeRun(ctx context.Context) (*pod.Probe, error) {
 	if pr.a.StartupProbe != nil {
 		acted, err := pr.loop(ctx, startup)
 		if err != nil {
 			// The run ended before its startup probe said anything:
 			// there is nothing to act on.
-			return "", ignoreRunEnded(err)
+			return nil, ignoreRunEnded(err)
 		}
 		if acted {
-			return pr.a.StartupProbe.Action, nil
+			return pr.a.StartupProbe, nil
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 2)
-	var action pod.ProbeAction
+	var actor *pod.Probe
 	n := 0
 	if pr.a.ReadinessProbe != nil {
 		n++
@@ -162,7 +171,7 @@ func (pr probing) probeRun(ctx context.Context) (pod.ProbeAction, error) {
 		go func() {
 			acted, err := pr.loop(ctx, liveness)
 			if acted {
-				action = pr.a.Probe.Action
+				actor = pr.a.Probe
 			}
 			done <- err
 		}()
@@ -174,7 +183,7 @@ func (pr probing) probeRun(ctx context.Context) (pod.ProbeAction, error) {
 		err = errors.Join(err, ignoreRunEnded(<-done))
 		cancel()
 	}
-	return action, err
+	return actor, err
 }
 
 func ignoreRunEnded(err error) error {

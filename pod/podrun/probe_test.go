@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -369,4 +370,72 @@ func TestProbeExecEnvironment(t *testing.T) {
 	}
 	name := run(t, r, string(manifest), "")
 	poll(t, r, name, func(s pod.PodStatus) bool { return s.Apps[0].Ready })
+}
+
+// A grpc liveness probe restarts its app once the app's gRPC health
+// service stops answering SERVING for the probe's service, and a grpc
+// readiness probe makes the app ready: each asks for its own service.
+func TestGRPCProbeRestart(t *testing.T) {
+	var checks atomic.Int32
+	port := grpcHealthServer(t, func(service string) int {
+		switch service {
+		case "api":
+			if checks.Add(1) <= 2 {
+				return 1 // SERVING
+			}
+			return 2 // NOT_SERVING
+		case "ready":
+			return 1
+		}
+		return -1
+	})
+	r := newRunner(t)
+	name := run(t, r, fmt.Sprintf(`
+name: grpc-probe
+restartBackoff: {initial: 200ms, max: 1s}
+apps:
+  - name: api
+    exec: [/bin/sleep, "600"]
+    probe: {grpc: {port: %[1]d, service: api}, periodSeconds: 1, failureThreshold: 1}
+    readinessProbe: {grpc: {port: %[1]d, service: ready}, periodSeconds: 1}
+`, port), "")
+	s := poll(t, r, name, func(s pod.PodStatus) bool { return s.Apps[0].Ready })
+	if s.Apps[0].Readiness == nil || s.Apps[0].Readiness.LastResult != pod.ProbeSuccess {
+		t.Errorf("readiness probe of a ready app: %+v", s.Apps[0].Readiness)
+	}
+	s = poll(t, r, name, func(s pod.PodStatus) bool { return s.Apps[0].Restarts >= 1 })
+	if s.Phase != pod.PodRunning {
+		t.Errorf("pod %s after a grpc probe's restart: %s", name, s.Phase)
+	}
+	if p := s.Apps[0].Probe; p == nil || p.LastResult != pod.ProbeFailure || p.Message != `service unhealthy (responded with "NOT_SERVING")` {
+		t.Errorf("liveness probe after the restart: %+v", p)
+	}
+}
+
+// A liveness probe with a stopTimeout bounds the stop of the run it
+// restarts by it, as the kubelet kills a container with its probe's
+// terminationGracePeriodSeconds, not the Pod's: the app's first run
+// outlives the stop's SIGTERM (it says so) and its own stopTimeout is ten
+// minutes, so only the probe's SIGKILL, a second after it acted, lets it
+// restart within the minute poll waits. (The later runs end on SIGTERM,
+// so that the pod's own stop at the end is quick.)
+func TestProbeStopTimeout(t *testing.T) {
+	r := newRunner(t)
+	ran := filepath.Join(t.TempDir(), "ran")
+	name := run(t, r, fmt.Sprintf(`
+name: probe-grace
+restartBackoff: {initial: 200ms, max: 1s}
+apps:
+  - name: api
+    exec: [/bin/sh, -c, '[ -e %[1]s ] && exec sleep 600; touch %[1]s; trap "echo TERM" TERM; while :; do sleep 0.1; done']
+    stopTimeout: 10min
+    probe: {exec: [/bin/false], periodSeconds: 1, failureThreshold: 1, stopTimeout: 1s}
+`, ran), "")
+	s := poll(t, r, name, func(s pod.PodStatus) bool { return s.Apps[0].Restarts >= 1 })
+	if a := s.Apps[0]; a.Signal != "KILL" {
+		t.Errorf("the restarted run ended with signal %q; want KILL", a.Signal)
+	}
+	if data, _ := os.ReadFile(pod.LogFile(r.StateDir, name, "api")); !strings.Contains(string(data), "TERM\n") {
+		t.Errorf("the first run printed %q; want it to have had the stop's SIGTERM first", data)
+	}
 }

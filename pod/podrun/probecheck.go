@@ -20,7 +20,8 @@ import (
 // p.Exec as a's User= and Group=, when set, in a process group of its own
 // that is killed at the timeout; an http probe GETs
 // http://127.0.0.1:PORT/PATH and wants a status in range ([httpCheck]);
-// a tcp probe opens a connection to 127.0.0.1:PORT.
+// a tcp probe opens a connection to 127.0.0.1:PORT; a grpc probe asks
+// 127.0.0.1:PORT's gRPC health service ([grpcCheck]).
 func check(ctx context.Context, a *pod.App, p *pod.Probe, timeout time.Duration) (string, string) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -36,6 +37,8 @@ func check(ctx context.Context, a *pod.App, p *pod.Probe, timeout time.Duration)
 		if c, err = new(net.Dialer).DialContext(ctx, "tcp", localAddr(p.TCP.Port)); err == nil {
 			c.Close()
 		}
+	case p.GRPC != nil:
+		note, err = grpcCheck(ctx, p.GRPC, timeout)
 	}
 	switch {
 	case err == nil:

@@ -2,6 +2,7 @@ package podrun
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -111,7 +112,96 @@ func TestStartupProbeRunEnded(t *testing.T) {
 	}
 	a := &pod.App{Name: "a", StartupProbe: &pod.Probe{Exec: []string{"/bin/false"}, PeriodSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 100, Action: pod.RestartApp}}
 	pr := probing{stateDir: dir, name: "p", a: a, run: started, command: started}
-	if action, err := pr.probeRun(t.Context()); action != "" || err != nil {
-		t.Errorf("startup probe of an ended run: action %q, %v; want none", action, err)
+	if acted, err := pr.probeRun(t.Context()); acted != nil || err != nil {
+		t.Errorf("startup probe of an ended run: acted %+v, %v; want none", acted, err)
+	}
+}
+
+// grpcHealthServer serves the gRPC Health Checking Protocol over HTTP/2
+// without TLS on 127.0.0.1, as a gRPC server does: Check answers the
+// status serving returns for the service asked for (the protobuf field
+// 1 of the request), or grpc-status 5 (NOT_FOUND) for -1, as grpc-go's
+// health server answers a service it does not know; service "slow"
+// answers after 2 s. It returns the server's port.
+func grpcHealthServer(t *testing.T, serving func(service string) int) int {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/grpc")
+		body, _ := io.ReadAll(r.Body)
+		service := ""
+		if len(body) > 7 && body[5] == 0x0a {
+			service = string(body[7 : 7+int(body[6])])
+		}
+		if service == "slow" {
+			time.Sleep(2 * time.Second)
+		}
+		status := serving(service)
+		w.Header().Set("Trailer", "Grpc-Status, Grpc-Message")
+		if status < 0 {
+			w.Header().Set("Grpc-Status", "5")
+			w.Header().Set("Grpc-Message", "unknown service")
+			return
+		}
+		w.Write([]byte{0, 0, 0, 0, 2, 0x08, byte(status)})
+		w.Header().Set("Grpc-Status", "0")
+	}))
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return serverPort(t, srv)
+}
+
+func TestGRPCProbeChecks(t *testing.T) {
+	port := grpcHealthServer(t, func(service string) int {
+		switch service {
+		case "", "api", "slow":
+			return 1 // SERVING
+		case "down":
+			return 2 // NOT_SERVING
+		}
+		return -1
+	})
+	// A server that speaks HTTP/1.1 only is no gRPC server.
+	h1 := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer h1.Close()
+	for _, c := range []struct {
+		name  string
+		probe pod.GRPCProbe
+		want  string
+		msg   string
+	}{
+		{"server", pod.GRPCProbe{Port: port}, pod.ProbeSuccess, ""},
+		{"service", pod.GRPCProbe{Port: port, Service: "api"}, pod.ProbeSuccess, ""},
+		{"not serving", pod.GRPCProbe{Port: port, Service: "down"}, pod.ProbeFailure, `service unhealthy (responded with "NOT_SERVING")`},
+		{"unknown service", pod.GRPCProbe{Port: port, Service: "nope"}, pod.ProbeFailure, "health rpc probe failed: code 5: unknown service"},
+		{"slow", pod.GRPCProbe{Port: port, Service: "slow"}, pod.ProbeTimeout, "no answer within 500ms"},
+		{"closed port", pod.GRPCProbe{Port: freePort(t)}, pod.ProbeFailure, "failed to connect service"},
+		{"http/1.1 server", pod.GRPCProbe{Port: serverPort(t, h1)}, pod.ProbeFailure, "failed to connect service"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := &pod.App{Name: "a", Probe: &pod.Probe{GRPC: &c.probe}}
+			got, msg := check(context.Background(), a, a.Probe, 500*time.Millisecond)
+			if got != c.want || !strings.Contains(msg, c.msg) || c.msg == "" && msg != "" {
+				t.Errorf("check: %s (%q), want %s (%q)", got, msg, c.want, c.msg)
+			}
+		})
+	}
+}
+
+func TestGRPCUnimplemented(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/grpc")
+		w.Header().Set("Grpc-Status", "12")
+		w.Header().Set("Grpc-Message", "unknown%20service grpc.health.v1.Health")
+	}))
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
+	defer srv.Close()
+	a := &pod.App{Name: "a", Probe: &pod.Probe{GRPC: &pod.GRPCProbe{Port: serverPort(t, srv)}}}
+	got, msg := check(context.Background(), a, a.Probe, time.Second)
+	if want := "this server does not implement the grpc health protocol (grpc.health.v1.Health): unknown service grpc.health.v1.Health"; got != pod.ProbeFailure || msg != want {
+		t.Errorf("check: %s (%q), want failure (%q)", got, msg, want)
 	}
 }
