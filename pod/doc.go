@@ -74,8 +74,10 @@
 // shutdown service, needed while it retries. A retried init app has a
 // reaper, which ends its last restart if the pod stops between two runs;
 // it is After= the shutdown service, so that it stops first, but does not
-// Want= it. An
-// init app has RemainAfterExit=yes, so that a restart of another app, which
+// Want= it. An init app under restartPolicy Never has no reaper and is
+// After= the shutdown service itself, so that a stop of the pod while it
+// runs records its exit before the shutdown service computes the pod's.
+// An init app has RemainAfterExit=yes, so that a restart of another app, which
 // pulls in what it Requires=, does not run it again. It therefore stays
 // active for the pod's whole life, and so has no reaper that Wants= the
 // shutdown service: one would keep it needed until the pod is stopped. Its ExecStartPost= also
