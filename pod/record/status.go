@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/unitrun/unitrun/internal/atomicfile"
@@ -264,64 +266,77 @@ func WriteFile(stateDir string, durable bool, data []byte, elem ...string) error
 
 // ReadFile returns the content of the regular file at the path made of elem
 // under stateDir. It stays inside stateDir and refuses a symlink, or an
-// entry of the wrong type, at any element. A file replaced while it is
-// opened (the writers rename new content over it) is looked at again.
+// entry of the wrong type, at any element: it opens each element in the
+// directory it opened before, never following a symlink (O_NOFOLLOW), and
+// checks the type of what it opened, so a file that the writers rename
+// over it meanwhile is read whole, old or new. An element that does not
+// exist is an error that is fs.ErrNotExist.
 func ReadFile(stateDir string, elem ...string) ([]byte, error) {
-	root, err := os.OpenRoot(stateDir)
+	dir, err := syscall.Open(stateDir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, &fs.PathError{Op: "open", Path: stateDir, Err: err}
 	}
-	defer root.Close()
-	for tries := 1; ; tries++ {
-		data, err := readIn(root, stateDir, elem)
-		if !errors.Is(err, errReplaced) || tries == maxReadTries {
-			return data, err
-		}
-	}
-}
-
-// errReplaced is readIn's error for a file replaced between its check
-// and its opening; maxReadTries bounds how often read looks again.
-var errReplaced = errors.New("replaced while being opened")
-
-const maxReadTries = 10
-
-// readIn is one attempt of read, in root (stateDir).
-func readIn(root *os.Root, stateDir string, elem []string) ([]byte, error) {
-	var err error
-	rel := ""
-	var info fs.FileInfo
+	path := stateDir
 	for i, e := range elem {
-		rel = filepath.Join(rel, e)
-		if info, err = root.Lstat(rel); err != nil {
-			return nil, err
-		}
+		path = filepath.Join(path, e)
 		last := i == len(elem)-1
-		switch mode := info.Mode(); {
-		case mode&fs.ModeSymlink != 0:
-			return nil, fmt.Errorf("%s: is a symlink", filepath.Join(stateDir, rel))
-		case !last && !mode.IsDir():
-			return nil, fmt.Errorf("%s: not a directory", filepath.Join(stateDir, rel))
-		case last && !mode.IsRegular():
-			return nil, fmt.Errorf("%s: not a regular file", filepath.Join(stateDir, rel))
+		if e == "" || e == "." || e == ".." || strings.ContainsRune(e, '/') {
+			syscall.Close(dir)
+			return nil, fmt.Errorf("%s: not a name of the state directory", path)
 		}
+		flags := syscall.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_CLOEXEC
+		if last {
+			// No wait on a FIFO; the type is checked once open.
+			flags |= syscall.O_NONBLOCK
+		} else {
+			flags |= syscall.O_DIRECTORY
+		}
+		fd, err := openat(dir, e, flags)
+		if err == syscall.ENOTDIR {
+			// A symlink where a directory belongs fails O_DIRECTORY
+			// too; which it is only chooses the message.
+			if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+				err = syscall.ELOOP
+			}
+		}
+		syscall.Close(dir)
+		switch {
+		case err == syscall.ELOOP:
+			return nil, fmt.Errorf("%s: is a symlink", path)
+		case err == syscall.ENOTDIR:
+			return nil, fmt.Errorf("%s: not a directory", path)
+		case err != nil:
+			return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		}
+		dir = fd
 	}
-	f, err := root.Open(rel)
-	if err != nil {
-		return nil, err
-	}
+	f := os.NewFile(uintptr(dir), path)
 	defer f.Close()
-	if opened, err := f.Stat(); err != nil || !os.SameFile(info, opened) {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(stateDir, rel), errReplaced)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(dir, &st); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, fmt.Errorf("%s: not a regular file", path)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
 		return nil, err
 	}
 	if len(data) > MaxFileSize {
-		return nil, fmt.Errorf("%s: larger than %d bytes", filepath.Join(stateDir, rel), MaxFileSize)
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, MaxFileSize)
 	}
 	return data, nil
+}
+
+// openat is openat(2), retried when a signal interrupts it.
+func openat(dir int, name string, flags int) (int, error) {
+	for {
+		fd, err := syscall.Openat(dir, name, flags, 0)
+		if err != syscall.EINTR {
+			return fd, err
+		}
+	}
 }
 
 // Acted returns the action a probe of s took at its failure threshold in
