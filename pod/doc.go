@@ -7,13 +7,18 @@
 // It holds the manifest and its validation ([Parse], [Load]), the unit
 // graph rendered from it ([Nodes], [Graph], [ContainerService]) and drawn
 // as a diagram ([Diagram]), the unit names ([AppUnit] and the others), the
-// state directory and its status files ([WriteState], [WriteExitCode],
-// [WriteApp], [WritePod] and their readers, [List], [Logs]), an app's
-// exit as systemd tells ExecStopPost= ([Exit], read with
-// unit.ExitFromEnv), the policies that decide what happens when an
-// app exits ([Decide]), and the recording of an exit that applies them
-// ([RecordExit]), which reaches no manager, so that a small program
-// (cmd/unitrun-hook) can run it at every exit.
+// state directory ([WriteState], [WritePod] and its readers, [List],
+// [Logs]). What an exit records and the policies it applies live in
+// package [github.com/unitrun/unitrun/pod/record], which links the
+// standard library alone, so that a small program (cmd/unitrun-hook) can
+// run it at every exit: the status files and app records
+// ([WriteExitCode], [WriteApp] and their readers), an app's exit as
+// systemd tells ExecStopPost= ([Exit], read with unit.ExitFromEnv), the
+// policies that decide what happens when an app exits (record.Decide,
+// with the [Manifest.Policy] that a pod's creation saves), and the
+// recording of an exit that applies them (record.RecordExit), which
+// reaches no manager. Package pod gives their types under their names of
+// old; the log copier ([LogCopy], package pod/logcopy) is split out alike.
 //
 // # Unit graph
 //
@@ -26,11 +31,11 @@
 //   - unitrun-pod-P-A.service runs app A (Type=exec). Its ExecStopPost=
 //     runs "unitrun pod reap-app P A" (reap-app), which records the exit
 //     from $SERVICE_RESULT, $EXIT_CODE and $EXIT_STATUS (unit.ExitFromEnv)
-//     the moment the app stops, on every stop ([RecordExit]). Where the
+//     the moment the app stops, on every stop (record.RecordExit). Where the
 //     small hook binary is installed beside unitrun ([HookBinary],
 //     RenderOptions.Hook), the unit runs it with that command line after
 //     unitrun's path: it records the exit itself, with the same
-//     [RecordExit], and runs unitrun only for what needs the manager (an
+//     record.RecordExit, and runs unitrun only for what needs the manager (an
 //     exit that would restart the app: is a job stopping it?; ending the
 //     pod). It Wants= and is After= its
 //     reaper, so at a stop of both the app stops first.
@@ -69,8 +74,10 @@
 // shutdown service, needed while it retries. A retried init app has a
 // reaper, which ends its last restart if the pod stops between two runs;
 // it is After= the shutdown service, so that it stops first, but does not
-// Want= it. An
-// init app has RemainAfterExit=yes, so that a restart of another app, which
+// Want= it. An init app under restartPolicy Never has no reaper and is
+// After= the shutdown service itself, so that a stop of the pod while it
+// runs records its exit before the shutdown service computes the pod's.
+// An init app has RemainAfterExit=yes, so that a restart of another app, which
 // pulls in what it Requires=, does not run it again. It therefore stays
 // active for the pod's whole life, and so has no reaper that Wants= the
 // shutdown service: one would keep it needed until the pod is stopped. Its ExecStartPost= also
@@ -107,7 +114,7 @@
 // limit; between two runs the app is "activating", which keeps its reaper
 // needed. systemd 252 has no back-off steps: every app's main process is
 // "unitrun pod exec P A" (podrun.ExecApp), which first waits out the delay
-// that reap-app recorded from [Decide] if the run follows a restart (the
+// that reap-app recorded from record.Decide if the run follows a restart (the
 // app is then active, which keeps its reaper needed too), records the
 // start of each run, pipes the run's output through a copier that keeps
 // the log from filling the records' file system and marks the run's start
@@ -140,12 +147,13 @@
 //	DIR/pods/P/apps/A.json   A's AppStatus
 //	DIR/pods/P/apps/A.start-error  why A's run could not execute its command, until reap-app records it (empty while the run goes on; removed as it ends)
 //	DIR/pods/P/pod.json      P's PodStatus
+//	DIR/pods/P/policy.json   P's record.Policy: what an exit's hook reads of the pod (its creation writes it, its start again if the start chooses another exit policy)
 //
 // Writers replace a file atomically (temporary file, then rename), so a
 // reader sees the old content or the new. Every file is mode 0600, in a
 // pod directory of mode 0700: the manifests hold the apps' env, the logs
 // their output, and only root reads them. Only pod.json, which holds the
-// pod's outcome, and the manifest are also synced to disk (fsync of file
+// pod's outcome, the manifest and the policies are also synced to disk (fsync of file
 // and directory); status files, app records and unit files are not: they
 // describe a running pod whose units, in the manager's runtime unit
 // directory, a crash of the host takes away. Readers

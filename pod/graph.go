@@ -107,6 +107,11 @@ func Nodes(m *Manifest) []Node {
 			app.Deps = deps(app.Deps, Wants, After, sidecars...)
 			app.Deps = append(app.Deps, stopAtShutdown...)
 			if !a.Retried() {
+				// It has no reaper: at a stop of the pod, ordered
+				// After= the shutdown service as a reaper is, it
+				// stops, and its ExecStopPost= records its exit,
+				// before the shutdown service computes the pod's.
+				app.Deps = deps(app.Deps, After, "", ShutdownUnit(p))
 				nodes = append(nodes, app)
 			} else {
 				// A stop between two runs, where no hook of the app

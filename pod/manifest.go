@@ -10,44 +10,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/unitrun/unitrun/pod/record"
 )
-
-// ExitPolicy says when a pod ends.
-type ExitPolicy string
-
-// Exit policies.
-const (
-	// FirstFailure ends the pod when every app has ended, or as soon as one
-	// app fails for good.
-	FirstFailure ExitPolicy = "first-failure"
-	// AnyExit ends the pod as soon as any app ends for good.
-	AnyExit ExitPolicy = "any"
-	// AllExit ends the pod only when every app has ended.
-	AllExit ExitPolicy = "all"
-)
-
-// Check returns an error unless p is one of the exit policies. It does not
-// say what p is for: `"sometimes": must be first-failure, any or all`.
-func (p ExitPolicy) Check() error {
-	switch p {
-	case FirstFailure, AnyExit, AllExit:
-		return nil
-	}
-	return fmt.Errorf("%q: must be %s, %s or %s", p, FirstFailure, AnyExit, AllExit)
-}
-
-// RestartPolicy says when an app runs again after it exits.
-type RestartPolicy string
-
-// Restart policies, as in Kubernetes.
-const (
-	Never     RestartPolicy = "Never"
-	Always    RestartPolicy = "Always"
-	OnFailure RestartPolicy = "OnFailure"
-)
-
-// valid reports whether p is one of the restart policies.
-func (p RestartPolicy) valid() bool { return p == Never || p == Always || p == OnFailure }
 
 // Isolation says where a pod's units run.
 type Isolation string
@@ -68,15 +33,6 @@ type Network string
 const (
 	HostNetwork Network = "host"
 	NoNetwork   Network = "none"
-)
-
-// ProbeAction says what a failing probe does.
-type ProbeAction string
-
-// Probe actions.
-const (
-	RestartApp ProbeAction = "restart"
-	FailPod    ProbeAction = "fail-pod"
 )
 
 // Default back-off steps, as in Kubernetes.
@@ -128,15 +84,6 @@ type Manifest struct {
 	Isolation      Isolation     `yaml:"isolation" json:"isolation,omitzero"`
 	Network        Network       `yaml:"network" json:"network,omitzero"`
 	Apps           []App         `yaml:"apps" json:"apps,omitzero"`
-}
-
-// Backoff are the steps between restarts: the first delay is Initial, each
-// next one doubles up to Max, and an app that ran for Reset or longer before
-// it exited starts again from Initial.
-type Backoff struct {
-	Initial time.Duration `yaml:"initial" json:"initial,omitzero"`
-	Max     time.Duration `yaml:"max" json:"max,omitzero"`
-	Reset   time.Duration `yaml:"reset" json:"reset,omitzero"`
 }
 
 // An App is one process of a pod.
@@ -266,13 +213,6 @@ type Hook struct {
 	Sleep *time.Duration `yaml:"sleep" json:"sleep,omitzero"`
 }
 
-// Probe results, as ProbeStatus.LastResult records them.
-const (
-	ProbeSuccess = "success"
-	ProbeFailure = "failure"
-	ProbeTimeout = "timeout"
-)
-
 // HasProbes reports whether a has a probe of any kind, and so a probe
 // service.
 func (a *App) HasProbes() bool {
@@ -295,6 +235,15 @@ func (a *App) ProbeStopTimeout() time.Duration {
 // fails (restartPolicy OnFailure), as Kubernetes retries the init
 // containers of a Pod whose restartPolicy is OnFailure or Always.
 func (a *App) Retried() bool { return a.Init && a.RestartPolicy == OnFailure }
+
+// Policy returns the policies of m, as an exit applies them.
+func (m *Manifest) Policy() *record.Policy {
+	p := &record.Policy{Pod: m.Name, ExitPolicy: m.ExitPolicy, RestartBackoff: m.RestartBackoff}
+	for _, a := range m.Apps {
+		p.Apps = append(p.Apps, record.AppPolicy{Name: a.Name, RestartPolicy: a.RestartPolicy, Init: a.Init, Sidecar: a.Sidecar})
+	}
+	return p
+}
 
 // Counts reports whether a's exits count for the pod: those of an init
 // app or of an app, but never a sidecar's.
@@ -390,8 +339,8 @@ func checkSizes(text []byte, m *Manifest) error {
 	if err != nil {
 		return err
 	}
-	if len(spec) > maxStatusSize {
-		return fmt.Errorf("manifest would be %d bytes in the pod's %s (where JSON escapes <, > and & as 6 bytes each), more than the %d it may have: shorten its values", len(spec), specFile, maxStatusSize)
+	if len(spec) > record.MaxFileSize {
+		return fmt.Errorf("manifest would be %d bytes in the pod's %s (where JSON escapes <, > and & as 6 bytes each), more than the %d it may have: shorten its values", len(spec), specFile, record.MaxFileSize)
 	}
 	return nil
 }
@@ -554,7 +503,7 @@ func (m *Manifest) setDefaults() {
 				a.RestartPolicy = Never
 			case a.Sidecar:
 				a.RestartPolicy = Always
-			case m.RestartPolicy.valid():
+			case m.RestartPolicy.Valid():
 				a.RestartPolicy = m.RestartPolicy
 			}
 		}

@@ -125,7 +125,7 @@ apps:
 	if !reflect.DeepEqual(m.Apps[0], want) {
 		t.Errorf("apps[0] =\n%+v\nwant\n%+v", m.Apps[0], want)
 	}
-	if b := m.RestartBackoff; b != (Backoff{250 * time.Millisecond, 90 * time.Second, time.Hour}) {
+	if b := m.RestartBackoff; b != (Backoff{Initial: 250 * time.Millisecond, Max: 90 * time.Second, Reset: time.Hour}) {
 		t.Errorf("restartBackoff = %+v", b)
 	}
 	if m.ExitPolicy != AnyExit || m.Isolation != Namespaces || m.Network != NoNetwork || m.RestartPolicy != OnFailure {

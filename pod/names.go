@@ -5,41 +5,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/unitrun/unitrun/pod/record"
 	"github.com/unitrun/unitrun/unit"
-)
-
-// Patterns of pod and app names. A pod name of at most 29 characters keeps
-// the pod's own unit names (unitrun-pod-P-shutdown.service, with every '-'
-// of P escaped as \x2d) within systemd's 255; an app name may have the 63
-// characters of a Kubernetes container name, and the longest unit name it
-// forms with its pod's name (unitrun-pod-P-A-reaper.service) is checked
-// against the 255 by [CheckNames].
-const (
-	podNamePattern = `^[a-z0-9][a-z0-9-]{0,28}$`
-	appNamePattern = `^[a-z0-9][a-z0-9-]{0,62}$`
-	maxPodName     = 29
-	maxAppName     = 63
 )
 
 // maxUnitName is the longest unit name systemd takes.
 const maxUnitName = 255
-
-// isName reports whether name matches podNamePattern (max maxPodName) or
-// appNamePattern (max maxAppName): max characters at most of a-z, 0-9 and
-// '-', the first not '-'. A loop, not the patterns' regexps: every hook
-// checks names, and compiling a regexp is a good part of the exit hook's
-// work (TestIsNameMatchesPatterns keeps the two alike).
-func isName(name string, max int) bool {
-	if name == "" || len(name) > max || name[0] == '-' {
-		return false
-	}
-	for _, c := range []byte(name) {
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
-			return false
-		}
-	}
-	return true
-}
 
 // reservedApp is the one app name whose unit would be the pod's shutdown
 // service.
@@ -47,8 +18,8 @@ const reservedApp = "shutdown"
 
 // checkPodName reports whether name is a valid pod name.
 func checkPodName(name string) error {
-	if !isName(name, maxPodName) {
-		return fmt.Errorf("must match %s", podNamePattern)
+	if !record.IsPodName(name) {
+		return fmt.Errorf("must match %s", record.PodNamePattern)
 	}
 	return nil
 }
@@ -58,8 +29,8 @@ func checkPodName(name string) error {
 // name of the app fits systemd's limit. It does not refuse the reserved
 // name, which is the manifest's rule.
 func checkAppName(pod, app string) error {
-	if !isName(app, maxAppName) {
-		return fmt.Errorf("must match %s", appNamePattern)
+	if !record.IsAppName(app) {
+		return fmt.Errorf("must match %s", record.AppNamePattern)
 	}
 	if u := reaperService(pod, app); checkPodName(pod) == nil && len(u) > maxUnitName {
 		return fmt.Errorf("makes the unit name %s %d characters long with pod name %s, more than systemd's %d: use fewer '-' (each is 4 characters in a unit name) or a shorter name", u, len(u), pod, maxUnitName)

@@ -1,7 +1,6 @@
 package pod
 
 import (
-	"regexp"
 	"strings"
 	"testing"
 )
@@ -61,24 +60,5 @@ func TestAppNameLength(t *testing.T) {
 	m := "name: web\napps: [{name: " + label63 + ", exec: [/bin/true]}]\n"
 	if _, err := Parse([]byte(m)); err != nil {
 		t.Errorf("a 63-character app name: %v", err)
-	}
-}
-
-// isName accepts exactly the names that the patterns the errors name
-// match.
-func TestIsNameMatchesPatterns(t *testing.T) {
-	names := []string{"", "a", "0", "-", "-a", "a-", "a--b", "A", "a_b", "a.b", "é", "a b", "web-1",
-		strings.Repeat("a", 28), strings.Repeat("a", 29), strings.Repeat("a", 30),
-		strings.Repeat("b", 62), strings.Repeat("b", 63), strings.Repeat("b", 64), "a\n"}
-	for _, c := range []struct {
-		pattern string
-		max     int
-	}{{podNamePattern, maxPodName}, {appNamePattern, maxAppName}} {
-		re := regexp.MustCompile(c.pattern)
-		for _, n := range names {
-			if got, want := isName(n, c.max), re.MatchString(n); got != want {
-				t.Errorf("isName(%q, %d) = %v; %s matches: %v", n, c.max, got, c.pattern, want)
-			}
-		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/pod/record"
 	"github.com/unitrun/unitrun/unit"
 )
 
@@ -113,7 +114,7 @@ func TestDecide(t *testing.T) {
 			Decision{EndPod: true, PodExitCode: 4}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := Decide(policyPod(t, c.policy), c.ev)
+			got, err := record.Decide(policyPod(t, c.policy).Policy(), c.ev)
 			if err != nil || got != c.want {
 				t.Errorf("Decide(%+v) = %+v, %v; want %+v", c.ev, got, err, c.want)
 			}
@@ -129,7 +130,7 @@ func TestDecideErrors(t *testing.T) {
 		{App: "never", Exit: ok, Ended: ended("nope")},
 		{App: "never", Exit: ok, Ended: ended("init", "init")},
 	} {
-		if _, err := Decide(m, ev); err == nil {
+		if _, err := record.Decide(m.Policy(), ev); err == nil {
 			t.Errorf("Decide(%+v) succeeded", ev)
 		}
 	}
@@ -182,12 +183,12 @@ apps:
 		{Event{App: "app", Exit: ok, Now: now}, Decision{EndPod: true}},
 		{Event{App: "app", Exit: fail4, Now: now}, Decision{EndPod: true, PodExitCode: 4}},
 	} {
-		got, err := Decide(m, c.ev)
+		got, err := record.Decide(m.Policy(), c.ev)
 		if err != nil || got != c.want {
 			t.Errorf("Decide(%+v) = %+v, %v; want %+v", c.ev, got, err, c.want)
 		}
 	}
-	if _, err := Decide(m, Event{App: "app", Exit: ok, Ended: ended("side")}); err == nil {
+	if _, err := record.Decide(m.Policy(), Event{App: "app", Exit: ok, Ended: ended("side")}); err == nil {
 		t.Error("Decide accepted a sidecar among the ended apps")
 	}
 }

@@ -6,25 +6,18 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/unitrun/unitrun/internal/atomicfile"
-	"github.com/unitrun/unitrun/unit"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // Files of a pod's state directory, besides the status files.
 const (
 	manifestFile = "manifest.yaml" // the manifest the pod was created from
 	specFile     = "manifest.json" // that manifest as parsed, which commands and hooks read
-	stoppingFile = "stopping"      // present once the pod is being stopped
-	lockFile     = "lock"          // serialises the hooks of one pod
 	logsDir      = "logs"          // logs/A.log: the output of app A
 )
-
-// Dir is the state directory of pod under stateDir.
-func Dir(stateDir, pod string) string { return filepath.Join(stateDir, "pods", pod) }
 
 // LogFile is the file that app's stdout and stderr are appended to.
 func LogFile(stateDir, pod, app string) string {
@@ -39,7 +32,7 @@ func TerminationFile(stateDir, pod, app string) string {
 // WriteState writes the state of pod m, created from the manifest text
 // manifest, into its state directory, which must exist: its logs
 // directory, a copy of the manifest (synced to disk), the manifest as
-// parsed, and a Pending pod.json in which every app is waiting.
+// parsed, its policies (record.WritePolicy), and a Pending pod.json in which every app is waiting.
 func WriteState(stateDir string, m *Manifest, manifest []byte) error {
 	dir := Dir(stateDir, m.Name)
 	if err := os.Mkdir(filepath.Join(dir, logsDir), 0o700); err != nil {
@@ -49,6 +42,9 @@ func WriteState(stateDir string, m *Manifest, manifest []byte) error {
 		return err
 	}
 	if err := writeSpec(stateDir, m); err != nil {
+		return err
+	}
+	if err := record.WritePolicy(stateDir, m.Policy()); err != nil {
 		return err
 	}
 	for _, a := range m.Apps {
@@ -121,6 +117,21 @@ func LoadApp(stateDir, pod, app string) (*Manifest, *App, error) {
 	return m, a, nil
 }
 
+// LoadPolicy returns the policies of pod, which an exit applies: as its
+// creation and start saved them, or, for a pod that an older unitrun
+// created, from its manifest and pod.json.
+func LoadPolicy(stateDir, pod string) (*record.Policy, error) {
+	p, err := record.ReadPolicy(stateDir, pod)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return p, err
+	}
+	m, err := LoadSpec(stateDir, pod)
+	if err != nil {
+		return nil, err
+	}
+	return m.Policy(), nil
+}
+
 // readSpecAndStatus returns pod's manifest (see readSpec) and the bytes of
 // its pod.json.
 func readSpecAndStatus(stateDir, pod string) (*Manifest, []byte, error) {
@@ -131,7 +142,7 @@ func readSpecAndStatus(stateDir, pod string) (*Manifest, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := read(stateDir, "pods", pod, "pod.json")
+	data, err := record.ReadFile(stateDir, "pods", pod, "pod.json")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -153,7 +164,7 @@ func writeSpec(stateDir string, m *Manifest) error {
 	if err != nil {
 		return err
 	}
-	return write(stateDir, true, data, "pods", m.Name, specFile)
+	return record.WriteFile(stateDir, true, data, "pods", m.Name, specFile)
 }
 
 // readSpec returns the manifest pod was created from, as parsed then: its
@@ -162,7 +173,7 @@ func writeSpec(stateDir string, m *Manifest) error {
 // BenchmarkLoadSpec), or the manifest, for a pod that a unitrun without
 // spec files created.
 func readSpec(stateDir, pod string) (*Manifest, error) {
-	data, err := read(stateDir, "pods", pod, specFile)
+	data, err := record.ReadFile(stateDir, "pods", pod, specFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Load(filepath.Join(Dir(stateDir, pod), manifestFile))
 	}
@@ -170,139 +181,14 @@ func readSpec(stateDir, pod string) (*Manifest, error) {
 		return nil, err
 	}
 	var m Manifest
-	if err := strictJSON(data, &m); err != nil {
+	if err := record.StrictJSON(data, &m); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(Dir(stateDir, pod), specFile), err)
 	}
 	return &m, nil
 }
 
-// ReadAppOrNew returns app's record, or a waiting one if it has none yet.
-func ReadAppOrNew(stateDir, pod, app string) (AppStatus, error) {
-	s, err := ReadApp(stateDir, pod, app)
-	if errors.Is(err, fs.ErrNotExist) {
-		return AppStatus{Name: app, State: AppWaiting}, nil
-	}
-	return s, err
-}
-
-// Ended reports whether s is the record of an app that ended for good.
-func (s AppStatus) Ended() bool { return s.State == AppExited || s.State == AppFailed }
-
-// Outcome is the Outcome of the app whose record s holds an exit.
-func (s AppStatus) Outcome() Outcome {
-	return Outcome{
-		App:  s.Name,
-		Exit: Exit{Exit: unit.ParseExit(s.ExitCode, s.Signal, s.Result), Success: s.lastSucceeded()},
-		At:   s.LastExitAt,
-	}
-}
-
-// lastSucceeded reports whether the last exit that s records succeeded:
-// the state says so once the app has ended; before, as between two runs,
-// systemd's result does, unless the command could not be executed.
-func (s AppStatus) lastSucceeded() bool {
-	switch s.State {
-	case AppExited:
-		return true
-	case AppFailed:
-		return false
-	}
-	return s.Result == "success" && s.Message == ""
-}
-
-// EndRestart returns s, the record of an app waiting for a restart that will
-// not come (the app was stopped before its next run started), as the
-// record of an app that ended with the exit of its last run.
-func (s AppStatus) EndRestart() AppStatus {
-	if s.lastSucceeded() {
-		s.State = AppExited
-	} else {
-		s.State = AppFailed
-	}
-	s.FinishedAt = s.LastExitAt
-	return s
-}
-
-// Stopping reports whether pod is being stopped, on request or because its
-// exit policy ended it.
-func Stopping(stateDir, pod string) bool {
-	_, err := os.Stat(filepath.Join(Dir(stateDir, pod), stoppingFile))
-	return err == nil
-}
-
-// MarkStopping records that pod is being stopped.
-func MarkStopping(stateDir, pod string) error {
-	return write(stateDir, false, []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), "pods", pod, stoppingFile)
-}
-
-// Lock takes the lock of pod, waiting for it, and returns its release.
-func Lock(stateDir, pod string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(Dir(stateDir, pod), lockFile), os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock pod %s: %w", pod, err)
-	}
-	return func() { f.Close() }, nil
-}
-
 // Ended reports whether the pod has ended: its phase is Succeeded or Failed.
 func (s PodStatus) Ended() bool { return s.Phase == PodSucceeded || s.Phase == PodFailed }
-
-// startErrorFile is where the exec hook leaves why a run could not execute its
-// command, for reap-app: STATE/pods/P/apps/A.start-error.
-func startErrorFile(app string) string { return app + ".start-error" }
-
-// OpenStartError creates app's start error file afresh, empty, without
-// following a symlink out of stateDir.
-func OpenStartError(stateDir, pod, app string) (*os.File, error) {
-	if err := CheckNames(pod, app); err != nil {
-		return nil, err
-	}
-	root, err := os.OpenRoot(Dir(stateDir, pod))
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	if err := root.MkdirAll("apps", 0o755); err != nil {
-		return nil, err
-	}
-	return root.OpenFile(filepath.Join("apps", startErrorFile(app)), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-}
-
-// readStartError returns the reason the run of app that just ended could
-// not execute its command: "" if the command was executed (the file the
-// exec hook opened is then empty) or the run never got as far as the exec
-// hook.
-func readStartError(stateDir, pod, app string) (string, error) {
-	data, err := read(stateDir, "pods", pod, "apps", startErrorFile(app))
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSuffix(string(data), "\n"), nil
-}
-
-// removeStartError removes app's start error file once its reason is
-// recorded, so that no later run, which may end before its own exec hook,
-// is given it, and none is left once the run has ended.
-func removeStartError(stateDir, pod, app string) error {
-	err := os.Remove(filepath.Join(Dir(stateDir, pod), "apps", startErrorFile(app)))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	return err
-}
 
 // List returns the status of every pod, by name. A pod whose status cannot
 // be read is left out, and the error, which joins one error naming the pod

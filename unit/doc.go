@@ -2,7 +2,9 @@
 // unit names and their escaping, the quoting rules of unit files, unit-file
 // rendering, the typed D-Bus properties of transient units, and how a
 // service's main process ended ([Exit], as every face of unitrun writes
-// it).
+// it) with the names of signals, which live in package unit/exit (the
+// standard library alone, for the pods' exit hook) and which unit gives
+// under their names here.
 //
 // The rules are those of systemd 252, as documented in systemd.unit(5),
 // systemd.syntax(7), systemd.service(5), systemd.exec(5),

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/unitrun/unitrun/unit/exit"
 )
 
 // Infinity is the value systemd uses for an unlimited time span (in
@@ -481,20 +483,19 @@ func parsePermyriad(p string) (int, error) {
 // name with or without "SIG" (TERM, SIGTERM, RTMIN+3, SIGRTMAX-1).
 func signalFromString(s string) (int32, error) {
 	if n, err := safeAtoi(s); err == nil {
-		if n <= 0 || n >= nsig {
+		if n <= 0 || n >= exit.NSig {
 			return 0, errRange
 		}
 		return n, nil
 	}
 	s = strings.TrimPrefix(s, "SIG")
-	for n, name := range signalNames {
-		if name != "" && name == s {
-			return int32(n), nil
-		}
+	// A name below the real-time signals ("TERM"), not a number ("32").
+	if n, ok := exit.SignalNumber(s); ok && n < exit.SigRTMin && (s[0] < '0' || s[0] > '9') {
+		return int32(n), nil
 	}
 	if p, ok := strings.CutPrefix(s, "RTMIN"); ok {
 		if p == "" {
-			return sigRTMin, nil
+			return exit.SigRTMin, nil
 		}
 		if p[0] != '+' {
 			return 0, errSyntax
@@ -503,14 +504,14 @@ func signalFromString(s string) (int32, error) {
 		if err != nil {
 			return 0, err
 		}
-		if n < 0 || n > sigRTMax-sigRTMin {
+		if n < 0 || n > exit.SigRTMax-exit.SigRTMin {
 			return 0, errRange
 		}
-		return n + sigRTMin, nil
+		return n + exit.SigRTMin, nil
 	}
 	if p, ok := strings.CutPrefix(s, "RTMAX"); ok {
 		if p == "" {
-			return sigRTMax, nil
+			return exit.SigRTMax, nil
 		}
 		if p[0] != '-' {
 			return 0, errSyntax
@@ -519,10 +520,10 @@ func signalFromString(s string) (int32, error) {
 		if err != nil {
 			return 0, err
 		}
-		if n > 0 || n < sigRTMin-sigRTMax {
+		if n > 0 || n < exit.SigRTMin-exit.SigRTMax {
 			return 0, errRange
 		}
-		return n + sigRTMax, nil
+		return n + exit.SigRTMax, nil
 	}
 	return 0, errSyntax
 }

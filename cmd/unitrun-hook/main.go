@@ -3,9 +3,9 @@
 // (each app's ExecStopPost=, and an init app's ExecStartPost=), which
 // records the exit the moment it happens, and the log copier of each run.
 // Pods use it when it is installed beside unitrun (pod.HookPath). It links
-// package pod and the standard library (its deps test keeps the rest of
-// unitrun out), so it starts in about half the time of unitrun
-// (docs/performance.md, Pods).
+// the standard library and unitrun's light packages pod/record and
+// pod/logcopy alone (its deps test holds it to a list), so it starts in a
+// fraction of the time of unitrun (docs/performance.md, Pods).
 //
 // Its arguments are unitrun's path, then the command line unitrun would
 // run for the same work:
@@ -13,22 +13,26 @@
 //	unitrun-hook UNITRUN pod reap-app --state-dir DIR [--manager SPEC] POD APP
 //	unitrun-hook UNITRUN pod log-copy
 //
-// It records the exit itself ([pod.RecordExit]). It executes UNITRUN with
+// It records the exit itself ([record.RecordExit]), with the policies the
+// pod's creation saved ([record.ReadPolicy]). It executes UNITRUN with
 // those arguments instead when the exit needs the manager, to tell a stop
 // from outside from an exit on its own (an exit that would restart the
-// app), or when it is given any other command line; and it executes
-// "UNITRUN pod end" when the exit it recorded ends the pod. It copies the
-// log itself ([pod.LogCopy]).
+// app), when the pod has no saved policies (an older unitrun created it),
+// or when it is given any other command line; and it executes "UNITRUN
+// pod end" when the exit it recorded ends the pod. It copies the log
+// itself ([logcopy.Copy]).
 package main
 
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
 
-	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/logcopy"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 func main() {
@@ -38,17 +42,18 @@ func main() {
 	}
 	unitrun, args := os.Args[1], os.Args[2:]
 	if len(args) == 2 && args[0] == "pod" && args[1] == "log-copy" {
-		if err := pod.LogCopy(); err != nil {
+		if err := logcopy.Copy(); err != nil {
 			fmt.Fprintf(os.Stderr, "unitrun-hook: %v\n", err)
 			os.Exit(125)
 		}
 		return
 	}
 	if r, ok := parseReapApp(args); ok {
-		end, err := pod.RecordExit(r.stateDir, r.pod, r.app, pod.HookEnvFromOS(), nil)
+		end, err := recordExit(r)
 		switch {
-		case errors.Is(err, pod.ErrNeedsStopJob):
-			// unitrun records it, asking the manager.
+		case errors.Is(err, record.ErrNeedsStopJob), errors.Is(err, errNoPolicy):
+			// unitrun records it, asking the manager, or reading the
+			// policies from the manifest.
 		case err != nil:
 			fmt.Fprintf(os.Stderr, "unitrun-hook: %v\n", err)
 			os.Exit(125)
@@ -61,6 +66,23 @@ func main() {
 	err := syscall.Exec(unitrun, append([]string{unitrun}, args...), os.Environ())
 	fmt.Fprintf(os.Stderr, "unitrun-hook: run %s: %v\n", unitrun, err)
 	os.Exit(125)
+}
+
+// errNoPolicy is recordExit's error for a pod that has no saved
+// policies; it has written nothing then.
+var errNoPolicy = errors.New("the pod has no saved policies")
+
+// recordExit records the exit that reap-app r is run for, as
+// [record.RecordExit] does, reporting whether it ends the pod.
+func recordExit(r reapApp) (bool, error) {
+	p, err := record.ReadPolicy(r.stateDir, r.pod)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, errNoPolicy
+	}
+	if err != nil {
+		return false, err
+	}
+	return record.RecordExit(r.stateDir, r.pod, r.app, p, record.HookEnvFromOS(), nil)
 }
 
 // reapApp is the command line "pod reap-app --state-dir DIR [--manager
@@ -83,7 +105,7 @@ func parseReapApp(args []string) (r reapApp, ok bool) {
 		return r, false
 	}
 	r.pod, r.app = args[0], args[1]
-	return r, pod.CheckNames(r.pod, r.app) == nil
+	return r, record.CheckNames(r.pod, r.app) == nil
 }
 
 // endArgs is the command line by which unitrun ends the pod.

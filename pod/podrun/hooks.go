@@ -6,6 +6,7 @@ import (
 
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // The hooks below are what the units of a pod's graph run (see the package
@@ -93,10 +94,14 @@ func awaited(stateDir, name string, side *pod.App, inits []*pod.App) (bool, erro
 // ExecStartPost= of an init app, when the small hook binary
 // (cmd/unitrun-hook) is not installed beside unitrun, or that hook could
 // not record the exit without the manager: it records the exit that env
-// describes with [pod.RecordExit], asking the manager whether a job is
+// describes with [record.RecordExit], asking the manager whether a job is
 // stopping the app, and ends the pod if the exit ends it ([EndPod]).
 func ReapApp(ctx context.Context, stateDir, name, app string, env pod.HookEnv, open func(context.Context) (*manager.Conn, error)) error {
-	end, err := pod.RecordExit(stateDir, name, app, env, func() bool {
+	p, err := pod.LoadPolicy(stateDir, name)
+	if err != nil {
+		return err
+	}
+	end, err := record.RecordExit(stateDir, name, app, p, env, func() bool {
 		return stoppedByJob(ctx, open, pod.AppUnit(name, app))
 	})
 	if err != nil || !end {

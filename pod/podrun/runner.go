@@ -17,6 +17,7 @@ import (
 	"github.com/unitrun/unitrun/internal/atomicfile"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // A Runner creates, runs and removes pods on one manager. Each pod's units
@@ -202,8 +203,11 @@ func (r *Runner) Start(ctx context.Context, name string, policy pod.ExitPolicy) 
 	if ps.Phase != pod.PodPending {
 		return fmt.Errorf("pod %s is %s: only a Pending pod starts", name, ps.Phase)
 	}
-	if policy != "" {
-		ps.ExitPolicy = policy
+	if policy != "" && policy != ps.ExitPolicy {
+		ps.ExitPolicy, m.ExitPolicy = policy, policy
+		if err := record.WritePolicy(r.StateDir, m.Policy()); err != nil {
+			return err
+		}
 	}
 	ps.Phase, ps.StartedAt = pod.PodRunning, time.Now()
 	if err := pod.WritePod(r.StateDir, ps); err != nil {

@@ -285,6 +285,40 @@ apps:
 	}
 }
 
+// A pod stopped while its init app runs ends with that app's exit: its
+// shutdown service computes the pod's exit code only once the init app
+// has stopped and its exit is recorded, so the pod is Failed with the init
+// app's code (an init app stopped by a signal failed), and the app after
+// it never ran. The init app takes its time to exit at the stop: a
+// shutdown that did not wait for it would find no exit and call the pod
+// Succeeded.
+func TestPodStoppedDuringInit(t *testing.T) {
+	r := newRunner(t)
+	name := create(t, r, `
+name: interrupted
+apps:
+  - name: setup
+    init: true
+    exec: ["/bin/sh", "-c", "trap 'sleep 1; exit 7' TERM; echo trapped; sleep 600 & wait"]
+  - name: srv
+    exec: ["/bin/sleep", "600"]
+`)
+	// The start returns once the init app has ended: here, at the stop.
+	started := make(chan error, 1)
+	go func() { started <- r.Start(context.Background(), name, "") }()
+	waitLog(t, r, name, "setup", "trapped\n")
+	s, err := r.Stop(context.Background(), name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	wantPod(t, s, pod.PodFailed, 7)
+	wantApp(t, s, "setup", pod.AppFailed, 7)
+	if a := appOf(t, s, "srv"); a.State != pod.AppWaiting || a.ExitCode != nil {
+		t.Errorf("srv, after an init app that never succeeded: %+v; want waiting, never run", a)
+	}
+}
+
 // appState returns the recorded state of app.
 func appState(t *testing.T, r *Runner, name, app string) pod.AppState {
 	t.Helper()

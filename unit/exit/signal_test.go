@@ -1,4 +1,4 @@
-package unit
+package exit
 
 import "testing"
 
@@ -9,7 +9,7 @@ func TestSignalName(t *testing.T) {
 		}
 	}
 	// SignalNumber reads back every name SignalName writes for a signal.
-	for n := 1; n < nsig; n++ {
+	for n := 1; n < NSig; n++ {
 		if got, ok := SignalNumber(SignalName(n)); !ok || got != n {
 			t.Errorf("SignalNumber(%q) = %d, %v; want %d", SignalName(n), got, ok, n)
 		}

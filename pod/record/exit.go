@@ -1,11 +1,13 @@
-package pod
+package record
 
-import "github.com/unitrun/unitrun/unit"
+import (
+	"github.com/unitrun/unitrun/unit/exit"
+)
 
 // An Exit is how one run of an app ended, as systemd tells ExecStopPost=
-// (unit.ExitFromEnv), and whether the pod counts it a success.
+// (exit.ExitFromEnv), and whether the pod counts it a success.
 type Exit struct {
-	unit.Exit
+	exit.Exit
 	// Success is whether the run counts as a success: systemd's result
 	// is "success" (it exited with 0 or one of SuccessExitStatus=, from
 	// successExitCodes, or, for an app that is not an init app, was
@@ -20,7 +22,7 @@ type Exit struct {
 const NoProcessCode = 255
 
 // Code is the exit code of the app's record for the exit: the process's
-// (unit.Exit's ExitCode, 128+N for signal N), or for a run that had no
+// (exit.Exit's ExitCode, 128+N for signal N), or for a run that had no
 // main process 0 if it succeeded and NoProcessCode if not.
 func (e Exit) Code() int {
 	switch {

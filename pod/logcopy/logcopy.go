@@ -1,4 +1,8 @@
-package pod
+// Package logcopy is the copier of an app's output into its log, and the
+// writer of the log's times file. It links the standard library alone,
+// for the pods' exit hook (cmd/unitrun-hook), which runs it at every run
+// of every app; package pod gives it under its names of old.
+package logcopy
 
 import (
 	"errors"
@@ -18,7 +22,7 @@ import (
 // the log's file system keeps LogReserve bytes free, then writes
 // [DroppedMarker] once and drops the rest of the run's output, reading
 // on, so that the app is neither blocked nor killed by SIGPIPE. Beside
-// the log, the copier keeps its times file ([LogTimes]): a mark as it
+// the log, the copier keeps its times file ([Times]): a mark as it
 // starts, one copier a run, and before each write where the bytes begin
 // and when they were read, so that each line keeps its time and run while
 // the log holds the app's bytes exactly.
@@ -30,7 +34,7 @@ const LogReserve = 1 << 20
 // DroppedMarker is the line a log ends with once its copier drops output.
 const DroppedMarker = "[unitrun: output dropped from here on: the log's file system keeps 1 MiB free for the pod's records]\n"
 
-// LogCopy is "unitrun pod log-copy", the copier that podrun starts,
+// Copy is "unitrun pod log-copy", the copier that podrun starts,
 // with its stdin the pipe an app writes to, its stdout the app's log file
 // and fd 3 the pipe it closes once it ignores the stop signals. It appends
 // what it reads to the log, each write marked in the log's times file
@@ -40,11 +44,11 @@ const DroppedMarker = "[unitrun: output dropped from here on: the log's file sys
 // at the end of its input, once every writer has closed it. It ignores
 // SIGTERM, SIGINT and SIGHUP: a stop's signals end the app, and the copier
 // ends with its output.
-func LogCopy() error {
+func Copy() error {
 	ossignal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	c := &copier{log: os.Stdout}
 	if path, err := os.Readlink("/proc/self/fd/1"); err == nil && filepath.IsAbs(path) {
-		if c.times, err = OpenLogTimes(path); err == nil {
+		if c.times, err = OpenTimes(path); err == nil {
 			defer c.times.Close()
 		}
 	}
@@ -56,10 +60,10 @@ func LogCopy() error {
 }
 
 // copier appends an app's output to its log, marking the run's start and
-// each write in times if it is not nil, as LogCopy says.
+// each write in times if it is not nil, as Copy says.
 type copier struct {
 	log   *os.File
-	times *LogTimesWriter
+	times *TimesWriter
 }
 
 // mark marks the start of a run if run is set, else of a write, at the
@@ -84,7 +88,7 @@ func (c *copier) write(b []byte) error {
 	return err
 }
 
-// copy appends in to the log until its end, as LogCopy says.
+// copy appends in to the log until its end, as Copy says.
 func (c *copier) copy(in io.Reader) error {
 	buf := make([]byte, 64<<10)
 	dropping := false

@@ -1,4 +1,4 @@
-package pod
+package record
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Decide applies m's policies to an app's exit.
+// Decide applies the policies p to an app's exit.
 //
 // The app's restart policy (its own, else the pod's; Never for an init
 // app) decides whether it runs again:
@@ -42,33 +42,33 @@ import (
 // their exits count too: the pod's final exit code, PodExitCode of every
 // app's last exit, differs from the Decision's only if no app had failed
 // before and one fails as it is stopped (say, killed at its stopTimeout).
-func Decide(m *Manifest, ev Event) (Decision, error) {
-	a := m.App(ev.App)
+func Decide(p *Policy, ev Event) (Decision, error) {
+	a := p.App(ev.App)
 	if a == nil {
-		return Decision{}, fmt.Errorf("pod %s has no app %q", m.Name, ev.App)
+		return Decision{}, fmt.Errorf("pod %s has no app %q", p.Pod, ev.App)
 	}
 	seen := map[string]bool{ev.App: true}
 	for _, o := range ev.Ended {
-		if seen[o.App] || m.App(o.App) == nil || m.App(o.App).Sidecar {
-			return Decision{}, fmt.Errorf("ended app %q: not another app of pod %s that is not a sidecar, listed once", o.App, m.Name)
+		if seen[o.App] || p.App(o.App) == nil || p.App(o.App).Sidecar {
+			return Decision{}, fmt.Errorf("ended app %q: not another app of pod %s that is not a sidecar, listed once", o.App, p.Pod)
 		}
 		seen[o.App] = true
 	}
 	if !ev.Stopped && Restarts(a.RestartPolicy, ev.Exit.Success) {
-		return Decision{Restart: true, Delay: NextDelay(m.RestartBackoff, ev.History, ev.Now)}, nil
+		return Decision{Restart: true, Delay: NextDelay(p.RestartBackoff, ev.History, ev.Now)}, nil
 	}
 	if a.Sidecar {
 		return Decision{}, nil
 	}
 	ended := append(slices.Clone(ev.Ended), Outcome{App: ev.App, Exit: ev.Exit, At: ev.Now})
-	all := len(ended) == len(m.Apps)-m.sidecars()
+	all := len(ended) == len(p.Apps)-p.sidecars()
 	var end bool
 	switch {
 	case all, a.Init && !ev.Exit.Success:
 		end = true
-	case m.ExitPolicy == FirstFailure:
+	case p.ExitPolicy == FirstFailure:
 		end = !ev.Exit.Success
-	case m.ExitPolicy == AnyExit:
+	case p.ExitPolicy == AnyExit:
 		end = !a.Init
 	}
 	d := Decision{EndPod: end}
@@ -156,13 +156,64 @@ func NextDelay(b Backoff, h History, now time.Time) time.Duration {
 	return max(2*h.LastDelay, b.Initial)
 }
 
-// sidecars counts m's sidecars.
-func (m *Manifest) sidecars() int {
+// sidecars counts p's sidecars.
+func (p *Policy) sidecars() int {
 	n := 0
-	for _, a := range m.Apps {
+	for _, a := range p.Apps {
 		if a.Sidecar {
 			n++
 		}
 	}
 	return n
+}
+
+// A Policy is what the policies need to know of a pod: its exit policy
+// (the manifest's, or the one its start chose), its back-off, and each
+// app's restart policy and kind, in the manifest's order. Package pod
+// makes it from the manifest (Manifest.Policy) and saves it in the pod's
+// state ([WritePolicy]), where an exit's hook reads it.
+type Policy struct {
+	Pod            string      `json:"pod"`
+	ExitPolicy     ExitPolicy  `json:"exitPolicy"`
+	RestartBackoff Backoff     `json:"restartBackoff"`
+	Apps           []AppPolicy `json:"apps"`
+}
+
+// An AppPolicy is what the policies need to know of one app.
+type AppPolicy struct {
+	Name string `json:"name"`
+	// RestartPolicy is the app's effective restart policy: its own, else
+	// the pod's; Never for an init app that is not retried.
+	RestartPolicy RestartPolicy `json:"restartPolicy"`
+	Init          bool          `json:"init,omitzero"`
+	Sidecar       bool          `json:"sidecar,omitzero"`
+}
+
+// App returns p's app called name, or nil.
+func (p *Policy) App(name string) *AppPolicy {
+	for i := range p.Apps {
+		if p.Apps[i].Name == name {
+			return &p.Apps[i]
+		}
+	}
+	return nil
+}
+
+// validate checks the names and policies of p.
+func (p *Policy) validate() error {
+	if err := CheckNames(p.Pod); err != nil {
+		return err
+	}
+	if err := p.ExitPolicy.Check(); err != nil {
+		return fmt.Errorf("exit policy %w", err)
+	}
+	for _, a := range p.Apps {
+		if err := CheckNames(p.Pod, a.Name); err != nil {
+			return err
+		}
+		if !a.RestartPolicy.Valid() {
+			return fmt.Errorf("app %s: restart policy %q: must be Never, Always or OnFailure", a.Name, a.RestartPolicy)
+		}
+	}
+	return nil
 }

@@ -1,12 +1,13 @@
-package pod
+package record
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"time"
 
-	"github.com/unitrun/unitrun/unit"
+	"github.com/unitrun/unitrun/unit/exit"
 )
 
 // HookEnv is what systemd tells a hook about the run it belongs to: the
@@ -35,7 +36,7 @@ func HookEnvFromOS() HookEnv {
 // nothing then.
 var ErrNeedsStopJob = errors.New("the exit of an app that may restart needs the manager, to tell a stop from outside from an exit on its own")
 
-// RecordExit records the exit of app that env describes (in an init app's
+// RecordExit records the exit of app of pod name, whose policies are p, that env describes (in an init app's
 // ExecStartPost=, its success) at once, in the status file and the app's
 // record, applies [Decide], and reports whether the exit ends the pod
 // (and the pod is not being stopped already): the caller then ends it. It
@@ -58,8 +59,8 @@ var ErrNeedsStopJob = errors.New("the exit of an app that may restart needs the 
 // no run: the app ends with the exit of its last run, and its status file
 // is left as that run left it. The exit of an init app is recorded once
 // per invocation.
-func RecordExit(stateDir, name, app string, env HookEnv, stopJob func() bool) (bool, error) {
-	r, err := readExit(stateDir, name, app, env)
+func RecordExit(stateDir, name, app string, p *Policy, env HookEnv, stopJob func() bool) (bool, error) {
+	r, err := readExit(stateDir, name, app, p, env)
 	if err != nil || r == nil {
 		return false, err
 	}
@@ -88,8 +89,8 @@ func RecordExit(stateDir, name, app string, env HookEnv, stopJob func() bool) (b
 // reaping is an exit that [RecordExit] records.
 type reaping struct {
 	stateDir, name string
-	m              *Manifest
-	a              *App
+	p              *Policy
+	a              *AppPolicy
 	env            HookEnv
 	// s is the app's record as the run left it.
 	s    AppStatus
@@ -106,23 +107,24 @@ type reaping struct {
 // readExit reads what RecordExit needs to record app's exit that env
 // describes; nil if that exit, an init app's, is recorded already. It
 // writes nothing.
-func readExit(stateDir, name, app string, env HookEnv) (*reaping, error) {
+func readExit(stateDir, name, app string, p *Policy, env HookEnv) (*reaping, error) {
+	a := p.App(app)
+	if a == nil {
+		return nil, fmt.Errorf("pod %s has no app %q", name, app)
+	}
+	r := &reaping{stateDir: stateDir, name: name, p: p, a: a, env: env}
 	// Only this app's own hooks, one at a time, write its record; the lock
 	// is for what the other apps' hooks write.
-	m, a, err := LoadApp(stateDir, name, app)
-	if err != nil {
-		return nil, err
-	}
-	r := &reaping{stateDir: stateDir, name: name, m: m, a: a, env: env}
+	var err error
 	if r.s, err = ReadAppOrNew(stateDir, name, app); err != nil {
 		return nil, err
 	}
 	if a.Init && env.InvocationID != "" && r.s.Invocation == env.InvocationID {
 		return nil, nil
 	}
-	r.exit = Exit{Exit: unit.Exit{Result: "success"}, Success: true}
+	r.exit = Exit{Exit: exit.Exit{Result: "success"}, Success: true}
 	if env.ServiceResult != "" || !a.Init {
-		x, err := unit.ExitFromEnv(env.ServiceResult, env.ExitCode, env.ExitStatus)
+		x, err := exit.ExitFromEnv(env.ServiceResult, env.ExitCode, env.ExitStatus)
 		if err != nil {
 			return nil, err
 		}
@@ -220,13 +222,13 @@ func (r *reaping) decide(s *AppStatus, now time.Time) (Decision, error) {
 		if _, p := s.Acted(); p != nil {
 			p.Acted = ""
 		}
-		return Decision{Restart: true, Delay: NextDelay(r.m.RestartBackoff, history, now)}, nil
+		return Decision{Restart: true, Delay: NextDelay(r.p.RestartBackoff, history, now)}, nil
 	}
-	others, err := othersIfAllEnded(r.stateDir, r.name, r.m, r.a.Name)
+	others, err := othersIfAllEnded(r.stateDir, r.name, r.p, r.a.Name)
 	if err != nil {
 		return Decision{}, err
 	}
-	return Decide(r.m, Event{
+	return Decide(r.p, Event{
 		App:     r.a.Name,
 		Exit:    r.exit,
 		History: history,
@@ -236,7 +238,7 @@ func (r *reaping) decide(s *AppStatus, now time.Time) (Decision, error) {
 	})
 }
 
-// othersIfAllEnded returns the outcomes of every app of m but app, in the
+// othersIfAllEnded returns the outcomes of every app of p but app, in the
 // manifest's order, if every one of them has ended for good, else nil,
 // having read the records only back to the last app that has not. That is
 // all [Decide] needs of them to say whether the pod ends (it needs the rest
@@ -245,10 +247,10 @@ func (r *reaping) decide(s *AppStatus, now time.Time) (Decision, error) {
 // while it holds the pod's lock. The records are read from the manifest's
 // end: apps tend to end in the order they start, so the first record read
 // is mostly one of an app still running.
-func othersIfAllEnded(stateDir, name string, m *Manifest, app string) ([]Outcome, error) {
+func othersIfAllEnded(stateDir, name string, p *Policy, app string) ([]Outcome, error) {
 	var others []Outcome
-	for _, o := range slices.Backward(m.Apps) {
-		if o.Name == app || !o.Counts() {
+	for _, o := range slices.Backward(p.Apps) {
+		if o.Name == app || o.Sidecar {
 			continue
 		}
 		r, err := ReadAppOrNew(stateDir, name, o.Name)

@@ -1,4 +1,4 @@
-package unit
+package exit
 
 import (
 	"strconv"
@@ -17,11 +17,12 @@ var signalNames = [...]string{
 	26: "VTALRM", 27: "PROF", 28: "WINCH", 29: "IO", 30: "PWR", 31: "SYS",
 }
 
-// The real-time signal range of glibc on Linux, and _NSIG.
+// SigRTMin and SigRTMax are the real-time signal range of glibc on Linux,
+// and NSig is _NSIG.
 const (
-	sigRTMin = 34
-	sigRTMax = 64
-	nsig     = 65
+	SigRTMin = 34
+	SigRTMax = 64
+	NSig     = 65
 )
 
 // SignalName returns the name of signal n as systemd's signal_to_string
@@ -32,8 +33,8 @@ func SignalName(n int) string {
 	switch {
 	case n > 0 && n < len(signalNames):
 		return signalNames[n]
-	case n >= sigRTMin && n <= sigRTMax:
-		return "RTMIN+" + strconv.Itoa(n-sigRTMin)
+	case n >= SigRTMin && n <= SigRTMax:
+		return "RTMIN+" + strconv.Itoa(n-SigRTMin)
 	}
 	return strconv.Itoa(n)
 }
@@ -49,13 +50,13 @@ func SignalNumber(s string) (int, bool) {
 	}
 	if k, ok := strings.CutPrefix(s, "RTMIN+"); ok {
 		n, err := strconv.Atoi(k)
-		if err != nil || n < 0 || sigRTMin+n > sigRTMax || strconv.Itoa(n) != k {
+		if err != nil || n < 0 || SigRTMin+n > SigRTMax || strconv.Itoa(n) != k {
 			return 0, false
 		}
-		return sigRTMin + n, true
+		return SigRTMin + n, true
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || strconv.Itoa(n) != s || n < len(signalNames) || n >= sigRTMin {
+	if err != nil || strconv.Itoa(n) != s || n < len(signalNames) || n >= SigRTMin {
 		return 0, false
 	}
 	return n, true
