@@ -735,9 +735,11 @@ func TestLongContainerName(t *testing.T) {
 	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
 }
 
-// Commands and exec probes by name run, looked up in the container's PATH;
-// a command found nowhere ends its container with 127, reason StartError
-// and a message that says it was not found in $PATH.
+// Commands and exec probes by name run, looked up in the container's PATH,
+// and so do args without a command on an image mapped to host, as the
+// Kubernetes docs' Pods give them (args: [/bin/sh, -c, ...]); a command
+// found nowhere ends its container with 127, reason StartError and a
+// message that says it was not found in $PATH.
 func TestCommandByName(t *testing.T) {
 	client := fake.NewClientset()
 	n := startNode(t, testConfig(t), client)
@@ -753,16 +755,23 @@ func TestCommandByName(t *testing.T) {
 	}
 	missing := newPod("not-found", corev1.RestartPolicyNever, nil, "")
 	missing.Spec.Containers[0].Command, missing.Spec.Containers[0].Args = []string{"no-such-command-unitrun"}, nil
+	argsOnly := newPod("args-only", corev1.RestartPolicyNever, nil, "")
+	argsOnly.Spec.Containers[0].Command, argsOnly.Spec.Containers[0].Args = nil, []string{"sh", "-c", "echo from args"}
 	create(t, client, p)
 	create(t, client, missing)
+	create(t, client, argsOnly)
 	waitPod(t, client, p, "ready", func(p *corev1.Pod) bool { return podCondition(p, corev1.PodReady) })
+	wantTerminated(t, waitPod(t, client, argsOnly, "Succeeded", phase(corev1.PodSucceeded)).Status.ContainerStatuses[0], 0, 0, "Completed")
+	if out := containerLogs(t, n, argsOnly, api.ContainerLogOpts{}); out != "from args\n" {
+		t.Errorf("logs of the args-only container: %q, want %q", out, "from args\n")
+	}
 	got := waitPod(t, client, missing, "Failed", phase(corev1.PodFailed))
 	cs := got.Status.ContainerStatuses[0]
 	wantTerminated(t, cs, 127, 0, "StartError")
 	if tr := cs.State.Terminated; tr != nil && !strings.Contains(tr.Message, "executable file not found in $PATH") {
 		t.Errorf("message %q, want it to say the command is not in $PATH", tr.Message)
 	}
-	for _, pod := range []*corev1.Pod{p, missing} {
+	for _, pod := range []*corev1.Pod{p, missing, argsOnly} {
 		deletePod(t, client, pod)
 		waitGone(t, n, podName(pod.Namespace, pod.Name, string(pod.UID)))
 	}

@@ -325,8 +325,15 @@ func (c *Config) container(p *corev1.Pod, ctr *corev1.Container, path string, vo
 		a.Env = env
 	}
 	a.Exec = append(expandAll(ctr.Command, env), expandAll(ctr.Args, env)...)
-	if len(ctr.Command) == 0 {
+	// An image mapped to host has no entrypoint: without a command its
+	// args are the command, as a container runtime runs an image whose
+	// Entrypoint is empty. A root filesystem's entrypoint is not known.
+	switch {
+	case len(ctr.Command) > 0:
+	case img != HostImage:
 		rs.add(path+".command", "required: this node has no image metadata to take an entrypoint from")
+	case len(ctr.Args) == 0:
+		rs.add(path+".command", "required, or args: an image mapped to host has no entrypoint or default command")
 	}
 	a.WorkingDir = ctr.WorkingDir
 	a.TerminationMessagePath = ctr.TerminationMessagePath

@@ -89,6 +89,33 @@ func TestTranslateMapping(t *testing.T) {
 	}
 }
 
+// A container without a command runs its args on an image mapped to host,
+// which has no entrypoint; on a root filesystem, whose entrypoint the node
+// does not know, and without args too, command is refused with the reason.
+func TestTranslateArgsWithoutCommand(t *testing.T) {
+	c := &Config{Images: map[string]string{"busybox": HostImage, "alpine": "/srv/alpine"}, AllowPrivileged: true}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "args", Namespace: "default", UID: "u"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox", Args: []string{"sleep", "$(N)"}, Env: []corev1.EnvVar{{Name: "N", Value: "5"}}}}},
+	}
+	if exec := translated(t, c, p).Apps[0].Exec; !reflect.DeepEqual(exec, []string{"sleep", "5"}) {
+		t.Errorf("exec %q, want the args, expanded", exec)
+	}
+	for _, w := range []struct {
+		image  string
+		args   []string
+		reason string
+	}{
+		{"alpine", []string{"sleep"}, "no image metadata to take an entrypoint from"},
+		{"busybox", nil, "an image mapped to host has no entrypoint or default command"},
+	} {
+		p.Spec.Containers[0].Image, p.Spec.Containers[0].Args = w.image, w.args
+		if _, err := c.translate(p, nil); err == nil || !strings.Contains(err.Error(), "spec.containers[0].command: required") || !strings.Contains(err.Error(), w.reason) {
+			t.Errorf("image %s, args %q: %v; want command refused: %s", w.image, w.args, err, w.reason)
+		}
+	}
+}
+
 // Every field the node cannot honour is refused, named, and all at once.
 func TestTranslateRefusals(t *testing.T) {
 	onFailure := corev1.ContainerRestartPolicy("OnFailure")
