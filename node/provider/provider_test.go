@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	corev1 "k8s.io/api/core/v1"
@@ -408,7 +409,36 @@ func TestRefusesUnsupported(t *testing.T) {
 	if names, err := n.p.eng.names(); err != nil || len(names) != 0 {
 		t.Errorf("unitrun pods %v, %v; want none", names, err)
 	}
+	wantWaitingToStart(t, n, p, "Unsupported")
 	deletePod(t, client, p)
+}
+
+// The logs of a container that has not run yet are refused as the kubelet
+// refuses them, with a message kubectl shows: the container waits for the
+// init container that runs.
+func TestLogsWaitingToStart(t *testing.T) {
+	client := fake.NewClientset()
+	n := startNode(t, testConfig(t), client)
+	p := newPod("initializing", corev1.RestartPolicyNever, []string{"exec sleep 600"}, "exit 0")
+	create(t, client, p)
+	waitPod(t, client, p, "its init container running", func(p *corev1.Pod) bool {
+		return len(p.Status.InitContainerStatuses) == 1 && p.Status.InitContainerStatuses[0].State.Running != nil
+	})
+	wantWaitingToStart(t, n, p, "PodInitializing")
+	deletePod(t, client, p)
+	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
+}
+
+// wantWaitingToStart checks that the logs of p's container app0 are
+// refused as invalid input (the kubelet API's 400, whose message the API
+// server passes on to kubectl) saying it waits to start for reason.
+func wantWaitingToStart(t *testing.T, n *testNodeRun, p *corev1.Pod, reason string) {
+	t.Helper()
+	_, err := n.p.GetContainerLogs(context.Background(), testNS, p.Name, "app0", api.ContainerLogOpts{})
+	want := fmt.Sprintf("container \"app0\" in pod %q is waiting to start: %s", p.Name, reason)
+	if err == nil || !errdefs.IsInvalidInput(err) || err.Error() != want {
+		t.Errorf("logs of a container that has not run: %v (invalid input: %t), want invalid input %q", err, errdefs.IsInvalidInput(err), want)
+	}
 }
 
 // A numeric runAsUser and runAsGroup without an entry in the host's
