@@ -2,6 +2,7 @@ package provider
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -112,6 +113,65 @@ func TestTranslateArgsWithoutCommand(t *testing.T) {
 		p.Spec.Containers[0].Image, p.Spec.Containers[0].Args = w.image, w.args
 		if _, err := c.translate(p, nil); err == nil || !strings.Contains(err.Error(), "spec.containers[0].command: required") || !strings.Contains(err.Error(), w.reason) {
 			t.Errorf("image %s, args %q: %v; want command refused: %s", w.image, w.args, err, w.reason)
+		}
+	}
+}
+
+// Each field the node refuses is refused with the reason, not "not
+// supported" alone.
+func TestTranslateRefusalsGiveReasons(t *testing.T) {
+	yes := true
+	c := &Config{Images: map[string]string{"debian": HostImage}, AllowPrivileged: true}
+	signal := corev1.SIGUSR1
+	ctrSC := &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: "default", UID: "u"},
+		Spec: corev1.PodSpec{
+			HostIPC: true, ShareProcessNamespace: &yes,
+			EphemeralContainers: []corev1.EphemeralContainer{},
+			SecurityContext: &corev1.PodSecurityContext{
+				FSGroup: new(int64), SupplementalGroups: []int64{4000}, Sysctls: []corev1.Sysctl{{Name: "net.core.somaxconn", Value: "1024"}},
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu"}},
+			Containers: []corev1.Container{{
+				Name: "app", Image: "debian", Command: []string{"sleep", "1"},
+				VolumeDevices:   []corev1.VolumeDevice{{Name: "disk", DevicePath: "/dev/xvda"}},
+				Lifecycle:       &corev1.Lifecycle{StopSignal: &signal},
+				Stdin:           true,
+				ResizePolicy:    []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.NotRequired}},
+				SecurityContext: ctrSC,
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{"example.com/gpu": resource.MustParse("1")},
+					Claims:   []corev1.ResourceClaim{{Name: "gpu"}},
+				},
+				LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+					Path: "/healthz", Port: intstr.FromInt32(8080), HTTPHeaders: []corev1.HTTPHeader{{Name: "Custom-Header", Value: "Awesome"}},
+				}}},
+			}},
+		},
+	}
+	_, err := c.translate(p, nil)
+	var rs refusals
+	if !errors.As(err, &rs) {
+		t.Fatalf("error %v, want the refusals", err)
+	}
+	fields := map[string]bool{}
+	for _, r := range rs {
+		fields[r.Field] = true
+		if rule := strings.TrimSpace(r.Rule); strings.HasSuffix(rule, "not supported") {
+			t.Errorf("%s: %q gives no reason", r.Field, r.Rule)
+		}
+	}
+	for _, f := range []string{
+		"spec.hostIPC", "spec.shareProcessNamespace", "spec.ephemeralContainers", "spec.securityContext.fsGroup",
+		"spec.securityContext.supplementalGroups", "spec.securityContext.sysctls", "spec.securityContext", "spec.resourceClaims",
+		"spec.containers[0].volumeDevices", "spec.containers[0].lifecycle.stopSignal", "spec.containers[0].stdin",
+		"spec.containers[0].resizePolicy", "spec.containers[0].securityContext", "spec.containers[0].resources.requests[example.com/gpu]",
+		"spec.containers[0].resources.claims", "spec.containers[0].livenessProbe.httpGet.httpHeaders",
+	} {
+		if !fields[f] {
+			t.Errorf("%s is not refused: %v", f, err)
 		}
 	}
 }
