@@ -61,13 +61,19 @@ func TestProbeWarningEvent(t *testing.T) {
 // event too).
 func probeWarningEvents(t *testing.T, client *fake.Clientset, ns string) []corev1.Event {
 	t.Helper()
+	return eventsOf(t, client, ns, "ProbeWarning")
+}
+
+// eventsOf lists the events of reason in namespace ns.
+func eventsOf(t *testing.T, client *fake.Clientset, ns, reason string) []corev1.Event {
+	t.Helper()
 	list, err := client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []corev1.Event
 	for _, ev := range list.Items {
-		if ev.Reason == "ProbeWarning" {
+		if ev.Reason == reason {
 			out = append(out, ev)
 		}
 	}

@@ -297,6 +297,13 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 		e.refused = err
 		p.log.Info("refused", "pod", k, "reason", err)
 		p.put(k, e)
+		// As the kubelet records the Pods it rejects, for kubectl
+		// describe.
+		if p.cfg.Client != nil {
+			if err := p.event(ctx, pod, "", "Unsupported", refusedMessage(e.refused)); err != nil {
+				p.log.Warn("cannot record the refusal", "pod", k, "err", err)
+			}
+		}
 		return nil
 	}
 	data, err := json.Marshal(pod)

@@ -410,6 +410,11 @@ func TestRefusesUnsupported(t *testing.T) {
 		t.Errorf("unitrun pods %v, %v; want none", names, err)
 	}
 	wantWaitingToStart(t, n, p, "Unsupported")
+	refusals := eventsOf(t, client, testNS, "Unsupported")
+	if len(refusals) != 1 || refusals[0].Type != corev1.EventTypeWarning || refusals[0].Message != got.Status.Message ||
+		refusals[0].InvolvedObject.Name != p.Name || refusals[0].InvolvedObject.UID != p.UID {
+		t.Errorf("events %+v; want one Warning Unsupported on the Pod with its status message %q", refusals, got.Status.Message)
+	}
 	deletePod(t, client, p)
 }
 

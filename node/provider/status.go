@@ -376,13 +376,17 @@ func latest(ts ...time.Time) time.Time {
 	return l
 }
 
+// refusedMessage is the message that says why this node refuses a Pod, err
+// naming the fields.
+func refusedMessage(err error) string { return "unitrun-node cannot run this pod: " + err.Error() }
+
 // refusedStatus is the status of a Pod this node refuses: Failed, its
 // reason naming the fields.
 func refusedStatus(p *corev1.Pod, err error, at time.Time) *corev1.PodStatus {
 	st := &corev1.PodStatus{
 		Phase:     corev1.PodFailed,
 		Reason:    "Unsupported",
-		Message:   "unitrun-node cannot run this pod: " + err.Error(),
+		Message:   refusedMessage(err),
 		StartTime: timeOf(at),
 		QOSClass:  qosClass(p),
 		Conditions: []corev1.PodCondition{
