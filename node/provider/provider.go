@@ -130,7 +130,8 @@ type entry struct {
 	stopping bool
 	// deleting says a deletion of the Pod is under way.
 	deleting bool
-	// warned holds the probe warnings recorded as events, by app/kind.
+	// warned holds what the container events recorded, by app/kind (a
+	// probe's warning, the exit a BackOff follows).
 	warned map[string]string
 }
 
@@ -564,7 +565,7 @@ func (p *Provider) status(e *entry) (*corev1.PodStatus, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.probeWarnings(e, pod, s)
+		p.containerEvents(e, pod, s)
 		st = p.podStatus(e, pod, s)
 	}
 	if e.refused == nil {
