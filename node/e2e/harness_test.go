@@ -177,7 +177,8 @@ func (k *kcase) waitEnded(name string) *k8sPod {
 }
 
 // refused checks that the node refused Pod name, naming each of fields
-// with its rule.
+// with its rule, and that kubectl logs of it says, as of a kubelet's Pod
+// whose container has not started, that its container waits to start.
 func (k *kcase) refused(name string, fields ...string) {
 	k.t.Helper()
 	p := k.waitEnded(name)
@@ -188,6 +189,10 @@ func (k *kcase) refused(name string, fields ...string) {
 		if !strings.Contains(p.Status.Message, f) {
 			k.t.Errorf("pod %s: refusal %q does not say %q", name, p.Status.Message, f)
 		}
+	}
+	want := fmt.Sprintf("in pod %q is waiting to start: Unsupported", name)
+	if _, err := k.c.kubectl("-n", k.ns, "logs", name); err == nil || !strings.Contains(err.Error(), want) {
+		k.t.Errorf("kubectl logs %s: %v; want an error saying %s", name, err, want)
 	}
 }
 

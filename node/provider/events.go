@@ -9,13 +9,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// probeWarnings records, through the API, a ProbeWarning event for each
-// probe warning of Pod pod's containers (state s of e's unitrun pod) that
-// was not recorded yet, as the kubelet records one for an http probe's
-// redirect to another host that it does not follow: "Liveness probe
-// warning: ..." on the container. Without a Client it records none; a
+// containerEvents records, through the API, the warnings of Pod pod's
+// containers (state s of e's unitrun pod) that were not recorded yet, as
+// the kubelet records them on the container: a ProbeWarning for each
+// probe warning (an http probe's redirect to another host, which it does
+// not follow: "Liveness probe warning: ..."), and a BackOff for each
+// back-off of a container that exited ("Back-off restarting failed
+// container C in pod P_NS(UID)"). Without a Client it records none; a
 // record that fails is logged and not tried again.
-func (p *Provider) probeWarnings(e *entry, pod *corev1.Pod, s podState) {
+func (p *Provider) containerEvents(e *entry, pod *corev1.Pod, s podState) {
 	if p.cfg.Client == nil {
 		return
 	}
@@ -23,23 +25,34 @@ func (p *Provider) probeWarnings(e *entry, pod *corev1.Pod, s podState) {
 	defer cancel()
 	for _, a := range s.Apps {
 		for kind, msg := range a.Warnings {
-			k := a.Name + "/" + kind
-			p.mu.Lock()
-			seen := e.warned[k] == msg
-			if !seen {
-				if e.warned == nil {
-					e.warned = map[string]string{}
-				}
-				e.warned[k] = msg
-			}
-			p.mu.Unlock()
-			if seen {
-				continue
-			}
-			if err := p.event(ctx, pod, containerField(pod, a.Name), "ProbeWarning", kind+" probe warning: "+msg); err != nil {
-				p.log.Warn("cannot record a probe warning", "pod", key(pod.Namespace, pod.Name), "container", a.Name, "err", err)
-			}
+			p.recordOnce(ctx, e, pod, a.Name, kind, msg, "ProbeWarning", kind+" probe warning: "+msg)
 		}
+		if a.State == "restarting" {
+			p.recordOnce(ctx, e, pod, a.Name, "BackOff", a.LastExitAt.String(), "BackOff",
+				fmt.Sprintf("Back-off restarting failed container %s in pod %s_%s(%s)", a.Name, pod.Name, pod.Namespace, pod.UID))
+		}
+	}
+}
+
+// recordOnce records the warning of reason with message on container app
+// of pod unless e has recorded the same what (a probe's kind, BackOff)
+// with the same value (the warning, the exit it follows) already.
+func (p *Provider) recordOnce(ctx context.Context, e *entry, pod *corev1.Pod, app, what, value, reason, message string) {
+	k := app + "/" + what
+	p.mu.Lock()
+	seen := e.warned[k] == value
+	if !seen {
+		if e.warned == nil {
+			e.warned = map[string]string{}
+		}
+		e.warned[k] = value
+	}
+	p.mu.Unlock()
+	if seen {
+		return
+	}
+	if err := p.event(ctx, pod, containerField(pod, app), reason, message); err != nil {
+		p.log.Warn("cannot record an event", "pod", key(pod.Namespace, pod.Name), "container", app, "reason", reason, "err", err)
 	}
 }
 

@@ -61,15 +61,44 @@ func TestProbeWarningEvent(t *testing.T) {
 // event too).
 func probeWarningEvents(t *testing.T, client *fake.Clientset, ns string) []corev1.Event {
 	t.Helper()
+	return eventsOf(t, client, ns, "ProbeWarning")
+}
+
+// eventsOf lists the events of reason in namespace ns.
+func eventsOf(t *testing.T, client *fake.Clientset, ns, reason string) []corev1.Event {
+	t.Helper()
 	list, err := client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []corev1.Event
 	for _, ev := range list.Items {
-		if ev.Reason == "ProbeWarning" {
+		if ev.Reason == reason {
 			out = append(out, ev)
 		}
 	}
 	return out
+}
+
+// A container that exits and waits out its back-off before it runs again
+// has one BackOff warning recorded on it for that exit, with the kubelet's
+// message.
+func TestBackOffEvent(t *testing.T) {
+	client := fake.NewClientset()
+	n := startNode(t, testConfig(t), client)
+	dir := t.TempDir()
+	p := newPod("backoff", corev1.RestartPolicyOnFailure, nil, `[ -e `+dir+`/ran ] && exec sleep 600; touch `+dir+`/ran; exit 3`)
+	p.Annotations = map[string]string{AnnotationRestartBackoff: "2s"}
+	create(t, client, p)
+	waitPod(t, client, p, "running again after its back-off", func(p *corev1.Pod) bool {
+		cs := p.Status.ContainerStatuses
+		return len(cs) == 1 && cs[0].State.Running != nil && cs[0].RestartCount == 1
+	})
+	want := "Back-off restarting failed container app0 in pod backoff_" + testNS + "(uid-backoff)"
+	events := eventsOf(t, client, p.Namespace, "BackOff")
+	if len(events) != 1 || events[0].Type != corev1.EventTypeWarning || events[0].Message != want || events[0].InvolvedObject.FieldPath != "spec.containers{app0}" {
+		t.Errorf("BackOff events %+v; want one Warning on spec.containers{app0}: %q", events, want)
+	}
+	deletePod(t, client, p)
+	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
 }

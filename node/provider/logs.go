@@ -23,11 +23,18 @@ func (p *Provider) GetContainerLogs(ctx context.Context, namespace, podName, con
 	p.mu.Lock()
 	e := p.pods[key(namespace, podName)]
 	var pod *corev1.Pod
+	var st *corev1.PodStatus
 	if e != nil {
-		pod = e.pod
+		pod, st = e.pod, e.sent
+		switch {
+		case e.refused != nil:
+			st = refusedStatus(pod, e.refused, e.at)
+		case e.waiting != nil:
+			st = waitingStatus(pod, e.waiting, e.at)
+		}
 	}
 	p.mu.Unlock()
-	if e == nil || e.refused != nil {
+	if e == nil {
 		return nil, errdefs.NotFoundf("pod %s has no logs on this node", key(namespace, podName))
 	}
 	known := false
@@ -36,6 +43,11 @@ func (p *Provider) GetContainerLogs(ctx context.Context, namespace, podName, con
 	}
 	if !known {
 		return nil, errdefs.NotFoundf("pod %s has no container %q", key(namespace, podName), containerName)
+	}
+	// As the kubelet answers (400, which the API server passes on to
+	// kubectl with its message; a 404's it drops).
+	if reason := waitingToStart(st, containerName); reason != "" && !opts.Previous {
+		return nil, errdefs.InvalidInputf("container %q in pod %q is waiting to start: %s", containerName, podName, reason)
 	}
 	o := unitrunpod.LogOptions{Follow: opts.Follow, Tail: opts.Tail, Since: opts.SinceTime, Timestamps: opts.Timestamps, Previous: opts.Previous}
 	if opts.SinceSeconds > 0 {
@@ -66,6 +78,20 @@ func (p *Provider) GetContainerLogs(ctx context.Context, namespace, podName, con
 		pw.CloseWithError(err)
 	}()
 	return pr, nil
+}
+
+// waitingToStart is the reason container name waits in status st if it
+// has not run yet, else "" (also without a status).
+func waitingToStart(st *corev1.PodStatus, name string) string {
+	if st == nil {
+		return ""
+	}
+	for _, cs := range append(slices.Clip(st.InitContainerStatuses), st.ContainerStatuses...) {
+		if cs.Name == name && cs.State.Waiting != nil && cs.LastTerminationState.Terminated == nil {
+			return cs.State.Waiting.Reason
+		}
+	}
+	return ""
 }
 
 var errLimit = errors.New("limit reached")

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/unitrun/unitrun/inject"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	"golang.org/x/sys/unix"
@@ -31,9 +32,9 @@ const MaxPods = 110
 const Version = "unitrun-node"
 
 // Node returns the node to register: its capacity and allocatable (CPUs,
-// memory and pods) from the host, its taint, its labels, and where the
-// kubelet API is (Address and KubeletPort). Its conditions are left for
-// the node controller to set.
+// memory and pods) and system info (kernel, OS image) from the host, its
+// taint, its labels, and where the kubelet API is (Address and
+// KubeletPort). Its conditions are left for the node controller to set.
 func (c *Config) Node() (*corev1.Node, error) {
 	capacity, err := capacity()
 	if err != nil {
@@ -63,6 +64,7 @@ func (c *Config) Node() (*corev1.Node, error) {
 				OperatingSystem: "linux",
 				Architecture:    runtime.GOARCH,
 				KernelVersion:   unix.ByteSliceToString(uts.Release[:]),
+				OSImage:         osImage(),
 				KubeletVersion:  Version,
 			},
 			Conditions: []corev1.NodeCondition{
@@ -80,6 +82,15 @@ func (c *Config) Node() (*corev1.Node, error) {
 		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: c.Address})
 	}
 	return n, nil
+}
+
+// osImage is the host's os-release PRETTY_NAME, as the kubelet reports
+// it (kubectl get nodes -o wide: OS-IMAGE), or "Linux" without one.
+func osImage() string {
+	if f, err := inject.ReadOSRelease(""); err == nil && f["PRETTY_NAME"] != "" {
+		return f["PRETTY_NAME"]
+	}
+	return "Linux"
 }
 
 // capacity is the node's capacity, which is its allocatable: the host's

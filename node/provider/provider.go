@@ -134,7 +134,8 @@ type entry struct {
 	measured time.Time
 	// deleting says a deletion of the Pod is under way.
 	deleting bool
-	// warned holds the probe warnings recorded as events, by app/kind.
+	// warned holds what the container events recorded, by app/kind (a
+	// probe's warning, the exit a BackOff follows).
 	warned map[string]string
 }
 
@@ -301,6 +302,13 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 		e.refused = err
 		p.log.Info("refused", "pod", k, "reason", err)
 		p.put(k, e)
+		// As the kubelet records the Pods it rejects, for kubectl
+		// describe.
+		if p.cfg.Client != nil {
+			if err := p.event(ctx, pod, "", "Unsupported", refusedMessage(e.refused)); err != nil {
+				p.log.Warn("cannot record the refusal", "pod", k, "err", err)
+			}
+		}
 		return nil
 	}
 	data, err := json.Marshal(pod)
@@ -565,7 +573,7 @@ func (p *Provider) status(e *entry) (*corev1.PodStatus, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.probeWarnings(e, pod, s)
+		p.containerEvents(e, pod, s)
 		st = p.podStatus(e, pod, s)
 	}
 	if e.refused == nil {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	corev1 "k8s.io/api/core/v1"
@@ -409,7 +410,41 @@ func TestRefusesUnsupported(t *testing.T) {
 	if names, err := n.p.eng.names(); err != nil || len(names) != 0 {
 		t.Errorf("unitrun pods %v, %v; want none", names, err)
 	}
+	wantWaitingToStart(t, n, p, "Unsupported")
+	refusals := eventsOf(t, client, testNS, "Unsupported")
+	if len(refusals) != 1 || refusals[0].Type != corev1.EventTypeWarning || refusals[0].Message != got.Status.Message ||
+		refusals[0].InvolvedObject.Name != p.Name || refusals[0].InvolvedObject.UID != p.UID {
+		t.Errorf("events %+v; want one Warning Unsupported on the Pod with its status message %q", refusals, got.Status.Message)
+	}
 	deletePod(t, client, p)
+}
+
+// The logs of a container that has not run yet are refused as the kubelet
+// refuses them, with a message kubectl shows: the container waits for the
+// init container that runs.
+func TestLogsWaitingToStart(t *testing.T) {
+	client := fake.NewClientset()
+	n := startNode(t, testConfig(t), client)
+	p := newPod("initializing", corev1.RestartPolicyNever, []string{"exec sleep 600"}, "exit 0")
+	create(t, client, p)
+	waitPod(t, client, p, "its init container running", func(p *corev1.Pod) bool {
+		return len(p.Status.InitContainerStatuses) == 1 && p.Status.InitContainerStatuses[0].State.Running != nil
+	})
+	wantWaitingToStart(t, n, p, "PodInitializing")
+	deletePod(t, client, p)
+	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
+}
+
+// wantWaitingToStart checks that the logs of p's container app0 are
+// refused as invalid input (the kubelet API's 400, whose message the API
+// server passes on to kubectl) saying it waits to start for reason.
+func wantWaitingToStart(t *testing.T, n *testNodeRun, p *corev1.Pod, reason string) {
+	t.Helper()
+	_, err := n.p.GetContainerLogs(context.Background(), testNS, p.Name, "app0", api.ContainerLogOpts{})
+	want := fmt.Sprintf("container \"app0\" in pod %q is waiting to start: %s", p.Name, reason)
+	if err == nil || !errdefs.IsInvalidInput(err) || err.Error() != want {
+		t.Errorf("logs of a container that has not run: %v (invalid input: %t), want invalid input %q", err, errdefs.IsInvalidInput(err), want)
+	}
 }
 
 // A numeric runAsUser and runAsGroup without an entry in the host's
@@ -736,9 +771,11 @@ func TestLongContainerName(t *testing.T) {
 	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
 }
 
-// Commands and exec probes by name run, looked up in the container's PATH;
-// a command found nowhere ends its container with 127, reason StartError
-// and a message that says it was not found in $PATH.
+// Commands and exec probes by name run, looked up in the container's PATH,
+// and so do args without a command on an image mapped to host, as the
+// Kubernetes docs' Pods give them (args: [/bin/sh, -c, ...]); a command
+// found nowhere ends its container with 127, reason StartError and a
+// message that says it was not found in $PATH.
 func TestCommandByName(t *testing.T) {
 	client := fake.NewClientset()
 	n := startNode(t, testConfig(t), client)
@@ -754,16 +791,23 @@ func TestCommandByName(t *testing.T) {
 	}
 	missing := newPod("not-found", corev1.RestartPolicyNever, nil, "")
 	missing.Spec.Containers[0].Command, missing.Spec.Containers[0].Args = []string{"no-such-command-unitrun"}, nil
+	argsOnly := newPod("args-only", corev1.RestartPolicyNever, nil, "")
+	argsOnly.Spec.Containers[0].Command, argsOnly.Spec.Containers[0].Args = nil, []string{"sh", "-c", "echo from args"}
 	create(t, client, p)
 	create(t, client, missing)
+	create(t, client, argsOnly)
 	waitPod(t, client, p, "ready", func(p *corev1.Pod) bool { return podCondition(p, corev1.PodReady) })
+	wantTerminated(t, waitPod(t, client, argsOnly, "Succeeded", phase(corev1.PodSucceeded)).Status.ContainerStatuses[0], 0, 0, "Completed")
+	if out := containerLogs(t, n, argsOnly, api.ContainerLogOpts{}); out != "from args\n" {
+		t.Errorf("logs of the args-only container: %q, want %q", out, "from args\n")
+	}
 	got := waitPod(t, client, missing, "Failed", phase(corev1.PodFailed))
 	cs := got.Status.ContainerStatuses[0]
 	wantTerminated(t, cs, 127, 0, "StartError")
 	if tr := cs.State.Terminated; tr != nil && !strings.Contains(tr.Message, "executable file not found in $PATH") {
 		t.Errorf("message %q, want it to say the command is not in $PATH", tr.Message)
 	}
-	for _, pod := range []*corev1.Pod{p, missing} {
+	for _, pod := range []*corev1.Pod{p, missing, argsOnly} {
 		deletePod(t, client, pod)
 		waitGone(t, n, podName(pod.Namespace, pod.Name, string(pod.UID)))
 	}

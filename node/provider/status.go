@@ -138,13 +138,46 @@ func podStatus(p *corev1.Pod, name string, s podState) *corev1.PodStatus {
 	if !initDone {
 		initAt = s.CreatedAt
 	}
+	initCond := initialized(initDone, initAt, incomplete)
+	if st.Phase == corev1.PodSucceeded {
+		initCond.Reason = "PodCompleted"
+	}
 	st.Conditions = []corev1.PodCondition{
 		condition(corev1.PodScheduled, true, s.CreatedAt, ""),
-		initialized(initDone, initAt, incomplete),
-		condition(corev1.ContainersReady, ready, readyAt, completed(s)),
-		condition(corev1.PodReady, ready, readyAt, completed(s)),
+		initCond,
+		readyCondition(corev1.ContainersReady, ready, readyAt, p, st),
+		readyCondition(corev1.PodReady, ready, readyAt, p, st),
 	}
 	return st
+}
+
+// readyCondition is condition t (ContainersReady or Ready) of Pod p whose
+// status is st, with the kubelet's reason and message when it is False:
+// PodCompleted or PodFailed for a Pod that has ended, else
+// ContainersNotReady, naming the sidecars and containers not ready.
+func readyCondition(t corev1.PodConditionType, ready bool, at time.Time, p *corev1.Pod, st *corev1.PodStatus) corev1.PodCondition {
+	c := condition(t, ready, at, "")
+	switch {
+	case ready:
+	case st.Phase == corev1.PodSucceeded:
+		c.Reason = "PodCompleted"
+	case st.Phase == corev1.PodFailed:
+		c.Reason = "PodFailed"
+	default:
+		var unready []string
+		for i, ctr := range p.Spec.InitContainers {
+			if isSidecar(ctr) && !st.InitContainerStatuses[i].Ready {
+				unready = append(unready, ctr.Name)
+			}
+		}
+		for i, ctr := range p.Spec.Containers {
+			if !st.ContainerStatuses[i].Ready {
+				unready = append(unready, ctr.Name)
+			}
+		}
+		c.Reason, c.Message = "ContainersNotReady", fmt.Sprintf("containers with unready status: %s", unready)
+	}
+	return c
 }
 
 // pastDeadline reports whether Pod p, whose unitrun pod is in state s, has
@@ -210,13 +243,6 @@ func initialized(done bool, at time.Time, incomplete []string) corev1.PodConditi
 		c.Message = fmt.Sprintf("containers with incomplete status: %s", incomplete)
 	}
 	return c
-}
-
-func completed(s podState) string {
-	if s.ended() {
-		return "PodCompleted"
-	}
-	return ""
 }
 
 func condition(t corev1.PodConditionType, ok bool, at time.Time, reason string) corev1.PodCondition {
@@ -350,13 +376,17 @@ func latest(ts ...time.Time) time.Time {
 	return l
 }
 
+// refusedMessage is the message that says why this node refuses a Pod, err
+// naming the fields.
+func refusedMessage(err error) string { return "unitrun-node cannot run this pod: " + err.Error() }
+
 // refusedStatus is the status of a Pod this node refuses: Failed, its
 // reason naming the fields.
 func refusedStatus(p *corev1.Pod, err error, at time.Time) *corev1.PodStatus {
 	st := &corev1.PodStatus{
 		Phase:     corev1.PodFailed,
 		Reason:    "Unsupported",
-		Message:   "unitrun-node cannot run this pod: " + err.Error(),
+		Message:   refusedMessage(err),
 		StartTime: timeOf(at),
 		QOSClass:  qosClass(p),
 		Conditions: []corev1.PodCondition{

@@ -106,3 +106,62 @@ func TestPodStatusPendingUntilContainersRun(t *testing.T) {
 		}
 	}
 }
+
+// ContainersReady and Ready, when False, carry the kubelet's reason and
+// message: the sidecars and containers not ready while the Pod runs,
+// PodCompleted or PodFailed once it has ended (and Initialized then says
+// PodCompleted for a Pod that succeeded).
+func TestPodStatusReadyReasons(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "proxy", RestartPolicy: &always}},
+		Containers:     []corev1.Container{{Name: "web"}, {Name: "worker"}},
+	}}
+	now := time.Now().Round(0)
+	zero, one := 0, 1
+	for _, c := range []struct {
+		name                  string
+		phase                 string
+		proxy, web, worker    appState
+		reason, message, init string
+	}{
+		{"running, one container not ready", "Running",
+			appState{Name: "proxy", State: "running", Ready: true, StartedAt: now},
+			appState{Name: "web", State: "running", StartedAt: now},
+			appState{Name: "worker", State: "running", Ready: true, StartedAt: now},
+			"ContainersNotReady", "containers with unready status: [web]", ""},
+		{"running, the sidecar not ready", "Running",
+			appState{Name: "proxy", State: "running", StartedAt: now},
+			appState{Name: "web", State: "running", Ready: true, StartedAt: now},
+			appState{Name: "worker", State: "running", StartedAt: now},
+			"ContainersNotReady", "containers with unready status: [proxy worker]", ""},
+		{"succeeded", "Succeeded",
+			appState{Name: "proxy", State: "exited", ExitCode: &zero, StartedAt: now, FinishedAt: now},
+			appState{Name: "web", State: "exited", ExitCode: &zero, StartedAt: now, FinishedAt: now},
+			appState{Name: "worker", State: "exited", ExitCode: &zero, StartedAt: now, FinishedAt: now},
+			"PodCompleted", "", "PodCompleted"},
+		{"failed", "Failed",
+			appState{Name: "proxy", State: "exited", ExitCode: &zero, StartedAt: now, FinishedAt: now},
+			appState{Name: "web", State: "failed", ExitCode: &one, StartedAt: now, FinishedAt: now},
+			appState{Name: "worker", State: "exited", ExitCode: &zero, StartedAt: now, FinishedAt: now},
+			"PodFailed", "", ""},
+	} {
+		s := podState{Phase: c.phase, CreatedAt: now, StartedAt: now, Apps: []appState{c.proxy, c.web, c.worker}}
+		if c.phase != "Running" {
+			s.FinishedAt = now
+		}
+		st := podStatus(pod, "p", s)
+		for _, cond := range st.Conditions {
+			switch cond.Type {
+			case corev1.ContainersReady, corev1.PodReady:
+				if cond.Status != corev1.ConditionFalse || cond.Reason != c.reason || cond.Message != c.message {
+					t.Errorf("%s: %s %s, reason %q, message %q; want False, %q, %q", c.name, cond.Type, cond.Status, cond.Reason, cond.Message, c.reason, c.message)
+				}
+			case corev1.PodInitialized:
+				if cond.Status != corev1.ConditionTrue || cond.Reason != c.init {
+					t.Errorf("%s: Initialized %s, reason %q; want True, %q", c.name, cond.Status, cond.Reason, c.init)
+				}
+			}
+		}
+	}
+}

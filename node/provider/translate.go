@@ -278,13 +278,13 @@ func (c *Config) checkPodSpec(p *corev1.Pod, rs *refusals) {
 		rs.add("spec.hostPID", "not supported: the pod's processes are the host's or, isolated, in a PID namespace of the pod's own")
 	}
 	if s.HostIPC {
-		rs.add("spec.hostIPC", "not supported")
+		rs.add("spec.hostIPC", "not supported: the pod's processes use the host's IPC or, isolated, an IPC namespace of the pod's own")
 	}
 	if s.ShareProcessNamespace != nil && *s.ShareProcessNamespace {
-		rs.add("spec.shareProcessNamespace", "not supported")
+		rs.add("spec.shareProcessNamespace", "not supported: the pod's processes are the host's or, isolated, in a PID namespace of the pod's own whose first process is its systemd")
 	}
 	if s.EphemeralContainers != nil {
-		rs.add("spec.ephemeralContainers", "not supported")
+		rs.add("spec.ephemeralContainers", "not supported: a unitrun pod's apps are fixed when it is created")
 	}
 	if s.HostUsers != nil && !*s.HostUsers {
 		rs.add("spec.hostUsers", "false is not supported: unitrun pods have no user namespaces")
@@ -292,20 +292,20 @@ func (c *Config) checkPodSpec(p *corev1.Pod, rs *refusals) {
 	if s.SecurityContext != nil {
 		sc := s.SecurityContext
 		if sc.FSGroup != nil {
-			rs.add("spec.securityContext.fsGroup", "not supported")
+			rs.add("spec.securityContext.fsGroup", "not supported: an app runs with its user and group only (runAsUser, runAsGroup), and the node does not change the group of its volumes")
 		}
 		if len(sc.SupplementalGroups) > 0 {
-			rs.add("spec.securityContext.supplementalGroups", "not supported")
+			rs.add("spec.securityContext.supplementalGroups", "not supported: an app runs with its user and group only (runAsUser, runAsGroup)")
 		}
 		if len(sc.Sysctls) > 0 {
-			rs.add("spec.securityContext.sysctls", "not supported")
+			rs.add("spec.securityContext.sysctls", "not supported: the pod has the host's network and kernel, whose settings it would change for every process of the host")
 		}
 		if sc.SELinuxOptions != nil || sc.SeccompProfile != nil || sc.AppArmorProfile != nil || sc.WindowsOptions != nil {
-			rs.add("spec.securityContext", "seLinuxOptions, seccompProfile, appArmorProfile and windowsOptions are not supported")
+			rs.add("spec.securityContext", "seLinuxOptions, seccompProfile, appArmorProfile and windowsOptions are not supported: the node maps no security profile")
 		}
 	}
 	if len(s.ResourceClaims) > 0 {
-		rs.add("spec.resourceClaims", "not supported")
+		rs.add("spec.resourceClaims", "not supported: the node allocates no devices (no dynamic resource allocation)")
 	}
 	if s.Resources != nil {
 		rs.add("spec.resources", "pod-level resources are not supported: set them on each container")
@@ -333,8 +333,15 @@ func (c *Config) container(p *corev1.Pod, ctr *corev1.Container, path string, vo
 		a.Env = env
 	}
 	a.Exec = append(expandAll(ctr.Command, env), expandAll(ctr.Args, env)...)
-	if len(ctr.Command) == 0 {
+	// An image mapped to host has no entrypoint: without a command its
+	// args are the command, as a container runtime runs an image whose
+	// Entrypoint is empty. A root filesystem's entrypoint is not known.
+	switch {
+	case len(ctr.Command) > 0:
+	case img != HostImage:
 		rs.add(path+".command", "required: this node has no image metadata to take an entrypoint from")
+	case len(ctr.Args) == 0:
+		rs.add(path+".command", "required, or args: an image mapped to host has no entrypoint or default command")
 	}
 	a.WorkingDir = ctr.WorkingDir
 	a.TerminationMessagePath = ctr.TerminationMessagePath
@@ -353,20 +360,20 @@ func (c *Config) container(p *corev1.Pod, ctr *corev1.Container, path string, vo
 	}
 	a.Mounts = volumeMounts(ctr, path, vols, env, rs)
 	if len(ctr.VolumeDevices) > 0 {
-		rs.add(path+".volumeDevices", "not supported")
+		rs.add(path+".volumeDevices", "not supported: the node provides no block volumes")
 	}
 	if l := ctr.Lifecycle; l != nil {
 		a.PostStart = mapHook(ctr, l.PostStart, path+".lifecycle.postStart", rs)
 		a.PreStop = mapHook(ctr, l.PreStop, path+".lifecycle.preStop", rs)
 		if l.StopSignal != nil {
-			rs.add(path+".lifecycle.stopSignal", "not supported")
+			rs.add(path+".lifecycle.stopSignal", "not supported: the node stops every container with SIGTERM, then SIGKILL")
 		}
 	}
 	if ctr.Stdin || ctr.TTY {
-		rs.add(path+".stdin", "stdin and tty are not supported")
+		rs.add(path+".stdin", "stdin and tty are not supported: an app gets no input and no terminal")
 	}
 	if len(ctr.ResizePolicy) > 0 {
-		rs.add(path+".resizePolicy", "not supported")
+		rs.add(path+".resizePolicy", "not supported: the node does not resize a running container's resources")
 	}
 	if ctr.RestartPolicy != nil && !strings.HasPrefix(path, "spec.initContainers") {
 		rs.add(path+".restartPolicy", "a container's own restartPolicy is not supported")
@@ -408,7 +415,7 @@ func (c *Config) securityContext(p *corev1.Pod, ctr *corev1.Container, path stri
 			a.ReadOnlyRoot = true
 		}
 		if sc.SELinuxOptions != nil || sc.SeccompProfile != nil || sc.AppArmorProfile != nil || sc.WindowsOptions != nil || sc.ProcMount != nil {
-			rs.add(sp, "seLinuxOptions, seccompProfile, appArmorProfile, windowsOptions and procMount are not supported")
+			rs.add(sp, "seLinuxOptions, seccompProfile, appArmorProfile, windowsOptions and procMount are not supported: the node maps no security profile and mounts /proc as systemd does")
 		}
 	}
 	if sc == nil || sc.Privileged == nil || !*sc.Privileged {
@@ -519,11 +526,11 @@ func containerResources(ctr *corev1.Container, path string, rs *refusals) *resou
 			// Requests place a Pod; the scheduler accounts them
 			// against the node's allocatable.
 		default:
-			rs.add(fmt.Sprintf("%s.resources.requests[%s]", path, name), "not supported")
+			rs.add(fmt.Sprintf("%s.resources.requests[%s]", path, name), "not supported: the node has CPU and memory only, no extended resources")
 		}
 	}
 	if len(ctr.Resources.Claims) > 0 {
-		rs.add(path+".resources.claims", "not supported")
+		rs.add(path+".resources.claims", "not supported: the node allocates no devices (no dynamic resource allocation)")
 	}
 	if r.Memory == "" && r.CPUWeight == nil {
 		return nil
@@ -598,7 +605,7 @@ func mapProbe(ctr *corev1.Container, lp *corev1.Probe, path, kind string, rs *re
 			rs.add(path+".httpGet.scheme", "%s is not supported: only HTTP", h.HTTPGet.Scheme)
 		}
 		if len(h.HTTPGet.HTTPHeaders) > 0 {
-			rs.add(path+".httpGet.httpHeaders", "not supported")
+			rs.add(path+".httpGet.httpHeaders", "not supported: unitrun's HTTP probe sends a GET of the path with no headers of the Pod's")
 		}
 	case h.TCPSocket != nil:
 		port, ok := probePort(ctr, h.TCPSocket.Port.IntVal, h.TCPSocket.Port.StrVal)

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -94,6 +95,92 @@ func TestTranslateMapping(t *testing.T) {
 	// The sleep action is unitrun's sleep, not a command in the container.
 	if server.PostStart == nil || server.PostStart.Sleep != "0s" || server.PreStop == nil || server.PreStop.Sleep != "50s" {
 		t.Errorf("hooks %+v, %+v; want sleeps of 0s and 50s", server.PostStart, server.PreStop)
+	}
+}
+
+// A container without a command runs its args on an image mapped to host,
+// which has no entrypoint; on a root filesystem, whose entrypoint the node
+// does not know, and without args too, command is refused with the reason.
+func TestTranslateArgsWithoutCommand(t *testing.T) {
+	c := &Config{Images: map[string]string{"busybox": HostImage, "alpine": "/srv/alpine"}, AllowPrivileged: true}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "args", Namespace: "default", UID: "u"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox", Args: []string{"sleep", "$(N)"}, Env: []corev1.EnvVar{{Name: "N", Value: "5"}}}}},
+	}
+	if exec := translated(t, c, p).Apps[0].Exec; !reflect.DeepEqual(exec, []string{"sleep", "5"}) {
+		t.Errorf("exec %q, want the args, expanded", exec)
+	}
+	for _, w := range []struct {
+		image  string
+		args   []string
+		reason string
+	}{
+		{"alpine", []string{"sleep"}, "no image metadata to take an entrypoint from"},
+		{"busybox", nil, "an image mapped to host has no entrypoint or default command"},
+	} {
+		p.Spec.Containers[0].Image, p.Spec.Containers[0].Args = w.image, w.args
+		if _, err := c.translate(p, nil); err == nil || !strings.Contains(err.Error(), "spec.containers[0].command: required") || !strings.Contains(err.Error(), w.reason) {
+			t.Errorf("image %s, args %q: %v; want command refused: %s", w.image, w.args, err, w.reason)
+		}
+	}
+}
+
+// Each field the node refuses is refused with the reason, not "not
+// supported" alone.
+func TestTranslateRefusalsGiveReasons(t *testing.T) {
+	yes := true
+	c := &Config{Images: map[string]string{"debian": HostImage}, AllowPrivileged: true}
+	signal := corev1.SIGUSR1
+	ctrSC := &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: "default", UID: "u"},
+		Spec: corev1.PodSpec{
+			HostIPC: true, ShareProcessNamespace: &yes,
+			EphemeralContainers: []corev1.EphemeralContainer{},
+			SecurityContext: &corev1.PodSecurityContext{
+				FSGroup: new(int64), SupplementalGroups: []int64{4000}, Sysctls: []corev1.Sysctl{{Name: "net.core.somaxconn", Value: "1024"}},
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu"}},
+			Containers: []corev1.Container{{
+				Name: "app", Image: "debian", Command: []string{"sleep", "1"},
+				VolumeDevices:   []corev1.VolumeDevice{{Name: "disk", DevicePath: "/dev/xvda"}},
+				Lifecycle:       &corev1.Lifecycle{StopSignal: &signal},
+				Stdin:           true,
+				ResizePolicy:    []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.NotRequired}},
+				SecurityContext: ctrSC,
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{"example.com/gpu": resource.MustParse("1")},
+					Claims:   []corev1.ResourceClaim{{Name: "gpu"}},
+				},
+				LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+					Path: "/healthz", Port: intstr.FromInt32(8080), HTTPHeaders: []corev1.HTTPHeader{{Name: "Custom-Header", Value: "Awesome"}},
+				}}},
+			}},
+		},
+	}
+	_, err := c.translate(p, nil)
+	var rs refusals
+	if !errors.As(err, &rs) {
+		t.Fatalf("error %v, want the refusals", err)
+	}
+	fields := map[string]bool{}
+	for _, r := range rs {
+		fields[r.Field] = true
+		if rule := strings.TrimSpace(r.Rule); strings.HasSuffix(rule, "not supported") {
+			t.Errorf("%s: %q gives no reason", r.Field, r.Rule)
+		}
+	}
+	for _, f := range []string{
+		"spec.hostIPC", "spec.shareProcessNamespace", "spec.ephemeralContainers", "spec.securityContext.fsGroup",
+		"spec.securityContext.supplementalGroups", "spec.securityContext.sysctls", "spec.securityContext", "spec.resourceClaims",
+		"spec.containers[0].volumeDevices", "spec.containers[0].lifecycle.stopSignal", "spec.containers[0].stdin",
+		"spec.containers[0].resizePolicy", "spec.containers[0].securityContext", "spec.containers[0].resources.requests[example.com/gpu]",
+		"spec.containers[0].resources.claims", "spec.containers[0].livenessProbe.httpGet.httpHeaders",
+	} {
+		if !fields[f] {
+			t.Errorf("%s is not refused: %v", f, err)
+		}
 	}
 }
 
