@@ -36,10 +36,10 @@ import (
 )
 
 type measure struct {
-	name, argv0 string
-	argv, env   []string
-	wall, cpu   []time.Duration
-	faults      int64
+	name      string
+	argv, env []string
+	wall, cpu []time.Duration
+	faults    int64
 }
 
 func main() {
