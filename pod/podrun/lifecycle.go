@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/unitrun/unitrun/pod"
@@ -21,6 +22,12 @@ func PostStart(ctx context.Context, stateDir, name, app string) error {
 	if err != nil || a.PostStart == nil {
 		return err
 	}
+	// systemd runs ExecStartPost= once the exec hook, the main process,
+	// has started: the hook has yet to open the run's start-error file
+	// (which empties it) and to execute the command.
+	if !commandStarted(ctx) {
+		return nil
+	}
 	hookErr := runHook(ctx, a, a.PostStart)
 	if hookErr == nil {
 		return nil
@@ -33,6 +40,29 @@ func PostStart(ctx context.Context, stateDir, name, app string) error {
 	_, err = fmt.Fprintln(f, why)
 	return errors.Join(errors.New(why), err, f.Close())
 }
+
+// commandStarted waits until the run's main process ($MAINPID, which
+// systemd sets for ExecStartPost=) is no longer the exec hook: it has
+// executed the app's command. It reports false if the process ended
+// first (the command could not be executed, or a stop came) or ctx is
+// done.
+func commandStarted(ctx context.Context) bool {
+	pid, err := strconv.Atoi(os.Getenv("MAINPID"))
+	if err != nil || pid <= 0 {
+		return false
+	}
+	for execHook(pid) {
+		if !sleepUntil(ctx, time.Now().Add(execPoll)) {
+			return false
+		}
+	}
+	_, err = os.Stat("/proc/" + strconv.Itoa(pid) + "/exe")
+	return err == nil
+}
+
+// execPoll is how often commandStarted looks at the main process: the
+// exec hook takes a few milliseconds to execute the command.
+const execPoll = 2 * time.Millisecond
 
 // PreStop is the ExecStop= of an app with a preStop hook: when a stop
 // ends a run whose command still runs ($MAINPID is set), it runs the hook
