@@ -271,9 +271,14 @@ apps:
 		if _, errs, code := podCLI(t, dir, "run", "--detach", manifestFile(t, fmt.Sprintf(apps, name, dir, name, "exec sleep 600"))); code != 0 {
 			t.Fatalf("pod run --detach: exit %d: %s", code, errs)
 		}
+		// Stopped only once b runs: b, stopped before it ran, would have
+		// failed, never started.
 		for range 600 {
-			if state, _, _ := appOf(podStatus(t, dir, name), "a"); state == "restarting" {
-				break
+			o := podStatus(t, dir, name)
+			if a, _, _ := appOf(o, "a"); a == "restarting" {
+				if b, _, _ := appOf(o, "b"); b == "running" {
+					break
+				}
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
