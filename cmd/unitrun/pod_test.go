@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,15 +56,18 @@ apps:
 
 func TestPodCLILifecycle(t *testing.T) {
 	dir := t.TempDir()
-	path := manifestFile(t, `
+	// quick ends the pod once long's command runs: long, stopped before
+	// it ran, would have failed, never started.
+	up := filepath.Join(t.TempDir(), "long-up")
+	path := manifestFile(t, fmt.Sprintf(`
 name: life
 exitPolicy: all
 apps:
   - name: quick
-    exec: ["/bin/sh", "-c", "echo quick says hi"]
+    exec: ["/bin/sh", "-c", "until [ -e %s ]; do sleep 0.05; done; echo quick says hi"]
   - name: long
-    exec: ["/bin/sleep", "600"]
-`)
+    exec: ["/bin/sh", "-c", "touch %s; exec sleep 600"]
+`, up, up))
 	if out, errs, code := podCLI(t, dir, "create", path); code != 0 || out != "life\n" {
 		t.Fatalf("pod create: exit %d, %q, %q", code, out, errs)
 	}

@@ -219,9 +219,12 @@ apps:
 			if _, errs, code := podCLI(t, dir, "start", name); code != 0 {
 				t.Fatalf("pod start: exit %d: %s", code, errs)
 			}
+			// Stopped only once b runs: b, stopped before it ran, would
+			// have failed, never started.
 			var o podView
 			for range 600 {
-				if o = podStatus(t, dir, name); o.Apps[0].State == "restarting" {
+				o = podStatus(t, dir, name)
+				if b, _, _ := appOf(o, "b"); o.Apps[0].State == "restarting" && b == "running" {
 					break
 				}
 				time.Sleep(50 * time.Millisecond)
@@ -268,9 +271,14 @@ apps:
 		if _, errs, code := podCLI(t, dir, "run", "--detach", manifestFile(t, fmt.Sprintf(apps, name, dir, name, "exec sleep 600"))); code != 0 {
 			t.Fatalf("pod run --detach: exit %d: %s", code, errs)
 		}
+		// Stopped only once b runs: b, stopped before it ran, would have
+		// failed, never started.
 		for range 600 {
-			if state, _, _ := appOf(podStatus(t, dir, name), "a"); state == "restarting" {
-				break
+			o := podStatus(t, dir, name)
+			if a, _, _ := appOf(o, "a"); a == "restarting" {
+				if b, _, _ := appOf(o, "b"); b == "running" {
+					break
+				}
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -354,16 +362,19 @@ func TestPodExitCodeWithSeveralApps(t *testing.T) {
 	dir := t.TempDir()
 	name := "several"
 	rmPod(t, dir, name)
+	// hello1 fails once hello0 has exited and hello2's command runs:
+	// hello2, stopped before it ran, would have failed, never started.
+	up := filepath.Join(t.TempDir(), "hello2-up")
 	_, errs, code := podCLI(t, dir, "run", manifestFile(t, fmt.Sprintf(`
 name: several
 apps:
   - name: hello0
     exec: ["/bin/sh", "-c", "echo HelloWorld; exit 0"]
   - name: hello1
-    exec: ["/bin/sh", "-c", "echo HelloWorld; while [ ! -e %s/pods/several/status/hello0 ]; do sleep 0.05; done; exit 5"]
+    exec: ["/bin/sh", "-c", "echo HelloWorld; while [ ! -e %s/pods/several/status/hello0 ] || [ ! -e %s ]; do sleep 0.05; done; exit 5"]
   - name: hello2
-    exec: ["/bin/sh", "-c", "echo HelloWorld; sleep 600; exit 6"]
-`, dir)))
+    exec: ["/bin/sh", "-c", "echo HelloWorld; touch %s; sleep 600; exit 6"]
+`, dir, up, up)))
 	if code != 5 {
 		t.Errorf("pod run: exit %d, want 5: %s", code, errs)
 	}

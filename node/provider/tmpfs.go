@@ -71,6 +71,10 @@ func (e *engine) removeMemoryDir(ctx context.Context, name string) error {
 // is the node's, else on a thread of its own that enters it and ends
 // with f (a thread that has left the process's file system context
 // serves nothing else).
+//
+// The node's namespace is the calling thread's, not the main thread's
+// (/proc/self): Go does not end the main thread when f's goroutine ran
+// on it, but parks it for good, left in the manager's namespace.
 func (e *engine) inManagerMounts(ctx context.Context, f func() error) error {
 	pid, err := e.conn.PID(ctx)
 	if err != nil {
@@ -81,7 +85,7 @@ func (e *engine) inManagerMounts(ctx context.Context, f func() error) error {
 	if err != nil {
 		return err
 	}
-	ours, err := os.Stat("/proc/self/ns/mnt")
+	ours, err := os.Stat("/proc/thread-self/ns/mnt")
 	if err != nil {
 		return err
 	}
