@@ -537,6 +537,25 @@ func (c *Conn) ResetFailedUnit(ctx context.Context, name string) error {
 	return c.call(ctx, "ResetFailedUnit", nil, name)
 }
 
+// A UnitProcess is a process in a unit's cgroup, as systemd lists it
+// (systemctl status, systemd-cgls): its cgroup, below the manager's
+// root, its process id and its command line.
+type UnitProcess struct {
+	Cgroup  string
+	PID     uint32
+	Command string
+}
+
+// UnitProcesses returns the processes in the cgroup of the unit name and
+// its sub-cgroups; a unit that is not loaded is an error (IsNoSuchUnit).
+func (c *Conn) UnitProcesses(ctx context.Context, name string) ([]UnitProcess, error) {
+	var procs []UnitProcess
+	if err := c.call(ctx, "GetUnitProcesses", []any{&procs}, name); err != nil {
+		return nil, err
+	}
+	return procs, nil
+}
+
 // UnitByPID returns the name of the unit that holds the process pid.
 func (c *Conn) UnitByPID(ctx context.Context, pid uint32) (string, error) {
 	var path dbus.ObjectPath

@@ -283,6 +283,14 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 	}
 	f.Set("Service", "StandardOutput", out)
 	f.Set("Service", "StandardError", "inherit")
+	// "pod stats" reads each app's usage from its unit's accounting,
+	// which systemd 252 turns on by default for memory and tasks only
+	// (DefaultCPUAccounting= is yes on cgroup v2 alone,
+	// DefaultIOAccounting= no), and a manager's configuration may turn
+	// off.
+	for _, k := range []string{"CPUAccounting", "MemoryAccounting", "TasksAccounting", "IOAccounting"} {
+		f.Set("Service", k, "yes")
+	}
 	return resources(f, a.Resources)
 }
 
