@@ -45,6 +45,7 @@ itself, which takes more CPU; the unit's ExecStopPost= names which
 		newPodStatsCmd(f), newPodTopCmd(f),
 	)
 	cmd.AddCommand(newPodHookCmds(f)...)
+	completePodArgs(cmd, f)
 	return cmd
 }
 

@@ -31,7 +31,8 @@ No line of an earlier run of the unit is shown. With --json they all go to
 stderr; -q shows neither them nor the summary line.`,
 		Example: `  unitrun start pivot.service
   unitrun start --json os-update.service`,
-		Args: unitArg,
+		Args:              unitArg,
+		ValidArgsFunction: g.completeUnits(true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, _ := unit.Complete(args[0]) // checked by unitArg
 			return o.withUnit(cmd, g, name, func(u *job.UnitCmd) error {

@@ -38,7 +38,8 @@ goes on running; unitrun then exits 128+N of the signal (130 for Ctrl-C),
 as for an interrupted run.`,
 		Example: `  unitrun wait pivot.service
   unitrun wait --json -q os-update.service`,
-		Args: unitArg,
+		Args:              unitArg,
+		ValidArgsFunction: g.completeUnits(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, _ := unit.Complete(args[0]) // checked by unitArg
 			if !strings.HasSuffix(name, ".service") {
