@@ -69,6 +69,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("DeleteKilled", c.deleteKilled)
 	t.Run("PortForward", c.portForward)
 	t.Run("DNSPolicies", c.dnsPolicies)
+	t.Run("Stats", c.stats)
 	t.Run("Ported", c.ported)
 }
 

@@ -3,14 +3,12 @@ package provider
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
 
-	dto "github.com/prometheus/client_model/go"
 	"github.com/unitrun/unitrun/inject"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
@@ -18,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
 // Taint keeps off the node every Pod that does not tolerate it, as
@@ -96,7 +93,7 @@ func osImage() string {
 // capacity is the node's capacity, which is its allocatable: the host's
 // CPUs and memory, and MaxPods.
 func capacity() (corev1.ResourceList, error) {
-	mem, err := memTotal()
+	mem, err := meminfo("MemTotal")
 	if err != nil {
 		return nil, err
 	}
@@ -107,8 +104,9 @@ func capacity() (corev1.ResourceList, error) {
 	}, nil
 }
 
-// memTotal is the host's memory, from /proc/meminfo.
-func memTotal() (int64, error) {
+// meminfo is the field of /proc/meminfo named, in bytes: MemTotal, the
+// host's memory, MemAvailable, ...
+func meminfo(field string) (int64, error) {
 	f, err := os.Open("/proc/meminfo")
 	if err != nil {
 		return 0, err
@@ -116,7 +114,7 @@ func memTotal() (int64, error) {
 	defer f.Close()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		rest, ok := strings.CutPrefix(s.Text(), "MemTotal:")
+		rest, ok := strings.CutPrefix(s.Text(), field+":")
 		if !ok {
 			continue
 		}
@@ -130,7 +128,7 @@ func memTotal() (int64, error) {
 	if err := s.Err(); err != nil {
 		return 0, err
 	}
-	return 0, errors.New("/proc/meminfo has no MemTotal")
+	return 0, fmt.Errorf("/proc/meminfo has no %s", field)
 }
 
 var errNotSupported = errdefs.InvalidInput("not supported by unitrun-node")
@@ -143,14 +141,4 @@ func (p *Provider) RunInContainer(ctx context.Context, namespace, podName, conta
 // AttachToContainer is not supported: apps' output goes to their log files.
 func (p *Provider) AttachToContainer(ctx context.Context, namespace, podName, containerName string, attach api.AttachIO) error {
 	return errNotSupported
-}
-
-// GetStatsSummary is not supported.
-func (p *Provider) GetStatsSummary(context.Context) (*statsv1alpha1.Summary, error) {
-	return nil, errNotSupported
-}
-
-// GetMetricsResource is not supported.
-func (p *Provider) GetMetricsResource(context.Context) ([]*dto.MetricFamily, error) {
-	return nil, errNotSupported
 }

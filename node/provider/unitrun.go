@@ -319,3 +319,30 @@ func probeWarnings(a pod.AppStatus) map[string]string {
 	}
 	return w
 }
+
+// podUsage is what the apps of a pod use, as pod stats samples it.
+type podUsage struct {
+	at   time.Time
+	apps []appUsage
+}
+
+// appUsage is what one app uses: its CPU time in nanoseconds and its
+// memory in bytes, nil where not known (the app does not run). app is ""
+// for an isolated pod's apps together.
+type appUsage struct {
+	app         string
+	cpu, memory *uint64
+}
+
+// podUsage samples what pod name's apps use (podrun.Runner.Stats).
+func (e *engine) podUsage(ctx context.Context, name string) (podUsage, error) {
+	s, err := e.r.Stats(ctx, name)
+	if err != nil {
+		return podUsage{}, err
+	}
+	u := podUsage{at: s.At}
+	for _, a := range s.Apps {
+		u.apps = append(u.apps, appUsage{app: a.Name, cpu: a.CPUNSec, memory: a.MemoryBytes})
+	}
+	return u, nil
+}
