@@ -37,6 +37,9 @@ func newProgress(stderr, out io.Writer, quiet bool) *progress {
 // moves its cursor.
 func (p *progress) live() bool { return p != nil && p.err.tty && p.err.cursor }
 
+// stampLayout is the time that begins each line of progress.
+const stampLayout = "2006-01-02T15:04:05.000Z"
+
 // event prints one line, starting with the time in UTC, unless progress
 // is drawn in place, where the block tells the same.
 func (p *progress) event(format string, args ...any) {
@@ -45,7 +48,7 @@ func (p *progress) event(format string, args ...any) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Fprintf(p.err.w, "%s %s\n", time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), fmt.Sprintf(format, args...))
+	fmt.Fprintf(p.err.w, "%s %s\n", time.Now().UTC().Format(stampLayout), fmt.Sprintf(format, args...))
 }
 
 // draw replaces the block on the terminal with lines, each cut to the

@@ -42,7 +42,7 @@ itself, which takes more CPU; the unit's ExecStopPost= names which
 	cmd.AddCommand(
 		newPodCreateCmd(f), newPodStartCmd(f), newPodRunCmd(f), newPodStatusCmd(f),
 		newPodStopCmd(f), newPodLogsCmd(f), newPodListCmd(f), newPodRmCmd(f), newPodGraphCmd(f),
-		newPodStatsCmd(f), newPodTopCmd(f),
+		newPodStatsCmd(f), newPodTopCmd(f), newPodEventsCmd(f),
 	)
 	cmd.AddCommand(newPodHookCmds(f)...)
 	completePodArgs(cmd, f)

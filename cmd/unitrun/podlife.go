@@ -114,8 +114,10 @@ With --detach, print the pod's name and return once its apps have started.
 While it waits, it shows each app's state on stderr: on a terminal as a
 block redrawn in place (state, exit code, restarts, elapsed time), else as
 one timestamped line per change ("... app api running"). -q shows none;
---json prints the pod's final status on stdout and the apps' output on
-stderr.`,
+--json prints each change on stdout as a JSON object on one line, the
+last one the pod's end (as "pod events --json" does; docs/pods.md,
+Events), and the apps' output on stderr; with --detach, the started
+pod's status.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkExitPolicy(policy); err != nil {
@@ -158,7 +160,7 @@ stderr.`,
 	}
 	exitPolicyFlag(cmd, &policy)
 	cmd.Flags().BoolVarP(&detach, "detach", "d", false, "return once the pod has started")
-	jsonFlag(cmd, &asJSON, "print the pod's status as JSON on stdout (the final one unless --detach); the apps' output goes to stderr")
+	jsonFlag(cmd, &asJSON, "print each change as a JSON object a line on stdout (with --detach, the started pod's status); the apps' output goes to stderr")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "show no progress")
 	isolationFlag(cmd, &iso)
 	return cmd

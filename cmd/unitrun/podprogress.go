@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -16,113 +17,43 @@ import (
 	"github.com/unitrun/unitrun/pod/podrun"
 )
 
-// podPollInterval is how often "pod run" reads the pod's status for its
-// progress.
+// podPollInterval is how often "pod run" and "pod events" read a pod's
+// status for its events.
 const podPollInterval = 100 * time.Millisecond
 
-// podWatch turns a pod's status, read again and again, into progress: an
-// event for each run of an app that started or ended, and on a terminal a
-// block with one line per app.
+// podWatch turns a pod's status, read again and again, into its events
+// (pod.PodEvents): a line each on stderr as progress, and a block with one
+// line per app on a terminal, or with --json a JSON object each on stdout.
 type podWatch struct {
-	p    *progress
-	r    *podrun.Runner
-	name string
-	seen map[string]*runsSeen
-}
-
-// runsSeen counts the runs of an app reported started and ended.
-// restarting is whether the last run reported ended was told as
-// "restarting" while the app waited to restart: a stop during the
-// back-off ends the app with that run's exit, in a final state that
-// is then still to be told.
-type runsSeen struct {
-	started, ended int
-	restarting     bool
-}
-
-// runs returns how many runs of app a have started and ended, from its
-// record: each restart is a run that ended, and an app waiting to restart
-// has ended the run its restarts do not count yet.
-func runs(a pod.AppStatus) (started, ended int) {
-	switch a.State {
-	case pod.AppRunning:
-		return a.Restarts + 1, a.Restarts
-	case pod.AppRestarting, pod.AppExited, pod.AppFailed:
-		return a.Restarts + 1, a.Restarts + 1
-	}
-	return 0, 0
-}
-
-// exitText tells how app a's last run ended: " signal TERM", " exit 3",
-// or "".
-func exitText(a pod.AppStatus) string {
-	switch {
-	case a.Signal != "":
-		return " signal " + a.Signal
-	case a.ExitCode != nil:
-		return fmt.Sprintf(" exit %d", *a.ExitCode)
-	}
-	return ""
-}
-
-// report prints the events of app a that were not printed yet, in the
-// order they happened: every run is "running", then "restarting" or its
-// final state, and an app stopped while it waited to restart gets its
-// final state after "restarting". A run that started and ended between
-// two reads still gets both events, so the sequence does not depend on
-// timing.
-func (w *podWatch) report(a pod.AppStatus) {
-	k := w.seen[a.Name]
-	if k == nil {
-		k = &runsSeen{}
-		w.seen[a.Name] = k
-	}
-	started, ended := runs(a)
-	for k.started < started || k.ended < ended {
-		if k.started == k.ended {
-			k.started++
-			k.restarting = false
-			w.p.event("app %s running", a.Name)
-			continue
-		}
-		k.ended++
-		// The record keeps only the last exit: that of the last run
-		// that ended, a restart while the app runs again or waits to,
-		// else its final one.
-		switch {
-		case k.ended < ended:
-			w.p.event("app %s restarting", a.Name)
-		case a.State == pod.AppRunning || a.State == pod.AppRestarting:
-			k.restarting = a.State == pod.AppRestarting
-			w.p.event("app %s restarting%s", a.Name, exitText(a))
-		default:
-			w.p.event("app %s %s%s", a.Name, a.State, exitText(a))
-		}
-	}
-	if k.restarting && (a.State == pod.AppExited || a.State == pod.AppFailed) {
-		k.restarting = false
-		w.p.event("app %s %s%s", a.Name, a.State, exitText(a))
-	}
+	p      *progress // nil: no progress
+	events io.Writer // nil: no JSON
+	r      *podrun.Runner
+	name   string
+	seen   *pod.PodEvents
 }
 
 // poll reads the pod's status, reports what changed and redraws the
-// block.
-func (w *podWatch) poll(ctx context.Context) (pod.PodStatus, error) {
+// block; a status that cannot be read is left for the next poll.
+func (w *podWatch) poll(ctx context.Context) {
 	s, err := w.r.Status(ctx, w.name)
 	if err != nil {
-		return s, err
+		return
 	}
-	for _, a := range s.Apps {
-		w.report(a)
+	for _, e := range w.seen.Next(s, time.Now()) {
+		if w.p != nil {
+			w.p.event("%s", e)
+		}
+		if w.events != nil {
+			printLine(w.events, e)
+		}
 	}
 	w.draw(s)
-	return s, nil
 }
 
 // draw redraws the block: the pod's phase and age, then a row per app
 // with its state, last exit, restarts and the time its run took so far.
 func (w *podWatch) draw(s pod.PodStatus) {
-	if !w.p.live() {
+	if w.p == nil || !w.p.live() {
 		return
 	}
 	now := time.Now()
@@ -173,7 +104,8 @@ func (w *podWatch) follow(ctx context.Context) (stop func()) {
 
 // runAttached streams the output of pod m's apps until the pod ends, as
 // attach does, with the pod's progress on stderr unless quiet; with
-// asJSON the output goes to stderr and the pod's final status to stdout.
+// asJSON the output goes to stderr and the pod's events, one JSON object
+// a line, to stdout.
 // The first of sigs stops the pod; the output and progress go on until
 // the pod has ended, and the exit status is then 128 plus the signal's
 // number, whatever the pod's exit code. If that stop fails, or a second
@@ -192,8 +124,11 @@ func runAttached(cmd *cobra.Command, r *podrun.Runner, m *pod.Manifest, sigs *in
 	p := newProgress(cmd.ErrOrStderr(), out, quiet)
 	var w *podWatch
 	stop := func() {}
-	if p != nil {
-		w = &podWatch{p: p, r: r, name: m.Name, seen: map[string]*runsSeen{}}
+	if p != nil || asJSON {
+		w = &podWatch{p: p, r: r, name: m.Name, seen: pod.NewPodEvents(m.Name)}
+		if asJSON {
+			w.events = cmd.OutOrStdout()
+		}
 		stop = w.follow(ctx)
 	}
 	stopped := stopOnInterrupt(r, m.Name, sigs, cancel)
@@ -203,20 +138,12 @@ func runAttached(cmd *cobra.Command, r *podrun.Runner, m *pod.Manifest, sigs *in
 		err = &exitError{code: 128 + int(sig), err: serr}
 	}
 	if w != nil {
-		// The pod has ended: the last read reports what is left, and the
-		// block stays with the final state.
-		s, perr := w.poll(base)
-		if perr == nil {
-			p.event("pod %s %s%s", s.Name, s.Phase, exitText(pod.AppStatus{ExitCode: s.ExitCode}))
-		}
+		// The pod has ended: the last read reports what is left, the
+		// pod's end among it, and the block stays with the final state.
+		w.poll(base)
 	}
 	if s, serr := r.Status(base, m.Name); serr == nil {
 		noteFromSystemd(cmd.ErrOrStderr(), s)
-	}
-	if asJSON {
-		if perr := printPod(cmd, r, m.Name); perr != nil {
-			return perr
-		}
 	}
 	return err
 }

@@ -4,57 +4,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/unitrun/unitrun/pod"
 )
-
-// The events of an app follow from its records, one run after another,
-// whether each record was read or some were missed between two reads.
-func TestPodWatchReportsEveryRun(t *testing.T) {
-	one, two := 1, 2
-	app := func(st pod.AppState, restarts int, code *int, sig string) pod.AppStatus {
-		return pod.AppStatus{Name: "api", State: st, Restarts: restarts, ExitCode: code, Signal: sig}
-	}
-	for _, c := range []struct {
-		name    string
-		records []pod.AppStatus
-		want    string
-	}{
-		{"every record read", []pod.AppStatus{
-			app(pod.AppWaiting, 0, nil, ""),
-			app(pod.AppRunning, 0, nil, ""),
-			app(pod.AppRestarting, 0, &one, ""), // restarts counts the runs that began after a restart
-			app(pod.AppRunning, 1, &one, ""),
-			app(pod.AppFailed, 1, &two, ""),
-		}, "running\nrestarting exit 1\nrunning\nfailed exit 2\n"},
-		{"only the last read", []pod.AppStatus{
-			app(pod.AppFailed, 2, &two, ""),
-		}, "running\nrestarting\nrunning\nrestarting\nrunning\nfailed exit 2\n"},
-		{"restarted twice between reads", []pod.AppStatus{
-			app(pod.AppRunning, 0, nil, ""),
-			app(pod.AppRunning, 2, nil, "KILL"),
-			app(pod.AppExited, 2, new(int), ""),
-		}, "running\nrestarting\nrunning\nrestarting signal KILL\nrunning\nexited exit 0\n"},
-		{"stopped during its back-off", []pod.AppStatus{
-			app(pod.AppRunning, 0, nil, ""),
-			app(pod.AppRestarting, 0, &one, ""),
-			app(pod.AppFailed, 0, &one, ""), // the stop keeps the last run's exit
-			app(pod.AppFailed, 0, &one, ""),
-		}, "running\nrestarting exit 1\nfailed exit 1\n"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			var b strings.Builder
-			w := &podWatch{p: &progress{err: &term{w: &b}}, seen: map[string]*runsSeen{}}
-			for _, r := range c.records {
-				w.report(r)
-			}
-			got := strings.ReplaceAll(stampRE.ReplaceAllString(b.String(), ""), "app api ", "")
-			if got != c.want {
-				t.Errorf("events:\n%s\nwant:\n%s", got, c.want)
-			}
-		})
-	}
-}
 
 // Output written while the status line ticks lands whole, with the line
 // lifted off around it, and the line is gone once stopped.
