@@ -26,7 +26,7 @@ const completeTimeout = 2 * time.Second
 // a file.
 var podArgs = map[string]podArgKind{
 	"start": onePod, "status": onePod, "stop": onePod, "rm": onePod, "top": onePod,
-	"uninstall": onePod, "stats": pods, "logs": podThenApp, "exec": podThenApp,
+	"uninstall": onePod, "events": onePod, "stats": pods, "logs": podThenApp, "exec": podThenApp,
 	"graph": podOrFile,
 }
 

@@ -98,6 +98,7 @@ func TestCompletionOfNames(t *testing.T) {
 	}{
 		{[]string{"pod", "status", state, ""}, "comp-alpha\ncomp-beta\n:4\n"},
 		{[]string{"pod", "stop", state, "comp-a"}, "comp-alpha\n:4\n"},
+		{[]string{"pod", "events", state, "comp-b"}, "comp-beta\n:4\n"},
 		{[]string{"pod", "status", state, "comp-alpha", ""}, ":4\n"},
 		{[]string{"pod", "stats", state, "comp-alpha", ""}, "comp-beta\n:4\n"},
 		{[]string{"pod", "logs", state, "comp-beta", "w"}, "web\nworker\n:4\n"},

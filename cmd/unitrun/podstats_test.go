@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A pod with an app that burns CPU and one that holds 64 MiB: pod stats
@@ -100,5 +101,44 @@ func TestPodStatsAndTop(t *testing.T) {
 	}
 	if _, errs, code := podCLI(t, dir, "stats", "--interval", "0s", "load"); code != 2 || !strings.Contains(errs, "--interval ") {
 		t.Errorf("pod stats --interval 0s: exit %d, %q; want 2 naming --interval", code, errs)
+	}
+}
+
+// An isolated pod's apps run under its own systemd: pod stats accounts
+// them together, as its container service on the host's manager (app "",
+// the pod's systemd and apps among its tasks), and pod top lists that
+// service's processes, the apps' commands among them, with app "-".
+func TestPodStatsAndTopIsolated(t *testing.T) {
+	dir := t.TempDir()
+	rmPod(t, dir, "isostats")
+	if _, errs, code := podCLI(t, dir, "run", "--detach", "--isolation", "namespaces", manifestFile(t, "name: isostats\napps: [{name: a, exec: [/bin/sleep, \"600\"]}]\n")); code != 0 {
+		t.Fatalf("pod run --detach: exit %d: %s", code, errs)
+	}
+	var top string
+	for range 300 { // until the app's command runs, 30 s at most
+		out, errs, code := podCLI(t, dir, "top", "isostats")
+		if code != 0 {
+			t.Fatalf("pod top: exit %d: %s", code, errs)
+		}
+		if top = out; strings.Contains(top, "\t/bin/sleep 600\n") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(top, "-\t") || !strings.Contains(top, "\t/bin/sleep 600\n") {
+		t.Errorf("pod top: %q; want the container's processes, app -, /bin/sleep 600 among them", top)
+	}
+	out, errs, code := podCLI(t, dir, "stats", "--json", "--interval", "100ms", "isostats")
+	var s struct {
+		Apps []struct {
+			Name, Unit string
+			Tasks      *uint64
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &s); err != nil || code != 0 {
+		t.Fatalf("pod stats --json: exit %d, %q (%s): %v", code, out, errs, err)
+	}
+	if len(s.Apps) != 1 || s.Apps[0].Name != "" || s.Apps[0].Unit != "unitrun-pod-isostats.service" || s.Apps[0].Tasks == nil || *s.Apps[0].Tasks < 2 {
+		t.Errorf("pod stats --json: %s; want the container service alone, with its systemd's and the app's tasks", out)
 	}
 }
