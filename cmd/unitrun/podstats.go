@@ -21,9 +21,10 @@ func newPodStatsCmd(f *podFlags) *cobra.Command {
   unitrun pod stats --watch web
   unitrun pod stats --json --interval 5s web`,
 		Short: "Print the CPU, memory, tasks and I/O of each app of running pods",
-		Long: `Print what each app of the pods named, or of every running pod, uses:
-CPU in percent of one CPU over --interval and in total, memory, tasks
-(threads) and bytes read and written, with a row "total" per pod. The
+		Long: `Print what each app of the pods named, or of every pod running when
+stats starts, uses: CPU in percent of one CPU over --interval and in
+total, memory, tasks (threads) and bytes read and written, with a row
+"total" per pod. The
 values are those systemd accounts for each app's unit (CPUUsageNSec,
 MemoryCurrent, TasksCurrent, IOReadBytes, IOWriteBytes); where the
 manager accounts nothing (a user manager on a cgroup v1 host, such as

@@ -37,7 +37,7 @@ type Usage struct {
 	// CPUPercent is the CPU time used over the interval between two
 	// samples, in percent of one CPU (200 is two CPUs busy); set by
 	// [Stats.Since].
-	CPUPercent *float64 `json:"cpu_percent,omitempty"`
+	CPUPercent *float64 `json:"cpu_percent"`
 	// MemoryBytes is systemd's MemoryCurrent (the cgroup's memory,
 	// page cache included), or the processes' resident memory.
 	MemoryBytes *uint64 `json:"memory_bytes"`
