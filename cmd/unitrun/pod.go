@@ -32,18 +32,18 @@ func newPodCmd(g *globals) *cobra.Command {
 		Long: `A pod is a group of apps described by a YAML manifest, run as a graph of
 systemd units with Kubernetes-like exit and restart policies. Each app's
 exit status is recorded the moment it ends, under
-STATE-DIR/pods/NAME/status/APP. At each exit the app's unit runs
-unitrun-hook, the small program installed beside unitrun, or, where
+STATE-DIR/pods/NAME/status/APP. At each start and exit the app's unit
+runs unitrun-hook, the small program installed beside unitrun, or, where
 there is none beside it (go run, or unitrun built alone), unitrun
-itself, which takes more CPU; the unit's ExecStopPost= names which
-(docs/pods.md, The exit hook).`,
+itself, which takes more CPU; the unit's ExecStart= and ExecStopPost=
+name which (docs/pods.md, The exit hook).`,
 	}
 	cmd.PersistentFlags().StringVar(&f.stateDir, "state-dir", defaultStateDir, "directory that holds the pods' state")
 	cmd.AddCommand(
 		newPodCreateCmd(f), newPodStartCmd(f), newPodRunCmd(f), newPodStatusCmd(f),
 		newPodStopCmd(f), newPodLogsCmd(f), newPodListCmd(f), newPodRmCmd(f), newPodGraphCmd(f),
 	)
-	cmd.AddCommand(newPodHookCmds(f)...)
+	cmd.AddCommand(newPodHookCmd(f))
 	return cmd
 }
 
