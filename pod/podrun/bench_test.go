@@ -173,12 +173,14 @@ func floor(b *testing.B, n int, set func(i int, c *job.Cmd), argv ...string) tim
 }
 
 // hookFloor measures the exit hook as systemd spawns it: n transient units
-// running /bin/true at once, each with the hook as its ExecStopPost=, as
-// an app's unit has it, recording the exit of an app of a created pod of
-// n+1 apps whose records say they run; the last app never runs, so that no
-// exit ends the pod (and no unitrun runs to end it). It returns the
-// manager's CPU time meanwhile: its children's, less n /bin/true, is
-// what n exits of the hook cost.
+// running /bin/true at once, each named as an app's unit (where the hook
+// runs) with the hook as its ExecStopPost=, as an app's unit has it,
+// recording the exit of an app of a pod of n apps whose state alone is
+// written (no unit of its own, whose names the floor's take) and whose
+// records say they run; the pod is marked stopping, so that no exit ends
+// it (and no unitrun runs to end it). It returns the manager's CPU time
+// meanwhile: its children's, less n /bin/true, is what n exits of the
+// hook cost.
 func hookFloor(b *testing.B, bin, hook string, n int) cpuTime {
 	b.Helper()
 	var m strings.Builder
@@ -186,29 +188,31 @@ func hookFloor(b *testing.B, bin, hook string, n int) cpuTime {
 	for i := range n {
 		fmt.Fprintf(&m, "  - name: a%d\n    exec: [/bin/true]\n", i)
 	}
-	r := &Runner{Mgr: systemdtest.Conn(b), StateDir: systemdtest.RunDir(b), Binary: bin, Manager: os.Getenv("UNITRUN_MANAGER")}
-	pm, err := r.Create(context.Background(), []byte(m.String()))
+	pm, err := pod.Parse([]byte(m.String()))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() {
-		if err := r.Remove(context.Background(), pm.Name, true); err != nil {
-			b.Error(err)
-		}
-	}()
-	if err := pod.MarkStopping(r.StateDir, pm.Name); err != nil {
+	dir := systemdtest.RunDir(b)
+	if err := os.MkdirAll(pod.Dir(dir, pm.Name), 0o700); err != nil {
+		b.Fatal(err)
+	}
+	if err := pod.WriteState(dir, pm, []byte(m.String())); err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(pod.Dir(dir, pm.Name))
+	if err := pod.MarkStopping(dir, pm.Name); err != nil {
 		b.Fatal(err)
 	}
 	for i := range n {
 		s := pod.AppStatus{Name: fmt.Sprintf("a%d", i), State: pod.AppRunning, StartedAt: time.Now(), PID: 1}
-		if err := pod.WriteApp(r.StateDir, pm.Name, s); err != nil {
+		if err := pod.WriteApp(dir, pm.Name, s); err != nil {
 			b.Fatal(err)
 		}
 	}
 	// Each unit is the app's, where the hook runs.
 	set := func(i int, c *job.Cmd) {
 		app := fmt.Sprintf("a%d", i)
-		argv := []string{hook, bin, "pod", record.HookCommand, pod.HookReapApp, "--state-dir", r.StateDir, pm.Name, app}
+		argv := []string{hook, bin, "pod", record.HookCommand, pod.HookReapApp, "--state-dir", dir, pm.Name, app}
 		c.Name, c.Properties = pod.AppUnit(pm.Name, app), []unit.Property{unit.Exec("ExecStopPost", hook, argv)}
 	}
 	mgr := systemdtest.Manager(b).PID()
@@ -216,7 +220,7 @@ func hookFloor(b *testing.B, bin, hook string, n int) cpuTime {
 	floor(b, n, set, "/bin/true")
 	c := cpuOf(b, mgr).sub(c0)
 	for i := range n {
-		if s, err := pod.ReadApp(r.StateDir, pm.Name, fmt.Sprintf("a%d", i)); err != nil || s.State != pod.AppExited {
+		if s, err := pod.ReadApp(dir, pm.Name, fmt.Sprintf("a%d", i)); err != nil || s.State != pod.AppExited {
 			b.Fatalf("the hook did not record the exit of a%d: %+v, %v", i, s, err)
 		}
 	}
