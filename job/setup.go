@@ -1,12 +1,9 @@
 package job
 
 import (
-	"bytes"
 	"context"
-	"debug/elf"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"os/user"
@@ -14,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/unit/exit"
 )
 
 // setupExits names systemd's exit statuses for a run that failed before
@@ -215,56 +213,8 @@ func (r *run) explainExec(ctx context.Context, st *Status) {
 	}
 }
 
-// CannotExecute returns why execve(2) refuses path, a command that could
-// not be executed, as far as the file tells: a missing file or #!
-// interpreter (ENOENT; an *InterpreterError for the interpreter), one not
-// executable (EACCES), or one in no format the kernel runs (ENOEXEC:
-// neither a valid ELF file nor a #! script); nil if the file looks
-// executable. It is the reason every face gives for such a command: run's
-// and start's (systemd could not execute it) and a pod app's.
-func CannotExecute(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		var errno syscall.Errno
-		if errors.As(err, &errno) {
-			return fmt.Errorf("%s: %w", path, errno)
-		}
-		return nil
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil
-	}
-	if fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return fmt.Errorf("%s: %w", path, syscall.EACCES)
-	}
-	head := make([]byte, 256) // the kernel's BINPRM_BUF_SIZE
-	n, _ := io.ReadFull(f, head)
-	if line, ok := bytes.CutPrefix(head[:n], []byte("#!")); ok {
-		line, _, _ = bytes.Cut(line, []byte("\n"))
-		fields := bytes.Fields(line)
-		if len(fields) == 0 {
-			return fmt.Errorf("%s: %w", path, syscall.ENOEXEC)
-		}
-		interp := string(fields[0])
-		if e := CannotExecute(interp); e != nil {
-			return &InterpreterError{Script: path, Err: e}
-		}
-		return nil
-	}
-	if _, err := elf.NewFile(f); err != nil {
-		return fmt.Errorf("%s: %w", path, syscall.ENOEXEC)
-	}
-	return nil
-}
+// CannotExecute and InterpreterError are package unit/exit's, which the
+// pods' small hook binary links without job.
+var CannotExecute = exit.CannotExecute
 
-// An InterpreterError is why the #! script Script cannot be executed: its
-// interpreter cannot be, for the reason Err, which names the interpreter.
-type InterpreterError struct {
-	Script string
-	Err    error
-}
-
-func (e *InterpreterError) Error() string { return e.Script + ": interpreter " + e.Err.Error() }
-func (e *InterpreterError) Unwrap() error { return e.Err }
+type InterpreterError = exit.InterpreterError

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
-	"fmt"
-	"io/fs"
 	"os/exec"
 	"slices"
 	"syscall"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/unit"
+	"github.com/unitrun/unitrun/unit/exit"
 )
 
 // Status is what happened to one run of a unit: systemd's own account, read
@@ -60,33 +59,9 @@ func Ended(st *Status, err error) unit.Exit {
 	return unit.Exit{}
 }
 
-// NotExecuted returns what unitrun says, as a shell does, of a command
-// that Start found missing or not executable (err wraps an *exec.Error):
-// "/x/cmd: command not found" for one that ends in exit status 127 (see
-// Ended), else "/x/cmd: cannot execute: permission denied"; nil for any
-// other err. A #! script whose interpreter is missing (an
-// *InterpreterError) is told as the run systemd could not execute tells
-// it (unit.Exit's String): "cannot execute: /x/script: interpreter
-// /x/sh: no such file or directory (exit status 127)". Every face that
-// tells such a command (run's message and --json, a daemon job's record,
-// a pod app's log) tells it so.
-func NotExecuted(err error) error {
-	var xe *exec.Error
-	if !errors.As(err, &xe) {
-		return nil
-	}
-	if ie := (*InterpreterError)(nil); errors.As(xe.Err, &ie) {
-		return errors.New(unit.ExecFailed(ie).String())
-	}
-	if unit.ExecFailed(xe.Err).ExitCode == unit.ExitNotFound {
-		return fmt.Errorf("%s: command not found", xe.Name)
-	}
-	why := xe.Err
-	if pe := (*fs.PathError)(nil); errors.As(why, &pe) {
-		why = pe.Err // "stat /opt/x/agent: permission denied" names the command again, and the call
-	}
-	return fmt.Errorf("%s: cannot execute: %w", xe.Name, why)
-}
+// NotExecuted is package unit/exit's, which the pods' small hook binary
+// links without job.
+var NotExecuted = exit.NotExecuted
 
 // ExitError reports a run that did not succeed: it exited non-zero, was
 // killed by a signal, or systemd ended it (timeout, watchdog, ...).

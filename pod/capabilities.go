@@ -3,18 +3,12 @@ package pod
 import (
 	"fmt"
 	"slices"
+
+	"github.com/unitrun/unitrun/pod/appexec"
 )
 
-// CapabilityNames are the Linux capabilities by number, named without
-// CAP_, as Kubernetes spells them.
-var CapabilityNames = []string{
-	"CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
-	"SETPCAP", "LINUX_IMMUTABLE", "NET_BIND_SERVICE", "NET_BROADCAST", "NET_ADMIN", "NET_RAW", "IPC_LOCK", "IPC_OWNER",
-	"SYS_MODULE", "SYS_RAWIO", "SYS_CHROOT", "SYS_PTRACE", "SYS_PACCT", "SYS_ADMIN", "SYS_BOOT", "SYS_NICE",
-	"SYS_RESOURCE", "SYS_TIME", "SYS_TTY_CONFIG", "MKNOD", "LEASE", "AUDIT_WRITE", "AUDIT_CONTROL", "SETFCAP",
-	"MAC_OVERRIDE", "MAC_ADMIN", "SYSLOG", "WAKE_ALARM", "BLOCK_SUSPEND", "AUDIT_READ", "PERFMON", "BPF",
-	"CHECKPOINT_RESTORE",
-}
+// CapabilityNames is [appexec.CapabilityNames].
+var CapabilityNames = appexec.CapabilityNames
 
 // capabilities checks an app's capabilities: names of CapabilityNames.
 func (p *problems) capabilities(path string, caps []string) {

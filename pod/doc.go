@@ -29,12 +29,13 @@
 //   - unitrun-pod-P.slice holds every service of the pod.
 //   - unitrun-pod-P.target Wants= and is After= every app service.
 //   - unitrun-pod-P-A.service runs app A (Type=exec). Its ExecStopPost=
-//     runs "unitrun pod reap-app P A" (reap-app), which records the exit
+//     runs "unitrun pod unit-hook reap-app P A" (reap-app), which records the exit
 //     from $SERVICE_RESULT, $EXIT_CODE and $EXIT_STATUS (unit.ExitFromEnv)
 //     the moment the app stops, on every stop (record.RecordExit). Where the
 //     small hook binary is installed beside unitrun ([HookBinary],
 //     RenderOptions.Hook), the unit runs it with that command line after
-//     unitrun's path: it records the exit itself, with the same
+//     unitrun's path (and so its ExecStart=, the start hook, below): it
+//     records the exit itself, with the same
 //     record.RecordExit, and runs unitrun only for what needs the manager (an
 //     exit that would restart the app: is a job stopping it?; ending the
 //     pod). It Wants= and is After= its
@@ -113,7 +114,8 @@
 // on-failure) with StartLimitIntervalSec=0, so restarts never hit the start
 // limit; between two runs the app is "activating", which keeps its reaper
 // needed. systemd 252 has no back-off steps: every app's main process is
-// "unitrun pod exec P A" (podrun.ExecApp), which first waits out the delay
+// the start hook, "unitrun pod unit-hook start P A" (appexec.Start, run by
+// the small hook binary where there is one), which first waits out the delay
 // that reap-app recorded from record.Decide if the run follows a restart (the
 // app is then active, which keeps its reaper needed too), records the
 // start of each run, pipes the run's output through a copier that keeps

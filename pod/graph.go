@@ -1,6 +1,10 @@
 package pod
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/unitrun/unitrun/pod/record"
+)
 
 // A DepKind is a dependency directive of a unit's [Unit] section.
 type DepKind string
@@ -213,4 +217,43 @@ func deps(list []Dep, kind, also DepKind, units ...string) []Dep {
 		list = deps(list, also, "", units...)
 	}
 	return list
+}
+
+// The hooks of a pod's graph: what its units run, as "unitrun pod
+// unit-hook NAME --state-dir DIR [--manager SPEC] POD [APP]"
+// (record.HookCommand). Each runs only in its own unit ([HookUnit]).
+const (
+	HookStart           = record.HookStart   // an app's ExecStart=: records a run's start, executes its command
+	HookLogCopy         = record.HookLogCopy // copies a run's output to its log, started by HookStart
+	HookAwait           = "await"            // an app's ExecStartPre=: waits for the sidecar or init apps before it
+	HookPostStart       = "post-start"       // an app's ExecStartPost=: its postStart hook
+	HookPreStop         = "pre-stop"         // an app's ExecStop=: its preStop hook
+	HookReapApp         = record.HookReapApp // an app's ExecStopPost=: records each exit
+	HookEnd             = record.HookEnd     // ends the pod after an exit that HookReapApp recorded ends it
+	HookReap            = "reap"             // a reaper's ExecStop=
+	HookProbe           = "probe"            // a probe service's ExecStart=
+	HookShutdown        = "shutdown"         // the shutdown service's ExecStop=
+	HookContainer       = "container"        // an isolated pod's container service: its own systemd
+	HookContainerExited = "container-exited" // the container service's ExecStopPost=
+)
+
+// HookUnit returns the unit that runs hook for pod (and app, for the
+// hooks of an app): the app's service for the hooks of an app (HookEnd
+// runs in the app's whose exit ended the pod), its probe service, its
+// reaper service, the pod's shutdown service or its container service;
+// false for a name that is no hook.
+func HookUnit(hook, pod, app string) (string, bool) {
+	switch hook {
+	case HookStart, HookLogCopy, HookAwait, HookPostStart, HookPreStop, HookReapApp, HookEnd:
+		return AppUnit(pod, app), true
+	case HookProbe:
+		return probeUnit(pod, app), true
+	case HookReap:
+		return reaperService(pod, app), true
+	case HookShutdown:
+		return ShutdownUnit(pod), true
+	case HookContainer, HookContainerExited:
+		return ContainerUnit(pod), true
+	}
+	return "", false
 }

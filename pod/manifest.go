@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/unitrun/unitrun/pod/appexec"
 	"github.com/unitrun/unitrun/pod/record"
 )
 
@@ -243,6 +244,17 @@ func (m *Manifest) Policy() *record.Policy {
 		p.Apps = append(p.Apps, record.AppPolicy{Name: a.Name, RestartPolicy: a.RestartPolicy, Init: a.Init, Sidecar: a.Sidecar})
 	}
 	return p
+}
+
+// ExecSpec returns what running a's command takes, as package
+// pod/appexec, which the small hook binary links without pod, has it;
+// [appexec.Load] reads the same from the pod's spec file.
+func (a *App) ExecSpec() *appexec.App {
+	return &appexec.App{
+		Name: a.Name, Exec: a.Exec, Env: a.Env, WorkingDir: a.WorkingDir, User: a.User, Group: a.Group,
+		Rootfs: a.Rootfs, Capabilities: a.Capabilities, TerminationMessagePath: a.TerminationMessagePath,
+		Init: a.Init, Probed: a.StartupProbe != nil || a.ReadinessProbe != nil,
+	}
 }
 
 // Counts reports whether a's exits count for the pod: those of an init

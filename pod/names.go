@@ -65,7 +65,7 @@ func CheckAppName(pod, app string) error {
 }
 
 // UnitPrefix starts the name of every unit of every pod.
-const UnitPrefix = "unitrun-pod-"
+const UnitPrefix = record.UnitPrefix
 
 // component is name as it appears inside a unit name.
 func component(name string) string { return unit.Escape(name) }

@@ -3,6 +3,8 @@ package pod
 import (
 	"strings"
 	"testing"
+
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 func TestUnitNames(t *testing.T) {
@@ -60,5 +62,32 @@ func TestAppNameLength(t *testing.T) {
 	m := "name: web\napps: [{name: " + label63 + ", exec: [/bin/true]}]\n"
 	if _, err := Parse([]byte(m)); err != nil {
 		t.Errorf("a 63-character app name: %v", err)
+	}
+}
+
+// record.AppUnit, which the small hook binary checks its unit against,
+// names an app's service as AppUnit does.
+func TestRecordAppUnit(t *testing.T) {
+	for _, c := range [][2]string{{"p", "a"}, {"web-1", "ticker-x-2"}, {"0", "9-"}} {
+		if got, want := record.AppUnit(c[0], c[1]), AppUnit(c[0], c[1]); got != want {
+			t.Errorf("record.AppUnit(%q, %q) = %q, want %q", c[0], c[1], got, want)
+		}
+	}
+}
+
+// HookUnit names a unit of the pod's graph for every hook a unit runs.
+func TestHookUnitInGraph(t *testing.T) {
+	m, err := Parse([]byte("name: p\napps:\n  - name: a\n    restartPolicy: Always\n    exec: [/bin/true]\n    probe: {exec: [/bin/true]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	units := map[string]bool{ContainerUnit("p"): true}
+	for _, n := range Nodes(m) {
+		units[n.Name] = true
+	}
+	for _, h := range []string{HookStart, HookLogCopy, HookAwait, HookPostStart, HookPreStop, HookReapApp, HookEnd, HookReap, HookProbe, HookShutdown, HookContainer, HookContainerExited} {
+		if u, ok := HookUnit(h, "p", "a"); !ok || !units[u] {
+			t.Errorf("HookUnit(%q) = %q, %v: not a unit of the pod", h, u, ok)
+		}
 	}
 }

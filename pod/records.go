@@ -62,18 +62,20 @@ const NoProcessCode = record.NoProcessCode
 
 // The records' files and the policies, as package record has them.
 var (
-	Dir            = record.Dir
-	WriteExitCode  = record.WriteExitCode
-	ReadExitCode   = record.ReadExitCode
-	WriteApp       = record.WriteApp
-	ReadApp        = record.ReadApp
-	ReadAppOrNew   = record.ReadAppOrNew
-	Stopping       = record.Stopping
-	MarkStopping   = record.MarkStopping
-	Lock           = record.Lock
-	OpenStartError = record.OpenStartError
-	PodExitCode    = record.PodExitCode
-	HookEnvFromOS  = record.HookEnvFromOS
+	Dir                  = record.Dir
+	WriteExitCode        = record.WriteExitCode
+	ReadExitCode         = record.ReadExitCode
+	WriteApp             = record.WriteApp
+	ReadApp              = record.ReadApp
+	ReadAppOrNew         = record.ReadAppOrNew
+	Stopping             = record.Stopping
+	MarkStopping         = record.MarkStopping
+	Lock                 = record.Lock
+	OpenStartError       = record.OpenStartError
+	TerminationFile      = record.TerminationFile
+	EmptyTerminationFile = record.EmptyTerminationFile
+	PodExitCode          = record.PodExitCode
+	HookEnvFromOS        = record.HookEnvFromOS
 )
 
 // The copier of an app's output, as package pod/logcopy has it.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/unitrun/unitrun/pod/record"
 	"github.com/unitrun/unitrun/unit"
 )
 
@@ -17,8 +18,8 @@ type RenderOptions struct {
 	// Binary is the absolute path of the unitrun binary the hooks run.
 	Binary string
 	// Hook, if not "", is the absolute path of the small hook binary
-	// (cmd/unitrun-hook) that records each exit of an app in place of
-	// "unitrun pod reap-app" (docs/pods.md, What records what).
+	// (cmd/unitrun-hook) that starts each run of an app and records each
+	// exit in place of unitrun (docs/pods.md, What records what).
 	Hook string
 	// StateDir is the absolute state directory the hooks are given.
 	StateDir string
@@ -37,7 +38,7 @@ func HookPath(binary string) string { return binary + "-hook" }
 
 // HookBinary returns [HookPath] of binary, for RenderOptions.Hook, if an
 // executable file is there, else "" (a "go run", or a build of unitrun
-// alone): the units then run "unitrun pod reap-app" itself.
+// alone): the units then run unitrun's own hooks.
 func HookBinary(binary string) string {
 	path := HookPath(binary)
 	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
@@ -139,10 +140,10 @@ func render(m *Manifest, o RenderOptions, n Node) (*unit.File, error) {
 		// service with neither ExecStart= nor ExecStop=), and a process
 		// more on every exit costs the manager as much as the app's own.
 		if m.App(n.App).RestartPolicy != Never {
-			err = idle(f, n, h.argv("reap", n.App))
+			err = idle(f, n, h.argv(HookReap, n.App))
 		}
 	case ShutdownRole:
-		err = idle(f, n, h.argv("shutdown"))
+		err = idle(f, n, h.argv(HookShutdown))
 	case ProbeRole:
 		f.Set("Service", "Type", "exec")
 		f.Set("Service", "Slice", n.Slice)
@@ -158,7 +159,7 @@ func render(m *Manifest, o RenderOptions, n Node) (*unit.File, error) {
 		if g := m.App(n.App).ProbeStopTimeout(); g > 0 {
 			f.Set("Service", "TimeoutStopSec", timeSpan(g+defaultStopTimeout))
 		}
-		err = setExec(f, "ExecStart", "", h.argv("probe", n.App))
+		err = setExec(f, "ExecStart", "", h.argv(HookProbe, n.App))
 	}
 	return f, err
 }
@@ -187,44 +188,45 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 	// The await hook holds the first run until the sidecar before the app
 	// has started ([Manifest.SidecarBefore]), as the kubelet starts each
 	// container once the sidecars before it have started, not once their
-	// units have (a Type=exec unit has started once the exec hook runs,
+	// units have (a Type=exec unit has started once the start hook runs,
 	// before the command and its startup probe), and until the retried
 	// init apps before it have succeeded ([Manifest.RetriedInitsBefore]).
 	if m.Awaits(a.Name) {
-		if err := setExec(f, "ExecStartPre", "+", h.argv("await", a.Name)); err != nil {
+		if err := setExec(f, "ExecStartPre", "+", h.argv(HookAwait, a.Name)); err != nil {
 			return err
 		}
 	}
-	// The command runs through the exec hook, which waits out the
+	// The command runs through the start hook, which waits out the
 	// back-off of a run that follows a restart (no process of its own for
 	// that: one more on every run), records the run's start and then
 	// takes on the app's rootfs, workingDir, group and user:
 	// systemd 252 applies RootDirectory=, WorkingDirectory=, User= and
 	// Group= to the "+" hooks too, so one that does not resolve would
-	// keep them from recording the run.
-	if err := setExec(f, "ExecStart", "", h.argv("exec", a.Name)); err != nil {
+	// keep them from recording the run. The small hook binary runs it
+	// where there is one.
+	if err := setExec(f, "ExecStart", "", h.hooked(HookStart, a.Name)); err != nil {
 		return err
 	}
 	// The lifecycle hooks: postStart beside the command's start, preStop
 	// before the stop signal.
 	if a.PostStart != nil {
-		if err := setExec(f, "ExecStartPost", "+", h.argv("post-start", a.Name)); err != nil {
+		if err := setExec(f, "ExecStartPost", "+", h.argv(HookPostStart, a.Name)); err != nil {
 			return err
 		}
 	}
 	if a.PreStop != nil {
-		if err := setExec(f, "ExecStop", "+", h.argv("pre-stop", a.Name)); err != nil {
+		if err := setExec(f, "ExecStop", "+", h.argv(HookPreStop, a.Name)); err != nil {
 			return err
 		}
 	}
 	if a.Init {
 		// ExecStopPost= runs only when an init app fails or is stopped;
 		// this records its success the moment it finishes.
-		if err := setExec(f, "ExecStartPost", "+", h.reapApp(a.Name)); err != nil {
+		if err := setExec(f, "ExecStartPost", "+", h.hooked(HookReapApp, a.Name)); err != nil {
 			return err
 		}
 	}
-	if err := setExec(f, "ExecStopPost", "+", h.reapApp(a.Name)); err != nil {
+	if err := setExec(f, "ExecStopPost", "+", h.hooked(HookReapApp, a.Name)); err != nil {
 		return err
 	}
 	f.Set("Service", "Restart", restartSetting[a.RestartPolicy])
@@ -241,14 +243,14 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 	if a.StopTimeout > 0 {
 		f.Set("Service", "TimeoutStopSec", timeSpan(a.StopTimeout))
 	}
-	// systemd applies NoNewPrivileges= to the exec hook, which executes
+	// systemd applies NoNewPrivileges= to the start hook, which executes
 	// the command, and not to the "+" hooks, which record the run.
 	if a.NoNewPrivileges {
 		f.Set("Service", "NoNewPrivileges", "yes")
 	}
-	// ProtectSystem=strict, as NoNewPrivileges=, reaches the exec hook
+	// ProtectSystem=strict, as NoNewPrivileges=, reaches the start hook
 	// and the command, not the "+" hooks; it leaves /home, /root and
-	// /run/user to ProtectHome=. The exec hook records the run's start in
+	// /run/user to ProtectHome=. The start hook records the run's start in
 	// the pod's state, which stays writable.
 	if a.ReadOnlyRoot {
 		f.Set("Service", "ProtectSystem", "strict")
@@ -263,7 +265,7 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 		f.Set("Service", "SuccessExitStatus", strings.Join(codes, " "))
 	}
 	// No Environment=: a unit file is world-readable, and so is a unit's
-	// Environment= over D-Bus. The exec hook sets the app's env from the
+	// Environment= over D-Bus. The start hook sets the app's env from the
 	// pod's manifest.json, which only root reads.
 	if a.TerminationMessagePath != "" {
 		// The command's view only: "+" hooks see the host's.
@@ -366,21 +368,21 @@ type hooks struct {
 	o RenderOptions
 }
 
-// argv is the command line of a hook: unitrun pod cmd --state-dir DIR
-// [--manager SPEC] POD [APP].
-func (h hooks) argv(cmd string, app ...string) []string {
-	argv := []string{h.o.Binary, "pod", cmd, "--state-dir", h.o.StateDir}
+// argv is the command line of a hook: unitrun pod unit-hook NAME
+// --state-dir DIR [--manager SPEC] POD [APP].
+func (h hooks) argv(hook string, app ...string) []string {
+	argv := []string{h.o.Binary, "pod", record.HookCommand, hook, "--state-dir", h.o.StateDir}
 	if h.o.Manager != "" {
 		argv = append(argv, "--manager", h.o.Manager)
 	}
 	return append(append(argv, h.m.Name), app...)
 }
 
-// reapApp is the command line that records each exit of app: "unitrun
-// pod reap-app ...", run by the small hook binary if there is one, which
-// is given unitrun's path first, to run it when it needs to.
-func (h hooks) reapApp(app string) []string {
-	argv := h.argv("reap-app", app)
+// hooked is the command line of a hook that the small hook binary runs,
+// if there is one (the start of each run and the record of each exit of
+// app), which is given unitrun's path first, to run it when it needs to.
+func (h hooks) hooked(hook, app string) []string {
+	argv := h.argv(hook, app)
 	if h.o.Hook == "" {
 		return argv
 	}
@@ -435,10 +437,10 @@ func ContainerService(m *Manifest, o RenderOptions) ([]byte, error) {
 	f.Set("Unit", "Before", shutdownTarget)
 	f.Set("Service", "Type", "notify")
 	f.Set("Service", "NotifyAccess", "main")
-	if err := setExec(f, "ExecStart", "", h.argv("container")); err != nil {
+	if err := setExec(f, "ExecStart", "", h.argv(HookContainer)); err != nil {
 		return nil, err
 	}
-	if err := setExec(f, "ExecStopPost", "", h.argv("container-exited")); err != nil {
+	if err := setExec(f, "ExecStopPost", "", h.argv(HookContainerExited)); err != nil {
 		return nil, err
 	}
 	f.Set("Service", "KillMode", "mixed")

@@ -61,7 +61,7 @@ func TestGraphOptions(t *testing.T) {
 	}
 	all := string(archive(files))
 	for _, want := range []string{
-		`ExecStop="/usr/bin/unitrun" "pod" "shutdown" "--state-dir" "/run/unitrun" "web"` + "\n",
+		`ExecStop="/usr/bin/unitrun" "pod" "unit-hook" "shutdown" "--state-dir" "/run/unitrun" "web"` + "\n",
 		"StandardOutput=append:/var/log/server.log\n",
 		"StandardOutput=journal\n",
 	} {

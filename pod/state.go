@@ -15,18 +15,13 @@ import (
 // Files of a pod's state directory, besides the status files.
 const (
 	manifestFile = "manifest.yaml" // the manifest the pod was created from
-	specFile     = "manifest.json" // that manifest as parsed, which commands and hooks read
-	logsDir      = "logs"          // logs/A.log: the output of app A
+	specFile     = record.SpecFile // that manifest as parsed, which commands and hooks read
+	logsDir      = record.LogsDir  // logs/A.log: the output of app A
 )
 
 // LogFile is the file that app's stdout and stderr are appended to.
 func LogFile(stateDir, pod, app string) string {
 	return filepath.Join(Dir(stateDir, pod), logsDir, app+".log")
-}
-
-// TerminationFile is the file bound at app's terminationMessagePath.
-func TerminationFile(stateDir, pod, app string) string {
-	return filepath.Join(Dir(stateDir, pod), logsDir, app+".termination-log")
 }
 
 // WriteState writes the state of pod m, created from the manifest text
@@ -62,16 +57,6 @@ func WriteState(stateDir string, m *Manifest, manifest []byte) error {
 		return err
 	}
 	return nil
-}
-
-// EmptyTerminationFile creates app's TerminationFile, or empties it,
-// writable by every user, as the kubelet makes a container's.
-func EmptyTerminationFile(stateDir, pod, app string) error {
-	path := TerminationFile(stateDir, pod, app)
-	if err := os.WriteFile(path, nil, 0o666); err != nil {
-		return err
-	}
-	return os.Chmod(path, 0o666)
 }
 
 // LoadState returns the manifest pod was created from, with the exit policy

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/unitrun/unitrun/internal/lazyregexp"
+	"github.com/unitrun/unitrun/pod/appexec"
 	"github.com/unitrun/unitrun/unit"
 )
 
@@ -332,12 +333,8 @@ func (p *problems) account(path, name string) {
 	p.add(path, name, "must match "+userNamePattern+" or be a numeric ID")
 }
 
-// NumericID reports whether name, a user or group, is a numeric ID: a
-// number below 2³²-1, which stands for no ID.
-func NumericID(name string) bool {
-	id, err := strconv.ParseUint(name, 10, 32)
-	return err == nil && id < 1<<32-1
-}
+// NumericID is [appexec.NumericID].
+var NumericID = appexec.NumericID
 
 func (p *problems) port(path string, port int) {
 	if port < 1 || port > 65535 {

@@ -63,8 +63,10 @@ func TestInjectSelfCarriesHook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if line := `ExecStopPost=+"` + hook + `" "` + self + `" "pod" "reap-app"`; !strings.Contains(string(unitFile), line) {
-		t.Errorf("the app's unit has no %s:\n%s", line, unitFile)
+	for _, line := range []string{`ExecStart="`, `ExecStopPost=+"`} {
+		if line += hook + `" "` + self + `" "pod" "unit-hook"`; !strings.Contains(string(unitFile), line) {
+			t.Errorf("the app's unit has no %s:\n%s", line, unitFile)
+		}
 	}
 
 	gc := func() []string {

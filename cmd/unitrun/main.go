@@ -16,6 +16,8 @@ import (
 
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
+	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 	"github.com/unitrun/unitrun/unit"
 )
 
@@ -170,7 +172,8 @@ func main() {
 
 // stopSignals returns the signals that interrupt the command of root that
 // args name: interruptSignals, but SIGHUP for "daemon", which reads its
-// config again on it, and none for "pod exec", which a pod's app service
+// config again on it, and none for the start hook ("pod unit-hook
+// start"), which a pod's app service
 // runs as its main process and which becomes the app's command: a stop
 // signal that comes before that must end it as it would end the command,
 // so it keeps the default action (a handler would swallow the signal, and
@@ -181,7 +184,7 @@ func stopSignals(root *cobra.Command, args []string) []os.Signal {
 	switch {
 	case err != nil:
 		return interruptSignals
-	case c.Name() == "exec" && c.HasParent() && c.Parent().Name() == "pod":
+	case c.Name() == pod.HookStart && c.HasParent() && c.Parent().Name() == record.HookCommand:
 		return nil
 	case c.Name() == "daemon":
 		return slices.DeleteFunc(slices.Clone(interruptSignals), func(s os.Signal) bool { return s == syscall.SIGHUP })

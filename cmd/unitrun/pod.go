@@ -32,11 +32,11 @@ func newPodCmd(g *globals) *cobra.Command {
 		Long: `A pod is a group of apps described by a YAML manifest, run as a graph of
 systemd units with Kubernetes-like exit and restart policies. Each app's
 exit status is recorded the moment it ends, under
-STATE-DIR/pods/NAME/status/APP. At each exit the app's unit runs
-unitrun-hook, the small program installed beside unitrun, or, where
+STATE-DIR/pods/NAME/status/APP. At each start and exit the app's unit
+runs unitrun-hook, the small program installed beside unitrun, or, where
 there is none beside it (go run, or unitrun built alone), unitrun
-itself, which takes more CPU; the unit's ExecStopPost= names which
-(docs/pods.md, The exit hook).`,
+itself, which takes more CPU; the unit's ExecStart= and ExecStopPost=
+name which (docs/pods.md, The exit hook).`,
 	}
 	cmd.PersistentFlags().StringVar(&f.stateDir, "state-dir", defaultStateDir, "directory that holds the pods' state")
 	cmd.AddCommand(
@@ -44,7 +44,7 @@ itself, which takes more CPU; the unit's ExecStopPost= names which
 		newPodStopCmd(f), newPodLogsCmd(f), newPodListCmd(f), newPodRmCmd(f), newPodGraphCmd(f),
 		newPodStatsCmd(f), newPodTopCmd(f), newPodEventsCmd(f),
 	)
-	cmd.AddCommand(newPodHookCmds(f)...)
+	cmd.AddCommand(newPodHookCmd(f))
 	completePodArgs(cmd, f)
 	return cmd
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 
 	"github.com/coreos/go-systemd/v22/daemon"
@@ -8,16 +9,27 @@ import (
 
 	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/podrun"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
-// newPodHookCmds returns the hidden commands that a pod's units run.
-func newPodHookCmds(f *podFlags) []*cobra.Command {
-	hook := func(use string, args int, run func(cmd *cobra.Command, dir string, args []string) error) *cobra.Command {
+// newPodHookCmd returns "unitrun pod unit-hook", hidden, under which are
+// the hooks that a pod's units run (pod.HookStart, ...). Each refuses,
+// with exit status 2 and before it reads or writes anything of the pod,
+// to run outside the unit it belongs to (pod.HookUnit): run by hand, it
+// would record a run that is not the unit's.
+func newPodHookCmd(f *podFlags) *cobra.Command {
+	hook := func(name string, app bool, run func(cmd *cobra.Command, dir string, args []string) error) *cobra.Command {
+		use, n := name+" POD", 1
+		if app {
+			use, n = name+" POD APP", 2
+		}
 		return &cobra.Command{
-			Use:    use,
-			Hidden: true,
-			Args:   cobra.ExactArgs(args),
+			Use:  use,
+			Args: cobra.ExactArgs(n),
 			RunE: func(cmd *cobra.Command, args []string) error {
+				if err := inHookUnit(name, args); err != nil {
+					return err
+				}
 				dir, err := f.dir()
 				if err != nil {
 					return err
@@ -26,40 +38,45 @@ func newPodHookCmds(f *podFlags) []*cobra.Command {
 			},
 		}
 	}
-	return []*cobra.Command{
-		hook("backoff POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
-			return podrun.WaitBackoff(cmd.Context(), dir, args[0], args[1])
-		}),
-		hook("exec POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
+	cmd := &cobra.Command{
+		Use:    record.HookCommand,
+		Short:  "What a pod's units run; refused outside them",
+		Hidden: true,
+	}
+	cmd.AddCommand(
+		hook(pod.HookStart, true, func(cmd *cobra.Command, dir string, args []string) error {
 			// A command that cannot be executed exits 127 or 126, as
 			// with "unitrun run".
 			return exitFor(podrun.ExecApp(dir, args[0], args[1]), false)
 		}),
-		hook("reap-app POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
+		hook(pod.HookLogCopy, true, func(cmd *cobra.Command, dir string, args []string) error {
+			return pod.LogCopy()
+		}),
+		hook(pod.HookReapApp, true, func(cmd *cobra.Command, dir string, args []string) error {
 			return podrun.ReapApp(cmd.Context(), dir, args[0], args[1], pod.HookEnvFromOS(), f.g.open)
 		}),
-		hook("end POD", 1, func(cmd *cobra.Command, dir string, args []string) error {
+		hook(pod.HookEnd, true, func(cmd *cobra.Command, dir string, args []string) error {
 			return podrun.EndPod(cmd.Context(), dir, args[0], f.g.open)
 		}),
-		hook("await POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
+		hook(pod.HookAwait, true, func(cmd *cobra.Command, dir string, args []string) error {
 			return podrun.Await(cmd.Context(), dir, args[0], args[1])
 		}),
-		hook("post-start POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
+		hook(pod.HookPostStart, true, func(cmd *cobra.Command, dir string, args []string) error {
 			return podrun.PostStart(cmd.Context(), dir, args[0], args[1])
 		}),
-		hook("pre-stop POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
+		hook(pod.HookPreStop, true, func(cmd *cobra.Command, dir string, args []string) error {
 			return podrun.PreStop(cmd.Context(), dir, args[0], args[1])
 		}),
-		hook("reap POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
+		hook(pod.HookReap, true, func(cmd *cobra.Command, dir string, args []string) error {
 			return podrun.Reap(dir, args[0], args[1])
 		}),
-		hook("probe POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
+		hook(pod.HookProbe, true, func(cmd *cobra.Command, dir string, args []string) error {
 			return podrun.RunProbe(cmd.Context(), dir, args[0], args[1], f.g.open)
 		}),
-		hook("shutdown POD", 1, func(cmd *cobra.Command, dir string, args []string) error {
+		hook(pod.HookShutdown, false, func(cmd *cobra.Command, dir string, args []string) error {
 			return podrun.Shutdown(cmd.Context(), dir, args[0], f.g.open)
 		}),
-		hook("container POD", 1, func(cmd *cobra.Command, dir string, args []string) error {
+		hook(pod.HookContainer, false, func(cmd *cobra.Command, dir string, args []string) error {
 			bin, err := os.Executable()
 			if err != nil {
 				return err
@@ -69,14 +86,27 @@ func newPodHookCmds(f *podFlags) []*cobra.Command {
 				return err
 			})
 		}),
-		hook("container-exited POD", 1, func(cmd *cobra.Command, dir string, args []string) error {
+		hook(pod.HookContainerExited, false, func(cmd *cobra.Command, dir string, args []string) error {
 			return podrun.ContainerExited(dir, args[0])
 		}),
-		{
-			Use:    "log-copy",
-			Hidden: true,
-			Args:   cobra.NoArgs,
-			RunE:   func(cmd *cobra.Command, args []string) error { return failed(pod.LogCopy()) },
-		},
+	)
+	return cmd
+}
+
+// inHookUnit returns a usage error (exit status 2) unless this process
+// runs in the unit that runs hook for the pod and app of args.
+func inHookUnit(hook string, args []string) error {
+	app := ""
+	if len(args) > 1 {
+		app = args[1]
 	}
+	if err := pod.CheckNames(args[0], args[1:]...); err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	u, _ := pod.HookUnit(hook, args[0], app)
+	err := record.CheckInUnit(hook, u)
+	if errors.Is(err, record.ErrNotInUnit) {
+		return &exitError{code: exitUsage, err: err}
+	}
+	return err
 }

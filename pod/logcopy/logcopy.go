@@ -17,8 +17,8 @@ import (
 // An app's output goes to its log file in the pod's state directory,
 // which also holds the pod's records: a log that filled that file system
 // would leave no room to record any exit. So the app writes into a pipe,
-// and a copier, "unitrun pod log-copy" (podrun starts it, run by the small
-// hook binary where there is one), appends what it reads to the log while
+// and a copier, "unitrun pod unit-hook log-copy" (the start hook starts
+// it, run by the small hook binary where there is one), appends what it reads to the log while
 // the log's file system keeps LogReserve bytes free, then writes
 // [DroppedMarker] once and drops the rest of the run's output, reading
 // on, so that the app is neither blocked nor killed by SIGPIPE. Beside
@@ -34,8 +34,8 @@ const LogReserve = 1 << 20
 // DroppedMarker is the line a log ends with once its copier drops output.
 const DroppedMarker = "[unitrun: output dropped from here on: the log's file system keeps 1 MiB free for the pod's records]\n"
 
-// Copy is "unitrun pod log-copy", the copier that podrun starts,
-// with its stdin the pipe an app writes to, its stdout the app's log file
+// Copy is "unitrun pod unit-hook log-copy", the copier that the start
+// hook starts, with its stdin the pipe an app writes to, its stdout the app's log file
 // and fd 3 the pipe it closes once it ignores the stop signals. It appends
 // what it reads to the log, each write marked in the log's times file
 // first (a log that is not a file, or whose times file cannot be opened,

@@ -15,6 +15,7 @@ import (
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 	"github.com/unitrun/unitrun/unit"
 )
 
@@ -43,9 +44,9 @@ import (
 // From the CPU time of the manager's children in floor3-rec (three
 // /bin/true per exit) and in pod-rec it prints what unitrun's processes
 // cost per run of an app against one /bin/true: per run, the manager
-// starts "pod exec" (which starts the log copier, "pod log-copy", then
-// executes the app's /bin/true) and, at the exit, the small hook binary
-// beside unitrun (cmd/unitrun-hook), else "pod reap-app" (the reaper of an
+// starts the start hook (which starts the log copier, then executes the
+// app's /bin/true) and, at the exit, the exit hook, each run by the small
+// hook binary beside unitrun (cmd/unitrun-hook), else by unitrun (the reaper of an
 // app that never restarts is a target, which runs nothing); less the
 // app's /bin/true, that is the sum of those three. With the hook binary it
 // also prints what one exit of the hook costs as systemd spawns it, alone
@@ -71,9 +72,9 @@ func BenchmarkPods(b *testing.B) {
 		"floor-rec", "floor2-rec", "floor3-rec", "pod-rec", "ratio", "floor2/floor", "floor3/floor", "pod/floor3",
 		"CPU/run: true, unitrun's", "exit hook", "rec CPU: manager, its children (floor -> pod)")
 	stop := unit.Exec("ExecStop", "/bin/true", []string{"/bin/true"})
-	forks2 := func(int) []unit.Property { return []unit.Property{stop} }
-	forks3 := func(int) []unit.Property {
-		return []unit.Property{stop, unit.Exec("ExecStopPost", "/bin/true", []string{"/bin/true"})}
+	forks2 := func(_ int, c *job.Cmd) { c.Properties = []unit.Property{stop} }
+	forks3 := func(_ int, c *job.Cmd) {
+		c.Properties = []unit.Property{stop, unit.Exec("ExecStopPost", "/bin/true", []string{"/bin/true"})}
 	}
 	hook := pod.HookBinary(bin)
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -95,9 +96,10 @@ func BenchmarkPods(b *testing.B) {
 			floor3CPU := cpuOf(b, mgr).sub(c0)
 			podRec, podCPU := podTime(b, bin, n, "/bin/true", true, pod.NoIsolation)
 			// Per exit, floor3's children are three /bin/true; the
-			// pod's are the app's /bin/true, which "pod exec" executes,
-			// and unitrun's processes: "pod exec", its log copier and
-			// the exit hook (the small one, else "pod reap-app").
+			// pod's are the app's /bin/true, which the start hook
+			// executes, and unitrun's processes: the start hook, its log
+			// copier and the exit hook (the small hook binary's, else
+			// unitrun's).
 			trueCPU := ms(floor3CPU.children) / float64(3*n)
 			unitrunCPU := ms(podCPU.children)/float64(n) - trueCPU
 			hookCPU := "no hook binary"
@@ -126,11 +128,12 @@ func BenchmarkPods(b *testing.B) {
 	}
 }
 
-// floor starts n transient units running argv, the i-th with the extra
-// properties props(i) (none if props is nil), at once and returns how long it took until every one
+// floor starts n transient units running argv, the i-th set up by set
+// (its name, extra properties; nothing if set is nil), at once and
+// returns how long it took until every one
 // had started (a long-running argv, stopped afterwards) or had ended and
 // been reported (a short one).
-func floor(b *testing.B, n int, props func(i int) []unit.Property, argv ...string) time.Duration {
+func floor(b *testing.B, n int, set func(i int, c *job.Cmd), argv ...string) time.Duration {
 	b.Helper()
 	conn := systemdtest.Conn(b)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -142,8 +145,8 @@ func floor(b *testing.B, n int, props func(i int) []unit.Property, argv ...strin
 	start := time.Now()
 	for i := range cmds {
 		cmds[i] = job.CommandContext(ctx, conn, argv[0], argv[1:]...)
-		if props != nil {
-			cmds[i].Properties = props(i)
+		if set != nil {
+			set(i, cmds[i])
 		}
 		wg.Go(func() {
 			if long {
@@ -170,12 +173,14 @@ func floor(b *testing.B, n int, props func(i int) []unit.Property, argv ...strin
 }
 
 // hookFloor measures the exit hook as systemd spawns it: n transient units
-// running /bin/true at once, each with the hook as its ExecStopPost=, as
-// an app's unit has it, recording the exit of an app of a created pod of
-// n+1 apps whose records say they run; the last app never runs, so that no
-// exit ends the pod (and no unitrun runs to end it). It returns the
-// manager's CPU time meanwhile: its children's, less n /bin/true, is
-// what n exits of the hook cost.
+// running /bin/true at once, each named as an app's unit (where the hook
+// runs) with the hook as its ExecStopPost=, as an app's unit has it,
+// recording the exit of an app of a pod of n apps whose state alone is
+// written (no unit of its own, whose names the floor's take) and whose
+// records say they run; the pod is marked stopping, so that no exit ends
+// it (and no unitrun runs to end it). It returns the manager's CPU time
+// meanwhile: its children's, less n /bin/true, is what n exits of the
+// hook cost.
 func hookFloor(b *testing.B, bin, hook string, n int) cpuTime {
 	b.Helper()
 	var m strings.Builder
@@ -183,35 +188,39 @@ func hookFloor(b *testing.B, bin, hook string, n int) cpuTime {
 	for i := range n {
 		fmt.Fprintf(&m, "  - name: a%d\n    exec: [/bin/true]\n", i)
 	}
-	r := &Runner{Mgr: systemdtest.Conn(b), StateDir: systemdtest.RunDir(b), Binary: bin, Manager: os.Getenv("UNITRUN_MANAGER")}
-	pm, err := r.Create(context.Background(), []byte(m.String()))
+	pm, err := pod.Parse([]byte(m.String()))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() {
-		if err := r.Remove(context.Background(), pm.Name, true); err != nil {
-			b.Error(err)
-		}
-	}()
-	if err := pod.MarkStopping(r.StateDir, pm.Name); err != nil {
+	dir := systemdtest.RunDir(b)
+	if err := os.MkdirAll(pod.Dir(dir, pm.Name), 0o700); err != nil {
+		b.Fatal(err)
+	}
+	if err := pod.WriteState(dir, pm, []byte(m.String())); err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(pod.Dir(dir, pm.Name))
+	if err := pod.MarkStopping(dir, pm.Name); err != nil {
 		b.Fatal(err)
 	}
 	for i := range n {
 		s := pod.AppStatus{Name: fmt.Sprintf("a%d", i), State: pod.AppRunning, StartedAt: time.Now(), PID: 1}
-		if err := pod.WriteApp(r.StateDir, pm.Name, s); err != nil {
+		if err := pod.WriteApp(dir, pm.Name, s); err != nil {
 			b.Fatal(err)
 		}
 	}
-	props := func(i int) []unit.Property {
-		argv := []string{hook, bin, "pod", "reap-app", "--state-dir", r.StateDir, pm.Name, fmt.Sprintf("a%d", i)}
-		return []unit.Property{unit.Exec("ExecStopPost", hook, argv)}
+	// Each unit is the app's, where the hook runs.
+	set := func(i int, c *job.Cmd) {
+		app := fmt.Sprintf("a%d", i)
+		argv := []string{hook, bin, "pod", record.HookCommand, pod.HookReapApp, "--state-dir", dir, pm.Name, app}
+		c.Name, c.Properties = pod.AppUnit(pm.Name, app), []unit.Property{unit.Exec("ExecStopPost", hook, argv)}
 	}
 	mgr := systemdtest.Manager(b).PID()
 	c0 := cpuOf(b, mgr)
-	floor(b, n, props, "/bin/true")
+	floor(b, n, set, "/bin/true")
 	c := cpuOf(b, mgr).sub(c0)
 	for i := range n {
-		if s, err := pod.ReadApp(r.StateDir, pm.Name, fmt.Sprintf("a%d", i)); err != nil || s.State != pod.AppExited {
+		if s, err := pod.ReadApp(dir, pm.Name, fmt.Sprintf("a%d", i)); err != nil || s.State != pod.AppExited {
 			b.Fatalf("the hook did not record the exit of a%d: %+v, %v", i, s, err)
 		}
 	}

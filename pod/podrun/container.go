@@ -174,21 +174,3 @@ func killIsolatedApps(stateDir, name string, apps []pod.AppStatus) {
 		boot.EnterCommand(pid, "systemctl", "kill", "--kill-who=main", "--signal=SIGKILL", pod.AppUnit(name, a.Name)).Run()
 	}
 }
-
-// checkRootfs returns an error unless dir is a directory other than the
-// root directory: not /, and not a path that resolves to it, such as a
-// symlink to / or a bind mount of it, in which a chroot would leave the
-// app on the host's (or the isolated pod's) whole file system.
-func checkRootfs(dir string) error {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return errors.New("must be a directory: " + unwrapPath(err).Error())
-	}
-	if !fi.IsDir() {
-		return errors.New("must be a directory")
-	}
-	if root, err := os.Stat("/"); err != nil || os.SameFile(fi, root) {
-		return errors.New("must be a directory other than /, and must not resolve to /")
-	}
-	return nil
-}

@@ -5,11 +5,11 @@
 //
 // A [Runner] creates, starts, stops and removes pods on one manager and
 // reads their status. The hooks are what the units of a pod's graph run,
-// through the hidden "unitrun pod" commands (see package pod for the
+// through the hidden "unitrun pod unit-hook" commands (see package pod for the
 // graph): [Await] holds an app's first run until the sidecar before it
 // has started and the retried init apps before it have succeeded,
-// [ExecApp] waits out an app's back-off, records a run's
-// start and executes the app's command, [ReapApp] records each exit and
+// [ExecApp] starts a run where the small hook binary does not
+// (package pod/appexec), [ReapApp] records each exit and
 // applies the policies, [Reap] and [Shutdown] end apps and the pod,
 // [RunProbe] checks an app's health and acts on it, and [RunContainer] and
 // [ContainerExited] run an isolated pod's own systemd and record its end.

@@ -11,15 +11,16 @@ import (
 	"github.com/unitrun/unitrun/pod"
 )
 
-// Every exit is recorded exactly, and every run's output copied to its
-// log, whether the small hook binary is installed beside unitrun (the
-// units run it at each exit, and it copies the logs) or not (a "go run" of
-// unitrun: the units run "unitrun pod reap-app", and "unitrun pod
-// log-copy" copies): an exit code, a
-// signal, a success, an init app's success, an exit that restarts (which
-// the hook hands to unitrun, to ask the manager about a stop job) and a
-// failure that ends the pod (which the hook records, then has unitrun end
-// the pod).
+// Every run is started and every exit recorded exactly, and every run's
+// output copied to its log, whether the small hook binary is installed
+// beside unitrun (the units run it at each start and exit, and it copies
+// the logs) or not (a "go run" of unitrun: the units run unitrun's own
+// hooks, "unitrun pod unit-hook start", "reap-app", and "log-copy"
+// copies): an exit code, a signal, a success, an init app's success, a
+// command that does not exist (127, with unitrun's message in its log),
+// an exit that restarts (which the hook hands to unitrun, to ask the
+// manager about a stop job) and a failure that ends the pod (which the
+// hook records, then has unitrun end the pod).
 func TestExitHookRecordsEachExit(t *testing.T) {
 	withHook := systemdtest.Binary(t)
 	alone := filepath.Join(t.TempDir(), "unitrun")
@@ -48,6 +49,8 @@ apps:
     exec: ["/bin/sh", "-c", "kill -KILL $$"]
   - name: fine
     exec: ["/bin/true"]
+  - name: missing
+    exec: ["/nonexistent/cmd"]
   - name: retried
     restartPolicy: OnFailure
     exec: ["/bin/sh", "-c", "test -e `+once+` || { touch `+once+`; exit 2; }"]
@@ -56,21 +59,30 @@ apps:
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := `ExecStopPost=+"` + c.binary + `" "pod" "reap-app"`
-			if c.hook != "" {
-				want = `ExecStopPost=+"` + c.hook + `" "` + c.binary + `" "pod" "reap-app"`
-			}
-			if !strings.Contains(string(data), want) {
-				t.Errorf("unit of app three has no %q:\n%s", want, data)
+			for _, want := range []string{`ExecStart="`, `ExecStopPost=+"`} {
+				if c.hook != "" {
+					want += c.hook + `" "`
+				}
+				want += c.binary + `" "pod" "unit-hook"`
+				if !strings.Contains(string(data), want) {
+					t.Errorf("unit of app three has no %q:\n%s", want, data)
+				}
 			}
 			s := wait(t, r, name)
-			if s.Phase != pod.PodFailed || s.ExitCode == nil || *s.ExitCode != 3 && *s.ExitCode != 137 {
-				t.Errorf("pod: %s, exit code %s; want Failed, that of the app that failed first (3 or 137)", s.Phase, fmtCode(s.ExitCode))
+			if s.Phase != pod.PodFailed || s.ExitCode == nil || *s.ExitCode != 3 && *s.ExitCode != 137 && *s.ExitCode != 127 {
+				t.Errorf("pod: %s, exit code %s; want Failed, that of the app that failed first (3, 137 or 127)", s.Phase, fmtCode(s.ExitCode))
 			}
 			wantApp(t, s, "setup", pod.AppExited, 0)
 			wantApp(t, s, "three", pod.AppFailed, 3)
 			wantApp(t, s, "killed", pod.AppFailed, 128+9)
 			wantApp(t, s, "fine", pod.AppExited, 0)
+			wantApp(t, s, "missing", pod.AppFailed, 127)
+			if a := appOf(t, s, "missing"); a.Message != "command /nonexistent/cmd: not found" {
+				t.Errorf("app missing: message %q; want the command not found", a.Message)
+			}
+			if log, err := os.ReadFile(pod.LogFile(r.StateDir, name, "missing")); err != nil || string(log) != "unitrun: /nonexistent/cmd: command not found\n" {
+				t.Errorf("log of app missing: %q, %v; want unitrun's message", log, err)
+			}
 			wantApp(t, s, "retried", pod.AppExited, 0)
 			// The log copier, the hook's too, copied the app's output.
 			if log, err := os.ReadFile(pod.LogFile(r.StateDir, name, "three")); err != nil || string(log) != "three\n" {
@@ -82,7 +94,7 @@ apps:
 			if a := appOf(t, s, "retried"); a.Restarts != 1 {
 				t.Errorf("app retried: %d restarts; want 1", a.Restarts)
 			}
-			for app, code := range map[string]string{"three": "3\n", "killed": "137\n", "fine": "0\n", "retried": "0\n"} {
+			for app, code := range map[string]string{"three": "3\n", "killed": "137\n", "fine": "0\n", "missing": "127\n", "retried": "0\n"} {
 				if got, err := os.ReadFile(filepath.Join(r.StateDir, "pods", name, "status", app)); err != nil || string(got) != code {
 					t.Errorf("status file of %s: %q, %v; want %q", app, got, err, code)
 				}

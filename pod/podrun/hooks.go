@@ -13,32 +13,6 @@ import (
 // documentation); the hidden "unitrun pod" commands call them. open reaches
 // the pod's manager; a hook calls it only when it must stop units.
 
-// WaitBackoff waits out the back-off that app's last exit recorded, if
-// that exit was followed by a restart: [ExecApp] calls it first, so a run
-// that follows a restart starts its command once the back-off is over. A
-// stop ends the wait without an error: ctx done, or, in ExecApp, which
-// handles no signal, systemd's SIGTERM, which ends the process; the stop
-// goes on, and reap-app records that the back-off was no run. It is also
-// "unitrun pod backoff", which the units of pods created by an earlier
-// unitrun run as ExecStartPre= of an app that may restart.
-func WaitBackoff(ctx context.Context, stateDir, name, app string) error {
-	if err := pod.CheckNames(name, app); err != nil {
-		return err
-	}
-	s, err := pod.ReadAppOrNew(stateDir, name, app)
-	if err != nil || s.State != pod.AppRestarting {
-		return err
-	}
-	t := time.NewTimer(time.Until(s.LastExitAt.Add(s.Backoff)))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return nil
-	}
-}
-
 // Await is the ExecStartPre= of an app that starts after a sidecar
 // ([pod.Manifest.SidecarBefore]) or a retried init app
 // ([pod.Manifest.RetriedInitsBefore]): on the app's first run it returns
@@ -90,7 +64,7 @@ func awaited(stateDir, name string, side *pod.App, inits []*pod.App) (bool, erro
 		(side.StartupProbe == nil || s.Startup != nil && s.Startup.LastResult == pod.ProbeSuccess), nil
 }
 
-// ReapApp is "unitrun pod reap-app", the ExecStopPost= of an app, and the
+// ReapApp is "unitrun pod unit-hook reap-app", the ExecStopPost= of an app, and the
 // ExecStartPost= of an init app, when the small hook binary
 // (cmd/unitrun-hook) is not installed beside unitrun, or that hook could
 // not record the exit without the manager: it records the exit that env

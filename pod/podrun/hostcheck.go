@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/appexec"
 )
 
 // parseForHost is [pod.ParseWith] with [checkHost]: what a create
@@ -37,18 +38,18 @@ func checkHost(m *pod.Manifest, refused func(field string) bool) []error {
 		path := fmt.Sprintf("apps[%d]", i)
 		rootOK := a.Rootfs == "" || !refused(path+".rootfs")
 		if a.Rootfs != "" && rootOK {
-			if err := checkRootfs(a.Rootfs); err != nil {
+			if err := appexec.CheckRootfs(a.Rootfs); err != nil {
 				add(path+".rootfs", a.Rootfs, err.Error())
 				rootOK = false
 			}
 		}
 		if a.User != "" && !refused(path+".user") {
-			if _, err := lookupUser(a.User); err != nil {
+			if _, err := appexec.LookupUser(a.User); err != nil {
 				add(path+".user", a.User, "no such user on this host")
 			}
 		}
 		if a.Group != "" && !refused(path+".group") {
-			if _, err := lookupGroup(a.Group); err != nil {
+			if _, err := appexec.LookupGroup(a.Group); err != nil {
 				add(path+".group", a.Group, "no such group on this host")
 			}
 		}

@@ -145,7 +145,7 @@ func TestIsolatedPodStopFromOutside(t *testing.T) {
 			name := run(t, r, fmt.Sprintf(stoppable, "out-"+w.name), "")
 			defer containerLog(t, r, name)
 			// a's command must have started (the start job waited only
-			// for "pod exec", which records the start and then executes
+			// for the start hook, which records the start and then executes
 			// it), and b must have set its trap.
 			waitStarted(t, r, name, "a")
 			waitLog(t, r, name, "b", "trapped\n")

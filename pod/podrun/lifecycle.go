@@ -22,7 +22,7 @@ func PostStart(ctx context.Context, stateDir, name, app string) error {
 	if err != nil || a.PostStart == nil {
 		return err
 	}
-	// systemd runs ExecStartPost= once the exec hook, the main process,
+	// systemd runs ExecStartPost= once the start hook, the main process,
 	// has started: the hook has yet to open the run's start-error file
 	// (which empties it) and to execute the command.
 	if !commandStarted(ctx) {
@@ -42,7 +42,7 @@ func PostStart(ctx context.Context, stateDir, name, app string) error {
 }
 
 // commandStarted waits until the run's main process ($MAINPID, which
-// systemd sets for ExecStartPost=) is no longer the exec hook: it has
+// systemd sets for ExecStartPost=) is no longer the start hook: it has
 // executed the app's command. It reports false if the process ended
 // first (the command could not be executed, or a stop came) or ctx is
 // done.
@@ -61,7 +61,7 @@ func commandStarted(ctx context.Context) bool {
 }
 
 // execPoll is how often commandStarted looks at the main process: the
-// exec hook takes a few milliseconds to execute the command.
+// start hook takes a few milliseconds to execute the command.
 const execPoll = 2 * time.Millisecond
 
 // PreStop is the ExecStop= of an app with a preStop hook: when a stop

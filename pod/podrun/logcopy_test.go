@@ -18,7 +18,7 @@ import (
 
 // TestLogCopierOneProcess runs an app that prints its own children and
 // then waits: the app's output goes through exactly one copier, "unitrun
-// pod log-copy" run by the hook binary beside unitrun, whose parent is the manager (not the app's command, which
+// pod unit-hook log-copy" run by the hook binary beside unitrun, whose parent is the manager (not the app's command, which
 // has no child, nor a process that started it and exited), in a session
 // of its own; every line reaches the log, and no copier is left once the
 // pod has ended.
@@ -60,8 +60,9 @@ apps:
 	c := copiers[0]
 	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c))
 	bin := systemdtest.Binary(t)
-	if want := pod.HookPath(bin) + "\x00" + bin + "\x00pod\x00log-copy\x00"; string(cmdline) != want {
-		t.Errorf("the copier's command line is %q, want %q", cmdline, want)
+	want := pod.HookPath(bin) + "\x00" + bin + "\x00pod\x00unit-hook\x00log-copy\x00--state-dir\x00" + r.StateDir + "\x00"
+	if !strings.HasPrefix(string(cmdline), want) || !strings.HasSuffix(string(cmdline), "\x00"+name+"\x00a\x00") {
+		t.Errorf("the copier's command line is %q, want %q...%s a", cmdline, want, name)
 	}
 	ppid, sid := statFields(t, c)
 	if mgr := systemdtest.Manager(t).PID(); os.Getenv("UNITRUN_MANAGER") == "" && ppid != mgr {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // RunProbe is the ExecStart= of an app's probe service, which the app's
@@ -97,10 +98,12 @@ func waitForRun(ctx context.Context, stateDir, name, app string, last time.Time)
 	}
 }
 
-// execHook reports whether process pid is still "unitrun pod exec", the
-// hook that executes an app's command ([ExecApp]), or has not been
-// recorded yet (pid 0): a process of this binary whose arguments begin
-// with "pod exec". A process that has ended is not.
+// execHook reports whether process pid is still the start hook, which
+// executes an app's command (appexec.Start), or has not been recorded yet
+// (pid 0): a process of this binary, or of the small hook binary beside
+// it, whose arguments are the start hook's ("pod unit-hook start ...",
+// after unitrun's path in the small hook binary). A process that has
+// ended is not.
 func execHook(pid int) bool {
 	if pid == 0 {
 		return true
@@ -110,8 +113,8 @@ func execHook(pid int) bool {
 	if err != nil {
 		return false
 	}
-	self, err := os.Stat("/proc/self/exe")
-	if err != nil || !os.SameFile(exe, self) {
+	self, err := os.Executable()
+	if err != nil {
 		return false
 	}
 	cmdline, err := os.ReadFile(proc + "/cmdline")
@@ -119,7 +122,14 @@ func execHook(pid int) bool {
 		return false
 	}
 	args := strings.Split(string(cmdline), "\x00")
-	return len(args) > 2 && args[1] == "pod" && args[2] == "exec"
+	if fi, err := os.Stat(self); err == nil && os.SameFile(exe, fi) {
+		args = args[1:]
+	} else if fi, err := os.Stat(pod.HookPath(self)); err == nil && os.SameFile(exe, fi) && len(args) > 1 {
+		args = args[2:]
+	} else {
+		return false
+	}
+	return len(args) > 2 && args[0] == "pod" && args[1] == record.HookCommand && args[2] == pod.HookStart
 }
 
 // probing runs the probes of app a of pod name on its run that started

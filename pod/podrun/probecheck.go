@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/appexec"
 )
 
 // check runs p, a probe of a, once, bounded by timeout, and returns its
@@ -109,9 +110,10 @@ func httpCheck(ctx context.Context, p *pod.HTTPProbe) (note string, err error) {
 // when its whole process group is killed. For an app with a rootfs the
 // probe runs chrooted into it, as the app does, so argv names the
 // rootfs's files; a command name is looked up in the app's PATH there,
-// as the app's own is ([lookPath]); it has the app's environment.
+// as the app's own is ([appexec.LookPath]); it has the app's environment.
 func execCheck(ctx context.Context, a *pod.App, argv []string) error {
-	_, ids, err := identity(a)
+	spec := a.ExecSpec()
+	c, err := appexec.Resolve(spec)
 	if err != nil {
 		return err
 	}
@@ -119,19 +121,19 @@ func execCheck(ctx context.Context, a *pod.App, argv []string) error {
 	if root == "" {
 		root = "/"
 	}
-	path, err := lookPath(root, argv[0], a.Env)
+	path, err := appexec.LookPath(root, argv[0], a.Env)
 	if err != nil {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, path, argv[1:]...)
 	cmd.Args[0] = argv[0]
-	cmd.Env = environment(a, ids)
+	cmd.Env = c.Env()
 	cmd.Dir = a.WorkingDir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Chroot: a.Rootfs}
 	if a.Rootfs != "" && cmd.Dir == "" {
 		cmd.Dir = "/"
 	}
-	cred, err := credential(a)
+	cred, err := appexec.Credential(spec)
 	if err != nil {
 		return err
 	}
@@ -139,36 +141,4 @@ func execCheck(ctx context.Context, a *pod.App, argv []string) error {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	return cmd.Run()
-}
-
-// credential is who an exec probe of a runs as: a's User= and Group= (the
-// user's primary group if a has no Group=), without supplementary groups;
-// nil, the probe service's own user, if a has no User= or Group=.
-func credential(a *pod.App) (*syscall.Credential, error) {
-	if a.User == "" && a.Group == "" {
-		return nil, nil
-	}
-	uid, gid := uint64(syscall.Getuid()), uint64(syscall.Getgid())
-	if a.User != "" {
-		u, err := lookupUser(a.User)
-		if err != nil {
-			return nil, err
-		}
-		if uid, err = strconv.ParseUint(u.Uid, 10, 32); err != nil {
-			return nil, err
-		}
-		if gid, err = strconv.ParseUint(u.Gid, 10, 32); err != nil {
-			return nil, err
-		}
-	}
-	if a.Group != "" {
-		g, err := lookupGroup(a.Group)
-		if err != nil {
-			return nil, err
-		}
-		if gid, err = strconv.ParseUint(g.Gid, 10, 32); err != nil {
-			return nil, err
-		}
-	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
 }

@@ -84,22 +84,6 @@ func TestProbeChecks(t *testing.T) {
 	}
 }
 
-func TestProbeCredential(t *testing.T) {
-	cred, err := credential(&pod.App{User: "daemon", Group: "root"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cred.Uid == 0 || cred.Gid != 0 || len(cred.Groups) != 0 {
-		t.Errorf("credential of user daemon, group root: %+v", cred)
-	}
-	if cred, err := credential(&pod.App{}); cred != nil || err != nil {
-		t.Errorf("credential of an app with no user: %+v, %v", cred, err)
-	}
-	if _, err := credential(&pod.App{User: "no-such-user-here"}); err == nil {
-		t.Error("credential of an unknown user: no error")
-	}
-}
-
 // A startup probe whose run has ended (its app's record has moved on)
 // before the probe said anything acts on nothing: it had answered with its
 // action, and RunProbe restarted the app, which had exited on its own.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/appexec"
 )
 
 // hostileNames are pod or app names that would climb out of the state
@@ -91,7 +92,7 @@ func TestSecurityPodStateTraversal(t *testing.T) {
 		_, calls["Stop"] = r.Stop(ctx, podName, time.Second)
 		calls["Remove"] = r.Remove(ctx, podName, true)
 		calls["Logs"] = pod.Logs(ctx, r.StateDir, podName, []string{"a"}, &bytes.Buffer{}, pod.LogOptions{}, nil)
-		calls["WaitBackoff"] = WaitBackoff(ctx, r.StateDir, podName, "a")
+		calls["WaitBackoff"] = appexec.WaitBackoff(ctx, r.StateDir, podName, "a")
 		calls["Reap"] = Reap(r.StateDir, podName, "a")
 		for name, err := range calls {
 			if err == nil {

@@ -52,7 +52,7 @@ var ErrNeedsStopJob = errors.New("the exit of an app that may restart needs the 
 //
 // An exit that the app's probe caused is a restart, with the back-off of
 // a crash, if the probe restarted the app, and a failure if it ends the
-// pod. A run whose command the exec hook could not execute failed, with
+// pod. A run whose command the start hook could not execute failed, with
 // the hook's reason as the record's Message, and so did any other run that
 // ended before its command ran (a stop came first). A restart stopped
 // before its command ran (while it waited out its back-off, or after) was
@@ -95,7 +95,7 @@ type reaping struct {
 	// s is the app's record as the run left it.
 	s    AppStatus
 	exit Exit
-	// why is the reason the exec hook could not execute the command, if
+	// why is the reason the start hook could not execute the command, if
 	// it could not.
 	why string
 	// acted is what a probe of the app did at its failure threshold.
@@ -137,7 +137,7 @@ func readExit(stateDir, name, app string, p *Policy, env HookEnv) (*reaping, err
 		r.why = notRun
 	}
 	if r.why != "" {
-		// The exec hook could not execute the command, or the run ended
+		// The start hook could not execute the command, or the run ended
 		// before the hook got that far: whatever the exit code (the
 		// SIGTERM of a stop, say), the run failed.
 		r.exit.Success = false
@@ -151,12 +151,12 @@ func readExit(stateDir, name, app string, p *Policy, env HookEnv) (*reaping, err
 	return r, nil
 }
 
-// started reports whether the run got as far as the exec hook, which
+// started reports whether the run got as far as the start hook, which
 // records the start of every run that does.
 func (r *reaping) started() bool { return r.s.State == AppRunning }
 
 // notRun is the message of a run that ended before its command ran, and
-// not because the exec hook could not execute it: a stop that came first,
+// not because the start hook could not execute it: a stop that came first,
 // or a hook that failed.
 const notRun = "ended before its command ran"
 

@@ -95,7 +95,7 @@ func Lock(stateDir, pod string) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
-// startErrorFile is where the exec hook leaves why a run could not execute its
+// startErrorFile is where the start hook leaves why a run could not execute its
 // command, for reap-app: STATE/pods/P/apps/A.start-error.
 func startErrorFile(app string) string { return app + ".start-error" }
 
@@ -118,7 +118,7 @@ func OpenStartError(stateDir, pod, app string) (*os.File, error) {
 
 // readStartError returns the reason the run of app that just ended could
 // not execute its command: "" if the command was executed (the file the
-// exec hook opened is then empty) or the run never got as far as the exec
+// start hook opened is then empty) or the run never got as far as the start
 // hook.
 func readStartError(stateDir, pod, app string) (string, error) {
 	data, err := ReadFile(stateDir, "pods", pod, "apps", startErrorFile(app))
@@ -132,7 +132,7 @@ func readStartError(stateDir, pod, app string) (string, error) {
 }
 
 // removeStartError removes app's start error file once its reason is
-// recorded, so that no later run, which may end before its own exec hook,
+// recorded, so that no later run, which may end before its own start hook,
 // is given it, and none is left once the run has ended.
 func removeStartError(stateDir, pod, app string) error {
 	err := os.Remove(filepath.Join(Dir(stateDir, pod), "apps", startErrorFile(app)))
@@ -193,4 +193,27 @@ func ReadPolicy(stateDir, pod string) (*Policy, error) {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(Dir(stateDir, pod), policyFile), err)
 	}
 	return &p, nil
+}
+
+// SpecFile holds, in a pod's state directory, the pod's manifest as
+// parsed (package pod writes it), which the hooks read.
+const SpecFile = "manifest.json"
+
+// LogsDir is the directory of a pod's state that holds its apps' logs
+// and termination files.
+const LogsDir = "logs"
+
+// TerminationFile is the file bound at app's terminationMessagePath.
+func TerminationFile(stateDir, pod, app string) string {
+	return filepath.Join(Dir(stateDir, pod), LogsDir, app+".termination-log")
+}
+
+// EmptyTerminationFile creates app's TerminationFile, or empties it,
+// writable by every user, as the kubelet makes a container's.
+func EmptyTerminationFile(stateDir, pod, app string) error {
+	path := TerminationFile(stateDir, pod, app)
+	if err := os.WriteFile(path, nil, 0o666); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o666)
 }

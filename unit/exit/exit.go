@@ -1,7 +1,10 @@
-// Package exit tells how a process ended, as systemd reports it, and
+// Package exit tells how a process ended, as systemd reports it, and why
+// a command could not be executed ([CannotExecute], [NotExecuted]), and
 // names signals as systemd does. It links the standard library alone, so
-// that the pods' exit hook, which starts at every exit of every app, can
-// use it without the rest of package unit, which re-exports all of it.
+// that the pods' small hook binary, which starts at every run and exit of
+// every app, can use it without the rest of package unit, which
+// re-exports how a process ended and the signals, nor package job, which
+// re-exports why a command could not be executed.
 package exit
 
 import (
