@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/internal/atomicfile"
+	"github.com/unitrun/unitrun/pod/logcopy"
 	"github.com/unitrun/unitrun/pod/record"
 )
 
@@ -31,7 +32,8 @@ func TerminationFile(stateDir, pod, app string) string {
 
 // WriteState writes the state of pod m, created from the manifest text
 // manifest, into its state directory, which must exist: its logs
-// directory, a copy of the manifest (synced to disk), the manifest as
+// directory with its logs' rotation (logcopy.RotationFile), a copy of the
+// manifest (synced to disk), the manifest as
 // parsed, its policies (record.WritePolicy), and a Pending pod.json in which every app is waiting.
 func WriteState(stateDir string, m *Manifest, manifest []byte) error {
 	dir := Dir(stateDir, m.Name)
@@ -39,6 +41,9 @@ func WriteState(stateDir string, m *Manifest, manifest []byte) error {
 		return err
 	}
 	if err := atomicfile.Write(filepath.Join(dir, manifestFile), manifest, 0o600); err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(dir, logsDir, logcopy.RotationFile), logcopy.FormatRotation(m.Rotation()), 0o600); err != nil {
 		return err
 	}
 	if err := writeSpec(stateDir, m); err != nil {
