@@ -115,6 +115,65 @@ func TestPodLogsRotation(t *testing.T) {
 	if out, errs, code := podCLI(t, dir, "logs", "--tail", "3", "chatty", "a"); code != 0 || out != fmt.Sprintf("line %d\nline %d\nline %d\n", last-2, last-1, last) {
 		t.Errorf("pod logs --tail 3: exit %d, %q, %q; want the last three lines", code, out, errs)
 	}
+	// --timestamps: the time of the last mark at or before the line's
+	// first byte, in the live log's times file.
+	live := filepath.Join(dir, "pods", "chatty", "logs", "a.log")
+	log, _ := os.ReadFile(live)
+	times, _ := os.ReadFile(strings.TrimSuffix(live, ".log") + ".times")
+	at := bytes.LastIndex(log, []byte(want))
+	var stamp string
+	for _, mark := range strings.Split(strings.TrimSpace(string(times)), "\n") {
+		var kind string
+		var off, ns int64
+		if _, err := fmt.Sscanf(mark, "%s %d %d", &kind, &off, &ns); err == nil && off <= int64(at) {
+			stamp = time.Unix(0, ns).UTC().Format(time.RFC3339Nano)
+		}
+	}
+	if out, errs, code := podCLI(t, dir, "logs", "--timestamps", "--tail", "1", "chatty", "a"); code != 0 || at < 0 || out != stamp+" "+want {
+		t.Errorf("pod logs --timestamps --tail 1: exit %d, %q, %q; want %q", code, out, errs, stamp+" "+want)
+	}
+}
+
+// pod logs -f of a chatty app whose log rotates as it prints (files of
+// 8K, enough of them that none is removed) prints every line exactly once,
+// in order, across the rotations.
+func TestPodLogsFollowRotation(t *testing.T) {
+	dir := t.TempDir()
+	rmPod(t, dir, "rotating")
+	fifo := filepath.Join(t.TempDir(), "go")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const last = 3000
+	manifest := fmt.Sprintf("name: rotating\nlogs: {maxSize: 8K, maxFiles: 20}\napps: [{name: a, exec: [/bin/sh, -c, 'echo first; read x < %s; seq 2 %d | sed \"s/^/line /\"']}, {name: b, exec: [/bin/sleep, 600]}]\n", fifo, last)
+	if _, errs, code := podCLI(t, dir, "run", "--detach", manifestFile(t, manifest)); code != 0 {
+		t.Fatalf("pod run --detach: exit %d: %s", code, errs)
+	}
+	cmd := exec.Command(systemdtest.Binary(t), "pod", "logs", "-f", "rotating", "a", "--state-dir", dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(out)
+	if line, err := r.ReadString('\n'); err != nil || line != "first\n" {
+		t.Fatalf("pod logs -f: first line %q, %v", line, err)
+	}
+	os.WriteFile(fifo, []byte("\n"), 0)
+	rest, _ := io.ReadAll(r)
+	cmd.Wait()
+	var b strings.Builder
+	for i := 2; i <= last; i++ {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "pods", "rotating", "logs", "a.*.log")); len(files) < 3 {
+		t.Errorf("the log rotated into %q; want several files", files)
+	}
+	if string(rest) != b.String() || cmd.ProcessState.ExitCode() != 0 {
+		t.Errorf("pod logs -f across rotations: exit %d, %d bytes; want lines 2 to %d exactly, exit 0", cmd.ProcessState.ExitCode(), len(rest), last)
+	}
 }
 
 // pod logs -f of one app prints its lines as they come and returns, with
