@@ -75,9 +75,11 @@ type AppLogs struct {
 	follow bool
 }
 
-// OpenLogs opens the logs of apps of pod for Copy. A line is ended by its
-// newline, or by the end of its run or of the log; one the log ends
-// without a newline is copied with one. A log file that is a symlink is
+// OpenLogs opens the logs of apps of pod for Copy: each app's files that
+// logcopy's rotation keeps, oldest first, read as one stream (a run's
+// first file kept begins a run, though its start was removed). A line is
+// ended by its newline, or by the end of its run or of the log; one the
+// log ends without a newline is copied with one. A log file that is a symlink is
 // refused; so are o.Since, o.Timestamps and o.Previous for a log written
 // before unitrun kept its times, and o.Previous for an app with one run
 // only.

@@ -20,7 +20,8 @@ const (
 	logsDir      = "logs"          // logs/A.log: the output of app A
 )
 
-// LogFile is the file that app's stdout and stderr are appended to.
+// LogFile is the file that app's stdout and stderr are appended to: the
+// live file of its log, which the copier rotates (logcopy.Segments).
 func LogFile(stateDir, pod, app string) string {
 	return filepath.Join(Dir(stateDir, pod), logsDir, app+".log")
 }
