@@ -58,7 +58,7 @@ func (in *PodInstall) unit() ([]byte, error) {
 		return nil, err
 	}
 	for _, r := range [][2]string{
-		{"=" + InstalledBinary + " ", "=" + unit.QuoteArg(in.Binary) + " "},
+		{InstalledBinary + " ", unit.QuoteArg(in.Binary) + " "},
 		{"--manager=system", unit.QuoteArg("--manager=" + in.Manager)},
 		{"--state-dir " + PodsStateDir, "--state-dir " + unit.QuoteArg(in.StateDir)},
 		{"WorkingDirectory=" + PodsDir, "WorkingDirectory=" + unit.EscapeSpecifiers(in.PodsDir)},

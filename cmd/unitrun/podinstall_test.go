@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -46,7 +47,8 @@ func bootManager(t *testing.T) (*manager.Embedded, []string) {
 // pod install writes the manifest (root's alone) and enables the pod's
 // instance of unitrun-pod@.service, whose start runs the pod; once its
 // manager is stopped and booted again on the same directories, the pod
-// runs again, started anew. pod uninstall leaves no manifest, unit,
+// runs again, started anew, and the unit's journal holds the status of
+// the last boot's run as it ended. pod uninstall leaves no manifest, unit,
 // link, state or loaded unit, and a second one finds nothing to do. A bad
 // manifest, a bad name and a relative --pods-dir are refused with exit 2,
 // before anything is written.
@@ -102,6 +104,20 @@ func TestPodInstallSurvivesRestart(t *testing.T) {
 		}
 		if i == 600 {
 			t.Fatalf("after the manager's restart: %+v, exit %d; want the pod running again", again, code)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// The unit printed the status of the run it replaced, the last
+	// boot's, ended by the manager's stop, into this boot's journal.
+	const last = "inst\tSucceeded\t0\t1\na\texited\t143\t0\t"
+	for i := 0; ; i++ {
+		out, _ := exec.Command("journalctl", "--directory="+e.JournalDir(), "--no-pager", "-o", "cat", "-u", "unitrun-pod@inst.service").Output()
+		if strings.Contains(string(out), last) {
+			break
+		}
+		if i == 600 {
+			t.Fatalf("the journal of unitrun-pod@inst.service:\n%s\nwant the last boot's status, %q", out, last)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
