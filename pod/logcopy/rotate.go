@@ -129,9 +129,9 @@ func LockDir(dir string, exclusive bool) (unlock func(), err error) {
 	return func() { f.Close() }, nil
 }
 
-// StartsRun reports whether the times file at path begins with the mark of
+// startsRun reports whether the times file times begins with the mark of
 // a run's start: a file that does not, with a log, continues a run.
-func StartsRun(times string) bool {
+func startsRun(times string) bool {
 	f, err := os.Open(times)
 	if err != nil {
 		return false
@@ -142,7 +142,8 @@ func StartsRun(times string) bool {
 	return string(b[:n]) == "r "
 }
 
-// rotator rotates the live log at path as the package comment says.
+// rotator rotates the live log at path, as the comment that opens this
+// file says.
 type rotator struct {
 	path string
 	r    Rotation
@@ -181,7 +182,7 @@ func (ro *rotator) startRunLocked(segs []Segment) error {
 		// The live log holds a run of its own, or the rest of the last
 		// segment's (or, written before segments, one run).
 		prev = max(last, 0)
-		if StartsRun(Times(ro.path)) {
+		if startsRun(Times(ro.path)) {
 			prev = last + 1
 		}
 		if err := ro.rename(segs, prev); err != nil {
