@@ -48,7 +48,7 @@ func newPodInstallCmd(f *podFlags) *cobra.Command {
 		Example: `  unitrun pod install --now web.yaml
   unitrun pod status --state-dir /var/lib/unitrun/pods web`,
 		Short: "Install a pod that runs at boot: its manifest in /etc/unitrun/pods, run by unitrun-pod@NAME.service",
-		Long: `Validate the manifest FILE, copy it to --pods-dir as NAME.yaml, write
+		Long: `Validate the manifest FILE (as pod create does, on this host), copy it to --pods-dir as NAME.yaml, write
 the template unit ` + dist.PodUnit + ` (running this unitrun, on the manager it
 reaches) to --unit-dir, and enable unitrun-pod@NAME.service, wanted by the
 manager's default.target: at each boot it runs "unitrun pod run --detach
@@ -68,7 +68,7 @@ NAME" takes it all back.`,
 			if err != nil {
 				return usageError(err)
 			}
-			m, err := pod.Parse(data)
+			m, err := podrun.ParseForHost(data, "")
 			if err != nil {
 				return usageError(fmt.Errorf("%s: %w", args[0], err))
 			}

@@ -50,8 +50,8 @@ func bootManager(t *testing.T) (*manager.Embedded, []string) {
 // runs again, started anew, and the unit's journal holds the status of
 // the last boot's run as it ended. pod uninstall leaves no manifest, unit,
 // link, state or loaded unit, and a second one finds nothing to do. A bad
-// manifest, a bad name and a relative --pods-dir are refused with exit 2,
-// before anything is written.
+// manifest (also one naming a user this host lacks), a bad name and a
+// relative --pods-dir are refused with exit 2, before anything is written.
 func TestPodInstallSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	e, env := bootManager(t)
@@ -70,6 +70,9 @@ func TestPodInstallSurvivesRestart(t *testing.T) {
 	}
 	if _, errs, code := unitrunEnv(t, env, append([]string{"pod", "uninstall", "Inst"}, flags...)...); code != 2 || !strings.Contains(errs, `"Inst"`) {
 		t.Errorf("pod uninstall of a bad name: exit %d, %q; want 2 naming it", code, errs)
+	}
+	if _, errs, code := unitrunEnv(t, env, append([]string{"pod", "install", manifestFile(t, "name: inst\napps: [{name: a, exec: [/bin/true], user: no-such-user-here}]\n")}, flags...)...); code != 2 || !strings.Contains(errs, "apps[0].user") {
+		t.Errorf("pod install of an app whose user this host lacks: exit %d, %q; want 2 naming the field", code, errs)
 	}
 	if _, errs, code := unitrunEnv(t, env, "pod", "install", "--pods-dir", "pods", manifestFile(t, "name: inst\napps: [{name: a, exec: [/bin/true]}]\n")); code != 2 || !strings.Contains(errs, `--pods-dir "pods": must be an absolute path`) {
 		t.Errorf("pod install --pods-dir pods: exit %d, %q; want 2 naming the flag", code, errs)
