@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 
@@ -323,4 +324,25 @@ func (w *Watch) filter(ev Event) (Event, bool) {
 	}
 	ev.Props = props
 	return ev, n > 0
+}
+
+// RunJob queues a job for unit u with enqueue (c.StartUnit, c.StopUnit,
+// ...), in mode "replace", and waits until it is removed. A job that does
+// not end "done" is an error; one that ended unseen while the connection
+// was down is taken as done.
+func (c *Conn) RunJob(ctx context.Context, u string, enqueue func(context.Context, string, string) (dbus.ObjectPath, error)) error {
+	w := c.WatchProps(u) // only its jobs
+	defer w.Close()
+	job, err := enqueue(ctx, u, "replace")
+	if err != nil {
+		return fmt.Errorf("%s: %w", u, err)
+	}
+	result, err := w.WaitJob(ctx, job, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", u, err)
+	}
+	if result != "" && result != "done" {
+		return fmt.Errorf("job for %s: %s", u, result)
+	}
+	return nil
 }

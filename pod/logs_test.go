@@ -42,3 +42,47 @@ func TestLogsBeforeFirstStart(t *testing.T) {
 		t.Error("logs of a pod that does not exist: no error")
 	}
 }
+
+// TestLogsAcrossSegments reads a log kept in segments as logcopy rotates
+// it: run 0 whole in one segment, run 1 whose first part was removed
+// (its kept part begins without a run's mark), its rest in the live log.
+// The kept runs read as one stream, a run's last line without a newline
+// ended; --previous gives run 0, whose mark was kept; --tail and
+// --timestamps cross the files.
+func TestLogsAcrossSegments(t *testing.T) {
+	state := t.TempDir()
+	logs := filepath.Join(Dir(state, "web"), logsDir)
+	if err := os.MkdirAll(logs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	live := LogFile(state, "web", "a")
+	write := func(path, log, times string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(log), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(LogTimes(path), []byte(times), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(logs, "a.0.0.log"), "zero\nend", "r 0 1000000000\nw 0 1000000000\n")
+	write(filepath.Join(logs, "a.1.1.log"), "one b\n", "w 0 3000000000\n")
+	write(live, "one c\n", "w 0 4000000000\n")
+	read := func(o LogOptions) string {
+		t.Helper()
+		var out bytes.Buffer
+		if err := Logs(context.Background(), state, "web", []string{"a"}, &out, o, nil); err != nil {
+			t.Fatalf("logs %+v: %v", o, err)
+		}
+		return out.String()
+	}
+	if got, want := read(LogOptions{}), "zero\nend\none b\none c\n"; got != want {
+		t.Errorf("logs: %q, want %q", got, want)
+	}
+	if got, want := read(LogOptions{Previous: true}), "zero\nend\n"; got != want {
+		t.Errorf("logs --previous: %q, want %q", got, want)
+	}
+	if got, want := read(LogOptions{Tail: 2, Timestamps: true}), "1970-01-01T00:00:03Z one b\n1970-01-01T00:00:04Z one c\n"; got != want {
+		t.Errorf("logs --tail 2 --timestamps: %q, want %q", got, want)
+	}
+}

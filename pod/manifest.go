@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/pod/appexec"
+	"github.com/unitrun/unitrun/pod/logcopy"
 	"github.com/unitrun/unitrun/pod/record"
+	"github.com/unitrun/unitrun/unit"
 )
 
 // Isolation says where a pod's units run.
@@ -84,7 +86,32 @@ type Manifest struct {
 	RestartBackoff Backoff       `yaml:"restartBackoff" json:"restartBackoff,omitzero"`
 	Isolation      Isolation     `yaml:"isolation" json:"isolation,omitzero"`
 	Network        Network       `yaml:"network" json:"network,omitzero"`
-	Apps           []App         `yaml:"apps" json:"apps,omitzero"`
+	// Logs bounds each app's log ([Manifest.Rotation]).
+	Logs LogLimits `yaml:"logs" json:"logs,omitzero"`
+	Apps []App     `yaml:"apps" json:"apps,omitzero"`
+}
+
+// LogLimits bound each app's log by rotation (docs/pods.md, "An app's log is
+// bounded"). Unset fields take logcopy.DefaultRotation's.
+type LogLimits struct {
+	// MaxSize bounds a log file and its times file together, in
+	// ParseSize syntax: "10M".
+	MaxSize string `yaml:"maxSize" json:"maxSize,omitzero"`
+	// MaxFiles bounds the files of a run, 2 or more.
+	MaxFiles int `yaml:"maxFiles" json:"maxFiles,omitzero"`
+}
+
+// Rotation is how the pod's apps' logs are rotated: its Logs, with the
+// defaults for what it leaves unset. m must be valid.
+func (m *Manifest) Rotation() logcopy.Rotation {
+	r := logcopy.DefaultRotation
+	if n, err := unit.ParseSize(m.Logs.MaxSize); err == nil && m.Logs.MaxSize != "" {
+		r.MaxSize = int64(n)
+	}
+	if m.Logs.MaxFiles != 0 {
+		r.MaxFiles = m.Logs.MaxFiles
+	}
+	return r
 }
 
 // An App is one process of a pod.

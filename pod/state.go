@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/internal/atomicfile"
+	"github.com/unitrun/unitrun/pod/logcopy"
 	"github.com/unitrun/unitrun/pod/record"
 )
 
@@ -19,14 +20,16 @@ const (
 	logsDir      = record.LogsDir  // logs/A.log: the output of app A
 )
 
-// LogFile is the file that app's stdout and stderr are appended to.
+// LogFile is the file that app's stdout and stderr are appended to: the
+// live file of its log, which the copier rotates (logcopy.Segments).
 func LogFile(stateDir, pod, app string) string {
 	return filepath.Join(Dir(stateDir, pod), logsDir, app+".log")
 }
 
 // WriteState writes the state of pod m, created from the manifest text
 // manifest, into its state directory, which must exist: its logs
-// directory, a copy of the manifest (synced to disk), the manifest as
+// directory with its logs' rotation (logcopy.RotationFile), a copy of the
+// manifest (synced to disk), the manifest as
 // parsed, its policies (record.WritePolicy), and a Pending pod.json in which every app is waiting.
 func WriteState(stateDir string, m *Manifest, manifest []byte) error {
 	dir := Dir(stateDir, m.Name)
@@ -34,6 +37,9 @@ func WriteState(stateDir string, m *Manifest, manifest []byte) error {
 		return err
 	}
 	if err := atomicfile.Write(filepath.Join(dir, manifestFile), manifest, 0o600); err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(dir, logsDir, logcopy.RotationFile), logcopy.FormatRotation(m.Rotation()), 0o600); err != nil {
 		return err
 	}
 	if err := writeSpec(stateDir, m); err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/unitrun/unitrun/internal/lazyregexp"
 	"github.com/unitrun/unitrun/pod/appexec"
+	"github.com/unitrun/unitrun/pod/logcopy"
 	"github.com/unitrun/unitrun/unit"
 )
 
@@ -52,6 +54,14 @@ func (m *Manifest) validate() error {
 	}
 	if b.Max < b.Initial {
 		p.add("restartBackoff.max", b.Max.String(), "must not be shorter than restartBackoff.initial "+b.Initial.String())
+	}
+	if l := m.Logs.MaxSize; l != "" {
+		if n, err := unit.ParseSize(l); err != nil || n < logcopy.MinMaxSize || n > math.MaxInt64 {
+			p.add("logs.maxSize", l, fmt.Sprintf(`must be a size of %dK or more, like "10M"`, logcopy.MinMaxSize>>10))
+		}
+	}
+	if n := m.Logs.MaxFiles; n != 0 && n < 2 {
+		p.add("logs.maxFiles", fmt.Sprint(n), "must be 2 or more: the file being written and the one before it")
 	}
 	if !slices.ContainsFunc(m.Apps, func(a App) bool { return !a.Init && !a.Sidecar }) {
 		rule := "must list at least one app that is not an init app"

@@ -12,7 +12,8 @@ import (
 )
 
 // TestDistUnitsVerify runs "systemd-analyze verify" on the shipped units of
-// dist/systemd, with /usr/bin/unitrun pointing at the built binary: it
+// dist/systemd (the template unitrun-pod@.service as an instance), with
+// /usr/bin/unitrun pointing at the built binary in every command: it
 // must exit 0 and print nothing.
 func TestDistUnitsVerify(t *testing.T) {
 	src, err := filepath.Glob("../../dist/systemd/*")
@@ -26,7 +27,7 @@ func TestDistUnitsVerify(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		data = bytes.ReplaceAll(data, []byte("ExecStart=/usr/bin/unitrun "), []byte("ExecStart="+systemdtest.Binary(t)+" "))
+		data = bytes.ReplaceAll(data, []byte("=/usr/bin/unitrun "), []byte("="+systemdtest.Binary(t)+" "))
 		dst := filepath.Join(dir, filepath.Base(p))
 		if err := os.WriteFile(dst, data, 0o644); err != nil {
 			t.Fatal(err)

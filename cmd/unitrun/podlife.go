@@ -14,9 +14,10 @@ import (
 )
 
 // create creates the pod of the manifest at path, with isolation iso
-// instead of the manifest's unless it is ""; a bad manifest or isolation
-// exits 2.
-func create(ctx context.Context, r *podrun.Runner, path, iso string) (*pod.Manifest, error) {
+// instead of the manifest's unless it is ""; with replace, once the
+// manifest is valid, it stops and removes the pod of its name first. A
+// bad manifest or isolation exits 2.
+func create(ctx context.Context, r *podrun.Runner, path, iso string, replace bool) (*pod.Manifest, error) {
 	switch pod.Isolation(iso) {
 	case "", pod.NoIsolation, pod.Namespaces:
 	default:
@@ -26,11 +27,23 @@ func create(ctx context.Context, r *podrun.Runner, path, iso string) (*pod.Manif
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: err}
 	}
-	m, err := r.CreateWith(ctx, data, pod.Isolation(iso))
+	createWith := r.CreateWith
+	if replace {
+		createWith = r.Replace
+	}
+	m, err := createWith(ctx, data, pod.Isolation(iso))
 	if invalid := (*podrun.InvalidError)(nil); errors.As(err, &invalid) {
 		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", path, invalid.Err)}
 	}
+	if exists := (*podrun.ExistsError)(nil); errors.As(err, &exists) {
+		return nil, &exitError{code: exitFailed, err: fmt.Errorf("%w: remove it first (unitrun pod rm), or give --replace, which stops and removes it", err)}
+	}
 	return m, failed(err)
+}
+
+// replaceFlag adds --replace to cmd.
+func replaceFlag(cmd *cobra.Command, replace *bool) {
+	cmd.Flags().BoolVar(replace, "replace", false, "if a pod of the manifest's name exists, stop and remove it first")
 }
 
 // isolationFlag adds --isolation to cmd.
@@ -39,7 +52,7 @@ func isolationFlag(cmd *cobra.Command, iso *string) {
 }
 
 func newPodCreateCmd(f *podFlags) *cobra.Command {
-	var asJSON bool
+	var asJSON, replace bool
 	var iso string
 	cmd := &cobra.Command{
 		Use: "create FILE",
@@ -50,7 +63,7 @@ func newPodCreateCmd(f *podFlags) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withRunner(cmd, func(r *podrun.Runner) error {
-				m, err := create(cmd.Context(), r, args[0], iso)
+				m, err := create(cmd.Context(), r, args[0], iso, replace)
 				if err != nil {
 					return err
 				}
@@ -64,6 +77,7 @@ func newPodCreateCmd(f *podFlags) *cobra.Command {
 	}
 	jsonFlag(cmd, &asJSON, "print the created pod's status as JSON instead of its name")
 	isolationFlag(cmd, &iso)
+	replaceFlag(cmd, &replace)
 	return cmd
 }
 
@@ -95,7 +109,7 @@ func newPodStartCmd(f *podFlags) *cobra.Command {
 
 func newPodRunCmd(f *podFlags) *cobra.Command {
 	var policy, iso string
-	var detach, asJSON, quiet bool
+	var detach, asJSON, quiet, replace bool
 	cmd := &cobra.Command{
 		Use: "run FILE",
 		Example: `  unitrun pod run web.yaml
@@ -131,7 +145,7 @@ pod's status.`,
 				return err
 			}
 			defer done()
-			m, err := create(ctx, r, args[0], iso)
+			m, err := create(ctx, r, args[0], iso, replace)
 			if err != nil {
 				return err
 			}
@@ -163,6 +177,7 @@ pod's status.`,
 	jsonFlag(cmd, &asJSON, "print each change as a JSON object a line on stdout (with --detach, the started pod's status); the apps' output goes to stderr")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "show no progress")
 	isolationFlag(cmd, &iso)
+	replaceFlag(cmd, &replace)
 	return cmd
 }
 

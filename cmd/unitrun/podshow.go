@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -236,7 +237,7 @@ func newPodLogsCmd(f *podFlags) *cobra.Command {
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.Tail < 0 {
-				return &exitError{code: exitUsage, err: fmt.Errorf("--tail %d: must be a number of lines, 1 or more", o.Tail)}
+				return &exitError{code: exitUsage, err: fmt.Errorf("--tail %d: must be a number of lines, 0 (all) or more", o.Tail)}
 			}
 			if since != "" {
 				t, err := parseSince(since, time.Now())
@@ -254,7 +255,9 @@ func newPodLogsCmd(f *podFlags) *cobra.Command {
 				return failed(err)
 			}
 			var apps []string
+			app := "" // the one app asked for
 			if len(args) == 2 {
+				app = args[1]
 				if m.App(args[1]) == nil {
 					return &exitError{code: exitUsage, err: fmt.Errorf("pod %s has no app %q", m.Name, args[1])}
 				}
@@ -264,16 +267,17 @@ func newPodLogsCmd(f *podFlags) *cobra.Command {
 					apps = append(apps, a.Name)
 				}
 			}
-			ended := func() bool {
-				s, err := pod.ReadPod(dir, m.Name)
-				return err != nil || s.Ended()
-			}
 			o.Prefix = len(args) == 1
-			return failed(pod.Logs(cmd.Context(), dir, m.Name, apps, cmd.OutOrStdout(), o, ended))
+			err = pod.Logs(cmd.Context(), dir, m.Name, apps, cmd.OutOrStdout(), o, pod.FollowEnds(dir, m.Name, app))
+			if _, ok := interruptedBy(cmd.Context()); ok && o.Follow && errors.Is(err, context.Canceled) {
+				// Following ends at an interrupt, as journalctl -f does.
+				return nil
+			}
+			return failed(err)
 		},
 	}
 	fl := cmd.Flags()
-	fl.BoolVarP(&o.Follow, "follow", "f", false, "keep printing until the pod ends")
+	fl.BoolVarP(&o.Follow, "follow", "f", false, "keep printing until the app's run ends (without APP: the pod ends) or an interrupt (exit 0)")
 	fl.IntVar(&o.Tail, "tail", 0, "print only the last N lines of each app's log to begin with")
 	fl.StringVar(&since, "since", "", "print only the lines written at or after TIME (RFC 3339) or in the last DURATION (10m, 1h30m)")
 	fl.BoolVar(&o.Timestamps, "timestamps", false, "begin each line with the time it was written (RFC 3339 with nanoseconds, UTC)")

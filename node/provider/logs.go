@@ -17,8 +17,8 @@ import (
 // GetContainerLogs returns the output of a container: its app's log, as
 // pod.Logs copies it (Timestamps, Previous, Tail and SinceSeconds or
 // SinceTime as kubectl logs gives them), with LimitBytes its first bytes,
-// and Follow going on with what the app writes until ctx ends or the pod
-// has ended.
+// and Follow going on with what the app writes until ctx ends or the
+// container's run has ended (pod.FollowEnds), as the CLI's pod logs.
 func (p *Provider) GetContainerLogs(ctx context.Context, namespace, podName, containerName string, opts api.ContainerLogOpts) (io.ReadCloser, error) {
 	p.mu.Lock()
 	e := p.pods[key(namespace, podName)]
@@ -53,10 +53,6 @@ func (p *Provider) GetContainerLogs(ctx context.Context, namespace, podName, con
 	if opts.SinceSeconds > 0 {
 		o.Since = time.Now().Add(-time.Duration(opts.SinceSeconds) * time.Second)
 	}
-	ended := func() bool {
-		s, err := p.eng.status(e.name)
-		return err != nil || s.ended()
-	}
 	logs, err := unitrunpod.OpenLogs(p.eng.r.StateDir, e.name, []string{containerName}, o)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, errdefs.NotFoundf("pod %s has no logs on this node", key(namespace, podName))
@@ -71,7 +67,7 @@ func (p *Provider) GetContainerLogs(ctx context.Context, namespace, podName, con
 		if opts.LimitBytes > 0 {
 			w = &limitWriter{w: pw, n: opts.LimitBytes}
 		}
-		err := logs.Copy(ctx, w, ended)
+		err := logs.Copy(ctx, w, unitrunpod.FollowEnds(p.eng.r.StateDir, e.name, containerName))
 		if errors.Is(err, errLimit) || ctx.Err() != nil {
 			err = nil
 		}

@@ -5,6 +5,7 @@
 package logcopy
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -25,7 +26,8 @@ import (
 // the log, the copier keeps its times file ([Times]): a mark as it
 // starts, one copier a run, and before each write where the bytes begin
 // and when they were read, so that each line keeps its time and run while
-// the log holds the app's bytes exactly.
+// the log holds the app's bytes exactly. The copier bounds the log by
+// rotation (rotate.go).
 
 // LogReserve is the free space that an app's log leaves on its file
 // system, for the pod's records.
@@ -39,7 +41,8 @@ const DroppedMarker = "[unitrun: output dropped from here on: the log's file sys
 // and fd 3 the pipe it closes once it ignores the stop signals. It appends
 // what it reads to the log, each write marked in the log's times file
 // first (a log that is not a file, or whose times file cannot be opened,
-// gets no marks), while the log's file system keeps [LogReserve]
+// gets no marks), and rotated as [Rotation] says (a log that is not a
+// file is not), while the log's file system keeps [LogReserve]
 // bytes free, then writes [DroppedMarker] and drops the rest; it returns
 // at the end of its input, once every writer has closed it. It ignores
 // SIGTERM, SIGINT and SIGHUP: a stop's signals end the app, and the copier
@@ -48,6 +51,10 @@ func Copy() error {
 	ossignal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	c := &copier{log: os.Stdout}
 	if path, err := os.Readlink("/proc/self/fd/1"); err == nil && filepath.IsAbs(path) {
+		ro := &rotator{path: path, r: ReadRotation(filepath.Dir(path))}
+		if ro.startRun() == nil && c.open(path) == nil {
+			c.rot = ro
+		}
 		if c.times, err = OpenTimes(path); err == nil {
 			defer c.times.Close()
 		}
@@ -60,10 +67,57 @@ func Copy() error {
 }
 
 // copier appends an app's output to its log, marking the run's start and
-// each write in times if it is not nil, as Copy says.
+// each write in times if it is not nil, and rotating the log with rot if
+// it is not nil, as Copy says.
 type copier struct {
 	log   *os.File
 	times *TimesWriter
+	rot   *rotator
+}
+
+// open opens the live log at path, to append to it.
+func (c *copier) open(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	c.log = f
+	return nil
+}
+
+// rotate renames the live log into a segment (rotator.rotate) and goes
+// on in a new one.
+func (c *copier) rotate() error {
+	if err := c.rot.rotate(); err != nil {
+		return err
+	}
+	c.log.Close()
+	if c.times != nil {
+		c.times.Close()
+		c.times = nil
+	}
+	if err := c.open(c.rot.path); err != nil {
+		return err
+	}
+	times, err := OpenTimes(c.rot.path)
+	if err == nil {
+		c.times = times
+	}
+	return nil
+}
+
+// used is the size of the live log and its times file.
+func (c *copier) used() int64 {
+	var n int64
+	if st, err := c.log.Stat(); err == nil {
+		n += st.Size()
+	}
+	if c.times != nil {
+		if st, err := c.times.f.Stat(); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
 }
 
 // mark marks the start of a run if run is set, else of a write, at the
@@ -81,11 +135,35 @@ func (c *copier) mark(run bool) {
 // [LogReserve]: the times file shares the log's file system.
 const markSize = 64
 
-// write marks a write and appends b to the log.
+// write appends b to the log, each write marked. With rotation, a file
+// takes the whole lines that fit in it (a line longer than a file is cut)
+// before the log is rotated, so that each file begins with a line.
 func (c *copier) write(b []byte) error {
-	c.mark(false)
-	_, err := c.log.Write(b)
-	return err
+	for len(b) > 0 {
+		n, full := len(b), false
+		if c.rot != nil {
+			used := c.used()
+			if room := c.rot.r.MaxSize - markSize - used; int64(n) > room {
+				n, full = bytes.LastIndexByte(b[:max(room, 0)], '\n')+1, true
+				if n == 0 && used == 0 {
+					n = int(room)
+				}
+			}
+		}
+		if n > 0 {
+			c.mark(false)
+			if _, err := c.log.Write(b[:n]); err != nil {
+				return err
+			}
+			b = b[n:]
+		}
+		if full {
+			if err := c.rotate(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // copy appends in to the log until its end, as Copy says.

@@ -10,9 +10,9 @@ import (
 	"github.com/unitrun/unitrun/pod/appexec"
 )
 
-// parseForHost is [pod.ParseWith] with [checkHost]: what a create
-// checks before it creates anything.
-func parseForHost(data []byte, iso pod.Isolation) (*pod.Manifest, error) {
+// ParseForHost is [pod.ParseWith] with [checkHost]: what a create
+// checks before it creates anything (and pod install before it installs).
+func ParseForHost(data []byte, iso pod.Isolation) (*pod.Manifest, error) {
 	return pod.ParseWith(data, iso, checkHost)
 }
 
@@ -93,7 +93,7 @@ func checkDir(a *pod.App) string {
 // *InvalidError, or nil, and creates nothing: a node that must say why
 // it cannot run a pod asks this before it asks for the pod.
 func Check(manifest []byte) error {
-	if _, err := parseForHost(manifest, ""); err != nil {
+	if _, err := ParseForHost(manifest, ""); err != nil {
 		return &InvalidError{Err: err}
 	}
 	return nil

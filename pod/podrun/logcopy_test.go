@@ -14,6 +14,7 @@ import (
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/logcopy"
 )
 
 // TestLogCopierOneProcess runs an app that prints its own children and
@@ -125,13 +126,15 @@ func procStat(t testing.TB, pid int) []string {
 }
 
 // TestLogsRunsAndTimes runs an app that fails twice, then succeeds, each
-// run printing two lines, its last without a newline: the log holds the
-// three runs' bytes exactly; --previous gives the second run's lines,
-// its unended last line ended; --timestamps begins each line with its
-// time in RFC 3339, and --since the first line of the last run gives
-// that run's lines only; --tail 1 the last line. A log without its times
-// file (written by an older unitrun) is still read whole, and refuses
-// --previous by name.
+// run printing two lines, its last without a newline: each run begins a
+// log file of its own, the live log holds the last run's bytes exactly
+// and the one before it is kept in its segment, the first run's removed
+// as the third started; logs read the kept runs as one, each run's last
+// line ended; --previous gives the second run's lines, --timestamps
+// begins each line with its time in RFC 3339, and --since the first line
+// of the last run gives that run's lines only; --tail 1 the last line. A
+// log without its times file (written by an older unitrun) is still read
+// whole, and refuses --previous by name.
 func TestLogsRunsAndTimes(t *testing.T) {
 	r := newRunner(t)
 	dir := t.TempDir()
@@ -153,10 +156,15 @@ apps:
 		}
 		return out.String()
 	}
-	if log, err := os.ReadFile(pod.LogFile(r.StateDir, name, "a")); err != nil || string(log) != "run 1\nend 1run 2\nend 2run 3\nend 3" {
-		t.Errorf("the log file: %q, %v; want the three runs' bytes", log, err)
+	live := pod.LogFile(r.StateDir, name, "a")
+	if log, err := os.ReadFile(live); err != nil || string(log) != "run 3\nend 3" {
+		t.Errorf("the live log: %q, %v; want the last run's bytes", log, err)
 	}
-	if got, want := logs(pod.LogOptions{}), "run 1\nend 1\nrun 2\nend 2\nrun 3\nend 3\n"; got != want {
+	files, _ := filepath.Glob(filepath.Join(filepath.Dir(live), "a.*.log"))
+	if prev, err := os.ReadFile(logcopy.SegmentPath(live, 1, 0)); len(files) != 1 || err != nil || string(prev) != "run 2\nend 2" {
+		t.Errorf("the log's segments: %q, the second run's %q, %v; want the second run's bytes alone", files, prev, err)
+	}
+	if got, want := logs(pod.LogOptions{}), "run 2\nend 2\nrun 3\nend 3\n"; got != want {
 		t.Errorf("logs: %q, want %q, each run's last line ended", got, want)
 	}
 	if got, want := logs(pod.LogOptions{Previous: true}), "run 2\nend 2\n"; got != want {
@@ -170,21 +178,26 @@ apps:
 	for i, line := range stamped[:len(stamped)-1] {
 		stamp, rest, _ := strings.Cut(line, " ")
 		at, err := time.Parse(time.RFC3339Nano, stamp)
-		if err != nil || at.Before(begin) || at.After(time.Now()) || (i > 0 && at.Before(times[i-1])) || rest != []string{"run 1\n", "end 1\n", "run 2\n", "end 2\n", "run 3\n", "end 3\n"}[i] {
+		if err != nil || at.Before(begin) || at.After(time.Now()) || (i > 0 && at.Before(times[i-1])) || i >= 4 || rest != []string{"run 2\n", "end 2\n", "run 3\n", "end 3\n"}[i] {
 			t.Fatalf("logs --timestamps line %d: %q, want the time it was written (RFC 3339, in order), a space, the line", i, line)
 		}
 		times = append(times, at)
 	}
-	if len(times) != 6 {
-		t.Fatalf("logs --timestamps: %q, want 6 lines", stamped)
+	if len(times) != 4 {
+		t.Fatalf("logs --timestamps: %q, want 4 lines", stamped)
 	}
-	if got, want := logs(pod.LogOptions{Since: times[4]}), "run 3\nend 3\n"; got != want {
+	if got, want := logs(pod.LogOptions{Since: times[2]}), "run 3\nend 3\n"; got != want {
 		t.Errorf("logs --since the last run's first line: %q, want %q", got, want)
 	}
-	if err := os.Remove(pod.LogTimes(pod.LogFile(r.StateDir, name, "a"))); err != nil {
+	for _, f := range append(files, live) {
+		if err := os.Remove(pod.LogTimes(f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Remove(files[0]); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := logs(pod.LogOptions{}), "run 1\nend 1run 2\nend 2run 3\nend 3\n"; got != want {
+	if got, want := logs(pod.LogOptions{}), "run 3\nend 3\n"; got != want {
 		t.Errorf("logs without times: %q, want %q", got, want)
 	}
 	if err := pod.Logs(context.Background(), r.StateDir, name, []string{"a"}, &bytes.Buffer{}, pod.LogOptions{Previous: true}, nil); err == nil || !strings.Contains(err.Error(), "--previous") {

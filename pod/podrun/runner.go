@@ -51,7 +51,7 @@ func (r *Runner) Create(ctx context.Context, manifest []byte) (*pod.Manifest, er
 // CreateWith is [Runner.Create] with isolation iso, if it is not "",
 // instead of the manifest's; the choice is saved with the pod's state.
 func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso pod.Isolation) (*pod.Manifest, error) {
-	m, err := parseForHost(manifest, iso)
+	m, err := ParseForHost(manifest, iso)
 	if err != nil {
 		return nil, &InvalidError{Err: err}
 	}
@@ -73,7 +73,7 @@ func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso pod.Isolat
 	// Root's alone: the pod's manifest holds its apps' env, its logs
 	// their output; its hooks and the CLI run as root.
 	if err := os.Mkdir(dir, 0o700); errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("pod %s already exists", m.Name)
+		return nil, &ExistsError{Name: m.Name, StateDir: r.StateDir}
 	} else if err != nil {
 		return nil, err
 	}
@@ -91,6 +91,30 @@ func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso pod.Isolat
 		return nil, err
 	}
 	return m, nil
+}
+
+// ExistsError is the error of creating a pod whose name a pod of the
+// state directory has.
+type ExistsError struct{ Name, StateDir string }
+
+func (e *ExistsError) Error() string {
+	return fmt.Sprintf("pod %s already exists in state dir %s", e.Name, e.StateDir)
+}
+
+// Replace is [Runner.CreateWith], but once the manifest is valid, the pod
+// of its name in the state directory, if there is one, is stopped and
+// removed first ([Runner.Remove] with force), as podman's --replace does.
+func (r *Runner) Replace(ctx context.Context, manifest []byte, iso pod.Isolation) (*pod.Manifest, error) {
+	m, err := ParseForHost(manifest, iso)
+	if err != nil {
+		return nil, &InvalidError{Err: err}
+	}
+	if _, err := os.Lstat(pod.Dir(r.StateDir, m.Name)); err == nil {
+		if err := r.Remove(ctx, m.Name, true); err != nil {
+			return nil, fmt.Errorf("replace pod %s: %w", m.Name, err)
+		}
+	}
+	return r.CreateWith(ctx, manifest, iso)
 }
 
 // checkSeen returns an error if the manager does not see the state
@@ -390,24 +414,9 @@ func (r *Runner) stopUnits(ctx context.Context, units []string) error {
 	return nil
 }
 
-// runJob queues a job for u with enqueue, in mode "replace", and waits
-// until it is removed. A job that does not end "done" is an error; one
-// that ended unseen while the connection was down is taken as done.
+// runJob runs a job for u with enqueue, as [manager.Conn.RunJob] does.
 func (r *Runner) runJob(ctx context.Context, u string, enqueue func(context.Context, string, string) (dbus.ObjectPath, error)) error {
-	w := r.Mgr.WatchProps(u) // only its jobs
-	defer w.Close()
-	job, err := enqueue(ctx, u, "replace")
-	if err != nil {
-		return fmt.Errorf("%s: %w", u, err)
-	}
-	result, err := w.WaitJob(ctx, job, nil)
-	if err != nil {
-		return fmt.Errorf("%s: %w", u, err)
-	}
-	if result != "" && result != "done" {
-		return fmt.Errorf("job for %s: %s", u, result)
-	}
-	return nil
+	return r.Mgr.RunJob(ctx, u, enqueue)
 }
 
 // Remove deletes pod name: its units, its state and its logs. It refuses a

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/unitrun/unitrun/dist"
+	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/podrun"
+)
+
+// podInstallFlags are the flags of pod install and pod uninstall.
+type podInstallFlags struct {
+	podsDir, unitDir string
+	runtime, now     bool
+}
+
+func (pf *podInstallFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&pf.podsDir, "pods-dir", dist.PodsDir, "directory of the installed manifests, NAME.yaml")
+	cmd.Flags().StringVar(&pf.unitDir, "unit-dir", "/etc/systemd/system", "directory of the unit that runs installed pods, "+dist.PodUnit)
+	cmd.Flags().BoolVar(&pf.runtime, "runtime", false, "enable until reboot only (in /run), not persistently")
+}
+
+// install returns what pod install and uninstall do, from the flags: the
+// directories must be absolute; --state-dir is dist.PodsStateDir unless
+// given.
+func (pf *podInstallFlags) install(cmd *cobra.Command, f *podFlags) (*dist.PodInstall, error) {
+	for _, name := range []string{"pods-dir", "unit-dir", "state-dir"} {
+		if v := cmd.Flags().Lookup(name).Value.String(); !filepath.IsAbs(v) && cmd.Flags().Changed(name) {
+			return nil, usageError(fmt.Errorf("--%s %q: must be an absolute path", name, v))
+		}
+	}
+	in := &dist.PodInstall{PodsDir: filepath.Clean(pf.podsDir), UnitDir: filepath.Clean(pf.unitDir), StateDir: dist.PodsStateDir, Runtime: pf.runtime, Now: pf.now}
+	if cmd.Flags().Changed("state-dir") {
+		in.StateDir = filepath.Clean(f.stateDir)
+	}
+	return in, nil
+}
+
+func newPodInstallCmd(f *podFlags) *cobra.Command {
+	pf := &podInstallFlags{}
+	cmd := &cobra.Command{
+		Use: "install FILE",
+		Example: `  unitrun pod install --now web.yaml
+  unitrun pod status --state-dir /var/lib/unitrun/pods web`,
+		Short: "Install a pod that runs at boot: its manifest in /etc/unitrun/pods, run by unitrun-pod@NAME.service",
+		Long: `Validate the manifest FILE (as pod create does, on this host), copy it to --pods-dir as NAME.yaml, write
+the template unit ` + dist.PodUnit + ` (running this unitrun, on the manager it
+reaches) to --unit-dir, and enable unitrun-pod@NAME.service, wanted by the
+manager's default.target: at each boot it runs "unitrun pod run --detach
+--replace" of the manifest, and runs it again if the pod's graph fails to
+start. With --now, also start it, returning once the pod has started.
+Installed pods keep their state in --state-dir, by default the persistent
+` + dist.PodsStateDir + `. Installing a pod again replaces its manifest; the
+running pod is replaced at its unit's next start. "unitrun pod uninstall
+NAME" takes it all back.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := pf.install(cmd, f)
+			if err != nil {
+				return err
+			}
+			data, err := pod.ReadManifest(args[0])
+			if err != nil {
+				return usageError(err)
+			}
+			m, err := podrun.ParseForHost(data, "")
+			if err != nil {
+				return usageError(fmt.Errorf("%s: %w", args[0], err))
+			}
+			if in.Binary, err = os.Executable(); err != nil {
+				return &exitError{code: exitFailed, err: err}
+			}
+			mgr, err := f.g.open(cmd.Context())
+			if err != nil {
+				return &exitError{code: exitFailed, err: err}
+			}
+			defer mgr.Close()
+			in.Manager = f.hookManager(mgr)
+			if err := in.Install(cmd.Context(), mgr, m.Name, data); err != nil {
+				return &exitError{code: exitFailed, err: err}
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), in.Instance(m.Name))
+			return nil
+		},
+	}
+	pf.add(cmd)
+	cmd.Flags().BoolVar(&pf.now, "now", false, "also start the pod")
+	return cmd
+}
+
+func newPodUninstallCmd(f *podFlags) *cobra.Command {
+	pf := &podInstallFlags{}
+	cmd := &cobra.Command{
+		Use:     "uninstall NAME",
+		Example: "  unitrun pod uninstall web",
+		Short:   "Stop, disable and remove an installed pod: its unit, manifest and state",
+		Long: `Stop unitrun-pod@NAME.service (which stops the pod), disable it, remove
+the manifest NAME.yaml from --pods-dir, the template unit once no pod is
+installed, and the pod with its state from --state-dir (by default
+` + dist.PodsStateDir + `). What is already gone is not an error: uninstalling
+twice is fine.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := pf.install(cmd, f)
+			if err != nil {
+				return err
+			}
+			if err := pod.CheckNames(args[0]); err != nil {
+				return usageError(err)
+			}
+			return f.withRunner(cmd, func(r *podrun.Runner) error {
+				if err := in.Uninstall(cmd.Context(), r.Mgr, args[0]); err != nil {
+					return &exitError{code: exitFailed, err: err}
+				}
+				r.StateDir = in.StateDir
+				if err := r.Remove(cmd.Context(), args[0], true); err != nil && !errors.As(err, new(*podrun.NoPodError)) {
+					return failed(err)
+				}
+				return nil
+			})
+		},
+	}
+	pf.add(cmd)
+	return cmd
+}

@@ -1,0 +1,268 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/manager"
+)
+
+// podStatusOn is pod status --json of pod name in the state dir, on the
+// manager of env, and its exit status.
+func podStatusOn(t *testing.T, env []string, stateDir, name string) (podView, int) {
+	t.Helper()
+	out, errs, code := unitrunEnv(t, env, "pod", "status", "--json", "--state-dir", stateDir, name)
+	var v podView
+	if code == 0 {
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("pod status --json: %v: %q", err, out)
+		}
+	} else {
+		t.Logf("pod status %s: exit %d: %s", name, code, errs)
+	}
+	return v, code
+}
+
+// bootManager boots an embedded manager of the test's own, which the test
+// may stop and boot again, stopped when the test ends, and returns it and
+// the environment by which unitrun reaches it.
+func bootManager(t *testing.T) (*manager.Embedded, []string) {
+	t.Helper()
+	e := &manager.Embedded{Dir: systemdtest.RunDir(t)}
+	if _, err := e.Ensure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Stop(context.Background(), 30*time.Second) })
+	return e, []string{manager.EnvManager + "=private:" + e.Socket()}
+}
+
+// pod install writes the manifest (root's alone) and enables the pod's
+// instance of unitrun-pod@.service, whose start runs the pod; once its
+// manager is stopped and booted again on the same directories, the pod
+// runs again, started anew, and the unit's journal holds the status of
+// the last boot's run as it ended. pod uninstall leaves no manifest, unit,
+// link, state or loaded unit, and a second one finds nothing to do. A bad
+// manifest (also one naming a user this host lacks), a bad name and a
+// relative --pods-dir are refused with exit 2, before anything is written.
+func TestPodInstallSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	e, env := bootManager(t)
+	podsDir := filepath.Join(t.TempDir(), "pods")
+	stateDir := t.TempDir()
+	// Enabled until reboot: the links go to the manager's runtime unit
+	// directory, which it reads (a persistent enable writes to the
+	// user's ~/.config, which this manager's unit path leaves out), and
+	// which survives the manager's restart here.
+	unitDir := filepath.Join(e.Dir, "systemd", "user")
+	flags := []string{"--pods-dir", podsDir, "--unit-dir", unitDir, "--state-dir", stateDir, "--runtime"}
+
+	bad := manifestFile(t, "name: inst\napps: [{name: a, exec: [/bin/sleep, 600], restartPolicy: Sometimes}]\n")
+	if _, errs, code := unitrunEnv(t, env, append([]string{"pod", "install", bad}, flags...)...); code != 2 || !strings.Contains(errs, "restartPolicy") {
+		t.Errorf("pod install of a bad manifest: exit %d, %q; want 2 naming the field", code, errs)
+	}
+	if _, errs, code := unitrunEnv(t, env, append([]string{"pod", "uninstall", "Inst"}, flags...)...); code != 2 || !strings.Contains(errs, `"Inst"`) {
+		t.Errorf("pod uninstall of a bad name: exit %d, %q; want 2 naming it", code, errs)
+	}
+	if _, errs, code := unitrunEnv(t, env, append([]string{"pod", "install", manifestFile(t, "name: inst\napps: [{name: a, exec: [/bin/true], user: no-such-user-here}]\n")}, flags...)...); code != 2 || !strings.Contains(errs, "apps[0].user") {
+		t.Errorf("pod install of an app whose user this host lacks: exit %d, %q; want 2 naming the field", code, errs)
+	}
+	if _, errs, code := unitrunEnv(t, env, "pod", "install", "--pods-dir", "pods", manifestFile(t, "name: inst\napps: [{name: a, exec: [/bin/true]}]\n")); code != 2 || !strings.Contains(errs, `--pods-dir "pods": must be an absolute path`) {
+		t.Errorf("pod install --pods-dir pods: exit %d, %q; want 2 naming the flag", code, errs)
+	}
+	if _, err := os.Stat(podsDir); !os.IsNotExist(err) {
+		t.Errorf("bad input left %s: %v", podsDir, err)
+	}
+
+	manifest := manifestFile(t, "name: inst\napps: [{name: a, exec: [/bin/sleep, 600]}]\n")
+	out, errs, code := unitrunEnv(t, env, append([]string{"pod", "install", "--now", manifest}, flags...)...)
+	if code != 0 || out != "unitrun-pod@inst.service\n" {
+		t.Fatalf("pod install --now: exit %d, %q, %q", code, out, errs)
+	}
+	if fi, err := os.Stat(filepath.Join(podsDir, "inst.yaml")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("installed manifest: %v, %v; want it, 0600", fi, err)
+	}
+	first, code := podStatusOn(t, env, stateDir, "inst")
+	if code != 0 || first.Phase != "Running" || first.StartedAt == nil {
+		t.Fatalf("after pod install --now: %+v, exit %d; want the pod running", first, code)
+	}
+
+	if err := e.Stop(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		again, code := podStatusOn(t, env, stateDir, "inst")
+		if code == 0 && again.Phase == "Running" && again.StartedAt != nil && again.StartedAt.After(*first.StartedAt) && again.Apps[0].State == "running" {
+			break
+		}
+		if i == 600 {
+			t.Fatalf("after the manager's restart: %+v, exit %d; want the pod running again", again, code)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// The unit printed the status of the run it replaced, the last
+	// boot's, ended by the manager's stop, into this boot's journal.
+	const last = "inst\tSucceeded\t0\t1\na\texited\t143\t0\t"
+	for i := 0; ; i++ {
+		out, _ := exec.Command("journalctl", "--directory="+e.JournalDir(), "--no-pager", "-o", "cat", "-u", "unitrun-pod@inst.service").Output()
+		if strings.Contains(string(out), last) {
+			break
+		}
+		if i == 600 {
+			t.Fatalf("the journal of unitrun-pod@inst.service:\n%s\nwant the last boot's status, %q", out, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	for i := range 2 {
+		if out, errs, code := unitrunEnv(t, env, append([]string{"pod", "uninstall", "inst"}, flags...)...); code != 0 || out != "" {
+			t.Fatalf("pod uninstall (%d): exit %d, %q, %q", i+1, code, out, errs)
+		}
+	}
+	var left []string
+	for _, dir := range []string{podsDir, unitDir, filepath.Join(unitDir, "default.target.wants"), filepath.Join(stateDir, "pods")} {
+		entries, _ := os.ReadDir(dir)
+		for _, en := range entries {
+			if strings.Contains(en.Name(), "inst") || en.Name() == "unitrun-pod@.service" {
+				left = append(left, filepath.Join(dir, en.Name()))
+			}
+		}
+	}
+	conn, err := manager.Dial(ctx, e.Target())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	units, err := conn.ListUnitNames(ctx, "unitrun")
+	if err != nil {
+		t.Fatal(err)
+	}
+	left = append(left, units...)
+	if len(left) > 0 {
+		t.Errorf("pod uninstall left %q", left)
+	}
+	if _, code := podStatusOn(t, env, stateDir, "inst"); code != exitNoPod {
+		t.Errorf("pod status after pod uninstall: exit %d, want %d (no such pod)", code, exitNoPod)
+	}
+}
+
+// pod run of a name that exists says so, names --replace and changes
+// nothing; pod run --replace stops and removes the old pod and runs the
+// new one; pod create --replace alike.
+func TestPodRunReplace(t *testing.T) {
+	dir := t.TempDir()
+	rmPod(t, dir, "again")
+	manifest := manifestFile(t, "name: again\napps: [{name: a, exec: [/bin/sleep, 600]}]\n")
+	if _, errs, code := podCLI(t, dir, "run", "--detach", manifest); code != 0 {
+		t.Fatalf("pod run --detach: exit %d: %s", code, errs)
+	}
+	first := podStatus(t, dir, "again")
+	if out, errs, code := podCLI(t, dir, "run", "--detach", manifest); code != exitFailed || out != "" || !strings.Contains(errs, "pod again already exists in state dir "+dir) || !strings.Contains(errs, "--replace") {
+		t.Errorf("pod run of an existing name: exit %d, %q, %q; want %d, saying so and naming --replace", code, out, errs, exitFailed)
+	}
+	if s := podStatus(t, dir, "again"); s.Phase != "Running" || !s.StartedAt.Equal(*first.StartedAt) {
+		t.Errorf("the refused pod run changed the pod: %+v", s)
+	}
+	if out, errs, code := podCLI(t, dir, "run", "--detach", "--replace", manifest); code != 0 || out != "again\n" {
+		t.Fatalf("pod run --replace: exit %d, %q, %q", code, out, errs)
+	}
+	second := podStatus(t, dir, "again")
+	if second.Phase != "Running" || !second.StartedAt.After(*first.StartedAt) {
+		t.Errorf("after pod run --replace: %+v; want a pod started anew", second)
+	}
+	if out, errs, code := podCLI(t, dir, "create", "--replace", manifest); code != 0 || out != "again\n" {
+		t.Fatalf("pod create --replace: exit %d, %q, %q", code, out, errs)
+	}
+	if s := podStatus(t, dir, "again"); s.Phase != "Pending" {
+		t.Errorf("after pod create --replace: %+v; want a created pod, Pending", s)
+	}
+	for _, bad := range []string{fmt.Sprintf("name: again\napps: [{name: a, exec: [%s]}]\n", "./x")} {
+		if _, errs, code := podCLI(t, dir, "run", "--replace", manifestFile(t, bad)); code != 2 {
+			t.Errorf("pod run --replace of a bad manifest: exit %d, %q; want 2", code, errs)
+		}
+		if s := podStatus(t, dir, "again"); s.Phase != "Pending" {
+			t.Errorf("pod run --replace of a bad manifest changed the pod: %+v", s)
+		}
+	}
+}
+
+// An installed pod whose graph fails to start (its init app fails the
+// first time) is run again by systemd, and then runs.
+func TestPodInstallRestartsFailedStart(t *testing.T) {
+	ctx := context.Background()
+	podsDir, stateDir := filepath.Join(t.TempDir(), "pods"), t.TempDir()
+	flags := []string{"--pods-dir", podsDir, "--unit-dir", systemdtest.RuntimeUnitDir(t), "--state-dir", stateDir, "--runtime"}
+	count := filepath.Join(t.TempDir(), "count")
+	manifest := manifestFile(t, fmt.Sprintf(`name: retried
+apps:
+  - {name: init, init: true, exec: [/bin/sh, -c, 'echo x >> %s; test $(wc -l < %[1]s) -ge 2']}
+  - {name: a, exec: [/bin/sleep, 600]}
+`, count))
+	if out, errs, code := unitrun(t, append([]string{"pod", "install", manifest}, flags...)...); code != 0 {
+		t.Fatalf("pod install: exit %d, %q, %q", code, out, errs)
+	}
+	defer func() {
+		if _, errs, code := unitrun(t, append([]string{"pod", "uninstall", "retried"}, flags...)...); code != 0 {
+			t.Errorf("pod uninstall: exit %d, %q", code, errs)
+		}
+	}()
+	conn := systemdtest.Conn(t)
+	if err := conn.RunJob(ctx, "unitrun-pod@retried.service", conn.StartUnit); err == nil {
+		t.Fatal("the first start of the pod's unit succeeded; want it failed with the init app")
+	}
+	for i := 0; ; i++ {
+		s, code := podStatusOn(t, nil, stateDir, "retried")
+		if code == 0 && s.Phase == "Running" && len(s.Apps) == 2 && s.Apps[1].State == "running" {
+			break
+		}
+		if i == 600 {
+			t.Fatalf("the pod after its unit's failed start: %+v, exit %d; want it run again, running", s, code)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if data, _ := os.ReadFile(count); string(data) != "x\nx\n" {
+		t.Errorf("the init app ran %q times; want twice", data)
+	}
+}
+
+// In a state directory that outlives its manager (a persistent one, as
+// /var/lib/unitrun/pods is across a reboot), the statuses of the pods
+// that ran before the manager was stopped stay readable once it has booted
+// again: a pod that had ended as it had ended, one that was running as
+// the stop ended it, every exit recorded.
+func TestPodStatusesSurviveRestart(t *testing.T) {
+	ctx := context.Background()
+	e, env := bootManager(t)
+	stateDir := t.TempDir()
+	if _, errs, code := unitrunEnv(t, env, "pod", "run", "-q", "--state-dir", stateDir, manifestFile(t, "name: ended\napps: [{name: a, exec: [/bin/sh, -c, 'exit 3']}]\n")); code != 3 {
+		t.Fatalf("pod run ended: exit %d, %q; want 3", code, errs)
+	}
+	if _, errs, code := unitrunEnv(t, env, "pod", "run", "--detach", "--state-dir", stateDir, manifestFile(t, "name: running\napps: [{name: a, exec: [/bin/sleep, 600]}]\n")); code != 0 {
+		t.Fatalf("pod run running: exit %d, %q", code, errs)
+	}
+	if err := e.Stop(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer unitrunEnv(t, env, "pod", "rm", "--force", "--state-dir", stateDir, "running")
+	defer unitrunEnv(t, env, "pod", "rm", "--force", "--state-dir", stateDir, "ended")
+	if s, code := podStatusOn(t, env, stateDir, "ended"); code != 0 || s.Phase != "Failed" || s.ExitCode == nil || *s.ExitCode != 3 || s.Apps[0].ExitCode == nil || *s.Apps[0].ExitCode != 3 {
+		t.Errorf("pod ended after the restart: %+v, exit %d; want Failed with exit code 3, as it ended", s, code)
+	}
+	if s, code := podStatusOn(t, env, stateDir, "running"); code != 0 || s.Phase == "Running" || s.Apps[0].State == "running" || s.Apps[0].Signal != "TERM" || s.Apps[0].FinishedAt == nil {
+		t.Errorf("pod running after the restart: %+v, exit %d; want it ended, its app by the stop's SIGTERM", s, code)
+	}
+}
