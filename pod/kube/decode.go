@@ -13,8 +13,12 @@ import (
 
 // IsPodYAML reports whether data is Kubernetes YAML rather than a unitrun
 // manifest: its first document is a mapping with an apiVersion or kind,
-// fields a unitrun manifest does not have.
+// fields a unitrun manifest does not have. Data in which neither word
+// occurs is not decoded, so that a manifest pays no second parse.
 func IsPodYAML(data []byte) bool {
+	if !bytes.Contains(data, []byte("apiVersion")) && !bytes.Contains(data, []byte("kind")) {
+		return false
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for {
 		var doc yaml.Node

@@ -34,12 +34,13 @@ func translate(t *testing.T, text string, o Options) (*Manifest, error) {
 
 func TestIsPodYAML(t *testing.T) {
 	for text, want := range map[string]bool{
-		"apiVersion: v1\nkind: Pod\n":           true,
-		"---\nkind: Pod\n":                      true,
-		"name: web\napps: []\n":                 false,
-		"- a\n":                                 false,
-		"":                                      false,
-		"{\"apiVersion\": \"v1\", \"kind\": 1}": true,
+		"apiVersion: v1\nkind: Pod\n":            true,
+		"---\nkind: Pod\n":                       true,
+		"name: web\napps: []\n":                  false,
+		"name: kind\napps: [{name: apiVersion}]": false,
+		"- a\n":                                  false,
+		"":                                       false,
+		"{\"apiVersion\": \"v1\", \"kind\": 1}":  true,
 	} {
 		if got := IsPodYAML([]byte(text)); got != want {
 			t.Errorf("IsPodYAML(%q) = %v, want %v", text, got, want)
