@@ -52,8 +52,9 @@ type Planned struct {
 // Plan maps each Pod of data (Decode) to the unitrun pod that runs it
 // without a cluster: named after its metadata.name, its hostPath volumes
 // the host's directories, its emptyDirs the directories volumeDir names
-// (under the pod's state), with o's images, back-off and privileges. A
-// Pod is refused what needs a cluster (its ConfigMaps, Secrets and
+// (under the pod's state), with o's Images, AllowPrivileged and
+// MinRestartBackoff (the rest of o is a cluster's, which there is none
+// of): a Pod is refused what needs a cluster (its ConfigMaps, Secrets and
 // volumes of API objects, its IP). Every refusal of every document comes
 // at once, one a line, each after "document N: " if data has several.
 func Plan(data []byte, o Options, volumeDir func(pod, volume string) string) ([]Planned, error) {
@@ -74,15 +75,13 @@ func Plan(data []byte, o Options, volumeDir func(pod, volume string) string) ([]
 				rs.Add("metadata.name", "%q is the name of document %d's Pod too", name, j+1)
 			}
 		}
-		o := o
-		o.Name = name
-		o.Volumes, o.Address, o.ServiceEnv, o.ConfigMap, o.Secret, o.Allocatable = map[string]*VolumeDir{}, "", nil, nil, nil, nil
+		po := Options{Name: name, Images: o.Images, AllowPrivileged: o.AllowPrivileged, MinRestartBackoff: o.MinRestartBackoff, Volumes: map[string]*VolumeDir{}}
 		var empty []*VolumeDir
 		for k, v := range p.Spec.Volumes {
 			field := fmt.Sprintf("spec.volumes[%d].emptyDir", k)
 			switch {
 			case v.HostPath != nil:
-				o.Volumes[v.Name] = &VolumeDir{Dir: v.HostPath.Path}
+				po.Volumes[v.Name] = &VolumeDir{Dir: v.HostPath.Path}
 			case v.EmptyDir != nil:
 				if v.EmptyDir.Medium == "Memory" {
 					rs.Add(field+".medium", "Memory is not supported by unitrun pod run: its emptyDir is a directory of the pod's state (unitrun-node mounts a tmpfs)")
@@ -91,12 +90,12 @@ func Plan(data []byte, o Options, volumeDir func(pod, volume string) string) ([]
 					rs.Add(field+".sizeLimit", "not supported by unitrun pod run, which does not measure a volume (unitrun-node evicts a Pod past it)")
 				}
 				d := &VolumeDir{Dir: volumeDir(name, v.Name), EmptyDir: true}
-				o.Volumes[v.Name], empty = d, append(empty, d)
+				po.Volumes[v.Name], empty = d, append(empty, d)
 			}
 		}
 		// Without a cluster nothing is waited for: what needs one is
 		// refused.
-		m, err := Translate(p, &o)
+		m, err := Translate(p, &po)
 		var trs Refusals
 		if errors.As(err, &trs) {
 			rs = append(rs, trs...)
