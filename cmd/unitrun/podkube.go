@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -24,8 +23,7 @@ func imageFlag(cmd *cobra.Command, images kube.Images) {
 // removes those created before it. several false refuses a file of more
 // than one Pod.
 func createPods(ctx context.Context, r *podrun.Runner, path string, data []byte, iso string, images kube.Images, several bool) ([]*pod.Manifest, error) {
-	volumeDir := func(name, volume string) string { return filepath.Join(pod.Dir(r.StateDir, name), "volumes", volume) }
-	plans, err := kube.Plan(data, kube.Options{Images: images, AllowPrivileged: true}, volumeDir)
+	plans, err := kube.Plan(data, kube.Options{Images: images, AllowPrivileged: true}, r.StateDir)
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", path, err)}
 	}

@@ -406,18 +406,17 @@ spec:
 // emptyDirs under the directory given, and refuses a name twice.
 func TestPlan(t *testing.T) {
 	one := "apiVersion: v1\nkind: Pod\nmetadata: {name: NAME}\nspec:\n  volumes: [{name: s, emptyDir: {}}]\n  containers: [{name: a, image: busybox, command: [x], volumeMounts: [{name: s, mountPath: /s, subPath: sub}]}]\n"
-	dir := func(pod, vol string) string { return "/state/" + pod + "/" + vol }
-	plans, err := Plan([]byte(strings.ReplaceAll(one, "NAME", "a")+"---\n"+strings.ReplaceAll(one, "NAME", "b")), Options{Images: Images{"busybox": HostImage}, AllowPrivileged: true}, dir)
+	plans, err := Plan([]byte(strings.ReplaceAll(one, "NAME", "a")+"---\n"+strings.ReplaceAll(one, "NAME", "b")), Options{Images: Images{"busybox": HostImage}, AllowPrivileged: true}, "/state")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plans) != 2 || plans[1].Name != "b" || len(plans[1].EmptyDirs) != 1 || plans[1].EmptyDirs[0].Dir != "/state/b/s" || !reflect.DeepEqual(plans[1].EmptyDirs[0].SubPaths, []string{"sub"}) {
+	if len(plans) != 2 || plans[1].Name != "b" || len(plans[1].EmptyDirs) != 1 || plans[1].EmptyDirs[0].Dir != "/state/pods/b/volumes/s" || !reflect.DeepEqual(plans[1].EmptyDirs[0].SubPaths, []string{"sub"}) {
 		t.Errorf("plans %+v", plans)
 	}
-	if !strings.Contains(string(plans[0].Manifest), `"mounts":[{"source":"/state/a/s/sub","path":"/s"}]`) {
+	if !strings.Contains(string(plans[0].Manifest), `"mounts":[{"source":"/state/pods/a/volumes/s/sub","path":"/s"}]`) {
 		t.Errorf("manifest %s", plans[0].Manifest)
 	}
-	_, err = Plan([]byte(strings.ReplaceAll(one, "NAME", "a")+"---\n"+strings.ReplaceAll(strings.ReplaceAll(one, "NAME", "a"), "emptyDir: {}", "emptyDir: {medium: Memory, sizeLimit: 1Mi}")), Options{Images: Images{"busybox": HostImage}, AllowPrivileged: true}, dir)
+	_, err = Plan([]byte(strings.ReplaceAll(one, "NAME", "a")+"---\n"+strings.ReplaceAll(strings.ReplaceAll(one, "NAME", "a"), "emptyDir: {}", "emptyDir: {medium: Memory, sizeLimit: 1Mi}")), Options{Images: Images{"busybox": HostImage}, AllowPrivileged: true}, "/state")
 	want := `document 2: metadata.name: "a" is the name of document 1's Pod too
 document 2: spec.volumes[0].emptyDir.medium: Memory is not supported by unitrun pod run: its emptyDir is a directory of the pod's state (unitrun-node mounts a tmpfs)
 document 2: spec.volumes[0].emptyDir.sizeLimit: not supported by unitrun pod run, which does not measure a volume (unitrun-node evicts a Pod past it)`

@@ -39,6 +39,12 @@ func (m Images) Set(s string) error {
 // Type is the flag's value in --help.
 func (Images) Type() string { return "NAME=/rootfs|host" }
 
+// StateVolumeDir is the directory of volume vol of pod name whose state
+// is under stateDir: a directory of the pod's state, removed with it.
+func StateVolumeDir(stateDir, name, vol string) string {
+	return filepath.Join(pod.Dir(stateDir, name), "volumes", vol)
+}
+
 // A Planned pod is a Pod of a file as unitrun pod run runs it: the JSON
 // of its unitrun manifest, and the emptyDirs to make once the pod is
 // created, before it starts.
@@ -51,13 +57,12 @@ type Planned struct {
 
 // Plan maps each Pod of data (Decode) to the unitrun pod that runs it
 // without a cluster: named after its metadata.name, its hostPath volumes
-// the host's directories, its emptyDirs the directories volumeDir names
-// (under the pod's state), with o's Images, AllowPrivileged and
+// the host's directories, its emptyDirs their StateVolumeDir in stateDir, with o's Images, AllowPrivileged and
 // MinRestartBackoff (the rest of o is a cluster's, which there is none
 // of): a Pod is refused what needs a cluster (its ConfigMaps, Secrets and
 // volumes of API objects, its IP). Every refusal of every document comes
 // at once, one a line, each after "document N: " if data has several.
-func Plan(data []byte, o Options, volumeDir func(pod, volume string) string) ([]Planned, error) {
+func Plan(data []byte, o Options, stateDir string) ([]Planned, error) {
 	docs, err := Decode(data)
 	if err != nil {
 		return nil, err
@@ -89,7 +94,7 @@ func Plan(data []byte, o Options, volumeDir func(pod, volume string) string) ([]
 				if v.EmptyDir.SizeLimit != nil {
 					rs.Add(field+".sizeLimit", "not supported by unitrun pod run, which does not measure a volume (unitrun-node evicts a Pod past it)")
 				}
-				d := &VolumeDir{Dir: volumeDir(name, v.Name), EmptyDir: true}
+				d := &VolumeDir{Dir: StateVolumeDir(stateDir, name, v.Name), EmptyDir: true}
 				po.Volumes[v.Name], empty = d, append(empty, d)
 			}
 		}
