@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/unitrun/unitrun/pod"
 )
 
 // IsPodYAML reports whether data is Kubernetes YAML rather than a unitrun
@@ -64,7 +66,7 @@ func Decode(data []byte) ([]Document, error) {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return nil, pod.SyntaxError(data, err)
 		}
 		if empty(&doc) {
 			continue

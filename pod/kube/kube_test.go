@@ -448,3 +448,12 @@ func TestImagesFlag(t *testing.T) {
 		}
 	}
 }
+
+// YAML that is not YAML is refused at the line of the problem, in any
+// document.
+func TestDecodeSyntaxError(t *testing.T) {
+	data := "apiVersion: v1\nkind: Pod\n---\napiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: c\n   image: busybox\n"
+	if _, err := Decode([]byte(data)); err == nil || err.Error() != "line 9: did not find expected key" {
+		t.Errorf("Decode: %v, want line 9's error", err)
+	}
+}
