@@ -416,8 +416,14 @@ func TestPlan(t *testing.T) {
 	if !strings.Contains(string(plans[0].Manifest), `"mounts":[{"source":"/state/pods/a/volumes/s/sub","path":"/s"}]`) {
 		t.Errorf("manifest %s", plans[0].Manifest)
 	}
-	_, err = Plan([]byte(strings.ReplaceAll(one, "NAME", "a")+"---\n"+strings.ReplaceAll(strings.ReplaceAll(one, "NAME", "a"), "emptyDir: {}", "emptyDir: {medium: Memory, sizeLimit: 1Mi}")), Options{Images: Images{"busybox": HostImage}, AllowPrivileged: true}, "/state")
+	second := strings.NewReplacer("NAME", "a", "emptyDir: {}", "emptyDir: {medium: Memory, sizeLimit: 1Mi}",
+		"spec:\n", "spec:\n  activeDeadlineSeconds: 5\n  readinessGates: [{conditionType: x}]\n  hostAliases: [{ip: 1.2.3.4}]\n  dnsConfig: {}\n").Replace(one)
+	_, err = Plan([]byte(strings.ReplaceAll(one, "NAME", "a")+"---\n"+second), Options{Images: Images{"busybox": HostImage}, AllowPrivileged: true}, "/state")
 	want := `document 2: metadata.name: "a" is the name of document 1's Pod too
+document 2: spec.activeDeadlineSeconds: not supported by unitrun pod run: unitrun-node stops a Pod at its deadline
+document 2: spec.readinessGates: not supported by unitrun pod run: their conditions are set through a cluster's API
+document 2: spec.hostAliases: not supported by unitrun pod run, whose apps see the host's /etc/hosts (unitrun-node writes the Pod's own)
+document 2: spec.dnsConfig: not supported by unitrun pod run, whose apps see the host's /etc/resolv.conf (unitrun-node writes the Pod's own)
 document 2: spec.volumes[0].emptyDir.medium: Memory is not supported by unitrun pod run: its emptyDir is a directory of the pod's state (unitrun-node mounts a tmpfs)
 document 2: spec.volumes[0].emptyDir.sizeLimit: not supported by unitrun pod run, which does not measure a volume (unitrun-node evicts a Pod past it)`
 	if err == nil || err.Error() != want {

@@ -80,6 +80,19 @@ func Plan(data []byte, o Options, stateDir string) ([]Planned, error) {
 				rs.Add("metadata.name", "%q is the name of document %d's Pod too", name, j+1)
 			}
 		}
+		for _, f := range []struct {
+			set         bool
+			field, rule string
+		}{
+			{p.Spec.ActiveDeadlineSeconds.IsSet(), "spec.activeDeadlineSeconds", "not supported by unitrun pod run: unitrun-node stops a Pod at its deadline"},
+			{p.Spec.ReadinessGates.IsSet(), "spec.readinessGates", "not supported by unitrun pod run: their conditions are set through a cluster's API"},
+			{p.Spec.HostAliases.IsSet(), "spec.hostAliases", "not supported by unitrun pod run, whose apps see the host's /etc/hosts (unitrun-node writes the Pod's own)"},
+			{p.Spec.DNSConfig.IsSet(), "spec.dnsConfig", "not supported by unitrun pod run, whose apps see the host's /etc/resolv.conf (unitrun-node writes the Pod's own)"},
+		} {
+			if f.set {
+				rs.Add(f.field, "%s", f.rule)
+			}
+		}
 		po := Options{Name: name, Images: o.Images, AllowPrivileged: o.AllowPrivileged, MinRestartBackoff: o.MinRestartBackoff, Volumes: map[string]*VolumeDir{}}
 		var empty []*VolumeDir
 		for k, v := range p.Spec.Volumes {

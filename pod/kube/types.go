@@ -62,12 +62,14 @@ type PodSpec struct {
 	Resources           Any `json:"resources"`
 	HostnameOverride    Any `json:"hostnameOverride"`
 
-	// Read by unitrun-node alone (its DNS and hosts files), or ignored:
-	// they place the Pod or are the API server's defaults.
-	HostAliases                  Any `json:"hostAliases"`
-	DNSConfig                    Any `json:"dnsConfig"`
-	ReadinessGates               Any `json:"readinessGates"`
-	ActiveDeadlineSeconds        Any `json:"activeDeadlineSeconds"`
+	// Read by unitrun-node alone (its hosts and DNS files, its status and
+	// its deadline), which Plan refuses without a cluster.
+	HostAliases           Any `json:"hostAliases"`
+	DNSConfig             Any `json:"dnsConfig"`
+	ReadinessGates        Any `json:"readinessGates"`
+	ActiveDeadlineSeconds Any `json:"activeDeadlineSeconds"`
+
+	// Ignored: they place the Pod or are the API server's defaults.
 	NodeSelector                 Any `json:"nodeSelector"`
 	DeprecatedServiceAccount     Any `json:"serviceAccount"`
 	AutomountServiceAccountToken Any `json:"automountServiceAccountToken"`
