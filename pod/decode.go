@@ -35,7 +35,7 @@ func decode(data []byte, v any) (problems []error, bad []string, err error) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil, errors.New("manifest is empty")
 		}
-		return nil, nil, syntaxError(data, err)
+		return nil, nil, SyntaxError(data, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -53,14 +53,14 @@ func decode(data []byte, v any) (problems []error, bad []string, err error) {
 	return d.errs, d.bad, nil
 }
 
-// syntaxError returns err, yaml.v3's error for data, which is not YAML,
-// at the line where the problem is: yaml.v3 names the line where the block
+// SyntaxError returns err, yaml.v3's error for data (of one document or
+// several), which is not YAML, at the line where the problem is: yaml.v3 names the line where the block
 // that holds it starts, and for most errors counts it from 0, so that a
 // key indented wrong on line 4 is reported at line 2. The problem's line is
 // the first at which the document's lines up to it fail with the same
 // message; the search stops after maxSyntaxLines lines, and err is kept
 // when it finds none.
-func syntaxError(data []byte, err error) error {
+func SyntaxError(data []byte, err error) error {
 	from, msg, ok := strings.Cut(strings.TrimPrefix(err.Error(), "yaml: line "), ": ")
 	n, aerr := strconv.Atoi(from)
 	if !ok || aerr != nil {
@@ -68,12 +68,25 @@ func syntaxError(data []byte, err error) error {
 	}
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	for k := max(n, 1); k <= len(lines) && k <= n+maxSyntaxLines; k++ {
-		var doc yaml.Node
-		if e := yaml.Unmarshal(bytes.Join(lines[:k], nil), &doc); e != nil && strings.HasSuffix(e.Error(), ": "+msg) {
+		if e := parseAll(bytes.Join(lines[:k], nil)); e != nil && strings.HasSuffix(e.Error(), ": "+msg) {
 			return fmt.Errorf("line %d: %s", k, msg)
 		}
 	}
 	return err
+}
+
+// parseAll parses every YAML document of data and returns the first
+// error.
+func parseAll(data []byte) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var doc yaml.Node
+		if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
 }
 
 // maxSyntaxLines bounds how far past the line yaml.v3 names syntaxError

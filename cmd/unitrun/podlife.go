@@ -10,14 +10,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/kube"
 	"github.com/unitrun/unitrun/pod/podrun"
 )
 
-// create creates the pod of the manifest at path, with isolation iso
-// instead of the manifest's unless it is ""; with replace, once the
-// manifest is valid, it stops and removes the pod of its name first. A
-// bad manifest or isolation exits 2.
-func create(ctx context.Context, r *podrun.Runner, path, iso string, replace bool) (*pod.Manifest, error) {
+// create creates the pods of the file at path, with isolation iso instead
+// of the manifest's unless it is "": the pod of a unitrun manifest, or
+// those of its Kubernetes Pods, mapped with images (createPods; several
+// false refuses more than one); with replace, once a manifest is valid,
+// it stops and removes the pod of its name first. A bad manifest or
+// isolation exits 2.
+func create(ctx context.Context, r *podrun.Runner, path, iso string, images kube.Images, several, replace bool) ([]*pod.Manifest, error) {
 	switch pod.Isolation(iso) {
 	case "", pod.NoIsolation, pod.Namespaces:
 	default:
@@ -31,14 +34,27 @@ func create(ctx context.Context, r *podrun.Runner, path, iso string, replace boo
 	if replace {
 		createWith = r.Replace
 	}
+	if kube.IsPodYAML(data) {
+		return createPods(ctx, r, createWith, path, data, iso, images, several)
+	}
 	m, err := createWith(ctx, data, pod.Isolation(iso))
 	if invalid := (*podrun.InvalidError)(nil); errors.As(err, &invalid) {
 		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", path, invalid.Err)}
 	}
-	if exists := (*podrun.ExistsError)(nil); errors.As(err, &exists) {
-		return nil, &exitError{code: exitFailed, err: fmt.Errorf("%w: remove it first (unitrun pod rm), or give --replace, which stops and removes it", err)}
+	if err != nil {
+		return nil, createFailed(err)
 	}
-	return m, failed(err)
+	return []*pod.Manifest{m}, nil
+}
+
+// createFailed is the error of a pod's create that failed on the host: a
+// name that a pod of the state dir has exits 125 and says how to replace
+// it.
+func createFailed(err error) error {
+	if exists := (*podrun.ExistsError)(nil); errors.As(err, &exists) {
+		return &exitError{code: exitFailed, err: fmt.Errorf("%w: remove it first (unitrun pod rm), or give --replace, which stops and removes it", err)}
+	}
+	return failed(err)
 }
 
 // replaceFlag adds --replace to cmd.
@@ -54,30 +70,35 @@ func isolationFlag(cmd *cobra.Command, iso *string) {
 func newPodCreateCmd(f *podFlags) *cobra.Command {
 	var asJSON, replace bool
 	var iso string
+	images := kube.Images{}
 	cmd := &cobra.Command{
 		Use: "create FILE",
 		Example: `  unitrun pod create web.yaml
   unitrun pod create --isolation namespaces web.yaml
-  unitrun pod create --state-dir /var/lib/unitrun web.yaml`,
+  unitrun pod create --state-dir /var/lib/unitrun web.yaml
+  unitrun pod create --image nginx=host pods.yaml   # Kubernetes Pods`,
 		Short: "Validate a manifest and prepare its pod: write its units and state, start nothing",
-		Args:  cobra.ExactArgs(1),
+		Long: `Validate the manifest FILE and prepare its pod: write its units and
+state, start nothing, and print its name. FILE may instead hold Kubernetes
+Pods (apiVersion: v1, kind: Pod), one a YAML document: each becomes a pod
+named after its metadata.name, mapped as unitrun-node maps a Pod, its
+images by --image (docs/pods.md, Kubernetes Pods); every Pod is checked
+before any is created.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withRunner(cmd, func(r *podrun.Runner) error {
-				m, err := create(cmd.Context(), r, args[0], iso, replace)
+				ms, err := create(cmd.Context(), r, args[0], iso, images, true, replace)
 				if err != nil {
 					return err
 				}
-				if asJSON {
-					return printPod(cmd, r, m.Name)
-				}
-				fmt.Fprintln(cmd.OutOrStdout(), m.Name)
-				return nil
+				return printCreated(cmd, r, ms, asJSON)
 			})
 		},
 	}
 	jsonFlag(cmd, &asJSON, "print the created pod's status as JSON instead of its name")
 	isolationFlag(cmd, &iso)
 	replaceFlag(cmd, &replace)
+	imageFlag(cmd, images)
 	return cmd
 }
 
@@ -110,10 +131,12 @@ func newPodStartCmd(f *podFlags) *cobra.Command {
 func newPodRunCmd(f *podFlags) *cobra.Command {
 	var policy, iso string
 	var detach, asJSON, quiet, replace bool
+	images := kube.Images{}
 	cmd := &cobra.Command{
 		Use: "run FILE",
 		Example: `  unitrun pod run web.yaml
-  unitrun pod run --detach --exit-policy all web.yaml`,
+  unitrun pod run --detach --exit-policy all web.yaml
+  unitrun pod run --image nginx=host simple-pod.yaml   # a Kubernetes Pod`,
 		Short: "Create and start a pod, stream its apps' output and exit with its exit code",
 		Long: `Create the pod of FILE and start it. Without --detach, print every line
 the apps write, prefixed "APP | ", until the pod ends, and exit with the
@@ -124,6 +147,11 @@ pod has ended, every exit is recorded as it happened, and pod run exits
 130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP),
 so that "pod run web.yaml && next" stops at an interrupt.
 With --detach, print the pod's name and return once its apps have started.
+
+FILE may instead hold a Kubernetes Pod (apiVersion: v1, kind: Pod),
+mapped as unitrun-node maps it, its images by --image; a file of several
+Pods, one a YAML document, runs them all with --detach (docs/pods.md,
+Kubernetes Pods).
 
 While it waits, it shows each app's state on stderr: on a terminal as a
 block redrawn in place (state, exit code, restarts, elapsed time), else as
@@ -145,10 +173,14 @@ pod's status.`,
 				return err
 			}
 			defer done()
-			m, err := create(ctx, r, args[0], iso, replace)
+			ms, err := create(ctx, r, args[0], iso, images, detach, replace)
 			if err != nil {
 				return err
 			}
+			if len(ms) > 1 {
+				return startPods(cmd, r, ms, pod.ExitPolicy(policy), asJSON)
+			}
+			m := ms[0]
 			if err := r.Start(ctx, m.Name, pod.ExitPolicy(policy)); err != nil {
 				if ended := (*podrun.EndedError)(nil); errors.As(err, &ended) && !detach {
 					// The pod failed while it started: runAttached
@@ -178,6 +210,7 @@ pod's status.`,
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "show no progress")
 	isolationFlag(cmd, &iso)
 	replaceFlag(cmd, &replace)
+	imageFlag(cmd, images)
 	return cmd
 }
 

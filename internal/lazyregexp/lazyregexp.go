@@ -56,3 +56,8 @@ var inTest = len(os.Args) > 0 && strings.HasSuffix(os.Args[0], ".test")
 
 // FindAllString is regexp.Regexp.FindAllString.
 func (r *Regexp) FindAllString(s string, n int) []string { return r.re().FindAllString(s, n) }
+
+// ReplaceAllStringFunc is regexp.Regexp.ReplaceAllStringFunc.
+func (r *Regexp) ReplaceAllStringFunc(s string, repl func(string) string) string {
+	return r.re().ReplaceAllStringFunc(s, repl)
+}

@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/unitrun/unitrun/pod/kube"
 )
 
 // Config is what a node needs to run Pods.
@@ -78,16 +78,8 @@ type Config struct {
 }
 
 // DefaultMinRestartBackoff is the kubelet's restart back-off: a Pod author
-// has no way under it.
-const DefaultMinRestartBackoff = 10 * time.Second
-
-// minRestartBackoff is c.MinRestartBackoff, or its default.
-func (c *Config) minRestartBackoff() time.Duration {
-	if c.MinRestartBackoff == 0 {
-		return DefaultMinRestartBackoff
-	}
-	return c.MinRestartBackoff
-}
+// has no way under it. A Config's MinRestartBackoff of 0 is it.
+const DefaultMinRestartBackoff = kube.DefaultMinRestartBackoff
 
 // A Provider runs the Pods bound to its node as unitrun pods. It
 // implements virtual-kubelet's PodLifecycleHandler, PodNotifier and
@@ -716,20 +708,9 @@ func endedWhileRunning(st *corev1.PodStatus) bool {
 	return false
 }
 
-// appsRE finds the app paths in a unitrun manifest error.
-var appsRE = regexp.MustCompile(`\bapps\[(\d+)\]`)
-
-// containerPaths rewrites the app paths (apps[3]) of a unitrun manifest
-// error as the Pod's container paths (spec.containers[1]): the manifest
-// lists the init containers first.
+// containerPaths rewrites the app paths of a unitrun manifest error as
+// the Pod's container paths (kube.ContainerPaths), on one line.
 func containerPaths(pod *corev1.Pod, err error) error {
-	n := len(pod.Spec.InitContainers)
-	msg := appsRE.ReplaceAllStringFunc(err.Error(), func(s string) string {
-		i, _ := strconv.Atoi(appsRE.FindStringSubmatch(s)[1])
-		if i < n {
-			return fmt.Sprintf("spec.initContainers[%d]", i)
-		}
-		return fmt.Sprintf("spec.containers[%d]", i-n)
-	})
+	msg := kube.ContainerPaths(err.Error(), len(pod.Spec.InitContainers))
 	return errors.New(strings.ReplaceAll(msg, "\n", "; "))
 }

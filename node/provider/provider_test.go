@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/pod/kube"
 )
 
 func TestMain(m *testing.M) { systemdtest.Main(m) }
@@ -731,7 +732,7 @@ func TestCapabilities(t *testing.T) {
 		}
 		return m
 	}
-	def := mask(defaultCapabilities...)
+	def := mask(kube.DefaultCapabilities...)
 	status, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		t.Fatal(err)

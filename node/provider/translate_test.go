@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/kube"
 )
 
 func translated(t *testing.T, c *Config, p *corev1.Pod) manifest {
@@ -136,7 +137,7 @@ func TestTranslateRefusalsGiveReasons(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: "default", UID: "u"},
 		Spec: corev1.PodSpec{
 			HostIPC: true, ShareProcessNamespace: &yes,
-			EphemeralContainers: []corev1.EphemeralContainer{},
+			EphemeralContainers: []corev1.EphemeralContainer{{}},
 			SecurityContext: &corev1.PodSecurityContext{
 				FSGroup: new(int64), SupplementalGroups: []int64{4000}, Sysctls: []corev1.Sysctl{{Name: "net.core.somaxconn", Value: "1024"}},
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
@@ -289,12 +290,12 @@ func TestTranslateRestartBackoffFloor(t *testing.T) {
 		{0, "", "10s"},
 		{0, "30s", "30s"},
 		{0, "10s", "10s"},
-		{0, "1ns", field + `: "1ns" is shorter than this node's minimum restart back-off, 10s (set by the node's operator)`},
-		{0, "9s", field + `: "9s" is shorter than this node's minimum restart back-off, 10s`},
+		{0, "1ns", field + `: "1ns" is shorter than the minimum restart back-off, 10s (the kubelet's, unless unitrun-node's operator set another)`},
+		{0, "9s", field + `: "9s" is shorter than the minimum restart back-off, 10s`},
 		{0, "6m", field + `: "6m" is not a duration above 0 and at most 5m0s`},
 		{100 * time.Millisecond, "100ms", "100ms"},
 		{100 * time.Millisecond, "", "100ms"},
-		{100 * time.Millisecond, "1ms", field + `: "1ms" is shorter than this node's minimum restart back-off, 100ms`},
+		{100 * time.Millisecond, "1ms", field + `: "1ms" is shorter than the minimum restart back-off, 100ms`},
 		{time.Minute, "", "1m0s"},
 	} {
 		c := &Config{Images: map[string]string{"debian": HostImage}, AllowPrivileged: true, MinRestartBackoff: tt.floor}
@@ -372,7 +373,7 @@ func TestTranslateSidecarsAndProbes(t *testing.T) {
 	if s := api.Startup; s == nil || len(s.Exec) != 1 || s.Exec[0] != "/bin/started" || s.PeriodSeconds != 1 || s.FailureThreshold != 30 || s.Action != "restart" {
 		t.Errorf("startup probe %+v", s)
 	}
-	if l := api.Probe; l == nil || l.GRPC == nil || *l.GRPC != (grpcProbe{Port: 9090, Service: "api"}) || l.TimeoutSeconds != 5 || l.Action != "restart" || l.StopTimeout != "5s" {
+	if l := api.Probe; l == nil || l.GRPC == nil || *l.GRPC != (kube.GRPCProbe{Port: 9090, Service: "api"}) || l.TimeoutSeconds != 5 || l.Action != "restart" || l.StopTimeout != "5s" {
 		t.Errorf("grpc liveness probe %+v", l)
 	}
 	// unitrun takes the manifest as it is.

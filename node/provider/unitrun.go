@@ -19,6 +19,7 @@ import (
 	"github.com/unitrun/unitrun/internal/atomicfile"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/kube"
 	"github.com/unitrun/unitrun/pod/podrun"
 )
 
@@ -259,20 +260,10 @@ var capabilityNames = pod.CapabilityNames
 func writeFile(path string, data []byte) error { return atomicfile.Write(path, data, 0o600) }
 
 // volumeDir is the directory of volume vol of the Pod whose unitrun pod is
-// name: under the pod's state, which only root reads, so that a volume's
-// files are seen only where a mount shows them; removing the pod removes
-// it.
-func volumeDir(stateDir, name, vol string) string {
-	return filepath.Join(pod.Dir(stateDir, name), "volumes", vol)
-}
-
-// validEnvKey reports whether k may name a variable of a container's env:
-// unitrun's rule, which is Kubernetes'.
-func validEnvKey(k string) bool { return pod.ValidEnvKey(k) }
-
-// checkAppName reports whether app may name an app of pod name: unitrun's
-// rule for app names.
-func checkAppName(name, app string) error { return pod.CheckAppName(name, app) }
+// name: kube's, under the pod's state, which only root reads, so that a
+// volume's files are seen only where a mount shows them; removing the pod
+// removes it.
+func volumeDir(stateDir, name, vol string) string { return kube.StateVolumeDir(stateDir, name, vol) }
 
 // unitName is the unit that runs app of pod name, as containers' IDs show it.
 func unitName(name, app string) string { return pod.AppUnit(name, app) }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -18,6 +17,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/unitrun/unitrun/pod/kube"
 )
 
 // inputs are what a Pod's containers take from the API besides the Pod:
@@ -52,13 +53,6 @@ func tokenKey(v, s int) string { return strconv.Itoa(v) + "/" + strconv.Itoa(s) 
 func (in *inputs) wait(format string, args ...any) {
 	in.waits = append(in.waits, fmt.Sprintf(format, args...))
 }
-
-// A waitError says what a Pod needs from the API that is not there yet:
-// the kubelet keeps such a Pod Pending, and so does the node, trying
-// again until it is.
-type waitError []string
-
-func (w waitError) Error() string { return strings.Join(w, "; ") }
 
 // fetch reads the host's hosts and resolver files, and from the API what
 // the Pod's volumes and environment name: its
@@ -215,9 +209,10 @@ type volumeFile struct {
 // none, as the API server defaults defaultMode.
 const defaultVolumeMode = 0o644
 
-// podVolumes maps the Pod's volumes and refuses those of kinds it cannot
-// provide.
-func (c *Config) podVolumes(p *corev1.Pod, in *inputs, rs *refusals) map[string]*volume {
+// podVolumes makes the Pod's volumes (kp, as kube reads it, refuses what
+// it cannot mount): the directories of its hostPaths, emptyDirs and API
+// objects, and the files of those.
+func (c *Config) podVolumes(p *corev1.Pod, kp *kube.Pod, in *inputs, rs *refusals) map[string]*volume {
 	vols := map[string]*volume{}
 	name := podName(p.Namespace, p.Name, string(p.UID))
 	for i, v := range p.Spec.Volumes {
@@ -226,20 +221,13 @@ func (c *Config) podVolumes(p *corev1.Pod, in *inputs, rs *refusals) map[string]
 		switch {
 		case v.HostPath != nil:
 			vol.dir = v.HostPath.Path
-			if t := v.HostPath.Type; t != nil && *t != corev1.HostPathUnset {
-				rs.add(field+".hostPath.type", "%q: not checked on this node; leave it unset", *t)
-			}
 		case v.EmptyDir != nil:
 			vol.emptyDir = true
-			switch v.EmptyDir.Medium {
-			case corev1.StorageMediumDefault:
-			case corev1.StorageMediumMemory:
+			if v.EmptyDir.Medium == corev1.StorageMediumMemory {
 				vol.dir = filepath.Join(memoryDir(name), v.Name)
 				if l := v.EmptyDir.SizeLimit; l != nil && l.Value() > 0 {
 					vol.tmpfsSize = l.Value()
 				}
-			default:
-				rs.add(field+".emptyDir.medium", "%q is not supported: an emptyDir is on the node's disk, or in memory (Memory)", v.EmptyDir.Medium)
 			}
 			if l := v.EmptyDir.SizeLimit; l != nil && v.EmptyDir.Medium != corev1.StorageMediumMemory {
 				vol.sizeLimit = l
@@ -254,7 +242,7 @@ func (c *Config) podVolumes(p *corev1.Pod, in *inputs, rs *refusals) map[string]
 			keyFiles(in, "secret", s.SecretName, in.secretData(s.SecretName), s.Items, mode(s.DefaultMode, defaultVolumeMode), s.Optional, field+".secret", vol.files, rs)
 		case v.DownwardAPI != nil:
 			vol.files = map[string]volumeFile{}
-			c.downwardFiles(p, v.DownwardAPI.Items, mode(v.DownwardAPI.DefaultMode, defaultVolumeMode), field+".downwardAPI", vol.files, rs)
+			c.downwardFiles(kp, v.DownwardAPI.Items, mode(v.DownwardAPI.DefaultMode, defaultVolumeMode), field+".downwardAPI", vol.files, rs)
 		case v.Projected != nil:
 			vol.files = map[string]volumeFile{}
 			def := mode(v.Projected.DefaultMode, defaultVolumeMode)
@@ -266,7 +254,7 @@ func (c *Config) podVolumes(p *corev1.Pod, in *inputs, rs *refusals) map[string]
 				case src.Secret != nil:
 					keyFiles(in, "secret", src.Secret.Name, in.secretData(src.Secret.Name), src.Secret.Items, def, src.Secret.Optional, sf+".secret", vol.files, rs)
 				case src.DownwardAPI != nil:
-					c.downwardFiles(p, src.DownwardAPI.Items, def, sf+".downwardAPI", vol.files, rs)
+					c.downwardFiles(kp, src.DownwardAPI.Items, def, sf+".downwardAPI", vol.files, rs)
 				case src.ServiceAccountToken != nil:
 					token, ok := in.tokens[tokenKey(i, j)]
 					if !ok {
@@ -274,12 +262,11 @@ func (c *Config) podVolumes(p *corev1.Pod, in *inputs, rs *refusals) map[string]
 					}
 					addFile(vol.files, src.ServiceAccountToken.Path, []byte(token.value), def, sf+".serviceAccountToken.path", rs)
 				default:
-					rs.add(sf, "only configMap, secret, downwardAPI and serviceAccountToken sources are supported")
+					rs.Add(sf, "only configMap, secret, downwardAPI and serviceAccountToken sources are supported")
 				}
 			}
 		default:
-			rs.add(field, "volume %q: only hostPath, emptyDir, configMap, secret, downwardAPI and projected volumes are supported", v.Name)
-			continue
+			continue // kube refuses it
 		}
 		vols[v.Name] = &vol
 	}
@@ -305,7 +292,7 @@ func mode(m *int32, def os.FileMode) os.FileMode {
 // the volume or name the node's own ..data.
 func addFile(files map[string]volumeFile, path string, data []byte, m os.FileMode, field string, rs *refusals) {
 	if !filepath.IsLocal(path) || strings.HasPrefix(path, "..") {
-		rs.add(field, "%q must be a relative path inside the volume, not starting with ..", path)
+		rs.Add(field, "%q must be a relative path inside the volume, not starting with ..", path)
 		return
 	}
 	files[filepath.Clean(path)] = volumeFile{data: data, mode: m}
@@ -344,7 +331,7 @@ func (in *inputs) secretData(name string) map[string][]byte {
 // there is waited for, unless optional.
 func keyFiles(in *inputs, kind, name string, data map[string][]byte, items []corev1.KeyToPath, def os.FileMode, optional *bool, field string, files map[string]volumeFile, rs *refusals) {
 	if data == nil {
-		if !isTrue(optional) {
+		if !kube.IsTrue(optional) {
 			in.wait("%s %q", kind, name)
 		}
 		return
@@ -358,7 +345,7 @@ func keyFiles(in *inputs, kind, name string, data map[string][]byte, items []cor
 	for i, it := range items {
 		v, ok := data[it.Key]
 		if !ok {
-			if !isTrue(optional) {
+			if !kube.IsTrue(optional) {
 				in.wait("key %q of %s %q", it.Key, kind, name)
 			}
 			continue
@@ -367,76 +354,38 @@ func keyFiles(in *inputs, kind, name string, data map[string][]byte, items []cor
 	}
 }
 
-// downwardFiles adds the downward API's items to files.
-func (c *Config) downwardFiles(p *corev1.Pod, items []corev1.DownwardAPIVolumeFile, def os.FileMode, field string, files map[string]volumeFile, rs *refusals) {
+// downwardFiles adds the downward API's items to files: the Pod's fields
+// and its containers' resources, as kube reads them from kp.
+func (c *Config) downwardFiles(kp *kube.Pod, items []corev1.DownwardAPIVolumeFile, def os.FileMode, field string, files map[string]volumeFile, rs *refusals) {
 	for i, it := range items {
 		f := fmt.Sprintf("%s.items[%d]", field, i)
 		var value string
 		switch {
 		case it.FieldRef != nil:
-			v, why := c.fieldRef(p, it.FieldRef.FieldPath)
+			v, why := kube.FieldRef(kp, it.FieldRef.FieldPath, c.Address)
 			if why != "" {
-				rs.add(f+".fieldRef.fieldPath", "%q %s", it.FieldRef.FieldPath, why)
+				rs.Add(f+".fieldRef.fieldPath", "%q %s", it.FieldRef.FieldPath, why)
 			}
 			value = v
 		case it.ResourceFieldRef != nil:
-			ctr := findContainer(p, it.ResourceFieldRef.ContainerName)
+			ref := it.ResourceFieldRef
+			ctr := kp.Container(ref.ContainerName)
 			if ctr == nil {
-				rs.add(f+".resourceFieldRef.containerName", "%q names no container of the pod", it.ResourceFieldRef.ContainerName)
+				rs.Add(f+".resourceFieldRef.containerName", "%q names no container of the pod", ref.ContainerName)
 				continue
 			}
-			v, err := c.resourceValue(ctr, it.ResourceFieldRef)
-			if err != nil {
-				rs.add(f+".resourceFieldRef.resource", "%v", err)
+			divisor, err := kube.ParseQuantity(ref.Divisor.String())
+			if err == nil {
+				value, err = kube.ResourceValue(ctr, &kube.ResourceFieldSelector{Resource: ref.Resource, Divisor: divisor}, allocatable)
 			}
-			value = v
+			if err != nil {
+				rs.Add(f+".resourceFieldRef.resource", "%v", err)
+			}
 		default:
-			rs.add(f, "needs a fieldRef or a resourceFieldRef")
+			rs.Add(f, "needs a fieldRef or a resourceFieldRef")
 		}
 		addFile(files, it.Path, []byte(value), mode(it.Mode, def), f+".path", rs)
 	}
-}
-
-// findContainer returns the container or init container named name, or nil.
-func findContainer(p *corev1.Pod, name string) *corev1.Container {
-	for _, list := range [][]corev1.Container{p.Spec.Containers, p.Spec.InitContainers} {
-		for i := range list {
-			if list[i].Name == name {
-				return &list[i]
-			}
-		}
-	}
-	return nil
-}
-
-// resourceValue is the value of a resourceFieldRef to ctr, in units of its
-// divisor rounded up, as the kubelet computes it: a limit the container
-// does not set is the node's allocatable.
-func (c *Config) resourceValue(ctr *corev1.Container, ref *corev1.ResourceFieldSelector) (string, error) {
-	divisor := ref.Divisor
-	if divisor.IsZero() {
-		divisor = resource.MustParse("1")
-	}
-	kind, name, _ := strings.Cut(ref.Resource, ".")
-	list := ctr.Resources.Requests
-	if kind == "limits" {
-		list = ctr.Resources.Limits
-	}
-	q, ok := list[corev1.ResourceName(name)]
-	if !ok && kind == "limits" {
-		alloc, err := capacity()
-		if err != nil {
-			return "", err
-		}
-		q = alloc[corev1.ResourceName(name)]
-	}
-	switch ref.Resource {
-	case "limits.cpu", "requests.cpu":
-		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
-	case "limits.memory", "requests.memory", "limits.ephemeral-storage", "requests.ephemeral-storage":
-		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
-	}
-	return "", fmt.Errorf("%q is not supported: limits and requests of cpu, memory and ephemeral-storage are", ref.Resource)
 }
 
 // writeVolumes makes the volumes' directories under the unitrun pod's
@@ -446,19 +395,8 @@ func writeVolumes(vols map[string]*volume) error {
 	for _, v := range vols {
 		switch {
 		case v.emptyDir:
-			if err := os.MkdirAll(filepath.Dir(v.dir), 0o700); err != nil {
+			if err := (&kube.VolumeDir{Dir: v.dir, SubPaths: v.subPaths}).MakeEmptyDir(); err != nil {
 				return err
-			}
-			if err := os.MkdirAll(v.dir, 0o777); err != nil {
-				return err
-			}
-			if err := os.Chmod(v.dir, 0o777); err != nil {
-				return err
-			}
-			for _, sub := range v.subPaths {
-				if err := os.MkdirAll(filepath.Join(v.dir, sub), 0o777); err != nil {
-					return err
-				}
 			}
 		case v.files != nil:
 			if err := os.MkdirAll(v.dir, 0o755); err != nil {
@@ -537,41 +475,6 @@ func writePayload(dir string, files map[string]volumeFile) error {
 		return os.RemoveAll(filepath.Join(dir, old))
 	}
 	return nil
-}
-
-// volumeMounts maps the container's volume mounts to mounts of its app: a
-// volume's directory, or a subPath in it (subPathExpr expanded with env),
-// bound at mountPath; read-only if the mount says so, and always for a
-// volume of API data, as the kubelet mounts those.
-func volumeMounts(ctr *corev1.Container, path string, vols map[string]*volume, env map[string]string, rs *refusals) []mount {
-	var out []mount
-	for j, m := range ctr.VolumeMounts {
-		field := fmt.Sprintf("%s.volumeMounts[%d]", path, j)
-		v, ok := vols[m.Name]
-		if !ok {
-			rs.add(field+".name", "%q names no volume of the pod that this node provides", m.Name)
-			continue
-		}
-		if m.MountPropagation != nil && *m.MountPropagation != corev1.MountPropagationNone {
-			rs.add(field+".mountPropagation", "%q is not supported: a container's mounts are its own", *m.MountPropagation)
-		}
-		if m.RecursiveReadOnly != nil && *m.RecursiveReadOnly == corev1.RecursiveReadOnlyEnabled {
-			rs.add(field+".recursiveReadOnly", "Enabled is not supported: a read-only mount's submounts keep their own")
-		}
-		sub := m.SubPath
-		if m.SubPathExpr != "" {
-			sub = expand(m.SubPathExpr, env)
-		}
-		if sub != "" && !filepath.IsLocal(sub) {
-			rs.add(field+".subPath", "%q must be a relative path inside the volume", sub)
-			continue
-		}
-		if sub != "" && v.emptyDir && !slices.Contains(v.subPaths, sub) {
-			v.subPaths = append(v.subPaths, sub)
-		}
-		out = append(out, mount{Source: filepath.Join(v.dir, sub), Path: filepath.Join("/", m.MountPath), ReadOnly: m.ReadOnly || v.files != nil})
-	}
-	return out
 }
 
 // volumeRefresh is how many status polls (Config.Poll) pass between two

@@ -18,7 +18,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -38,31 +37,8 @@ import (
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/node/provider"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/kube"
 )
-
-// images is the repeated --image NAME=ROOTFS|host flag.
-type images map[string]string
-
-func (m images) String() string {
-	var s []string
-	for name, dir := range m {
-		s = append(s, name+"="+dir)
-	}
-	slices.Sort(s)
-	return strings.Join(s, ",")
-}
-
-func (m images) Set(s string) error {
-	name, dir, ok := strings.Cut(s, "=")
-	if !ok || name == "" || (dir != provider.HostImage && !filepath.IsAbs(dir)) {
-		return fmt.Errorf("%q: want NAME=host or NAME=/absolute/rootfs", s)
-	}
-	m[name] = dir
-	return nil
-}
-
-// Type is the flag's value in --help.
-func (images) Type() string { return "NAME=/rootfs|host" }
 
 // Exit statuses of unitrun-node, as unitrun's own.
 const (
@@ -107,7 +83,7 @@ type options struct {
 
 // newRoot returns the command line of unitrun-node.
 func newRoot() *cobra.Command {
-	o := &options{cfg: provider.Config{Images: images{}}}
+	o := &options{cfg: provider.Config{Images: kube.Images{}}}
 	cfg := &o.cfg
 	root := &cobra.Command{
 		Use:   "unitrun-node",
@@ -159,11 +135,11 @@ could not start or stopped on an error. See docs/kubernetes.md.`,
 	fl.StringVar(&cfg.StateDir, "state-dir", "/run/unitrun", "`DIR` of the pods' state (unitrun pod's --state-dir)")
 	fl.StringVar(&cfg.Binary, "unitrun", "", "the unitrun `COMMAND` the pods' units call back, with the exit hook beside it (COMMAND-hook) where there is one (default: unitrun on $PATH)")
 	fl.StringVar(&cfg.Manager, "manager", "", "the systemd `MANAGER` to run pods on, as unitrun's --manager (default: as unitrun chooses)")
-	fl.Var(images(cfg.Images), "image", "run containers of image NAME on that root filesystem, or on the host's (repeatable)")
+	fl.Var(kube.Images(cfg.Images), "image", "run containers of image NAME on that root filesystem, or on the host's (repeatable)")
 	fl.BoolVar(&cfg.AllowPrivileged, "allow-privileged", false, "let Pods run containers as root, privileged or with added capabilities")
 	fl.StringSliceVar(&cfg.ClusterDNS, "cluster-dns", nil, "`IP` of the cluster's DNS service, the nameserver of Pods of dnsPolicy ClusterFirst (repeatable; default none: such Pods get the host's resolver, as a kubelet without one)")
 	fl.StringVar(&cfg.ClusterDomain, "cluster-domain", "", "the cluster's DNS `DOMAIN` (cluster.local), whose search domains Pods of dnsPolicy ClusterFirst get")
-	fl.DurationVar(&cfg.MinRestartBackoff, "min-restart-backoff", provider.DefaultMinRestartBackoff, fmt.Sprintf("the shortest first restart delay a Pod's unitrun.io/restart-backoff may ask for, and the default (%s to %s)", pod.MinBackoff, provider.MaxRestartBackoff))
+	fl.DurationVar(&cfg.MinRestartBackoff, "min-restart-backoff", provider.DefaultMinRestartBackoff, fmt.Sprintf("the shortest first restart delay a Pod's unitrun.io/restart-backoff may ask for, and the default (%s to %s)", pod.MinBackoff, kube.MaxRestartBackoff))
 	fl.StringVar(&o.listen, "listen", ":10250", "`ADDRESS` of the kubelet API (logs, port-forward)")
 	fl.StringVar(&o.certFile, "tls-cert-file", "", "TLS certificate `FILE` of the kubelet API (default: a self-signed one, made in --state-dir)")
 	fl.StringVar(&o.keyFile, "tls-key-file", "", "TLS key `FILE` of the kubelet API")
@@ -249,8 +225,8 @@ const nodeNameRule = "is not a node name: lower case letters, digits, '-' and '.
 // port from --listen.
 func (o *options) check() error {
 	cfg := &o.cfg
-	if b := cfg.MinRestartBackoff; b < pod.MinBackoff || b > provider.MaxRestartBackoff {
-		return fmt.Errorf("--min-restart-backoff %s: must be from %s (the least any pod may have) to %s", b, pod.MinBackoff, provider.MaxRestartBackoff)
+	if b := cfg.MinRestartBackoff; b < pod.MinBackoff || b > kube.MaxRestartBackoff {
+		return fmt.Errorf("--min-restart-backoff %s: must be from %s (the least any pod may have) to %s", b, pod.MinBackoff, kube.MaxRestartBackoff)
 	}
 	if err := o.readKubeconfig(); err != nil {
 		return err

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// simplePod is a Pod as the API server returns it for the Kubernetes
+// docs' pods/simple-pod.yaml, with every default it sets, and a command
+// that a host image runs.
+const simplePod = `apiVersion: v1
+kind: Pod
+metadata:
+  name: kubesimple
+  namespace: default
+  labels:
+    app: demo
+spec:
+  restartPolicy: Never
+  dnsPolicy: ClusterFirst
+  schedulerName: default-scheduler
+  enableServiceLinks: true
+  preemptionPolicy: PreemptLowerPriority
+  priority: 0
+  securityContext: {}
+  serviceAccountName: default
+  terminationGracePeriodSeconds: 30
+  tolerations:
+  - effect: NoExecute
+    key: node.kubernetes.io/not-ready
+    operator: Exists
+    tolerationSeconds: 300
+  containers:
+  - name: main
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["/bin/sh", "-c"]
+    args: ["echo hello $(WHO) from $POD; exit 3"]
+    env:
+    - name: WHO
+      value: world
+    - name: POD
+      valueFrom:
+        fieldRef:
+          fieldPath: metadata.name
+    ports:
+    - containerPort: 80
+      protocol: TCP
+    resources: {}
+    terminationMessagePolicy: File
+status:
+  phase: Pending
+`
+
+// A Pod's YAML runs as unitrun-node would run it: its output, its exit
+// status and its record are the pod's.
+func TestPodRunKubernetesPod(t *testing.T) {
+	dir := t.TempDir()
+	rmPod(t, dir, "kubesimple")
+	// The docs' Pod asks for a port on a pod network: hostNetwork gives
+	// it the host's, as unitrun-node asks.
+	path := manifestFile(t, strings.Replace(simplePod, "  restartPolicy: Never\n", "  restartPolicy: Never\n  hostNetwork: true\n", 1))
+	out, errs, code := podCLI(t, dir, "run", "-q", "--image", "busybox=host", path)
+	if code != 3 {
+		t.Fatalf("pod run of a Pod: exit %d, want its container's 3 (stderr %q)", code, errs)
+	}
+	if out != "main | hello world from kubesimple\n" {
+		t.Errorf("pod run of a Pod printed %q, want the container's line", out)
+	}
+	v := podStatus(t, dir, "kubesimple")
+	if len(v.Apps) != 1 || v.Apps[0].Name != "main" || v.Apps[0].ExitCode == nil || *v.Apps[0].ExitCode != 3 || v.Phase != "Failed" {
+		t.Errorf("record of the Pod's pod: %+v; want app main, exit 3, Failed", v)
+	}
+}
+
+// A Pod that cannot run is refused with exit 2, every field named by its
+// Kubernetes path, and nothing is created: not the Pods of a file's
+// other documents either.
+func TestPodKubernetesRefusals(t *testing.T) {
+	dir := t.TempDir()
+	good := strings.Replace(simplePod, "    ports:\n    - containerPort: 80\n      protocol: TCP\n", "", 1)
+	for _, tt := range []struct {
+		name  string
+		yaml  string
+		flags []string
+		want  []string
+	}{
+		{"unmapped image", good, nil, []string{`spec.containers[0].image: "busybox" is not mapped to a root filesystem or to host (--image busybox=host`}},
+		{"unknown field", strings.Replace(good, "    command:", "    comand: [x]\n    command:", 1), []string{"--image", "busybox=host"},
+			[]string{`spec.containers[0].comand: not a field of a Kubernetes Pod`}},
+		{"refused field", strings.Replace(good, "    command:", "    volumeDevices: [{name: d, devicePath: /dev/xvda}]\n    command:", 1), []string{"--image", "busybox=host"},
+			[]string{`spec.containers[0].volumeDevices: not supported: unitrun provides no block volumes`}},
+		{"pod network", simplePod, []string{"--image", "busybox=host"},
+			[]string{`spec.containers[0].ports[0]: port 80 on a pod network: unitrun has none; set hostNetwork: true`}},
+		{"cluster objects", strings.Replace(good, "      value: world\n", "      valueFrom: {configMapKeyRef: {name: cm, key: who}}\n", 1), []string{"--image", "busybox=host"},
+			[]string{`spec.containers[0].env[0].valueFrom.configMapKeyRef: a configmap is a cluster's object: it needs unitrun-node`}},
+		{"host check", strings.Replace(good, "    command:", "    workingDir: /nonexistent-kube-dir\n    command:", 1), []string{"--image", "busybox=host"},
+			[]string{`Pod kubesimple: spec.containers[0].workingDir "/nonexistent-kube-dir": `}},
+		{"host check of a second Pod", good + "---\n" + strings.NewReplacer("kubesimple", "kubesecond", "    command:", "    workingDir: /nonexistent-kube-dir\n    command:").Replace(good), []string{"--image", "busybox=host"},
+			[]string{`document 2: Pod kubesecond: spec.containers[0].workingDir "/nonexistent-kube-dir": `}},
+		{"other kind", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n", nil,
+			[]string{`kind: "Deployment" of apiVersion "apps/v1": unitrun runs a Pod (apiVersion: v1, kind: Pod)`}},
+		{"second document", good + "---\n" + strings.NewReplacer("kubesimple", "kubesecond", "    command:", "    stdin: true\n    command:").Replace(good), []string{"--image", "busybox=host"},
+			[]string{`document 2: spec.containers[0].stdin: stdin and tty are not supported`}},
+		{"same name", good + "---\n" + good, []string{"--image", "busybox=host"},
+			[]string{`document 2: metadata.name: "kubesimple" is the name of document 1's Pod too`}},
+	} {
+		path := manifestFile(t, tt.yaml)
+		for _, args := range [][]string{{"run", "--detach"}, {"create"}} {
+			_, errs, code := podCLI(t, dir, append(append(args, tt.flags...), path)...)
+			if code != exitUsage {
+				t.Errorf("%s: pod %s: exit %d, want 2 (stderr %q)", tt.name, args[0], code, errs)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(errs, w) {
+					t.Errorf("%s: pod %s: stderr %q does not say %q", tt.name, args[0], errs, w)
+				}
+			}
+			for _, name := range []string{"kubesimple", "kubesecond"} {
+				if left := podLeft(t, dir, name); len(left) > 0 {
+					t.Errorf("%s: pod %s left %v", tt.name, args[0], left)
+				}
+			}
+		}
+	}
+}
+
+// A file of two Pods runs two pods; pod run follows one, so it wants
+// --detach for two.
+func TestPodRunTwoKubernetesPods(t *testing.T) {
+	dir := t.TempDir()
+	// Both with hostNetwork, for their ports.
+	first := strings.Replace(simplePod, "  restartPolicy: Never\n", "  restartPolicy: Never\n  hostNetwork: true\n", 1)
+	second := strings.NewReplacer("kubesimple", "kubesecond", "exit 3", "exit 0").Replace(first)
+	path := manifestFile(t, first+"---\n"+second)
+	if _, errs, code := podCLI(t, dir, "run", "--image", "busybox=host", path); code != exitUsage || !strings.Contains(errs, "holds 2 Pods: pod run follows one pod's output; run them with --detach") {
+		t.Errorf("pod run of two Pods without --detach: exit %d, stderr %q; want 2 asking for --detach", code, errs)
+	}
+	for _, name := range []string{"kubesimple", "kubesecond"} {
+		if left := podLeft(t, dir, name); len(left) > 0 {
+			t.Errorf("the refused run left %v", left)
+		}
+	}
+	rmPod(t, dir, "kubesimple")
+	rmPod(t, dir, "kubesecond")
+	out, errs, code := podCLI(t, dir, "run", "--detach", "--image", "busybox=host", path)
+	if code != 0 || out != "kubesimple\nkubesecond\n" {
+		t.Fatalf("pod run --detach of two Pods: exit %d, stdout %q, stderr %q; want both names", code, out, errs)
+	}
+	for _, tt := range []struct {
+		name string
+		exit int
+	}{{"kubesimple", 3}, {"kubesecond", 0}} {
+		// logs -f returns once the pod has ended.
+		out, errs, code := podCLI(t, dir, "logs", "-f", tt.name)
+		if code != 0 || out != "main | hello world from "+tt.name+"\n" {
+			t.Errorf("pod logs -f %s: exit %d, %q, %q", tt.name, code, out, errs)
+		}
+		v := podStatus(t, dir, tt.name)
+		if v.ExitCode == nil || *v.ExitCode != tt.exit {
+			t.Errorf("pod %s: %+v, want exit %d", tt.name, v, tt.exit)
+		}
+	}
+}
+
+// A Pod's hostPath and emptyDir volumes are mounted where its containers
+// ask, an emptyDir shared by its init container and its container and
+// removed with the pod.
+func TestPodRunKubernetesVolumes(t *testing.T) {
+	dir := t.TempDir()
+	host := t.TempDir()
+	if err := os.WriteFile(filepath.Join(host, "greeting"), []byte("hello from the host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rmPod(t, dir, "kubevols")
+	path := manifestFile(t, `apiVersion: v1
+kind: Pod
+metadata: {name: kubevols}
+spec:
+  restartPolicy: Never
+  volumes:
+  - name: scratch
+    emptyDir: {}
+  - name: data
+    hostPath: {path: `+host+`}
+  initContainers:
+  - name: setup
+    image: busybox
+    command: [/bin/sh, -c, 'echo made by setup > /scratch/sub/note']
+    volumeMounts:
+    - {name: scratch, mountPath: /scratch}
+  containers:
+  - name: main
+    image: busybox
+    command: [/bin/sh, -c, 'cat /in/note /data/greeting']
+    volumeMounts:
+    - {name: scratch, mountPath: /in, subPath: sub, readOnly: true}
+    - {name: data, mountPath: /data}
+`)
+	out, errs, code := podCLI(t, dir, "run", "-q", "--image", "busybox=host", path)
+	if code != 0 || out != "main | made by setup\nmain | hello from the host\n" {
+		t.Errorf("pod run of a Pod with volumes: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+// dependentEnvars is the Kubernetes docs' pods/inject/dependent-envars.yaml,
+// unchanged.
+const dependentEnvars = `apiVersion: v1
+kind: Pod
+metadata:
+  name: dependent-envars-demo
+spec:
+  containers:
+    - name: dependent-envars-demo
+      args:
+        - while true; do echo -en '\n'; printf UNCHANGED_REFERENCE=$UNCHANGED_REFERENCE'\n'; printf SERVICE_ADDRESS=$SERVICE_ADDRESS'\n';printf ESCAPED_REFERENCE=$ESCAPED_REFERENCE'\n'; sleep 30; done;
+      command:
+        - sh
+        - -c
+      image: busybox:1.28
+      env:
+        - name: SERVICE_PORT
+          value: "80"
+        - name: SERVICE_IP
+          value: "172.17.0.1"
+        - name: UNCHANGED_REFERENCE
+          value: "$(PROTOCOL)://$(SERVICE_IP):$(SERVICE_PORT)"
+        - name: PROTOCOL
+          value: "https"
+        - name: SERVICE_ADDRESS
+          value: "$(PROTOCOL)://$(SERVICE_IP):$(SERVICE_PORT)"
+        - name: ESCAPED_REFERENCE
+          value: "$$(PROTOCOL)://$(SERVICE_IP):$(SERVICE_PORT)"
+`
+
+// A Pod of the Kubernetes docs runs unchanged, its variables expanded as
+// Kubernetes expands them.
+func TestPodRunKubernetesDocsPod(t *testing.T) {
+	dir := t.TempDir()
+	rmPod(t, dir, "dependent-envars-demo")
+	path := manifestFile(t, dependentEnvars)
+	out, errs, code := podCLI(t, dir, "run", "--detach", "--image", "busybox:1.28=host", path)
+	if code != 0 || out != "dependent-envars-demo\n" {
+		t.Fatalf("pod run --detach: exit %d, %q, %q", code, out, errs)
+	}
+	want := "dependent-envars-demo | UNCHANGED_REFERENCE=$(PROTOCOL)://172.17.0.1:80\n" +
+		"dependent-envars-demo | SERVICE_ADDRESS=https://172.17.0.1:80\n" +
+		"dependent-envars-demo | ESCAPED_REFERENCE=$(PROTOCOL)://172.17.0.1:80\n"
+	// The app prints its lines once it runs, then sleeps: wait for them.
+	for i := 0; !strings.Contains(out, want); i++ {
+		if i == 200 {
+			t.Fatalf("pod logs: %q, want %q", out, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+		out, _, _ = podCLI(t, dir, "logs", "dependent-envars-demo")
+	}
+	if _, errs, code := podCLI(t, dir, "stop", "dependent-envars-demo"); code != 0 {
+		t.Errorf("pod stop: exit %d, %q; want 0, the app's SIGTERM a success", code, errs)
+	}
+}

@@ -1,0 +1,162 @@
+package kube
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/unitrun/unitrun/pod"
+)
+
+// Images maps a container's image to the absolute path of a root
+// filesystem or to HostImage: the repeated --image NAME=/rootfs|host flag
+// of unitrun pod run, pod create and unitrun-node.
+type Images map[string]string
+
+func (m Images) String() string {
+	var s []string
+	for name, dir := range m {
+		s = append(s, name+"="+dir)
+	}
+	slices.Sort(s)
+	return strings.Join(s, ",")
+}
+
+// Set adds one NAME=/rootfs|host mapping.
+func (m Images) Set(s string) error {
+	name, dir, ok := strings.Cut(s, "=")
+	if !ok || name == "" || (dir != HostImage && !filepath.IsAbs(dir)) {
+		return fmt.Errorf("%q: want NAME=host or NAME=/absolute/rootfs", s)
+	}
+	m[name] = dir
+	return nil
+}
+
+// Type is the flag's value in --help.
+func (Images) Type() string { return "NAME=/rootfs|host" }
+
+// StateVolumeDir is the directory of volume vol of pod name whose state
+// is under stateDir: a directory of the pod's state, removed with it.
+func StateVolumeDir(stateDir, name, vol string) string {
+	return filepath.Join(pod.Dir(stateDir, name), "volumes", vol)
+}
+
+// A Planned pod is a Pod of a file as unitrun pod run runs it: the JSON
+// of its unitrun manifest, and the emptyDirs to make once the pod is
+// created, before it starts.
+type Planned struct {
+	Name      string
+	Manifest  []byte
+	EmptyDirs []*VolumeDir
+	Inits     int // the Pod's init containers, for ContainerPaths
+}
+
+// Plan maps each Pod of data (Decode) to the unitrun pod that runs it
+// without a cluster: named after its metadata.name, its hostPath volumes
+// the host's directories, its emptyDirs their StateVolumeDir in stateDir, with o's Images, AllowPrivileged and
+// MinRestartBackoff (the rest of o is a cluster's, which there is none
+// of): a Pod is refused what needs a cluster (its ConfigMaps, Secrets and
+// volumes of API objects, its IP). Every refusal of every document comes
+// at once, one a line, each after "document N: " if data has several.
+func Plan(data []byte, o Options, stateDir string) ([]Planned, error) {
+	docs, err := Decode(data)
+	if err != nil {
+		return nil, err
+	}
+	var plans []Planned
+	var errs []string
+	for i, doc := range docs {
+		p, rs := doc.Pod, doc.Refusals
+		name := p.Metadata.Name
+		if err := pod.CheckNames(name); err != nil {
+			rs.Add("metadata.name", "%v", err)
+		}
+		for j := range i {
+			if docs[j].Pod.Metadata.Name == name {
+				rs.Add("metadata.name", "%q is the name of document %d's Pod too", name, j+1)
+			}
+		}
+		for _, f := range []struct {
+			set         bool
+			field, rule string
+		}{
+			{p.Spec.ActiveDeadlineSeconds.IsSet(), "spec.activeDeadlineSeconds", "not supported by unitrun pod run: unitrun-node stops a Pod at its deadline"},
+			{p.Spec.ReadinessGates.IsSet(), "spec.readinessGates", "not supported by unitrun pod run: their conditions are set through a cluster's API"},
+			{p.Spec.HostAliases.IsSet(), "spec.hostAliases", "not supported by unitrun pod run, whose apps see the host's /etc/hosts (unitrun-node writes the Pod's own)"},
+			{p.Spec.DNSConfig.IsSet(), "spec.dnsConfig", "not supported by unitrun pod run, whose apps see the host's /etc/resolv.conf (unitrun-node writes the Pod's own)"},
+		} {
+			if f.set {
+				rs.Add(f.field, "%s", f.rule)
+			}
+		}
+		po := Options{Name: name, Images: o.Images, AllowPrivileged: o.AllowPrivileged, MinRestartBackoff: o.MinRestartBackoff, Volumes: map[string]*VolumeDir{}}
+		var empty []*VolumeDir
+		for k, v := range p.Spec.Volumes {
+			field := fmt.Sprintf("spec.volumes[%d].emptyDir", k)
+			switch {
+			case v.HostPath != nil:
+				po.Volumes[v.Name] = &VolumeDir{Dir: v.HostPath.Path}
+			case v.EmptyDir != nil:
+				if v.EmptyDir.Medium == "Memory" {
+					rs.Add(field+".medium", "Memory is not supported by unitrun pod run: its emptyDir is a directory of the pod's state (unitrun-node mounts a tmpfs)")
+				}
+				if v.EmptyDir.SizeLimit != nil {
+					rs.Add(field+".sizeLimit", "not supported by unitrun pod run, which does not measure a volume (unitrun-node evicts a Pod past it)")
+				}
+				d := &VolumeDir{Dir: StateVolumeDir(stateDir, name, v.Name), EmptyDir: true}
+				po.Volumes[v.Name], empty = d, append(empty, d)
+			}
+		}
+		// Without a cluster nothing is waited for: what needs one is
+		// refused.
+		m, err := Translate(p, &po)
+		var trs Refusals
+		if errors.As(err, &trs) {
+			rs = append(rs, trs...)
+		} else if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			if len(docs) > 1 {
+				errs = append(errs, fmt.Sprintf("document %d: %v", i+1, r))
+			} else {
+				errs = append(errs, r.Error())
+			}
+		}
+		if len(rs) == 0 {
+			data, err := json.Marshal(m)
+			if err != nil {
+				return nil, err
+			}
+			plans = append(plans, Planned{Name: name, Manifest: data, EmptyDirs: empty, Inits: len(p.Spec.InitContainers)})
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.New(strings.Join(errs, "\n"))
+	}
+	return plans, nil
+}
+
+// MakeEmptyDir makes the emptyDir v: its directory, empty and writable
+// by every user, and in it the SubPaths.
+func (v *VolumeDir) MakeEmptyDir() error {
+	if err := os.MkdirAll(filepath.Dir(v.Dir), 0o700); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(v.Dir, 0o777); err != nil {
+		return err
+	}
+	if err := os.Chmod(v.Dir, 0o777); err != nil {
+		return err
+	}
+	for _, sub := range v.SubPaths {
+		if err := os.MkdirAll(filepath.Join(v.Dir, sub), 0o777); err != nil {
+			return err
+		}
+	}
+	return nil
+}
