@@ -435,7 +435,15 @@ apps:
 	if a := s.Apps[0]; a.Signal != "KILL" {
 		t.Errorf("the restarted run ended with signal %q; want KILL", a.Signal)
 	}
-	if data, _ := os.ReadFile(pod.LogFile(r.StateDir, name, "api")); !strings.Contains(string(data), "TERM\n") {
+	// The first run's log is the current one or, once the next run has
+	// begun its own, the one kept before it.
+	var data []byte
+	logs, _ := filepath.Glob(strings.TrimSuffix(pod.LogFile(r.StateDir, name, "api"), ".log") + "*.log")
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		data = append(data, b...)
+	}
+	if !strings.Contains(string(data), "TERM\n") {
 		t.Errorf("the first run printed %q; want it to have had the stop's SIGTERM first", data)
 	}
 }
