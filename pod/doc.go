@@ -113,7 +113,7 @@
 // on-failure) with StartLimitIntervalSec=0, so restarts never hit the start
 // limit; between two runs the app is "activating", which keeps its reaper
 // needed. systemd 252 has no back-off steps: every app's main process is
-// "unitrun pod exec P A" (podrun.ExecApp), which first waits out the delay
+// "unitrun pod exec-app P A" (podrun.ExecApp), which first waits out the delay
 // that reap-app recorded from record.Decide if the run follows a restart (the
 // app is then active, which keeps its reaper needed too), records the
 // start of each run, pipes the run's output through a copier that keeps

@@ -184,6 +184,11 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 		f.Set("Service", "Type", "exec")
 	}
 	f.Set("Service", "Slice", n.Slice)
+	// Delegate=yes lets "unitrun pod exec" move a process into the
+	// app's cgroup (the manager's AttachProcessesToUnit takes only a
+	// delegated unit), so that the app's limits and its stop reach the
+	// command it runs there.
+	f.Set("Service", "Delegate", "yes")
 	// The await hook holds the first run until the sidecar before the app
 	// has started ([Manifest.SidecarBefore]), as the kubelet starts each
 	// container once the sidecars before it have started, not once their
@@ -202,7 +207,7 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 	// systemd 252 applies RootDirectory=, WorkingDirectory=, User= and
 	// Group= to the "+" hooks too, so one that does not resolve would
 	// keep them from recording the run.
-	if err := setExec(f, "ExecStart", "", h.argv("exec", a.Name)); err != nil {
+	if err := setExec(f, "ExecStart", "", h.argv("exec-app", a.Name)); err != nil {
 		return err
 	}
 	// The lifecycle hooks: postStart beside the command's start, preStop

@@ -170,18 +170,20 @@ func main() {
 
 // stopSignals returns the signals that interrupt the command of root that
 // args name: interruptSignals, but SIGHUP for "daemon", which reads its
-// config again on it, and none for "pod exec", which a pod's app service
-// runs as its main process and which becomes the app's command: a stop
-// signal that comes before that must end it as it would end the command,
-// so it keeps the default action (a handler would swallow the signal, and
-// the command, started after it, would run on until the stop timeout's
-// SIGKILL).
+// config again on it, and none for "pod exec-app", which a pod's app
+// service runs as its main process and which becomes the app's command:
+// a stop signal that comes before that must end it as it would end the
+// command, so it keeps the default action (a handler would swallow the
+// signal, and the command, started after it, would run on until the stop
+// timeout's SIGKILL). "pod exec" keeps it too, for the same reason: it
+// becomes the user's command, or, with a terminal, is its terminal,
+// whose end hangs the command up.
 func stopSignals(root *cobra.Command, args []string) []os.Signal {
 	c, _, err := root.Find(args)
 	switch {
 	case err != nil:
 		return interruptSignals
-	case c.Name() == "exec" && c.HasParent() && c.Parent().Name() == "pod":
+	case (c.Name() == "exec" || c.Name() == "exec-app") && c.HasParent() && c.Parent().Name() == "pod":
 		return nil
 	case c.Name() == "daemon":
 		return slices.DeleteFunc(slices.Clone(interruptSignals), func(s os.Signal) bool { return s == syscall.SIGHUP })

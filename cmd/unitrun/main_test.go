@@ -785,7 +785,8 @@ func TestRunInterruptedBetweenRestarts(t *testing.T) {
 
 // TestStopSignals: the signals that interrupt each command: SIGINT,
 // SIGTERM and SIGHUP, but SIGHUP for the daemon (a reload) and none for
-// "pod exec", which keeps their default action (see stopSignals).
+// "pod exec-app" and "pod exec", which keep their default action (see
+// stopSignals).
 func TestStopSignals(t *testing.T) {
 	all := fmt.Sprint(interruptSignals)
 	for _, tc := range []struct {
@@ -798,7 +799,8 @@ func TestStopSignals(t *testing.T) {
 		{[]string{"op", "call", "x"}, all},
 		{[]string{"daemon", "--state-dir", "/tmp/x"}, fmt.Sprint([]os.Signal{os.Interrupt, syscall.SIGTERM})},
 		{[]string{"--manager", "user", "daemon"}, fmt.Sprint([]os.Signal{os.Interrupt, syscall.SIGTERM})},
-		{[]string{"pod", "exec", "--state-dir", "/run/state dir", "--manager", "private:/x", "p", "a"}, "[]"},
+		{[]string{"pod", "exec-app", "--state-dir", "/run/state dir", "--manager", "private:/x", "p", "a"}, "[]"},
+		{[]string{"pod", "exec", "--state-dir", "/run/state dir", "p", "a", "--", "sh"}, "[]"},
 		{[]string{"no-such-command"}, all},
 	} {
 		if got := fmt.Sprint(stopSignals(newRoot(), tc.args)); got != tc.want {

@@ -43,6 +43,7 @@ itself, which takes more CPU; the unit's ExecStopPost= names which
 		newPodCreateCmd(f), newPodStartCmd(f), newPodRunCmd(f), newPodStatusCmd(f),
 		newPodStopCmd(f), newPodLogsCmd(f), newPodListCmd(f), newPodRmCmd(f), newPodGraphCmd(f),
 	)
+	cmd.AddCommand(newPodExecCmd(f))
 	cmd.AddCommand(newPodHookCmds(f)...)
 	return cmd
 }

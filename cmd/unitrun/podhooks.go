@@ -30,7 +30,7 @@ func newPodHookCmds(f *podFlags) []*cobra.Command {
 		hook("backoff POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
 			return podrun.WaitBackoff(cmd.Context(), dir, args[0], args[1])
 		}),
-		hook("exec POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
+		hook("exec-app POD APP", 2, func(cmd *cobra.Command, dir string, args []string) error {
 			// A command that cannot be executed exits 127 or 126, as
 			// with "unitrun run".
 			return exitFor(podrun.ExecApp(dir, args[0], args[1]), false)

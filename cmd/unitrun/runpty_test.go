@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/unitrun/unitrun/internal/pty"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
@@ -18,11 +19,11 @@ import (
 // terminal showed and the exit status.
 func onTerminal(t *testing.T, cmd *exec.Cmd, ready, input string) (string, int) {
 	t.Helper()
-	p, err := openPTY()
+	p, err := pty.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
-	master, tty := p.master, p.tty
+	master, tty := p.Master, p.TTY
 	defer master.Close()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}

@@ -23,7 +23,7 @@ import (
 	"github.com/unitrun/unitrun/pod"
 )
 
-// ExecApp is the main process of app's service, "unitrun pod exec P A": it
+// ExecApp is the main process of app's service, "unitrun pod exec-app P A": it
 // waits out the back-off of a run that follows a restart ([WaitBackoff]),
 // records that a run of app has started (state running, its start time,
 // and one more restart if the run follows one), then pipes its output to
@@ -61,7 +61,7 @@ func ExecApp(stateDir, name, app string) error {
 			return err
 		}
 	}
-	err = execApp(a)
+	err = execApp(a, a.Exec, true)
 	fmt.Fprintln(why, err.Error())
 	return &exec.Error{Name: a.Exec[0], Err: err}
 }
@@ -83,10 +83,12 @@ func beginRun(stateDir, name string, a *pod.App) error {
 	})
 }
 
-// exec sets up the process as a asks and executes a's command; it returns
-// why it could not, as a message for the app's record: an error wrapping
+// execApp sets up the process as app a asks and executes argv: a's
+// command, or one that "unitrun pod exec" runs in a's context ([ExecIn]),
+// after piping the output to the log's copier if log. It returns why it
+// could not, as a message for the app's record: an error wrapping
 // exec.ErrNotFound if the command does not exist.
-func execApp(a *pod.App) error {
+func execApp(a *pod.App, argv []string, log bool) error {
 	// The bounding set that boundCapabilities drops is the calling
 	// thread's: the exec must come from that same thread, or the command
 	// starts with another thread's, root's whole set. Never unlocked: the
@@ -98,8 +100,10 @@ func execApp(a *pod.App) error {
 	}
 	// Before the chroot: names resolve on the host.
 	env := environment(a, ids)
-	if err := pipeOutput(); err != nil {
-		return fmt.Errorf("output: %w", err)
+	if log {
+		if err := pipeOutput(); err != nil {
+			return fmt.Errorf("output: %w", err)
+		}
 	}
 	dir := a.WorkingDir
 	if a.Rootfs != "" {
@@ -122,19 +126,25 @@ func execApp(a *pod.App) error {
 	}
 	// Looked up before the credentials change, in the root the command
 	// runs in, as a container runtime looks it up.
-	path, err := lookPath("/", a.Exec[0], a.Env)
+	path, err := lookPath("/", argv[0], a.Env)
 	if err != nil {
 		return err
 	}
 	if fi, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return notFound{name: a.Exec[0]}
+		return notFound{name: argv[0]}
 	} else if err == nil && fi.IsDir() {
-		return cannotExecute(a.Exec[0], syscall.EISDIR)
+		return cannotExecute(argv[0], syscall.EISDIR)
 	}
 	// Before the user changes: dropping from the bounding set takes
 	// CAP_SETPCAP, and leaves the capabilities held until the exec.
 	if err := boundCapabilities(a.Capabilities); err != nil {
 		return err
+	}
+	// systemd's NoNewPrivileges= set it for the app's own command.
+	if a.NoNewPrivileges {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("noNewPrivileges: %w", err)
+		}
 	}
 	if cred != nil {
 		if err := syscall.Setgroups(intIDs(cred.Groups)); err != nil {
@@ -147,7 +157,7 @@ func execApp(a *pod.App) error {
 			return fmt.Errorf("user %d: %w", cred.Uid, err)
 		}
 	}
-	err = syscall.Exec(path, a.Exec, env)
+	err = syscall.Exec(path, argv, env)
 	if errors.Is(err, syscall.ENOENT) {
 		// The command exists (found above); its #! (or ELF)
 		// interpreter does not: 127, as a shell gives. A #! one is
@@ -155,9 +165,9 @@ func execApp(a *pod.App) error {
 		if why := job.CannotExecute(path); why != nil {
 			return why
 		}
-		return fmt.Errorf("command %s: its interpreter does not exist: %w", a.Exec[0], err)
+		return fmt.Errorf("command %s: its interpreter does not exist: %w", argv[0], err)
 	}
-	return cannotExecute(a.Exec[0], err)
+	return cannotExecute(argv[0], err)
 }
 
 // cannotExecute is the error of command name, which exists but cannot be

@@ -97,10 +97,10 @@ func waitForRun(ctx context.Context, stateDir, name, app string, last time.Time)
 	}
 }
 
-// execHook reports whether process pid is still "unitrun pod exec", the
+// execHook reports whether process pid is still "unitrun pod exec-app", the
 // hook that executes an app's command ([ExecApp]), or has not been
 // recorded yet (pid 0): a process of this binary whose arguments begin
-// with "pod exec". A process that has ended is not.
+// with "pod exec-app". A process that has ended is not.
 func execHook(pid int) bool {
 	if pid == 0 {
 		return true
@@ -119,7 +119,7 @@ func execHook(pid int) bool {
 		return false
 	}
 	args := strings.Split(string(cmdline), "\x00")
-	return len(args) > 2 && args[1] == "pod" && args[2] == "exec"
+	return len(args) > 2 && args[1] == "pod" && args[2] == "exec-app"
 }
 
 // probing runs the probes of app a of pod name on its run that started
