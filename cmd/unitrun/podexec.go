@@ -111,13 +111,9 @@ func podExecOnTerminal(argv []string, interactive bool) error {
 		return &exitError{code: exitFailed, err: fmt.Errorf("--tty: %w", err)}
 	}
 	c := exec.Command(argv[0], argv[1:]...)
-	if err := p.Start(c); err != nil {
-		p.Finish()
+	if err := p.Run(c, os.Stdin, os.Stdout, interactive); c.ProcessState == nil {
 		return &exitError{code: exitFailed, err: err}
 	}
-	p.Forward(os.Stdin, os.Stdout, interactive)
-	c.Wait()
-	p.Finish()
 	ws, _ := c.ProcessState.Sys().(syscall.WaitStatus)
 	switch {
 	case ws.Signaled():

@@ -59,6 +59,19 @@ func (p *PTY) Start(cmd *exec.Cmd) error {
 	return cmd.Start()
 }
 
+// Run runs cmd on the terminal (Start), copies as Forward does, waits for
+// cmd and finishes; it returns what cmd.Start or cmd.Wait returned.
+func (p *PTY) Run(cmd *exec.Cmd, in io.Reader, out io.Writer, input bool) error {
+	if err := p.Start(cmd); err != nil {
+		p.Finish()
+		return err
+	}
+	p.Forward(in, out, input)
+	err := cmd.Wait()
+	p.Finish()
+	return err
+}
+
 // Forward copies the terminal's output to out until Finish and, if input,
 // in to the terminal. If in is a terminal, its size is the command's
 // terminal's, also after a change, and with input it is put in raw mode

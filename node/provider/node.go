@@ -13,7 +13,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/unitrun/unitrun/inject"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
-	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -134,16 +133,6 @@ func memTotal() (int64, error) {
 }
 
 var errNotSupported = errdefs.InvalidInput("not supported by unitrun-node")
-
-// RunInContainer is not supported: unitrun pods have no exec.
-func (p *Provider) RunInContainer(ctx context.Context, namespace, podName, containerName string, cmd []string, attach api.AttachIO) error {
-	return errNotSupported
-}
-
-// AttachToContainer is not supported: apps' output goes to their log files.
-func (p *Provider) AttachToContainer(ctx context.Context, namespace, podName, containerName string, attach api.AttachIO) error {
-	return errNotSupported
-}
 
 // GetStatsSummary is not supported.
 func (p *Provider) GetStatsSummary(context.Context) (*statsv1alpha1.Summary, error) {
