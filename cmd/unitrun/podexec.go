@@ -16,7 +16,8 @@ import (
 func newPodExecCmd(f *podFlags) *cobra.Command {
 	var tty, interactive bool
 	cmd := &cobra.Command{
-		Use: "exec NAME APP [-t] [-i] -- COMMAND [ARG...]",
+		Use:                   "exec NAME APP [-t] [-i] -- COMMAND [ARG...]",
+		DisableFlagsInUseLine: true,
 		Example: `  unitrun pod exec web server -- cat /etc/os-release
   unitrun pod exec -ti web server -- sh`,
 		Short: "Run a command in a running app's context: its cgroup, user, environment, root and namespaces",

@@ -303,7 +303,14 @@ spec:
 // stdin, and returns its stdout, stderr and exit status.
 func (k *kcase) kubectlRun(in string, args ...string) (string, string, int) {
 	k.t.Helper()
-	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", k.c.kubeconfig, "-n", k.ns}, args...)...)
+	return k.runIn(in, "kubectl", append([]string{"--kubeconfig", k.c.kubeconfig, "-n", k.ns}, args...)...)
+}
+
+// runIn runs name with args and in on its stdin, and returns its stdout,
+// stderr and exit status.
+func (k *kcase) runIn(in, name string, args ...string) (string, string, int) {
+	k.t.Helper()
+	cmd := exec.Command(name, args...)
 	cmd.Stdin = strings.NewReader(in)
 	var out, errs strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errs

@@ -577,6 +577,19 @@ containers:
 			k.t.Errorf("kubectl exec sh -c 'exit 42': exit %d, %q; want 42, command terminated with exit code 42", code, errs)
 		}
 	}},
+	// kubectl exec -it, which Kubernetes' e2e tests do not run (they
+	// have no terminal): kubectl on a terminal of script(1)'s, the
+	// command on one of its own, its controlling terminal.
+	{"KubectlExecTTY", "kubectl/kubectl.go", "kubectl exec -it into a running container (the steps of Kubectl client Simple pod should support exec, on a terminal)", func(k *kcase) {
+		k.create(onePod("httpd", `["sh", "-c", "exec sleep 600"]`, ""))
+		k.waitPhase("httpd", "Running")
+		kubectl := fmt.Sprintf("kubectl --kubeconfig %s -n %s exec -it httpd -- sh -c 'read line; echo \"[$line] $(ps -o tpgid= -p $$ | tr -d \" \") $$\"; exit 3'", k.c.kubeconfig, k.ns)
+		out, errs, code := k.runIn("typed\r", "script", "-qec", kubectl, "/dev/null")
+		fields := strings.Fields(out[max(strings.Index(out, "[typed]"), 0):])
+		if code != 3 || len(fields) < 3 || fields[0] != "[typed]" || fields[1] != fields[2] {
+			k.t.Errorf("kubectl exec -it: exit %d, %q, %s; want 3, [typed] and the shell leading its terminal's foreground group", code, out, errs)
+		}
+	}},
 	// kubectl attach, which Kubernetes' e2e tests reach only through
 	// kubectl run --attach (a Pod without the node's toleration): the
 	// container's output from the attach on; no stdin to attach to.
