@@ -75,13 +75,16 @@ func (r *Runner) Exec(ctx context.Context, name, app string, argv []string) erro
 		return execve(boot.EnterCommand(pid, inner[0], inner[1:]...))
 	}
 	unitName := pod.AppUnit(name, app)
-	props, err := r.Mgr.Properties(ctx, unitName, manager.ServiceIface, "MainPID")
+	props, err := r.Mgr.Properties(ctx, unitName, manager.ServiceIface, "MainPID", "Delegate")
 	if err != nil {
 		return err
 	}
 	mainPID, _ := props["MainPID"].Value().(uint32)
 	if mainPID == 0 {
 		return &NotRunningError{Pod: name, App: app, State: state}
+	}
+	if delegated, _ := props["Delegate"].Value().(bool); !delegated {
+		return fmt.Errorf("app %s of pod %s cannot take a command: its unit is not delegated (Delegate=yes), as a unitrun before pod exec made it; create the pod again", app, name)
 	}
 	if !sameMountNamespace(int(mainPID)) {
 		inner := r.ExecArgv(r.Manager, name, app, argv)
