@@ -25,14 +25,18 @@ type NoAppError struct{ Pod, App string }
 func (e *NoAppError) Error() string { return fmt.Sprintf("pod %s has no app %q", e.Pod, e.App) }
 
 // A NotRunningError is the error for an app that is not running: waiting
-// to start, waiting out a back-off, or ended (State), or whose pod is not
-// running.
+// to start, waiting out a back-off, or ended (State), or, State "", whose
+// record says running but whose unit or pod has no process left (it has
+// just ended).
 type NotRunningError struct {
 	Pod, App string
 	State    pod.AppState
 }
 
 func (e *NotRunningError) Error() string {
+	if e.State == "" {
+		return fmt.Sprintf("app %s of pod %s is not running", e.App, e.Pod)
+	}
 	return fmt.Sprintf("app %s of pod %s is not running (it is %s)", e.App, e.Pod, e.State)
 }
 
@@ -58,11 +62,10 @@ func (r *Runner) Exec(ctx context.Context, name, app string, argv []string) erro
 	if err != nil {
 		return err
 	}
-	state := pod.AppRunning
 	if isolated(m) && !inContainer(r.StateDir, name) {
 		pid, err := readContainerPID(r.StateDir, name)
 		if err != nil {
-			return &NotRunningError{Pod: name, App: app, State: state}
+			return &NotRunningError{Pod: name, App: app}
 		}
 		// nsenter forks to enter the PID namespace: on a terminal,
 		// setsid makes the terminal the controlling one of a session
@@ -81,7 +84,7 @@ func (r *Runner) Exec(ctx context.Context, name, app string, argv []string) erro
 	}
 	mainPID, _ := props["MainPID"].Value().(uint32)
 	if mainPID == 0 {
-		return &NotRunningError{Pod: name, App: app, State: state}
+		return &NotRunningError{Pod: name, App: app}
 	}
 	if delegated, _ := props["Delegate"].Value().(bool); !delegated {
 		return fmt.Errorf("app %s of pod %s cannot take a command: its unit is not delegated (Delegate=yes), as a unitrun before pod exec made it; create the pod again", app, name)
