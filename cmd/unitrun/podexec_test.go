@@ -186,7 +186,8 @@ func mustOutput(t *testing.T, name string, args ...string) string {
 
 // pod exec -t gives the command a terminal of its own, its controlling
 // terminal (tcgetpgrp works), with unitrun's typed input (Ctrl-C
-// included) and TERM, as run -t does; its exit status is the command's.
+// included), size and TERM, as run -t does; its exit status is the
+// command's.
 func TestPodExecTTY(t *testing.T) {
 	python := systemPython(t)
 	dir := systemdtest.RunDir(t)
@@ -203,8 +204,9 @@ apps:
 	if !strings.Contains(got, "True True xterm-test 'typed words' 65534") || code != 0 {
 		t.Errorf("pod exec -ti showed %q, exit %d", got, code)
 	}
-	if _, code := onTerminal(t, exec.Command(bin, "pod", "exec", "--state-dir", dir, "-t", "pxt", "server", "--", "sh", "-c", "exit 3"), "", ""); code != 3 {
-		t.Errorf("pod exec -t -- sh -c 'exit 3': exit %d", code)
+	// The terminal's size is unitrun's.
+	if got, code := onTerminal(t, exec.Command(bin, "pod", "exec", "--state-dir", dir, "-t", "pxt", "server", "--", "sh", "-c", "stty size; exit 3"), "", ""); code != 3 || !strings.Contains(got, "40 120") {
+		t.Errorf("pod exec -t -- sh -c 'stty size; exit 3': exit %d, %q; want 3 and 40 120", code, got)
 	}
 	if _, code := onTerminal(t, exec.Command(bin, "pod", "exec", "--state-dir", dir, "-ti", "pxt", "server", "--", "sh", "-c", "echo ready; sleep 100"), "ready", "\x03"); code != 130 {
 		t.Errorf("pod exec -ti, Ctrl-C typed: exit %d; want 130, the command's SIGINT", code)
