@@ -222,8 +222,9 @@ line = input()
 print(os.tcgetpgrp(0) == os.getpgrp(), os.ttyname(0).startswith("/dev/pts/"), os.environ.get("TERM"), repr(line), os.getuid())`
 
 // pod exec into an isolated pod runs the command in the pod's namespaces
-// (its systemd is PID 1, its host name the pod's) and in the app's cgroup
-// there, with a terminal that works there too; pod stop ends it.
+// (its systemd is PID 1, its host name the pod's), in the app's cgroup
+// there and in its rootfs, with a terminal that works there too; pod stop
+// ends it.
 func TestPodExecIsolated(t *testing.T) {
 	python := systemPython(t)
 	dir := systemdtest.RunDir(t)
@@ -235,10 +236,17 @@ apps:
     exec: ["/bin/sleep", "600"]
     user: nobody
     env: {GREETING: hello}
-`, "server")
+  - name: rooted
+    exec: ["/bin/sleep", "600"]
+    rootfs: `+systemdtest.Rootfs(t, "/bin/sleep")+`
+`, "server", "rooted")
 	out, errs, code := podExec(t, dir, "", "pxi", "server", "--", "sh", "-c", `cat /proc/1/comm; hostname; id -u; echo "$GREETING"; grep -c unitrun-pod-pxi-server.service /proc/self/cgroup; exit 4`)
 	if want := "systemd\npxi\n65534\nhello\n"; code != 4 || !strings.HasPrefix(out, want) || strings.HasSuffix(out, "\n0\n") || errs != "" {
 		t.Errorf("pod exec: exit %d, stdout %q, stderr %q; want 4, stdout beginning %q and the app's cgroup", code, out, errs, want)
+	}
+	// The app's rootfs, where the command is looked up too.
+	if out, errs, code := podExec(t, dir, "", "pxi", "rooted", "--", "sh", "-c", "pwd; test -e /etc/passwd || echo in the rootfs"); code != 0 || out != "/\nin the rootfs\n" {
+		t.Errorf("pod exec into an app with a rootfs: exit %d, %q, %q", code, out, errs)
 	}
 	t.Setenv("TERM", "xterm-test")
 	got, code := onTerminal(t, exec.Command(systemdtest.Binary(t), "pod", "exec", "--state-dir", dir, "-ti", "pxi", "server", "--", python, "-c", ttyScript), "ready", "typed words\r")
