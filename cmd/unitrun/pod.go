@@ -44,6 +44,7 @@ name which (docs/pods.md, The exit hook).`,
 		newPodStopCmd(f), newPodLogsCmd(f), newPodListCmd(f), newPodRmCmd(f), newPodGraphCmd(f),
 		newPodStatsCmd(f), newPodTopCmd(f), newPodEventsCmd(f),
 	)
+	cmd.AddCommand(newPodExecCmd(f))
 	cmd.AddCommand(newPodHookCmd(f))
 	completePodArgs(cmd, f)
 	return cmd
