@@ -804,3 +804,11 @@ func (c *Conn) unitPathDir(ctx context.Context, what string, match func(string) 
 	}
 	return "", fmt.Errorf("manager %s: no %s in its unit path %v", c.target.Spec, what, paths)
 }
+
+// AttachProcessesToUnit moves the processes pids into the cgroup of the
+// named unit, which must be active and delegated (Delegate=yes): the
+// unit's limits then hold them and its stop ends them (systemd 238 and
+// later).
+func (c *Conn) AttachProcessesToUnit(ctx context.Context, name string, pids ...uint32) error {
+	return c.call(ctx, "AttachProcessesToUnit", nil, name, "", pids)
+}

@@ -24,6 +24,7 @@ apps:
     group: root
     rootfs: /srv/root
     capabilities: [CHOWN]
+    noNewPrivileges: true
     terminationMessagePath: /dev/termination-log
     readinessProbe: {exec: [/bin/true]}
   - name: init

@@ -279,8 +279,9 @@ func (m *Manifest) Policy() *record.Policy {
 func (a *App) ExecSpec() *appexec.App {
 	return &appexec.App{
 		Name: a.Name, Exec: a.Exec, Env: a.Env, WorkingDir: a.WorkingDir, User: a.User, Group: a.Group,
-		Rootfs: a.Rootfs, Capabilities: a.Capabilities, TerminationMessagePath: a.TerminationMessagePath,
-		Init: a.Init, Probed: a.StartupProbe != nil || a.ReadinessProbe != nil,
+		Rootfs: a.Rootfs, Capabilities: a.Capabilities, NoNewPrivileges: a.NoNewPrivileges,
+		TerminationMessagePath: a.TerminationMessagePath, Init: a.Init,
+		Probed: a.StartupProbe != nil || a.ReadinessProbe != nil,
 	}
 }
 

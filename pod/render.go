@@ -185,6 +185,11 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 		f.Set("Service", "Type", "exec")
 	}
 	f.Set("Service", "Slice", n.Slice)
+	// Delegate=yes lets "unitrun pod exec" move a process into the
+	// app's cgroup (the manager's AttachProcessesToUnit takes only a
+	// delegated unit), so that the app's limits and its stop reach the
+	// command it runs there.
+	f.Set("Service", "Delegate", "yes")
 	// The await hook holds the first run until the sidecar before the app
 	// has started ([Manifest.SidecarBefore]), as the kubelet starts each
 	// container once the sidecars before it have started, not once their

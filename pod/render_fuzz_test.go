@@ -47,7 +47,7 @@ func FuzzGraphNoInjection(f *testing.F) {
 			}
 			// The command and its workingDir are not in the unit: the
 			// exec hook reads them from the pod's state.
-			want := "[Unit] Description DefaultDependencies StartLimitIntervalSec Wants After Conflicts Before  [Service] Type Slice ExecStart ExecStopPost Restart SyslogIdentifier StandardOutput StandardError CPUAccounting MemoryAccounting TasksAccounting IOAccounting"
+			want := "[Unit] Description DefaultDependencies StartLimitIntervalSec Wants After Conflicts Before  [Service] Type Slice Delegate ExecStart ExecStopPost Restart SyslogIdentifier StandardOutput StandardError CPUAccounting MemoryAccounting TasksAccounting IOAccounting"
 			if strings.Join(got, " ") != want {
 				t.Fatalf("app unit has lines\n%s\nwant\n%s\nunit:\n%s", strings.Join(got, " "), want, file.Data)
 			}

@@ -178,13 +178,16 @@ func main() {
 // signal that comes before that must end it as it would end the command,
 // so it keeps the default action (a handler would swallow the signal, and
 // the command, started after it, would run on until the stop timeout's
-// SIGKILL).
+// SIGKILL). "pod exec" keeps it too, for the same reason: it becomes the
+// user's command, or, with a terminal, is its terminal, whose end hangs
+// the command up.
 func stopSignals(root *cobra.Command, args []string) []os.Signal {
 	c, _, err := root.Find(args)
 	switch {
 	case err != nil:
 		return interruptSignals
-	case c.Name() == pod.HookStart && c.HasParent() && c.Parent().Name() == record.HookCommand:
+	case c.Name() == pod.HookStart && c.HasParent() && c.Parent().Name() == record.HookCommand,
+		c.Name() == "exec" && c.HasParent() && c.Parent().Name() == "pod":
 		return nil
 	case c.Name() == "daemon":
 		return slices.DeleteFunc(slices.Clone(interruptSignals), func(s os.Signal) bool { return s == syscall.SIGHUP })

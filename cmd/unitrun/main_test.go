@@ -785,8 +785,8 @@ func TestRunInterruptedBetweenRestarts(t *testing.T) {
 
 // TestStopSignals: the signals that interrupt each command: SIGINT,
 // SIGTERM and SIGHUP, but SIGHUP for the daemon (a reload) and none for
-// the start hook, "pod unit-hook start", which keeps their default
-// action (see stopSignals).
+// the start hook, "pod unit-hook start", and "pod exec", which keep
+// their default action (see stopSignals).
 func TestStopSignals(t *testing.T) {
 	all := fmt.Sprint(interruptSignals)
 	for _, tc := range []struct {
@@ -800,6 +800,7 @@ func TestStopSignals(t *testing.T) {
 		{[]string{"daemon", "--state-dir", "/tmp/x"}, fmt.Sprint([]os.Signal{os.Interrupt, syscall.SIGTERM})},
 		{[]string{"--manager", "user", "daemon"}, fmt.Sprint([]os.Signal{os.Interrupt, syscall.SIGTERM})},
 		{[]string{"pod", "unit-hook", "start", "--state-dir", "/run/state dir", "--manager", "private:/x", "p", "a"}, "[]"},
+		{[]string{"pod", "exec", "--state-dir", "/run/state dir", "p", "a", "--", "sh"}, "[]"},
 		{[]string{"no-such-command"}, all},
 	} {
 		if got := fmt.Sprint(stopSignals(newRoot(), tc.args)); got != tc.want {

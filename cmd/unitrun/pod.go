@@ -45,6 +45,7 @@ name which (docs/pods.md, The exit hook).`,
 		newPodStatsCmd(f), newPodTopCmd(f), newPodEventsCmd(f),
 	)
 	cmd.AddCommand(newPodInstallCmd(f), newPodUninstallCmd(f))
+	cmd.AddCommand(newPodExecCmd(f))
 	cmd.AddCommand(newPodHookCmd(f))
 	completePodArgs(cmd, f)
 	return cmd

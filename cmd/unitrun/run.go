@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/unitrun/unitrun/inject"
+	"github.com/unitrun/unitrun/internal/pty"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
@@ -412,17 +413,17 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 		c.Stdout = os.Stderr
 	}
 	if f.pty {
-		p, perr := openPTY()
+		p, perr := pty.Open()
 		if perr != nil {
-			return &exitError{code: exitFailed, err: perr}
+			return &exitError{code: exitFailed, err: fmt.Errorf("--pty: %w", perr)}
 		}
-		c.Properties = append(c.Properties, p.properties()...)
+		c.Properties = append(c.Properties, ptyProperties(p)...)
 		if term, ok := os.LookupEnv("TERM"); ok {
 			c.Env = append([]string{"TERM=" + term}, c.Env...) // -E TERM= wins
 		}
-		p.forward(os.Stdin, c.Stdout)
+		p.Forward(os.Stdin, c.Stdout, true)
 		err = c.Run()
-		p.finish()
+		p.Finish()
 	} else {
 		err = c.Run()
 	}

@@ -9,20 +9,24 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/unitrun/unitrun/internal/pty"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
 
 // onTerminal runs cmd as a session whose controlling terminal, stdin,
-// stdout and stderr are a new pseudo-terminal, as a user's shell runs it;
-// once the terminal has shown ready, it types input. It returns what the
-// terminal showed and the exit status.
+// stdout and stderr are a new pseudo-terminal of 40 rows and 120 columns,
+// as a user's shell runs it; once the terminal has shown ready, it types
+// input. It returns what the terminal showed and the exit status.
 func onTerminal(t *testing.T, cmd *exec.Cmd, ready, input string) (string, int) {
 	t.Helper()
-	p, err := openPTY()
+	p, err := pty.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
-	master, tty := p.master, p.tty
+	if err := p.Resize(120, 40); err != nil {
+		t.Fatal(err)
+	}
+	master, tty := p.Master, p.TTY
 	defer master.Close()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}

@@ -298,3 +298,24 @@ spec:
   %s
 `, name, labels, nodeName, strings.ReplaceAll(strings.TrimSpace(spec), "\n", "\n  "))
 }
+
+// kubectlRun runs kubectl with args in the case's namespace and in on its
+// stdin, and returns its stdout, stderr and exit status.
+func (k *kcase) kubectlRun(in string, args ...string) (string, string, int) {
+	k.t.Helper()
+	return k.runIn(in, "kubectl", append([]string{"--kubeconfig", k.c.kubeconfig, "-n", k.ns}, args...)...)
+}
+
+// runIn runs name with args and in on its stdin, and returns its stdout,
+// stderr and exit status.
+func (k *kcase) runIn(in, name string, args ...string) (string, string, int) {
+	k.t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Stdin = strings.NewReader(in)
+	var out, errs strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errs
+	if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
+		k.t.Fatal(err)
+	}
+	return out.String(), errs.String(), cmd.ProcessState.ExitCode()
+}

@@ -219,10 +219,11 @@ containers:
 		k.create(pod("pod-exec-websocket", "{name: foo, time: '1'}", `containers:
 - {name: main, image: debian, command: ["/bin/sh", "-c", "echo container is alive; sleep 600"]}`))
 		k.waitPhase("pod-exec-websocket", "Running")
-		// The kubelet runs cat /etc/resolv.conf in the container.
-		out, err := k.c.kubectl("-n", k.ns, "exec", "pod-exec-websocket", "-c", "main", "--", "cat", "/etc/resolv.conf")
-		if err == nil || !strings.Contains(err.Error(), "not supported by unitrun-node") {
-			k.t.Fatalf("kubectl exec: %q, %v; want it refused as not supported by unitrun-node", out, err)
+		// The case runs cat /etc/resolv.conf in the container over the
+		// exec websocket, as kubectl exec does, and wants a nameserver.
+		out := k.kubectl("exec", "pod-exec-websocket", "-c", "main", "--", "cat", "/etc/resolv.conf")
+		if !strings.Contains(out, "nameserver") {
+			k.t.Fatalf("kubectl exec cat /etc/resolv.conf: %q, want a nameserver", out)
 		}
 	}},
 	{"PodsReadinessGates", "pods.go", "Pods should support pod readiness gates [NodeConformance]", func(k *kcase) {
@@ -535,6 +536,75 @@ containers:
 		olderOut := k.logsOf(name, name, "--since=24h")
 		if recent, older := len(strings.Split(recentOut, "\n")), len(strings.Split(olderOut, "\n")); recent >= older {
 			k.t.Errorf("logs --since=1s has %d lines, --since=24h %d: want fewer\nrecent:\n%s\nolder:\n%s", recent, older, recentOut, olderOut)
+		}
+	}},
+
+	// test/e2e/kubectl/kubectl.go, "Simple pod": its httpd, with a
+	// readiness probe, is a shell that stays up.
+	{"KubectlExec", "kubectl/kubectl.go", "Kubectl client Simple pod should support exec", func(k *kcase) {
+		k.create(onePod("httpd", `["sh", "-c", "exec sleep 600"]`, ""))
+		k.waitPhase("httpd", "Running")
+		if out := k.kubectl("exec", "httpd", "--", "echo", "running", "in", "container"); strings.TrimSpace(out) != "running in container" {
+			k.t.Errorf("kubectl exec echo: %q", out)
+		}
+		veryLongData := strings.Repeat("a", 20000)
+		if out := k.kubectl("exec", "httpd", "--", "echo", veryLongData); strings.TrimSpace(out) != veryLongData {
+			k.t.Errorf("kubectl exec echo of 20000 bytes: %d bytes back", len(out))
+		}
+		if out, errs, code := k.kubectlRun("abcd1234", "exec", "-i", "httpd", "--", "cat"); out != "abcd1234" || code != 0 {
+			k.t.Errorf("kubectl exec -i cat (noninteractive stdin): %q, exit %d: %s", out, code, errs)
+		}
+		if out, errs, code := k.kubectlRun("echo hi\nexit\n", "exec", "-i", "httpd", "--", "sh"); strings.TrimSpace(out) != "hi" || code != 0 {
+			k.t.Errorf("kubectl exec -i sh (pseudo-interactive stdin): %q, exit %d: %s", out, code, errs)
+		}
+	}},
+	{"KubectlExecResourceName", "kubectl/kubectl.go", "Kubectl client Simple pod should support exec using resource/name", func(k *kcase) {
+		k.create(onePod("httpd", `["sh", "-c", "exec sleep 600"]`, ""))
+		k.waitPhase("httpd", "Running")
+		if out := k.kubectl("exec", "pod/httpd", "--", "echo", "running", "in", "container"); strings.TrimSpace(out) != "running in container" {
+			k.t.Errorf("kubectl exec pod/httpd echo: %q", out)
+		}
+	}},
+	{"KubectlExecExitCodes", "kubectl/kubectl.go", "Kubectl client Simple pod should return command exit codes", func(k *kcase) {
+		// The case's exec steps; its kubectl run steps need a Pod
+		// without the node's toleration.
+		k.create(onePod("httpd", `["sh", "-c", "exec sleep 600"]`, ""))
+		k.waitPhase("httpd", "Running")
+		if _, errs, code := k.kubectlRun("", "exec", "httpd", "--", "/bin/sh", "-c", "exit 0"); code != 0 {
+			k.t.Errorf("kubectl exec sh -c 'exit 0': exit %d: %s", code, errs)
+		}
+		if _, errs, code := k.kubectlRun("", "exec", "httpd", "--", "/bin/sh", "-c", "exit 42"); code != 42 || !strings.Contains(errs, "command terminated with exit code 42") {
+			k.t.Errorf("kubectl exec sh -c 'exit 42': exit %d, %q; want 42, command terminated with exit code 42", code, errs)
+		}
+	}},
+	// kubectl exec -it, which Kubernetes' e2e tests do not run (they
+	// have no terminal): kubectl on a terminal of script(1)'s, the
+	// command on one of its own, its controlling terminal.
+	{"KubectlExecTTY", "kubectl/kubectl.go", "kubectl exec -it into a running container (the steps of Kubectl client Simple pod should support exec, on a terminal)", func(k *kcase) {
+		k.create(onePod("httpd", `["sh", "-c", "exec sleep 600"]`, ""))
+		k.waitPhase("httpd", "Running")
+		kubectl := fmt.Sprintf("kubectl --kubeconfig %s -n %s exec -it httpd -- sh -c 'read line; echo \"[$line] $(ps -o tpgid= -p $$ | tr -d \" \") $$\"; exit 3'", k.c.kubeconfig, k.ns)
+		out, errs, code := k.runIn("typed\r", "script", "-qec", kubectl, "/dev/null")
+		fields := strings.Fields(out[max(strings.Index(out, "[typed]"), 0):])
+		if code != 3 || len(fields) < 3 || fields[0] != "[typed]" || fields[1] != fields[2] {
+			k.t.Errorf("kubectl exec -it: exit %d, %q, %s; want 3, [typed] and the shell leading its terminal's foreground group", code, out, errs)
+		}
+	}},
+	// kubectl attach, which Kubernetes' e2e tests reach only through
+	// kubectl run --attach (a Pod without the node's toleration): the
+	// container's output from the attach on; no stdin to attach to.
+	{"KubectlAttach", "kubectl/kubectl.go", "kubectl attach to a running container's output (the attach steps of Kubectl client Simple pod should support inline execution and attach)", func(k *kcase) {
+		k.create(onePod("ticker", `["sh", "-c", "i=0; while [ $i -lt 30 ]; do i=$((i+1)); echo tick $i; sleep 0.5; done"]`, ""))
+		k.waitPhase("ticker", "Running")
+		k.eventuallyLogHas("ticker", "ticker", "tick 2\n")
+		out, errs, code := k.kubectlRun("", "attach", "ticker", "-c", "ticker")
+		if code != 0 || !strings.Contains(out, "tick 30\n") || strings.Contains(out, "tick 1\n") {
+			k.t.Errorf("kubectl attach: exit %d, %q, %s; want the ticks after the attach, to the last", code, out, errs)
+		}
+		k.create(onePod("sleeper", `["sh", "-c", "exec sleep 600"]`, ""))
+		k.waitPhase("sleeper", "Running")
+		if _, errs, code := k.kubectlRun("x", "attach", "-i", "sleeper", "-c", "sleeper"); code == 0 || !strings.Contains(errs, "no stdin to attach to") {
+			k.t.Errorf("kubectl attach -i: exit %d, %q; want it refused: no stdin", code, errs)
 		}
 	}},
 }, probeCases(probing{})...), probeCases(probing{sidecar: true})...)
@@ -1060,13 +1130,9 @@ containers:
 - {name: busybox-main-container, image: debian, command: ["/bin/sh"], args: ["-c", "/bin/sleep infinity"], volumeMounts: [{name: shared-data, mountPath: /usr/share/volumeshare}]}
 - {name: busybox-sub-container, image: debian, command: ["/bin/sh"], args: ["-c", "echo Hello from the busy-box sub-container > /pod-data/shareddata.txt"], volumeMounts: [{name: shared-data, mountPath: /pod-data}]}`))
 		k.waitPhase(name, "Running")
-		// The case reads the file with kubectl exec, which a node that
-		// does not serve it refuses (docs/kubernetes.md).
-		out, err := k.c.kubectl("-n", k.ns, "exec", name, "-c", "busybox-main-container", "--", "cat", "/usr/share/volumeshare/shareddata.txt")
-		switch {
-		case err != nil && !strings.Contains(err.Error(), "not supported"):
-			k.t.Fatalf("kubectl exec: %v; want the file or the node's refusal", err)
-		case err == nil && out != "Hello from the busy-box sub-container\n":
+		// The case reads the file with kubectl exec.
+		out := k.kubectl("exec", name, "-c", "busybox-main-container", "--", "cat", "/usr/share/volumeshare/shareddata.txt")
+		if out != "Hello from the busy-box sub-container\n" {
 			k.t.Fatalf("kubectl exec: %q, want the sub-container's message", out)
 		}
 	}},
@@ -1078,13 +1144,9 @@ volumes: [{name: shared-data, emptyDir: {medium: Memory, sizeLimit: 10Mi}}]
 containers:
 - {name: busybox-main-container, image: debian, command: ["/bin/sh"], args: ["-c", "/bin/sleep infinity"], volumeMounts: [{name: shared-data, mountPath: /usr/share/volumeshare}]}`))
 		k.waitPhase(name, "Running")
-		// The case reads the volume's size with kubectl exec, which a
-		// node that does not serve it refuses (docs/kubernetes.md).
-		out, err := k.c.kubectl("-n", k.ns, "exec", name, "-c", "busybox-main-container", "--", "/bin/sh", "-c", "df | grep /usr/share/volumeshare | awk '{print $2}'")
-		switch {
-		case err != nil && !strings.Contains(err.Error(), "not supported"):
-			k.t.Fatalf("kubectl exec: %v; want the volume's size or the node's refusal", err)
-		case err == nil && strings.TrimSpace(out) != "10240":
+		// The case reads the volume's size with kubectl exec.
+		out := k.kubectl("exec", name, "-c", "busybox-main-container", "--", "/bin/sh", "-c", "df | grep /usr/share/volumeshare | awk '{print $2}'")
+		if strings.TrimSpace(out) != "10240" {
 			k.t.Fatalf("kubectl exec: %q, want 10240 (10Mi)", out)
 		}
 	}},

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"os"
 	"runtime"
@@ -10,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/unitrun/unitrun/inject"
-	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
-	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -129,16 +126,4 @@ func meminfo(field string) (int64, error) {
 		return 0, err
 	}
 	return 0, fmt.Errorf("/proc/meminfo has no %s", field)
-}
-
-var errNotSupported = errdefs.InvalidInput("not supported by unitrun-node")
-
-// RunInContainer is not supported: unitrun pods have no exec.
-func (p *Provider) RunInContainer(ctx context.Context, namespace, podName, containerName string, cmd []string, attach api.AttachIO) error {
-	return errNotSupported
-}
-
-// AttachToContainer is not supported: apps' output goes to their log files.
-func (p *Provider) AttachToContainer(ctx context.Context, namespace, podName, containerName string, attach api.AttachIO) error {
-	return errNotSupported
 }

@@ -7,8 +7,6 @@ import (
 	"io"
 	"net"
 	"strconv"
-
-	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 )
 
 // PortForward connects stream (kubectl port-forward's, through the API
@@ -19,15 +17,8 @@ import (
 // Pod's side has closed the connection, or ctx ends.
 func (p *Provider) PortForward(ctx context.Context, namespace, name string, port int32, stream io.ReadWriteCloser) error {
 	defer stream.Close()
-	e := p.lookup(key(namespace, name))
-	if e == nil {
-		return errdefs.NotFoundf("pod %s is not on this node", key(namespace, name))
-	}
-	p.mu.Lock()
-	refused := e.refused
-	p.mu.Unlock()
-	if refused != nil {
-		return errdefs.InvalidInputf("pod %s does not run on this node: %v", key(namespace, name), refused)
+	if _, err := p.running(namespace, name); err != nil {
+		return err
 	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort("localhost", strconv.Itoa(int(port))))

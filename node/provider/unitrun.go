@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/kube"
 	"github.com/unitrun/unitrun/pod/podrun"
+	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 )
 
 // An engine runs unitrun pods on one manager.
@@ -336,4 +338,48 @@ func (e *engine) podUsage(ctx context.Context, name string) (podUsage, error) {
 		u.apps = append(u.apps, appUsage{app: a.Name, cpu: a.CPUNSec, memory: a.MemoryBytes})
 	}
 	return u, nil
+}
+
+// execCommand returns the command that runs argv in app of pod name as
+// "unitrun pod exec" runs it (podrun.Runner.Exec): in the app's cgroup,
+// namespaces and identity, with the stdin it is given. The app must be
+// running: else the error names what is missing, as NotFound (no such
+// pod or app) or InvalidInput (not running).
+func (e *engine) execCommand(ctx context.Context, name, app string, argv []string) (*exec.Cmd, error) {
+	if err := e.checkRunning(name, app); err != nil {
+		return nil, err
+	}
+	args := e.r.ExecArgv(e.r.Manager, name, app, argv)
+	return exec.CommandContext(ctx, args[0], args[1:]...), nil
+}
+
+// checkRunning returns nil if app of pod name is running, else why not,
+// as NotFound (no such pod or app) or InvalidInput (not running).
+func (e *engine) checkRunning(name, app string) error {
+	err := e.r.CheckExec(name, app)
+	var noPod *podrun.NoPodError
+	var noApp *podrun.NoAppError
+	var notRunning *podrun.NotRunningError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &noPod):
+		return errdefs.NotFound(err.Error())
+	case errors.As(err, &noApp):
+		return errdefs.NotFoundf("container %q not found", app)
+	case errors.As(err, &notRunning):
+		return errdefs.InvalidInputf("container %q is not running (it is %s)", app, notRunning.State)
+	}
+	return err
+}
+
+// followLog copies to w what app of pod name writes from now on, until
+// ctx ends or the app's run has ended.
+func (e *engine) followLog(ctx context.Context, name, app string, w io.Writer) error {
+	logs, err := pod.OpenLogs(e.r.StateDir, name, []string{app}, pod.LogOptions{Follow: true, Since: time.Now()})
+	if err != nil {
+		return err
+	}
+	defer logs.Close()
+	return logs.Copy(ctx, w, func() bool { return e.r.CheckExec(name, app) != nil })
 }

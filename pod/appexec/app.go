@@ -4,8 +4,10 @@
 // run that follows a restart, records the run's start, pipes its output
 // to the log copier and executes the app's command in the app's context
 // ([Context.Exec]): its user and groups, environment, rootfs, working
-// directory and capabilities. [Load] reads what that needs of an app from
-// the pod's state.
+// directory, capabilities and noNewPrivileges. "unitrun pod exec" runs a
+// user's command in a running app with the same [Context.Exec] (package
+// pod/podrun), once it is in the app's cgroup and namespaces. [Load] reads
+// what that needs of an app from the pod's state.
 //
 // It links the standard library and unitrun's small pod/record and
 // unit/exit (and golang.org/x/sys/unix) alone: the pods' small hook
@@ -37,9 +39,12 @@ type App struct {
 	Rootfs     string            `json:"rootfs"`
 	// Capabilities, if not nil, are the only capabilities the command
 	// can hold, named as CapabilityNames; nil keeps every one.
-	Capabilities           []string `json:"capabilities"`
-	TerminationMessagePath string   `json:"terminationMessagePath"`
-	Init                   bool     `json:"init"`
+	Capabilities []string `json:"capabilities"`
+	// NoNewPrivileges keeps the command and what it executes from
+	// gaining privileges (setuid, file capabilities).
+	NoNewPrivileges        bool   `json:"noNewPrivileges"`
+	TerminationMessagePath string `json:"terminationMessagePath"`
+	Init                   bool   `json:"init"`
 	// Probed is whether the app has a startup or readiness probe, which
 	// then says when a run is ready.
 	Probed bool `json:"-"`

@@ -47,8 +47,9 @@ func (c *Context) Env() []string { return c.env }
 // rootfs (checked again: it may have been replaced by a link to / since
 // the pod's creation), changes to its workingDir, looks argv[0] up in the
 // app's PATH within that root, as a container runtime looks it up, drops
-// from the bounding set every capability the app does not keep, takes the
-// app's groups and user, and executes the command. It returns only if it
+// from the bounding set every capability the app does not keep, sets
+// no_new_privs if the app has noNewPrivileges, takes the app's groups and
+// user, and executes the command. It returns only if it
 // could not, with why, as a message for the app's record: an error
 // wrapping exec.ErrNotFound for a command that does not exist (exit
 // status 127), else one that exit.ExecFailed tells (126) where the
@@ -92,6 +93,14 @@ func (c *Context) Exec(argv []string) error {
 	// CAP_SETPCAP, and leaves the capabilities held until the exec.
 	if err := boundCapabilities(a.Capabilities); err != nil {
 		return err
+	}
+	// Set by the process itself, not only by systemd's NoNewPrivileges=,
+	// which reaches the app's own command alone, not one that "unitrun
+	// pod exec" runs in its context.
+	if a.NoNewPrivileges {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("noNewPrivileges: %w", err)
+		}
 	}
 	if cred := c.cred; cred != nil {
 		if err := syscall.Setgroups(intIDs(cred.Groups)); err != nil {

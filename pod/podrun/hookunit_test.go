@@ -14,9 +14,8 @@ import (
 	"github.com/unitrun/unitrun/pod/record"
 )
 
-// A pod's hooks run by hand, outside the units they belong to, as a user
-// of podman or kubectl might type "unitrun pod exec STATE web ticker", are
-// refused with exit status 2, by unitrun and by the small hook binary
+// A pod's hooks run by hand, outside the units they belong to (as one who
+// took the start hook for "unitrun pod exec" might run it), are refused with exit status 2, by unitrun and by the small hook binary
 // alike: the running app's record is unchanged, its command runs on,
 // recorded, and the pod is not ended; its exit, when the pod is stopped,
 // is the real app's.

@@ -286,7 +286,7 @@ apps:
 // An app with a rootfs runs with it as its root directory, with /proc of
 // the pod's PID namespace mounted in it.
 func TestIsolatedPodRootfs(t *testing.T) {
-	root := tinyRootfs(t)
+	root := systemdtest.Rootfs(t)
 	if err := os.WriteFile(filepath.Join(root, "inside"), []byte("in the app's root\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +314,7 @@ apps:
 // that tests for a file only the rootfs has passes every time, or the pod
 // would fail (fail-pod after one failure).
 func TestIsolatedPodRootfsExecProbe(t *testing.T) {
-	root := tinyRootfs(t, "/bin/sleep")
+	root := systemdtest.Rootfs(t, "/bin/sleep")
 	if err := os.WriteFile(filepath.Join(root, "only-in-rootfs"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -339,50 +339,6 @@ apps:
 	if p := s.Apps[0].Probe; p == nil || p.LastResult != pod.ProbeSuccess {
 		t.Errorf("probe of the rootfs app: %+v, want its last result a success", p)
 	}
-}
-
-// tinyRootfs builds a root directory holding /bin/sh and the other
-// binaries named, the libraries ldd says they need, and the mount points
-// of /proc, /dev and /sys.
-func tinyRootfs(t *testing.T, binaries ...string) string {
-	t.Helper()
-	root := t.TempDir()
-	var files []string
-	for _, bin := range append([]string{"/bin/sh"}, binaries...) {
-		files = append(files, bin)
-		out, err := exec.Command("ldd", bin).Output()
-		if err != nil {
-			t.Fatalf("ldd %s: %v", bin, err)
-		}
-		for _, f := range strings.Fields(string(out)) {
-			if strings.HasPrefix(f, "/") {
-				files = append(files, f)
-			}
-		}
-	}
-	for _, d := range []string{"proc", "dev", "sys", "run", "tmp"} {
-		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, f := range files {
-		real, err := filepath.EvalSymlinks(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := os.ReadFile(real)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dst := filepath.Join(root, f)
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dst, data, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
 }
 
 // pod rm of an isolated pod leaves no unit on the manager, no unit file,
@@ -508,7 +464,7 @@ func TestIsolatedPodProbeRestarts(t *testing.T) {
 // that only the rootfs has, runs as the app and as its exec probe (which
 // ends the pod at its first failure).
 func TestIsolatedPodRootfsCommandByName(t *testing.T) {
-	root := tinyRootfs(t, "/bin/sleep")
+	root := systemdtest.Rootfs(t, "/bin/sleep")
 	if err := os.MkdirAll(filepath.Join(root, "usr/bin"), 0o755); err != nil {
 		t.Fatal(err)
 	}
