@@ -138,8 +138,8 @@ func (p *PTY) Resize(width, height uint16) error {
 	return unix.IoctlSetWinsize(int(p.Master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Col: width, Row: height})
 }
 
-// Finish, once the command has ended, copies what it left on its
-// terminal and puts the caller's terminal back.
+// Finish copies what the command left on its terminal, once it has
+// ended, and puts the caller's terminal back.
 func (p *PTY) Finish() {
 	p.TTY.Close()
 	if p.copied != nil {
