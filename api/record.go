@@ -33,7 +33,7 @@ type Record struct {
 	InvocationID   string     `json:"invocation_id,omitempty"`
 	JobResult      string     `json:"job_result,omitempty"` // result of the start job: done, failed, canceled, timeout, ...
 	Result         string     `json:"result,omitempty"`     // the service's Result: success, exit-code, signal, timeout, ...
-	ExitCode       *int       `json:"exit_code"`            // the shell's status: 128+N for signal N, 126/127 if it could not be executed; nil if no process ran (unit.Exit.JSON)
+	ExitCode       *int       `json:"exit_code"`            // the shell's status: 128+N for signal N, 126/127 if it could not be executed; nil if no process ran (exit.Exit.JSON)
 	Signal         string     `json:"signal,omitempty"`     // the signal that killed the main process, such as "TERM"
 	RebootRequired bool       `json:"reboot_required"`
 	CallerUID      uint32     `json:"caller_uid"`

@@ -209,12 +209,6 @@ func (r *run) explainExec(ctx context.Context, st *Status) {
 		return
 	}
 	if path, _ := cmds[0][0].(string); path != "" {
-		st.Exit = st.WithExecError(CannotExecute(path))
+		st.Exit = st.WithExecError(exit.CannotExecute(path))
 	}
 }
-
-// CannotExecute and InterpreterError are package unit/exit's, which the
-// pods' small hook binary links without job.
-var CannotExecute = exit.CannotExecute
-
-type InterpreterError = exit.InterpreterError

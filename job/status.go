@@ -24,7 +24,7 @@ type Status struct {
 	Unit         string // the unit it ran as
 	InvocationID string // the run's invocation ID (hex), as in the journal's _SYSTEMD_INVOCATION_ID
 	JobResult    string // result of the start job: "done" when it started
-	unit.Exit
+	exit.Exit
 	StartedAt  time.Time // when the main process started
 	FinishedAt time.Time // when it ended
 	Attempts   int       // how many runs a retry policy made (1 without one)
@@ -46,22 +46,18 @@ func (s *Status) Success() bool {
 // Ended returns how the main process of the run that returned st and err
 // ended: st's Exit, or where Start found the command missing or not
 // executable before it made a unit (an *exec.Error, st nil), the Exit of
-// unit.ExecFailed (127 or 126), as systemd's failure to execute it reads.
+// exit.ExecFailed (127 or 126), as systemd's failure to execute it reads.
 // A run that had no process ends in the zero Exit.
-func Ended(st *Status, err error) unit.Exit {
+func Ended(st *Status, err error) exit.Exit {
 	if st != nil {
 		return st.Exit
 	}
 	var xe *exec.Error
 	if errors.As(err, &xe) {
-		return unit.ExecFailed(xe.Err)
+		return exit.ExecFailed(xe.Err)
 	}
-	return unit.Exit{}
+	return exit.Exit{}
 }
-
-// NotExecuted is package unit/exit's, which the pods' small hook binary
-// links without job.
-var NotExecuted = exit.NotExecuted
 
 // ExitError reports a run that did not succeed: it exited non-zero, was
 // killed by a signal, or systemd ended it (timeout, watchdog, ...).
@@ -212,7 +208,7 @@ const cldExited = 1
 // status builds the Status of the run the state describes.
 func (s state) status(unitName, jobResult string) *Status {
 	st := &Status{Unit: unitName, JobResult: jobResult, Attempts: 1}
-	st.Exit = unit.ExitFromMain(s.i32("ExecMainCode"), s.i32("ExecMainStatus"), s.str("Result"))
+	st.Exit = exit.ExitFromMain(s.i32("ExecMainCode"), s.i32("ExecMainStatus"), s.str("Result"))
 	if id, ok := s["InvocationID"].Value().([]byte); ok && len(id) > 0 {
 		st.InvocationID = hex.EncodeToString(id)
 	}
@@ -232,9 +228,9 @@ func (s state) status(unitName, jobResult string) *Status {
 }
 
 // SignalName returns the conventional name of sig, such as "SIGKILL" or
-// "SIGRTMIN+3" (unit.SignalName with "SIG" before it); a signal without
+// "SIGRTMIN+3" (exit.SignalName with "SIG" before it); a signal without
 // a name reads as "SIG<number>". Messages use it; JSON writes
-// unit.SignalName's form (see unit.Exit.JSON).
+// exit.SignalName's form (see exit.Exit.JSON).
 func SignalName(sig syscall.Signal) string {
-	return "SIG" + unit.SignalName(int(sig))
+	return "SIG" + exit.SignalName(int(sig))
 }

@@ -12,13 +12,13 @@
 // package [github.com/unitrun/unitrun/pod/record], which links the
 // standard library alone, so that a small program (cmd/unitrun-hook) can
 // run it at every exit: the status files and app records
-// ([WriteExitCode], [WriteApp] and their readers), an app's exit as
-// systemd tells ExecStopPost= ([Exit], read with unit.ExitFromEnv), the
+// (record.WriteExitCode, record.WriteApp and their readers), an app's exit as
+// systemd tells ExecStopPost= (record.Exit, read with exit.ExitFromEnv), the
 // policies that decide what happens when an app exits (record.Decide,
 // with the [Manifest.Policy] that a pod's creation saves), and the
 // recording of an exit that applies them (record.RecordExit), which
-// reaches no manager. Package pod gives their types under their names of
-// old; the log copier ([LogCopy], package pod/logcopy) is split out alike.
+// reaches no manager. The log copier (logcopy.Copy, package pod/logcopy)
+// is split out alike.
 //
 // # Unit graph
 //
@@ -30,7 +30,7 @@
 //   - unitrun-pod-P.target Wants= and is After= every app service.
 //   - unitrun-pod-P-A.service runs app A (Type=exec). Its ExecStopPost=
 //     runs "unitrun pod unit-hook reap-app P A" (reap-app), which records the exit
-//     from $SERVICE_RESULT, $EXIT_CODE and $EXIT_STATUS (unit.ExitFromEnv)
+//     from $SERVICE_RESULT, $EXIT_CODE and $EXIT_STATUS (exit.ExitFromEnv)
 //     the moment the app stops, on every stop (record.RecordExit). Where the
 //     small hook binary is installed beside unitrun ([HookBinary],
 //     RenderOptions.Hook), the unit runs it with that command line after
@@ -120,7 +120,7 @@
 // app is then active, which keeps its reaper needed too), records the
 // start of each run, pipes the run's output through a copier that keeps
 // the log from filling the records' file system and marks the run's start
-// and each write's time in the log's times file ([LogCopy]), sets
+// and each write's time in the log's times file (logcopy.Copy), sets
 // the app's env (which no unit file holds) and then takes on the app's
 // rootfs, workingDir, group and user and executes its command: the unit
 // has no User=, Group=, WorkingDirectory= or RootDirectory=, which

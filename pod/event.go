@@ -2,6 +2,7 @@ package pod
 
 import (
 	"fmt"
+	"github.com/unitrun/unitrun/pod/record"
 	"time"
 )
 
@@ -71,9 +72,9 @@ func (e PodEvent) String() string {
 	case EventRestarting:
 		return fmt.Sprintf("app %s restarting%s", e.App, exit)
 	case EventExited:
-		return fmt.Sprintf("app %s %s%s", e.App, AppExited, exit)
+		return fmt.Sprintf("app %s %s%s", e.App, record.AppExited, exit)
 	case EventFailed:
-		return fmt.Sprintf("app %s %s%s", e.App, AppFailed, exit)
+		return fmt.Sprintf("app %s %s%s", e.App, record.AppFailed, exit)
 	case EventProbeFailed:
 		return fmt.Sprintf("app %s %s probe failed (%d in a row): %s", e.App, e.Probe, e.ConsecutiveFailures, e.Message)
 	}
@@ -124,11 +125,11 @@ func (w *PodEvents) Next(s PodStatus, now time.Time) []PodEvent {
 // runs returns how many runs of app a have started and ended, from its
 // record: each restart is a run that ended, and an app waiting to restart
 // has ended the run its restarts do not count yet.
-func runs(a AppStatus) (started, ended int) {
+func runs(a record.AppStatus) (started, ended int) {
 	switch a.State {
-	case AppRunning:
+	case record.AppRunning:
 		return a.Restarts + 1, a.Restarts
-	case AppRestarting, AppExited, AppFailed:
+	case record.AppRestarting, record.AppExited, record.AppFailed:
 		return a.Restarts + 1, a.Restarts + 1
 	}
 	return 0, 0
@@ -138,7 +139,7 @@ func runs(a AppStatus) (started, ended int) {
 // started, then restarting or its final state; an app stopped while it
 // waited to restart then gets its final state too; then its probes'
 // failures.
-func (w *PodEvents) app(list []PodEvent, a AppStatus, now time.Time) []PodEvent {
+func (w *PodEvents) app(list []PodEvent, a record.AppStatus, now time.Time) []PodEvent {
 	k := w.apps[a.Name]
 	if k == nil {
 		k = &runsSeen{}
@@ -152,7 +153,7 @@ func (w *PodEvents) app(list []PodEvent, a AppStatus, now time.Time) []PodEvent 
 		return e
 	}
 	final := func() PodEvent {
-		if a.State == AppExited {
+		if a.State == record.AppExited {
 			return exit(ev(EventExited, k.ended))
 		}
 		return exit(ev(EventFailed, k.ended))
@@ -172,20 +173,20 @@ func (w *PodEvents) app(list []PodEvent, a AppStatus, now time.Time) []PodEvent 
 		switch {
 		case k.ended < ended:
 			list = append(list, ev(EventRestarting, k.ended))
-		case a.State == AppRunning || a.State == AppRestarting:
-			k.restarting = a.State == AppRestarting
+		case a.State == record.AppRunning || a.State == record.AppRestarting:
+			k.restarting = a.State == record.AppRestarting
 			list = append(list, exit(ev(EventRestarting, k.ended)))
 		default:
 			list = append(list, final())
 		}
 	}
-	if k.restarting && (a.State == AppExited || a.State == AppFailed) {
+	if k.restarting && (a.State == record.AppExited || a.State == record.AppFailed) {
 		k.restarting = false
 		list = append(list, final())
 	}
 	for _, p := range []struct {
 		kind string
-		st   *ProbeStatus
+		st   *record.ProbeStatus
 	}{{"liveness", a.Probe}, {"startup", a.Startup}, {"readiness", a.Readiness}} {
 		key := a.Name + "/" + p.kind
 		n := 0

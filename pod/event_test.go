@@ -1,6 +1,7 @@
 package pod
 
 import (
+	"github.com/unitrun/unitrun/pod/record"
 	"strings"
 	"testing"
 	"time"
@@ -10,41 +11,41 @@ import (
 // whether each record was read or some were missed between two reads.
 func TestPodEventsOfEveryRun(t *testing.T) {
 	one, two := 1, 2
-	app := func(st AppState, restarts int, code *int, sig string) AppStatus {
-		return AppStatus{Name: "api", State: st, Restarts: restarts, ExitCode: code, Signal: sig}
+	app := func(st record.AppState, restarts int, code *int, sig string) record.AppStatus {
+		return record.AppStatus{Name: "api", State: st, Restarts: restarts, ExitCode: code, Signal: sig}
 	}
 	for _, c := range []struct {
 		name    string
-		records []AppStatus
+		records []record.AppStatus
 		want    string
 	}{
-		{"every record read", []AppStatus{
-			app(AppWaiting, 0, nil, ""),
-			app(AppRunning, 0, nil, ""),
-			app(AppRestarting, 0, &one, ""), // restarts counts the runs that began after a restart
-			app(AppRunning, 1, &one, ""),
-			app(AppFailed, 1, &two, ""),
+		{"every record read", []record.AppStatus{
+			app(record.AppWaiting, 0, nil, ""),
+			app(record.AppRunning, 0, nil, ""),
+			app(record.AppRestarting, 0, &one, ""), // restarts counts the runs that began after a restart
+			app(record.AppRunning, 1, &one, ""),
+			app(record.AppFailed, 1, &two, ""),
 		}, "running\nrestarting exit 1\nrunning\nfailed exit 2\n"},
-		{"only the last read", []AppStatus{
-			app(AppFailed, 2, &two, ""),
+		{"only the last read", []record.AppStatus{
+			app(record.AppFailed, 2, &two, ""),
 		}, "running\nrestarting\nrunning\nrestarting\nrunning\nfailed exit 2\n"},
-		{"restarted twice between reads", []AppStatus{
-			app(AppRunning, 0, nil, ""),
-			app(AppRunning, 2, nil, "KILL"),
-			app(AppExited, 2, new(int), ""),
+		{"restarted twice between reads", []record.AppStatus{
+			app(record.AppRunning, 0, nil, ""),
+			app(record.AppRunning, 2, nil, "KILL"),
+			app(record.AppExited, 2, new(int), ""),
 		}, "running\nrestarting\nrunning\nrestarting signal KILL\nrunning\nexited exit 0\n"},
-		{"stopped during its back-off", []AppStatus{
-			app(AppRunning, 0, nil, ""),
-			app(AppRestarting, 0, &one, ""),
-			app(AppFailed, 0, &one, ""), // the stop keeps the last run's exit
-			app(AppFailed, 0, &one, ""),
+		{"stopped during its back-off", []record.AppStatus{
+			app(record.AppRunning, 0, nil, ""),
+			app(record.AppRestarting, 0, &one, ""),
+			app(record.AppFailed, 0, &one, ""), // the stop keeps the last run's exit
+			app(record.AppFailed, 0, &one, ""),
 		}, "running\nrestarting exit 1\nfailed exit 1\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var b strings.Builder
 			w := NewPodEvents("p")
 			for _, r := range c.records {
-				for _, e := range w.Next(PodStatus{Name: "p", Phase: PodRunning, Apps: []AppStatus{r}}, time.Now()) {
+				for _, e := range w.Next(PodStatus{Name: "p", Phase: PodRunning, Apps: []record.AppStatus{r}}, time.Now()) {
 					b.WriteString(e.String() + "\n")
 				}
 			}
@@ -60,19 +61,19 @@ func TestPodEventsOfEveryRun(t *testing.T) {
 // the pod's end comes last, once.
 func TestPodEventsOfProbesAndEnd(t *testing.T) {
 	code := 1
-	probe := func(n int) *ProbeStatus {
-		return &ProbeStatus{LastResult: "failure", Message: "refused", ConsecutiveFailures: n}
+	probe := func(n int) *record.ProbeStatus {
+		return &record.ProbeStatus{LastResult: "failure", Message: "refused", ConsecutiveFailures: n}
 	}
-	run := AppStatus{Name: "api", State: AppRunning}
+	run := record.AppStatus{Name: "api", State: record.AppRunning}
 	w := NewPodEvents("p")
 	var got []string
 	for _, s := range []PodStatus{
-		{Name: "p", Phase: PodRunning, Apps: []AppStatus{run}},
-		{Name: "p", Phase: PodRunning, Apps: []AppStatus{{Name: "api", State: AppRunning, Probe: probe(1)}}},
-		{Name: "p", Phase: PodRunning, Apps: []AppStatus{{Name: "api", State: AppRunning, Probe: probe(3), Readiness: probe(1)}}},
-		{Name: "p", Phase: PodRunning, Apps: []AppStatus{{Name: "api", State: AppRunning, Probe: probe(0), Readiness: probe(1)}}},
-		{Name: "p", Phase: PodFailed, ExitCode: &code, Apps: []AppStatus{{Name: "api", State: AppFailed, ExitCode: &code, Probe: probe(1)}}},
-		{Name: "p", Phase: PodFailed, ExitCode: &code, Apps: []AppStatus{{Name: "api", State: AppFailed, ExitCode: &code, Probe: probe(1)}}},
+		{Name: "p", Phase: PodRunning, Apps: []record.AppStatus{run}},
+		{Name: "p", Phase: PodRunning, Apps: []record.AppStatus{{Name: "api", State: record.AppRunning, Probe: probe(1)}}},
+		{Name: "p", Phase: PodRunning, Apps: []record.AppStatus{{Name: "api", State: record.AppRunning, Probe: probe(3), Readiness: probe(1)}}},
+		{Name: "p", Phase: PodRunning, Apps: []record.AppStatus{{Name: "api", State: record.AppRunning, Probe: probe(0), Readiness: probe(1)}}},
+		{Name: "p", Phase: PodFailed, ExitCode: &code, Apps: []record.AppStatus{{Name: "api", State: record.AppFailed, ExitCode: &code, Probe: probe(1)}}},
+		{Name: "p", Phase: PodFailed, ExitCode: &code, Apps: []record.AppStatus{{Name: "api", State: record.AppFailed, ExitCode: &code, Probe: probe(1)}}},
 	} {
 		for _, e := range w.Next(s, time.Now()) {
 			got = append(got, e.String())

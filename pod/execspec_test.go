@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/unitrun/unitrun/pod/appexec"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // appexec.Load, which the small hook binary reads an app with, reads
@@ -42,7 +43,7 @@ apps:
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := os.MkdirAll(Dir(dir, m.Name), 0o700); err != nil {
+	if err := os.MkdirAll(record.Dir(dir, m.Name), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := WriteState(dir, m, []byte(manifest)); err != nil {

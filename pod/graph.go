@@ -195,7 +195,7 @@ func reaperNode(p string, a *App) Node {
 		d = deps(nil, Wants, After, ShutdownUnit(p))
 	}
 	r := Node{Name: reaperUnit(p, a), Role: ReaperRole, App: a.Name, Deps: append(d, stopOnExit()...)}
-	if a.RestartPolicy != Never {
+	if a.RestartPolicy != record.Never {
 		r.Slice = SliceUnit(p)
 	} else {
 		// A target is in no slice: PartOf= puts its stop in the same
@@ -221,15 +221,13 @@ func deps(list []Dep, kind, also DepKind, units ...string) []Dep {
 
 // The hooks of a pod's graph: what its units run, as "unitrun pod
 // unit-hook NAME --state-dir DIR [--manager SPEC] POD [APP]"
-// (record.HookCommand). Each runs only in its own unit ([HookUnit]).
+// (record.HookCommand). Each runs only in its own unit ([HookUnit]). Those
+// of an app's service that the small hook binary runs are package record's:
+// record.HookStart, record.HookLogCopy, record.HookReapApp, record.HookEnd.
 const (
-	HookStart           = record.HookStart   // an app's ExecStart=: records a run's start, executes its command
-	HookLogCopy         = record.HookLogCopy // copies a run's output to its log, started by HookStart
 	HookAwait           = "await"            // an app's ExecStartPre=: waits for the sidecar or init apps before it
 	HookPostStart       = "post-start"       // an app's ExecStartPost=: its postStart hook
 	HookPreStop         = "pre-stop"         // an app's ExecStop=: its preStop hook
-	HookReapApp         = record.HookReapApp // an app's ExecStopPost=: records each exit
-	HookEnd             = record.HookEnd     // ends the pod after an exit that HookReapApp recorded ends it
 	HookReap            = "reap"             // a reaper's ExecStop=
 	HookProbe           = "probe"            // a probe service's ExecStart=
 	HookShutdown        = "shutdown"         // the shutdown service's ExecStop=
@@ -244,7 +242,7 @@ const (
 // false for a name that is no hook.
 func HookUnit(hook, pod, app string) (string, bool) {
 	switch hook {
-	case HookStart, HookLogCopy, HookAwait, HookPostStart, HookPreStop, HookReapApp, HookEnd:
+	case record.HookStart, record.HookLogCopy, HookAwait, HookPostStart, HookPreStop, record.HookReapApp, record.HookEnd:
 		return AppUnit(pod, app), true
 	case HookProbe:
 		return probeUnit(pod, app), true

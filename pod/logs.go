@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/pod/logcopy"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // pollInterval is how often Logs, following, looks at the log files.
@@ -47,25 +48,25 @@ func Logs(ctx context.Context, stateDir, pod string, apps []string, w io.Writer,
 // for one app, once the app's run that was going on at the first call, or
 // else its next, has ended.
 func FollowEnds(stateDir, pod, app string) func() bool {
-	var followed *AppStatus
+	var followed *record.AppStatus
 	return func() bool {
 		s, err := ReadPod(stateDir, pod)
 		if err != nil || s.Ended() {
 			return true
 		}
-		i := slices.IndexFunc(s.Apps, func(a AppStatus) bool { return a.Name == app })
+		i := slices.IndexFunc(s.Apps, func(a record.AppStatus) bool { return a.Name == app })
 		if i < 0 {
 			return app != ""
 		}
 		a := s.Apps[i]
 		switch {
 		case followed != nil:
-			return a.State != AppRunning || a.Restarts != followed.Restarts || !a.StartedAt.Equal(followed.StartedAt)
-		case a.State == AppRunning:
+			return a.State != record.AppRunning || a.Restarts != followed.Restarts || !a.StartedAt.Equal(followed.StartedAt)
+		case a.State == record.AppRunning:
 			followed = &a
 			return false
 		}
-		return a.State != AppWaiting
+		return a.State != record.AppWaiting
 	}
 }
 
@@ -84,7 +85,7 @@ type AppLogs struct {
 // before unitrun kept its times, and o.Previous for an app with one run
 // only.
 func OpenLogs(stateDir, pod string, apps []string, o LogOptions) (*AppLogs, error) {
-	if _, err := os.Lstat(Dir(stateDir, pod)); err != nil {
+	if _, err := os.Lstat(record.Dir(stateDir, pod)); err != nil {
 		return nil, err
 	}
 	a := &AppLogs{follow: o.Follow && !o.Previous}
@@ -204,7 +205,7 @@ func (lf *logFile) openMarks(path string) error {
 	if lf.marks.f != nil {
 		return nil
 	}
-	f, err := os.OpenFile(LogTimes(path), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(logcopy.Times(path), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

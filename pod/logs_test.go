@@ -3,6 +3,8 @@ package pod
 import (
 	"bytes"
 	"context"
+	"github.com/unitrun/unitrun/pod/logcopy"
+	"github.com/unitrun/unitrun/pod/record"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,7 +16,7 @@ import (
 // printed until the file appears, then its lines are, prefixed.
 func TestLogsBeforeFirstStart(t *testing.T) {
 	state := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(Dir(state, "web"), logsDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(record.Dir(state, "web"), record.LogsDir), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
@@ -51,7 +53,7 @@ func TestLogsBeforeFirstStart(t *testing.T) {
 // --timestamps cross the files.
 func TestLogsAcrossSegments(t *testing.T) {
 	state := t.TempDir()
-	logs := filepath.Join(Dir(state, "web"), logsDir)
+	logs := filepath.Join(record.Dir(state, "web"), record.LogsDir)
 	if err := os.MkdirAll(logs, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +63,7 @@ func TestLogsAcrossSegments(t *testing.T) {
 		if err := os.WriteFile(path, []byte(log), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(LogTimes(path), []byte(times), 0o600); err != nil {
+		if err := os.WriteFile(logcopy.Times(path), []byte(times), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -80,12 +80,12 @@ const maxArgLen = 32*4096 - 1
 // and every app carries its effective restart policy: its own, else the
 // pod's; an init app's is always Never.
 type Manifest struct {
-	Name           string        `yaml:"name" json:"name,omitzero"`
-	ExitPolicy     ExitPolicy    `yaml:"exitPolicy" json:"exitPolicy,omitzero"`
-	RestartPolicy  RestartPolicy `yaml:"restartPolicy" json:"restartPolicy,omitzero"`
-	RestartBackoff Backoff       `yaml:"restartBackoff" json:"restartBackoff,omitzero"`
-	Isolation      Isolation     `yaml:"isolation" json:"isolation,omitzero"`
-	Network        Network       `yaml:"network" json:"network,omitzero"`
+	Name           string               `yaml:"name" json:"name,omitzero"`
+	ExitPolicy     record.ExitPolicy    `yaml:"exitPolicy" json:"exitPolicy,omitzero"`
+	RestartPolicy  record.RestartPolicy `yaml:"restartPolicy" json:"restartPolicy,omitzero"`
+	RestartBackoff record.Backoff       `yaml:"restartBackoff" json:"restartBackoff,omitzero"`
+	Isolation      Isolation            `yaml:"isolation" json:"isolation,omitzero"`
+	Network        Network              `yaml:"network" json:"network,omitzero"`
 	// Logs bounds each app's log ([Manifest.Rotation]).
 	Logs LogLimits `yaml:"logs" json:"logs,omitzero"`
 	Apps []App     `yaml:"apps" json:"apps,omitzero"`
@@ -116,14 +116,14 @@ func (m *Manifest) Rotation() logcopy.Rotation {
 
 // An App is one process of a pod.
 type App struct {
-	Name             string            `yaml:"name" json:"name,omitzero"`
-	Exec             []string          `yaml:"exec" json:"exec,omitzero"`
-	Env              map[string]string `yaml:"env" json:"env,omitzero"`
-	WorkingDir       string            `yaml:"workingDir" json:"workingDir,omitzero"`
-	User             string            `yaml:"user" json:"user,omitzero"`
-	Group            string            `yaml:"group" json:"group,omitzero"`
-	RestartPolicy    RestartPolicy     `yaml:"restartPolicy" json:"restartPolicy,omitzero"`
-	SuccessExitCodes []int             `yaml:"successExitCodes" json:"successExitCodes,omitzero"`
+	Name             string               `yaml:"name" json:"name,omitzero"`
+	Exec             []string             `yaml:"exec" json:"exec,omitzero"`
+	Env              map[string]string    `yaml:"env" json:"env,omitzero"`
+	WorkingDir       string               `yaml:"workingDir" json:"workingDir,omitzero"`
+	User             string               `yaml:"user" json:"user,omitzero"`
+	Group            string               `yaml:"group" json:"group,omitzero"`
+	RestartPolicy    record.RestartPolicy `yaml:"restartPolicy" json:"restartPolicy,omitzero"`
+	SuccessExitCodes []int                `yaml:"successExitCodes" json:"successExitCodes,omitzero"`
 	// StopTimeout is how long a stop waits before it kills the app; 0 means
 	// the manager's default.
 	StopTimeout time.Duration `yaml:"stopTimeout" json:"stopTimeout,omitzero"`
@@ -212,15 +212,15 @@ type Resources struct {
 // GRPC is set. Zero timings mean the defaults (period 10 s, timeout 1 s,
 // threshold 3).
 type Probe struct {
-	Exec                []string    `yaml:"exec" json:"exec,omitzero"`
-	HTTP                *HTTPProbe  `yaml:"http" json:"http,omitzero"`
-	TCP                 *TCPProbe   `yaml:"tcp" json:"tcp,omitzero"`
-	GRPC                *GRPCProbe  `yaml:"grpc" json:"grpc,omitzero"`
-	InitialDelaySeconds int         `yaml:"initialDelaySeconds" json:"initialDelaySeconds,omitzero"`
-	PeriodSeconds       int         `yaml:"periodSeconds" json:"periodSeconds,omitzero"`
-	TimeoutSeconds      int         `yaml:"timeoutSeconds" json:"timeoutSeconds,omitzero"`
-	FailureThreshold    int         `yaml:"failureThreshold" json:"failureThreshold,omitzero"`
-	Action              ProbeAction `yaml:"action" json:"action,omitzero"`
+	Exec                []string           `yaml:"exec" json:"exec,omitzero"`
+	HTTP                *HTTPProbe         `yaml:"http" json:"http,omitzero"`
+	TCP                 *TCPProbe          `yaml:"tcp" json:"tcp,omitzero"`
+	GRPC                *GRPCProbe         `yaml:"grpc" json:"grpc,omitzero"`
+	InitialDelaySeconds int                `yaml:"initialDelaySeconds" json:"initialDelaySeconds,omitzero"`
+	PeriodSeconds       int                `yaml:"periodSeconds" json:"periodSeconds,omitzero"`
+	TimeoutSeconds      int                `yaml:"timeoutSeconds" json:"timeoutSeconds,omitzero"`
+	FailureThreshold    int                `yaml:"failureThreshold" json:"failureThreshold,omitzero"`
+	Action              record.ProbeAction `yaml:"action" json:"action,omitzero"`
 	// StopTimeout, if not 0, bounds the end of a run this probe acts on
 	// in place of the app's stopTimeout: the preStop hook, then SIGTERM,
 	// and SIGKILL to what still runs once it has passed, as Kubernetes'
@@ -262,7 +262,7 @@ func (a *App) ProbeStopTimeout() time.Duration {
 // Retried reports whether a is an init app that runs again when it
 // fails (restartPolicy OnFailure), as Kubernetes retries the init
 // containers of a Pod whose restartPolicy is OnFailure or Always.
-func (a *App) Retried() bool { return a.Init && a.RestartPolicy == OnFailure }
+func (a *App) Retried() bool { return a.Init && a.RestartPolicy == record.OnFailure }
 
 // Policy returns the policies of m, as an exit applies them.
 func (m *Manifest) Policy() *record.Policy {
@@ -380,7 +380,7 @@ func checkSizes(text []byte, m *Manifest) error {
 		return err
 	}
 	if len(spec) > record.MaxFileSize {
-		return fmt.Errorf("manifest would be %d bytes in the pod's %s (where JSON escapes <, > and & as 6 bytes each), more than the %d it may have: shorten its values", len(spec), specFile, record.MaxFileSize)
+		return fmt.Errorf("manifest would be %d bytes in the pod's %s (where JSON escapes <, > and & as 6 bytes each), more than the %d it may have: shorten its values", len(spec), record.SpecFile, record.MaxFileSize)
 	}
 	return nil
 }
@@ -512,10 +512,10 @@ func (m *Manifest) Awaits(app string) bool {
 
 func (m *Manifest) setDefaults() {
 	if m.ExitPolicy == "" {
-		m.ExitPolicy = FirstFailure
+		m.ExitPolicy = record.FirstFailure
 	}
 	if m.RestartPolicy == "" {
-		m.RestartPolicy = Never
+		m.RestartPolicy = record.Never
 	}
 	if m.Isolation == "" {
 		m.Isolation = NoIsolation
@@ -540,16 +540,16 @@ func (m *Manifest) setDefaults() {
 		if a.RestartPolicy == "" {
 			switch {
 			case a.Init && !a.Sidecar:
-				a.RestartPolicy = Never
+				a.RestartPolicy = record.Never
 			case a.Sidecar:
-				a.RestartPolicy = Always
+				a.RestartPolicy = record.Always
 			case m.RestartPolicy.Valid():
 				a.RestartPolicy = m.RestartPolicy
 			}
 		}
-		a.Probe.setDefaults(RestartApp)
+		a.Probe.setDefaults(record.RestartApp)
 		a.ReadinessProbe.setDefaults("")
-		a.StartupProbe.setDefaults(RestartApp)
+		a.StartupProbe.setDefaults(record.RestartApp)
 		a.PostStart.setDefaults()
 		a.PreStop.setDefaults()
 	}
@@ -571,7 +571,7 @@ func (h *Hook) setDefaults() {
 
 // setDefaults fills in p's zero timings and, if action is not "", its
 // action; a nil p stays nil.
-func (p *Probe) setDefaults(action ProbeAction) {
+func (p *Probe) setDefaults(action record.ProbeAction) {
 	if p == nil {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/pod/record"
 	"github.com/unitrun/unitrun/unit"
 )
 
@@ -36,27 +37,27 @@ apps:
 	}
 	want := &Manifest{
 		Name:           "web",
-		ExitPolicy:     FirstFailure,
-		RestartPolicy:  Always,
-		RestartBackoff: Backoff{Initial: 10 * time.Second, Max: 5 * time.Minute, Reset: 10 * time.Minute},
+		ExitPolicy:     record.FirstFailure,
+		RestartPolicy:  record.Always,
+		RestartBackoff: record.Backoff{Initial: 10 * time.Second, Max: 5 * time.Minute, Reset: 10 * time.Minute},
 		Isolation:      NoIsolation,
 		Network:        HostNetwork,
 		Apps: []App{
-			{Name: "prep", Init: true, Exec: []string{"/bin/true"}, RestartPolicy: Never},
+			{Name: "prep", Init: true, Exec: []string{"/bin/true"}, RestartPolicy: record.Never},
 			{
 				Name:          "server",
 				Exec:          []string{"/usr/bin/python3", "-m", "http.server", "8080"},
 				Env:           map[string]string{"PYTHONUNBUFFERED": "1", "N": "2"},
-				RestartPolicy: Always,
+				RestartPolicy: record.Always,
 				Probe: &Probe{
 					HTTP:             &HTTPProbe{Port: 8080, Path: "/", Status: StatusRange{200, 399}},
 					PeriodSeconds:    10,
 					TimeoutSeconds:   1,
 					FailureThreshold: 3,
-					Action:           RestartApp,
+					Action:           record.RestartApp,
 				},
 			},
-			{Name: "once", Exec: []string{"/bin/true"}, RestartPolicy: Never},
+			{Name: "once", Exec: []string{"/bin/true"}, RestartPolicy: record.Never},
 		},
 	}
 	if !reflect.DeepEqual(m, want) {
@@ -108,7 +109,7 @@ apps:
 		WorkingDir:       "/srv/api",
 		User:             "api",
 		Group:            "1000",
-		RestartPolicy:    Always,
+		RestartPolicy:    record.Always,
 		SuccessExitCodes: []int{0, 3, 255},
 		StopTimeout:      20 * time.Second,
 		Rootfs:           "/var/lib/images/api",
@@ -119,16 +120,16 @@ apps:
 			PeriodSeconds:       2,
 			TimeoutSeconds:      3,
 			FailureThreshold:    4,
-			Action:              FailPod,
+			Action:              record.FailPod,
 		},
 	}
 	if !reflect.DeepEqual(m.Apps[0], want) {
 		t.Errorf("apps[0] =\n%+v\nwant\n%+v", m.Apps[0], want)
 	}
-	if b := m.RestartBackoff; b != (Backoff{Initial: 250 * time.Millisecond, Max: 90 * time.Second, Reset: time.Hour}) {
+	if b := m.RestartBackoff; b != (record.Backoff{Initial: 250 * time.Millisecond, Max: 90 * time.Second, Reset: time.Hour}) {
 		t.Errorf("restartBackoff = %+v", b)
 	}
-	if m.ExitPolicy != AnyExit || m.Isolation != Namespaces || m.Network != NoNetwork || m.RestartPolicy != OnFailure {
+	if m.ExitPolicy != record.AnyExit || m.Isolation != Namespaces || m.Network != NoNetwork || m.RestartPolicy != record.OnFailure {
 		t.Errorf("pod fields = %+v", m)
 	}
 	if got := m.Apps[1].Probe.TCP.Port; got != 65535 {

@@ -64,28 +64,25 @@ func CheckAppName(pod, app string) error {
 	return nil
 }
 
-// UnitPrefix starts the name of every unit of every pod.
-const UnitPrefix = record.UnitPrefix
-
 // component is name as it appears inside a unit name.
 func component(name string) string { return unit.Escape(name) }
 
 // SliceUnit is the name of the slice that holds every service of pod.
-func SliceUnit(pod string) string { return UnitPrefix + component(pod) + ".slice" }
+func SliceUnit(pod string) string { return record.UnitPrefix + component(pod) + ".slice" }
 
 // TargetUnit is the name of pod's target, which wants every app.
-func TargetUnit(pod string) string { return UnitPrefix + component(pod) + ".target" }
+func TargetUnit(pod string) string { return record.UnitPrefix + component(pod) + ".target" }
 
 // AppUnit is the name of the service that runs app of pod.
 func AppUnit(pod, app string) string {
-	return UnitPrefix + component(pod) + "-" + component(app) + ".service"
+	return record.UnitPrefix + component(pod) + "-" + component(app) + ".service"
 }
 
 // reaperUnit is the name of the unit that marks app a of pod finished: a
 // service for an app that may restart, whose ExecStop= has work to do,
 // else a target, which runs no process.
 func reaperUnit(pod string, a *App) string {
-	if a.RestartPolicy == Never {
+	if a.RestartPolicy == record.Never {
 		return reaperName(pod, a.Name) + ".target"
 	}
 	return reaperService(pod, a.Name)
@@ -97,27 +94,27 @@ func reaperService(pod, app string) string { return reaperName(pod, app) + ".ser
 
 // reaperName is the name of the reaper of app of pod, without its suffix.
 func reaperName(pod, app string) string {
-	return UnitPrefix + component(pod) + "-" + component(app) + "-reaper"
+	return record.UnitPrefix + component(pod) + "-" + component(app) + "-reaper"
 }
 
 // ShutdownUnit is the name of the service that ends pod: once it has run
 // and stopped, the graph of a pod that is not isolated is over.
 func ShutdownUnit(pod string) string {
-	return UnitPrefix + component(pod) + "-shutdown.service"
+	return record.UnitPrefix + component(pod) + "-shutdown.service"
 }
 
 // probeUnit is the name of the service that runs the health probe of app of
 // pod.
 func probeUnit(pod, app string) string {
-	return UnitPrefix + component(pod) + "-" + component(app) + "-probe.service"
+	return record.UnitPrefix + component(pod) + "-" + component(app) + "-probe.service"
 }
 
 // ContainerUnit is the name of the service on the runner's manager that
 // runs isolated pod's own systemd.
-func ContainerUnit(pod string) string { return UnitPrefix + component(pod) + ".service" }
+func ContainerUnit(pod string) string { return record.UnitPrefix + component(pod) + ".service" }
 
 // PodUnitPrefix starts the name of every unit of pod.
-func PodUnitPrefix(pod string) string { return UnitPrefix + component(pod) }
+func PodUnitPrefix(pod string) string { return record.UnitPrefix + component(pod) }
 
 // IsPodUnit reports whether u is the name of a unit of pod: its slice, target
 // or container service, or a unit named after one of its apps. Pod and app

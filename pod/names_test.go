@@ -12,9 +12,9 @@ func TestUnitNames(t *testing.T) {
 		{SliceUnit("web"), "unitrun-pod-web.slice"},
 		{TargetUnit("web"), "unitrun-pod-web.target"},
 		{AppUnit("web", "server"), "unitrun-pod-web-server.service"},
-		{reaperUnit("web", &App{Name: "server", RestartPolicy: OnFailure}), "unitrun-pod-web-server-reaper.service"},
+		{reaperUnit("web", &App{Name: "server", RestartPolicy: record.OnFailure}), "unitrun-pod-web-server-reaper.service"},
 		// The reaper of an app that never restarts runs no process.
-		{reaperUnit("web", &App{Name: "server", RestartPolicy: Never}), "unitrun-pod-web-server-reaper.target"},
+		{reaperUnit("web", &App{Name: "server", RestartPolicy: record.Never}), "unitrun-pod-web-server-reaper.target"},
 		{ShutdownUnit("web"), "unitrun-pod-web-shutdown.service"},
 		// '-' is escaped, so that pod a-b's app c and pod a's app b-c
 		// differ, and pod a-b's slice is not inside pod a's.
@@ -85,7 +85,7 @@ func TestHookUnitInGraph(t *testing.T) {
 	for _, n := range Nodes(m) {
 		units[n.Name] = true
 	}
-	for _, h := range []string{HookStart, HookLogCopy, HookAwait, HookPostStart, HookPreStop, HookReapApp, HookEnd, HookReap, HookProbe, HookShutdown, HookContainer, HookContainerExited} {
+	for _, h := range []string{record.HookStart, record.HookLogCopy, HookAwait, HookPostStart, HookPreStop, record.HookReapApp, record.HookEnd, HookReap, HookProbe, HookShutdown, HookContainer, HookContainerExited} {
 		if u, ok := HookUnit(h, "p", "a"); !ok || !units[u] {
 			t.Errorf("HookUnit(%q) = %q, %v: not a unit of the pod", h, u, ok)
 		}

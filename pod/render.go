@@ -139,7 +139,7 @@ func render(m *Manifest, o RenderOptions, n Node) (*unit.File, error) {
 		// service would have to run one at its stop (systemd refuses a
 		// service with neither ExecStart= nor ExecStop=), and a process
 		// more on every exit costs the manager as much as the app's own.
-		if m.App(n.App).RestartPolicy != Never {
+		if m.App(n.App).RestartPolicy != record.Never {
 			err = idle(f, n, h.argv(HookReap, n.App))
 		}
 	case ShutdownRole:
@@ -209,7 +209,7 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 	// Group= to the "+" hooks too, so one that does not resolve would
 	// keep them from recording the run. The small hook binary runs it
 	// where there is one.
-	if err := setExec(f, "ExecStart", "", h.hooked(HookStart, a.Name)); err != nil {
+	if err := setExec(f, "ExecStart", "", h.hooked(record.HookStart, a.Name)); err != nil {
 		return err
 	}
 	// The lifecycle hooks: postStart beside the command's start, preStop
@@ -227,11 +227,11 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 	if a.Init {
 		// ExecStopPost= runs only when an init app fails or is stopped;
 		// this records its success the moment it finishes.
-		if err := setExec(f, "ExecStartPost", "+", h.hooked(HookReapApp, a.Name)); err != nil {
+		if err := setExec(f, "ExecStartPost", "+", h.hooked(record.HookReapApp, a.Name)); err != nil {
 			return err
 		}
 	}
-	if err := setExec(f, "ExecStopPost", "+", h.hooked(HookReapApp, a.Name)); err != nil {
+	if err := setExec(f, "ExecStopPost", "+", h.hooked(record.HookReapApp, a.Name)); err != nil {
 		return err
 	}
 	f.Set("Service", "Restart", restartSetting[a.RestartPolicy])
@@ -260,7 +260,7 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 	if a.ReadOnlyRoot {
 		f.Set("Service", "ProtectSystem", "strict")
 		f.Set("Service", "ProtectHome", "read-only")
-		f.Set("Service", "ReadWritePaths", quotedPath(Dir(h.o.StateDir, m.Name)))
+		f.Set("Service", "ReadWritePaths", quotedPath(record.Dir(h.o.StateDir, m.Name)))
 	}
 	if len(a.SuccessExitCodes) > 0 {
 		codes := make([]string, len(a.SuccessExitCodes))
@@ -274,7 +274,7 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 	// pod's manifest.json, which only root reads.
 	if a.TerminationMessagePath != "" {
 		// The command's view only: "+" hooks see the host's.
-		f.Set("Service", "BindPaths", bindPath(TerminationFile(h.o.StateDir, m.Name, a.Name))+":"+bindPath(filepath.Join("/", a.Rootfs, a.TerminationMessagePath)))
+		f.Set("Service", "BindPaths", bindPath(record.TerminationFile(h.o.StateDir, m.Name, a.Name))+":"+bindPath(filepath.Join("/", a.Rootfs, a.TerminationMessagePath)))
 	}
 	for _, mt := range a.Mounts {
 		key := "BindPaths"
@@ -323,10 +323,10 @@ func bindPath(path string) string {
 }
 
 // restartSetting maps restart policies onto Restart=.
-var restartSetting = map[RestartPolicy]string{
-	Never:     "no",
-	Always:    "always",
-	OnFailure: "on-failure",
+var restartSetting = map[record.RestartPolicy]string{
+	record.Never:     "no",
+	record.Always:    "always",
+	record.OnFailure: "on-failure",
 }
 
 // output is the StandardOutput= of app.

@@ -13,17 +13,15 @@ import (
 	"github.com/unitrun/unitrun/pod/record"
 )
 
-// Files of a pod's state directory, besides the status files.
-const (
-	manifestFile = "manifest.yaml" // the manifest the pod was created from
-	specFile     = record.SpecFile // that manifest as parsed, which commands and hooks read
-	logsDir      = record.LogsDir  // logs/A.log: the output of app A
-)
+// manifestFile is the file of a pod's state directory that holds the
+// manifest the pod was created from; package record names the others
+// (record.SpecFile, record.LogsDir, the status files).
+const manifestFile = "manifest.yaml"
 
 // LogFile is the file that app's stdout and stderr are appended to: the
 // live file of its log, which the copier rotates (logcopy.Segments).
 func LogFile(stateDir, pod, app string) string {
-	return filepath.Join(Dir(stateDir, pod), logsDir, app+".log")
+	return filepath.Join(record.Dir(stateDir, pod), record.LogsDir, app+".log")
 }
 
 // WriteState writes the state of pod m, created from the manifest text
@@ -32,14 +30,14 @@ func LogFile(stateDir, pod, app string) string {
 // manifest (synced to disk), the manifest as
 // parsed, its policies (record.WritePolicy), and a Pending pod.json in which every app is waiting.
 func WriteState(stateDir string, m *Manifest, manifest []byte) error {
-	dir := Dir(stateDir, m.Name)
-	if err := os.Mkdir(filepath.Join(dir, logsDir), 0o700); err != nil {
+	dir := record.Dir(stateDir, m.Name)
+	if err := os.Mkdir(filepath.Join(dir, record.LogsDir), 0o700); err != nil {
 		return err
 	}
 	if err := atomicfile.Write(filepath.Join(dir, manifestFile), manifest, 0o600); err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(dir, logsDir, logcopy.RotationFile), logcopy.FormatRotation(m.Rotation()), 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, record.LogsDir, logcopy.RotationFile), logcopy.FormatRotation(m.Rotation()), 0o600); err != nil {
 		return err
 	}
 	if err := writeSpec(stateDir, m); err != nil {
@@ -50,14 +48,14 @@ func WriteState(stateDir string, m *Manifest, manifest []byte) error {
 	}
 	for _, a := range m.Apps {
 		if a.TerminationMessagePath != "" {
-			if err := EmptyTerminationFile(stateDir, m.Name, a.Name); err != nil {
+			if err := record.EmptyTerminationFile(stateDir, m.Name, a.Name); err != nil {
 				return err
 			}
 		}
 	}
 	ps := PodStatus{Name: m.Name, Phase: PodPending, ExitPolicy: m.ExitPolicy, Isolation: m.Isolation, CreatedAt: time.Now()}
 	for _, a := range m.Apps {
-		ps.Apps = append(ps.Apps, AppStatus{Name: a.Name, State: AppWaiting})
+		ps.Apps = append(ps.Apps, record.AppStatus{Name: a.Name, State: record.AppWaiting})
 	}
 	if err := WritePod(stateDir, ps); err != nil {
 		return err
@@ -155,7 +153,7 @@ func writeSpec(stateDir string, m *Manifest) error {
 	if err != nil {
 		return err
 	}
-	return record.WriteFile(stateDir, true, data, "pods", m.Name, specFile)
+	return record.WriteFile(stateDir, true, data, "pods", m.Name, record.SpecFile)
 }
 
 // readSpec returns the manifest pod was created from, as parsed then: its
@@ -164,16 +162,16 @@ func writeSpec(stateDir string, m *Manifest) error {
 // BenchmarkLoadSpec), or the manifest, for a pod that a unitrun without
 // spec files created.
 func readSpec(stateDir, pod string) (*Manifest, error) {
-	data, err := record.ReadFile(stateDir, "pods", pod, specFile)
+	data, err := record.ReadFile(stateDir, "pods", pod, record.SpecFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return Load(filepath.Join(Dir(stateDir, pod), manifestFile))
+		return Load(filepath.Join(record.Dir(stateDir, pod), manifestFile))
 	}
 	if err != nil {
 		return nil, err
 	}
 	var m Manifest
 	if err := record.StrictJSON(data, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(Dir(stateDir, pod), specFile), err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(record.Dir(stateDir, pod), record.SpecFile), err)
 	}
 	return &m, nil
 }

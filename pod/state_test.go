@@ -2,6 +2,7 @@ package pod
 
 import (
 	"fmt"
+	"github.com/unitrun/unitrun/pod/record"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -28,7 +29,7 @@ func TestSpecRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			state := t.TempDir()
-			dir := Dir(state, want.Name)
+			dir := record.Dir(state, want.Name)
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -41,7 +42,7 @@ func TestSpecRoundTrip(t *testing.T) {
 			if got, err := readSpec(state, want.Name); err != nil || !reflect.DeepEqual(got, want) {
 				t.Errorf("spec file read back:\n%+v, %v\nwant\n%+v", got, err, want)
 			}
-			if err := os.Remove(filepath.Join(dir, specFile)); err != nil {
+			if err := os.Remove(filepath.Join(dir, record.SpecFile)); err != nil {
 				t.Fatal(err)
 			}
 			if got, err := readSpec(state, want.Name); err != nil || !reflect.DeepEqual(got, want) {
@@ -63,10 +64,10 @@ func BenchmarkLoadSpec(b *testing.B) {
 		b.Fatal(err)
 	}
 	state := b.TempDir()
-	if err := os.MkdirAll(Dir(state, m.Name), 0o755); err != nil {
+	if err := os.MkdirAll(record.Dir(state, m.Name), 0o755); err != nil {
 		b.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(Dir(state, m.Name), manifestFile), data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(record.Dir(state, m.Name), manifestFile), data, 0o644); err != nil {
 		b.Fatal(err)
 	}
 	if err := writeSpec(state, m); err != nil {
@@ -81,16 +82,16 @@ func BenchmarkLoadSpec(b *testing.B) {
 	})
 	b.Run("manifest", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := Load(filepath.Join(Dir(state, m.Name), manifestFile)); err != nil {
+			if _, err := Load(filepath.Join(record.Dir(state, m.Name), manifestFile)); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	// With the pod's status as its creation writes it: loadState, which
 	// the commands use, and loadSpec, which the hooks use.
-	ps := PodStatus{Name: m.Name, Phase: PodPending, ExitPolicy: FirstFailure, Isolation: NoIsolation, CreatedAt: time.Now()}
+	ps := PodStatus{Name: m.Name, Phase: PodPending, ExitPolicy: record.FirstFailure, Isolation: NoIsolation, CreatedAt: time.Now()}
 	for _, a := range m.Apps {
-		ps.Apps = append(ps.Apps, AppStatus{Name: a.Name, State: AppWaiting})
+		ps.Apps = append(ps.Apps, record.AppStatus{Name: a.Name, State: record.AppWaiting})
 	}
 	if err := WritePod(state, ps); err != nil {
 		b.Fatal(err)

@@ -24,21 +24,21 @@ const (
 
 // PodStatus is the record of a pod. ExitCode is set once the pod has ended.
 type PodStatus struct {
-	Name       string     `json:"name"`
-	Phase      Phase      `json:"phase"`
-	ExitCode   *int       `json:"exit_code,omitempty"`
-	ExitPolicy ExitPolicy `json:"exit_policy"`
+	Name       string            `json:"name"`
+	Phase      Phase             `json:"phase"`
+	ExitCode   *int              `json:"exit_code,omitempty"`
+	ExitPolicy record.ExitPolicy `json:"exit_policy"`
 	// Ready is the pod's Ready condition, as Kubernetes has it: the pod
 	// is running and every app is ready (an init app once it has
 	// succeeded). [ReadPod] works it out from the apps' records.
 	Ready bool `json:"ready"`
 	// Isolation is where the pod runs, the manifest's or the one its
 	// creation chose instead; "" in the records of older pods.
-	Isolation  Isolation   `json:"isolation,omitempty"`
-	Apps       []AppStatus `json:"apps"`
-	CreatedAt  time.Time   `json:"created_at,omitzero"`
-	StartedAt  time.Time   `json:"started_at,omitzero"`
-	FinishedAt time.Time   `json:"finished_at,omitzero"`
+	Isolation  Isolation          `json:"isolation,omitempty"`
+	Apps       []record.AppStatus `json:"apps"`
+	CreatedAt  time.Time          `json:"created_at,omitzero"`
+	StartedAt  time.Time          `json:"started_at,omitzero"`
+	FinishedAt time.Time          `json:"finished_at,omitzero"`
 	// FromSystemd says the pod's end could not be recorded and was read
 	// back from systemd (podrun.Runner.Status); never written to disk.
 	FromSystemd bool `json:"-"`
@@ -76,7 +76,7 @@ func ReadPod(stateDir, pod string) (PodStatus, error) {
 		return PodStatus{}, fmt.Errorf("pod status names pod %q, not %q", s.Name, pod)
 	}
 	for i, a := range s.Apps {
-		app, err := ReadApp(stateDir, pod, a.Name)
+		app, err := record.ReadApp(stateDir, pod, a.Name)
 		switch {
 		case err == nil:
 			s.Apps[i] = app
@@ -84,7 +84,7 @@ func ReadPod(stateDir, pod string) (PodStatus, error) {
 			return PodStatus{}, err
 		}
 	}
-	s.Ready = s.Phase == PodRunning && !slices.ContainsFunc(s.Apps, func(a AppStatus) bool { return !a.Ready })
+	s.Ready = s.Phase == PodRunning && !slices.ContainsFunc(s.Apps, func(a record.AppStatus) bool { return !a.Ready })
 	return s, nil
 }
 
@@ -138,8 +138,8 @@ func (s PodStatus) validate() error {
 // podChoices are the fields of a pod's status that its creation and start
 // chose over the manifest: all that its hooks read of pod.json.
 type podChoices struct {
-	ExitPolicy ExitPolicy `json:"exit_policy"`
-	Isolation  Isolation  `json:"isolation,omitempty"`
+	ExitPolicy record.ExitPolicy `json:"exit_policy"`
+	Isolation  Isolation         `json:"isolation,omitempty"`
 }
 
 func (s PodStatus) choices() podChoices {
@@ -148,7 +148,7 @@ func (s PodStatus) choices() podChoices {
 
 func (c podChoices) validate() error {
 	switch c.ExitPolicy {
-	case FirstFailure, AnyExit, AllExit:
+	case record.FirstFailure, record.AnyExit, record.AllExit:
 	default:
 		return fmt.Errorf("exit_policy %q: must be first-failure, any or all", c.ExitPolicy)
 	}

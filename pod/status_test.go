@@ -2,6 +2,7 @@ package pod
 
 import (
 	"encoding/json"
+	"github.com/unitrun/unitrun/pod/record"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -18,8 +19,8 @@ var (
 func TestPodStatusMergesApps(t *testing.T) {
 	dir := t.TempDir()
 	p := PodStatus{
-		Name: "web", Phase: PodRunning, ExitPolicy: FirstFailure, CreatedAt: t0, StartedAt: t0,
-		Apps: []AppStatus{{Name: "server", State: AppRunning, StartedAt: t0}, {Name: "warmup", State: AppWaiting}},
+		Name: "web", Phase: PodRunning, ExitPolicy: record.FirstFailure, CreatedAt: t0, StartedAt: t0,
+		Apps: []record.AppStatus{{Name: "server", State: record.AppRunning, StartedAt: t0}, {Name: "warmup", State: record.AppWaiting}},
 	}
 	if err := WritePod(dir, p); err != nil {
 		t.Fatal(err)
@@ -28,8 +29,8 @@ func TestPodStatusMergesApps(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, p) {
 		t.Fatalf("ReadPod = %+v, %v; want %+v", got, err, p)
 	}
-	warm := AppStatus{Name: "warmup", State: AppExited, ExitCode: ptr(0), Result: "success", StartedAt: t0, FinishedAt: t1, LastExitAt: t1}
-	if err := WriteApp(dir, "web", warm); err != nil {
+	warm := record.AppStatus{Name: "warmup", State: record.AppExited, ExitCode: ptr(0), Result: "success", StartedAt: t0, FinishedAt: t1, LastExitAt: t1}
+	if err := record.WriteApp(dir, "web", warm); err != nil {
 		t.Fatal(err)
 	}
 	got, err = ReadPod(dir, "web")
@@ -105,7 +106,7 @@ func FuzzParsePodStatus(f *testing.F) {
 // left unread.
 func TestParseChoices(t *testing.T) {
 	c, err := parseChoices([]byte(`{"name":"p","phase":"Running","exit_policy":"any","isolation":"namespaces","apps":[{"name":"a","state":"bogus"}]}`))
-	if err != nil || c != (podChoices{ExitPolicy: AnyExit, Isolation: Namespaces}) {
+	if err != nil || c != (podChoices{ExitPolicy: record.AnyExit, Isolation: Namespaces}) {
 		t.Errorf("parseChoices = %+v, %v", c, err)
 	}
 	for _, tt := range []struct{ data, want string }{

@@ -15,6 +15,7 @@ import (
 	"github.com/unitrun/unitrun/internal/lazyregexp"
 	"github.com/unitrun/unitrun/pod/appexec"
 	"github.com/unitrun/unitrun/pod/logcopy"
+	"github.com/unitrun/unitrun/pod/record"
 	"github.com/unitrun/unitrun/unit"
 )
 
@@ -41,8 +42,8 @@ func (m *Manifest) validate() error {
 	if err := checkPodName(m.Name); err != nil {
 		p.add("name", m.Name, err.Error())
 	}
-	oneOf(&p, "exitPolicy", m.ExitPolicy, FirstFailure, AnyExit, AllExit)
-	oneOf(&p, "restartPolicy", m.RestartPolicy, Never, Always, OnFailure)
+	oneOf(&p, "exitPolicy", m.ExitPolicy, record.FirstFailure, record.AnyExit, record.AllExit)
+	oneOf(&p, "restartPolicy", m.RestartPolicy, record.Never, record.Always, record.OnFailure)
 	oneOf(&p, "isolation", m.Isolation, NoIsolation, Namespaces)
 	oneOf(&p, "network", m.Network, HostNetwork, NoNetwork)
 	if m.Network == NoNetwork && m.Isolation != Namespaces {
@@ -118,14 +119,14 @@ func (p *problems) app(path string, a *App, m *Manifest) {
 	p.account(path+".user", a.User)
 	p.account(path+".group", a.Group)
 	if a.RestartPolicy != "" { // "": it would inherit the pod's, which is not valid
-		oneOf(p, path+".restartPolicy", a.RestartPolicy, Never, Always, OnFailure)
+		oneOf(p, path+".restartPolicy", a.RestartPolicy, record.Never, record.Always, record.OnFailure)
 	}
 	switch {
 	case a.Init && a.Sidecar:
 		p.add(path+".sidecar", "true", "not allowed for an init app: an app is an init app, a sidecar or neither")
-	case a.Init && a.RestartPolicy == Always:
+	case a.Init && a.RestartPolicy == record.Always:
 		p.add(path+".restartPolicy", string(a.RestartPolicy), "not allowed for an init app, which runs to completion: only Never or OnFailure is")
-	case a.Sidecar && a.RestartPolicy != Always && a.RestartPolicy != "":
+	case a.Sidecar && a.RestartPolicy != record.Always && a.RestartPolicy != "":
 		p.add(path+".restartPolicy", string(a.RestartPolicy), "not allowed for a sidecar, which runs again whenever it exits while the pod runs: only Always is")
 	}
 	for i, c := range a.SuccessExitCodes {
@@ -171,12 +172,12 @@ func (p *problems) app(path string, a *App, m *Manifest) {
 	for _, pr := range []struct {
 		field   string
 		probe   *Probe
-		actions []ProbeAction
+		actions []record.ProbeAction
 		rule    string
 	}{
-		{"probe", a.Probe, []ProbeAction{RestartApp, FailPod}, ""},
-		{"readinessProbe", a.ReadinessProbe, []ProbeAction{""}, "not allowed for a readiness probe, which never restarts the app nor ends the pod"},
-		{"startupProbe", a.StartupProbe, []ProbeAction{RestartApp, FailPod}, ""},
+		{"probe", a.Probe, []record.ProbeAction{record.RestartApp, record.FailPod}, ""},
+		{"readinessProbe", a.ReadinessProbe, []record.ProbeAction{""}, "not allowed for a readiness probe, which never restarts the app nor ends the pod"},
+		{"startupProbe", a.StartupProbe, []record.ProbeAction{record.RestartApp, record.FailPod}, ""},
 	} {
 		if pr.probe == nil {
 			continue
@@ -184,7 +185,7 @@ func (p *problems) app(path string, a *App, m *Manifest) {
 		if a.Init && !a.Sidecar {
 			p.add(path+"."+pr.field, "", "not allowed for an init app")
 		}
-		if a.Sidecar && pr.probe.Action == FailPod {
+		if a.Sidecar && pr.probe.Action == record.FailPod {
 			p.add(path+"."+pr.field+".action", string(pr.probe.Action), "must be restart for a sidecar, which never decides the pod's outcome")
 		}
 		p.probe(path+"."+pr.field, pr.probe)
@@ -337,14 +338,11 @@ func (p *problems) account(path, name string) {
 	if name == "" || userNameRE.MatchString(name) {
 		return
 	}
-	if NumericID(name) {
+	if appexec.NumericID(name) {
 		return
 	}
 	p.add(path, name, "must match "+userNamePattern+" or be a numeric ID")
 }
-
-// NumericID is [appexec.NumericID].
-var NumericID = appexec.NumericID
 
 func (p *problems) port(path string, port int) {
 	if port < 1 || port > 65535 {

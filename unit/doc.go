@@ -1,10 +1,9 @@
 // Package unit holds what unitrun knows about systemd units as plain values:
 // unit names and their escaping, the quoting rules of unit files, unit-file
-// rendering, the typed D-Bus properties of transient units, and how a
-// service's main process ended ([Exit], as every face of unitrun writes
-// it) with the names of signals, which live in package unit/exit (the
-// standard library alone, for the pods' exit hook) and which unit gives
-// under their names here.
+// rendering and the typed D-Bus properties of transient units. How a
+// service's main process ended and the names of signals live in package
+// unit/exit (the standard library alone, for the pods' exit hook); [Exit]
+// names its Exit for the users of package job.
 //
 // The rules are those of systemd 252, as documented in systemd.unit(5),
 // systemd.syntax(7), systemd.service(5), systemd.exec(5),

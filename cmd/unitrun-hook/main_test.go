@@ -69,7 +69,7 @@ func newPod(t *testing.T, manifest string) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := os.MkdirAll(pod.Dir(dir, m.Name), 0o700); err != nil {
+	if err := os.MkdirAll(record.Dir(dir, m.Name), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := pod.WriteState(dir, m, []byte(manifest)); err != nil {
@@ -165,22 +165,22 @@ apps:
 `
 	dir := newPod(t, manifest)
 	// a's run got as far as its command, as the exec hook records it.
-	if err := pod.WriteApp(dir, "p", pod.AppStatus{Name: "a", State: pod.AppRunning, StartedAt: time.Now(), PID: 1}); err != nil {
+	if err := record.WriteApp(dir, "p", record.AppStatus{Name: "a", State: record.AppRunning, StartedAt: time.Now(), PID: 1}); err != nil {
 		t.Fatal(err)
 	}
 	killed := []string{"SERVICE_RESULT=success", "EXIT_CODE=killed", "EXIT_STATUS=INT", "INVOCATION_ID=0123456789abcdef0123456789abcdef"}
 	if got := runHook(t, dir, killed, "p", "a"); got != nil {
 		t.Errorf("the hook ran unitrun %q for an exit it records itself", got)
 	}
-	s, err := pod.ReadApp(dir, "p", "a")
+	s, err := record.ReadApp(dir, "p", "a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.State != pod.AppExited || s.ExitCode == nil || *s.ExitCode != 130 || s.Signal != "INT" || s.Result != "success" ||
+	if s.State != record.AppExited || s.ExitCode == nil || *s.ExitCode != 130 || s.Signal != "INT" || s.Result != "success" ||
 		s.Invocation != "0123456789abcdef0123456789abcdef" || s.PID != 0 || s.FinishedAt.IsZero() {
 		t.Errorf("record of a: %+v; want exited (killed by INT: 130, signal INT, result success), the invocation, finished, no pid", s)
 	}
-	if code, err := pod.ReadExitCode(dir, "p", "a"); err != nil || code != 130 {
+	if code, err := record.ReadExitCode(dir, "p", "a"); err != nil || code != 130 {
 		t.Errorf("status file of a: %d, %v; want 130", code, err)
 	}
 
@@ -188,7 +188,7 @@ apps:
 	if got, want := runHook(t, dir, failed, "--manager", "private:/x", "p", "b"), []string{"pod", "unit-hook", "end", "--state-dir", dir, "--manager", "private:/x", "p", "b"}; !slices.Equal(got, want) {
 		t.Errorf("the hook ran unitrun %q after an exit that ends the pod; want %q", got, want)
 	}
-	if code, err := pod.ReadExitCode(dir, "p", "b"); err != nil || code != 3 {
+	if code, err := record.ReadExitCode(dir, "p", "b"); err != nil || code != 3 {
 		t.Errorf("status file of b: %d, %v; want 3", code, err)
 	}
 
@@ -196,7 +196,7 @@ apps:
 	if got, want := runHook(t, dir, ok, "p", "r"), []string{"pod", "unit-hook", "reap-app", "--state-dir", dir, "p", "r"}; !slices.Equal(got, want) {
 		t.Errorf("the hook ran unitrun %q for an exit that restarts; want %q", got, want)
 	}
-	if _, err := pod.ReadExitCode(dir, "p", "r"); !os.IsNotExist(err) {
+	if _, err := record.ReadExitCode(dir, "p", "r"); !os.IsNotExist(err) {
 		t.Errorf("status file of r written before unitrun recorded the exit: %v", err)
 	}
 }
@@ -205,14 +205,14 @@ apps:
 // created, which saved no policies, to unitrun, having written nothing.
 func TestHookWithoutPolicies(t *testing.T) {
 	dir := newPod(t, "name: p\napps:\n  - name: a\n    exec: [\"/bin/true\"]\n")
-	if err := os.Remove(filepath.Join(pod.Dir(dir, "p"), "policy.json")); err != nil {
+	if err := os.Remove(filepath.Join(record.Dir(dir, "p"), "policy.json")); err != nil {
 		t.Fatal(err)
 	}
 	ok := []string{"SERVICE_RESULT=success", "EXIT_CODE=exited", "EXIT_STATUS=0"}
 	if got, want := runHook(t, dir, ok, "p", "a"), []string{"pod", "unit-hook", "reap-app", "--state-dir", dir, "p", "a"}; !slices.Equal(got, want) {
 		t.Errorf("the hook ran unitrun %q for a pod without policies; want %q", got, want)
 	}
-	if _, err := pod.ReadExitCode(dir, "p", "a"); !os.IsNotExist(err) {
+	if _, err := record.ReadExitCode(dir, "p", "a"); !os.IsNotExist(err) {
 		t.Errorf("status file of a written before unitrun recorded the exit: %v", err)
 	}
 }
@@ -235,17 +235,17 @@ apps:
 	if code, out := inUnit(t, pod.AppUnit("p", "a"), nil, hookArgs(unitrun, "start", dir, "p", "a")...); code != 3 || out != "hello\n" {
 		t.Errorf("start of a: exit status %d, output %q; want 3, the command's", code, out)
 	}
-	s, err := pod.ReadApp(dir, "p", "a")
+	s, err := record.ReadApp(dir, "p", "a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.State != pod.AppRunning || s.PID == 0 || s.StartedAt.IsZero() || !s.Ready {
+	if s.State != record.AppRunning || s.PID == 0 || s.StartedAt.IsZero() || !s.Ready {
 		t.Errorf("record of a: %+v; want running, ready, with its pid and start time", s)
 	}
 	if code, out := inUnit(t, pod.AppUnit("p", "m"), nil, hookArgs(unitrun, "start", dir, "p", "m")...); code != 127 || out != "unitrun: /nonexistent/cmd: command not found\n" {
 		t.Errorf("start of m: exit status %d, output %q; want 127, unitrun's message", code, out)
 	}
-	if why, err := os.ReadFile(filepath.Join(pod.Dir(dir, "p"), "apps", "m.start-error")); err != nil || string(why) != "command /nonexistent/cmd: not found\n" {
+	if why, err := os.ReadFile(filepath.Join(record.Dir(dir, "p"), "apps", "m.start-error")); err != nil || string(why) != "command /nonexistent/cmd: not found\n" {
 		t.Errorf("start error of m: %q, %v", why, err)
 	}
 	if got := ran(); got != nil {
@@ -272,7 +272,7 @@ apps:
     exec: ["/bin/true"]
 `)
 	noSpec := newPod(t, "name: p\napps:\n  - name: u\n    exec: [\"/bin/true\"]\n")
-	if err := os.Remove(filepath.Join(pod.Dir(noSpec, "p"), "manifest.json")); err != nil {
+	if err := os.Remove(filepath.Join(record.Dir(noSpec, "p"), "manifest.json")); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ dir, app string }{{dir, "u"}, {dir, "g"}, {noSpec, "u"}} {
@@ -283,10 +283,10 @@ apps:
 		if got, want := ran(), []string{"pod", "unit-hook", "start", "--state-dir", c.dir, "p", c.app}; !slices.Equal(got, want) {
 			t.Errorf("start of %s: the hook ran unitrun %q; want %q", c.app, got, want)
 		}
-		if _, err := pod.ReadApp(c.dir, "p", c.app); !os.IsNotExist(err) {
+		if _, err := record.ReadApp(c.dir, "p", c.app); !os.IsNotExist(err) {
 			t.Errorf("record of %s written before unitrun started the run: %v", c.app, err)
 		}
-		if _, err := os.Stat(filepath.Join(pod.Dir(c.dir, "p"), "apps", c.app+".start-error")); !os.IsNotExist(err) {
+		if _, err := os.Stat(filepath.Join(record.Dir(c.dir, "p"), "apps", c.app+".start-error")); !os.IsNotExist(err) {
 			t.Errorf("start error of %s written before unitrun started the run: %v", c.app, err)
 		}
 	}
@@ -298,7 +298,7 @@ apps:
 // ran.
 func TestHookRefusedOutsideUnit(t *testing.T) {
 	dir := newPod(t, "name: p\napps:\n  - name: a\n    exec: [\"/bin/true\"]\n")
-	if err := pod.WriteApp(dir, "p", pod.AppStatus{Name: "a", State: pod.AppRunning, StartedAt: time.Now(), PID: 1}); err != nil {
+	if err := record.WriteApp(dir, "p", record.AppStatus{Name: "a", State: record.AppRunning, StartedAt: time.Now(), PID: 1}); err != nil {
 		t.Fatal(err)
 	}
 	was := snapshot(t, dir)

@@ -16,9 +16,8 @@ import (
 
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
-	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/record"
-	"github.com/unitrun/unitrun/unit"
+	"github.com/unitrun/unitrun/unit/exit"
 )
 
 // Exit statuses of unitrun itself; a command's own status passes through.
@@ -26,8 +25,8 @@ const (
 	exitHeld       = 1                      // daemon: another process holds its state dir or answers on its socket
 	exitUsage      = 2                      // bad flags or arguments
 	exitFailed     = 125                    // unitrun could not do what was asked (no manager, job failed)
-	exitCannotExec = unit.ExitCannotExecute // 126: the command exists but cannot be executed
-	exitNotFound   = unit.ExitNotFound      // 127: the command (or its #! interpreter) was not found
+	exitCannotExec = exit.ExitCannotExecute // 126: the command exists but cannot be executed
+	exitNotFound   = exit.ExitNotFound      // 127: the command (or its #! interpreter) was not found
 )
 
 // exitStatuses is the table of the exit statuses of run, start and wait:
@@ -186,7 +185,7 @@ func stopSignals(root *cobra.Command, args []string) []os.Signal {
 	switch {
 	case err != nil:
 		return interruptSignals
-	case c.Name() == pod.HookStart && c.HasParent() && c.Parent().Name() == record.HookCommand,
+	case c.Name() == record.HookStart && c.HasParent() && c.Parent().Name() == record.HookCommand,
 		c.Name() == "exec" && c.HasParent() && c.Parent().Name() == "pod":
 		return nil
 	case c.Name() == "daemon":

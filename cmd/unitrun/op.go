@@ -15,7 +15,7 @@ import (
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/client"
-	"github.com/unitrun/unitrun/unit"
+	"github.com/unitrun/unitrun/unit/exit"
 )
 
 type opFlags struct {
@@ -373,7 +373,7 @@ func recordExit(rec *api.Record) error {
 	if rec.State == api.StateSucceeded {
 		return nil
 	}
-	if x := unit.ParseExit(rec.ExitCode, rec.Signal, rec.Result); x.ExitCode > 0 {
+	if x := exit.ParseExit(rec.ExitCode, rec.Signal, rec.Result); x.ExitCode > 0 {
 		return &exitError{code: x.ExitCode}
 	}
 	return &exitError{code: exitFailed}

@@ -13,6 +13,7 @@ import (
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/podrun"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // defaultStateDir holds the pods' state unless --state-dir says otherwise.
@@ -146,7 +147,7 @@ func checkExitPolicy(p string) error {
 	if p == "" {
 		return nil
 	}
-	if err := pod.ExitPolicy(p).Check(); err != nil {
+	if err := record.ExitPolicy(p).Check(); err != nil {
 		return &exitError{code: exitUsage, err: fmt.Errorf("--exit-policy %w", err)}
 	}
 	return nil
@@ -154,5 +155,5 @@ func checkExitPolicy(p string) error {
 
 // exitPolicyFlag adds --exit-policy to cmd.
 func exitPolicyFlag(cmd *cobra.Command, p *string) {
-	cmd.Flags().StringVar(p, "exit-policy", "", fmt.Sprintf("end the pod per %s, %s or %s instead of the manifest's exitPolicy", pod.FirstFailure, pod.AnyExit, pod.AllExit))
+	cmd.Flags().StringVar(p, "exit-policy", "", fmt.Sprintf("end the pod per %s, %s or %s instead of the manifest's exitPolicy", record.FirstFailure, record.AnyExit, record.AllExit))
 }

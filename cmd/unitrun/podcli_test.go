@@ -16,6 +16,7 @@ import (
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // podLeft lists what pod name left: its state directory's entries, its
@@ -166,7 +167,7 @@ apps:
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		running := 0
 		for _, a := range podStatus(t, dir, name).Apps {
-			if a.State == pod.AppRunning {
+			if a.State == record.AppRunning {
 				running++
 			}
 		}

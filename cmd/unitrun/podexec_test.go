@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
-	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // podExec runs "unitrun pod exec --state-dir DIR ARGS..." with stdin in
@@ -42,7 +42,7 @@ func startPod(t *testing.T, dir, name, text string, running ...string) {
 	for _, app := range running {
 		for {
 			s := podStatus(t, dir, name)
-			if i := slices.IndexFunc(s.Apps, func(a appView) bool { return a.Name == app }); i >= 0 && s.Apps[i].State == pod.AppRunning {
+			if i := slices.IndexFunc(s.Apps, func(a appView) bool { return a.Name == app }); i >= 0 && s.Apps[i].State == record.AppRunning {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -127,7 +127,7 @@ apps:
     exec: ["/bin/true"]
 `, "server")
 	for {
-		if s := podStatus(t, dir, "pxe"); s.Apps[1].State == pod.AppExited {
+		if s := podStatus(t, dir, "pxe"); s.Apps[1].State == record.AppExited {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)

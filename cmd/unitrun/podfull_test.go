@@ -11,6 +11,7 @@ import (
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/logcopy"
 )
 
 // fullStateDir returns a state dir on a 2 MiB tmpfs that the test manager
@@ -159,8 +160,8 @@ apps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasSuffix(string(log), pod.DroppedMarker) || len(log) > 1<<20 || strings.Count(string(log), "x") < 1<<19 {
-		t.Errorf("talker's log: %d bytes ending %q; want its first bytes, then %q", len(log), log[max(0, len(log)-120):], pod.DroppedMarker)
+	if !strings.HasSuffix(string(log), logcopy.DroppedMarker) || len(log) > 1<<20 || strings.Count(string(log), "x") < 1<<19 {
+		t.Errorf("talker's log: %d bytes ending %q; want its first bytes, then %q", len(log), log[max(0, len(log)-120):], logcopy.DroppedMarker)
 	}
 	if _, errs, code := podCLI(t, dir, "rm", "full-log"); code != 0 {
 		t.Errorf("pod rm: exit %d, %q", code, errs)

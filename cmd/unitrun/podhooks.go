@@ -8,12 +8,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/logcopy"
 	"github.com/unitrun/unitrun/pod/podrun"
 	"github.com/unitrun/unitrun/pod/record"
 )
 
 // newPodHookCmd returns "unitrun pod unit-hook", hidden, under which are
-// the hooks that a pod's units run (pod.HookStart, ...). Each refuses,
+// the hooks that a pod's units run (record.HookStart, ...). Each refuses,
 // with exit status 2 and before it reads or writes anything of the pod,
 // to run outside the unit it belongs to (pod.HookUnit): run by hand, it
 // would record a run that is not the unit's.
@@ -44,18 +45,18 @@ func newPodHookCmd(f *podFlags) *cobra.Command {
 		Hidden: true,
 	}
 	cmd.AddCommand(
-		hook(pod.HookStart, true, func(cmd *cobra.Command, dir string, args []string) error {
+		hook(record.HookStart, true, func(cmd *cobra.Command, dir string, args []string) error {
 			// A command that cannot be executed exits 127 or 126, as
 			// with "unitrun run".
 			return exitFor(podrun.ExecApp(dir, args[0], args[1]), false)
 		}),
-		hook(pod.HookLogCopy, true, func(cmd *cobra.Command, dir string, args []string) error {
-			return pod.LogCopy()
+		hook(record.HookLogCopy, true, func(cmd *cobra.Command, dir string, args []string) error {
+			return logcopy.Copy()
 		}),
-		hook(pod.HookReapApp, true, func(cmd *cobra.Command, dir string, args []string) error {
-			return podrun.ReapApp(cmd.Context(), dir, args[0], args[1], pod.HookEnvFromOS(), f.g.open)
+		hook(record.HookReapApp, true, func(cmd *cobra.Command, dir string, args []string) error {
+			return podrun.ReapApp(cmd.Context(), dir, args[0], args[1], record.HookEnvFromOS(), f.g.open)
 		}),
-		hook(pod.HookEnd, true, func(cmd *cobra.Command, dir string, args []string) error {
+		hook(record.HookEnd, true, func(cmd *cobra.Command, dir string, args []string) error {
 			return podrun.EndPod(cmd.Context(), dir, args[0], f.g.open)
 		}),
 		hook(pod.HookAwait, true, func(cmd *cobra.Command, dir string, args []string) error {

@@ -10,6 +10,7 @@ import (
 	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/kube"
 	"github.com/unitrun/unitrun/pod/podrun"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // imageFlag adds --image to cmd.
@@ -63,7 +64,7 @@ func createPods(ctx context.Context, r *podrun.Runner, createWith func(context.C
 
 // startPods starts the pods ms of a file of several Pods, in its order,
 // and prints them (printCreated).
-func startPods(cmd *cobra.Command, r *podrun.Runner, ms []*pod.Manifest, policy pod.ExitPolicy, asJSON bool) error {
+func startPods(cmd *cobra.Command, r *podrun.Runner, ms []*pod.Manifest, policy record.ExitPolicy, asJSON bool) error {
 	for _, m := range ms {
 		if err := r.Start(cmd.Context(), m.Name, policy); err != nil {
 			return failed(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/kube"
 	"github.com/unitrun/unitrun/pod/podrun"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // create creates the pods of the file at path, with isolation iso instead
@@ -116,7 +117,7 @@ func newPodStartCmd(f *podFlags) *cobra.Command {
 				return err
 			}
 			return f.withRunner(cmd, func(r *podrun.Runner) error {
-				if err := r.Start(cmd.Context(), args[0], pod.ExitPolicy(policy)); err != nil || !asJSON {
+				if err := r.Start(cmd.Context(), args[0], record.ExitPolicy(policy)); err != nil || !asJSON {
 					return failed(err)
 				}
 				return printPod(cmd, r, args[0])
@@ -178,10 +179,10 @@ pod's status.`,
 				return err
 			}
 			if len(ms) > 1 {
-				return startPods(cmd, r, ms, pod.ExitPolicy(policy), asJSON)
+				return startPods(cmd, r, ms, record.ExitPolicy(policy), asJSON)
 			}
 			m := ms[0]
-			if err := r.Start(ctx, m.Name, pod.ExitPolicy(policy)); err != nil {
+			if err := r.Start(ctx, m.Name, record.ExitPolicy(policy)); err != nil {
 				if ended := (*podrun.EndedError)(nil); errors.As(err, &ended) && !detach {
 					// The pod failed while it started: runAttached
 					// prints its output and exits with its code.

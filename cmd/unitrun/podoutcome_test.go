@@ -14,7 +14,7 @@ import (
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/manager"
-	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // The tests below are rkt's functional tests (tests/rkt_exit_test.go,
@@ -109,7 +109,7 @@ func TestPodOutcomeOfEachEnd(t *testing.T) {
 				if _, msg, started := appOf(o, "a"); msg != c.message || !started {
 					t.Errorf("app a: message %q, started %v; want %q, true", msg, started, c.message)
 				}
-				if _, err := os.Stat(filepath.Join(pod.Dir(dir, name), "apps", "a.start-error")); !os.IsNotExist(err) {
+				if _, err := os.Stat(filepath.Join(record.Dir(dir, name), "apps", "a.start-error")); !os.IsNotExist(err) {
 					t.Errorf("apps/a.start-error is left after the run (%v)", err)
 				}
 			})

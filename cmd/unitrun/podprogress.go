@@ -15,6 +15,7 @@ import (
 
 	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/podrun"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // podPollInterval is how often "pod run" and "pod events" read a pod's
@@ -69,7 +70,7 @@ func (w *podWatch) draw(s pod.PodStatus) {
 	var rows [][]string
 	for _, a := range s.Apps {
 		end := a.FinishedAt
-		if a.State == pod.AppRestarting {
+		if a.State == record.AppRestarting {
 			end = a.LastExitAt
 		}
 		rows = append(rows, []string{a.Name, string(a.State), code(a.ExitCode), fmt.Sprint(a.Restarts), since(a.StartedAt, end)})

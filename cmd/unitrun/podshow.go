@@ -15,6 +15,7 @@ import (
 
 	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/podrun"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // podView is the --json form of a pod's status.
@@ -35,23 +36,23 @@ type podView struct {
 
 // appView is the --json form of an app's status.
 type appView struct {
-	Name       string       `json:"name"`
-	State      pod.AppState `json:"state"`
-	ExitCode   *int         `json:"exit_code"`
-	Signal     string       `json:"signal,omitempty"`
-	Result     string       `json:"result,omitempty"`
-	Message    string       `json:"message,omitempty"`
-	Restarts   int          `json:"restarts"`
-	StartedAt  *time.Time   `json:"started_at"`
-	FinishedAt *time.Time   `json:"finished_at"`
+	Name       string          `json:"name"`
+	State      record.AppState `json:"state"`
+	ExitCode   *int            `json:"exit_code"`
+	Signal     string          `json:"signal,omitempty"`
+	Result     string          `json:"result,omitempty"`
+	Message    string          `json:"message,omitempty"`
+	Restarts   int             `json:"restarts"`
+	StartedAt  *time.Time      `json:"started_at"`
+	FinishedAt *time.Time      `json:"finished_at"`
 	// Ready says the app runs and its startup and readiness probes, if
 	// any, say it is ready (an init app: it has succeeded).
 	Ready bool `json:"ready"`
 	// Probe, StartupProbe and ReadinessProbe are set once the app's
 	// liveness, startup and readiness probes have run.
-	Probe          *pod.ProbeStatus `json:"probe,omitempty"`
-	StartupProbe   *pod.ProbeStatus `json:"startup_probe,omitempty"`
-	ReadinessProbe *pod.ProbeStatus `json:"readiness_probe,omitempty"`
+	Probe          *record.ProbeStatus `json:"probe,omitempty"`
+	StartupProbe   *record.ProbeStatus `json:"startup_probe,omitempty"`
+	ReadinessProbe *record.ProbeStatus `json:"readiness_probe,omitempty"`
 	// FromSystemd says the app's last exit could not be recorded: it is
 	// read back from the app's unit.
 	FromSystemd bool `json:"from_systemd,omitempty"`
@@ -92,7 +93,7 @@ func noteFromSystemd(w io.Writer, s pod.PodStatus) {
 
 // probeCell prints a probe's last result and its consecutive failures, or
 // "-" for an app whose probe has not run.
-func probeCell(p *pod.ProbeStatus) string {
+func probeCell(p *record.ProbeStatus) string {
 	if p == nil {
 		return "-"
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/unit"
+	"github.com/unitrun/unitrun/unit/exit"
 )
 
 // result is the --json form of a finished run.
@@ -48,7 +49,7 @@ func newResult(unitName string, st *job.Status, err error) result {
 		}
 	}
 	var ee *job.ExitError
-	if why := job.NotExecuted(err); why != nil {
+	if why := exit.NotExecuted(err); why != nil {
 		r.Error = why.Error()
 	} else if err != nil && (!errors.As(err, &ee) || ee.ExecError != nil) {
 		r.Error = err.Error()
@@ -74,7 +75,7 @@ func report(ctx context.Context, stdout, stderr io.Writer, unitName string, st *
 			// whatever the stopped command ended with: exit_code says
 			// the same, as a shell's $? does for a command it ran.
 			code := 128 + int(sig)
-			r.ExitCode, r.Signal = &code, unit.SignalName(int(sig))
+			r.ExitCode, r.Signal = &code, exit.SignalName(int(sig))
 		}
 		if e := printLine(stdout, r); e != nil {
 			return e
@@ -127,7 +128,7 @@ func exitFor(err error, printed bool) error {
 		}
 		return &exitError{code: ee.ExitCode}
 	}
-	if why := job.NotExecuted(err); why != nil {
+	if why := exit.NotExecuted(err); why != nil {
 		return &exitError{code: job.Ended(nil, err).ExitCode, err: why}
 	}
 	if errors.Is(err, context.Canceled) {

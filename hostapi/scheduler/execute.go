@@ -14,6 +14,7 @@ import (
 	"github.com/unitrun/unitrun/internal/atomicfile"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/unit"
+	"github.com/unitrun/unitrun/unit/exit"
 )
 
 // outcome sets the final fields of a job's record.
@@ -193,7 +194,7 @@ func fromStatus(st *job.Status, err error) outcome {
 		if errors.As(err, &je) {
 			r.JobResult = je.Result
 		}
-		notExecuted := job.NotExecuted(err)
+		notExecuted := exit.NotExecuted(err)
 		switch {
 		case err == nil:
 			r.State = api.StateSucceeded

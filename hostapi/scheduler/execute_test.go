@@ -8,10 +8,10 @@ import (
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/job"
-	"github.com/unitrun/unitrun/unit"
+	"github.com/unitrun/unitrun/unit/exit"
 )
 
-var exitFromMain = unit.ExitFromMain
+var exitFromMain = exit.ExitFromMain
 
 // TestFromStatus checks the record of each way a run ends: an exit code
 // only for a process that exited, whatever the start job's result, and a

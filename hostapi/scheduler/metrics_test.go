@@ -16,6 +16,7 @@ import (
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // scrape gets /metrics from the daemon at sock and parses the text format.
@@ -167,10 +168,10 @@ func TestMetricsPods(t *testing.T) {
 	d.PodStateDir = dir + "/pods-state"
 	code0, code2 := 0, 2
 	for _, s := range []pod.PodStatus{
-		{Name: "a", Phase: pod.PodRunning, ExitPolicy: pod.FirstFailure},
-		{Name: "b", Phase: pod.PodRunning, ExitPolicy: pod.FirstFailure},
-		{Name: "c", Phase: pod.PodSucceeded, ExitCode: &code0, ExitPolicy: pod.FirstFailure},
-		{Name: "d", Phase: pod.PodFailed, ExitCode: &code2, ExitPolicy: pod.FirstFailure},
+		{Name: "a", Phase: pod.PodRunning, ExitPolicy: record.FirstFailure},
+		{Name: "b", Phase: pod.PodRunning, ExitPolicy: record.FirstFailure},
+		{Name: "c", Phase: pod.PodSucceeded, ExitCode: &code0, ExitPolicy: record.FirstFailure},
+		{Name: "d", Phase: pod.PodFailed, ExitCode: &code2, ExitPolicy: record.FirstFailure},
 	} {
 		if err := pod.WritePod(d.PodStateDir, s); err != nil {
 			t.Fatal(err)
@@ -195,7 +196,7 @@ func TestMetricsPods(t *testing.T) {
 	// Broken status files are counted apart; the readable pods are
 	// reported by phase as before.
 	for _, name := range []string{"a", "d"} {
-		if err := os.WriteFile(filepath.Join(pod.Dir(d.PodStateDir, name), "pod.json"), []byte("{"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(record.Dir(d.PodStateDir, name), "pod.json"), []byte("{"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

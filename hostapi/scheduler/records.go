@@ -7,7 +7,7 @@ import (
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/hostapi/store"
-	"github.com/unitrun/unitrun/unit"
+	"github.com/unitrun/unitrun/unit/exit"
 )
 
 // recordStore is what the daemon calls of its record store, in the
@@ -119,11 +119,11 @@ func toDisk(r *api.Record) *store.Record {
 }
 
 // fromDisk returns the record r of the store's disk schema as the daemon
-// serves it. The exit is read with unit.ParseExit, so that a record
+// serves it. The exit is read with exit.ParseExit, so that a record
 // written before exit_code was set for a signal reads as one written
 // today (exit_code 128+N beside the signal).
 func fromDisk(r *store.Record) *api.Record {
-	exitCode, signal := unit.ParseExit(r.ExitCode, r.Signal, r.Result).JSON()
+	exitCode, signal := exit.ParseExit(r.ExitCode, r.Signal, r.Result).JSON()
 	return &api.Record{
 		ID: r.ID, Op: r.Op, Args: r.Args, State: api.State(r.State), Unit: r.Unit,
 		InvocationID: r.InvocationID, JobResult: r.JobResult, Result: r.Result,

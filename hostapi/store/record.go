@@ -16,7 +16,7 @@ type Record struct {
 	InvocationID   string     `json:"invocation_id,omitempty"`
 	JobResult      string     `json:"job_result,omitempty"`
 	Result         string     `json:"result,omitempty"`
-	ExitCode       *int       `json:"exit_code"` // as unit.Exit.JSON writes it; before, null for a signal (unit.ParseExit reads both)
+	ExitCode       *int       `json:"exit_code"` // as exit.Exit.JSON writes it; before, null for a signal (exit.ParseExit reads both)
 	Signal         string     `json:"signal,omitempty"`
 	RebootRequired bool       `json:"reboot_required"`
 	CallerUID      uint32     `json:"caller_uid"`

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/unitrun/unitrun/unit"
+	"github.com/unitrun/unitrun/unit/exit"
 )
 
 // podState is what a unitrun pod's status files say of it.
@@ -40,7 +40,7 @@ type appState struct {
 	// terminationMessagePath; LogTail, for a failure without one, its
 	// log's last lines. Both are read only for an app that does not run.
 	TerminationMessage, LogTail string
-	// Ready is the app's readiness in its current run (pod.AppStatus's);
+	// Ready is the app's readiness in its current run (record.AppStatus's);
 	// StartupPassed says its startup probe has succeeded in it.
 	Ready, StartupPassed bool
 	// Warnings are the notes of the app's probes whose last check
@@ -326,7 +326,7 @@ func terminated(a appState, started, finished time.Time) *corev1.ContainerStateT
 	}
 	// The exit as unitrun writes it everywhere (unit.Exit): exit code
 	// 128+N for signal N, as the kubelet's runtimes report it too.
-	x := unit.ParseExit(a.ExitCode, a.Signal, a.Result)
+	x := exit.ParseExit(a.ExitCode, a.Signal, a.Result)
 	t := &corev1.ContainerStateTerminated{
 		ExitCode:   int32(x.ExitCode),
 		Signal:     int32(x.Signal),

@@ -20,8 +20,10 @@ import (
 	"github.com/unitrun/unitrun/internal/atomicfile"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/appexec"
 	"github.com/unitrun/unitrun/pod/kube"
 	"github.com/unitrun/unitrun/pod/podrun"
+	"github.com/unitrun/unitrun/pod/record"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 )
 
@@ -98,7 +100,7 @@ func (e *engine) start(ctx context.Context, name string) error {
 
 // exists reports whether pod name has a state directory.
 func (e *engine) exists(name string) bool {
-	_, err := os.Lstat(pod.Dir(e.r.StateDir, name))
+	_, err := os.Lstat(record.Dir(e.r.StateDir, name))
 	return err == nil
 }
 
@@ -145,12 +147,12 @@ func (e *engine) status(name string) (podState, error) {
 
 // recordDir is the directory that pod name's records are written into,
 // directly or in directories below it.
-func (e *engine) recordDir(name string) string { return pod.Dir(e.r.StateDir, name) }
+func (e *engine) recordDir(name string) string { return record.Dir(e.r.StateDir, name) }
 
 // podOf is the name of the pod whose record (or directory of records) is
 // at path; "" if path is not in a pod's directory.
 func (e *engine) podOf(path string) string {
-	rel, err := filepath.Rel(pod.Dir(e.r.StateDir, ""), path)
+	rel, err := filepath.Rel(record.Dir(e.r.StateDir, ""), path)
 	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
 		return ""
 	}
@@ -256,7 +258,7 @@ func logTail(path string) string {
 
 // capabilityNames are the Linux capabilities an app's capabilities may
 // name.
-var capabilityNames = pod.CapabilityNames
+var capabilityNames = appexec.CapabilityNames
 
 // writeFile replaces path with data atomically.
 func writeFile(path string, data []byte) error { return atomicfile.Write(path, data, 0o600) }
@@ -286,11 +288,11 @@ func (e *engine) fromPod(name string, s pod.PodStatus) podState {
 			Ready: a.Ready, StartupPassed: a.Startup != nil && a.Startup.LastResult == "success",
 			Warnings: probeWarnings(a),
 		})
-		if a.State == pod.AppRunning || a.ExitCode == nil {
+		if a.State == record.AppRunning || a.ExitCode == nil {
 			continue
 		}
 		as := &ps.Apps[len(ps.Apps)-1]
-		as.TerminationMessage = readHead(pod.TerminationFile(e.r.StateDir, name, a.Name), maxTerminationMessage)
+		as.TerminationMessage = readHead(record.TerminationFile(e.r.StateDir, name, a.Name), maxTerminationMessage)
 		if as.TerminationMessage == "" && *a.ExitCode != 0 {
 			as.LogTail = logTail(e.logFile(name, a.Name))
 		}
@@ -300,10 +302,10 @@ func (e *engine) fromPod(name string, s pod.PodStatus) podState {
 
 // probeWarnings are the notes of a's probes whose last check succeeded
 // with one, by kind; nil if none has.
-func probeWarnings(a pod.AppStatus) map[string]string {
+func probeWarnings(a record.AppStatus) map[string]string {
 	var w map[string]string
-	for kind, pr := range map[string]*pod.ProbeStatus{"Liveness": a.Probe, "Readiness": a.Readiness, "Startup": a.Startup} {
-		if pr != nil && pr.LastResult == pod.ProbeSuccess && pr.Message != "" {
+	for kind, pr := range map[string]*record.ProbeStatus{"Liveness": a.Probe, "Readiness": a.Readiness, "Startup": a.Startup} {
+		if pr != nil && pr.LastResult == record.ProbeSuccess && pr.Message != "" {
 			if w == nil {
 				w = map[string]string{}
 			}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // Images maps a container's image to the absolute path of a root
@@ -42,7 +43,7 @@ func (Images) Type() string { return "NAME=/rootfs|host" }
 // StateVolumeDir is the directory of volume vol of pod name whose state
 // is under stateDir: a directory of the pod's state, removed with it.
 func StateVolumeDir(stateDir, name, vol string) string {
-	return filepath.Join(pod.Dir(stateDir, name), "volumes", vol)
+	return filepath.Join(record.Dir(stateDir, name), "volumes", vol)
 }
 
 // A Planned pod is a Pod of a file as unitrun pod run runs it: the JSON

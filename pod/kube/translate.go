@@ -12,6 +12,7 @@ import (
 
 	"github.com/unitrun/unitrun/internal/lazyregexp"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/appexec"
 )
 
 // Annotations a Pod may carry for unitrun.
@@ -473,7 +474,7 @@ func capabilities(c *Capabilities, path string, rs *Refusals) []string {
 			switch {
 			case name == "ALL":
 				all = true
-			case slices.Contains(pod.CapabilityNames, name):
+			case slices.Contains(appexec.CapabilityNames, name):
 				out = append(out, name)
 			default:
 				rs.Add(fmt.Sprintf("%s.%s[%d]", path, field, i), "%q is not a Linux capability", n)
@@ -488,7 +489,7 @@ func capabilities(c *Capabilities, path string, rs *Refusals) []string {
 	}
 	all, add := names("add", c.Add)
 	if all {
-		return slices.Clone(pod.CapabilityNames)
+		return slices.Clone(appexec.CapabilityNames)
 	}
 	for _, n := range add {
 		if !slices.Contains(set, n) {

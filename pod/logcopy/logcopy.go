@@ -1,7 +1,7 @@
 // Package logcopy is the copier of an app's output into its log, and the
 // writer of the log's times file. It links the standard library alone,
 // for the pods' exit hook (cmd/unitrun-hook), which runs it at every run
-// of every app; package pod gives it under its names of old.
+// of every app.
 package logcopy
 
 import (

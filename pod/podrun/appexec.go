@@ -24,7 +24,7 @@ func ExecApp(stateDir, name, app string) error {
 	if err != nil {
 		return err
 	}
-	copier := []string{self, "pod", record.HookCommand, pod.HookLogCopy, "--state-dir", stateDir, name, app}
+	copier := []string{self, "pod", record.HookCommand, record.HookLogCopy, "--state-dir", stateDir, name, app}
 	if hook := pod.HookBinary(self); hook != "" {
 		copier = append([]string{hook}, copier...)
 	}

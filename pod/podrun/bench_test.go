@@ -193,26 +193,26 @@ func hookFloor(b *testing.B, bin, hook string, n int) cpuTime {
 		b.Fatal(err)
 	}
 	dir := systemdtest.RunDir(b)
-	if err := os.MkdirAll(pod.Dir(dir, pm.Name), 0o700); err != nil {
+	if err := os.MkdirAll(record.Dir(dir, pm.Name), 0o700); err != nil {
 		b.Fatal(err)
 	}
 	if err := pod.WriteState(dir, pm, []byte(m.String())); err != nil {
 		b.Fatal(err)
 	}
-	defer os.RemoveAll(pod.Dir(dir, pm.Name))
-	if err := pod.MarkStopping(dir, pm.Name); err != nil {
+	defer os.RemoveAll(record.Dir(dir, pm.Name))
+	if err := record.MarkStopping(dir, pm.Name); err != nil {
 		b.Fatal(err)
 	}
 	for i := range n {
-		s := pod.AppStatus{Name: fmt.Sprintf("a%d", i), State: pod.AppRunning, StartedAt: time.Now(), PID: 1}
-		if err := pod.WriteApp(dir, pm.Name, s); err != nil {
+		s := record.AppStatus{Name: fmt.Sprintf("a%d", i), State: record.AppRunning, StartedAt: time.Now(), PID: 1}
+		if err := record.WriteApp(dir, pm.Name, s); err != nil {
 			b.Fatal(err)
 		}
 	}
 	// Each unit is the app's, where the hook runs.
 	set := func(i int, c *job.Cmd) {
 		app := fmt.Sprintf("a%d", i)
-		argv := []string{hook, bin, "pod", record.HookCommand, pod.HookReapApp, "--state-dir", dir, pm.Name, app}
+		argv := []string{hook, bin, "pod", record.HookCommand, record.HookReapApp, "--state-dir", dir, pm.Name, app}
 		c.Name, c.Properties = pod.AppUnit(pm.Name, app), []unit.Property{unit.Exec("ExecStopPost", hook, argv)}
 	}
 	mgr := systemdtest.Manager(b).PID()
@@ -220,7 +220,7 @@ func hookFloor(b *testing.B, bin, hook string, n int) cpuTime {
 	floor(b, n, set, "/bin/true")
 	c := cpuOf(b, mgr).sub(c0)
 	for i := range n {
-		if s, err := pod.ReadApp(dir, pm.Name, fmt.Sprintf("a%d", i)); err != nil || s.State != pod.AppExited {
+		if s, err := record.ReadApp(dir, pm.Name, fmt.Sprintf("a%d", i)); err != nil || s.State != record.AppExited {
 			b.Fatalf("the hook did not record the exit of a%d: %+v, %v", i, s, err)
 		}
 	}
@@ -266,7 +266,7 @@ func podTime(b *testing.B, bin string, n int, app string, recorded bool, iso pod
 		return time.Since(start), cpuOf(b, mgr).sub(c0)
 	}
 	for i := 0; i < n; {
-		if _, err := pod.ReadExitCode(state, name, fmt.Sprintf("a%d", i)); err == nil {
+		if _, err := record.ReadExitCode(state, name, fmt.Sprintf("a%d", i)); err == nil {
 			i++
 			continue
 		}

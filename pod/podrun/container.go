@@ -15,6 +15,7 @@ import (
 	"github.com/unitrun/unitrun/internal/atomicfile"
 	"github.com/unitrun/unitrun/manager/boot"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // sigRTMin is glibc's SIGRTMIN on Linux.
@@ -59,7 +60,7 @@ func RunContainer(ctx context.Context, stateDir, binary, name string, ready func
 	if err := errors.Join(checkHost(m, nil)...); err != nil {
 		return fmt.Errorf("pod %s: %w", name, err)
 	}
-	dir := pod.Dir(stateDir, name)
+	dir := record.Dir(stateDir, name)
 	c := &boot.Container{
 		Dir:       filepath.Join(dir, containerRun),
 		Target:    pod.TargetUnit(name),
@@ -104,7 +105,7 @@ func RunContainer(ctx context.Context, stateDir, binary, name string, ready func
 			// A stop of the service: the apps' exits are not theirs to
 			// decide on, as under Runner.Stop.
 			done = nil
-			pod.MarkStopping(stateDir, name)
+			record.MarkStopping(stateDir, name)
 			c.Signal(sigPoweroff)
 		case <-exited:
 			// How the manager ended is in the pod's records, not here: a
@@ -120,7 +121,7 @@ func readContainerPID(stateDir, name string) (int, error) {
 	if err := pod.CheckNames(name); err != nil {
 		return 0, err
 	}
-	b, err := os.ReadFile(filepath.Join(pod.Dir(stateDir, name), containerPID))
+	b, err := os.ReadFile(filepath.Join(record.Dir(stateDir, name), containerPID))
 	if err != nil {
 		return 0, err
 	}
@@ -134,10 +135,10 @@ func readContainerPID(stateDir, name string) (int, error) {
 // ContainerExited is the ExecStopPost= of an isolated pod's container
 // service. If the pod's systemd ended without the shutdown hook recording
 // the pod's end (it was killed, or failed to boot), it records it from the
-// app records: the pod fails with the exit code [pod.PodExitCode] gives the
+// app records: the pod fails with the exit code [record.PodExitCode] gives the
 // recorded exits, or 255 if that is 0, since an app never recorded an end.
 func ContainerExited(stateDir, name string) error {
-	unlock, err := pod.Lock(stateDir, name)
+	unlock, err := record.Lock(stateDir, name)
 	if err != nil {
 		return err
 	}
@@ -151,21 +152,21 @@ func ContainerExited(stateDir, name string) error {
 	if err != nil {
 		return err
 	}
-	code := pod.PodExitCode(outcomes)
+	code := record.PodExitCode(outcomes)
 	if code == 0 {
-		code = pod.NoProcessCode
+		code = record.NoProcessCode
 	}
 	ps.ExitCode, ps.Phase, ps.FinishedAt = &code, pod.PodFailed, time.Now()
 	if err := pod.WritePod(stateDir, ps); err != nil {
 		return err
 	}
-	return pod.MarkStopping(stateDir, name)
+	return record.MarkStopping(stateDir, name)
 }
 
 // killIsolatedApps sends SIGKILL to the main process of each app of
 // isolated pod name that has not ended, through its systemd: an app that
 // is recording its exit (ExecStopPost=) has no main process left.
-func killIsolatedApps(stateDir, name string, apps []pod.AppStatus) {
+func killIsolatedApps(stateDir, name string, apps []record.AppStatus) {
 	pid, err := readContainerPID(stateDir, name)
 	if err != nil {
 		return

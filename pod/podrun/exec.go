@@ -31,7 +31,7 @@ func (e *NoAppError) Error() string { return fmt.Sprintf("pod %s has no app %q",
 // just ended).
 type NotRunningError struct {
 	Pod, App string
-	State    pod.AppState
+	State    record.AppState
 }
 
 func (e *NotRunningError) Error() string {
@@ -124,7 +124,7 @@ func (r *Runner) execTarget(name, app string) (*pod.Manifest, *pod.App, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if s.State != pod.AppRunning {
+	if s.State != record.AppRunning {
 		return nil, nil, &NotRunningError{Pod: name, App: app, State: s.State}
 	}
 	return m, a, nil
@@ -157,7 +157,7 @@ func inContainer(stateDir, name string) bool {
 	if err != nil {
 		return false
 	}
-	own, err := os.Stat(filepath.Join(pod.Dir(stateDir, name), containerRun))
+	own, err := os.Stat(filepath.Join(record.Dir(stateDir, name), containerRun))
 	return err == nil && os.SameFile(run, own)
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // Every run is started and every exit recorded exactly, and every run's
@@ -72,18 +73,18 @@ apps:
 			if s.Phase != pod.PodFailed || s.ExitCode == nil || *s.ExitCode != 3 && *s.ExitCode != 137 && *s.ExitCode != 127 {
 				t.Errorf("pod: %s, exit code %s; want Failed, that of the app that failed first (3, 137 or 127)", s.Phase, fmtCode(s.ExitCode))
 			}
-			wantApp(t, s, "setup", pod.AppExited, 0)
-			wantApp(t, s, "three", pod.AppFailed, 3)
-			wantApp(t, s, "killed", pod.AppFailed, 128+9)
-			wantApp(t, s, "fine", pod.AppExited, 0)
-			wantApp(t, s, "missing", pod.AppFailed, 127)
+			wantApp(t, s, "setup", record.AppExited, 0)
+			wantApp(t, s, "three", record.AppFailed, 3)
+			wantApp(t, s, "killed", record.AppFailed, 128+9)
+			wantApp(t, s, "fine", record.AppExited, 0)
+			wantApp(t, s, "missing", record.AppFailed, 127)
 			if a := appOf(t, s, "missing"); a.Message != "command /nonexistent/cmd: not found" {
 				t.Errorf("app missing: message %q; want the command not found", a.Message)
 			}
 			if log, err := os.ReadFile(pod.LogFile(r.StateDir, name, "missing")); err != nil || string(log) != "unitrun: /nonexistent/cmd: command not found\n" {
 				t.Errorf("log of app missing: %q, %v; want unitrun's message", log, err)
 			}
-			wantApp(t, s, "retried", pod.AppExited, 0)
+			wantApp(t, s, "retried", record.AppExited, 0)
 			// The log copier, the hook's too, copied the app's output.
 			if log, err := os.ReadFile(pod.LogFile(r.StateDir, name, "three")); err != nil || string(log) != "three\n" {
 				t.Errorf("log of app three: %q, %v; want its line", log, err)
@@ -112,8 +113,8 @@ apps:
 `, "")
 			s = wait(t, r, name)
 			wantPod(t, s, pod.PodFailed, 4)
-			wantApp(t, s, "fails", pod.AppFailed, 4)
-			if a := appOf(t, s, "sleeps"); a.Signal != "TERM" || a.State != pod.AppExited {
+			wantApp(t, s, "fails", record.AppFailed, 4)
+			if a := appOf(t, s, "sleeps"); a.Signal != "TERM" || a.State != record.AppExited {
 				t.Errorf("app sleeps: %s, signal %q; want exited by TERM", a.State, a.Signal)
 			}
 		})

@@ -11,7 +11,8 @@ import (
 
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
-	"github.com/unitrun/unitrun/unit"
+	"github.com/unitrun/unitrun/pod/record"
+	"github.com/unitrun/unitrun/unit/exit"
 )
 
 // The hooks record each exit in the pod's state directory. A hook that
@@ -56,23 +57,23 @@ func (r *Runner) completeFromSystemd(ctx context.Context, m *pod.Manifest, s pod
 	if !over {
 		return s, nil
 	}
-	var outcomes []pod.Outcome
+	var outcomes []record.Outcome
 	unknown := false
 	for _, a := range s.Apps {
 		if app := m.App(a.Name); app != nil && !app.Counts() {
 			continue
 		}
 		if a.ExitCode == nil {
-			unknown = a.State != pod.AppWaiting
+			unknown = a.State != record.AppWaiting
 			continue
 		}
 		outcomes = append(outcomes, a.Outcome())
 	}
-	code := pod.PodExitCode(outcomes)
+	code := record.PodExitCode(outcomes)
 	if code == 0 && unknown {
 		// An app ran and how it ended is known neither to the records
 		// nor to systemd: that is no success.
-		code = pod.NoProcessCode
+		code = record.NoProcessCode
 	}
 	s.ExitCode, s.Phase, s.FinishedAt, s.FromSystemd, s.Ready = &code, pod.PodSucceeded, at, true, false
 	if code != 0 {
@@ -125,7 +126,7 @@ func ended(props map[string]dbus.Variant) bool {
 // the exit systemd saw and its end for good. The run's success is
 // systemd's Result, but for a Result of "exit-code" with a main process
 // that succeeded ([mainSucceeded]): the hook that failed made it so.
-func appFromSystemd(ctx context.Context, mgr *manager.Conn, name string, a *pod.App, s pod.AppStatus) (pod.AppStatus, error) {
+func appFromSystemd(ctx context.Context, mgr *manager.Conn, name string, a *pod.App, s record.AppStatus) (record.AppStatus, error) {
 	u := pod.AppUnit(name, a.Name)
 	props, err := mgr.Properties(ctx, u, manager.UnitIface)
 	if manager.IsNoSuchUnit(err) {
@@ -148,15 +149,15 @@ func appFromSystemd(ctx context.Context, mgr *manager.Conn, name string, a *pod.
 		// No run of the unit had a main process.
 		return s, nil
 	}
-	if s.State == pod.AppRestarting && s.Invocation == invocation {
+	if s.State == record.AppRestarting && s.Invocation == invocation {
 		// Its last exit is recorded; the reaper's record of its end
 		// for good is not.
 		s = s.EndRestart()
 		s.FromSystemd = true
 		return s, nil
 	}
-	x := unit.ExitFromMain(code, status, result)
-	exit := pod.Exit{Exit: x, Success: x.Result == "success"}
+	x := exit.ExitFromMain(code, status, result)
+	exit := record.Exit{Exit: x, Success: x.Result == "success"}
 	if result == "exit-code" && mainSucceeded(a, code, status) {
 		// The main process succeeded: the hook that failed made the
 		// result "exit-code".
@@ -167,9 +168,9 @@ func appFromSystemd(ctx context.Context, mgr *manager.Conn, name string, a *pod.
 	_, signal := exit.JSON()
 	s.ExitCode, s.Signal, s.Result = &c, signal, exit.Result
 	s.LastExitAt, s.FinishedAt, s.Invocation, s.PID, s.Ready = at, at, invocation, 0, false
-	s.State, s.FromSystemd = pod.AppFailed, true
+	s.State, s.FromSystemd = record.AppFailed, true
 	if exit.Success {
-		s.State = pod.AppExited
+		s.State = record.AppExited
 	}
 	return s, nil
 }

@@ -30,7 +30,7 @@ func Await(ctx context.Context, stateDir, name, app string) error {
 	if !m.Awaits(a.Name) {
 		return nil
 	}
-	if s, err := pod.ReadAppOrNew(stateDir, name, app); err != nil || s.State != pod.AppWaiting {
+	if s, err := record.ReadAppOrNew(stateDir, name, app); err != nil || s.State != record.AppWaiting {
 		return err
 	}
 	for {
@@ -48,20 +48,20 @@ func Await(ctx context.Context, stateDir, name, app string) error {
 // init apps inits have succeeded.
 func awaited(stateDir, name string, side *pod.App, inits []*pod.App) (bool, error) {
 	for _, a := range inits {
-		s, err := pod.ReadAppOrNew(stateDir, name, a.Name)
-		if err != nil || s.State != pod.AppExited {
+		s, err := record.ReadAppOrNew(stateDir, name, a.Name)
+		if err != nil || s.State != record.AppExited {
 			return false, err
 		}
 	}
 	if side == nil {
 		return true, nil
 	}
-	s, err := pod.ReadAppOrNew(stateDir, name, side.Name)
+	s, err := record.ReadAppOrNew(stateDir, name, side.Name)
 	if err != nil {
 		return false, err
 	}
-	return s.State == pod.AppRunning && !execHook(s.PID) &&
-		(side.StartupProbe == nil || s.Startup != nil && s.Startup.LastResult == pod.ProbeSuccess), nil
+	return s.State == record.AppRunning && !execHook(s.PID) &&
+		(side.StartupProbe == nil || s.Startup != nil && s.Startup.LastResult == record.ProbeSuccess), nil
 }
 
 // ReapApp is "unitrun pod unit-hook reap-app", the ExecStopPost= of an app, and the
@@ -70,7 +70,7 @@ func awaited(stateDir, name string, side *pod.App, inits []*pod.App) (bool, erro
 // not record the exit without the manager: it records the exit that env
 // describes with [record.RecordExit], asking the manager whether a job is
 // stopping the app, and ends the pod if the exit ends it ([EndPod]).
-func ReapApp(ctx context.Context, stateDir, name, app string, env pod.HookEnv, open func(context.Context) (*manager.Conn, error)) error {
+func ReapApp(ctx context.Context, stateDir, name, app string, env record.HookEnv, open func(context.Context) (*manager.Conn, error)) error {
 	p, err := pod.LoadPolicy(stateDir, name)
 	if err != nil {
 		return err
@@ -92,7 +92,7 @@ func EndPod(ctx context.Context, stateDir, name string, open func(context.Contex
 	if err := pod.CheckNames(name); err != nil {
 		return err
 	}
-	if err := pod.MarkStopping(stateDir, name); err != nil {
+	if err := record.MarkStopping(stateDir, name); err != nil {
 		return err
 	}
 	mgr, err := open(ctx)
@@ -104,20 +104,20 @@ func EndPod(ctx context.Context, stateDir, name string, open func(context.Contex
 }
 
 // updateApp changes app's record with change, under the pod's lock.
-func updateApp(stateDir, name, app string, change func(*pod.AppStatus) error) error {
-	unlock, err := pod.Lock(stateDir, name)
+func updateApp(stateDir, name, app string, change func(*record.AppStatus) error) error {
+	unlock, err := record.Lock(stateDir, name)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	s, err := pod.ReadAppOrNew(stateDir, name, app)
+	s, err := record.ReadAppOrNew(stateDir, name, app)
 	if err != nil {
 		return err
 	}
 	if err := change(&s); err != nil {
 		return err
 	}
-	return pod.WriteApp(stateDir, name, s)
+	return record.WriteApp(stateDir, name, s)
 }
 
 // Reap is the ExecStop= of an app's reaper, which stops once the app is
@@ -125,8 +125,8 @@ func updateApp(stateDir, name, app string, change func(*pod.AppStatus) error) er
 // restarts (systemd stopped it between two runs, before the next one
 // started) has ended for good, with the exit of its last run.
 func Reap(stateDir, name, app string) error {
-	return updateApp(stateDir, name, app, func(s *pod.AppStatus) error {
-		if s.State == pod.AppRestarting {
+	return updateApp(stateDir, name, app, func(s *record.AppStatus) error {
+		if s.State == record.AppRestarting {
 			*s = s.EndRestart()
 		}
 		return nil
@@ -134,13 +134,13 @@ func Reap(stateDir, name, app string) error {
 }
 
 // Shutdown is the ExecStop= of the pod's shutdown service, which stops once
-// every reaper has stopped: it records the pod's exit code, [pod.PodExitCode]
+// every reaper has stopped: it records the pod's exit code, [record.PodExitCode]
 // of every app's last exit (from systemd for an app whose reap-app did not
 // record it, see [recordedOutcomes]), and its phase; then stops the pod's target and
 // slice (with any init app still active in it), and ends an isolated
 // pod's own systemd.
 func Shutdown(ctx context.Context, stateDir, name string, open func(context.Context) (*manager.Conn, error)) error {
-	unlock, err := pod.Lock(stateDir, name)
+	unlock, err := record.Lock(stateDir, name)
 	if err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func Shutdown(ctx context.Context, stateDir, name string, open func(context.Cont
 	if err != nil {
 		return err
 	}
-	code := pod.PodExitCode(outcomes)
+	code := record.PodExitCode(outcomes)
 	ps.ExitCode, ps.Phase, ps.FinishedAt = &code, pod.PodSucceeded, time.Now()
 	if code != 0 {
 		ps.Phase = pod.PodFailed
@@ -173,7 +173,7 @@ func Shutdown(ctx context.Context, stateDir, name string, open func(context.Cont
 	if err := pod.WritePod(stateDir, ps); err != nil {
 		return err
 	}
-	if err := pod.MarkStopping(stateDir, name); err != nil {
+	if err := record.MarkStopping(stateDir, name); err != nil {
 		return err
 	}
 	return queueStops(ctx, mgr, pod.TargetUnit(name), pod.SliceUnit(name))
@@ -186,23 +186,23 @@ func Shutdown(ctx context.Context, stateDir, name string, open func(context.Cont
 // has, after a run (its reap-app was killed, say, before it wrote), is
 // given and recorded the exit that mgr keeps of that run
 // ([appFromSystemd]).
-func recordedOutcomes(ctx context.Context, mgr *manager.Conn, stateDir string, m *pod.Manifest, ps pod.PodStatus) ([]pod.Outcome, error) {
-	var outcomes []pod.Outcome
+func recordedOutcomes(ctx context.Context, mgr *manager.Conn, stateDir string, m *pod.Manifest, ps pod.PodStatus) ([]record.Outcome, error) {
+	var outcomes []record.Outcome
 	for _, a := range ps.Apps {
 		app := m.App(a.Name)
 		if app != nil && !app.Counts() {
 			continue
 		}
-		r, err := pod.ReadAppOrNew(stateDir, m.Name, a.Name)
+		r, err := record.ReadAppOrNew(stateDir, m.Name, a.Name)
 		if err != nil {
 			return nil, err
 		}
-		if mgr != nil && app != nil && !r.Ended() && r.State != pod.AppWaiting {
+		if mgr != nil && app != nil && !r.Ended() && r.State != record.AppWaiting {
 			if r, err = appFromSystemd(ctx, mgr, m.Name, app, r); err != nil {
 				return nil, err
 			}
 			if r.FromSystemd {
-				if err := pod.WriteApp(stateDir, m.Name, r); err != nil {
+				if err := record.WriteApp(stateDir, m.Name, r); err != nil {
 					return nil, err
 				}
 			}

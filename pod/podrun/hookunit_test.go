@@ -23,7 +23,7 @@ func TestHooksRefusedByHand(t *testing.T) {
 	r := newRunner(t)
 	name := run(t, r, "name: web\napps:\n  - name: ticker\n    exec: [\"/bin/sleep\", \"600\"]\n", "")
 	waitStarted(t, r, name, "ticker")
-	was, err := pod.ReadApp(r.StateDir, name, "ticker")
+	was, err := record.ReadApp(r.StateDir, name, "ticker")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,11 +33,11 @@ func TestHooksRefusedByHand(t *testing.T) {
 		return append([]string{"pod", record.HookCommand, h, "--state-dir", r.StateDir}, args...)
 	}
 	for _, argv := range [][]string{
-		append([]string{r.Binary}, by(pod.HookStart, name, "ticker")...),
-		append([]string{hook, r.Binary}, by(pod.HookStart, name, "ticker")...),
-		append([]string{r.Binary}, by(pod.HookReapApp, name, "ticker")...),
-		append([]string{hook, r.Binary}, by(pod.HookReapApp, name, "ticker")...),
-		append([]string{r.Binary}, by(pod.HookEnd, name, "ticker")...),
+		append([]string{r.Binary}, by(record.HookStart, name, "ticker")...),
+		append([]string{hook, r.Binary}, by(record.HookStart, name, "ticker")...),
+		append([]string{r.Binary}, by(record.HookReapApp, name, "ticker")...),
+		append([]string{hook, r.Binary}, by(record.HookReapApp, name, "ticker")...),
+		append([]string{r.Binary}, by(record.HookEnd, name, "ticker")...),
 		append([]string{r.Binary}, by(pod.HookShutdown, name)...),
 		append([]string{r.Binary}, by(pod.HookReap, name, "ticker")...),
 	} {
@@ -48,17 +48,17 @@ func TestHooksRefusedByHand(t *testing.T) {
 			t.Errorf("%q by hand: exit status %d, output %q; want 2, refused outside its unit", argv, code, out)
 		}
 	}
-	now, err := pod.ReadApp(r.StateDir, name, "ticker")
+	now, err := record.ReadApp(r.StateDir, name, "ticker")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if now.State != pod.AppRunning || now.PID != was.PID || !now.StartedAt.Equal(was.StartedAt) || now.Restarts != 0 {
+	if now.State != record.AppRunning || now.PID != was.PID || !now.StartedAt.Equal(was.StartedAt) || now.Restarts != 0 {
 		t.Errorf("record of ticker: %+v; want it unchanged, %+v", now, was)
 	}
 	if !systemdtest.Alive(was.PID) {
 		t.Errorf("ticker's command (pid %d) no longer runs", was.PID)
 	}
-	if pod.Stopping(r.StateDir, name) {
+	if record.Stopping(r.StateDir, name) {
 		t.Error("the pod is being stopped")
 	}
 	if _, err := r.Stop(context.Background(), name, time.Minute); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // Retried init apps (restartPolicy OnFailure) run again, with the pod's
@@ -37,7 +38,7 @@ apps:
 	s := wait(t, r, name)
 	wantPod(t, s, pod.PodSucceeded, 0)
 	for app, restarts := range map[string]int{"first": 2, "second": 1, "main": 0} {
-		wantApp(t, s, app, pod.AppExited, 0)
+		wantApp(t, s, app, record.AppExited, 0)
 		if a := appOf(t, s, app); a.Restarts != restarts {
 			t.Errorf("app %s restarted %d times, want %d", app, a.Restarts, restarts)
 		}
@@ -93,13 +94,13 @@ apps:
 	// The stop ends both apps at about the same moment, and the pod's
 	// exit code is the first of their exits recorded: setup's last run's
 	// or main's, which never ran a process.
-	if s.Phase != pod.PodFailed || s.ExitCode == nil || *s.ExitCode != 7 && *s.ExitCode != pod.NoProcessCode {
-		t.Errorf("pod %s: %s, exit code %s; want Failed, 7 or %d", s.Name, s.Phase, fmtCode(s.ExitCode), pod.NoProcessCode)
+	if s.Phase != pod.PodFailed || s.ExitCode == nil || *s.ExitCode != 7 && *s.ExitCode != record.NoProcessCode {
+		t.Errorf("pod %s: %s, exit code %s; want Failed, 7 or %d", s.Name, s.Phase, fmtCode(s.ExitCode), record.NoProcessCode)
 	}
-	wantApp(t, s, "setup", pod.AppFailed, 7)
+	wantApp(t, s, "setup", record.AppFailed, 7)
 	// Stopped in its await hook, main's first run ended before its
 	// command ran.
-	if a := appOf(t, s, "main"); a.State != pod.AppFailed || a.Message != "ended before its command ran" || !a.StartedAt.IsZero() {
+	if a := appOf(t, s, "main"); a.State != record.AppFailed || a.Message != "ended before its command ran" || !a.StartedAt.IsZero() {
 		t.Errorf("main after an init app that never succeeded: %+v, want failed before its command ran", a)
 	}
 }

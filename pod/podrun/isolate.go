@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // innerManager is the --manager value by which the hooks of an isolated
@@ -49,7 +50,7 @@ func (r *Runner) unitFiles(m *pod.Manifest, unitDir string) ([]placedFile, error
 	graphDir := unitDir
 	if isolated(m) {
 		o.Manager = innerManager
-		graphDir = filepath.Join(pod.Dir(r.StateDir, m.Name), containerUnits)
+		graphDir = filepath.Join(record.Dir(r.StateDir, m.Name), containerUnits)
 	}
 	files, err := pod.Graph(m, o)
 	if err != nil {

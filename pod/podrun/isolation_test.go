@@ -18,6 +18,7 @@ import (
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // An isolated pod's app runs under the pod's own systemd, PID 1 of the
@@ -40,8 +41,8 @@ apps:
 	defer containerLog(t, r, name)
 	s := wait(t, r, name)
 	wantPod(t, s, pod.PodFailed, 3)
-	wantApp(t, s, "look", pod.AppFailed, 3)
-	wantApp(t, s, "ok", pod.AppExited, 0)
+	wantApp(t, s, "look", record.AppFailed, 3)
+	wantApp(t, s, "ok", record.AppExited, 0)
 	log, err := os.ReadFile(pod.LogFile(r.StateDir, name, "look"))
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +58,7 @@ apps:
 	if host, _ := os.Hostname(); host == "guarded" {
 		t.Errorf("the host's hostname changed to %s", host)
 	}
-	if c, err := pod.ReadExitCode(r.StateDir, name, "look"); err != nil || c != 3 {
+	if c, err := record.ReadExitCode(r.StateDir, name, "look"); err != nil || c != 3 {
 		t.Errorf("status file of look: %d, %v", c, err)
 	}
 }
@@ -68,7 +69,7 @@ func containerLog(t *testing.T, r *Runner, name string) {
 	if !t.Failed() {
 		return
 	}
-	b, err := os.ReadFile(filepath.Join(pod.Dir(r.StateDir, name), containerRun, "unitrun-manager.log"))
+	b, err := os.ReadFile(filepath.Join(record.Dir(r.StateDir, name), containerRun, "unitrun-manager.log"))
 	t.Logf("log of pod %s's systemd (%v):\n%s", name, err, b)
 	out, _ := exec.Command("systemctl", "--user", "status", pod.ContainerUnit(name)).CombinedOutput()
 	t.Logf("%s", out)
@@ -152,10 +153,10 @@ func TestIsolatedPodStopFromOutside(t *testing.T) {
 			w.stop(t, r, name)
 			s := wait(t, r, name)
 			wantPod(t, s, pod.PodFailed, 7)
-			wantApp(t, s, "a", pod.AppExited, 128+15)
-			wantApp(t, s, "b", pod.AppFailed, 7)
+			wantApp(t, s, "a", record.AppExited, 128+15)
+			wantApp(t, s, "b", record.AppFailed, 7)
 			for app, want := range map[string]int{"a": 143, "b": 7} {
-				if c, err := pod.ReadExitCode(r.StateDir, name, app); err != nil || c != want {
+				if c, err := record.ReadExitCode(r.StateDir, name, app); err != nil || c != want {
 					t.Errorf("status file of %s: %d, %v; want %d", app, c, err, want)
 				}
 			}
@@ -336,7 +337,7 @@ apps:
 	defer containerLog(t, r, name)
 	s := wait(t, r, name)
 	wantPod(t, s, pod.PodSucceeded, 0)
-	if p := s.Apps[0].Probe; p == nil || p.LastResult != pod.ProbeSuccess {
+	if p := s.Apps[0].Probe; p == nil || p.LastResult != record.ProbeSuccess {
 		t.Errorf("probe of the rootfs app: %+v, want its last result a success", p)
 	}
 }
@@ -383,7 +384,7 @@ func TestIsolatedPodRemoveLeavesNothing(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(unitDir, pod.ContainerUnit(m.Name))); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("container unit file left after pod rm: %v", err)
 	}
-	if _, err := os.Stat(pod.Dir(r.StateDir, m.Name)); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(record.Dir(r.StateDir, m.Name)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("state left after pod rm: %v", err)
 	}
 	if systemdtest.Alive(pid) {
@@ -450,7 +451,7 @@ apps:
 // it through the pod's own systemd.
 func TestIsolatedPodProbeRestarts(t *testing.T) {
 	r := newRunner(t)
-	manifest := strings.Replace(flakyPod(t, "probe-iso", pod.RestartApp), "apps:\n", "isolation: namespaces\nnetwork: none\napps:\n", 1)
+	manifest := strings.Replace(flakyPod(t, "probe-iso", record.RestartApp), "apps:\n", "isolation: namespaces\nnetwork: none\napps:\n", 1)
 	name := run(t, r, manifest, "")
 	defer containerLog(t, r, name)
 	s := poll(t, r, name, func(s pod.PodStatus) bool { return s.Apps[0].Restarts >= 2 })
@@ -488,7 +489,7 @@ apps:
 	defer containerLog(t, r, name)
 	waitLog(t, r, name, "app", "in root\n")
 	s := poll(t, r, name, func(s pod.PodStatus) bool { p := s.Apps[0].Probe; return p != nil })
-	if p := s.Apps[0].Probe; p.LastResult != pod.ProbeSuccess {
+	if p := s.Apps[0].Probe; p.LastResult != record.ProbeSuccess {
 		t.Errorf("probe of the rootfs app: %+v, want a success", p)
 	}
 	if err := os.WriteFile(filepath.Join(root, "stop"), nil, 0o644); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // PostStart is the ExecStartPost= of an app with a postStart hook: it
@@ -33,7 +34,7 @@ func PostStart(ctx context.Context, stateDir, name, app string) error {
 		return nil
 	}
 	why := "postStart hook failed: " + hookErr.Error()
-	f, err := pod.OpenStartError(stateDir, name, app)
+	f, err := record.OpenStartError(stateDir, name, app)
 	if err != nil {
 		return errors.Join(errors.New(why), err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // An app's postStart hook runs beside its command's start, and its
@@ -44,14 +45,14 @@ apps:
     postStart: {http: {port: %[2]d, path: /post-start}}
     preStop: {http: {port: %[2]d, path: /pre-stop}}
     exec: ["/bin/sleep", "600"]
-`, dir, port), pod.AllExit)
+`, dir, port), record.AllExit)
 	if p := <-got; p != "/post-start" {
 		t.Errorf("api's postStart hook GET %s", p)
 	}
 	if got := waitFile(t, filepath.Join(dir, "post-start")); got != "started\n" {
 		t.Errorf("postStart hook wrote %q", got)
 	}
-	for appState(t, r, name, "quick") != pod.AppExited {
+	for appState(t, r, name, "quick") != record.AppExited {
 		time.Sleep(20 * time.Millisecond)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -60,7 +61,7 @@ apps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantApp(t, s, "web", pod.AppExited, 0)
+	wantApp(t, s, "web", record.AppExited, 0)
 	// The shell may also say that its sleep was terminated.
 	if data, _ := os.ReadFile(pod.LogFile(r.StateDir, name, "web")); !strings.HasSuffix(string(data), "stopping\n") {
 		t.Errorf("web's command, at its stop signal, read %q from the preStop hook's file, want %q", data, "stopping\n")
@@ -92,7 +93,7 @@ apps:
 `, "")
 	s := wait(t, r, name)
 	a := appOf(t, s, "web")
-	if a.State != pod.AppFailed || !strings.HasPrefix(a.Message, "postStart hook failed: exit status 3") {
+	if a.State != record.AppFailed || !strings.HasPrefix(a.Message, "postStart hook failed: exit status 3") {
 		t.Errorf("app web after its postStart hook failed: %s, message %q; want failed, postStart hook failed: exit status 3", a.State, a.Message)
 	}
 	if s.Phase != pod.PodFailed {
@@ -119,9 +120,9 @@ apps:
     preStop: {sleep: 10min}
     stopTimeout: 1s
     exec: ["/bin/sleep", "600"]
-`, pod.AllExit)
+`, record.AllExit)
 	for _, app := range []string{"web", "bounded"} {
-		for appState(t, r, name, app) != pod.AppRunning {
+		for appState(t, r, name, app) != record.AppRunning {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/logcopy"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // TestLogCopierOneProcess runs an app that prints its own children and
@@ -37,7 +38,7 @@ apps:
 `, fifo), "")
 	var app int
 	for range 600 {
-		s, err := pod.ReadAppOrNew(r.StateDir, name, "a")
+		s, err := record.ReadAppOrNew(r.StateDir, name, "a")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +191,7 @@ apps:
 		t.Errorf("logs --since the last run's first line: %q, want %q", got, want)
 	}
 	for _, f := range append(files, live) {
-		if err := os.Remove(pod.LogTimes(f)); err != nil {
+		if err := os.Remove(logcopy.Times(f)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -85,11 +85,11 @@ const runPoll = 50 * time.Millisecond
 // timed; false if ctx ends first.
 func waitForRun(ctx context.Context, stateDir, name, app string, last time.Time) (run, command time.Time, ok bool, err error) {
 	for {
-		s, err := pod.ReadAppOrNew(stateDir, name, app)
+		s, err := record.ReadAppOrNew(stateDir, name, app)
 		if err != nil {
 			return time.Time{}, time.Time{}, false, err
 		}
-		if s.State == pod.AppRunning && !s.StartedAt.Equal(last) && !execHook(s.PID) {
+		if s.State == record.AppRunning && !s.StartedAt.Equal(last) && !execHook(s.PID) {
 			return s.StartedAt, time.Now(), true, nil
 		}
 		if !sleepUntil(ctx, time.Now().Add(runPoll)) {
@@ -129,7 +129,7 @@ func execHook(pid int) bool {
 	} else {
 		return false
 	}
-	return len(args) > 2 && args[0] == "pod" && args[1] == record.HookCommand && args[2] == pod.HookStart
+	return len(args) > 2 && args[0] == "pod" && args[1] == record.HookCommand && args[2] == record.HookStart
 }
 
 // probing runs the probes of app a of pod name on its run that started
@@ -212,7 +212,7 @@ func (pr probing) loop(ctx context.Context, k probeKind) (bool, error) {
 	timeout := time.Duration(p.TimeoutSeconds) * time.Second
 	// Probes held by a startup probe start once it has succeeded.
 	next := pr.command.Add(time.Duration(p.InitialDelaySeconds) * time.Second)
-	var st pod.ProbeStatus
+	var st record.ProbeStatus
 	for {
 		if !sleepUntil(ctx, next) {
 			return false, nil
@@ -222,22 +222,22 @@ func (pr probing) loop(ctx context.Context, k probeKind) (bool, error) {
 		if ctx.Err() != nil {
 			return false, nil
 		}
-		st = pod.ProbeStatus{LastResult: result, Message: msg, ConsecutiveFailures: st.ConsecutiveFailures + 1}
-		if result == pod.ProbeSuccess {
+		st = record.ProbeStatus{LastResult: result, Message: msg, ConsecutiveFailures: st.ConsecutiveFailures + 1}
+		if result == record.ProbeSuccess {
 			st.ConsecutiveFailures = 0
 		}
 		threshold := st.ConsecutiveFailures >= p.FailureThreshold
 		acts := threshold && k != readiness
 		if acts {
 			st.Acted = p.Action
-			if p.Action == pod.RestartApp {
+			if p.Action == record.RestartApp {
 				st.ConsecutiveFailures = 0
 			}
 		}
 		if err := pr.record(k, st, threshold); err != nil {
 			return false, err
 		}
-		if acts || k == startup && result == pod.ProbeSuccess {
+		if acts || k == startup && result == record.ProbeSuccess {
 			return acts, nil
 		}
 	}
@@ -258,12 +258,12 @@ func (pr probing) probe(k probeKind) *pod.Probe {
 // it whether the app is ready, under the pod's lock; threshold says st
 // reached the probe's failure threshold. It returns errRunEnded if the
 // run has ended.
-func (pr probing) record(k probeKind, st pod.ProbeStatus, threshold bool) error {
-	return updateApp(pr.stateDir, pr.name, pr.a.Name, func(s *pod.AppStatus) error {
-		if s.State != pod.AppRunning || !s.StartedAt.Equal(pr.run) {
+func (pr probing) record(k probeKind, st record.ProbeStatus, threshold bool) error {
+	return updateApp(pr.stateDir, pr.name, pr.a.Name, func(s *record.AppStatus) error {
+		if s.State != record.AppRunning || !s.StartedAt.Equal(pr.run) {
 			return errRunEnded
 		}
-		success := st.LastResult == pod.ProbeSuccess
+		success := st.LastResult == record.ProbeSuccess
 		switch k {
 		case liveness:
 			s.Probe = &st
@@ -287,11 +287,11 @@ func (pr probing) record(k probeKind, st pod.ProbeStatus, threshold bool) error 
 // of the pod: none is asked for once the pod is stopping, and one asked
 // for just before is queued in mode "fail", which the manager refuses
 // rather than cancel the stop's jobs.
-func act(ctx context.Context, stateDir, name, app string, action pod.ProbeAction, open func(context.Context) (*manager.Conn, error)) error {
-	if action == pod.FailPod {
+func act(ctx context.Context, stateDir, name, app string, action record.ProbeAction, open func(context.Context) (*manager.Conn, error)) error {
+	if action == record.FailPod {
 		return EndPod(ctx, stateDir, name, open)
 	}
-	if pod.Stopping(stateDir, name) {
+	if record.Stopping(stateDir, name) {
 		return nil
 	}
 	mgr, err := open(ctx)
@@ -300,7 +300,7 @@ func act(ctx context.Context, stateDir, name, app string, action pod.ProbeAction
 	}
 	defer mgr.Close()
 	_, err = mgr.RestartUnit(ctx, pod.AppUnit(name, app), "fail")
-	if err != nil && pod.Stopping(stateDir, name) {
+	if err != nil && record.Stopping(stateDir, name) {
 		return nil
 	}
 	return err

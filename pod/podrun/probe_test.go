@@ -15,6 +15,7 @@ import (
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // flakyServer is an HTTP server on 127.0.0.1:argv[1] that answers 200 to
@@ -46,7 +47,7 @@ func freePort(t *testing.T) int {
 
 // flakyPod is the manifest of pod name, whose app api serves two good
 // answers per run, probed over HTTP with action.
-func flakyPod(t *testing.T, name string, action pod.ProbeAction) string {
+func flakyPod(t *testing.T, name string, action record.ProbeAction) string {
 	m, _ := serverPod(t, name, flakyServer, []string{"2"}, 2, action, "")
 	return m
 }
@@ -56,7 +57,7 @@ func flakyPod(t *testing.T, name string, action pod.ProbeAction) string {
 // probed on /healthz with failureThreshold threshold and action; extra
 // adds lines to the app, with %[2]d for the port. It returns the manifest
 // and the port.
-func serverPod(t *testing.T, name, script string, args []string, threshold int, action pod.ProbeAction, extra string) (string, int) {
+func serverPod(t *testing.T, name, script string, args []string, threshold int, action record.ProbeAction, extra string) (string, int) {
 	port := freePort(t)
 	argv, err := json.Marshal(append([]string{"/usr/bin/python3", "-c", script, fmt.Sprint(port)}, args...))
 	if err != nil {
@@ -95,12 +96,12 @@ func poll(t *testing.T, r *Runner, name string, ok func(pod.PodStatus) bool) pod
 
 func TestProbeRestart(t *testing.T) {
 	r := newRunner(t)
-	name := run(t, r, flakyPod(t, "probe-restart", pod.RestartApp), "")
+	name := run(t, r, flakyPod(t, "probe-restart", record.RestartApp), "")
 	s := poll(t, r, name, func(s pod.PodStatus) bool { return s.Apps[0].Restarts >= 2 })
 	if s.Phase != pod.PodRunning {
 		t.Errorf("pod %s after two probe restarts: %s", name, s.Phase)
 	}
-	s = poll(t, r, name, func(s pod.PodStatus) bool { return s.Apps[0].State == pod.AppRunning && s.Apps[0].Probe != nil })
+	s = poll(t, r, name, func(s pod.PodStatus) bool { return s.Apps[0].State == record.AppRunning && s.Apps[0].Probe != nil })
 	if p := s.Apps[0].Probe; p.Acted != "" || p.ConsecutiveFailures >= 2 {
 		t.Errorf("probe of a restarted app: %+v", p)
 	}
@@ -128,7 +129,7 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 // is followed, not taken for a success.
 func TestProbeRedirectRestarts(t *testing.T) {
 	r := newRunner(t)
-	m, port := serverPod(t, "probe-redirect", redirectServer, nil, 1, pod.RestartApp,
+	m, port := serverPod(t, "probe-redirect", redirectServer, nil, 1, record.RestartApp,
 		"    startupProbe: {tcp: {port: %[2]d}, periodSeconds: 1, failureThreshold: 100}\n")
 	name := run(t, r, m, "")
 	// The startup probe holds the liveness probe until the server
@@ -145,16 +146,16 @@ func TestProbeRedirectRestarts(t *testing.T) {
 
 func TestProbeFailPod(t *testing.T) {
 	r := newRunner(t)
-	name := run(t, r, flakyPod(t, "probe-fail", pod.FailPod), "")
+	name := run(t, r, flakyPod(t, "probe-fail", record.FailPod), "")
 	s := wait(t, r, name)
 	if s.Phase != pod.PodFailed {
 		t.Errorf("pod %s: %s, want Failed", name, s.Phase)
 	}
 	a := appOf(t, s, "api")
-	if a.State != pod.AppFailed || a.Restarts != 0 {
+	if a.State != record.AppFailed || a.Restarts != 0 {
 		t.Errorf("app api: %s after %d restarts, want failed after none", a.State, a.Restarts)
 	}
-	if p := a.Probe; p == nil || p.LastResult != pod.ProbeFailure || p.ConsecutiveFailures != 2 || p.Acted != pod.FailPod {
+	if p := a.Probe; p == nil || p.LastResult != record.ProbeFailure || p.ConsecutiveFailures != 2 || p.Acted != record.FailPod {
 		t.Errorf("probe: %+v", p)
 	}
 }
@@ -177,7 +178,7 @@ apps:
 `, ready), "")
 	s := wait(t, r, name)
 	wantPod(t, s, pod.PodFailed, 1)
-	wantApp(t, s, "app", pod.AppFailed, 0)
+	wantApp(t, s, "app", record.AppFailed, 0)
 }
 
 // TestProbeInFlightAtExit ends the app while its probe's check runs. The
@@ -231,7 +232,7 @@ apps:
 	if s.Phase != pod.PodFailed {
 		t.Errorf("pod %s: %s, want Failed", name, s.Phase)
 	}
-	if p := appOf(t, s, "app").Probe; p == nil || p.LastResult != pod.ProbeTimeout || p.Acted != pod.FailPod {
+	if p := appOf(t, s, "app").Probe; p == nil || p.LastResult != record.ProbeTimeout || p.Acted != record.FailPod {
 		t.Errorf("probe: %+v", p)
 	}
 	wantGone(t, "sleep", hang)
@@ -302,7 +303,7 @@ apps:
 		// While the app runs, its back-off is the delay before this
 		// run, the restarts'th.
 		a := s.Apps[0]
-		if a.Restarts > 0 && a.State == pod.AppRunning {
+		if a.Restarts > 0 && a.State == record.AppRunning {
 			delays[a.Restarts] = a.Backoff
 		}
 		return a.Restarts >= 4
@@ -332,15 +333,15 @@ apps:
 `, "")
 	waitStarted(t, r, name, "app")
 	before := appOf(t, statusNow(t, r, name), "app").StartedAt
-	if err := pod.MarkStopping(r.StateDir, name); err != nil {
+	if err := record.MarkStopping(r.StateDir, name); err != nil {
 		t.Fatal(err)
 	}
 	open := func(context.Context) (*manager.Conn, error) { return systemdtest.Dial(t), nil }
-	if err := act(context.Background(), r.StateDir, name, "app", pod.RestartApp, open); err != nil {
+	if err := act(context.Background(), r.StateDir, name, "app", record.RestartApp, open); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second)
-	if a := appOf(t, statusNow(t, r, name), "app"); a.State != pod.AppRunning || !a.StartedAt.Equal(before) || a.Restarts != 0 {
+	if a := appOf(t, statusNow(t, r, name), "app"); a.State != record.AppRunning || !a.StartedAt.Equal(before) || a.Restarts != 0 {
 		t.Errorf("app after a probe's restart of a stopping pod: %s, started %v (before %v), %d restarts; want the same run", a.State, a.StartedAt, before, a.Restarts)
 	}
 }
@@ -400,14 +401,14 @@ apps:
     readinessProbe: {grpc: {port: %[1]d, service: ready}, periodSeconds: 1}
 `, port), "")
 	s := poll(t, r, name, func(s pod.PodStatus) bool { return s.Apps[0].Ready })
-	if s.Apps[0].Readiness == nil || s.Apps[0].Readiness.LastResult != pod.ProbeSuccess {
+	if s.Apps[0].Readiness == nil || s.Apps[0].Readiness.LastResult != record.ProbeSuccess {
 		t.Errorf("readiness probe of a ready app: %+v", s.Apps[0].Readiness)
 	}
 	s = poll(t, r, name, func(s pod.PodStatus) bool { return s.Apps[0].Restarts >= 1 })
 	if s.Phase != pod.PodRunning {
 		t.Errorf("pod %s after a grpc probe's restart: %s", name, s.Phase)
 	}
-	if p := s.Apps[0].Probe; p == nil || p.LastResult != pod.ProbeFailure || p.Message != `service unhealthy (responded with "NOT_SERVING")` {
+	if p := s.Apps[0].Probe; p == nil || p.LastResult != record.ProbeFailure || p.Message != `service unhealthy (responded with "NOT_SERVING")` {
 		t.Errorf("liveness probe after the restart: %+v", p)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/appexec"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // check runs p, a probe of a, once, bounded by timeout, and returns its
@@ -43,11 +44,11 @@ func check(ctx context.Context, a *pod.App, p *pod.Probe, timeout time.Duration)
 	}
 	switch {
 	case err == nil:
-		return pod.ProbeSuccess, note
+		return record.ProbeSuccess, note
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return pod.ProbeTimeout, fmt.Sprintf("no answer within %v", timeout)
+		return record.ProbeTimeout, fmt.Sprintf("no answer within %v", timeout)
 	}
-	return pod.ProbeFailure, err.Error()
+	return record.ProbeFailure, err.Error()
 }
 
 func localAddr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }

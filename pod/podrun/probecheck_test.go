@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // serverPort returns the port of s, an httptest server on 127.0.0.1.
@@ -57,27 +58,27 @@ func TestProbeChecks(t *testing.T) {
 		want  string
 		note  string
 	}{
-		{"http ok", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/ok", Status: ok}}, pod.ProbeSuccess, ""},
-		{"http 503", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/down", Status: ok}}, pod.ProbeFailure, ""},
-		{"http 503 expected", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/down", Status: pod.StatusRange{Min: 503, Max: 503}}}, pod.ProbeSuccess, ""},
-		{"http slow", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/slow", Status: ok}}, pod.ProbeTimeout, ""},
+		{"http ok", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/ok", Status: ok}}, record.ProbeSuccess, ""},
+		{"http 503", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/down", Status: ok}}, record.ProbeFailure, ""},
+		{"http 503 expected", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/down", Status: pod.StatusRange{Min: 503, Max: 503}}}, record.ProbeSuccess, ""},
+		{"http slow", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/slow", Status: ok}}, record.ProbeTimeout, ""},
 		// Redirects to the same host are followed, as the kubelet does.
-		{"http redirect to ok", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/to-ok", Status: ok}}, pod.ProbeSuccess, ""},
-		{"http redirect to 503", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/to-down", Status: ok}}, pod.ProbeFailure, "status 503 from http://127.0.0.1:"},
-		{"http redirect loop", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/loop", Status: ok}}, pod.ProbeFailure, "stopped after 10 redirects"},
+		{"http redirect to ok", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/to-ok", Status: ok}}, record.ProbeSuccess, ""},
+		{"http redirect to 503", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/to-down", Status: ok}}, record.ProbeFailure, "status 503 from http://127.0.0.1:"},
+		{"http redirect loop", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/loop", Status: ok}}, record.ProbeFailure, "stopped after 10 redirects"},
 		// One to another host is not: its 302 counts, with a note that
 		// holds its body, as the kubelet's warning does.
-		{"http redirect elsewhere", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/to-elsewhere", Status: ok}}, pod.ProbeSuccess, `redirect to http://unitrun.invalid/down, another host, not followed: Probe terminated redirects, Response body: <a href="http://unitrun.invalid/down">Found</a>.`},
-		{"tcp open", pod.Probe{TCP: &pod.TCPProbe{Port: port}}, pod.ProbeSuccess, ""},
-		{"tcp closed", pod.Probe{TCP: &pod.TCPProbe{Port: freePort(t)}}, pod.ProbeFailure, ""},
-		{"exec 0", pod.Probe{Exec: []string{"/bin/true"}}, pod.ProbeSuccess, ""},
-		{"exec 1", pod.Probe{Exec: []string{"/bin/false"}}, pod.ProbeFailure, ""},
-		{"exec hangs", pod.Probe{Exec: []string{"/bin/sh", "-c", "sleep " + hang + "; true"}}, pod.ProbeTimeout, ""},
+		{"http redirect elsewhere", pod.Probe{HTTP: &pod.HTTPProbe{Port: port, Path: "/to-elsewhere", Status: ok}}, record.ProbeSuccess, `redirect to http://unitrun.invalid/down, another host, not followed: Probe terminated redirects, Response body: <a href="http://unitrun.invalid/down">Found</a>.`},
+		{"tcp open", pod.Probe{TCP: &pod.TCPProbe{Port: port}}, record.ProbeSuccess, ""},
+		{"tcp closed", pod.Probe{TCP: &pod.TCPProbe{Port: freePort(t)}}, record.ProbeFailure, ""},
+		{"exec 0", pod.Probe{Exec: []string{"/bin/true"}}, record.ProbeSuccess, ""},
+		{"exec 1", pod.Probe{Exec: []string{"/bin/false"}}, record.ProbeFailure, ""},
+		{"exec hangs", pod.Probe{Exec: []string{"/bin/sh", "-c", "sleep " + hang + "; true"}}, record.ProbeTimeout, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a := &pod.App{Name: "a", Probe: &c.probe}
 			got, msg := check(context.Background(), a, a.Probe, 500*time.Millisecond)
-			if got != c.want || !strings.Contains(msg, c.note) || c.note == "" && got == pod.ProbeSuccess && msg != "" {
+			if got != c.want || !strings.Contains(msg, c.note) || c.note == "" && got == record.ProbeSuccess && msg != "" {
 				t.Errorf("check: %s (%q), want %s (%q)", got, msg, c.want, c.note)
 			}
 		})
@@ -91,10 +92,10 @@ func TestStartupProbeRunEnded(t *testing.T) {
 	dir := t.TempDir()
 	started := time.Now().Add(-time.Second).Round(0)
 	code := 0
-	if err := pod.WriteApp(dir, "p", pod.AppStatus{Name: "a", State: pod.AppExited, ExitCode: &code, StartedAt: started}); err != nil {
+	if err := record.WriteApp(dir, "p", record.AppStatus{Name: "a", State: record.AppExited, ExitCode: &code, StartedAt: started}); err != nil {
 		t.Fatal(err)
 	}
-	a := &pod.App{Name: "a", StartupProbe: &pod.Probe{Exec: []string{"/bin/false"}, PeriodSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 100, Action: pod.RestartApp}}
+	a := &pod.App{Name: "a", StartupProbe: &pod.Probe{Exec: []string{"/bin/false"}, PeriodSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 100, Action: record.RestartApp}}
 	pr := probing{stateDir: dir, name: "p", a: a, run: started, command: started}
 	if acted, err := pr.probeRun(t.Context()); acted != nil || err != nil {
 		t.Errorf("startup probe of an ended run: acted %+v, %v; want none", acted, err)
@@ -155,13 +156,13 @@ func TestGRPCProbeChecks(t *testing.T) {
 		want  string
 		msg   string
 	}{
-		{"server", pod.GRPCProbe{Port: port}, pod.ProbeSuccess, ""},
-		{"service", pod.GRPCProbe{Port: port, Service: "api"}, pod.ProbeSuccess, ""},
-		{"not serving", pod.GRPCProbe{Port: port, Service: "down"}, pod.ProbeFailure, `service unhealthy (responded with "NOT_SERVING")`},
-		{"unknown service", pod.GRPCProbe{Port: port, Service: "nope"}, pod.ProbeFailure, "health rpc probe failed: code 5: unknown service"},
-		{"slow", pod.GRPCProbe{Port: port, Service: "slow"}, pod.ProbeTimeout, "no answer within 500ms"},
-		{"closed port", pod.GRPCProbe{Port: freePort(t)}, pod.ProbeFailure, "failed to connect service"},
-		{"http/1.1 server", pod.GRPCProbe{Port: serverPort(t, h1)}, pod.ProbeFailure, "failed to connect service"},
+		{"server", pod.GRPCProbe{Port: port}, record.ProbeSuccess, ""},
+		{"service", pod.GRPCProbe{Port: port, Service: "api"}, record.ProbeSuccess, ""},
+		{"not serving", pod.GRPCProbe{Port: port, Service: "down"}, record.ProbeFailure, `service unhealthy (responded with "NOT_SERVING")`},
+		{"unknown service", pod.GRPCProbe{Port: port, Service: "nope"}, record.ProbeFailure, "health rpc probe failed: code 5: unknown service"},
+		{"slow", pod.GRPCProbe{Port: port, Service: "slow"}, record.ProbeTimeout, "no answer within 500ms"},
+		{"closed port", pod.GRPCProbe{Port: freePort(t)}, record.ProbeFailure, "failed to connect service"},
+		{"http/1.1 server", pod.GRPCProbe{Port: serverPort(t, h1)}, record.ProbeFailure, "failed to connect service"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a := &pod.App{Name: "a", Probe: &pod.Probe{GRPC: &c.probe}}
@@ -185,7 +186,7 @@ func TestGRPCUnimplemented(t *testing.T) {
 	defer srv.Close()
 	a := &pod.App{Name: "a", Probe: &pod.Probe{GRPC: &pod.GRPCProbe{Port: serverPort(t, srv)}}}
 	got, msg := check(context.Background(), a, a.Probe, time.Second)
-	if want := "this server does not implement the grpc health protocol (grpc.health.v1.Health): unknown service grpc.health.v1.Health"; got != pod.ProbeFailure || msg != want {
+	if want := "this server does not implement the grpc health protocol (grpc.health.v1.Health): unknown service grpc.health.v1.Health"; got != record.ProbeFailure || msg != want {
 		t.Errorf("check: %s (%q), want failure (%q)", got, msg, want)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // endRun bounds the end of the run of app a that started at run, which a
@@ -28,8 +29,8 @@ import (
 func endRun(ctx context.Context, stateDir, name string, a *pod.App, run time.Time, grace time.Duration, open func(context.Context) (*manager.Conn, error)) error {
 	deadline, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	s, err := pod.ReadAppOrNew(stateDir, name, a.Name)
-	if err != nil || s.State != pod.AppRunning || !s.StartedAt.Equal(run) || s.PID == 0 {
+	s, err := record.ReadAppOrNew(stateDir, name, a.Name)
+	if err != nil || s.State != record.AppRunning || !s.StartedAt.Equal(run) || s.PID == 0 {
 		return err
 	}
 	// The command's pidfd tells exactly when it ends; ESRCH: it has.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // TestProbeReadiness flips an app's readiness probe, an exec check of a
@@ -27,16 +28,16 @@ apps:
       periodSeconds: 1
       failureThreshold: 2
 `, ok), "")
-	readiness := func(s pod.PodStatus) *pod.ProbeStatus { return s.Apps[0].Readiness }
+	readiness := func(s pod.PodStatus) *record.ProbeStatus { return s.Apps[0].Readiness }
 	s := poll(t, r, name, func(s pod.PodStatus) bool { return readiness(s) != nil })
-	if p := readiness(s); p.LastResult != pod.ProbeFailure || s.Apps[0].Ready || s.Ready {
+	if p := readiness(s); p.LastResult != record.ProbeFailure || s.Apps[0].Ready || s.Ready {
 		t.Errorf("before the first success: ready %v, pod ready %v, probe %+v", s.Apps[0].Ready, s.Ready, p)
 	}
 	if err := os.WriteFile(ok, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s = poll(t, r, name, func(s pod.PodStatus) bool { return s.Apps[0].Ready })
-	if !s.Ready || readiness(s).LastResult != pod.ProbeSuccess {
+	if !s.Ready || readiness(s).LastResult != record.ProbeSuccess {
 		t.Errorf("after a success: pod ready %v, probe %+v", s.Ready, readiness(s))
 	}
 	if err := os.Remove(ok); err != nil {
@@ -55,7 +56,7 @@ apps:
 		t.Fatal(err)
 	}
 	s = poll(t, r, name, func(s pod.PodStatus) bool { return s.Apps[0].Ready })
-	if a := s.Apps[0]; !s.Ready || a.Restarts != 0 || a.State != pod.AppRunning || a.Readiness.Acted != "" {
+	if a := s.Apps[0]; !s.Ready || a.Restarts != 0 || a.State != record.AppRunning || a.Readiness.Acted != "" {
 		t.Errorf("ready again: pod ready %v, app %+v", s.Ready, a)
 	}
 }
@@ -87,7 +88,7 @@ apps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := s.Apps[0]; s.Phase != pod.PodRunning || a.Probe != nil || a.Ready || a.Startup.LastResult != pod.ProbeFailure {
+	if a := s.Apps[0]; s.Phase != pod.PodRunning || a.Probe != nil || a.Ready || a.Startup.LastResult != record.ProbeFailure {
 		t.Fatalf("while the startup probe fails: pod %s, app %+v", s.Phase, a)
 	}
 	if err := os.WriteFile(ok, nil, 0o644); err != nil {
@@ -95,7 +96,7 @@ apps:
 	}
 	s = wait(t, r, name)
 	wantPod(t, s, pod.PodFailed, 143)
-	if a := s.Apps[0]; a.Startup == nil || a.Startup.LastResult != pod.ProbeSuccess || a.Probe == nil || a.Probe.Acted != pod.FailPod {
+	if a := s.Apps[0]; a.Startup == nil || a.Startup.LastResult != record.ProbeSuccess || a.Probe == nil || a.Probe.Acted != record.FailPod {
 		t.Errorf("app %+v: want startup success, then liveness fail-pod", a)
 	}
 }
@@ -144,7 +145,7 @@ apps:
       action: fail-pod
 `, marker), "")
 	s := poll(t, r, name, func(s pod.PodStatus) bool { return s.Apps[0].Restarts >= 2 || s.Phase != pod.PodRunning })
-	if a := s.Apps[0]; s.Phase != pod.PodRunning || a.Probe == nil || a.Probe.LastResult != pod.ProbeSuccess {
+	if a := s.Apps[0]; s.Phase != pod.PodRunning || a.Probe == nil || a.Probe.LastResult != record.ProbeSuccess {
 		t.Errorf("pod %s, app %+v: want running, its probe never failing", s.Phase, a)
 	}
 }
@@ -194,10 +195,10 @@ apps:
 `, "")
 	s := wait(t, r, name)
 	a := appOf(t, s, "app")
-	if s.Phase != pod.PodFailed || a.State != pod.AppFailed || a.Restarts != 0 {
+	if s.Phase != pod.PodFailed || a.State != record.AppFailed || a.Restarts != 0 {
 		t.Errorf("pod %s, app %s after %d restarts; want Failed, failed after none", s.Phase, a.State, a.Restarts)
 	}
-	if p := a.Startup; p == nil || p.Acted != pod.FailPod || p.ConsecutiveFailures != 2 {
+	if p := a.Startup; p == nil || p.Acted != record.FailPod || p.ConsecutiveFailures != 2 {
 		t.Errorf("startup probe: %+v", p)
 	}
 }

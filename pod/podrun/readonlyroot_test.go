@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // An app with readOnlyRoot cannot write its root file system (the host's
@@ -36,7 +37,7 @@ apps:
 	if _, err := os.Stat(dir + "/y"); err != nil {
 		t.Errorf("rw could not write: %v", err)
 	}
-	if data, _ := os.ReadFile(pod.TerminationFile(r.StateDir, name, "ro")); string(data) != "done\n" {
+	if data, _ := os.ReadFile(record.TerminationFile(r.StateDir, name, "ro")); string(data) != "done\n" {
 		t.Errorf("ro's termination message %q, want done", data)
 	}
 }

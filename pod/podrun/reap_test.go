@@ -17,6 +17,7 @@ import (
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 	"github.com/unitrun/unitrun/unit"
 )
 
@@ -28,21 +29,21 @@ func TestReapEndsWithLastExit(t *testing.T) {
 	for _, c := range []struct {
 		result string
 		code   int
-		want   pod.AppState
+		want   record.AppState
 	}{
-		{"success", 0, pod.AppExited},
-		{"exit-code", 3, pod.AppFailed},
+		{"success", 0, record.AppExited},
+		{"exit-code", 3, record.AppFailed},
 	} {
 		dir := t.TempDir()
 		at := time.Now().Add(-time.Second).Round(0)
-		s := pod.AppStatus{Name: "a", State: pod.AppRestarting, ExitCode: &c.code, Result: c.result, Restarts: 2, Backoff: time.Second, LastExitAt: at}
-		if err := pod.WriteApp(dir, "p", s); err != nil {
+		s := record.AppStatus{Name: "a", State: record.AppRestarting, ExitCode: &c.code, Result: c.result, Restarts: 2, Backoff: time.Second, LastExitAt: at}
+		if err := record.WriteApp(dir, "p", s); err != nil {
 			t.Fatal(err)
 		}
 		if err := Reap(dir, "p", "a"); err != nil {
 			t.Fatal(err)
 		}
-		got, err := pod.ReadApp(dir, "p", "a")
+		got, err := record.ReadApp(dir, "p", "a")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +77,7 @@ apps:
 	s := stopLocked(t, r, name, unlock, "a", "b")
 	wantPod(t, s, pod.PodFailed, 128+15)
 	for _, a := range s.Apps {
-		if a.State != pod.AppFailed || a.ExitCode == nil || *a.ExitCode != 128+15 || a.Signal != "TERM" ||
+		if a.State != record.AppFailed || a.ExitCode == nil || *a.ExitCode != 128+15 || a.Signal != "TERM" ||
 			a.Message != "ended before its command ran" || !a.StartedAt.IsZero() || !a.LastStartedAt.IsZero() {
 			t.Errorf("app %s, stopped before its command ran: %+v", a.Name, a)
 		}
@@ -93,15 +94,15 @@ apps:
 	if err := r.Start(context.Background(), name, ""); err != nil {
 		t.Fatal(err)
 	}
-	for appState(t, r, name, "a") != pod.AppRestarting {
+	for appState(t, r, name, "a") != record.AppRestarting {
 		time.Sleep(20 * time.Millisecond)
 	}
 	s = stopLocked(t, r, name, lock(t, r, name), "a")
 	wantPod(t, s, pod.PodFailed, 3)
-	if a := appOf(t, s, "a"); a.State != pod.AppFailed || a.ExitCode == nil || *a.ExitCode != 3 || a.Message != "" || a.Restarts != 0 || a.StartedAt.IsZero() {
+	if a := appOf(t, s, "a"); a.State != record.AppFailed || a.ExitCode == nil || *a.ExitCode != 3 || a.Message != "" || a.Restarts != 0 || a.StartedAt.IsZero() {
 		t.Errorf("app a, its restart stopped before its command ran: %+v; want failed with its first run's 3", a)
 	}
-	if code, err := pod.ReadExitCode(r.StateDir, name, "a"); err != nil || code != 3 {
+	if code, err := record.ReadExitCode(r.StateDir, name, "a"); err != nil || code != 3 {
 		t.Errorf("status file of a: %d, %v; want its first run's 3", code, err)
 	}
 }
@@ -110,7 +111,7 @@ apps:
 // end calls too.
 func lock(t *testing.T, r *Runner, name string) func() {
 	t.Helper()
-	unlock, err := pod.Lock(r.StateDir, name)
+	unlock, err := record.Lock(r.StateDir, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,12 +277,12 @@ apps:
     exec: ["/bin/sh", "-c", "while [ ! -e %s ]; do sleep 0.05; done; exit 3"]
 `, mark), "")
 	for range 600 {
-		if s, err := pod.ReadAppOrNew(r.StateDir, name, "a"); err != nil || s.State == pod.AppRunning {
+		if s, err := record.ReadAppOrNew(r.StateDir, name, "a"); err != nil || s.State == record.AppRunning {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	unlock, err := pod.Lock(r.StateDir, name)
+	unlock, err := record.Lock(r.StateDir, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +297,7 @@ apps:
 	}
 	// reap-app writes the status file before it waits for the lock.
 	for range 600 {
-		if c, err := pod.ReadExitCode(r.StateDir, name, "a"); err == nil && c == 3 {
+		if c, err := record.ReadExitCode(r.StateDir, name, "a"); err == nil && c == 3 {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -315,8 +316,8 @@ apps:
 	locked = false
 	s := wait(t, r, name)
 	wantPod(t, s, pod.PodFailed, 3)
-	wantApp(t, s, "a", pod.AppFailed, 3)
-	if a, err := pod.ReadApp(r.StateDir, name, "a"); err != nil || a.State != pod.AppFailed || a.ExitCode == nil || *a.ExitCode != 3 {
+	wantApp(t, s, "a", record.AppFailed, 3)
+	if a, err := record.ReadApp(r.StateDir, name, "a"); err != nil || a.State != record.AppFailed || a.ExitCode == nil || *a.ExitCode != 3 {
 		t.Errorf("app a's record: %+v, %v; want failed, exit code 3", a, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // TestPodSurvivesManagerReloadReexec runs a pod of apps that end with
@@ -36,11 +37,11 @@ func TestPodSurvivesManagerReloadReexec(t *testing.T) {
 	}
 	s := wait(t, r, name)
 	wantPod(t, s, pod.PodFailed, 1) // the first app to fail
-	wantApp(t, s, "app0", pod.AppExited, 0)
+	wantApp(t, s, "app0", record.AppExited, 0)
 	for i := 1; i < 6; i++ {
 		app := fmt.Sprintf("app%d", i)
-		wantApp(t, s, app, pod.AppFailed, i)
-		if c, err := pod.ReadExitCode(r.StateDir, name, app); err != nil || c != i {
+		wantApp(t, s, app, record.AppFailed, i)
+		if c, err := record.ReadExitCode(r.StateDir, name, app); err != nil || c != i {
 			t.Errorf("%s's status file: %d, %v; want %d", app, c, err, i)
 		}
 	}

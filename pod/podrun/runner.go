@@ -55,7 +55,7 @@ func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso pod.Isolat
 	if err != nil {
 		return nil, &InvalidError{Err: err}
 	}
-	dir := pod.Dir(r.StateDir, m.Name)
+	dir := record.Dir(r.StateDir, m.Name)
 	unitDir, err := r.Mgr.RuntimeUnitDir(ctx)
 	if err != nil {
 		return nil, err
@@ -109,7 +109,7 @@ func (r *Runner) Replace(ctx context.Context, manifest []byte, iso pod.Isolation
 	if err != nil {
 		return nil, &InvalidError{Err: err}
 	}
-	if _, err := os.Lstat(pod.Dir(r.StateDir, m.Name)); err == nil {
+	if _, err := os.Lstat(record.Dir(r.StateDir, m.Name)); err == nil {
 		if err := r.Remove(ctx, m.Name, true); err != nil {
 			return nil, fmt.Errorf("replace pod %s: %w", m.Name, err)
 		}
@@ -188,7 +188,7 @@ func (r *Runner) loadUnits(ctx context.Context, files []placedFile) error {
 // loaded returns those of the pod units names that the manager holds in
 // memory, from one listing of every pod's units.
 func (r *Runner) loaded(ctx context.Context, names []string) ([]string, error) {
-	all, err := r.Mgr.ListUnitNames(ctx, pod.UnitPrefix)
+	all, err := r.Mgr.ListUnitNames(ctx, record.UnitPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +211,7 @@ func (r *Runner) loaded(ctx context.Context, names []string) ([]string, error) {
 // has no init app before it has started. If the pod is ending by then (it
 // ended before or while it started), Start waits for its end and returns
 // an *EndedError if it failed. Only a Pending pod starts.
-func (r *Runner) Start(ctx context.Context, name string, policy pod.ExitPolicy) error {
+func (r *Runner) Start(ctx context.Context, name string, policy record.ExitPolicy) error {
 	if policy != "" {
 		if err := policy.Check(); err != nil {
 			return fmt.Errorf("exit policy %w", err)
@@ -238,7 +238,7 @@ func (r *Runner) Start(ctx context.Context, name string, policy pod.ExitPolicy) 
 		return err
 	}
 	err = r.runJob(ctx, entryUnit(m), r.Mgr.StartUnit)
-	if !pod.Stopping(r.StateDir, name) {
+	if !record.Stopping(r.StateDir, name) {
 		return err
 	}
 	// The pod has run and is ending already: its end stopped the target,
@@ -350,7 +350,7 @@ func (r *Runner) Stop(ctx context.Context, name string, timeout time.Duration) (
 	// cannot be written (the state directory is full) does not keep the
 	// pod from stopping: the hooks, which cannot write either, then see
 	// the stop job (stoppedByJob), and Wait reads the end from systemd.
-	markErr := pod.MarkStopping(r.StateDir, name)
+	markErr := record.MarkStopping(r.StateDir, name)
 	stopCtx := ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -371,7 +371,7 @@ func (r *Runner) Stop(ctx context.Context, name string, timeout time.Duration) (
 // killApps sends SIGKILL to every process of each app that is still
 // stopping, but not to one that is already recording its exit
 // (ExecStopPost= runs in the app's cgroup, in state stop-post and after).
-func (r *Runner) killApps(ctx context.Context, m *pod.Manifest, apps []pod.AppStatus) {
+func (r *Runner) killApps(ctx context.Context, m *pod.Manifest, apps []record.AppStatus) {
 	name := m.Name
 	if isolated(m) {
 		killIsolatedApps(r.StateDir, name, apps)
@@ -444,7 +444,7 @@ func (r *Runner) Remove(ctx context.Context, name string, force bool) error {
 	}
 	// The hooks that the stop runs read the mark; a removal goes on
 	// without it, whatever the state directory holds: a full one, say.
-	pod.MarkStopping(r.StateDir, name)
+	record.MarkStopping(r.StateDir, name)
 	if err := r.stopUnits(ctx, []string{pod.ContainerUnit(name), pod.SliceUnit(name), pod.TargetUnit(name)}); err != nil {
 		return err
 	}
@@ -474,7 +474,7 @@ func (r *Runner) removable(ctx context.Context, name string) error {
 // left returns a *NoPodError if pod name left nothing: no state directory,
 // no unit file and no unit loaded.
 func (r *Runner) left(ctx context.Context, name, unitDir string) error {
-	if _, err := os.Lstat(pod.Dir(r.StateDir, name)); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(record.Dir(r.StateDir, name)); !errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	files, err := podFiles(unitDir, name)
@@ -531,7 +531,7 @@ func (r *Runner) removeFiles(ctx context.Context, name, unitDir string) error {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, os.RemoveAll(pod.Dir(r.StateDir, name)))
+	errs = append(errs, os.RemoveAll(record.Dir(r.StateDir, name)))
 	// One listing instead of a reset call for each of the 2N+3 units, most
 	// of them collected already.
 	loaded, err := r.loadedOf(ctx, name)
@@ -631,7 +631,7 @@ func (r *Runner) exists(name string) error {
 	if pod.CheckNames(name) != nil {
 		return &NoPodError{Name: name, StateDir: r.StateDir}
 	}
-	if _, err := os.Lstat(pod.Dir(r.StateDir, name)); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+	if _, err := os.Lstat(record.Dir(r.StateDir, name)); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return &NoPodError{Name: name, StateDir: r.StateDir}
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 func TestMain(m *testing.M) { systemdtest.Main(m) }
@@ -35,7 +36,7 @@ func newRunner(t *testing.T) *Runner {
 // run creates and starts the pod of manifest, removed when the test ends,
 // and returns its name. A pod that failed while it started is no error
 // here: the test checks its outcome.
-func run(t *testing.T, r *Runner, manifest string, policy pod.ExitPolicy) string {
+func run(t *testing.T, r *Runner, manifest string, policy record.ExitPolicy) string {
 	t.Helper()
 	name := create(t, r, manifest)
 	var ended *EndedError
@@ -74,7 +75,7 @@ func wait(t *testing.T, r *Runner, name string) pod.PodStatus {
 }
 
 // appOf returns the status of app name in s.
-func appOf(t *testing.T, s pod.PodStatus, name string) pod.AppStatus {
+func appOf(t *testing.T, s pod.PodStatus, name string) record.AppStatus {
 	t.Helper()
 	for _, a := range s.Apps {
 		if a.Name == name {
@@ -82,11 +83,11 @@ func appOf(t *testing.T, s pod.PodStatus, name string) pod.AppStatus {
 		}
 	}
 	t.Fatalf("pod %s has no app %s", s.Name, name)
-	return pod.AppStatus{}
+	return record.AppStatus{}
 }
 
 // wantApp checks the final state and exit code of app in s.
-func wantApp(t *testing.T, s pod.PodStatus, name string, state pod.AppState, code int) {
+func wantApp(t *testing.T, s pod.PodStatus, name string, state record.AppState, code int) {
 	t.Helper()
 	a := appOf(t, s, name)
 	if a.State != state || a.ExitCode == nil || *a.ExitCode != code {
@@ -142,12 +143,12 @@ apps:
 `, shared), "")
 	s := wait(t, r, name)
 	wantPod(t, s, pod.PodSucceeded, 0)
-	wantApp(t, s, "writer", pod.AppExited, 0)
-	wantApp(t, s, "reader", pod.AppExited, 0)
+	wantApp(t, s, "writer", record.AppExited, 0)
+	wantApp(t, s, "reader", record.AppExited, 0)
 	if data, err := os.ReadFile(pod.LogFile(r.StateDir, name, "reader")); err != nil || string(data) != "hello\n" {
 		t.Errorf("reader's log: %q, %v", data, err)
 	}
-	if c, err := pod.ReadExitCode(r.StateDir, name, "reader"); err != nil || c != 0 {
+	if c, err := record.ReadExitCode(r.StateDir, name, "reader"); err != nil || c != 0 {
 		t.Errorf("reader's status file: %d, %v", c, err)
 	}
 }
@@ -166,10 +167,10 @@ apps:
 `, "")
 	s := wait(t, r, name)
 	wantPod(t, s, pod.PodFailed, 4)
-	wantApp(t, s, "fails", pod.AppFailed, 4)
-	wantApp(t, s, "ok", pod.AppExited, 0)
+	wantApp(t, s, "fails", record.AppFailed, 4)
+	wantApp(t, s, "ok", record.AppExited, 0)
 	// Stopped by the pod's end: SIGTERM, which systemd counts as clean.
-	wantApp(t, s, "sleeps", pod.AppExited, 128+15)
+	wantApp(t, s, "sleeps", record.AppExited, 128+15)
 	if a := appOf(t, s, "sleeps"); a.Signal != "TERM" {
 		t.Errorf("sleeps: signal %q, want TERM", a.Signal)
 	}
@@ -188,13 +189,13 @@ apps:
     exec: ["/bin/sh", "-c", "while [ ! -e %[1]s ]; do sleep 0.05; done"]
   - name: sleeps
     exec: ["/bin/sh", "-c", "touch %[1]s; exec sleep 600"]
-`, mark), pod.AnyExit)
+`, mark), record.AnyExit)
 	s := wait(t, r, name)
 	wantPod(t, s, pod.PodSucceeded, 0)
-	wantApp(t, s, "quick", pod.AppExited, 0)
-	wantApp(t, s, "sleeps", pod.AppExited, 128+15)
-	if s.ExitPolicy != pod.AnyExit {
-		t.Errorf("exit policy %s, want the override %s", s.ExitPolicy, pod.AnyExit)
+	wantApp(t, s, "quick", record.AppExited, 0)
+	wantApp(t, s, "sleeps", record.AppExited, 128+15)
+	if s.ExitPolicy != record.AnyExit {
+		t.Errorf("exit policy %s, want the override %s", s.ExitPolicy, record.AnyExit)
 	}
 }
 
@@ -212,8 +213,8 @@ apps:
 `, marker), "")
 	s := wait(t, r, name)
 	wantPod(t, s, pod.PodFailed, 3)
-	wantApp(t, s, "fails", pod.AppFailed, 3)
-	wantApp(t, s, "late", pod.AppExited, 0)
+	wantApp(t, s, "fails", record.AppFailed, 3)
+	wantApp(t, s, "late", record.AppExited, 0)
 	if _, err := os.Stat(marker); err != nil {
 		t.Errorf("late did not run to completion: %v", err)
 	}
@@ -237,7 +238,7 @@ apps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Phase != pod.PodRunning || appOf(t, s, "sleeps").State != pod.AppRunning {
+	if s.Phase != pod.PodRunning || appOf(t, s, "sleeps").State != record.AppRunning {
 		t.Errorf("pod %s, sleeps %s: want Running, running", s.Phase, appOf(t, s, "sleeps").State)
 	}
 	s, err = r.Stop(context.Background(), name, 0)
@@ -261,7 +262,7 @@ apps:
     exec: ["/bin/sleep", "600"]
 `, "")
 	for _, a := range []string{"a", "b", "c"} {
-		for appState(t, r, name, a) != pod.AppRunning {
+		for appState(t, r, name, a) != record.AppRunning {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
@@ -272,11 +273,11 @@ apps:
 		t.Fatal(err)
 	}
 	wantPod(t, s, pod.PodFailed, 7)
-	wantApp(t, s, "a", pod.AppExited, 128+15)
-	wantApp(t, s, "b", pod.AppFailed, 7)
-	wantApp(t, s, "c", pod.AppExited, 128+15)
+	wantApp(t, s, "a", record.AppExited, 128+15)
+	wantApp(t, s, "b", record.AppFailed, 7)
+	wantApp(t, s, "c", record.AppExited, 128+15)
 	for _, a := range []string{"a", "b", "c"} {
-		if _, err := pod.ReadExitCode(r.StateDir, name, a); err != nil {
+		if _, err := record.ReadExitCode(r.StateDir, name, a); err != nil {
 			t.Errorf("status file of %s: %v", a, err)
 		}
 		if n := appOf(t, s, a).Restarts; n != 0 {
@@ -313,16 +314,16 @@ apps:
 	}
 	<-started
 	wantPod(t, s, pod.PodFailed, 7)
-	wantApp(t, s, "setup", pod.AppFailed, 7)
-	if a := appOf(t, s, "srv"); a.State != pod.AppWaiting || a.ExitCode != nil {
+	wantApp(t, s, "setup", record.AppFailed, 7)
+	if a := appOf(t, s, "srv"); a.State != record.AppWaiting || a.ExitCode != nil {
 		t.Errorf("srv, after an init app that never succeeded: %+v; want waiting, never run", a)
 	}
 }
 
 // appState returns the recorded state of app.
-func appState(t *testing.T, r *Runner, name, app string) pod.AppState {
+func appState(t *testing.T, r *Runner, name, app string) record.AppState {
 	t.Helper()
-	s, err := pod.ReadAppOrNew(r.StateDir, name, app)
+	s, err := record.ReadAppOrNew(r.StateDir, name, app)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,15 +351,15 @@ func TestPodRestartPolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := run(t, r, string(manifest), "")
-	for appState(t, r, name, "onfailure") != pod.AppExited || appState(t, r, name, "never") != pod.AppFailed {
+	for appState(t, r, name, "onfailure") != record.AppExited || appState(t, r, name, "never") != record.AppFailed {
 		time.Sleep(50 * time.Millisecond)
 	}
 	for {
-		s, err := pod.ReadAppOrNew(r.StateDir, name, "always")
+		s, err := record.ReadAppOrNew(r.StateDir, name, "always")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.State == pod.AppRunning && s.Restarts == 2 {
+		if s.State == record.AppRunning && s.Restarts == 2 {
 			break
 		}
 		if s.Restarts > 2 {
@@ -383,9 +384,9 @@ func TestPodRestartPolicies(t *testing.T) {
 			t.Errorf("%s: %d restarts, want %d", app, got, want)
 		}
 	}
-	wantApp(t, s, "always", pod.AppExited, 128+15)
-	wantApp(t, s, "onfailure", pod.AppExited, 0)
-	wantApp(t, s, "never", pod.AppFailed, 1)
+	wantApp(t, s, "always", record.AppExited, 128+15)
+	wantApp(t, s, "onfailure", record.AppExited, 0)
+	wantApp(t, s, "never", record.AppFailed, 1)
 }
 
 func TestPodFiftyApps(t *testing.T) {
@@ -400,7 +401,7 @@ func TestPodFiftyApps(t *testing.T) {
 	wantPod(t, s, pod.PodSucceeded, 0)
 	for i := range 50 {
 		a := fmt.Sprintf("app%d", i)
-		wantApp(t, s, a, pod.AppExited, 0)
+		wantApp(t, s, a, record.AppExited, 0)
 		if data, err := os.ReadFile(pod.LogFile(r.StateDir, name, a)); err != nil || string(data) != fmt.Sprintf("%d\n", i) {
 			t.Errorf("log of %s: %q, %v", a, data, err)
 		}
@@ -480,7 +481,7 @@ func TestPodTerminationMessage(t *testing.T) {
 	// systemd made the mount point; it holds nothing.
 	t.Cleanup(func() { os.Remove(path) })
 	wantPod(t, wait(t, r, name), pod.PodFailed, 3)
-	if got, err := os.ReadFile(pod.TerminationFile(r.StateDir, name, "a")); err != nil || string(got) != "bye\n" {
+	if got, err := os.ReadFile(record.TerminationFile(r.StateDir, name, "a")); err != nil || string(got) != "bye\n" {
 		t.Errorf("termination file: %q, %v; want %q", got, err, "bye\n")
 	}
 	if data, err := os.ReadFile(path); err == nil && len(data) > 0 {
@@ -607,7 +608,7 @@ func TestPodRemoveLeavesNothing(t *testing.T) {
 			t.Errorf("unit file %s left after pod rm: %v", n.Name, err)
 		}
 	}
-	if _, err := os.Stat(pod.Dir(r.StateDir, m.Name)); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(record.Dir(r.StateDir, m.Name)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("state of pod gone left after pod rm: %v", err)
 	}
 }
@@ -630,7 +631,7 @@ apps:
 	s := wait(t, r, name)
 	wantPod(t, s, pod.PodSucceeded, 0)
 	for _, a := range []string{"first", "second", "main"} {
-		wantApp(t, s, a, pod.AppExited, 0)
+		wantApp(t, s, a, record.AppExited, 0)
 	}
 	if data, _ := os.ReadFile(pod.LogFile(r.StateDir, name, "main")); string(data) != "1\n" {
 		t.Errorf("main ran before the init apps finished: its output is %q", data)
@@ -647,8 +648,8 @@ apps:
 `, "")
 	s = wait(t, r, failing)
 	wantPod(t, s, pod.PodFailed, 9)
-	wantApp(t, s, "setup", pod.AppFailed, 9)
-	if a := appOf(t, s, "main"); a.State != pod.AppWaiting {
+	wantApp(t, s, "setup", record.AppFailed, 9)
+	if a := appOf(t, s, "main"); a.State != record.AppWaiting {
 		t.Errorf("main after a failed init app: %s, want waiting", a.State)
 	}
 }
@@ -674,7 +675,7 @@ func stopStubborn(t *testing.T, r *Runner, name string) {
 	t.Helper()
 	waitLog(t, r, name, "ignores", "trapped\n")
 	// A run stopped before it executed its command has no start.
-	for appState(t, r, name, "polite") != pod.AppRunning {
+	for appState(t, r, name, "polite") != record.AppRunning {
 		time.Sleep(10 * time.Millisecond)
 	}
 	s, err := r.Stop(context.Background(), name, 500*time.Millisecond)
@@ -682,8 +683,8 @@ func stopStubborn(t *testing.T, r *Runner, name string) {
 		t.Fatal(err)
 	}
 	wantPod(t, s, pod.PodFailed, 128+9)
-	wantApp(t, s, "ignores", pod.AppFailed, 128+9)
-	wantApp(t, s, "polite", pod.AppExited, 128+15)
+	wantApp(t, s, "ignores", record.AppFailed, 128+9)
+	wantApp(t, s, "polite", record.AppExited, 128+15)
 }
 
 func TestPodRemoveCreated(t *testing.T) {
@@ -693,7 +694,7 @@ func TestPodRemoveCreated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, err := r.Status(ctx, m.Name); err != nil || s.Phase != pod.PodPending || appOf(t, s, "a").State != pod.AppWaiting {
+	if s, err := r.Status(ctx, m.Name); err != nil || s.Phase != pod.PodPending || appOf(t, s, "a").State != record.AppWaiting {
 		t.Errorf("status of a created pod: %+v, %v", s, err)
 	}
 	if err := r.Remove(ctx, m.Name, false); err != nil {
@@ -722,8 +723,8 @@ apps:
 `, app55, app63), "")
 	s := wait(t, r, name)
 	wantPod(t, s, pod.PodFailed, 3)
-	wantApp(t, s, app55, pod.AppExited, 0)
-	wantApp(t, s, app63, pod.AppFailed, 3)
+	wantApp(t, s, app55, record.AppExited, 0)
+	wantApp(t, s, app63, record.AppFailed, 3)
 	for app, out := range map[string]string{app55: "fifty-five\n", app63: "sixty-three\n"} {
 		if data, err := os.ReadFile(pod.LogFile(r.StateDir, name, app)); err != nil || string(data) != out {
 			t.Errorf("%s's log: %q, %v; want %q", app, data, err, out)
@@ -767,10 +768,10 @@ apps:
 	}
 	s := wait(t, r, name)
 	wantPod(t, s, pod.PodFailed, 127)
-	wantApp(t, s, "named", pod.AppExited, 0)
-	wantApp(t, s, "custom", pod.AppExited, 0)
-	wantApp(t, s, "missing", pod.AppFailed, 127)
-	wantApp(t, s, "probed", pod.AppExited, 0)
+	wantApp(t, s, "named", record.AppExited, 0)
+	wantApp(t, s, "custom", record.AppExited, 0)
+	wantApp(t, s, "missing", record.AppFailed, 127)
+	wantApp(t, s, "probed", record.AppExited, 0)
 	if msg, want := appOf(t, s, "missing").Message, "command no-such-command-unitrun: executable file not found in $PATH (/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)"; msg != want {
 		t.Errorf("missing: message %q, want %q", msg, want)
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/appexec"
+	"github.com/unitrun/unitrun/pod/logcopy"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // hostileNames are pod or app names that would climb out of the state
@@ -79,13 +81,13 @@ func TestSecurityPodStateTraversal(t *testing.T) {
 	was := snapshot()
 	for _, podName := range []string{"../victim", "../../" + filepath.Base(filepath.Dir(r.StateDir)) + "/victim", "/etc", ".."} {
 		calls := map[string]error{}
-		_, calls["ReadExitCode"] = pod.ReadExitCode(r.StateDir, podName, "a")
-		calls["WriteExitCode"] = pod.WriteExitCode(r.StateDir, podName, "a", 1)
-		calls["WriteExitCode app"] = pod.WriteExitCode(r.StateDir, "p", "../../../victim/status/a", 1)
-		_, calls["ReadApp"] = pod.ReadApp(r.StateDir, podName, "a")
-		calls["WriteApp"] = pod.WriteApp(r.StateDir, podName, pod.AppStatus{Name: "a", State: pod.AppRunning})
+		_, calls["ReadExitCode"] = record.ReadExitCode(r.StateDir, podName, "a")
+		calls["WriteExitCode"] = record.WriteExitCode(r.StateDir, podName, "a", 1)
+		calls["WriteExitCode app"] = record.WriteExitCode(r.StateDir, "p", "../../../victim/status/a", 1)
+		_, calls["ReadApp"] = record.ReadApp(r.StateDir, podName, "a")
+		calls["WriteApp"] = record.WriteApp(r.StateDir, podName, record.AppStatus{Name: "a", State: record.AppRunning})
 		_, calls["ReadPod"] = pod.ReadPod(r.StateDir, podName)
-		calls["WritePod"] = pod.WritePod(r.StateDir, pod.PodStatus{Name: podName, Phase: pod.PodPending, ExitPolicy: pod.FirstFailure})
+		calls["WritePod"] = pod.WritePod(r.StateDir, pod.PodStatus{Name: podName, Phase: pod.PodPending, ExitPolicy: record.FirstFailure})
 		_, calls["Status"] = r.Status(ctx, podName)
 		_, calls["Manifest"] = r.Manifest(podName)
 		calls["Start"] = r.Start(ctx, podName, "")
@@ -111,14 +113,14 @@ func TestSecurityPodStateTraversal(t *testing.T) {
 // directory stays empty.
 func TestSecurityStatusSymlinks(t *testing.T) {
 	writes := map[string]func(state string) error{
-		"WriteExitCode": func(state string) error { return pod.WriteExitCode(state, "web", "server", 3) },
+		"WriteExitCode": func(state string) error { return record.WriteExitCode(state, "web", "server", 3) },
 		"WriteApp": func(state string) error {
-			return pod.WriteApp(state, "web", pod.AppStatus{Name: "server", State: pod.AppRunning})
+			return record.WriteApp(state, "web", record.AppStatus{Name: "server", State: record.AppRunning})
 		},
 		"WritePod": func(state string) error {
-			return pod.WritePod(state, pod.PodStatus{Name: "web", Phase: pod.PodPending, ExitPolicy: pod.FirstFailure})
+			return pod.WritePod(state, pod.PodStatus{Name: "web", Phase: pod.PodPending, ExitPolicy: record.FirstFailure})
 		},
-		"markStopping": func(state string) error { return pod.MarkStopping(state, "web") },
+		"markStopping": func(state string) error { return record.MarkStopping(state, "web") },
 	}
 	// Each symlink and the writes whose path goes through it.
 	for at, through := range map[string][]string{
@@ -245,7 +247,7 @@ func TestSecurityLogsSymlink(t *testing.T) {
 	// A real log whose times file is a symlink: refused too.
 	os.Remove(log)
 	os.WriteFile(log, []byte("line\n"), 0o600)
-	if err := os.Symlink(secret, pod.LogTimes(log)); err != nil {
+	if err := os.Symlink(secret, logcopy.Times(log)); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()
@@ -272,7 +274,7 @@ func TestSecurityPodStateRootOnly(t *testing.T) {
 	if log, err := os.ReadFile(pod.LogFile(r.StateDir, secret, "a")); err != nil || string(log) != "hunter2\n" {
 		t.Errorf("app a printed %q (%v), want its env's secret", log, err)
 	}
-	dir := pod.Dir(r.StateDir, secret)
+	dir := record.Dir(r.StateDir, secret)
 	for i, f := range []string{"manifest.yaml", "manifest.json", "logs/a.log"} {
 		reader := run(t, r, fmt.Sprintf("name: reader%d\n", i)+"apps:\n  - name: r\n    user: nobody\n    exec: [/bin/cat, "+strconv.Quote(filepath.Join(dir, f))+"]\n", "")
 		if s := wait(t, r, reader); s.Phase != pod.PodFailed {

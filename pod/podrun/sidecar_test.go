@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
 )
 
 // TestSidecar runs an init app, a sidecar whose first run fails with 7 and
@@ -35,9 +36,9 @@ apps:
 `, events, runs), "")
 	s := wait(t, r, name)
 	wantPod(t, s, pod.PodSucceeded, 0)
-	wantApp(t, s, "app", pod.AppExited, 0)
+	wantApp(t, s, "app", record.AppExited, 0)
 	// The pod's end stops the sidecar after it has been recorded.
-	s = poll(t, r, name, func(s pod.PodStatus) bool { return appOf(t, s, "proxy").State == pod.AppExited })
+	s = poll(t, r, name, func(s pod.PodStatus) bool { return appOf(t, s, "proxy").State == record.AppExited })
 	if p := appOf(t, s, "proxy"); p.Restarts < 1 {
 		t.Errorf("sidecar: %+v, want a restart after its failure", p)
 	}
@@ -105,7 +106,7 @@ apps:
 		t.Fatal(err)
 	}
 	wantPod(t, s, pod.PodFailed, 3)
-	wantApp(t, s, "proxy", pod.AppExited, 0)
+	wantApp(t, s, "proxy", record.AppExited, 0)
 	data, err := os.ReadFile(events)
 	if err != nil {
 		t.Fatal(err)

@@ -11,5 +11,4 @@
 // unit/exit, which do too): the pods' exit hook, cmd/unitrun-hook, runs it
 // at every exit of every app, and starts in a fraction of the time that a
 // program linking package pod (YAML, the unit graph, D-Bus) takes.
-// Package pod gives its types under their names of old.
 package record

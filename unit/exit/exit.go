@@ -2,9 +2,7 @@
 // a command could not be executed ([CannotExecute], [NotExecuted]), and
 // names signals as systemd does. It links the standard library alone, so
 // that the pods' small hook binary, which starts at every run and exit of
-// every app, can use it without the rest of package unit, which
-// re-exports how a process ended and the signals, nor package job, which
-// re-exports why a command could not be executed.
+// every app, can use it without package unit or package job.
 package exit
 
 import (
