@@ -2,6 +2,7 @@ package podrun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -59,7 +60,8 @@ func TestReapEndsWithLastExit(t *testing.T) {
 // that far and no start time, and so does the pod; a restart is no run,
 // and the app ends with its last run's exit. The pod's lock, held here,
 // keeps each run short of its command (ExecApp records the run's start
-// under it) until the stop has killed the run.
+// under it) until the stop has killed the run; Start, which waits for the
+// runs to begin, returns once the stop has ended the pod, with its end.
 func TestPodStoppedBeforeCommand(t *testing.T) {
 	r := newRunner(t)
 	name := create(t, r, `
@@ -71,11 +73,14 @@ apps:
     exec: ["/bin/sleep", "600"]
 `)
 	unlock := lock(t, r, name)
-	if err := r.Start(context.Background(), name, ""); err != nil {
-		t.Fatal(err)
-	}
+	started := make(chan error, 1)
+	go func() { started <- r.Start(context.Background(), name, "") }()
 	s := stopLocked(t, r, name, unlock, "a", "b")
 	wantPod(t, s, pod.PodFailed, 128+15)
+	var ended *EndedError
+	if err := <-started; !errors.As(err, &ended) || ended.Status.Phase != pod.PodFailed {
+		t.Errorf("start of a pod stopped while it started: %v; want the pod's end, Failed", err)
+	}
 	for _, a := range s.Apps {
 		if a.State != record.AppFailed || a.ExitCode == nil || *a.ExitCode != 128+15 || a.Signal != "TERM" ||
 			a.Message != "ended before its command ran" || !a.StartedAt.IsZero() || !a.LastStartedAt.IsZero() {

@@ -33,7 +33,7 @@ type Runner struct {
 	Manager string
 }
 
-// pollInterval is how often Wait and Stop look at a pod's status files.
+// pollInterval is how often Start, Wait and Stop look at a pod's status files.
 const pollInterval = 50 * time.Millisecond
 
 // Create prepares the pod that manifest (the text of a manifest) describes:
@@ -207,10 +207,11 @@ func (r *Runner) loaded(ctx context.Context, names []string) ([]string, error) {
 
 // Start starts a created pod, under policy if it is not "" instead of the
 // manifest's exit policy (the choice is saved with the pod's state), and
-// returns once the start job of the pod's target is done: every app that
-// has no init app before it has started. If the pod is ending by then (it
-// ended before or while it started), Start waits for its end and returns
-// an *EndedError if it failed. Only a Pending pod starts.
+// returns once the start job of the pod's target is done and the run of
+// every app has begun, as its record says ([Runner.awaitRuns]), so that a
+// stop right after Start stops runs that started. If the pod is ending by
+// then (it ended before or while it started), Start waits for its end and
+// returns an *EndedError if it failed. Only a Pending pod starts.
 func (r *Runner) Start(ctx context.Context, name string, policy record.ExitPolicy) error {
 	if policy != "" {
 		if err := policy.Check(); err != nil {
@@ -238,6 +239,9 @@ func (r *Runner) Start(ctx context.Context, name string, policy record.ExitPolic
 		return err
 	}
 	err = r.runJob(ctx, entryUnit(m), r.Mgr.StartUnit)
+	if err == nil {
+		err = r.awaitRuns(ctx, m)
+	}
 	if !record.Stopping(r.StateDir, name) {
 		return err
 	}
@@ -248,6 +252,62 @@ func (r *Runner) Start(ctx context.Context, name string, policy record.ExitPolic
 	// the unit is inactive or failed, after its ExecStopPost=). A start
 	// job done is then no sign that the pod runs.
 	return r.endedStart(ctx, name)
+}
+
+// awaitRuns waits until the run of every app of pod m, whose start job is
+// done, has begun: its exec hook has recorded it (or its end since). A
+// Type=exec unit has started once its exec hook runs, before the hook
+// records the run, and a stop before that record fails the app ("ended
+// before its command ran"), so a stop right after Start would fail the
+// apps whose hooks were still on their way. It stops waiting once the pod
+// is ending, and for an app whose first run ended with no record of it
+// (for an isolated pod, whose apps' units its own systemd holds: once its
+// container service's process has ended).
+func (r *Runner) awaitRuns(ctx context.Context, m *pod.Manifest) error {
+	for !record.Stopping(r.StateDir, m.Name) {
+		s, err := pod.ReadPod(r.StateDir, m.Name)
+		if err != nil {
+			return err
+		}
+		var units []string
+		for _, a := range s.Apps {
+			if a.State == record.AppWaiting {
+				units = append(units, pod.AppUnit(m.Name, a.Name))
+			}
+		}
+		if isolated(m) && len(units) > 0 {
+			units = []string{pod.ContainerUnit(m.Name)}
+		}
+		running := false
+		for _, u := range units {
+			if running, err = r.firstRunOn(ctx, u); err != nil || running {
+				break
+			}
+		}
+		if err != nil || !running {
+			return err
+		}
+		if !sleepUntil(ctx, time.Now().Add(pollInterval)) {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// firstRunOn reports whether service u's main process runs, in the run
+// that its start job started (systemd has not restarted it since); a
+// manager that re-executes meanwhile leaves the question to the next poll.
+func (r *Runner) firstRunOn(ctx context.Context, u string) (bool, error) {
+	props, err := r.Mgr.Properties(ctx, u, manager.ServiceIface, "MainPID", "NRestarts")
+	if manager.IsConnLost(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	pid, _ := props["MainPID"].Value().(uint32)
+	restarts, _ := props["NRestarts"].Value().(uint32)
+	return pid != 0 && restarts == 0, nil
 }
 
 // endedStart waits until pod name, which is ending, has ended and returns

@@ -248,6 +248,51 @@ apps:
 	wantPod(t, s, pod.PodSucceeded, 0)
 }
 
+// A pod stopped the moment Start returns ends as any stopped pod does:
+// Start returns once every app's run has begun (its exec hook has
+// recorded it), so the stop ends runs that started: each app exited 143,
+// the pod Succeeded. A Start that returned once the apps' units had
+// started (a Type=exec unit has once its exec hook runs, before the hook
+// records the run) left them to be stopped before that record, failed,
+// "ended before its command ran", and the pod Failed 143.
+func TestPodStopRightAfterStart(t *testing.T) {
+	for _, iso := range []pod.Isolation{pod.NoIsolation, pod.Namespaces} {
+		t.Run(string(iso), func(t *testing.T) {
+			r := newRunner(t)
+			name := run(t, r, fmt.Sprintf(`
+name: startstop-%s
+isolation: %s
+apps:
+  - name: a
+    exec: ["/bin/sleep", "600"]
+  - name: b
+    exec: ["/bin/sleep", "600"]
+  - name: c
+    exec: ["/bin/sleep", "600"]
+  - name: d
+    exec: ["/bin/sleep", "600"]
+`, iso, iso), "")
+			s, err := pod.ReadPod(r.StateDir, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range s.Apps {
+				if a.State != record.AppRunning {
+					t.Errorf("app %s is %s once Start returned; want running", a.Name, a.State)
+				}
+			}
+			s, err = r.Stop(context.Background(), name, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantPod(t, s, pod.PodSucceeded, 0)
+			for _, a := range []string{"a", "b", "c", "d"} {
+				wantApp(t, s, a, record.AppExited, 128+15)
+			}
+		})
+	}
+}
+
 func TestPodStopSavesEveryStatus(t *testing.T) {
 	r := newRunner(t)
 	name := run(t, r, `
