@@ -133,7 +133,11 @@ func TestPodKubernetesRefusals(t *testing.T) {
 func TestPodRunTwoKubernetesPods(t *testing.T) {
 	dir := t.TempDir()
 	// Both with hostNetwork, for their ports.
-	first := strings.Replace(simplePod, "  restartPolicy: Never\n", "  restartPolicy: Never\n  hostNetwork: true\n", 1)
+	// Each ends only once the test has seen pod run return: pod run
+	// --detach of a pod that has ended by then exits with its code.
+	gate := filepath.Join(t.TempDir(), "gate")
+	first := strings.NewReplacer("  restartPolicy: Never\n", "  restartPolicy: Never\n  hostNetwork: true\n",
+		"; exit 3", "; until [ -e "+gate+" ]; do sleep 0.05; done; exit 3").Replace(simplePod)
 	second := strings.NewReplacer("kubesimple", "kubesecond", "exit 3", "exit 0").Replace(first)
 	path := manifestFile(t, first+"---\n"+second)
 	if _, errs, code := podCLI(t, dir, "run", "--image", "busybox=host", path); code != exitUsage || !strings.Contains(errs, "holds 2 Pods: pod run follows one pod's output; run them with --detach") {
@@ -149,6 +153,9 @@ func TestPodRunTwoKubernetesPods(t *testing.T) {
 	out, errs, code := podCLI(t, dir, "run", "--detach", "--image", "busybox=host", path)
 	if code != 0 || out != "kubesimple\nkubesecond\n" {
 		t.Fatalf("pod run --detach of two Pods: exit %d, stdout %q, stderr %q; want both names", code, out, errs)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	for _, tt := range []struct {
 		name string
