@@ -68,23 +68,26 @@ func TestDecide(t *testing.T) {
 		{"Never, success", FirstFailure, Event{App: "never", Exit: ok}, Decision{}},
 		{"Never, failure ends the pod", FirstFailure, Event{App: "never", Exit: fail4}, Decision{EndPod: true, PodExitCode: 4}},
 		{"OnFailure, success", FirstFailure, Event{App: "onfail", Exit: ok}, Decision{}},
-		{"OnFailure, failure restarts", FirstFailure, Event{App: "onfail", Exit: fail4}, Decision{Restart: true, Delay: time.Second}},
-		{"OnFailure, killed restarts", FirstFailure, Event{App: "onfail", Exit: killed}, Decision{Restart: true, Delay: time.Second}},
+		{"OnFailure, failure restarts", FirstFailure, Event{App: "onfail", Exit: fail4}, Decision{Restart: true}},
+		{"OnFailure, killed restarts", FirstFailure, Event{App: "onfail", Exit: killed}, Decision{Restart: true}},
 		{"OnFailure, clean TERM ends", FirstFailure, Event{App: "onfail", Exit: termed}, Decision{}},
-		{"Always, success restarts", FirstFailure, Event{App: "always", Exit: ok}, Decision{Restart: true, Delay: time.Second}},
-		{"Always, failure restarts", FirstFailure, Event{App: "always", Exit: fail4}, Decision{Restart: true, Delay: time.Second}},
+		{"Always, success restarts", FirstFailure, Event{App: "always", Exit: ok}, Decision{Restart: true}},
+		{"Always, failure restarts", FirstFailure, Event{App: "always", Exit: fail4}, Decision{Restart: true}},
 		{"Always, stopped ends", FirstFailure, Event{App: "always", Exit: termed, Stopped: true}, Decision{}},
 		{"OnFailure, stopped and failed ends the pod", FirstFailure, Event{App: "onfail", Exit: killed, Stopped: true}, Decision{EndPod: true, PodExitCode: 137}},
 		{"init failure ends the pod under all", AllExit, Event{App: "init", Exit: fail1}, Decision{EndPod: true, PodExitCode: 1}},
 
-		// Back-off.
-		{"second delay doubles", FirstFailure, Event{App: "always", Exit: fail4, History: History{LastDelay: time.Second, StartedAt: earlier}, Now: now}, Decision{Restart: true, Delay: 2 * time.Second}},
-		{"delay doubles up to max", FirstFailure, Event{App: "always", Exit: fail4, History: History{LastDelay: 8 * time.Second, StartedAt: earlier}, Now: now}, Decision{Restart: true, Delay: 10 * time.Second}},
-		{"delay stays at max", FirstFailure, Event{App: "always", Exit: fail4, History: History{LastDelay: 10 * time.Second, StartedAt: earlier}, Now: now}, Decision{Restart: true, Delay: 10 * time.Second}},
-		{"run just under reset keeps doubling", FirstFailure, Event{App: "always", Exit: fail4, History: History{LastDelay: 4 * time.Second, StartedAt: now.Add(-time.Minute + time.Nanosecond)}, Now: now}, Decision{Restart: true, Delay: 8 * time.Second}},
-		{"run of reset resets", FirstFailure, Event{App: "always", Exit: fail4, History: History{LastDelay: 10 * time.Second, StartedAt: now.Add(-time.Minute)}, Now: now}, Decision{Restart: true, Delay: time.Second}},
-		{"unknown start never resets", FirstFailure, Event{App: "always", Exit: fail4, History: History{LastDelay: 2 * time.Second}, Now: now}, Decision{Restart: true, Delay: 4 * time.Second}},
-		{"delay below initial goes up to initial", FirstFailure, Event{App: "always", Exit: fail4, History: History{LastDelay: time.Millisecond, StartedAt: earlier}, Now: now}, Decision{Restart: true, Delay: time.Second}},
+		// Back-off, as the kubelet's: the first restart at once, then the
+		// initial delay, doubling.
+		{"restart after an immediate one waits the initial delay", FirstFailure, Event{App: "always", Exit: fail4, History: History{Restarted: true, StartedAt: earlier}, Now: now}, Decision{Restart: true, Delay: time.Second}},
+		{"run of reset restarts at once", FirstFailure, Event{App: "always", Exit: fail4, History: History{Restarted: true, LastDelay: 10 * time.Second, StartedAt: now.Add(-time.Minute)}, Now: now}, Decision{Restart: true}},
+		{"second delay doubles", FirstFailure, Event{App: "always", Exit: fail4, History: History{Restarted: true, LastDelay: time.Second, StartedAt: earlier}, Now: now}, Decision{Restart: true, Delay: 2 * time.Second}},
+		{"delay doubles up to max", FirstFailure, Event{App: "always", Exit: fail4, History: History{Restarted: true, LastDelay: 8 * time.Second, StartedAt: earlier}, Now: now}, Decision{Restart: true, Delay: 10 * time.Second}},
+		{"delay stays at max", FirstFailure, Event{App: "always", Exit: fail4, History: History{Restarted: true, LastDelay: 10 * time.Second, StartedAt: earlier}, Now: now}, Decision{Restart: true, Delay: 10 * time.Second}},
+		{"run just under reset keeps doubling", FirstFailure, Event{App: "always", Exit: fail4, History: History{Restarted: true, LastDelay: 4 * time.Second, StartedAt: now.Add(-time.Minute + time.Nanosecond)}, Now: now}, Decision{Restart: true, Delay: 8 * time.Second}},
+
+		{"unknown start never resets", FirstFailure, Event{App: "always", Exit: fail4, History: History{Restarted: true, LastDelay: 2 * time.Second}, Now: now}, Decision{Restart: true, Delay: 4 * time.Second}},
+		{"delay below initial goes up to initial", FirstFailure, Event{App: "always", Exit: fail4, History: History{Restarted: true, LastDelay: time.Millisecond, StartedAt: earlier}, Now: now}, Decision{Restart: true, Delay: time.Second}},
 
 		// first-failure.
 		{"first-failure: success with others running", FirstFailure, Event{App: "never", Exit: ok, Now: now}, Decision{}},
@@ -98,13 +101,13 @@ func TestDecide(t *testing.T) {
 		{"any: first app failing", AnyExit, Event{App: "never", Exit: fail4}, Decision{EndPod: true, PodExitCode: 4}},
 		{"any: init success does not", AnyExit, Event{App: "init", Exit: ok}, Decision{}},
 		{"any: init failure does", AnyExit, Event{App: "init", Exit: fail1}, Decision{EndPod: true, PodExitCode: 1}},
-		{"any: restarting app does not", AnyExit, Event{App: "always", Exit: ok}, Decision{Restart: true, Delay: time.Second}},
+		{"any: restarting app does not", AnyExit, Event{App: "always", Exit: ok}, Decision{Restart: true}},
 
 		// all.
 		{"all: failure with others running", AllExit, Event{App: "never", Exit: fail4}, Decision{}},
 		{"all: success with others running", AllExit, Event{App: "never", Exit: ok}, Decision{}},
 		{"all: last app ends the pod", AllExit, Event{App: "onfail", Exit: ok, Ended: ended("init", "never", "always"), Now: now}, Decision{EndPod: true}},
-		{"all: restarting last app does not", AllExit, Event{App: "onfail", Exit: fail4, Ended: ended("init", "never", "always"), Now: now}, Decision{Restart: true, Delay: time.Second}},
+		{"all: restarting last app does not", AllExit, Event{App: "onfail", Exit: fail4, Ended: ended("init", "never", "always"), Now: now}, Decision{Restart: true}},
 		{"all: the first failure gives the code", AllExit,
 			Event{App: "onfail", Exit: killed, Stopped: true, Now: now, Ended: []Outcome{
 				{App: "init", Exit: ok, At: earlier.Add(-time.Hour)},
@@ -177,8 +180,8 @@ apps:
 		ev   Event
 		want Decision
 	}{
-		{Event{App: "side", Exit: fail4, Now: now}, Decision{Restart: true, Delay: time.Second}},
-		{Event{App: "side", Exit: ok, Now: now}, Decision{Restart: true, Delay: time.Second}},
+		{Event{App: "side", Exit: fail4, Now: now}, Decision{Restart: true}},
+		{Event{App: "side", Exit: ok, Now: now}, Decision{Restart: true}},
 		{Event{App: "side", Exit: fail4, Stopped: true, Now: now}, Decision{}},
 		{Event{App: "app", Exit: ok, Now: now}, Decision{EndPod: true}},
 		{Event{App: "app", Exit: fail4, Now: now}, Decision{EndPod: true, PodExitCode: 4}},

@@ -14,7 +14,7 @@ import (
 // the kubelet records them on the container: a ProbeWarning for each
 // probe warning (an http probe's redirect to another host, which it does
 // not follow: "Liveness probe warning: ..."), and a BackOff for each
-// back-off of a container that exited ("Back-off restarting failed
+// back-off of a container that exited (none for a restart made at once) ("Back-off restarting failed
 // container C in pod P_NS(UID)"). Without a Client it records none; a
 // record that fails is logged and not tried again.
 func (p *Provider) containerEvents(e *entry, pod *corev1.Pod, s podState) {
@@ -27,7 +27,7 @@ func (p *Provider) containerEvents(e *entry, pod *corev1.Pod, s podState) {
 		for kind, msg := range a.Warnings {
 			p.recordOnce(ctx, e, pod, a.Name, kind, msg, "ProbeWarning", kind+" probe warning: "+msg)
 		}
-		if a.State == "restarting" {
+		if a.State == "restarting" && a.Backoff > 0 {
 			p.recordOnce(ctx, e, pod, a.Name, "BackOff", a.LastExitAt.String(), "BackOff",
 				fmt.Sprintf("Back-off restarting failed container %s in pod %s_%s(%s)", a.Name, pod.Name, pod.Namespace, pod.UID))
 		}

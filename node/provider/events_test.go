@@ -80,19 +80,20 @@ func eventsOf(t *testing.T, client *fake.Clientset, ns, reason string) []corev1.
 	return out
 }
 
-// A container that exits and waits out its back-off before it runs again
-// has one BackOff warning recorded on it for that exit, with the kubelet's
-// message.
+// A container that exits is restarted at once the first time, as the
+// kubelet restarts it, with no BackOff; exiting again, it waits out its
+// back-off before it runs again and has one BackOff warning recorded on
+// it for that exit, with the kubelet's message.
 func TestBackOffEvent(t *testing.T) {
 	client := fake.NewClientset()
 	n := startNode(t, testConfig(t), client)
 	dir := t.TempDir()
-	p := newPod("backoff", corev1.RestartPolicyOnFailure, nil, `[ -e `+dir+`/ran ] && exec sleep 600; touch `+dir+`/ran; exit 3`)
+	p := newPod("backoff", corev1.RestartPolicyOnFailure, nil, `[ -e `+dir+`/ran2 ] && exec sleep 600; [ -e `+dir+`/ran ] && touch `+dir+`/ran2; touch `+dir+`/ran; exit 3`)
 	p.Annotations = map[string]string{AnnotationRestartBackoff: "2s"}
 	create(t, client, p)
 	waitPod(t, client, p, "running again after its back-off", func(p *corev1.Pod) bool {
 		cs := p.Status.ContainerStatuses
-		return len(cs) == 1 && cs[0].State.Running != nil && cs[0].RestartCount == 1
+		return len(cs) == 1 && cs[0].State.Running != nil && cs[0].RestartCount == 2
 	})
 	want := "Back-off restarting failed container app0 in pod backoff_" + testNS + "(uid-backoff)"
 	events := eventsOf(t, client, p.Namespace, "BackOff")
