@@ -56,8 +56,8 @@ func commandStarted(ctx context.Context) bool {
 			return false
 		}
 	}
-	_, err = os.Stat("/proc/" + strconv.Itoa(pid) + "/exe")
-	return err == nil
+	_, _, running := processOf(pid)
+	return running
 }
 
 // execPoll is how often commandStarted looks at the main process: the

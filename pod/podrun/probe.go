@@ -105,21 +105,39 @@ func execHook(pid int) bool {
 	if pid == 0 {
 		return true
 	}
-	proc := "/proc/" + strconv.Itoa(pid)
-	exe, err := os.Stat(proc + "/exe")
-	if err != nil {
+	exe, args, ok := processOf(pid)
+	if !ok {
 		return false
 	}
 	self, err := os.Stat("/proc/self/exe")
-	if err != nil || !os.SameFile(exe, self) {
-		return false
-	}
-	cmdline, err := os.ReadFile(proc + "/cmdline")
+	return err == nil && os.SameFile(exe, self) &&
+		len(args) > 2 && args[1] == "pod" && args[2] == "exec"
+}
+
+// processOf returns the executable and the arguments of process pid, or
+// false if it has ended. They are read through any of its threads that
+// still runs: while a thread other than the main one executes a command
+// (the exec hook's Go runtime may run it on any thread), the main
+// thread is a zombie whose executable and arguments cannot be read until
+// the exec has replaced it, though the process has not ended.
+func processOf(pid int) (exe os.FileInfo, args []string, ok bool) {
+	task := "/proc/" + strconv.Itoa(pid) + "/task/"
+	threads, err := os.ReadDir(task)
 	if err != nil {
-		return false
+		return nil, nil, false
 	}
-	args := strings.Split(string(cmdline), "\x00")
-	return len(args) > 2 && args[1] == "pod" && args[2] == "exec"
+	for _, t := range threads {
+		exe, err := os.Stat(task + t.Name() + "/exe")
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(task + t.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		return exe, strings.Split(string(cmdline), "\x00"), true
+	}
+	return nil, nil, false
 }
 
 // probing runs the probes of app a of pod name on its run that started
