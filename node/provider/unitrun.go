@@ -291,7 +291,8 @@ func (e *engine) fromPod(name string, s pod.PodStatus) podState {
 			Result: a.Result, Restarts: a.Restarts, Backoff: a.Backoff, Message: a.Message,
 			StartedAt: a.StartedAt, FinishedAt: a.FinishedAt, LastExitAt: a.LastExitAt, LastStartedAt: a.LastStartedAt,
 			Ready: a.Ready, StartupPassed: a.Startup != nil && a.Startup.LastResult == "success",
-			Warnings: probeWarnings(a),
+			Warnings: probeWarnings(a), ProbeFailures: probeFailures(a),
+			PostStartFailed: a.State != pod.AppRunning && strings.HasPrefix(a.Message, podrun.PostStartFailed),
 		})
 		if a.State == pod.AppRunning || a.ExitCode == nil {
 			continue
@@ -303,6 +304,21 @@ func (e *engine) fromPod(name string, s pod.PodStatus) podState {
 		}
 	}
 	return ps
+}
+
+// probeFailures are a's probes whose last check failed, by kind; nil if
+// none has.
+func probeFailures(a pod.AppStatus) map[string]probeFailure {
+	var f map[string]probeFailure
+	for kind, pr := range map[string]*pod.ProbeStatus{"Liveness": a.Probe, "Readiness": a.Readiness, "Startup": a.Startup} {
+		if pr != nil && pr.LastResult != pod.ProbeSuccess {
+			if f == nil {
+				f = map[string]probeFailure{}
+			}
+			f[kind] = probeFailure{Message: pr.Message, Failures: pr.ConsecutiveFailures, Acting: pr.Acted != ""}
+		}
+	}
+	return f
 }
 
 // probeWarnings are the notes of a's probes whose last check succeeded

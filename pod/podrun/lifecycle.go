@@ -32,7 +32,7 @@ func PostStart(ctx context.Context, stateDir, name, app string) error {
 	if hookErr == nil {
 		return nil
 	}
-	why := "postStart hook failed: " + hookErr.Error()
+	why := PostStartFailed + hookErr.Error()
 	f, err := pod.OpenStartError(stateDir, name, app)
 	if err != nil {
 		return errors.Join(errors.New(why), err)
@@ -40,6 +40,10 @@ func PostStart(ctx context.Context, stateDir, name, app string) error {
 	_, err = fmt.Fprintln(f, why)
 	return errors.Join(errors.New(why), err, f.Close())
 }
+
+// PostStartFailed begins the message of a run whose postStart hook
+// failed.
+const PostStartFailed = "postStart hook failed: "
 
 // commandStarted waits until the run's main process ($MAINPID, which
 // systemd sets for ExecStartPost=) is no longer the exec hook: it has
