@@ -56,9 +56,11 @@ func (e *engine) close() error { return e.conn.Close() }
 
 // check validates manifest as create would, including the host checks
 // (users, groups, working directories, root filesystems): an error here is
-// the manifest's, and will not go away by trying again.
+// the manifest's, and will not go away by trying again. Once nothing is
+// refused, it makes each app's workingDir that does not exist, as a
+// container runtime makes a container's.
 func (e *engine) check(manifest []byte) error {
-	return podrun.Check(manifest)
+	return podrun.CheckMakingDirs(manifest)
 }
 
 // errExists is create's error for a pod that exists already.

@@ -463,7 +463,7 @@ func (o *options) nodeOpts(client kubernetes.Interface, spec *corev1.Node) ([]no
 		c.ClientAuth = tls.RequestClientCert
 		return nil
 	}), func(c *nodeutil.NodeConfig) error {
-		c.Handler = nodeutil.WithAuth(auth, mux)
+		c.Handler = nodeutil.WithAuth(auth, kubeletLogErrors(mux))
 		return nil
 	}), nil
 }
