@@ -115,10 +115,12 @@ func TestContainerEvents(t *testing.T) {
 	n := startNode(t, testConfig(t), client)
 	dir := t.TempDir()
 	p := newPod("events", corev1.RestartPolicyAlways, nil, "exec sleep 600", "exec sleep 600")
-	// Unhealthy once.
+	// Unhealthy once, which restarts it; the events come from the status
+	// the node reads, so the next run's first check, which succeeds,
+	// comes late enough for a read to see the failure.
 	p.Spec.Containers[0].LivenessProbe = &corev1.Probe{
-		ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "[ -e " + dir + "/probed ] && exit 0; touch " + dir + "/probed; exit 1"}}},
-		PeriodSeconds: 1, FailureThreshold: 1,
+		ProbeHandler:        corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "[ -e " + dir + "/probed ] && exit 0; touch " + dir + "/probed; exit 1"}}},
+		InitialDelaySeconds: 2, PeriodSeconds: 1, FailureThreshold: 1,
 	}
 	p.Spec.Containers[1].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/false"}}}}
 	create(t, client, p)
