@@ -29,18 +29,21 @@ import (
 //     restart made at once) ("Back-off restarting failed container C in
 //     pod P_NS(UID)").
 //
-// Without a Client it records none; a record that fails is logged and not
-// tried again.
+// Without a Client it records none.
 func (p *Provider) containerEvents(e *entry, pod *corev1.Pod, s podState) {
 	if p.cfg.Client == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	var news []containerEvent
+	once := func(app, what, value, typ, reason, message string) {
+		if p.isNew(e, app, what, value) {
+			news = append(news, containerEvent{app, typ, reason, message})
+		}
+	}
 	for _, a := range s.Apps {
 		if run := a.runStart(); !run.IsZero() {
-			p.recordOnce(ctx, e, pod, a.Name, "Created", run.String(), corev1.EventTypeNormal, "Created", "Created container: "+a.Name)
-			p.recordOnce(ctx, e, pod, a.Name, "Started", run.String(), corev1.EventTypeNormal, "Started", "Started container "+a.Name)
+			once(a.Name, "Created", run.String(), corev1.EventTypeNormal, "Created", "Created container: "+a.Name)
+			once(a.Name, "Started", run.String(), corev1.EventTypeNormal, "Started", "Started container "+a.Name)
 		}
 		for _, kind := range []string{"Liveness", "Readiness", "Startup"} {
 			f, failed := a.ProbeFailures[kind]
@@ -49,69 +52,87 @@ func (p *Provider) containerEvents(e *entry, pod *corev1.Pod, s podState) {
 				// The next failure is news again.
 				p.forget(e, a.Name, kind+" failure")
 			case f.Failures > 0:
-				p.recordOnce(ctx, e, pod, a.Name, kind+" failure", fmt.Sprint(f.Failures, f.Message), corev1.EventTypeWarning, "Unhealthy", kind+" probe failed: "+f.Message)
+				once(a.Name, kind+" failure", fmt.Sprint(f.Failures, f.Message), corev1.EventTypeWarning, "Unhealthy", kind+" probe failed: "+f.Message)
 			case !f.Acting:
 				// The probe restarted the app at this failure: the app's
 				// last exit is the restart's, which names both events.
 				at := a.LastExitAt.String()
-				p.recordOnce(ctx, e, pod, a.Name, kind+" failure", at, corev1.EventTypeWarning, "Unhealthy", kind+" probe failed: "+f.Message)
-				p.recordOnce(ctx, e, pod, a.Name, kind+" kill", at, corev1.EventTypeNormal, "Killing",
+				once(a.Name, kind+" failure", at, corev1.EventTypeWarning, "Unhealthy", kind+" probe failed: "+f.Message)
+				once(a.Name, kind+" kill", at, corev1.EventTypeNormal, "Killing",
 					fmt.Sprintf("Container %s failed %s probe, will be restarted", a.Name, strings.ToLower(kind)))
 			}
 		}
 		if a.PostStartFailed {
 			at := a.LastExitAt.String()
-			p.recordOnce(ctx, e, pod, a.Name, "FailedPostStartHook", at, corev1.EventTypeWarning, "FailedPostStartHook", "PostStartHook failed")
-			p.recordOnce(ctx, e, pod, a.Name, "postStart kill", at, corev1.EventTypeNormal, "Killing", "FailedPostStartHook")
+			once(a.Name, "FailedPostStartHook", at, corev1.EventTypeWarning, "FailedPostStartHook", "PostStartHook failed")
+			once(a.Name, "postStart kill", at, corev1.EventTypeNormal, "Killing", "FailedPostStartHook")
 		}
 		for kind, msg := range a.Warnings {
-			p.recordOnce(ctx, e, pod, a.Name, kind, msg, corev1.EventTypeWarning, "ProbeWarning", kind+" probe warning: "+msg)
+			once(a.Name, kind, msg, corev1.EventTypeWarning, "ProbeWarning", kind+" probe warning: "+msg)
 		}
 		if a.State == "restarting" && a.Backoff > 0 {
-			p.recordOnce(ctx, e, pod, a.Name, "BackOff", a.LastExitAt.String(), corev1.EventTypeWarning, "BackOff",
+			once(a.Name, "BackOff", a.LastExitAt.String(), corev1.EventTypeWarning, "BackOff",
 				fmt.Sprintf("Back-off restarting failed container %s in pod %s_%s(%s)", a.Name, pod.Name, pod.Namespace, pod.UID))
 		}
 	}
+	p.sendEvents(pod, news)
 }
+
+// containerEvent is an event of type typ and reason with message on
+// container app.
+type containerEvent struct{ app, typ, reason, message string }
 
 // stoppingEvents records a Killing event ("Stopping container C") on each
 // container of Pod pod that runs in state s, as the kubelet records one
 // when it stops a container of a Pod being deleted.
-func (p *Provider) stoppingEvents(ctx context.Context, pod *corev1.Pod, s podState) {
+func (p *Provider) stoppingEvents(pod *corev1.Pod, s podState) {
 	if p.cfg.Client == nil {
 		return
 	}
+	var evs []containerEvent
 	for _, a := range s.Apps {
-		if a.State != "running" {
-			continue
-		}
-		if err := p.event(ctx, pod, containerField(pod, a.Name), corev1.EventTypeNormal, "Killing", "Stopping container "+a.Name); err != nil {
-			p.log.Warn("cannot record an event", "pod", key(pod.Namespace, pod.Name), "container", a.Name, "reason", "Killing", "err", err)
+		if a.State == "running" {
+			evs = append(evs, containerEvent{a.Name, corev1.EventTypeNormal, "Killing", "Stopping container " + a.Name})
 		}
 	}
+	p.sendEvents(pod, evs)
 }
 
-// recordOnce records the event of type typ and reason with message on
-// container app of pod unless e has recorded the same what (a probe's
-// kind, BackOff, Started, ...) with the same value (the warning, the run
-// or the exit it follows) already.
-func (p *Provider) recordOnce(ctx context.Context, e *entry, pod *corev1.Pod, app, what, value, typ, reason, message string) {
-	k := app + "/" + what
-	p.mu.Lock()
-	seen := e.warned[k] == value
-	if !seen {
-		if e.warned == nil {
-			e.warned = map[string]string{}
-		}
-		e.warned[k] = value
-	}
-	p.mu.Unlock()
-	if seen {
+// sendEvents records evs on pod's containers through the API, in order,
+// apart from the caller, as the kubelet's recorder sends its events from
+// a queue of its own: a status or a stop never waits for the API. A
+// record that fails is logged and not tried again.
+func (p *Provider) sendEvents(pod *corev1.Pod, evs []containerEvent) {
+	if len(evs) == 0 {
 		return
 	}
-	if err := p.event(ctx, pod, containerField(pod, app), typ, reason, message); err != nil {
-		p.log.Warn("cannot record an event", "pod", key(pod.Namespace, pod.Name), "container", app, "reason", reason, "err", err)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, ev := range evs {
+			if err := p.event(ctx, pod, containerField(pod, ev.app), ev.typ, ev.reason, ev.message); err != nil {
+				p.log.Warn("cannot record an event", "pod", key(pod.Namespace, pod.Name), "container", ev.app, "reason", ev.reason, "err", err)
+			}
+		}
+	}()
+}
+
+// isNew reports whether value of what (a probe's kind, BackOff,
+// Started, ...) on container app of e is new: e has not recorded the same
+// (the warning, the run or the exit it follows) last; it is then
+// e's.
+func (p *Provider) isNew(e *entry, app, what, value string) bool {
+	k := app + "/" + what
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e.warned[k] == value {
+		return false
 	}
+	if e.warned == nil {
+		e.warned = map[string]string{}
+	}
+	e.warned[k] = value
+	return true
 }
 
 // forget forgets what e recorded of what on container app, so that the

@@ -96,6 +96,8 @@ func TestBackOffEvent(t *testing.T) {
 		return len(cs) == 1 && cs[0].State.Running != nil && cs[0].RestartCount == 2
 	})
 	want := "Back-off restarting failed container app0 in pod backoff_" + testNS + "(uid-backoff)"
+	// Sent apart from the status.
+	waitEvent(t, "BackOff", func() bool { return len(eventsOf(t, client, p.Namespace, "BackOff")) > 0 })
 	events := eventsOf(t, client, p.Namespace, "BackOff")
 	if len(events) != 1 || events[0].Type != corev1.EventTypeWarning || events[0].Message != want || events[0].InvolvedObject.FieldPath != "spec.containers{app0}" {
 		t.Errorf("BackOff events %+v; want one Warning on spec.containers{app0}: %q", events, want)

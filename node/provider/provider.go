@@ -477,11 +477,7 @@ func (p *Provider) delete(ctx context.Context, pod *corev1.Pod, e *entry, inAPI 
 	began := time.Now()
 	if e.refused == nil {
 		if s, err := p.eng.status(e.name); err == nil {
-			go func() {
-				ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				defer cancel()
-				p.stoppingEvents(ctx, pod, s)
-			}()
+			p.stoppingEvents(pod, s)
 		}
 		last, ok, err := p.eng.stop(ctx, e.name, grace(pod, e))
 		if err != nil {
