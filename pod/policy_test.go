@@ -68,23 +68,26 @@ func TestDecide(t *testing.T) {
 		{"Never, success", record.FirstFailure, record.Event{App: "never", Exit: ok}, record.Decision{}},
 		{"Never, failure ends the pod", record.FirstFailure, record.Event{App: "never", Exit: fail4}, record.Decision{EndPod: true, PodExitCode: 4}},
 		{"OnFailure, success", record.FirstFailure, record.Event{App: "onfail", Exit: ok}, record.Decision{}},
-		{"OnFailure, failure restarts", record.FirstFailure, record.Event{App: "onfail", Exit: fail4}, record.Decision{Restart: true, Delay: time.Second}},
-		{"OnFailure, killed restarts", record.FirstFailure, record.Event{App: "onfail", Exit: killed}, record.Decision{Restart: true, Delay: time.Second}},
+		{"OnFailure, failure restarts", record.FirstFailure, record.Event{App: "onfail", Exit: fail4}, record.Decision{Restart: true}},
+		{"OnFailure, killed restarts", record.FirstFailure, record.Event{App: "onfail", Exit: killed}, record.Decision{Restart: true}},
 		{"OnFailure, clean TERM ends", record.FirstFailure, record.Event{App: "onfail", Exit: termed}, record.Decision{}},
-		{"Always, success restarts", record.FirstFailure, record.Event{App: "always", Exit: ok}, record.Decision{Restart: true, Delay: time.Second}},
-		{"Always, failure restarts", record.FirstFailure, record.Event{App: "always", Exit: fail4}, record.Decision{Restart: true, Delay: time.Second}},
+		{"Always, success restarts", record.FirstFailure, record.Event{App: "always", Exit: ok}, record.Decision{Restart: true}},
+		{"Always, failure restarts", record.FirstFailure, record.Event{App: "always", Exit: fail4}, record.Decision{Restart: true}},
 		{"Always, stopped ends", record.FirstFailure, record.Event{App: "always", Exit: termed, Stopped: true}, record.Decision{}},
 		{"OnFailure, stopped and failed ends the pod", record.FirstFailure, record.Event{App: "onfail", Exit: killed, Stopped: true}, record.Decision{EndPod: true, PodExitCode: 137}},
 		{"init failure ends the pod under all", record.AllExit, record.Event{App: "init", Exit: fail1}, record.Decision{EndPod: true, PodExitCode: 1}},
 
-		// Back-off.
-		{"second delay doubles", record.FirstFailure, record.Event{App: "always", Exit: fail4, History: record.History{LastDelay: time.Second, StartedAt: earlier}, Now: now}, record.Decision{Restart: true, Delay: 2 * time.Second}},
-		{"delay doubles up to max", record.FirstFailure, record.Event{App: "always", Exit: fail4, History: record.History{LastDelay: 8 * time.Second, StartedAt: earlier}, Now: now}, record.Decision{Restart: true, Delay: 10 * time.Second}},
-		{"delay stays at max", record.FirstFailure, record.Event{App: "always", Exit: fail4, History: record.History{LastDelay: 10 * time.Second, StartedAt: earlier}, Now: now}, record.Decision{Restart: true, Delay: 10 * time.Second}},
-		{"run just under reset keeps doubling", record.FirstFailure, record.Event{App: "always", Exit: fail4, History: record.History{LastDelay: 4 * time.Second, StartedAt: now.Add(-time.Minute + time.Nanosecond)}, Now: now}, record.Decision{Restart: true, Delay: 8 * time.Second}},
-		{"run of reset resets", record.FirstFailure, record.Event{App: "always", Exit: fail4, History: record.History{LastDelay: 10 * time.Second, StartedAt: now.Add(-time.Minute)}, Now: now}, record.Decision{Restart: true, Delay: time.Second}},
-		{"unknown start never resets", record.FirstFailure, record.Event{App: "always", Exit: fail4, History: record.History{LastDelay: 2 * time.Second}, Now: now}, record.Decision{Restart: true, Delay: 4 * time.Second}},
-		{"delay below initial goes up to initial", record.FirstFailure, record.Event{App: "always", Exit: fail4, History: record.History{LastDelay: time.Millisecond, StartedAt: earlier}, Now: now}, record.Decision{Restart: true, Delay: time.Second}},
+		// Back-off, as the kubelet's: the first restart at once, then the
+		// initial delay, doubling.
+		{"restart after an immediate one waits the initial delay", record.FirstFailure, record.Event{App: "always", Exit: fail4, History: record.History{Restarted: true, StartedAt: earlier}, Now: now}, record.Decision{Restart: true, Delay: time.Second}},
+		{"run of reset restarts at once", record.FirstFailure, record.Event{App: "always", Exit: fail4, History: record.History{Restarted: true, LastDelay: 10 * time.Second, StartedAt: now.Add(-time.Minute)}, Now: now}, record.Decision{Restart: true}},
+		{"second delay doubles", record.FirstFailure, record.Event{App: "always", Exit: fail4, History: record.History{Restarted: true, LastDelay: time.Second, StartedAt: earlier}, Now: now}, record.Decision{Restart: true, Delay: 2 * time.Second}},
+		{"delay doubles up to max", record.FirstFailure, record.Event{App: "always", Exit: fail4, History: record.History{Restarted: true, LastDelay: 8 * time.Second, StartedAt: earlier}, Now: now}, record.Decision{Restart: true, Delay: 10 * time.Second}},
+		{"delay stays at max", record.FirstFailure, record.Event{App: "always", Exit: fail4, History: record.History{Restarted: true, LastDelay: 10 * time.Second, StartedAt: earlier}, Now: now}, record.Decision{Restart: true, Delay: 10 * time.Second}},
+		{"run just under reset keeps doubling", record.FirstFailure, record.Event{App: "always", Exit: fail4, History: record.History{Restarted: true, LastDelay: 4 * time.Second, StartedAt: now.Add(-time.Minute + time.Nanosecond)}, Now: now}, record.Decision{Restart: true, Delay: 8 * time.Second}},
+
+		{"unknown start never resets", record.FirstFailure, record.Event{App: "always", Exit: fail4, History: record.History{Restarted: true, LastDelay: 2 * time.Second}, Now: now}, record.Decision{Restart: true, Delay: 4 * time.Second}},
+		{"delay below initial goes up to initial", record.FirstFailure, record.Event{App: "always", Exit: fail4, History: record.History{Restarted: true, LastDelay: time.Millisecond, StartedAt: earlier}, Now: now}, record.Decision{Restart: true, Delay: time.Second}},
 
 		// first-failure.
 		{"first-failure: success with others running", record.FirstFailure, record.Event{App: "never", Exit: ok, Now: now}, record.Decision{}},
@@ -98,13 +101,13 @@ func TestDecide(t *testing.T) {
 		{"any: first app failing", record.AnyExit, record.Event{App: "never", Exit: fail4}, record.Decision{EndPod: true, PodExitCode: 4}},
 		{"any: init success does not", record.AnyExit, record.Event{App: "init", Exit: ok}, record.Decision{}},
 		{"any: init failure does", record.AnyExit, record.Event{App: "init", Exit: fail1}, record.Decision{EndPod: true, PodExitCode: 1}},
-		{"any: restarting app does not", record.AnyExit, record.Event{App: "always", Exit: ok}, record.Decision{Restart: true, Delay: time.Second}},
+		{"any: restarting app does not", record.AnyExit, record.Event{App: "always", Exit: ok}, record.Decision{Restart: true}},
 
 		// all.
 		{"all: failure with others running", record.AllExit, record.Event{App: "never", Exit: fail4}, record.Decision{}},
 		{"all: success with others running", record.AllExit, record.Event{App: "never", Exit: ok}, record.Decision{}},
 		{"all: last app ends the pod", record.AllExit, record.Event{App: "onfail", Exit: ok, Ended: ended("init", "never", "always"), Now: now}, record.Decision{EndPod: true}},
-		{"all: restarting last app does not", record.AllExit, record.Event{App: "onfail", Exit: fail4, Ended: ended("init", "never", "always"), Now: now}, record.Decision{Restart: true, Delay: time.Second}},
+		{"all: restarting last app does not", record.AllExit, record.Event{App: "onfail", Exit: fail4, Ended: ended("init", "never", "always"), Now: now}, record.Decision{Restart: true}},
 		{"all: the first failure gives the code", record.AllExit,
 			record.Event{App: "onfail", Exit: killed, Stopped: true, Now: now, Ended: []record.Outcome{
 				{App: "init", Exit: ok, At: earlier.Add(-time.Hour)},
@@ -177,8 +180,8 @@ apps:
 		ev   record.Event
 		want record.Decision
 	}{
-		{record.Event{App: "side", Exit: fail4, Now: now}, record.Decision{Restart: true, Delay: time.Second}},
-		{record.Event{App: "side", Exit: ok, Now: now}, record.Decision{Restart: true, Delay: time.Second}},
+		{record.Event{App: "side", Exit: fail4, Now: now}, record.Decision{Restart: true}},
+		{record.Event{App: "side", Exit: ok, Now: now}, record.Decision{Restart: true}},
 		{record.Event{App: "side", Exit: fail4, Stopped: true, Now: now}, record.Decision{}},
 		{record.Event{App: "app", Exit: ok, Now: now}, record.Decision{EndPod: true}},
 		{record.Event{App: "app", Exit: fail4, Now: now}, record.Decision{EndPod: true, PodExitCode: 4}},

@@ -13,21 +13,26 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/unitrun/unitrun/node/internal/testca"
 )
 
 const nodeName = "e2e-unitrun"
@@ -81,7 +86,7 @@ func (c *cluster) start() {
 	// serving certificate, which the kubeconfig trusts, and its kubelet
 	// client certificate, which the node then accepts without
 	// --client-ca-file.
-	ca, caKey := newCA(t)
+	ca, caKey := testca.New(t, "unitrun-e2e-ca")
 	c.writeCert("apiserver", ca, caKey, net.IPv4(127, 0, 0, 1), net.IPv4(10, 0, 0, 1))
 	c.writeCert("apiserver-kubelet-client", ca, caKey)
 	c.write("ca.crt", pemBlock("CERTIFICATE", ca.Raw))
@@ -109,6 +114,7 @@ func (c *cluster) start() {
 		"--service-account-signing-key-file", c.path("sa.key"), "--service-cluster-ip-range", "10.0.0.0/24",
 		"--kubelet-client-certificate", c.path("apiserver-kubelet-client.crt"),
 		"--kubelet-client-key", c.path("apiserver-kubelet-client.key"),
+		"--kubelet-certificate-authority", c.path("ca.crt"),
 		"--kubelet-preferred-address-types", "InternalIP")
 	c.kubeconfig = c.path("kubeconfig")
 	c.write("kubeconfig", []byte(fmt.Sprintf(`apiVersion: v1
@@ -132,16 +138,89 @@ current-context: e2e
 		t.Fatal(err)
 	}
 	// As the README joins a node, with the kubeconfig alone: no
-	// --client-ca-file, and its own self-signed serving certificate.
+	// --client-ca-file, and no serving certificate: it asks for one.
 	c.daemon("unitrun-node", "--kubeconfig", c.kubeconfig, "--node-name", nodeName,
 		"--node-ip", "127.0.0.1", "--listen", "127.0.0.1:"+kubeletPort,
 		"--state-dir", c.path("state"), "--unitrun", filepath.Join(c.bin, "unitrun"), "--manager", "embedded",
 		"--image", "debian=host", "--allow-privileged")
+	// There is no kube-controller-manager: the test approves and signs
+	// the node's kubelet-serving CSR with the cluster CA, as an approver
+	// and the signer would. The API server verifies the node's
+	// certificate against that CA (--kubelet-certificate-authority), so
+	// every kubectl logs and port-forward of the test goes through a
+	// verified connection.
+	c.signServingCSR(ca, caKey)
+	roots := x509.NewCertPool()
+	roots.AddCert(ca)
+	c.eventually(60*time.Second, "the kubelet API serves the certificate the CA signed", func() error {
+		conn, err := tls.Dial("tcp", "127.0.0.1:"+kubeletPort, &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	})
 	c.eventually(60*time.Second, "the node is registered", func() error {
 		_, err := c.kubectl("get", "node", nodeName)
 		return err
 	})
 	c.mustKubectl("wait", "--for=condition=Ready", "node/"+nodeName, "--timeout=60s")
+}
+
+// signServingCSR approves the node's kubernetes.io/kubelet-serving
+// CertificateSigningRequest, which must ask for what a kubelet asks for
+// (CN system:node:NAME, O system:nodes, the node's name and IP), and
+// issues it: a certificate ca signs, set in the CSR's status through the
+// API.
+func (c *cluster) signServingCSR(ca *x509.Certificate, caKey *ecdsa.PrivateKey) {
+	t := c.t
+	var csr struct {
+		Metadata struct{ Name string }
+		Spec     struct {
+			Request    []byte
+			SignerName string
+		}
+	}
+	c.eventually(60*time.Second, "the node's kubelet-serving CSR", func() error {
+		var list struct{ Items []json.RawMessage }
+		out, err := c.kubectl("get", "csr", "-o", "json")
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal([]byte(out), &list); err != nil {
+			return err
+		}
+		for _, raw := range list.Items {
+			if err := json.Unmarshal(raw, &csr); err == nil && csr.Spec.SignerName == "kubernetes.io/kubelet-serving" {
+				return nil
+			}
+		}
+		return errors.New("none yet")
+	})
+	block, _ := pem.Decode(csr.Spec.Request)
+	if block == nil {
+		t.Fatalf("CSR %s: no PEM request", csr.Metadata.Name)
+	}
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Subject.CommonName != "system:node:"+nodeName || !slices.Equal(req.Subject.Organization, []string{"system:nodes"}) ||
+		!slices.Equal(req.DNSNames, []string{nodeName}) || len(req.IPAddresses) != 1 || !req.IPAddresses[0].Equal(net.IPv4(127, 0, 0, 1)) {
+		t.Fatalf("CSR %s asks for %q %v %v %v; want a kubelet's", csr.Metadata.Name, req.Subject.CommonName, req.Subject.Organization, req.DNSNames, req.IPAddresses)
+	}
+	c.mustKubectl("certificate", "approve", csr.Metadata.Name)
+	der := testca.Issue(t, ca, caKey, req, 24*time.Hour)
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(c.mustKubectl("get", "csr", csr.Metadata.Name, "-o", "json")), &obj); err != nil {
+		t.Fatal(err)
+	}
+	obj["status"].(map[string]any)["certificate"] = base64.StdEncoding.EncodeToString(pemBlock("CERTIFICATE", der))
+	data, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.write("csr-status.json", data)
+	c.mustKubectl("replace", "--raw", "/apis/certificates.k8s.io/v1/certificatesigningrequests/"+csr.Metadata.Name+"/status", "-f", c.path("csr-status.json"))
 }
 
 // exitCodesLogsDelete applies a Pod whose init container exits 0 and whose
@@ -671,27 +750,6 @@ func (c *cluster) writeCert(name string, ca *x509.Certificate, caKey *ecdsa.Priv
 	}
 	c.write(name+".crt", pemBlock("CERTIFICATE", der))
 	c.write(name+".key", pemBlock("EC PRIVATE KEY", keyDER))
-}
-
-func newCA(t *testing.T) (*x509.Certificate, *ecdsa.PrivateKey) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(t), Subject: pkix.Name{CommonName: "unitrun-e2e-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ca, key
 }
 
 func serial(t *testing.T) *big.Int {

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
 	"github.com/unitrun/unitrun/inject"
+	"github.com/unitrun/unitrun/internal/buildinfo"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -22,18 +24,39 @@ var Taint = corev1.Taint{Key: "virtual-kubelet.io/provider", Value: "unitrun", E
 // MaxPods is the number of Pods the node takes.
 const MaxPods = 110
 
-// Version is what the node reports as its kubelet version.
-const Version = "unitrun-node"
+// kubeletVersion is what the node reports as its kubelet version: that
+// of the Kubernetes API it is built against, as the binary's build
+// information bi has it (k8s.io/api v0.X.Y is Kubernetes v1.X.Y), marked
+// as unitrun's: "v1.X.Y+unitrun", or "v0.0.0+unitrun" for a build that
+// does not say (bi nil, a test binary).
+func kubeletVersion(bi *debug.BuildInfo) string {
+	v := "v0.0.0"
+	if bi != nil {
+		for _, d := range bi.Deps {
+			if d.Path == "k8s.io/api" && strings.HasPrefix(d.Version, "v0.") {
+				v = "v1." + strings.TrimPrefix(d.Version, "v0.")
+			}
+		}
+	}
+	return v + "+unitrun"
+}
+
+// runtimeVersion is what the node reports as its container runtime:
+// unitrun, of this build's version ("unitrun://(devel)" for a build
+// from a checkout), as containerd reports "containerd://1.7.0".
+func runtimeVersion() string { return "unitrun://" + buildinfo.Read().Version }
 
 // Node returns the node to register: its capacity and allocatable (CPUs,
 // memory and pods) and system info (kernel, OS image) from the host, its
-// taint, its labels, and where the kubelet API is (Address and
+// taint, its labels, its kubelet and container runtime versions, and
+// where the kubelet API is (Address and
 // KubeletPort). Its conditions are left for the node controller to set.
 func (c *Config) Node() (*corev1.Node, error) {
 	capacity, err := capacity()
 	if err != nil {
 		return nil, err
 	}
+	bi, _ := debug.ReadBuildInfo()
 	var uts unix.Utsname
 	if err := unix.Uname(&uts); err != nil {
 		return nil, err
@@ -55,11 +78,12 @@ func (c *Config) Node() (*corev1.Node, error) {
 			Capacity:    capacity,
 			Allocatable: capacity.DeepCopy(),
 			NodeInfo: corev1.NodeSystemInfo{
-				OperatingSystem: "linux",
-				Architecture:    runtime.GOARCH,
-				KernelVersion:   unix.ByteSliceToString(uts.Release[:]),
-				OSImage:         osImage(),
-				KubeletVersion:  Version,
+				OperatingSystem:         "linux",
+				Architecture:            runtime.GOARCH,
+				KernelVersion:           unix.ByteSliceToString(uts.Release[:]),
+				OSImage:                 osImage(),
+				KubeletVersion:          kubeletVersion(bi),
+				ContainerRuntimeVersion: runtimeVersion(),
 			},
 			Conditions: []corev1.NodeCondition{
 				{Type: corev1.NodeReady, Status: corev1.ConditionFalse},

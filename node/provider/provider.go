@@ -297,7 +297,7 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 		// As the kubelet records the Pods it rejects, for kubectl
 		// describe.
 		if p.cfg.Client != nil {
-			if err := p.event(ctx, pod, "", "Unsupported", refusedMessage(e.refused)); err != nil {
+			if err := p.event(ctx, pod, "", corev1.EventTypeWarning, "Unsupported", refusedMessage(e.refused)); err != nil {
 				p.log.Warn("cannot record the refusal", "pod", k, "err", err)
 			}
 		}
@@ -330,7 +330,7 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
-			if err := p.event(ctx, pod, "", "MissingClusterDNS", msg); err != nil {
+			if err := p.event(ctx, pod, "", corev1.EventTypeWarning, "MissingClusterDNS", msg); err != nil {
 				p.log.Warn("cannot record the MissingClusterDNS event", "pod", k, "err", err)
 			}
 		}()
@@ -468,6 +468,9 @@ func (p *Provider) delete(ctx context.Context, pod *corev1.Pod, e *entry, inAPI 
 	k := key(pod.Namespace, pod.Name)
 	began := time.Now()
 	if e.refused == nil {
+		if s, err := p.eng.status(e.name); err == nil {
+			p.stoppingEvents(pod, s)
+		}
 		last, ok, err := p.eng.stop(ctx, e.name, grace(pod, e))
 		if err != nil {
 			return fmt.Errorf("stop unitrun pod %s: %w", e.name, err)

@@ -933,3 +933,25 @@ func TestStatusSentOnRecordChange(t *testing.T) {
 	deletePod(t, client, p)
 	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
 }
+
+// A workingDir that does not exist is made, as a container runtime makes
+// it, and the container runs in it.
+func TestWorkingDirMade(t *testing.T) {
+	client := fake.NewClientset()
+	n := startNode(t, testConfig(t), client)
+	dir := filepath.Join(t.TempDir(), "made", "deeper")
+	p := newPod("workdir", corev1.RestartPolicyNever, nil, `[ "$(pwd)" = `+dir+` ] || exit 5`)
+	p.Spec.Containers[0].WorkingDir = dir
+	create(t, client, p)
+	got := waitPod(t, client, p, "ended", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	})
+	if got.Status.Phase != corev1.PodSucceeded {
+		t.Errorf("phase %s, want Succeeded; status %+v", got.Status.Phase, got.Status)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("workingDir: %v, %v; want a directory of mode 0755", fi, err)
+	}
+	deletePod(t, client, p)
+	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
+}

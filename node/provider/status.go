@@ -47,6 +47,31 @@ type appState struct {
 	// succeeded with one (an http probe's redirect to another host), by
 	// kind: Liveness, Readiness, Startup.
 	Warnings map[string]string
+	// ProbeFailures are the app's probes whose last check failed, by kind.
+	ProbeFailures map[string]probeFailure
+	// PostStartFailed says the app's last run ended because its postStart
+	// hook failed.
+	PostStartFailed bool
+}
+
+// probeFailure is a probe's failed check.
+type probeFailure struct {
+	Message string
+	// Failures counts the consecutive failed checks. It is 0 once a
+	// liveness or startup probe has restarted the app at this check
+	// (Acting until the app's exit is recorded, then that exit is the
+	// app's last).
+	Failures int
+	Acting   bool
+}
+
+// runStart is when the app's current run started, or, if it does not
+// run, its last run; zero if none got as far as its command.
+func (a appState) runStart() time.Time {
+	if a.State == "running" {
+		return a.StartedAt
+	}
+	return a.LastStartedAt
 }
 
 func (s podState) app(name string) (appState, bool) {

@@ -61,9 +61,11 @@ func (e *engine) close() error { return e.conn.Close() }
 
 // check validates manifest as create would, including the host checks
 // (users, groups, working directories, root filesystems): an error here is
-// the manifest's, and will not go away by trying again.
+// the manifest's, and will not go away by trying again. Once nothing is
+// refused, it makes each app's workingDir that does not exist, as a
+// container runtime makes a container's.
 func (e *engine) check(manifest []byte) error {
-	return podrun.Check(manifest)
+	return podrun.CheckMakingDirs(manifest)
 }
 
 // errExists is create's error for a pod that exists already.
@@ -286,7 +288,8 @@ func (e *engine) fromPod(name string, s pod.PodStatus) podState {
 			Result: a.Result, Restarts: a.Restarts, Backoff: a.Backoff, Message: a.Message,
 			StartedAt: a.StartedAt, FinishedAt: a.FinishedAt, LastExitAt: a.LastExitAt, LastStartedAt: a.LastStartedAt,
 			Ready: a.Ready, StartupPassed: a.Startup != nil && a.Startup.LastResult == "success",
-			Warnings: probeWarnings(a),
+			Warnings: probeWarnings(a), ProbeFailures: probeFailures(a),
+			PostStartFailed: a.State != record.AppRunning && strings.HasPrefix(a.Message, podrun.PostStartFailed),
 		})
 		if a.State == record.AppRunning || a.ExitCode == nil {
 			continue
@@ -298,6 +301,21 @@ func (e *engine) fromPod(name string, s pod.PodStatus) podState {
 		}
 	}
 	return ps
+}
+
+// probeFailures are a's probes whose last check failed, by kind; nil if
+// none has.
+func probeFailures(a record.AppStatus) map[string]probeFailure {
+	var f map[string]probeFailure
+	for kind, pr := range map[string]*record.ProbeStatus{"Liveness": a.Probe, "Readiness": a.Readiness, "Startup": a.Startup} {
+		if pr != nil && pr.LastResult != record.ProbeSuccess {
+			if f == nil {
+				f = map[string]probeFailure{}
+			}
+			f[kind] = probeFailure{Message: pr.Message, Failures: pr.ConsecutiveFailures, Acting: pr.Acted != ""}
+		}
+	}
+	return f
 }
 
 // probeWarnings are the notes of a's probes whose last check succeeded

@@ -67,7 +67,7 @@ func (c *Context) Exec(argv []string) error {
 			return fmt.Errorf("rootfs %s: %w", a.Rootfs, err)
 		}
 		if err := syscall.Chroot(a.Rootfs); err != nil {
-			return fmt.Errorf("rootfs %s: %v", a.Rootfs, unwrapPath(err))
+			return fmt.Errorf("rootfs %s: %v", a.Rootfs, UnwrapPath(err))
 		}
 		if dir == "" {
 			dir = "/"
@@ -75,7 +75,7 @@ func (c *Context) Exec(argv []string) error {
 	}
 	if dir != "" {
 		if err := os.Chdir(dir); err != nil {
-			return fmt.Errorf("workingDir %s: %v", dir, unwrapPath(err))
+			return fmt.Errorf("workingDir %s: %v", dir, UnwrapPath(err))
 		}
 	}
 	// Looked up before the credentials change, in the root the command
@@ -143,7 +143,7 @@ func cannotExecute(name string, errno error) error {
 func CheckRootfs(dir string) error {
 	fi, err := os.Stat(dir)
 	if err != nil {
-		return errors.New("must be a directory: " + unwrapPath(err).Error())
+		return errors.New("must be a directory: " + UnwrapPath(err).Error())
 	}
 	if !fi.IsDir() {
 		return errors.New("must be a directory")
@@ -246,7 +246,7 @@ func LookPath(root, name string, env map[string]string) (string, error) {
 	}
 	dir, err := os.Open(root)
 	if err != nil {
-		return "", fmt.Errorf("command %s: %v", name, unwrapPath(err))
+		return "", fmt.Errorf("command %s: %v", name, UnwrapPath(err))
 	}
 	defer dir.Close()
 	for _, d := range filepath.SplitList(path) {
@@ -404,9 +404,9 @@ func intIDs(ids []uint32) []int {
 	return out
 }
 
-// unwrapPath drops the operation and path of a *fs.PathError, which the
+// UnwrapPath drops the operation and path of a *fs.PathError, which the
 // message names itself.
-func unwrapPath(err error) error {
+func UnwrapPath(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err

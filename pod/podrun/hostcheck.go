@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/appexec"
@@ -26,6 +27,12 @@ func ParseForHost(data []byte, iso pod.Isolation) (*pod.Manifest, error) {
 // It is a [pod.HostCheck]; refused may be nil, for none. Each error names
 // the field.
 func checkHost(m *pod.Manifest, refused func(field string) bool) []error {
+	return checkHostDirs(m, refused, false)
+}
+
+// checkHostDirs is [checkHost], which, if missingDirs, takes a workingDir
+// that does not exist for one that will be made.
+func checkHostDirs(m *pod.Manifest, refused func(field string) bool, missingDirs bool) []error {
 	if refused == nil {
 		refused = func(string) bool { return false }
 	}
@@ -54,7 +61,7 @@ func checkHost(m *pod.Manifest, refused func(field string) bool) []error {
 			}
 		}
 		if a.WorkingDir != "" && rootOK && !refused(path+".workingDir") {
-			if rule := checkDir(a); rule != "" {
+			if rule, missing := checkDir(a); rule != "" && !(missing && missingDirs) {
 				add(path+".workingDir", a.WorkingDir, rule)
 			}
 		}
@@ -62,9 +69,9 @@ func checkHost(m *pod.Manifest, refused func(field string) bool) []error {
 	return p
 }
 
-// checkDir says what is wrong with a's workingDir, or "" if nothing is, or
-// if it cannot tell.
-func checkDir(a *pod.App) string {
+// checkDir says what is wrong with a's workingDir, and whether it is
+// that it does not exist, or "" if nothing is, or if it cannot tell.
+func checkDir(a *pod.App) (rule string, missing bool) {
 	var fi fs.FileInfo
 	var err error
 	if a.Rootfs == "" {
@@ -72,21 +79,21 @@ func checkDir(a *pod.App) string {
 	} else {
 		root, rerr := os.OpenRoot(a.Rootfs)
 		if rerr != nil {
-			return ""
+			return "", false
 		}
 		defer root.Close()
-		fi, err = root.Stat(a.WorkingDir)
+		fi, err = root.Stat(inRoot(a.WorkingDir))
 	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if a.Rootfs != "" {
-			return "no such directory in rootfs " + a.Rootfs
+			return "no such directory in rootfs " + a.Rootfs, true
 		}
-		return "no such directory"
+		return "no such directory", true
 	case err == nil && !fi.IsDir():
-		return "not a directory"
+		return "not a directory", false
 	}
-	return ""
+	return "", false
 }
 
 // Check returns what [Runner.Create] would refuse of manifest, an
@@ -97,4 +104,58 @@ func Check(manifest []byte) error {
 		return &InvalidError{Err: err}
 	}
 	return nil
+}
+
+// CheckMakingDirs is [Check] for a manifest whose apps' workingDirs are
+// made where they do not exist, as a container runtime makes a
+// container's: once nothing is refused, it makes each missing one (mode
+// 0755, root's, with its parents), inside the app's rootfs for an app
+// with one. A directory it cannot make is an *InvalidError naming the
+// field.
+func CheckMakingDirs(manifest []byte) error {
+	m, err := pod.ParseWith(manifest, "", func(m *pod.Manifest, refused func(string) bool) []error {
+		return checkHostDirs(m, refused, true)
+	})
+	if err != nil {
+		return &InvalidError{Err: err}
+	}
+	var errs []error
+	for i := range m.Apps {
+		a := &m.Apps[i]
+		if a.WorkingDir == "" {
+			continue
+		}
+		if _, missing := checkDir(a); !missing {
+			continue
+		}
+		if err := makeDir(a.Rootfs, a.WorkingDir); err != nil {
+			errs = append(errs, &pod.FieldError{Path: fmt.Sprintf("apps[%d].workingDir", i), Value: a.WorkingDir, Rule: "cannot be made: " + appexec.UnwrapPath(err).Error()})
+		}
+	}
+	if len(errs) > 0 {
+		return &InvalidError{Err: errors.Join(errs...)}
+	}
+	return nil
+}
+
+// makeDir makes directory dir and its parents, in rootfs unless it is "".
+func makeDir(rootfs, dir string) error {
+	if rootfs == "" {
+		return os.MkdirAll(dir, 0o755)
+	}
+	root, err := os.OpenRoot(rootfs)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return root.MkdirAll(inRoot(dir), 0o755)
+}
+
+// inRoot is absolute path p as an [os.Root] takes it: relative to the
+// root.
+func inRoot(p string) string {
+	if p = strings.TrimLeft(p, "/"); p == "" {
+		return "."
+	}
+	return p
 }

@@ -33,7 +33,7 @@ func PostStart(ctx context.Context, stateDir, name, app string) error {
 	if hookErr == nil {
 		return nil
 	}
-	why := "postStart hook failed: " + hookErr.Error()
+	why := PostStartFailed + hookErr.Error()
 	f, err := record.OpenStartError(stateDir, name, app)
 	if err != nil {
 		return errors.Join(errors.New(why), err)
@@ -41,6 +41,10 @@ func PostStart(ctx context.Context, stateDir, name, app string) error {
 	_, err = fmt.Fprintln(f, why)
 	return errors.Join(errors.New(why), err, f.Close())
 }
+
+// PostStartFailed begins the message of a run whose postStart hook
+// failed.
+const PostStartFailed = "postStart hook failed: "
 
 // commandStarted waits until the run's main process ($MAINPID, which
 // systemd sets for ExecStartPost=) is no longer the start hook: it has
@@ -57,8 +61,8 @@ func commandStarted(ctx context.Context) bool {
 			return false
 		}
 	}
-	_, err = os.Stat("/proc/" + strconv.Itoa(pid) + "/exe")
-	return err == nil
+	_, _, running := processOf(pid)
+	return running
 }
 
 // execPoll is how often commandStarted looks at the main process: the

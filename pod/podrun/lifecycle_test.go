@@ -1,13 +1,17 @@
 package podrun
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -142,5 +146,48 @@ apps:
 	}
 	if b := appOf(t, s, "bounded"); b.Signal != "TERM" {
 		t.Errorf("bounded ended with signal %q, want TERM once its stopTimeout cut its preStop sleep short", b.Signal)
+	}
+}
+
+// A postStart hook waits for the run's main process to have executed the
+// command, and a main process whose main thread has gone while another
+// of its threads still runs has not ended: so it is while the exec hook
+// executes the command from a thread other than its main one, until the
+// exec completes. Made here for good with a process whose main thread
+// exits on its own.
+func TestCommandStartedWithMainThreadGone(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 to make a process whose main thread exits:", err)
+	}
+	sysExit := map[string]int{"amd64": 60, "arm64": 93}[runtime.GOARCH]
+	if sysExit == 0 {
+		t.Skip("the exit system call's number on", runtime.GOARCH, "is not known here")
+	}
+	cmd := exec.Command(python, "-c", fmt.Sprintf(`import ctypes, threading, time
+threading.Thread(target=time.sleep, args=(600,)).start()
+ctypes.CDLL(None).syscall(%d, 0)`, sysExit))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(cmd.Process.Pid)
+	for {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); fields[0] == "Z" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Setenv("MAINPID", pid)
+	if !commandStarted(context.Background()) {
+		t.Error("a process whose main thread has gone, another still running, counts as ended")
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if commandStarted(context.Background()) {
+		t.Error("a process that has ended counts as started")
 	}
 }

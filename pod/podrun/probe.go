@@ -108,20 +108,14 @@ func execHook(pid int) bool {
 	if pid == 0 {
 		return true
 	}
-	proc := "/proc/" + strconv.Itoa(pid)
-	exe, err := os.Stat(proc + "/exe")
-	if err != nil {
+	exe, args, ok := processOf(pid)
+	if !ok {
 		return false
 	}
 	self, err := os.Executable()
 	if err != nil {
 		return false
 	}
-	cmdline, err := os.ReadFile(proc + "/cmdline")
-	if err != nil {
-		return false
-	}
-	args := strings.Split(string(cmdline), "\x00")
 	if fi, err := os.Stat(self); err == nil && os.SameFile(exe, fi) {
 		args = args[1:]
 	} else if fi, err := os.Stat(pod.HookPath(self)); err == nil && os.SameFile(exe, fi) && len(args) > 1 {
@@ -130,6 +124,32 @@ func execHook(pid int) bool {
 		return false
 	}
 	return len(args) > 2 && args[0] == "pod" && args[1] == record.HookCommand && args[2] == record.HookStart
+}
+
+// processOf returns the executable and the arguments of process pid, or
+// false if it has ended. They are read through any of its threads that
+// still runs: while a thread other than the main one executes a command
+// (the start hook's Go runtime may run it on any thread), the main
+// thread is a zombie whose executable and arguments cannot be read until
+// the exec has replaced it, though the process has not ended.
+func processOf(pid int) (exe os.FileInfo, args []string, ok bool) {
+	task := "/proc/" + strconv.Itoa(pid) + "/task/"
+	threads, err := os.ReadDir(task)
+	if err != nil {
+		return nil, nil, false
+	}
+	for _, t := range threads {
+		exe, err := os.Stat(task + t.Name() + "/exe")
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(task + t.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		return exe, strings.Split(string(cmdline), "\x00"), true
+	}
+	return nil, nil, false
 }
 
 // probing runs the probes of app a of pod name on its run that started

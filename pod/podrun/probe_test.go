@@ -280,9 +280,10 @@ apps:
 }
 
 // TestProbeRestartBacksOff checks that restarts an app's probe causes back
-// off as crashes do: with no initial delay and a probe that always fails,
-// the delays before the app's runs double up to the maximum instead of the
-// app restarting at once, again and again.
+// off as crashes do, as the kubelet's: with a probe that always fails, the
+// first restart comes at once, and the delays before the later runs start
+// at the initial delay and double up to the maximum instead of the app
+// restarting at once, again and again.
 func TestProbeRestartBacksOff(t *testing.T) {
 	r := newRunner(t)
 	name := run(t, r, `
@@ -308,7 +309,7 @@ apps:
 		}
 		return a.Restarts >= 4
 	})
-	want := map[int]time.Duration{1: 500 * time.Millisecond, 2: time.Second, 3: 2 * time.Second, 4: 2 * time.Second}
+	want := map[int]time.Duration{1: 0, 2: 500 * time.Millisecond, 3: time.Second, 4: 2 * time.Second}
 	for n, d := range want {
 		if got, seen := delays[n]; seen && got != d {
 			t.Errorf("back-off after restart %d: %v, want %v (all seen: %v)", n, got, d, delays)

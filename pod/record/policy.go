@@ -19,9 +19,11 @@ import (
 // "Succeeded" is Exit.Success; "stopped on request" is Event.Stopped, as
 // with systemd's Restart=, which these policies map onto. An app that
 // restarts first waits the back-off delay:
-// restartBackoff.initial after its first exit, or after a run that lasted
-// restartBackoff.reset or longer; otherwise twice the delay before the run
-// that just ended, at most restartBackoff.max.
+// none after its first run, or after a run that lasted
+// restartBackoff.reset or longer, as the kubelet restarts a container at
+// once the first time; restartBackoff.initial after a run that followed
+// such a restart; otherwise twice the delay before the run that just
+// ended, at most restartBackoff.max.
 //
 // An app that restarts has not ended and never ends the pod. Once an app
 // has ended for good, the exit policy decides whether the pod ends:
@@ -93,8 +95,11 @@ type Event struct {
 
 // History is what the back-off needs to know about an app's past runs.
 type History struct {
+	// Restarted says the run that just ended followed a restart: it was
+	// not the app's first.
+	Restarted bool
 	// LastDelay is the delay before the run that just ended; 0 if that was
-	// the first run.
+	// the first run or followed a restart made at once.
 	LastDelay time.Duration
 	// StartedAt is when the run that just ended started; zero if unknown,
 	// in which case the delay is never reset.
@@ -142,15 +147,19 @@ func Restarts(policy RestartPolicy, success bool) bool {
 }
 
 // NextDelay is the delay before an app's next run under the back-off b,
-// given the history h of its run that ended at now: b.Initial after its
-// first run or a run that lasted b.Reset or longer, else twice the last
-// delay (at least b.Initial), up to b.Max.
+// given the history h of its run that ended at now, as the kubelet's
+// back-off of a container's restarts: none after its first run or a run
+// that lasted b.Reset or longer, b.Initial after a run that followed a
+// restart made at once, else twice the last delay (at least b.Initial),
+// up to b.Max.
 func NextDelay(b Backoff, h History, now time.Time) time.Duration {
 	ranLong := !h.StartedAt.IsZero() && now.Sub(h.StartedAt) >= b.Reset
-	if h.LastDelay <= 0 || ranLong {
+	switch {
+	case ranLong, !h.Restarted && h.LastDelay <= 0:
+		return 0
+	case h.LastDelay <= 0:
 		return b.Initial
-	}
-	if h.LastDelay >= b.Max/2 {
+	case h.LastDelay >= b.Max/2:
 		return b.Max
 	}
 	return max(2*h.LastDelay, b.Initial)

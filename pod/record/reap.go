@@ -214,7 +214,7 @@ func (r *reaping) record(noRun bool) (bool, error) {
 // that restarted the app makes it a restart (and is told its restart is
 // done), otherwise [Decide] says.
 func (r *reaping) decide(s *AppStatus, now time.Time) (Decision, error) {
-	history := History{LastDelay: s.Backoff, StartedAt: s.StartedAt}
+	history := History{Restarted: s.Restarts > 0, LastDelay: s.Backoff, StartedAt: s.StartedAt}
 	if r.acted == RestartApp && !r.stop {
 		// Whatever its restart policy, the exit is a restart, backed off
 		// as a crash's is, so that a probe that keeps failing does not

@@ -95,7 +95,9 @@ unitrun command --unitrun names. The node carries the taint
 virtual-kubelet.io/provider=unitrun:NoSchedule, so only Pods that tolerate it
 land there. It serves the kubelet API (kubectl logs, port-forward) on
 --listen, with the certificate --tls-cert-file and --tls-key-file name, else
-with a self-signed one it keeps in --state-dir, and accepts the client
+with one it asks the cluster for (a kubernetes.io/kubelet-serving
+CertificateSigningRequest, as a kubelet's), kept in --state-dir and renewed
+before it expires, and a self-signed one until that is issued; it accepts the client
 certificates of the CA --client-ca-file names, else of the cluster CA the
 kubeconfig trusts (which signs the API server's kubelet client certificate on
 a kubeadm cluster), so that kubectl logs and port-forward work on a fresh
@@ -141,7 +143,7 @@ could not start or stopped on an error. See docs/kubernetes.md.`,
 	fl.StringVar(&cfg.ClusterDomain, "cluster-domain", "", "the cluster's DNS `DOMAIN` (cluster.local), whose search domains Pods of dnsPolicy ClusterFirst get")
 	fl.DurationVar(&cfg.MinRestartBackoff, "min-restart-backoff", provider.DefaultMinRestartBackoff, fmt.Sprintf("the shortest first restart delay a Pod's unitrun.io/restart-backoff may ask for, and the default (%s to %s)", pod.MinBackoff, kube.MaxRestartBackoff))
 	fl.StringVar(&o.listen, "listen", ":10250", "`ADDRESS` of the kubelet API (logs, port-forward)")
-	fl.StringVar(&o.certFile, "tls-cert-file", "", "TLS certificate `FILE` of the kubelet API (default: a self-signed one, made in --state-dir)")
+	fl.StringVar(&o.certFile, "tls-cert-file", "", "TLS certificate `FILE` of the kubelet API (default: one the cluster issues for the node's kubelet-serving CSR, self-signed until then, kept in --state-dir)")
 	fl.StringVar(&o.keyFile, "tls-key-file", "", "TLS key `FILE` of the kubelet API")
 	fl.StringVar(&o.clientCA, "client-ca-file", "", "CA `FILE` whose client certificates the kubelet API accepts (the API server's kubelet client; default: the cluster CA the kubeconfig trusts, its certificate-authority or certificate-authority-data)")
 	fl.BoolVar(&o.version, "version", false, "print the version, the commit it was built from and the Go version, and exit")
@@ -171,7 +173,7 @@ func (o *options) run() error {
 	if err := p.DropReplaced(ctx, client); err != nil {
 		return err
 	}
-	opts, err := o.nodeOpts(client, spec)
+	opts, err := o.nodeOpts(ctx, client, spec)
 	if err != nil {
 		return err
 	}
@@ -391,10 +393,10 @@ func hostIP() string {
 
 // nodeOpts configures the node: its spec, the provider's routes, and the
 // kubelet API, with the certificate of --tls-cert-file and --tls-key-file
-// or a self-signed one, whose callers are authenticated as a kubelet
-// authenticates them. It warns of a self-signed certificate and of no
-// client CA.
-func (o *options) nodeOpts(client kubernetes.Interface, spec *corev1.Node) ([]nodeutil.NodeOpt, error) {
+// or one the cluster issues ([options.bootstrapCert]), whose callers are
+// authenticated as a kubelet authenticates them. It warns of a
+// self-signed certificate and of no client CA.
+func (o *options) nodeOpts(ctx context.Context, client kubernetes.Interface, spec *corev1.Node) ([]nodeutil.NodeOpt, error) {
 	mux := http.NewServeMux()
 	opts := []nodeutil.NodeOpt{
 		nodeutil.WithClient(client),
@@ -407,17 +409,12 @@ func (o *options) nodeOpts(client kubernetes.Interface, spec *corev1.Node) ([]no
 		},
 		nodeutil.AttachProviderRoutes(mux),
 	}
-	certFile, keyFile := o.certFile, o.keyFile
-	if certFile == "" {
-		var made bool
+	keyPair := nodeutil.WithKeyPairFromPath(o.certFile, o.keyFile)
+	if o.certFile == "" {
 		var err error
-		certFile, keyFile, made, err = selfSignedCert(filepath.Join(o.cfg.StateDir, servingCertDir), o.cfg.NodeName, o.cfg.Address, time.Now())
-		if err != nil {
-			return nil, fmt.Errorf("the kubelet API's self-signed certificate: %w", err)
+		if keyPair, err = o.bootstrapCert(ctx, client); err != nil {
+			return nil, err
 		}
-		o.cfg.Log.Warn("no --tls-cert-file and --tls-key-file: the kubelet API (kubectl logs, port-forward) serves a self-signed certificate;"+
-			" kube-apiserver reaches it only without --kubelet-certificate-authority (its default, under which it does not verify"+
-			" kubelet serving certificates, as with a kubelet's own self-signed one)", "cert", certFile, "new", made)
 	}
 	ca, from, err := o.clientCAContent()
 	if err != nil {
@@ -435,13 +432,46 @@ func (o *options) nodeOpts(client kubernetes.Interface, spec *corev1.Node) ([]no
 	if err != nil {
 		return nil, err
 	}
-	return append(opts, nodeutil.WithTLSConfig(nodeutil.WithKeyPairFromPath(certFile, keyFile), func(c *tls.Config) error {
+	return append(opts, nodeutil.WithTLSConfig(keyPair, func(c *tls.Config) error {
 		c.ClientAuth = tls.RequestClientCert
 		return nil
 	}), func(c *nodeutil.NodeConfig) error {
-		c.Handler = nodeutil.WithAuth(auth, mux)
+		c.Handler = nodeutil.WithAuth(auth, kubeletLogErrors(mux))
 		return nil
 	}), nil
+}
+
+// bootstrapCert is the kubelet API's certificate without --tls-cert-file:
+// the one the API issues for the node's kubernetes.io/kubelet-serving
+// CertificateSigningRequest, renewed before it expires ([issuedCert]),
+// and until it is issued, if it is not within servingCertWait, a
+// self-signed one, with a warning.
+func (o *options) bootstrapCert(ctx context.Context, client kubernetes.Interface) (func(*tls.Config) error, error) {
+	dir := filepath.Join(o.cfg.StateDir, servingCertDir)
+	certFile, keyFile, made, err := selfSignedCert(dir, o.cfg.NodeName, o.cfg.Address, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("the kubelet API's self-signed certificate: %w", err)
+	}
+	fallback, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("the kubelet API's self-signed certificate: %w", err)
+	}
+	sc, issued, err := newIssuedCert(ctx, client, dir, o.cfg.NodeName, o.cfg.Address, &fallback, servingCertWait)
+	if err != nil {
+		return nil, fmt.Errorf("the kubelet API's serving certificate: %w", err)
+	}
+	if issued {
+		o.cfg.Log.Info("the kubelet API serves the certificate the cluster issued for its kubelet-serving CertificateSigningRequest", "dir", dir)
+	} else {
+		o.cfg.Log.Warn("no --tls-cert-file and --tls-key-file, and the node's kubernetes.io/kubelet-serving CertificateSigningRequest"+
+			" was not issued within "+servingCertWait.String()+": the kubelet API (kubectl logs, exec, port-forward) serves a self-signed"+
+			" certificate until it is (approve it: kubectl certificate approve; kube-controller-manager does not approve these itself);"+
+			" kube-apiserver reaches it meanwhile only without --kubelet-certificate-authority", "cert", certFile, "new", made)
+	}
+	return func(c *tls.Config) error {
+		c.GetCertificate = sc.get
+		return nil
+	}, nil
 }
 
 // clientCAContent is the CA whose client certificates the kubelet API

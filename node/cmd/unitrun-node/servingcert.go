@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -16,6 +17,9 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/internal/atomicfile"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/certificate"
 )
 
 // servingCertDir is the directory, in the state dir, of the kubelet API's
@@ -83,4 +87,72 @@ func selfSignedCert(dir, name, ip string, now time.Time) (certFile, keyFile stri
 		return "", "", false, err
 	}
 	return certFile, keyFile, true, nil
+}
+
+// servingCertWait is how long the node waits at its start for the API to
+// issue the serving certificate it asked for, before it serves a
+// self-signed one until it is issued.
+const servingCertWait = 15 * time.Second
+
+// issuedCert is the kubelet API's certificate, bootstrapped as a
+// kubelet's (serverTLSBootstrap): a key of its own and a
+// CertificateSigningRequest of signer kubernetes.io/kubelet-serving for
+// CN system:node:NAME, O system:nodes and the node's name and IP as SANs,
+// through client-go's certificate manager, which the kubelet uses too: it
+// keeps the issued certificate and its key in dir (across restarts) and
+// asks for the next one at 70 to 90 % of its life. Until one is issued,
+// it serves fallback, a self-signed certificate.
+type issuedCert struct {
+	m        certificate.Manager
+	fallback *tls.Certificate
+}
+
+// newIssuedCert starts asking for the kubelet API's certificate of node
+// name at ip ("": none) through client, kept in dir, served until it is
+// issued as fallback, and waits up to wait for it to be issued; it
+// reports whether it was.
+func newIssuedCert(ctx context.Context, client kubernetes.Interface, dir, name, ip string, fallback *tls.Certificate, wait time.Duration) (*issuedCert, bool, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, false, err
+	}
+	store, err := certificate.NewFileStore("kubelet-server", dir, dir, "", "")
+	if err != nil {
+		return nil, false, err
+	}
+	tmpl := &x509.CertificateRequest{
+		Subject:  pkix.Name{CommonName: "system:node:" + name, Organization: []string{"system:nodes"}},
+		DNSNames: []string{name},
+	}
+	if ip != "" {
+		tmpl.IPAddresses = []net.IP{net.ParseIP(ip)}
+	}
+	m, err := certificate.NewManager(&certificate.Config{
+		ClientsetFn: func(*tls.Certificate) (kubernetes.Interface, error) { return client, nil },
+		Template:    tmpl,
+		SignerName:  certificatesv1.KubeletServingSignerName,
+		// ECDSA keys: no key encipherment, as the kubelet asks.
+		Usages:           []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
+		CertificateStore: store,
+		Name:             "kubelet-serving",
+		Ctx:              &ctx,
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	m.Start()
+	s := &issuedCert{m: m, fallback: fallback}
+	deadline := time.Now().Add(wait)
+	for m.Current() == nil && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+	}
+	return s, m.Current() != nil, nil
+}
+
+// get is the tls.Config's GetCertificate: the issued certificate, else
+// the fallback.
+func (s *issuedCert) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if c := s.m.Current(); c != nil {
+		return c, nil
+	}
+	return s.fallback, nil
 }
