@@ -266,3 +266,38 @@ func TestPodStatusesSurviveRestart(t *testing.T) {
 		t.Errorf("pod running after the restart: %+v, exit %d; want it ended, its app by the stop's SIGTERM", s, code)
 	}
 }
+
+// pod install --now of a pod that fails to start (its init app fails,
+// each time) exits 125 once the unit's first run has failed, naming the
+// unit and where to see why, instead of waiting through every run the
+// unit's Restart= makes; it takes the install back: no manifest, unit
+// file or enabled unit is left, and the pod's status tells the failure.
+func TestPodInstallNowFailedStart(t *testing.T) {
+	ctx := context.Background()
+	podsDir, stateDir := filepath.Join(t.TempDir(), "pods"), t.TempDir()
+	unitDir := systemdtest.RuntimeUnitDir(t)
+	flags := []string{"--pods-dir", podsDir, "--unit-dir", unitDir, "--state-dir", stateDir, "--runtime"}
+	manifest := manifestFile(t, `name: neverup
+apps:
+  - {name: init, init: true, exec: [/bin/sh, -c, 'exit 3']}
+  - {name: a, exec: [/bin/sleep, 600]}
+`)
+	defer unitrun(t, "pod", "rm", "--force", "--state-dir", stateDir, "neverup")
+	out, errs, code := unitrun(t, append([]string{"pod", "install", "--now", manifest}, flags...)...)
+	want := "unitrun-pod@neverup.service: failed; unitrun pod status --state-dir " + stateDir + " neverup says why"
+	if code != exitFailed || out != "" || !strings.Contains(errs, want) {
+		t.Errorf("pod install --now of a pod that fails to start: exit %d, %q, %q; want 125 with %q", code, out, errs, want)
+	}
+	for _, p := range []string{filepath.Join(podsDir, "neverup.yaml"), filepath.Join(unitDir, "unitrun-pod@.service")} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("a failed pod install --now left %s: %v", p, err)
+		}
+	}
+	conn := systemdtest.Conn(t)
+	if state, err := conn.UnitFileState(ctx, "unitrun-pod@neverup.service"); err == nil && state != "" {
+		t.Errorf("unitrun-pod@neverup.service after a failed install: unit file state %q", state)
+	}
+	if s, code := podStatusOn(t, nil, stateDir, "neverup"); code != 0 || s.Phase != "Failed" {
+		t.Errorf("the pod after a failed install: %+v, exit %d; want it Failed", s, code)
+	}
+}
