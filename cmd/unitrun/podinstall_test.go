@@ -51,7 +51,8 @@ func bootManager(t *testing.T) (*manager.Embedded, []string) {
 // the last boot's run as it ended. pod uninstall leaves no manifest, unit,
 // link, state or loaded unit, and a second one finds nothing to do. A bad
 // manifest (also one naming a user this host lacks), a bad name and a
-// relative --pods-dir are refused with exit 2, before anything is written.
+// relative --pods-dir are refused with exit 2, before anything is written,
+// and so is a Kubernetes Pod, which pod install does not take.
 func TestPodInstallSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	e, env := bootManager(t)
@@ -76,6 +77,11 @@ func TestPodInstallSurvivesRestart(t *testing.T) {
 	}
 	if _, errs, code := unitrunEnv(t, env, "pod", "install", "--pods-dir", "pods", manifestFile(t, "name: inst\napps: [{name: a, exec: [/bin/true]}]\n")); code != 2 || !strings.Contains(errs, `--pods-dir "pods": must be an absolute path`) {
 		t.Errorf("pod install --pods-dir pods: exit %d, %q; want 2 naming the flag", code, errs)
+	}
+	kubePod := manifestFile(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: inst}\nspec: {containers: [{name: a, image: x, command: [/bin/true]}]}\n")
+	wantErr := "unitrun: " + kubePod + " holds Kubernetes YAML: pod install takes a unitrun manifest only (pod run and pod create take Pods)\n"
+	if _, errs, code := unitrunEnv(t, env, append([]string{"pod", "install", kubePod}, flags...)...); code != 2 || errs != wantErr {
+		t.Errorf("pod install of a Kubernetes Pod: exit %d, %q; want 2, %q", code, errs, wantErr)
 	}
 	if _, err := os.Stat(podsDir); !os.IsNotExist(err) {
 		t.Errorf("bad input left %s: %v", podsDir, err)
