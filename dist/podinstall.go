@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/unit"
 )
@@ -74,7 +73,7 @@ func (in *PodInstall) unit() ([]byte, error) {
 // Install writes the manifest of pod name to PodsDir (root's alone: it
 // holds the apps' env) and PodUnit to UnitDir, creating the directories
 // they go to, reloads mgr and enables the pod's instance of PodUnit; with
-// Now, it starts it, waiting until the pod has started. A manifest
+// Now, it starts it, waiting until the pod has started, or failed to. A manifest
 // installed before is replaced. If a step fails, Install takes back what
 // it did before.
 func (in *PodInstall) Install(ctx context.Context, mgr *manager.Conn, name string, manifest []byte) (err error) {
@@ -108,8 +107,11 @@ func (in *PodInstall) Install(ctx context.Context, mgr *manager.Conn, name strin
 		w.enabled, w.runtime = []string{instance}, in.Runtime
 	}
 	if in.Now {
-		if _, err := job.Unit(mgr, instance).Run(ctx); err != nil {
-			return fmt.Errorf("start %s: %w", instance, err)
+		// The start job ends with the unit's first run: a pod that
+		// fails to start fails it, where a wait for the unit's runs
+		// would wait through every run Restart= makes, forever.
+		if err := mgr.RunJob(ctx, instance, mgr.StartUnit); err != nil {
+			return fmt.Errorf("start %s: %w; unitrun pod status --state-dir %s %s says why", instance, err, in.StateDir, name)
 		}
 	}
 	return nil

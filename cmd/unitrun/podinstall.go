@@ -10,6 +10,7 @@ import (
 
 	"github.com/unitrun/unitrun/dist"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/kube"
 	"github.com/unitrun/unitrun/pod/podrun"
 )
 
@@ -67,6 +68,9 @@ NAME" takes it all back.`,
 			data, err := pod.ReadManifest(args[0])
 			if err != nil {
 				return usageError(err)
+			}
+			if kube.IsPodYAML(data) {
+				return usageError(fmt.Errorf("%s holds Kubernetes YAML: pod install takes a unitrun manifest only (pod run and pod create take Pods)", args[0]))
 			}
 			m, err := podrun.ParseForHost(data, "")
 			if err != nil {

@@ -51,7 +51,8 @@ func bootManager(t *testing.T) (*manager.Embedded, []string) {
 // the last boot's run as it ended. pod uninstall leaves no manifest, unit,
 // link, state or loaded unit, and a second one finds nothing to do. A bad
 // manifest (also one naming a user this host lacks), a bad name and a
-// relative --pods-dir are refused with exit 2, before anything is written.
+// relative --pods-dir are refused with exit 2, before anything is written,
+// and so is a Kubernetes Pod, which pod install does not take.
 func TestPodInstallSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	e, env := bootManager(t)
@@ -76,6 +77,11 @@ func TestPodInstallSurvivesRestart(t *testing.T) {
 	}
 	if _, errs, code := unitrunEnv(t, env, "pod", "install", "--pods-dir", "pods", manifestFile(t, "name: inst\napps: [{name: a, exec: [/bin/true]}]\n")); code != 2 || !strings.Contains(errs, `--pods-dir "pods": must be an absolute path`) {
 		t.Errorf("pod install --pods-dir pods: exit %d, %q; want 2 naming the flag", code, errs)
+	}
+	kubePod := manifestFile(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: inst}\nspec: {containers: [{name: a, image: x, command: [/bin/true]}]}\n")
+	wantErr := "unitrun: " + kubePod + " holds Kubernetes YAML: pod install takes a unitrun manifest only (pod run and pod create take Pods)\n"
+	if _, errs, code := unitrunEnv(t, env, append([]string{"pod", "install", kubePod}, flags...)...); code != 2 || errs != wantErr {
+		t.Errorf("pod install of a Kubernetes Pod: exit %d, %q; want 2, %q", code, errs, wantErr)
 	}
 	if _, err := os.Stat(podsDir); !os.IsNotExist(err) {
 		t.Errorf("bad input left %s: %v", podsDir, err)
@@ -264,5 +270,40 @@ func TestPodStatusesSurviveRestart(t *testing.T) {
 	}
 	if s, code := podStatusOn(t, env, stateDir, "running"); code != 0 || s.Phase == "Running" || s.Apps[0].State == "running" || s.Apps[0].Signal != "TERM" || s.Apps[0].FinishedAt == nil {
 		t.Errorf("pod running after the restart: %+v, exit %d; want it ended, its app by the stop's SIGTERM", s, code)
+	}
+}
+
+// pod install --now of a pod that fails to start (its init app fails,
+// each time) exits 125 once the unit's first run has failed, naming the
+// unit and where to see why, instead of waiting through every run the
+// unit's Restart= makes; it takes the install back: no manifest, unit
+// file or enabled unit is left, and the pod's status tells the failure.
+func TestPodInstallNowFailedStart(t *testing.T) {
+	ctx := context.Background()
+	podsDir, stateDir := filepath.Join(t.TempDir(), "pods"), t.TempDir()
+	unitDir := systemdtest.RuntimeUnitDir(t)
+	flags := []string{"--pods-dir", podsDir, "--unit-dir", unitDir, "--state-dir", stateDir, "--runtime"}
+	manifest := manifestFile(t, `name: neverup
+apps:
+  - {name: init, init: true, exec: [/bin/sh, -c, 'exit 3']}
+  - {name: a, exec: [/bin/sleep, 600]}
+`)
+	defer unitrun(t, "pod", "rm", "--force", "--state-dir", stateDir, "neverup")
+	out, errs, code := unitrun(t, append([]string{"pod", "install", "--now", manifest}, flags...)...)
+	want := "unitrun-pod@neverup.service: failed; unitrun pod status --state-dir " + stateDir + " neverup says why"
+	if code != exitFailed || out != "" || !strings.Contains(errs, want) {
+		t.Errorf("pod install --now of a pod that fails to start: exit %d, %q, %q; want 125 with %q", code, out, errs, want)
+	}
+	for _, p := range []string{filepath.Join(podsDir, "neverup.yaml"), filepath.Join(unitDir, "unitrun-pod@.service")} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("a failed pod install --now left %s: %v", p, err)
+		}
+	}
+	conn := systemdtest.Conn(t)
+	if state, err := conn.UnitFileState(ctx, "unitrun-pod@neverup.service"); err == nil && state != "" {
+		t.Errorf("unitrun-pod@neverup.service after a failed install: unit file state %q", state)
+	}
+	if s, code := podStatusOn(t, nil, stateDir, "neverup"); code != 0 || s.Phase != "Failed" {
+		t.Errorf("the pod after a failed install: %+v, exit %d; want it Failed", s, code)
 	}
 }

@@ -24,9 +24,9 @@ func imageFlag(cmd *cobra.Command, images kube.Images) {
 // removes those created before it. several false refuses a file of more
 // than one Pod.
 func createPods(ctx context.Context, r *podrun.Runner, createWith func(context.Context, []byte, pod.Isolation) (*pod.Manifest, error), path string, data []byte, iso string, images kube.Images, several bool) ([]*pod.Manifest, error) {
-	plans, err := kube.Plan(data, kube.Options{Images: images, AllowPrivileged: true}, r.StateDir)
+	plans, err := planPods(path, data, images, r.StateDir)
 	if err != nil {
-		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", path, err)}
+		return nil, err
 	}
 	if len(plans) > 1 && !several {
 		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s holds %d Pods: pod run follows one pod's output; run them with --detach", path, len(plans))}
@@ -60,6 +60,46 @@ func createPods(ctx context.Context, r *podrun.Runner, createWith func(context.C
 		}
 	}
 	return ms, nil
+}
+
+// planPods maps the Kubernetes Pods in data, the file at path, to the
+// pods that pod run runs in stateDir (kube.Plan), their images mapped
+// with images; a Pod refused exits 2.
+func planPods(path string, data []byte, images kube.Images, stateDir string) ([]kube.Planned, error) {
+	plans, err := kube.Plan(data, kube.Options{Images: images, AllowPrivileged: true}, stateDir)
+	if err != nil {
+		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", path, err)}
+	}
+	return plans, nil
+}
+
+// graphManifest returns the manifest of the pod that pod run would run
+// from the file at path: a unitrun manifest, or a file of one Kubernetes
+// Pod mapped with images to run in stateDir. A bad file exits 2.
+func graphManifest(path string, images kube.Images, stateDir string) (*pod.Manifest, error) {
+	data, err := pod.ReadManifest(path)
+	if err != nil {
+		return nil, &exitError{code: exitUsage, err: err}
+	}
+	if !kube.IsPodYAML(data) {
+		m, err := pod.Parse(data)
+		if err != nil {
+			return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", path, err)}
+		}
+		return m, nil
+	}
+	plans, err := planPods(path, data, images, stateDir)
+	if err != nil {
+		return nil, err
+	}
+	if len(plans) > 1 {
+		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s holds %d Pods: pod graph draws one pod's graph; give a file of one Pod", path, len(plans))}
+	}
+	m, err := pod.Parse(plans[0].Manifest)
+	if err != nil {
+		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: Pod %s: %s", path, plans[0].Name, kube.ContainerPaths(err.Error(), plans[0].Inits))}
+	}
+	return m, nil
 }
 
 // startPods starts the pods ms of a file of several Pods, in its order,

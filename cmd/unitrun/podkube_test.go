@@ -268,3 +268,31 @@ func TestPodRunKubernetesDocsPod(t *testing.T) {
 		t.Errorf("pod stop: exit %d, %q; want 0, the app's SIGTERM a success", code, errs)
 	}
 }
+
+// pod graph of a file of one Kubernetes Pod draws the graph of the pod
+// that pod create makes of it, its images mapped by --image as there; an
+// image not mapped and a file of two Pods are refused with exit 2.
+func TestPodGraphKubernetesPod(t *testing.T) {
+	dir := t.TempDir()
+	path := manifestFile(t, dependentEnvars)
+	fromFile, errs, code := podCLI(t, dir, "graph", "--image", "busybox:1.28=host", path)
+	if code != 0 || !strings.Contains(fromFile, `unitrun-pod-dependent\\x2denvars\\x2ddemo-dependent\\x2denvars\\x2ddemo.service`) {
+		t.Fatalf("pod graph FILE: exit %d, %q, %q", code, fromFile, errs)
+	}
+	rmPod(t, dir, "dependent-envars-demo")
+	if _, errs, code := podCLI(t, dir, "create", "--image", "busybox:1.28=host", path); code != 0 {
+		t.Fatalf("pod create: exit %d, %q", code, errs)
+	}
+	if fromPod, _, _ := podCLI(t, dir, "graph", "dependent-envars-demo"); fromPod != fromFile {
+		t.Errorf("pod graph of the Pod's file:\n%s\nof the pod created from it:\n%s", fromFile, fromPod)
+	}
+	wantErr := "unitrun: " + path + `: spec.containers[0].image: "busybox:1.28" is not mapped to a root filesystem or to host (--image busybox:1.28=host or --image busybox:1.28=/path/to/rootfs)` + "\n"
+	if out, errs, code := podCLI(t, dir, "graph", path); code != exitUsage || out != "" || errs != wantErr {
+		t.Errorf("pod graph without --image: exit %d, %q, %q; want exit 2, %q", code, out, errs, wantErr)
+	}
+	two := manifestFile(t, dependentEnvars+"---\n"+strings.Replace(dependentEnvars, "name: dependent-envars-demo\n", "name: other\n", 1))
+	wantErr = "unitrun: " + two + " holds 2 Pods: pod graph draws one pod's graph; give a file of one Pod\n"
+	if out, errs, code := podCLI(t, dir, "graph", "--image", "busybox:1.28=host", two); code != exitUsage || out != "" || errs != wantErr {
+		t.Errorf("pod graph of two Pods: exit %d, %q, %q; want exit 2, %q", code, out, errs, wantErr)
+	}
+}

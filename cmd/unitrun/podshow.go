@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/kube"
 	"github.com/unitrun/unitrun/pod/podrun"
 	"github.com/unitrun/unitrun/pod/record"
 )
@@ -300,28 +301,26 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 
 func newPodGraphCmd(f *podFlags) *cobra.Command {
 	var format string
+	images := kube.Images{}
 	cmd := &cobra.Command{
 		Use: "graph FILE|NAME",
 		Example: `  unitrun pod graph web.yaml | dot -Tsvg > web.svg
-  unitrun pod graph --format mermaid web`,
+  unitrun pod graph --format mermaid web
+  unitrun pod graph --image busybox=host pod.yaml   # a Kubernetes Pod`,
 		Short: "Print a pod's unit graph as a Graphviz (dot) or Mermaid diagram",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var m *pod.Manifest
-			var err error
-			if _, serr := os.Stat(args[0]); serr == nil {
-				m, err = pod.Load(args[0])
-			} else {
-				dir, derr := f.dir()
-				if derr != nil {
-					return derr
-				}
-				if m, err = (&podrun.Runner{StateDir: dir}).Manifest(args[0]); err != nil {
-					return failed(err)
-				}
-			}
+			dir, err := f.dir()
 			if err != nil {
-				return &exitError{code: exitUsage, err: err}
+				return err
+			}
+			var m *pod.Manifest
+			if _, serr := os.Stat(args[0]); serr == nil {
+				if m, err = graphManifest(args[0], images, dir); err != nil {
+					return err
+				}
+			} else if m, err = (&podrun.Runner{StateDir: dir}).Manifest(args[0]); err != nil {
+				return failed(err)
 			}
 			out, err := pod.Diagram(pod.Nodes(m), format)
 			if err != nil {
@@ -332,5 +331,6 @@ func newPodGraphCmd(f *podFlags) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "dot", "diagram format: dot or mermaid")
+	imageFlag(cmd, images)
 	return cmd
 }

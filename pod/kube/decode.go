@@ -96,11 +96,17 @@ func decodePod(doc *yaml.Node) (*Pod, Refusals, error) {
 	if err := d.node(doc, reflect.ValueOf(&p).Elem(), ""); err != nil {
 		return nil, nil, err
 	}
-	if doc.Kind == yaml.MappingNode && (p.APIVersion != "v1" || p.Kind != "Pod") {
+	if doc.Kind == yaml.MappingNode && !p.isPod() {
+		// Its kind alone is refused: the fields a Pod lacks are the
+		// kind's, not mistakes.
+		d.errs = nil
 		d.fail("kind", "%q of apiVersion %q: unitrun runs a Pod (apiVersion: v1, kind: Pod)", p.Kind, p.APIVersion)
 	}
 	return &p, d.errs, nil
 }
+
+// isPod reports whether p says it is a Pod (apiVersion v1, kind Pod).
+func (p *Pod) isPod() bool { return p.APIVersion == "v1" && p.Kind == "Pod" }
 
 // maxNodes bounds the values one document may expand to, so that a few
 // aliases cannot make decoding take quadratic time; maxProblems the

@@ -463,3 +463,26 @@ func TestDecodeSyntaxError(t *testing.T) {
 		t.Errorf("Decode: %v, want line 9's error", err)
 	}
 }
+
+// A document of another kind, a Deployment say, is refused for its kind
+// alone: not for the fields a Pod lacks, nor for what a Pod would need.
+func TestPlanOtherKind(t *testing.T) {
+	const deployment = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 3
+  template:
+    spec:
+      containers: [{name: nginx, image: nginx}]
+`
+	const pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, image: x, command: [/bin/true]}]}\n"
+	kind := `kind: "Deployment" of apiVersion "apps/v1": unitrun runs a Pod (apiVersion: v1, kind: Pod)`
+	o := Options{Images: Images{"x": "host"}, AllowPrivileged: true}
+	if _, err := Plan([]byte(deployment), o, t.TempDir()); err == nil || err.Error() != kind {
+		t.Errorf("Plan of a Deployment: %v, want %q", err, kind)
+	}
+	if _, err := Plan([]byte(pod+"---\n"+deployment), o, t.TempDir()); err == nil || err.Error() != "document 2: "+kind {
+		t.Errorf("Plan of a Pod and a Deployment: %v, want %q", err, "document 2: "+kind)
+	}
+}

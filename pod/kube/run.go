@@ -72,6 +72,10 @@ func Plan(data []byte, o Options, stateDir string) ([]Planned, error) {
 	var errs []string
 	for i, doc := range docs {
 		p, rs := doc.Pod, doc.Refusals
+		if !p.isPod() {
+			errs = append(errs, docErrors(rs, i, len(docs))...)
+			continue
+		}
 		name := p.Metadata.Name
 		if err := pod.CheckNames(name); err != nil {
 			rs.Add("metadata.name", "%v", err)
@@ -121,13 +125,7 @@ func Plan(data []byte, o Options, stateDir string) ([]Planned, error) {
 		} else if err != nil {
 			return nil, err
 		}
-		for _, r := range rs {
-			if len(docs) > 1 {
-				errs = append(errs, fmt.Sprintf("document %d: %v", i+1, r))
-			} else {
-				errs = append(errs, r.Error())
-			}
-		}
+		errs = append(errs, docErrors(rs, i, len(docs))...)
 		if len(rs) == 0 {
 			data, err := json.Marshal(m)
 			if err != nil {
@@ -160,4 +158,18 @@ func (v *VolumeDir) MakeEmptyDir() error {
 		}
 	}
 	return nil
+}
+
+// docErrors are the lines of the refusals rs of document i of n: each
+// after "document N: " when n is more than one.
+func docErrors(rs Refusals, i, n int) []string {
+	var lines []string
+	for _, r := range rs {
+		if n > 1 {
+			lines = append(lines, fmt.Sprintf("document %d: %v", i+1, r))
+		} else {
+			lines = append(lines, r.Error())
+		}
+	}
+	return lines
 }

@@ -394,7 +394,9 @@ func (r *Runner) Ended(ctx context.Context, name string) (pod.PodStatus, bool, e
 // stopTimeout, and every exit is recorded. If timeout is positive and the
 // stop takes longer, every app still stopping is killed (SIGKILL), and
 // its exit recorded. Stop returns
-// once the pod's units are stopped and its status is recorded.
+// once the pod's units are stopped and its status is recorded. A ctx
+// that ends, even before Stop is called, ends the wait, not the stop:
+// the stop jobs are asked of systemd all the same.
 func (r *Runner) Stop(ctx context.Context, name string, timeout time.Duration) (pod.PodStatus, error) {
 	if err := r.exists(name); err != nil {
 		return pod.PodStatus{}, err
@@ -462,14 +464,26 @@ func unitsToStop(m *pod.Manifest) []string {
 	return []string{pod.SliceUnit(m.Name), pod.TargetUnit(m.Name)}
 }
 
-// stopUnits stops units in turn, waiting for each job.
+// stopUnits stops units in turn, waiting for each job. The stops reach
+// systemd whatever ctx: once ctx has ended (a second Ctrl-C of pod run),
+// each job is still asked for, and only the waiting ends.
 func (r *Runner) stopUnits(ctx context.Context, units []string) error {
-	for _, u := range units {
+	stop := func(ctx context.Context, u, mode string) (dbus.ObjectPath, error) {
+		return r.Mgr.StopUnit(context.WithoutCancel(ctx), u, mode)
+	}
+	for i, u := range units {
 		// A unit that is not loaded (an isolated pod's service,
 		// collected once its systemd exited) has nothing to stop.
-		if err := r.runJob(ctx, u, r.Mgr.StopUnit); err != nil && !manager.IsNoSuchUnit(err) {
-			return err
+		err := r.runJob(ctx, u, stop)
+		if err == nil || manager.IsNoSuchUnit(err) {
+			continue
 		}
+		if ctx.Err() != nil {
+			for _, u := range units[i+1:] {
+				stop(ctx, u, "replace")
+			}
+		}
+		return err
 	}
 	return nil
 }

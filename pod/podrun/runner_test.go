@@ -826,3 +826,34 @@ apps:
 		}
 	}
 }
+
+// A stop whose context has ended before it reached systemd (the second
+// Ctrl-C of pod run, which comes at once after the first) still stops
+// the pod: the context ends the wait, not the stop. Stop returns the
+// context's error, and the pod ends with every exit recorded.
+func TestPodStopCanceledStillStops(t *testing.T) {
+	r := newRunner(t)
+	name := run(t, r, `
+name: stopcanceled
+apps:
+  - name: a
+    exec: ["/bin/sleep", "600"]
+`, "")
+	for appState(t, r, name, "a") != pod.AppRunning {
+		time.Sleep(50 * time.Millisecond)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := r.Stop(ctx, name, 0); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Stop with an ended context: %v, want context canceled", err)
+	}
+	// A pod never stopped would be waited for forever: a minute says so.
+	wctx, wcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer wcancel()
+	s, err := r.Wait(wctx, name)
+	if err != nil {
+		t.Fatalf("the pod did not end once stopped: %v", err)
+	}
+	wantPod(t, s, pod.PodSucceeded, 0)
+	wantApp(t, s, "a", pod.AppExited, 128+15)
+}
