@@ -839,7 +839,7 @@ apps:
   - name: a
     exec: ["/bin/sleep", "600"]
 `, "")
-	for appState(t, r, name, "a") != pod.AppRunning {
+	for appState(t, r, name, "a") != record.AppRunning {
 		time.Sleep(50 * time.Millisecond)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -855,5 +855,5 @@ apps:
 		t.Fatalf("the pod did not end once stopped: %v", err)
 	}
 	wantPod(t, s, pod.PodSucceeded, 0)
-	wantApp(t, s, "a", pod.AppExited, 128+15)
+	wantApp(t, s, "a", record.AppExited, 128+15)
 }
