@@ -266,3 +266,40 @@ func TestPodStatusesSurviveRestart(t *testing.T) {
 		t.Errorf("pod running after the restart: %+v, exit %d; want it ended, its app by the stop's SIGTERM", s, code)
 	}
 }
+
+// pod uninstall of a pod whose unit is still starting (its init app
+// runs) stops the start, which fails the unit, and leaves no unit loaded,
+// failed or not.
+func TestPodUninstallWhileStarting(t *testing.T) {
+	ctx := context.Background()
+	podsDir, stateDir := filepath.Join(t.TempDir(), "pods"), t.TempDir()
+	flags := []string{"--pods-dir", podsDir, "--unit-dir", systemdtest.RuntimeUnitDir(t), "--state-dir", stateDir, "--runtime"}
+	manifest := manifestFile(t, `name: starting
+apps:
+  - {name: init, init: true, exec: [/bin/sleep, 600]}
+  - {name: a, exec: [/bin/sleep, 600]}
+`)
+	if out, errs, code := unitrun(t, append([]string{"pod", "install", manifest}, flags...)...); code != 0 {
+		t.Fatalf("pod install: exit %d, %q, %q", code, out, errs)
+	}
+	conn := systemdtest.Conn(t)
+	if _, err := conn.StartUnit(ctx, "unitrun-pod@starting.service", "replace"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		s, code := podStatusOn(t, nil, stateDir, "starting")
+		if code == 0 && len(s.Apps) == 2 && s.Apps[0].State == "running" {
+			break
+		}
+		if i == 600 {
+			t.Fatalf("the pod as its unit starts: %+v, exit %d; want its init app running", s, code)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if out, errs, code := unitrun(t, append([]string{"pod", "uninstall", "starting"}, flags...)...); code != 0 || out != "" {
+		t.Fatalf("pod uninstall: exit %d, %q, %q", code, out, errs)
+	}
+	if loaded, err := conn.Loaded(ctx, "unitrun-pod@starting.service"); err != nil || loaded {
+		t.Errorf("after pod uninstall, unitrun-pod@starting.service loaded: %v, %v; want it gone", loaded, err)
+	}
+}
