@@ -118,7 +118,7 @@ func (in *PodInstall) Install(ctx context.Context, mgr *manager.Conn, name strin
 }
 
 // Uninstall stops the installed pod name's unit (which stops the pod),
-// disables it and removes its manifest, and PodUnit too once no manifest
+// resets it if it failed (so that it is unloaded), disables it and removes its manifest, and PodUnit too once no manifest
 // is left in PodsDir; then it reloads mgr. What is already gone is not an
 // error. The pod's state is the caller's to remove.
 func (in *PodInstall) Uninstall(ctx context.Context, mgr *manager.Conn, name string) error {
@@ -126,6 +126,11 @@ func (in *PodInstall) Uninstall(ctx context.Context, mgr *manager.Conn, name str
 	var errs []error
 	if err := mgr.RunJob(ctx, instance, mgr.StopUnit); err != nil && !manager.IsNoSuchUnit(err) {
 		errs = append(errs, fmt.Errorf("stop %s: %w", instance, err))
+	}
+	// A stop while the unit starts kills its pod run, which fails the
+	// unit, as does a failed start: a failed unit stays loaded.
+	if err := mgr.ResetFailedUnit(ctx, instance); err != nil && !manager.IsNoSuchUnit(err) {
+		errs = append(errs, fmt.Errorf("reset %s: %w", instance, err))
 	}
 	template := filepath.Join(in.UnitDir, PodUnit)
 	if _, err := os.Lstat(template); err == nil {

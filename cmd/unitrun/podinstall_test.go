@@ -118,15 +118,17 @@ func TestPodInstallSurvivesRestart(t *testing.T) {
 	}
 
 	// The unit printed the status of the run it replaced, the last
-	// boot's, ended by the manager's stop, into this boot's journal.
+	// boot's, ended by the manager's stop, into this boot's journal,
+	// under its identifier: journald files pod status's lines under no
+	// unit of this user manager if the process ended before it read them.
 	const last = "inst\tSucceeded\t0\t1\na\texited\t143\t0\t"
 	for i := 0; ; i++ {
-		out, _ := exec.Command("journalctl", "--directory="+e.JournalDir(), "--no-pager", "-o", "cat", "-u", "unitrun-pod@inst.service").Output()
+		out, _ := exec.Command("journalctl", "--directory="+e.JournalDir(), "--no-pager", "-o", "cat", "-t", "unitrun-pod@inst").Output()
 		if strings.Contains(string(out), last) {
 			break
 		}
 		if i == 600 {
-			t.Fatalf("the journal of unitrun-pod@inst.service:\n%s\nwant the last boot's status, %q", out, last)
+			t.Fatalf("the journal of unitrun-pod@inst:\n%s\nwant the last boot's status, %q", out, last)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -305,5 +307,42 @@ apps:
 	}
 	if s, code := podStatusOn(t, nil, stateDir, "neverup"); code != 0 || s.Phase != "Failed" {
 		t.Errorf("the pod after a failed install: %+v, exit %d; want it Failed", s, code)
+	}
+}
+
+// pod uninstall of a pod whose unit is still starting (its init app
+// runs) stops the start, which fails the unit, and leaves no unit loaded,
+// failed or not.
+func TestPodUninstallWhileStarting(t *testing.T) {
+	ctx := context.Background()
+	podsDir, stateDir := filepath.Join(t.TempDir(), "pods"), t.TempDir()
+	flags := []string{"--pods-dir", podsDir, "--unit-dir", systemdtest.RuntimeUnitDir(t), "--state-dir", stateDir, "--runtime"}
+	manifest := manifestFile(t, `name: starting
+apps:
+  - {name: init, init: true, exec: [/bin/sleep, 600]}
+  - {name: a, exec: [/bin/sleep, 600]}
+`)
+	if out, errs, code := unitrun(t, append([]string{"pod", "install", manifest}, flags...)...); code != 0 {
+		t.Fatalf("pod install: exit %d, %q, %q", code, out, errs)
+	}
+	conn := systemdtest.Conn(t)
+	if _, err := conn.StartUnit(ctx, "unitrun-pod@starting.service", "replace"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		s, code := podStatusOn(t, nil, stateDir, "starting")
+		if code == 0 && len(s.Apps) == 2 && s.Apps[0].State == "running" {
+			break
+		}
+		if i == 600 {
+			t.Fatalf("the pod as its unit starts: %+v, exit %d; want its init app running", s, code)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if out, errs, code := unitrun(t, append([]string{"pod", "uninstall", "starting"}, flags...)...); code != 0 || out != "" {
+		t.Fatalf("pod uninstall: exit %d, %q, %q", code, out, errs)
+	}
+	if loaded, err := conn.Loaded(ctx, "unitrun-pod@starting.service"); err != nil || loaded {
+		t.Errorf("after pod uninstall, unitrun-pod@starting.service loaded: %v, %v; want it gone", loaded, err)
 	}
 }
