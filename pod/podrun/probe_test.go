@@ -419,8 +419,8 @@ apps:
 // terminationGracePeriodSeconds, not the Pod's: the app's first run
 // outlives the stop's SIGTERM (it says so) and its own stopTimeout is ten
 // minutes, so only the probe's SIGKILL, a second after it acted, lets it
-// restart within the minute poll waits. (The later runs end on SIGTERM,
-// so that the pod's own stop at the end is quick.)
+// restart within the minute poll waits. The probe passes on the later
+// runs, so the run whose end poll sees is the first.
 func TestProbeStopTimeout(t *testing.T) {
 	r := newRunner(t)
 	ran := filepath.Join(t.TempDir(), "ran")
@@ -429,9 +429,9 @@ name: probe-grace
 restartBackoff: {initial: 200ms, max: 1s}
 apps:
   - name: api
-    exec: [/bin/sh, -c, '[ -e %[1]s ] && exec sleep 600; touch %[1]s; trap "echo TERM" TERM; while :; do sleep 0.1; done']
+    exec: [/bin/sh, -c, '[ -e %[1]s ] && touch %[1]s.2 && exec sleep 600; touch %[1]s; trap "echo TERM" TERM; while :; do sleep 0.1; done']
     stopTimeout: 10min
-    probe: {exec: [/bin/false], periodSeconds: 1, failureThreshold: 1, stopTimeout: 1s}
+    probe: {exec: [/bin/test, -e, %[1]s.2], initialDelaySeconds: 1, periodSeconds: 1, failureThreshold: 1, stopTimeout: 1s}
 `, ran), "")
 	s := poll(t, r, name, func(s pod.PodStatus) bool { return s.Apps[0].Restarts >= 1 })
 	if a := s.Apps[0]; a.Signal != "KILL" {
