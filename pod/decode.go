@@ -14,6 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/unitrun/unitrun/internal/yamlstrict"
 	"github.com/unitrun/unitrun/unit"
 )
 
@@ -24,10 +25,10 @@ import (
 // field path: decode reports `apps[2]: field "exce" not known`. It also
 // refuses keys given twice, nulls and values of the wrong kind, each with the
 // path of the value, and stops once aliases have expanded the document past
-// maxNodes values. It reports every such field, each once, and goes on
-// after each: problems holds one *FieldError per field, in document
-// order, and bad the paths of the values it could not decode, which it
-// leaves zero. err is for a document it cannot read at all.
+// yamlstrict.MaxNodes values. It reports every such field, each once, and
+// goes on after each: problems holds one *FieldError per field, in
+// document order, and bad the paths of the values it could not decode,
+// which it leaves zero. err is for a document it cannot read at all.
 func decode(data []byte, v any) (problems []error, bad []string, err error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
@@ -44,11 +45,11 @@ func decode(data []byte, v any) (problems []error, bad []string, err error) {
 	if doc.Content[0].Kind != yaml.MappingNode {
 		return nil, nil, errors.New("manifest must be a YAML mapping")
 	}
-	d := decoder{budget: maxNodes}
-	if err := d.node(doc.Content[0], reflect.ValueOf(v).Elem(), ""); errors.Is(err, errTooMany) {
+	var d decoder
+	if err := d.walker().Node(doc.Content[0], reflect.ValueOf(v).Elem(), ""); errors.Is(err, errTooMany) {
 		return d.errs, d.bad, err
 	} else if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("manifest %w", err)
 	}
 	return d.errs, d.bad, nil
 }
@@ -93,10 +94,6 @@ func parseAll(data []byte) error {
 // looks for the problem.
 const maxSyntaxLines = 200
 
-// maxNodes bounds the values one manifest may expand to, so that a few
-// aliases cannot make decoding take quadratic time.
-const maxNodes = 1 << 20
-
 // maxProblems bounds the errors reported about one manifest: a few aliases
 // could otherwise repeat one error a million times.
 const maxProblems = 100
@@ -105,9 +102,24 @@ const maxProblems = 100
 var errTooMany = fmt.Errorf("more than %d errors: fix these first", maxProblems)
 
 type decoder struct {
-	budget int      // values left to decode
-	errs   []error  // the fields that break a rule, in document order
-	bad    []string // the paths of the values not decoded
+	errs []error  // the fields that break a rule, in document order
+	bad  []string // the paths of the values not decoded
+}
+
+// walker returns the walker that decodes a manifest into d: by the
+// fields' yaml tags, refusing nulls and map keys given twice.
+func (d *decoder) walker() *yamlstrict.Walker {
+	return &yamlstrict.Walker{
+		Tag:     "yaml",
+		Special: d.special,
+		Report:  d.report,
+		Stop: func() error {
+			if len(d.errs) >= maxProblems {
+				return errTooMany
+			}
+			return nil
+		},
+	}
 }
 
 // fail records e, a value at e.Path that could not be decoded.
@@ -116,151 +128,57 @@ func (d *decoder) fail(e *FieldError) {
 	d.bad = append(d.bad, e.Path)
 }
 
+// report records p in a manifest's words.
+func (d *decoder) report(p yamlstrict.Problem) {
+	switch p.Rule {
+	case yamlstrict.Null:
+		d.fail(&FieldError{Path: p.Path, Rule: "must not be null"})
+	case yamlstrict.WrongKind:
+		d.fail(kindError(p.Node, p.Path, p.Want))
+	case yamlstrict.NotBool:
+		d.fail(&FieldError{Path: p.Path, Value: p.Node.Value, Rule: "must be true or false"})
+	case yamlstrict.NotInt:
+		d.fail(&FieldError{Path: p.Path, Value: p.Node.Value, Rule: "must be an integer"})
+	case yamlstrict.KeyNotName:
+		d.errs = append(d.errs, &FieldError{Path: p.Path, Rule: "keys must be field names"})
+	case yamlstrict.FieldUnknown:
+		d.errs = append(d.errs, &FieldError{Path: p.Path, Rule: fmt.Sprintf("field %q not known", p.Key)})
+	case yamlstrict.FieldTwice:
+		d.errs = append(d.errs, &FieldError{Path: p.Path, Rule: fmt.Sprintf("field %q given twice", p.Key)})
+	case yamlstrict.KeyTwice:
+		d.errs = append(d.errs, &FieldError{Path: p.Path, Rule: fmt.Sprintf("key %q given twice", p.Key)})
+	}
+}
+
 var (
 	durationType        = reflect.TypeFor[time.Duration]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
-// node decodes n into v; path names n in errors. It records what breaks a
-// rule and goes on; its error is for a document too large to go on with.
-func (d *decoder) node(n *yaml.Node, v reflect.Value, path string) error {
-	if d.budget--; d.budget < 0 {
-		return fmt.Errorf("manifest expands to more than %d values", maxNodes)
-	}
-	if len(d.errs) >= maxProblems {
-		return errTooMany
-	}
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		d.fail(&FieldError{Path: path, Rule: "must not be null"})
-		return nil
-	}
+// special decodes a time span, or a value that reads itself from text,
+// and reports whether v is one.
+func (d *decoder) special(w *yamlstrict.Walker, n *yaml.Node, v reflect.Value, path string) bool {
 	switch {
 	case v.Type() == durationType:
-		d.duration(n, v, path)
-		return nil
+		d.duration(w, n, v, path)
+		return true
 	case reflect.PointerTo(v.Type()).Implements(textUnmarshalerType):
-		s, ok := d.scalar(n, path)
+		s, ok := w.Scalar(n, path)
 		if !ok {
-			return nil
+			return true
 		}
 		if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
 			d.fail(&FieldError{Path: path, Value: s, Rule: err.Error()})
 		}
-		return nil
+		return true
 	}
-	switch v.Kind() {
-	case reflect.Pointer:
-		v.Set(reflect.New(v.Type().Elem()))
-		return d.node(n, v.Elem(), path)
-	case reflect.Struct:
-		return d.mapping(n, v, path)
-	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			d.fail(kindError(n, path, "a sequence"))
-			return nil
-		}
-		v.Set(reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content)))
-		for i, item := range n.Content {
-			if err := d.node(item, v.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
-			}
-		}
-		return nil
-	case reflect.Map:
-		return d.dict(n, v, path)
-	case reflect.String:
-		if s, ok := d.scalar(n, path); ok {
-			v.SetString(s)
-		}
-		return nil
-	case reflect.Bool:
-		var b bool
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" || n.Decode(&b) != nil {
-			d.fail(&FieldError{Path: path, Value: n.Value, Rule: "must be true or false"})
-			return nil
-		}
-		v.SetBool(b)
-		return nil
-	case reflect.Int:
-		var i int64
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(&i) != nil || v.OverflowInt(i) {
-			d.fail(&FieldError{Path: path, Value: n.Value, Rule: "must be an integer"})
-			return nil
-		}
-		v.SetInt(i)
-		return nil
-	}
-	panic("pod: decode: unexpected type " + v.Type().String())
-}
-
-// mapping decodes the mapping n into the struct v by the fields' yaml tags.
-func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) error {
-	if n.Kind != yaml.MappingNode {
-		d.fail(kindError(n, path, "a mapping"))
-		return nil
-	}
-	fields := make(map[string]int)
-	for i := range v.NumField() {
-		fields[v.Type().Field(i).Tag.Get("yaml")] = i
-	}
-	seen := make(map[string]bool)
-	for i := 0; i < len(n.Content); i += 2 {
-		key, val := n.Content[i], n.Content[i+1]
-		if key.Kind != yaml.ScalarNode {
-			d.errs = append(d.errs, &FieldError{Path: path, Rule: "keys must be field names"})
-			continue
-		}
-		field, ok := fields[key.Value]
-		if !ok {
-			d.errs = append(d.errs, &FieldError{Path: path, Rule: fmt.Sprintf("field %q not known", key.Value)})
-			continue
-		}
-		if seen[key.Value] {
-			d.errs = append(d.errs, &FieldError{Path: path, Rule: fmt.Sprintf("field %q given twice", key.Value)})
-			continue
-		}
-		seen[key.Value] = true
-		if err := d.node(val, v.Field(field), join(path, key.Value)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// dict decodes the mapping n into the map v, whose keys are strings.
-func (d *decoder) dict(n *yaml.Node, v reflect.Value, path string) error {
-	if n.Kind != yaml.MappingNode {
-		d.fail(kindError(n, path, "a mapping"))
-		return nil
-	}
-	v.Set(reflect.MakeMapWithSize(v.Type(), len(n.Content)/2))
-	for i := 0; i < len(n.Content); i += 2 {
-		key, val := n.Content[i], n.Content[i+1]
-		k, ok := d.scalar(key, path)
-		if !ok {
-			continue
-		}
-		keyPath := fmt.Sprintf("%s[%q]", path, k)
-		if v.MapIndex(reflect.ValueOf(k)).IsValid() {
-			d.errs = append(d.errs, &FieldError{Path: path, Rule: fmt.Sprintf("key %q given twice", k)})
-			continue
-		}
-		elem := reflect.New(v.Type().Elem()).Elem()
-		if err := d.node(val, elem, keyPath); err != nil {
-			return err
-		}
-		v.SetMapIndex(reflect.ValueOf(k), elem)
-	}
-	return nil
+	return false
 }
 
 // duration reads a time span in systemd's syntax ("1min 30s", "90") or
 // Go's ("1m30s", "1.5s").
-func (d *decoder) duration(n *yaml.Node, v reflect.Value, path string) {
-	s, ok := d.scalar(n, path)
+func (d *decoder) duration(w *yamlstrict.Walker, n *yaml.Node, v reflect.Value, path string) {
+	s, ok := w.Scalar(n, path)
 	if !ok {
 		return
 	}
@@ -275,19 +193,7 @@ func (d *decoder) duration(n *yaml.Node, v reflect.Value, path string) {
 	v.SetInt(int64(t))
 }
 
-// scalar returns the text of the scalar n: a string, or a number or boolean
-// read as its text. It records a value of another kind, and returns false.
-func (d *decoder) scalar(n *yaml.Node, path string) (string, bool) {
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" || n.Tag == "!!binary" {
-		d.fail(kindError(n, path, "a string"))
-		return "", false
-	}
-	return n.Value, true
-}
-
+// kindError is the error of n, at path, which is not want ("a mapping").
 func kindError(n *yaml.Node, path, want string) *FieldError {
 	got := map[yaml.Kind]string{
 		yaml.ScalarNode:   "a scalar",
@@ -298,14 +204,6 @@ func kindError(n *yaml.Node, path, want string) *FieldError {
 		got = "null"
 	}
 	return &FieldError{Path: path, Rule: fmt.Sprintf("must be %s, not %s", want, got)}
-}
-
-// join appends field to the path of its parent.
-func join(path, field string) string {
-	if path == "" {
-		return field
-	}
-	return path + "." + field
 }
 
 // A FieldError is a manifest field that breaks a rule.

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/unitrun/unitrun/internal/yamlstrict"
 	"github.com/unitrun/unitrun/pod"
 )
 
@@ -92,8 +92,8 @@ func empty(doc *yaml.Node) bool {
 // decodePod decodes one document into a Pod.
 func decodePod(doc *yaml.Node) (*Pod, Refusals, error) {
 	var p Pod
-	d := decoder{budget: maxNodes}
-	if err := d.node(doc, reflect.ValueOf(&p).Elem(), ""); err != nil {
+	var d decoder
+	if err := d.walker().Node(doc, reflect.ValueOf(&p).Elem(), ""); err != nil {
 		return nil, nil, err
 	}
 	if doc.Kind == yaml.MappingNode && !p.isPod() {
@@ -108,20 +108,61 @@ func decodePod(doc *yaml.Node) (*Pod, Refusals, error) {
 // isPod reports whether p says it is a Pod (apiVersion v1, kind Pod).
 func (p *Pod) isPod() bool { return p.APIVersion == "v1" && p.Kind == "Pod" }
 
-// maxNodes bounds the values one document may expand to, so that a few
-// aliases cannot make decoding take quadratic time; maxProblems the
-// errors reported about it.
-const (
-	maxNodes    = 1 << 20
-	maxProblems = 100
-)
+// maxProblems bounds the errors reported about one document.
+const maxProblems = 100
 
 type decoder struct {
-	budget int
-	errs   Refusals
+	errs Refusals
 }
 
 func (d *decoder) fail(path, format string, args ...any) { d.errs.Add(path, format, args...) }
+
+// walker returns the walker that decodes a Pod into d: by the fields'
+// JSON names, a null leaving a value zero (as the API server takes it)
+// and a map key given twice keeping its last value.
+func (d *decoder) walker() *yamlstrict.Walker {
+	return &yamlstrict.Walker{
+		Tag:         "json",
+		NullIsZero:  true,
+		LastKeyWins: true,
+		BareKeys:    true,
+		Special:     d.special,
+		Report:      d.report,
+		Stop: func() error {
+			if len(d.errs) >= maxProblems {
+				return fmt.Errorf("%w; and more: fix these first", d.errs)
+			}
+			return nil
+		},
+	}
+}
+
+// report records p in Kubernetes' words.
+func (d *decoder) report(p yamlstrict.Problem) {
+	field := yamlstrict.Join(p.Path, p.Key)
+	switch p.Rule {
+	case yamlstrict.WrongKind:
+		want := p.Want
+		if want == "a sequence" {
+			want = "a list"
+		}
+		d.fail(p.Path, "must be %s", want)
+	case yamlstrict.NotBool:
+		d.fail(p.Path, "%q: must be true or false", p.Node.Value)
+	case yamlstrict.NotInt:
+		d.fail(p.Path, "%q: must be an integer", p.Node.Value)
+	case yamlstrict.KeyNotName:
+		d.fail(p.Path, "keys must be field names")
+	case yamlstrict.FieldUnknown:
+		if p.In == reflect.TypeFor[Volume]() {
+			d.fail(field, "not supported: unitrun mounts hostPath and emptyDir volumes (unitrun-node also configMap, secret, downwardAPI and projected ones)")
+		} else {
+			d.fail(field, "not a field of a Kubernetes Pod")
+		}
+	case yamlstrict.FieldTwice:
+		d.fail(field, "given twice")
+	}
+}
 
 var (
 	anyType         = reflect.TypeFor[Any]()
@@ -129,159 +170,31 @@ var (
 	intOrStringType = reflect.TypeFor[IntOrString]()
 )
 
-// node decodes n into v; path names n in errors. A null leaves v zero, as
-// the API server takes it. It records what breaks a rule and goes on; its
-// error is for a document too large to go on with.
-func (d *decoder) node(n *yaml.Node, v reflect.Value, path string) error {
-	if d.budget--; d.budget < 0 {
-		return fmt.Errorf("expands to more than %d values", maxNodes)
-	}
-	if len(d.errs) >= maxProblems {
-		return fmt.Errorf("%w; and more: fix these first", d.errs)
-	}
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		return nil
-	}
+// special decodes an Any, a Quantity or an IntOrString, and reports
+// whether v is one.
+func (d *decoder) special(w *yamlstrict.Walker, n *yaml.Node, v reflect.Value, path string) bool {
 	switch v.Type() {
 	case anyType:
 		v.Set(reflect.ValueOf(Any{set: true}))
-		return nil
 	case quantityType:
-		if s, ok := d.scalar(n, path); ok {
+		if s, ok := w.Scalar(n, path); ok {
 			q, err := ParseQuantity(s)
 			if err != nil {
 				d.fail(path, "%q: %v", s, err)
 			}
 			v.Set(reflect.ValueOf(q))
 		}
-		return nil
 	case intOrStringType:
 		var i int32
 		if n.Kind == yaml.ScalarNode && n.Tag == "!!int" && n.Decode(&i) == nil {
 			v.Set(reflect.ValueOf(IntOrString{Int: i}))
-		} else if s, ok := d.scalar(n, path); ok {
+		} else if s, ok := w.Scalar(n, path); ok {
 			v.Set(reflect.ValueOf(IntOrString{Str: s}))
 		}
-		return nil
+	default:
+		return false
 	}
-	switch v.Kind() {
-	case reflect.Pointer:
-		v.Set(reflect.New(v.Type().Elem()))
-		return d.node(n, v.Elem(), path)
-	case reflect.Struct:
-		return d.mapping(n, v, path)
-	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			d.fail(path, "must be a list")
-			return nil
-		}
-		v.Set(reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content)))
-		for i, item := range n.Content {
-			if err := d.node(item, v.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
-			}
-		}
-		return nil
-	case reflect.Map:
-		if n.Kind != yaml.MappingNode {
-			d.fail(path, "must be a mapping")
-			return nil
-		}
-		v.Set(reflect.MakeMapWithSize(v.Type(), len(n.Content)/2))
-		for i := 0; i < len(n.Content); i += 2 {
-			k, ok := d.scalar(n.Content[i], path)
-			if !ok {
-				continue
-			}
-			elem := reflect.New(v.Type().Elem()).Elem()
-			if err := d.node(n.Content[i+1], elem, fmt.Sprintf("%s[%s]", path, k)); err != nil {
-				return err
-			}
-			v.SetMapIndex(reflect.ValueOf(k), elem)
-		}
-		return nil
-	case reflect.String:
-		if s, ok := d.scalar(n, path); ok {
-			v.SetString(s)
-		}
-		return nil
-	case reflect.Bool:
-		var b bool
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" || n.Decode(&b) != nil {
-			d.fail(path, "%q: must be true or false", n.Value)
-			return nil
-		}
-		v.SetBool(b)
-		return nil
-	case reflect.Int32, reflect.Int64:
-		var i int64
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(&i) != nil || v.OverflowInt(i) {
-			d.fail(path, "%q: must be an integer", n.Value)
-			return nil
-		}
-		v.SetInt(i)
-		return nil
-	}
-	panic("kube: decode: unexpected type " + v.Type().String())
-}
-
-// mapping decodes the mapping n into the struct v by its fields' JSON
-// names, refusing a key that names none.
-func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) error {
-	if n.Kind != yaml.MappingNode {
-		d.fail(path, "must be a mapping")
-		return nil
-	}
-	fields := make(map[string]int)
-	for i := range v.NumField() {
-		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
-		fields[name] = i
-	}
-	seen := make(map[string]bool)
-	for i := 0; i < len(n.Content); i += 2 {
-		key, val := n.Content[i], n.Content[i+1]
-		field := join(path, key.Value)
-		f, ok := fields[key.Value]
-		switch {
-		case key.Kind != yaml.ScalarNode:
-			d.fail(path, "keys must be field names")
-		case !ok && v.Type() == reflect.TypeFor[Volume]():
-			d.fail(field, "not supported: unitrun mounts hostPath and emptyDir volumes (unitrun-node also configMap, secret, downwardAPI and projected ones)")
-		case !ok:
-			d.fail(field, "not a field of a Kubernetes Pod")
-		case seen[key.Value]:
-			d.fail(field, "given twice")
-		default:
-			seen[key.Value] = true
-			if err := d.node(val, v.Field(f), field); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// scalar returns the text of the scalar n, or records that it is not one.
-func (d *decoder) scalar(n *yaml.Node, path string) (string, bool) {
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	if n.Kind != yaml.ScalarNode || n.Tag == "!!binary" {
-		d.fail(path, "must be a string")
-		return "", false
-	}
-	return n.Value, true
-}
-
-// join appends field to the path of its parent.
-func join(path, field string) string {
-	if path == "" {
-		return field
-	}
-	return path + "." + field
+	return true
 }
 
 // IntOrString is a port given by number or by name.
