@@ -141,6 +141,8 @@ apps:
 		{[]string{"pxe", "noapp", "--", "true"}, 2, `pod pxe has no app "noapp"`},
 		{[]string{"pxe", "done", "--", "true"}, 125, "app done of pod pxe is not running (it is exited)"},
 		{[]string{"pxe", "server", "true"}, 2, "put -- between the app and the command"},
+		{[]string{"pxe", "server", "ls", "-l"}, 2, "put -- between the app and the command"},
+		{[]string{"pxe", "server", "ls", "--all"}, 2, "put -- between the app and the command"},
 		{[]string{"pxe", "server", "--"}, 2, "no command after --"},
 		{[]string{"pxe", "--", "true"}, 2, "give the pod, the app, then -- and the command"},
 	} {
