@@ -210,6 +210,10 @@ apps:
 	if got, code := onTerminal(t, exec.Command(bin, "pod", "exec", "--state-dir", dir, "-t", "pxt", "server", "--", "sh", "-c", "stty size; exit 3"), "", ""); code != 3 || !strings.Contains(got, "40 120") {
 		t.Errorf("pod exec -t -- sh -c 'stty size; exit 3': exit %d, %q; want 3 and 40 120", code, got)
 	}
+	// Without a terminal, 24 rows of 80 columns, as systemd-run --pty.
+	if out, errs, code := podExec(t, dir, "", "-t", "pxt", "server", "--", "stty", "size"); out != "24 80\r\n" || code != 0 {
+		t.Errorf("pod exec -t -- stty size, no terminal: exit %d, %q, %q; want 24 80", code, out, errs)
+	}
 	if _, code := onTerminal(t, exec.Command(bin, "pod", "exec", "--state-dir", dir, "-ti", "pxt", "server", "--", "sh", "-c", "echo ready; sleep 100"), "ready", "\x03"); code != 130 {
 		t.Errorf("pod exec -ti, Ctrl-C typed: exit %d; want 130, the command's SIGINT", code)
 	}
