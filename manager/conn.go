@@ -776,26 +776,37 @@ func (c *Conn) TransientUnitDir(ctx context.Context) (string, error) {
 	})
 }
 
-// unitPathDir returns the first directory of the manager's unit search
-// path that match accepts; what names it, for the error if none does.
-// The unit path is read once: it does not change while the manager runs.
-func (c *Conn) unitPathDir(ctx context.Context, what string, match func(string) bool) (string, error) {
+// UnitPath returns the manager's unit search path (its UnitPath
+// property): the directories it reads unit files from, in order. It is
+// read once: it does not change while the manager runs.
+func (c *Conn) UnitPath(ctx context.Context) ([]string, error) {
 	c.mu.Lock()
 	paths := c.unitPath
 	c.mu.Unlock()
-	if paths == nil {
-		obj, err := c.object(ctx, objectPath)
-		if err != nil {
-			return "", err
-		}
-		var v dbus.Variant
-		if err := obj.CallWithContext(ctx, propsIface+".Get", 0, managerIface, "UnitPath").Store(&v); err != nil {
-			return "", err
-		}
-		paths, _ = v.Value().([]string)
-		c.mu.Lock()
-		c.unitPath = paths
-		c.mu.Unlock()
+	if paths != nil {
+		return paths, nil
+	}
+	obj, err := c.object(ctx, objectPath)
+	if err != nil {
+		return nil, err
+	}
+	var v dbus.Variant
+	if err := obj.CallWithContext(ctx, propsIface+".Get", 0, managerIface, "UnitPath").Store(&v); err != nil {
+		return nil, err
+	}
+	paths, _ = v.Value().([]string)
+	c.mu.Lock()
+	c.unitPath = paths
+	c.mu.Unlock()
+	return paths, nil
+}
+
+// unitPathDir returns the first directory of the manager's unit search
+// path that match accepts; what names it, for the error if none does.
+func (c *Conn) unitPathDir(ctx context.Context, what string, match func(string) bool) (string, error) {
+	paths, err := c.UnitPath(ctx)
+	if err != nil {
+		return "", err
 	}
 	for _, p := range paths {
 		if match(p) {

@@ -36,7 +36,7 @@ command in an app).`,
 			dash := cmd.ArgsLenAtDash()
 			switch {
 			case dash < 0 && len(args) > 2:
-				return &exitError{code: exitUsage, err: errors.New("pod exec: put -- between the app and the command: unitrun pod exec NAME APP -- COMMAND [ARG...]")}
+				return usageError(errNoDash)
 			case dash != 2 && len(args) >= 2 || len(args) < 2:
 				return &exitError{code: exitUsage, err: errors.New("pod exec: give the pod, the app, then -- and the command: unitrun pod exec NAME APP -- COMMAND [ARG...]")}
 			case len(args) == 2:
@@ -68,8 +68,20 @@ command in an app).`,
 	}
 	cmd.Flags().BoolVarP(&tty, "tty", "t", false, "run the command on a pseudo-terminal, its controlling terminal, connected to unitrun's streams (unitrun's terminal, if any, in raw mode meanwhile with -i)")
 	cmd.Flags().BoolVarP(&interactive, "interactive", "i", false, "pass unitrun's stdin to the command (without: /dev/null)")
+	// "pod exec web server ls -l": the flag is the command's, which
+	// lacks the -- before it.
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if len(c.Flags().Args()) > 2 && c.ArgsLenAtDash() < 0 {
+			return usageError(errNoDash)
+		}
+		return c.Parent().FlagErrorFunc()(c, err)
+	})
 	return cmd
 }
+
+// errNoDash is pod exec's error for a command line without the -- before
+// the command.
+var errNoDash = errors.New("pod exec: put -- between the app and the command: unitrun pod exec NAME APP -- COMMAND [ARG...]")
 
 // podExecFailed gives the exit status of an error of pod exec: 2 for an
 // app the pod does not have, 125 for an app that is not running, 126 or

@@ -141,6 +141,8 @@ apps:
 		{[]string{"pxe", "noapp", "--", "true"}, 2, `pod pxe has no app "noapp"`},
 		{[]string{"pxe", "done", "--", "true"}, 125, "app done of pod pxe is not running (it is exited)"},
 		{[]string{"pxe", "server", "true"}, 2, "put -- between the app and the command"},
+		{[]string{"pxe", "server", "ls", "-l"}, 2, "put -- between the app and the command"},
+		{[]string{"pxe", "server", "ls", "--all"}, 2, "put -- between the app and the command"},
 		{[]string{"pxe", "server", "--"}, 2, "no command after --"},
 		{[]string{"pxe", "--", "true"}, 2, "give the pod, the app, then -- and the command"},
 	} {
@@ -207,6 +209,10 @@ apps:
 	// The terminal's size is unitrun's.
 	if got, code := onTerminal(t, exec.Command(bin, "pod", "exec", "--state-dir", dir, "-t", "pxt", "server", "--", "sh", "-c", "stty size; exit 3"), "", ""); code != 3 || !strings.Contains(got, "40 120") {
 		t.Errorf("pod exec -t -- sh -c 'stty size; exit 3': exit %d, %q; want 3 and 40 120", code, got)
+	}
+	// Without a terminal, 24 rows of 80 columns, as systemd-run --pty.
+	if out, errs, code := podExec(t, dir, "", "-t", "pxt", "server", "--", "stty", "size"); out != "24 80\r\n" || code != 0 {
+		t.Errorf("pod exec -t -- stty size, no terminal: exit %d, %q, %q; want 24 80", code, out, errs)
 	}
 	if _, code := onTerminal(t, exec.Command(bin, "pod", "exec", "--state-dir", dir, "-ti", "pxt", "server", "--", "sh", "-c", "echo ready; sleep 100"), "ready", "\x03"); code != 130 {
 		t.Errorf("pod exec -ti, Ctrl-C typed: exit %d; want 130, the command's SIGINT", code)

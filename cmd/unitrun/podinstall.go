@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/unitrun/unitrun/dist"
+	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/kube"
 	"github.com/unitrun/unitrun/pod/podrun"
@@ -22,7 +25,7 @@ type podInstallFlags struct {
 
 func (pf *podInstallFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&pf.podsDir, "pods-dir", dist.PodsDir, "directory of the installed manifests, NAME.yaml")
-	cmd.Flags().StringVar(&pf.unitDir, "unit-dir", "/etc/systemd/system", "directory of the unit that runs installed pods, "+dist.PodUnit)
+	cmd.Flags().StringVar(&pf.unitDir, "unit-dir", "/etc/systemd/system", "directory of the unit that runs installed pods, "+dist.PodUnit+": one the manager loads units from")
 	cmd.Flags().BoolVar(&pf.runtime, "runtime", false, "enable until reboot only (in /run), not persistently")
 }
 
@@ -40,6 +43,35 @@ func (pf *podInstallFlags) install(cmd *cobra.Command, f *podFlags) (*dist.PodIn
 		in.StateDir = filepath.Clean(f.stateDir)
 	}
 	return in, nil
+}
+
+// checkUnitDir refuses (exit 2) a --unit-dir the manager does not read
+// units from, or one it empties itself (its transient and generator
+// directories): a pod installed there would not start at boot, and a
+// template unit elsewhere in the manager's unit path would run it.
+func checkUnitDir(ctx context.Context, mgr *manager.Conn, dir string) error {
+	paths, err := mgr.UnitPath(ctx)
+	if err != nil {
+		return &exitError{code: exitFailed, err: fmt.Errorf("read the manager's unit path: %w", err)}
+	}
+	var kept []string
+	for _, p := range paths {
+		switch filepath.Base(p) {
+		case "transient", "generator", "generator.early", "generator.late":
+			continue
+		}
+		kept = append(kept, p)
+	}
+	real, rerr := filepath.EvalSymlinks(dir)
+	for _, p := range kept {
+		if p == dir {
+			return nil
+		}
+		if rp, err := filepath.EvalSymlinks(p); rerr == nil && err == nil && rp == real {
+			return nil
+		}
+	}
+	return usageError(fmt.Errorf("--unit-dir %s: the manager does not load units from it at boot, so the pod would not start; give --unit-dir one of the directories it does: %s", dir, strings.Join(kept, " ")))
 }
 
 func newPodInstallCmd(f *podFlags) *cobra.Command {
@@ -84,6 +116,9 @@ NAME" takes it all back.`,
 				return &exitError{code: exitFailed, err: err}
 			}
 			defer mgr.Close()
+			if err := checkUnitDir(cmd.Context(), mgr, in.UnitDir); err != nil {
+				return err
+			}
 			in.Manager = f.hookManager(mgr)
 			if err := in.Install(cmd.Context(), mgr, m.Name, data); err != nil {
 				return &exitError{code: exitFailed, err: err}

@@ -52,7 +52,8 @@ func bootManager(t *testing.T) (*manager.Embedded, []string) {
 // link, state or loaded unit, and a second one finds nothing to do. A bad
 // manifest (also one naming a user this host lacks), a bad name and a
 // relative --pods-dir are refused with exit 2, before anything is written,
-// and so is a Kubernetes Pod, which pod install does not take.
+// and so are a Kubernetes Pod, which pod install does not take, and a
+// --unit-dir out of the manager's unit path.
 func TestPodInstallSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	e, env := bootManager(t)
@@ -82,6 +83,18 @@ func TestPodInstallSurvivesRestart(t *testing.T) {
 	wantErr := "unitrun: " + kubePod + " holds Kubernetes YAML: pod install takes a unitrun manifest only (pod run and pod create take Pods)\n"
 	if _, errs, code := unitrunEnv(t, env, append([]string{"pod", "install", kubePod}, flags...)...); code != 2 || errs != wantErr {
 		t.Errorf("pod install of a Kubernetes Pod: exit %d, %q; want 2, %q", code, errs, wantErr)
+	}
+	// A --unit-dir the manager does not read, or empties itself (its
+	// transient units' directory): the pod would not start at boot, so it
+	// is refused, naming the flag and the dirs the manager reads.
+	for _, unread := range []string{t.TempDir(), filepath.Join(e.Dir, "systemd", "transient")} {
+		elsewhere := []string{"--pods-dir", podsDir, "--unit-dir", unread, "--state-dir", stateDir, "--runtime"}
+		if _, errs, code := unitrunEnv(t, env, append([]string{"pod", "install", manifestFile(t, "name: inst\napps: [{name: a, exec: [/bin/true]}]\n")}, elsewhere...)...); code != 2 || !strings.Contains(errs, "--unit-dir "+unread+": the manager does not load units from it at boot") || !strings.Contains(errs, unitDir) {
+			t.Errorf("pod install --unit-dir %s: exit %d, %q; want 2 naming the flag and the manager's %s", unread, code, errs, unitDir)
+		}
+		if _, err := os.Stat(filepath.Join(unread, "unitrun-pod@.service")); !os.IsNotExist(err) {
+			t.Errorf("the refused --unit-dir holds the template unit: %v", err)
+		}
 	}
 	if _, err := os.Stat(podsDir); !os.IsNotExist(err) {
 		t.Errorf("bad input left %s: %v", podsDir, err)

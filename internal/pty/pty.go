@@ -26,7 +26,7 @@ type PTY struct {
 	copied  chan struct{}
 }
 
-// Open allocates a terminal pair.
+// Open allocates a terminal pair, 24 rows of 80 columns.
 func Open() (*PTY, error) {
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
@@ -38,6 +38,13 @@ func Open() (*PTY, error) {
 		err = unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0)
 	}
 	if err != nil {
+		master.Close()
+		return nil, fmt.Errorf("no pseudo-terminal: %w", err)
+	}
+	// 24 rows of 80 columns until Forward or Resize gives it another
+	// size, as systemd gives its terminals: a size of 0 would leave the
+	// command's output a width of nothing.
+	if err := unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 80}); err != nil {
 		master.Close()
 		return nil, fmt.Errorf("no pseudo-terminal: %w", err)
 	}
