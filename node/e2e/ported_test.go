@@ -594,11 +594,13 @@ containers:
 	// kubectl run --attach (a Pod without the node's toleration): the
 	// container's output from the attach on; no stdin to attach to.
 	{"KubectlAttach", "kubectl/kubectl.go", "kubectl attach to a running container's output (the attach steps of Kubectl client Simple pod should support inline execution and attach)", func(k *kcase) {
-		k.create(onePod("ticker", `["sh", "-c", "i=0; while [ $i -lt 30 ]; do i=$((i+1)); echo tick $i; sleep 0.5; done"]`, ""))
+		// Long enough (150 s) for the attach to come while it runs on
+		// a loaded machine; the attach returns when it ends.
+		k.create(onePod("ticker", `["sh", "-c", "i=0; while [ $i -lt 300 ]; do i=$((i+1)); echo tick $i; sleep 0.5; done"]`, ""))
 		k.waitPhase("ticker", "Running")
 		k.eventuallyLogHas("ticker", "ticker", "tick 2\n")
 		out, errs, code := k.kubectlRun("", "attach", "ticker", "-c", "ticker")
-		if code != 0 || !strings.Contains(out, "tick 30\n") || strings.Contains(out, "tick 1\n") {
+		if code != 0 || !strings.Contains(out, "tick 300\n") || strings.Contains(out, "tick 1\n") {
 			k.t.Errorf("kubectl attach: exit %d, %q, %s; want the ticks after the attach, to the last", code, out, errs)
 		}
 		k.create(onePod("sleeper", `["sh", "-c", "exec sleep 600"]`, ""))
