@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/record"
 )
@@ -58,6 +60,19 @@ apps:
 	}
 	for appState(t, r, name, "quick") != record.AppExited {
 		time.Sleep(20 * time.Millisecond)
+	}
+	// The stop comes once web's postStart hook has ended: systemd runs no
+	// ExecStop= (the preStop hook) for a unit whose ExecStartPost= (the
+	// postStart hook) still runs (docs/pods.md).
+	for i := 0; ; i++ {
+		props, err := systemdtest.Conn(t).Properties(context.Background(), pod.AppUnit(name, "web"), manager.UnitIface)
+		if err == nil && props["ActiveState"].Value() == "active" {
+			break
+		}
+		if i == 1200 {
+			t.Fatalf("web not active within a minute: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
