@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/api"
+	"github.com/unitrun/unitrun/internal/flock"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/manager/boot"
 )
@@ -44,12 +45,19 @@ func Main(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	sweep()
 	dir, err := os.MkdirTemp(runtimeBase(), "unitrun-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "systemdtest:", err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	lock, err := holdLock(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "systemdtest:", err)
+		return 1
+	}
+	defer lock.Close()
 	// Removed last, after the manager whose units may run it.
 	defer func() {
 		if build.path != "" {
@@ -93,6 +101,60 @@ func run(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// harnessLock is the file in a test binary's manager directory that the
+// binary holds a flock on while it runs.
+const harnessLock = "harness.lock"
+
+// buildNote is the file in a test binary's manager directory that names
+// the directory of its build of the unitrun command ([Binary]).
+const buildNote = "build"
+
+// holdLock takes the flock on dir's harnessLock, which it makes aside and
+// renames into place locked, so that no sweep takes it first.
+func holdLock(dir string) (*os.File, error) {
+	aside := filepath.Join(dir, harnessLock+".new")
+	f, err := os.OpenFile(aside, os.O_CREATE|os.O_EXCL|os.O_RDWR|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := os.Rename(aside, filepath.Join(dir, harnessLock)); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// sweep stops the managers, and removes the directories and builds, that test
+// binaries killed before their end left behind: those whose harnessLock
+// nobody holds. A manager left running holds its cgroup, its journald and
+// any unit it was running, and would outlive every later run.
+func sweep() {
+	dirs, _ := filepath.Glob(filepath.Join(runtimeBase(), "unitrun-test-*"))
+	for _, dir := range dirs {
+		lock := filepath.Join(dir, harnessLock)
+		if _, err := os.Lstat(lock); err != nil {
+			continue // a binary's that has not taken its lock yet
+		}
+		unlock, err := flock.TryLock(lock)
+		if err != nil {
+			continue // a live test binary's
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		(&manager.Embedded{Dir: dir}).Stop(ctx, 5*time.Second)
+		cancel()
+		unlock()
+		if b, err := os.ReadFile(filepath.Join(dir, buildNote)); err == nil && strings.HasPrefix(filepath.Base(string(b)), "unitrun-bin-") {
+			os.RemoveAll(string(b))
+		}
+		fmt.Fprintln(os.Stderr, "systemdtest: removed the manager a killed test binary left in", dir)
+		os.RemoveAll(dir)
+	}
 }
 
 // runtimeBase is where the manager's runtime directory goes: on a tmpfs,
@@ -202,6 +264,10 @@ func Binary(t testing.TB) string {
 			return
 		}
 		build.path = filepath.Join(dir, "unitrun")
+		if embedded != nil {
+			// For the sweep, should this binary be killed.
+			os.WriteFile(filepath.Join(embedded.Dir, buildNote), []byte(dir), 0o600)
+		}
 		out, err := exec.Command("go", "build", "-o", build.path, "github.com/unitrun/unitrun/cmd/unitrun").CombinedOutput()
 		if err != nil {
 			build.err = fmt.Errorf("go build: %v\n%s", err, out)
