@@ -283,6 +283,11 @@ func executableIn(root *os.File, path string) bool {
 // the caller's own, root's) and the variables that systemd's User= would
 // set ($USER, $LOGNAME, $HOME), with the user's supplementary groups.
 func identity(a *App) (*syscall.Credential, []string, error) {
+	if id := a.Identity; id != nil {
+		// As a container runtime runs an image's user: HOME from the
+		// image's passwd, no USER or LOGNAME.
+		return &syscall.Credential{Uid: id.UID, Gid: id.GID, Groups: append([]uint32{}, id.Groups...)}, []string{"HOME=" + id.Home}, nil
+	}
 	cred, err := Credential(a)
 	if err != nil || a.User == "" {
 		return cred, nil, err
@@ -313,6 +318,9 @@ func identity(a *App) (*syscall.Credential, []string, error) {
 // and group (the user's primary group if a has no group), without
 // supplementary groups; nil, the caller's own, if a has neither.
 func Credential(a *App) (*syscall.Credential, error) {
+	if id := a.Identity; id != nil {
+		return &syscall.Credential{Uid: id.UID, Gid: id.GID, Groups: []uint32{}}, nil
+	}
 	if a.User == "" && a.Group == "" {
 		return nil, nil
 	}
@@ -347,6 +355,9 @@ func Credential(a *App) (*syscall.Credential, error) {
 // ids (LDAP, systemd's dynamic users). The small hook binary has unitrun
 // start a run whose names it does not know.
 func NamesKnown(a *App) bool {
+	if a.Identity != nil {
+		return true
+	}
 	if a.User != "" {
 		if _, err := user.Lookup(a.User); err != nil {
 			if _, err := user.LookupId(a.User); err != nil {
