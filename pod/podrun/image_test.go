@@ -280,7 +280,7 @@ func mustUnitDir(t *testing.T, r *Runner) string {
 
 // The image's config gives what the app does not set: its User, resolved
 // in the image's own /etc/passwd and /etc/group (HOME too), its Env under
-// the app's env, its WorkingDir. An exec probe of the app runs in the
+// the app's env, its WorkingDir (one the image lacks is made). An exec probe of the app runs in the
 // image's root, as the app does: one that reads a file of the image
 // passes every time, or the pod would fail.
 func TestPodImageConfig(t *testing.T) {
@@ -312,6 +312,10 @@ apps:
   - name: pwd
     image: %[1]s
     args: ["pwd"]
+  - name: made
+    image: %[1]s
+    args: ["pwd"]
+    workingDir: /made/here
   - name: probed
     image: %[1]s
     args: ["sleep", "3"]
@@ -340,7 +344,53 @@ apps:
 	if got := logOf("pwd"); got != "/srv\n" {
 		t.Errorf("working directory %q, want the image's /srv", got)
 	}
+	if got := logOf("made"); got != "/made/here\n" {
+		t.Errorf("working directory %q, want /made/here, made in the image's root", got)
+	}
 	if p := appOf(t, s, "probed").Probe; p == nil || p.LastResult != record.ProbeSuccess {
 		t.Errorf("exec probe in the image's root: %+v, want a success", p)
+	}
+}
+
+// readOnlyRoot makes an image's root read-only for the app (its
+// writable layer under the pod's state, which stays writable for the
+// hooks, included), but for /dev and the terminationMessagePath.
+func TestPodImageReadOnlyRoot(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := pushTool(t, reg, "ro:1", image.Config{})
+	r := imageRunner(t)
+	name := run(t, r, fmt.Sprintf(`
+name: readonly
+isolation: namespaces
+exitPolicy: all
+apps:
+  - name: root
+    image: %[1]s
+    readOnlyRoot: true
+    args: ["write", "/x", "no"]
+  - name: msg
+    image: %[1]s
+    readOnlyRoot: true
+    terminationMessagePath: /dev/termination-log
+    args: ["write", "/dev/termination-log", "why"]
+  - name: rw
+    image: %[1]s
+    args: ["write", "/x", "yes"]
+`, ref), "")
+	defer containerLog(t, r, name)
+	s := wait(t, r, name)
+	if a := appOf(t, s, "root"); a.ExitCode == nil || *a.ExitCode != 1 {
+		t.Errorf("a write to a read-only image root: %+v, want exit 1", a)
+	}
+	if log, _ := os.ReadFile(pod.LogFile(r.StateDir, name, "root")); !strings.Contains(string(log), "read-only file system") {
+		t.Errorf("the write printed %q, want read-only file system", log)
+	}
+	for _, app := range []string{"msg", "rw"} {
+		if a := appOf(t, s, app); a.ExitCode == nil || *a.ExitCode != 0 {
+			t.Errorf("app %s: %+v, want exit 0", app, a)
+		}
+	}
+	if b, _ := os.ReadFile(record.TerminationFile(r.StateDir, name, "msg")); string(b) != "why" {
+		t.Errorf("termination message %q, want why", b)
 	}
 }
