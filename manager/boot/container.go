@@ -154,9 +154,10 @@ noverlays=$1; shift
 i=0
 while [ "$i" -lt "$noverlays" ]; do
 	eval "r=\${$((i * 3 + 1))} d=\${$((i * 3 + 2))} o=\${$((i * 3 + 3))}"
-	(cd "$d" && mount -t overlay overlay -o "$o" "$r")
+	cd "$d"; mount -t overlay overlay -o "$o" "$r"
 	i=$((i + 1))
 done
+cd /
 shift $((noverlays * 3))
 nroots=$1; shift
 i=0
