@@ -87,7 +87,23 @@ func (o Overlay) options() (dir, opts string, err error) {
 			return "", "", fmt.Errorf("overlay %s: %s holds ':' or ','", o.Root, p)
 		}
 	}
-	return dir, "lowerdir=" + strings.Join(names, ":") + ",upperdir=" + o.Upper + ",workdir=" + o.Work, nil
+	opts = "lowerdir=" + strings.Join(names, ":") + ",upperdir=" + o.Upper + ",workdir=" + o.Work
+	if len(opts) >= maxMountOptions {
+		return "", "", fmt.Errorf("overlay %s: %d layers make %d bytes of mount options, more than the %d a mount takes", o.Root, len(o.Lower), len(opts), maxMountOptions-1)
+	}
+	return dir, opts, nil
+}
+
+// maxMountOptions is the size of the page a mount's options are copied
+// into, their NUL included.
+const maxMountOptions = 4096
+
+// Check returns an error if o cannot be mounted as it is: its layers
+// are not in one directory, a path holds ':' or ',', or its options are
+// more than a mount takes.
+func (o Overlay) Check() error {
+	_, _, err := o.options()
+	return err
 }
 
 // notifySocket is the socket, in Dir, that the container's systemd sends
@@ -189,7 +205,7 @@ func (c *Container) Start() error {
 		return errors.New("container manager: already started")
 	}
 	for _, o := range c.Overlays {
-		if _, _, err := o.options(); err != nil {
+		if err := o.Check(); err != nil {
 			return fmt.Errorf("container manager: %w", err)
 		}
 	}

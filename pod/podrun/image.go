@@ -71,6 +71,10 @@ func (r *Runner) resolveImages(ctx context.Context, m *pod.Manifest) error {
 		}
 		if err := m.ApplyImage(r.StateDir, s.Dir(), i, img, imageFiles(s.LayerDirs(img))); err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if err := imageOverlay(r.StateDir, m.Name, a.Name, s, img).Check(); err != nil {
+			errs = append(errs, &pod.FieldError{Path: fmt.Sprintf("apps[%d].image", i), Value: a.Image, Rule: "cannot be mounted: " + err.Error()})
 		}
 	}
 	if len(errs) > 0 {
@@ -149,10 +153,16 @@ func imageOverlays(stateDir string, m *pod.Manifest) ([]boot.Overlay, error) {
 		if err != nil {
 			return nil, fmt.Errorf("app %s: image %s (%s): %w", a.Name, a.Image, a.ImageID, err)
 		}
-		d := pod.ImageRoot(stateDir, m.Name, a.Name)
-		ovs = append(ovs, boot.Overlay{Root: d.Root(), Upper: d.Upper(), Work: d.Work(), Lower: s.LayerDirs(img)})
+		ovs = append(ovs, imageOverlay(stateDir, m.Name, a.Name, s, img))
 	}
 	return ovs, nil
+}
+
+// imageOverlay is the root of app of pod name whose image is img, in
+// store s.
+func imageOverlay(stateDir, name, app string, s *image.Store, img *image.Image) boot.Overlay {
+	d := pod.ImageRoot(stateDir, name, app)
+	return boot.Overlay{Root: d.Root(), Upper: d.Upper(), Work: d.Work(), Lower: s.LayerDirs(img)}
 }
 
 // imageFiles reads the files that resolve an image's users from its
