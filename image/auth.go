@@ -100,20 +100,19 @@ func (k *keychain) lookup(host string) (authn.AuthConfig, bool) {
 	return authn.AuthConfig{}, false
 }
 
-// source says where the credentials for host come from, or where none
-// were found, in a user's words.
+// source says with which credentials host was asked, in a user's words.
 func (k *keychain) source(host string) string {
 	if _, ok := k.auth[host]; ok {
-		return "the credentials given for " + host
+		return "to the credentials given for " + host
 	}
 	if _, ok := k.lookup(host); ok {
-		return "the credentials for " + host + " in " + k.file
+		return "to the credentials for " + host + " in " + k.file
 	}
 	if k.file != "" {
-		return "no credentials for " + host + " in " + k.file
+		return "without credentials: " + k.file + " has none for " + host
 	}
 	if len(k.looked) == 0 {
-		return "no credentials for " + host + " (no credentials file: set $REGISTRY_AUTH_FILE or $DOCKER_CONFIG)"
+		return "without credentials: there is no credentials file ($REGISTRY_AUTH_FILE, $DOCKER_CONFIG and $HOME are unset)"
 	}
-	return "no credentials for " + host + " (no credentials file at " + strings.Join(k.looked, ", ") + ")"
+	return "without credentials: there is no credentials file at " + strings.Join(k.looked, ", ")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"syscall"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -30,14 +31,11 @@ var (
 type PullError struct {
 	Ref    string // the normalized reference
 	Reason error  // one of the Err values above, or nil
-	Detail string // what the registry or the system said
+	Detail string // what went wrong, in a user's words
 }
 
 func (e *PullError) Error() string {
-	if e.Reason == nil {
-		return fmt.Sprintf("pulling %s: %s", e.Ref, e.Detail)
-	}
-	return fmt.Sprintf("pulling %s: %v: %s", e.Ref, e.Reason, e.Detail)
+	return fmt.Sprintf("pulling %s: %s", e.Ref, e.Detail)
 }
 
 func (e *PullError) Unwrap() error { return e.Reason }
@@ -55,14 +53,14 @@ func (s *Store) pullError(r name.Reference, keys *keychain, err error) error {
 	case isFull(err):
 		e.Reason, e.Detail = ErrFull, "the filesystem of "+s.dir+" is full"
 	case errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden || hasCode(te, transport.UnauthorizedErrorCode, transport.DeniedErrorCode)):
-		e.Reason, e.Detail = ErrUnauthorized, "registry "+host+", "+keys.source(host)
+		e.Reason, e.Detail = ErrUnauthorized, "registry "+host+" refused access "+keys.source(host)
 	case errors.As(err, &te) && (te.StatusCode == http.StatusNotFound || hasCode(te, transport.ManifestUnknownErrorCode, transport.NameUnknownErrorCode)):
-		e.Reason, e.Detail = ErrUnknown, "registry "+host+" has no "+r.Identifier()+" of "+r.Context().RepositoryStr()
+		e.Reason, e.Detail = ErrUnknown, "registry "+host+" has no image "+strings.TrimPrefix(r.Name(), host+"/")
 	case errors.As(err, &ne):
-		e.Reason = ErrUnreachable
+		e.Reason, e.Detail = ErrUnreachable, fmt.Sprintf("cannot reach registry %s: %v", host, err)
 		var oe *net.OpError
 		if errors.As(err, &oe) {
-			e.Detail = fmt.Sprintf("registry %s: %v", host, oe.Err)
+			e.Detail = fmt.Sprintf("cannot reach registry %s: %v", host, oe.Err)
 		}
 	}
 	return e

@@ -14,11 +14,20 @@
 //	refs/NAME            the image ID that a name points to (NAME path-escaped)
 //	leases/HOLDER/HEX    that holder (a pod) uses image HEX (HOLDER path-escaped)
 //	locks/               the locks that order pulls, removals and leases
-//	tmp/                 blobs and layers under way, renamed into place when whole
+//	tmp/pull-*/          one pull's blobs and layers under way, renamed into
+//	                     place when whole and verified (tmp/pull-*.lock is
+//	                     held while the pull runs)
 //
 // Nothing in the store is half-written: every file and directory is made
 // aside and renamed into place, so an interrupted pull leaves no image that
-// can run, and the next pull keeps the blobs and layers it completed.
+// can run, and the next pull keeps the blobs and layers it completed (and
+// removes what a killed pull left in tmp/). An image's record is written
+// last, once every layer it names is whole.
+//
+// Pulls of one name are done one at a time across processes (a lock per
+// name); a pull holds the store's gc lock shared, so that Prune and the
+// collection after Remove, which hold it exclusive, never take blobs and
+// layers that a pull has made before its record names them.
 package image
 
 import (
@@ -275,6 +284,15 @@ func (s *Store) readRef(n string) (string, error) {
 // writeRef points name n at image id.
 func (s *Store) writeRef(n, id string) error {
 	return atomicfile.Write(s.path(refsDir, url.PathEscape(n)), []byte(id+"\n"), 0o600)
+}
+
+// removeRef removes name n.
+func (s *Store) removeRef(n string) error {
+	err := os.Remove(s.path(refsDir, url.PathEscape(n)))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 // refs returns every name in the store and the image ID it points to.

@@ -3,6 +3,8 @@ package image
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -75,4 +77,30 @@ func (s *Store) withLeases(holder string, f func(dir string) error) error {
 	}
 	defer unlock()
 	return f(s.path(leasesDir, url.PathEscape(holder)))
+}
+
+// holders returns, for each image ID leased, its holders.
+func (s *Store) holders() (map[string][]string, error) {
+	entries, err := os.ReadDir(s.path(leasesDir))
+	if err != nil {
+		return nil, err
+	}
+	held := map[string][]string{}
+	for _, e := range entries {
+		holder, err := url.PathUnescape(e.Name())
+		if err != nil {
+			continue
+		}
+		ids, err := os.ReadDir(s.path(leasesDir, e.Name()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("image leases: %w", err)
+		}
+		for _, id := range ids {
+			held["sha256:"+id.Name()] = append(held["sha256:"+id.Name()], holder)
+		}
+	}
+	return held, nil
 }

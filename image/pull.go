@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -119,7 +121,12 @@ func (s *Store) Pull(ctx context.Context, ref string, o PullOptions) (*Image, er
 	if err != nil {
 		return nil, err
 	}
-	img, err := s.fetch(ctx, r, keys, o.Progress)
+	work, done, err := s.workDir()
+	if err != nil {
+		return nil, s.pullError(r, keys, err)
+	}
+	defer done()
+	img, err := s.fetch(ctx, r, keys, work, o.Progress)
 	if err != nil {
 		return nil, s.pullError(r, keys, err)
 	}
@@ -127,7 +134,8 @@ func (s *Store) Pull(ctx context.Context, ref string, o PullOptions) (*Image, er
 }
 
 // fetch pulls the image that r names from its registry.
-func (s *Store) fetch(ctx context.Context, r name.Reference, keys *keychain, progress func(Progress)) (*Image, error) {
+// Its files under way are in work.
+func (s *Store) fetch(ctx context.Context, r name.Reference, keys *keychain, work string, progress func(Progress)) (*Image, error) {
 	opts := []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(keys),
@@ -187,7 +195,7 @@ func (s *Store) fetch(ctx context.Context, r name.Reference, keys *keychain, pro
 				errs[i] = ctx.Err()
 				return
 			}
-			sizes[i], errs[i] = s.ensureLayer(l, cf.RootFS.DiffIDs[i], report)
+			sizes[i], errs[i] = s.ensureLayer(l, cf.RootFS.DiffIDs[i], work, report)
 		})
 	}
 	wg.Wait()
@@ -236,6 +244,41 @@ func (s *Store) fetch(ctx context.Context, r name.Reference, keys *keychain, pro
 	return s.record(img.ID)
 }
 
+// workDir makes the directory, under tmp/, of one pull's files under way,
+// locked while the pull runs, and returns the function that removes it.
+// It first removes those that pulls killed before their end left.
+func (s *Store) workDir() (dir string, done func(), err error) {
+	unlockMeta, err := s.lockMeta()
+	if err != nil {
+		return "", nil, err
+	}
+	defer unlockMeta()
+	locks, err := filepath.Glob(s.path(tmpDir, "pull-*.lock"))
+	if err != nil {
+		return "", nil, err
+	}
+	for _, l := range locks {
+		if unlock, err := flock.TryLock(l); err == nil {
+			os.RemoveAll(strings.TrimSuffix(l, ".lock"))
+			os.Remove(l)
+			unlock()
+		}
+	}
+	if dir, err = os.MkdirTemp(s.path(tmpDir), "pull-"); err != nil {
+		return "", nil, err
+	}
+	unlock, err := flock.TryLock(dir + ".lock")
+	if err != nil {
+		os.Remove(dir)
+		return "", nil, err
+	}
+	return dir, func() {
+		os.RemoveAll(dir)
+		os.Remove(dir + ".lock")
+		unlock()
+	}, nil
+}
+
 // writeBlob keeps b as blob digest, unless the store holds it.
 func (s *Store) writeBlob(digest string, b []byte) error {
 	p := s.blobPath(digest)
@@ -246,9 +289,10 @@ func (s *Store) writeBlob(digest string, b []byte) error {
 }
 
 // ensureLayer makes sure the store holds layer l (of diff ID diffID),
-// downloaded, verified and unpacked, and returns the bytes it takes
-// unpacked. A layer whose blob the store holds is unpacked from it.
-func (s *Store) ensureLayer(l v1.Layer, diffID v1.Hash, report func(Progress)) (int64, error) {
+// downloaded, verified and unpacked (in work first), and returns the bytes
+// it takes unpacked. A layer whose blob the store holds is unpacked from
+// it.
+func (s *Store) ensureLayer(l v1.Layer, diffID v1.Hash, work string, report func(Progress)) (int64, error) {
 	digest, err := l.Digest()
 	if err != nil {
 		return 0, err
@@ -260,7 +304,7 @@ func (s *Store) ensureLayer(l v1.Layer, diffID v1.Hash, report func(Progress)) (
 	dst := s.layerPath(diffID.String())
 	if _, err := os.Lstat(dst); err == nil {
 		report(Progress{Layer: digest.String(), Total: total, Done: total, Complete: true})
-		return dirSize(dst)
+		return diskUsage(dst)
 	}
 
 	var src io.ReadCloser
@@ -273,7 +317,7 @@ func (s *Store) ensureLayer(l v1.Layer, diffID v1.Hash, report func(Progress)) (
 		if src, err = l.Compressed(); err != nil {
 			return 0, err
 		}
-		if blobTmp, err = os.CreateTemp(s.path(tmpDir), "blob-"); err != nil {
+		if blobTmp, err = os.CreateTemp(work, "blob-"); err != nil {
 			src.Close()
 			return 0, err
 		}
@@ -289,12 +333,12 @@ func (s *Store) ensureLayer(l v1.Layer, diffID v1.Hash, report func(Progress)) (
 	counted := &counter{r: in, step: func(n int64) {
 		report(Progress{Layer: digest.String(), Total: total, Done: n})
 	}}
-	tmp, err := os.MkdirTemp(s.path(tmpDir), "layer-")
+	tmp, err := os.MkdirTemp(work, "layer-")
 	if err != nil {
 		return 0, err
 	}
 	defer os.RemoveAll(tmp)
-	size, got, err := unpack(counted, tmp)
+	got, err := unpack(counted, tmp)
 	if err != nil {
 		return 0, fmt.Errorf("layer %s: %w", digest, err)
 	}
@@ -312,6 +356,10 @@ func (s *Store) ensureLayer(l v1.Layer, diffID v1.Hash, report func(Progress)) (
 	// The layer's files reach the disk before its name does, so a crash
 	// leaves no layer that looks whole and is not.
 	if err := syncfs(tmp); err != nil {
+		return 0, err
+	}
+	size, err := diskUsage(tmp)
+	if err != nil {
 		return 0, err
 	}
 	if err := os.Rename(tmp, dst); err != nil && !isExist(err) {

@@ -14,7 +14,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -51,14 +50,13 @@ func decompress(r *bufio.Reader) (io.ReadCloser, error) {
 }
 
 // unpack writes the layer blob that r reads into dir, in overlayfs form,
-// and returns the bytes of its regular files and its diff ID (the digest
-// of its uncompressed tar). It reads r to its end, so that a reader that
+// and returns its diff ID (the digest of its uncompressed tar). It reads r to its end, so that a reader that
 // checks a digest there does.
-func unpack(r io.Reader, dir string) (size int64, diffID v1.Hash, err error) {
+func unpack(r io.Reader, dir string) (diffID v1.Hash, err error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	dec, err := decompress(br)
 	if err != nil {
-		return 0, v1.Hash{}, err
+		return v1.Hash{}, err
 	}
 	defer dec.Close()
 	h := sha256.New()
@@ -71,29 +69,27 @@ func unpack(r io.Reader, dir string) (size int64, diffID v1.Hash, err error) {
 			break
 		}
 		if err != nil {
-			return 0, v1.Hash{}, fmt.Errorf("reading the layer: %w", err)
+			return v1.Hash{}, fmt.Errorf("reading the layer: %w", err)
 		}
-		n, err := u.entry(hdr, tr)
-		if err != nil {
-			return 0, v1.Hash{}, fmt.Errorf("%s: %w", hdr.Name, err)
+		if err := u.entry(hdr, tr); err != nil {
+			return v1.Hash{}, fmt.Errorf("%s: %w", hdr.Name, err)
 		}
-		size += n
 	}
 	// The tar's end padding counts in the diff ID, and the blob's end is
 	// where its digest is checked.
 	if _, err := io.Copy(io.Discard, tarStream); err != nil {
-		return 0, v1.Hash{}, fmt.Errorf("reading the layer: %w", err)
+		return v1.Hash{}, fmt.Errorf("reading the layer: %w", err)
 	}
 	if _, err := io.Copy(io.Discard, br); err != nil {
-		return 0, v1.Hash{}, fmt.Errorf("reading the layer: %w", err)
+		return v1.Hash{}, fmt.Errorf("reading the layer: %w", err)
 	}
 	for _, d := range u.times {
 		ts := []unix.Timespec{unix.NsecToTimespec(d.atime.UnixNano()), unix.NsecToTimespec(d.mtime.UnixNano())}
 		if err := unix.UtimesNanoAt(unix.AT_FDCWD, d.path, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return 0, v1.Hash{}, err
+			return v1.Hash{}, err
 		}
 	}
-	return size, v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(h.Sum(nil))}, nil
+	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
 // An unpacker writes one layer's entries under root.
@@ -150,78 +146,76 @@ func kind(m fs.FileMode) string {
 	return "file"
 }
 
-// entry writes one tar entry and returns the bytes of regular file it
-// wrote.
-func (u *unpacker) entry(hdr *tar.Header, r io.Reader) (int64, error) {
+// entry writes one tar entry.
+func (u *unpacker) entry(hdr *tar.Header, r io.Reader) error {
 	rel := strings.TrimPrefix(path.Clean("/"+hdr.Name), "/")
 	if rel == "" {
 		if hdr.Typeflag != tar.TypeDir {
-			return 0, errors.New("the layer's root is not a directory")
+			return errors.New("the layer's root is not a directory")
 		}
-		return 0, u.attrs(u.root, hdr)
+		return u.attrs(u.root, hdr)
 	}
 	parent, err := u.parent(rel)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	base := path.Base(rel)
 	if base == opaqueMarker {
-		return 0, unix.Lsetxattr(parent, opaqueXattr, []byte("y"), 0)
+		return unix.Lsetxattr(parent, opaqueXattr, []byte("y"), 0)
 	}
 	if hidden, ok := strings.CutPrefix(base, whiteoutPrefix); ok {
 		p := filepath.Join(parent, hidden)
 		if err := u.clear(p, path.Join(path.Dir(rel), hidden), false); err != nil {
-			return 0, err
+			return err
 		}
-		return 0, unix.Mknod(p, unix.S_IFCHR, 0)
+		return unix.Mknod(p, unix.S_IFCHR, 0)
 	}
 	p := filepath.Join(u.root, rel)
 	if err := u.clear(p, rel, hdr.Typeflag == tar.TypeDir); err != nil {
-		return 0, err
+		return err
 	}
-	var n int64
 	switch hdr.Typeflag {
 	case tar.TypeDir:
 		if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-			return 0, err
+			return err
 		}
 		u.dirs[rel] = true
 	case tar.TypeReg:
 		f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 		if err != nil {
-			return 0, err
+			return err
 		}
-		n, err = io.Copy(f, r)
+		_, err = io.Copy(f, r)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			return 0, err
+			return err
 		}
 	case tar.TypeSymlink:
 		if err := os.Symlink(hdr.Linkname, p); err != nil {
-			return 0, err
+			return err
 		}
 	case tar.TypeLink:
 		target := strings.TrimPrefix(path.Clean("/"+hdr.Linkname), "/")
 		tp, err := u.parent(target)
 		if err != nil {
-			return 0, fmt.Errorf("hard link to %s: %w", hdr.Linkname, err)
+			return fmt.Errorf("hard link to %s: %w", hdr.Linkname, err)
 		}
 		if err := os.Link(filepath.Join(tp, path.Base(target)), p); err != nil {
-			return 0, err
+			return err
 		}
-		return 0, nil // the link shares its target's attributes
+		return nil // the link shares its target's attributes
 	case tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
 		mode := map[byte]uint32{tar.TypeChar: unix.S_IFCHR, tar.TypeBlock: unix.S_IFBLK, tar.TypeFifo: unix.S_IFIFO}[hdr.Typeflag]
 		dev := unix.Mkdev(uint32(hdr.Devmajor), uint32(hdr.Devminor))
 		if err := unix.Mknod(p, mode|0o600, int(dev)); err != nil {
-			return 0, err
+			return err
 		}
 	default:
-		return 0, fmt.Errorf("the layer has an entry of tar type %q, which an image's layer does not hold", hdr.Typeflag)
+		return fmt.Errorf("the layer has an entry of tar type %q, which an image's layer does not hold", hdr.Typeflag)
 	}
-	return n, u.attrs(p, hdr)
+	return u.attrs(p, hdr)
 }
 
 // clear makes room at p for an entry: it removes what an earlier entry of
@@ -274,29 +268,4 @@ func (u *unpacker) attrs(p string, hdr *tar.Header) error {
 	}
 	ts := []unix.Timespec{unix.NsecToTimespec(atime.UnixNano()), unix.NsecToTimespec(hdr.ModTime.UnixNano())}
 	return unix.UtimesNanoAt(unix.AT_FDCWD, p, ts, unix.AT_SYMLINK_NOFOLLOW)
-}
-
-// dirSize returns the bytes of the regular files under dir, each inode
-// counted once.
-func dirSize(dir string) (int64, error) {
-	var size int64
-	seen := map[uint64]bool{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
-			if seen[st.Ino] {
-				return nil
-			}
-			seen[st.Ino] = true
-		}
-		size += fi.Size()
-		return nil
-	})
-	return size, err
 }
