@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -392,5 +393,31 @@ apps:
 	}
 	if b, _ := os.ReadFile(record.TerminationFile(r.StateDir, name, "msg")); string(b) != "why" {
 		t.Errorf("termination message %q, want why", b)
+	}
+}
+
+// The store refuses to remove an image that a pod uses, naming the pod's
+// lease, until pod rm releases it.
+func TestPodImageRemoveRefused(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := pushTool(t, reg, "leased:1", image.Config{Cmd: []string{"echo", "x"}})
+	r := imageRunner(t)
+	m, err := r.Create(context.Background(), []byte(fmt.Sprintf("name: leased\nisolation: namespaces\napps:\n  - {name: a, image: %s}\n", ref)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := image.Open(r.ImageDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inUse *image.InUseError
+	if _, err := st.Remove(ref); !errors.As(err, &inUse) || !slices.Contains(inUse.Holders, ImageHolder(m.Name)) {
+		t.Fatalf("image rm of the pod's image: %v, want it refused, in use by %s", err, ImageHolder(m.Name))
+	}
+	if err := r.Remove(context.Background(), m.Name, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Remove(ref); err != nil {
+		t.Errorf("image rm once the pod is removed: %v", err)
 	}
 }
