@@ -81,7 +81,8 @@ apps:
 
 // Whiteouts and opaque directories of an image's upper layers hide what
 // the layers below have: a file deleted above is absent for the app, and
-// an opaque directory lists its own layer's entries alone.
+// an opaque directory lists its own layer's entries alone, and a command
+// deleted so ends its run with 127, recorded as any run's.
 func TestPodImageWhiteouts(t *testing.T) {
 	reg := imagetest.NewRegistry(t)
 	ref := pushTool(t, reg, "wh:1", image.Config{},
@@ -105,11 +106,17 @@ apps:
   - name: gone
     image: %[1]s
     args: ["cat", "/gone"]
+  - name: nocmd
+    image: %[1]s
+    exec: ["/gone"]
 `, ref), "")
 	defer containerLog(t, r, name)
 	s := wait(t, r, name)
 	if a := appOf(t, s, "gone"); a.ExitCode == nil || *a.ExitCode != 1 {
 		t.Errorf("cat of a whited-out file: %+v, want exit 1", a)
+	}
+	if a := appOf(t, s, "nocmd"); a.ExitCode == nil || *a.ExitCode != 127 || !strings.Contains(a.Message, "/gone") {
+		t.Errorf("a command that the image deletes: %+v, want 127 recorded with why", a)
 	}
 	if log, _ := os.ReadFile(pod.LogFile(r.StateDir, name, "ls")); string(log) != "c\n" {
 		t.Errorf("the opaque dir lists %q, want c alone", log)
