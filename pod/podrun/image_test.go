@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/image/imagetest"
 	"github.com/unitrun/unitrun/pod"
@@ -426,5 +428,49 @@ func TestPodImageRemoveRefused(t *testing.T) {
 	}
 	if _, err := st.Remove(ref); err != nil {
 		t.Errorf("image rm once the pod is removed: %v", err)
+	}
+}
+
+// layerFile reads a file of an image from its unpacked layers, top
+// first, as overlayfs would show it: the topmost layer's, none where a
+// whiteout or an opaque directory above hides it, none through a
+// symlink (which could lead out of the image).
+func TestLayerFile(t *testing.T) {
+	top, mid, bottom := t.TempDir(), t.TempDir(), t.TempDir()
+	write := func(dir, path, body string) {
+		p := filepath.Join(dir, path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(bottom, "etc/passwd", "bottom")
+	write(bottom, "etc/group", "bottom")
+	write(bottom, "etc/shadow", "bottom")
+	write(mid, "etc/passwd", "mid")
+	write(top, "etc/hosts", "top")
+	if err := unix.Mknod(filepath.Join(top, "etc/group"), unix.S_IFCHR, 0); err != nil {
+		t.Fatal(err)
+	}
+	dirs := []string{top, mid, bottom}
+	for path, want := range map[string]string{"etc/passwd": "mid", "etc/group": "", "etc/shadow": "bottom", "etc/hosts": "top", "etc/none": ""} {
+		if got := string(layerFile(dirs, path)); got != want {
+			t.Errorf("%s: %q, want %q", path, got, want)
+		}
+	}
+	if err := unix.Setxattr(filepath.Join(mid, "etc"), "trusted.overlay.opaque", []byte("y"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := layerFile(dirs, "etc/shadow"); got != nil {
+		t.Errorf("etc/shadow under an opaque etc: %q, want none", got)
+	}
+	link := t.TempDir()
+	if err := os.Symlink(filepath.Join(bottom, "etc"), filepath.Join(link, "etc")); err != nil {
+		t.Fatal(err)
+	}
+	if got := layerFile([]string{link, bottom}, "etc/passwd"); got != nil {
+		t.Errorf("etc/passwd through a symlinked etc: %q, want none", got)
 	}
 }
