@@ -48,6 +48,7 @@ func (r *Runner) pull(ctx context.Context, s *image.Store, a *pod.App) (*image.I
 func (r *Runner) resolveImages(ctx context.Context, m *pod.Manifest) error {
 	var s *image.Store
 	var errs []error
+	pulled := map[string]*image.Image{} // by reference and policy
 	for i := range m.Apps {
 		a := &m.Apps[i]
 		if a.Image == "" {
@@ -59,7 +60,11 @@ func (r *Runner) resolveImages(ctx context.Context, m *pod.Manifest) error {
 				return fmt.Errorf("image store %s: %w", r.imageDir(), err)
 			}
 		}
-		img, err := r.pull(ctx, s, a)
+		key := a.Image + " " + string(a.PullPolicy())
+		img, err := pulled[key], error(nil)
+		if img == nil {
+			img, err = r.pull(ctx, s, a)
+		}
 		var refErr *image.RefError
 		switch {
 		case errors.As(err, &refErr) || errors.Is(err, image.ErrNotFound) || errors.Is(err, image.ErrUnknown):
@@ -69,6 +74,7 @@ func (r *Runner) resolveImages(ctx context.Context, m *pod.Manifest) error {
 		case err != nil:
 			return fmt.Errorf("apps[%d].image %q: %w", i, a.Image, err)
 		}
+		pulled[key] = img
 		if err := m.ApplyImage(r.StateDir, s.Dir(), i, img, imageFiles(s.LayerDirs(img))); err != nil {
 			errs = append(errs, err)
 			continue

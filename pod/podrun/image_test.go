@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -472,5 +474,30 @@ func TestLayerFile(t *testing.T) {
 	}
 	if got := layerFile([]string{link, bottom}, "etc/passwd"); got != nil {
 		t.Errorf("etc/passwd through a symlinked etc: %q, want none", got)
+	}
+}
+
+// Apps of one pod that name one image under one policy pull it once,
+// under Always too: the pod's creation asks the registry for the image's
+// manifest as often as one pull does.
+func TestPodImagePulledOnce(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := pushTool(t, reg, "once:1", image.Config{Cmd: []string{"echo", "x"}})
+	var manifests atomic.Int32
+	reg.SetWrap(func(w http.ResponseWriter, req *http.Request, registry http.Handler) {
+		if strings.Contains(req.URL.Path, "/manifests/") {
+			manifests.Add(1)
+		}
+		registry.ServeHTTP(w, req)
+	})
+	r := imageRunner(t)
+	create(t, r, fmt.Sprintf("name: once\nisolation: namespaces\napps:\n  - {name: a, image: %[1]s, imagePullPolicy: Always}\n  - {name: b, image: %[1]s, imagePullPolicy: Always}\n", ref))
+	byPod := manifests.Swap(0)
+	st, _ := image.Open(r.ImageDir)
+	if _, err := st.Pull(context.Background(), ref, image.PullOptions{Policy: image.PullAlways}); err != nil {
+		t.Fatal(err)
+	}
+	if byOne := manifests.Load(); byPod != byOne || byOne == 0 {
+		t.Errorf("the pod's two apps made %d manifest requests, one pull %d", byPod, byOne)
 	}
 }

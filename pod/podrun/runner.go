@@ -37,8 +37,9 @@ type Runner struct {
 	ImageDir string
 	// Pull, if not nil, gets the image of app a of a pod being created
 	// into store s, in place of s.Pull under the app's pull policy
-	// ([pod.App.PullPolicy]): unitrun-node pulls with a Pod's
-	// imagePullSecrets and reports a failed pull as the kubelet does. An
+	// ([pod.App.PullPolicy]), once per image and policy of the pod:
+	// unitrun-node pulls with a Pod's imagePullSecrets and reports a
+	// failed pull as the kubelet does. An
 	// error wrapping image.ErrNotFound under policy Never refuses the
 	// manifest (an *InvalidError); any other fails the creation.
 	Pull func(ctx context.Context, s *image.Store, a *pod.App) (*image.Image, error)
