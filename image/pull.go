@@ -67,6 +67,7 @@ type PullOptions struct {
 
 // Progress is one step of a pull.
 type Progress struct {
+	Layers   int    // how many layers the image has
 	Layer    string // the layer's digest
 	Total    int64  // its compressed size
 	Done     int64  // bytes of it downloaded and verified so far
@@ -127,6 +128,9 @@ func (s *Store) Pull(ctx context.Context, ref string, o PullOptions) (*Image, er
 	}
 	defer done()
 	img, err := s.fetch(ctx, r, keys, work, o.Progress)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
 	if err != nil {
 		return nil, s.pullError(r, keys, err)
 	}
@@ -180,6 +184,7 @@ func (s *Store) fetch(ctx context.Context, r name.Reference, keys *keychain, wor
 		report = func(p Progress) {
 			mu.Lock()
 			defer mu.Unlock()
+			p.Layers = len(layers)
 			progress(p)
 		}
 	}
