@@ -140,17 +140,7 @@ func (s *Store) Pull(ctx context.Context, ref string, o PullOptions) (*Image, er
 // fetch pulls the image that r names from its registry.
 // Its files under way are in work.
 func (s *Store) fetch(ctx context.Context, r name.Reference, keys *keychain, work string, progress func(Progress)) (*Image, error) {
-	opts := []remote.Option{
-		remote.WithContext(ctx),
-		remote.WithAuthFromKeychain(keys),
-		remote.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH}),
-		remote.WithUserAgent("unitrun"),
-	}
-	desc, err := remote.Get(r, opts...)
-	if err != nil {
-		return nil, err
-	}
-	rimg, err := desc.Image()
+	rimg, err := remoteImage(ctx, r, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -282,6 +272,20 @@ func (s *Store) workDir() (dir string, done func(), err error) {
 		os.Remove(dir + ".lock")
 		unlock()
 	}, nil
+}
+
+// remoteImage returns the image that r names in its registry, reached
+// with keys, for the host's linux platform when r names an index.
+func remoteImage(ctx context.Context, r name.Reference, keys *keychain) (v1.Image, error) {
+	desc, err := remote.Get(r,
+		remote.WithContext(ctx),
+		remote.WithAuthFromKeychain(keys),
+		remote.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH}),
+		remote.WithUserAgent("unitrun"))
+	if err != nil {
+		return nil, err
+	}
+	return desc.Image()
 }
 
 // writeBlob keeps b as blob digest, unless the store holds it.

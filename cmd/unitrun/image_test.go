@@ -119,3 +119,43 @@ func TestImagePullInterruptedResumes(t *testing.T) {
 		t.Errorf("inspect after the resumed pull: %q", out)
 	}
 }
+
+// TestInjectFromImage copies one binary out of an image into the inject
+// dir, as the seeds' flow does with the agent's image, and runs it.
+func TestInjectFromImage(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := reg.Push(t, "agent:1", imagetest.Image{Layers: []imagetest.Layer{
+		imagetest.ToolLayer(t, "/usr/bin/agent"),
+		{{Path: "usr/share/big", Body: strings.Repeat("x", 1<<16)}},
+	}})
+	dir := filepath.Join(t.TempDir(), "bin")
+	env := []string{"UNITRUN_IMAGE_DIR=" + t.TempDir()}
+	out, errs, code := unitrunEnv(t, env, "inject", "--dir", dir, "--image", ref, "--path", "/usr/bin/agent")
+	path := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(path, filepath.Join(dir, "agent-")) {
+		t.Fatalf("inject --image: exit %d, %q, %q", code, out, errs)
+	}
+	if got, err := exec.Command(path, "echo", "from", "the", "image").Output(); err != nil || string(got) != "from the image\n" {
+		t.Errorf("the injected binary: %q, %v", got, err)
+	}
+	if again, _, _ := unitrunEnv(t, env, "inject", "--dir", dir, "--image", ref, "--path", "/usr/bin/agent"); again != out {
+		t.Errorf("a second inject: %q, want the same path %q", again, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--image", ref, "--path", "/usr/bin/nope"}, 2, "--path /usr/bin/nope: the image " + ref + " has no such file"},
+		{[]string{"--image", ref, "--path", "/usr/bin"}, 2, "--path: /usr/bin in " + ref + ": a directory, not a regular file of the image"},
+		{[]string{"--image", ref, "--path", "usr/bin/agent"}, 2, "--path \"usr/bin/agent\": must be an absolute path"},
+		{[]string{"--image", ref}, 2, "--image needs --path"},
+		{[]string{"--image", ref, "--path", "/usr/bin/agent", "./x"}, 2, "it takes no PATH"},
+		{[]string{"--image", reg.Host + "/agent:2", "--path", "/usr/bin/agent"}, 125, "has no image agent:2"},
+	} {
+		_, errs, code := unitrunEnv(t, env, append([]string{"inject", "--dir", dir}, tc.args...)...)
+		if code != tc.code || !strings.Contains(errs, tc.want) {
+			t.Errorf("inject %q: exit %d, %q; want %d and %q", tc.args, code, errs, tc.code, tc.want)
+		}
+	}
+}
