@@ -66,7 +66,7 @@ func createPods(ctx context.Context, r *podrun.Runner, createWith func(context.C
 // pods that pod run runs in stateDir (kube.Plan), their images mapped
 // with images; a Pod refused exits 2.
 func planPods(path string, data []byte, images kube.Images, stateDir string) ([]kube.Planned, error) {
-	plans, err := kube.Plan(data, kube.Options{Images: images, AllowPrivileged: true}, stateDir)
+	plans, err := kube.Plan(data, kube.Options{Images: images, RegistryImages: true, AllowPrivileged: true}, stateDir)
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", path, err)}
 	}
