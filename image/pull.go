@@ -354,18 +354,16 @@ func (s *Store) ensureLayer(l v1.Layer, diffID v1.Hash, work string, report func
 	if got != diffID {
 		return 0, fmt.Errorf("layer %s: its content has digest %s, not the %s its image's config names", digest, got, diffID)
 	}
+	// The blob and the layer's files reach the disk (one syncfs for all)
+	// before their names do, so a crash leaves nothing that looks whole
+	// and is not.
+	if err := syncfs(tmp); err != nil {
+		return 0, err
+	}
 	if blobTmp != nil {
-		if err := blobTmp.Sync(); err != nil {
-			return 0, err
-		}
 		if err := os.Rename(blobTmp.Name(), s.blobPath(digest.String())); err != nil {
 			return 0, err
 		}
-	}
-	// The layer's files reach the disk before its name does, so a crash
-	// leaves no layer that looks whole and is not.
-	if err := syncfs(tmp); err != nil {
-		return 0, err
 	}
 	size, err := diskUsage(tmp)
 	if err != nil {
