@@ -169,7 +169,7 @@ type pullBar struct {
 	layers int
 	total  map[string]int64
 	done   map[string]int64
-	whole  map[string]bool
+	whole  map[string]bool // the layers complete
 }
 
 func newPullBar(p *progress, ref string) *pullBar {
@@ -180,7 +180,9 @@ func (b *pullBar) update(pr image.Progress) {
 	b.mu.Lock()
 	b.layers, b.total[pr.Layer], b.done[pr.Layer] = pr.Layers, pr.Total, pr.Done
 	first := pr.Complete && !b.whole[pr.Layer]
-	b.whole[pr.Layer] = b.whole[pr.Layer] || pr.Complete
+	if pr.Complete {
+		b.whole[pr.Layer] = true
+	}
 	b.mu.Unlock()
 	if first {
 		b.p.event("layer %s: %s", pr.Layer, bytesText(uint64(pr.Total)))

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/image/imagetest"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 )
@@ -39,6 +40,9 @@ func TestImageCLI(t *testing.T) {
 	}
 	if out, _, code := unitrunEnv(t, env, "image", "ls"); code != 0 || !strings.HasPrefix(out, ref+"\t"+strings.TrimPrefix(img.ID, "sha256:")[:12]+"\t") {
 		t.Errorf("image ls: exit %d, %q", code, out)
+	}
+	if out, _, code := unitrunEnv(t, env, "__complete", "image", "inspect", reg.Host+"/a"); code != 0 || out != ref+"\n:4\n" {
+		t.Errorf("completion of image names: exit %d, %q", code, out)
 	}
 	if out, _, code := unitrunEnv(t, env, "image", "inspect", ref); code != 0 || !strings.Contains(out, `"id": "`+img.ID+`"`) || !strings.Contains(out, `"layerDirs"`) {
 		t.Errorf("image inspect: exit %d, %q", code, out)
@@ -157,5 +161,17 @@ func TestInjectFromImage(t *testing.T) {
 		if code != tc.code || !strings.Contains(errs, tc.want) {
 			t.Errorf("inject %q: exit %d, %q; want %d and %q", tc.args, code, errs, tc.code, tc.want)
 		}
+	}
+}
+
+// TestPullBarLines checks the line a pull draws on a terminal: layers
+// done of all, bytes of all, rate.
+func TestPullBarLines(t *testing.T) {
+	b := newPullBar(nil, "example/app:1")
+	b.update(image.Progress{Layers: 2, Layer: "sha256:a", Total: 2048, Done: 2048, Complete: true})
+	b.update(image.Progress{Layers: 2, Layer: "sha256:b", Total: 4096, Done: 1024})
+	got := b.lines()
+	if len(got) != 1 || !strings.HasPrefix(got[0], "pulling example/app:1: 1/2 layers, 3.0KiB/6.0KiB, ") || !strings.HasSuffix(got[0], "/s") {
+		t.Errorf("the pull's line: %q", got)
 	}
 }
