@@ -357,6 +357,12 @@ func (s *Store) ensureLayer(l v1.Layer, diffID v1.Hash, work string, report func
 		return 0, err
 	}
 	defer os.RemoveAll(tmp)
+	// The image's root, unless the layer has an entry for it, is as a
+	// root directory is: MkdirTemp made it 0700, which only root could
+	// enter.
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return 0, err
+	}
 	got, err := unpack(counted, tmp)
 	if err != nil {
 		return 0, fmt.Errorf("layer %s: %w", digest, err)

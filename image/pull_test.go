@@ -91,6 +91,11 @@ func TestPullByTagAndDigest(t *testing.T) {
 	if got := readIn(t, dirs, "etc/motd"); got != "two\n" {
 		t.Errorf("etc/motd through the layers = %q, want the top layer's", got)
 	}
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o755 {
+			t.Errorf("layer %s, whose tar has no entry for the root: %v, %v; want mode 0755, as a root is", d, fi.Mode(), err)
+		}
+	}
 	fi, err := os.Stat(filepath.Join(dirs[0], "srv/data"))
 	if err != nil {
 		t.Fatal(err)
