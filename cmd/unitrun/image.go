@@ -77,9 +77,12 @@ a pull interrupted resumes where it stopped.`,
 }
 
 // completeImages completes the names of the images in the store that
-// --image-dir names.
+// --image-dir names; it makes no store where there is none.
 func completeImages(dir *string) cobra.CompletionFunc {
 	return func(_ *cobra.Command, args []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if _, err := os.Stat(*dir); err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
 		s, err := image.Open(*dir)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
