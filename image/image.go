@@ -34,6 +34,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -102,7 +103,11 @@ func Open(dir string) (*Store, error) {
 	}
 	for _, sub := range []string{blobsDir, layersDir, imagesDir, refsDir, leasesDir, locksDir, tmpDir} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
-			return nil, fmt.Errorf("image store: %w", err)
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // the path is the store's, named below
+			}
+			return nil, fmt.Errorf("the image store %s cannot be opened: %w", dir, err)
 		}
 	}
 	return &Store{dir: dir}, nil
