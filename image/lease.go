@@ -50,18 +50,12 @@ func (s *Store) lockGC(ctx context.Context, how int) (unlock func(), err error) 
 // Remove and Prune keep it. A holder has one lease per image it uses.
 // PullOptions.Lease takes the lease as the pull returns the image.
 func (s *Store) Lease(holder, id string) error {
-	if holder == "" {
-		return errNoHolder
-	}
-	unlock, err := s.lockMeta()
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if _, err := s.record(id); err != nil {
-		return err
-	}
-	return s.writeLease(holder, id)
+	return s.leasing(holder, func() error {
+		if _, err := s.record(id); err != nil {
+			return err
+		}
+		return s.writeLease(holder, id)
+	})
 }
 
 var errNoHolder = errors.New("an image lease needs a holder")
@@ -78,6 +72,13 @@ func (s *Store) writeLease(holder, id string) error {
 
 // Release drops every lease of holder.
 func (s *Store) Release(holder string) error {
+	return s.leasing(holder, func() error {
+		return os.RemoveAll(s.path(leasesDir, url.PathEscape(holder)))
+	})
+}
+
+// leasing runs f, which changes holder's leases, under lockMeta.
+func (s *Store) leasing(holder string, f func() error) error {
 	if holder == "" {
 		return errNoHolder
 	}
@@ -86,7 +87,7 @@ func (s *Store) Release(holder string) error {
 		return err
 	}
 	defer unlock()
-	return os.RemoveAll(s.path(leasesDir, url.PathEscape(holder)))
+	return f()
 }
 
 // lookupLeased is Lookup of name n that, for a holder, also takes its

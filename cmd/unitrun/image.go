@@ -263,7 +263,7 @@ func newImageInspectCmd() *cobra.Command {
 of the ID) names in the store, as JSON, with the directories of its
 unpacked layers, top first.`,
 		Example: `  unitrun image inspect quay.io/example/app:1.2
-  unitrun image inspect 3f2a9c`,
+  unitrun image inspect sha256:3f2a9c`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := openImageStore(dir)
