@@ -1,8 +1,10 @@
 package image_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -15,6 +17,12 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/compression"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/image/imagetest"
 	"golang.org/x/sys/unix"
@@ -284,5 +292,26 @@ func TestLeaseNamesAnImageInTheStore(t *testing.T) {
 	}
 	if err := s.Release("pod/a"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestPullZstdAndUncompressedLayers(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	zt := imagetest.LayerTar(t, imagetest.Layer{{Path: "z", Body: "zstd"}})
+	zl, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(zt)), nil },
+		tarball.WithCompression(compression.ZStd), tarball.WithMediaType(types.OCILayerZStd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := static.NewLayer(imagetest.LayerTar(t, imagetest.Layer{{Path: "p", Body: "plain"}}), types.OCIUncompressedLayer)
+	img, err := mutate.AppendLayers(empty.Image, zl, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t)
+	got := pull(t, s, reg.PushImage(t, "formats:1", img), image.PullOptions{})
+	dirs := s.LayerDirs(got)
+	if z, p := readIn(t, dirs, "z"), readIn(t, dirs, "p"); z != "zstd" || p != "plain" {
+		t.Errorf("a zstd layer gave %q, an uncompressed one %q", z, p)
 	}
 }
