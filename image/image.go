@@ -250,6 +250,16 @@ func (s *Store) ids() ([]string, error) {
 
 // record reads the record of image id, with the names that point to it.
 func (s *Store) record(id string) (*Image, error) {
+	refs, err := s.refs()
+	if err != nil {
+		return nil, err
+	}
+	return s.recordNamed(id, refs)
+}
+
+// recordNamed reads the record of image id, with its names in refs (as
+// refs returns them).
+func (s *Store) recordNamed(id string, refs map[string]string) (*Image, error) {
 	b, err := os.ReadFile(s.path(imagesDir, hexOf(id)+".json"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", id, ErrNotFound)
@@ -260,10 +270,6 @@ func (s *Store) record(id string) (*Image, error) {
 	var img Image
 	if err := json.Unmarshal(b, &img); err != nil {
 		return nil, fmt.Errorf("image record %s: %w", id, err)
-	}
-	refs, err := s.refs()
-	if err != nil {
-		return nil, err
 	}
 	for n, to := range refs {
 		if to == img.ID {
