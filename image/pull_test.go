@@ -315,3 +315,23 @@ func TestPullZstdAndUncompressedLayers(t *testing.T) {
 		t.Errorf("a zstd layer gave %q, an uncompressed one %q", z, p)
 	}
 }
+
+func TestPullKeepsXattrsButNotOverlays(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := reg.Push(t, "xattr:1", imagetest.Image{Layers: []imagetest.Layer{{
+		{Path: "f", Body: "x", Xattrs: map[string]string{
+			"trusted.unitrun-test":     "kept",
+			"trusted.overlay.redirect": "/elsewhere",
+			"security.selinux":         "system_u:object_r:etc_t:s0",
+		}},
+	}}})
+	s := openStore(t)
+	f := filepath.Join(s.LayerDirs(pull(t, s, ref, image.PullOptions{}))[0], "f")
+	buf := make([]byte, 64)
+	if n, err := unix.Lgetxattr(f, "trusted.unitrun-test", buf); err != nil || string(buf[:n]) != "kept" {
+		t.Errorf("the layer's xattr trusted.unitrun-test: %q, %v", buf[:n], err)
+	}
+	if _, err := unix.Lgetxattr(f, "trusted.overlay.redirect", buf); !errors.Is(err, unix.ENODATA) {
+		t.Errorf("a layer's trusted.overlay.redirect was written (%v): a layer must not steer overlayfs", err)
+	}
+}
