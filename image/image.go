@@ -34,6 +34,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -102,7 +103,11 @@ func Open(dir string) (*Store, error) {
 	}
 	for _, sub := range []string{blobsDir, layersDir, imagesDir, refsDir, leasesDir, locksDir, tmpDir} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
-			return nil, fmt.Errorf("image store: %w", err)
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // the path is the store's, named below
+			}
+			return nil, fmt.Errorf("the image store %s cannot be opened: %w", dir, err)
 		}
 	}
 	return &Store{dir: dir}, nil
@@ -245,6 +250,16 @@ func (s *Store) ids() ([]string, error) {
 
 // record reads the record of image id, with the names that point to it.
 func (s *Store) record(id string) (*Image, error) {
+	refs, err := s.refs()
+	if err != nil {
+		return nil, err
+	}
+	return s.recordNamed(id, refs)
+}
+
+// recordNamed reads the record of image id, with its names in refs (as
+// refs returns them).
+func (s *Store) recordNamed(id string, refs map[string]string) (*Image, error) {
 	b, err := os.ReadFile(s.path(imagesDir, hexOf(id)+".json"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", id, ErrNotFound)
@@ -255,10 +270,6 @@ func (s *Store) record(id string) (*Image, error) {
 	var img Image
 	if err := json.Unmarshal(b, &img); err != nil {
 		return nil, fmt.Errorf("image record %s: %w", id, err)
-	}
-	refs, err := s.refs()
-	if err != nil {
-		return nil, err
 	}
 	for n, to := range refs {
 		if to == img.ID {

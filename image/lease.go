@@ -48,35 +48,64 @@ func (s *Store) lockGC(ctx context.Context, how int) (unlock func(), err error) 
 
 // Lease records that holder (a pod: "pod/NAME") uses image id, so that
 // Remove and Prune keep it. A holder has one lease per image it uses.
+// PullOptions.Lease takes the lease as the pull returns the image.
 func (s *Store) Lease(holder, id string) error {
-	return s.withLeases(holder, func(dir string) error {
+	return s.leasing(holder, func() error {
 		if _, err := s.record(id); err != nil {
 			return err
 		}
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dir, hexOf(id)), nil, 0o600)
+		return s.writeLease(holder, id)
 	})
+}
+
+var errNoHolder = errors.New("an image lease needs a holder")
+
+// writeLease records holder's lease of image id. The caller holds
+// lockMeta and knows the image is there.
+func (s *Store) writeLease(holder, id string) error {
+	dir := s.path(leasesDir, url.PathEscape(holder))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, hexOf(id)), nil, 0o600)
 }
 
 // Release drops every lease of holder.
 func (s *Store) Release(holder string) error {
-	return s.withLeases(holder, os.RemoveAll)
+	return s.leasing(holder, func() error {
+		return os.RemoveAll(s.path(leasesDir, url.PathEscape(holder)))
+	})
 }
 
-// withLeases calls f with the directory of holder's leases, under the
-// lock that orders leases and removals.
-func (s *Store) withLeases(holder string, f func(dir string) error) error {
+// leasing runs f, which changes holder's leases, under lockMeta.
+func (s *Store) leasing(holder string, f func() error) error {
 	if holder == "" {
-		return errors.New("an image lease needs a holder")
+		return errNoHolder
 	}
 	unlock, err := s.lockMeta()
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	return f(s.path(leasesDir, url.PathEscape(holder)))
+	return f()
+}
+
+// lookupLeased is Lookup of name n that, for a holder, also takes its
+// lease, at once, so that no removal comes in between.
+func (s *Store) lookupLeased(n, holder string) (*Image, error) {
+	if holder == "" {
+		return s.Lookup(n)
+	}
+	unlock, err := s.lockMeta()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	img, err := s.Lookup(n)
+	if err != nil {
+		return nil, err
+	}
+	return img, s.writeLease(holder, img.ID)
 }
 
 // holders returns, for each image ID leased, its holders.

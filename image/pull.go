@@ -63,6 +63,10 @@ type PullOptions struct {
 	// Progress, if not nil, is called as layers download, from one
 	// goroutine at a time.
 	Progress func(Progress)
+	// Lease, if set, is a holder (as Store.Lease's) that leases the image
+	// as Pull returns it, so that no Remove or Prune takes it between
+	// the pull and the lease.
+	Lease string
 }
 
 // Progress is one step of a pull.
@@ -91,7 +95,7 @@ func (s *Store) Pull(ctx context.Context, ref string, o PullOptions) (*Image, er
 		return nil, err
 	}
 	if policy != PullAlways {
-		img, err := s.Lookup(r.Name())
+		img, err := s.lookupLeased(r.Name(), o.Lease)
 		if !errors.Is(err, ErrNotFound) {
 			return img, err
 		}
@@ -114,7 +118,7 @@ func (s *Store) Pull(ctx context.Context, ref string, o PullOptions) (*Image, er
 	defer unlock()
 	if policy != PullAlways {
 		// Another process may have pulled it while this one waited.
-		if img, err := s.Lookup(r.Name()); !errors.Is(err, ErrNotFound) {
+		if img, err := s.lookupLeased(r.Name(), o.Lease); !errors.Is(err, ErrNotFound) {
 			return img, err
 		}
 	}
@@ -127,7 +131,7 @@ func (s *Store) Pull(ctx context.Context, ref string, o PullOptions) (*Image, er
 		return nil, s.pullError(r, keys, err)
 	}
 	defer done()
-	img, err := s.fetch(ctx, r, keys, work, o.Progress)
+	img, err := s.fetch(ctx, r, keys, work, o)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -138,8 +142,9 @@ func (s *Store) Pull(ctx context.Context, ref string, o PullOptions) (*Image, er
 }
 
 // fetch pulls the image that r names from its registry.
-// Its files under way are in work.
-func (s *Store) fetch(ctx context.Context, r name.Reference, keys *keychain, work string, progress func(Progress)) (*Image, error) {
+// Its files under way are in work; o says how to report progress and
+// whose lease to take.
+func (s *Store) fetch(ctx context.Context, r name.Reference, keys *keychain, work string, o PullOptions) (*Image, error) {
 	rimg, err := remoteImage(ctx, r, keys)
 	if err != nil {
 		return nil, err
@@ -169,7 +174,7 @@ func (s *Store) fetch(ctx context.Context, r name.Reference, keys *keychain, wor
 	}
 
 	report := func(Progress) {}
-	if progress != nil {
+	if progress := o.Progress; progress != nil {
 		var mu sync.Mutex
 		report = func(p Progress) {
 			mu.Lock()
@@ -235,6 +240,11 @@ func (s *Store) fetch(ctx context.Context, r name.Reference, keys *keychain, wor
 	}
 	if err := s.writeRef(r.Name(), img.ID); err != nil {
 		return nil, err
+	}
+	if o.Lease != "" {
+		if err := s.writeLease(o.Lease, img.ID); err != nil {
+			return nil, err
+		}
 	}
 	return s.record(img.ID)
 }
@@ -347,6 +357,12 @@ func (s *Store) ensureLayer(l v1.Layer, diffID v1.Hash, work string, report func
 		return 0, err
 	}
 	defer os.RemoveAll(tmp)
+	// The image's root, unless the layer has an entry for it, is as a
+	// root directory is: MkdirTemp made it 0700, which only root could
+	// enter.
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return 0, err
+	}
 	got, err := unpack(counted, tmp)
 	if err != nil {
 		return 0, fmt.Errorf("layer %s: %w", digest, err)
@@ -354,18 +370,16 @@ func (s *Store) ensureLayer(l v1.Layer, diffID v1.Hash, work string, report func
 	if got != diffID {
 		return 0, fmt.Errorf("layer %s: its content has digest %s, not the %s its image's config names", digest, got, diffID)
 	}
+	// The blob and the layer's files reach the disk (one syncfs for all)
+	// before their names do, so a crash leaves nothing that looks whole
+	// and is not.
+	if err := syncfs(tmp); err != nil {
+		return 0, err
+	}
 	if blobTmp != nil {
-		if err := blobTmp.Sync(); err != nil {
-			return 0, err
-		}
 		if err := os.Rename(blobTmp.Name(), s.blobPath(digest.String())); err != nil {
 			return 0, err
 		}
-	}
-	// The layer's files reach the disk before its name does, so a crash
-	// leaves no layer that looks whole and is not.
-	if err := syncfs(tmp); err != nil {
-		return 0, err
 	}
 	size, err := diskUsage(tmp)
 	if err != nil {

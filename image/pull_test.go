@@ -1,8 +1,10 @@
 package image_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -15,6 +17,12 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/compression"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/image/imagetest"
 	"golang.org/x/sys/unix"
@@ -90,6 +98,11 @@ func TestPullByTagAndDigest(t *testing.T) {
 	}
 	if got := readIn(t, dirs, "etc/motd"); got != "two\n" {
 		t.Errorf("etc/motd through the layers = %q, want the top layer's", got)
+	}
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o755 {
+			t.Errorf("layer %s, whose tar has no entry for the root: %v, %v; want mode 0755, as a root is", d, fi.Mode(), err)
+		}
 	}
 	fi, err := os.Stat(filepath.Join(dirs[0], "srv/data"))
 	if err != nil {
@@ -279,5 +292,46 @@ func TestLeaseNamesAnImageInTheStore(t *testing.T) {
 	}
 	if err := s.Release("pod/a"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestPullZstdAndUncompressedLayers(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	zt := imagetest.LayerTar(t, imagetest.Layer{{Path: "z", Body: "zstd"}})
+	zl, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(zt)), nil },
+		tarball.WithCompression(compression.ZStd), tarball.WithMediaType(types.OCILayerZStd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := static.NewLayer(imagetest.LayerTar(t, imagetest.Layer{{Path: "p", Body: "plain"}}), types.OCIUncompressedLayer)
+	img, err := mutate.AppendLayers(empty.Image, zl, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t)
+	got := pull(t, s, reg.PushImage(t, "formats:1", img), image.PullOptions{})
+	dirs := s.LayerDirs(got)
+	if z, p := readIn(t, dirs, "z"), readIn(t, dirs, "p"); z != "zstd" || p != "plain" {
+		t.Errorf("a zstd layer gave %q, an uncompressed one %q", z, p)
+	}
+}
+
+func TestPullKeepsXattrsButNotOverlays(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := reg.Push(t, "xattr:1", imagetest.Image{Layers: []imagetest.Layer{{
+		{Path: "f", Body: "x", Xattrs: map[string]string{
+			"trusted.unitrun-test":     "kept",
+			"trusted.overlay.redirect": "/elsewhere",
+			"security.selinux":         "system_u:object_r:etc_t:s0",
+		}},
+	}}})
+	s := openStore(t)
+	f := filepath.Join(s.LayerDirs(pull(t, s, ref, image.PullOptions{}))[0], "f")
+	buf := make([]byte, 64)
+	if n, err := unix.Lgetxattr(f, "trusted.unitrun-test", buf); err != nil || string(buf[:n]) != "kept" {
+		t.Errorf("the layer's xattr trusted.unitrun-test: %q, %v", buf[:n], err)
+	}
+	if _, err := unix.Lgetxattr(f, "trusted.overlay.redirect", buf); !errors.Is(err, unix.ENODATA) {
+		t.Errorf("a layer's trusted.overlay.redirect was written (%v): a layer must not steer overlayfs", err)
 	}
 }

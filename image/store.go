@@ -20,9 +20,13 @@ func (s *Store) List() ([]*Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	refs, err := s.refs()
+	if err != nil {
+		return nil, err
+	}
 	var imgs []*Image
 	for _, id := range ids {
-		img, err := s.record(id)
+		img, err := s.recordNamed(id, refs)
 		if errors.Is(err, ErrNotFound) {
 			continue // removed meanwhile
 		}

@@ -124,3 +124,24 @@ func TestRemoveNameKeepsImageOfOtherNames(t *testing.T) {
 		t.Errorf("Remove of the last name of a leased image succeeded")
 	}
 }
+
+func TestPullTakesLease(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := reg.Push(t, "leased:1", imagetest.Image{Layers: []imagetest.Layer{{{Path: "f", Body: "x"}}}})
+	s := openStore(t)
+	img := pull(t, s, ref, image.PullOptions{Lease: "pod/a"}) // fetched
+	pull(t, s, ref, image.PullOptions{Lease: "pod/b"})        // found in the store
+	_, err := s.Remove(ref)
+	var inUse *image.InUseError
+	if !errors.As(err, &inUse) || !slices.Equal(inUse.Holders, []string{"pod/a", "pod/b"}) {
+		t.Fatalf("Remove after pulls with leases: %v; want refused naming pod/a and pod/b", err)
+	}
+	if p, err := s.Prune(context.Background()); err != nil || len(p.Images) != 0 {
+		t.Errorf("Prune took a leased image: %+v, %v", p, err)
+	}
+	s.Release("pod/a")
+	s.Release("pod/b")
+	if removed, err := s.Remove(ref); err != nil || removed.ID != img.ID {
+		t.Errorf("Remove once released: %v, %v", removed, err)
+	}
+}

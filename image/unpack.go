@@ -245,7 +245,7 @@ func (u *unpacker) attrs(p string, hdr *tar.Header) error {
 		return err
 	}
 	for k, v := range hdr.PAXRecords {
-		if x, ok := strings.CutPrefix(k, "SCHILY.xattr."); ok {
+		if x, ok := strings.CutPrefix(k, "SCHILY.xattr."); ok && keptXattr(x) {
 			if err := unix.Lsetxattr(p, x, []byte(v), 0); err != nil {
 				return fmt.Errorf("extended attribute %s: %w", x, err)
 			}
@@ -268,4 +268,12 @@ func (u *unpacker) attrs(p string, hdr *tar.Header) error {
 	}
 	ts := []unix.Timespec{unix.NsecToTimespec(atime.UnixNano()), unix.NsecToTimespec(hdr.ModTime.UnixNano())}
 	return unix.UtimesNanoAt(unix.AT_FDCWD, p, ts, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// keptXattr reports whether a layer's extended attribute x is written: not
+// overlayfs's own (trusted.overlay.*: only the whiteouts of the image spec
+// steer the overlay, never a layer's xattrs) and not an SELinux label
+// (the host's policy labels the files).
+func keptXattr(x string) bool {
+	return !strings.HasPrefix(x, "trusted.overlay.") && x != "security.selinux"
 }

@@ -77,9 +77,12 @@ a pull interrupted resumes where it stopped.`,
 }
 
 // completeImages completes the names of the images in the store that
-// --image-dir names.
+// --image-dir names; it makes no store where there is none.
 func completeImages(dir *string) cobra.CompletionFunc {
 	return func(_ *cobra.Command, args []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if _, err := os.Stat(*dir); err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
 		s, err := image.Open(*dir)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
@@ -169,21 +172,34 @@ type pullBar struct {
 	layers int
 	total  map[string]int64
 	done   map[string]int64
-	whole  map[string]bool
+	whole  map[string]bool // the layers complete
+	drawn  time.Time
 }
 
 func newPullBar(p *progress, ref string) *pullBar {
 	return &pullBar{p: p, ref: ref, start: time.Now(), total: map[string]int64{}, done: map[string]int64{}, whole: map[string]bool{}}
 }
 
+// update takes one step of the pull: a line for a layer that completed
+// (piped), the block redrawn at most ten times a second (on a terminal;
+// ticking redraws it every second besides).
 func (b *pullBar) update(pr image.Progress) {
 	b.mu.Lock()
 	b.layers, b.total[pr.Layer], b.done[pr.Layer] = pr.Layers, pr.Total, pr.Done
 	first := pr.Complete && !b.whole[pr.Layer]
-	b.whole[pr.Layer] = b.whole[pr.Layer] || pr.Complete
+	if pr.Complete {
+		b.whole[pr.Layer] = true
+	}
+	redraw := time.Since(b.drawn) >= 100*time.Millisecond
+	if redraw {
+		b.drawn = time.Now()
+	}
 	b.mu.Unlock()
 	if first {
 		b.p.event("layer %s: %s", pr.Layer, bytesText(uint64(pr.Total)))
+	}
+	if redraw {
+		b.p.draw(b.lines())
 	}
 }
 
@@ -191,6 +207,9 @@ func (b *pullBar) update(pr image.Progress) {
 func (b *pullBar) lines() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.layers == 0 {
+		return []string{"pulling " + b.ref + ": asking the registry"}
+	}
 	var done, total int64
 	for l, t := range b.total {
 		done, total = done+b.done[l], total+t
@@ -240,7 +259,11 @@ func newImageListCmd() *cobra.Command {
 			if err := t.table([]string{"NAME", "ID", "SIZE", "PULLED"}, rows, -1); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d images, %s on disk\n", s.Dir(), len(imgs), bytesText(uint64(size)))
+			noun := "images"
+			if len(imgs) == 1 {
+				noun = "image"
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d %s, %s on disk\n", s.Dir(), len(imgs), noun, bytesText(uint64(size)))
 			return nil
 		},
 	}
@@ -258,7 +281,7 @@ func newImageInspectCmd() *cobra.Command {
 of the ID) names in the store, as JSON, with the directories of its
 unpacked layers, top first.`,
 		Example: `  unitrun image inspect quay.io/example/app:1.2
-  unitrun image inspect 3f2a9c`,
+  unitrun image inspect sha256:3f2a9c`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := openImageStore(dir)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"os/exec"
@@ -10,8 +11,10 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/image/imagetest"
 	"github.com/unitrun/unitrun/internal/systemdtest"
+	"golang.org/x/sys/unix"
 )
 
 // TestImageCLI pulls, lists, inspects and removes images as a user
@@ -39,6 +42,9 @@ func TestImageCLI(t *testing.T) {
 	}
 	if out, _, code := unitrunEnv(t, env, "image", "ls"); code != 0 || !strings.HasPrefix(out, ref+"\t"+strings.TrimPrefix(img.ID, "sha256:")[:12]+"\t") {
 		t.Errorf("image ls: exit %d, %q", code, out)
+	}
+	if out, _, code := unitrunEnv(t, env, "__complete", "image", "inspect", reg.Host+"/a"); code != 0 || out != ref+"\n:4\n" {
+		t.Errorf("completion of image names: exit %d, %q", code, out)
 	}
 	if out, _, code := unitrunEnv(t, env, "image", "inspect", ref); code != 0 || !strings.Contains(out, `"id": "`+img.ID+`"`) || !strings.Contains(out, `"layerDirs"`) {
 		t.Errorf("image inspect: exit %d, %q", code, out)
@@ -157,5 +163,39 @@ func TestInjectFromImage(t *testing.T) {
 		if code != tc.code || !strings.Contains(errs, tc.want) {
 			t.Errorf("inject %q: exit %d, %q; want %d and %q", tc.args, code, errs, tc.code, tc.want)
 		}
+	}
+}
+
+// TestPullBarLines checks the line a pull draws on a terminal: layers
+// done of all, bytes of all, rate.
+func TestPullBarLines(t *testing.T) {
+	b := newPullBar(nil, "example/app:1")
+	b.update(image.Progress{Layers: 2, Layer: "sha256:a", Total: 2048, Done: 2048, Complete: true})
+	b.update(image.Progress{Layers: 2, Layer: "sha256:b", Total: 4096, Done: 1024})
+	got := b.lines()
+	if len(got) != 1 || !strings.HasPrefix(got[0], "pulling example/app:1: 1/2 layers, 3.0KiB/6.0KiB, ") || !strings.HasSuffix(got[0], "/s") {
+		t.Errorf("the pull's line: %q", got)
+	}
+}
+
+// TestImagePullFullDisk pulls onto a store whose filesystem fills: exit
+// 125, the store named, no image left.
+func TestImagePullFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("cannot mount a small tmpfs to fill (%v)", err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	reg := imagetest.NewRegistry(t)
+	body := make([]byte, 2<<20)
+	rand.Read(body)
+	ref := reg.Push(t, "huge:1", imagetest.Image{Layers: []imagetest.Layer{{{Path: "big", Body: string(body)}}}})
+	store := filepath.Join(dir, "store")
+	_, errs, code := unitrun(t, "image", "pull", "--image-dir", store, ref)
+	if want := "unitrun: pulling " + ref + ": the filesystem of " + store + " is full\n"; code != 125 || errs != want {
+		t.Errorf("pull onto a full disk: exit %d, %q; want 125, %q", code, errs, want)
+	}
+	if out, _, code := unitrun(t, "image", "ls", "--image-dir", store); code != 0 || out != "" {
+		t.Errorf("image ls after the failed pull: exit %d, %q; want no image", code, out)
 	}
 }

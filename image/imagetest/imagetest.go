@@ -144,6 +144,8 @@ type File struct {
 	Link string
 	// UID and GID own it.
 	UID, GID int
+	// Xattrs are its extended attributes.
+	Xattrs map[string]string
 }
 
 // Whiteout is the entry that hides p and what is under it in the layers
@@ -224,6 +226,12 @@ func LayerTar(t testing.TB, l Layer) []byte {
 			Gid:     f.GID,
 			ModTime: time.Unix(1700000000, 0),
 			Format:  tar.FormatPAX,
+		}
+		for k, v := range f.Xattrs {
+			if hdr.PAXRecords == nil {
+				hdr.PAXRecords = map[string]string{}
+			}
+			hdr.PAXRecords["SCHILY.xattr."+k] = v
 		}
 		if f.Mode&fs.ModeSetuid != 0 {
 			hdr.Mode |= 0o4000
