@@ -100,7 +100,8 @@ func PreStop(ctx context.Context, stateDir, name, app string) error {
 func runHook(ctx context.Context, a *pod.App, h *pod.Hook) error {
 	switch {
 	case h.Exec != nil:
-		return execCheck(ctx, a, h.Exec)
+		_, err := execCheck(ctx, a, h.Exec)
+		return err
 	case h.Sleep != nil:
 		if !sleepUntil(ctx, time.Now().Add(*h.Sleep)) {
 			return ctx.Err()
