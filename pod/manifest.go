@@ -89,6 +89,10 @@ type Manifest struct {
 	// Logs bounds each app's log ([Manifest.Rotation]).
 	Logs LogLimits `yaml:"logs" json:"logs,omitzero"`
 	Apps []App     `yaml:"apps" json:"apps,omitzero"`
+	// ImageDir is the image store that the pod's creation took its apps'
+	// images from, and leased them in; "" if no app has an image. Set
+	// at creation ([Manifest.ApplyImage]), never by a manifest.
+	ImageDir string `yaml:"-" json:"imageDir,omitzero"`
 }
 
 // LogLimits bound each app's log by rotation (docs/pods.md, "An app's log is
@@ -116,8 +120,22 @@ func (m *Manifest) Rotation() logcopy.Rotation {
 
 // An App is one process of a pod.
 type App struct {
-	Name             string               `yaml:"name" json:"name,omitzero"`
-	Exec             []string             `yaml:"exec" json:"exec,omitzero"`
+	Name string   `yaml:"name" json:"name,omitzero"`
+	Exec []string `yaml:"exec" json:"exec,omitzero"`
+	// Args follow Exec, or, for an app with an Image and no Exec, the
+	// image's Entrypoint: Kubernetes' command (Exec) and args.
+	Args []string `yaml:"args" json:"args,omitzero"`
+	// Image names a registry image whose layers are the app's root and
+	// whose config gives what the app does not set ([MergeImage]); it
+	// excludes Rootfs. ImagePullPolicy says when its creation pulls it.
+	Image           string `yaml:"image" json:"image,omitzero"`
+	ImagePullPolicy string `yaml:"imagePullPolicy" json:"imagePullPolicy,omitzero"`
+	// ImageID is Image's ID (its manifest digest) as the pod's creation
+	// found it, and Identity its user and groups as the image's files
+	// resolve them; set at creation ([Manifest.ApplyImage]), never by a
+	// manifest.
+	ImageID          string               `yaml:"-" json:"imageID,omitzero"`
+	Identity         *appexec.Identity    `yaml:"-" json:"identity,omitzero"`
 	Env              map[string]string    `yaml:"env" json:"env,omitzero"`
 	WorkingDir       string               `yaml:"workingDir" json:"workingDir,omitzero"`
 	User             string               `yaml:"user" json:"user,omitzero"`
@@ -280,7 +298,7 @@ func (a *App) ExecSpec() *appexec.App {
 	return &appexec.App{
 		Name: a.Name, Exec: a.Exec, Env: a.Env, WorkingDir: a.WorkingDir, User: a.User, Group: a.Group,
 		Rootfs: a.Rootfs, Capabilities: a.Capabilities, NoNewPrivileges: a.NoNewPrivileges,
-		TerminationMessagePath: a.TerminationMessagePath, Init: a.Init,
+		TerminationMessagePath: a.TerminationMessagePath, Init: a.Init, Identity: a.Identity,
 		Probed: a.StartupProbe != nil || a.ReadinessProbe != nil,
 	}
 }

@@ -261,6 +261,16 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 		f.Set("Service", "ProtectSystem", "strict")
 		f.Set("Service", "ProtectHome", "read-only")
 		f.Set("Service", "ReadWritePaths", quotedPath(record.Dir(h.o.StateDir, m.Name)))
+		if a.ImageID != "" {
+			// An image's root, and its writable layer, are in the pod's
+			// state: read-only below it, but for what the container
+			// binds in (the binds of terminationMessagePath and mounts
+			// keep their own modes).
+			f.Set("Service", "ReadOnlyPaths", quotedPath(a.Rootfs))
+			for _, d := range []string{"dev", "proc", "sys"} {
+				f.Set("Service", "ReadWritePaths", quotedPath(filepath.Join(a.Rootfs, d)))
+			}
+		}
 	}
 	if len(a.SuccessExitCodes) > 0 {
 		codes := make([]string, len(a.SuccessExitCodes))

@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/internal/lazyregexp"
 	"github.com/unitrun/unitrun/pod/appexec"
 	"github.com/unitrun/unitrun/pod/logcopy"
@@ -97,7 +98,10 @@ func (p *problems) app(path string, a *App, m *Manifest) {
 	if err := CheckAppName(m.Name, a.Name); err != nil {
 		p.add(path+".name", a.Name, err.Error())
 	}
-	p.argv(path+".exec", a.Exec)
+	if a.Image == "" || len(a.Exec) > 0 {
+		p.argv(path+".exec", a.Exec)
+	}
+	p.image(path, a, m)
 	for _, k := range slices.Sorted(maps.Keys(a.Env)) {
 		kp := fmt.Sprintf("%s.env[%q]", path, k)
 		if !ValidEnvKey(k) {
@@ -334,6 +338,38 @@ func (p *problems) path(path, dir string) {
 }
 
 // account checks a user or group: a name systemd accepts, or a numeric ID.
+// image checks a's image fields: an image excludes a rootfs (but for the
+// root its creation gives it, [Manifest.ApplyImage]) and needs
+// namespaces, as a rootfs does; args and imagePullPolicy need an image.
+func (p *problems) image(path string, a *App, m *Manifest) {
+	if a.Image == "" {
+		if len(a.Args) > 0 {
+			p.add(path+".args", "", "needs image: without one, put the arguments in exec")
+		}
+		if a.ImagePullPolicy != "" {
+			p.add(path+".imagePullPolicy", a.ImagePullPolicy, "needs image")
+		}
+		return
+	}
+	if strings.TrimFunc(a.Image, func(r rune) bool { return r > ' ' && r < 0x7f }) != "" {
+		p.add(path+".image", a.Image, "must be an image reference (registry/name:tag or name@sha256:digest), without spaces or control characters")
+	}
+	if a.Rootfs != "" && a.ImageID == "" {
+		p.add(path+".rootfs", a.Rootfs, "not allowed with image: an app's root is its image or its rootfs")
+	}
+	if m.Isolation != Namespaces {
+		p.add(path+".image", a.Image, "needs isolation: namespaces (the image's root is mounted in the pod's own mount namespace)")
+	}
+	if a.ImagePullPolicy != "" {
+		oneOf(p, path+".imagePullPolicy", image.PullPolicy(a.ImagePullPolicy), image.PullAlways, image.PullIfNotPresent, image.PullNever)
+	}
+	for i, arg := range a.Args {
+		if strings.IndexByte(arg, 0) >= 0 {
+			p.add(fmt.Sprintf("%s.args[%d]", path, i), arg, "must not contain NUL")
+		}
+	}
+}
+
 func (p *problems) account(path, name string) {
 	if name == "" || userNameRE.MatchString(name) {
 		return

@@ -23,6 +23,9 @@ const defaultStateDir = "/run/unitrun"
 type podFlags struct {
 	g        *globals
 	stateDir string
+	// imageDir is the image store of apps' images (--image-dir of pod
+	// create and run); "" is $UNITRUN_IMAGE_DIR, else image.DefaultDir.
+	imageDir string
 }
 
 func newPodCmd(g *globals) *cobra.Command {
@@ -84,7 +87,10 @@ func (f *podFlags) runner(ctx context.Context) (r *podrun.Runner, close func(), 
 	if err != nil {
 		return nil, nil, &exitError{code: exitFailed, err: err}
 	}
-	r = &podrun.Runner{Mgr: mgr, StateDir: dir, Binary: bin, Manager: f.hookManager(mgr)}
+	r = &podrun.Runner{Mgr: mgr, StateDir: dir, Binary: bin, Manager: f.hookManager(mgr), ImageDir: f.imageDir}
+	if r.ImageDir == "" {
+		r.ImageDir = os.Getenv("UNITRUN_IMAGE_DIR")
+	}
 	return r, func() { mgr.Close() }, nil
 }
 

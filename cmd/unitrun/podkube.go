@@ -7,11 +7,17 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/kube"
 	"github.com/unitrun/unitrun/pod/podrun"
 	"github.com/unitrun/unitrun/pod/record"
 )
+
+// imageDirFlag adds --image-dir, the store of the pods' images, to cmd.
+func imageDirFlag(cmd *cobra.Command, f *podFlags) {
+	cmd.Flags().StringVar(&f.imageDir, "image-dir", "", "the image store that apps' images are pulled into (default $UNITRUN_IMAGE_DIR, else "+image.DefaultDir+")")
+}
 
 // imageFlag adds --image to cmd.
 func imageFlag(cmd *cobra.Command, images kube.Images) {
@@ -66,7 +72,7 @@ func createPods(ctx context.Context, r *podrun.Runner, createWith func(context.C
 // pods that pod run runs in stateDir (kube.Plan), their images mapped
 // with images; a Pod refused exits 2.
 func planPods(path string, data []byte, images kube.Images, stateDir string) ([]kube.Planned, error) {
-	plans, err := kube.Plan(data, kube.Options{Images: images, AllowPrivileged: true}, stateDir)
+	plans, err := kube.Plan(data, kube.Options{Images: images, RegistryImages: true, AllowPrivileged: true}, stateDir)
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", path, err)}
 	}

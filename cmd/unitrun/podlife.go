@@ -100,6 +100,7 @@ before any is created.`,
 	isolationFlag(cmd, &iso)
 	replaceFlag(cmd, &replace)
 	imageFlag(cmd, images)
+	imageDirFlag(cmd, f)
 	return cmd
 }
 
@@ -212,6 +213,7 @@ pod's status.`,
 	isolationFlag(cmd, &iso)
 	replaceFlag(cmd, &replace)
 	imageFlag(cmd, images)
+	imageDirFlag(cmd, f)
 	return cmd
 }
 

@@ -48,11 +48,62 @@ type Container struct {
 	// mount points), as a container runtime mounts them into an image. The
 	// mounts exist only in the container's mount namespace.
 	Roots []string
+	// Overlays are mounted in the container's mount namespace before
+	// anything is bound into Roots (one of which each Root usually is):
+	// they go with the namespace, whatever ends the container.
+	Overlays []Overlay
 
 	cmd    *exec.Cmd
 	exited chan error
 	ready  chan struct{} // closed when systemd sends READY=1
 	pid    int
+}
+
+// An Overlay is an overlayfs mount of read-only layers, Lower (top
+// first; directories of one parent, each a name without ':' or ','), and a
+// writable layer Upper, with its work directory Work, at Root.
+type Overlay struct {
+	Root, Upper, Work string
+	Lower             []string
+}
+
+// options returns o's mount options, its lower layers relative to their
+// parent directory, which it returns too: the options of a mount are at
+// most a page, which 60 layers named by absolute path could fill.
+func (o Overlay) options() (dir, opts string, err error) {
+	if len(o.Lower) == 0 {
+		return "", "", errors.New("overlay " + o.Root + ": no layers")
+	}
+	dir = filepath.Dir(o.Lower[0])
+	names := make([]string, len(o.Lower))
+	for i, l := range o.Lower {
+		names[i] = filepath.Base(l)
+		if filepath.Dir(l) != dir || strings.ContainsAny(l, ":,") {
+			return "", "", fmt.Errorf("overlay %s: layer %s is not a directory of %s, or holds ':' or ','", o.Root, l, dir)
+		}
+	}
+	for _, p := range []string{o.Upper, o.Work} {
+		if strings.ContainsAny(p, ":,") {
+			return "", "", fmt.Errorf("overlay %s: %s holds ':' or ','", o.Root, p)
+		}
+	}
+	opts = "lowerdir=" + strings.Join(names, ":") + ",upperdir=" + o.Upper + ",workdir=" + o.Work
+	if len(opts) >= maxMountOptions {
+		return "", "", fmt.Errorf("overlay %s: %d layers make %d bytes of mount options, more than the %d a mount takes", o.Root, len(o.Lower), len(opts), maxMountOptions-1)
+	}
+	return dir, opts, nil
+}
+
+// maxMountOptions is the size of the page a mount's options are copied
+// into, their NUL included.
+const maxMountOptions = 4096
+
+// Check returns an error if o cannot be mounted as it is: its layers
+// are not in one directory, a path holds ':' or ',', or its options are
+// more than a mount takes.
+func (o Overlay) Check() error {
+	_, _, err := o.options()
+	return err
 }
 
 // notifySocket is the socket, in Dir, that the container's systemd sends
@@ -115,6 +166,15 @@ while [ "$i" -lt "$nbinds" ]; do
 	i=$((i + 1))
 done
 shift "$nbinds"
+noverlays=$1; shift
+i=0
+while [ "$i" -lt "$noverlays" ]; do
+	eval "r=\${$((i * 3 + 1))} d=\${$((i * 3 + 2))} o=\${$((i * 3 + 3))}"
+	cd "$d"; mount -t overlay overlay -o "$o" "$r"
+	i=$((i + 1))
+done
+cd /
+shift $((noverlays * 3))
 nroots=$1; shift
 i=0
 while [ "$i" -lt "$nroots" ]; do
@@ -143,6 +203,11 @@ func (c *Container) Boot(ctx context.Context) error {
 func (c *Container) Start() error {
 	if c.cmd != nil {
 		return errors.New("container manager: already started")
+	}
+	for _, o := range c.Overlays {
+		if err := o.Check(); err != nil {
+			return fmt.Errorf("container manager: %w", err)
+		}
 	}
 	systemd, err := findSystemd()
 	if err != nil {
@@ -198,6 +263,11 @@ func (c *Container) command(systemd, base string, env []string) *exec.Cmd {
 	}
 	args = append(args, "/bin/sh", "-c", containerScript, "unitrun-container", c.Dir, hostname, systemd, c.Target, strconv.Itoa(len(c.Binds)))
 	args = append(args, c.Binds...)
+	args = append(args, strconv.Itoa(len(c.Overlays)))
+	for _, o := range c.Overlays {
+		dir, opts, _ := o.options() // checked by Start
+		args = append(args, o.Root, dir, opts)
+	}
 	args = append(args, strconv.Itoa(len(c.Roots)))
 	args = append(args, c.Roots...)
 	if !c.Delegated {

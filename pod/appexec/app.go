@@ -45,9 +45,22 @@ type App struct {
 	NoNewPrivileges        bool   `json:"noNewPrivileges"`
 	TerminationMessagePath string `json:"terminationMessagePath"`
 	Init                   bool   `json:"init"`
+	// Identity, if not nil, is whom the commands run as, resolved at the
+	// pod's creation in the /etc/passwd and /etc/group of the app's image:
+	// User and Group are then its numbers, and no name is looked up on
+	// the host.
+	Identity *Identity `json:"identity,omitzero"`
 	// Probed is whether the app has a startup or readiness probe, which
 	// then says when a run is ready.
 	Probed bool `json:"-"`
+}
+
+// An Identity is a user as an image's own files resolve it.
+type Identity struct {
+	UID    uint32   `json:"uid"`
+	GID    uint32   `json:"gid"`
+	Groups []uint32 `json:"groups,omitzero"` // supplementary groups
+	Home   string   `json:"home,omitzero"`
 }
 
 // Load returns app of pod as the pod's spec file holds it. The error

@@ -45,7 +45,8 @@ func (c *Context) Env() []string { return c.env }
 
 // Exec executes argv in c, replacing this process: it enters the app's
 // rootfs (checked again: it may have been replaced by a link to / since
-// the pod's creation), changes to its workingDir, looks argv[0] up in the
+// the pod's creation), changes to its workingDir (made first, in an
+// image's root, if it does not exist), looks argv[0] up in the
 // app's PATH within that root, as a container runtime looks it up, drops
 // from the bounding set every capability the app does not keep, sets
 // no_new_privs if the app has noNewPrivileges, takes the app's groups and
@@ -74,7 +75,15 @@ func (c *Context) Exec(argv []string) error {
 		}
 	}
 	if dir != "" {
-		if err := os.Chdir(dir); err != nil {
+		err := os.Chdir(dir)
+		if errors.Is(err, fs.ErrNotExist) && a.Identity != nil {
+			// Made in an image's root, root's, as a container
+			// runtime makes a working directory its image lacks.
+			if err = os.MkdirAll(dir, 0o755); err == nil {
+				err = os.Chdir(dir)
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("workingDir %s: %v", dir, UnwrapPath(err))
 		}
 	}
@@ -283,6 +292,11 @@ func executableIn(root *os.File, path string) bool {
 // the caller's own, root's) and the variables that systemd's User= would
 // set ($USER, $LOGNAME, $HOME), with the user's supplementary groups.
 func identity(a *App) (*syscall.Credential, []string, error) {
+	if id := a.Identity; id != nil {
+		// As a container runtime runs an image's user: HOME from the
+		// image's passwd, no USER or LOGNAME.
+		return &syscall.Credential{Uid: id.UID, Gid: id.GID, Groups: append([]uint32{}, id.Groups...)}, []string{"HOME=" + id.Home}, nil
+	}
 	cred, err := Credential(a)
 	if err != nil || a.User == "" {
 		return cred, nil, err
@@ -313,6 +327,9 @@ func identity(a *App) (*syscall.Credential, []string, error) {
 // and group (the user's primary group if a has no group), without
 // supplementary groups; nil, the caller's own, if a has neither.
 func Credential(a *App) (*syscall.Credential, error) {
+	if id := a.Identity; id != nil {
+		return &syscall.Credential{Uid: id.UID, Gid: id.GID, Groups: []uint32{}}, nil
+	}
 	if a.User == "" && a.Group == "" {
 		return nil, nil
 	}
@@ -347,6 +364,9 @@ func Credential(a *App) (*syscall.Credential, error) {
 // ids (LDAP, systemd's dynamic users). The small hook binary has unitrun
 // start a run whose names it does not know.
 func NamesKnown(a *App) bool {
+	if a.Identity != nil {
+		return true
+	}
 	if a.User != "" {
 		if _, err := user.Lookup(a.User); err != nil {
 			if _, err := user.LookupId(a.User); err != nil {

@@ -277,6 +277,42 @@ spec:
 	}
 }
 
+// TestTranslateRegistryImage checks that, with RegistryImages, an image
+// --image does not map is the app's image, its command and args kept
+// apart for the merge with the image's config, its imagePullPolicy
+// passed on, and the pod isolated; without, it is refused.
+func TestTranslateRegistryImage(t *testing.T) {
+	text := `apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  containers:
+  - {name: main, image: "registry.test/app:1", args: ["$(X)", b], env: [{name: X, value: x}]}
+  - {name: side, image: "registry.test/app:1", command: [/bin/run], imagePullPolicy: Never}
+  - {name: host, image: busybox, command: [/bin/true]}
+`
+	m, err := translate(t, text, Options{AllowPrivileged: true, RegistryImages: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Isolation != "namespaces" {
+		t.Errorf("isolation %q, want namespaces", m.Isolation)
+	}
+	main, side := m.Apps[0], m.Apps[1]
+	if main.Image != "registry.test/app:1" || len(main.Exec) != 0 || !reflect.DeepEqual(main.Args, []string{"x", "b"}) || main.ImagePullPolicy != "" || main.Rootfs != "" {
+		t.Errorf("main: %+v, want the image, no exec, args [x b]", main)
+	}
+	if !reflect.DeepEqual(side.Exec, []string{"/bin/run"}) || len(side.Args) != 0 || side.ImagePullPolicy != "Never" {
+		t.Errorf("side: %+v, want exec [/bin/run], policy Never", side)
+	}
+	if _, err := translate(t, strings.Replace(text, "imagePullPolicy: Never", "imagePullPolicy: Often", 1), Options{AllowPrivileged: true, RegistryImages: true}); err == nil || !strings.Contains(err.Error(), `spec.containers[1].imagePullPolicy: "Often" is not Always, IfNotPresent or Never`) {
+		t.Errorf("a bad imagePullPolicy: %v", err)
+	}
+	if _, err := translate(t, text, Options{AllowPrivileged: true}); err == nil || !strings.Contains(err.Error(), `spec.containers[0].image: "registry.test/app:1" is not mapped`) {
+		t.Errorf("without RegistryImages: %v, want the image refused", err)
+	}
+}
+
 // Every field that cannot be honoured is refused with its rule.
 func TestTranslateRefusals(t *testing.T) {
 	pod := func(spec string) string {
@@ -343,7 +379,7 @@ func TestTranslateRefusals(t *testing.T) {
 		{ctr("    env: [{name: X, valueFrom: {fileKeyRef: {path: p}}}]\n"), Options{AllowPrivileged: true}, `spec.containers[0].env[0].valueFrom: only fieldRef, resourceFieldRef, configMapKeyRef and secretKeyRef are supported (not fileKeyRef)`},
 		{ctr("    volumeMounts: [{name: v, mountPath: /x, subPath: ../up}]\n"), Options{AllowPrivileged: true, Volumes: map[string]*VolumeDir{"v": {Dir: "/v"}}}, `spec.containers[0].volumeMounts[0].subPath: "../up" must be a relative path inside the volume`},
 		{ctr("    volumeMounts: [{name: v, mountPath: /x, mountPropagation: Bidirectional}]\n"), Options{AllowPrivileged: true, Volumes: map[string]*VolumeDir{"v": {Dir: "/v"}}}, `spec.containers[0].volumeMounts[0].mountPropagation: "Bidirectional" is not supported: a container's mounts are its own`},
-		{strings.Replace(pod("  containers: [{name: a, image: alpine, command: [x]}]\n"), "metadata: {name: web}", "metadata: {name: web, annotations: {unitrun.io/isolation: none}}", 1), Options{AllowPrivileged: true}, `metadata.annotations[unitrun.io/isolation]: none cannot run an image that maps to a root filesystem: that needs namespaces`},
+		{strings.Replace(pod("  containers: [{name: a, image: alpine, command: [x]}]\n"), "metadata: {name: web}", "metadata: {name: web, annotations: {unitrun.io/isolation: none}}", 1), Options{AllowPrivileged: true}, `metadata.annotations[unitrun.io/isolation]: none cannot run an image that maps to a root filesystem, or a registry image: that needs namespaces`},
 		{strings.Replace(pod("  containers: [{name: a, image: busybox, command: [x]}]\n"), "metadata: {name: web}", "metadata: {name: web, annotations: {unitrun.io/isolation: vm}}", 1), Options{AllowPrivileged: true}, `metadata.annotations[unitrun.io/isolation]: "vm" is not none or namespaces`},
 		{strings.Replace(pod("  containers: [{name: a, image: busybox, command: [x]}]\n"), "metadata: {name: web}", "metadata: {name: web, annotations: {unitrun.io/restart-backoff: 1s}}", 1), Options{AllowPrivileged: true}, `metadata.annotations[unitrun.io/restart-backoff]: "1s" is shorter than the minimum restart back-off, 10s (the kubelet's, unless unitrun-node's operator set another)`},
 		{strings.Replace(pod("  containers: [{name: a, image: busybox, command: [x]}]\n"), "metadata: {name: web}", "metadata: {name: web, annotations: {unitrun.io/restart-backoff: 6m}}", 1), Options{AllowPrivileged: true}, `metadata.annotations[unitrun.io/restart-backoff]: "6m" is not a duration above 0 and at most 5m0s`},

@@ -19,17 +19,22 @@ type Backoff struct {
 
 // App is one of a manifest's apps.
 type App struct {
-	Name          string            `json:"name"`
-	Exec          []string          `json:"exec"`
-	Env           map[string]string `json:"env,omitempty"`
-	WorkingDir    string            `json:"workingDir,omitempty"`
-	User          string            `json:"user,omitempty"`
-	Group         string            `json:"group,omitempty"`
-	RestartPolicy string            `json:"restartPolicy,omitempty"`
-	StopTimeout   string            `json:"stopTimeout,omitempty"`
-	Init          bool              `json:"init,omitempty"`
-	Sidecar       bool              `json:"sidecar,omitempty"`
-	Rootfs        string            `json:"rootfs,omitempty"`
+	Name string   `json:"name"`
+	Exec []string `json:"exec,omitempty"`
+	Args []string `json:"args,omitempty"`
+	// Image is a registry image, pulled at the pod's creation, with its
+	// ImagePullPolicy.
+	Image           string            `json:"image,omitempty"`
+	ImagePullPolicy string            `json:"imagePullPolicy,omitempty"`
+	Env             map[string]string `json:"env,omitempty"`
+	WorkingDir      string            `json:"workingDir,omitempty"`
+	User            string            `json:"user,omitempty"`
+	Group           string            `json:"group,omitempty"`
+	RestartPolicy   string            `json:"restartPolicy,omitempty"`
+	StopTimeout     string            `json:"stopTimeout,omitempty"`
+	Init            bool              `json:"init,omitempty"`
+	Sidecar         bool              `json:"sidecar,omitempty"`
+	Rootfs          string            `json:"rootfs,omitempty"`
 	// TerminationMessagePath: "" (a Pod that sets none; the API server
 	// sets the default) binds none.
 	TerminationMessagePath string    `json:"terminationMessagePath,omitempty"`

@@ -98,7 +98,7 @@ func Plan(data []byte, o Options, stateDir string) ([]Planned, error) {
 				rs.Add(f.field, "%s", f.rule)
 			}
 		}
-		po := Options{Name: name, Images: o.Images, AllowPrivileged: o.AllowPrivileged, MinRestartBackoff: o.MinRestartBackoff, Volumes: map[string]*VolumeDir{}}
+		po := Options{Name: name, Images: o.Images, RegistryImages: o.RegistryImages, AllowPrivileged: o.AllowPrivileged, MinRestartBackoff: o.MinRestartBackoff, Volumes: map[string]*VolumeDir{}}
 		var empty []*VolumeDir
 		for k, v := range p.Spec.Volumes {
 			field := fmt.Sprintf("spec.volumes[%d].emptyDir", k)

@@ -48,8 +48,17 @@ type Options struct {
 	// Name is the unitrun pod's name.
 	Name string
 	// Images maps a container's image to the absolute path of a root
-	// filesystem or to HostImage; an image it does not map is refused.
+	// filesystem or to HostImage. An image it does not map is a registry
+	// image if RegistryImages, else refused.
 	Images map[string]string
+	// RegistryImages makes an image that Images does not map a registry
+	// image: the app's image, pulled under the container's
+	// imagePullPolicy (else Kubernetes' default) when the pod is created
+	// (podrun.Runner.Pull pulls it, where the caller chooses how), whose
+	// config gives the command, env, workingDir and user the container
+	// does not set, by Kubernetes' rules (pod.MergeImage), and whose
+	// layers are the app's root, in namespaces.
+	RegistryImages bool
 	// AllowPrivileged allows containers that run as root, privileged
 	// ones and added capabilities.
 	AllowPrivileged bool
@@ -180,7 +189,7 @@ func Translate(p *Pod, o *Options) (*Manifest, error) {
 		default:
 			rs.Add(path+".restartPolicy", "%q: an init container's restartPolicy can only be Always, which makes it a sidecar", *ctr.RestartPolicy)
 		}
-		rootfs = rootfs || a.Rootfs != ""
+		rootfs = rootfs || a.Rootfs != "" || a.Image != ""
 		m.Apps = append(m.Apps, a)
 	}
 	for i := range p.Spec.Containers {
@@ -188,7 +197,7 @@ func Translate(p *Pod, o *Options) (*Manifest, error) {
 		path := fmt.Sprintf("spec.containers[%d]", i)
 		a := t.container(ctr, path, false)
 		a.probes(ctr, path, probeAction(p.Spec.RestartPolicy), rs)
-		rootfs = rootfs || a.Rootfs != ""
+		rootfs = rootfs || a.Rootfs != "" || a.Image != ""
 		m.Apps = append(m.Apps, a)
 	}
 	if len(p.Spec.Containers) == 0 {
@@ -201,7 +210,7 @@ func Translate(p *Pod, o *Options) (*Manifest, error) {
 		}
 	case "none":
 		if rootfs {
-			rs.Add("metadata.annotations["+AnnotationIsolation+"]", "none cannot run an image that maps to a root filesystem: that needs namespaces")
+			rs.Add("metadata.annotations["+AnnotationIsolation+"]", "none cannot run an image that maps to a root filesystem, or a registry image: that needs namespaces")
 		}
 		m.Isolation = iso
 	case "namespaces":
@@ -318,21 +327,39 @@ func (t *mapping) container(ctr *Container, path string, init bool) App {
 	}
 	img, ok := o.Images[ctr.Image]
 	switch {
-	case !ok:
-		rs.Add(path+".image", "%q is not mapped to a root filesystem or to host (--image %s=host or --image %s=/path/to/rootfs)", ctr.Image, ctr.Image, ctr.Image)
-	case img != HostImage:
+	case ok && img != HostImage:
 		a.Rootfs = img
+	case ok:
+	case ctr.Image == "":
+		rs.Add(path+".image", "required")
+	case o.RegistryImages:
+		a.Image = ctr.Image
+		switch pp := ctr.ImagePullPolicy; pp {
+		case "", "Always", "IfNotPresent", "Never":
+			a.ImagePullPolicy = pp
+		default:
+			rs.Add(path+".imagePullPolicy", "%q is not Always, IfNotPresent or Never", pp)
+		}
+	default:
+		rs.Add(path+".image", "%q is not mapped to a root filesystem or to host (--image %s=host or --image %s=/path/to/rootfs)", ctr.Image, ctr.Image, ctr.Image)
 	}
 	env, err := t.environment(ctr, path)
 	if err == nil {
 		a.Env = env
 	}
-	a.Exec = append(expandAll(ctr.Command, env), expandAll(ctr.Args, env)...)
+	if a.Image != "" {
+		// The image's config gives what the container does not set,
+		// as Kubernetes merges command and args with Entrypoint and Cmd,
+		// when the pod is created (pod.MergeImage).
+		a.Exec, a.Args = expandAll(ctr.Command, env), expandAll(ctr.Args, env)
+	} else {
+		a.Exec = append(expandAll(ctr.Command, env), expandAll(ctr.Args, env)...)
+	}
 	// An image mapped to host has no entrypoint: without a command its
 	// args are the command, as a container runtime runs an image whose
 	// Entrypoint is empty. A root filesystem's entrypoint is not known.
 	switch {
-	case len(ctr.Command) > 0:
+	case len(ctr.Command) > 0 || a.Image != "":
 	case img != HostImage:
 		rs.Add(path+".command", "required: unitrun has no image metadata to take an entrypoint from")
 	case len(ctr.Args) == 0:

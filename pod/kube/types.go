@@ -129,6 +129,9 @@ type Container struct {
 	SecurityContext        *SecurityContext `json:"securityContext"`
 	Stdin                  bool             `json:"stdin"`
 	TTY                    bool             `json:"tty"`
+	// ImagePullPolicy is honoured for a registry image (see
+	// Options.RegistryImages), ignored for a mapped one.
+	ImagePullPolicy string `json:"imagePullPolicy"`
 
 	// Refused when set (see container).
 	VolumeDevices      []Any `json:"volumeDevices"`
@@ -138,7 +141,6 @@ type Container struct {
 	// Ignored: the API server's defaults, and what has no meaning
 	// without stdin.
 	TerminationMessagePolicy Any `json:"terminationMessagePolicy"`
-	ImagePullPolicy          Any `json:"imagePullPolicy"`
 	StdinOnce                Any `json:"stdinOnce"`
 }
 

@@ -6,12 +6,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/image"
+	"github.com/unitrun/unitrun/image/imagetest"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/pod"
@@ -314,4 +317,70 @@ func BenchmarkIsolatedPods(b *testing.B) {
 			b.ReportMetric(float64(isolated)/float64(host), fmt.Sprintf("isolated-ratio-%d", n))
 		}
 	}
+}
+
+// BenchmarkImagePod times "unitrun pod run --detach" of an isolated pod of
+// one app whose root is an image already pulled (the second start: the
+// store's layers mounted with overlayfs, never copied) against the same
+// pod with the same files as a host directory (rootfs), interleaved, b.N
+// pairs, and prints each pair and the median of the ratios. Run it with
+// bench/images.sh.
+func BenchmarkImagePod(b *testing.B) {
+	bin := systemdtest.Binary(b)
+	reg := imagetest.NewRegistry(b)
+	ref := reg.Push(b, "bench:1", imagetest.Image{Layers: []imagetest.Layer{imagetest.ToolLayer(b, "/bin/tool")}})
+	images := b.TempDir()
+	st, err := image.Open(images)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := st.Pull(context.Background(), ref, image.PullOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	root := b.TempDir()
+	tool, err := os.ReadFile(imagetest.Tool(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "bin"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "bin/tool"), tool, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	manifest := func(name, field string) string {
+		path := filepath.Join(dir, name+".yaml")
+		text := fmt.Sprintf("name: %s\nisolation: namespaces\napps:\n  - name: a\n    %s\n    exec: [/bin/tool, sleep, \"600\"]\n", name, field)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		return path
+	}
+	pods := []struct{ name, path string }{
+		{"benchrootfs", manifest("benchrootfs", "rootfs: "+root)},
+		{"benchimage", manifest("benchimage", "image: "+ref)},
+	}
+	state := systemdtest.RunDir(b) // on a tmpfs, as /run/unitrun is
+	r := &Runner{Mgr: systemdtest.Conn(b), StateDir: state, ImageDir: images}
+	var ratios []float64
+	fmt.Printf("%12s %12s %6s\n", "rootfs", "image", "ratio")
+	for range b.N {
+		var took [2]time.Duration
+		for i, p := range pods {
+			start := time.Now()
+			if out, err := exec.Command(bin, "pod", "run", "--detach", "--state-dir", state, "--image-dir", images, p.path).CombinedOutput(); err != nil {
+				b.Fatalf("pod run --detach %s: %v\n%s", p.name, err, out)
+			}
+			took[i] = time.Since(start)
+			if err := r.Remove(context.Background(), p.name, true); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ratios = append(ratios, float64(took[1])/float64(took[0]))
+		fmt.Printf("%12s %12s %6.2f\n", took[0].Round(time.Millisecond), took[1].Round(time.Millisecond), ratios[len(ratios)-1])
+	}
+	slices.Sort(ratios)
+	fmt.Printf("median ratio image/rootfs over %d pairs: %.2f\n", len(ratios), ratios[len(ratios)/2])
+	b.ReportMetric(ratios[len(ratios)/2], "median-ratio")
 }

@@ -70,6 +70,9 @@ func RunContainer(ctx context.Context, stateDir, binary, name string, ready func
 		NoNetwork: m.Network == pod.NoNetwork,
 		Delegated: true,
 	}
+	if c.Overlays, err = imageOverlays(stateDir, m); err != nil {
+		return fmt.Errorf("pod %s: %w", name, err)
+	}
 	for _, a := range m.Apps {
 		if a.Rootfs != "" && !slices.Contains(c.Roots, a.Rootfs) {
 			c.Roots = append(c.Roots, a.Rootfs)

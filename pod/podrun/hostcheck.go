@@ -24,6 +24,9 @@ func ParseForHost(data []byte, iso pod.Isolation) (*pod.Manifest, error) {
 // them) and that its workingDir is a directory, inside its rootfs for an
 // app with one. A directory that a symlink inside the rootfs leads to is
 // taken on trust: it resolves only once the app has entered its rootfs.
+// An app with an image is left alone: its names resolve in the image's
+// own files, and its workingDir is in the image, once it is pulled
+// ([pod.Manifest.ApplyImage]).
 // It is a [pod.HostCheck]; refused may be nil, for none. Each error names
 // the field.
 func checkHost(m *pod.Manifest, refused func(field string) bool) []error {
@@ -42,6 +45,9 @@ func checkHostDirs(m *pod.Manifest, refused func(field string) bool, missingDirs
 	}
 	for i := range m.Apps {
 		a := &m.Apps[i]
+		if a.Image != "" {
+			continue
+		}
 		path := fmt.Sprintf("apps[%d]", i)
 		rootOK := a.Rootfs == "" || !refused(path+".rootfs")
 		if a.Rootfs != "" && rootOK {

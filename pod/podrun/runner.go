@@ -14,6 +14,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/internal/atomicfile"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
@@ -31,6 +32,17 @@ type Runner struct {
 	Binary string
 	// Manager is the --manager value the units' hooks reach Mgr with.
 	Manager string
+	// ImageDir is the image store that apps' images are pulled into and
+	// leased in; "" is image.DefaultDir.
+	ImageDir string
+	// Pull, if not nil, gets the image of app a of a pod being created
+	// into store s, in place of s.Pull under the app's pull policy
+	// ([pod.App.PullPolicy]), once per image and policy of the pod:
+	// unitrun-node pulls with a Pod's imagePullSecrets and reports a
+	// failed pull as the kubelet does. An
+	// error wrapping image.ErrNotFound under policy Never refuses the
+	// manifest (an *InvalidError); any other fails the creation.
+	Pull func(ctx context.Context, s *image.Store, a *pod.App) (*image.Image, error)
 }
 
 // pollInterval is how often Start, Wait and Stop look at a pod's status files.
@@ -54,6 +66,9 @@ func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso pod.Isolat
 	m, err := ParseForHost(manifest, iso)
 	if err != nil {
 		return nil, &InvalidError{Err: err}
+	}
+	if err := r.resolveImages(ctx, m); err != nil {
+		return nil, err
 	}
 	dir := record.Dir(r.StateDir, m.Name)
 	unitDir, err := r.Mgr.RuntimeUnitDir(ctx)
@@ -137,6 +152,9 @@ func (r *Runner) checkSeen(ctx context.Context) error {
 
 func (r *Runner) prepare(ctx context.Context, m *pod.Manifest, manifest []byte, files []placedFile) error {
 	if err := pod.WriteState(r.StateDir, m, manifest); err != nil {
+		return err
+	}
+	if err := r.leaseImages(m); err != nil {
 		return err
 	}
 	for _, f := range files {
@@ -609,7 +627,7 @@ func (r *Runner) removeFiles(ctx context.Context, name, unitDir string) error {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, os.RemoveAll(record.Dir(r.StateDir, name)))
+	errs = append(errs, r.releaseImages(name), os.RemoveAll(record.Dir(r.StateDir, name)))
 	// One listing instead of a reset call for each of the 2N+3 units, most
 	// of them collected already.
 	loaded, err := r.loadedOf(ctx, name)

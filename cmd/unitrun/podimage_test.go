@@ -1,0 +1,93 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/unitrun/unitrun/image"
+	"github.com/unitrun/unitrun/image/imagetest"
+	"github.com/unitrun/unitrun/internal/systemdtest"
+)
+
+// pushToolImage pushes an image of the test tool, its Entrypoint, with
+// Cmd cmd and a file only it has, /only-in-image.
+func pushToolImage(t *testing.T, reg *imagetest.Registry, repoTag string, cmd ...string) string {
+	t.Helper()
+	return reg.Push(t, repoTag, imagetest.Image{
+		Layers: []imagetest.Layer{imagetest.ToolLayer(t, "/bin/tool"), {{Path: "only-in-image", Body: "from the image\n"}}},
+		Config: image.Config{Entrypoint: []string{"/bin/tool"}, Cmd: cmd},
+	})
+}
+
+// A Kubernetes Pod whose image --image does not map runs that registry
+// image, pulled into --image-dir: a container's command and args merge
+// with the image's Entrypoint and Cmd by Kubernetes' rules, and pod run
+// exits with the status of the container that failed.
+func TestPodRunKubernetesImage(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := pushToolImage(t, reg, "kube:1", "echo", "from-cmd")
+	dir, images := t.TempDir(), t.TempDir()
+	rmPod(t, dir, "kubeimage")
+	path := manifestFile(t, `apiVersion: v1
+kind: Pod
+metadata: {name: kubeimage}
+spec:
+  restartPolicy: Never
+  containers:
+  - {name: none, image: "`+ref+`"}
+  - {name: args, image: "`+ref+`", args: [echo, from-args]}
+  - {name: command, image: "`+ref+`", command: [/bin/tool, echo, from-command]}
+  - {name: both, image: "`+ref+`", command: [/bin/tool], args: [cat, /only-in-image]}
+  - {name: fails, image: "`+ref+`", args: [exit, "5"]}
+`)
+	out, errs, code := podCLI(t, dir, "run", "-q", "--image-dir", images, path)
+	if code != 5 {
+		t.Fatalf("pod run: exit %d, want the failed container's 5 (stderr %q)", code, errs)
+	}
+	for _, want := range []string{"none | from-cmd\n", "args | from-args\n", "command | from-command\n", "both | from the image\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("pod run printed %q, without %q", out, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(images, "blobs")); err != nil {
+		t.Errorf("the image is not in --image-dir: %v", err)
+	}
+}
+
+// A pod whose image the store lacks under imagePullPolicy Never exits 2,
+// naming the field, and creates nothing: a plain manifest's and a
+// Kubernetes Pod's, whose error names the container.
+func TestPodImageMissing(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("UNITRUN_IMAGE_DIR", t.TempDir())
+	for _, tt := range []struct{ text, want string }{
+		{"name: missing\nisolation: namespaces\napps:\n  - {name: a, image: registry.invalid/none:1, imagePullPolicy: Never}\n",
+			`apps[0].image "registry.invalid/none:1": `},
+		{"apiVersion: v1\nkind: Pod\nmetadata: {name: missing}\nspec:\n  containers:\n  - {name: a, image: registry.invalid/none:1, imagePullPolicy: Never}\n",
+			`Pod missing: spec.containers[0].image "registry.invalid/none:1": `},
+	} {
+		for _, cmd := range []string{"create", "run"} {
+			_, errs, code := podCLI(t, dir, cmd, manifestFile(t, tt.text))
+			if code != exitUsage || !strings.Contains(errs, tt.want) || !strings.Contains(errs, "pull policy is Never") {
+				t.Errorf("pod %s: exit %d, stderr %q; want 2 and %q", cmd, code, errs, tt.want)
+			}
+			if left := podLeft(t, dir, "missing"); len(left) > 0 {
+				t.Errorf("pod %s left %v", cmd, left)
+			}
+		}
+	}
+}
+
+// pod exec runs its command in the image's root, as the app runs.
+func TestPodExecImage(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := pushToolImage(t, reg, "exec:1", "sleep", "600")
+	t.Setenv("UNITRUN_IMAGE_DIR", t.TempDir())
+	dir := systemdtest.RunDir(t)
+	startPod(t, dir, "pximg", "name: pximg\nisolation: namespaces\napps:\n  - {name: app, image: "+ref+"}\n", "app")
+	if out, errs, code := podExec(t, dir, "", "pximg", "app", "--", "tool", "cat", "/only-in-image"); code != 0 || out != "from the image\n" {
+		t.Errorf("pod exec in an image's app: exit %d, %q, %q", code, out, errs)
+	}
+}

@@ -1,0 +1,318 @@
+// Package image pulls OCI and Docker v2 images from registries into a
+// content-addressed store on the host, and gives pods and inject what they
+// need of them: the image's layers unpacked in overlayfs form, shared by
+// every image and pod that uses them, and its config.
+//
+// The store's layout, under its directory (default [DefaultDir]):
+//
+//	blobs/sha256/HEX     verified blobs: manifests, configs, compressed layers
+//	layers/sha256/HEX/   one unpacked layer, by its uncompressed digest (diff ID),
+//	                     in overlayfs form: a whiteout is a 0/0 character device,
+//	                     an opaque directory has trusted.overlay.opaque=y; it is
+//	                     complete once it exists (unpacked aside, then renamed)
+//	images/HEX.json      an image's record, by its manifest digest ([Image])
+//	refs/NAME            the image ID that a name points to (NAME path-escaped)
+//	leases/HOLDER/HEX    that holder (a pod) uses image HEX (HOLDER path-escaped)
+//	locks/               the locks that order pulls, removals and leases
+//	tmp/pull-*/          one pull's blobs and layers under way, renamed into
+//	                     place when whole and verified (tmp/pull-*.lock is
+//	                     held while the pull runs)
+//
+// Nothing in the store is half-written: every file and directory is made
+// aside and renamed into place, so an interrupted pull leaves no image that
+// can run, and the next pull keeps the blobs and layers it completed (and
+// removes what a killed pull left in tmp/). An image's record is written
+// last, once every layer it names is whole.
+//
+// Pulls of one name are done one at a time across processes (a lock per
+// name); a pull holds the store's gc lock shared, so that Prune and the
+// collection after Remove, which hold it exclusive, never take blobs and
+// layers that a pull has made before its record names them.
+package image
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/unitrun/unitrun/internal/atomicfile"
+)
+
+// DefaultDir is the store's directory unless a caller says otherwise: on
+// disk, since images outlive a boot.
+const DefaultDir = "/var/lib/unitrun/images"
+
+// ErrNotFound is returned for a name or digest the store does not hold.
+var ErrNotFound = errors.New("no such image in the store")
+
+// An Image is one image in the store.
+type Image struct {
+	// ID is the image's manifest digest, "sha256:HEX", as Kubernetes
+	// reports it in a container's imageID.
+	ID string `json:"id"`
+	// Names are the references that point to it, normalized
+	// ("registry.example/ns/name:tag").
+	Names []string `json:"names,omitzero"`
+	// Config is what the image's config says about running it.
+	Config Config `json:"config"`
+	// Layers are the diff IDs of its layers, bottom first.
+	Layers []string `json:"layers"`
+	// Size is the bytes its unpacked layers take, shared ones included.
+	Size int64 `json:"size"`
+	// Pulled is when it was pulled.
+	Pulled time.Time `json:"pulled"`
+}
+
+// Config is the part of an image's config that says how to run it.
+type Config struct {
+	Entrypoint []string `json:"entrypoint,omitzero"`
+	Cmd        []string `json:"cmd,omitzero"`
+	Env        []string `json:"env,omitzero"`
+	WorkingDir string   `json:"workingDir,omitzero"`
+	User       string   `json:"user,omitzero"`
+}
+
+// A Store is the image store in one directory.
+type Store struct {
+	dir string
+}
+
+// The store's subdirectories.
+const (
+	blobsDir  = "blobs/sha256"
+	layersDir = "layers/sha256"
+	imagesDir = "images"
+	refsDir   = "refs"
+	leasesDir = "leases"
+	locksDir  = "locks"
+	tmpDir    = "tmp"
+)
+
+// Open opens the store in dir, making it if need be.
+func Open(dir string) (*Store, error) {
+	if !filepath.IsAbs(dir) {
+		return nil, fmt.Errorf("the image store's directory %q is not an absolute path", dir)
+	}
+	for _, sub := range []string{blobsDir, layersDir, imagesDir, refsDir, leasesDir, locksDir, tmpDir} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+			return nil, fmt.Errorf("image store: %w", err)
+		}
+	}
+	return &Store{dir: dir}, nil
+}
+
+// Dir is the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// path joins elems under the store's directory.
+func (s *Store) path(elems ...string) string {
+	return filepath.Join(append([]string{s.dir}, elems...)...)
+}
+
+// hexOf returns the HEX of a "sha256:HEX" digest, or "" if d is not one.
+func hexOf(d string) string {
+	h, ok := strings.CutPrefix(d, "sha256:")
+	if !ok || !fullHex.MatchString(h) {
+		return ""
+	}
+	return h
+}
+
+var (
+	fullHex   = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	hexPrefix = regexp.MustCompile(`^[0-9a-f]{1,64}$`)
+)
+
+// blobPath is where the store keeps blob digest ("sha256:HEX").
+func (s *Store) blobPath(digest string) string {
+	return s.path(blobsDir, hexOf(digest))
+}
+
+// layerPath is where the store keeps the layer of diff ID diffID.
+func (s *Store) layerPath(diffID string) string {
+	return s.path(layersDir, hexOf(diffID))
+}
+
+// LayerDirs returns the directories of img's unpacked layers, top first,
+// as overlayfs's lowerdir lists them.
+func (s *Store) LayerDirs(img *Image) []string {
+	dirs := make([]string, len(img.Layers))
+	for i, l := range img.Layers {
+		dirs[len(dirs)-1-i] = s.layerPath(l)
+	}
+	return dirs
+}
+
+// normalize parses ref as an image reference and returns its normalized
+// name ("index.docker.io/library/busybox:latest", "host/ns/name@sha256:…").
+func normalize(ref string) (name.Reference, error) {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return nil, &RefError{Ref: ref, Err: err}
+	}
+	return r, nil
+}
+
+// A RefError is a reference that is not an image name.
+type RefError struct {
+	Ref string
+	Err error
+}
+
+func (e *RefError) Error() string {
+	return fmt.Sprintf("%q is not an image reference (REGISTRY/REPOSITORY[:TAG] or REPOSITORY@sha256:DIGEST, in lower case): %v", e.Ref, e.Err)
+}
+
+func (e *RefError) Unwrap() error { return e.Err }
+
+// Lookup returns the image that ref (a name or "sha256:HEX", or an ID's
+// unique prefix) names in the store, without reaching a registry.
+func (s *Store) Lookup(ref string) (*Image, error) {
+	if p, ok := strings.CutPrefix(ref, "sha256:"); ok {
+		return s.lookupID(p)
+	}
+	if len(ref) >= 12 && hexPrefix.MatchString(ref) {
+		if img, err := s.lookupID(ref); !errors.Is(err, ErrNotFound) {
+			return img, err
+		}
+	}
+	r, err := normalize(ref)
+	if err != nil {
+		return nil, err
+	}
+	id, err := s.readRef(r.Name())
+	if err != nil {
+		return nil, err
+	}
+	return s.record(id)
+}
+
+// lookupID returns the image whose ID's HEX starts with prefix, if one
+// alone does.
+func (s *Store) lookupID(prefix string) (*Image, error) {
+	if !hexPrefix.MatchString(prefix) {
+		return nil, fmt.Errorf("%q is not an image ID (sha256: and up to 64 hex digits)", "sha256:"+prefix)
+	}
+	ids, err := s.ids()
+	if err != nil {
+		return nil, err
+	}
+	var found []string
+	for _, id := range ids {
+		if strings.HasPrefix(hexOf(id), prefix) {
+			found = append(found, id)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("sha256:%s: %w", prefix, ErrNotFound)
+	case 1:
+		return s.record(found[0])
+	}
+	return nil, fmt.Errorf("sha256:%s names %d images: give more of the ID", prefix, len(found))
+}
+
+// ids returns the IDs of every image in the store.
+func (s *Store) ids() ([]string, error) {
+	entries, err := os.ReadDir(s.path(imagesDir))
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range entries {
+		if h, ok := strings.CutSuffix(e.Name(), ".json"); ok && fullHex.MatchString(h) {
+			ids = append(ids, "sha256:"+h)
+		}
+	}
+	return ids, nil
+}
+
+// record reads the record of image id, with the names that point to it.
+func (s *Store) record(id string) (*Image, error) {
+	b, err := os.ReadFile(s.path(imagesDir, hexOf(id)+".json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var img Image
+	if err := json.Unmarshal(b, &img); err != nil {
+		return nil, fmt.Errorf("image record %s: %w", id, err)
+	}
+	refs, err := s.refs()
+	if err != nil {
+		return nil, err
+	}
+	for n, to := range refs {
+		if to == img.ID {
+			img.Names = append(img.Names, n)
+		}
+	}
+	slices.Sort(img.Names)
+	return &img, nil
+}
+
+// writeRecord writes img's record, without its names (refs/ holds them).
+func (s *Store) writeRecord(img *Image) error {
+	rec := *img
+	rec.Names = nil
+	b, err := json.MarshalIndent(&rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(s.path(imagesDir, hexOf(img.ID)+".json"), append(b, '\n'), 0o600)
+}
+
+// readRef returns the image ID that name n points to.
+func (s *Store) readRef(n string) (string, error) {
+	b, err := os.ReadFile(s.path(refsDir, url.PathEscape(n)))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("%s: %w", n, ErrNotFound)
+	}
+	return strings.TrimSpace(string(b)), err
+}
+
+// writeRef points name n at image id.
+func (s *Store) writeRef(n, id string) error {
+	return atomicfile.Write(s.path(refsDir, url.PathEscape(n)), []byte(id+"\n"), 0o600)
+}
+
+// removeRef removes name n.
+func (s *Store) removeRef(n string) error {
+	err := os.Remove(s.path(refsDir, url.PathEscape(n)))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// refs returns every name in the store and the image ID it points to.
+func (s *Store) refs() (map[string]string, error) {
+	entries, err := os.ReadDir(s.path(refsDir))
+	if err != nil {
+		return nil, err
+	}
+	refs := map[string]string{}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue // a ref being written
+		}
+		n, err := url.PathUnescape(e.Name())
+		if err != nil {
+			continue
+		}
+		if id, err := s.readRef(n); err == nil {
+			refs[n] = id
+		}
+	}
+	return refs, nil
+}

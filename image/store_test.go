@@ -1,0 +1,126 @@
+package image_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/unitrun/unitrun/image"
+	"github.com/unitrun/unitrun/image/imagetest"
+)
+
+// entries returns the names in the store's subdirectory sub.
+func entries(t *testing.T, s *image.Store, sub string) []string {
+	t.Helper()
+	es, err := os.ReadDir(filepath.Join(s.Dir(), sub))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func hexes(ids ...string) []string {
+	var hs []string
+	for _, id := range ids {
+		hs = append(hs, strings.TrimPrefix(id, "sha256:"))
+	}
+	slices.Sort(hs)
+	return hs
+}
+
+func TestRemoveRefusedWhileLeasedThenPrune(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	shared := imagetest.Layer{{Path: "shared", Body: strings.Repeat("s", 10000)}}
+	refA := reg.Push(t, "a:1", imagetest.Image{Layers: []imagetest.Layer{shared, {{Path: "a", Body: "a"}}}})
+	refB := reg.Push(t, "b:1", imagetest.Image{Layers: []imagetest.Layer{shared, {{Path: "b", Body: "b"}}}})
+	s := openStore(t)
+	a := pull(t, s, refA, image.PullOptions{})
+	b := pull(t, s, refB, image.PullOptions{})
+	if got := entries(t, s, "layers/sha256"); !slices.Equal(got, hexes(a.Layers[0], a.Layers[1], b.Layers[1])) {
+		t.Fatalf("layers %q: want the shared layer once and one of each image", got)
+	}
+	list, err := s.List()
+	if err != nil || len(list) != 2 {
+		t.Fatalf("List = %v, %v", list, err)
+	}
+	before, err := s.Size()
+	if err != nil || before <= 10000 {
+		t.Fatalf("Size = %d, %v", before, err)
+	}
+
+	if err := s.Lease("pod/web", a.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Remove(refA)
+	var inUse *image.InUseError
+	if !errors.As(err, &inUse) || !strings.Contains(err.Error(), "pod/web") {
+		t.Fatalf("Remove of a leased image: %v, want refused naming pod/web", err)
+	}
+	if _, err := s.Lookup(refA); err != nil {
+		t.Errorf("the refused removal removed the image: %v", err)
+	}
+
+	if _, err := s.Remove(b.ID[:19]); err != nil {
+		t.Fatalf("Remove by ID prefix: %v", err)
+	}
+	if _, err := s.Lookup(refB); !errors.Is(err, image.ErrNotFound) {
+		t.Errorf("Lookup after Remove: %v, want ErrNotFound", err)
+	}
+	if got := entries(t, s, "layers/sha256"); !slices.Equal(got, hexes(a.Layers...)) {
+		t.Errorf("layers after removing b: %q, want a's (the shared one kept)", got)
+	}
+
+	// Prune keeps what a lease holds.
+	p, err := s.Prune(context.Background())
+	if err != nil || len(p.Images) != 0 {
+		t.Fatalf("Prune with a leased image: %+v, %v; want nothing removed", p, err)
+	}
+	if err := s.Release("pod/web"); err != nil {
+		t.Fatal(err)
+	}
+	p, err = s.Prune(context.Background())
+	if err != nil || len(p.Images) != 1 || p.Images[0].ID != a.ID || p.Bytes <= 10000 {
+		t.Fatalf("Prune: %+v, %v; want a removed and its bytes freed", p, err)
+	}
+	for _, sub := range []string{"layers/sha256", "blobs/sha256", "images", "refs", "tmp"} {
+		if got := entries(t, s, sub); len(got) != 0 {
+			t.Errorf("%s after Prune: %q, want empty", sub, got)
+		}
+	}
+	if after, err := s.Size(); err != nil || after >= before {
+		t.Errorf("Size after Prune = %d, %v; want less than %d", after, err, before)
+	}
+}
+
+func TestRemoveNameKeepsImageOfOtherNames(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	d := imagetest.Image{Layers: []imagetest.Layer{{{Path: "f", Body: "x"}}}}
+	ref1 := reg.Push(t, "n:1", d)
+	ref2 := reg.Push(t, "n:2", d)
+	s := openStore(t)
+	img := pull(t, s, ref1, image.PullOptions{})
+	if pull(t, s, ref2, image.PullOptions{}).ID != img.ID {
+		t.Fatal("one image under two tags got two IDs")
+	}
+	if err := s.Lease("pod/x", img.ID); err != nil {
+		t.Fatal(err)
+	}
+	if removed, err := s.Remove(ref1); err != nil || removed != nil {
+		t.Fatalf("Remove of one of two names: %v, %v; want the name alone removed", removed, err)
+	}
+	got, err := s.Lookup(ref2)
+	if err != nil || !slices.Equal(got.Names, []string{ref2}) {
+		t.Errorf("after removing %s: %v, %v; want the image named %s", ref1, got, err, ref2)
+	}
+	if _, err := s.Remove(ref2); err == nil {
+		t.Errorf("Remove of the last name of a leased image succeeded")
+	}
+}

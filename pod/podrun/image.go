@@ -1,0 +1,233 @@
+package podrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/unitrun/unitrun/image"
+	"github.com/unitrun/unitrun/manager/boot"
+	"github.com/unitrun/unitrun/pod"
+)
+
+// ImageHolder is the holder of the leases that pod name takes on its
+// images in the store ([image.Store.Lease]), which keep them from
+// removal until the pod is removed.
+func ImageHolder(name string) string { return "pod/" + name }
+
+// imageDir is the directory of the store that r's pods take images from.
+func (r *Runner) imageDir() string {
+	if r.ImageDir != "" {
+		return r.ImageDir
+	}
+	return image.DefaultDir
+}
+
+// pull gets the image of app a of a pod being created from store s under
+// its pull policy ([pod.App.PullPolicy]), by r.Pull if it is set.
+func (r *Runner) pull(ctx context.Context, s *image.Store, a *pod.App) (*image.Image, error) {
+	if r.Pull != nil {
+		return r.Pull(ctx, s, a)
+	}
+	return s.Pull(ctx, a.Image, image.PullOptions{Policy: a.PullPolicy()})
+}
+
+// resolveImages pulls the image of each app of m that names one (once per
+// image) and applies it to the app ([pod.Manifest.ApplyImage]), before
+// anything of the pod is created. A bad reference, an image that neither
+// the store (under policy Never) nor its registry has, and one whose
+// config or files the app cannot run with are an *InvalidError naming
+// the field; other failures of a pull (refused credentials, a registry
+// out of reach, a full disk) are errors of their own.
+func (r *Runner) resolveImages(ctx context.Context, m *pod.Manifest) error {
+	var s *image.Store
+	var errs []error
+	pulled := map[string]*image.Image{} // by reference and policy
+	for i := range m.Apps {
+		a := &m.Apps[i]
+		if a.Image == "" {
+			continue
+		}
+		if s == nil {
+			var err error
+			if s, err = image.Open(r.imageDir()); err != nil {
+				return fmt.Errorf("image store %s: %w", r.imageDir(), err)
+			}
+		}
+		key := a.Image + " " + string(a.PullPolicy())
+		img, err := pulled[key], error(nil)
+		if img == nil {
+			img, err = r.pull(ctx, s, a)
+		}
+		var refErr *image.RefError
+		switch {
+		case errors.As(err, &refErr) || errors.Is(err, image.ErrNotFound) || errors.Is(err, image.ErrUnknown):
+			// What the manifest names does not exist: bad input.
+			errs = append(errs, &pod.FieldError{Path: fmt.Sprintf("apps[%d].image", i), Value: a.Image, Rule: err.Error()})
+			continue
+		case err != nil:
+			return fmt.Errorf("apps[%d].image %q: %w", i, a.Image, err)
+		}
+		pulled[key] = img
+		if err := m.ApplyImage(r.StateDir, s.Dir(), i, img, imageFiles(s.LayerDirs(img))); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := imageOverlay(r.StateDir, m.Name, a.Name, s, img).Check(); err != nil {
+			errs = append(errs, &pod.FieldError{Path: fmt.Sprintf("apps[%d].image", i), Value: a.Image, Rule: "cannot be mounted: " + err.Error()})
+		}
+	}
+	if len(errs) > 0 {
+		return &InvalidError{Err: errors.Join(errs...)}
+	}
+	return nil
+}
+
+// leaseImages takes the leases of pod m, whose images resolveImages
+// applied, and makes each image app's root, writable layer and work
+// directory ([pod.ImageRoot]) in the pod's state.
+func (r *Runner) leaseImages(m *pod.Manifest) error {
+	if m.ImageDir == "" {
+		return nil
+	}
+	s, err := image.Open(m.ImageDir)
+	if err != nil {
+		return err
+	}
+	for _, a := range m.Apps {
+		if a.ImageID == "" {
+			continue
+		}
+		if err := s.Lease(ImageHolder(m.Name), a.ImageID); err != nil {
+			return fmt.Errorf("image %s: %w", a.Image, err)
+		}
+		d := pod.ImageRoot(r.StateDir, m.Name, a.Name)
+		for _, dir := range []string{d.Root(), d.Upper(), d.Work()} {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// releaseImages drops pod name's leases: in the store its spec names, and
+// in r's, where a pod whose spec cannot be read may have taken them. A
+// store that does not exist holds none.
+func (r *Runner) releaseImages(name string) error {
+	dirs := []string{r.imageDir()}
+	if m, err := pod.LoadSpec(r.StateDir, name); err == nil && m.ImageDir != "" && m.ImageDir != dirs[0] {
+		dirs = append(dirs, m.ImageDir)
+	}
+	var errs []error
+	for _, dir := range dirs {
+		if _, err := os.Stat(dir); err != nil {
+			continue
+		}
+		s, err := image.Open(dir)
+		if err == nil {
+			err = s.Release(ImageHolder(name))
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// imageOverlays are the roots of pod m's apps that have images: each
+// app's image's layers, as the store holds them, under its writable
+// layer in the pod's state, mounted at its rootfs.
+func imageOverlays(stateDir string, m *pod.Manifest) ([]boot.Overlay, error) {
+	if m.ImageDir == "" {
+		return nil, nil
+	}
+	s, err := image.Open(m.ImageDir)
+	if err != nil {
+		return nil, err
+	}
+	var ovs []boot.Overlay
+	for _, a := range m.Apps {
+		if a.ImageID == "" {
+			continue
+		}
+		img, err := s.Lookup(a.ImageID)
+		if err != nil {
+			return nil, fmt.Errorf("app %s: image %s (%s): %w", a.Name, a.Image, a.ImageID, err)
+		}
+		ovs = append(ovs, imageOverlay(stateDir, m.Name, a.Name, s, img))
+	}
+	return ovs, nil
+}
+
+// imageOverlay is the root of app of pod name whose image is img, in
+// store s.
+func imageOverlay(stateDir, name, app string, s *image.Store, img *image.Image) boot.Overlay {
+	d := pod.ImageRoot(stateDir, name, app)
+	return boot.Overlay{Root: d.Root(), Upper: d.Upper(), Work: d.Work(), Lower: s.LayerDirs(img)}
+}
+
+// imageFiles reads the files that resolve an image's users from its
+// layers, dirs, top first.
+func imageFiles(dirs []string) pod.ImageFiles {
+	return pod.ImageFiles{Passwd: layerFile(dirs, "etc/passwd"), Group: layerFile(dirs, "etc/group")}
+}
+
+// layerFile returns the content of the regular file at path (relative,
+// under directories that are not symlinks) in the image whose unpacked
+// layers are dirs, top first, in overlayfs form: the file of the topmost
+// layer that has it, nil if none has it or a layer above removes it (a
+// whiteout of it or of a directory above it, or an opaque directory
+// above it in a layer that lacks it).
+func layerFile(dirs []string, path string) []byte {
+	parts := strings.Split(path, "/")
+	for _, dir := range dirs {
+		for i := range parts {
+			p := filepath.Join(dir, filepath.Join(parts[:i+1]...))
+			fi, err := os.Lstat(p)
+			if errors.Is(err, fs.ErrNotExist) {
+				if i > 0 && opaque(filepath.Dir(p)) {
+					return nil
+				}
+				break
+			}
+			if err != nil || whiteout(fi) {
+				return nil
+			}
+			if i < len(parts)-1 {
+				if !fi.IsDir() {
+					return nil
+				}
+				continue
+			}
+			if !fi.Mode().IsRegular() {
+				return nil
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return nil
+			}
+			return data
+		}
+	}
+	return nil
+}
+
+// whiteout reports whether fi is an overlayfs whiteout: a character
+// device 0/0.
+func whiteout(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*unix.Stat_t)
+	return ok && fi.Mode()&fs.ModeCharDevice != 0 && st.Rdev == 0
+}
+
+// opaque reports whether directory dir of a layer is opaque: it hides
+// the layers below it.
+func opaque(dir string) bool {
+	buf := make([]byte, 1)
+	n, err := unix.Lgetxattr(dir, "trusted.overlay.opaque", buf)
+	return err == nil && n == 1 && buf[0] == 'y'
+}
