@@ -58,8 +58,9 @@ next:
 type pullFailure struct {
 	ref        string
 	containers []string
-	// reason is the containers' waiting reason: ErrImagePull, or
-	// ErrImageNeverPull for an image absent under policy Never;
+	// reason is the containers' waiting reason: ErrImagePull,
+	// ErrImageNeverPull for an image absent under policy Never, or
+	// InvalidImageName for a reference that names no image;
 	// ImagePullBackOff replaces ErrImagePull once the back-off is
 	// halfway through, as the kubelet shows it at its next look.
 	reason, message string
@@ -76,6 +77,7 @@ const (
 	reasonErrImagePull      = "ErrImagePull"
 	reasonImagePullBackOff  = "ImagePullBackOff"
 	reasonErrImageNeverPull = "ErrImageNeverPull"
+	reasonInvalidImageName  = "InvalidImageName"
 )
 
 // maxPullBackoff is the longest wait between two pulls of an image, as
@@ -88,8 +90,9 @@ const maxPullBackoff = 5 * time.Minute
 // kubelet's events on the first container of each: Pulling and Pulled
 // ("Successfully pulled image ..."), or Pulled ("Container image ...
 // already present on machine") for an image the policy takes from the
-// store, or Failed. It returns the first failure; a failure of the store
-// itself is an error.
+// store, or Failed (InspectFailed for a reference that names no image).
+// It returns the first failure; a failure of the store itself is an
+// error.
 func (p *Provider) pullImages(ctx context.Context, pod *corev1.Pod, manifest []byte) (*pullFailure, error) {
 	pulls, err := registryPulls(manifest)
 	if err != nil || len(pulls) == 0 {
@@ -110,6 +113,11 @@ func (p *Provider) pullImages(ctx context.Context, pod *corev1.Pod, manifest []b
 				p.log.Warn("cannot record an event", "pod", key(pod.Namespace, pod.Name), "reason", reason, "err", err)
 			}
 		}
+		if _, err := name.ParseReference(pl.ref); err != nil {
+			msg := fmt.Sprintf("Failed to apply default image tag %q: %v", pl.ref, err)
+			event(corev1.EventTypeWarning, "InspectFailed", msg)
+			return &pullFailure{ref: pl.ref, containers: pl.containers, reason: reasonInvalidImageName, message: msg}, nil
+		}
 		if pl.policy != image.PullAlways {
 			if _, err := s.Lookup(pl.ref); err == nil {
 				event(corev1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", pl.ref))
@@ -125,11 +133,10 @@ func (p *Provider) pullImages(ctx context.Context, pod *corev1.Pod, manifest []b
 		began := time.Now()
 		img, err := s.Pull(ctx, pl.ref, image.PullOptions{Policy: pl.policy, Auth: auth})
 		var pe *image.PullError
-		var re *image.RefError
-		if err != nil && !errors.As(err, &pe) && !errors.As(err, &re) {
+		switch {
+		case err != nil && !errors.As(err, &pe):
 			return nil, err
-		}
-		if err != nil {
+		case err != nil:
 			event(corev1.EventTypeWarning, "Failed", fmt.Sprintf("Failed to pull image %q: %v", pl.ref, err))
 			event(corev1.EventTypeWarning, "Failed", "Error: "+reasonErrImagePull)
 			return &pullFailure{ref: pl.ref, containers: pl.containers, reason: reasonErrImagePull, message: err.Error()}, nil

@@ -132,8 +132,9 @@ func TestImagePullSecrets(t *testing.T) {
 
 // A Pod whose image's tag the registry lacks waits in ErrImagePull, which
 // says so, then ImagePullBackOff; one whose image is absent from the
-// store under imagePullPolicy Never waits in ErrImageNeverPull, as the
-// kubelet has them.
+// store under imagePullPolicy Never waits in ErrImageNeverPull, and one
+// whose image is no image reference in InvalidImageName, as the kubelet
+// has them.
 func TestImagePullFails(t *testing.T) {
 	reg := imagetest.NewRegistry(t)
 	reg.Push(t, "app:1", imagetest.Image{Layers: []imagetest.Layer{imagetest.ToolLayer(t, "/bin/tool")}})
@@ -155,7 +156,13 @@ func TestImagePullFails(t *testing.T) {
 		t.Errorf("ErrImageNeverPull's message %q, want %q", msg, want)
 	}
 	wantEvents(t, client, never, "ErrImageNeverPull: "+want)
-	for _, p := range []*corev1.Pod{wrong, never} {
+	invalid := imagePod("invalid", "Upper/Case:1")
+	create(t, client, invalid)
+	got = waitPod(t, client, invalid, "waiting in InvalidImageName", waitingFor("InvalidImageName"))
+	if msg := got.Status.ContainerStatuses[0].State.Waiting.Message; !strings.HasPrefix(msg, `Failed to apply default image tag "Upper/Case:1": `) {
+		t.Errorf("InvalidImageName's message: %q", msg)
+	}
+	for _, p := range []*corev1.Pod{wrong, never, invalid} {
 		deletePod(t, client, p)
 		waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
 	}
