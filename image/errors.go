@@ -1,7 +1,6 @@
 package image
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -42,9 +41,6 @@ func (e *PullError) Unwrap() error { return e.Reason }
 
 // pullError says in a user's words why a pull of r failed.
 func (s *Store) pullError(r name.Reference, keys *keychain, err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
 	host := r.Context().RegistryStr()
 	e := &PullError{Ref: r.Name(), Detail: err.Error()}
 	var te *transport.Error

@@ -37,7 +37,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -120,16 +119,25 @@ func (s *Store) path(elems ...string) string {
 // hexOf returns the HEX of a "sha256:HEX" digest, or "" if d is not one.
 func hexOf(d string) string {
 	h, ok := strings.CutPrefix(d, "sha256:")
-	if !ok || !fullHex.MatchString(h) {
+	if !ok || len(h) != 64 || !isHex(h) {
 		return ""
 	}
 	return h
 }
 
-var (
-	fullHex   = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	hexPrefix = regexp.MustCompile(`^[0-9a-f]{1,64}$`)
-)
+// isHex reports whether s is 1 to 64 lower-case hex digits. (A regexp
+// compiled at init would cost every run of unitrun.)
+func isHex(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // blobPath is where the store keeps blob digest ("sha256:HEX").
 func (s *Store) blobPath(digest string) string {
@@ -179,7 +187,7 @@ func (s *Store) Lookup(ref string) (*Image, error) {
 	if p, ok := strings.CutPrefix(ref, "sha256:"); ok {
 		return s.lookupID(p)
 	}
-	if len(ref) >= 12 && hexPrefix.MatchString(ref) {
+	if len(ref) >= 12 && isHex(ref) {
 		if img, err := s.lookupID(ref); !errors.Is(err, ErrNotFound) {
 			return img, err
 		}
@@ -198,7 +206,7 @@ func (s *Store) Lookup(ref string) (*Image, error) {
 // lookupID returns the image whose ID's HEX starts with prefix, if one
 // alone does.
 func (s *Store) lookupID(prefix string) (*Image, error) {
-	if !hexPrefix.MatchString(prefix) {
+	if !isHex(prefix) {
 		return nil, fmt.Errorf("%q is not an image ID (sha256: and up to 64 hex digits)", "sha256:"+prefix)
 	}
 	ids, err := s.ids()
@@ -228,7 +236,7 @@ func (s *Store) ids() ([]string, error) {
 	}
 	var ids []string
 	for _, e := range entries {
-		if h, ok := strings.CutSuffix(e.Name(), ".json"); ok && fullHex.MatchString(h) {
+		if h, ok := strings.CutSuffix(e.Name(), ".json"); ok && hexOf("sha256:"+h) != "" {
 			ids = append(ids, "sha256:"+h)
 		}
 	}

@@ -67,6 +67,7 @@ type PullOptions struct {
 
 // Progress is one step of a pull.
 type Progress struct {
+	Layers   int    // how many layers the image has
 	Layer    string // the layer's digest
 	Total    int64  // its compressed size
 	Done     int64  // bytes of it downloaded and verified so far
@@ -127,6 +128,9 @@ func (s *Store) Pull(ctx context.Context, ref string, o PullOptions) (*Image, er
 	}
 	defer done()
 	img, err := s.fetch(ctx, r, keys, work, o.Progress)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
 	if err != nil {
 		return nil, s.pullError(r, keys, err)
 	}
@@ -136,17 +140,7 @@ func (s *Store) Pull(ctx context.Context, ref string, o PullOptions) (*Image, er
 // fetch pulls the image that r names from its registry.
 // Its files under way are in work.
 func (s *Store) fetch(ctx context.Context, r name.Reference, keys *keychain, work string, progress func(Progress)) (*Image, error) {
-	opts := []remote.Option{
-		remote.WithContext(ctx),
-		remote.WithAuthFromKeychain(keys),
-		remote.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH}),
-		remote.WithUserAgent("unitrun"),
-	}
-	desc, err := remote.Get(r, opts...)
-	if err != nil {
-		return nil, err
-	}
-	rimg, err := desc.Image()
+	rimg, err := remoteImage(ctx, r, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -180,6 +174,7 @@ func (s *Store) fetch(ctx context.Context, r name.Reference, keys *keychain, wor
 		report = func(p Progress) {
 			mu.Lock()
 			defer mu.Unlock()
+			p.Layers = len(layers)
 			progress(p)
 		}
 	}
@@ -277,6 +272,20 @@ func (s *Store) workDir() (dir string, done func(), err error) {
 		os.Remove(dir + ".lock")
 		unlock()
 	}, nil
+}
+
+// remoteImage returns the image that r names in its registry, reached
+// with keys, for the host's linux platform when r names an index.
+func remoteImage(ctx context.Context, r name.Reference, keys *keychain) (v1.Image, error) {
+	desc, err := remote.Get(r,
+		remote.WithContext(ctx),
+		remote.WithAuthFromKeychain(keys),
+		remote.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH}),
+		remote.WithUserAgent("unitrun"))
+	if err != nil {
+		return nil, err
+	}
+	return desc.Image()
 }
 
 // writeBlob keeps b as blob digest, unless the store holds it.

@@ -14,8 +14,9 @@ func newInjectCmd(g *globals) *cobra.Command {
 	var dir, osRelease string
 	var gc, asJSON bool
 	var variants []string
+	var from imageSource
 	cmd := &cobra.Command{
-		Use:   "inject [--dir DIR] [PATH | --variant PATH[:FIELD=PATTERN,...]...]",
+		Use:   "inject [--dir DIR] [PATH | --variant PATH[:FIELD=PATTERN,...]... | --image REF --path PATH]",
 		Short: "Copy a binary into /run/bin under a content-addressed name and print its path",
 		Long: `Copy PATH (default: unitrun itself) into DIR as NAME-<sha256 prefix>,
 atomically and idempotently, verify its hash, and print the installed path.
@@ -31,13 +32,20 @@ patterns fit the host, such as
 and refuse when none fits. --gc removes the installed files of DIR that no
 loaded unit of the manager runs (in any of its commands).
 
+With --image REF --path PATH, copy the file at PATH in image REF, as the
+image's root shows it, without unpacking the image: from the image store
+(--image-dir) if it holds REF, else from the registry (credentials as
+"image pull" reads them), reading the image's layers top first and only
+until one settles PATH. A PATH the image does not have exits 2.
+
 DIR must be an absolute path. A DIR or PATH that inject refuses for what it
 is (missing, not a directory or not a regular file, a DIR that others may
 write) exits 2, naming it; a failure to read or write exits 125.`,
 		Example: `  unitrun inject
   unitrun inject --dir /run/bin ./agent
   unitrun inject --variant ./agent:ID=fedora --variant ./agent.rhel9:ID=rhel,VERSION_ID=9*
-  unitrun inject --gc`,
+  unitrun inject --gc
+  unitrun inject --image quay.io/example/agent:4.18 --path /usr/bin/agent`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if gc {
@@ -45,6 +53,16 @@ write) exits 2, naming it; a failure to read or write exits 125.`,
 					return &exitError{code: exitUsage, err: fmt.Errorf("--gc removes the copies in --dir that no unit runs; it takes no PATH or --variant")}
 				}
 				return injectGC(cmd, g, dir, asJSON)
+			}
+			if from.ref != "" || from.path != "" {
+				if len(args) > 0 || len(variants) > 0 {
+					return usageError(fmt.Errorf("--image copies --path out of an image; it takes no PATH or --variant"))
+				}
+				path, err := from.inject(cmd.Context(), dir)
+				if err != nil {
+					return err
+				}
+				return printInjected(cmd, path, asJSON)
 			}
 			src, err := injectSource(args, variants, osRelease)
 			if err != nil {
@@ -59,11 +77,7 @@ write) exits 2, naming it; a failure to read or write exits 125.`,
 			if err != nil {
 				return injectError("--dir", err)
 			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), map[string]string{"path": path})
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), path)
-			return nil
+			return printInjected(cmd, path, asJSON)
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", inject.DefaultDir, "directory to install into")
@@ -71,7 +85,17 @@ write) exits 2, naming it; a failure to read or write exits 125.`,
 	cmd.Flags().StringArrayVar(&variants, "variant", nil, "a build `PATH[:FIELD=PATTERN,...]` and the os-release fields it fits (repeatable)")
 	cmd.Flags().StringVar(&osRelease, "os-release", "/etc/os-release", "the host's os-release `FILE`, for --variant")
 	jsonFlag(cmd, &asJSON, `print {"path"}, or with --gc {"removed": [...]}, as JSON`)
+	from.flags(cmd)
 	return cmd
+}
+
+// printInjected prints the path of the installed copy.
+func printInjected(cmd *cobra.Command, path string, asJSON bool) error {
+	if asJSON {
+		return printJSON(cmd.OutOrStdout(), map[string]string{"path": path})
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), path)
+	return nil
 }
 
 // injectSource returns the file to install: PATH, the variant that fits

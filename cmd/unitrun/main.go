@@ -260,6 +260,7 @@ See docs/cli.md.`,
 	}
 	root.AddCommand(run, start, wait, newManagerCmd(g))
 	root.AddCommand(newPodCmd(g))
+	root.AddCommand(newImageCmd())
 	root.AddCommand(newDaemonCmd(g), newOpCmd(g), newInjectCmd(g))
 	root.AddCommand(newInstallCmd(g), newUninstallCmd(g), newVersionCmd())
 	if addManCommand != nil {

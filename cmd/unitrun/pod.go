@@ -24,7 +24,8 @@ type podFlags struct {
 	g        *globals
 	stateDir string
 	// imageDir is the image store of apps' images (--image-dir of pod
-	// create and run); "" is $UNITRUN_IMAGE_DIR, else image.DefaultDir.
+	// create and run, whose default is $UNITRUN_IMAGE_DIR, else
+	// image.DefaultDir); "" for the other commands is the same.
 	imageDir string
 }
 
@@ -79,6 +80,9 @@ func (f *podFlags) runner(ctx context.Context) (r *podrun.Runner, close func(), 
 	if err != nil {
 		return nil, nil, err
 	}
+	if f.imageDir != "" && !filepath.IsAbs(f.imageDir) {
+		return nil, nil, usageError(fmt.Errorf("--image-dir %q: must be an absolute path", f.imageDir))
+	}
 	bin, err := os.Executable()
 	if err != nil {
 		return nil, nil, &exitError{code: exitFailed, err: err}
@@ -89,7 +93,7 @@ func (f *podFlags) runner(ctx context.Context) (r *podrun.Runner, close func(), 
 	}
 	r = &podrun.Runner{Mgr: mgr, StateDir: dir, Binary: bin, Manager: f.hookManager(mgr), ImageDir: f.imageDir}
 	if r.ImageDir == "" {
-		r.ImageDir = os.Getenv("UNITRUN_IMAGE_DIR")
+		r.ImageDir = os.Getenv(envImageDir)
 	}
 	return r, func() { mgr.Close() }, nil
 }

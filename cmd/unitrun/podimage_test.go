@@ -58,7 +58,8 @@ spec:
 
 // A pod whose image the store lacks under imagePullPolicy Never exits 2,
 // naming the field, and creates nothing: a plain manifest's and a
-// Kubernetes Pod's, whose error names the container.
+// Kubernetes Pod's, whose error names the container. A relative
+// --image-dir is refused.
 func TestPodImageMissing(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("UNITRUN_IMAGE_DIR", t.TempDir())
@@ -78,6 +79,9 @@ func TestPodImageMissing(t *testing.T) {
 			}
 		}
 	}
+	if _, errs, code := podCLI(t, dir, "create", "--image-dir", "images", manifestFile(t, "name: x\napps: [{name: a, exec: [/bin/true]}]\n")); code != exitUsage || !strings.Contains(errs, `--image-dir "images": must be an absolute path`) {
+		t.Errorf("pod create --image-dir images: exit %d, %q; want 2 and the rule", code, errs)
+	}
 }
 
 // pod exec runs its command in the image's root, as the app runs.
@@ -89,5 +93,29 @@ func TestPodExecImage(t *testing.T) {
 	startPod(t, dir, "pximg", "name: pximg\nisolation: namespaces\napps:\n  - {name: app, image: "+ref+"}\n", "app")
 	if out, errs, code := podExec(t, dir, "", "pximg", "app", "--", "tool", "cat", "/only-in-image"); code != 0 || out != "from the image\n" {
 		t.Errorf("pod exec in an image's app: exit %d, %q, %q", code, out, errs)
+	}
+}
+
+// image rm of an image a pod uses is refused, naming the pod, until pod
+// rm; prune keeps it too.
+func TestImageRmOfPodImageRefused(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := pushToolImage(t, reg, "inuse:1", "echo", "x")
+	dir, images := t.TempDir(), t.TempDir()
+	if _, errs, code := podCLI(t, dir, "create", "--image-dir", images, manifestFile(t, "name: inuse\nisolation: namespaces\napps:\n  - {name: a, image: "+ref+"}\n")); code != 0 {
+		t.Fatalf("pod create: exit %d: %s", code, errs)
+	}
+	t.Cleanup(func() { podCLI(t, dir, "rm", "--force", "inuse") })
+	if _, errs, code := unitrun(t, "image", "prune", "--image-dir", images); code != 0 {
+		t.Fatalf("image prune: exit %d: %s", code, errs)
+	}
+	if out, errs, code := unitrun(t, "image", "rm", "--image-dir", images, ref); code == 0 || !strings.Contains(errs, "in use by pod/inuse") {
+		t.Errorf("image rm of the pod's image: exit %d, %q, %q; want it refused, naming pod/inuse", code, out, errs)
+	}
+	if _, errs, code := podCLI(t, dir, "rm", "inuse"); code != 0 {
+		t.Fatalf("pod rm: exit %d: %s", code, errs)
+	}
+	if out, errs, code := unitrun(t, "image", "rm", "--image-dir", images, ref); code != 0 || !strings.HasPrefix(out, "removed sha256:") {
+		t.Errorf("image rm once the pod is removed: exit %d, %q, %q", code, out, errs)
 	}
 }

@@ -7,17 +7,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/kube"
 	"github.com/unitrun/unitrun/pod/podrun"
 	"github.com/unitrun/unitrun/pod/record"
 )
-
-// imageDirFlag adds --image-dir, the store of the pods' images, to cmd.
-func imageDirFlag(cmd *cobra.Command, f *podFlags) {
-	cmd.Flags().StringVar(&f.imageDir, "image-dir", "", "the image store that apps' images are pulled into (default $UNITRUN_IMAGE_DIR, else "+image.DefaultDir+")")
-}
 
 // imageFlag adds --image to cmd.
 func imageFlag(cmd *cobra.Command, images kube.Images) {

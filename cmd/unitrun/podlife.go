@@ -100,7 +100,7 @@ before any is created.`,
 	isolationFlag(cmd, &iso)
 	replaceFlag(cmd, &replace)
 	imageFlag(cmd, images)
-	imageDirFlag(cmd, f)
+	imageDirFlag(cmd, &f.imageDir)
 	return cmd
 }
 
@@ -213,7 +213,7 @@ pod's status.`,
 	isolationFlag(cmd, &iso)
 	replaceFlag(cmd, &replace)
 	imageFlag(cmd, images)
-	imageDirFlag(cmd, f)
+	imageDirFlag(cmd, &f.imageDir)
 	return cmd
 }
 

@@ -139,6 +139,9 @@ type File struct {
 	Body string
 	// Target is a symlink's target.
 	Target string
+	// Link, if set, makes the entry a hard link to the earlier entry
+	// of the layer at this path.
+	Link string
 	// UID and GID own it.
 	UID, GID int
 }
@@ -232,6 +235,8 @@ func LayerTar(t testing.TB, l Layer) []byte {
 			hdr.Mode |= 0o1000
 		}
 		switch {
+		case f.Link != "":
+			hdr.Typeflag, hdr.Linkname = tar.TypeLink, f.Link
 		case f.Mode&fs.ModeDir != 0:
 			hdr.Typeflag = tar.TypeDir
 		case f.Mode&fs.ModeSymlink != 0:

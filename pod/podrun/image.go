@@ -117,26 +117,23 @@ func (r *Runner) leaseImages(m *pod.Manifest) error {
 	return nil
 }
 
-// releaseImages drops pod name's leases: in the store its spec names, and
-// in r's, where a pod whose spec cannot be read may have taken them. A
-// store that does not exist holds none.
+// releaseImages drops pod name's leases, in the store its spec names; a
+// pod whose spec names none took none. Where the spec cannot be read,
+// in r's store, if it exists.
 func (r *Runner) releaseImages(name string) error {
-	dirs := []string{r.imageDir()}
-	if m, err := pod.LoadSpec(r.StateDir, name); err == nil && m.ImageDir != "" && m.ImageDir != dirs[0] {
-		dirs = append(dirs, m.ImageDir)
-	}
-	var errs []error
-	for _, dir := range dirs {
-		if _, err := os.Stat(dir); err != nil {
-			continue
+	dir := r.imageDir()
+	if m, err := pod.LoadSpec(r.StateDir, name); err == nil {
+		if dir = m.ImageDir; dir == "" {
+			return nil
 		}
-		s, err := image.Open(dir)
-		if err == nil {
-			err = s.Release(ImageHolder(name))
-		}
-		errs = append(errs, err)
+	} else if _, err := os.Stat(dir); err != nil {
+		return nil
 	}
-	return errors.Join(errs...)
+	s, err := image.Open(dir)
+	if err != nil {
+		return err
+	}
+	return s.Release(ImageHolder(name))
 }
 
 // imageOverlays are the roots of pod m's apps that have images: each

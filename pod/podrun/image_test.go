@@ -501,3 +501,34 @@ func TestPodImagePulledOnce(t *testing.T) {
 		t.Errorf("the pod's two apps made %d manifest requests, one pull %d", byPod, byOne)
 	}
 }
+
+// Runner.Pull, the caller's own pull (unitrun-node's, with a Pod's
+// credentials), gets each image in place of the store's Pull: its image
+// is the app's, and its failure fails the creation as it is, creating
+// nothing.
+func TestPodImagePullHook(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := pushTool(t, reg, "hook:1", image.Config{Cmd: []string{"echo", "x"}})
+	r := imageRunner(t)
+	failed := errors.New("pulled by the caller: refused")
+	var asked []string
+	r.Pull = func(ctx context.Context, s *image.Store, a *pod.App) (*image.Image, error) {
+		asked = append(asked, a.Name+" "+a.Image+" "+string(a.PullPolicy()))
+		if a.Name == "bad" {
+			return nil, failed
+		}
+		return s.Pull(ctx, a.Image, image.PullOptions{Policy: a.PullPolicy()})
+	}
+	text := fmt.Sprintf("name: hooked\nisolation: namespaces\napps:\n  - {name: a, image: %s}\n", ref)
+	create(t, r, text)
+	if want := []string{"a " + ref + " IfNotPresent"}; !slices.Equal(asked, want) {
+		t.Errorf("Pull was asked %q, want %q", asked, want)
+	}
+	_, err := r.Create(context.Background(), []byte(strings.Replace(text, "hooked", "hooked2", 1)+"  - {name: bad, image: other.invalid/x:1}\n"))
+	if !errors.Is(err, failed) || errors.As(err, new(*InvalidError)) {
+		t.Errorf("create with a failed pull: %v, want the caller's error, not a bad manifest", err)
+	}
+	if _, err := os.Stat(record.Dir(r.StateDir, "hooked2")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the pod whose pull failed has state: %v", err)
+	}
+}

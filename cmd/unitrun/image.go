@@ -1,0 +1,355 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/unitrun/unitrun/image"
+)
+
+// envImageDir names the image store's directory when --image-dir does not.
+const envImageDir = "UNITRUN_IMAGE_DIR"
+
+// exitNoImage is the exit status of an image command given a name or ID
+// the store does not hold, as exitNoPod is for pods.
+const exitNoImage = 1
+
+// imageDirFlag adds --image-dir, the image store's directory, to cmd.
+func imageDirFlag(cmd *cobra.Command, dir *string) {
+	def := image.DefaultDir
+	if d := os.Getenv(envImageDir); d != "" {
+		def = d
+	}
+	cmd.Flags().StringVar(dir, "image-dir", def, "the image store's `DIR` (default $"+envImageDir+", else "+image.DefaultDir+")")
+	cmd.RegisterFlagCompletionFunc("image-dir", cobra.FixedCompletions(nil, cobra.ShellCompDirectiveFilterDirs))
+}
+
+// openImageStore opens the store in dir, which --image-dir gave.
+func openImageStore(dir string) (*image.Store, error) {
+	if !filepath.IsAbs(dir) {
+		return nil, usageError(fmt.Errorf("--image-dir %q: must be an absolute path", dir))
+	}
+	s, err := image.Open(dir)
+	if err != nil {
+		return nil, &exitError{code: exitFailed, err: err}
+	}
+	return s, nil
+}
+
+// imageError is the exit of an image command that failed: 2 for a name
+// that is not an image reference, 1 for one the store does not hold, 125
+// otherwise.
+func imageError(err error) error {
+	var re *image.RefError
+	switch {
+	case errors.As(err, &re):
+		return usageError(err)
+	case errors.Is(err, image.ErrNotFound):
+		return &exitError{code: exitNoImage, err: err}
+	}
+	return &exitError{code: exitFailed, err: err}
+}
+
+func newImageCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "image",
+		Short: "Pull, list, inspect and remove the images pods run",
+		Long: `The image store holds images pulled from registries: verified blobs and
+layers unpacked once, shared by every image and pod that uses them.
+See docs/images.md.
+
+Exit statuses: 0 done; 1 a name or ID the store does not hold; 2 bad
+flags or arguments (a name that is not an image reference); 125 any other
+failure (the registry has no such image, refused the credentials or cannot
+be reached, the disk is full, an image in use); 130 interrupted (Ctrl-C):
+a pull interrupted resumes where it stopped.`,
+	}
+	cmd.AddCommand(newImagePullCmd(), newImageListCmd(), newImageInspectCmd(), newImageRmCmd(), newImagePruneCmd())
+	return cmd
+}
+
+// completeImages completes the names of the images in the store that
+// --image-dir names.
+func completeImages(dir *string) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		s, err := image.Open(*dir)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		imgs, err := s.List()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var names []string
+		for _, img := range imgs {
+			for _, n := range img.Names {
+				if strings.HasPrefix(n, prefix) && !slices.Contains(args, n) {
+					names = append(names, n)
+				}
+			}
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+func newImagePullCmd() *cobra.Command {
+	var dir, authFile, policy string
+	var asJSON, quiet bool
+	cmd := &cobra.Command{
+		Use:   "pull REF",
+		Short: "Pull an image from its registry into the store",
+		Long: `Pull REF (REGISTRY/REPOSITORY:TAG or REGISTRY/REPOSITORY@sha256:DIGEST; a
+name without a registry is Docker Hub's) into the store, the host's
+linux platform picked from a multi-platform index, every blob verified
+against its digest, and print the image's ID.
+
+Credentials come from --auth-file, else $REGISTRY_AUTH_FILE, else
+$DOCKER_CONFIG/config.json, else ~/.docker/config.json (docker-style
+"auths"). On a terminal a progress line shows layers, bytes and rate;
+with --json, stdout gets one JSON line per layer as it completes, then the
+image.`,
+		Example: `  unitrun image pull quay.io/example/app:1.2
+  unitrun image pull --json registry.example/ns/app@sha256:...`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := image.ParsePullPolicy(policy)
+			if err != nil {
+				return usageError(fmt.Errorf("--policy: %w", err))
+			}
+			s, err := openImageStore(dir)
+			if err != nil {
+				return err
+			}
+			bar := newPullBar(newProgress(cmd.ErrOrStderr(), cmd.OutOrStdout(), quiet || asJSON), args[0])
+			o := image.PullOptions{Policy: p, AuthFile: authFile, Progress: bar.update}
+			if asJSON {
+				o.Progress = func(pr image.Progress) {
+					if pr.Complete {
+						printLine(cmd.OutOrStdout(), map[string]any{"layer": pr.Layer, "size": pr.Total})
+					}
+				}
+			}
+			stop := bar.p.ticking(bar.lines)
+			img, err := s.Pull(cmd.Context(), args[0], o)
+			stop()
+			if err != nil {
+				return imageError(err)
+			}
+			if asJSON {
+				return printLine(cmd.OutOrStdout(), img)
+			}
+			bar.p.event("pulled %s: %d layers, %s", args[0], len(img.Layers), bytesText(uint64(img.Size)))
+			fmt.Fprintln(cmd.OutOrStdout(), img.ID)
+			return nil
+		},
+	}
+	imageDirFlag(cmd, &dir)
+	cmd.Flags().StringVar(&authFile, "auth-file", "", "a docker-style credentials `FILE` (config.json, auth.json)")
+	cmd.Flags().StringVar(&policy, "policy", string(image.PullAlways), "when to reach the registry: Always, IfNotPresent (only when the store lacks REF) or Never")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "show no progress")
+	jsonFlag(cmd, &asJSON, "print one JSON line per layer, then the image")
+	return cmd
+}
+
+// A pullBar draws a pull's progress: its layers, bytes and rate.
+type pullBar struct {
+	p     *progress
+	ref   string
+	start time.Time
+
+	mu     sync.Mutex
+	layers int
+	total  map[string]int64
+	done   map[string]int64
+	whole  map[string]bool
+}
+
+func newPullBar(p *progress, ref string) *pullBar {
+	return &pullBar{p: p, ref: ref, start: time.Now(), total: map[string]int64{}, done: map[string]int64{}, whole: map[string]bool{}}
+}
+
+func (b *pullBar) update(pr image.Progress) {
+	b.mu.Lock()
+	b.layers, b.total[pr.Layer], b.done[pr.Layer] = pr.Layers, pr.Total, pr.Done
+	first := pr.Complete && !b.whole[pr.Layer]
+	b.whole[pr.Layer] = b.whole[pr.Layer] || pr.Complete
+	b.mu.Unlock()
+	if first {
+		b.p.event("layer %s: %s", pr.Layer, bytesText(uint64(pr.Total)))
+	}
+}
+
+// lines is the block drawn on a terminal.
+func (b *pullBar) lines() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var done, total int64
+	for l, t := range b.total {
+		done, total = done+b.done[l], total+t
+	}
+	rate := float64(done) / max(time.Since(b.start).Seconds(), 0.001)
+	return []string{fmt.Sprintf("pulling %s: %d/%d layers, %s/%s, %s/s", b.ref, len(b.whole), b.layers,
+		bytesText(uint64(done)), bytesText(uint64(total)), bytesText(uint64(rate)))}
+}
+
+func newImageListCmd() *cobra.Command {
+	var dir string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List the images in the store, with their sizes and the store's",
+		Example: `  unitrun image list
+  unitrun image ls --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := openImageStore(dir)
+			if err != nil {
+				return err
+			}
+			imgs, err := s.List()
+			if err != nil {
+				return imageError(err)
+			}
+			size, err := s.Size()
+			if err != nil {
+				return imageError(err)
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), map[string]any{"dir": s.Dir(), "size": size, "images": append([]*image.Image{}, imgs...)})
+			}
+			var rows [][]string
+			for _, img := range imgs {
+				names := img.Names
+				if len(names) == 0 {
+					names = []string{""}
+				}
+				for _, n := range names {
+					rows = append(rows, []string{n, strings.TrimPrefix(img.ID, "sha256:")[:12], bytesText(uint64(img.Size)), img.Pulled.Format(time.RFC3339)})
+				}
+			}
+			t := newTerm(cmd.OutOrStdout())
+			if err := t.table([]string{"NAME", "ID", "SIZE", "PULLED"}, rows, -1); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d images, %s on disk\n", s.Dir(), len(imgs), bytesText(uint64(size)))
+			return nil
+		},
+	}
+	imageDirFlag(cmd, &dir)
+	jsonFlag(cmd, &asJSON, `print {"dir", "size", "images": [...]} as JSON`)
+	return cmd
+}
+
+func newImageInspectCmd() *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "inspect REF",
+		Short: "Print an image of the store as JSON: its ID, names, config, layers and size",
+		Long: `Print the image that REF (a name, its ID "sha256:HEX" or a unique prefix
+of the ID) names in the store, as JSON, with the directories of its
+unpacked layers, top first.`,
+		Example: `  unitrun image inspect quay.io/example/app:1.2
+  unitrun image inspect 3f2a9c`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := openImageStore(dir)
+			if err != nil {
+				return err
+			}
+			img, err := s.Lookup(args[0])
+			if err != nil {
+				return imageError(err)
+			}
+			return printJSON(cmd.OutOrStdout(), struct {
+				*image.Image
+				LayerDirs []string `json:"layerDirs"`
+			}{img, s.LayerDirs(img)})
+		},
+	}
+	imageDirFlag(cmd, &dir)
+	cmd.ValidArgsFunction = completeImages(&dir)
+	return cmd
+}
+
+func newImageRmCmd() *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "rm REF...",
+		Short: "Remove images (or one of an image's names) from the store",
+		Long: `Remove each REF: a name of an image that has other names removes that name
+only; otherwise, or given an ID, the image and its names go, then the blobs
+and layers no other image uses. An image that a pod uses is refused, naming
+the pod.`,
+		Example: `  unitrun image rm quay.io/example/app:1.2
+  unitrun image rm sha256:3f2a9c...`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := openImageStore(dir)
+			if err != nil {
+				return err
+			}
+			var errs []error
+			for _, ref := range args {
+				img, err := s.Remove(ref)
+				switch {
+				case err != nil:
+					errs = append(errs, err)
+				case img == nil:
+					fmt.Fprintln(cmd.OutOrStdout(), "untagged", ref)
+				default:
+					fmt.Fprintln(cmd.OutOrStdout(), "removed", img.ID)
+				}
+			}
+			if len(errs) > 0 {
+				return imageError(errors.Join(errs...))
+			}
+			return nil
+		},
+	}
+	imageDirFlag(cmd, &dir)
+	cmd.ValidArgsFunction = completeImages(&dir)
+	return cmd
+}
+
+func newImagePruneCmd() *cobra.Command {
+	var dir string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "prune",
+		Short: "Remove the images no pod uses, and the blobs and layers no image uses",
+		Long: `Remove every image that no pod uses, then the blobs and layers that no image
+uses and what interrupted pulls left. Waits for the pulls under way.`,
+		Example: `  unitrun image prune`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := openImageStore(dir)
+			if err != nil {
+				return err
+			}
+			p, err := s.Prune(cmd.Context())
+			if err != nil {
+				return imageError(err)
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), map[string]any{"removed": append([]*image.Image{}, p.Images...), "freed": p.Bytes})
+			}
+			for _, img := range p.Images {
+				fmt.Fprintln(cmd.OutOrStdout(), "removed", img.ID)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "freed %s\n", bytesText(uint64(p.Bytes)))
+			return nil
+		},
+	}
+	imageDirFlag(cmd, &dir)
+	jsonFlag(cmd, &asJSON, `print {"removed": [...], "freed"} as JSON`)
+	return cmd
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/unitrun/unitrun/image/imagetest"
+	"github.com/unitrun/unitrun/internal/systemdtest"
+)
+
+// TestImageCLI pulls, lists, inspects and removes images as a user
+// would, and checks each failure's words and exit status.
+func TestImageCLI(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := reg.Push(t, "app:1", imagetest.Image{Layers: []imagetest.Layer{{{Path: "a", Body: "a"}}, {{Path: "b", Body: "b"}}}})
+	dir := t.TempDir()
+	env := []string{"UNITRUN_IMAGE_DIR=" + dir, "HOME=" + t.TempDir(), "REGISTRY_AUTH_FILE=", "DOCKER_CONFIG="}
+
+	out, errs, code := unitrunEnv(t, env, "image", "pull", "--json", ref)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 3 {
+		t.Fatalf("image pull --json: exit %d, stdout %q, stderr %q; want a line per layer and the image", code, out, errs)
+	}
+	var img struct {
+		ID    string   `json:"id"`
+		Names []string `json:"names"`
+	}
+	if err := json.Unmarshal([]byte(lines[2]), &img); err != nil || img.ID == "" || img.Names[0] != ref {
+		t.Fatalf("image pull --json's last line %q: %v", lines[2], err)
+	}
+	if out, _, code := unitrunEnv(t, env, "image", "pull", ref); code != 0 || out != img.ID+"\n" {
+		t.Errorf("image pull: exit %d, %q; want the ID", code, out)
+	}
+	if out, _, code := unitrunEnv(t, env, "image", "ls"); code != 0 || !strings.HasPrefix(out, ref+"\t"+strings.TrimPrefix(img.ID, "sha256:")[:12]+"\t") {
+		t.Errorf("image ls: exit %d, %q", code, out)
+	}
+	if out, _, code := unitrunEnv(t, env, "image", "inspect", ref); code != 0 || !strings.Contains(out, `"id": "`+img.ID+`"`) || !strings.Contains(out, `"layerDirs"`) {
+		t.Errorf("image inspect: exit %d, %q", code, out)
+	}
+
+	auth := imagetest.NewAuthRegistry(t, "u", "p")
+	private := auth.Push(t, "private:1", imagetest.Image{Layers: []imagetest.Layer{{{Path: "f"}}}})
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"image", "pull", "Not A Name"}, 2, `"Not A Name" is not an image reference`},
+		{[]string{"image", "pull", "--policy", "Sometimes", ref}, 2, "--policy"},
+		{[]string{"image", "pull", "--image-dir", "rel", ref}, 2, "--image-dir"},
+		{[]string{"image", "pull", reg.Host + "/app:2"}, 125, "registry " + reg.Host + " has no image app:2"},
+		{[]string{"image", "pull", private}, 125, "registry " + auth.Host + " refused access without credentials: there is no credentials file at "},
+		{[]string{"image", "pull", "127.0.0.1:1/app:1"}, 125, "cannot reach registry 127.0.0.1:1"},
+		{[]string{"image", "inspect", reg.Host + "/app:2"}, 1, "no such image in the store"},
+		{[]string{"image", "rm", "sha256:" + strings.Repeat("f", 12)}, 1, "no such image in the store"},
+	} {
+		_, errs, code := unitrunEnv(t, env, tc.args...)
+		if code != tc.code || !strings.HasPrefix(errs, "unitrun: ") || !strings.Contains(errs, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want %d and %q", tc.args, code, errs, tc.code, tc.want)
+		}
+	}
+	if _, errs, code := unitrunEnv(t, env, "image", "pull", "--auth-file", auth.AuthFile(t, "u", "p"), private); code != 0 {
+		t.Errorf("pull with --auth-file: exit %d, %q", code, errs)
+	}
+
+	if out, _, code := unitrunEnv(t, env, "image", "rm", ref); code != 0 || out != "removed "+img.ID+"\n" {
+		t.Errorf("image rm: exit %d, %q", code, out)
+	}
+	if out, _, code := unitrunEnv(t, env, "image", "prune"); code != 0 || !strings.HasPrefix(out, "removed sha256:") {
+		t.Errorf("image prune: exit %d, %q", code, out)
+	}
+}
+
+// TestImagePullInterruptedResumes interrupts a pull mid-layer as Ctrl-C
+// does: unitrun exits 130, and the next pull completes.
+func TestImagePullInterruptedResumes(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := reg.Push(t, "slow:1", imagetest.Image{Layers: []imagetest.Layer{{{Path: "a", Body: strings.Repeat("x", 1<<16)}}}})
+	reached := make(chan struct{})
+	var once sync.Once
+	reg.SetWrap(func(w http.ResponseWriter, r *http.Request, registry http.Handler) {
+		stall := false
+		if strings.Contains(r.URL.Path, "/blobs/") && r.Method == http.MethodGet {
+			once.Do(func() { stall = true })
+		}
+		if !stall {
+			registry.ServeHTTP(w, r)
+			return
+		}
+		// The first blob stops after a few bytes until unitrun is gone.
+		w.Write(make([]byte, 10))
+		w.(http.Flusher).Flush()
+		close(reached)
+		<-r.Context().Done()
+	})
+	dir := t.TempDir()
+	cmd := exec.Command(systemdtest.Binary(t), "image", "pull", "--image-dir", dir, ref)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	<-reached
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 || !strings.Contains(errb.String(), "SIGINT") {
+		t.Fatalf("pull interrupted: %v, stderr %q; want exit 130 naming SIGINT", err, errb.String())
+	}
+	if _, errs, code := unitrunEnv(t, nil, "image", "pull", "--image-dir", dir, ref); code != 0 {
+		t.Fatalf("the pull after the interrupted one: exit %d, %q", code, errs)
+	}
+	if out, _, _ := unitrunEnv(t, nil, "image", "inspect", "--image-dir", dir, ref); !strings.Contains(out, filepath.Join(dir, "layers")) {
+		t.Errorf("inspect after the resumed pull: %q", out)
+	}
+}
+
+// TestInjectFromImage copies one binary out of an image into the inject
+// dir, as the seeds' flow does with the agent's image, and runs it.
+func TestInjectFromImage(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := reg.Push(t, "agent:1", imagetest.Image{Layers: []imagetest.Layer{
+		imagetest.ToolLayer(t, "/usr/bin/agent"),
+		{{Path: "usr/share/big", Body: strings.Repeat("x", 1<<16)}},
+	}})
+	dir := filepath.Join(t.TempDir(), "bin")
+	env := []string{"UNITRUN_IMAGE_DIR=" + t.TempDir()}
+	out, errs, code := unitrunEnv(t, env, "inject", "--dir", dir, "--image", ref, "--path", "/usr/bin/agent")
+	path := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(path, filepath.Join(dir, "agent-")) {
+		t.Fatalf("inject --image: exit %d, %q, %q", code, out, errs)
+	}
+	if got, err := exec.Command(path, "echo", "from", "the", "image").Output(); err != nil || string(got) != "from the image\n" {
+		t.Errorf("the injected binary: %q, %v", got, err)
+	}
+	if again, _, _ := unitrunEnv(t, env, "inject", "--dir", dir, "--image", ref, "--path", "/usr/bin/agent"); again != out {
+		t.Errorf("a second inject: %q, want the same path %q", again, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--image", ref, "--path", "/usr/bin/nope"}, 2, "--path /usr/bin/nope: the image " + ref + " has no such file"},
+		{[]string{"--image", ref, "--path", "/usr/bin"}, 2, "--path: /usr/bin in " + ref + ": a directory, not a regular file of the image"},
+		{[]string{"--image", ref, "--path", "usr/bin/agent"}, 2, "--path \"usr/bin/agent\": must be an absolute path"},
+		{[]string{"--image", ref}, 2, "--image needs --path"},
+		{[]string{"--image", ref, "--path", "/usr/bin/agent", "./x"}, 2, "it takes no PATH"},
+		{[]string{"--image", reg.Host + "/agent:2", "--path", "/usr/bin/agent"}, 125, "has no image agent:2"},
+	} {
+		_, errs, code := unitrunEnv(t, env, append([]string{"inject", "--dir", dir}, tc.args...)...)
+		if code != tc.code || !strings.Contains(errs, tc.want) {
+			t.Errorf("inject %q: exit %d, %q; want %d and %q", tc.args, code, errs, tc.code, tc.want)
+		}
+	}
+}

@@ -1,0 +1,80 @@
+package image_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/unitrun/unitrun/image"
+	"github.com/unitrun/unitrun/image/imagetest"
+)
+
+func TestExtractFile(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := reg.Push(t, "ex:1", imagetest.Image{Layers: []imagetest.Layer{
+		{{Path: "usr/bin/tool", Body: "v1"}, {Path: "usr/bin/gone", Body: "g"}, {Path: "opt/o/file", Body: "o"},
+			{Path: "etc/real", Body: "real"}, {Path: "usr/lib/x", Body: "lib"}},
+		{{Path: "usr/bin/tool", Body: "v2", Mode: 0o750}, imagetest.Whiteout("usr/bin/gone"),
+			{Path: "opt/o", Mode: fs.ModeDir | 0o755}, imagetest.Opaque("opt/o"),
+			{Path: "bin", Mode: fs.ModeSymlink, Target: "usr/bin"}, {Path: "etc/link", Mode: fs.ModeSymlink, Target: "../../etc/real"},
+			{Path: "usr/bin/hl", Link: "usr/bin/tool"}},
+		{{Path: "top", Body: "t"}},
+	}})
+	var blobGets atomic.Int32
+	reg.SetWrap(func(w http.ResponseWriter, r *http.Request, registry http.Handler) {
+		if strings.Contains(r.URL.Path, "/blobs/") && r.Method == http.MethodGet {
+			blobGets.Add(1)
+		}
+		registry.ServeHTTP(w, r)
+	})
+	s := openStore(t)
+	extract := func(p string) (string, fs.FileMode, error) {
+		var b bytes.Buffer
+		mode, err := s.ExtractFile(context.Background(), ref, p, image.PullOptions{}, &b)
+		return b.String(), mode, err
+	}
+
+	// From the registry, with the store empty: the top layer settles
+	// /top, and the layers below are not fetched.
+	if got, _, err := extract("/top"); err != nil || got != "t" || blobGets.Load() != 1 {
+		t.Errorf("/top from the registry: %q, %v, %d blobs fetched; want t from the top layer's blob alone", got, err, blobGets.Load())
+	}
+	if got, mode, err := extract("/usr/bin/tool"); err != nil || got != "v2" || mode != 0o750 {
+		t.Errorf("/usr/bin/tool from the registry: %q %v %v; want the upper layer's v2, mode 0750", got, mode, err)
+	}
+	if imgs, _ := s.List(); len(imgs) != 0 {
+		t.Errorf("ExtractFile from the registry added %d images to the store", len(imgs))
+	}
+
+	check := func(from string) {
+		t.Helper()
+		for p, want := range map[string]string{"/usr/bin/tool": "v2", "/bin/tool": "v2", "/etc/link": "real", "/usr/lib/x": "lib", "/top": "t", "/usr/bin/hl": "v2"} {
+			if got, _, err := extract(p); err != nil || got != want {
+				t.Errorf("%s from %s: %q, %v; want %q", p, from, got, err, want)
+			}
+		}
+		for _, p := range []string{"/usr/bin/gone", "/opt/o/file", "/nope"} {
+			if _, _, err := extract(p); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%s from %s: %v; want not found (a whiteout, an opaque dir, none)", p, from, err)
+			}
+		}
+		if _, _, err := extract("/opt/o"); !errors.Is(err, image.ErrNotFile) || !strings.Contains(err.Error(), "a directory") {
+			t.Errorf("/opt/o from %s: %v", from, err)
+		}
+	}
+	check("the registry")
+	pull(t, s, ref, image.PullOptions{})
+	blobGets.Store(0)
+	check("the store")
+	if n := blobGets.Load(); n != 0 {
+		t.Errorf("ExtractFile of an image in the store fetched %d blobs", n)
+	}
+	if _, _, err := extract("usr/bin/tool"); err == nil || !strings.Contains(err.Error(), "absolute path") {
+		t.Errorf("a relative path: %v", err)
+	}
+}
