@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -163,6 +165,49 @@ func TestImagePullFails(t *testing.T) {
 		t.Errorf("InvalidImageName's message: %q", msg)
 	}
 	for _, p := range []*corev1.Pod{wrong, never, invalid} {
+		deletePod(t, client, p)
+		waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
+	}
+}
+
+// imagePullPolicy says when the node reaches the registry, as the
+// kubelet's: Always at each Pod's creation, IfNotPresent only for an
+// image the store lacks (with the kubelet's "already present" event).
+func TestImagePullPolicy(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := reg.Push(t, "app:1", imagetest.Image{
+		Layers: []imagetest.Layer{imagetest.ToolLayer(t, "/bin/tool")},
+		Config: image.Config{Entrypoint: []string{"/bin/tool"}, Cmd: []string{"exit", "0"}},
+	})
+	var manifestGets atomic.Int32
+	reg.SetWrap(func(w http.ResponseWriter, r *http.Request, registry http.Handler) {
+		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/manifests/") {
+			manifestGets.Add(1)
+		}
+		registry.ServeHTTP(w, r)
+	})
+	client := fake.NewClientset()
+	n := startNode(t, imageConfig(t), client)
+	for _, c := range []struct {
+		name   string
+		policy corev1.PullPolicy
+		pulls  bool
+	}{
+		{"first", corev1.PullIfNotPresent, true},
+		{"present", corev1.PullIfNotPresent, false},
+		{"always", corev1.PullAlways, true},
+	} {
+		p := imagePod(c.name, ref)
+		p.Spec.Containers[0].ImagePullPolicy = c.policy
+		before := manifestGets.Load()
+		create(t, client, p)
+		waitPod(t, client, p, "Succeeded", phase(corev1.PodSucceeded))
+		if pulled := manifestGets.Load() > before; pulled != c.pulls {
+			t.Errorf("Pod %s of policy %s: reached the registry %v, want %v", c.name, c.policy, pulled, c.pulls)
+		}
+		if !c.pulls {
+			wantEvents(t, client, p, fmt.Sprintf("Pulled: Container image %q already present on machine", ref))
+		}
 		deletePod(t, client, p)
 		waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
 	}
