@@ -75,6 +75,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("PortForward", c.portForward)
 	t.Run("DNSPolicies", c.dnsPolicies)
 	t.Run("Stats", c.stats)
+	t.Run("RegistryImages", c.registryImages)
 	t.Run("Ported", c.ported)
 }
 
@@ -142,7 +143,7 @@ current-context: e2e
 	c.daemon("unitrun-node", "--kubeconfig", c.kubeconfig, "--node-name", nodeName,
 		"--node-ip", "127.0.0.1", "--listen", "127.0.0.1:"+kubeletPort,
 		"--state-dir", c.path("state"), "--unitrun", filepath.Join(c.bin, "unitrun"), "--manager", "embedded",
-		"--image", "debian=host", "--allow-privileged")
+		"--image", "debian=host", "--image-dir", c.path("images"), "--allow-privileged")
 	// There is no kube-controller-manager: the test approves and signs
 	// the node's kubelet-serving CSR with the cluster CA, as an approver
 	// and the signer would. The API server verifies the node's

@@ -86,7 +86,14 @@ containers:
   image: invalid.registry.k8s.io/invalid/alpine:3.1
   imagePullPolicy: Always
   command: ["/bin/sh", "-c", "while true; do sleep 1; done"]`))
-		k.refused("image-pull-test", `spec.containers[0].image: "invalid.registry.k8s.io/invalid/alpine:3.1" is not mapped`)
+		k.waitFor("image-pull-test", 2*time.Minute, "to be Pending, its container waiting in ErrImagePull or ImagePullBackOff", func(p *k8sPod) (bool, error) {
+			cs := p.Status.ContainerStatuses
+			if len(cs) != 1 || cs[0].State.Waiting == nil {
+				return false, nil
+			}
+			r := cs[0].State.Waiting.Reason
+			return p.Status.Phase == "Pending" && (r == "ErrImagePull" || r == "ImagePullBackOff"), nil
+		})
 	}},
 
 	// init_container.go

@@ -108,7 +108,8 @@ func TestBackOffEvent(t *testing.T) {
 
 // A container's runs, probe failures and stops record the kubelet's
 // events on it, with its reasons and messages: Created and Started at
-// each start, Unhealthy at each failed check of a liveness probe and
+// each start, Unhealthy at each failed check of a liveness probe (with
+// what its command printed) and
 // Killing when the probe restarts it, FailedPostStartHook and Killing
 // when its postStart hook fails, and Killing when the Pod's deletion
 // stops it.
@@ -121,7 +122,7 @@ func TestContainerEvents(t *testing.T) {
 	// the node reads, so the next run's first check, which succeeds,
 	// comes late enough for a read to see the failure.
 	p.Spec.Containers[0].LivenessProbe = &corev1.Probe{
-		ProbeHandler:        corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "[ -e " + dir + "/probed ] && exit 0; touch " + dir + "/probed; exit 1"}}},
+		ProbeHandler:        corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "[ -e " + dir + "/probed ] && exit 0; touch " + dir + "/probed; cat " + dir + "/health"}}},
 		InitialDelaySeconds: 2, PeriodSeconds: 1, FailureThreshold: 1,
 	}
 	p.Spec.Containers[1].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/false"}}}}
@@ -142,7 +143,8 @@ func TestContainerEvents(t *testing.T) {
 	wants := []want{
 		{corev1.EventTypeNormal, "Created", "app0", "Created container: app0"},
 		{corev1.EventTypeNormal, "Started", "app0", "Started container app0"},
-		{corev1.EventTypeWarning, "Unhealthy", "app0", "Liveness probe failed: "},
+		// The probe command's output, as the kubelet says.
+		{corev1.EventTypeWarning, "Unhealthy", "app0", "Liveness probe failed: cat: " + dir + "/health: No such file or directory\n"},
 		{corev1.EventTypeNormal, "Killing", "app0", "Container app0 failed liveness probe, will be restarted"},
 		{corev1.EventTypeNormal, "Started", "app1", "Started container app1"},
 		{corev1.EventTypeWarning, "FailedPostStartHook", "app1", "PostStartHook failed"},

@@ -29,8 +29,12 @@ type Config struct {
 	// NodeName is the node's name in the cluster.
 	NodeName string
 	// Images maps an image name, exactly as Pods spell it, to the
-	// absolute path of a root filesystem or to HostImage.
+	// absolute path of a root filesystem or to HostImage. An image it
+	// does not map is a registry image, pulled into ImageDir.
 	Images map[string]string
+	// ImageDir is the image store that registry images are pulled into;
+	// "" is image.DefaultDir.
+	ImageDir string
 	// AllowPrivileged lets Pods run containers as root on the host, or
 	// privileged, or with added capabilities.
 	AllowPrivileged bool
@@ -72,7 +76,8 @@ type Config struct {
 	Poll time.Duration
 	// MinRestartBackoff is the node operator's floor on a container's
 	// first restart delay: a Pod's unitrun.io/restart-backoff below it is
-	// refused, and a Pod without it gets it. 0 means the kubelet's 10s.
+	// refused, and a Pod without it gets it; it is also the first wait
+	// after a failed image pull. 0 means the kubelet's 10s.
 	// It may not be below what plain pods allow (pod.MinBackoff).
 	MinRestartBackoff time.Duration
 }
@@ -109,6 +114,9 @@ type entry struct {
 	// waiting is what the Pod needs from the API before it can run
 	// (a waitError); the provider tries again every Poll.
 	waiting error
+	// pull is why an image of the Pod could not be pulled; the provider
+	// pulls again after a back-off ([Provider.retryPull]).
+	pull *pullFailure
 	// tokens and volumes are those last written into the Pod's volumes;
 	// nil for a Pod adopted, whose volumes are rewritten at the first
 	// refresh.
@@ -157,6 +165,7 @@ func newProvider(ctx context.Context, cfg Config, e *engine) (*Provider, error) 
 	if p.poll == 0 {
 		p.poll = time.Second
 	}
+	e.r.ImageDir = cfg.imageDir()
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -264,13 +273,21 @@ func (p *Provider) DropReplaced(ctx context.Context, client kubernetes.Interface
 func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	k := key(pod.Namespace, pod.Name)
 	e := p.lookup(k)
-	if e != nil && e.pod.UID == pod.UID && e.waiting == nil {
+	p.mu.Lock()
+	again := e != nil && e.pod.UID == pod.UID
+	pulls := again && e.pull != nil
+	if again && e.waiting == nil && (e.pull == nil || !e.pull.retry) {
+		p.mu.Unlock()
 		return nil
 	}
+	p.mu.Unlock()
 	name := podName(pod.Namespace, pod.Name, string(pod.UID))
-	at := time.Now()
-	if e != nil && e.pod.UID == pod.UID {
+	at, failures := time.Now(), 0
+	if again {
 		at = e.at
+	}
+	if pulls {
+		failures = e.pull.failures
 	}
 	e = &entry{pod: pod.DeepCopy(), name: name, at: at}
 	in, err := p.fetch(ctx, pod, nil)
@@ -302,6 +319,20 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 			}
 		}
 		return nil
+	}
+	if !p.eng.exists(name) {
+		f, err := p.pullImages(ctx, pod, manifest)
+		if err != nil {
+			return err
+		}
+		if f != nil {
+			f.failures = failures + 1
+			e.pull = f
+			p.log.Info("image pull failed", "pod", k, "image", f.ref, "reason", f.reason, "err", f.message)
+			p.put(k, e)
+			p.retryPull(ctx, k, e)
+			return nil
+		}
 	}
 	data, err := json.Marshal(pod)
 	if err != nil {
@@ -554,6 +585,11 @@ func (p *Provider) lookup(k string) *entry {
 func (p *Provider) status(e *entry) (*corev1.PodStatus, error) {
 	p.mu.Lock()
 	pod, final, sent := e.pod, e.final, e.sent
+	var pull *pullFailure
+	if e.pull != nil {
+		f := *e.pull
+		pull = &f
+	}
 	p.mu.Unlock()
 	var st *corev1.PodStatus
 	switch {
@@ -561,6 +597,8 @@ func (p *Provider) status(e *entry) (*corev1.PodStatus, error) {
 		st = refusedStatus(pod, e.refused, e.at)
 	case e.waiting != nil:
 		st = waitingStatus(pod, e.waiting, e.at)
+	case pull != nil:
+		st = pullStatus(pod, pull, e.at)
 	case final != nil:
 		st = p.podStatus(e, pod, *final)
 	default:

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -52,6 +53,8 @@ type appState struct {
 	// PostStartFailed says the app's last run ended because its postStart
 	// hook failed.
 	PostStartFailed bool
+	// Image is the app's registry image; zero for an image --image maps.
+	Image containerImage
 }
 
 // probeFailure is a probe's failed check.
@@ -286,8 +289,8 @@ func containerStatus(name string, c corev1.Container, a appState, waiting string
 	started := running && (c.StartupProbe == nil || a.StartupPassed)
 	cs := corev1.ContainerStatus{
 		Name:         c.Name,
-		Image:        c.Image,
-		ImageID:      c.Image,
+		Image:        cmp.Or(a.Image.Image, c.Image),
+		ImageID:      cmp.Or(a.Image.ImageID, c.Image),
 		ContainerID:  "unitrun://" + unitName(name, c.Name),
 		RestartCount: int32(a.Restarts),
 		// A's readiness ends with any exit but an init app's success,

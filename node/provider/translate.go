@@ -69,6 +69,7 @@ func (c *Config) translate(p *corev1.Pod, in *inputs) ([]byte, error) {
 	m, err := kube.Translate(kp, &kube.Options{
 		Name:              podName(p.Namespace, p.Name, string(p.UID)),
 		Images:            c.Images,
+		RegistryImages:    true,
 		AllowPrivileged:   c.AllowPrivileged,
 		MinRestartBackoff: c.MinRestartBackoff,
 		Volumes:           dirs,

@@ -235,7 +235,7 @@ func TestTranslateRefusals(t *testing.T) {
 		"spec.containers[0].env[1].valueFrom.fieldRef.fieldPath", "spec.resources", "spec.hostname", "spec.volumes[1].hostPath.type",
 		"spec.containers[1].volumeMounts[0].mountPropagation",
 		"spec.containers[1].securityContext.capabilities.add",
-		"spec.volumes[0]", "spec.initContainers[0].restartPolicy", "spec.containers[0].image",
+		"spec.volumes[0]", "spec.initContainers[0].restartPolicy",
 		"spec.containers[0].ports[0]", "spec.containers[0].readinessProbe", "spec.containers[0].startupProbe.successThreshold",
 		"spec.containers[0].securityContext.privileged", "spec.containers[0].securityContext.runAsUser",
 		"spec.containers[0].resources.limits[ephemeral-storage]", "spec.containers[0].env[0].valueFrom",

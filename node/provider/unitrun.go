@@ -15,8 +15,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/internal/atomicfile"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
@@ -31,6 +33,9 @@ import (
 type engine struct {
 	r    *podrun.Runner
 	conn *manager.Conn
+	// images caches, by pod, how its containers' statuses name their
+	// registry images ([engine.registryImages]).
+	images sync.Map
 }
 
 // openEngine reaches the manager that spec names ("" is auto: the system
@@ -53,7 +58,15 @@ func openEngine(ctx context.Context, spec, stateDir, binary string) (*engine, er
 // newEngine returns an engine on conn; hookManager is the --manager value
 // the pods' hooks reach conn's manager with.
 func newEngine(conn *manager.Conn, stateDir, binary, hookManager string) *engine {
-	return &engine{conn: conn, r: &podrun.Runner{Mgr: conn, StateDir: stateDir, Binary: binary, Manager: hookManager}}
+	return &engine{conn: conn, r: &podrun.Runner{Mgr: conn, StateDir: stateDir, Binary: binary, Manager: hookManager, Pull: pulled}}
+}
+
+// pulled is the pull of the engine's pods' creations: the provider has
+// pulled each registry image with the Pod's credentials and policy before
+// it creates the pod ([Provider.pullImages]), so the creation takes it
+// from the store.
+func pulled(ctx context.Context, s *image.Store, a *pod.App) (*image.Image, error) {
+	return s.Pull(ctx, a.Image, image.PullOptions{Policy: image.PullNever})
 }
 
 // close releases the connection to the manager.
@@ -130,6 +143,7 @@ func (e *engine) stop(ctx context.Context, name string, kill time.Duration) (las
 // remove removes pod name, stopping what is left of it, and its
 // memory-backed emptyDirs.
 func (e *engine) remove(ctx context.Context, name string) error {
+	e.images.Delete(name)
 	if e.exists(name) {
 		if err := e.r.Remove(ctx, name, true); err != nil {
 			return err
@@ -144,7 +158,37 @@ func (e *engine) status(name string) (podState, error) {
 	if err != nil {
 		return podState{}, err
 	}
-	return e.fromPod(name, s), nil
+	ps := e.fromPod(name, s)
+	images := e.registryImages(name)
+	for i, a := range ps.Apps {
+		ps.Apps[i].Image = images[a.Name]
+	}
+	return ps, nil
+}
+
+// registryImages returns how the statuses of pod name's containers whose
+// images are registry images name them, by container, from the images
+// its creation found ([pod.App.ImageID]); nil if it has none. The pod's
+// spec does not change: it is read once.
+func (e *engine) registryImages(name string) map[string]containerImage {
+	if v, ok := e.images.Load(name); ok {
+		return v.(map[string]containerImage)
+	}
+	m, err := pod.LoadSpec(e.r.StateDir, name)
+	if err != nil {
+		return nil
+	}
+	var images map[string]containerImage
+	for _, a := range m.Apps {
+		if a.ImageID != "" {
+			if images == nil {
+				images = map[string]containerImage{}
+			}
+			images[a.Name] = registryImage(a.Image, a.ImageID)
+		}
+	}
+	e.images.Store(name, images)
+	return images
 }
 
 // recordDir is the directory that pod name's records are written into,

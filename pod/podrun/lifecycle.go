@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
+	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/record"
 )
@@ -97,7 +100,8 @@ func PreStop(ctx context.Context, stateDir, name, app string) error {
 func runHook(ctx context.Context, a *pod.App, h *pod.Hook) error {
 	switch {
 	case h.Exec != nil:
-		return execCheck(ctx, a, h.Exec)
+		_, err := execCheck(ctx, a, h.Exec)
+		return err
 	case h.Sleep != nil:
 		if !sleepUntil(ctx, time.Now().Add(*h.Sleep)) {
 			return ctx.Err()
@@ -106,4 +110,70 @@ func runHook(ctx context.Context, a *pod.App, h *pod.Hook) error {
 	}
 	_, err := httpCheck(ctx, h.HTTP)
 	return err
+}
+
+// stopAfterPostStarts begins the stop of pod m, if an app of it that has
+// a preStop hook is in its postStart hook (its unit in state start-post):
+// systemd 252 stops such a unit with its stop signal at once, without its
+// ExecStop=, where the kubelet runs the preStop hook of every container
+// that it stops once it has started. Each such app gets its stop once its
+// postStart hook has ended, so that its preStop hook runs, or once its
+// stop timeout (TimeoutStopSec=) has passed since the call, or ctx is
+// done; every other app but the init apps (whose stop would stop the apps
+// that require them) gets its stop at once. It queues the stops and
+// returns once each app's is queued, or ctx is done; the stop of the
+// pod's slice that follows waits for them. An isolated pod's apps are its
+// own systemd's, which stops them.
+func (r *Runner) stopAfterPostStarts(ctx context.Context, m *pod.Manifest) {
+	if isolated(m) {
+		return
+	}
+	began := time.Now()
+	var held, others []string
+	for _, a := range m.Apps {
+		u := pod.AppUnit(m.Name, a.Name)
+		if a.PostStart != nil && a.PreStop != nil {
+			if _, in := r.inPostStart(ctx, u); in {
+				held = append(held, u)
+				continue
+			}
+		}
+		if !a.Init {
+			others = append(others, u)
+		}
+	}
+	if len(held) == 0 {
+		return
+	}
+	stop := func(units ...string) {
+		for _, u := range units {
+			r.Mgr.StopUnit(context.WithoutCancel(ctx), u, "replace")
+		}
+	}
+	stop(others...)
+	for len(held) > 0 {
+		held = slices.DeleteFunc(held, func(u string) bool {
+			if timeout, in := r.inPostStart(ctx, u); in && time.Since(began) < timeout {
+				return false
+			}
+			stop(u)
+			return true
+		})
+		if len(held) > 0 && !sleepUntil(ctx, time.Now().Add(pollInterval)) {
+			return
+		}
+	}
+}
+
+// inPostStart reports whether service u is in its postStart hook (state
+// start-post), and u's stop timeout; false if systemd cannot say.
+func (r *Runner) inPostStart(ctx context.Context, u string) (time.Duration, bool) {
+	unitProps, err := r.Mgr.Properties(ctx, u, manager.UnitIface, "SubState")
+	if err != nil || unitProps["SubState"].Value() != "start-post" {
+		return 0, false
+	}
+	props, err := r.Mgr.Properties(ctx, u, manager.ServiceIface, "TimeoutStopUSec")
+	usec, ok := props["TimeoutStopUSec"].Value().(uint64)
+	// infinity is the largest uint64
+	return time.Duration(min(usec, math.MaxInt64/1000)) * time.Microsecond, err == nil && ok
 }

@@ -3,6 +3,7 @@ package podrun
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,11 +17,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/unitrun/unitrun/internal/systemdtest"
-	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/record"
 )
+
+// preStopSeen is the preStop hook and command of an app whose command, at
+// its stop signal, prints what the hook wrote to %[1]s/pre-stop (the
+// manifest's first argument), "stopping", and exits 0.
+const preStopSeen = `    preStop: {exec: ["/bin/sh", "-c", "echo stopping > %[1]s/pre-stop"]}
+    exec: ["/bin/sh", "-c", "trap 'cat %[1]s/pre-stop; exit 0' TERM; while :; do sleep 0.1; done"]`
 
 // An app's postStart hook runs beside its command's start, and its
 // preStop hook runs when a stop ends the run, before the stop signal: the
@@ -42,8 +47,7 @@ name: hooks
 apps:
   - name: web
     postStart: {exec: ["/bin/sh", "-c", "echo started > %[1]s/post-start"]}
-    preStop: {exec: ["/bin/sh", "-c", "echo stopping > %[1]s/pre-stop"]}
-    exec: ["/bin/sh", "-c", "trap 'cat %[1]s/pre-stop; exit 0' TERM; while :; do sleep 0.1; done"]
+`+preStopSeen+`
   - name: quick
     preStop: {exec: ["/bin/sh", "-c", "echo ran > %[1]s/quick-pre-stop"]}
     exec: ["/bin/true"]
@@ -60,19 +64,6 @@ apps:
 	}
 	for appState(t, r, name, "quick") != record.AppExited {
 		time.Sleep(20 * time.Millisecond)
-	}
-	// The stop comes once web's postStart hook has ended: systemd runs no
-	// ExecStop= (the preStop hook) for a unit whose ExecStartPost= (the
-	// postStart hook) still runs (docs/pods.md).
-	for i := 0; ; i++ {
-		props, err := systemdtest.Conn(t).Properties(context.Background(), pod.AppUnit(name, "web"), manager.UnitIface)
-		if err == nil && props["ActiveState"].Value() == "active" {
-			break
-		}
-		if i == 1200 {
-			t.Fatalf("web not active within a minute: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -95,6 +86,61 @@ apps:
 	}
 	if _, err := os.Stat(filepath.Join(dir, "quick-pre-stop")); err == nil {
 		t.Error("the preStop hook of an app that ended on its own ran")
+	}
+}
+
+// A stop that comes while an app's postStart hook still runs stops the
+// app once the hook has ended, so that its preStop hook runs before its
+// stop signal, as the kubelet runs a container's preStop hook whenever it
+// stops it once it has started; the other apps get their stop signal
+// meanwhile: slow's postStart hook ends only once plain has had its
+// SIGTERM, and slow's command, which traps SIGTERM, finds the preStop
+// hook's file there. A postStart hook that never ends holds its app's
+// stop back for the app's stopTimeout only: stuck then gets its stop
+// signal, with no time left for its preStop hook, and the stop returns
+// within the test's minute.
+func TestPodStopDuringPostStart(t *testing.T) {
+	r := newRunner(t)
+	dir := t.TempDir()
+	name := create(t, r, fmt.Sprintf(`
+name: post-start-stop
+apps:
+  - name: plain
+    exec: ["/bin/sh", "-c", "trap 'touch %[1]s/plain-term; exit 0' TERM; touch %[1]s/plain-began; while :; do sleep 0.1; done"]
+  - name: slow
+    postStart: {exec: ["/bin/sh", "-c", "touch %[1]s/slow-began; while [ ! -e %[1]s/plain-term ]; do sleep 0.02; done"]}
+`+preStopSeen+`
+  - name: stuck
+    postStart: {exec: ["/bin/sh", "-c", "touch %[1]s/stuck-began; exec sleep 600"]}
+    preStop: {exec: ["/bin/sh", "-c", "echo ran > %[1]s/stuck-pre-stop"]}
+    stopTimeout: 1s
+    exec: ["/bin/sleep", "600"]
+`, dir))
+	// The start job is done once every postStart hook has ended.
+	started := make(chan error, 1)
+	go func() { started <- r.Start(context.Background(), name, record.AllExit) }()
+	for _, f := range []string{"plain-began", "slow-began", "stuck-began"} {
+		waitFile(t, filepath.Join(dir, f))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := r.Stop(ctx, name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-started; err != nil && !errors.As(err, new(*EndedError)) {
+		t.Error(err)
+	}
+	wantApp(t, s, "plain", record.AppExited, 0)
+	wantApp(t, s, "slow", record.AppExited, 0)
+	if data, _ := os.ReadFile(pod.LogFile(r.StateDir, name, "slow")); !strings.HasSuffix(string(data), "stopping\n") {
+		t.Errorf("slow's command, at its stop signal, read %q from the preStop hook's file, want %q", data, "stopping\n")
+	}
+	if a := appOf(t, s, "stuck"); a.Signal != "TERM" || a.FinishedAt.IsZero() {
+		t.Errorf("stuck: %s, signal %q, finished at %v; want its end by TERM recorded", a.State, a.Signal, a.FinishedAt)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "stuck-pre-stop")); err == nil {
+		t.Error("stuck's preStop hook ran after its stopTimeout was spent waiting for its postStart hook")
 	}
 }
 

@@ -20,7 +20,9 @@ import (
 // check runs p, a probe of a, once, bounded by timeout, and returns its
 // result and, for a failure or a success to note, why. An exec probe runs
 // p.Exec as a's User= and Group=, when set, in a process group of its own
-// that is killed at the timeout; an http probe GETs
+// that is killed at the timeout; if the command exits with a status other
+// than 0, why is what it printed (its first 10 KiB, empty if it printed
+// nothing), as the kubelet's exec prober says; an http probe GETs
 // http://127.0.0.1:PORT/PATH and wants a status in range ([httpCheck]);
 // a tcp probe opens a connection to 127.0.0.1:PORT; a grpc probe asks
 // 127.0.0.1:PORT's gRPC health service ([grpcCheck]).
@@ -28,10 +30,12 @@ func check(ctx context.Context, a *pod.App, p *pod.Probe, timeout time.Duration)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var err error
-	var note string
+	var note, failure string
 	switch {
 	case p.Exec != nil:
-		err = execCheck(ctx, a, p.Exec)
+		var out []byte
+		out, err = execCheck(ctx, a, p.Exec)
+		failure = string(out)
 	case p.HTTP != nil:
 		note, err = httpCheck(ctx, p.HTTP)
 	case p.TCP != nil:
@@ -47,6 +51,8 @@ func check(ctx context.Context, a *pod.App, p *pod.Probe, timeout time.Duration)
 		return record.ProbeSuccess, note
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return record.ProbeTimeout, fmt.Sprintf("no answer within %v", timeout)
+	case errors.As(err, new(*exec.ExitError)):
+		return record.ProbeFailure, failure
 	}
 	return record.ProbeFailure, err.Error()
 }
@@ -73,9 +79,10 @@ var probeClient = &http.Client{
 	},
 }
 
-// maxBody is how much of an answer's body an http probe's note holds, as
-// the kubelet's prober reads at most 10 KiB.
-const maxBody = 10 << 10
+// maxRead is how much of an answer's body an http probe's note holds, and
+// of an exec probe's output its message, as the kubelet's prober reads at
+// most 10 KiB.
+const maxRead = 10 << 10
 
 // httpCheck GETs p's path on 127.0.0.1 and wants the last answer's status
 // in p's range. Redirects to the same host are followed; a redirect to
@@ -92,7 +99,7 @@ func httpCheck(ctx context.Context, p *pod.HTTPProbe) (note string, err error) {
 	if err != nil {
 		return "", err
 	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxRead))
 	resp.Body.Close()
 	url := resp.Request.URL.Redacted()
 	if resp.StatusCode < p.Status.Min || resp.StatusCode > p.Status.Max {
@@ -108,15 +115,16 @@ func httpCheck(ctx context.Context, p *pod.HTTPProbe) (note string, err error) {
 }
 
 // execCheck runs argv, an exec probe of a, until it exits or ctx is done,
-// when its whole process group is killed. For an app with a rootfs the
+// when its whole process group is killed, and returns what it wrote to its
+// stdout and stderr (the first maxRead bytes). For an app with a rootfs the
 // probe runs chrooted into it, as the app does, so argv names the
 // rootfs's files; a command name is looked up in the app's PATH there,
 // as the app's own is ([appexec.LookPath]); it has the app's environment.
-func execCheck(ctx context.Context, a *pod.App, argv []string) error {
+func execCheck(ctx context.Context, a *pod.App, argv []string) ([]byte, error) {
 	spec := a.ExecSpec()
 	c, err := appexec.Resolve(spec)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	root := a.Rootfs
 	if root == "" {
@@ -124,7 +132,7 @@ func execCheck(ctx context.Context, a *pod.App, argv []string) error {
 	}
 	path, err := appexec.LookPath(root, argv[0], a.Env)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, path, argv[1:]...)
 	cmd.Args[0] = argv[0]
@@ -136,10 +144,30 @@ func execCheck(ctx context.Context, a *pod.App, argv []string) error {
 	}
 	cred, err := appexec.Credential(spec)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cmd.SysProcAttr.Credential = cred
+	out := &headBuffer{max: maxRead}
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
-	return cmd.Run()
+	err = cmd.Run()
+	if errors.Is(err, exec.ErrWaitDelay) {
+		// The command exited 0; a process it left behind holds its
+		// output open.
+		err = nil
+	}
+	return out.buf, err
+}
+
+// headBuffer keeps the first max bytes written to it and drops the rest;
+// a write never fails, so that the command writing goes on to its end.
+type headBuffer struct {
+	buf []byte
+	max int
+}
+
+func (h *headBuffer) Write(p []byte) (int, error) {
+	h.buf = append(h.buf, p[:min(len(p), h.max-len(h.buf))]...)
+	return len(p), nil
 }

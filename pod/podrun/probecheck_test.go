@@ -73,6 +73,9 @@ func TestProbeChecks(t *testing.T) {
 		{"tcp closed", pod.Probe{TCP: &pod.TCPProbe{Port: freePort(t)}}, record.ProbeFailure, ""},
 		{"exec 0", pod.Probe{Exec: []string{"/bin/true"}}, record.ProbeSuccess, ""},
 		{"exec 1", pod.Probe{Exec: []string{"/bin/false"}}, record.ProbeFailure, ""},
+		// The command's output is the message, as the kubelet's.
+		{"exec 1 says why", pod.Probe{Exec: []string{"/bin/sh", "-c", "echo out; echo err >&2; exit 1"}}, record.ProbeFailure, "out\nerr\n"},
+		{"exec not found", pod.Probe{Exec: []string{"no-such-command"}}, record.ProbeFailure, "no-such-command"},
 		{"exec hangs", pod.Probe{Exec: []string{"/bin/sh", "-c", "sleep " + hang + "; true"}}, record.ProbeTimeout, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -82,6 +85,22 @@ func TestProbeChecks(t *testing.T) {
 				t.Errorf("check: %s (%q), want %s (%q)", got, msg, c.want, c.note)
 			}
 		})
+	}
+}
+
+// An exec probe's failure message is its command's output, as the
+// kubelet's: exactly what it printed, empty if nothing, its first 10 KiB
+// of more.
+func TestExecProbeMessage(t *testing.T) {
+	for _, c := range []struct{ script, want string }{
+		{"echo out; echo err >&2; exit 1", "out\nerr\n"},
+		{"exit 1", ""},
+		{"head -c 20000 /dev/zero | tr '\\0' x; exit 1", strings.Repeat("x", 10<<10)},
+	} {
+		a := &pod.App{Name: "a", Probe: &pod.Probe{Exec: []string{"/bin/sh", "-c", c.script}}}
+		if got, msg := check(context.Background(), a, a.Probe, 10*time.Second); got != record.ProbeFailure || msg != c.want {
+			t.Errorf("%s: %s, message of %d bytes %.40q; want failure, %d bytes %.40q", c.script, got, len(msg), msg, len(c.want), c.want)
+		}
 	}
 }
 

@@ -411,8 +411,11 @@ func (r *Runner) Ended(ctx context.Context, name string) (pod.PodStatus, bool, e
 // Stop stops pod name gracefully: every app gets its stop signal and its
 // stopTimeout, and every exit is recorded. If timeout is positive and the
 // stop takes longer, every app still stopping is killed (SIGKILL), and
-// its exit recorded. Stop returns
-// once the pod's units are stopped and its status is recorded. A ctx
+// its exit recorded. An app in its postStart hook is stopped once the hook
+// has ended, so that its preStop hook runs, or once its stop timeout or
+// the timeout has passed ([Runner.stopAfterPostStarts]): the timeout
+// counts that wait. Stop returns once the pod's units are stopped and its
+// status is recorded. A ctx
 // that ends, even before Stop is called, ends the wait, not the stop:
 // the stop jobs are asked of systemd all the same.
 func (r *Runner) Stop(ctx context.Context, name string, timeout time.Duration) (pod.PodStatus, error) {
@@ -437,6 +440,7 @@ func (r *Runner) Stop(ctx context.Context, name string, timeout time.Duration) (
 		stopCtx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
+	r.stopAfterPostStarts(stopCtx, m)
 	err = r.stopUnits(stopCtx, unitsToStop(m))
 	if err != nil && ctx.Err() == nil && stopCtx.Err() != nil {
 		r.killApps(ctx, m, ps.Apps)

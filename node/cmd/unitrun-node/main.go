@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/internal/buildinfo"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/node/provider"
@@ -137,7 +138,8 @@ could not start or stopped on an error. See docs/kubernetes.md.`,
 	fl.StringVar(&cfg.StateDir, "state-dir", "/run/unitrun", "`DIR` of the pods' state (unitrun pod's --state-dir)")
 	fl.StringVar(&cfg.Binary, "unitrun", "", "the unitrun `COMMAND` the pods' units call back, with the exit hook beside it (COMMAND-hook) where there is one (default: unitrun on $PATH)")
 	fl.StringVar(&cfg.Manager, "manager", "", "the systemd `MANAGER` to run pods on, as unitrun's --manager (default: as unitrun chooses)")
-	fl.Var(kube.Images(cfg.Images), "image", "run containers of image NAME on that root filesystem, or on the host's (repeatable)")
+	fl.Var(kube.Images(cfg.Images), "image", "run containers of image NAME on that root filesystem, or on the host's (repeatable); an image it does not map is pulled from its registry")
+	fl.StringVar(&cfg.ImageDir, "image-dir", image.DefaultDir, "`DIR` of the image store that registry images are pulled into")
 	fl.BoolVar(&cfg.AllowPrivileged, "allow-privileged", false, "let Pods run containers as root, privileged or with added capabilities")
 	fl.StringSliceVar(&cfg.ClusterDNS, "cluster-dns", nil, "`IP` of the cluster's DNS service, the nameserver of Pods of dnsPolicy ClusterFirst (repeatable; default none: such Pods get the host's resolver, as a kubelet without one)")
 	fl.StringVar(&cfg.ClusterDomain, "cluster-domain", "", "the cluster's DNS `DOMAIN` (cluster.local), whose search domains Pods of dnsPolicy ClusterFirst get")
@@ -272,6 +274,12 @@ func (o *options) check() error {
 		return err
 	}
 	if cfg.StateDir, err = filepath.Abs(cfg.StateDir); err != nil {
+		return err
+	}
+	if cfg.ImageDir == "" {
+		return fmt.Errorf("--image-dir: must name a directory")
+	}
+	if cfg.ImageDir, err = filepath.Abs(cfg.ImageDir); err != nil {
 		return err
 	}
 	if err := o.checkTLS(); err != nil {

@@ -76,7 +76,7 @@ func TestHelp(t *testing.T) {
 	}
 	for _, want := range []string{"Usage:\n  unitrun-node [flags]", "Examples:\n  unitrun-node --kubeconfig ",
 		"--kubeconfig FILE", "--node-name NAME", "--node-ip ADDRESS", "--state-dir DIR", "--unitrun COMMAND", "--manager MANAGER",
-		"--image NAME=/rootfs|host", "--allow-privileged", "--min-restart-backoff duration", "--listen ADDRESS",
+		"--image NAME=/rootfs|host", "--image-dir DIR", "--allow-privileged", "--min-restart-backoff duration", "--listen ADDRESS",
 		"--tls-cert-file FILE", "--tls-key-file FILE", "--client-ca-file FILE", "default: the cluster CA the kubeconfig trusts",
 		"--cluster-dns IP", "--cluster-domain DOMAIN", "--version"} {
 		if !strings.Contains(string(out), want) {
