@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/unitrun/unitrun/internal/atomicfile"
+	"github.com/unitrun/unitrun/internal/pullexec"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
@@ -41,7 +42,7 @@ type Install struct {
 // InstalledPath is the path of the installed binary: BinDir/unitrun.
 func (in *Install) InstalledPath() string { return filepath.Join(in.BinDir, "unitrun") }
 
-// Install copies the binary (and the pods' exit hook: installHook), writes DaemonUnits (run from the installed
+// Install copies the binary (and the binaries beside it: installBeside), writes DaemonUnits (run from the installed
 // binary), the D-Bus files and the man pages, creating the directories
 // they go to, reloads mgr, enables the sockets and, with Now, starts
 // them, waiting for their start jobs: a socket that cannot listen is an
@@ -66,7 +67,7 @@ func (in *Install) Install(ctx context.Context, mgr *manager.Conn) (err error) {
 	if err := w.file(bin, self, 0o755); err != nil {
 		return err
 	}
-	if err := in.installHook(&w); err != nil {
+	if err := in.installBeside(&w); err != nil {
 		return err
 	}
 	for _, name := range DaemonUnits {
@@ -114,22 +115,30 @@ func (in *Install) Install(ctx context.Context, mgr *manager.Conn) (err error) {
 	return nil
 }
 
-// installHook copies the small hook binary that pods run at each exit of
-// an app (pod.HookPath) beside the installed binary if Binary has one
-// beside it, and otherwise removes one installed there before, which
-// belongs to an earlier unitrun: without it pods run unitrun itself as
-// that hook.
-func (in *Install) installHook(w *written) error {
-	path := pod.HookPath(in.InstalledPath())
-	src := pod.HookBinary(in.Binary)
-	if src == "" {
-		return w.remove(path)
+// installBeside copies the small binaries beside the binary, each where
+// Binary has it beside it, to beside the installed binary, and otherwise
+// removes one installed there before, which belongs to an earlier unitrun:
+// the hook that pods run at each start and exit of an app (pod.HookPath;
+// without it pods run unitrun itself as that hook) and the puller of
+// images (pullexec.Path; without it unitrun pulls no images).
+func (in *Install) installBeside(w *written) error {
+	for _, path := range []func(string) string{pod.HookPath, pullexec.Path} {
+		dst, src := path(in.InstalledPath()), path(in.Binary)
+		if fi, err := os.Stat(src); err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+			if err := w.remove(dst); err != nil {
+				return err
+			}
+			continue
+		}
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		if err := w.file(dst, data, 0o755); err != nil {
+			return err
+		}
 	}
-	data, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	return w.file(path, data, 0o755)
+	return nil
 }
 
 // written is what Install has put in place so far, for undo.
@@ -283,7 +292,7 @@ func (in *Install) Uninstall(ctx context.Context, mgr *manager.Conn) error {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, removeFile(in.InstalledPath()), removeFile(pod.HookPath(in.InstalledPath())))
+	errs = append(errs, removeFile(in.InstalledPath()), removeFile(pod.HookPath(in.InstalledPath())), removeFile(pullexec.Path(in.InstalledPath())))
 	for name, dir := range in.dbusFiles() {
 		errs = append(errs, removeFile(filepath.Join(dir, name)))
 	}

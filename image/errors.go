@@ -3,13 +3,6 @@ package image
 import (
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"strings"
-	"syscall"
-
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
 
 // What can go wrong in a pull, for callers to tell apart with errors.Is
@@ -39,41 +32,6 @@ func (e *PullError) Error() string {
 
 func (e *PullError) Unwrap() error { return e.Reason }
 
-// pullError says in a user's words why a pull of r failed.
-func (s *Store) pullError(r name.Reference, keys *keychain, err error) error {
-	host := r.Context().RegistryStr()
-	e := &PullError{Ref: r.Name(), Detail: err.Error()}
-	var te *transport.Error
-	var ne net.Error
-	switch {
-	case isFull(err):
-		e.Reason, e.Detail = ErrFull, "the filesystem of "+s.dir+" is full"
-	case errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden || hasCode(te, transport.UnauthorizedErrorCode, transport.DeniedErrorCode)):
-		e.Reason, e.Detail = ErrUnauthorized, "registry "+host+" refused access "+keys.source(host)
-	case errors.As(err, &te) && (te.StatusCode == http.StatusNotFound || hasCode(te, transport.ManifestUnknownErrorCode, transport.NameUnknownErrorCode)):
-		e.Reason, e.Detail = ErrUnknown, "registry "+host+" has no image "+strings.TrimPrefix(r.Name(), host+"/")
-	case errors.As(err, &ne):
-		e.Reason, e.Detail = ErrUnreachable, fmt.Sprintf("cannot reach registry %s: %v", host, err)
-		var oe *net.OpError
-		if errors.As(err, &oe) {
-			e.Detail = fmt.Sprintf("cannot reach registry %s: %v", host, oe.Err)
-		}
-	}
-	return e
-}
-
-// hasCode reports whether the registry's answer holds one of codes.
-func hasCode(te *transport.Error, codes ...transport.ErrorCode) bool {
-	for _, d := range te.Errors {
-		for _, c := range codes {
-			if d.Code == c {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func isFull(err error) bool {
-	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
-}
+// ErrNotFile is the error of taking a file out of an image at a path
+// that is not a regular file in the image.
+var ErrNotFile = errors.New("not a regular file of the image")

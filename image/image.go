@@ -1,7 +1,11 @@
-// Package image pulls OCI and Docker v2 images from registries into a
-// content-addressed store on the host, and gives pods and inject what they
-// need of them: the image's layers unpacked in overlayfs form, shared by
-// every image and pod that uses them, and its config.
+// Package image is the content-addressed store on the host of the OCI and
+// Docker v2 images that package image/registry pulls, and gives pods and
+// inject what they need of them: the image's layers unpacked in overlayfs
+// form, shared by every image and pod that uses them, and its config. It
+// links the standard library and golang.org/x/sys only (TestDeps), since
+// every unitrun process links it: the registry's side, with
+// go-containerregistry and the inits it brings, is image/registry, which
+// unitrun runs in the unitrun-pull binary.
 //
 // The store's layout, under its directory (default [DefaultDir]):
 //
@@ -42,7 +46,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/unitrun/unitrun/internal/atomicfile"
 )
 
@@ -144,13 +147,14 @@ func isHex(s string) bool {
 	return true
 }
 
-// blobPath is where the store keeps blob digest ("sha256:HEX").
-func (s *Store) blobPath(digest string) string {
+// BlobPath is where the store keeps blob digest ("sha256:HEX").
+func (s *Store) BlobPath(digest string) string {
 	return s.path(blobsDir, hexOf(digest))
 }
 
-// layerPath is where the store keeps the layer of diff ID diffID.
-func (s *Store) layerPath(diffID string) string {
+// LayerPath is where the store keeps the layer of diff ID diffID,
+// complete once it exists.
+func (s *Store) LayerPath(diffID string) string {
 	return s.path(layersDir, hexOf(diffID))
 }
 
@@ -159,32 +163,10 @@ func (s *Store) layerPath(diffID string) string {
 func (s *Store) LayerDirs(img *Image) []string {
 	dirs := make([]string, len(img.Layers))
 	for i, l := range img.Layers {
-		dirs[len(dirs)-1-i] = s.layerPath(l)
+		dirs[len(dirs)-1-i] = s.LayerPath(l)
 	}
 	return dirs
 }
-
-// normalize parses ref as an image reference and returns its normalized
-// name ("index.docker.io/library/busybox:latest", "host/ns/name@sha256:…").
-func normalize(ref string) (name.Reference, error) {
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		return nil, &RefError{Ref: ref, Err: err}
-	}
-	return r, nil
-}
-
-// A RefError is a reference that is not an image name.
-type RefError struct {
-	Ref string
-	Err error
-}
-
-func (e *RefError) Error() string {
-	return fmt.Sprintf("%q is not an image reference (REGISTRY/REPOSITORY[:TAG] or REPOSITORY@sha256:DIGEST, in lower case): %v", e.Ref, e.Err)
-}
-
-func (e *RefError) Unwrap() error { return e.Err }
 
 // Lookup returns the image that ref (a name or "sha256:HEX", or an ID's
 // unique prefix) names in the store, without reaching a registry.
@@ -197,11 +179,11 @@ func (s *Store) Lookup(ref string) (*Image, error) {
 			return img, err
 		}
 	}
-	r, err := normalize(ref)
+	n, err := Normalize(ref)
 	if err != nil {
 		return nil, err
 	}
-	id, err := s.readRef(r.Name())
+	id, err := s.readRef(n)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package image
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,7 +11,6 @@ import (
 	"slices"
 	"strings"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sys/unix"
 )
 
@@ -70,8 +70,8 @@ func (s *Store) Remove(ref string) (*Image, error) {
 		return nil, err
 	}
 	nameOnly := ""
-	if r, err := normalize(ref); err == nil && slices.Contains(img.Names, r.Name()) && len(img.Names) > 1 {
-		nameOnly = r.Name()
+	if n, err := Normalize(ref); err == nil && slices.Contains(img.Names, n) && len(img.Names) > 1 {
+		nameOnly = n
 	}
 	if nameOnly != "" {
 		err = s.removeRef(nameOnly)
@@ -199,7 +199,7 @@ func (s *Store) collect() (int64, error) {
 	}
 	for _, e := range entries {
 		p := s.path(tmpDir, e.Name())
-		n, _ := diskUsage(p)
+		n, _ := DiskUsage(p)
 		if err := os.RemoveAll(p); err != nil {
 			errs = append(errs, err)
 			continue
@@ -222,9 +222,9 @@ func (s *Store) inUse() (blobs, layers map[string]bool, err error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		blobs[img.ID], blobs[m.Config.Digest.String()] = true, true
+		blobs[img.ID], blobs[m.Config.Digest] = true, true
 		for _, l := range m.Layers {
-			blobs[l.Digest.String()] = true
+			blobs[l.Digest] = true
 		}
 		for _, l := range img.Layers {
 			layers[l] = true
@@ -233,28 +233,52 @@ func (s *Store) inUse() (blobs, layers map[string]bool, err error) {
 	return blobs, layers, nil
 }
 
+// A manifest is what the store reads of an image's manifest (OCI or
+// Docker v2): the digests of the blobs it names.
+type manifest struct {
+	Config struct {
+		Digest string `json:"digest"`
+	} `json:"config"`
+	Layers []struct {
+		Digest string `json:"digest"`
+	} `json:"layers"`
+}
+
 // manifest reads img's manifest from the store's blobs.
-func (s *Store) manifest(img *Image) (*v1.Manifest, error) {
-	f, err := os.Open(s.blobPath(img.ID))
+func (s *Store) manifest(img *Image) (*manifest, error) {
+	b, err := os.ReadFile(s.BlobPath(img.ID))
 	if err != nil {
 		return nil, fmt.Errorf("the manifest of image %s: %w", img.ID, err)
 	}
-	defer f.Close()
-	m, err := v1.ParseManifest(f)
-	if err != nil {
+	var m manifest
+	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("the manifest of image %s: %w", img.ID, err)
 	}
-	return m, nil
+	return &m, nil
+}
+
+// LayerBlobs returns the digests of img's compressed layer blobs in the
+// store, bottom first, as its manifest names them.
+func (s *Store) LayerBlobs(img *Image) ([]string, error) {
+	m, err := s.manifest(img)
+	if err != nil {
+		return nil, err
+	}
+	digests := make([]string, len(m.Layers))
+	for i, l := range m.Layers {
+		digests[i] = l.Digest
+	}
+	return digests, nil
 }
 
 // Size returns the bytes the store takes on disk.
 func (s *Store) Size() (int64, error) {
-	return diskUsage(s.dir)
+	return DiskUsage(s.dir)
 }
 
-// diskUsage returns the bytes that the files under p take on disk, each
+// DiskUsage returns the bytes that the files under p take on disk, each
 // inode counted once.
-func diskUsage(p string) (int64, error) {
+func DiskUsage(p string) (int64, error) {
 	var size int64
 	seen := map[uint64]bool{}
 	err := filepath.WalkDir(p, func(p string, d fs.DirEntry, err error) error {

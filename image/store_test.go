@@ -3,8 +3,6 @@ package image_test
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,20 +10,6 @@ import (
 	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/image/imagetest"
 )
-
-// entries returns the names in the store's subdirectory sub.
-func entries(t *testing.T, s *image.Store, sub string) []string {
-	t.Helper()
-	es, err := os.ReadDir(filepath.Join(s.Dir(), sub))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range es {
-		names = append(names, e.Name())
-	}
-	return names
-}
 
 func hexes(ids ...string) []string {
 	var hs []string
@@ -41,10 +25,10 @@ func TestRemoveRefusedWhileLeasedThenPrune(t *testing.T) {
 	shared := imagetest.Layer{{Path: "shared", Body: strings.Repeat("s", 10000)}}
 	refA := reg.Push(t, "a:1", imagetest.Image{Layers: []imagetest.Layer{shared, {{Path: "a", Body: "a"}}}})
 	refB := reg.Push(t, "b:1", imagetest.Image{Layers: []imagetest.Layer{shared, {{Path: "b", Body: "b"}}}})
-	s := openStore(t)
-	a := pull(t, s, refA, image.PullOptions{})
-	b := pull(t, s, refB, image.PullOptions{})
-	if got := entries(t, s, "layers/sha256"); !slices.Equal(got, hexes(a.Layers[0], a.Layers[1], b.Layers[1])) {
+	s := imagetest.Store(t)
+	a := imagetest.Pull(t, s, refA, image.PullOptions{})
+	b := imagetest.Pull(t, s, refB, image.PullOptions{})
+	if got := imagetest.Entries(t, s, "layers/sha256"); !slices.Equal(got, hexes(a.Layers[0], a.Layers[1], b.Layers[1])) {
 		t.Fatalf("layers %q: want the shared layer once and one of each image", got)
 	}
 	list, err := s.List()
@@ -74,7 +58,7 @@ func TestRemoveRefusedWhileLeasedThenPrune(t *testing.T) {
 	if _, err := s.Lookup(refB); !errors.Is(err, image.ErrNotFound) {
 		t.Errorf("Lookup after Remove: %v, want ErrNotFound", err)
 	}
-	if got := entries(t, s, "layers/sha256"); !slices.Equal(got, hexes(a.Layers...)) {
+	if got := imagetest.Entries(t, s, "layers/sha256"); !slices.Equal(got, hexes(a.Layers...)) {
 		t.Errorf("layers after removing b: %q, want a's (the shared one kept)", got)
 	}
 
@@ -91,7 +75,7 @@ func TestRemoveRefusedWhileLeasedThenPrune(t *testing.T) {
 		t.Fatalf("Prune: %+v, %v; want a removed and its bytes freed", p, err)
 	}
 	for _, sub := range []string{"layers/sha256", "blobs/sha256", "images", "refs", "tmp"} {
-		if got := entries(t, s, sub); len(got) != 0 {
+		if got := imagetest.Entries(t, s, sub); len(got) != 0 {
 			t.Errorf("%s after Prune: %q, want empty", sub, got)
 		}
 	}
@@ -105,9 +89,9 @@ func TestRemoveNameKeepsImageOfOtherNames(t *testing.T) {
 	d := imagetest.Image{Layers: []imagetest.Layer{{{Path: "f", Body: "x"}}}}
 	ref1 := reg.Push(t, "n:1", d)
 	ref2 := reg.Push(t, "n:2", d)
-	s := openStore(t)
-	img := pull(t, s, ref1, image.PullOptions{})
-	if pull(t, s, ref2, image.PullOptions{}).ID != img.ID {
+	s := imagetest.Store(t)
+	img := imagetest.Pull(t, s, ref1, image.PullOptions{})
+	if imagetest.Pull(t, s, ref2, image.PullOptions{}).ID != img.ID {
 		t.Fatal("one image under two tags got two IDs")
 	}
 	if err := s.Lease("pod/x", img.ID); err != nil {
@@ -128,9 +112,9 @@ func TestRemoveNameKeepsImageOfOtherNames(t *testing.T) {
 func TestPullTakesLease(t *testing.T) {
 	reg := imagetest.NewRegistry(t)
 	ref := reg.Push(t, "leased:1", imagetest.Image{Layers: []imagetest.Layer{{{Path: "f", Body: "x"}}}})
-	s := openStore(t)
-	img := pull(t, s, ref, image.PullOptions{Lease: "pod/a"}) // fetched
-	pull(t, s, ref, image.PullOptions{Lease: "pod/b"})        // found in the store
+	s := imagetest.Store(t)
+	img := imagetest.Pull(t, s, ref, image.PullOptions{Lease: "pod/a"}) // fetched
+	imagetest.Pull(t, s, ref, image.PullOptions{Lease: "pod/b"})        // found in the store
 	_, err := s.Remove(ref)
 	var inUse *image.InUseError
 	if !errors.As(err, &inUse) || !slices.Equal(inUse.Holders, []string{"pod/a", "pod/b"}) {

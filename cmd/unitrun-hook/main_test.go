@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/internal/depstest"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/pod"
@@ -45,17 +46,9 @@ var allowed = []string{
 
 // TestDeps fails when the hook links a package that is not allowed.
 func TestDeps(t *testing.T) {
-	list := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{.Standard}}", ".")
-	list.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := list.Output()
-	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		dep, std, _ := strings.Cut(line, " ")
-		internal := std == "true" && (strings.HasPrefix(dep, "internal/") || strings.Contains(dep, "/internal/") || strings.HasPrefix(dep, "vendor/"))
-		if !internal && !slices.Contains(allowed, dep) {
-			t.Errorf("unitrun-hook links %s: it starts at every exit of every app; keep it to the packages allowed", dep)
+	for _, dep := range depstest.Deps(t, ".") {
+		if !slices.Contains(allowed, dep.Path) {
+			t.Errorf("unitrun-hook links %s: it starts at every exit of every app; keep it to the packages allowed", dep.Path)
 		}
 	}
 }

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/unitrun/unitrun/internal/depstest"
 )
 
 // TestNoCostlyInits fails when unitrun links a package whose init does
@@ -14,14 +15,21 @@ import (
 // the Go runtime's metric descriptions at every start, 0.3 to 0.45 ms of
 // the CPU of a run; client_golang more) and runtime/metrics.
 func TestNoCostlyInits(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
-	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
+	for _, dep := range depstest.Deps(t, ".") {
+		if slices.Contains([]string{"github.com/VictoriaMetrics/metrics", "github.com/prometheus/client_golang/prometheus", "runtime/metrics"}, dep.Path) {
+			t.Errorf("unitrun links %s, whose package init every unitrun process runs", dep.Path)
+		}
 	}
-	deps := strings.Fields(string(out))
-	for _, p := range []string{"github.com/VictoriaMetrics/metrics", "github.com/prometheus/client_golang/prometheus", "runtime/metrics"} {
-		if slices.Contains(deps, p) {
-			t.Errorf("unitrun links %s, whose package init every unitrun process runs", p)
+}
+
+// TestNoRegistryClient fails when unitrun links go-containerregistry,
+// whose dependencies' inits (go-digest's regexps, zstd's tables, logrus
+// through docker's config) cost every unitrun process 0.6 ms: unitrun
+// runs unitrun-pull for its registry work (package internal/pullexec).
+func TestNoRegistryClient(t *testing.T) {
+	for _, dep := range depstest.Deps(t, ".") {
+		if strings.HasPrefix(dep.Path, "github.com/google/go-containerregistry/") || dep.Path == "github.com/unitrun/unitrun/image/registry" {
+			t.Errorf("unitrun links %s: its registry work is unitrun-pull's", dep.Path)
 		}
 	}
 }

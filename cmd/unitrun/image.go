@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/unitrun/unitrun/image"
+	"github.com/unitrun/unitrun/internal/pullexec"
+	"github.com/unitrun/unitrun/pod"
 )
 
 // envImageDir names the image store's directory when --image-dir does not.
@@ -141,7 +144,7 @@ image.`,
 				}
 			}
 			stop := bar.p.ticking(bar.lines)
-			img, err := s.Pull(cmd.Context(), args[0], o)
+			img, err := pullImage(cmd.Context(), s, args[0], o)
 			stop()
 			if err != nil {
 				return imageError(err)
@@ -375,4 +378,20 @@ uses and what interrupted pulls left. Waits for the pulls under way.`,
 	imageDirFlag(cmd, &dir)
 	jsonFlag(cmd, &asJSON, `print {"removed": [...], "freed"} as JSON`)
 	return cmd
+}
+
+// pullImage pulls ref into s with o, by unitrun-pull beside this binary
+// (package internal/pullexec).
+func pullImage(ctx context.Context, s *image.Store, ref string, o image.PullOptions) (*image.Image, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return pullexec.Pull(ctx, self, s.Dir(), ref, o)
+}
+
+// pullAppImage is podrun.Runner.Pull for pod create and run: app a's
+// image under its pull policy, into store s.
+func pullAppImage(ctx context.Context, s *image.Store, a *pod.App) (*image.Image, error) {
+	return pullImage(ctx, s, a.Image, image.PullOptions{Policy: a.PullPolicy()})
 }

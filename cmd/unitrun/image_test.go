@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -197,5 +198,38 @@ func TestImagePullFullDisk(t *testing.T) {
 	}
 	if out, _, code := unitrun(t, "image", "ls", "--image-dir", store); code != 0 || out != "" {
 		t.Errorf("image ls after the failed pull: exit %d, %q; want no image", code, out)
+	}
+}
+
+// TestImagePullWithoutUnitrunPull runs a unitrun installed without the
+// unitrun-pull beside it: image pull, inject --image and a pod of an image
+// exit 125 saying what is missing and where unitrun looks for it.
+func TestImagePullWithoutUnitrunPull(t *testing.T) {
+	alone := filepath.Join(t.TempDir(), "unitrun")
+	data, err := os.ReadFile(systemdtest.Binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(alone, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	images := t.TempDir()
+	manifest := filepath.Join(t.TempDir(), "pod.yaml")
+	if err := os.WriteFile(manifest, []byte("name: nopull\nisolation: namespaces\napps:\n  - {name: a, image: quay.io/example/app:1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := "unitrun-pull, which pulls images, is missing: unitrun looks for it beside itself, at " + alone + "-pull"
+	for _, args := range [][]string{
+		{"image", "pull", "--image-dir", images, "quay.io/example/app:1"},
+		{"inject", "--dir", t.TempDir(), "--image-dir", images, "--image", "quay.io/example/app:1", "--path", "/bin/app"},
+		{"pod", "create", "--state-dir", t.TempDir(), "--image-dir", images, manifest},
+	} {
+		cmd := exec.Command(alone, args...)
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 125 || !strings.Contains(errb.String(), want) {
+			t.Errorf("%q: %v, stderr %q; want exit 125 and %q", args, err, errb.String(), want)
+		}
 	}
 }

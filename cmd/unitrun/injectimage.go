@@ -13,6 +13,7 @@ import (
 
 	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/inject"
+	"github.com/unitrun/unitrun/internal/pullexec"
 )
 
 // imageSource is inject's --image REF --path PATH: a file out of an image.
@@ -49,6 +50,10 @@ func (f *imageSource) inject(ctx context.Context, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", &exitError{code: exitFailed, err: err}
+	}
 	tmp, err := os.MkdirTemp("", "unitrun-inject-")
 	if err != nil {
 		return "", &exitError{code: exitFailed, err: err}
@@ -59,7 +64,7 @@ func (f *imageSource) inject(ctx context.Context, dir string) (string, error) {
 	if err != nil {
 		return "", &exitError{code: exitFailed, err: err}
 	}
-	mode, err := s.ExtractFile(ctx, f.ref, f.path, image.PullOptions{Policy: p, AuthFile: f.authFile}, out)
+	mode, err := pullexec.ExtractFile(ctx, self, s.Dir(), f.ref, f.path, image.PullOptions{Policy: p, AuthFile: f.authFile}, out)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}

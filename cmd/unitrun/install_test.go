@@ -55,14 +55,16 @@ func TestInstallUninstall(t *testing.T) {
 	if fi, err := os.Stat(bin); err != nil || fi.Mode().Perm() != 0o755 {
 		t.Fatalf("installed binary: %v %v", fi, err)
 	}
-	// The pods' exit hook, beside the binary that runs the install, goes
-	// beside the installed one.
-	hook, err := os.ReadFile(systemdtest.Binary(t) + "-hook")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if data, err := os.ReadFile(bin + "-hook"); err != nil || !bytes.Equal(data, hook) {
-		t.Errorf("installed hook %s: %d bytes, %v; want the %d of the hook beside unitrun", bin+"-hook", len(data), err, len(hook))
+	// The pods' exit hook and the puller of images, beside the binary
+	// that runs the install, go beside the installed one.
+	for _, beside := range []string{"-hook", "-pull"} {
+		want, err := os.ReadFile(systemdtest.Binary(t) + beside)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if data, err := os.ReadFile(bin + beside); err != nil || !bytes.Equal(data, want) {
+			t.Errorf("installed %s: %d bytes, %v; want the %d of the one beside unitrun", bin+beside, len(data), err, len(want))
+		}
 	}
 	svc, err := os.ReadFile(filepath.Join(unitDir, "unitrun.service"))
 	if err != nil || !strings.Contains(string(svc), "ExecStart="+bin+" ") {
@@ -90,8 +92,10 @@ func TestInstallUninstall(t *testing.T) {
 	if _, err := os.Stat(bin); err == nil {
 		t.Error("binary still installed")
 	}
-	if _, err := os.Stat(bin + "-hook"); err == nil {
-		t.Error("hook still installed")
+	for _, beside := range []string{"-hook", "-pull"} {
+		if _, err := os.Stat(bin + beside); err == nil {
+			t.Errorf("%s still installed", bin+beside)
+		}
 	}
 	for _, p := range dbusFiles {
 		if _, err := os.Stat(p); err == nil {

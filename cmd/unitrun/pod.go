@@ -91,7 +91,7 @@ func (f *podFlags) runner(ctx context.Context) (r *podrun.Runner, close func(), 
 	if err != nil {
 		return nil, nil, &exitError{code: exitFailed, err: err}
 	}
-	r = &podrun.Runner{Mgr: mgr, StateDir: dir, Binary: bin, Manager: f.hookManager(mgr), ImageDir: f.imageDir}
+	r = &podrun.Runner{Mgr: mgr, StateDir: dir, Binary: bin, Manager: f.hookManager(mgr), ImageDir: f.imageDir, Pull: pullAppImage}
 	if r.ImageDir == "" {
 		r.ImageDir = os.Getenv(envImageDir)
 	}

@@ -1,6 +1,7 @@
 // Command release builds unitrun's release for Linux from a checkout: for
 // each architecture, a tarball with unitrun, the pods' exit hook beside it
-// (unitrun-hook, see docs/pods.md) and unitrun-node, the shipped
+// (unitrun-hook, see docs/pods.md), the puller of images beside it
+// (unitrun-pull, see docs/images.md) and unitrun-node, the shipped
 // systemd units, the D-Bus files, shell completions and man pages, and a
 // .deb and an .rpm of the same files (built with nfpm), and SHA256SUMS
 // over them all. dist/release.sh runs it.
@@ -137,12 +138,13 @@ func cloneHead(root, dir string) (string, error) {
 	return dir, nil
 }
 
-// buildBinaries builds unitrun, unitrun-hook and unitrun-node for
+// buildBinaries builds unitrun, unitrun-hook, unitrun-pull and unitrun-node for
 // linux/arch into dir, with the build tags tags.
 func buildBinaries(root, dir, arch, tags string) error {
 	for _, b := range []struct{ module, pkg, name string }{
 		{".", "./cmd/unitrun", "unitrun"},
 		{".", "./cmd/unitrun-hook", "unitrun-hook"},
+		{".", "./cmd/unitrun-pull", "unitrun-pull"},
 		{"node", "./cmd/unitrun-node", "unitrun-node"},
 	} {
 		abs, err := filepath.Abs(filepath.Join(dir, b.name))
@@ -286,6 +288,7 @@ func layout(root, bin, shared string) ([]file, error) {
 	files := []file{
 		{src: filepath.Join(bin, "unitrun"), tarPath: "bin/unitrun", deb: "/usr/bin/unitrun", mode: 0o755},
 		{src: filepath.Join(bin, "unitrun-hook"), tarPath: "bin/unitrun-hook", deb: "/usr/bin/unitrun-hook", mode: 0o755},
+		{src: filepath.Join(bin, "unitrun-pull"), tarPath: "bin/unitrun-pull", deb: "/usr/bin/unitrun-pull", mode: 0o755},
 		{src: filepath.Join(bin, "unitrun-node"), tarPath: "bin/unitrun-node", deb: "/usr/bin/unitrun-node", mode: 0o755},
 		{src: filepath.Join(root, "dist/dbus/org.unitrun.Ops1.conf"), tarPath: "dbus/org.unitrun.Ops1.conf", deb: "/usr/share/dbus-1/system.d/org.unitrun.Ops1.conf"},
 		{src: filepath.Join(root, "dist/dbus/org.unitrun.Ops1.service"), tarPath: "dbus/org.unitrun.Ops1.service", deb: "/usr/share/dbus-1/system-services/org.unitrun.Ops1.service"},

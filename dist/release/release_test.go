@@ -19,6 +19,7 @@ import (
 var packaged = []string{
 	"/usr/bin/unitrun",
 	"/usr/bin/unitrun-hook",
+	"/usr/bin/unitrun-pull",
 	"/usr/bin/unitrun-node",
 	"/usr/lib/systemd/system/unitrun.service",
 	"/usr/lib/systemd/system/unitrun.socket",
@@ -69,7 +70,7 @@ func TestRelease(t *testing.T) {
 	tarFiles := tarball(t, filepath.Join(out, names[0]))
 
 	t.Run("tarball", func(t *testing.T) {
-		want := []string{"bin/unitrun", "bin/unitrun-hook", "bin/unitrun-node", "README.md", "completions/_unitrun", "completions/unitrun.bash", "completions/unitrun.fish",
+		want := []string{"bin/unitrun", "bin/unitrun-hook", "bin/unitrun-pull", "bin/unitrun-node", "README.md", "completions/_unitrun", "completions/unitrun.bash", "completions/unitrun.fish",
 			"dbus/org.unitrun.Ops1.conf", "dbus/org.unitrun.Ops1.service", "systemd/unitrun.service", "systemd/unitrun-node.service"}
 		for _, p := range manPages {
 			want = append(want, "man/"+p)
@@ -79,12 +80,15 @@ func TestRelease(t *testing.T) {
 				t.Errorf("the tarball lacks %s", top+w)
 			}
 		}
-		// systemd starts the hook at every exit of a pod's app: static,
-		// no dynamic loader to run first.
-		if f, err := elf.NewFile(bytes.NewReader(tarFiles[top+"bin/unitrun-hook"])); err != nil {
-			t.Errorf("bin/unitrun-hook: %v", err)
-		} else if slices.ContainsFunc(f.Progs, func(p *elf.Prog) bool { return p.Type == elf.PT_INTERP }) {
-			t.Error("bin/unitrun-hook has a dynamic loader (PT_INTERP); want a static build")
+		// systemd starts the hook at every exit of a pod's app, unitrun
+		// the puller at every pull: static, no dynamic loader to run
+		// first.
+		for _, b := range []string{"bin/unitrun-hook", "bin/unitrun-pull"} {
+			if f, err := elf.NewFile(bytes.NewReader(tarFiles[top+b])); err != nil {
+				t.Errorf("%s: %v", b, err)
+			} else if slices.ContainsFunc(f.Progs, func(p *elf.Prog) bool { return p.Type == elf.PT_INTERP }) {
+				t.Errorf("%s has a dynamic loader (PT_INTERP); want a static build", b)
+			}
 		}
 	})
 	for _, pkg := range []struct{ format, file, zsh string }{
@@ -198,7 +202,7 @@ func TestRelease(t *testing.T) {
 		}
 		top := strings.TrimSuffix(names[0], ".tar.gz") + "/"
 		files := tarball(t, filepath.Join(dir, names[0]))
-		for _, b := range []string{"bin/unitrun", "bin/unitrun-hook", "bin/unitrun-node"} {
+		for _, b := range []string{"bin/unitrun", "bin/unitrun-hook", "bin/unitrun-pull", "bin/unitrun-node"} {
 			f, err := elf.NewFile(bytes.NewReader(files[top+b]))
 			if err != nil || f.Machine != elf.EM_AARCH64 {
 				t.Errorf("%s: %v, %v; want an ELF file for arm64 (EM_AARCH64)", b, err, f)

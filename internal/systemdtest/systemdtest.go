@@ -252,9 +252,9 @@ var build struct {
 }
 
 // Binary builds the unitrun command once per test binary and returns its
-// path, with the small hook binary that pods run at each exit of an app
-// (cmd/unitrun-hook) beside it, built as a release builds it (static,
-// CGO_ENABLED=0). Under Main the build is removed once the tests have run.
+// path, with the small binaries installed beside it, built as a release
+// builds them (static, CGO_ENABLED=0): the hook that pods run at each exit
+// of an app (cmd/unitrun-hook) and the puller of images (cmd/unitrun-pull). Under Main the build is removed once the tests have run.
 func Binary(t testing.TB) string {
 	t.Helper()
 	build.Do(func() {
@@ -273,10 +273,15 @@ func Binary(t testing.TB) string {
 			build.err = fmt.Errorf("go build: %v\n%s", err, out)
 			return
 		}
-		hook := exec.Command("go", "build", "-o", filepath.Join(dir, "unitrun-hook"), "github.com/unitrun/unitrun/cmd/unitrun-hook")
-		hook.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := hook.CombinedOutput(); err != nil {
-			build.err = fmt.Errorf("go build: %v\n%s", err, out)
+		// The binaries installed beside unitrun, static as dist/release
+		// builds them.
+		for _, b := range []string{"unitrun-hook", "unitrun-pull"} {
+			beside := exec.Command("go", "build", "-o", filepath.Join(dir, b), "github.com/unitrun/unitrun/cmd/"+b)
+			beside.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := beside.CombinedOutput(); err != nil {
+				build.err = fmt.Errorf("go build: %v\n%s", err, out)
+				return
+			}
 		}
 	})
 	if build.err != nil {

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/unitrun/unitrun/image"
+	"github.com/unitrun/unitrun/image/registry"
 	"github.com/unitrun/unitrun/pod"
 )
 
@@ -131,7 +132,7 @@ func (p *Provider) pullImages(ctx context.Context, pod *corev1.Pod, manifest []b
 		}
 		event(corev1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", pl.ref))
 		began := time.Now()
-		img, err := s.Pull(ctx, pl.ref, image.PullOptions{Policy: pl.policy, Auth: auth})
+		img, err := registry.Pull(ctx, s, pl.ref, image.PullOptions{Policy: pl.policy, Auth: auth})
 		var pe *image.PullError
 		switch {
 		case err != nil && !errors.As(err, &pe):

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/image"
+	"github.com/unitrun/unitrun/image/registry"
 	"github.com/unitrun/unitrun/internal/atomicfile"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
@@ -66,7 +67,7 @@ func newEngine(conn *manager.Conn, stateDir, binary, hookManager string) *engine
 // it creates the pod ([Provider.pullImages]), so the creation takes it
 // from the store.
 func pulled(ctx context.Context, s *image.Store, a *pod.App) (*image.Image, error) {
-	return s.Pull(ctx, a.Image, image.PullOptions{Policy: image.PullNever})
+	return registry.Pull(ctx, s, a.Image, image.PullOptions{Policy: image.PullNever})
 }
 
 // close releases the connection to the manager.

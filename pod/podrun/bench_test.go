@@ -15,6 +15,7 @@ import (
 
 	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/image/imagetest"
+	"github.com/unitrun/unitrun/image/registry"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/pod"
@@ -334,7 +335,7 @@ func BenchmarkImagePod(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := st.Pull(context.Background(), ref, image.PullOptions{}); err != nil {
+	if _, err := registry.Pull(context.Background(), st, ref, image.PullOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	root := b.TempDir()

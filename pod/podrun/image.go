@@ -29,13 +29,17 @@ func (r *Runner) imageDir() string {
 	return image.DefaultDir
 }
 
-// pull gets the image of app a of a pod being created from store s under
-// its pull policy ([pod.App.PullPolicy]), by r.Pull if it is set.
+// errNoPull is the creation of a pod with an image by a Runner that
+// cannot pull.
+var errNoPull = errors.New("this program pulls no images")
+
+// pull gets the image of app a of a pod being created into store s under
+// its pull policy ([pod.App.PullPolicy]), by r.Pull.
 func (r *Runner) pull(ctx context.Context, s *image.Store, a *pod.App) (*image.Image, error) {
-	if r.Pull != nil {
-		return r.Pull(ctx, s, a)
+	if r.Pull == nil {
+		return nil, errNoPull
 	}
-	return s.Pull(ctx, a.Image, image.PullOptions{Policy: a.PullPolicy()})
+	return r.Pull(ctx, s, a)
 }
 
 // resolveImages pulls the image of each app of m that names one (once per

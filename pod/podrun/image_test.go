@@ -17,6 +17,7 @@ import (
 
 	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/image/imagetest"
+	"github.com/unitrun/unitrun/image/registry"
 	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/record"
 )
@@ -25,7 +26,13 @@ import (
 func imageRunner(t *testing.T) *Runner {
 	r := newRunner(t)
 	r.ImageDir = t.TempDir()
+	r.Pull = registryPull
 	return r
+}
+
+// registryPull is Runner.Pull as unitrun-node's, without credentials.
+func registryPull(ctx context.Context, s *image.Store, a *pod.App) (*image.Image, error) {
+	return registry.Pull(ctx, s, a.Image, image.PullOptions{Policy: a.PullPolicy()})
 }
 
 // pushTool pushes an image of the test tool at /bin/tool, its Entrypoint,
@@ -494,7 +501,7 @@ func TestPodImagePulledOnce(t *testing.T) {
 	create(t, r, fmt.Sprintf("name: once\nisolation: namespaces\napps:\n  - {name: a, image: %[1]s, imagePullPolicy: Always}\n  - {name: b, image: %[1]s, imagePullPolicy: Always}\n", ref))
 	byPod := manifests.Swap(0)
 	st, _ := image.Open(r.ImageDir)
-	if _, err := st.Pull(context.Background(), ref, image.PullOptions{Policy: image.PullAlways}); err != nil {
+	if _, err := registry.Pull(context.Background(), st, ref, image.PullOptions{Policy: image.PullAlways}); err != nil {
 		t.Fatal(err)
 	}
 	if byOne := manifests.Load(); byPod != byOne || byOne == 0 {
@@ -503,7 +510,7 @@ func TestPodImagePulledOnce(t *testing.T) {
 }
 
 // Runner.Pull, the caller's own pull (unitrun-node's, with a Pod's
-// credentials), gets each image in place of the store's Pull: its image
+// credentials), gets each image: its image
 // is the app's, and its failure fails the creation as it is, creating
 // nothing.
 func TestPodImagePullHook(t *testing.T) {
@@ -517,7 +524,7 @@ func TestPodImagePullHook(t *testing.T) {
 		if a.Name == "bad" {
 			return nil, failed
 		}
-		return s.Pull(ctx, a.Image, image.PullOptions{Policy: a.PullPolicy()})
+		return registryPull(ctx, s, a)
 	}
 	text := fmt.Sprintf("name: hooked\nisolation: namespaces\napps:\n  - {name: a, image: %s}\n", ref)
 	create(t, r, text)

@@ -35,13 +35,16 @@ type Runner struct {
 	// ImageDir is the image store that apps' images are pulled into and
 	// leased in; "" is image.DefaultDir.
 	ImageDir string
-	// Pull, if not nil, gets the image of app a of a pod being created
-	// into store s, in place of s.Pull under the app's pull policy
-	// ([pod.App.PullPolicy]), once per image and policy of the pod:
-	// unitrun-node pulls with a Pod's imagePullSecrets and reports a
-	// failed pull as the kubelet does. An
-	// error wrapping image.ErrNotFound under policy Never refuses the
-	// manifest (an *InvalidError); any other fails the creation.
+	// Pull gets the image of app a of a pod being created into store s
+	// under the app's pull policy ([pod.App.PullPolicy]), once per image
+	// and policy of the pod; a Runner without one creates no pod that
+	// names an image. Package podrun does not pull itself, so that
+	// unitrun does not link go-containerregistry: unitrun runs
+	// unitrun-pull, unitrun-node calls image/registry's Pull with a Pod's
+	// imagePullSecrets and reports a failed pull as the kubelet does. A
+	// *image.RefError, or an error wrapping image.ErrNotFound (policy
+	// Never) or image.ErrUnknown, refuses the manifest (an
+	// *InvalidError); any other fails the creation.
 	Pull func(ctx context.Context, s *image.Store, a *pod.App) (*image.Image, error)
 }
 

@@ -1,4 +1,4 @@
-package image
+package registry
 
 import (
 	"encoding/json"
@@ -11,12 +11,13 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/unitrun/unitrun/image"
 )
 
 // A keychain gives a registry the credentials of PullOptions.Auth, else
 // of a docker-style config file's "auths", else none.
 type keychain struct {
-	auth map[string]Credentials
+	auth map[string]image.Credentials
 	// file is the credentials file read, "" when there is none;
 	// looked is where one was looked for, for errors.
 	file   string
@@ -42,7 +43,7 @@ func authFiles() []string {
 
 // newKeychain reads the credentials file that o names or the first of
 // authFiles that exists.
-func newKeychain(o PullOptions) (*keychain, error) {
+func newKeychain(o image.PullOptions) (*keychain, error) {
 	k := &keychain{auth: o.Auth}
 	files := authFiles()
 	if o.AuthFile != "" {

@@ -1,4 +1,4 @@
-package image
+package registry
 
 import (
 	"archive/tar"
@@ -13,11 +13,8 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/unitrun/unitrun/image"
 )
-
-// ErrNotFile is ExtractFile's error for a path that is not a regular
-// file in the image.
-var ErrNotFile = errors.New("not a regular file of the image")
 
 // maxLinks is how many symlinks ExtractFile follows for one path, as
 // Linux's own limit.
@@ -33,30 +30,34 @@ const maxLinks = 40
 // store; a layer read from the registry is read to its end, so that its
 // digest is checked, before ExtractFile returns. On an error, what was
 // written to w is to be thrown away. A path the image does not have is
-// fs.ErrNotExist; one that is not a regular file, ErrNotFile.
-func (s *Store) ExtractFile(ctx context.Context, ref, p string, o PullOptions, w io.Writer) (fs.FileMode, error) {
+// fs.ErrNotExist; one that is not a regular file, image.ErrNotFile.
+func ExtractFile(ctx context.Context, s *image.Store, ref, p string, o image.PullOptions, w io.Writer) (fs.FileMode, error) {
 	if !path.IsAbs(p) || path.Clean(p) == "/" {
 		return 0, fmt.Errorf("path %q: must be the absolute path of a file in the image", p)
 	}
-	r, err := normalize(ref)
+	n, err := image.Normalize(ref)
 	if err != nil {
 		return 0, err
 	}
-	policy, err := ParsePullPolicy(string(o.Policy))
+	r, err := name.ParseReference(n)
+	if err != nil {
+		return 0, &image.RefError{Ref: ref, Err: err}
+	}
+	policy, err := image.ParsePullPolicy(string(o.Policy))
 	if err != nil {
 		return 0, err
 	}
 	var layers []opener
 	img, err := s.Lookup(r.Name())
 	switch {
-	case err == nil && policy != PullAlways:
-		if layers, err = s.heldLayers(img); err != nil {
+	case err == nil && policy != image.PullAlways:
+		if layers, err = heldLayers(s, img); err != nil {
 			return 0, err
 		}
-	case err != nil && !errors.Is(err, ErrNotFound):
+	case err != nil && !errors.Is(err, image.ErrNotFound):
 		return 0, err
-	case policy == PullNever:
-		return 0, fmt.Errorf("%s is not in the store and the pull policy is Never: %w", r.Name(), ErrNotFound)
+	case policy == image.PullNever:
+		return 0, fmt.Errorf("%s is not in the store and the pull policy is Never: %w", r.Name(), image.ErrNotFound)
 	default:
 		keys, err := newKeychain(o)
 		if err != nil {
@@ -66,7 +67,7 @@ func (s *Store) ExtractFile(ctx context.Context, ref, p string, o PullOptions, w
 			if ctx.Err() != nil {
 				return 0, ctx.Err()
 			}
-			return 0, s.pullError(r, keys, err)
+			return 0, pullError(s, r, keys, err)
 		}
 	}
 	mode, err := find(layers, strings.TrimPrefix(path.Clean(p), "/"), w)
@@ -84,16 +85,16 @@ type opener func() (io.ReadCloser, error)
 
 // heldLayers returns the openers of img's layer blobs in the store, top
 // first.
-func (s *Store) heldLayers(img *Image) ([]opener, error) {
-	m, err := s.manifest(img)
+func heldLayers(s *image.Store, img *image.Image) ([]opener, error) {
+	digests, err := s.LayerBlobs(img)
 	if err != nil {
 		return nil, err
 	}
 	var layers []opener
-	for i := len(m.Layers) - 1; i >= 0; i-- {
-		digest := m.Layers[i].Digest.String()
+	for i := len(digests) - 1; i >= 0; i-- {
+		digest := digests[i]
 		layers = append(layers, func() (io.ReadCloser, error) {
-			f, err := os.Open(s.blobPath(digest))
+			f, err := os.Open(s.BlobPath(digest))
 			if err != nil {
 				// Not the image's fs.ErrNotExist: the store's damage.
 				return nil, fmt.Errorf("the store's blob %s: %v", digest, err)
@@ -159,7 +160,7 @@ func find(layers []opener, p string, w io.Writer) (fs.FileMode, error) {
 		}
 		p = next
 	}
-	return 0, fmt.Errorf("too many levels of symbolic links, %w", ErrNotFile)
+	return 0, fmt.Errorf("too many levels of symbolic links, %w", image.ErrNotFile)
 }
 
 // scan reads one layer for p: it copies p's content to w if the layer has
@@ -210,9 +211,9 @@ func scan(open opener, p string, dirs map[string]bool, w io.Writer) (settled, fs
 				}
 				return lv, lmode, lto, nil
 			case tar.TypeDir:
-				return 0, 0, "", fmt.Errorf("a directory, %w", ErrNotFile)
+				return 0, 0, "", fmt.Errorf("a directory, %w", image.ErrNotFile)
 			default:
-				return 0, 0, "", ErrNotFile
+				return 0, 0, "", image.ErrNotFile
 			}
 		case base == opaqueMarker && under(p, dir):
 			if verdict == unsettled {

@@ -1,4 +1,4 @@
-package image_test
+package registry_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/unitrun/unitrun/image"
+	"github.com/unitrun/unitrun/image/registry"
 )
 
 // TestMain runs, in a process of its own, the pull that pullProcess
@@ -22,7 +23,7 @@ func TestMain(m *testing.M) {
 			err = os.WriteFile(filepath.Join(os.Getenv("IMAGE_TEST_READY"), fmt.Sprint(os.Getpid())), nil, 0o600)
 		}
 		if err == nil {
-			_, err = s.Pull(context.Background(), ref, image.PullOptions{})
+			_, err = registry.Pull(context.Background(), s, ref, image.PullOptions{})
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -1,4 +1,4 @@
-package image_test
+package registry_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/image/imagetest"
+	"github.com/unitrun/unitrun/image/registry"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,33 +21,33 @@ func TestPullAuth(t *testing.T) {
 	t.Setenv("HOME", home)
 	t.Setenv("REGISTRY_AUTH_FILE", "")
 	t.Setenv("DOCKER_CONFIG", "")
-	s := openStore(t)
+	s := imagetest.Store(t)
 	always := image.PullOptions{Policy: image.PullAlways}
 
-	_, err := s.Pull(context.Background(), ref, always)
+	_, err := registry.Pull(context.Background(), s, ref, always)
 	if !errors.Is(err, image.ErrUnauthorized) || !strings.Contains(err.Error(), reg.Host) ||
 		!strings.Contains(err.Error(), filepath.Join(home, ".docker/config.json")) {
 		t.Errorf("pull without credentials: %v; want refused, naming the registry and where credentials are read from", err)
 	}
 	bad := reg.AuthFile(t, "alice", "wrong")
-	_, err = s.Pull(context.Background(), ref, image.PullOptions{Policy: image.PullAlways, AuthFile: bad})
+	_, err = registry.Pull(context.Background(), s, ref, image.PullOptions{Policy: image.PullAlways, AuthFile: bad})
 	if !errors.Is(err, image.ErrUnauthorized) || !strings.Contains(err.Error(), bad) {
 		t.Errorf("pull with wrong credentials: %v; want refused, naming the file", err)
 	}
 	if _, err := s.Lookup(ref); !errors.Is(err, image.ErrNotFound) {
 		t.Errorf("a refused pull left an image: %v", err)
 	}
-	_, err = s.Pull(context.Background(), ref, image.PullOptions{AuthFile: filepath.Join(home, "missing.json")})
+	_, err = registry.Pull(context.Background(), s, ref, image.PullOptions{AuthFile: filepath.Join(home, "missing.json")})
 	if err == nil || !strings.Contains(err.Error(), "missing.json") {
 		t.Errorf("pull with a missing auth file: %v", err)
 	}
 
-	pull(t, s, ref, image.PullOptions{Policy: image.PullAlways, AuthFile: bad,
+	imagetest.Pull(t, s, ref, image.PullOptions{Policy: image.PullAlways, AuthFile: bad,
 		Auth: map[string]image.Credentials{reg.Host: {Username: "alice", Password: "s3cret"}}})
 
 	good := reg.AuthFile(t, "alice", "s3cret")
 	t.Setenv("REGISTRY_AUTH_FILE", good)
-	pull(t, s, ref, always)
+	imagetest.Pull(t, s, ref, always)
 
 	// A URL as the key, and username and password apart.
 	t.Setenv("REGISTRY_AUTH_FILE", "")
@@ -56,7 +57,7 @@ func TestPullAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("DOCKER_CONFIG", dockerConfig)
-	pull(t, s, ref, always)
+	imagetest.Pull(t, s, ref, always)
 
 	t.Setenv("DOCKER_CONFIG", "")
 	if err := os.MkdirAll(filepath.Join(home, ".docker"), 0o700); err != nil {
@@ -65,7 +66,7 @@ func TestPullAuth(t *testing.T) {
 	if err := os.Rename(good, filepath.Join(home, ".docker/config.json")); err != nil {
 		t.Fatal(err)
 	}
-	pull(t, s, ref, always)
+	imagetest.Pull(t, s, ref, always)
 }
 
 func TestPullOnFullDisk(t *testing.T) {
@@ -80,12 +81,12 @@ func TestPullOnFullDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Pull(context.Background(), ref, image.PullOptions{})
+	_, err = registry.Pull(context.Background(), s, ref, image.PullOptions{})
 	if !errors.Is(err, image.ErrFull) || !strings.Contains(err.Error(), s.Dir()) {
 		t.Fatalf("pull onto a full disk: %v; want ErrFull naming the store", err)
 	}
 	for _, sub := range []string{"layers/sha256", "blobs/sha256", "images", "refs", "tmp"} {
-		if got := entries(t, s, sub); len(got) != 0 {
+		if got := imagetest.Entries(t, s, sub); len(got) != 0 {
 			t.Errorf("%s after the failed pull: %q, want empty", sub, got)
 		}
 	}

@@ -1,4 +1,4 @@
-package image_test
+package registry_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/image/imagetest"
+	"github.com/unitrun/unitrun/image/registry"
 )
 
 // randomBody is n bytes that do not compress.
@@ -86,7 +87,7 @@ func TestPullKilledHalfwayResumes(t *testing.T) {
 	}})
 	ref := reg.PushImage(t, "big:1", built)
 	digests, diffIDs, blobs := layerDigests(t, built)
-	s := openStore(t)
+	s := imagetest.Store(t)
 	firstLayer := filepath.Join(s.Dir(), "layers/sha256", strings.TrimPrefix(diffIDs[0], "sha256:"))
 
 	halfSent := make(chan struct{})
@@ -117,7 +118,7 @@ func TestPullKilledHalfwayResumes(t *testing.T) {
 	if _, err := s.Lookup(ref); !errors.Is(err, image.ErrNotFound) {
 		t.Errorf("after the kill, Lookup: %v; want no image", err)
 	}
-	if got := entries(t, s, "images"); len(got) != 0 {
+	if got := imagetest.Entries(t, s, "images"); len(got) != 0 {
 		t.Errorf("after the kill, images/ holds %q", got)
 	}
 	if !exists(firstLayer) || exists(filepath.Join(s.Dir(), "layers/sha256", strings.TrimPrefix(diffIDs[1], "sha256:"))) {
@@ -126,7 +127,7 @@ func TestPullKilledHalfwayResumes(t *testing.T) {
 
 	c := &blobCounter{gets: map[string]int{}}
 	reg.SetWrap(c.wrap)
-	img := pull(t, s, ref, image.PullOptions{})
+	img := imagetest.Pull(t, s, ref, image.PullOptions{})
 	if n := c.count(digests[0]); n != 0 {
 		t.Errorf("the resumed pull fetched the first layer again (%d times)", n)
 	}
@@ -136,7 +137,7 @@ func TestPullKilledHalfwayResumes(t *testing.T) {
 	if got := readIn(t, s.LayerDirs(img), "two"); len(got) != 1<<20 {
 		t.Errorf("the second layer's file has %d bytes, want 1 MiB", len(got))
 	}
-	if got := entries(t, s, "tmp"); len(got) != 0 {
+	if got := imagetest.Entries(t, s, "tmp"); len(got) != 0 {
 		t.Errorf("tmp/ after the resumed pull: %q; want what the killed pull left removed", got)
 	}
 }
@@ -149,7 +150,7 @@ func TestPullsFromSeveralProcessesFetchOnce(t *testing.T) {
 	}})
 	ref := reg.PushImage(t, "same:1", built)
 	digests, _, _ := layerDigests(t, built)
-	s := openStore(t)
+	s := imagetest.Store(t)
 	ready := t.TempDir()
 	const procs = 3
 	c := &blobCounter{gets: map[string]int{}}
@@ -204,8 +205,8 @@ func TestPullRefusesCorruptedBlob(t *testing.T) {
 		w.Header().Set("Content-Length", strconv.Itoa(len(wrong)))
 		w.Write(wrong)
 	})
-	s := openStore(t)
-	_, err := s.Pull(context.Background(), ref, image.PullOptions{})
+	s := imagetest.Store(t)
+	_, err := registry.Pull(context.Background(), s, ref, image.PullOptions{})
 	if err == nil || !strings.Contains(err.Error(), digests[0]) {
 		t.Fatalf("pull of a corrupted blob: %v; want refused naming its digest", err)
 	}
@@ -213,7 +214,7 @@ func TestPullRefusesCorruptedBlob(t *testing.T) {
 		t.Errorf("Lookup after the refusal: %v", err)
 	}
 	for _, sub := range []string{"layers/sha256", "images", "tmp"} {
-		if got := entries(t, s, sub); len(got) != 0 {
+		if got := imagetest.Entries(t, s, sub); len(got) != 0 {
 			t.Errorf("%s after the refusal: %q, want empty", sub, got)
 		}
 	}

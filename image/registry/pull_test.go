@@ -1,4 +1,4 @@
-package image_test
+package registry_test
 
 import (
 	"bytes"
@@ -25,26 +25,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/image/imagetest"
+	"github.com/unitrun/unitrun/image/registry"
 	"golang.org/x/sys/unix"
 )
-
-func openStore(t *testing.T) *image.Store {
-	t.Helper()
-	s, err := image.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func pull(t *testing.T, s *image.Store, ref string, o image.PullOptions) *image.Image {
-	t.Helper()
-	img, err := s.Pull(context.Background(), ref, o)
-	if err != nil {
-		t.Fatalf("Pull(%s): %v", ref, err)
-	}
-	return img
-}
 
 // readIn returns the content of p in the top-most of dirs that has it.
 func readIn(t *testing.T, dirs []string, p string) string {
@@ -75,8 +58,8 @@ func TestPullByTagAndDigest(t *testing.T) {
 		},
 		Config: cfg,
 	})
-	s := openStore(t)
-	img := pull(t, s, ref, image.PullOptions{})
+	s := imagetest.Store(t)
+	img := imagetest.Pull(t, s, ref, image.PullOptions{})
 
 	byDigest := reg.Digest(t, ref)
 	if want := byDigest[strings.Index(byDigest, "@")+1:]; img.ID != want {
@@ -119,7 +102,7 @@ func TestPullByTagAndDigest(t *testing.T) {
 		}
 	}
 
-	again := pull(t, s, byDigest, image.PullOptions{})
+	again := imagetest.Pull(t, s, byDigest, image.PullOptions{})
 	if again.ID != img.ID || !slices.Equal(again.Names, []string{ref, byDigest}) {
 		t.Errorf("pull by digest: ID %s names %q, want %s named [%s %s]", again.ID, again.Names, img.ID, ref, byDigest)
 	}
@@ -127,11 +110,11 @@ func TestPullByTagAndDigest(t *testing.T) {
 	if _, err := s.Lookup(reg.Host + "/ns/app:v2"); !errors.Is(err, image.ErrNotFound) {
 		t.Errorf("Lookup of a tag never pulled: %v, want ErrNotFound", err)
 	}
-	_, err = s.Pull(context.Background(), reg.Host+"/ns/app:v2", image.PullOptions{})
+	_, err = registry.Pull(context.Background(), s, reg.Host+"/ns/app:v2", image.PullOptions{})
 	if !errors.Is(err, image.ErrUnknown) || !strings.Contains(err.Error(), "v2") {
 		t.Errorf("pull of a wrong tag: %v, want ErrUnknown naming the tag", err)
 	}
-	if _, err := s.Pull(context.Background(), "Bad Name", image.PullOptions{}); err == nil || !strings.Contains(err.Error(), "not an image reference") {
+	if _, err := registry.Pull(context.Background(), s, "Bad Name", image.PullOptions{}); err == nil || !strings.Contains(err.Error(), "not an image reference") {
 		t.Errorf("pull of a bad name: %v", err)
 	}
 }
@@ -146,8 +129,8 @@ func TestPullPicksHostPlatformFromIndex(t *testing.T) {
 		imagetest.Image{Arch: other, Layers: []imagetest.Layer{{{Path: "arch", Body: other}}}},
 		imagetest.Image{Layers: []imagetest.Layer{{{Path: "arch", Body: "host"}}}},
 	)
-	s := openStore(t)
-	img := pull(t, s, ref, image.PullOptions{})
+	s := imagetest.Store(t)
+	img := imagetest.Pull(t, s, ref, image.PullOptions{})
 	if got := readIn(t, s.LayerDirs(img), "arch"); got != "host" {
 		t.Errorf("the index's image pulled holds %q, want the host platform's", got)
 	}
@@ -163,8 +146,8 @@ func TestPullUnpacksWhiteoutsAndOpaqueDirs(t *testing.T) {
 		{imagetest.Whiteout("a/x"), {Path: "d", Mode: fs.ModeDir | 0o755}, imagetest.Opaque("d"), {Path: "d/new", Body: "n"},
 			{Path: "ln", Mode: fs.ModeSymlink, Target: "a/keep"}, {Path: "bin/su", Mode: fs.ModeSetuid | 0o755, Body: "#!"}},
 	}})
-	s := openStore(t)
-	img := pull(t, s, ref, image.PullOptions{})
+	s := imagetest.Store(t)
+	img := imagetest.Pull(t, s, ref, image.PullOptions{})
 	top := s.LayerDirs(img)[0]
 
 	var st unix.Stat_t
@@ -208,8 +191,8 @@ func TestPullRefusesLayerPathThroughSymlink(t *testing.T) {
 	ref := reg.Push(t, "evil:1", imagetest.Image{Layers: []imagetest.Layer{
 		{{Path: "esc", Mode: fs.ModeSymlink, Target: outside}, {Path: "esc/pwned", Body: "x"}},
 	}})
-	s := openStore(t)
-	_, err := s.Pull(context.Background(), ref, image.PullOptions{})
+	s := imagetest.Store(t)
+	_, err := registry.Pull(context.Background(), s, ref, image.PullOptions{})
 	if err == nil || !strings.Contains(err.Error(), "symlink") {
 		t.Errorf("pull of a layer writing through a symlink: %v, want refused", err)
 	}
@@ -229,17 +212,17 @@ func TestPullPolicies(t *testing.T) {
 		requests.Add(1)
 		registry.ServeHTTP(w, r)
 	})
-	s := openStore(t)
-	if _, err := s.Pull(context.Background(), ref, image.PullOptions{Policy: image.PullNever}); !errors.Is(err, image.ErrNotFound) {
+	s := imagetest.Store(t)
+	if _, err := registry.Pull(context.Background(), s, ref, image.PullOptions{Policy: image.PullNever}); !errors.Is(err, image.ErrNotFound) {
 		t.Errorf("Never, image absent: %v, want ErrNotFound", err)
 	}
 	if requests.Load() != 0 {
 		t.Errorf("Never reached the registry")
 	}
-	first := pull(t, s, ref, image.PullOptions{})
+	first := imagetest.Pull(t, s, ref, image.PullOptions{})
 	requests.Store(0)
 	for _, p := range []image.PullPolicy{"", image.PullIfNotPresent, image.PullNever} {
-		if img := pull(t, s, ref, image.PullOptions{Policy: p}); img.ID != first.ID {
+		if img := imagetest.Pull(t, s, ref, image.PullOptions{Policy: p}); img.ID != first.ID {
 			t.Errorf("%q: %s, want %s", p, img.ID, first.ID)
 		}
 	}
@@ -255,11 +238,11 @@ func TestPullPolicies(t *testing.T) {
 		requests.Add(1)
 		registry.ServeHTTP(w, r)
 	})
-	pull(t, s, ref, image.PullOptions{Policy: image.PullAlways})
+	imagetest.Pull(t, s, ref, image.PullOptions{Policy: image.PullAlways})
 	if requests.Load() == 0 || blobs.Load() > 1 {
 		t.Errorf("Always: %d requests, %d of blobs; want the manifest asked for and at most the config fetched", requests.Load(), blobs.Load())
 	}
-	if _, err := s.Pull(context.Background(), ref, image.PullOptions{Policy: "Sometimes"}); err == nil || !strings.Contains(err.Error(), "Always, IfNotPresent or Never") {
+	if _, err := registry.Pull(context.Background(), s, ref, image.PullOptions{Policy: "Sometimes"}); err == nil || !strings.Contains(err.Error(), "Always, IfNotPresent or Never") {
 		t.Errorf("a bad policy: %v", err)
 	}
 }
@@ -269,8 +252,8 @@ func runtimeArch() string { return runtime.GOARCH }
 func TestPulledToolRuns(t *testing.T) {
 	reg := imagetest.NewRegistry(t)
 	ref := reg.Push(t, "tool:1", imagetest.Image{Layers: []imagetest.Layer{imagetest.ToolLayer(t, "/bin/tool")}})
-	s := openStore(t)
-	img := pull(t, s, ref, image.PullOptions{})
+	s := imagetest.Store(t)
+	img := imagetest.Pull(t, s, ref, image.PullOptions{})
 	out, err := exec.Command(filepath.Join(s.LayerDirs(img)[0], "bin/tool"), "echo", "hello", "image").CombinedOutput()
 	if err != nil || string(out) != "hello image\n" {
 		t.Errorf("the image's tool: %q, %v", out, err)
@@ -279,8 +262,8 @@ func TestPulledToolRuns(t *testing.T) {
 
 func TestLeaseNamesAnImageInTheStore(t *testing.T) {
 	reg := imagetest.NewRegistry(t)
-	s := openStore(t)
-	img := pull(t, s, reg.Push(t, "l:1", imagetest.Image{Layers: []imagetest.Layer{{{Path: "f"}}}}), image.PullOptions{})
+	s := imagetest.Store(t)
+	img := imagetest.Pull(t, s, reg.Push(t, "l:1", imagetest.Image{Layers: []imagetest.Layer{{{Path: "f"}}}}), image.PullOptions{})
 	if err := s.Lease("pod/a", "sha256:"+strings.Repeat("0", 64)); !errors.Is(err, image.ErrNotFound) {
 		t.Errorf("lease of an image not in the store: %v, want ErrNotFound", err)
 	}
@@ -308,8 +291,8 @@ func TestPullZstdAndUncompressedLayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := openStore(t)
-	got := pull(t, s, reg.PushImage(t, "formats:1", img), image.PullOptions{})
+	s := imagetest.Store(t)
+	got := imagetest.Pull(t, s, reg.PushImage(t, "formats:1", img), image.PullOptions{})
 	dirs := s.LayerDirs(got)
 	if z, p := readIn(t, dirs, "z"), readIn(t, dirs, "p"); z != "zstd" || p != "plain" {
 		t.Errorf("a zstd layer gave %q, an uncompressed one %q", z, p)
@@ -325,8 +308,8 @@ func TestPullKeepsXattrsButNotOverlays(t *testing.T) {
 			"security.selinux":         "system_u:object_r:etc_t:s0",
 		}},
 	}}})
-	s := openStore(t)
-	f := filepath.Join(s.LayerDirs(pull(t, s, ref, image.PullOptions{}))[0], "f")
+	s := imagetest.Store(t)
+	f := filepath.Join(s.LayerDirs(imagetest.Pull(t, s, ref, image.PullOptions{}))[0], "f")
 	buf := make([]byte, 64)
 	if n, err := unix.Lgetxattr(f, "trusted.unitrun-test", buf); err != nil || string(buf[:n]) != "kept" {
 		t.Errorf("the layer's xattr trusted.unitrun-test: %q, %v", buf[:n], err)

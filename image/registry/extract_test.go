@@ -1,4 +1,4 @@
-package image_test
+package registry_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/image/imagetest"
+	"github.com/unitrun/unitrun/image/registry"
 )
 
 func TestExtractFile(t *testing.T) {
@@ -32,10 +33,10 @@ func TestExtractFile(t *testing.T) {
 		}
 		registry.ServeHTTP(w, r)
 	})
-	s := openStore(t)
+	s := imagetest.Store(t)
 	extract := func(p string) (string, fs.FileMode, error) {
 		var b bytes.Buffer
-		mode, err := s.ExtractFile(context.Background(), ref, p, image.PullOptions{}, &b)
+		mode, err := registry.ExtractFile(context.Background(), s, ref, p, image.PullOptions{}, &b)
 		return b.String(), mode, err
 	}
 
@@ -68,7 +69,7 @@ func TestExtractFile(t *testing.T) {
 		}
 	}
 	check("the registry")
-	pull(t, s, ref, image.PullOptions{})
+	imagetest.Pull(t, s, ref, image.PullOptions{})
 	blobGets.Store(0)
 	check("the store")
 	if n := blobGets.Load(); n != 0 {
