@@ -85,29 +85,41 @@ type Pulling struct {
 	unlock []func()
 }
 
+// Held returns the image that the store holds for ref when o's policy
+// lets the store serve it (not Always), leased to o.Lease, or nil and no
+// error when the registry is to be asked. Under policy Never, an image
+// the store lacks is an error wrapping ErrNotFound.
+func (s *Store) Held(ref string, o PullOptions) (*Image, error) {
+	n, err := Normalize(ref)
+	if err != nil {
+		return nil, err
+	}
+	policy, err := ParsePullPolicy(string(o.Policy))
+	if err != nil || policy == PullAlways {
+		return nil, err
+	}
+	img, err := s.lookupLeased(n, o.Lease)
+	switch {
+	case !errors.Is(err, ErrNotFound):
+		return img, err
+	case policy == PullNever:
+		return nil, fmt.Errorf("%s is not in the store and the pull policy is Never: %w", n, ErrNotFound)
+	}
+	return nil, nil
+}
+
 // StartPull begins the pull of ref under o's policy: it returns the image
-// the store holds when the policy lets the store serve it (leased to
-// o.Lease), or else a Pulling, waiting for a pull of the same name that
-// another process runs (and returning the image it pulled, if the policy
-// lets it). Pulls of the same image at once, from any process, fetch it
-// once.
+// the store holds when the policy lets the store serve it ([Store.Held]),
+// or else a Pulling, once a pull of the same name that another process
+// runs has ended (returning the image it pulled, if the policy lets it).
+// Pulls of the same image at once, from any process, fetch it once.
 func (s *Store) StartPull(ctx context.Context, ref string, o PullOptions) (*Image, *Pulling, error) {
+	if img, err := s.Held(ref, o); img != nil || err != nil {
+		return img, nil, err
+	}
 	n, err := Normalize(ref)
 	if err != nil {
 		return nil, nil, err
-	}
-	policy, err := ParsePullPolicy(string(o.Policy))
-	if err != nil {
-		return nil, nil, err
-	}
-	if policy != PullAlways {
-		img, err := s.lookupLeased(n, o.Lease)
-		if !errors.Is(err, ErrNotFound) {
-			return img, nil, err
-		}
-		if policy == PullNever {
-			return nil, nil, fmt.Errorf("%s is not in the store and the pull policy is Never: %w", n, ErrNotFound)
-		}
 	}
 	p := &Pulling{Name: n, s: s, lease: o.Lease}
 	// The shared lock keeps Prune from taking what the pull has made
@@ -124,12 +136,10 @@ func (s *Store) StartPull(ctx context.Context, ref string, o PullOptions) (*Imag
 		return nil, nil, err
 	}
 	p.unlock = append(p.unlock, unlock)
-	if policy != PullAlways {
-		// Another process may have pulled it while this one waited.
-		if img, err := s.lookupLeased(n, o.Lease); !errors.Is(err, ErrNotFound) {
-			p.Done()
-			return img, nil, err
-		}
+	// Another process may have pulled it while this one waited.
+	if img, err := s.Held(ref, o); img != nil || err != nil {
+		p.Done()
+		return img, nil, err
 	}
 	return nil, p, nil
 }

@@ -380,9 +380,13 @@ uses and what interrupted pulls left. Waits for the pulls under way.`,
 	return cmd
 }
 
-// pullImage pulls ref into s with o, by unitrun-pull beside this binary
-// (package internal/pullexec).
+// pullImage pulls ref into s with o: from the store when o's policy lets
+// it serve ref, else by unitrun-pull beside this binary (package
+// internal/pullexec).
 func pullImage(ctx context.Context, s *image.Store, ref string, o image.PullOptions) (*image.Image, error) {
+	if img, err := s.Held(ref, o); img != nil || err != nil {
+		return img, err
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err

@@ -203,7 +203,8 @@ func TestImagePullFullDisk(t *testing.T) {
 
 // TestImagePullWithoutUnitrunPull runs a unitrun installed without the
 // unitrun-pull beside it: image pull, inject --image and a pod of an image
-// exit 125 saying what is missing and where unitrun looks for it.
+// exit 125 saying what is missing and where unitrun looks for it, but a
+// pull that the store serves (policy IfNotPresent) needs no unitrun-pull.
 func TestImagePullWithoutUnitrunPull(t *testing.T) {
 	alone := filepath.Join(t.TempDir(), "unitrun")
 	data, err := os.ReadFile(systemdtest.Binary(t))
@@ -231,5 +232,16 @@ func TestImagePullWithoutUnitrunPull(t *testing.T) {
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 125 || !strings.Contains(errb.String(), want) {
 			t.Errorf("%q: %v, stderr %q; want exit 125 and %q", args, err, errb.String(), want)
 		}
+	}
+
+	reg := imagetest.NewRegistry(t)
+	ref := reg.Push(t, "held:1", imagetest.Image{Layers: []imagetest.Layer{{{Path: "a", Body: "a"}}}})
+	id, errs, code := unitrunEnv(t, nil, "image", "pull", "--image-dir", images, ref)
+	if code != 0 {
+		t.Fatalf("image pull: exit %d, %q", code, errs)
+	}
+	out, err := exec.Command(alone, "image", "pull", "--policy", "IfNotPresent", "--image-dir", images, ref).Output()
+	if err != nil || string(out) != id {
+		t.Errorf("image pull --policy IfNotPresent of an image the store holds, without unitrun-pull: %v, %q; want %q", err, out, id)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -43,21 +42,15 @@ func ExtractFile(ctx context.Context, s *image.Store, ref, p string, o image.Pul
 	if err != nil {
 		return 0, &image.RefError{Ref: ref, Err: err}
 	}
-	policy, err := image.ParsePullPolicy(string(o.Policy))
-	if err != nil {
-		return 0, err
-	}
+	img, err := s.Held(ref, image.PullOptions{Policy: o.Policy})
 	var layers []opener
-	img, err := s.Lookup(r.Name())
 	switch {
-	case err == nil && policy != image.PullAlways:
+	case err != nil:
+		return 0, err
+	case img != nil:
 		if layers, err = heldLayers(s, img); err != nil {
 			return 0, err
 		}
-	case err != nil && !errors.Is(err, image.ErrNotFound):
-		return 0, err
-	case policy == image.PullNever:
-		return 0, fmt.Errorf("%s is not in the store and the pull policy is Never: %w", r.Name(), image.ErrNotFound)
 	default:
 		keys, err := newKeychain(o)
 		if err != nil {
