@@ -22,6 +22,7 @@ throttle=
 trap '[ -n "$registry" ] && kill "$registry" 2>/dev/null; [ -n "$throttle" ] && kill "$throttle" 2>/dev/null; rm -rf "$work"' EXIT
 mkdir -p bin
 go build -o bin/unitrun ./cmd/unitrun
+CGO_ENABLED=0 go build -o bin/unitrun-pull ./cmd/unitrun-pull # beside unitrun, which runs it to pull
 go build -o bin/throttle ./bench/throttle
 GOBIN=$PWD/bin go install github.com/google/go-containerregistry/cmd/crane@v0.22.1
 
