@@ -68,6 +68,8 @@ var reasons = []struct {
 	{"notfound", image.ErrNotFound},
 	{"notfile", image.ErrNotFile},
 	{"notexist", fs.ErrNotExist},
+	// A Ctrl-C reaches unitrun-pull as it reaches unitrun.
+	{"canceled", context.Canceled},
 }
 
 // Encode returns err as unitrun-pull reports it.

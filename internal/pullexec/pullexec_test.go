@@ -1,6 +1,7 @@
 package pullexec
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,12 +24,13 @@ func TestErrorRoundTrip(t *testing.T) {
 		fmt.Errorf("/etc in quay.io/x:1: a directory, %w", image.ErrNotFile),
 		fmt.Errorf("/nope in quay.io/x:1: %w", fs.ErrNotExist),
 		errors.New("plain"),
+		context.Canceled,
 	} {
 		got := Encode(err).Err()
 		if got.Error() != err.Error() {
 			t.Errorf("%v came back as %q", err, got)
 		}
-		for _, target := range []error{image.ErrNotFound, image.ErrUnknown, image.ErrNotFile, fs.ErrNotExist, image.ErrUnauthorized} {
+		for _, target := range []error{image.ErrNotFound, image.ErrUnknown, image.ErrNotFile, fs.ErrNotExist, image.ErrUnauthorized, context.Canceled} {
 			if errors.Is(got, target) != errors.Is(err, target) {
 				t.Errorf("%v came back as %v: errors.Is(%v) %v", err, got, target, errors.Is(got, target))
 			}
