@@ -84,6 +84,35 @@ func TestPodImageMissing(t *testing.T) {
 	}
 }
 
+// A pull that fails for a reason other than the manifest (here the
+// registry refuses the credentials) exits 125 naming the app's field in
+// the file's own words, after the file, as a bad manifest's error does:
+// a Kubernetes Pod's container as spec.containers[N], never as the apps[N]
+// of the manifest it maps to. Nothing of the pod is left.
+func TestPodImagePullRefusedNamesField(t *testing.T) {
+	reg := imagetest.NewAuthRegistry(t, "user", "secret")
+	ref := pushToolImage(t, reg, "private:1", "echo", "x")
+	env := []string{"UNITRUN_IMAGE_DIR=" + t.TempDir(), "REGISTRY_AUTH_FILE=" + reg.AuthFile(t, "user", "wrong")}
+	dir := t.TempDir()
+	for _, tt := range []struct{ text, want string }{
+		{"name: refused\nisolation: namespaces\napps:\n  - {name: a, image: " + ref + "}\n",
+			`: apps[0].image "` + ref + `": `},
+		{"apiVersion: v1\nkind: Pod\nmetadata: {name: refused}\nspec:\n  containers:\n  - {name: a, image: " + ref + "}\n",
+			`: Pod refused: spec.containers[0].image "` + ref + `": `},
+	} {
+		for _, cmd := range []string{"create", "run"} {
+			file := manifestFile(t, tt.text)
+			_, errs, code := unitrunEnv(t, env, "pod", cmd, "--state-dir", dir, file)
+			if code != exitFailed || !strings.HasPrefix(errs, "unitrun: "+file+tt.want) || !strings.Contains(errs, "refused") {
+				t.Errorf("pod %s: exit %d, stderr %q; want 125 and %q", cmd, code, errs, file+tt.want)
+			}
+			if left := podLeft(t, dir, "refused"); len(left) > 0 {
+				t.Errorf("pod %s left %v", cmd, left)
+			}
+		}
+	}
+}
+
 // pod exec runs its command in the image's root, as the app runs.
 func TestPodExecImage(t *testing.T) {
 	reg := imagetest.NewRegistry(t)

@@ -39,19 +39,26 @@ func create(ctx context.Context, r *podrun.Runner, path, iso string, images kube
 		return createPods(ctx, r, createWith, path, data, iso, images, several)
 	}
 	m, err := createWith(ctx, data, pod.Isolation(iso))
-	if invalid := (*podrun.InvalidError)(nil); errors.As(err, &invalid) {
-		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", path, invalid.Err)}
-	}
 	if err != nil {
-		return nil, createFailed(err)
+		return nil, createError(err, path, func(msg string) string { return msg })
 	}
 	return []*pod.Manifest{m}, nil
 }
 
-// createFailed is the error of a pod's create that failed on the host: a
-// name that a pod of the state dir has exits 125 and says how to replace
-// it.
-func createFailed(err error) error {
+// createError is the error of a pod's create from the file at path that
+// failed, where being path (and the Pod, of a Kubernetes file) and fields
+// writing the manifest's field paths as the file names them. A bad
+// manifest exits 2; a failed pull of an app's image names its field as
+// a bad manifest does and exits 125 (128+N when a signal interrupted it);
+// a name that a pod of the state dir has exits 125 and says how to
+// replace it.
+func createError(err error, where string, fields func(string) string) error {
+	if invalid := (*podrun.InvalidError)(nil); errors.As(err, &invalid) {
+		return &exitError{code: exitUsage, err: fmt.Errorf("%s: %s", where, fields(invalid.Err.Error()))}
+	}
+	if pull := (*podrun.PullError)(nil); errors.As(err, &pull) {
+		return failed(fmt.Errorf("%s: %w", where, &podrun.PullError{Path: fields(pull.Path), Image: pull.Image, Err: pull.Err}))
+	}
 	if exists := (*podrun.ExistsError)(nil); errors.As(err, &exists) {
 		return &exitError{code: exitFailed, err: fmt.Errorf("%w: remove it first (unitrun pod rm), or give --replace, which stops and removes it", err)}
 	}

@@ -41,7 +41,8 @@ type Runner struct {
 	// unitrun-node pulls with a Pod's imagePullSecrets and reports a
 	// failed pull as the kubelet does. An
 	// error wrapping image.ErrNotFound under policy Never refuses the
-	// manifest (an *InvalidError); any other fails the creation.
+	// manifest (an *InvalidError); any other fails the creation (a
+	// *PullError).
 	Pull func(ctx context.Context, s *image.Store, a *pod.App) (*image.Image, error)
 }
 
