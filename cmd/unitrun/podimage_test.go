@@ -56,6 +56,34 @@ spec:
 	}
 }
 
+// A Kubernetes Pod with runAsNonRoot and no runAsUser runs a registry
+// image whose config's User is a uid other than 0, as the kubelet does,
+// and is refused naming the field, creating nothing, for an image that
+// runs as root.
+func TestPodRunKubernetesImageRunAsNonRoot(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	layers := []imagetest.Layer{imagetest.ToolLayer(t, "/bin/tool")}
+	user := reg.Push(t, "user:1", imagetest.Image{Layers: layers, Config: image.Config{Entrypoint: []string{"/bin/tool", "id"}, User: "1000:1000"}})
+	root := reg.Push(t, "root:1", imagetest.Image{Layers: layers, Config: image.Config{Entrypoint: []string{"/bin/tool", "id"}}})
+	dir, images := t.TempDir(), t.TempDir()
+	pod := func(ref string) string {
+		return manifestFile(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: nonroot}\nspec:\n  restartPolicy: Never\n  securityContext: {runAsNonRoot: true}\n  containers:\n  - {name: c, image: \""+ref+"\"}\n")
+	}
+	if out, errs, code := podCLI(t, dir, "run", "-q", "--image-dir", images, pod(user)); code != 0 || out != "c | 1000:1000\n" {
+		t.Errorf("pod run of an image of user 1000: exit %d, %q, %q; want 0 and c | 1000:1000", code, out, errs)
+	}
+	if _, errs, code := podCLI(t, dir, "rm", "nonroot"); code != 0 {
+		t.Fatalf("pod rm: exit %d: %s", code, errs)
+	}
+	_, errs, code := podCLI(t, dir, "run", "-q", "--image-dir", images, pod(root))
+	if want := `Pod nonroot: spec.containers[0].securityContext.runAsNonRoot: true, but image ` + root + ` runs as root`; code != exitUsage || !strings.Contains(errs, want) {
+		t.Errorf("pod run of an image of root: exit %d, %q; want 2 and %q", code, errs, want)
+	}
+	if left := podLeft(t, dir, "nonroot"); len(left) > 0 {
+		t.Errorf("the refused pod left %v", left)
+	}
+}
+
 // A pod whose image the store lacks under imagePullPolicy Never exits 2,
 // naming the field, and creates nothing: a plain manifest's and a
 // Kubernetes Pod's, whose error names the container. A relative
