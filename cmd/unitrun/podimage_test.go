@@ -84,6 +84,33 @@ func TestPodRunKubernetesImageRunAsNonRoot(t *testing.T) {
 	}
 }
 
+// pod run --replace pulls the new manifest's images before it stops and
+// removes the pod it replaces: an image that cannot be had (a tag the
+// registry lacks, a registry out of reach) leaves that pod running.
+func TestPodRunReplaceKeepsPodWhoseImageFails(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	pushToolImage(t, reg, "replace:1", "echo", "x")
+	dir := t.TempDir()
+	startPod(t, dir, "kept", "name: kept\napps: [{name: a, exec: [/bin/sleep, 600]}]\n", "a")
+	first := podStatus(t, dir, "kept")
+	for _, tt := range []struct {
+		ref  string
+		code int
+	}{
+		{reg.Host + "/replace:nosuch", exitUsage},
+		{"127.0.0.1:1/replace:1", exitFailed},
+	} {
+		file := manifestFile(t, "name: kept\nisolation: namespaces\napps:\n  - {name: a, image: \""+tt.ref+"\"}\n")
+		_, errs, code := unitrunEnv(t, []string{"UNITRUN_IMAGE_DIR=" + t.TempDir()}, "pod", "run", "--detach", "--replace", "--state-dir", dir, file)
+		if code != tt.code || !strings.Contains(errs, `apps[0].image "`+tt.ref+`"`) {
+			t.Errorf("pod run --replace with image %s: exit %d, %q; want %d naming the field", tt.ref, code, errs, tt.code)
+		}
+		if s := podStatus(t, dir, "kept"); s.Phase != "Running" || !s.StartedAt.Equal(*first.StartedAt) {
+			t.Errorf("pod run --replace with image %s changed the pod it would replace: %+v", tt.ref, s)
+		}
+	}
+}
+
 // A pod whose image the store lacks under imagePullPolicy Never exits 2,
 // naming the field, and creates nothing: a plain manifest's and a
 // Kubernetes Pod's, whose error names the container. A relative

@@ -64,6 +64,17 @@ func (r *Runner) Create(ctx context.Context, manifest []byte) (*pod.Manifest, er
 // CreateWith is [Runner.Create] with isolation iso, if it is not "",
 // instead of the manifest's; the choice is saved with the pod's state.
 func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso pod.Isolation) (*pod.Manifest, error) {
+	m, err := r.resolve(ctx, manifest, iso)
+	if err != nil {
+		return nil, err
+	}
+	return r.create(ctx, m, manifest)
+}
+
+// resolve parses manifest for this host with isolation iso and pulls
+// and applies its images: what CreateWith checks before it creates
+// anything.
+func (r *Runner) resolve(ctx context.Context, manifest []byte, iso pod.Isolation) (*pod.Manifest, error) {
 	m, err := ParseForHost(manifest, iso)
 	if err != nil {
 		return nil, &InvalidError{Err: err}
@@ -71,6 +82,11 @@ func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso pod.Isolat
 	if err := r.resolveImages(ctx, m); err != nil {
 		return nil, err
 	}
+	return m, nil
+}
+
+// create creates pod m, which resolve made of manifest.
+func (r *Runner) create(ctx context.Context, m *pod.Manifest, manifest []byte) (*pod.Manifest, error) {
 	dir := record.Dir(r.StateDir, m.Name)
 	unitDir, err := r.Mgr.RuntimeUnitDir(ctx)
 	if err != nil {
@@ -117,20 +133,22 @@ func (e *ExistsError) Error() string {
 	return fmt.Sprintf("pod %s already exists in state dir %s", e.Name, e.StateDir)
 }
 
-// Replace is [Runner.CreateWith], but once the manifest is valid, the pod
-// of its name in the state directory, if there is one, is stopped and
-// removed first ([Runner.Remove] with force), as podman's --replace does.
+// Replace is [Runner.CreateWith], but once the manifest is valid and its
+// images are pulled, the pod of its name in the state directory, if
+// there is one, is stopped and removed first ([Runner.Remove] with
+// force), as podman's --replace does: a manifest or an image that
+// cannot be had leaves that pod as it was.
 func (r *Runner) Replace(ctx context.Context, manifest []byte, iso pod.Isolation) (*pod.Manifest, error) {
-	m, err := ParseForHost(manifest, iso)
+	m, err := r.resolve(ctx, manifest, iso)
 	if err != nil {
-		return nil, &InvalidError{Err: err}
+		return nil, err
 	}
 	if _, err := os.Lstat(record.Dir(r.StateDir, m.Name)); err == nil {
 		if err := r.Remove(ctx, m.Name, true); err != nil {
 			return nil, fmt.Errorf("replace pod %s: %w", m.Name, err)
 		}
 	}
-	return r.CreateWith(ctx, manifest, iso)
+	return r.create(ctx, m, manifest)
 }
 
 // checkSeen returns an error if the manager does not see the state
