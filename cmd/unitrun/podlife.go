@@ -296,6 +296,20 @@ func newPodStopCmd(f *podFlags) *cobra.Command {
 	return cmd
 }
 
+// rmRefused words pod rm's refusal of a pod that is running, or whose
+// state cannot be read, with the command and the flag that remove it.
+func rmRefused(err error) error {
+	refused := (*podrun.NotRemovableError)(nil)
+	switch {
+	case !errors.As(err, &refused):
+		return err
+	case refused.Err == nil:
+		return fmt.Errorf("pod %s is running: stop it first (unitrun pod stop %[1]s), or give --force, which stops it", refused.Name)
+	default:
+		return fmt.Errorf("pod %s: %w (--force removes it whatever its state)", refused.Name, refused.Err)
+	}
+}
+
 func newPodRmCmd(f *podFlags) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
@@ -306,7 +320,7 @@ func newPodRmCmd(f *podFlags) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withRunner(cmd, func(r *podrun.Runner) error {
-				return failed(r.Remove(cmd.Context(), args[0], force))
+				return failed(rmRefused(r.Remove(cmd.Context(), args[0], force)))
 			})
 		},
 	}

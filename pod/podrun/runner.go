@@ -574,13 +574,29 @@ func (r *Runner) removable(ctx context.Context, name string) error {
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("pod %s: %w (remove it with force whatever its state)", name, err)
+		return &NotRemovableError{Name: name, Err: err}
 	}
 	if ps.Phase == pod.PodRunning {
-		return fmt.Errorf("pod %s is running: stop it first, or remove it with force", name)
+		return &NotRemovableError{Name: name}
 	}
 	return nil
 }
+
+// A NotRemovableError is [Runner.Remove]'s refusal, without force, of a
+// pod that is running (Err nil) or whose state cannot be read (Err).
+type NotRemovableError struct {
+	Name string
+	Err  error
+}
+
+func (e *NotRemovableError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("pod %s is running: stop it first, or remove it with force", e.Name)
+	}
+	return fmt.Sprintf("pod %s: %v (remove it with force whatever its state)", e.Name, e.Err)
+}
+
+func (e *NotRemovableError) Unwrap() error { return e.Err }
 
 // left returns a *NoPodError if pod name left nothing: no state directory,
 // no unit file and no unit loaded.
