@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -107,6 +108,38 @@ func TestPodRunReplaceKeepsPodWhoseImageFails(t *testing.T) {
 		}
 		if s := podStatus(t, dir, "kept"); s.Phase != "Running" || !s.StartedAt.Equal(*first.StartedAt) {
 			t.Errorf("pod run --replace with image %s changed the pod it would replace: %+v", tt.ref, s)
+		}
+	}
+}
+
+// pod run and pod create show the pull of an image as image pull does,
+// piped a line per layer and one for the image, before the pod's events;
+// an image the store holds pulls in silence, and -q shows nothing.
+func TestPodRunShowsPull(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := pushToolImage(t, reg, "shown:1", "echo", "x")
+	dir := t.TempDir()
+	rmPod(t, dir, "shown")
+	file := manifestFile(t, "name: shown\nisolation: namespaces\napps:\n  - {name: a, image: \""+ref+"\"}\n")
+	pulled := regexp.MustCompile(`(?m)^\S+ layer sha256:[0-9a-f]{64}: .*\n(\S+ layer sha256:[0-9a-f]{64}: .*\n)*\S+ pulled ` + regexp.QuoteMeta(ref) + `: 2 layers, .*\n\S+ app a running\n`)
+	held := t.TempDir()
+	for _, tt := range []struct {
+		args   []string
+		images string
+		show   bool
+	}{
+		{[]string{"run"}, held, true},
+		{[]string{"run", "--replace"}, held, false}, // the store holds it
+		{[]string{"create", "--replace"}, t.TempDir(), true},
+		{[]string{"run", "-q", "--replace"}, t.TempDir(), false},
+	} {
+		_, errs, code := podCLI(t, dir, append(tt.args, "--image-dir", tt.images, file)...)
+		if code != 0 {
+			t.Fatalf("pod %v: exit %d: %s", tt.args, code, errs)
+		}
+		shown := strings.Contains(errs, " layer sha256:") || strings.Contains(errs, " pulled ")
+		if shown != tt.show || tt.show && tt.args[0] == "run" && !pulled.MatchString(errs) {
+			t.Errorf("pod %v: stderr %q; want the pull shown: %v", tt.args, errs, tt.show)
 		}
 	}
 }

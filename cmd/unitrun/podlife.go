@@ -95,6 +95,7 @@ before any is created.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withRunner(cmd, func(r *podrun.Runner) error {
+				showPulls(r, newProgress(cmd.ErrOrStderr(), cmd.OutOrStdout(), asJSON))
 				ms, err := create(cmd.Context(), r, args[0], iso, images, true, replace)
 				if err != nil {
 					return err
@@ -162,7 +163,8 @@ mapped as unitrun-node maps it, its images by --image; a file of several
 Pods, one a YAML document, runs them all with --detach (docs/pods.md,
 Kubernetes Pods).
 
-While it waits, it shows each app's state on stderr: on a terminal as a
+A pull of an app's image that downloads shows its progress on stderr as
+"image pull" does. While it waits, it shows each app's state on stderr: on a terminal as a
 block redrawn in place (state, exit code, restarts, elapsed time), else as
 one timestamped line per change ("... app api running"). -q shows none;
 --json prints each change on stdout as a JSON object on one line, the
@@ -182,6 +184,7 @@ pod's status.`,
 				return err
 			}
 			defer done()
+			showPulls(r, newProgress(cmd.ErrOrStderr(), cmd.OutOrStdout(), quiet || asJSON))
 			ms, err := create(ctx, r, args[0], iso, images, detach, replace)
 			if err != nil {
 				return err

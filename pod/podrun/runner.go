@@ -39,7 +39,8 @@ type Runner struct {
 	// into store s, in place of s.Pull under the app's pull policy
 	// ([pod.App.PullPolicy]), once per image and policy of the pod:
 	// unitrun-node pulls with a Pod's imagePullSecrets and reports a
-	// failed pull as the kubelet does. An
+	// failed pull as the kubelet does; pod create and run show the
+	// pull's progress. An
 	// error wrapping image.ErrNotFound under policy Never refuses the
 	// manifest (an *InvalidError); any other fails the creation (a
 	// *PullError).
