@@ -147,7 +147,7 @@ func TestPodRunShowsPull(t *testing.T) {
 // A pod whose image the store lacks under imagePullPolicy Never exits 2,
 // naming the field, and creates nothing: a plain manifest's and a
 // Kubernetes Pod's, whose error names the container. A relative
-// --image-dir is refused.
+// --image-dir is refused; one that cannot be a store is told once.
 func TestPodImageMissing(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("UNITRUN_IMAGE_DIR", t.TempDir())
@@ -169,6 +169,14 @@ func TestPodImageMissing(t *testing.T) {
 	}
 	if _, errs, code := podCLI(t, dir, "create", "--image-dir", "images", manifestFile(t, "name: x\napps: [{name: a, exec: [/bin/true]}]\n")); code != exitUsage || !strings.Contains(errs, `--image-dir "images": must be an absolute path`) {
 		t.Errorf("pod create --image-dir images: exit %d, %q; want 2 and the rule", code, errs)
+	}
+	// A store that cannot be opened is told once, with its directory.
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := podCLI(t, dir, "create", "--image-dir", file, manifestFile(t, "name: x\nisolation: namespaces\napps: [{name: a, image: registry.invalid/x:1}]\n")); code != exitFailed || strings.Count(errs, "image store") != 1 || !strings.Contains(errs, file) {
+		t.Errorf("pod create --image-dir of a file: exit %d, %q; want 125 telling the store once, naming %s", code, errs, file)
 	}
 }
 

@@ -70,7 +70,7 @@ func (r *Runner) resolveImages(ctx context.Context, m *pod.Manifest) error {
 		if s == nil {
 			var err error
 			if s, err = image.Open(r.imageDir()); err != nil {
-				return fmt.Errorf("image store %s: %w", r.imageDir(), err)
+				return err // "image store: ...", naming the directory
 			}
 		}
 		key := a.Image + " " + string(a.PullPolicy())
