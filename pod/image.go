@@ -66,7 +66,9 @@ type Merged struct {
 //     /etc/group (files), never the host's, numbers are taken as they
 //     are; the supplementary groups are those that the image's
 //     /etc/group lists the user's name in, HOME the user's home in its
-//     /etc/passwd, else /.
+//     /etc/passwd, else /;
+//   - a's RunAsNonRoot refuses a user that resolves to root, and an
+//     image's User that is a name (a's User unset), as the kubelet does.
 //
 // Each error names a's field (under path, "apps[0]") or the image's.
 func MergeImage(path string, a *App, cfg image.Config, files ImageFiles) (*Merged, error) {
@@ -110,11 +112,38 @@ func MergeImage(path string, a *App, cfg image.Config, files ImageFiles) (*Merge
 	if gerr != nil {
 		errs = append(errs, &FieldError{Path: groupField, Value: grp, Rule: gerr.Error()})
 	}
+	if uerr == nil && a.RunAsNonRoot {
+		if err := checkNonRoot(path, a, cfg, id); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	m.Identity = id
 	return m, nil
+}
+
+// checkNonRoot refuses, as the kubelet refuses a container with
+// runAsNonRoot, app a of an image of config cfg that runs as root (id is
+// its user as resolved), or whose user, the image's, is not a number the
+// kubelet could check.
+func checkNonRoot(path string, a *App, cfg image.Config, id appexec.Identity) error {
+	field := &FieldError{Path: path + ".runAsNonRoot"}
+	u, _, _ := strings.Cut(cfg.User, ":")
+	switch {
+	case a.User != "" && id.UID == 0:
+		field.Rule = fmt.Sprintf("true, but its user %q is root", a.User)
+	case a.User != "":
+		return nil
+	case !appexec.NumericID(u) && u != "":
+		field.Rule = fmt.Sprintf("true, but image %s's config's User %q is a name, not a number: it cannot be verified to be other than root", a.Image, cfg.User)
+	case id.UID == 0:
+		field.Rule = fmt.Sprintf("true, but image %s runs as root (its config's User is %q)", a.Image, cfg.User)
+	default:
+		return nil
+	}
+	return field
 }
 
 // resolveUser resolves user (root if "") and group (the user's primary

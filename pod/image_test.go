@@ -44,6 +44,8 @@ func TestMergeImage(t *testing.T) {
 		{name: "image user name:group", cfg: &image.Config{Cmd: []string{"x"}, User: "web:wheel"}, want: Merged{Exec: []string{"x"}, WorkingDir: "/", Identity: appexec.Identity{UID: 1000, GID: 10, Groups: []uint32{50}, Home: "/home/web"}}},
 		{name: "app's user wins, image's group ignored", cfg: &image.Config{Cmd: []string{"x"}, User: "web:wheel"}, app: App{User: "0"}, want: Merged{Exec: []string{"x"}, WorkingDir: "/", Identity: appexec.Identity{Home: "/root"}}},
 		{name: "app's group wins over the image's", cfg: &image.Config{Cmd: []string{"x"}, User: "web:wheel"}, app: App{Group: "staff"}, want: Merged{Exec: []string{"x"}, WorkingDir: "/", Identity: appexec.Identity{UID: 1000, GID: 50, Groups: []uint32{50}, Home: "/home/web"}}},
+		{name: "runAsNonRoot: the image's numeric user", cfg: &image.Config{Cmd: []string{"x"}, User: "1000"}, app: App{RunAsNonRoot: true}, want: Merged{Exec: []string{"x"}, WorkingDir: "/", Identity: web}},
+		{name: "runAsNonRoot: the app's user wins over the image's root", cfg: &image.Config{Cmd: []string{"x"}}, app: App{RunAsNonRoot: true, User: "web"}, want: Merged{Exec: []string{"x"}, WorkingDir: "/", Identity: web}},
 		{name: "no passwd: numeric ids as they are", cfg: &image.Config{Cmd: []string{"x"}, User: "7"}, files: &ImageFiles{}, want: Merged{Exec: []string{"x"}, WorkingDir: "/", Identity: appexec.Identity{UID: 7, Home: "/"}}},
 	}
 	for _, tt := range tests {
@@ -99,6 +101,11 @@ func TestMergeImageErrors(t *testing.T) {
 		{App{Group: "staff"}, image.Config{Cmd: []string{"x"}}, `apps[0].group "staff": no such group in the image's /etc/group`},
 		{App{}, image.Config{Cmd: []string{"x"}, User: "web"}, `image example.test/app:1: its config's User "web": no such user in the image's /etc/passwd`},
 		{App{}, image.Config{Cmd: []string{"x"}, User: "0:web"}, `image example.test/app:1: its config's User "web": no such group in the image's /etc/group`},
+		// runAsNonRoot, as the kubelet checks it.
+		{App{RunAsNonRoot: true}, image.Config{Cmd: []string{"x"}}, `apps[0].runAsNonRoot: true, but image example.test/app:1 runs as root (its config's User is "")`},
+		{App{RunAsNonRoot: true}, image.Config{Cmd: []string{"x"}, User: "0:0"}, `apps[0].runAsNonRoot: true, but image example.test/app:1 runs as root (its config's User is "0:0")`},
+		{App{RunAsNonRoot: true}, image.Config{Cmd: []string{"x"}, User: "root"}, `apps[0].runAsNonRoot: true, but image example.test/app:1's config's User "root" is a name, not a number: it cannot be verified to be other than root`},
+		{App{RunAsNonRoot: true, User: "root"}, image.Config{Cmd: []string{"x"}, User: "7"}, `apps[0].runAsNonRoot: true, but its user "root" is root`},
 	}
 	for _, tt := range tests {
 		a := tt.app

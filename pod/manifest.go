@@ -134,6 +134,11 @@ type App struct {
 	// found it, and Identity its user and groups as the image's files
 	// resolve them; set at creation ([Manifest.ApplyImage]), never by a
 	// manifest.
+	// RunAsNonRoot refuses an image app that would run as root: as the
+	// kubelet refuses a container with runAsNonRoot, the user (the
+	// app's, else the image's config's User) must not be root, and the
+	// image's must be a number ([MergeImage]). It needs Image.
+	RunAsNonRoot     bool                 `yaml:"runAsNonRoot" json:"runAsNonRoot,omitzero"`
 	ImageID          string               `yaml:"-" json:"imageID,omitzero"`
 	Identity         *appexec.Identity    `yaml:"-" json:"identity,omitzero"`
 	Env              map[string]string    `yaml:"env" json:"env,omitzero"`

@@ -234,6 +234,7 @@ func TestParseErrors(t *testing.T) {
 		{"image with a space", "name: p\nisolation: namespaces\napps: [{name: a, image: \"busy box\"}]\n", `apps[0].image "busy box": must be an image reference`},
 		{"bad pull policy", "name: p\nisolation: namespaces\napps: [{name: a, image: busybox, imagePullPolicy: Sometimes}]\n", `apps[0].imagePullPolicy "Sometimes": must be one of Always, IfNotPresent, Never`},
 		{"pull policy without image", "name: p\napps: [{name: a, exec: [/bin/true], imagePullPolicy: Never}]\n", `apps[0].imagePullPolicy "Never": needs image`},
+		{"runAsNonRoot without image", "name: p\napps: [{name: a, exec: [/bin/true], runAsNonRoot: true}]\n", `apps[0].runAsNonRoot: needs image: without one, set a user that is not root`},
 		{"args without image", "name: p\napps: [{name: a, exec: [/bin/true], args: [x]}]\n", `apps[0].args: needs image: without one, put the arguments in exec`},
 		{"imageID not a manifest's", "name: p\nisolation: namespaces\napps: [{name: a, image: busybox, imageID: x}]\n", `apps[0]: field "imageID" not known`},
 		{"two probes", "name: p\napps: [{name: a, exec: [/bin/true], probe: {tcp: {port: 1}, http: {port: 2}}}]\n", "apps[0].probe: must set exactly one of exec, http, tcp and grpc"},

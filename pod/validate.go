@@ -340,7 +340,8 @@ func (p *problems) path(path, dir string) {
 // account checks a user or group: a name systemd accepts, or a numeric ID.
 // image checks a's image fields: an image excludes a rootfs (but for the
 // root its creation gives it, [Manifest.ApplyImage]) and needs
-// namespaces, as a rootfs does; args and imagePullPolicy need an image.
+// namespaces, as a rootfs does; args, imagePullPolicy and runAsNonRoot
+// need an image.
 func (p *problems) image(path string, a *App, m *Manifest) {
 	if a.Image == "" {
 		if len(a.Args) > 0 {
@@ -348,6 +349,9 @@ func (p *problems) image(path string, a *App, m *Manifest) {
 		}
 		if a.ImagePullPolicy != "" {
 			p.add(path+".imagePullPolicy", a.ImagePullPolicy, "needs image")
+		}
+		if a.RunAsNonRoot {
+			p.add(path+".runAsNonRoot", "", "needs image: without one, set a user that is not root")
 		}
 		return
 	}

@@ -147,8 +147,9 @@ func TestPodStopAndRemove(t *testing.T) {
 	if code != 0 || out != "stopme\n" {
 		t.Fatalf("pod run --detach: exit %d, %q, %q", code, out, errs)
 	}
-	if _, errs, code := podCLI(t, dir, "rm", "stopme"); code == 0 || !strings.Contains(errs, "running") {
-		t.Errorf("pod rm of a running pod: exit %d, %q", code, errs)
+	// Refused, naming the command and the flag that remove it.
+	if _, errs, code := podCLI(t, dir, "rm", "stopme"); code != exitFailed || errs != "unitrun: pod stopme is running: stop it first (unitrun pod stop stopme), or give --force, which stops it\n" {
+		t.Errorf("pod rm of a running pod: exit %d, %q; want 125 naming pod stop and --force", code, errs)
 	}
 	if _, errs, code := podCLI(t, dir, "stop", "--timeout", "30s", "stopme"); code != 0 {
 		t.Errorf("pod stop: exit %d, %s", code, errs)

@@ -289,7 +289,7 @@ func TestPodRmForceBrokenState(t *testing.T) {
 	if code != 1 || out != "healthy\tRunning\t-\t1\n" || !strings.Contains(errs, "pod broken: ") {
 		t.Errorf("pod list with one broken pod: exit %d, stdout %q, stderr %q; want 1, the healthy pod listed and the broken one named", code, out, errs)
 	}
-	if _, errs, code := podCLI(t, dir, "rm", "broken"); code == 0 || !strings.Contains(errs, "force") {
+	if _, errs, code := podCLI(t, dir, "rm", "broken"); code != exitFailed || !strings.HasPrefix(errs, "unitrun: pod broken: ") || !strings.HasSuffix(errs, " (--force removes it whatever its state)\n") {
 		t.Errorf("pod rm of a broken pod: exit %d, %q; want a refusal that points to --force", code, errs)
 	}
 	if _, errs, code := podCLI(t, dir, "rm", "--force", "broken"); code != 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -56,10 +57,97 @@ spec:
 	}
 }
 
+// A Kubernetes Pod with runAsNonRoot and no runAsUser runs a registry
+// image whose config's User is a uid other than 0, as the kubelet does,
+// and is refused naming the field, creating nothing, for an image that
+// runs as root.
+func TestPodRunKubernetesImageRunAsNonRoot(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	layers := []imagetest.Layer{imagetest.ToolLayer(t, "/bin/tool")}
+	user := reg.Push(t, "user:1", imagetest.Image{Layers: layers, Config: image.Config{Entrypoint: []string{"/bin/tool", "id"}, User: "1000:1000"}})
+	root := reg.Push(t, "root:1", imagetest.Image{Layers: layers, Config: image.Config{Entrypoint: []string{"/bin/tool", "id"}}})
+	dir, images := t.TempDir(), t.TempDir()
+	pod := func(ref string) string {
+		return manifestFile(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: nonroot}\nspec:\n  restartPolicy: Never\n  securityContext: {runAsNonRoot: true}\n  containers:\n  - {name: c, image: \""+ref+"\"}\n")
+	}
+	if out, errs, code := podCLI(t, dir, "run", "-q", "--image-dir", images, pod(user)); code != 0 || out != "c | 1000:1000\n" {
+		t.Errorf("pod run of an image of user 1000: exit %d, %q, %q; want 0 and c | 1000:1000", code, out, errs)
+	}
+	if _, errs, code := podCLI(t, dir, "rm", "nonroot"); code != 0 {
+		t.Fatalf("pod rm: exit %d: %s", code, errs)
+	}
+	_, errs, code := podCLI(t, dir, "run", "-q", "--image-dir", images, pod(root))
+	if want := `Pod nonroot: spec.containers[0].securityContext.runAsNonRoot: true, but image ` + root + ` runs as root`; code != exitUsage || !strings.Contains(errs, want) {
+		t.Errorf("pod run of an image of root: exit %d, %q; want 2 and %q", code, errs, want)
+	}
+	if left := podLeft(t, dir, "nonroot"); len(left) > 0 {
+		t.Errorf("the refused pod left %v", left)
+	}
+}
+
+// pod run --replace pulls the new manifest's images before it stops and
+// removes the pod it replaces: an image that cannot be had (a tag the
+// registry lacks, a registry out of reach) leaves that pod running.
+func TestPodRunReplaceKeepsPodWhoseImageFails(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	pushToolImage(t, reg, "replace:1", "echo", "x")
+	dir := t.TempDir()
+	startPod(t, dir, "kept", "name: kept\napps: [{name: a, exec: [/bin/sleep, 600]}]\n", "a")
+	first := podStatus(t, dir, "kept")
+	for _, tt := range []struct {
+		ref  string
+		code int
+	}{
+		{reg.Host + "/replace:nosuch", exitUsage},
+		{"127.0.0.1:1/replace:1", exitFailed},
+	} {
+		file := manifestFile(t, "name: kept\nisolation: namespaces\napps:\n  - {name: a, image: \""+tt.ref+"\"}\n")
+		_, errs, code := unitrunEnv(t, []string{"UNITRUN_IMAGE_DIR=" + t.TempDir()}, "pod", "run", "--detach", "--replace", "--state-dir", dir, file)
+		if code != tt.code || !strings.Contains(errs, `apps[0].image "`+tt.ref+`"`) {
+			t.Errorf("pod run --replace with image %s: exit %d, %q; want %d naming the field", tt.ref, code, errs, tt.code)
+		}
+		if s := podStatus(t, dir, "kept"); s.Phase != "Running" || !s.StartedAt.Equal(*first.StartedAt) {
+			t.Errorf("pod run --replace with image %s changed the pod it would replace: %+v", tt.ref, s)
+		}
+	}
+}
+
+// pod run and pod create show the pull of an image as image pull does,
+// piped a line per layer and one for the image, before the pod's events;
+// an image the store holds pulls in silence, and -q shows nothing.
+func TestPodRunShowsPull(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := pushToolImage(t, reg, "shown:1", "echo", "x")
+	dir := t.TempDir()
+	rmPod(t, dir, "shown")
+	file := manifestFile(t, "name: shown\nisolation: namespaces\napps:\n  - {name: a, image: \""+ref+"\"}\n")
+	pulled := regexp.MustCompile(`(?m)^\S+ layer sha256:[0-9a-f]{64}: .*\n(\S+ layer sha256:[0-9a-f]{64}: .*\n)*\S+ pulled ` + regexp.QuoteMeta(ref) + `: 2 layers, .*\n\S+ app a running\n`)
+	held := t.TempDir()
+	for _, tt := range []struct {
+		args   []string
+		images string
+		show   bool
+	}{
+		{[]string{"run"}, held, true},
+		{[]string{"run", "--replace"}, held, false}, // the store holds it
+		{[]string{"create", "--replace"}, t.TempDir(), true},
+		{[]string{"run", "-q", "--replace"}, t.TempDir(), false},
+	} {
+		_, errs, code := podCLI(t, dir, append(tt.args, "--image-dir", tt.images, file)...)
+		if code != 0 {
+			t.Fatalf("pod %v: exit %d: %s", tt.args, code, errs)
+		}
+		shown := strings.Contains(errs, " layer sha256:") || strings.Contains(errs, " pulled ")
+		if shown != tt.show || tt.show && tt.args[0] == "run" && !pulled.MatchString(errs) {
+			t.Errorf("pod %v: stderr %q; want the pull shown: %v", tt.args, errs, tt.show)
+		}
+	}
+}
+
 // A pod whose image the store lacks under imagePullPolicy Never exits 2,
 // naming the field, and creates nothing: a plain manifest's and a
 // Kubernetes Pod's, whose error names the container. A relative
-// --image-dir is refused.
+// --image-dir is refused; one that cannot be a store is told once.
 func TestPodImageMissing(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("UNITRUN_IMAGE_DIR", t.TempDir())
@@ -81,6 +169,43 @@ func TestPodImageMissing(t *testing.T) {
 	}
 	if _, errs, code := podCLI(t, dir, "create", "--image-dir", "images", manifestFile(t, "name: x\napps: [{name: a, exec: [/bin/true]}]\n")); code != exitUsage || !strings.Contains(errs, `--image-dir "images": must be an absolute path`) {
 		t.Errorf("pod create --image-dir images: exit %d, %q; want 2 and the rule", code, errs)
+	}
+	// A store that cannot be opened is told once, with its directory.
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := podCLI(t, dir, "create", "--image-dir", file, manifestFile(t, "name: x\nisolation: namespaces\napps: [{name: a, image: registry.invalid/x:1}]\n")); code != exitFailed || strings.Count(errs, "image store") != 1 || !strings.Contains(errs, file) {
+		t.Errorf("pod create --image-dir of a file: exit %d, %q; want 125 telling the store once, naming %s", code, errs, file)
+	}
+}
+
+// A pull that fails for a reason other than the manifest (here the
+// registry refuses the credentials) exits 125 naming the app's field in
+// the file's own words, after the file, as a bad manifest's error does:
+// a Kubernetes Pod's container as spec.containers[N], never as the apps[N]
+// of the manifest it maps to. Nothing of the pod is left.
+func TestPodImagePullRefusedNamesField(t *testing.T) {
+	reg := imagetest.NewAuthRegistry(t, "user", "secret")
+	ref := pushToolImage(t, reg, "private:1", "echo", "x")
+	env := []string{"UNITRUN_IMAGE_DIR=" + t.TempDir(), "REGISTRY_AUTH_FILE=" + reg.AuthFile(t, "user", "wrong")}
+	dir := t.TempDir()
+	for _, tt := range []struct{ text, want string }{
+		{"name: refused\nisolation: namespaces\napps:\n  - {name: a, image: " + ref + "}\n",
+			`: apps[0].image "` + ref + `": `},
+		{"apiVersion: v1\nkind: Pod\nmetadata: {name: refused}\nspec:\n  containers:\n  - {name: a, image: " + ref + "}\n",
+			`: Pod refused: spec.containers[0].image "` + ref + `": `},
+	} {
+		for _, cmd := range []string{"create", "run"} {
+			file := manifestFile(t, tt.text)
+			_, errs, code := unitrunEnv(t, env, "pod", cmd, "--state-dir", dir, file)
+			if code != exitFailed || !strings.HasPrefix(errs, "unitrun: "+file+tt.want) || !strings.Contains(errs, "refused") {
+				t.Errorf("pod %s: exit %d, stderr %q; want 125 and %q", cmd, code, errs, file+tt.want)
+			}
+			if left := podLeft(t, dir, "refused"); len(left) > 0 {
+				t.Errorf("pod %s left %v", cmd, left)
+			}
+		}
 	}
 }
 

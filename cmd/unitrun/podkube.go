@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -39,17 +38,13 @@ func createPods(ctx context.Context, r *podrun.Runner, createWith func(context.C
 	}
 	for i, p := range plans {
 		m, err := createWith(ctx, p.Manifest, pod.Isolation(iso))
-		if invalid := (*podrun.InvalidError)(nil); errors.As(err, &invalid) {
+		if err != nil {
 			undo()
 			doc := ""
 			if len(plans) > 1 {
 				doc = fmt.Sprintf("document %d: ", i+1)
 			}
-			return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %sPod %s: %s", path, doc, p.Name, kube.ContainerPaths(invalid.Err.Error(), plans[i].Inits))}
-		}
-		if err != nil {
-			undo()
-			return nil, createFailed(err)
+			return nil, createError(err, fmt.Sprintf("%s: %sPod %s", path, doc, p.Name), func(msg string) string { return kube.ContainerPaths(msg, p.Inits) })
 		}
 		ms = append(ms, m)
 		for _, d := range p.EmptyDirs {

@@ -39,19 +39,26 @@ func create(ctx context.Context, r *podrun.Runner, path, iso string, images kube
 		return createPods(ctx, r, createWith, path, data, iso, images, several)
 	}
 	m, err := createWith(ctx, data, pod.Isolation(iso))
-	if invalid := (*podrun.InvalidError)(nil); errors.As(err, &invalid) {
-		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", path, invalid.Err)}
-	}
 	if err != nil {
-		return nil, createFailed(err)
+		return nil, createError(err, path, func(msg string) string { return msg })
 	}
 	return []*pod.Manifest{m}, nil
 }
 
-// createFailed is the error of a pod's create that failed on the host: a
-// name that a pod of the state dir has exits 125 and says how to replace
-// it.
-func createFailed(err error) error {
+// createError is the error of a pod's create from the file at path that
+// failed, where being path (and the Pod, of a Kubernetes file) and fields
+// writing the manifest's field paths as the file names them. A bad
+// manifest exits 2; a failed pull of an app's image names its field as
+// a bad manifest does and exits 125 (128+N when a signal interrupted it);
+// a name that a pod of the state dir has exits 125 and says how to
+// replace it.
+func createError(err error, where string, fields func(string) string) error {
+	if invalid := (*podrun.InvalidError)(nil); errors.As(err, &invalid) {
+		return &exitError{code: exitUsage, err: fmt.Errorf("%s: %s", where, fields(invalid.Err.Error()))}
+	}
+	if pull := (*podrun.PullError)(nil); errors.As(err, &pull) {
+		return failed(fmt.Errorf("%s: %w", where, &podrun.PullError{Path: fields(pull.Path), Image: pull.Image, Err: pull.Err}))
+	}
 	if exists := (*podrun.ExistsError)(nil); errors.As(err, &exists) {
 		return &exitError{code: exitFailed, err: fmt.Errorf("%w: remove it first (unitrun pod rm), or give --replace, which stops and removes it", err)}
 	}
@@ -88,6 +95,7 @@ before any is created.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withRunner(cmd, func(r *podrun.Runner) error {
+				showPulls(r, newProgress(cmd.ErrOrStderr(), cmd.OutOrStdout(), asJSON))
 				ms, err := create(cmd.Context(), r, args[0], iso, images, true, replace)
 				if err != nil {
 					return err
@@ -155,7 +163,8 @@ mapped as unitrun-node maps it, its images by --image; a file of several
 Pods, one a YAML document, runs them all with --detach (docs/pods.md,
 Kubernetes Pods).
 
-While it waits, it shows each app's state on stderr: on a terminal as a
+A pull of an app's image that downloads shows its progress on stderr as
+"image pull" does. While it waits, it shows each app's state on stderr: on a terminal as a
 block redrawn in place (state, exit code, restarts, elapsed time), else as
 one timestamped line per change ("... app api running"). -q shows none;
 --json prints each change on stdout as a JSON object on one line, the
@@ -175,6 +184,7 @@ pod's status.`,
 				return err
 			}
 			defer done()
+			showPulls(r, newProgress(cmd.ErrOrStderr(), cmd.OutOrStdout(), quiet || asJSON))
 			ms, err := create(ctx, r, args[0], iso, images, detach, replace)
 			if err != nil {
 				return err
@@ -289,6 +299,20 @@ func newPodStopCmd(f *podFlags) *cobra.Command {
 	return cmd
 }
 
+// rmRefused words pod rm's refusal of a pod that is running, or whose
+// state cannot be read, with the command and the flag that remove it.
+func rmRefused(err error) error {
+	refused := (*podrun.NotRemovableError)(nil)
+	switch {
+	case !errors.As(err, &refused):
+		return err
+	case refused.Err == nil:
+		return fmt.Errorf("pod %s is running: stop it first (unitrun pod stop %[1]s), or give --force, which stops it", refused.Name)
+	default:
+		return fmt.Errorf("pod %s: %w (--force removes it whatever its state)", refused.Name, refused.Err)
+	}
+}
+
 func newPodRmCmd(f *podFlags) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
@@ -299,7 +323,7 @@ func newPodRmCmd(f *podFlags) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withRunner(cmd, func(r *podrun.Runner) error {
-				return failed(r.Remove(cmd.Context(), args[0], force))
+				return failed(rmRefused(r.Remove(cmd.Context(), args[0], force)))
 			})
 		},
 	}

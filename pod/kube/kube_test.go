@@ -311,6 +311,17 @@ spec:
 	if _, err := translate(t, text, Options{AllowPrivileged: true}); err == nil || !strings.Contains(err.Error(), `spec.containers[0].image: "registry.test/app:1" is not mapped`) {
 		t.Errorf("without RegistryImages: %v, want the image refused", err)
 	}
+	// runAsNonRoot without runAsUser: the kubelet looks at the image's
+	// user, so the check is left to the pod's creation; a host image has
+	// none to look at.
+	nonRoot := strings.Replace(text, "spec:\n", "spec:\n  securityContext: {runAsNonRoot: true}\n", 1)
+	if _, err := translate(t, nonRoot, Options{AllowPrivileged: true, RegistryImages: true}); err == nil || err.Error() != `spec.containers[2].securityContext.runAsNonRoot: true, but runAsUser is 0 or not set` {
+		t.Errorf("runAsNonRoot: %v, want the host image's container alone refused", err)
+	}
+	m, err = translate(t, strings.Replace(nonRoot, "  - {name: host, image: busybox, command: [/bin/true]}\n", "", 1), Options{AllowPrivileged: true, RegistryImages: true})
+	if err != nil || !m.Apps[0].RunAsNonRoot || !m.Apps[1].RunAsNonRoot {
+		t.Errorf("runAsNonRoot of registry images: %v, %+v; want runAsNonRoot on each app", err, m)
+	}
 }
 
 // Every field that cannot be honoured is refused with its rule.
@@ -470,6 +481,9 @@ document 2: spec.volumes[0].emptyDir.sizeLimit: not supported by unitrun pod run
 func TestContainerPaths(t *testing.T) {
 	got := ContainerPaths("apps[0].user \"x\": no such user\napps[2].workingDir \"/n\": no such directory", 1)
 	if want := "spec.initContainers[0].user \"x\": no such user\nspec.containers[1].workingDir \"/n\": no such directory"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got, want := ContainerPaths("apps[1].runAsNonRoot: true, but ...", 0), "spec.containers[1].securityContext.runAsNonRoot: true, but ..."; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }

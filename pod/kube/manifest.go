@@ -24,17 +24,21 @@ type App struct {
 	Args []string `json:"args,omitempty"`
 	// Image is a registry image, pulled at the pod's creation, with its
 	// ImagePullPolicy.
-	Image           string            `json:"image,omitempty"`
-	ImagePullPolicy string            `json:"imagePullPolicy,omitempty"`
-	Env             map[string]string `json:"env,omitempty"`
-	WorkingDir      string            `json:"workingDir,omitempty"`
-	User            string            `json:"user,omitempty"`
-	Group           string            `json:"group,omitempty"`
-	RestartPolicy   string            `json:"restartPolicy,omitempty"`
-	StopTimeout     string            `json:"stopTimeout,omitempty"`
-	Init            bool              `json:"init,omitempty"`
-	Sidecar         bool              `json:"sidecar,omitempty"`
-	Rootfs          string            `json:"rootfs,omitempty"`
+	Image           string `json:"image,omitempty"`
+	ImagePullPolicy string `json:"imagePullPolicy,omitempty"`
+	// RunAsNonRoot, for a registry image's container without runAsUser,
+	// leaves the check of its user to the pod's creation, which reads the
+	// image's config.
+	RunAsNonRoot  bool              `json:"runAsNonRoot,omitempty"`
+	Env           map[string]string `json:"env,omitempty"`
+	WorkingDir    string            `json:"workingDir,omitempty"`
+	User          string            `json:"user,omitempty"`
+	Group         string            `json:"group,omitempty"`
+	RestartPolicy string            `json:"restartPolicy,omitempty"`
+	StopTimeout   string            `json:"stopTimeout,omitempty"`
+	Init          bool              `json:"init,omitempty"`
+	Sidecar       bool              `json:"sidecar,omitempty"`
+	Rootfs        string            `json:"rootfs,omitempty"`
 	// TerminationMessagePath: "" (a Pod that sets none; the API server
 	// sets the default) binds none.
 	TerminationMessagePath string    `json:"terminationMessagePath,omitempty"`

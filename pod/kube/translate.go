@@ -474,7 +474,12 @@ func (t *mapping) securityContext(ctr *Container, path string, a *App) {
 			rs.Add(path+".securityContext.capabilities.add", "needs runAsUser 0: unitrun gives no capabilities to another user")
 		}
 	}
-	if nonRoot && (user == nil || *user == 0) {
+	switch {
+	case nonRoot && user == nil && a.Image != "":
+		// The kubelet looks at the image's user; so does the pod's
+		// creation (pod.MergeImage).
+		a.RunAsNonRoot = true
+	case nonRoot && (user == nil || *user == 0):
 		rs.Add(path+".securityContext.runAsNonRoot", "true, but runAsUser is 0 or not set")
 	}
 }
@@ -961,19 +966,23 @@ func expand(s string, env map[string]string) string {
 	return b.String()
 }
 
-// appsRE finds the app paths in a unitrun manifest error.
-var appsRE = lazyregexp.New(`\bapps\[(\d+)\]`)
+// appsRE finds the app paths in a unitrun manifest error, with the one
+// field that a container sets under another name.
+var appsRE = lazyregexp.New(`\bapps\[(\d+)\](\.runAsNonRoot\b)?`)
 
 // ContainerPaths rewrites the app paths (apps[3]) of msg, an error about
 // the unitrun manifest of a Pod with inits init containers, as the Pod's
 // container paths (spec.containers[1]): the manifest lists the init
-// containers first.
+// containers first. An app's runAsNonRoot is the container's
+// securityContext.runAsNonRoot.
 func ContainerPaths(msg string, inits int) string {
 	return appsRE.ReplaceAllStringFunc(msg, func(s string) string {
-		i, _ := strconv.Atoi(appsRE.FindStringSubmatch(s)[1])
+		m := appsRE.FindStringSubmatch(s)
+		i, _ := strconv.Atoi(m[1])
+		field := strings.Replace(m[2], ".", ".securityContext.", 1)
 		if i < inits {
-			return fmt.Sprintf("spec.initContainers[%d]", i)
+			return fmt.Sprintf("spec.initContainers[%d]%s", i, field)
 		}
-		return fmt.Sprintf("spec.containers[%d]", i-inits)
+		return fmt.Sprintf("spec.containers[%d]%s", i-inits, field)
 	})
 }

@@ -42,13 +42,26 @@ func (r *Runner) pull(ctx context.Context, s *image.Store, a *pod.App) (*image.I
 	return r.Pull(ctx, s, a)
 }
 
+// A PullError is a pull of an app's image that failed for a reason other
+// than the manifest (refused credentials, a registry out of reach, a full
+// disk, an interrupt): it names the app's field as an *InvalidError does,
+// Path being the field ("apps[1].image") and Image its value.
+type PullError struct {
+	Path  string
+	Image string
+	Err   error
+}
+
+func (e *PullError) Error() string { return fmt.Sprintf("%s %q: %v", e.Path, e.Image, e.Err) }
+func (e *PullError) Unwrap() error { return e.Err }
+
 // resolveImages pulls the image of each app of m that names one (once per
 // image) and applies it to the app ([pod.Manifest.ApplyImage]), before
 // anything of the pod is created. A bad reference, an image that neither
 // the store (under policy Never) nor its registry has, and one whose
 // config or files the app cannot run with are an *InvalidError naming
 // the field; other failures of a pull (refused credentials, a registry
-// out of reach, a full disk) are errors of their own.
+// out of reach, a full disk, an interrupt) are a *PullError.
 func (r *Runner) resolveImages(ctx context.Context, m *pod.Manifest) error {
 	var s *image.Store
 	var errs []error
@@ -61,7 +74,7 @@ func (r *Runner) resolveImages(ctx context.Context, m *pod.Manifest) error {
 		if s == nil {
 			var err error
 			if s, err = image.Open(r.imageDir()); err != nil {
-				return fmt.Errorf("image store %s: %w", r.imageDir(), err)
+				return err // "image store: ...", naming the directory
 			}
 		}
 		key := a.Image + " " + string(a.PullPolicy())
@@ -76,7 +89,7 @@ func (r *Runner) resolveImages(ctx context.Context, m *pod.Manifest) error {
 			errs = append(errs, &pod.FieldError{Path: fmt.Sprintf("apps[%d].image", i), Value: a.Image, Rule: err.Error()})
 			continue
 		case err != nil:
-			return fmt.Errorf("apps[%d].image %q: %w", i, a.Image, err)
+			return &PullError{Path: fmt.Sprintf("apps[%d].image", i), Image: a.Image, Err: err}
 		}
 		pulled[key] = img
 		if err := m.ApplyImage(r.StateDir, s.Dir(), i, img, imageFiles(s.LayerDirs(img))); err != nil {

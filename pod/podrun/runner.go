@@ -40,11 +40,12 @@ type Runner struct {
 	// and policy of the pod; a Runner without one creates no pod that
 	// names an image. Package podrun does not pull itself, so that
 	// unitrun does not link go-containerregistry: unitrun runs
-	// unitrun-pull, unitrun-node calls image/registry's Pull with a Pod's
-	// imagePullSecrets and reports a failed pull as the kubelet does. A
-	// *image.RefError, or an error wrapping image.ErrNotFound (policy
-	// Never) or image.ErrUnknown, refuses the manifest (an
-	// *InvalidError); any other fails the creation.
+	// unitrun-pull (and shows the pull's progress), unitrun-node calls
+	// image/registry's Pull with a Pod's imagePullSecrets and reports a
+	// failed pull as the kubelet does. A *image.RefError, or an error
+	// wrapping image.ErrNotFound (policy Never) or image.ErrUnknown,
+	// refuses the manifest (an *InvalidError); any other fails the
+	// creation (a *PullError).
 	Pull func(ctx context.Context, s *image.Store, a *pod.App) (*image.Image, error)
 }
 
@@ -66,6 +67,17 @@ func (r *Runner) Create(ctx context.Context, manifest []byte) (*pod.Manifest, er
 // CreateWith is [Runner.Create] with isolation iso, if it is not "",
 // instead of the manifest's; the choice is saved with the pod's state.
 func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso pod.Isolation) (*pod.Manifest, error) {
+	m, err := r.resolve(ctx, manifest, iso)
+	if err != nil {
+		return nil, err
+	}
+	return r.create(ctx, m, manifest)
+}
+
+// resolve parses manifest for this host with isolation iso and pulls
+// and applies its images: what CreateWith checks before it creates
+// anything.
+func (r *Runner) resolve(ctx context.Context, manifest []byte, iso pod.Isolation) (*pod.Manifest, error) {
 	m, err := ParseForHost(manifest, iso)
 	if err != nil {
 		return nil, &InvalidError{Err: err}
@@ -73,6 +85,11 @@ func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso pod.Isolat
 	if err := r.resolveImages(ctx, m); err != nil {
 		return nil, err
 	}
+	return m, nil
+}
+
+// create creates pod m, which resolve made of manifest.
+func (r *Runner) create(ctx context.Context, m *pod.Manifest, manifest []byte) (*pod.Manifest, error) {
 	dir := record.Dir(r.StateDir, m.Name)
 	unitDir, err := r.Mgr.RuntimeUnitDir(ctx)
 	if err != nil {
@@ -119,20 +136,22 @@ func (e *ExistsError) Error() string {
 	return fmt.Sprintf("pod %s already exists in state dir %s", e.Name, e.StateDir)
 }
 
-// Replace is [Runner.CreateWith], but once the manifest is valid, the pod
-// of its name in the state directory, if there is one, is stopped and
-// removed first ([Runner.Remove] with force), as podman's --replace does.
+// Replace is [Runner.CreateWith], but once the manifest is valid and its
+// images are pulled, the pod of its name in the state directory, if
+// there is one, is stopped and removed first ([Runner.Remove] with
+// force), as podman's --replace does: a manifest or an image that
+// cannot be had leaves that pod as it was.
 func (r *Runner) Replace(ctx context.Context, manifest []byte, iso pod.Isolation) (*pod.Manifest, error) {
-	m, err := ParseForHost(manifest, iso)
+	m, err := r.resolve(ctx, manifest, iso)
 	if err != nil {
-		return nil, &InvalidError{Err: err}
+		return nil, err
 	}
 	if _, err := os.Lstat(record.Dir(r.StateDir, m.Name)); err == nil {
 		if err := r.Remove(ctx, m.Name, true); err != nil {
 			return nil, fmt.Errorf("replace pod %s: %w", m.Name, err)
 		}
 	}
-	return r.CreateWith(ctx, manifest, iso)
+	return r.create(ctx, m, manifest)
 }
 
 // checkSeen returns an error if the manager does not see the state
@@ -562,13 +581,29 @@ func (r *Runner) removable(ctx context.Context, name string) error {
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("pod %s: %w (remove it with force whatever its state)", name, err)
+		return &NotRemovableError{Name: name, Err: err}
 	}
 	if ps.Phase == pod.PodRunning {
-		return fmt.Errorf("pod %s is running: stop it first, or remove it with force", name)
+		return &NotRemovableError{Name: name}
 	}
 	return nil
 }
+
+// A NotRemovableError is [Runner.Remove]'s refusal, without force, of a
+// pod that is running (Err nil) or whose state cannot be read (Err).
+type NotRemovableError struct {
+	Name string
+	Err  error
+}
+
+func (e *NotRemovableError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("pod %s is running: stop it first, or remove it with force", e.Name)
+	}
+	return fmt.Sprintf("pod %s: %v (remove it with force whatever its state)", e.Name, e.Err)
+}
+
+func (e *NotRemovableError) Unwrap() error { return e.Err }
 
 // left returns a *NoPodError if pod name left nothing: no state directory,
 // no unit file and no unit loaded.
