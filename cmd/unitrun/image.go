@@ -48,12 +48,13 @@ func openImageStore(dir string) (*image.Store, error) {
 }
 
 // imageError is the exit of an image command that failed: 2 for a name
-// that is not an image reference, 1 for one the store does not hold, 125
-// otherwise.
+// that is not an image reference or a credentials file that cannot be
+// used, 1 for a name the store does not hold, 125 otherwise.
 func imageError(err error) error {
 	var re *image.RefError
+	var ae *image.AuthFileError
 	switch {
-	case errors.As(err, &re):
+	case errors.As(err, &re), errors.As(err, &ae):
 		return usageError(err)
 	case errors.Is(err, image.ErrNotFound):
 		return &exitError{code: exitNoImage, err: err}
@@ -387,11 +388,26 @@ func pullImage(ctx context.Context, s *image.Store, ref string, o image.PullOpti
 	if img, err := s.Held(ref, o); img != nil || err != nil {
 		return img, err
 	}
+	if err := checkAuthFile(o.AuthFile); err != nil {
+		return nil, err
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	return pullexec.Pull(ctx, self, s.Dir(), ref, o)
+}
+
+// checkAuthFile checks, before a registry is asked, the credentials file
+// that --auth-file (file) names, else the first of the usual ones that
+// exists.
+func checkAuthFile(file string) error {
+	_, err := image.ReadAuthFile(file)
+	var ae *image.AuthFileError
+	if errors.As(err, &ae) && ae.Var == "" {
+		return fmt.Errorf("--auth-file: %w", err)
+	}
+	return err
 }
 
 // pullAppImage is podrun.Runner.Pull for pod create and run: app a's

@@ -53,6 +53,10 @@ func TestImageCLI(t *testing.T) {
 
 	auth := imagetest.NewAuthRegistry(t, "u", "p")
 	private := auth.Push(t, "private:1", imagetest.Image{Layers: []imagetest.Layer{{{Path: "f"}}}})
+	notJSON := filepath.Join(t.TempDir(), "auth.json")
+	if err := os.WriteFile(notJSON, []byte("{bad"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -64,6 +68,9 @@ func TestImageCLI(t *testing.T) {
 		{[]string{"image", "pull", reg.Host + "/app:2"}, 125, "registry " + reg.Host + " has no image app:2"},
 		{[]string{"image", "pull", private}, 125, "registry " + auth.Host + " refused access without credentials: there is no credentials file at "},
 		{[]string{"image", "pull", "127.0.0.1:1/app:1"}, 125, "cannot reach registry 127.0.0.1:1"},
+		{[]string{"image", "pull", "--auth-file", "/nonexistent/auth.json", private}, 2, "--auth-file: the credentials file /nonexistent/auth.json does not exist"},
+		{[]string{"image", "pull", "--auth-file", notJSON, private}, 2, "--auth-file: the credentials file " + notJSON + " is not JSON (at byte 2): want {\"auths\""},
+		{[]string{"inject", "--image", private, "--path", "/f", "--auth-file", notJSON}, 2, "--auth-file: the credentials file " + notJSON + " is not JSON"},
 		{[]string{"image", "inspect", reg.Host + "/app:2"}, 1, "no such image in the store"},
 		{[]string{"image", "rm", "sha256:" + strings.Repeat("f", 12)}, 1, "no such image in the store"},
 	} {
@@ -71,6 +78,10 @@ func TestImageCLI(t *testing.T) {
 		if code != tc.code || !strings.HasPrefix(errs, "unitrun: ") || !strings.Contains(errs, tc.want) {
 			t.Errorf("%q: exit %d, stderr %q; want %d and %q", tc.args, code, errs, tc.code, tc.want)
 		}
+	}
+	_, errs, code = unitrunEnv(t, append(env, "REGISTRY_AUTH_FILE="+notJSON), "image", "pull", private)
+	if want := "$REGISTRY_AUTH_FILE: the credentials file " + notJSON + " is not JSON"; code != 2 || !strings.Contains(errs, want) {
+		t.Errorf("pull with a bad $REGISTRY_AUTH_FILE: exit %d, stderr %q; want 2 and %q", code, errs, want)
 	}
 	if _, errs, code := unitrunEnv(t, env, "image", "pull", "--auth-file", auth.AuthFile(t, "u", "p"), private); code != 0 {
 		t.Errorf("pull with --auth-file: exit %d, %q", code, errs)

@@ -46,6 +46,9 @@ func (f *imageSource) inject(ctx context.Context, dir string) (string, error) {
 	if err != nil {
 		return "", usageError(fmt.Errorf("--policy: %w", err))
 	}
+	if err := checkAuthFile(f.authFile); err != nil {
+		return "", imageError(err)
+	}
 	s, err := openImageStore(f.imageDir)
 	if err != nil {
 		return "", err

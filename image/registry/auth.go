@@ -1,12 +1,6 @@
 package registry
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -15,59 +9,20 @@ import (
 )
 
 // A keychain gives a registry the credentials of PullOptions.Auth, else
-// of a docker-style config file's "auths", else none.
+// of a docker-style credentials file's "auths", else none.
 type keychain struct {
 	auth map[string]image.Credentials
-	// file is the credentials file read, "" when there is none;
-	// looked is where one was looked for, for errors.
-	file   string
-	looked []string
-	auths  map[string]authn.AuthConfig
-}
-
-// authFiles returns where credentials are looked for when PullOptions do
-// not name a file, in order: the first that exists is read.
-func authFiles() []string {
-	var files []string
-	if f := os.Getenv("REGISTRY_AUTH_FILE"); f != "" {
-		files = append(files, f)
-	}
-	if d := os.Getenv("DOCKER_CONFIG"); d != "" {
-		files = append(files, filepath.Join(d, "config.json"))
-	}
-	if h, err := os.UserHomeDir(); err == nil {
-		files = append(files, filepath.Join(h, ".docker", "config.json"))
-	}
-	return files
+	file *image.AuthFile
 }
 
 // newKeychain reads the credentials file that o names or the first of
-// authFiles that exists.
+// the usual ones that exists (image.ReadAuthFile).
 func newKeychain(o image.PullOptions) (*keychain, error) {
-	k := &keychain{auth: o.Auth}
-	files := authFiles()
-	if o.AuthFile != "" {
-		files = []string{o.AuthFile}
+	f, err := image.ReadAuthFile(o.AuthFile)
+	if err != nil {
+		return nil, err
 	}
-	for _, f := range files {
-		k.looked = append(k.looked, f)
-		b, err := os.ReadFile(f)
-		if errors.Is(err, fs.ErrNotExist) && o.AuthFile == "" {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("registry credentials: %w", err)
-		}
-		var cf struct {
-			Auths map[string]authn.AuthConfig `json:"auths"`
-		}
-		if err := json.Unmarshal(b, &cf); err != nil {
-			return nil, fmt.Errorf("registry credentials file %s: %v", f, err)
-		}
-		k.file, k.auths = f, cf.Auths
-		break
-	}
-	return k, nil
+	return &keychain{auth: o.Auth, file: f}, nil
 }
 
 // Resolve returns the credentials for r's registry.
@@ -89,12 +44,13 @@ func (k *keychain) lookup(host string) (authn.AuthConfig, bool) {
 	if host == name.DefaultRegistry {
 		hosts = append(hosts, "docker.io", "registry-1.docker.io")
 	}
-	for key, c := range k.auths {
+	for key, c := range k.file.Auths {
 		h := strings.TrimPrefix(strings.TrimPrefix(key, "https://"), "http://")
 		h, _, _ = strings.Cut(h, "/")
 		for _, want := range hosts {
 			if h == want {
-				return c, true
+				return authn.AuthConfig{Username: c.Username, Password: c.Password, Auth: c.Auth,
+					IdentityToken: c.IdentityToken, RegistryToken: c.RegistryToken}, true
 			}
 		}
 	}
@@ -107,13 +63,13 @@ func (k *keychain) source(host string) string {
 		return "to the credentials given for " + host
 	}
 	if _, ok := k.lookup(host); ok {
-		return "to the credentials for " + host + " in " + k.file
+		return "to the credentials for " + host + " in " + k.file.Path
 	}
-	if k.file != "" {
-		return "without credentials: " + k.file + " has none for " + host
+	if k.file.Path != "" {
+		return "without credentials: " + k.file.Path + " has none for " + host
 	}
-	if len(k.looked) == 0 {
+	if len(k.file.Looked) == 0 {
 		return "without credentials: there is no credentials file ($REGISTRY_AUTH_FILE, $DOCKER_CONFIG and $HOME are unset)"
 	}
-	return "without credentials: there is no credentials file at " + strings.Join(k.looked, ", ")
+	return "without credentials: there is no credentials file at " + strings.Join(k.file.Looked, ", ")
 }
