@@ -69,6 +69,9 @@ type Progress struct {
 	Total    int64  `json:"total"`    // its compressed size
 	Done     int64  `json:"done"`     // bytes of it downloaded and verified so far
 	Complete bool   `json:"complete"` // downloaded, verified and unpacked (or already held)
+	// Held says that the store held the layer already: nothing of it
+	// was fetched.
+	Held bool `json:"held,omitzero"`
 }
 
 // A Pulling is a pull from a registry under way into the store, which

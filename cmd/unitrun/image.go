@@ -140,7 +140,7 @@ image.`,
 			if asJSON {
 				o.Progress = func(pr image.Progress) {
 					if pr.Complete {
-						printLine(cmd.OutOrStdout(), map[string]any{"layer": pr.Layer, "size": pr.Total})
+						printLine(cmd.OutOrStdout(), map[string]any{"layer": pr.Layer, "size": pr.Total, "held": pr.Held})
 					}
 				}
 			}
@@ -185,7 +185,7 @@ func newPullBar(p *progress, ref string) *pullBar {
 }
 
 // update takes one step of the pull: a line for a layer that completed
-// (piped), the block redrawn at most ten times a second (on a terminal;
+// or that the store held (piped), the block redrawn at most ten times a second (on a terminal;
 // ticking redraws it every second besides).
 func (b *pullBar) update(pr image.Progress) {
 	b.mu.Lock()
@@ -199,7 +199,10 @@ func (b *pullBar) update(pr image.Progress) {
 		b.drawn = time.Now()
 	}
 	b.mu.Unlock()
-	if first {
+	switch {
+	case first && pr.Held:
+		b.p.event("layer %s: already held", pr.Layer)
+	case first:
 		b.p.event("layer %s: %s", pr.Layer, bytesText(uint64(pr.Total)))
 	}
 	if redraw {

@@ -38,8 +38,14 @@ func TestImageCLI(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[2]), &img); err != nil || img.ID == "" || img.Names[0] != ref {
 		t.Fatalf("image pull --json's last line %q: %v", lines[2], err)
 	}
-	if out, _, code := unitrunEnv(t, env, "image", "pull", ref); code != 0 || out != img.ID+"\n" {
+	// Pulled again (policy Always), the layers come from the store: said
+	// so, with no size as if they were fetched.
+	out, errs, code = unitrunEnv(t, env, "image", "pull", ref)
+	if code != 0 || out != img.ID+"\n" {
 		t.Errorf("image pull: exit %d, %q; want the ID", code, out)
+	}
+	if strings.Count(errs, ": already held\n") != 2 || strings.Count(errs, "layer sha256:") != 2 {
+		t.Errorf("image pull of held layers: stderr %q; want each of the 2 layers \"already held\"", errs)
 	}
 	if out, _, code := unitrunEnv(t, env, "image", "ls"); code != 0 || !strings.HasPrefix(out, ref+"\t"+strings.TrimPrefix(img.ID, "sha256:")[:12]+"\t") {
 		t.Errorf("image ls: exit %d, %q", code, out)

@@ -168,7 +168,7 @@ func ensureLayer(s *image.Store, l v1.Layer, diffID v1.Hash, work string, report
 	}
 	dst := s.LayerPath(diffID.String())
 	if _, err := os.Lstat(dst); err == nil {
-		report(image.Progress{Layer: digest.String(), Total: total, Done: total, Complete: true})
+		report(image.Progress{Layer: digest.String(), Total: total, Done: total, Complete: true, Held: true})
 		return image.DiskUsage(dst)
 	}
 
