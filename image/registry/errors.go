@@ -19,9 +19,13 @@ func pullError(s *image.Store, r name.Reference, keys *keychain, err error) erro
 	e := &image.PullError{Ref: r.Name(), Detail: err.Error()}
 	var te *transport.Error
 	var ne net.Error
+	var be *brokenError
 	switch {
 	case isFull(err):
 		e.Reason, e.Detail = image.ErrFull, "the filesystem of "+s.Dir()+" is full"
+	case errors.As(err, &be):
+		e.Reason = image.ErrUnreachable
+		e.Detail = "the connection to registry " + host + " broke while fetching layer " + be.layer + " (the next pull resumes)"
 	case errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden || hasCode(te, transport.UnauthorizedErrorCode, transport.DeniedErrorCode)):
 		e.Reason, e.Detail = image.ErrUnauthorized, "registry "+host+" refused access "+keys.source(host)
 	case errors.As(err, &te) && (te.StatusCode == http.StatusNotFound || hasCode(te, transport.ManifestUnknownErrorCode, transport.NameUnknownErrorCode)):

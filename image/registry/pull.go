@@ -179,9 +179,11 @@ func ensureLayer(s *image.Store, l v1.Layer, diffID v1.Hash, work string, report
 	} else {
 		// go-containerregistry's reader checks the blob's size and digest
 		// as it reaches its end and fails the read if they differ.
-		if src, err = l.Compressed(); err != nil {
+		rc, err := l.Compressed()
+		if err != nil {
 			return 0, err
 		}
+		src = &fetching{ReadCloser: rc}
 		if blobTmp, err = os.CreateTemp(work, "blob-"); err != nil {
 			src.Close()
 			return 0, err
@@ -210,6 +212,10 @@ func ensureLayer(s *image.Store, l v1.Layer, diffID v1.Hash, work string, report
 		return 0, err
 	}
 	got, err := unpack(counted, tmp)
+	var fe *fetchError
+	if errors.As(err, &fe) {
+		return 0, &brokenError{layer: digest.String(), err: fe.err}
+	}
 	if err != nil {
 		return 0, fmt.Errorf("layer %s: %w", digest, err)
 	}
@@ -271,3 +277,31 @@ func (c *counter) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// fetching reads a blob from the registry, its read errors marked as the
+// connection's (a *fetchError), apart from those of the content.
+type fetching struct{ io.ReadCloser }
+
+func (f *fetching) Read(p []byte) (int, error) {
+	n, err := f.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		err = &fetchError{err}
+	}
+	return n, err
+}
+
+// A fetchError is the failure of reading a blob from the registry.
+type fetchError struct{ err error }
+
+func (e *fetchError) Error() string { return e.err.Error() }
+func (e *fetchError) Unwrap() error { return e.err }
+
+// A brokenError is a layer whose download the registry's connection
+// broke.
+type brokenError struct {
+	layer string
+	err   error
+}
+
+func (e *brokenError) Error() string { return "layer " + e.layer + ": " + e.err.Error() }
+func (e *brokenError) Unwrap() error { return e.err }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -221,4 +222,36 @@ func TestPullRefusesCorruptedBlob(t *testing.T) {
 	if exists(filepath.Join(s.Dir(), "blobs/sha256", strings.TrimPrefix(digests[0], "sha256:"))) {
 		t.Errorf("the corrupted blob is in the store")
 	}
+}
+
+// TestPullConnectionBroken has the registry's connection break in the
+// middle of each of three layers: the pull fails with one line that
+// says so, naming the registry and a layer, no Go or tar text, and the
+// next pull completes.
+func TestPullConnectionBroken(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	built := imagetest.Build(t, imagetest.Image{Layers: []imagetest.Layer{
+		{{Path: "a", Body: randomBody(t, 64<<10)}}, {{Path: "b", Body: randomBody(t, 64<<10)}}, {{Path: "c", Body: randomBody(t, 64<<10)}}}})
+	ref := reg.PushImage(t, "drop:1", built)
+	digests, _, blobs := layerDigests(t, built)
+	reg.SetWrap(func(w http.ResponseWriter, r *http.Request, registry http.Handler) {
+		i := slices.IndexFunc(digests, func(d string) bool { return strings.HasSuffix(r.URL.Path, "/blobs/"+d) })
+		if i < 0 || r.Method != http.MethodGet {
+			registry.ServeHTTP(w, r)
+			return
+		}
+		// Half the blob, then the connection closes.
+		w.Header().Set("Content-Length", strconv.Itoa(len(blobs[i])))
+		w.Write(blobs[i][:len(blobs[i])/2])
+	})
+	s := imagetest.Store(t)
+	_, err := registry.Pull(context.Background(), s, ref, image.PullOptions{})
+	msg := fmt.Sprint(err)
+	if !errors.Is(err, image.ErrUnreachable) || strings.Count(msg, "\n") != 0 || strings.Count(msg, "sha256:") != 1 ||
+		!strings.Contains(msg, "the connection to registry "+reg.Host+" broke while fetching layer sha256:") ||
+		strings.Contains(msg, "EOF") || strings.Contains(msg, "blob") {
+		t.Fatalf("pull through a broken connection: %q; want one line: the connection to registry %s broke while fetching layer DIGEST", msg, reg.Host)
+	}
+	reg.SetWrap(nil)
+	imagetest.Pull(t, s, ref, image.PullOptions{})
 }
