@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/internal/atomicfile"
+	"golang.org/x/sys/unix"
 )
 
 // DefaultDir is the store's directory unless a caller says otherwise: on
@@ -112,6 +113,18 @@ func Open(dir string) (*Store, error) {
 			}
 			return nil, fmt.Errorf("the image store %s cannot be opened: %w", dir, err)
 		}
+	}
+	return &Store{dir: dir}, nil
+}
+
+// OpenToRead opens the store in dir to read it, making nothing: a store
+// that is not there holds no image.
+func OpenToRead(dir string) (*Store, error) {
+	if !filepath.IsAbs(dir) {
+		return nil, fmt.Errorf("the image store's directory %q is not an absolute path", dir)
+	}
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return nil, fmt.Errorf("the image store %s cannot be opened: %w", dir, unix.ENOTDIR)
 	}
 	return &Store{dir: dir}, nil
 }
@@ -218,6 +231,9 @@ func (s *Store) lookupID(prefix string) (*Image, error) {
 // ids returns the IDs of every image in the store.
 func (s *Store) ids() ([]string, error) {
 	entries, err := os.ReadDir(s.path(imagesDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // a store not made yet (OpenToRead)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -299,6 +315,9 @@ func (s *Store) removeRef(n string) error {
 // refs returns every name in the store and the image ID it points to.
 func (s *Store) refs() (map[string]string, error) {
 	entries, err := os.ReadDir(s.path(refsDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // a store not made yet (OpenToRead)
+	}
 	if err != nil {
 		return nil, err
 	}

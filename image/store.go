@@ -271,9 +271,14 @@ func (s *Store) LayerBlobs(img *Image) ([]string, error) {
 	return digests, nil
 }
 
-// Size returns the bytes the store takes on disk.
+// Size returns the bytes the store takes on disk: none when it is not
+// there (OpenToRead).
 func (s *Store) Size() (int64, error) {
-	return DiskUsage(s.dir)
+	n, err := DiskUsage(s.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	return n, err
 }
 
 // DiskUsage returns the bytes that the files under p take on disk, each

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,16 +32,20 @@ func imageDirFlag(cmd *cobra.Command, dir *string) {
 	if d := os.Getenv(envImageDir); d != "" {
 		def = d
 	}
-	cmd.Flags().StringVar(dir, "image-dir", def, "the image store's `DIR` (default $"+envImageDir+", else "+image.DefaultDir+")")
+	cmd.Flags().StringVar(dir, "image-dir", def, "the image store's `DIR` ($"+envImageDir+" sets the default)")
 	cmd.RegisterFlagCompletionFunc("image-dir", cobra.FixedCompletions(nil, cobra.ShellCompDirectiveFilterDirs))
 }
 
-// openImageStore opens the store in dir, which --image-dir gave.
-func openImageStore(dir string) (*image.Store, error) {
+// openImageStore opens the store in dir, which --image-dir gave, with
+// open: image.Open, or image.OpenToRead for commands that only read it.
+func openImageStore(dir string, open func(string) (*image.Store, error)) (*image.Store, error) {
 	if !filepath.IsAbs(dir) {
 		return nil, usageError(fmt.Errorf("--image-dir %q: must be an absolute path", dir))
 	}
-	s, err := image.Open(dir)
+	s, err := open(dir)
+	if errors.Is(err, syscall.ENOTDIR) {
+		return nil, usageError(fmt.Errorf("--image-dir %s: must be a directory, and it or one above it is a file", dir))
+	}
 	if err != nil {
 		return nil, &exitError{code: exitFailed, err: err}
 	}
@@ -84,10 +89,7 @@ a pull interrupted resumes where it stopped.`,
 // --image-dir names; it makes no store where there is none.
 func completeImages(dir *string) cobra.CompletionFunc {
 	return func(_ *cobra.Command, args []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		if _, err := os.Stat(*dir); err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		s, err := image.Open(*dir)
+		s, err := image.OpenToRead(*dir)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -131,7 +133,7 @@ image.`,
 			if err != nil {
 				return usageError(fmt.Errorf("--policy: %w", err))
 			}
-			s, err := openImageStore(dir)
+			s, err := openImageStore(dir, image.Open)
 			if err != nil {
 				return err
 			}
@@ -237,7 +239,7 @@ func newImageListCmd() *cobra.Command {
   unitrun image ls --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := openImageStore(dir)
+			s, err := openImageStore(dir, image.OpenToRead)
 			if err != nil {
 				return err
 			}
@@ -291,7 +293,7 @@ unpacked layers, top first.`,
   unitrun image inspect sha256:3f2a9c`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := openImageStore(dir)
+			s, err := openImageStore(dir, image.OpenToRead)
 			if err != nil {
 				return err
 			}
@@ -323,7 +325,7 @@ the pod.`,
   unitrun image rm sha256:3f2a9c...`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := openImageStore(dir)
+			s, err := openImageStore(dir, image.Open)
 			if err != nil {
 				return err
 			}
@@ -361,7 +363,7 @@ uses and what interrupted pulls left. Waits for the pulls under way.`,
 		Example: `  unitrun image prune`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := openImageStore(dir)
+			s, err := openImageStore(dir, image.Open)
 			if err != nil {
 				return err
 			}

@@ -85,6 +85,29 @@ func TestImageCLI(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q; want %d and %q", tc.args, code, errs, tc.code, tc.want)
 		}
 	}
+	// Listing and inspecting make no store where there is none; a file
+	// as --image-dir is bad input.
+	absent := filepath.Join(t.TempDir(), "absent")
+	if out, errs, code := unitrunEnv(t, env, "image", "list", "--image-dir", absent); code != 0 || out != "" || errs != absent+": 0 images, 0B on disk\n" {
+		t.Errorf("image list of an absent store: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if _, errs, code := unitrunEnv(t, env, "image", "inspect", "--image-dir", absent, ref); code != 1 || !strings.Contains(errs, "no such image in the store") {
+		t.Errorf("image inspect in an absent store: exit %d, stderr %q", code, errs)
+	}
+	if _, err := os.Stat(absent); err == nil {
+		t.Errorf("image list and inspect made the store %s", absent)
+	}
+	for _, args := range [][]string{{"list", "--image-dir", notJSON}, {"pull", "--image-dir", notJSON + "/store", ref}} {
+		_, errs, code := unitrunEnv(t, env, append([]string{"image"}, args...)...)
+		if want := "--image-dir " + args[2] + ": must be a directory"; code != 2 || !strings.Contains(errs, want) {
+			t.Errorf("image %q: exit %d, stderr %q; want 2 and %q", args, code, errs, want)
+		}
+	}
+	out, _, _ = unitrunEnv(t, env, "image", "list", "--help")
+	if i := strings.Index(out, "--image-dir"); i < 0 || !strings.HasPrefix(out[i:], "--image-dir DIR   the image store's DIR ($UNITRUN_IMAGE_DIR sets the default) (default \""+dir+"\")\n") {
+		t.Errorf("image list --help: %q; want --image-dir's default once", out)
+	}
+
 	_, errs, code = unitrunEnv(t, append(env, "REGISTRY_AUTH_FILE="+notJSON), "image", "pull", private)
 	if want := "$REGISTRY_AUTH_FILE: the credentials file " + notJSON + " is not JSON"; code != 2 || !strings.Contains(errs, want) {
 		t.Errorf("pull with a bad $REGISTRY_AUTH_FILE: exit %d, stderr %q; want 2 and %q", code, errs, want)

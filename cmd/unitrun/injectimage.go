@@ -49,7 +49,7 @@ func (f *imageSource) inject(ctx context.Context, dir string) (string, error) {
 	if err := checkAuthFile(f.authFile); err != nil {
 		return "", imageError(err)
 	}
-	s, err := openImageStore(f.imageDir)
+	s, err := openImageStore(f.imageDir, image.Open)
 	if err != nil {
 		return "", err
 	}
