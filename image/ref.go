@@ -135,10 +135,8 @@ func check(what, s, chars string, most int) error {
 	if len(s) == 0 || len(s) > most {
 		return fmt.Errorf("%s has 1 to %d characters: %q", what, most, s)
 	}
-	for _, c := range []byte(s) {
-		if !strings.ContainsRune(chars, rune(c)) {
-			return fmt.Errorf("%s has only the characters %s: %q", what, chars, s)
-		}
+	if i := strings.IndexFunc(s, func(c rune) bool { return !strings.ContainsRune(chars, c) }); i >= 0 {
+		return fmt.Errorf("%s has only the characters %s, not %q", what, chars, string([]rune(s[i:])[0]))
 	}
 	return nil
 }

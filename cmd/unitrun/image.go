@@ -129,6 +129,9 @@ image.`,
   unitrun image pull --json registry.example/ns/app@sha256:...`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := image.Normalize(args[0]); err != nil {
+				return usageError(err)
+			}
 			p, err := image.ParsePullPolicy(policy)
 			if err != nil {
 				return usageError(fmt.Errorf("--policy: %w", err))

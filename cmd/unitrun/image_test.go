@@ -68,7 +68,8 @@ func TestImageCLI(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"image", "pull", "Not A Name"}, 2, `"Not A Name" is not an image reference`},
+		{[]string{"image", "pull", "Not A Name"}, 2, `"Not A Name" is not an image reference (REGISTRY/REPOSITORY[:TAG] or REPOSITORY@sha256:DIGEST, in lower case): a repository has only the characters abcdefghijklmnopqrstuvwxyz0123456789_-./, not "N"` + "\n"},
+		{[]string{"inject", "--image", "Not A Name", "--path", "/f"}, 2, `--image: "Not A Name" is not an image reference`},
 		{[]string{"image", "pull", "--policy", "Sometimes", ref}, 2, "--policy"},
 		{[]string{"image", "pull", "--image-dir", "rel", ref}, 2, "--image-dir"},
 		{[]string{"image", "pull", reg.Host + "/app:2"}, 125, "registry " + reg.Host + " has no image app:2"},
@@ -94,8 +95,11 @@ func TestImageCLI(t *testing.T) {
 	if _, errs, code := unitrunEnv(t, env, "image", "inspect", "--image-dir", absent, ref); code != 1 || !strings.Contains(errs, "no such image in the store") {
 		t.Errorf("image inspect in an absent store: exit %d, stderr %q", code, errs)
 	}
+	if _, errs, code := unitrunEnv(t, env, "image", "pull", "--image-dir", absent, "Not A Name"); code != 2 {
+		t.Errorf("image pull of a bad name: exit %d, stderr %q", code, errs)
+	}
 	if _, err := os.Stat(absent); err == nil {
-		t.Errorf("image list and inspect made the store %s", absent)
+		t.Errorf("image list, inspect or a pull of a bad name made the store %s", absent)
 	}
 	for _, args := range [][]string{{"list", "--image-dir", notJSON}, {"pull", "--image-dir", notJSON + "/store", ref}} {
 		_, errs, code := unitrunEnv(t, env, append([]string{"image"}, args...)...)

@@ -42,6 +42,9 @@ func (f *imageSource) inject(ctx context.Context, dir string) (string, error) {
 	case !path.IsAbs(f.path):
 		return "", usageError(fmt.Errorf("--path %q: must be an absolute path in the image", f.path))
 	}
+	if _, err := image.Normalize(f.ref); err != nil {
+		return "", usageError(fmt.Errorf("--image: %w", err))
+	}
 	p, err := image.ParsePullPolicy(f.policy)
 	if err != nil {
 		return "", usageError(fmt.Errorf("--policy: %w", err))
