@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -59,6 +60,11 @@ func TestImageCLI(t *testing.T) {
 
 	auth := imagetest.NewAuthRegistry(t, "u", "p")
 	private := auth.Push(t, "private:1", imagetest.Image{Layers: []imagetest.Layer{{{Path: "f"}}}})
+	otherArch := "s390x"
+	if runtime.GOARCH == otherArch {
+		otherArch = "ppc64le"
+	}
+	foreign := reg.Push(t, "foreign:1", imagetest.Image{Arch: otherArch, Layers: []imagetest.Layer{{{Path: "f"}}}})
 	notJSON := filepath.Join(t.TempDir(), "auth.json")
 	if err := os.WriteFile(notJSON, []byte("{bad"), 0o600); err != nil {
 		t.Fatal(err)
@@ -75,6 +81,7 @@ func TestImageCLI(t *testing.T) {
 		{[]string{"image", "pull", reg.Host + "/app:2"}, 125, "registry " + reg.Host + " has no image app:2"},
 		{[]string{"image", "pull", private}, 125, "registry " + auth.Host + " refused access without credentials: there is no credentials file at "},
 		{[]string{"image", "pull", "127.0.0.1:1/app:1"}, 125, "cannot reach registry 127.0.0.1:1"},
+		{[]string{"image", "pull", foreign}, 125, "pulling " + foreign + ": the image is for linux/" + otherArch + ", not for this host's linux/" + runtime.GOARCH + "\n"},
 		{[]string{"image", "pull", "--auth-file", "/nonexistent/auth.json", private}, 2, "--auth-file: the credentials file /nonexistent/auth.json does not exist"},
 		{[]string{"image", "pull", "--auth-file", notJSON, private}, 2, "--auth-file: the credentials file " + notJSON + " is not JSON (at byte 2): want {\"auths\""},
 		{[]string{"inject", "--image", private, "--path", "/f", "--auth-file", notJSON}, 2, "--auth-file: the credentials file " + notJSON + " is not JSON"},

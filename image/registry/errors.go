@@ -20,7 +20,10 @@ func pullError(s *image.Store, r name.Reference, keys *keychain, err error) erro
 	var te *transport.Error
 	var ne net.Error
 	var be *brokenError
+	var pe *platformError
 	switch {
+	case errors.As(err, &pe):
+		e.Detail = pe.Error()
 	case isFull(err):
 		e.Reason, e.Detail = image.ErrFull, "the filesystem of "+s.Dir()+" is full"
 	case errors.As(err, &be):

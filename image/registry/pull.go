@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,6 +77,9 @@ func fetch(ctx context.Context, s *image.Store, p *image.Pulling, r name.Referen
 	if err != nil {
 		return nil, err
 	}
+	if err := checkPlatform(cf); err != nil {
+		return nil, err
+	}
 	layers, err := rimg.Layers()
 	if err != nil {
 		return nil, err
@@ -140,17 +144,64 @@ func fetch(ctx context.Context, s *image.Store, p *image.Pulling, r name.Referen
 }
 
 // remoteImage returns the image that r names in its registry, reached
-// with keys, for the host's linux platform when r names an index.
+// with keys, for the host's platform when r names an index. An index
+// without the host's platform is a *platformError.
 func remoteImage(ctx context.Context, r name.Reference, keys *keychain) (v1.Image, error) {
 	desc, err := remote.Get(r,
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(keys),
-		remote.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH}),
+		remote.WithPlatform(hostPlatform),
 		remote.WithUserAgent("unitrun"))
 	if err != nil {
 		return nil, err
 	}
+	if desc.MediaType.IsIndex() {
+		idx, err := desc.ImageIndex()
+		if err != nil {
+			return nil, err
+		}
+		m, err := idx.IndexManifest()
+		if err != nil {
+			return nil, err
+		}
+		pe := &platformError{host: hostPlatform.String()}
+		for _, d := range m.Manifests {
+			switch {
+			case d.Platform == nil || d.Platform.OS == "unknown": // attestations
+			case d.Platform.Satisfies(hostPlatform):
+				return desc.Image()
+			default:
+				pe.image = append(pe.image, d.Platform.String())
+			}
+		}
+		return nil, pe
+	}
 	return desc.Image()
+}
+
+// hostPlatform is the platform of the images a pull takes.
+var hostPlatform = v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
+
+// checkPlatform returns a *platformError if config cf, of an image that no
+// index chose for the host, says it is for another platform.
+func checkPlatform(cf *v1.ConfigFile) error {
+	if (cf.OS != "" && cf.OS != hostPlatform.OS) || (cf.Architecture != "" && cf.Architecture != hostPlatform.Architecture) {
+		return &platformError{host: hostPlatform.String(), image: []string{cf.Platform().String()}}
+	}
+	return nil
+}
+
+// A platformError is an image for other platforms than the host's.
+type platformError struct {
+	host  string   // the host's, "linux/ARCH"
+	image []string // the image's, "OS/ARCH[/VARIANT]"
+}
+
+func (e *platformError) Error() string {
+	if len(e.image) == 0 {
+		return "the image names no platform, and so none is this host's " + e.host
+	}
+	return "the image is for " + strings.Join(e.image, ", ") + ", not for this host's " + e.host
 }
 
 // ensureLayer makes sure the store holds layer l (of diff ID diffID),

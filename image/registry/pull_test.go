@@ -318,3 +318,33 @@ func TestPullKeepsXattrsButNotOverlays(t *testing.T) {
 		t.Errorf("a layer's trusted.overlay.redirect was written (%v): a layer must not steer overlayfs", err)
 	}
 }
+
+// TestPullRefusesOtherPlatforms pulls an image whose config is for
+// another architecture, and an index without the host's: each is
+// refused naming the image's platforms and the host's, and nothing is
+// kept.
+func TestPullRefusesOtherPlatforms(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	other, another := "s390x", "ppc64le"
+	if other == runtimeArch() || another == runtimeArch() {
+		other, another = "riscv64", "mips64le"
+	}
+	single := reg.Push(t, "single:1", imagetest.Image{Arch: other, Layers: []imagetest.Layer{{{Path: "f"}}}})
+	index := reg.PushIndex(t, "multi:1",
+		imagetest.Image{Arch: other, Layers: []imagetest.Layer{{{Path: "f"}}}},
+		imagetest.Image{Arch: another, Layers: []imagetest.Layer{{{Path: "g"}}}})
+	s := imagetest.Store(t)
+	host := "linux/" + runtimeArch()
+	for ref, want := range map[string]string{
+		single: "pulling " + single + ": the image is for linux/" + other + ", not for this host's " + host,
+		index:  "pulling " + index + ": the image is for linux/" + other + ", linux/" + another + ", not for this host's " + host,
+	} {
+		_, err := registry.Pull(context.Background(), s, ref, image.PullOptions{})
+		if err == nil || err.Error() != want {
+			t.Errorf("pull of %s: %v; want %q", ref, err, want)
+		}
+		if _, err := s.Lookup(ref); !errors.Is(err, image.ErrNotFound) {
+			t.Errorf("Lookup(%s) after the refusal: %v", ref, err)
+		}
+	}
+}
