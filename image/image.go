@@ -18,6 +18,7 @@
 //	refs/NAME            the image ID that a name points to (NAME path-escaped)
 //	leases/HOLDER/HEX    that holder (a pod) uses image HEX (HOLDER path-escaped)
 //	locks/               the locks that order pulls, removals and leases
+//	                     (a pull's, locks/pull-HASH, until Prune removes it)
 //	tmp/pull-*/          one pull's blobs and layers under way, renamed into
 //	                     place when whole and verified (tmp/pull-*.lock is
 //	                     held while the pull runs)

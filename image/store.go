@@ -163,9 +163,10 @@ func (s *Store) Prune(ctx context.Context) (*Pruned, error) {
 	return p, err
 }
 
-// collect removes the blobs and layers that no image's record uses, and
-// everything in tmp/, and returns the bytes it freed. The caller holds
-// lockGC exclusive, so no pull is making any.
+// collect removes the blobs and layers that no image's record uses,
+// everything in tmp/ and the lock files of pulls, and returns the bytes
+// it freed. The caller holds lockGC exclusive, so no pull is making any
+// or holding its lock (a pull takes lockGC shared first).
 func (s *Store) collect() (int64, error) {
 	blobs, layers, err := s.inUse()
 	if err != nil {
@@ -193,6 +194,17 @@ func (s *Store) collect() (int64, error) {
 	}
 	sweep(blobsDir, blobs)
 	sweep(layersDir, layers)
+	// The lock files of pulls, one per name ever pulled: none is held,
+	// and a pull makes its own again.
+	pullLocks, err := filepath.Glob(s.path(locksDir, "pull-*"))
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range pullLocks {
+		if err := os.Remove(l); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
 	entries, err := os.ReadDir(s.path(tmpDir))
 	if err != nil {
 		return 0, err

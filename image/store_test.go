@@ -9,6 +9,7 @@ import (
 
 	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/image/imagetest"
+	"github.com/unitrun/unitrun/image/registry"
 )
 
 func hexes(ids ...string) []string {
@@ -128,4 +129,29 @@ func TestPullTakesLease(t *testing.T) {
 	if removed, err := s.Remove(ref); err != nil || removed.ID != img.ID {
 		t.Errorf("Remove once released: %v, %v", removed, err)
 	}
+}
+
+// TestPruneRemovesPullLocks pulls an image and fails to pull another:
+// each name leaves its lock file, and Prune removes them.
+func TestPruneRemovesPullLocks(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := reg.Push(t, "locked:1", imagetest.Image{Layers: []imagetest.Layer{{{Path: "f", Body: "x"}}}})
+	s := imagetest.Store(t)
+	imagetest.Pull(t, s, ref, image.PullOptions{})
+	if _, err := registry.Pull(context.Background(), s, reg.Host+"/locked:2", image.PullOptions{}); !errors.Is(err, image.ErrUnknown) {
+		t.Fatalf("pull of a missing tag: %v", err)
+	}
+	pullLocks := func() []string {
+		return slices.DeleteFunc(imagetest.Entries(t, s, "locks"), func(n string) bool { return !strings.HasPrefix(n, "pull-") })
+	}
+	if got := pullLocks(); len(got) != 2 {
+		t.Fatalf("locks after two pulls: %q; want one per name", got)
+	}
+	if _, err := s.Prune(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := pullLocks(); len(got) != 0 {
+		t.Errorf("pull locks after Prune: %q; want none", got)
+	}
+	imagetest.Pull(t, s, ref, image.PullOptions{}) // a pull makes its lock again
 }

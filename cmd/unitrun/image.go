@@ -362,7 +362,8 @@ func newImagePruneCmd() *cobra.Command {
 		Use:   "prune",
 		Short: "Remove the images no pod uses, and the blobs and layers no image uses",
 		Long: `Remove every image that no pod uses, then the blobs and layers that no image
-uses and what interrupted pulls left. Waits for the pulls under way.`,
+uses, what interrupted pulls left and the lock files of pulls. Waits for
+the pulls under way.`,
 		Example: `  unitrun image prune`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
