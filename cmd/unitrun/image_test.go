@@ -81,6 +81,7 @@ func TestImageCLI(t *testing.T) {
 		{[]string{"image", "pull", reg.Host + "/app:2"}, 125, "registry " + reg.Host + " has no image app:2"},
 		{[]string{"image", "pull", private}, 125, "registry " + auth.Host + " refused access without credentials: there is no credentials file at "},
 		{[]string{"image", "pull", "127.0.0.1:1/app:1"}, 125, "cannot reach registry 127.0.0.1:1"},
+		{[]string{"image", "pull", "registry.invalid/app:1"}, 125, "pulling registry.invalid/app:1: cannot reach registry registry.invalid: its host name registry.invalid could not be resolved (DNS)\n"},
 		{[]string{"image", "pull", foreign}, 125, "pulling " + foreign + ": the image is for linux/" + otherArch + ", not for this host's linux/" + runtime.GOARCH + "\n"},
 		{[]string{"image", "pull", "--auth-file", "/nonexistent/auth.json", private}, 2, "--auth-file: the credentials file /nonexistent/auth.json does not exist"},
 		{[]string{"image", "pull", "--auth-file", notJSON, private}, 2, "--auth-file: the credentials file " + notJSON + " is not JSON (at byte 2): want {\"auths\""},

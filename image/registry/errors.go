@@ -21,6 +21,7 @@ func pullError(s *image.Store, r name.Reference, keys *keychain, err error) erro
 	var ne net.Error
 	var be *brokenError
 	var pe *platformError
+	var de *net.DNSError
 	switch {
 	case errors.As(err, &pe):
 		e.Detail = pe.Error()
@@ -33,6 +34,8 @@ func pullError(s *image.Store, r name.Reference, keys *keychain, err error) erro
 		e.Reason, e.Detail = image.ErrUnauthorized, "registry "+host+" refused access "+keys.source(host)
 	case errors.As(err, &te) && (te.StatusCode == http.StatusNotFound || hasCode(te, transport.ManifestUnknownErrorCode, transport.NameUnknownErrorCode)):
 		e.Reason, e.Detail = image.ErrUnknown, "registry "+host+" has no image "+strings.TrimPrefix(r.Name(), host+"/")
+	case errors.As(err, &de):
+		e.Reason, e.Detail = image.ErrUnreachable, "cannot reach registry "+host+": its host name "+de.Name+" could not be resolved (DNS)"
 	case errors.As(err, &ne):
 		e.Reason, e.Detail = image.ErrUnreachable, fmt.Sprintf("cannot reach registry %s: %v", host, err)
 		var oe *net.OpError
