@@ -48,8 +48,9 @@ func TestImageCLI(t *testing.T) {
 	if strings.Count(errs, ": already held\n") != 2 || strings.Count(errs, "layer sha256:") != 2 {
 		t.Errorf("image pull of held layers: stderr %q; want each of the 2 layers \"already held\"", errs)
 	}
-	if out, _, code := unitrunEnv(t, env, "image", "ls"); code != 0 || !strings.HasPrefix(out, ref+"\t"+strings.TrimPrefix(img.ID, "sha256:")[:12]+"\t") {
-		t.Errorf("image ls: exit %d, %q", code, out)
+	if out, errs, code := unitrunEnv(t, env, "image", "ls"); code != 0 || !strings.HasPrefix(out, ref+"\t"+strings.TrimPrefix(img.ID, "sha256:")[:12]+"\t") ||
+		!strings.HasPrefix(errs, dir+": 1 image, ") {
+		t.Errorf("image ls: exit %d, stdout %q, stderr %q; want the image and \"1 image\"", code, out, errs)
 	}
 	if out, _, code := unitrunEnv(t, env, "__complete", "image", "inspect", reg.Host+"/a"); code != 0 || out != ref+"\n:4\n" {
 		t.Errorf("completion of image names: exit %d, %q", code, out)
