@@ -76,10 +76,12 @@ layers unpacked once, shared by every image and pod that uses them.
 See docs/images.md.
 
 Exit statuses: 0 done; 1 a name or ID the store does not hold; 2 bad
-flags or arguments (a name that is not an image reference); 125 any other
-failure (the registry has no such image, refused the credentials or cannot
-be reached, the disk is full, an image in use); 130 interrupted (Ctrl-C):
-a pull interrupted resumes where it stopped.`,
+flags or arguments (a name that is not an image reference, an --image-dir
+that is relative or a file, a credentials file that cannot be used); 125
+any other failure (the registry has no such image, refused the credentials
+or cannot be reached, an image for another platform, the disk is full, an
+image in use); 130 interrupted (Ctrl-C): a pull interrupted resumes where
+it stopped.`,
 	}
 	cmd.AddCommand(newImagePullCmd(), newImageListCmd(), newImageInspectCmd(), newImageRmCmd(), newImagePruneCmd())
 	return cmd
