@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -242,5 +243,46 @@ func TestImageRmOfPodImageRefused(t *testing.T) {
 	}
 	if out, errs, code := unitrun(t, "image", "rm", "--image-dir", images, ref); code != 0 || !strings.HasPrefix(out, "removed sha256:") {
 		t.Errorf("image rm once the pod is removed: exit %d, %q, %q", code, out, errs)
+	}
+}
+
+// pod status gives each app's image: --json as image, the manifest's
+// reference, and image_id, the manifest digest the creation resolved it
+// to (none for an app without one), as pod list --json does; the table's
+// last column is the image, "-" for none.
+func TestPodStatusImage(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := pushToolImage(t, reg, "status:1", "sleep", "600")
+	_, id, _ := strings.Cut(reg.Digest(t, ref), "@")
+	dir, images := t.TempDir(), t.TempDir()
+	rmPod(t, dir, "shown")
+	if _, errs, code := podCLI(t, dir, "create", "--image-dir", images, manifestFile(t, "name: shown\nisolation: namespaces\napps:\n  - {name: img, image: \""+ref+"\"}\n  - {name: host, exec: [/bin/true]}\n")); code != 0 {
+		t.Fatalf("pod create: exit %d: %s", code, errs)
+	}
+	check := func(what string, apps []appView) {
+		t.Helper()
+		if len(apps) != 2 || apps[0].Image != ref || apps[0].ImageID != id || apps[1].Image != "" || apps[1].ImageID != "" {
+			t.Errorf("%s: apps %+v; want img's image %s, image_id %s, and none for host", what, apps, ref, id)
+		}
+	}
+	out, errs, code := podCLI(t, dir, "status", "--json", "shown")
+	var v podView
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil {
+		t.Fatalf("pod status --json: exit %d, %q, %q", code, out, errs)
+	}
+	check("pod status --json", v.Apps)
+	if !strings.Contains(out, `"image_id": "`+id+`"`) {
+		t.Errorf("pod status --json printed %s; want the field image_id", out)
+	}
+	out, errs, code = podCLI(t, dir, "list", "--json")
+	var vs []podView
+	if code != 0 || json.Unmarshal([]byte(out), &vs) != nil || len(vs) != 1 {
+		t.Fatalf("pod list --json: exit %d, %q, %q", code, out, errs)
+	}
+	check("pod list --json", vs[0].Apps)
+	out, errs, code = podCLI(t, dir, "status", "shown")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != 0 || len(lines) != 3 || !strings.HasSuffix(lines[1], "\t"+ref) || !strings.HasPrefix(lines[2], "host\t") || !strings.HasSuffix(lines[2], "\t-") {
+		t.Errorf("pod status: exit %d, %q, %q; want the image last on img's line, - on host's", code, out, errs)
 	}
 }

@@ -286,7 +286,7 @@ func newPodStopCmd(f *podFlags) *cobra.Command {
 					return failed(err)
 				}
 				if asJSON {
-					if err := printJSON(cmd.OutOrStdout(), newPodView(s)); err != nil {
+					if err := printJSON(cmd.OutOrStdout(), newPodView(r.StateDir, s)); err != nil {
 						return err
 					}
 				}
