@@ -286,3 +286,37 @@ func TestPodStatusImage(t *testing.T) {
 		t.Errorf("pod status: exit %d, %q, %q; want the image last on img's line, - on host's", code, out, errs)
 	}
 }
+
+// The image errors of all the apps are told together, each naming its
+// field in the file's words: an image missing under Never beside pulls
+// that fail (a registry out of reach) exits 2, as a manifest to change
+// whatever the registries do, with every error; pulls that fail alone
+// exit 125, with each. Nothing of the pod is left.
+func TestPodImageErrorsTogether(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("UNITRUN_IMAGE_DIR", t.TempDir())
+	missing := `{name: a, image: "registry.invalid/none:1", imagePullPolicy: Never}`
+	unreached := `{name: b, image: "127.0.0.1:1/x:1"}, {name: c, image: "127.0.0.1:1/y:1"}`
+	for _, tt := range []struct {
+		apps string
+		code int
+		want []string
+	}{
+		{missing + ", " + unreached, exitUsage, []string{`spec.containers[0].image "registry.invalid/none:1": `, `spec.containers[1].image "127.0.0.1:1/x:1": `, `spec.containers[2].image "127.0.0.1:1/y:1": `}},
+		{unreached, exitFailed, []string{`spec.containers[0].image "127.0.0.1:1/x:1": `, `spec.containers[1].image "127.0.0.1:1/y:1": `}},
+	} {
+		file := manifestFile(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: together}\nspec:\n  containers: ["+tt.apps+"]\n")
+		_, errs, code := podCLI(t, dir, "create", file)
+		if code != tt.code {
+			t.Errorf("pod create of [%s]: exit %d, %q; want %d", tt.apps, code, errs, tt.code)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(errs, ": Pod together: "+w) && !strings.Contains(errs, "\n"+w) {
+				t.Errorf("pod create of [%s]: stderr %q; want %q", tt.apps, errs, w)
+			}
+		}
+		if left := podLeft(t, dir, "together"); len(left) > 0 {
+			t.Errorf("pod create left %v", left)
+		}
+	}
+}
