@@ -320,3 +320,32 @@ func TestPodImageErrorsTogether(t *testing.T) {
 		}
 	}
 }
+
+// An --image mapping matches a container's image exactly; when the pull
+// of an image it does not map fails, the error tells the mapping of the
+// same repository (another tag, or none) that the user may have meant:
+// a tag the registry lacks exits 2, a registry out of reach 125, each
+// with the hint; a mapping of another repository gives none.
+func TestPodImageNearMapping(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	dir := t.TempDir()
+	t.Setenv("UNITRUN_IMAGE_DIR", t.TempDir())
+	for _, tt := range []struct {
+		ref, mapping string
+		code         int
+		hint         string
+	}{
+		{reg.Host + "/busybox:1.36", reg.Host + "/busybox:1.28=host", exitUsage, "--image " + reg.Host + "/busybox:1.28=host maps " + reg.Host + "/busybox:1.28, not " + reg.Host + "/busybox:1.36"},
+		{"127.0.0.1:1/busybox:1.36", "127.0.0.1:1/busybox=host", exitFailed, "--image 127.0.0.1:1/busybox=host maps 127.0.0.1:1/busybox, not 127.0.0.1:1/busybox:1.36"},
+		{"127.0.0.1:1/busybox:1.36", "127.0.0.1:1/alpine=host", exitFailed, ""},
+	} {
+		file := manifestFile(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: near}\nspec:\n  containers: [{name: a, image: \""+tt.ref+"\", command: [/bin/true]}]\n")
+		_, errs, code := podCLI(t, dir, "create", "--image", tt.mapping, file)
+		if code != tt.code || !strings.Contains(errs, `spec.containers[0].image "`+tt.ref+`": `) || (tt.hint != "" && !strings.HasSuffix(errs, "; "+tt.hint+"\n")) || (tt.hint == "" && strings.Contains(errs, "maps")) {
+			t.Errorf("pod create --image %s of %s: exit %d, %q; want %d naming the field, hint %q", tt.mapping, tt.ref, code, errs, tt.code, tt.hint)
+		}
+		if left := podLeft(t, dir, "near"); len(left) > 0 {
+			t.Errorf("pod create left %v", left)
+		}
+	}
+}
