@@ -319,7 +319,7 @@ func rmRefused(err error) error {
 	case refused.Err == nil:
 		return fmt.Errorf("pod %s is running: stop it first (unitrun pod stop %[1]s), or give --force, which stops it", refused.Name)
 	default:
-		return fmt.Errorf("pod %s: %w (--force removes it whatever its state)", refused.Name, refused.Err)
+		return fmt.Errorf("pod %s: %w; give --force (unitrun pod rm --force %[1]s), which removes the pod whatever its state", refused.Name, refused.Err)
 	}
 }
 
