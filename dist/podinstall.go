@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/unit"
 )
@@ -32,8 +33,9 @@ type PodInstall struct {
 	// runs it with: the manager that runs PodUnit.
 	Binary, Manager string
 	// PodsDir holds the installed manifests, NAME.yaml; StateDir is the
-	// pods' state directory; UnitDir is where PodUnit goes.
-	PodsDir, StateDir, UnitDir string
+	// pods' state directory; ImageDir the image store of their images;
+	// UnitDir is where PodUnit goes.
+	PodsDir, StateDir, ImageDir, UnitDir string
 	// Runtime enables the pod until reboot only (in /run).
 	Runtime bool
 	// Now also starts the pod.
@@ -60,6 +62,7 @@ func (in *PodInstall) unit() ([]byte, error) {
 		{InstalledBinary + " ", unit.QuoteArg(in.Binary) + " "},
 		{"--manager=system", unit.QuoteArg("--manager=" + in.Manager)},
 		{"--state-dir " + PodsStateDir, "--state-dir " + unit.QuoteArg(in.StateDir)},
+		{"--image-dir " + image.DefaultDir, "--image-dir " + unit.QuoteArg(in.ImageDir)},
 		{"WorkingDirectory=" + PodsDir, "WorkingDirectory=" + unit.EscapeSpecifiers(in.PodsDir)},
 	} {
 		if !bytes.Contains(text, []byte(r[0])) {

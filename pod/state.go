@@ -72,7 +72,7 @@ func LoadState(stateDir, pod string) (*Manifest, PodStatus, error) {
 	}
 	s, err := parsePod(data)
 	if err != nil {
-		return nil, PodStatus{}, err
+		return nil, PodStatus{}, record.Broken(stateDir, pod, err, podFile)
 	}
 	m.apply(s.choices())
 	return m, s, nil
@@ -87,7 +87,7 @@ func LoadSpec(stateDir, pod string) (*Manifest, error) {
 	}
 	c, err := parseChoices(data)
 	if err != nil {
-		return nil, err
+		return nil, record.Broken(stateDir, pod, err, podFile)
 	}
 	m.apply(c)
 	return m, nil
@@ -131,7 +131,7 @@ func readSpecAndStatus(stateDir, pod string) (*Manifest, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := record.ReadFile(stateDir, "pods", pod, "pod.json")
+	data, err := record.ReadFile(stateDir, "pods", pod, podFile)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -171,7 +171,7 @@ func readSpec(stateDir, pod string) (*Manifest, error) {
 	}
 	var m Manifest
 	if err := record.StrictJSON(data, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(record.Dir(stateDir, pod), record.SpecFile), err)
+		return nil, record.Broken(stateDir, pod, err, record.SpecFile)
 	}
 	return &m, nil
 }

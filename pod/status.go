@@ -53,7 +53,7 @@ func WritePod(stateDir string, s PodStatus) error {
 	if err != nil {
 		return err
 	}
-	return record.WriteFile(stateDir, true, append(data, '\n'), "pods", s.Name, "pod.json")
+	return record.WriteFile(stateDir, true, append(data, '\n'), "pods", s.Name, podFile)
 }
 
 // ReadPod returns the status of pod: pod.json as WritePod wrote it, with
@@ -64,16 +64,16 @@ func ReadPod(stateDir, pod string) (PodStatus, error) {
 	if err := CheckNames(pod); err != nil {
 		return PodStatus{}, err
 	}
-	data, err := record.ReadFile(stateDir, "pods", pod, "pod.json")
+	data, err := record.ReadFile(stateDir, "pods", pod, podFile)
 	if err != nil {
 		return PodStatus{}, err
 	}
 	s, err := parsePod(data)
-	if err != nil {
-		return PodStatus{}, err
+	if err == nil && s.Name != pod {
+		err = fmt.Errorf("pod status names pod %q, not %q", s.Name, pod)
 	}
-	if s.Name != pod {
-		return PodStatus{}, fmt.Errorf("pod status names pod %q, not %q", s.Name, pod)
+	if err != nil {
+		return PodStatus{}, record.Broken(stateDir, pod, err, podFile)
 	}
 	for i, a := range s.Apps {
 		app, err := record.ReadApp(stateDir, pod, a.Name)
@@ -88,10 +88,13 @@ func ReadPod(stateDir, pod string) (PodStatus, error) {
 	return s, nil
 }
 
+// podFile is the pod's status file in its state directory.
+const podFile = "pod.json"
+
 func parsePod(data []byte) (PodStatus, error) {
 	var s PodStatus
 	if err := record.StrictJSON(data, &s); err != nil {
-		return PodStatus{}, fmt.Errorf("pod status: %w", err)
+		return PodStatus{}, err
 	}
 	return s, s.validate()
 }
@@ -166,10 +169,10 @@ func (c podChoices) validate() error {
 func parseChoices(data []byte) (podChoices, error) {
 	var c podChoices
 	if err := json.Unmarshal(data, &c); err != nil {
-		return podChoices{}, fmt.Errorf("pod status: %w", err)
+		return podChoices{}, record.JSONError(err, len(data))
 	}
 	if err := c.validate(); err != nil {
-		return podChoices{}, fmt.Errorf("pod status: %w", err)
+		return podChoices{}, err
 	}
 	return c, nil
 }

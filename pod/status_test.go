@@ -112,7 +112,8 @@ func TestParseChoices(t *testing.T) {
 	for _, tt := range []struct{ data, want string }{
 		{`{"exit_policy":"sometimes"}`, `exit_policy "sometimes": must be first-failure, any or all`},
 		{`{"exit_policy":"all","isolation":"vm"}`, `isolation "vm": must be none or namespaces`},
-		{`{"exit_policy":`, "pod status: unexpected end of JSON input"},
+		{`{"exit_policy":`, "not JSON: cut short after 15 bytes"},
+		{`{"exit_policy":4}`, "field exit_policy holds a JSON number, not what unitrun writes there"},
 	} {
 		if _, err := parseChoices([]byte(tt.data)); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("parseChoices(%s) = %v, want an error containing %q", tt.data, err, tt.want)

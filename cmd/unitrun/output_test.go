@@ -20,7 +20,7 @@ func TestListingsTerminalAndPiped(t *testing.T) {
 		t.Errorf("piped pod list: %q, exit %d; want one plain line", out, code)
 	}
 	out, _, code = podCLI(t, dir, "status", "listed")
-	if code != 0 || out != "listed\tPending\t-\t1\na\twaiting\t-\t0\t-\t-\t-\tno\n" {
+	if code != 0 || out != "listed\tPending\t-\t1\na\twaiting\t-\t0\t-\t-\t-\tno\t-\n" {
 		t.Errorf("piped pod status: %q, exit %d; want the pod's line and the app's", out, code)
 	}
 
@@ -30,7 +30,7 @@ func TestListingsTerminalAndPiped(t *testing.T) {
 		t.Errorf("pod list on a terminal:\n%q\nwant\n%q", out, want)
 	}
 	out, code = unitrunTTY(t, nil, "pod", "status", "--state-dir", dir, "listed")
-	if code != 0 || !strings.HasPrefix(out, "pod listed: "+yellow+"Pending"+reset+", exit code -\nAPP  STATE    EXIT  RESTARTS  STARTED  FINISHED  PROBE  READY\na    "+yellow+"waiting"+reset+"  -") {
+	if code != 0 || !strings.HasPrefix(out, "pod listed: "+yellow+"Pending"+reset+", exit code -\nAPP  STATE    EXIT  RESTARTS  STARTED  FINISHED  PROBE  READY  IMAGE\na    "+yellow+"waiting"+reset+"  -") {
 		t.Errorf("pod status on a terminal:\n%q", out)
 	}
 	for _, env := range []string{"NO_COLOR=1", "TERM=dumb"} {

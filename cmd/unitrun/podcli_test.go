@@ -289,8 +289,11 @@ func TestPodRmForceBrokenState(t *testing.T) {
 	if code != 1 || out != "healthy\tRunning\t-\t1\n" || !strings.Contains(errs, "pod broken: ") {
 		t.Errorf("pod list with one broken pod: exit %d, stdout %q, stderr %q; want 1, the healthy pod listed and the broken one named", code, out, errs)
 	}
-	if _, errs, code := podCLI(t, dir, "rm", "broken"); code != exitFailed || !strings.HasPrefix(errs, "unitrun: pod broken: ") || !strings.HasSuffix(errs, " (--force removes it whatever its state)\n") {
-		t.Errorf("pod rm of a broken pod: exit %d, %q; want a refusal that points to --force", code, errs)
+	// The refusal names the broken file and says what is wrong with it
+	// and what to do, in no words of Go's JSON decoder.
+	want := "unitrun: pod broken: " + filepath.Join(state, "pod.json") + " is broken: not JSON: at byte 2 of 9; give --force (unitrun pod rm --force broken), which removes the pod whatever its state\n"
+	if _, errs, code := podCLI(t, dir, "rm", "broken"); code != exitFailed || errs != want {
+		t.Errorf("pod rm of a broken pod: exit %d, %q; want %d, %q", code, errs, exitFailed, want)
 	}
 	if _, errs, code := podCLI(t, dir, "rm", "--force", "broken"); code != 0 {
 		t.Errorf("pod rm --force of a broken pod: exit %d, %q", code, errs)

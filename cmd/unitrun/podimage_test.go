@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -242,5 +243,109 @@ func TestImageRmOfPodImageRefused(t *testing.T) {
 	}
 	if out, errs, code := unitrun(t, "image", "rm", "--image-dir", images, ref); code != 0 || !strings.HasPrefix(out, "removed sha256:") {
 		t.Errorf("image rm once the pod is removed: exit %d, %q, %q", code, out, errs)
+	}
+}
+
+// pod status gives each app's image: --json as image, the manifest's
+// reference, and image_id, the manifest digest the creation resolved it
+// to (none for an app without one), as pod list --json does; the table's
+// last column is the image, "-" for none.
+func TestPodStatusImage(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := pushToolImage(t, reg, "status:1", "sleep", "600")
+	_, id, _ := strings.Cut(reg.Digest(t, ref), "@")
+	dir, images := t.TempDir(), t.TempDir()
+	rmPod(t, dir, "shown")
+	if _, errs, code := podCLI(t, dir, "create", "--image-dir", images, manifestFile(t, "name: shown\nisolation: namespaces\napps:\n  - {name: img, image: \""+ref+"\"}\n  - {name: host, exec: [/bin/true]}\n")); code != 0 {
+		t.Fatalf("pod create: exit %d: %s", code, errs)
+	}
+	check := func(what string, apps []appView) {
+		t.Helper()
+		if len(apps) != 2 || apps[0].Image != ref || apps[0].ImageID != id || apps[1].Image != "" || apps[1].ImageID != "" {
+			t.Errorf("%s: apps %+v; want img's image %s, image_id %s, and none for host", what, apps, ref, id)
+		}
+	}
+	out, errs, code := podCLI(t, dir, "status", "--json", "shown")
+	var v podView
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil {
+		t.Fatalf("pod status --json: exit %d, %q, %q", code, out, errs)
+	}
+	check("pod status --json", v.Apps)
+	if !strings.Contains(out, `"image_id": "`+id+`"`) {
+		t.Errorf("pod status --json printed %s; want the field image_id", out)
+	}
+	out, errs, code = podCLI(t, dir, "list", "--json")
+	var vs []podView
+	if code != 0 || json.Unmarshal([]byte(out), &vs) != nil || len(vs) != 1 {
+		t.Fatalf("pod list --json: exit %d, %q, %q", code, out, errs)
+	}
+	check("pod list --json", vs[0].Apps)
+	out, errs, code = podCLI(t, dir, "status", "shown")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != 0 || len(lines) != 3 || !strings.HasSuffix(lines[1], "\t"+ref) || !strings.HasPrefix(lines[2], "host\t") || !strings.HasSuffix(lines[2], "\t-") {
+		t.Errorf("pod status: exit %d, %q, %q; want the image last on img's line, - on host's", code, out, errs)
+	}
+}
+
+// The image errors of all the apps are told together, each naming its
+// field in the file's words: an image missing under Never beside pulls
+// that fail (a registry out of reach) exits 2, as a manifest to change
+// whatever the registries do, with every error; pulls that fail alone
+// exit 125, with each. Nothing of the pod is left.
+func TestPodImageErrorsTogether(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("UNITRUN_IMAGE_DIR", t.TempDir())
+	missing := `{name: a, image: "registry.invalid/none:1", imagePullPolicy: Never}`
+	unreached := `{name: b, image: "127.0.0.1:1/x:1"}, {name: c, image: "127.0.0.1:1/y:1"}`
+	for _, tt := range []struct {
+		apps string
+		code int
+		want []string
+	}{
+		{missing + ", " + unreached, exitUsage, []string{`spec.containers[0].image "registry.invalid/none:1": `, `spec.containers[1].image "127.0.0.1:1/x:1": `, `spec.containers[2].image "127.0.0.1:1/y:1": `}},
+		{unreached, exitFailed, []string{`spec.containers[0].image "127.0.0.1:1/x:1": `, `spec.containers[1].image "127.0.0.1:1/y:1": `}},
+	} {
+		file := manifestFile(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: together}\nspec:\n  containers: ["+tt.apps+"]\n")
+		_, errs, code := podCLI(t, dir, "create", file)
+		if code != tt.code {
+			t.Errorf("pod create of [%s]: exit %d, %q; want %d", tt.apps, code, errs, tt.code)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(errs, ": Pod together: "+w) && !strings.Contains(errs, "\n"+w) {
+				t.Errorf("pod create of [%s]: stderr %q; want %q", tt.apps, errs, w)
+			}
+		}
+		if left := podLeft(t, dir, "together"); len(left) > 0 {
+			t.Errorf("pod create left %v", left)
+		}
+	}
+}
+
+// An --image mapping matches a container's image exactly; when the pull
+// of an image it does not map fails, the error tells the mapping of the
+// same repository (another tag, or none) that the user may have meant:
+// a tag the registry lacks exits 2, a registry out of reach 125, each
+// with the hint; a mapping of another repository gives none.
+func TestPodImageNearMapping(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	dir := t.TempDir()
+	t.Setenv("UNITRUN_IMAGE_DIR", t.TempDir())
+	for _, tt := range []struct {
+		ref, mapping string
+		code         int
+		hint         string
+	}{
+		{reg.Host + "/busybox:1.36", reg.Host + "/busybox:1.28=host", exitUsage, "--image " + reg.Host + "/busybox:1.28=host maps " + reg.Host + "/busybox:1.28, not " + reg.Host + "/busybox:1.36"},
+		{"127.0.0.1:1/busybox:1.36", "127.0.0.1:1/busybox=host", exitFailed, "--image 127.0.0.1:1/busybox=host maps 127.0.0.1:1/busybox, not 127.0.0.1:1/busybox:1.36"},
+		{"127.0.0.1:1/busybox:1.36", "127.0.0.1:1/alpine=host", exitFailed, ""},
+	} {
+		file := manifestFile(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: near}\nspec:\n  containers: [{name: a, image: \""+tt.ref+"\", command: [/bin/true]}]\n")
+		_, errs, code := podCLI(t, dir, "create", "--image", tt.mapping, file)
+		if code != tt.code || !strings.Contains(errs, `spec.containers[0].image "`+tt.ref+`": `) || (tt.hint != "" && !strings.HasSuffix(errs, "; "+tt.hint+"\n")) || (tt.hint == "" && strings.Contains(errs, "maps")) {
+			t.Errorf("pod create --image %s of %s: exit %d, %q; want %d naming the field, hint %q", tt.mapping, tt.ref, code, errs, tt.code, tt.hint)
+		}
+		if left := podLeft(t, dir, "near"); len(left) > 0 {
+			t.Errorf("pod create left %v", left)
+		}
 	}
 }

@@ -19,8 +19,8 @@ import (
 
 // podInstallFlags are the flags of pod install and pod uninstall.
 type podInstallFlags struct {
-	podsDir, unitDir string
-	runtime, now     bool
+	podsDir, unitDir, imageDir string
+	runtime, now               bool
 }
 
 func (pf *podInstallFlags) add(cmd *cobra.Command) {
@@ -30,15 +30,16 @@ func (pf *podInstallFlags) add(cmd *cobra.Command) {
 }
 
 // install returns what pod install and uninstall do, from the flags: the
-// directories must be absolute; --state-dir is dist.PodsStateDir unless
-// given.
+// directories must be absolute (--image-dir, pod install's alone, may be
+// a relative $UNITRUN_IMAGE_DIR by default); --state-dir is
+// dist.PodsStateDir unless given.
 func (pf *podInstallFlags) install(cmd *cobra.Command, f *podFlags) (*dist.PodInstall, error) {
-	for _, name := range []string{"pods-dir", "unit-dir", "state-dir"} {
-		if v := cmd.Flags().Lookup(name).Value.String(); !filepath.IsAbs(v) && cmd.Flags().Changed(name) {
-			return nil, usageError(fmt.Errorf("--%s %q: must be an absolute path", name, v))
+	for _, name := range []string{"pods-dir", "unit-dir", "state-dir", "image-dir"} {
+		if fl := cmd.Flags().Lookup(name); fl != nil && !filepath.IsAbs(fl.Value.String()) {
+			return nil, usageError(fmt.Errorf("--%s %q: must be an absolute path", name, fl.Value))
 		}
 	}
-	in := &dist.PodInstall{PodsDir: filepath.Clean(pf.podsDir), UnitDir: filepath.Clean(pf.unitDir), StateDir: dist.PodsStateDir, Runtime: pf.runtime, Now: pf.now}
+	in := &dist.PodInstall{PodsDir: filepath.Clean(pf.podsDir), UnitDir: filepath.Clean(pf.unitDir), StateDir: dist.PodsStateDir, ImageDir: filepath.Clean(pf.imageDir), Runtime: pf.runtime, Now: pf.now}
 	if cmd.Flags().Changed("state-dir") {
 		in.StateDir = filepath.Clean(f.stateDir)
 	}
@@ -81,12 +82,15 @@ func newPodInstallCmd(f *podFlags) *cobra.Command {
 		Example: `  unitrun pod install --now web.yaml
   unitrun pod status --state-dir /var/lib/unitrun/pods web`,
 		Short: "Install a pod that runs at boot: its manifest in /etc/unitrun/pods, run by unitrun-pod@NAME.service",
-		Long: `Validate the manifest FILE (as pod create does, on this host), copy it to --pods-dir as NAME.yaml, write
-the template unit ` + dist.PodUnit + ` (running this unitrun, on the manager it
-reaches) to --unit-dir, and enable unitrun-pod@NAME.service, wanted by the
-manager's default.target: at each boot it runs "unitrun pod run --detach
---replace" of the manifest, and runs it again if the pod's graph fails to
-start. With --now, also start it, returning once the pod has started.
+		Long: `Validate the manifest FILE and pull its apps' images into --image-dir under
+their pull policies (as pod create does, on this host, with its exit
+statuses), copy it to --pods-dir as NAME.yaml, write the template unit
+` + dist.PodUnit + ` (running this unitrun, on the manager it reaches, with
+--state-dir and --image-dir) to --unit-dir, and enable
+unitrun-pod@NAME.service, wanted by the manager's default.target and
+started after network-online.target: at each boot it runs "unitrun pod
+run --detach --replace" of the manifest, and runs it again if the pod's
+graph fails to start. With --now, also start it, returning once the pod has started.
 Installed pods keep their state in --state-dir, by default the persistent
 ` + dist.PodsStateDir + `. Installing a pod again replaces its manifest; the
 running pod is replaced at its unit's next start. "unitrun pod uninstall
@@ -104,9 +108,13 @@ NAME" takes it all back.`,
 			if kube.IsPodYAML(data) {
 				return usageError(fmt.Errorf("%s holds Kubernetes YAML: pod install takes a unitrun manifest only (pod run and pod create take Pods)", args[0]))
 			}
-			m, err := podrun.ParseForHost(data, "")
+			// What pod create refuses, and the images it would pull,
+			// now rather than at boot.
+			r := &podrun.Runner{StateDir: in.StateDir, ImageDir: in.ImageDir, Pull: pullAppImage}
+			showPulls(r, newProgress(cmd.ErrOrStderr(), cmd.OutOrStdout(), false))
+			m, err := r.Resolve(cmd.Context(), data, "")
 			if err != nil {
-				return usageError(fmt.Errorf("%s: %w", args[0], err))
+				return createError(err, args[0], func(msg string) string { return msg })
 			}
 			if in.Binary, err = os.Executable(); err != nil {
 				return &exitError{code: exitFailed, err: err}
@@ -129,6 +137,7 @@ NAME" takes it all back.`,
 	}
 	pf.add(cmd)
 	cmd.Flags().BoolVar(&pf.now, "now", false, "also start the pod")
+	imageDirFlag(cmd, &pf.imageDir)
 	return cmd
 }
 

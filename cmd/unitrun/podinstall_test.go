@@ -3,14 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/image"
+	"github.com/unitrun/unitrun/image/imagetest"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/manager"
 )
@@ -357,5 +362,105 @@ apps:
 	}
 	if loaded, err := conn.Loaded(ctx, "unitrun-pod@starting.service"); err != nil || loaded {
 		t.Errorf("after pod uninstall, unitrun-pod@starting.service loaded: %v, %v; want it gone", loaded, err)
+	}
+}
+
+// pod install pulls the manifest's images into --image-dir as pod create
+// does: a tag the registry lacks is refused with pod create's exit 2 and
+// words, before anything is written. The unit it installs starts after
+// network-online.target and runs pod run on that store (--image-dir, as
+// systemd reads the quoted path of a space and a '%'): its command, run
+// twice as two boots run it, replaces the pod from the store alone (the
+// registry refuses every request by then), and leaves the image leased to
+// the pod, so that image rm refuses it.
+func TestPodInstallImage(t *testing.T) {
+	ctx := context.Background()
+	reg := imagetest.NewRegistry(t)
+	ref := pushToolImage(t, reg, "boot:1", "sleep", "600")
+	podsDir, stateDir := filepath.Join(t.TempDir(), "pods"), t.TempDir()
+	images := filepath.Join(t.TempDir(), "store 100%")
+	common := []string{"--pods-dir", podsDir, "--unit-dir", systemdtest.RuntimeUnitDir(t), "--state-dir", stateDir, "--runtime"}
+	flags := append([]string{"--image-dir", images}, common...)
+	manifest := func(ref string) string {
+		return manifestFile(t, "name: boot\nisolation: namespaces\napps:\n  - {name: a, image: \""+ref+"\"}\n")
+	}
+
+	nosuch := manifest(reg.Host + "/boot:nosuch")
+	_, createErrs, createCode := podCLI(t, stateDir, "create", "--image-dir", images, nosuch)
+	_, errs, code := unitrun(t, append([]string{"pod", "install", nosuch}, flags...)...)
+	if code != exitUsage || errs != createErrs || createCode != exitUsage || !strings.Contains(errs, `apps[0].image "`+reg.Host+`/boot:nosuch"`) {
+		t.Errorf("pod install of a tag the registry lacks: exit %d, %q; want pod create's exit %d, %q, naming the field", code, errs, createCode, createErrs)
+	}
+	if _, errs, code := unitrun(t, "pod", "install", "--image-dir", "store", manifest(ref)); code != exitUsage || !strings.Contains(errs, `--image-dir "store": must be an absolute path`) {
+		t.Errorf("pod install --image-dir store: exit %d, %q; want 2 naming the flag", code, errs)
+	}
+	if _, err := os.Stat(podsDir); !os.IsNotExist(err) {
+		t.Errorf("the refused pod install left %s: %v", podsDir, err)
+	}
+
+	if _, errs, code := unitrun(t, append([]string{"pod", "install", manifest(ref)}, flags...)...); code != 0 {
+		t.Fatalf("pod install: exit %d, %q", code, errs)
+	}
+	s, err := image.Open(images)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if _, errs, code := unitrun(t, append([]string{"pod", "uninstall", "boot"}, common...)...); code != 0 {
+			t.Errorf("pod uninstall: exit %d, %q", code, errs)
+		}
+		if _, err := s.Remove(ref); err != nil {
+			t.Errorf("image rm after pod uninstall: %v; want the lease released", err)
+		}
+	}()
+	if _, err := s.Lookup(ref); err != nil {
+		t.Errorf("the image after pod install: %v; want it pulled into --image-dir", err)
+	}
+
+	conn := systemdtest.Conn(t)
+	const instance = "unitrun-pod@boot.service"
+	u, err := conn.Properties(ctx, instance, manager.UnitIface, "After", "Wants")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range []string{"After", "Wants"} {
+		if units, _ := u[dep].Value().([]string); !slices.Contains(units, "network-online.target") {
+			t.Errorf("%s's %s=: %q; want network-online.target", instance, dep, units)
+		}
+	}
+	svc, err := conn.Properties(ctx, instance, manager.ServiceIface, "ExecStart", "WorkingDirectory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds, _ := svc["ExecStart"].Value().([][]any)
+	if len(cmds) != 1 || len(cmds[0]) < 2 {
+		t.Fatalf("%s's ExecStart=: %v", instance, cmds)
+	}
+	argv, _ := cmds[0][1].([]string)
+	if i := slices.Index(argv, "--image-dir"); i < 0 || i+1 == len(argv) || argv[i+1] != images {
+		t.Fatalf("%s runs %q; want --image-dir %q", instance, argv, images)
+	}
+	reg.SetWrap(func(w http.ResponseWriter, _ *http.Request, _ http.Handler) {
+		http.Error(w, "the network is down", http.StatusServiceUnavailable)
+	})
+	var started []time.Time
+	for boot := range 2 {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir, _ = svc["WorkingDirectory"].Value().(string)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("boot %d: %s: %v: %s", boot+1, argv, err, out)
+		}
+		st, code := podStatusOn(t, nil, stateDir, "boot")
+		if code != 0 || st.Phase != "Running" || st.StartedAt == nil {
+			t.Fatalf("boot %d: the pod %+v, exit %d; want it running", boot+1, st, code)
+		}
+		started = append(started, *st.StartedAt)
+		_, err := s.Remove(ref)
+		if inUse := (*image.InUseError)(nil); !errors.As(err, &inUse) || !slices.Contains(inUse.Holders, "pod/boot") {
+			t.Errorf("boot %d: image rm of the pod's image: %v; want it in use by pod/boot", boot+1, err)
+		}
+	}
+	if !started[1].After(started[0]) {
+		t.Errorf("the second boot's pod started %v, the first's %v; want it replaced", started[1], started[0])
 	}
 }

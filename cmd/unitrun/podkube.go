@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/kube"
 	"github.com/unitrun/unitrun/pod/podrun"
@@ -30,6 +31,7 @@ func createPods(ctx context.Context, r *podrun.Runner, createWith func(context.C
 	if len(plans) > 1 && !several {
 		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s holds %d Pods: pod run follows one pod's output; run them with --detach", path, len(plans))}
 	}
+	hintNearImages(r, images)
 	var ms []*pod.Manifest
 	undo := func() {
 		for _, m := range ms {
@@ -55,6 +57,23 @@ func createPods(ctx context.Context, r *podrun.Runner, createWith func(context.C
 		}
 	}
 	return ms, nil
+}
+
+// hintNearImages has a failed pull of r's tell the --image mapping of
+// the same repository (images.Near), which the user may have meant for
+// the image: a mapping matches an image's name exactly.
+func hintNearImages(r *podrun.Runner, images kube.Images) {
+	pull := r.Pull
+	if pull == nil {
+		return
+	}
+	r.Pull = func(ctx context.Context, s *image.Store, a *pod.App) (*image.Image, error) {
+		img, err := pull(ctx, s, a)
+		if hint := images.Near(a.Image); err != nil && hint != "" {
+			err = fmt.Errorf("%w; %s", err, hint)
+		}
+		return img, err
+	}
 }
 
 // planPods maps the Kubernetes Pods in data, the file at path, to the

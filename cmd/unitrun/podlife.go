@@ -48,22 +48,32 @@ func create(ctx context.Context, r *podrun.Runner, path, iso string, images kube
 // createError is the error of a pod's create from the file at path that
 // failed, where being path (and the Pod, of a Kubernetes file) and fields
 // writing the manifest's field paths as the file names them. A bad
-// manifest exits 2; a failed pull of an app's image names its field as
-// a bad manifest does and exits 125 (128+N when a signal interrupted it);
-// a name that a pod of the state dir has exits 125 and says how to
-// replace it.
+// manifest exits 2, with every field's error, the failed pulls of other
+// apps' images among them; failed pulls alone name their fields as a bad
+// manifest does and exit 125 (128+N when a signal interrupted one); a
+// name that a pod of the state dir has exits 125 and says how to replace
+// it.
 func createError(err error, where string, fields func(string) string) error {
 	if invalid := (*podrun.InvalidError)(nil); errors.As(err, &invalid) {
 		return &exitError{code: exitUsage, err: fmt.Errorf("%s: %s", where, fields(invalid.Err.Error()))}
 	}
 	if pull := (*podrun.PullError)(nil); errors.As(err, &pull) {
-		return failed(fmt.Errorf("%s: %w", where, &podrun.PullError{Path: fields(pull.Path), Image: pull.Image, Err: pull.Err}))
+		return failed(fmt.Errorf("%s: %w", where, &toldError{msg: fields(err.Error()), err: err}))
 	}
 	if exists := (*podrun.ExistsError)(nil); errors.As(err, &exists) {
 		return &exitError{code: exitFailed, err: fmt.Errorf("%w: remove it first (unitrun pod rm), or give --replace, which stops and removes it", err)}
 	}
 	return failed(err)
 }
+
+// A toldError is err told in other words, msg; it wraps err.
+type toldError struct {
+	msg string
+	err error
+}
+
+func (e *toldError) Error() string { return e.msg }
+func (e *toldError) Unwrap() error { return e.err }
 
 // replaceFlag adds --replace to cmd.
 func replaceFlag(cmd *cobra.Command, replace *bool) {
@@ -286,7 +296,7 @@ func newPodStopCmd(f *podFlags) *cobra.Command {
 					return failed(err)
 				}
 				if asJSON {
-					if err := printJSON(cmd.OutOrStdout(), newPodView(s)); err != nil {
+					if err := printJSON(cmd.OutOrStdout(), newPodView(r.StateDir, s)); err != nil {
 						return err
 					}
 				}
@@ -309,7 +319,7 @@ func rmRefused(err error) error {
 	case refused.Err == nil:
 		return fmt.Errorf("pod %s is running: stop it first (unitrun pod stop %[1]s), or give --force, which stops it", refused.Name)
 	default:
-		return fmt.Errorf("pod %s: %w (--force removes it whatever its state)", refused.Name, refused.Err)
+		return fmt.Errorf("pod %s: %w; give --force (unitrun pod rm --force %[1]s), which removes the pod whatever its state", refused.Name, refused.Err)
 	}
 }
 

@@ -248,5 +248,5 @@ func printPod(cmd *cobra.Command, r *podrun.Runner, name string) error {
 	if err != nil {
 		return failed(err)
 	}
-	return printJSON(cmd.OutOrStdout(), newPodView(s))
+	return printJSON(cmd.OutOrStdout(), newPodView(r.StateDir, s))
 }

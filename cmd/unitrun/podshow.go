@@ -37,7 +37,12 @@ type podView struct {
 
 // appView is the --json form of an app's status.
 type appView struct {
-	Name       string          `json:"name"`
+	Name string `json:"name"`
+	// Image is the app's image as its manifest names it, and ImageID
+	// the ID (manifest digest) its pod's creation resolved it to, as in
+	// the pod's spec; both empty for an app without an image.
+	Image      string          `json:"image,omitempty"`
+	ImageID    string          `json:"image_id,omitempty"`
 	State      record.AppState `json:"state"`
 	ExitCode   *int            `json:"exit_code"`
 	Signal     string          `json:"signal,omitempty"`
@@ -67,12 +72,41 @@ func timePtr(t time.Time) *time.Time {
 	return &t
 }
 
-func newPodView(s pod.PodStatus) podView {
+// newPodView is the --json form of pod s, whose apps' images the spec of
+// the pod in stateDir gives (podImages).
+func newPodView(stateDir string, s pod.PodStatus) podView {
 	v := podView{Name: s.Name, Phase: s.Phase, ExitCode: s.ExitCode, ExitPolicy: string(s.ExitPolicy), Ready: s.Ready, StartedAt: timePtr(s.StartedAt), FinishedAt: timePtr(s.FinishedAt), Apps: []appView{}, FromSystemd: s.FromSystemd}
+	images := podImages(stateDir, s.Name)
 	for _, a := range s.Apps {
-		v.Apps = append(v.Apps, appView{a.Name, a.State, a.ExitCode, a.Signal, a.Result, a.Message, a.Restarts, timePtr(a.StartedAt), timePtr(a.FinishedAt), a.Ready, a.Probe, a.Startup, a.Readiness, a.FromSystemd})
+		img := images[a.Name]
+		v.Apps = append(v.Apps, appView{a.Name, img.Image, img.ImageID, a.State, a.ExitCode, a.Signal, a.Result, a.Message, a.Restarts, timePtr(a.StartedAt), timePtr(a.FinishedAt), a.Ready, a.Probe, a.Startup, a.Readiness, a.FromSystemd})
 	}
 	return v
+}
+
+// podImages returns, by app, the apps of pod name in stateDir that have
+// an image, from its spec (manifest.json), which alone records their
+// image IDs: none if it cannot be read, the status being what is asked.
+func podImages(stateDir, name string) map[string]pod.App {
+	images := map[string]pod.App{}
+	m, err := pod.LoadSpec(stateDir, name)
+	if err != nil {
+		return images
+	}
+	for _, a := range m.Apps {
+		if a.Image != "" {
+			images[a.Name] = a
+		}
+	}
+	return images
+}
+
+// imageCell prints an app's image, or "-" for none.
+func imageCell(a pod.App) string {
+	if a.Image == "" {
+		return "-"
+	}
+	return a.Image
 }
 
 // noteFromSystemd tells on w which ends of pod s are systemd's, read back
@@ -127,8 +161,8 @@ func newPodStatusCmd(f *podFlags) *cobra.Command {
 		Long: `Print a pod's phase and a table of its apps. Piped, the first line is the
 pod's, as in "pod list" (name, phase, exit code, apps), then one
 tab-separated line per app: name, state, exit code, restarts, started,
-finished, probe (the liveness probe's last result), ready; "-" stands
-for none.`,
+finished, probe (the liveness probe's last result), ready, image (as the
+manifest names it; --json also gives its ID); "-" stands for none.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withRunner(cmd, func(r *podrun.Runner) error {
@@ -139,7 +173,7 @@ for none.`,
 				noteFromSystemd(cmd.ErrOrStderr(), s)
 				w := cmd.OutOrStdout()
 				if asJSON {
-					return printJSON(w, newPodView(s))
+					return printJSON(w, newPodView(r.StateDir, s))
 				}
 				t := newTerm(w)
 				if t.tty {
@@ -147,11 +181,12 @@ for none.`,
 				} else if err := t.table(nil, [][]string{podRow(s)}, -1); err != nil {
 					return err
 				}
+				images := podImages(r.StateDir, s.Name)
 				var rows [][]string
 				for _, a := range s.Apps {
-					rows = append(rows, []string{a.Name, string(a.State), code(a.ExitCode), fmt.Sprint(a.Restarts), stamp(a.StartedAt), stamp(a.FinishedAt), probeCell(a.Probe), yesNo(a.Ready)})
+					rows = append(rows, []string{a.Name, string(a.State), code(a.ExitCode), fmt.Sprint(a.Restarts), stamp(a.StartedAt), stamp(a.FinishedAt), probeCell(a.Probe), yesNo(a.Ready), imageCell(images[a.Name])})
 				}
-				return t.table([]string{"APP", "STATE", "EXIT", "RESTARTS", "STARTED", "FINISHED", "PROBE", "READY"}, rows, 1)
+				return t.table([]string{"APP", "STATE", "EXIT", "RESTARTS", "STARTED", "FINISHED", "PROBE", "READY", "IMAGE"}, rows, 1)
 			})
 		},
 	}
@@ -195,7 +230,7 @@ others are listed, and the exit status is then 1.`,
 				// The state dir's list of pods cannot be read.
 				return &exitError{code: exitFailed, err: flagPathError("--state-dir", dir, lerr)}
 			}
-			if err := printPods(cmd.OutOrStdout(), pods, asJSON); err != nil {
+			if err := printPods(cmd.OutOrStdout(), dir, pods, asJSON); err != nil {
 				return err
 			}
 			if lerr != nil {
@@ -210,12 +245,12 @@ others are listed, and the exit status is then 1.`,
 	return cmd
 }
 
-// printPods prints pods as "pod list" does.
-func printPods(w io.Writer, pods []pod.PodStatus, asJSON bool) error {
+// printPods prints pods, of state dir stateDir, as "pod list" does.
+func printPods(w io.Writer, stateDir string, pods []pod.PodStatus, asJSON bool) error {
 	if asJSON {
 		views := []podView{}
 		for _, s := range pods {
-			views = append(views, newPodView(s))
+			views = append(views, newPodView(stateDir, s))
 		}
 		return printJSON(w, views)
 	}

@@ -505,6 +505,29 @@ func TestImagesFlag(t *testing.T) {
 	}
 }
 
+// Near tells the --image mapping of an image's repository under another
+// tag, a digest or none (Docker Hub's names compared normalized), and
+// nothing for an image mapped itself, another repository's mapping or a
+// name that is not a reference.
+func TestImagesNear(t *testing.T) {
+	for _, tt := range []struct {
+		m         Images
+		ref, want string
+	}{
+		{Images{"busybox": HostImage}, "busybox:1.36", "--image busybox=host maps busybox, not busybox:1.36"},
+		{Images{"docker.io/library/busybox:1.28": "/srv/bb"}, "busybox", "--image docker.io/library/busybox:1.28=/srv/bb maps docker.io/library/busybox:1.28, not busybox"},
+		{Images{"reg.example:5000/app:1": HostImage}, "reg.example:5000/app@sha256:" + strings.Repeat("a", 64), "--image reg.example:5000/app:1=host maps reg.example:5000/app:1, not reg.example:5000/app@sha256:" + strings.Repeat("a", 64)},
+		{Images{"busybox": HostImage}, "busybox", ""},
+		{Images{"alpine": HostImage}, "busybox:1.36", ""},
+		{Images{"reg.example/busybox": HostImage}, "busybox:1.36", ""},
+		{Images{"busybox": HostImage}, "Busybox:1.36", ""},
+	} {
+		if got := tt.m.Near(tt.ref); got != tt.want {
+			t.Errorf("%v.Near(%q) = %q, want %q", tt.m, tt.ref, got, tt.want)
+		}
+	}
+}
+
 // YAML that is not YAML is refused at the line of the problem, in any
 // document.
 func TestDecodeSyntaxError(t *testing.T) {

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/record"
 )
@@ -39,6 +41,40 @@ func (m Images) Set(s string) error {
 
 // Type is the flag's value in --help.
 func (Images) Type() string { return "NAME=/rootfs|host" }
+
+// Near returns, for an image ref that m does not map (a mapping matches
+// a container's image exactly), what m maps of the same repository,
+// under another tag or digest or none, telling the user who meant it for
+// ref: "--image busybox=host maps busybox, not busybox:1.36" (the first
+// such mapping by name). It returns "" if m maps ref itself or nothing of
+// its repository, or ref is not a reference.
+func (m Images) Near(ref string) string {
+	repo, ok := imageRepository(ref)
+	if _, mapped := m[ref]; mapped || !ok {
+		return ""
+	}
+	names := slices.Sorted(maps.Keys(m))
+	for _, name := range names {
+		if r, ok := imageRepository(name); ok && r == repo {
+			return fmt.Sprintf("--image %s=%s maps %s, not %s", name, m[name], name, ref)
+		}
+	}
+	return ""
+}
+
+// imageRepository is the repository of image reference ref, normalized
+// ("index.docker.io/library/busybox" for busybox:1.36), and whether ref
+// is one.
+func imageRepository(ref string) (string, bool) {
+	n, err := image.Normalize(ref)
+	if err != nil {
+		return "", false
+	}
+	if repo, _, ok := strings.Cut(n, "@"); ok {
+		return repo, true
+	}
+	return n[:strings.LastIndex(n, ":")], true
+}
 
 // StateVolumeDir is the directory of volume vol of pod name whose state
 // is under stateDir: a directory of the pod's state, removed with it.

@@ -56,16 +56,24 @@ func (e *PullError) Error() string { return fmt.Sprintf("%s %q: %v", e.Path, e.I
 func (e *PullError) Unwrap() error { return e.Err }
 
 // resolveImages pulls the image of each app of m that names one (once per
-// image) and applies it to the app ([pod.Manifest.ApplyImage]), before
+// image and policy, a failed pull too) and applies it to the app ([pod.Manifest.ApplyImage]), before
 // anything of the pod is created. A bad reference, an image that neither
 // the store (under policy Never) nor its registry has, and one whose
 // config or files the app cannot run with are an *InvalidError naming
 // the field; other failures of a pull (refused credentials, a registry
-// out of reach, a full disk, an interrupt) are a *PullError.
+// out of reach, a full disk) are a *PullError, several joined
+// (errors.Join). Every app's image is tried, and every error returned:
+// an *InvalidError that holds the *PullErrors too when there are both,
+// the manifest having to change whatever the registries do. An
+// interrupt ends the pulls at once, with its *PullError alone.
 func (r *Runner) resolveImages(ctx context.Context, m *pod.Manifest) error {
 	var s *image.Store
-	var errs []error
-	pulled := map[string]*image.Image{} // by reference and policy
+	var errs, pulls []error
+	type pull struct {
+		img *image.Image
+		err error
+	}
+	pulled := map[string]pull{} // by reference and policy
 	for i := range m.Apps {
 		a := &m.Apps[i]
 		if a.Image == "" {
@@ -78,10 +86,12 @@ func (r *Runner) resolveImages(ctx context.Context, m *pod.Manifest) error {
 			}
 		}
 		key := a.Image + " " + string(a.PullPolicy())
-		img, err := pulled[key], error(nil)
-		if img == nil {
-			img, err = r.pull(ctx, s, a)
+		p, ok := pulled[key]
+		if !ok {
+			p.img, p.err = r.pull(ctx, s, a)
+			pulled[key] = p
 		}
+		img, err := p.img, p.err
 		var refErr *image.RefError
 		switch {
 		case errors.As(err, &refErr) || errors.Is(err, image.ErrNotFound) || errors.Is(err, image.ErrUnknown):
@@ -89,9 +99,13 @@ func (r *Runner) resolveImages(ctx context.Context, m *pod.Manifest) error {
 			errs = append(errs, &pod.FieldError{Path: fmt.Sprintf("apps[%d].image", i), Value: a.Image, Rule: err.Error()})
 			continue
 		case err != nil:
-			return &PullError{Path: fmt.Sprintf("apps[%d].image", i), Image: a.Image, Err: err}
+			pe := &PullError{Path: fmt.Sprintf("apps[%d].image", i), Image: a.Image, Err: err}
+			if ctx.Err() != nil {
+				return pe
+			}
+			pulls = append(pulls, pe)
+			continue
 		}
-		pulled[key] = img
 		if err := m.ApplyImage(r.StateDir, s.Dir(), i, img, imageFiles(s.LayerDirs(img))); err != nil {
 			errs = append(errs, err)
 			continue
@@ -101,9 +115,9 @@ func (r *Runner) resolveImages(ctx context.Context, m *pod.Manifest) error {
 		}
 	}
 	if len(errs) > 0 {
-		return &InvalidError{Err: errors.Join(errs...)}
+		return &InvalidError{Err: errors.Join(append(errs, pulls...)...)}
 	}
-	return nil
+	return errors.Join(pulls...)
 }
 
 // leaseImages takes the leases of pod m, whose images resolveImages

@@ -67,17 +67,18 @@ func (r *Runner) Create(ctx context.Context, manifest []byte) (*pod.Manifest, er
 // CreateWith is [Runner.Create] with isolation iso, if it is not "",
 // instead of the manifest's; the choice is saved with the pod's state.
 func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso pod.Isolation) (*pod.Manifest, error) {
-	m, err := r.resolve(ctx, manifest, iso)
+	m, err := r.Resolve(ctx, manifest, iso)
 	if err != nil {
 		return nil, err
 	}
 	return r.create(ctx, m, manifest)
 }
 
-// resolve parses manifest for this host with isolation iso and pulls
+// Resolve parses manifest for this host with isolation iso and pulls
 // and applies its images: what CreateWith checks before it creates
-// anything.
-func (r *Runner) resolve(ctx context.Context, manifest []byte, iso pod.Isolation) (*pod.Manifest, error) {
+// anything, with its errors (an *InvalidError, a *PullError). It needs
+// no Mgr, and creates nothing of the pod.
+func (r *Runner) Resolve(ctx context.Context, manifest []byte, iso pod.Isolation) (*pod.Manifest, error) {
 	m, err := ParseForHost(manifest, iso)
 	if err != nil {
 		return nil, &InvalidError{Err: err}
@@ -88,7 +89,7 @@ func (r *Runner) resolve(ctx context.Context, manifest []byte, iso pod.Isolation
 	return m, nil
 }
 
-// create creates pod m, which resolve made of manifest.
+// create creates pod m, which Resolve made of manifest.
 func (r *Runner) create(ctx context.Context, m *pod.Manifest, manifest []byte) (*pod.Manifest, error) {
 	dir := record.Dir(r.StateDir, m.Name)
 	unitDir, err := r.Mgr.RuntimeUnitDir(ctx)
@@ -142,7 +143,7 @@ func (e *ExistsError) Error() string {
 // force), as podman's --replace does: a manifest or an image that
 // cannot be had leaves that pod as it was.
 func (r *Runner) Replace(ctx context.Context, manifest []byte, iso pod.Isolation) (*pod.Manifest, error) {
-	m, err := r.resolve(ctx, manifest, iso)
+	m, err := r.Resolve(ctx, manifest, iso)
 	if err != nil {
 		return nil, err
 	}

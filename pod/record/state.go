@@ -182,7 +182,7 @@ func ReadPolicy(stateDir, pod string) (*Policy, error) {
 	}
 	var p Policy
 	if err := StrictJSON(data, &p); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(Dir(stateDir, pod), policyFile), err)
+		return nil, Broken(stateDir, pod, err, policyFile)
 	}
 	if p.Pod != pod {
 		err = fmt.Errorf("names pod %q", p.Pod)
@@ -190,7 +190,7 @@ func ReadPolicy(stateDir, pod string) (*Policy, error) {
 		err = p.validate()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(Dir(stateDir, pod), policyFile), err)
+		return nil, Broken(stateDir, pod, err, policyFile)
 	}
 	return &p, nil
 }

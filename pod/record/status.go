@@ -163,13 +163,13 @@ func ReadApp(stateDir, pod, app string) (AppStatus, error) {
 	if err == nil && s.Name != app {
 		err = fmt.Errorf("app status names app %q, not %q", s.Name, app)
 	}
-	return s, err
+	return s, Broken(stateDir, pod, err, "apps", app+".json")
 }
 
 func parseApp(data []byte) (AppStatus, error) {
 	var s AppStatus
 	if err := StrictJSON(data, &s); err != nil {
-		return AppStatus{}, fmt.Errorf("app status: %w", err)
+		return AppStatus{}, err
 	}
 	return s, s.Validate()
 }
@@ -226,17 +226,61 @@ func (s AppStatus) Validate() error {
 }
 
 // StrictJSON decodes the one JSON value in data into v, refusing unknown
-// fields and anything after the value.
+// fields and anything after the value, with errors in the words of a
+// file's content, not of Go's decoder.
 func StrictJSON(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return err
+		return JSONError(err, len(data))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errors.New("data after the JSON value")
 	}
 	return nil
+}
+
+// JSONError tells err, the decoding of size bytes of JSON into a record
+// that failed, as what is wrong with them, in no words of Go's.
+func JSONError(err error, size int) error {
+	var syntax *json.SyntaxError
+	var kind *json.UnmarshalTypeError
+	switch {
+	case size == 0 || errors.Is(err, io.EOF):
+		return errors.New("empty")
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &syntax) && syntax.Offset >= int64(size):
+		return fmt.Errorf("not JSON: cut short after %d bytes", size)
+	case errors.As(err, &syntax):
+		return fmt.Errorf("not JSON: at byte %d of %d", syntax.Offset, size)
+	case errors.As(err, &kind):
+		return fmt.Errorf("field %s holds a JSON %s, not what unitrun writes there", kind.Field, kind.Value)
+	}
+	if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return fmt.Errorf("unknown field %s", field)
+	}
+	return err
+}
+
+// A BrokenError is a file of a pod's state that cannot be read as the
+// record unitrun writes there: not JSON, or not such a record (edited,
+// truncated by a full disk, or another program's). Only a forced removal
+// of the pod ("pod rm --force"), which reads none of its state, goes past
+// it.
+type BrokenError struct {
+	Path string // the file
+	Err  error  // what is wrong with it
+}
+
+func (e *BrokenError) Error() string { return fmt.Sprintf("%s is broken: %v", e.Path, e.Err) }
+func (e *BrokenError) Unwrap() error { return e.Err }
+
+// Broken is err, the reading of pod's file elem (under its directory)
+// whose content is wrong, as a *BrokenError naming it; nil for nil.
+func Broken(stateDir, pod string, err error, elem ...string) error {
+	if err == nil {
+		return nil
+	}
+	return &BrokenError{Path: filepath.Join(append([]string{Dir(stateDir, pod)}, elem...)...), Err: err}
 }
 
 // WriteFile replaces the file at the path made of elem under stateDir,

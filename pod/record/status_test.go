@@ -25,8 +25,12 @@ func TestAppStatusValidation(t *testing.T) {
 		json, err string
 	}{
 		{`{"name":"a","state":"running","restarts":0}`, ""},
-		{`{"name":"a","state":"running","restarts":0,"extra":1}`, `json: unknown field "extra"`},
+		{`{"name":"a","state":"running","restarts":0,"extra":1}`, `unknown field "extra"`},
 		{`{"name":"a","state":"running","restarts":0} {}`, "data after the JSON value"},
+		{``, "empty"},
+		{`{not json`, "not JSON: at byte 2 of 9"},
+		{`{"name":"a","state":`, "not JSON: cut short after 20 bytes"},
+		{`{"name":1,"state":"running","restarts":0}`, "field name holds a JSON number, not what unitrun writes there"},
 		{`{"name":"A","state":"running","restarts":0}`, `name must match`},
 		{`{"name":"a","state":"gone","restarts":0}`, `state "gone"`},
 		{`{"name":"a","state":"exited","restarts":0}`, "state exited needs an exit_code"},
@@ -38,6 +42,10 @@ func TestAppStatusValidation(t *testing.T) {
 		_, err := parseApp([]byte(c.json))
 		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
 			t.Errorf("parseApp(%s) = %v, want %q", c.json, err, c.err)
+		}
+		// No words of Go's JSON decoder.
+		if err != nil && regexp.MustCompile(`json:|invalid character|unmarshal|Go |unexpected end`).MatchString(err.Error()) {
+			t.Errorf("parseApp(%s) = %v, in Go's words", c.json, err)
 		}
 	}
 }
