@@ -21,8 +21,11 @@ func (s *Store) lockMeta() (unlock func(), err error) {
 }
 
 // lockGC takes the lock that pulls hold shared (how is unix.LOCK_SH) while
-// they make blobs and layers that no record names yet, and that removing
-// them takes exclusive (unix.LOCK_EX), waiting until ctx ends.
+// they make blobs and layers that no record names yet, as Hold does, and
+// that removing them takes exclusive (unix.LOCK_EX), waiting until ctx
+// ends. Each call opens the lock file anew, so that shared holders in one
+// process, or in a process and the unitrun-pull it runs, do not wait for
+// one another.
 func (s *Store) lockGC(ctx context.Context, how int) (unlock func(), err error) {
 	f, err := os.OpenFile(s.path(locksDir, "gc"), os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o600)
 	if err != nil {
@@ -44,6 +47,15 @@ func (s *Store) lockGC(ctx context.Context, how int) (unlock func(), err error) 
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// Hold keeps Prune, and Remove's collection of the blobs and layers no
+// image uses, from removing anything until release is called; pulls, and
+// other holds, go on. It waits while a Prune runs, until ctx ends. A pod's
+// creation holds the store from before it pulls its images until it has
+// leased them, so that no prune takes an image in between.
+func (s *Store) Hold(ctx context.Context) (release func(), err error) {
+	return s.lockGC(ctx, unix.LOCK_SH)
 }
 
 // Lease records that holder (a pod: "pod/NAME") uses image id, so that

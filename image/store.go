@@ -57,8 +57,8 @@ func (e *InUseError) Error() string {
 // Remove removes what ref names from the store: a name that other names'
 // image also has, only that name; else the image and all its names,
 // unless a lease holds it (an *InUseError). It then removes the blobs and
-// layers that no image uses any more, unless a pull is under way (then
-// Prune does). It returns the image it removed, or nil for a name alone.
+// layers that no image uses any more, unless a pull or a Hold is under
+// way (then Prune does). It returns the image it removed, or nil for a name alone.
 func (s *Store) Remove(ref string) (*Image, error) {
 	unlock, err := s.lockMeta()
 	if err != nil {
@@ -97,8 +97,8 @@ func (s *Store) Remove(ref string) (*Image, error) {
 	return img, nil
 }
 
-// tryLockGC takes the lock of removing blobs and layers if no pull holds
-// it.
+// tryLockGC takes the lock of removing blobs and layers if no pull or
+// Hold holds it.
 func (s *Store) tryLockGC() (unlock func(), err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -128,7 +128,7 @@ type Pruned struct {
 
 // Prune removes every image that no lease holds, then the blobs and
 // layers that no image uses and what interrupted pulls left. It waits for
-// the pulls under way to end, or ctx.
+// the pulls under way and the holds (Hold) to end, or ctx.
 func (s *Store) Prune(ctx context.Context) (*Pruned, error) {
 	unlockGC, err := s.lockGC(ctx, unix.LOCK_EX)
 	if err != nil {
@@ -166,7 +166,8 @@ func (s *Store) Prune(ctx context.Context) (*Pruned, error) {
 // collect removes the blobs and layers that no image's record uses,
 // everything in tmp/ and the lock files of pulls, and returns the bytes
 // it freed. The caller holds lockGC exclusive, so no pull is making any
-// or holding its lock (a pull takes lockGC shared first).
+// or holding its lock (a pull takes lockGC shared first), and no Hold
+// is kept.
 func (s *Store) collect() (int64, error) {
 	blobs, layers, err := s.inUse()
 	if err != nil {

@@ -155,3 +155,47 @@ func TestPruneRemovesPullLocks(t *testing.T) {
 	}
 	imagetest.Pull(t, s, ref, image.PullOptions{}) // a pull makes its lock again
 }
+
+// While the store is held, a Prune removes nothing and waits (with its
+// context ended, it gives up at once), pulls go on, and Remove removes an
+// image no lease holds but leaves its layers; once released, Prune
+// removes the images no lease holds and their layers.
+func TestHoldKeepsPrune(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	refA := reg.Push(t, "held:1", imagetest.Image{Layers: []imagetest.Layer{{{Path: "a", Body: "a"}}}})
+	refB := reg.Push(t, "held:2", imagetest.Image{Layers: []imagetest.Layer{{{Path: "b", Body: "b"}}}})
+	s := imagetest.Store(t)
+	a := imagetest.Pull(t, s, refA, image.PullOptions{})
+	release, err := s.Hold(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.Hold(context.Background()) // as a second creation would
+	if err != nil {
+		t.Fatal(err)
+	}
+	again()
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if p, err := s.Prune(ended); !errors.Is(err, context.Canceled) || p != nil {
+		t.Fatalf("Prune while held: %+v, %v; want it to wait (here: give up as its context ended)", p, err)
+	}
+	b := imagetest.Pull(t, s, refB, image.PullOptions{}) // a pull while held
+	if _, err := s.Remove(refB); err != nil {
+		t.Fatalf("Remove while held: %v", err)
+	}
+	if got, want := imagetest.Entries(t, s, "layers/sha256"), hexes(a.Layers[0], b.Layers[0]); !slices.Equal(got, want) {
+		t.Errorf("layers while held, after Remove: %q, want %q (both kept)", got, want)
+	}
+	if _, err := s.Lookup(refA); err != nil {
+		t.Errorf("the held store lost an image: %v", err)
+	}
+	release()
+	p, err := s.Prune(context.Background())
+	if err != nil || len(p.Images) != 1 || p.Images[0].ID != a.ID {
+		t.Fatalf("Prune once released: %+v, %v; want %s removed", p, err, a.ID)
+	}
+	if got := imagetest.Entries(t, s, "layers/sha256"); len(got) != 0 {
+		t.Errorf("layers after Prune: %q, want none", got)
+	}
+}

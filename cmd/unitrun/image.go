@@ -365,7 +365,8 @@ func newImagePruneCmd() *cobra.Command {
 		Short: "Remove the images no pod uses, and the blobs and layers no image uses",
 		Long: `Remove every image that no pod uses, then the blobs and layers that no image
 uses, what interrupted pulls left and the lock files of pulls. Waits for
-the pulls under way.`,
+the pulls under way, and for the pod creations that have not leased their
+images yet.`,
 		Example: `  unitrun image prune`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

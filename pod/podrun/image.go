@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -55,9 +56,28 @@ type PullError struct {
 func (e *PullError) Error() string { return fmt.Sprintf("%s %q: %v", e.Path, e.Image, e.Err) }
 func (e *PullError) Unwrap() error { return e.Err }
 
-// resolveImages pulls the image of each app of m that names one (once per
-// image and policy, a failed pull too) and applies it to the app ([pod.Manifest.ApplyImage]), before
-// anything of the pod is created. A bad reference, an image that neither
+// holdImages opens the image store of r's pods, if an app of m names an
+// image, and holds it ([image.Store.Hold]) until release is called: a
+// pod's creation holds it from before its first pull until it ends, its
+// leases taken. A pod without images opens no store, and its release
+// does nothing.
+func (r *Runner) holdImages(ctx context.Context, m *pod.Manifest) (s *image.Store, release func(), err error) {
+	if !slices.ContainsFunc(m.Apps, func(a pod.App) bool { return a.Image != "" }) {
+		return nil, func() {}, nil
+	}
+	if s, err = image.Open(r.imageDir()); err != nil {
+		return nil, nil, err // naming the directory
+	}
+	if release, err = s.Hold(ctx); err != nil {
+		return nil, nil, fmt.Errorf("the image store %s cannot be locked against a prune: %w", s.Dir(), err)
+	}
+	return s, release, nil
+}
+
+// resolveImages pulls, into store s, the image of each app of m that
+// names one (once per image and policy, a failed pull too) and applies it
+// to the app ([pod.Manifest.ApplyImage]), before anything of the pod is
+// created. A bad reference, an image that neither
 // the store (under policy Never) nor its registry has, and one whose
 // config or files the app cannot run with are an *InvalidError naming
 // the field; other failures of a pull (refused credentials, a registry
@@ -66,8 +86,7 @@ func (e *PullError) Unwrap() error { return e.Err }
 // an *InvalidError that holds the *PullErrors too when there are both,
 // the manifest having to change whatever the registries do. An
 // interrupt ends the pulls at once, with its *PullError alone.
-func (r *Runner) resolveImages(ctx context.Context, m *pod.Manifest) error {
-	var s *image.Store
+func (r *Runner) resolveImages(ctx context.Context, s *image.Store, m *pod.Manifest) error {
 	var errs, pulls []error
 	type pull struct {
 		img *image.Image
@@ -78,12 +97,6 @@ func (r *Runner) resolveImages(ctx context.Context, m *pod.Manifest) error {
 		a := &m.Apps[i]
 		if a.Image == "" {
 			continue
-		}
-		if s == nil {
-			var err error
-			if s, err = image.Open(r.imageDir()); err != nil {
-				return err // "image store: ...", naming the directory
-			}
 		}
 		key := a.Image + " " + string(a.PullPolicy())
 		p, ok := pulled[key]

@@ -539,3 +539,83 @@ func TestPodImagePullHook(t *testing.T) {
 		t.Errorf("the pod whose pull failed has state: %v", err)
 	}
 }
+
+// pruneAfterPull is registryPull that, once the image is pulled, tries an
+// image prune that must wait (its context ended, it gives up at once), as
+// the pod is not created yet, then starts one that waits in the
+// background and sends what it removed to pruned.
+func pruneAfterPull(t *testing.T, pruned chan<- *image.Pruned) func(context.Context, *image.Store, *pod.App) (*image.Image, error) {
+	return func(ctx context.Context, s *image.Store, a *pod.App) (*image.Image, error) {
+		img, err := registryPull(ctx, s, a)
+		if err != nil {
+			return nil, err
+		}
+		ended, cancel := context.WithCancel(context.Background())
+		cancel()
+		if p, err := s.Prune(ended); !errors.Is(err, context.Canceled) {
+			t.Errorf("an image prune between the pull and the pod's lease: %+v, %v; want it to wait for the lease", p, err)
+		}
+		go func() {
+			p, err := s.Prune(context.Background())
+			if err != nil {
+				t.Errorf("image prune: %v", err)
+			}
+			pruned <- p
+		}()
+		return img, nil
+	}
+}
+
+// wantPrunedNothing checks that the prune pruneAfterPull started removed
+// no image and that the store has the image of ref, leased by pod name.
+func wantPrunedNothing(t *testing.T, r *Runner, pruned <-chan *image.Pruned, ref, name string) {
+	t.Helper()
+	if p := <-pruned; p != nil && len(p.Images) > 0 {
+		t.Errorf("the image prune started while the pod was created removed %s", p.Images[0].ID)
+	}
+	st, err := image.Open(r.ImageDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inUse *image.InUseError
+	if _, err := st.Remove(ref); !errors.As(err, &inUse) || !slices.Equal(inUse.Holders, []string{ImageHolder(name)}) {
+		t.Errorf("image rm of the pod's image: %v, want it refused, in use by %s alone", err, ImageHolder(name))
+	}
+}
+
+// An image prune started while a pod is created, between its image's
+// pull and its lease, waits until the pod has leased the image: the pod
+// runs it, and the image stays in the store.
+func TestPodImagePruneWaitsForCreate(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := pushTool(t, reg, "prunecreate:1", image.Config{Cmd: []string{"echo", "x"}})
+	r := imageRunner(t)
+	pruned := make(chan *image.Pruned, 1)
+	r.Pull = pruneAfterPull(t, pruned)
+	name := run(t, r, fmt.Sprintf("name: prunecreate\nisolation: namespaces\napps:\n  - {name: a, image: %s}\n", ref), "")
+	wantPod(t, wait(t, r, name), pod.PodSucceeded, 0)
+	wantPrunedNothing(t, r, pruned, ref, name)
+}
+
+// pod run --replace holds the store from its pulls until the new pod has
+// leased its images, across the old pod's removal, which releases the old
+// pod's lease: an image prune started after the pull waits until the new
+// pod has leased the image (the old pod's lease would have kept it only
+// until the removal), and the new pod runs it.
+func TestPodImagePruneWaitsForReplace(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := pushTool(t, reg, "prunereplace:1", image.Config{Cmd: []string{"echo", "x"}})
+	r := imageRunner(t)
+	manifest := fmt.Sprintf("name: prunereplace\nisolation: namespaces\napps:\n  - {name: a, image: %s}\n", ref)
+	name := create(t, r, manifest)
+	pruned := make(chan *image.Pruned, 1)
+	r.Pull = pruneAfterPull(t, pruned)
+	if _, err := r.Replace(context.Background(), []byte(manifest), ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background(), name, ""); err != nil && !errors.As(err, new(*EndedError)) {
+		t.Fatal(err)
+	}
+	wantPod(t, wait(t, r, name), pod.PodSucceeded, 0)
+	wantPrunedNothing(t, r, pruned, ref, name)
+}

@@ -67,10 +67,11 @@ func (r *Runner) Create(ctx context.Context, manifest []byte) (*pod.Manifest, er
 // CreateWith is [Runner.Create] with isolation iso, if it is not "",
 // instead of the manifest's; the choice is saved with the pod's state.
 func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso pod.Isolation) (*pod.Manifest, error) {
-	m, err := r.Resolve(ctx, manifest, iso)
+	m, release, err := r.resolve(ctx, manifest, iso)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	return r.create(ctx, m, manifest)
 }
 
@@ -79,14 +80,32 @@ func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso pod.Isolat
 // anything, with its errors (an *InvalidError, a *PullError). It needs
 // no Mgr, and creates nothing of the pod.
 func (r *Runner) Resolve(ctx context.Context, manifest []byte, iso pod.Isolation) (*pod.Manifest, error) {
-	m, err := ParseForHost(manifest, iso)
+	m, release, err := r.resolve(ctx, manifest, iso)
 	if err != nil {
-		return nil, &InvalidError{Err: err}
-	}
-	if err := r.resolveImages(ctx, m); err != nil {
 		return nil, err
 	}
+	release()
 	return m, nil
+}
+
+// resolve is Resolve that keeps the store of the manifest's images held
+// ([Runner.holdImages]) until release is called: the pod's creation
+// releases it once it has leased them, so that no image prune takes them
+// in between.
+func (r *Runner) resolve(ctx context.Context, manifest []byte, iso pod.Isolation) (m *pod.Manifest, release func(), err error) {
+	m, err = ParseForHost(manifest, iso)
+	if err != nil {
+		return nil, nil, &InvalidError{Err: err}
+	}
+	s, release, err := r.holdImages(ctx, m)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := r.resolveImages(ctx, s, m); err != nil {
+		release()
+		return nil, nil, err
+	}
+	return m, release, nil
 }
 
 // create creates pod m, which Resolve made of manifest.
@@ -141,12 +160,16 @@ func (e *ExistsError) Error() string {
 // images are pulled, the pod of its name in the state directory, if
 // there is one, is stopped and removed first ([Runner.Remove] with
 // force), as podman's --replace does: a manifest or an image that
-// cannot be had leaves that pod as it was.
+// cannot be had leaves that pod as it was. The store stays held from
+// before the pulls until the new pod has leased its images, so that the
+// old pod's removal, which releases its leases, lets no image prune take
+// them in between.
 func (r *Runner) Replace(ctx context.Context, manifest []byte, iso pod.Isolation) (*pod.Manifest, error) {
-	m, err := r.Resolve(ctx, manifest, iso)
+	m, release, err := r.resolve(ctx, manifest, iso)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	if _, err := os.Lstat(record.Dir(r.StateDir, m.Name)); err == nil {
 		if err := r.Remove(ctx, m.Name, true); err != nil {
 			return nil, fmt.Errorf("replace pod %s: %w", m.Name, err)
