@@ -160,7 +160,7 @@ image.`,
 			if asJSON {
 				return printLine(cmd.OutOrStdout(), img)
 			}
-			bar.p.event("pulled %s: %d layers, %s", args[0], len(img.Layers), bytesText(uint64(img.Size)))
+			bar.pulled(img)
 			fmt.Fprintln(cmd.OutOrStdout(), img.ID)
 			return nil
 		},
@@ -215,6 +215,15 @@ func (b *pullBar) update(pr image.Progress) {
 	if redraw {
 		b.p.draw(b.lines())
 	}
+}
+
+// pulled tells that the pull of img is done: its layers and size.
+func (b *pullBar) pulled(img *image.Image) {
+	noun := "layers"
+	if len(img.Layers) == 1 {
+		noun = "layer"
+	}
+	b.p.event("pulled %s: %d %s, %s", b.ref, len(img.Layers), noun, bytesText(uint64(img.Size)))
 }
 
 // lines is the block drawn on a terminal.

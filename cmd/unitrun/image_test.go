@@ -52,6 +52,11 @@ func TestImageCLI(t *testing.T) {
 		!strings.HasPrefix(errs, dir+": 1 image, ") {
 		t.Errorf("image ls: exit %d, stdout %q, stderr %q; want the image and \"1 image\"", code, out, errs)
 	}
+	// The line that ends a pull counts its layers in words: "1 layer".
+	one := reg.Push(t, "one:1", imagetest.Image{Layers: []imagetest.Layer{{{Path: "c", Body: "c"}}}})
+	if _, errs, code := unitrunEnv(t, env, "image", "pull", one); code != 0 || !strings.Contains(errs, " pulled "+one+": 1 layer, ") {
+		t.Errorf("image pull of a one-layer image: exit %d, stderr %q; want \"pulled %s: 1 layer, \"", code, errs, one)
+	}
 	if out, _, code := unitrunEnv(t, env, "__complete", "image", "inspect", reg.Host+"/a"); code != 0 || out != ref+"\n:4\n" {
 		t.Errorf("completion of image names: exit %d, %q", code, out)
 	}
