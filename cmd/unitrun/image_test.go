@@ -261,8 +261,10 @@ func TestImagePullFullDisk(t *testing.T) {
 
 // TestImagePullWithoutUnitrunPull runs a unitrun installed without the
 // unitrun-pull beside it: image pull, inject --image and a pod of an image
-// exit 125 saying what is missing and where unitrun looks for it, but a
-// pull that the store serves (policy IfNotPresent) needs no unitrun-pull.
+// exit 125 saying what is missing and where unitrun looks for it (or,
+// for a unitrun-pull that is not executable, that it cannot be executed),
+// but a pull that the store serves (policy IfNotPresent) needs no
+// unitrun-pull.
 func TestImagePullWithoutUnitrunPull(t *testing.T) {
 	alone := filepath.Join(t.TempDir(), "unitrun")
 	data, err := os.ReadFile(systemdtest.Binary(t))
@@ -290,6 +292,22 @@ func TestImagePullWithoutUnitrunPull(t *testing.T) {
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 125 || !strings.Contains(errb.String(), want) {
 			t.Errorf("%q: %v, stderr %q; want exit 125 and %q", args, err, errb.String(), want)
 		}
+	}
+
+	// A unitrun-pull that is there but cannot be executed is told in
+	// words, not as the fork/exec that failed.
+	if err := os.WriteFile(alone+"-pull", []byte("not executable"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(alone, "image", "pull", "--image-dir", images, "quay.io/example/app:1")
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	err = cmd.Run()
+	if want := "unitrun: unitrun-pull, which pulls images, cannot be executed: " + alone + "-pull: permission denied\n"; cmd.ProcessState.ExitCode() != 125 || errb.String() != want {
+		t.Errorf("image pull with a unitrun-pull that is not executable: %v, stderr %q; want exit 125 and %q", err, errb.String(), want)
+	}
+	if err := os.Remove(alone + "-pull"); err != nil {
+		t.Fatal(err)
 	}
 
 	reg := imagetest.NewRegistry(t)
