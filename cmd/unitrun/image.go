@@ -17,6 +17,7 @@ import (
 	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/internal/pullexec"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/podrun"
 )
 
 // envImageDir names the image store's directory when --image-dir does not.
@@ -348,7 +349,7 @@ the pod.`,
 				img, err := s.Remove(ref)
 				switch {
 				case err != nil:
-					errs = append(errs, err)
+					errs = append(errs, inUse(ref, err))
 				case img == nil:
 					fmt.Fprintln(cmd.OutOrStdout(), "untagged", ref)
 				default:
@@ -364,6 +365,29 @@ the pod.`,
 	imageDirFlag(cmd, &dir)
 	cmd.ValidArgsFunction = completeImages(&dir)
 	return cmd
+}
+
+// inUse tells a removal of ref that leases refused (an
+// *image.InUseError) in the user's words: the pods that use the image and
+// how to remove them. Any other err it returns as it is.
+func inUse(ref string, err error) error {
+	var iu *image.InUseError
+	if !errors.As(err, &iu) {
+		return err
+	}
+	var pods []string
+	for _, h := range iu.Holders {
+		name, ok := strings.CutPrefix(h, podrun.ImageHolder(""))
+		if !ok {
+			return err
+		}
+		pods = append(pods, name)
+	}
+	which, them := "pod "+pods[0], "the pod"
+	if len(pods) > 1 {
+		which, them = "pods "+strings.Join(pods, ", "), "the pods"
+	}
+	return &toldError{msg: fmt.Sprintf("%s is in use by %s: remove %s first (unitrun pod rm %s)", ref, which, them, strings.Join(pods, " ")), err: err}
 }
 
 func newImagePruneCmd() *cobra.Command {
