@@ -239,8 +239,13 @@ func (b *pullBar) lines() []string {
 		done, total = done+b.done[l], total+t
 	}
 	rate := float64(done) / max(time.Since(b.start).Seconds(), 0.001)
-	return []string{fmt.Sprintf("pulling %s: %d/%d layers, %s/%s, %s/s", b.ref, len(b.whole), b.layers,
-		bytesText(uint64(done)), bytesText(uint64(total)), bytesText(uint64(rate)))}
+	bytes := bytesText(uint64(done))
+	if len(b.total) == b.layers {
+		// The sizes of the layers not begun are not known yet: a total
+		// without them would say the pull is nearly done.
+		bytes += "/" + bytesText(uint64(total))
+	}
+	return []string{fmt.Sprintf("pulling %s: %d/%d layers, %s, %s/s", b.ref, len(b.whole), b.layers, bytes, bytesText(uint64(rate)))}
 }
 
 func newImageListCmd() *cobra.Command {

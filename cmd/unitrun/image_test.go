@@ -226,9 +226,14 @@ func TestInjectFromImage(t *testing.T) {
 }
 
 // TestPullBarLines checks the line a pull draws on a terminal: layers
-// done of all, bytes of all, rate.
+// done of all, bytes of all (once every layer's size is known, bytes done
+// before), rate.
 func TestPullBarLines(t *testing.T) {
 	b := newPullBar(nil, "example/app:1")
+	b.update(image.Progress{Layers: 2, Layer: "sha256:a", Total: 2048, Done: 1024})
+	if got := b.lines(); len(got) != 1 || !strings.HasPrefix(got[0], "pulling example/app:1: 0/2 layers, 1.0KiB, ") || !strings.HasSuffix(got[0], "/s") {
+		t.Errorf("the pull's line before the second layer's size is known: %q", got)
+	}
 	b.update(image.Progress{Layers: 2, Layer: "sha256:a", Total: 2048, Done: 2048, Complete: true})
 	b.update(image.Progress{Layers: 2, Layer: "sha256:b", Total: 4096, Done: 1024})
 	got := b.lines()
