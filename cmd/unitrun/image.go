@@ -37,16 +37,26 @@ func imageDirFlag(cmd *cobra.Command, dir *string) {
 	cmd.RegisterFlagCompletionFunc("image-dir", cobra.FixedCompletions(nil, cobra.ShellCompDirectiveFilterDirs))
 }
 
+// checkImageDir checks dir, the image store's directory that --image-dir
+// gives, before anything is made: an absolute path, and neither a file
+// nor under one (exit 2).
+func checkImageDir(dir string) error {
+	if !filepath.IsAbs(dir) {
+		return usageError(fmt.Errorf("--image-dir %q: must be an absolute path", dir))
+	}
+	if fi, err := os.Stat(dir); errors.Is(err, syscall.ENOTDIR) || err == nil && !fi.IsDir() {
+		return usageError(fmt.Errorf("--image-dir %s: must be a directory, and it or one above it is a file", dir))
+	}
+	return nil
+}
+
 // openImageStore opens the store in dir, which --image-dir gave, with
 // open: image.Open, or image.OpenToRead for commands that only read it.
 func openImageStore(dir string, open func(string) (*image.Store, error)) (*image.Store, error) {
-	if !filepath.IsAbs(dir) {
-		return nil, usageError(fmt.Errorf("--image-dir %q: must be an absolute path", dir))
+	if err := checkImageDir(dir); err != nil {
+		return nil, err
 	}
 	s, err := open(dir)
-	if errors.Is(err, syscall.ENOTDIR) {
-		return nil, usageError(fmt.Errorf("--image-dir %s: must be a directory, and it or one above it is a file", dir))
-	}
 	if err != nil {
 		return nil, &exitError{code: exitFailed, err: err}
 	}

@@ -121,6 +121,16 @@ func TestImageCLI(t *testing.T) {
 			t.Errorf("image %q: exit %d, stderr %q; want 2 and %q", args, code, errs, want)
 		}
 	}
+	// pod create takes --image-dir by the same rule, before the manager
+	// is reached: it opened the store and failed (125), not naming the flag.
+	manifest := filepath.Join(t.TempDir(), "pod.yaml")
+	if err := os.WriteFile(manifest, []byte("name: dirfile\nisolation: namespaces\napps:\n  - {name: a, image: "+ref+"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errs, code = unitrunEnv(t, env, "pod", "create", "--state-dir", t.TempDir(), "--image-dir", notJSON, manifest)
+	if want := "unitrun: --image-dir " + notJSON + ": must be a directory, and it or one above it is a file\n"; code != 2 || errs != want {
+		t.Errorf("pod create --image-dir FILE: exit %d, stderr %q; want 2 and %q", code, errs, want)
+	}
 	out, _, _ = unitrunEnv(t, env, "image", "list", "--help")
 	if i := strings.Index(out, "--image-dir"); i < 0 || !strings.HasPrefix(out[i:], "--image-dir DIR   the image store's DIR ($UNITRUN_IMAGE_DIR sets the default) (default \""+dir+"\")\n") {
 		t.Errorf("image list --help: %q; want --image-dir's default once", out)
