@@ -17,6 +17,7 @@ import (
 	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/internal/pullexec"
 	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/podrun"
 )
 
 // envImageDir names the image store's directory when --image-dir does not.
@@ -36,16 +37,26 @@ func imageDirFlag(cmd *cobra.Command, dir *string) {
 	cmd.RegisterFlagCompletionFunc("image-dir", cobra.FixedCompletions(nil, cobra.ShellCompDirectiveFilterDirs))
 }
 
+// checkImageDir checks dir, the image store's directory that --image-dir
+// gives, before anything is made: an absolute path, and neither a file
+// nor under one (exit 2).
+func checkImageDir(dir string) error {
+	if !filepath.IsAbs(dir) {
+		return usageError(fmt.Errorf("--image-dir %q: must be an absolute path", dir))
+	}
+	if fi, err := os.Stat(dir); errors.Is(err, syscall.ENOTDIR) || err == nil && !fi.IsDir() {
+		return usageError(fmt.Errorf("--image-dir %s: must be a directory, and it or one above it is a file", dir))
+	}
+	return nil
+}
+
 // openImageStore opens the store in dir, which --image-dir gave, with
 // open: image.Open, or image.OpenToRead for commands that only read it.
 func openImageStore(dir string, open func(string) (*image.Store, error)) (*image.Store, error) {
-	if !filepath.IsAbs(dir) {
-		return nil, usageError(fmt.Errorf("--image-dir %q: must be an absolute path", dir))
+	if err := checkImageDir(dir); err != nil {
+		return nil, err
 	}
 	s, err := open(dir)
-	if errors.Is(err, syscall.ENOTDIR) {
-		return nil, usageError(fmt.Errorf("--image-dir %s: must be a directory, and it or one above it is a file", dir))
-	}
 	if err != nil {
 		return nil, &exitError{code: exitFailed, err: err}
 	}
@@ -160,7 +171,7 @@ image.`,
 			if asJSON {
 				return printLine(cmd.OutOrStdout(), img)
 			}
-			bar.p.event("pulled %s: %d layers, %s", args[0], len(img.Layers), bytesText(uint64(img.Size)))
+			bar.pulled(img)
 			fmt.Fprintln(cmd.OutOrStdout(), img.ID)
 			return nil
 		},
@@ -217,6 +228,15 @@ func (b *pullBar) update(pr image.Progress) {
 	}
 }
 
+// pulled tells that the pull of img is done: its layers and size.
+func (b *pullBar) pulled(img *image.Image) {
+	noun := "layers"
+	if len(img.Layers) == 1 {
+		noun = "layer"
+	}
+	b.p.event("pulled %s: %d %s, %s", b.ref, len(img.Layers), noun, bytesText(uint64(img.Size)))
+}
+
 // lines is the block drawn on a terminal.
 func (b *pullBar) lines() []string {
 	b.mu.Lock()
@@ -229,8 +249,13 @@ func (b *pullBar) lines() []string {
 		done, total = done+b.done[l], total+t
 	}
 	rate := float64(done) / max(time.Since(b.start).Seconds(), 0.001)
-	return []string{fmt.Sprintf("pulling %s: %d/%d layers, %s/%s, %s/s", b.ref, len(b.whole), b.layers,
-		bytesText(uint64(done)), bytesText(uint64(total)), bytesText(uint64(rate)))}
+	bytes := bytesText(uint64(done))
+	if len(b.total) == b.layers {
+		// The sizes of the layers not begun are not known yet: a total
+		// without them would say the pull is nearly done.
+		bytes += "/" + bytesText(uint64(total))
+	}
+	return []string{fmt.Sprintf("pulling %s: %d/%d layers, %s, %s/s", b.ref, len(b.whole), b.layers, bytes, bytesText(uint64(rate)))}
 }
 
 func newImageListCmd() *cobra.Command {
@@ -339,7 +364,7 @@ the pod.`,
 				img, err := s.Remove(ref)
 				switch {
 				case err != nil:
-					errs = append(errs, err)
+					errs = append(errs, inUse(ref, err))
 				case img == nil:
 					fmt.Fprintln(cmd.OutOrStdout(), "untagged", ref)
 				default:
@@ -355,6 +380,29 @@ the pod.`,
 	imageDirFlag(cmd, &dir)
 	cmd.ValidArgsFunction = completeImages(&dir)
 	return cmd
+}
+
+// inUse tells a removal of ref that leases refused (an
+// *image.InUseError) in the user's words: the pods that use the image and
+// how to remove them. Any other err it returns as it is.
+func inUse(ref string, err error) error {
+	var iu *image.InUseError
+	if !errors.As(err, &iu) {
+		return err
+	}
+	var pods []string
+	for _, h := range iu.Holders {
+		name, ok := strings.CutPrefix(h, podrun.ImageHolder(""))
+		if !ok {
+			return err
+		}
+		pods = append(pods, name)
+	}
+	which, them := "pod "+pods[0], "the pod"
+	if len(pods) > 1 {
+		which, them = "pods "+strings.Join(pods, ", "), "the pods"
+	}
+	return &toldError{msg: fmt.Sprintf("%s is in use by %s: remove %s first (unitrun pod rm %s)", ref, which, them, strings.Join(pods, " ")), err: err}
 }
 
 func newImagePruneCmd() *cobra.Command {

@@ -52,6 +52,11 @@ func TestImageCLI(t *testing.T) {
 		!strings.HasPrefix(errs, dir+": 1 image, ") {
 		t.Errorf("image ls: exit %d, stdout %q, stderr %q; want the image and \"1 image\"", code, out, errs)
 	}
+	// The line that ends a pull counts its layers in words: "1 layer".
+	one := reg.Push(t, "one:1", imagetest.Image{Layers: []imagetest.Layer{{{Path: "c", Body: "c"}}}})
+	if _, errs, code := unitrunEnv(t, env, "image", "pull", one); code != 0 || !strings.Contains(errs, " pulled "+one+": 1 layer, ") {
+		t.Errorf("image pull of a one-layer image: exit %d, stderr %q; want \"pulled %s: 1 layer, \"", code, errs, one)
+	}
 	if out, _, code := unitrunEnv(t, env, "__complete", "image", "inspect", reg.Host+"/a"); code != 0 || out != ref+"\n:4\n" {
 		t.Errorf("completion of image names: exit %d, %q", code, out)
 	}
@@ -115,6 +120,16 @@ func TestImageCLI(t *testing.T) {
 		if want := "--image-dir " + args[2] + ": must be a directory"; code != 2 || !strings.Contains(errs, want) {
 			t.Errorf("image %q: exit %d, stderr %q; want 2 and %q", args, code, errs, want)
 		}
+	}
+	// pod create takes --image-dir by the same rule, before the manager
+	// is reached: it opened the store and failed (125), not naming the flag.
+	manifest := filepath.Join(t.TempDir(), "pod.yaml")
+	if err := os.WriteFile(manifest, []byte("name: dirfile\nisolation: namespaces\napps:\n  - {name: a, image: "+ref+"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errs, code = unitrunEnv(t, env, "pod", "create", "--state-dir", t.TempDir(), "--image-dir", notJSON, manifest)
+	if want := "unitrun: --image-dir " + notJSON + ": must be a directory, and it or one above it is a file\n"; code != 2 || errs != want {
+		t.Errorf("pod create --image-dir FILE: exit %d, stderr %q; want 2 and %q", code, errs, want)
 	}
 	out, _, _ = unitrunEnv(t, env, "image", "list", "--help")
 	if i := strings.Index(out, "--image-dir"); i < 0 || !strings.HasPrefix(out[i:], "--image-dir DIR   the image store's DIR ($UNITRUN_IMAGE_DIR sets the default) (default \""+dir+"\")\n") {
@@ -221,9 +236,14 @@ func TestInjectFromImage(t *testing.T) {
 }
 
 // TestPullBarLines checks the line a pull draws on a terminal: layers
-// done of all, bytes of all, rate.
+// done of all, bytes of all (once every layer's size is known, bytes done
+// before), rate.
 func TestPullBarLines(t *testing.T) {
 	b := newPullBar(nil, "example/app:1")
+	b.update(image.Progress{Layers: 2, Layer: "sha256:a", Total: 2048, Done: 1024})
+	if got := b.lines(); len(got) != 1 || !strings.HasPrefix(got[0], "pulling example/app:1: 0/2 layers, 1.0KiB, ") || !strings.HasSuffix(got[0], "/s") {
+		t.Errorf("the pull's line before the second layer's size is known: %q", got)
+	}
 	b.update(image.Progress{Layers: 2, Layer: "sha256:a", Total: 2048, Done: 2048, Complete: true})
 	b.update(image.Progress{Layers: 2, Layer: "sha256:b", Total: 4096, Done: 1024})
 	got := b.lines()
@@ -256,8 +276,10 @@ func TestImagePullFullDisk(t *testing.T) {
 
 // TestImagePullWithoutUnitrunPull runs a unitrun installed without the
 // unitrun-pull beside it: image pull, inject --image and a pod of an image
-// exit 125 saying what is missing and where unitrun looks for it, but a
-// pull that the store serves (policy IfNotPresent) needs no unitrun-pull.
+// exit 125 saying what is missing and where unitrun looks for it (or,
+// for a unitrun-pull that is not executable, that it cannot be executed),
+// but a pull that the store serves (policy IfNotPresent) needs no
+// unitrun-pull.
 func TestImagePullWithoutUnitrunPull(t *testing.T) {
 	alone := filepath.Join(t.TempDir(), "unitrun")
 	data, err := os.ReadFile(systemdtest.Binary(t))
@@ -285,6 +307,22 @@ func TestImagePullWithoutUnitrunPull(t *testing.T) {
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 125 || !strings.Contains(errb.String(), want) {
 			t.Errorf("%q: %v, stderr %q; want exit 125 and %q", args, err, errb.String(), want)
 		}
+	}
+
+	// A unitrun-pull that is there but cannot be executed is told in
+	// words, not as the fork/exec that failed.
+	if err := os.WriteFile(alone+"-pull", []byte("not executable"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(alone, "image", "pull", "--image-dir", images, "quay.io/example/app:1")
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	err = cmd.Run()
+	if want := "unitrun: unitrun-pull, which pulls images, cannot be executed: " + alone + "-pull: permission denied\n"; cmd.ProcessState.ExitCode() != 125 || errb.String() != want {
+		t.Errorf("image pull with a unitrun-pull that is not executable: %v, stderr %q; want exit 125 and %q", err, errb.String(), want)
+	}
+	if err := os.Remove(alone + "-pull"); err != nil {
+		t.Fatal(err)
 	}
 
 	reg := imagetest.NewRegistry(t)

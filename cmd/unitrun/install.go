@@ -82,7 +82,9 @@ func newInstallCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "install",
 		Short: "Install this binary and the host API daemon's units, and enable its sockets",
-		Long: `Copy this binary to PREFIX/bin/unitrun (or --bin-dir), write unitrun.socket,
+		Long: `Copy this binary to PREFIX/bin/unitrun (or --bin-dir), with unitrun-hook
+(which pods run at each start and exit of an app) and unitrun-pull (which
+pulls images) from beside it, if they are there, write unitrun.socket,
 unitrun-argv.socket and unitrun.service (from dist/systemd, pointing at the
 installed binary) to --unit-dir and the D-Bus policy and activation files
 of org.unitrun.Ops1 (dist/dbus), reload the manager and enable the

@@ -286,3 +286,13 @@ func TestInstallFailureLeavesNothing(t *testing.T) {
 		t.Errorf("unitrun.service after a failed install: %v, %v; want mode 0640 as before", fi, err)
 	}
 }
+
+// TestInstallHelpNamesItsBinaries: install --help says that it copies
+// unitrun-hook and unitrun-pull with unitrun, as it does (it said "this
+// binary" alone, and a user could not tell whether images would work).
+func TestInstallHelpNamesItsBinaries(t *testing.T) {
+	out, errs, code := unitrun(t, "install", "--help")
+	if code != 0 || !strings.Contains(out, "with unitrun-hook\n") || !strings.Contains(out, "unitrun-pull (which\npulls images) from beside it") {
+		t.Errorf("install --help: exit %d, %q%q; want it to name unitrun-hook and unitrun-pull", code, out, errs)
+	}
+}

@@ -80,8 +80,10 @@ func (f *podFlags) runner(ctx context.Context) (r *podrun.Runner, close func(), 
 	if err != nil {
 		return nil, nil, err
 	}
-	if f.imageDir != "" && !filepath.IsAbs(f.imageDir) {
-		return nil, nil, usageError(fmt.Errorf("--image-dir %q: must be an absolute path", f.imageDir))
+	if f.imageDir != "" {
+		if err := checkImageDir(f.imageDir); err != nil {
+			return nil, nil, err
+		}
 	}
 	bin, err := os.Executable()
 	if err != nil {

@@ -222,8 +222,8 @@ func TestPodExecImage(t *testing.T) {
 	}
 }
 
-// image rm of an image a pod uses is refused, naming the pod, until pod
-// rm; prune keeps it too.
+// image rm of an image a pod uses is refused (125), naming the pod in
+// words and how to remove it, until pod rm; prune keeps it too.
 func TestImageRmOfPodImageRefused(t *testing.T) {
 	reg := imagetest.NewRegistry(t)
 	ref := pushToolImage(t, reg, "inuse:1", "echo", "x")
@@ -235,8 +235,9 @@ func TestImageRmOfPodImageRefused(t *testing.T) {
 	if _, errs, code := unitrun(t, "image", "prune", "--image-dir", images); code != 0 {
 		t.Fatalf("image prune: exit %d: %s", code, errs)
 	}
-	if out, errs, code := unitrun(t, "image", "rm", "--image-dir", images, ref); code == 0 || !strings.Contains(errs, "in use by pod/inuse") {
-		t.Errorf("image rm of the pod's image: exit %d, %q, %q; want it refused, naming pod/inuse", code, out, errs)
+	want := "unitrun: " + ref + " is in use by pod inuse: remove the pod first (unitrun pod rm inuse)\n"
+	if out, errs, code := unitrun(t, "image", "rm", "--image-dir", images, ref); code != 125 || errs != want {
+		t.Errorf("image rm of the pod's image: exit %d, %q, %q; want 125, %q", code, out, errs, want)
 	}
 	if _, errs, code := podCLI(t, dir, "rm", "inuse"); code != 0 {
 		t.Fatalf("pod rm: exit %d: %s", code, errs)

@@ -31,12 +31,17 @@ func (pf *podInstallFlags) add(cmd *cobra.Command) {
 
 // install returns what pod install and uninstall do, from the flags: the
 // directories must be absolute (--image-dir, pod install's alone, may be
-// a relative $UNITRUN_IMAGE_DIR by default); --state-dir is
-// dist.PodsStateDir unless given.
+// a relative $UNITRUN_IMAGE_DIR by default, and must not be a file:
+// checkImageDir); --state-dir is dist.PodsStateDir unless given.
 func (pf *podInstallFlags) install(cmd *cobra.Command, f *podFlags) (*dist.PodInstall, error) {
 	for _, name := range []string{"pods-dir", "unit-dir", "state-dir", "image-dir"} {
 		if fl := cmd.Flags().Lookup(name); fl != nil && !filepath.IsAbs(fl.Value.String()) {
 			return nil, usageError(fmt.Errorf("--%s %q: must be an absolute path", name, fl.Value))
+		}
+	}
+	if cmd.Flags().Lookup("image-dir") != nil {
+		if err := checkImageDir(pf.imageDir); err != nil {
+			return nil, err
 		}
 	}
 	in := &dist.PodInstall{PodsDir: filepath.Clean(pf.podsDir), UnitDir: filepath.Clean(pf.unitDir), StateDir: dist.PodsStateDir, ImageDir: filepath.Clean(pf.imageDir), Runtime: pf.runtime, Now: pf.now}

@@ -394,6 +394,10 @@ func TestPodInstallImage(t *testing.T) {
 	if _, errs, code := unitrun(t, "pod", "install", "--image-dir", "store", manifest(ref)); code != exitUsage || !strings.Contains(errs, `--image-dir "store": must be an absolute path`) {
 		t.Errorf("pod install --image-dir store: exit %d, %q; want 2 naming the flag", code, errs)
 	}
+	file := manifest(ref)
+	if _, errs, code := unitrun(t, append([]string{"pod", "install", "--image-dir", file, file}, common...)...); code != exitUsage || errs != "unitrun: --image-dir "+file+": must be a directory, and it or one above it is a file\n" {
+		t.Errorf("pod install --image-dir FILE: exit %d, %q; want 2 naming the flag", code, errs)
+	}
 	if _, err := os.Stat(podsDir); !os.IsNotExist(err) {
 		t.Errorf("the refused pod install left %s: %v", podsDir, err)
 	}

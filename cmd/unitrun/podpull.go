@@ -41,7 +41,7 @@ func showPulls(r *podrun.Runner, p *progress) {
 		}
 		stop()
 		if err == nil {
-			p.event("pulled %s: %d layers, %s", a.Image, len(img.Layers), bytesText(uint64(img.Size)))
+			bar.pulled(img)
 		}
 		return img, err
 	}

@@ -182,7 +182,11 @@ func run(ctx context.Context, binary string, args []string, out *os.File, progre
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		// Start's error reads "fork/exec PATH: permission denied".
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("unitrun-pull, which pulls images, cannot be executed: %s: %w", path, err)
 	}
 	last, readErr := read(stdout, progress)
 	waitErr := cmd.Wait()
