@@ -99,6 +99,13 @@ func RunContainer(ctx context.Context, stateDir, binary, name string, ready func
 		select {
 		case err := <-booted:
 			booted = nil
+			if done == nil {
+				// A stop came while the pod's systemd booted, maybe
+				// before it had a handler for the signal, which the
+				// kernel then dropped: it is PID 1 of its namespace.
+				c.Signal(sigPoweroff)
+				continue
+			}
 			if err == nil && ready != nil {
 				if err := ready(); err != nil {
 					c.Signal(sigPoweroff)

@@ -497,3 +497,44 @@ apps:
 	}
 	wantPod(t, wait(t, r, name), pod.PodSucceeded, 0)
 }
+
+// A stop that comes while an isolated pod's own systemd still boots, before
+// it has a handler for the signal that powers it off (which the kernel
+// drops for the PID 1 of a namespace without one), stops the pod once it
+// has booted, gracefully: it does not wait for the container's stop
+// timeout and the SIGKILL that ends it.
+func TestIsolatedPodStoppedWhileBooting(t *testing.T) {
+	r := newRunner(t)
+	name := create(t, r, `
+name: stopped-booting
+isolation: namespaces
+apps:
+  - name: a
+    exec: ["/bin/sleep", "600"]
+    stopTimeout: 5s
+`)
+	defer containerLog(t, r, name)
+	ctx := context.Background()
+	if _, err := r.Mgr.StartUnit(ctx, pod.ContainerUnit(name), "replace"); err != nil {
+		t.Fatal(err)
+	}
+	// The container writes its systemd's pid as soon as it has started it.
+	pidFile := filepath.Join(record.Dir(r.StateDir, name), containerPID)
+	for {
+		if _, err := os.Stat(pidFile); err == nil {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := r.Mgr.StopUnit(ctx, pod.ContainerUnit(name), "replace"); err != nil {
+		t.Fatal(err)
+	}
+	waitInactive(t, r, name) // "failed" if the stop timed out and killed it
+	s, err := r.Status(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := appOf(t, s, "a"); a.ExitCode != nil && *a.ExitCode == 128+9 {
+		t.Errorf("app a was killed (SIGKILL) at the stop: %+v", a)
+	}
+}
