@@ -3,15 +3,18 @@ package main
 import (
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/image/imagetest"
@@ -334,5 +337,59 @@ func TestImagePullWithoutUnitrunPull(t *testing.T) {
 	out, err := exec.Command(alone, "image", "pull", "--policy", "IfNotPresent", "--image-dir", images, ref).Output()
 	if err != nil || string(out) != id {
 		t.Errorf("image pull --policy IfNotPresent of an image the store holds, without unitrun-pull: %v, %q; want %q", err, out, id)
+	}
+}
+
+// TestImagePullKilledTakesPullerAlong kills unitrun mid-pull with SIGKILL,
+// which it cannot catch: unitrun-pull, its child, ends too, rather than
+// pull on and hold the image's lock against the next pull.
+func TestImagePullKilledTakesPullerAlong(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := reg.Push(t, "orphan:1", imagetest.Image{Layers: []imagetest.Layer{{{Path: "a", Body: strings.Repeat("x", 1<<16)}}}})
+	reached := make(chan struct{})
+	var once sync.Once
+	reg.SetWrap(func(w http.ResponseWriter, r *http.Request, registry http.Handler) {
+		stall := false
+		if strings.Contains(r.URL.Path, "/blobs/") && r.Method == http.MethodGet {
+			once.Do(func() { stall = true })
+		}
+		if !stall {
+			registry.ServeHTTP(w, r)
+			return
+		}
+		// The first blob stops after a few bytes until the puller is gone.
+		w.Write(make([]byte, 10))
+		w.(http.Flusher).Flush()
+		close(reached)
+		<-r.Context().Done()
+	})
+	cmd := exec.Command(systemdtest.Binary(t), "image", "pull", "--image-dir", t.TempDir(), ref)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	<-reached
+	// unitrun's child, started by whichever of its threads ran the pull.
+	var puller int
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", cmd.Process.Pid))
+	for _, task := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", cmd.Process.Pid, task.Name()))
+		for _, f := range strings.Fields(string(b)) {
+			pid, _ := strconv.Atoi(f)
+			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); strings.HasSuffix(exe, "unitrun-pull") {
+				puller = pid
+			}
+		}
+	}
+	if puller == 0 {
+		t.Fatal("no unitrun-pull child of unitrun")
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	for i := 0; systemdtest.Alive(puller); i++ {
+		if i == 3000 {
+			syscall.Kill(puller, syscall.SIGKILL)
+			t.Fatalf("unitrun-pull (pid %d) still runs 30 s after unitrun was killed", puller)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -25,6 +25,8 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"runtime"
+	"syscall"
 	"time"
 
 	"github.com/unitrun/unitrun/image"
@@ -172,6 +174,14 @@ func run(ctx context.Context, binary string, args []string, out *os.File, progre
 	}
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	// unitrun-pull ends with unitrun, whatever ends unitrun (a SIGKILL
+	// too): left running, it would go on pulling and hold the image's
+	// lock against the next pull. The parent-death signal comes when the
+	// thread that started the child exits, so this goroutine keeps that
+	// thread until the child has ended.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	cmd.WaitDelay = waitDelay
 	cmd.Stderr = os.Stderr
 	if out != nil {
