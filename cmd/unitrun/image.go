@@ -38,14 +38,19 @@ func imageDirFlag(cmd *cobra.Command, dir *string) {
 }
 
 // checkImageDir checks dir, the image store's directory that --image-dir
-// gives, before anything is made: an absolute path, and neither a file
-// nor under one (exit 2).
+// (or $UNITRUN_IMAGE_DIR) gives, before anything is made: an absolute path,
+// and neither a file nor under one (exit 2), naming which of the two gave it.
 func checkImageDir(dir string) error {
+	// The flag's default comes from the variable: name what the user set.
+	from := "--image-dir"
+	if dir == os.Getenv(envImageDir) {
+		from = "$" + envImageDir
+	}
 	if !filepath.IsAbs(dir) {
-		return usageError(fmt.Errorf("--image-dir %q: must be an absolute path", dir))
+		return usageError(fmt.Errorf("%s %q: must be an absolute path", from, dir))
 	}
 	if fi, err := os.Stat(dir); errors.Is(err, syscall.ENOTDIR) || err == nil && !fi.IsDir() {
-		return usageError(fmt.Errorf("--image-dir %s: must be a directory, and it or one above it is a file", dir))
+		return usageError(fmt.Errorf("%s %s: must be a directory, and it or one above it is a file", from, dir))
 	}
 	return nil
 }

@@ -393,3 +393,16 @@ func TestImagePullKilledTakesPullerAlong(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestImageDirFromVariable: a store directory that $UNITRUN_IMAGE_DIR
+// gives is refused naming the variable, not a flag the user never typed.
+func TestImageDirFromVariable(t *testing.T) {
+	_, errs, code := unitrunEnv(t, []string{"UNITRUN_IMAGE_DIR=images"}, "image", "list")
+	if code != exitUsage || !strings.Contains(errs, `$UNITRUN_IMAGE_DIR "images": must be an absolute path`) {
+		t.Errorf("image list with a relative $UNITRUN_IMAGE_DIR: exit %d, %q", code, errs)
+	}
+	_, errs, code = unitrunEnv(t, []string{"UNITRUN_IMAGE_DIR=/srv/images"}, "image", "list", "--image-dir", "images")
+	if code != exitUsage || !strings.Contains(errs, `--image-dir "images": must be an absolute path`) {
+		t.Errorf("image list --image-dir images: exit %d, %q", code, errs)
+	}
+}

@@ -171,13 +171,14 @@ func TestPodImageMissing(t *testing.T) {
 	if _, errs, code := podCLI(t, dir, "create", "--image-dir", "images", manifestFile(t, "name: x\napps: [{name: a, exec: [/bin/true]}]\n")); code != exitUsage || !strings.Contains(errs, `--image-dir "images": must be an absolute path`) {
 		t.Errorf("pod create --image-dir images: exit %d, %q; want 2 and the rule", code, errs)
 	}
-	// A store that cannot be opened is told once, with its directory.
+	// A store directory that is a file is bad input, told once, with the
+	// flag and the directory, before the manager is reached.
 	file := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, errs, code := podCLI(t, dir, "create", "--image-dir", file, manifestFile(t, "name: x\nisolation: namespaces\napps: [{name: a, image: registry.invalid/x:1}]\n")); code != exitFailed || strings.Count(errs, "image store") != 1 || !strings.Contains(errs, file) {
-		t.Errorf("pod create --image-dir of a file: exit %d, %q; want 125 telling the store once, naming %s", code, errs, file)
+	if _, errs, code := podCLI(t, dir, "create", "--image-dir", file, manifestFile(t, "name: x\nisolation: namespaces\napps: [{name: a, image: registry.invalid/x:1}]\n")); code != exitUsage || strings.Count(errs, file) != 1 || !strings.Contains(errs, "--image-dir "+file+": must be a directory") {
+		t.Errorf("pod create --image-dir of a file: exit %d, %q; want 2 naming --image-dir and %s once", code, errs, file)
 	}
 }
 
