@@ -11,7 +11,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,7 +23,18 @@ import (
 	"github.com/unitrun/unitrun/internal/pullexec"
 )
 
+// usage is what a user who runs unitrun-pull by hand is told: unitrun
+// runs it.
+const usage = `unitrun-pull does unitrun's registry work; unitrun runs it, beside itself,
+for "unitrun image pull", "unitrun inject --image" and the images of
+"unitrun pod create|run". Use those commands.
+`
+
 func main() {
+	if len(os.Args) < 2 || os.Args[1] != "pull" && os.Args[1] != "extract" {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	enc := json.NewEncoder(os.Stdout)
@@ -37,9 +47,6 @@ func main() {
 
 // run does what args ask, writing its lines to enc.
 func run(ctx context.Context, args []string, enc *json.Encoder) error {
-	if len(args) == 0 {
-		return errors.New("usage: unitrun-pull pull|extract --image-dir DIR [--auth-file FILE] [--policy POLICY] REF [PATH]")
-	}
 	fl := flag.NewFlagSet("unitrun-pull "+args[0], flag.ContinueOnError)
 	fl.SetOutput(io.Discard)
 	dir := fl.String("image-dir", "", "")

@@ -406,3 +406,18 @@ func TestImageDirFromVariable(t *testing.T) {
 		t.Errorf("image list --image-dir images: exit %d, %q", code, errs)
 	}
 }
+
+// TestUnitrunPullByHand: unitrun-pull run by a user, with --help or
+// nothing, says what it is for and which commands to use, in words, on
+// stderr, and exits 2; its JSON lines are for unitrun alone.
+func TestUnitrunPullByHand(t *testing.T) {
+	for _, args := range [][]string{nil, {"--help"}, {"fetch", "x"}} {
+		cmd := exec.Command(systemdtest.Binary(t)+"-pull", args...)
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || out.Len() != 0 || !strings.Contains(errb.String(), `"unitrun image pull"`) {
+			t.Errorf("unitrun-pull %q: %v, stdout %q, stderr %q; want exit 2 and the commands to use", args, err, out.String(), errb.String())
+		}
+	}
+}
