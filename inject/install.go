@@ -222,25 +222,28 @@ func kind(m fs.FileMode) string {
 }
 
 // Self installs the running executable into dir (see Install) and
-// returns the installed path. companion, if not nil, names the file that
-// goes with a binary at a path (pod.HookPath names unitrun's exit hook):
-// the path plus "-WORD". If the executable has a file there, Self installs
-// it at companion(installed path) as Install installs a file (verified,
-// atomic, mode InstallMode), after the binary, so that the copy finds its
-// companion as the executable does. Its name carries the hash of the
-// binary it goes with, the build both come from; GC keeps both while a
-// unit runs either and removes them together.
-func Self(ctx context.Context, dir string, companion func(path string) string) (string, error) {
+// returns the installed path. Each of companions names a file that goes
+// with a binary at a path (pod.HookPath names unitrun's exit hook, and
+// pullexec.Path its registry client): the path plus "-WORD". Where the
+// executable has a file there, Self installs it at companion(installed
+// path) as Install installs a file (verified, atomic, mode InstallMode),
+// after the binary, so that the copy finds its companions as the
+// executable does. Their names carry the hash of the binary they go with,
+// the build all come from; GC keeps them all while a unit runs any and
+// removes them together.
+func Self(ctx context.Context, dir string, companions ...func(path string) string) (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return "", fmt.Errorf("inject: %w", err)
 	}
 	path, err := Install(ctx, dir, exe)
-	if err != nil || companion == nil {
-		return path, err
-	}
-	if err := installCompanion(ctx, companion(exe), companion(path)); err != nil {
+	if err != nil {
 		return "", err
+	}
+	for _, companion := range companions {
+		if err := installCompanion(ctx, companion(exe), companion(path)); err != nil {
+			return "", err
+		}
 	}
 	return path, nil
 }

@@ -302,7 +302,7 @@ func TestInstallCanceled(t *testing.T) {
 
 func TestSelf(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bin")
-	path, err := Self(t.Context(), dir, nil)
+	path, err := Self(t.Context(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

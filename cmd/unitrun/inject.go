@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/unitrun/unitrun/inject"
+	"github.com/unitrun/unitrun/internal/pullexec"
 	"github.com/unitrun/unitrun/pod"
 )
 
@@ -20,8 +21,9 @@ func newInjectCmd(g *globals) *cobra.Command {
 		Short: "Copy a binary into /run/bin under a content-addressed name and print its path",
 		Long: `Copy PATH (default: unitrun itself) into DIR as NAME-<sha256 prefix>,
 atomically and idempotently, verify its hash, and print the installed path.
-unitrun itself takes the pods' exit hook (unitrun-hook) beside it along,
-as NAME-<sha256 prefix>-hook, where pods the copy creates find it.
+unitrun itself takes the pods' exit hook (unitrun-hook) and its registry
+client (unitrun-pull) beside it along, as NAME-<sha256 prefix>-hook and
+-pull, where the copy finds them.
 PATH must be a regular file (a FIFO or a device is refused). The copy is
 mode 0700 plus r-x for group and for others where PATH grants that class
 read: a file only its owner may read stays so.
@@ -70,7 +72,7 @@ write) exits 2, naming it; a failure to read or write exits 125.`,
 			}
 			var path string
 			if src == "" {
-				path, err = inject.Self(cmd.Context(), dir, pod.HookPath)
+				path, err = inject.Self(cmd.Context(), dir, pod.HookPath, pullexec.Path)
 			} else {
 				path, err = inject.Install(cmd.Context(), dir, src)
 			}

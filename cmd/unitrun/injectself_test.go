@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/unitrun/unitrun/internal/pullexec"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/pod"
 )
@@ -16,8 +17,9 @@ import (
 // TestInjectSelfCarriesHook: "inject" of unitrun itself puts the pods'
 // exit hook beside the copy, named as pod.HookPath names it, so that a pod
 // the copy creates runs that hook at each exit of an app rather than
-// unitrun; "inject --gc" keeps both while the pod's units are loaded and
-// removes both once it is gone.
+// unitrun, and unitrun-pull, named as pullexec.Path names it, so that the
+// copy pulls images; "inject --gc" keeps them while the pod's units are
+// loaded and removes them together once it is gone.
 func TestInjectSelfCarriesHook(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bin")
 	out, errs, code := unitrun(t, "inject", "--dir", dir)
@@ -35,6 +37,13 @@ func TestInjectSelfCarriesHook(t *testing.T) {
 	}
 	if pod.HookBinary(self) != hook {
 		t.Fatalf("the injected hook %s is not one pods would run (not executable?)", hook)
+	}
+	// The registry client too, where the copy looks for it.
+	puller := pullexec.Path(self)
+	if want, err := os.ReadFile(pullexec.Path(systemdtest.Binary(t))); err != nil {
+		t.Fatal(err)
+	} else if got, err := os.ReadFile(puller); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("injected unitrun-pull %s: %d bytes, %v; want the %d of the one beside unitrun", puller, len(got), err, len(want))
 	}
 
 	state := t.TempDir()
@@ -86,7 +95,9 @@ func TestInjectSelfCarriesHook(t *testing.T) {
 	removed = true
 	got := gc()
 	slices.Sort(got)
-	if want := []string{self, hook}; !slices.Equal(got, want) {
-		t.Errorf("inject --gc once the pod is gone removed %v; want %v", got, want)
+	all := []string{self, hook, puller}
+	slices.Sort(all)
+	if !slices.Equal(got, all) {
+		t.Errorf("inject --gc once the pod is gone removed %v; want %v", got, all)
 	}
 }

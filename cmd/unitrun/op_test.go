@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/api"
+	"github.com/unitrun/unitrun/internal/pullexec"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
@@ -130,7 +131,7 @@ func TestInjectCLI(t *testing.T) {
 	if _, errs, code := unitrun(t, "inject", "--dir", dir, "--os-release", osRelease, "--variant", bin+":ID=fedora"); code != exitUsage || !strings.Contains(errs, "fedora") {
 		t.Errorf("inject with no fitting variant: %q, exit %d", errs, code)
 	}
-	if out, _, code := unitrun(t, "inject", "--gc", "--dir", dir); code != 0 || out != "removed "+path+"\nremoved "+pod.HookPath(path)+"\n" {
+	if out, _, code := unitrun(t, "inject", "--gc", "--dir", dir); code != 0 || out != "removed "+path+"\nremoved "+pod.HookPath(path)+"\nremoved "+pullexec.Path(path)+"\n" {
 		t.Errorf("inject --gc: %q, exit %d", out, code)
 	}
 	var gc struct{ Removed []string }
@@ -200,8 +201,8 @@ func TestRunSelf(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "List the daemon's ops") {
 		t.Errorf("run --self: %q %q, exit %d", out, errs, code)
 	}
-	if copies, _ := filepath.Glob(filepath.Join(dir, "unitrun-*")); len(copies) != 2 || copies[1] != pod.HookPath(copies[0]) {
-		t.Errorf("run --self --inject-dir %s: copies %q, want one and its hook", dir, copies)
+	if copies, _ := filepath.Glob(filepath.Join(dir, "unitrun-*")); len(copies) != 3 || copies[1] != pod.HookPath(copies[0]) || copies[2] != pullexec.Path(copies[0]) {
+		t.Errorf("run --self --inject-dir %s: copies %q, want one, its hook and its unitrun-pull", dir, copies)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/unitrun/unitrun/inject"
 	"github.com/unitrun/unitrun/internal/pty"
+	"github.com/unitrun/unitrun/internal/pullexec"
 	"github.com/unitrun/unitrun/job"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
@@ -301,7 +302,7 @@ func setenvEntry(e string) (string, error) {
 func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	ctx := cmd.Context()
 	if f.self {
-		self, err := inject.Self(ctx, f.injectDir, pod.HookPath)
+		self, err := inject.Self(ctx, f.injectDir, pod.HookPath, pullexec.Path)
 		if err != nil {
 			return injectError("--inject-dir", err)
 		}
