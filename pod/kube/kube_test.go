@@ -305,7 +305,7 @@ spec:
 	if !reflect.DeepEqual(side.Exec, []string{"/bin/run"}) || len(side.Args) != 0 || side.ImagePullPolicy != "Never" {
 		t.Errorf("side: %+v, want exec [/bin/run], policy Never", side)
 	}
-	if _, err := translate(t, strings.Replace(text, "imagePullPolicy: Never", "imagePullPolicy: Often", 1), Options{AllowPrivileged: true, RegistryImages: true}); err == nil || !strings.Contains(err.Error(), `spec.containers[1].imagePullPolicy: "Often" is not Always, IfNotPresent or Never`) {
+	if _, err := translate(t, strings.Replace(text, "imagePullPolicy: Never", "imagePullPolicy: Often", 1), Options{AllowPrivileged: true, RegistryImages: true}); err == nil || !strings.Contains(err.Error(), `spec.containers[1].imagePullPolicy: "Often": must be one of Always, IfNotPresent, Never`) {
 		t.Errorf("a bad imagePullPolicy: %v", err)
 	}
 	if _, err := translate(t, text, Options{AllowPrivileged: true}); err == nil || !strings.Contains(err.Error(), `spec.containers[0].image: "registry.test/app:1" is not mapped`) {

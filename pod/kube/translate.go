@@ -338,7 +338,7 @@ func (t *mapping) container(ctr *Container, path string, init bool) App {
 		case "", "Always", "IfNotPresent", "Never":
 			a.ImagePullPolicy = pp
 		default:
-			rs.Add(path+".imagePullPolicy", "%q is not Always, IfNotPresent or Never", pp)
+			rs.Add(path+".imagePullPolicy", "%q: must be one of Always, IfNotPresent, Never", pp)
 		}
 	default:
 		rs.Add(path+".image", "%q is not mapped to a root filesystem or to host (--image %s=host or --image %s=/path/to/rootfs)", ctr.Image, ctr.Image, ctr.Image)
