@@ -1,0 +1,115 @@
+package podrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/unitrun/unitrun/image"
+	"github.com/unitrun/unitrun/image/imagetest"
+	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/pod"
+	"github.com/unitrun/unitrun/pod/record"
+)
+
+// managerMounts returns the mount points under dir in the mount
+// namespace of the harness's manager, where a host pod's image roots are
+// mounted.
+func managerMounts(t *testing.T, dir string) []string {
+	t.Helper()
+	mounts, err := mountsUnder(systemdtest.Manager(t).PID(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mounts
+}
+
+// noManagerMounts checks that nothing is mounted under r's state dir in
+// the manager's mount namespace once what ended (a pod) has ended.
+func noManagerMounts(t *testing.T, r *Runner, what string) {
+	t.Helper()
+	if m := managerMounts(t, r.StateDir); len(m) > 0 {
+		t.Errorf("%s left mounts in the manager's namespace: %v", what, m)
+	}
+}
+
+// An app of a host pod whose image names a registry image runs in that
+// image's root, which its service mounts in the manager's mount
+// namespace: it prints a file that only the image has, the pod exits
+// with the status of the image's entrypoint, and once the pod has ended
+// nothing is left mounted under the state dir.
+func TestHostPodImage(t *testing.T) {
+	r, _ := runImagePod(t, "hostimaged", pod.NoIsolation)
+	noManagerMounts(t, r, "the ended pod")
+}
+
+// A restarted app of a host pod runs in the root its first run mounted:
+// the mount is not made twice, and it goes when the pod is stopped.
+func TestHostPodImageRestartReusesRoot(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := pushTool(t, reg, "restarts:1", image.Config{Cmd: []string{"exit", "0"}})
+	r := imageRunner(t)
+	name := run(t, r, fmt.Sprintf(`
+name: hostrestarts
+restartBackoff: {initial: 100ms, max: 200ms}
+apps:
+  - name: again
+    image: %s
+    restartPolicy: Always
+`, ref), "")
+	root := pod.ImageRoot(r.StateDir, name, "again").Root()
+	for {
+		s, err := record.ReadAppOrNew(r.StateDir, name, "again")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Message != "" {
+			t.Fatalf("a run failed to start: %s", s.Message)
+		}
+		if s.Restarts >= 2 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var n int
+	for _, m := range managerMounts(t, r.StateDir) {
+		if m == root {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("after two restarts, %d mounts at the app's root, want 1", n)
+	}
+	if _, err := r.Stop(context.Background(), name, 0); err != nil {
+		t.Fatal(err)
+	}
+	noManagerMounts(t, r, "the stopped pod")
+}
+
+// A root that cannot be mounted (its writable layer is gone) fails the
+// run's start, which is recorded as failed with the reason.
+func TestHostPodImageMountFails(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := pushTool(t, reg, "nomount:1", image.Config{Cmd: []string{"echo", "ran"}})
+	r := imageRunner(t)
+	name := create(t, r, fmt.Sprintf("name: hostnomount\napps:\n  - {name: a, image: %s}\n", ref))
+	if err := os.Remove(pod.ImageRoot(r.StateDir, name, "a").Upper()); err != nil {
+		t.Fatal(err)
+	}
+	var ended *EndedError
+	if err := r.Start(context.Background(), name, ""); err != nil && !errors.As(err, &ended) {
+		t.Fatal(err)
+	}
+	s := wait(t, r, name)
+	a := appOf(t, s, "a")
+	if a.State != record.AppFailed || !strings.HasPrefix(a.Message, "mount the root from image "+ref+": ") {
+		t.Errorf("app a: %s, %q; want failed, with the mount's failure", a.State, a.Message)
+	}
+	if log, _ := os.ReadFile(pod.LogFile(r.StateDir, name, "a")); strings.Contains(string(log), "ran") {
+		t.Errorf("the app ran: %q", log)
+	}
+}
