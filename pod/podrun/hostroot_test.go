@@ -113,3 +113,37 @@ func TestHostPodImageMountFails(t *testing.T) {
 		t.Errorf("the app ran: %q", log)
 	}
 }
+
+// An exec probe of an image app of a host pod, a unit of its own that the
+// manager runs, runs in the image's root: a probe that reads a file only
+// the image has succeeds.
+func TestHostPodImageExecProbe(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := pushTool(t, reg, "probed:1", image.Config{Cmd: []string{"sleep", "600"}},
+		imagetest.Layer{{Path: "only-in-image", Body: "x"}})
+	r := imageRunner(t)
+	name := run(t, r, fmt.Sprintf(`
+name: hostprobed
+apps:
+  - name: app
+    image: %s
+    readinessProbe: {exec: [/bin/tool, cat, /only-in-image], periodSeconds: 1}
+`, ref), "")
+	for {
+		s, err := record.ReadAppOrNew(r.StateDir, name, "app")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Readiness != nil {
+			if s.Readiness.LastResult != record.ProbeSuccess {
+				t.Errorf("the readiness probe: %+v, want a success", *s.Readiness)
+			}
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := r.Stop(context.Background(), name, 0); err != nil {
+		t.Fatal(err)
+	}
+	noManagerMounts(t, r, "the stopped pod")
+}
