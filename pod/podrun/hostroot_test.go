@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -146,4 +148,38 @@ apps:
 		t.Fatal(err)
 	}
 	noManagerMounts(t, r, "the stopped pod")
+}
+
+// pod rm, forced too, refuses to delete a pod's state while something is
+// still mounted under it in the manager's mount namespace (a root that
+// the shutdown hook did not detach), naming the mount and how to detach
+// it; once detached, the pod is removed.
+func TestHostPodImageRemoveRefusedWhileMounted(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := pushTool(t, reg, "leftmount:1", image.Config{Cmd: []string{"sleep", "600"}})
+	r := imageRunner(t)
+	name := runRemoved(t, r, fmt.Sprintf("name: hostleft\napps:\n  - {name: a, image: %s}\n", ref))
+	if _, err := r.Stop(context.Background(), name, 0); err != nil {
+		t.Fatal(err)
+	}
+	root := pod.ImageRoot(r.StateDir, name, "a").Root()
+	pid := strconv.Itoa(systemdtest.Manager(t).PID())
+	if out, err := exec.Command("nsenter", "--mount", "--target", pid, "mount", "-t", "tmpfs", "left", root).CombinedOutput(); err != nil {
+		t.Fatalf("mount a tmpfs at the root in the manager's namespace: %v: %s", err, out)
+	}
+	for _, force := range []bool{false, true} {
+		err := r.Remove(context.Background(), name, force)
+		if err == nil || !strings.Contains(err.Error(), "pod hostleft cannot be removed: "+root+" is still mounted in the manager's mount namespace") {
+			t.Errorf("pod rm (force %v) of a pod with a mount left: %v", force, err)
+		}
+	}
+	if _, err := os.Stat(pod.ImageRoot(r.StateDir, name, "a").Upper()); err != nil {
+		t.Errorf("the refused removal deleted the writable layer: %v", err)
+	}
+	if out, err := exec.Command("nsenter", "--mount", "--target", pid, "umount", "--lazy", root).CombinedOutput(); err != nil {
+		t.Fatalf("umount: %v: %s", err, out)
+	}
+	if err := r.Remove(context.Background(), name, false); err != nil {
+		t.Fatal(err)
+	}
 }
