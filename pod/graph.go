@@ -226,6 +226,7 @@ func deps(list []Dep, kind, also DepKind, units ...string) []Dep {
 // record.HookStart, record.HookLogCopy, record.HookReapApp, record.HookEnd.
 const (
 	HookAwait           = "await"            // an app's ExecStartPre=: waits for the sidecar or init apps before it
+	HookMountRoot       = "mount-root"       // an image app's ExecStartPre= in a host pod: mounts its root
 	HookPostStart       = "post-start"       // an app's ExecStartPost=: its postStart hook
 	HookPreStop         = "pre-stop"         // an app's ExecStop=: its preStop hook
 	HookReap            = "reap"             // a reaper's ExecStop=
@@ -242,7 +243,7 @@ const (
 // false for a name that is no hook.
 func HookUnit(hook, pod, app string) (string, bool) {
 	switch hook {
-	case record.HookStart, record.HookLogCopy, HookAwait, HookPostStart, HookPreStop, record.HookReapApp, record.HookEnd:
+	case record.HookStart, record.HookLogCopy, HookAwait, HookMountRoot, HookPostStart, HookPreStop, record.HookReapApp, record.HookEnd:
 		return AppUnit(pod, app), true
 	case HookProbe:
 		return probeUnit(pod, app), true

@@ -23,9 +23,10 @@ type ImageFiles struct {
 }
 
 // ImageRootDir is the directory of pod name's app whose root is an
-// image, in the pod's state: Root, where the pod's container mounts the
-// image's layers (overlayfs), with Upper, the app's writable layer, and
-// Work, overlayfs's work directory. All three go with the pod.
+// image, in the pod's state: Root, where the pod's container (in a host
+// pod, the app's service) mounts the image's layers (overlayfs), with
+// Upper, the app's writable layer, and Work, overlayfs's work directory.
+// All three go with the pod.
 type ImageRootDir string
 
 // ImageRoot is app's ImageRootDir in pod name's state under stateDir.
@@ -41,6 +42,14 @@ func (d ImageRootDir) Upper() string { return filepath.Join(string(d), "upper") 
 
 // Work is overlayfs's work directory of Upper.
 func (d ImageRootDir) Work() string { return filepath.Join(string(d), "work") }
+
+// HostImageRoot reports whether app a of m has an image root that its
+// own service mounts (the mount-root hook), in the manager's mount
+// namespace: a's of a host pod. An isolated pod's container mounts its
+// apps' roots in the pod's own mount namespace.
+func (m *Manifest) HostImageRoot(a *App) bool {
+	return a.ImageID != "" && m.Isolation != Namespaces
+}
 
 // Merged is what an app runs from its image: MergeImage's result.
 type Merged struct {

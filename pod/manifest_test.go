@@ -229,7 +229,6 @@ func TestParseErrors(t *testing.T) {
 		{"bad isolation", "isolation: vm\nname: p\n" + app, `isolation "vm": must be one of none, namespaces`},
 		{"network none on host", "network: none\nname: p\n" + app, `network "none": needs isolation: namespaces`},
 		{"rootfs on host", "name: p\napps: [{name: a, exec: [/bin/true], rootfs: /srv/root}]\n", `apps[0].rootfs "/srv/root": needs isolation: namespaces`},
-		{"image on host", "name: p\napps: [{name: a, image: busybox}]\n", `apps[0].image "busybox": needs isolation: namespaces (the image's root is mounted in the pod's own mount namespace)`},
 		{"image and rootfs", "name: p\nisolation: namespaces\napps: [{name: a, image: busybox, rootfs: /srv/root}]\n", `apps[0].rootfs "/srv/root": not allowed with image: an app's root is its image or its rootfs`},
 		{"image with a space", "name: p\nisolation: namespaces\napps: [{name: a, image: \"busy box\"}]\n", `apps[0].image "busy box": must be an image reference`},
 		{"bad pull policy", "name: p\nisolation: namespaces\napps: [{name: a, image: busybox, imagePullPolicy: Sometimes}]\n", `apps[0].imagePullPolicy "Sometimes": must be one of Always, IfNotPresent, Never`},

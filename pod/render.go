@@ -190,6 +190,14 @@ func app(f *unit.File, n Node, a *App, m *Manifest, h hooks) error {
 	// delegated unit), so that the app's limits and its stop reach the
 	// command it runs there.
 	f.Set("Service", "Delegate", "yes")
+	// An image app of a host pod mounts its root in the manager's mount
+	// namespace, where "+" commands run, before anything else of a run
+	// ([Manifest.HostImageRoot]); an isolated pod's container mounts it.
+	if m.HostImageRoot(a) {
+		if err := setExec(f, "ExecStartPre", "+", h.argv(HookMountRoot, a.Name)); err != nil {
+			return err
+		}
+	}
 	// The await hook holds the first run until the sidecar before the app
 	// has started ([Manifest.SidecarBefore]), as the kubelet starts each
 	// container once the sidecars before it have started, not once their

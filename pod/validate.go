@@ -142,7 +142,7 @@ func (p *problems) app(path string, a *App, m *Manifest) {
 		p.add(path+".rootfs", a.Rootfs, "must be a directory other than /")
 	} else if a.Rootfs != "" {
 		p.path(path+".rootfs", a.Rootfs)
-		if m.Isolation != Namespaces {
+		if m.Isolation != Namespaces && a.ImageID == "" {
 			p.add(path+".rootfs", a.Rootfs, "needs isolation: namespaces")
 		}
 	}
@@ -360,9 +360,6 @@ func (p *problems) image(path string, a *App, m *Manifest) {
 	}
 	if a.Rootfs != "" && a.ImageID == "" {
 		p.add(path+".rootfs", a.Rootfs, "not allowed with image: an app's root is its image or its rootfs")
-	}
-	if m.Isolation != Namespaces {
-		p.add(path+".image", a.Image, "needs isolation: namespaces (the image's root is mounted in the pod's own mount namespace)")
 	}
 	if a.ImagePullPolicy != "" {
 		oneOf(p, path+".imagePullPolicy", image.PullPolicy(a.ImagePullPolicy), image.PullAlways, image.PullIfNotPresent, image.PullNever)

@@ -62,6 +62,9 @@ func newPodHookCmd(f *podFlags) *cobra.Command {
 		hook(pod.HookAwait, true, func(cmd *cobra.Command, dir string, args []string) error {
 			return podrun.Await(cmd.Context(), dir, args[0], args[1])
 		}),
+		hook(pod.HookMountRoot, true, func(cmd *cobra.Command, dir string, args []string) error {
+			return podrun.MountRoot(dir, args[0], args[1])
+		}),
 		hook(pod.HookPostStart, true, func(cmd *cobra.Command, dir string, args []string) error {
 			return podrun.PostStart(cmd.Context(), dir, args[0], args[1])
 		}),

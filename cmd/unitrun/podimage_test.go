@@ -211,15 +211,20 @@ func TestPodImagePullRefusedNamesField(t *testing.T) {
 	}
 }
 
-// pod exec runs its command in the image's root, as the app runs.
+// pod exec runs its command in the image's root, as the app runs: in an
+// isolated pod, whose container mounted it, and in a host pod, whose
+// app's service mounted it in the manager's mount namespace.
 func TestPodExecImage(t *testing.T) {
 	reg := imagetest.NewRegistry(t)
 	ref := pushToolImage(t, reg, "exec:1", "sleep", "600")
 	t.Setenv("UNITRUN_IMAGE_DIR", t.TempDir())
-	dir := systemdtest.RunDir(t)
-	startPod(t, dir, "pximg", "name: pximg\nisolation: namespaces\napps:\n  - {name: app, image: "+ref+"}\n", "app")
-	if out, errs, code := podExec(t, dir, "", "pximg", "app", "--", "tool", "cat", "/only-in-image"); code != 0 || out != "from the image\n" {
-		t.Errorf("pod exec in an image's app: exit %d, %q, %q", code, out, errs)
+	for _, iso := range []string{"namespaces", "none"} {
+		dir := systemdtest.RunDir(t)
+		name := "pximg-" + iso
+		startPod(t, dir, name, "name: "+name+"\nisolation: "+iso+"\napps:\n  - {name: app, image: "+ref+"}\n", "app")
+		if out, errs, code := podExec(t, dir, "", name, "app", "--", "tool", "cat", "/only-in-image"); code != 0 || out != "from the image\n" {
+			t.Errorf("pod exec in an image's app, isolation %s: exit %d, %q, %q", iso, code, out, errs)
+		}
 	}
 }
 

@@ -67,10 +67,10 @@ type Overlay struct {
 	Lower             []string
 }
 
-// options returns o's mount options, its lower layers relative to their
+// Options returns o's mount options, its lower layers relative to their
 // parent directory, which it returns too: the options of a mount are at
 // most a page, which 60 layers named by absolute path could fill.
-func (o Overlay) options() (dir, opts string, err error) {
+func (o Overlay) Options() (dir, opts string, err error) {
 	if len(o.Lower) == 0 {
 		return "", "", errors.New("overlay " + o.Root + ": no layers")
 	}
@@ -102,7 +102,7 @@ const maxMountOptions = 4096
 // are not in one directory, a path holds ':' or ',', or its options are
 // more than a mount takes.
 func (o Overlay) Check() error {
-	_, _, err := o.options()
+	_, _, err := o.Options()
 	return err
 }
 
@@ -265,7 +265,7 @@ func (c *Container) command(systemd, base string, env []string) *exec.Cmd {
 	args = append(args, c.Binds...)
 	args = append(args, strconv.Itoa(len(c.Overlays)))
 	for _, o := range c.Overlays {
-		dir, opts, _ := o.options() // checked by Start
+		dir, opts, _ := o.Options() // checked by Start
 		args = append(args, o.Root, dir, opts)
 	}
 	args = append(args, strconv.Itoa(len(c.Roots)))

@@ -18,7 +18,7 @@ func TestOverlayOptions(t *testing.T) {
 		return l
 	}
 	o := Overlay{Root: "/s/root", Upper: "/s/upper", Work: "/s/work", Lower: layers(2)}
-	dir, opts, err := o.options()
+	dir, opts, err := o.Options()
 	if want := "lowerdir=" + fmt.Sprintf("%064x:%064x", 0, 1) + ",upperdir=/s/upper,workdir=/s/work"; err != nil || dir != "/var/lib/unitrun/images/layers/sha256" || opts != want {
 		t.Errorf("options: %q, %q, %v; want %q", dir, opts, err, want)
 	}

@@ -280,7 +280,8 @@ spec:
 // TestTranslateRegistryImage checks that, with RegistryImages, an image
 // --image does not map is the app's image, its command and args kept
 // apart for the merge with the image's config, its imagePullPolicy
-// passed on, and the pod isolated; without, it is refused.
+// passed on, and the pod isolated unless its annotation says none;
+// without, it is refused.
 func TestTranslateRegistryImage(t *testing.T) {
 	text := `apiVersion: v1
 kind: Pod
@@ -304,6 +305,11 @@ spec:
 	}
 	if !reflect.DeepEqual(side.Exec, []string{"/bin/run"}) || len(side.Args) != 0 || side.ImagePullPolicy != "Never" {
 		t.Errorf("side: %+v, want exec [/bin/run], policy Never", side)
+	}
+	// The isolation annotation none makes it a host pod, its apps' images
+	// mounted by their own services.
+	if m, err := translate(t, strings.Replace(text, "metadata: {name: web}", "metadata: {name: web, annotations: {unitrun.io/isolation: none}}", 1), Options{AllowPrivileged: true, RegistryImages: true}); err != nil || m.Isolation != "none" {
+		t.Errorf("with isolation none: %v, isolation %q; want a host pod", err, m.Isolation)
 	}
 	if _, err := translate(t, strings.Replace(text, "imagePullPolicy: Never", "imagePullPolicy: Often", 1), Options{AllowPrivileged: true, RegistryImages: true}); err == nil || !strings.Contains(err.Error(), `spec.containers[1].imagePullPolicy: "Often": must be one of Always, IfNotPresent, Never`) {
 		t.Errorf("a bad imagePullPolicy: %v", err)
@@ -390,7 +396,7 @@ func TestTranslateRefusals(t *testing.T) {
 		{ctr("    env: [{name: X, valueFrom: {fileKeyRef: {path: p}}}]\n"), Options{AllowPrivileged: true}, `spec.containers[0].env[0].valueFrom: only fieldRef, resourceFieldRef, configMapKeyRef and secretKeyRef are supported (not fileKeyRef)`},
 		{ctr("    volumeMounts: [{name: v, mountPath: /x, subPath: ../up}]\n"), Options{AllowPrivileged: true, Volumes: map[string]*VolumeDir{"v": {Dir: "/v"}}}, `spec.containers[0].volumeMounts[0].subPath: "../up" must be a relative path inside the volume`},
 		{ctr("    volumeMounts: [{name: v, mountPath: /x, mountPropagation: Bidirectional}]\n"), Options{AllowPrivileged: true, Volumes: map[string]*VolumeDir{"v": {Dir: "/v"}}}, `spec.containers[0].volumeMounts[0].mountPropagation: "Bidirectional" is not supported: a container's mounts are its own`},
-		{strings.Replace(pod("  containers: [{name: a, image: alpine, command: [x]}]\n"), "metadata: {name: web}", "metadata: {name: web, annotations: {unitrun.io/isolation: none}}", 1), Options{AllowPrivileged: true}, `metadata.annotations[unitrun.io/isolation]: none cannot run an image that maps to a root filesystem, or a registry image: that needs namespaces`},
+		{strings.Replace(pod("  containers: [{name: a, image: alpine, command: [x]}]\n"), "metadata: {name: web}", "metadata: {name: web, annotations: {unitrun.io/isolation: none}}", 1), Options{AllowPrivileged: true}, `metadata.annotations[unitrun.io/isolation]: none cannot run an image that maps to a root filesystem: that needs namespaces`},
 		{strings.Replace(pod("  containers: [{name: a, image: busybox, command: [x]}]\n"), "metadata: {name: web}", "metadata: {name: web, annotations: {unitrun.io/isolation: vm}}", 1), Options{AllowPrivileged: true}, `metadata.annotations[unitrun.io/isolation]: "vm" is not none or namespaces`},
 		{strings.Replace(pod("  containers: [{name: a, image: busybox, command: [x]}]\n"), "metadata: {name: web}", "metadata: {name: web, annotations: {unitrun.io/restart-backoff: 1s}}", 1), Options{AllowPrivileged: true}, `metadata.annotations[unitrun.io/restart-backoff]: "1s" is shorter than the minimum restart back-off, 10s (the kubelet's, unless unitrun-node's operator set another)`},
 		{strings.Replace(pod("  containers: [{name: a, image: busybox, command: [x]}]\n"), "metadata: {name: web}", "metadata: {name: web, annotations: {unitrun.io/restart-backoff: 6m}}", 1), Options{AllowPrivileged: true}, `metadata.annotations[unitrun.io/restart-backoff]: "6m" is not a duration above 0 and at most 5m0s`},

@@ -161,7 +161,9 @@ func Translate(p *Pod, o *Options) (*Manifest, error) {
 	}
 	t.checkSpec()
 	t.checkVolumes()
-	rootfs := false
+	// A root filesystem needs the pod's namespaces; a registry image is
+	// isolated too, unless the annotation says none.
+	rootfs, registry := false, false
 	for i := range p.Spec.InitContainers {
 		ctr := &p.Spec.InitContainers[i]
 		path := fmt.Sprintf("spec.initContainers[%d]", i)
@@ -189,7 +191,7 @@ func Translate(p *Pod, o *Options) (*Manifest, error) {
 		default:
 			rs.Add(path+".restartPolicy", "%q: an init container's restartPolicy can only be Always, which makes it a sidecar", *ctr.RestartPolicy)
 		}
-		rootfs = rootfs || a.Rootfs != "" || a.Image != ""
+		rootfs, registry = rootfs || a.Rootfs != "", registry || a.Image != ""
 		m.Apps = append(m.Apps, a)
 	}
 	for i := range p.Spec.Containers {
@@ -197,7 +199,7 @@ func Translate(p *Pod, o *Options) (*Manifest, error) {
 		path := fmt.Sprintf("spec.containers[%d]", i)
 		a := t.container(ctr, path, false)
 		a.probes(ctr, path, probeAction(p.Spec.RestartPolicy), rs)
-		rootfs = rootfs || a.Rootfs != "" || a.Image != ""
+		rootfs, registry = rootfs || a.Rootfs != "", registry || a.Image != ""
 		m.Apps = append(m.Apps, a)
 	}
 	if len(p.Spec.Containers) == 0 {
@@ -205,12 +207,12 @@ func Translate(p *Pod, o *Options) (*Manifest, error) {
 	}
 	switch iso := p.Metadata.Annotations[AnnotationIsolation]; iso {
 	case "":
-		if rootfs {
+		if rootfs || registry {
 			m.Isolation = "namespaces"
 		}
 	case "none":
 		if rootfs {
-			rs.Add("metadata.annotations["+AnnotationIsolation+"]", "none cannot run an image that maps to a root filesystem, or a registry image: that needs namespaces")
+			rs.Add("metadata.annotations["+AnnotationIsolation+"]", "none cannot run an image that maps to a root filesystem: that needs namespaces")
 		}
 		m.Isolation = iso
 	case "namespaces":

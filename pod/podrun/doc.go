@@ -8,6 +8,7 @@
 // through the hidden "unitrun pod unit-hook" commands (see package pod for the
 // graph): [Await] holds an app's first run until the sidecar before it
 // has started and the retried init apps before it have succeeded,
+// [MountRoot] mounts the image root of an app of a host pod,
 // [ExecApp] starts a run where the small hook binary does not
 // (package pod/appexec), [ReapApp] records each exit and
 // applies the policies, [Reap] and [Shutdown] end apps and the pod,

@@ -2,6 +2,7 @@ package podrun
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/unitrun/unitrun/manager"
@@ -138,7 +139,8 @@ func Reap(stateDir, name, app string) error {
 // of every app's last exit (from systemd for an app whose reap-app did not
 // record it, see [recordedOutcomes]), and its phase; then stops the pod's target and
 // slice (with any init app still active in it), and ends an isolated
-// pod's own systemd.
+// pod's own systemd. It first detaches the image roots that a host pod's
+// apps mounted ([MountRoot]): every app has stopped.
 func Shutdown(ctx context.Context, stateDir, name string, open func(context.Context) (*manager.Conn, error)) error {
 	unlock, err := record.Lock(stateDir, name)
 	if err != nil {
@@ -149,6 +151,8 @@ func Shutdown(ctx context.Context, stateDir, name string, open func(context.Cont
 	if err != nil {
 		return err
 	}
+	// An error here leaves the pod's exit to record all the same.
+	unmounted := unmountRoots(stateDir, m)
 	mgr, err := open(ctx)
 	if err != nil {
 		return err
@@ -176,7 +180,7 @@ func Shutdown(ctx context.Context, stateDir, name string, open func(context.Cont
 	if err := record.MarkStopping(stateDir, name); err != nil {
 		return err
 	}
-	return queueStops(ctx, mgr, pod.TargetUnit(name), pod.SliceUnit(name))
+	return errors.Join(unmounted, queueStops(ctx, mgr, pod.TargetUnit(name), pod.SliceUnit(name)))
 }
 
 // recordedOutcomes returns the last exits recorded of the apps of pod m

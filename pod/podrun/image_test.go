@@ -43,27 +43,30 @@ func pushTool(t *testing.T, reg *imagetest.Registry, repoTag string, cfg image.C
 	return reg.Push(t, repoTag, imagetest.Image{Layers: append([]imagetest.Layer{imagetest.ToolLayer(t, "/bin/tool")}, layers...), Config: cfg})
 }
 
-// A pod's app whose image names a registry image runs in that image's
-// root: it prints a file that only the image has, and the pod exits with
-// the status of the image's entrypoint; Entrypoint and Cmd give the
-// command of an app with neither exec nor args, the Entrypoint with the
-// app's args the other's.
-func TestPodImage(t *testing.T) {
+// runImagePod runs, in a pod of isolation iso named name, an app of an
+// image that prints a file only the image has and one that exits 7 by the
+// image's entrypoint, and checks the app printed the file and the pod
+// exited 7; it returns the runner, once the pod has ended, and the
+// image's reference.
+func runImagePod(t *testing.T, name string, iso pod.Isolation) (*Runner, string) {
+	t.Helper()
 	reg := imagetest.NewRegistry(t)
-	ref := pushTool(t, reg, "app:1", image.Config{Cmd: []string{"cat", "/only-in-image"}},
+	ref := pushTool(t, reg, name+":1", image.Config{Cmd: []string{"cat", "/only-in-image"}},
 		imagetest.Layer{{Path: "only-in-image", Body: "from the image\n"}})
 	r := imageRunner(t)
-	name := run(t, r, fmt.Sprintf(`
-name: imaged
-isolation: namespaces
+	run(t, r, fmt.Sprintf(`
+name: %[1]s
+isolation: %[2]s
 apps:
   - name: cat
-    image: %[1]s
+    image: %[3]s
   - name: fail
-    image: %[1]s
+    image: %[3]s
     args: ["exit", "7"]
-`, ref), "")
-	defer containerLog(t, r, name)
+`, name, iso, ref), "")
+	if iso == pod.Namespaces {
+		defer containerLog(t, r, name)
+	}
 	s := wait(t, r, name)
 	wantPod(t, s, pod.PodFailed, 7)
 	log, err := os.ReadFile(pod.LogFile(r.StateDir, name, "cat"))
@@ -73,6 +76,17 @@ apps:
 	if string(log) != "from the image\n" {
 		t.Errorf("the app printed %q, want the image's file", log)
 	}
+	return r, ref
+}
+
+// A pod's app whose image names a registry image runs in that image's
+// root: it prints a file that only the image has, and the pod exits with
+// the status of the image's entrypoint; Entrypoint and Cmd give the
+// command of an app with neither exec nor args, the Entrypoint with the
+// app's args the other's.
+func TestPodImage(t *testing.T) {
+	name := "imaged"
+	r, ref := runImagePod(t, name, pod.Namespaces)
 	if _, err := os.Stat("/only-in-image"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the host has /only-in-image: %v", err)
 	}

@@ -36,7 +36,12 @@ func PostStart(ctx context.Context, stateDir, name, app string) error {
 	if hookErr == nil {
 		return nil
 	}
-	why := PostStartFailed + hookErr.Error()
+	return startFailed(stateDir, name, app, PostStartFailed+hookErr.Error())
+}
+
+// startFailed writes why as the reason the run of app could not execute
+// its command, which the exit hook records, and returns it as an error.
+func startFailed(stateDir, name, app, why string) error {
 	f, err := record.OpenStartError(stateDir, name, app)
 	if err != nil {
 		return errors.Join(errors.New(why), err)

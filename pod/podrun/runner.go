@@ -568,7 +568,9 @@ func (r *Runner) runJob(ctx context.Context, u string, enqueue func(context.Cont
 // so that a pod whose state is broken or oversized is removed too. Once no
 // other pod is loaded, it also stops the parent slices that the pods'
 // slice names imply (unitrun-pod.slice, unitrun.slice), so that no unit of
-// unitrun's pods remains.
+// unitrun's pods remains. It refuses, forced too, to delete the state
+// while something is mounted under it in the manager's mount namespace
+// (an image root of a host pod whose shutdown hook did not run).
 func (r *Runner) Remove(ctx context.Context, name string, force bool) error {
 	if pod.CheckNames(name) != nil {
 		return &NoPodError{Name: name, StateDir: r.StateDir}
@@ -588,6 +590,9 @@ func (r *Runner) Remove(ctx context.Context, name string, force bool) error {
 	// without it, whatever the state directory holds: a full one, say.
 	record.MarkStopping(r.StateDir, name)
 	if err := r.stopUnits(ctx, []string{pod.ContainerUnit(name), pod.SliceUnit(name), pod.TargetUnit(name)}); err != nil {
+		return err
+	}
+	if err := r.checkNoMounts(ctx, name); err != nil {
 		return err
 	}
 	if err := r.removeFiles(ctx, name, unitDir); err != nil {
