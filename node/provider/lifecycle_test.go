@@ -1,11 +1,14 @@
 package provider
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/manager"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
 )
@@ -43,10 +46,31 @@ func TestLifecycleHooks(t *testing.T) {
 	if data, err := os.ReadFile(filepath.Join(dir, "post-start")); err != nil || string(data) != "started\n" {
 		t.Errorf("app0's postStart hook wrote %q (%v)", data, err)
 	}
+	// The delete of a running container: app0's start, its postStart
+	// hook included, is over (a delete during the hook is
+	// TestLifecycleHooksStopDuringPostStart's).
+	waitStarted(t, unitName(podName(p.Namespace, p.Name, string(p.UID)), "app0"))
 	deletePod(t, client, p)
 	waitGone(t, n, podName(p.Namespace, p.Name, string(p.UID)))
 	if data, err := os.ReadFile(filepath.Join(dir, "seen-at-term")); err != nil || string(data) != "stopping\n" {
 		t.Errorf("app0 at its SIGTERM saw the preStop hook's file %q (%v), want stopping", data, err)
+	}
+}
+
+// waitStarted waits until unit u is active: its start, postStart hook
+// (ExecStartPost=) included, is over.
+func waitStarted(t *testing.T, u string) {
+	t.Helper()
+	conn := systemdtest.Conn(t)
+	for i := 0; ; i++ {
+		props, err := conn.Properties(context.Background(), u, manager.UnitIface)
+		if err == nil && props["ActiveState"].Value() == "active" {
+			return
+		}
+		if i == 1200 {
+			t.Fatalf("%s not active within a minute: %v", u, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
