@@ -282,6 +282,7 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	}
 	p.mu.Unlock()
 	name := podName(pod.Namespace, pod.Name, string(pod.UID))
+	prev := e
 	at, failures := time.Now(), 0
 	if again {
 		at = e.at
@@ -329,7 +330,9 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 			f.failures = failures + 1
 			e.pull = f
 			p.log.Info("image pull failed", "pod", k, "image", f.ref, "reason", f.reason, "err", f.message)
-			p.put(k, e)
+			if !p.putAgain(k, prev, e) {
+				return nil
+			}
 			p.retryPull(ctx, k, e)
 			return nil
 		}
@@ -406,12 +409,25 @@ func (p *Provider) start(ctx context.Context, k, name string) {
 	}()
 }
 
-func (p *Provider) put(k string, e *entry) {
+func (p *Provider) put(k string, e *entry) { p.putAgain(k, nil, e) }
+
+// putAgain is put of e, the entry of a Pod's creation made again (a pull
+// retried), in place of prev, the entry it was made again from; but if
+// prev was deleted, or is being deleted, while the creation ran (a pull
+// takes time), it puts nothing and returns false: an entry put then would
+// outlive its Pod, retrying its pull for ever. For a first creation (prev
+// nil) it is put.
+func (p *Provider) putAgain(k string, prev, e *entry) bool {
 	p.mu.Lock()
+	if prev != nil && prev.pod.UID == e.pod.UID && (prev.deleting || p.pods[k] != prev) {
+		p.mu.Unlock()
+		return false
+	}
 	p.pods[k] = e
 	p.watchPod(e)
 	p.mu.Unlock()
 	p.sendStatus(context.Background(), e)
+	return true
 }
 
 // UpdatePod keeps pod's new labels, annotations and activeDeadlineSeconds,
