@@ -158,25 +158,7 @@ func TestImageCLI(t *testing.T) {
 // TestImagePullInterruptedResumes interrupts a pull mid-layer as Ctrl-C
 // does: unitrun exits 130, and the next pull completes.
 func TestImagePullInterruptedResumes(t *testing.T) {
-	reg := imagetest.NewRegistry(t)
-	ref := reg.Push(t, "slow:1", imagetest.Image{Layers: []imagetest.Layer{{{Path: "a", Body: strings.Repeat("x", 1<<16)}}}})
-	reached := make(chan struct{})
-	var once sync.Once
-	reg.SetWrap(func(w http.ResponseWriter, r *http.Request, registry http.Handler) {
-		stall := false
-		if strings.Contains(r.URL.Path, "/blobs/") && r.Method == http.MethodGet {
-			once.Do(func() { stall = true })
-		}
-		if !stall {
-			registry.ServeHTTP(w, r)
-			return
-		}
-		// The first blob stops after a few bytes until unitrun is gone.
-		w.Write(make([]byte, 10))
-		w.(http.Flusher).Flush()
-		close(reached)
-		<-r.Context().Done()
-	})
+	ref, reached := stallingRegistry(t, "slow:1")
 	dir := t.TempDir()
 	cmd := exec.Command(systemdtest.Binary(t), "image", "pull", "--image-dir", dir, ref)
 	var errb strings.Builder
@@ -344,25 +326,7 @@ func TestImagePullWithoutUnitrunPull(t *testing.T) {
 // which it cannot catch: unitrun-pull, its child, ends too, rather than
 // pull on and hold the image's lock against the next pull.
 func TestImagePullKilledTakesPullerAlong(t *testing.T) {
-	reg := imagetest.NewRegistry(t)
-	ref := reg.Push(t, "orphan:1", imagetest.Image{Layers: []imagetest.Layer{{{Path: "a", Body: strings.Repeat("x", 1<<16)}}}})
-	reached := make(chan struct{})
-	var once sync.Once
-	reg.SetWrap(func(w http.ResponseWriter, r *http.Request, registry http.Handler) {
-		stall := false
-		if strings.Contains(r.URL.Path, "/blobs/") && r.Method == http.MethodGet {
-			once.Do(func() { stall = true })
-		}
-		if !stall {
-			registry.ServeHTTP(w, r)
-			return
-		}
-		// The first blob stops after a few bytes until the puller is gone.
-		w.Write(make([]byte, 10))
-		w.(http.Flusher).Flush()
-		close(reached)
-		<-r.Context().Done()
-	})
+	ref, reached := stallingRegistry(t, "orphan:1")
 	cmd := exec.Command(systemdtest.Binary(t), "image", "pull", "--image-dir", t.TempDir(), ref)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -420,4 +384,29 @@ func TestUnitrunPullByHand(t *testing.T) {
 			t.Errorf("unitrun-pull %q: %v, stdout %q, stderr %q; want exit 2 and the commands to use", args, err, out.String(), errb.String())
 		}
 	}
+}
+
+// stallingRegistry pushes image name to a registry of its own whose first
+// blob stops after a few bytes until its client is gone, and returns the
+// image's reference and a channel closed once that blob has begun.
+func stallingRegistry(t *testing.T, name string) (string, <-chan struct{}) {
+	reg := imagetest.NewRegistry(t)
+	ref := reg.Push(t, name, imagetest.Image{Layers: []imagetest.Layer{{{Path: "a", Body: strings.Repeat("x", 1<<16)}}}})
+	reached := make(chan struct{})
+	var once sync.Once
+	reg.SetWrap(func(w http.ResponseWriter, r *http.Request, registry http.Handler) {
+		stall := false
+		if strings.Contains(r.URL.Path, "/blobs/") && r.Method == http.MethodGet {
+			once.Do(func() { stall = true })
+		}
+		if !stall {
+			registry.ServeHTTP(w, r)
+			return
+		}
+		w.Write(make([]byte, 10))
+		w.(http.Flusher).Flush()
+		close(reached)
+		<-r.Context().Done()
+	})
+	return ref, reached
 }
