@@ -23,7 +23,7 @@ func TestLifecycleHooks(t *testing.T) {
 	n := startNode(t, testConfig(t), client)
 	dir := t.TempDir()
 	p := newPod("hooks", corev1.RestartPolicyAlways, nil,
-		`trap 'cp `+dir+`/pre-stop `+dir+`/seen-at-term; exit 0' TERM; while :; do sleep 0.1; done`,
+		`trap 'read -r seen < `+dir+`/pre-stop; echo $seen > `+dir+`/seen-at-term; exit 0' TERM; while :; do sleep 0.1; done`,
 		`exec sleep 600`)
 	p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{
 		PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "echo started >" + dir + "/post-start"}}},
@@ -86,8 +86,8 @@ func TestLifecycleHooksStopDuringPostStart(t *testing.T) {
 	n := startNode(t, testConfig(t), client)
 	dir := t.TempDir()
 	p := newPod("hooks-post-start-stop", corev1.RestartPolicyAlways, nil,
-		`trap 'touch `+dir+`/app0-term; exit 0' TERM; touch `+dir+`/app0-began; while :; do sleep 0.1; done`,
-		`trap 'cp `+dir+`/pre-stop `+dir+`/seen-at-term; exit 0' TERM; while :; do sleep 0.1; done`,
+		`trap ': > `+dir+`/app0-term; exit 0' TERM; touch `+dir+`/app0-began; while :; do sleep 0.1; done`,
+		`trap 'read -r seen < `+dir+`/pre-stop; echo $seen > `+dir+`/seen-at-term; exit 0' TERM; while :; do sleep 0.1; done`,
 		`exec sleep 600`)
 	grace := int64(2)
 	p.Spec.TerminationGracePeriodSeconds = &grace

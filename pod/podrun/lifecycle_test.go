@@ -23,9 +23,12 @@ import (
 
 // preStopSeen is the preStop hook and command of an app whose command, at
 // its stop signal, prints what the hook wrote to %[1]s/pre-stop (the
-// manifest's first argument), "stopping", and exits 0.
+// manifest's first argument), "stopping", and exits 0. Its trap forks no
+// process: systemd signals a unit's processes again and again until a
+// pass finds no new one, so that a process a trap forks may get the stop
+// signal too.
 const preStopSeen = `    preStop: {exec: ["/bin/sh", "-c", "echo stopping > %[1]s/pre-stop"]}
-    exec: ["/bin/sh", "-c", "trap 'cat %[1]s/pre-stop; exit 0' TERM; while :; do sleep 0.1; done"]`
+    exec: ["/bin/sh", "-c", "trap 'read -r seen < %[1]s/pre-stop; echo $seen; exit 0' TERM; while :; do sleep 0.1; done"]`
 
 // An app's postStart hook runs beside its command's start, and its
 // preStop hook runs when a stop ends the run, before the stop signal: the
@@ -106,7 +109,7 @@ func TestPodStopDuringPostStart(t *testing.T) {
 name: post-start-stop
 apps:
   - name: plain
-    exec: ["/bin/sh", "-c", "trap 'touch %[1]s/plain-term; exit 0' TERM; touch %[1]s/plain-began; while :; do sleep 0.1; done"]
+    exec: ["/bin/sh", "-c", "trap ': > %[1]s/plain-term; exit 0' TERM; touch %[1]s/plain-began; while :; do sleep 0.1; done"]
   - name: slow
     postStart: {exec: ["/bin/sh", "-c", "touch %[1]s/slow-began; while [ ! -e %[1]s/plain-term ]; do sleep 0.02; done"]}
 `+preStopSeen+`
