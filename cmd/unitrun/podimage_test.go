@@ -241,7 +241,7 @@ func TestImageRmOfPodImageRefused(t *testing.T) {
 	if _, errs, code := unitrun(t, "image", "prune", "--image-dir", images); code != 0 {
 		t.Fatalf("image prune: exit %d: %s", code, errs)
 	}
-	want := "unitrun: " + ref + " is in use by pod inuse: remove the pod first (unitrun pod rm inuse)\n"
+	want := "unitrun: " + ref + " is in use by pod inuse: remove the pod first (unitrun pod rm inuse, or unitrun pod uninstall inuse if it is installed)\n"
 	if out, errs, code := unitrun(t, "image", "rm", "--image-dir", images, ref); code != 125 || errs != want {
 		t.Errorf("image rm of the pod's image: exit %d, %q, %q; want 125, %q", code, out, errs, want)
 	}

@@ -133,10 +133,9 @@ func (r *Runner) resolveImages(ctx context.Context, s *image.Store, m *pod.Manif
 	return errors.Join(pulls...)
 }
 
-// leaseImages takes the leases of pod m, whose images resolveImages
-// applied, and makes each image app's root, writable layer and work
-// directory ([pod.ImageRoot]) in the pod's state.
-func (r *Runner) leaseImages(m *pod.Manifest) error {
+// takeLeases takes the leases of pod m, whose images resolveImages
+// applied, in their store.
+func takeLeases(m *pod.Manifest) error {
 	if m.ImageDir == "" {
 		return nil
 	}
@@ -151,6 +150,21 @@ func (r *Runner) leaseImages(m *pod.Manifest) error {
 		if err := s.Lease(ImageHolder(m.Name), a.ImageID); err != nil {
 			return fmt.Errorf("image %s: %w", a.Image, err)
 		}
+	}
+	return nil
+}
+
+// leaseImages takes the leases of pod m, whose images resolveImages
+// applied (takeLeases), and makes each image app's root, writable layer
+// and work directory ([pod.ImageRoot]) in the pod's state.
+func (r *Runner) leaseImages(m *pod.Manifest) error {
+	if err := takeLeases(m); err != nil {
+		return err
+	}
+	for _, a := range m.Apps {
+		if a.ImageID == "" {
+			continue
+		}
 		d := pod.ImageRoot(r.StateDir, m.Name, a.Name)
 		for _, dir := range []string{d.Root(), d.Upper(), d.Work()} {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -161,10 +175,11 @@ func (r *Runner) leaseImages(m *pod.Manifest) error {
 	return nil
 }
 
-// releaseImages drops pod name's leases, in the store its spec names; a
-// pod whose spec names none took none. Where the spec cannot be read,
-// in r's store, if it exists.
-func (r *Runner) releaseImages(name string) error {
+// ReleaseImages drops pod name's leases, in the store its spec names; a
+// pod whose spec names none took none. Where the spec cannot be read (a
+// pod installed but never created: [Runner.Install]), in r's store, if
+// it exists.
+func (r *Runner) ReleaseImages(name string) error {
 	dir := r.imageDir()
 	if m, err := pod.LoadSpec(r.StateDir, name); err == nil {
 		if dir = m.ImageDir; dir == "" {

@@ -75,20 +75,33 @@ func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso pod.Isolat
 	return r.create(ctx, m, manifest)
 }
 
-// Resolve parses manifest for this host with isolation iso and pulls
-// and applies its images: what CreateWith checks before it creates
-// anything, with its errors (an *InvalidError, a *PullError). It needs
-// no Mgr, and creates nothing of the pod.
-func (r *Runner) Resolve(ctx context.Context, manifest []byte, iso pod.Isolation) (*pod.Manifest, error) {
+// Install is for a pod created later, at boot (pod install's): it
+// parses manifest for this host with isolation iso and pulls and applies
+// its images, what CreateWith checks before it creates anything, with its
+// errors (an *InvalidError, a *PullError); then it runs install(m), which
+// installs the pod, and once that succeeds, takes the pod's leases on its
+// images ([ImageHolder]) as its creation does, so that no image rm or
+// prune takes them before the pod is created. The store stays held from
+// before the pulls until the leases are taken. The pod's removal
+// ([Runner.Remove]), or [Runner.ReleaseImages] where it was never
+// created, drops them. It needs no Mgr, and creates nothing of the pod.
+func (r *Runner) Install(ctx context.Context, manifest []byte, iso pod.Isolation, install func(*pod.Manifest) error) (*pod.Manifest, error) {
 	m, release, err := r.resolve(ctx, manifest, iso)
 	if err != nil {
 		return nil, err
 	}
-	release()
+	defer release()
+	if err := install(m); err != nil {
+		return nil, err
+	}
+	if err := takeLeases(m); err != nil {
+		return nil, fmt.Errorf("pod %s is installed, but its images could not be leased (an image prune may remove them before it starts; install it again): %w", m.Name, err)
+	}
 	return m, nil
 }
 
-// resolve is Resolve that keeps the store of the manifest's images held
+// resolve parses manifest for this host with isolation iso and pulls
+// and applies its images, keeping their store held
 // ([Runner.holdImages]) until release is called: the pod's creation
 // releases it once it has leased them, so that no image prune takes them
 // in between.
@@ -108,7 +121,7 @@ func (r *Runner) resolve(ctx context.Context, manifest []byte, iso pod.Isolation
 	return m, release, nil
 }
 
-// create creates pod m, which Resolve made of manifest.
+// create creates pod m, which resolve made of manifest.
 func (r *Runner) create(ctx context.Context, m *pod.Manifest, manifest []byte) (*pod.Manifest, error) {
 	dir := record.Dir(r.StateDir, m.Name)
 	unitDir, err := r.Mgr.RuntimeUnitDir(ctx)
@@ -694,7 +707,7 @@ func (r *Runner) removeFiles(ctx context.Context, name, unitDir string) error {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, r.releaseImages(name), os.RemoveAll(record.Dir(r.StateDir, name)))
+	errs = append(errs, r.ReleaseImages(name), os.RemoveAll(record.Dir(r.StateDir, name)))
 	// One listing instead of a reset call for each of the 2N+3 units, most
 	// of them collected already.
 	loaded, err := r.loadedOf(ctx, name)
