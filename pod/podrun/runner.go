@@ -67,12 +67,55 @@ func (r *Runner) Create(ctx context.Context, manifest []byte) (*pod.Manifest, er
 // CreateWith is [Runner.Create] with isolation iso, if it is not "",
 // instead of the manifest's; the choice is saved with the pod's state.
 func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso pod.Isolation) (*pod.Manifest, error) {
+	p, err := r.Resolve(ctx, manifest, iso)
+	if err != nil {
+		return nil, err
+	}
+	return r.CreateResolved(ctx, p, false)
+}
+
+// A Resolved pod is a manifest parsed for this host, its images pulled
+// and applied ([Runner.Resolve]): what a creation checks before it
+// creates anything. The store of its images stays held
+// ([Runner.holdImages]), so that no image prune takes them, until it is
+// created ([Runner.CreateResolved]) or Release is called.
+type Resolved struct {
+	m        *pod.Manifest
+	manifest []byte
+	release  func()
+}
+
+// Release lets image prunes take p's images again, if p is not created.
+// It may be called more than once.
+func (p *Resolved) Release() {
+	p.release()
+	p.release = func() {}
+}
+
+// Resolve parses manifest for this host with isolation iso and pulls
+// and applies its images, creating nothing: what CreateWith checks, with
+// its errors (an *InvalidError, a *PullError), so that the pods of a
+// file can all be checked before any is created.
+func (r *Runner) Resolve(ctx context.Context, manifest []byte, iso pod.Isolation) (*Resolved, error) {
 	m, release, err := r.resolve(ctx, manifest, iso)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-	return r.create(ctx, m, manifest)
+	return &Resolved{m: m, manifest: manifest, release: release}, nil
+}
+
+// CreateResolved creates pod p, as CreateWith does, or with replace as
+// Replace does, and releases it.
+func (r *Runner) CreateResolved(ctx context.Context, p *Resolved, replace bool) (*pod.Manifest, error) {
+	defer p.Release()
+	if replace {
+		if _, err := os.Lstat(record.Dir(r.StateDir, p.m.Name)); err == nil {
+			if err := r.Remove(ctx, p.m.Name, true); err != nil {
+				return nil, fmt.Errorf("replace pod %s: %w", p.m.Name, err)
+			}
+		}
+	}
+	return r.create(ctx, p.m, p.manifest)
 }
 
 // Install is for a pod created later, at boot (pod install's): it
@@ -100,8 +143,7 @@ func (r *Runner) Install(ctx context.Context, manifest []byte, iso pod.Isolation
 	return m, nil
 }
 
-// resolve parses manifest for this host with isolation iso and pulls
-// and applies its images, keeping their store held
+// resolve is Resolve, the store of the manifest's images held
 // ([Runner.holdImages]) until release is called: the pod's creation
 // releases it once it has leased them, so that no image prune takes them
 // in between.
@@ -178,17 +220,11 @@ func (e *ExistsError) Error() string {
 // old pod's removal, which releases its leases, lets no image prune take
 // them in between.
 func (r *Runner) Replace(ctx context.Context, manifest []byte, iso pod.Isolation) (*pod.Manifest, error) {
-	m, release, err := r.resolve(ctx, manifest, iso)
+	p, err := r.Resolve(ctx, manifest, iso)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-	if _, err := os.Lstat(record.Dir(r.StateDir, m.Name)); err == nil {
-		if err := r.Remove(ctx, m.Name, true); err != nil {
-			return nil, fmt.Errorf("replace pod %s: %w", m.Name, err)
-		}
-	}
-	return r.create(ctx, m, manifest)
+	return r.CreateResolved(ctx, p, true)
 }
 
 // checkSeen returns an error if the manager does not see the state
