@@ -80,9 +80,10 @@ func where(path string, p *kube.Planned) string {
 // resolvePods checks every pod of plans, of the file at path, before any
 // is created (podrun.Runner.Resolve), and returns them resolved, in
 // their order. Else it returns every problem of the file at once, as a
-// manifest's (createError): each Pod's refusals, and for a Pod that maps,
-// its manifest's and its images' errors, each line after its document
-// and Pod (kube.Planned.Tell); exit 2, or 125 for failed pulls alone. An
+// manifest's (createError): each Pod's refusals and its images' errors
+// (podrun.Runner.CheckImages), and for a Pod that maps, its manifest's
+// and its images' errors, each line after its document and Pod
+// (kube.Planned.Tell); exit 2, or 125 for failed pulls alone. An
 // interrupt, or a failure that is no Pod's, ends it at once.
 func resolvePods(ctx context.Context, r *podrun.Runner, path string, plans []kube.Planned, iso string) ([]*podrun.Resolved, error) {
 	var resolved []*podrun.Resolved
@@ -94,26 +95,37 @@ func resolvePods(ctx context.Context, r *podrun.Runner, path string, plans []kub
 	var lines []string
 	var pulls []error
 	invalid := false
-	for i := range plans {
-		p := &plans[i]
-		if err := p.Err(); err != nil {
-			lines, invalid = append(lines, err.Error()), true
-			continue
-		}
-		rp, err := r.Resolve(ctx, p.Manifest, pod.Isolation(iso))
-		if err == nil {
-			resolved = append(resolved, rp)
-			continue
-		}
+	// tell adds the error of p's check to the lines, and returns the
+	// error that ends the checks, if it is one.
+	tell := func(p *kube.Planned, err error) error {
 		var inv *podrun.InvalidError
 		switch {
+		case err == nil:
 		case ctx.Err() == nil && errors.As(err, &inv):
 			lines, invalid = append(lines, p.Tell(kube.ContainerPaths(inv.Err.Error(), p.Inits))), true
 		case ctx.Err() == nil && errors.As(err, new(*podrun.PullError)):
 			lines, pulls = append(lines, p.Tell(kube.ContainerPaths(err.Error(), p.Inits))), append(pulls, err)
 		default:
+			return createError(err, where(path, p), func(msg string) string { return kube.ContainerPaths(msg, p.Inits) })
+		}
+		return nil
+	}
+	for i := range plans {
+		p := &plans[i]
+		if err := p.Err(); err != nil {
+			lines, invalid = append(lines, err.Error()), true
+			if err := tell(p, r.CheckImages(ctx, p.Images)); err != nil {
+				release()
+				return nil, err
+			}
+			continue
+		}
+		rp, err := r.Resolve(ctx, p.Manifest, pod.Isolation(iso))
+		if err == nil {
+			resolved = append(resolved, rp)
+		} else if err := tell(p, err); err != nil {
 			release()
-			return nil, createError(err, where(path, p), func(msg string) string { return kube.ContainerPaths(msg, p.Inits) })
+			return nil, err
 		}
 	}
 	if len(lines) == 0 {

@@ -130,13 +130,19 @@ func TestPodKubernetesRefusals(t *testing.T) {
 // Every problem of a file of Pods found before anything is created
 // comes in one error, exit 2, each line after its Pod (and document):
 // the refusals of a Pod that cannot be mapped (hostAliases, a bad
-// imagePullPolicy) beside another Pod's image that cannot be had; nothing
-// is created, not the Pods that could be.
+// imagePullPolicy), the images of its other containers that cannot be
+// had, and another Pod's; nothing is created, not the Pods that could be.
 func TestPodKubernetesProblemsTogether(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("UNITRUN_IMAGE_DIR", t.TempDir())
-	const missing = `spec.containers[0].image "registry.invalid/none:1": `
-	refused := "apiVersion: v1\nkind: Pod\nmetadata: {name: refused}\nspec:\n  hostAliases: [{ip: 1.2.3.4, hostnames: [h]}]\n  containers:\n  - {name: a, image: registry.invalid/none:1, imagePullPolicy: Sometimes}\n"
+	const missing = `spec.containers[0].image "registry.invalid/none:1": registry.invalid/none:1 is not in the store and the pull policy is Never: `
+	refused := "apiVersion: v1\nkind: Pod\nmetadata: {name: refused}\nspec:\n  hostAliases: [{ip: 1.2.3.4, hostnames: [h]}]\n" +
+		"  initContainers:\n  - {name: i, image: registry.invalid/none:2, imagePullPolicy: Never}\n" +
+		"  containers:\n  - {name: a, image: registry.invalid/none:1, imagePullPolicy: Sometimes}\n  - {name: b, image: registry.invalid/none:3, imagePullPolicy: Never}\n"
+	refusedImages := []string{
+		`Pod refused: spec.initContainers[0].image "registry.invalid/none:2": registry.invalid/none:2 is not in the store and the pull policy is Never: `,
+		`Pod refused: spec.containers[1].image "registry.invalid/none:3": registry.invalid/none:3 is not in the store and the pull policy is Never: `,
+	}
 	imageless := "apiVersion: v1\nkind: Pod\nmetadata: {name: imageless}\nspec:\n  containers:\n  - {name: a, image: registry.invalid/none:1, imagePullPolicy: Never}\n"
 	good := "apiVersion: v1\nkind: Pod\nmetadata: {name: fine}\nspec:\n  hostNetwork: true\n  containers:\n  - {name: a, image: busybox, command: [sleep, '60']}\n"
 	hostAliases := "spec.hostAliases: not supported by unitrun pod run, whose apps see the host's /etc/hosts (unitrun-node writes the Pod's own)"
@@ -145,9 +151,10 @@ func TestPodKubernetesProblemsTogether(t *testing.T) {
 		name, yaml string
 		want       []string // the lines, the first after "FILE: "; one ending in ": " is a prefix
 	}{
-		{"one Pod", refused, []string{"Pod refused: " + hostAliases, "Pod refused: " + policy}},
+		{"one Pod", refused, append([]string{"Pod refused: " + hostAliases, "Pod refused: " + policy}, refusedImages...)},
 		{"three Pods", good + "---\n" + refused + "---\n" + imageless, []string{
-			"document 2: Pod refused: " + hostAliases, "document 2: Pod refused: " + policy, "document 3: Pod imageless: " + missing}},
+			"document 2: Pod refused: " + hostAliases, "document 2: Pod refused: " + policy,
+			"document 2: " + refusedImages[0], "document 2: " + refusedImages[1], "document 3: Pod imageless: " + missing}},
 	} {
 		file := manifestFile(t, tt.yaml)
 		for _, args := range [][]string{{"run", "--detach"}, {"create"}} {

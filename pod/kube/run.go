@@ -92,6 +92,10 @@ type Planned struct {
 	EmptyDirs []*VolumeDir
 	Inits     int // the Pod's init containers, for ContainerPaths
 	Refused   Refusals
+	// Images are, for a Pod refused, its apps in its manifest's order,
+	// each with the registry image to check beside its refusals (none
+	// for an app whose image or imagePullPolicy is refused).
+	Images []pod.App
 	// Where is how an error of the document is told: "Pod NAME" (a
 	// Pod's with a name), after "document N" when the file has several.
 	Where string
@@ -186,14 +190,31 @@ func Plan(data []byte, o Options, stateDir string) ([]Planned, error) {
 			return nil, err
 		}
 		plan := Planned{Name: name, EmptyDirs: empty, Inits: len(p.Spec.InitContainers), Refused: rs, Where: strings.Join(where, ": ")}
-		if len(rs) == 0 {
-			if plan.Manifest, err = json.Marshal(m); err != nil {
-				return nil, err
-			}
+		if len(rs) > 0 {
+			plan.Images = checkedImages(m, rs, plan.Inits)
+		} else if plan.Manifest, err = json.Marshal(m); err != nil {
+			return nil, err
 		}
 		plans = append(plans, plan)
 	}
 	return plans, nil
+}
+
+// checkedImages are the apps of m, the manifest as far as a Pod refused
+// rs maps, with inits init containers, each with its registry image and
+// pull policy unless rs refuses one of those.
+func checkedImages(m *Manifest, rs Refusals, inits int) []pod.App {
+	if m == nil {
+		return nil
+	}
+	apps := make([]pod.App, len(m.Apps))
+	for i, a := range m.Apps {
+		field := ContainerPaths(fmt.Sprintf("apps[%d]", i), inits) + ".image"
+		if !slices.ContainsFunc(rs, func(r Refusal) bool { return strings.HasPrefix(r.Field, field) }) {
+			apps[i] = pod.App{Name: a.Name, Image: a.Image, ImagePullPolicy: a.ImagePullPolicy}
+		}
+	}
+	return apps
 }
 
 // Err returns every refusal of p, one a line, each told as Tell tells
