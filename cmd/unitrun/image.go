@@ -389,7 +389,7 @@ the pod.`,
 
 // inUse tells a removal of ref that leases refused (an
 // *image.InUseError) in the user's words: the pods that use the image and
-// how to remove them. Any other err it returns as it is.
+// how to remove them, installed ones too (pod install leases the images). Any other err it returns as it is.
 func inUse(ref string, err error) error {
 	var iu *image.InUseError
 	if !errors.As(err, &iu) {
@@ -403,11 +403,11 @@ func inUse(ref string, err error) error {
 		}
 		pods = append(pods, name)
 	}
-	which, them := "pod "+pods[0], "the pod"
+	which, them, installed := "pod "+pods[0], "the pod", "unitrun pod uninstall "+pods[0]+" if it is installed"
 	if len(pods) > 1 {
-		which, them = "pods "+strings.Join(pods, ", "), "the pods"
+		which, them, installed = "pods "+strings.Join(pods, ", "), "the pods", "unitrun pod uninstall NAME of each installed one"
 	}
-	return &toldError{msg: fmt.Sprintf("%s is in use by %s: remove %s first (unitrun pod rm %s)", ref, which, them, strings.Join(pods, " ")), err: err}
+	return &toldError{msg: fmt.Sprintf("%s is in use by %s: remove %s first (unitrun pod rm %s, or %s)", ref, which, them, strings.Join(pods, " "), installed), err: err}
 }
 
 func newImagePruneCmd() *cobra.Command {

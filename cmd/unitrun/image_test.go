@@ -220,6 +220,29 @@ func TestInjectFromImage(t *testing.T) {
 	}
 }
 
+// inject --image of a single image for another platform is refused as
+// image pull refuses it: exit 125, the same words, nothing installed.
+func TestInjectRefusesOtherPlatform(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	other := "s390x"
+	if other == runtime.GOARCH {
+		other = "riscv64"
+	}
+	ref := reg.Push(t, "s390x-agent:1", imagetest.Image{Arch: other, Layers: []imagetest.Layer{{{Path: "usr/bin/agent", Body: "a"}}}})
+	env := []string{"UNITRUN_IMAGE_DIR=" + t.TempDir()}
+	want := "unitrun: pulling " + ref + ": the image is for linux/" + other + ", not for this host's linux/" + runtime.GOARCH + "\n"
+	if _, errs, code := unitrunEnv(t, env, "image", "pull", "-q", ref); code != 125 || errs != want {
+		t.Fatalf("image pull: exit %d, %q; want 125, %q", code, errs, want)
+	}
+	dir := filepath.Join(t.TempDir(), "bin")
+	if out, errs, code := unitrunEnv(t, env, "inject", "--dir", dir, "--image", ref, "--path", "/usr/bin/agent"); code != 125 || errs != want || out != "" {
+		t.Errorf("inject --image: exit %d, %q, %q; want image pull's 125, %q", code, out, errs, want)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the refused inject left %d files in --dir", len(entries))
+	}
+}
+
 // TestPullBarLines checks the line a pull draws on a terminal: layers
 // done of all, bytes of all (once every layer's size is known, bytes done
 // before), rate.

@@ -241,7 +241,7 @@ func TestImageRmOfPodImageRefused(t *testing.T) {
 	if _, errs, code := unitrun(t, "image", "prune", "--image-dir", images); code != 0 {
 		t.Fatalf("image prune: exit %d: %s", code, errs)
 	}
-	want := "unitrun: " + ref + " is in use by pod inuse: remove the pod first (unitrun pod rm inuse)\n"
+	want := "unitrun: " + ref + " is in use by pod inuse: remove the pod first (unitrun pod rm inuse, or unitrun pod uninstall inuse if it is installed)\n"
 	if out, errs, code := unitrun(t, "image", "rm", "--image-dir", images, ref); code != 125 || errs != want {
 		t.Errorf("image rm of the pod's image: exit %d, %q, %q; want 125, %q", code, out, errs, want)
 	}
@@ -295,7 +295,7 @@ func TestPodStatusImage(t *testing.T) {
 }
 
 // The image errors of all the apps are told together, each naming its
-// field in the file's words: an image missing under Never beside pulls
+// field in the file's words, after its Pod: an image missing under Never beside pulls
 // that fail (a registry out of reach) exits 2, as a manifest to change
 // whatever the registries do, with every error; pulls that fail alone
 // exit 125, with each. Nothing of the pod is left.
@@ -318,7 +318,7 @@ func TestPodImageErrorsTogether(t *testing.T) {
 			t.Errorf("pod create of [%s]: exit %d, %q; want %d", tt.apps, code, errs, tt.code)
 		}
 		for _, w := range tt.want {
-			if !strings.Contains(errs, ": Pod together: "+w) && !strings.Contains(errs, "\n"+w) {
+			if !strings.Contains(errs, ": Pod together: "+w) && !strings.Contains(errs, "\nPod together: "+w) {
 				t.Errorf("pod create of [%s]: stderr %q; want %q", tt.apps, errs, w)
 			}
 		}

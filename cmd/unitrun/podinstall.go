@@ -30,9 +30,9 @@ func (pf *podInstallFlags) add(cmd *cobra.Command) {
 }
 
 // install returns what pod install and uninstall do, from the flags: the
-// directories must be absolute (--image-dir, pod install's alone, may be
-// a relative $UNITRUN_IMAGE_DIR by default, and must not be a file:
-// checkImageDir); --state-dir is dist.PodsStateDir unless given.
+// directories must be absolute (--image-dir may be a relative
+// $UNITRUN_IMAGE_DIR by default, and must not be a file: checkImageDir);
+// --state-dir is dist.PodsStateDir unless given.
 func (pf *podInstallFlags) install(cmd *cobra.Command, f *podFlags) (*dist.PodInstall, error) {
 	for _, name := range []string{"pods-dir", "unit-dir", "state-dir", "image-dir"} {
 		if fl := cmd.Flags().Lookup(name); fl != nil && !filepath.IsAbs(fl.Value.String()) {
@@ -89,7 +89,9 @@ func newPodInstallCmd(f *podFlags) *cobra.Command {
 		Short: "Install a pod that runs at boot: its manifest in /etc/unitrun/pods, run by unitrun-pod@NAME.service",
 		Long: `Validate the manifest FILE and pull its apps' images into --image-dir under
 their pull policies (as pod create does, on this host, with its exit
-statuses), copy it to --pods-dir as NAME.yaml, write the template unit
+statuses), leased to the pod as pod create leases them (image rm and
+image prune keep them until the pod is removed or uninstalled), copy it
+to --pods-dir as NAME.yaml, write the template unit
 ` + dist.PodUnit + ` (running this unitrun, on the manager it reaches, with
 --state-dir and --image-dir) to --unit-dir, and enable
 unitrun-pod@NAME.service, wanted by the manager's default.target and
@@ -114,27 +116,20 @@ NAME" takes it all back.`,
 				return usageError(fmt.Errorf("%s holds Kubernetes YAML: pod install takes a unitrun manifest only (pod run and pod create take Pods)", args[0]))
 			}
 			// What pod create refuses, and the images it would pull,
-			// now rather than at boot.
+			// now rather than at boot; the images leased to the pod
+			// from now on, so that no prune takes them before it starts.
 			r := &podrun.Runner{StateDir: in.StateDir, ImageDir: in.ImageDir, Pull: pullAppImage}
 			showPulls(r, newProgress(cmd.ErrOrStderr(), cmd.OutOrStdout(), false))
-			m, err := r.Resolve(cmd.Context(), data, "")
-			if err != nil {
+			var installErr error
+			m, err := r.Install(cmd.Context(), data, "", func(m *pod.Manifest) error {
+				installErr = installPod(cmd, f, in, m.Name, data)
+				return installErr
+			})
+			switch {
+			case installErr != nil:
+				return installErr
+			case err != nil:
 				return createError(err, args[0], func(msg string) string { return msg })
-			}
-			if in.Binary, err = os.Executable(); err != nil {
-				return &exitError{code: exitFailed, err: err}
-			}
-			mgr, err := f.g.open(cmd.Context())
-			if err != nil {
-				return &exitError{code: exitFailed, err: err}
-			}
-			defer mgr.Close()
-			if err := checkUnitDir(cmd.Context(), mgr, in.UnitDir); err != nil {
-				return err
-			}
-			in.Manager = f.hookManager(mgr)
-			if err := in.Install(cmd.Context(), mgr, m.Name, data); err != nil {
-				return &exitError{code: exitFailed, err: err}
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), in.Instance(m.Name))
 			return nil
@@ -146,6 +141,29 @@ NAME" takes it all back.`,
 	return cmd
 }
 
+// installPod installs pod name, whose manifest is data, as in says, on the
+// manager of f: pod install's steps once the manifest is checked and its
+// images are pulled.
+func installPod(cmd *cobra.Command, f *podFlags, in *dist.PodInstall, name string, data []byte) error {
+	var err error
+	if in.Binary, err = os.Executable(); err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
+	mgr, err := f.g.open(cmd.Context())
+	if err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
+	defer mgr.Close()
+	if err := checkUnitDir(cmd.Context(), mgr, in.UnitDir); err != nil {
+		return err
+	}
+	in.Manager = f.hookManager(mgr)
+	if err := in.Install(cmd.Context(), mgr, name, data); err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
+	return nil
+}
+
 func newPodUninstallCmd(f *podFlags) *cobra.Command {
 	pf := &podInstallFlags{}
 	cmd := &cobra.Command{
@@ -155,8 +173,9 @@ func newPodUninstallCmd(f *podFlags) *cobra.Command {
 		Long: `Stop unitrun-pod@NAME.service (which stops the pod), disable it, remove
 the manifest NAME.yaml from --pods-dir, the template unit once no pod is
 installed, and the pod with its state from --state-dir (by default
-` + dist.PodsStateDir + `). What is already gone is not an error: uninstalling
-twice is fine.`,
+` + dist.PodsStateDir + `), and its leases on its images: in the store its
+state names, or in --image-dir where it was never started. What is
+already gone is not an error: uninstalling twice is fine.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, err := pf.install(cmd, f)
@@ -170,14 +189,17 @@ twice is fine.`,
 				if err := in.Uninstall(cmd.Context(), r.Mgr, args[0]); err != nil {
 					return &exitError{code: exitFailed, err: err}
 				}
-				r.StateDir = in.StateDir
-				if err := r.Remove(cmd.Context(), args[0], true); err != nil && !errors.As(err, new(*podrun.NoPodError)) {
-					return failed(err)
+				r.StateDir, r.ImageDir = in.StateDir, in.ImageDir
+				err := r.Remove(cmd.Context(), args[0], true)
+				if errors.As(err, new(*podrun.NoPodError)) {
+					// Installed, never started: pod install's leases.
+					err = r.ReleaseImages(args[0])
 				}
-				return nil
+				return failed(err)
 			})
 		},
 	}
 	pf.add(cmd)
+	imageDirFlag(cmd, &pf.imageDir)
 	return cmd
 }

@@ -468,3 +468,42 @@ func TestPodInstallImage(t *testing.T) {
 		t.Errorf("the second boot's pod started %v, the first's %v; want it replaced", started[1], started[0])
 	}
 }
+
+// pod install leases the manifest's images to the pod as pod create
+// does, from the install on: before the pod's first start, image prune
+// keeps them and image rm is refused naming the pod; pod uninstall of
+// the pod never started drops the leases. A pod install refused after
+// the pull (a --unit-dir the manager does not read) leases nothing.
+func TestPodInstallLeasesImages(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := pushToolImage(t, reg, "leased:1", "sleep", "600")
+	podsDir, stateDir, images := filepath.Join(t.TempDir(), "pods"), t.TempDir(), t.TempDir()
+	flags := []string{"--pods-dir", podsDir, "--unit-dir", systemdtest.RuntimeUnitDir(t), "--state-dir", stateDir, "--image-dir", images, "--runtime"}
+	file := manifestFile(t, "name: leased\nisolation: namespaces\napps:\n  - {name: a, image: \""+ref+"\"}\n")
+
+	if _, errs, code := unitrun(t, "pod", "install", "--pods-dir", podsDir, "--unit-dir", t.TempDir(), "--state-dir", stateDir, "--image-dir", images, file); code != exitUsage {
+		t.Fatalf("pod install --unit-dir the manager does not read: exit %d, %q; want 2", code, errs)
+	}
+	if out, errs, code := unitrun(t, "image", "rm", "--image-dir", images, ref); code != 0 || !strings.HasPrefix(out, "removed sha256:") {
+		t.Fatalf("image rm after a refused pod install: exit %d, %q, %q; want it removed, not leased", code, out, errs)
+	}
+
+	if _, errs, code := unitrun(t, append([]string{"pod", "install", file}, flags...)...); code != 0 {
+		t.Fatalf("pod install: exit %d, %q", code, errs)
+	}
+	t.Cleanup(func() { unitrun(t, append([]string{"pod", "uninstall", "leased"}, flags...)...) })
+	if out, errs, code := unitrun(t, "image", "prune", "--image-dir", images); code != 0 || strings.Contains(out, "sha256:") {
+		t.Fatalf("image prune after pod install: exit %d, %q, %q; want the pod's image kept", code, out, errs)
+	}
+	want := "unitrun: " + ref + " is in use by pod leased: remove the pod first (unitrun pod rm leased, or unitrun pod uninstall leased if it is installed)\n"
+	if out, errs, code := unitrun(t, "image", "rm", "--image-dir", images, ref); code != 125 || errs != want {
+		t.Errorf("image rm of the installed pod's image: exit %d, %q, %q; want 125, %q", code, out, errs, want)
+	}
+
+	if _, errs, code := unitrun(t, append([]string{"pod", "uninstall", "leased"}, flags...)...); code != 0 {
+		t.Fatalf("pod uninstall: exit %d, %q", code, errs)
+	}
+	if out, errs, code := unitrun(t, "image", "rm", "--image-dir", images, ref); code != 0 || !strings.HasPrefix(out, "removed sha256:") {
+		t.Errorf("image rm after pod uninstall: exit %d, %q, %q; want the lease dropped", code, out, errs)
+	}
+}

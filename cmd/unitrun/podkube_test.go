@@ -103,9 +103,9 @@ func TestPodKubernetesRefusals(t *testing.T) {
 		{"other kind", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n", nil,
 			[]string{`kind: "Deployment" of apiVersion "apps/v1": unitrun runs a Pod (apiVersion: v1, kind: Pod)`}},
 		{"second document", good + "---\n" + strings.NewReplacer("kubesimple", "kubesecond", "    command:", "    stdin: true\n    command:").Replace(good), []string{"--image", "busybox=host"},
-			[]string{`document 2: spec.containers[0].stdin: stdin and tty are not supported`}},
+			[]string{`document 2: Pod kubesecond: spec.containers[0].stdin: stdin and tty are not supported`}},
 		{"same name", good + "---\n" + good, []string{"--image", "busybox=host"},
-			[]string{`document 2: metadata.name: "kubesimple" is the name of document 1's Pod too`}},
+			[]string{`document 2: Pod kubesimple: metadata.name: "kubesimple" is the name of document 1's Pod too`}},
 	} {
 		path := manifestFile(t, tt.yaml)
 		for _, args := range [][]string{{"run", "--detach"}, {"create"}} {
@@ -119,6 +119,55 @@ func TestPodKubernetesRefusals(t *testing.T) {
 				}
 			}
 			for _, name := range []string{"kubesimple", "kubesecond"} {
+				if left := podLeft(t, dir, name); len(left) > 0 {
+					t.Errorf("%s: pod %s left %v", tt.name, args[0], left)
+				}
+			}
+		}
+	}
+}
+
+// Every problem of a file of Pods found before anything is created
+// comes in one error, exit 2, each line after its Pod (and document):
+// the refusals of a Pod that cannot be mapped (hostAliases, a bad
+// imagePullPolicy), the images of its other containers that cannot be
+// had, and another Pod's; nothing is created, not the Pods that could be.
+func TestPodKubernetesProblemsTogether(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("UNITRUN_IMAGE_DIR", t.TempDir())
+	const missing = `spec.containers[0].image "registry.invalid/none:1": registry.invalid/none:1 is not in the store and the pull policy is Never: `
+	refused := "apiVersion: v1\nkind: Pod\nmetadata: {name: refused}\nspec:\n  hostAliases: [{ip: 1.2.3.4, hostnames: [h]}]\n" +
+		"  initContainers:\n  - {name: i, image: registry.invalid/none:2, imagePullPolicy: Never}\n" +
+		"  containers:\n  - {name: a, image: registry.invalid/none:1, imagePullPolicy: Sometimes}\n  - {name: b, image: registry.invalid/none:3, imagePullPolicy: Never}\n"
+	refusedImages := []string{
+		`Pod refused: spec.initContainers[0].image "registry.invalid/none:2": registry.invalid/none:2 is not in the store and the pull policy is Never: `,
+		`Pod refused: spec.containers[1].image "registry.invalid/none:3": registry.invalid/none:3 is not in the store and the pull policy is Never: `,
+	}
+	imageless := "apiVersion: v1\nkind: Pod\nmetadata: {name: imageless}\nspec:\n  containers:\n  - {name: a, image: registry.invalid/none:1, imagePullPolicy: Never}\n"
+	good := "apiVersion: v1\nkind: Pod\nmetadata: {name: fine}\nspec:\n  hostNetwork: true\n  containers:\n  - {name: a, image: busybox, command: [sleep, '60']}\n"
+	hostAliases := "spec.hostAliases: not supported by unitrun pod run, whose apps see the host's /etc/hosts (unitrun-node writes the Pod's own)"
+	policy := `spec.containers[0].imagePullPolicy: "Sometimes": must be one of Always, IfNotPresent, Never`
+	for _, tt := range []struct {
+		name, yaml string
+		want       []string // the lines, the first after "FILE: "; one ending in ": " is a prefix
+	}{
+		{"one Pod", refused, append([]string{"Pod refused: " + hostAliases, "Pod refused: " + policy}, refusedImages...)},
+		{"three Pods", good + "---\n" + refused + "---\n" + imageless, []string{
+			"document 2: Pod refused: " + hostAliases, "document 2: Pod refused: " + policy,
+			"document 2: " + refusedImages[0], "document 2: " + refusedImages[1], "document 3: Pod imageless: " + missing}},
+	} {
+		file := manifestFile(t, tt.yaml)
+		for _, args := range [][]string{{"run", "--detach"}, {"create"}} {
+			_, errs, code := podCLI(t, dir, append(append(args, "--image", "busybox=host"), file)...)
+			lines := strings.Split(strings.TrimSuffix(strings.TrimPrefix(errs, "unitrun: "+file+": "), "\n"), "\n")
+			ok := code == exitUsage && len(lines) == len(tt.want)
+			for i := 0; ok && i < len(lines); i++ {
+				ok = lines[i] == tt.want[i] || strings.HasSuffix(tt.want[i], ": ") && strings.HasPrefix(lines[i], tt.want[i])
+			}
+			if !ok {
+				t.Errorf("%s: pod %s: exit %d, %q; want 2, the lines after %s: %q", tt.name, args[0], code, errs, file, tt.want)
+			}
+			for _, name := range []string{"fine", "refused", "imageless"} {
 				if left := podLeft(t, dir, name); len(left) > 0 {
 					t.Errorf("%s: pod %s left %v", tt.name, args[0], left)
 				}

@@ -31,12 +31,12 @@ func create(ctx context.Context, r *podrun.Runner, path, iso string, images kube
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: err}
 	}
+	if kube.IsPodYAML(data) {
+		return createPods(ctx, r, replace, path, data, iso, images, several)
+	}
 	createWith := r.CreateWith
 	if replace {
 		createWith = r.Replace
-	}
-	if kube.IsPodYAML(data) {
-		return createPods(ctx, r, createWith, path, data, iso, images, several)
 	}
 	m, err := createWith(ctx, data, pod.Isolation(iso))
 	if err != nil {

@@ -41,9 +41,10 @@ func TestExtractFile(t *testing.T) {
 	}
 
 	// From the registry, with the store empty: the top layer settles
-	// /top, and the layers below are not fetched.
-	if got, _, err := extract("/top"); err != nil || got != "t" || blobGets.Load() != 1 {
-		t.Errorf("/top from the registry: %q, %v, %d blobs fetched; want t from the top layer's blob alone", got, err, blobGets.Load())
+	// /top, and the layers below are not fetched (the config is, whose
+	// platform is checked).
+	if got, _, err := extract("/top"); err != nil || got != "t" || blobGets.Load() != 2 {
+		t.Errorf("/top from the registry: %q, %v, %d blobs fetched; want t from the top layer's blob and the config alone", got, err, blobGets.Load())
 	}
 	if got, mode, err := extract("/usr/bin/tool"); err != nil || got != "v2" || mode != 0o750 {
 		t.Errorf("/usr/bin/tool from the registry: %q %v %v; want the upper layer's v2, mode 0750", got, mode, err)
@@ -77,5 +78,47 @@ func TestExtractFile(t *testing.T) {
 	}
 	if _, _, err := extract("usr/bin/tool"); err == nil || !strings.Contains(err.Error(), "absolute path") {
 		t.Errorf("a relative path: %v", err)
+	}
+}
+
+// ExtractFile refuses a single image (no index) for another platform as
+// Pull does, in Pull's words, before any layer is fetched.
+func TestExtractFileRefusesOtherPlatform(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	other := "s390x"
+	if other == runtimeArch() {
+		other = "riscv64"
+	}
+	img := imagetest.Build(t, imagetest.Image{Arch: other, Layers: []imagetest.Layer{{{Path: "usr/bin/tool", Body: "t"}}}})
+	ref := reg.PushImage(t, "single:1", img)
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer, err := layers[0].Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var layerGets atomic.Int32
+	reg.SetWrap(func(w http.ResponseWriter, r *http.Request, registry http.Handler) {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/blobs/"+layer.String()) {
+			layerGets.Add(1)
+		}
+		registry.ServeHTTP(w, r)
+	})
+	s := imagetest.Store(t)
+	_, pullErr := registry.Pull(context.Background(), s, ref, image.PullOptions{})
+	want := "pulling " + ref + ": the image is for linux/" + other + ", not for this host's linux/" + runtimeArch()
+	if pullErr == nil || pullErr.Error() != want {
+		t.Fatalf("Pull: %v; want %q", pullErr, want)
+	}
+	layerGets.Store(0)
+	var b bytes.Buffer
+	_, err = registry.ExtractFile(context.Background(), s, ref, "/usr/bin/tool", image.PullOptions{}, &b)
+	if err == nil || err.Error() != want || !errors.As(err, new(*image.PullError)) {
+		t.Errorf("ExtractFile: %v; want Pull's %q", err, want)
+	}
+	if n := layerGets.Load(); n != 0 || b.Len() != 0 {
+		t.Errorf("ExtractFile of an image for linux/%s fetched %d layers and wrote %q", other, n, b.String())
 	}
 }

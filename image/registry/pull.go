@@ -73,11 +73,8 @@ func fetch(ctx context.Context, s *image.Store, p *image.Pulling, r name.Referen
 	if err != nil {
 		return nil, err
 	}
-	cf, err := rimg.ConfigFile()
+	cf, err := rimg.ConfigFile() // read by remoteImage already
 	if err != nil {
-		return nil, err
-	}
-	if err := checkPlatform(cf); err != nil {
 		return nil, err
 	}
 	layers, err := rimg.Layers()
@@ -144,9 +141,29 @@ func fetch(ctx context.Context, s *image.Store, p *image.Pulling, r name.Referen
 }
 
 // remoteImage returns the image that r names in its registry, reached
+// with keys, for the host's platform when r names an index, having read
+// its config, before any of its layers. An index without the host's
+// platform, or an image whose config says it is for another
+// ([checkPlatform]), is a *platformError.
+func remoteImage(ctx context.Context, r name.Reference, keys *keychain) (v1.Image, error) {
+	img, err := chooseImage(ctx, r, keys)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPlatform(cf); err != nil {
+		return nil, err
+	}
+	return img, nil
+}
+
+// chooseImage returns the image that r names in its registry, reached
 // with keys, for the host's platform when r names an index. An index
 // without the host's platform is a *platformError.
-func remoteImage(ctx context.Context, r name.Reference, keys *keychain) (v1.Image, error) {
+func chooseImage(ctx context.Context, r name.Reference, keys *keychain) (v1.Image, error) {
 	desc, err := remote.Get(r,
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(keys),
@@ -182,8 +199,9 @@ func remoteImage(ctx context.Context, r name.Reference, keys *keychain) (v1.Imag
 // hostPlatform is the platform of the images a pull takes.
 var hostPlatform = v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
 
-// checkPlatform returns a *platformError if config cf, of an image that no
-// index chose for the host, says it is for another platform.
+// checkPlatform returns a *platformError if config cf says its image is
+// for another platform than the host's: a single image (no index chose
+// it for the host) for another.
 func checkPlatform(cf *v1.ConfigFile) error {
 	if (cf.OS != "" && cf.OS != hostPlatform.OS) || (cf.Architecture != "" && cf.Architecture != hostPlatform.Architecture) {
 		return &platformError{host: hostPlatform.String(), image: []string{cf.Platform().String()}}

@@ -471,14 +471,18 @@ func TestPlan(t *testing.T) {
 	}
 	second := strings.NewReplacer("NAME", "a", "emptyDir: {}", "emptyDir: {medium: Memory, sizeLimit: 1Mi}",
 		"spec:\n", "spec:\n  activeDeadlineSeconds: 5\n  readinessGates: [{conditionType: x}]\n  hostAliases: [{ip: 1.2.3.4}]\n  dnsConfig: {}\n").Replace(one)
-	_, err = Plan([]byte(strings.ReplaceAll(one, "NAME", "a")+"---\n"+second), Options{Images: Images{"busybox": HostImage}, AllowPrivileged: true}, "/state")
-	want := `document 2: metadata.name: "a" is the name of document 1's Pod too
-document 2: spec.activeDeadlineSeconds: not supported by unitrun pod run: unitrun-node stops a Pod at its deadline
-document 2: spec.readinessGates: not supported by unitrun pod run: their conditions are set through a cluster's API
-document 2: spec.hostAliases: not supported by unitrun pod run, whose apps see the host's /etc/hosts (unitrun-node writes the Pod's own)
-document 2: spec.dnsConfig: not supported by unitrun pod run, whose apps see the host's /etc/resolv.conf (unitrun-node writes the Pod's own)
-document 2: spec.volumes[0].emptyDir.medium: Memory is not supported by unitrun pod run: its emptyDir is a directory of the pod's state (unitrun-node mounts a tmpfs)
-document 2: spec.volumes[0].emptyDir.sizeLimit: not supported by unitrun pod run, which does not measure a volume (unitrun-node evicts a Pod past it)`
+	plans, err = Plan([]byte(strings.ReplaceAll(one, "NAME", "a")+"---\n"+second), Options{Images: Images{"busybox": HostImage}, AllowPrivileged: true}, "/state")
+	if err != nil || len(plans) != 2 || plans[0].Err() != nil || plans[0].Manifest == nil || plans[1].Manifest != nil {
+		t.Fatalf("Plan of a Pod and a refused one: %+v, %v; want both, the second refused", plans, err)
+	}
+	err = plans[1].Err()
+	want := `document 2: Pod a: metadata.name: "a" is the name of document 1's Pod too
+document 2: Pod a: spec.activeDeadlineSeconds: not supported by unitrun pod run: unitrun-node stops a Pod at its deadline
+document 2: Pod a: spec.readinessGates: not supported by unitrun pod run: their conditions are set through a cluster's API
+document 2: Pod a: spec.hostAliases: not supported by unitrun pod run, whose apps see the host's /etc/hosts (unitrun-node writes the Pod's own)
+document 2: Pod a: spec.dnsConfig: not supported by unitrun pod run, whose apps see the host's /etc/resolv.conf (unitrun-node writes the Pod's own)
+document 2: Pod a: spec.volumes[0].emptyDir.medium: Memory is not supported by unitrun pod run: its emptyDir is a directory of the pod's state (unitrun-node mounts a tmpfs)
+document 2: Pod a: spec.volumes[0].emptyDir.sizeLimit: not supported by unitrun pod run, which does not measure a volume (unitrun-node evicts a Pod past it)`
 	if err == nil || err.Error() != want {
 		t.Errorf("Plan: %v\nwant\n%s", err, want)
 	}
@@ -558,10 +562,21 @@ spec:
 	const pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, image: x, command: [/bin/true]}]}\n"
 	kind := `kind: "Deployment" of apiVersion "apps/v1": unitrun runs a Pod (apiVersion: v1, kind: Pod)`
 	o := Options{Images: Images{"x": "host"}, AllowPrivileged: true}
-	if _, err := Plan([]byte(deployment), o, t.TempDir()); err == nil || err.Error() != kind {
+	refused := func(data string) error {
+		plans, err := Plan([]byte(data), o, t.TempDir())
+		if err != nil {
+			return err
+		}
+		var errs []error
+		for i := range plans {
+			errs = append(errs, plans[i].Err())
+		}
+		return errors.Join(errs...)
+	}
+	if err := refused(deployment); err == nil || err.Error() != kind {
 		t.Errorf("Plan of a Deployment: %v, want %q", err, kind)
 	}
-	if _, err := Plan([]byte(pod+"---\n"+deployment), o, t.TempDir()); err == nil || err.Error() != "document 2: "+kind {
+	if err := refused(pod + "---\n" + deployment); err == nil || err.Error() != "document 2: "+kind {
 		t.Errorf("Plan of a Pod and a Deployment: %v, want %q", err, "document 2: "+kind)
 	}
 }

@@ -82,37 +82,65 @@ func StateVolumeDir(stateDir, name, vol string) string {
 	return filepath.Join(record.Dir(stateDir, name), "volumes", vol)
 }
 
-// A Planned pod is a Pod of a file as unitrun pod run runs it: the JSON
-// of its unitrun manifest, and the emptyDirs to make once the pod is
-// created, before it starts.
+// A Planned pod is a document of a file of Pods as unitrun pod run runs
+// it: the JSON of its unitrun manifest, and the emptyDirs to make once
+// the pod is created, before it starts; or, for a document refused, every
+// reason (Refused), and no manifest.
 type Planned struct {
 	Name      string
 	Manifest  []byte
 	EmptyDirs []*VolumeDir
 	Inits     int // the Pod's init containers, for ContainerPaths
+	Refused   Refusals
+	// Images are, for a Pod refused, its apps in its manifest's order,
+	// each with the registry image to check beside its refusals (none
+	// for an app whose image or imagePullPolicy is refused).
+	Images []pod.App
+	// Where is how an error of the document is told: "Pod NAME" (a
+	// Pod's with a name), after "document N" when the file has several.
+	Where string
+}
+
+// Tell returns msg, lines of errors about p's document, each line after
+// p.Where.
+func (p *Planned) Tell(msg string) string {
+	lines := strings.Split(msg, "\n")
+	if p.Where != "" {
+		for i, l := range lines {
+			lines[i] = p.Where + ": " + l
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // Plan maps each Pod of data (Decode) to the unitrun pod that runs it
 // without a cluster: named after its metadata.name, its hostPath volumes
-// the host's directories, its emptyDirs their StateVolumeDir in stateDir, with o's Images, AllowPrivileged and
-// MinRestartBackoff (the rest of o is a cluster's, which there is none
-// of): a Pod is refused what needs a cluster (its ConfigMaps, Secrets and
-// volumes of API objects, its IP). Every refusal of every document comes
-// at once, one a line, each after "document N: " if data has several.
+// the host's directories, its emptyDirs their StateVolumeDir in stateDir,
+// with o's Images, AllowPrivileged and MinRestartBackoff (the rest of o
+// is a cluster's, which there is none of): a Pod is refused what needs a
+// cluster (its ConfigMaps, Secrets and volumes of API objects, its IP).
+// It returns every document, each with every refusal of it; its error
+// is for data that Decode cannot read.
 func Plan(data []byte, o Options, stateDir string) ([]Planned, error) {
 	docs, err := Decode(data)
 	if err != nil {
 		return nil, err
 	}
 	var plans []Planned
-	var errs []string
 	for i, doc := range docs {
 		p, rs := doc.Pod, doc.Refusals
+		var where []string
+		if len(docs) > 1 {
+			where = append(where, fmt.Sprintf("document %d", i+1))
+		}
 		if !p.isPod() {
-			errs = append(errs, docErrors(rs, i, len(docs))...)
+			plans = append(plans, Planned{Refused: rs, Where: strings.Join(where, ": ")})
 			continue
 		}
 		name := p.Metadata.Name
+		if name != "" {
+			where = append(where, "Pod "+name)
+		}
 		if err := pod.CheckNames(name); err != nil {
 			rs.Add("metadata.name", "%v", err)
 		}
@@ -161,19 +189,45 @@ func Plan(data []byte, o Options, stateDir string) ([]Planned, error) {
 		} else if err != nil {
 			return nil, err
 		}
-		errs = append(errs, docErrors(rs, i, len(docs))...)
-		if len(rs) == 0 {
-			data, err := json.Marshal(m)
-			if err != nil {
-				return nil, err
-			}
-			plans = append(plans, Planned{Name: name, Manifest: data, EmptyDirs: empty, Inits: len(p.Spec.InitContainers)})
+		plan := Planned{Name: name, EmptyDirs: empty, Inits: len(p.Spec.InitContainers), Refused: rs, Where: strings.Join(where, ": ")}
+		if len(rs) > 0 {
+			plan.Images = checkedImages(m, rs, plan.Inits)
+		} else if plan.Manifest, err = json.Marshal(m); err != nil {
+			return nil, err
 		}
-	}
-	if len(errs) > 0 {
-		return nil, errors.New(strings.Join(errs, "\n"))
+		plans = append(plans, plan)
 	}
 	return plans, nil
+}
+
+// checkedImages are the apps of m, the manifest as far as a Pod refused
+// rs maps, with inits init containers, each with its registry image and
+// pull policy unless rs refuses one of those.
+func checkedImages(m *Manifest, rs Refusals, inits int) []pod.App {
+	if m == nil {
+		return nil
+	}
+	apps := make([]pod.App, len(m.Apps))
+	for i, a := range m.Apps {
+		field := ContainerPaths(fmt.Sprintf("apps[%d]", i), inits) + ".image"
+		if !slices.ContainsFunc(rs, func(r Refusal) bool { return strings.HasPrefix(r.Field, field) }) {
+			apps[i] = pod.App{Name: a.Name, Image: a.Image, ImagePullPolicy: a.ImagePullPolicy}
+		}
+	}
+	return apps
+}
+
+// Err returns every refusal of p, one a line, each told as Tell tells
+// it, or nil if there is none.
+func (p *Planned) Err() error {
+	if len(p.Refused) == 0 {
+		return nil
+	}
+	lines := make([]string, len(p.Refused))
+	for i, r := range p.Refused {
+		lines[i] = r.Error()
+	}
+	return errors.New(p.Tell(strings.Join(lines, "\n")))
 }
 
 // MakeEmptyDir makes the emptyDir v: its directory, empty and writable
@@ -194,18 +248,4 @@ func (v *VolumeDir) MakeEmptyDir() error {
 		}
 	}
 	return nil
-}
-
-// docErrors are the lines of the refusals rs of document i of n: each
-// after "document N: " when n is more than one.
-func docErrors(rs Refusals, i, n int) []string {
-	var lines []string
-	for _, r := range rs {
-		if n > 1 {
-			lines = append(lines, fmt.Sprintf("document %d: %v", i+1, r))
-		} else {
-			lines = append(lines, r.Error())
-		}
-	}
-	return lines
 }

@@ -145,7 +145,9 @@ type mapping struct {
 }
 
 // Translate returns the unitrun manifest that runs p, or every reason it
-// cannot (Refusals), or, if it could run, what it waits for (WaitError).
+// cannot (Refusals) with the manifest as far as p maps (whose images may
+// be checked beside them), or, if it could run, what it waits for
+// (WaitError).
 // It adds to o.Volumes' emptyDirs the subPaths the containers mount.
 func Translate(p *Pod, o *Options) (*Manifest, error) {
 	t := &mapping{p: p, o: o}
@@ -239,7 +241,7 @@ func Translate(p *Pod, o *Options) (*Manifest, error) {
 		m.RestartBackoff.Initial = d.String()
 	}
 	if len(t.rs) > 0 {
-		return nil, t.rs
+		return m, t.rs
 	}
 	if len(t.waits) > 0 {
 		return nil, WaitError(slices.Compact(slices.Sorted(slices.Values(t.waits))))

@@ -75,26 +75,57 @@ func (r *Runner) holdImages(ctx context.Context, m *pod.Manifest) (s *image.Stor
 }
 
 // resolveImages pulls, into store s, the image of each app of m that
-// names one (once per image and policy, a failed pull too) and applies it
-// to the app ([pod.Manifest.ApplyImage]), before anything of the pod is
-// created. A bad reference, an image that neither
-// the store (under policy Never) nor its registry has, and one whose
-// config or files the app cannot run with are an *InvalidError naming
-// the field; other failures of a pull (refused credentials, a registry
-// out of reach, a full disk) are a *PullError, several joined
+// names one (pullImages) and applies it to the app
+// ([pod.Manifest.ApplyImage]), before anything of the pod is created.
+// An image whose config or files the app cannot run with is an
+// *InvalidError naming the field, as pullImages tells a bad reference.
+func (r *Runner) resolveImages(ctx context.Context, s *image.Store, m *pod.Manifest) error {
+	return r.pullImages(ctx, s, m.Apps, func(i int, img *image.Image) error {
+		if err := m.ApplyImage(r.StateDir, s.Dir(), i, img, imageFiles(s.LayerDirs(img))); err != nil {
+			return err
+		}
+		if err := imageOverlay(r.StateDir, m.Name, m.Apps[i].Name, s, img).Check(); err != nil {
+			return &pod.FieldError{Path: fmt.Sprintf("apps[%d].image", i), Value: m.Apps[i].Image, Rule: "cannot be mounted: " + err.Error()}
+		}
+		return nil
+	})
+}
+
+// CheckImages pulls the images of apps, those of a pod refused before
+// its images are pulled (a Kubernetes Pod that does not map), under their
+// pull policies, so that their errors are told with its other problems:
+// pullImages's errors, without applying the images. It takes no lease.
+func (r *Runner) CheckImages(ctx context.Context, apps []pod.App) error {
+	if !slices.ContainsFunc(apps, func(a pod.App) bool { return a.Image != "" }) {
+		return nil
+	}
+	s, err := image.Open(r.imageDir())
+	if err != nil {
+		return err
+	}
+	return r.pullImages(ctx, s, apps, func(int, *image.Image) error { return nil })
+}
+
+// pullImages pulls, into store s, the image of each of apps that names
+// one (once per image and policy, a failed pull too), and calls apply
+// with the app's index and each image pulled. A bad reference, and an
+// image that neither the store (under policy Never) nor its registry
+// has, are an *InvalidError naming the field (apps[1].image), as are
+// apply's errors; other failures of a pull (refused credentials, a
+// registry out of reach, a full disk) are a *PullError, several joined
 // (errors.Join). Every app's image is tried, and every error returned:
 // an *InvalidError that holds the *PullErrors too when there are both,
 // the manifest having to change whatever the registries do. An
 // interrupt ends the pulls at once, with its *PullError alone.
-func (r *Runner) resolveImages(ctx context.Context, s *image.Store, m *pod.Manifest) error {
+func (r *Runner) pullImages(ctx context.Context, s *image.Store, apps []pod.App, apply func(i int, img *image.Image) error) error {
 	var errs, pulls []error
 	type pull struct {
 		img *image.Image
 		err error
 	}
 	pulled := map[string]pull{} // by reference and policy
-	for i := range m.Apps {
-		a := &m.Apps[i]
+	for i := range apps {
+		a := &apps[i]
 		if a.Image == "" {
 			continue
 		}
@@ -119,12 +150,8 @@ func (r *Runner) resolveImages(ctx context.Context, s *image.Store, m *pod.Manif
 			pulls = append(pulls, pe)
 			continue
 		}
-		if err := m.ApplyImage(r.StateDir, s.Dir(), i, img, imageFiles(s.LayerDirs(img))); err != nil {
+		if err := apply(i, img); err != nil {
 			errs = append(errs, err)
-			continue
-		}
-		if err := imageOverlay(r.StateDir, m.Name, a.Name, s, img).Check(); err != nil {
-			errs = append(errs, &pod.FieldError{Path: fmt.Sprintf("apps[%d].image", i), Value: a.Image, Rule: "cannot be mounted: " + err.Error()})
 		}
 	}
 	if len(errs) > 0 {
@@ -133,10 +160,9 @@ func (r *Runner) resolveImages(ctx context.Context, s *image.Store, m *pod.Manif
 	return errors.Join(pulls...)
 }
 
-// leaseImages takes the leases of pod m, whose images resolveImages
-// applied, and makes each image app's root, writable layer and work
-// directory ([pod.ImageRoot]) in the pod's state.
-func (r *Runner) leaseImages(m *pod.Manifest) error {
+// takeLeases takes the leases of pod m, whose images resolveImages
+// applied, in their store.
+func takeLeases(m *pod.Manifest) error {
 	if m.ImageDir == "" {
 		return nil
 	}
@@ -151,6 +177,21 @@ func (r *Runner) leaseImages(m *pod.Manifest) error {
 		if err := s.Lease(ImageHolder(m.Name), a.ImageID); err != nil {
 			return fmt.Errorf("image %s: %w", a.Image, err)
 		}
+	}
+	return nil
+}
+
+// leaseImages takes the leases of pod m, whose images resolveImages
+// applied (takeLeases), and makes each image app's root, writable layer
+// and work directory ([pod.ImageRoot]) in the pod's state.
+func (r *Runner) leaseImages(m *pod.Manifest) error {
+	if err := takeLeases(m); err != nil {
+		return err
+	}
+	for _, a := range m.Apps {
+		if a.ImageID == "" {
+			continue
+		}
 		d := pod.ImageRoot(r.StateDir, m.Name, a.Name)
 		for _, dir := range []string{d.Root(), d.Upper(), d.Work()} {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -161,10 +202,11 @@ func (r *Runner) leaseImages(m *pod.Manifest) error {
 	return nil
 }
 
-// releaseImages drops pod name's leases, in the store its spec names; a
-// pod whose spec names none took none. Where the spec cannot be read,
-// in r's store, if it exists.
-func (r *Runner) releaseImages(name string) error {
+// ReleaseImages drops pod name's leases, in the store its spec names; a
+// pod whose spec names none took none. Where the spec cannot be read (a
+// pod installed but never created: [Runner.Install]), in r's store, if
+// it exists.
+func (r *Runner) ReleaseImages(name string) error {
 	dir := r.imageDir()
 	if m, err := pod.LoadSpec(r.StateDir, name); err == nil {
 		if dir = m.ImageDir; dir == "" {

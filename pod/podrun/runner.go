@@ -67,28 +67,83 @@ func (r *Runner) Create(ctx context.Context, manifest []byte) (*pod.Manifest, er
 // CreateWith is [Runner.Create] with isolation iso, if it is not "",
 // instead of the manifest's; the choice is saved with the pod's state.
 func (r *Runner) CreateWith(ctx context.Context, manifest []byte, iso pod.Isolation) (*pod.Manifest, error) {
+	p, err := r.Resolve(ctx, manifest, iso)
+	if err != nil {
+		return nil, err
+	}
+	return r.CreateResolved(ctx, p, false)
+}
+
+// A Resolved pod is a manifest parsed for this host, its images pulled
+// and applied ([Runner.Resolve]): what a creation checks before it
+// creates anything. The store of its images stays held
+// ([Runner.holdImages]), so that no image prune takes them, until it is
+// created ([Runner.CreateResolved]) or Release is called.
+type Resolved struct {
+	m        *pod.Manifest
+	manifest []byte
+	release  func()
+}
+
+// Release lets image prunes take p's images again, if p is not created.
+// It may be called more than once.
+func (p *Resolved) Release() {
+	p.release()
+	p.release = func() {}
+}
+
+// Resolve parses manifest for this host with isolation iso and pulls
+// and applies its images, creating nothing: what CreateWith checks, with
+// its errors (an *InvalidError, a *PullError), so that the pods of a
+// file can all be checked before any is created.
+func (r *Runner) Resolve(ctx context.Context, manifest []byte, iso pod.Isolation) (*Resolved, error) {
+	m, release, err := r.resolve(ctx, manifest, iso)
+	if err != nil {
+		return nil, err
+	}
+	return &Resolved{m: m, manifest: manifest, release: release}, nil
+}
+
+// CreateResolved creates pod p, as CreateWith does, or with replace as
+// Replace does, and releases it.
+func (r *Runner) CreateResolved(ctx context.Context, p *Resolved, replace bool) (*pod.Manifest, error) {
+	defer p.Release()
+	if replace {
+		if _, err := os.Lstat(record.Dir(r.StateDir, p.m.Name)); err == nil {
+			if err := r.Remove(ctx, p.m.Name, true); err != nil {
+				return nil, fmt.Errorf("replace pod %s: %w", p.m.Name, err)
+			}
+		}
+	}
+	return r.create(ctx, p.m, p.manifest)
+}
+
+// Install is for a pod created later, at boot (pod install's): it
+// parses manifest for this host with isolation iso and pulls and applies
+// its images, what CreateWith checks before it creates anything, with its
+// errors (an *InvalidError, a *PullError); then it runs install(m), which
+// installs the pod, and once that succeeds, takes the pod's leases on its
+// images ([ImageHolder]) as its creation does, so that no image rm or
+// prune takes them before the pod is created. The store stays held from
+// before the pulls until the leases are taken. The pod's removal
+// ([Runner.Remove]), or [Runner.ReleaseImages] where it was never
+// created, drops them. It needs no Mgr, and creates nothing of the pod.
+func (r *Runner) Install(ctx context.Context, manifest []byte, iso pod.Isolation, install func(*pod.Manifest) error) (*pod.Manifest, error) {
 	m, release, err := r.resolve(ctx, manifest, iso)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	return r.create(ctx, m, manifest)
-}
-
-// Resolve parses manifest for this host with isolation iso and pulls
-// and applies its images: what CreateWith checks before it creates
-// anything, with its errors (an *InvalidError, a *PullError). It needs
-// no Mgr, and creates nothing of the pod.
-func (r *Runner) Resolve(ctx context.Context, manifest []byte, iso pod.Isolation) (*pod.Manifest, error) {
-	m, release, err := r.resolve(ctx, manifest, iso)
-	if err != nil {
+	if err := install(m); err != nil {
 		return nil, err
 	}
-	release()
+	if err := takeLeases(m); err != nil {
+		return nil, fmt.Errorf("pod %s is installed, but its images could not be leased (an image prune may remove them before it starts; install it again): %w", m.Name, err)
+	}
 	return m, nil
 }
 
-// resolve is Resolve that keeps the store of the manifest's images held
+// resolve is Resolve, the store of the manifest's images held
 // ([Runner.holdImages]) until release is called: the pod's creation
 // releases it once it has leased them, so that no image prune takes them
 // in between.
@@ -108,7 +163,7 @@ func (r *Runner) resolve(ctx context.Context, manifest []byte, iso pod.Isolation
 	return m, release, nil
 }
 
-// create creates pod m, which Resolve made of manifest.
+// create creates pod m, which resolve made of manifest.
 func (r *Runner) create(ctx context.Context, m *pod.Manifest, manifest []byte) (*pod.Manifest, error) {
 	dir := record.Dir(r.StateDir, m.Name)
 	unitDir, err := r.Mgr.RuntimeUnitDir(ctx)
@@ -165,17 +220,11 @@ func (e *ExistsError) Error() string {
 // old pod's removal, which releases its leases, lets no image prune take
 // them in between.
 func (r *Runner) Replace(ctx context.Context, manifest []byte, iso pod.Isolation) (*pod.Manifest, error) {
-	m, release, err := r.resolve(ctx, manifest, iso)
+	p, err := r.Resolve(ctx, manifest, iso)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-	if _, err := os.Lstat(record.Dir(r.StateDir, m.Name)); err == nil {
-		if err := r.Remove(ctx, m.Name, true); err != nil {
-			return nil, fmt.Errorf("replace pod %s: %w", m.Name, err)
-		}
-	}
-	return r.create(ctx, m, manifest)
+	return r.CreateResolved(ctx, p, true)
 }
 
 // checkSeen returns an error if the manager does not see the state
@@ -694,7 +743,7 @@ func (r *Runner) removeFiles(ctx context.Context, name, unitDir string) error {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, r.releaseImages(name), os.RemoveAll(record.Dir(r.StateDir, name)))
+	errs = append(errs, r.ReleaseImages(name), os.RemoveAll(record.Dir(r.StateDir, name)))
 	// One listing instead of a reset call for each of the 2N+3 units, most
 	// of them collected already.
 	loaded, err := r.loadedOf(ctx, name)
