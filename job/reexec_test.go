@@ -283,13 +283,21 @@ func TestStartCallLost(t *testing.T) {
 // back. The new manager ends the start job at once, and a unit of a file
 // that nothing keeps is collected then, its outcome with it, before Run
 // reads it anew. Run must report the command's own exit status all the
-// same, and the unit must be collected once Run has returned.
+// same, and the unit must be collected once Run has returned. It runs on
+// the manager's private socket, where the new manager's signals are lost
+// with the connection, and over its bus, whose connection outlives the
+// reexec and receives them (there it checks that the reference Run takes
+// over the bus is dropped).
 func TestStartUnitEndsDuringReexec(t *testing.T) {
 	ctl := systemdtest.Dial(t)
 	ctx := context.Background()
-	for _, code := range []int{0, 3} {
-		t.Run(fmt.Sprint(code), func(t *testing.T) {
-			conn := systemdtest.Dial(t)
+	for _, tc := range []struct {
+		over string
+		code int
+	}{{"socket", 0}, {"socket", 3}, {"bus", 0}} {
+		t.Run(fmt.Sprint(tc.over, tc.code), func(t *testing.T) {
+			code := tc.code
+			conn := dialOver(t, tc.over)
 			dir := t.TempDir()
 			proceed, ran := filepath.Join(dir, "proceed"), filepath.Join(dir, "ran")
 			name := unit.RandomName("unitrun-test-endreexec-", "service")
