@@ -276,3 +276,94 @@ func TestStartCallLost(t *testing.T) {
 		})
 	}
 }
+
+// TestStartUnitEndsDuringReexec runs a oneshot of a unit file whose
+// command exits while the manager re-executes: after the old manager has
+// saved its state and closed its connections, before Run's connection is
+// back. The new manager ends the start job at once, and a unit of a file
+// that nothing keeps is collected then, its outcome with it, before Run
+// reads it anew. Run must report the command's own exit status all the
+// same, and the unit must be collected once Run has returned. It runs on
+// the manager's private socket, where the new manager's signals are lost
+// with the connection, and over its bus, whose connection outlives the
+// reexec and receives them (there it checks that the reference Run takes
+// over the bus is dropped).
+func TestStartUnitEndsDuringReexec(t *testing.T) {
+	ctl := systemdtest.Dial(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		over string
+		code int
+	}{{"socket", 0}, {"socket", 3}, {"bus", 0}} {
+		t.Run(fmt.Sprint(tc.over, tc.code), func(t *testing.T) {
+			code := tc.code
+			conn := dialOver(t, tc.over)
+			dir := t.TempDir()
+			proceed, ran := filepath.Join(dir, "proceed"), filepath.Join(dir, "ran")
+			name := unit.RandomName("unitrun-test-endreexec-", "service")
+			// It spins rather than sleeps, so that it exits within
+			// moments of proceed's creation: well before the new
+			// manager is back.
+			systemdtest.WriteUnit(t, filepath.Join(systemdtest.RuntimeUnitDir(t), name), fmt.Sprintf(
+				"[Service]\nType=oneshot\nExecStart=/bin/sh -c 'while [ ! -e %s ]; do :; done; echo ran >> %s; exit %d'\n", proceed, ran, code))
+			if err := ctl.Reload(ctx); err != nil {
+				t.Fatal(err)
+			}
+			type result struct {
+				st  *job.Status
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				st, err := job.Unit(conn, name).Run(ctx)
+				done <- result{st, err}
+			}()
+			for {
+				p, err := ctl.Properties(ctx, name, manager.UnitIface, "ActiveState")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p["ActiveState"].Value() == "activating" {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			// Reexecute returns once the manager has closed ctl's
+			// connection, its state saved: the command's exit is the
+			// new manager's to see.
+			if err := ctl.Reexecute(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(proceed, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			res := <-done
+			if b, err := os.ReadFile(ran); err != nil || string(b) != "ran\n" {
+				t.Errorf("the command ran %q times (%v), want once", b, err)
+			}
+			var ee *job.ExitError
+			switch {
+			case code == 0 && res.err != nil, code != 0 && !errors.As(res.err, &ee):
+				t.Errorf("Run: %v, want exit status %d", res.err, code)
+			case res.st == nil || res.st.ExitCode != code || res.st.InvocationID == "":
+				t.Errorf("Run's status %+v, want exit status %d and the run's invocation ID", res.st, code)
+			}
+			if code != 0 {
+				// Left failed, as systemd leaves it.
+				if p, err := ctl.Properties(ctx, name, manager.UnitIface, "ActiveState"); err != nil || p["ActiveState"].Value() != "failed" {
+					t.Errorf("unit %s: %v (%v) after Run, want failed", name, p["ActiveState"], err)
+				}
+				ctl.ResetFailedUnit(ctx, name)
+			}
+			// Nothing keeps it once Run has returned: systemd collects
+			// it (Loaded loads no unit, as a read would).
+			loaded, err := ctl.Loaded(ctx, name)
+			for deadline := time.Now().Add(5 * time.Second); err == nil && loaded && time.Now().Before(deadline); loaded, err = ctl.Loaded(ctx, name) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if err != nil || loaded {
+				t.Errorf("unit %s still loaded after Run (%v)", name, err)
+			}
+		})
+	}
+}

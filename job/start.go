@@ -23,6 +23,16 @@ func runUnit(ctx context.Context, mgr *manager.Conn, name string, invoked func(i
 	}
 	r := &run{mgr: mgr, unit: name, state: state{}, invoked: invoked}
 	r.watch = mgr.WatchProps(name, stateProps...)
+	// Kept for this process (Ref) from before the start until the run's
+	// end is read, as Wait keeps it: a unit of a file that nothing else
+	// keeps is collected as soon as its run ends inactive, its outcome
+	// with it, and a run that ends while the connection is down (a
+	// daemon-reexec) would then be lost. The reference goes out beside
+	// the reads (on a bus, on the same connection), so that it costs no
+	// round trip of its own; RefUnit loads the unit, and a unit that
+	// cannot be loaded is refused it, which the reads then report.
+	refd := make(chan error, 1)
+	go func() { refd <- mgr.Ref(ctx, name) }()
 	waits := false
 	// Both interfaces' reads go out at once, answered in one round trip;
 	// a unit that is not a service has no Service properties.
@@ -32,6 +42,7 @@ func runUnit(ctx context.Context, mgr *manager.Conn, name string, invoked func(i
 	if manager.IsConnLost(svcErr) {
 		svc, _, svcErr = properties(ctx, mgr, name, manager.ServiceIface, "Type", "Restart")
 	}
+	r.ref = <-refd == nil
 	if svcErr == nil {
 		r.state.merge(svc)
 		r.typ = r.state.str("Type")
@@ -42,10 +53,10 @@ func runUnit(ctx context.Context, mgr *manager.Conn, name string, invoked func(i
 		}
 	}
 	if err != nil {
-		r.watch.Close()
+		r.abort()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	} else if u["LoadState"].Value() != "loaded" {
-		r.watch.Close()
+		r.abort()
 		return nil, fmt.Errorf("start %s: %s", name, loadError(u))
 	}
 	// Forget the previous run: only signals after the start describe this one.
@@ -58,7 +69,7 @@ func runUnit(ctx context.Context, mgr *manager.Conn, name string, invoked func(i
 	job, err := r.startUnit(call, before)
 	done()
 	if err != nil {
-		r.watch.Close()
+		r.abort()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	r.job = job

@@ -65,6 +65,13 @@ func Unit(mgr *manager.Conn, name string) *UnitCmd {
 // ctx ends first, Run stops the unit and returns an error that wraps
 // ctx.Err().
 //
+// Where the manager can keep units for this connection (manager.Conn.CanRef),
+// Run keeps the unit loaded (Ref) from before its start until it has read
+// the run's end, as Wait does: a run that ends while the connection to the
+// manager is down (a daemon-reexec) is then reported with its own exit
+// status, not lost with a unit that systemd collected meanwhile. Its
+// reference dropped, the unit is left as systemd leaves it.
+//
 // With Stdout or Stderr set, Run copies the output of the runs the start
 // makes until they end. No entry of an earlier run is copied: the journal
 // is brought up to date before the start, then the entries are chosen by

@@ -160,10 +160,11 @@ func lostOnBus(err error) error {
 	return err
 }
 
-// Ref keeps the loaded unit name for this connection, as AddRef=yes
-// keeps the unit it starts: systemd does not collect it, however its run
-// ends, until Unref or until the connection is gone. A unit that is not
-// loaded gives the manager's error (NoSuchUnit).
+// Ref keeps the unit name for this connection, as AddRef=yes keeps the
+// unit it starts: systemd does not collect it, however its run ends,
+// until Unref or until the connection is gone. systemd loads a unit that
+// is not loaded (from its file); one that cannot be loaded (not found,
+// masked, a bad setting) gives the manager's error (NoSuchUnit, ...).
 func (c *Conn) Ref(ctx context.Context, name string) error {
 	return c.callRef(ctx, "RefUnit", name)
 }
