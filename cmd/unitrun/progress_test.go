@@ -62,7 +62,8 @@ func TestPodRunProgressPiped(t *testing.T) {
 // An app stopped while it waits to restart gets its final state after
 // "restarting", before the pod's line: "pod run" printed none, its last
 // line of the app "restarting exit 3" (the pod's stop, from another
-// process, comes once that line is out).
+// process, comes once the second such line is out: the first restart
+// comes at once, the second after the back-off of an hour).
 func TestPodRunProgressStoppedDuringBackoff(t *testing.T) {
 	dir := t.TempDir()
 	rmPod(t, dir, "backoff-progress")
@@ -85,7 +86,7 @@ apps:
 		t.Fatal(err)
 	}
 	for range 600 {
-		if b, _ := os.ReadFile(progress); strings.Contains(string(b), "app crash restarting") {
+		if b, _ := os.ReadFile(progress); strings.Count(string(b), "app crash restarting") == 2 {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -95,7 +96,7 @@ apps:
 	}
 	cmd.Wait()
 	b, _ := os.ReadFile(progress)
-	want := "app crash running\napp crash restarting exit 3\napp crash failed exit 3\npod backoff-progress Failed exit 3\n"
+	want := "app crash running\napp crash restarting exit 3\napp crash running\napp crash restarting exit 3\napp crash failed exit 3\npod backoff-progress Failed exit 3\n"
 	if got := stampRE.ReplaceAllString(string(b), ""); cmd.ProcessState.ExitCode() != 3 || got != want {
 		t.Errorf("pod run: exit %d, progress:\n%s\nwant 3 and:\n%s", cmd.ProcessState.ExitCode(), got, want)
 	}
