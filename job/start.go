@@ -48,6 +48,14 @@ func runUnit(ctx context.Context, mgr *manager.Conn, name string, invoked func(i
 		r.watch.Close()
 		return nil, fmt.Errorf("start %s: %s", name, loadError(u))
 	}
+	// A service that may restart is kept for this process until its last
+	// run's end is read, as Wait keeps it: once that run ends well, the
+	// unit is inactive and systemd collects it at once (nothing else keeps
+	// a unit file's unit), its outcome with it, while unitrun still reads
+	// whether a restart follows.
+	if r.restarts && mgr.CanRef(ctx) && mgr.Ref(ctx, name) == nil {
+		r.ref = true
+	}
 	// Forget the previous run: only signals after the start describe this one.
 	r.state = state{}
 	// As for transient units, the call is not abandoned when ctx ends;
@@ -58,6 +66,7 @@ func runUnit(ctx context.Context, mgr *manager.Conn, name string, invoked func(i
 	job, err := r.startUnit(call, before)
 	done()
 	if err != nil {
+		r.unref()
 		r.watch.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
