@@ -3,6 +3,7 @@ package pod
 import (
 	"fmt"
 	"github.com/unitrun/unitrun/pod/record"
+	"strings"
 	"time"
 )
 
@@ -76,7 +77,10 @@ func (e PodEvent) String() string {
 	case EventFailed:
 		return fmt.Sprintf("app %s %s%s", e.App, record.AppFailed, exit)
 	case EventProbeFailed:
-		return fmt.Sprintf("app %s %s probe failed (%d in a row): %s", e.App, e.Probe, e.ConsecutiveFailures, e.Message)
+		// An exec probe's message is what its check printed, most
+		// often ending in a newline, and may hold several lines: each
+		// run of white space is one space, so the event stays one line.
+		return fmt.Sprintf("app %s %s probe failed (%d in a row): %s", e.App, e.Probe, e.ConsecutiveFailures, strings.Join(strings.Fields(e.Message), " "))
 	}
 	return fmt.Sprintf("pod %s %s%s", e.Pod, e.Phase, exit)
 }

@@ -92,3 +92,13 @@ func TestPodEventsOfProbesAndEnd(t *testing.T) {
 		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// An exec probe's message is what its check printed, newlines and all:
+// its event is still one line, as "pod run" and "pod events" print one
+// line per change.
+func TestPodEventOfProbeIsOneLine(t *testing.T) {
+	e := PodEvent{Type: EventProbeFailed, Pod: "p", App: "api", Probe: "liveness", ConsecutiveFailures: 2, Message: "not ready\n  db: down\n"}
+	if got, want := e.String(), "app api liveness probe failed (2 in a row): not ready db: down"; got != want {
+		t.Errorf("event %q, want %q", got, want)
+	}
+}

@@ -406,3 +406,27 @@ func TestStartThroughRestarts(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 0 after the third run, and its output", code, out, errs)
 	}
 }
+
+// The last run of a unit file's service that restarts, then succeeds, is
+// reported with its exit: once it ends the unit is inactive, and systemd
+// collects a unit file's unit that nothing keeps at once, its outcome
+// with it. Before, start did not keep it as wait does, and under a quick
+// end said, one time in three to ten, "no process ran" (exit_code null,
+// no finished_at).
+func TestStartThroughRestartsTellsLastExit(t *testing.T) {
+	dir := t.TempDir()
+	name := "unitrun-test-startrestartexit.service"
+	writeService(t, name, "[Service]\nExecStart=/bin/sh -c '"+strings.ReplaceAll(counted, "$", "$$")+"' sh "+filepath.Join(dir, "n")+
+		"\nRestart=on-failure\nRestartSec=50ms\n")
+	for i := range 15 {
+		os.Remove(filepath.Join(dir, "n"))
+		out, errs, code := unitrun(t, "start", "-q", "--json", name)
+		var r result
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("start %d: stdout %q: %v (stderr %q)", i, out, err, errs)
+		}
+		if code != 0 || r.ExitCode == nil || *r.ExitCode != 0 || r.FinishedAt == nil || r.Restarts != 2 {
+			t.Fatalf("start %d: exit %d, %s; want 0, exit_code 0, finished_at and 2 restarts", i, code, out)
+		}
+	}
+}
