@@ -479,3 +479,41 @@ func TestPodReadyJSON(t *testing.T) {
 	}
 	pollView("a ready pod", func(v podView) bool { return v.Ready && v.Apps[0].Ready })
 }
+
+// A pod stop interrupted (Ctrl-C) while an app takes its stop timeout
+// exits 130 saying that the stop goes on, as wait does, not with a unit's
+// name; the stop goes on: the app is killed at its stop timeout and the
+// pod ends.
+func TestPodStopInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	rmPod(t, dir, "stop-interrupted")
+	if _, errs, code := podCLI(t, dir, "run", "--detach", manifestFile(t, `
+name: stop-interrupted
+apps:
+  - name: stubborn
+    stopTimeout: 2s
+    exec: ["/bin/sh", "-c", "trap '' TERM; while sleep 0.1; do :; done"]
+`)); code != 0 {
+		t.Fatalf("pod run --detach: exit %d: %s", code, errs)
+	}
+	cmd := exec.Command(systemdtest.Binary(t), "pod", "stop", "--state-dir", dir, "stop-interrupted")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for !record.Stopping(dir, "stop-interrupted") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	want := "unitrun: stopped waiting for pod stop-interrupted, whose stop goes on: interrupted by SIGINT\n"
+	if code := cmd.ProcessState.ExitCode(); code != 130 || stderr.String() != want {
+		t.Errorf("pod stop interrupted: exit %d, stderr %q; want 130, %q", code, stderr.String(), want)
+	}
+	for deadline := time.Now().Add(30 * time.Second); podStatus(t, dir, "stop-interrupted").Phase == pod.PodRunning; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the pod still runs 30 s after its stop was interrupted")
+		}
+	}
+}

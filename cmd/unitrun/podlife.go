@@ -291,7 +291,13 @@ func newPodStopCmd(f *podFlags) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withRunner(cmd, func(r *podrun.Runner) error {
-				s, err := r.Stop(cmd.Context(), args[0], timeout)
+				ctx := cmd.Context()
+				s, err := r.Stop(ctx, args[0], timeout)
+				if sig, ok := interruptedBy(ctx); ok && err != nil {
+					// unitrun was interrupted, not the stop: the
+					// stop jobs are systemd's, and go on.
+					return &exitError{code: 128 + int(sig), err: fmt.Errorf("stopped waiting for pod %s, whose stop goes on: %w", args[0], context.Cause(ctx))}
+				}
 				if err != nil {
 					return failed(err)
 				}
