@@ -25,7 +25,7 @@ const pollInterval = 50 * time.Millisecond
 type LogOptions struct {
 	Prefix     bool      // each line starts with "APP | "
 	Follow     bool      // go on with what the apps write (not with Previous)
-	Tail       int       // if above 0, only the last Tail lines of each app's log to begin with
+	Tail       int       // if above 0, only the last Tail lines of each app's log to begin with; if below 0, none of them (only what Follow copies)
 	Since      time.Time // if not zero, only the lines written at or after it
 	Timestamps bool      // each line starts with its time, RFC 3339 with nanoseconds in UTC, and a space
 	Previous   bool      // only the lines of the app's run before its last one
@@ -166,7 +166,8 @@ type appLog struct {
 	partial []byte
 	lineT   time.Time
 	lineRun int
-	// tail holds the last lines before the first copy's end, with o.Tail.
+	// tail holds the last lines before the first copy's end, with o.Tail
+	// above 0.
 	tail   []string
 	copied bool // the first copy is done
 }
@@ -518,6 +519,9 @@ func (l *appLog) line(w io.Writer, line []byte) error {
 		s += l.lineT.UTC().Format(time.RFC3339Nano) + " "
 	}
 	s += string(line)
+	if l.o.Tail < 0 && !l.copied {
+		return nil
+	}
 	if l.o.Tail > 0 && !l.copied {
 		if len(l.tail) == l.o.Tail {
 			l.tail = l.tail[1:]

@@ -47,6 +47,12 @@ func TestPodLogsFlags(t *testing.T) {
 	if out, errs, code := podCLI(t, dir, "logs", "--since", "1h", "--tail", "1", "twice", "a"); code != 0 || out != "run 2  spaced \n" {
 		t.Errorf("pod logs --since 1h --tail 1: exit %d, %q, %q; want the last line", code, out, errs)
 	}
+	// As kubectl logs: --tail 0 none, -1 all.
+	for tail, want := range map[string]string{"0": "", "-1": "run 1  spaced \nrun 2  spaced \n"} {
+		if out, errs, code := podCLI(t, dir, "logs", "--tail", tail, "twice", "a"); code != 0 || out != want {
+			t.Errorf("pod logs --tail %s: exit %d, %q, %q; want %q", tail, code, out, errs, want)
+		}
+	}
 	for flag, value := range map[string]string{"--since": "yesterday", "--tail": "-2"} {
 		if out, errs, code := podCLI(t, dir, "logs", flag, value, "twice"); code != 2 || out != "" || !strings.Contains(errs, flag+" ") {
 			t.Errorf("pod logs %s %s: exit %d, %q, %q; want exit 2 and an error naming %s", flag, value, code, out, errs, flag)

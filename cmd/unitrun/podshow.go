@@ -264,6 +264,7 @@ func printPods(w io.Writer, stateDir string, pods []pod.PodStatus, asJSON bool) 
 func newPodLogsCmd(f *podFlags) *cobra.Command {
 	var o pod.LogOptions
 	var since string
+	var tail int
 	cmd := &cobra.Command{
 		Use: "logs NAME [APP]",
 		Example: `  unitrun pod logs web
@@ -273,8 +274,15 @@ func newPodLogsCmd(f *podFlags) *cobra.Command {
 		Short: `Print the output of a pod's apps, each line prefixed "APP | ", or of one app`,
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.Tail < 0 {
-				return &exitError{code: exitUsage, err: fmt.Errorf("--tail %d: must be a number of lines, 0 (all) or more", o.Tail)}
+			// As kubectl logs --tail: -1 (the default) every line, 0 none
+			// to begin with, N the last N.
+			switch {
+			case tail < -1:
+				return &exitError{code: exitUsage, err: fmt.Errorf("--tail %d: must be a number of lines, 0 or more, or -1 (all)", tail)}
+			case tail == 0:
+				o.Tail = -1
+			case tail > 0:
+				o.Tail = tail
 			}
 			if since != "" {
 				t, err := parseSince(since, time.Now())
@@ -315,7 +323,7 @@ func newPodLogsCmd(f *podFlags) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.BoolVarP(&o.Follow, "follow", "f", false, "keep printing until the app's run ends (without APP: the pod ends) or an interrupt (exit 0)")
-	fl.IntVar(&o.Tail, "tail", 0, "print only the last N lines of each app's log to begin with")
+	fl.IntVar(&tail, "tail", -1, "print only the last N lines of each app's log to begin with (0: none, -1: all)")
 	fl.StringVar(&since, "since", "", "print only the lines written at or after TIME (RFC 3339) or in the last DURATION (10m, 1h30m)")
 	fl.BoolVar(&o.Timestamps, "timestamps", false, "begin each line with the time it was written (RFC 3339 with nanoseconds, UTC)")
 	fl.BoolVarP(&o.Previous, "previous", "p", false, "print the app's run before its last one")
