@@ -87,9 +87,10 @@ func (e PodEvent) String() string {
 
 // PodEvents finds the changes of one pod in its records, read again and
 // again: each read gives the events since the one before. A run that
-// starts and ends between two reads still gets both events, and a run's
-// probe failures come before its end, so the sequence does not depend on
-// how often the records are read.
+// starts and ends between two reads still gets both events, so the
+// sequence does not depend on how often the records are read; and the
+// probe failures read of a run come before its end, even when the same
+// read finds both.
 type PodEvents struct {
 	pod    string
 	apps   map[string]*runsSeen

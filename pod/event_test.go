@@ -43,14 +43,7 @@ func TestPodEventsOfEveryRun(t *testing.T) {
 		}, "running\nrestarting exit 1\nfailed exit 1\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var b strings.Builder
-			w := NewPodEvents("p")
-			for _, r := range c.records {
-				for _, e := range w.Next(PodStatus{Name: "p", Phase: PodRunning, Apps: []record.AppStatus{r}}, time.Now()) {
-					b.WriteString(e.String() + "\n")
-				}
-			}
-			got := strings.ReplaceAll(b.String(), "app api ", "")
+			got := eventsRead(c.records, func(e PodEvent) string { return strings.TrimPrefix(e.String(), "app api ") })
 			if got != c.want {
 				t.Errorf("events:\n%s\nwant:\n%s", got, c.want)
 			}
@@ -143,20 +136,29 @@ func TestPodEventsOfProbesBeforeTheirRunsEnd(t *testing.T) {
 		}, "1 running\n1 liveness (1)\n1 restarting exit 1\n2 running\n2 liveness (1)\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var b strings.Builder
-			w := NewPodEvents("p")
-			for _, r := range c.records {
-				for _, e := range w.Next(PodStatus{Name: "p", Phase: PodRunning, Apps: []record.AppStatus{r}}, time.Now()) {
-					text := strings.TrimPrefix(e.String(), "app api ")
-					text = strings.TrimSuffix(strings.Replace(text, " probe failed", "", 1), ": refused")
-					fmt.Fprintf(&b, "%d %s\n", e.Run, strings.Replace(text, " in a row", "", 1))
-				}
-			}
-			if got := b.String(); got != c.want {
+			got := eventsRead(c.records, func(e PodEvent) string {
+				text := strings.TrimPrefix(e.String(), "app api ")
+				text = strings.TrimSuffix(strings.Replace(text, " probe failed", "", 1), ": refused")
+				return fmt.Sprintf("%d %s", e.Run, strings.Replace(text, " in a row", "", 1))
+			})
+			if got != c.want {
 				t.Errorf("events (run, event):\n%s\nwant:\n%s", got, c.want)
 			}
 		})
 	}
+}
+
+// eventsRead returns the events of the records of app api, read one
+// after another in a running pod, a line each as line tells it.
+func eventsRead(records []record.AppStatus, line func(PodEvent) string) string {
+	var b strings.Builder
+	w := NewPodEvents("p")
+	for _, r := range records {
+		for _, e := range w.Next(PodStatus{Name: "p", Phase: PodRunning, Apps: []record.AppStatus{r}}, time.Now()) {
+			b.WriteString(line(e) + "\n")
+		}
+	}
+	return b.String()
 }
 
 // withLiveness returns a with its liveness probe's state p.
