@@ -88,11 +88,13 @@ func (e PodEvent) String() string {
 // PodEvents finds the changes of one pod in its records, read again and
 // again: each read gives the events since the one before. A run that
 // starts and ends between two reads still gets both events, so the
-// sequence does not depend on how often the records are read.
+// sequence does not depend on how often the records are read; and the
+// probe failures read of a run come before its end, even when the same
+// read finds both.
 type PodEvents struct {
 	pod    string
 	apps   map[string]*runsSeen
-	probes map[string]int // consecutive failures seen, by app/probe
+	probes map[string]probeSeen // by app/probe
 	ended  bool
 }
 
@@ -106,9 +108,16 @@ type runsSeen struct {
 	restarting     bool
 }
 
+// probeSeen is the state of a probe told last: the run it counts the
+// failures of (record.ProbeStatus.RunStartedAt), and how many.
+type probeSeen struct {
+	run      time.Time
+	failures int
+}
+
 // NewPodEvents returns the events of pod name, none seen yet.
 func NewPodEvents(name string) *PodEvents {
-	return &PodEvents{pod: name, apps: map[string]*runsSeen{}, probes: map[string]int{}}
+	return &PodEvents{pod: name, apps: map[string]*runsSeen{}, probes: map[string]probeSeen{}}
 }
 
 // Next returns the events that s, the pod's status read at now, tells of
@@ -140,9 +149,9 @@ func runs(a record.AppStatus) (started, ended int) {
 }
 
 // app appends to list the events of app a not told yet: every run is
-// started, then restarting or its final state; an app stopped while it
-// waited to restart then gets its final state too; then its probes'
-// failures.
+// started, then its probes' failures, then restarting or its final state;
+// an app stopped while it waited to restart then gets its final state
+// too.
 func (w *PodEvents) app(list []PodEvent, a record.AppStatus, now time.Time) []PodEvent {
 	k := w.apps[a.Name]
 	if k == nil {
@@ -163,6 +172,15 @@ func (w *PodEvents) app(list []PodEvent, a record.AppStatus, now time.Time) []Po
 		return exit(ev(EventFailed, k.ended))
 	}
 	started, ended := runs(a)
+	failures := w.probeFailures(a, started, ended, ev)
+	// probed appends the failures of the runs up to run, all of them
+	// before the end of run.
+	probed := func(run int) {
+		for len(failures) > 0 && failures[0].Run <= run {
+			list = append(list, failures[0])
+			failures = failures[1:]
+		}
+	}
 	for k.started < started || k.ended < ended {
 		if k.started == k.ended {
 			k.started++
@@ -171,6 +189,7 @@ func (w *PodEvents) app(list []PodEvent, a record.AppStatus, now time.Time) []Po
 			continue
 		}
 		k.ended++
+		probed(k.ended)
 		// The record keeps only the last exit: that of the last run
 		// that ended, a restart while the app runs again or waits to,
 		// else its final one.
@@ -184,25 +203,52 @@ func (w *PodEvents) app(list []PodEvent, a record.AppStatus, now time.Time) []Po
 			list = append(list, final())
 		}
 	}
+	probed(started)
 	if k.restarting && (a.State == record.AppExited || a.State == record.AppFailed) {
 		k.restarting = false
 		list = append(list, final())
 	}
+	return list
+}
+
+// probeFailures returns the failures of a's probes not told yet, those
+// of the run that ended last first: the states in a's record each count
+// the failures of one run (RunStartedAt), the one running (which is run
+// started) or the one whose exit is recorded (run ended). A state of an
+// earlier run, whose number the record no longer holds, or of no run
+// named, tells none.
+func (w *PodEvents) probeFailures(a record.AppStatus, started, ended int, ev func(EventType, int) PodEvent) []PodEvent {
+	var last, running []PodEvent
 	for _, p := range []struct {
 		kind string
 		st   *record.ProbeStatus
 	}{{"liveness", a.Probe}, {"startup", a.Startup}, {"readiness", a.Readiness}} {
 		key := a.Name + "/" + p.kind
-		n := 0
-		if p.st != nil {
-			n = p.st.ConsecutiveFailures
+		if p.st == nil {
+			delete(w.probes, key)
+			continue
 		}
-		if n > w.probes[key] {
-			e := ev(EventProbeFailed, k.started)
-			e.Probe, e.Message, e.ConsecutiveFailures = p.kind, p.st.Message, n
-			list = append(list, e)
+		seen := w.probes[key]
+		if !seen.run.Equal(p.st.RunStartedAt) {
+			seen = probeSeen{run: p.st.RunStartedAt}
 		}
-		w.probes[key] = n
+		n := p.st.ConsecutiveFailures
+		told := n > seen.failures
+		seen.failures = n
+		w.probes[key] = seen
+		if !told || p.st.RunStartedAt.IsZero() {
+			continue
+		}
+		e := ev(EventProbeFailed, 0)
+		e.Probe, e.Message, e.ConsecutiveFailures = p.kind, p.st.Message, n
+		switch {
+		case a.State == record.AppRunning && p.st.RunStartedAt.Equal(a.StartedAt):
+			e.Run = started
+			running = append(running, e)
+		case ended > 0 && p.st.RunStartedAt.Equal(a.LastStartedAt):
+			e.Run = ended
+			last = append(last, e)
+		}
 	}
-	return list
+	return append(last, running...)
 }

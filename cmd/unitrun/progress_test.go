@@ -183,3 +183,38 @@ func TestOpCallProgress(t *testing.T) {
 		t.Errorf("op jobs on a terminal:\n%q", out)
 	}
 }
+
+// probedPod is a pod whose app's liveness probe fails at every check and,
+// at its second failure, ends the pod: the app is stopped (signal TERM).
+const probedPod = `
+name: %s
+apps:
+  - name: api
+    exec: ["/bin/sleep", "300"]
+    probe:
+      exec: ["/bin/false"]
+      periodSeconds: 1
+      failureThreshold: 2
+      action: fail-pod
+`
+
+// The failures of a probe that ends the pod come before the end of the
+// run they were checks of, in the progress of "pod run" and in its
+// events: the failure that reached the threshold and the app's end are
+// most often seen in the same read of the records.
+func TestPodRunProgressOfAProbeThatFailsThePod(t *testing.T) {
+	dir := t.TempDir()
+	rmPod(t, dir, "probe-progress")
+	_, errs, code := podCLI(t, dir, "run", manifestFile(t, strings.ReplaceAll(probedPod, "%s", "probe-progress")))
+	// An exec probe's message is what its check printed: /bin/false
+	// prints nothing.
+	want := "app api running\napp api liveness probe failed (1 in a row): \napp api liveness probe failed (2 in a row): \napp api failed signal TERM\npod probe-progress Failed exit 143\n"
+	if got := stampRE.ReplaceAllString(errs, ""); code != 143 || got != want {
+		t.Errorf("pod run: exit %d, progress:\n%s\nwant 143 and:\n%s", code, got, want)
+	}
+	rmPod(t, dir, "probe-json")
+	out, _, code := podCLI(t, dir, "run", "--json", manifestFile(t, strings.ReplaceAll(probedPod, "%s", "probe-json")))
+	if got, want := eventLines(t, out), "app-started api 1 -\nprobe-failed api 1 -\nprobe-failed api 1 -\napp-failed api 1 143\npod-ended Failed - 143\n"; code != 143 || got != want {
+		t.Errorf("pod run --json: exit %d, events:\n%s\nwant 143 and:\n%s", code, got, want)
+	}
+}

@@ -274,16 +274,17 @@ func (pr probing) probe(k probeKind) *pod.Probe {
 	return pr.a.Probe
 }
 
-// record sets the state st of probe kind k in the app's record, and with
-// it whether the app is ready, under the pod's lock; threshold says st
-// reached the probe's failure threshold. It returns errRunEnded if the
-// run has ended.
+// record sets the state st of probe kind k, named as the run's, in the
+// app's record, and with it whether the app is ready, under the pod's
+// lock; threshold says st reached the probe's failure threshold. It
+// returns errRunEnded if the run has ended.
 func (pr probing) record(k probeKind, st record.ProbeStatus, threshold bool) error {
 	return updateApp(pr.stateDir, pr.name, pr.a.Name, func(s *record.AppStatus) error {
 		if s.State != record.AppRunning || !s.StartedAt.Equal(pr.run) {
 			return errRunEnded
 		}
 		success := st.LastResult == record.ProbeSuccess
+		st.RunStartedAt = pr.run
 		switch k {
 		case liveness:
 			s.Probe = &st

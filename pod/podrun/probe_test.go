@@ -157,6 +157,9 @@ func TestProbeFailPod(t *testing.T) {
 	}
 	if p := a.Probe; p == nil || p.LastResult != record.ProbeFailure || p.ConsecutiveFailures != 2 || p.Acted != record.FailPod {
 		t.Errorf("probe: %+v", p)
+	} else if a.LastStartedAt.IsZero() || !p.RunStartedAt.Equal(a.LastStartedAt) {
+		// Which run the failures are of: "pod events" tells them of it.
+		t.Errorf("probe of the run started at %v, want the run that ended, started at %v", p.RunStartedAt, a.LastStartedAt)
 	}
 }
 

@@ -94,6 +94,11 @@ type ProbeStatus struct {
 	// before it restarts the app or ends the pod, so that the app's exit is
 	// recorded as a restart or a failure.
 	Acted ProbeAction `json:"acted,omitempty"`
+	// RunStartedAt names the run whose checks this state counts: its
+	// start, the app's StartedAt while it ran (LastStartedAt once it
+	// has ended). The liveness probe's state outlives its run until the
+	// next run's first check.
+	RunStartedAt time.Time `json:"run_started_at,omitzero"`
 }
 
 // MaxFileSize bounds what ReadFile reads.
