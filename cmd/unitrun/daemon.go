@@ -138,11 +138,15 @@ func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
 	return &exitError{code: exitFailed, err: err}
 }
 
-// checkDaemonPaths refuses an empty --state-dir, which made the daemon
-// keep its records in the directory it was started in, and an empty
-// --socket or --seqpacket given on the command line, which made it bind
-// both default sockets as if neither flag were given.
+// checkDaemonPaths refuses an empty --config, which the config loader
+// named no file in refusing it, an empty --state-dir, which made the
+// daemon keep its records in the directory it was started in, and an
+// empty --socket or --seqpacket given on the command line, which made it
+// bind both default sockets as if neither flag were given.
 func checkDaemonPaths(fl *pflag.FlagSet, f *daemonFlags) error {
+	if f.config == "" {
+		return errors.New("--config: must name a *.toml file, not be empty")
+	}
 	if f.stateDir == "" {
 		return errors.New("--state-dir: must name a directory, not be empty")
 	}

@@ -83,10 +83,12 @@ func TestDaemonStateDirHeld(t *testing.T) {
 	}
 }
 
-// An empty --state-dir, --socket or --seqpacket exits 2 naming the flag,
-// before anything is created. The daemon took --state-dir "" for the
-// directory it was started in, writing its records there, and an empty
-// socket flag for none given, binding both default sockets.
+// An empty --config, --state-dir, --socket or --seqpacket exits 2 naming
+// the flag, before anything is created. The error of --config "" named no
+// file ("names DIR, which is not a *.toml file"); the daemon took
+// --state-dir "" for the directory it was started in, writing its records
+// there, and an empty socket flag for none given, binding both default
+// sockets.
 func TestDaemonEmptyPathFlags(t *testing.T) {
 	dir := t.TempDir()
 	systemdtest.Binary(t) // built from the package's directory, before the test leaves it
@@ -95,6 +97,7 @@ func TestDaemonEmptyPathFlags(t *testing.T) {
 	daemon := []string{"daemon", "--config", "daemon.toml", "--ops-dir", "ops.d", "--state-dir", filepath.Join(dir, "state"),
 		"--socket", filepath.Join(dir, "api.sock"), "--seqpacket", filepath.Join(dir, "argv.sock")}
 	for _, tc := range []struct{ flag, want string }{
+		{"--config", "--config: must name a *.toml file, not be empty"},
 		{"--state-dir", "--state-dir: must name a directory, not be empty"},
 		{"--socket", "--socket: must name a socket path, not be empty"},
 		{"--seqpacket", "--seqpacket: must name a socket path, not be empty"},
