@@ -74,7 +74,7 @@ func (c *Client) CallKeyed(ctx context.Context, op string, args []string, key st
 		return c.call(ctx, op, args, "")
 	}
 	var id string
-	err := retrying(ctx, func() error {
+	err := Retry(ctx, func() error {
 		var err error
 		id, err = c.call(ctx, op, args, key)
 		return err
@@ -119,7 +119,7 @@ func (c *Client) CallWaiting(ctx context.Context, op string, args []string, key 
 		return c.callWaiting(ctx, op, args, key)
 	}
 	var w *WaitingCall
-	err := retrying(ctx, func() error {
+	err := Retry(ctx, func() error {
 		var err error
 		w, err = c.callWaiting(ctx, op, args, key)
 		return err
@@ -231,7 +231,7 @@ func (c *Client) Cancel(ctx context.Context, id string) (*api.Record, error) {
 // the daemon returns (such as an unknown job) end it at once.
 func (c *Client) Wait(ctx context.Context, id string) (*api.Record, error) {
 	var r api.Record
-	err := retrying(ctx, func() error {
+	err := Retry(ctx, func() error {
 		r = api.Record{}
 		return c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/wait", nil, &r)
 	})
@@ -241,10 +241,13 @@ func (c *Client) Wait(ctx context.Context, id string) (*api.Record, error) {
 	return &r, nil
 }
 
-// retrying calls fn until it succeeds, ctx ends, or it returns an error
-// of the daemon's other than CodeInternal; after a failure to reach the
-// daemon (or CodeInternal) it waits, with delays growing from 50ms to 2s.
-func retrying(ctx context.Context, fn func() error) error {
+// Retry calls fn until it succeeds, ctx ends, or it returns an error of
+// the daemon's other than CodeInternal; after a failure to reach the
+// daemon (it is restarting) or CodeInternal it waits, with delays growing
+// from 50ms to 2s. It is how Wait and the calls reconnect; use it for a
+// request that may be made again, such as Ops or Cancel (a job canceled
+// once is answered with its final record).
+func Retry(ctx context.Context, fn func() error) error {
 	delay := 50 * time.Millisecond
 	for {
 		err := fn()

@@ -306,7 +306,7 @@ func checkDir(dir string) error {
 	case !ownedByUs(fi):
 		return refusedDir(dir, fmt.Errorf("owned by uid %d, neither root nor the caller", owner(fi)))
 	case fi.Mode().Perm()&0o022 != 0:
-		return refusedDir(dir, fmt.Errorf("writable by group or others (mode %v)", fi.Mode().Perm()))
+		return refusedDir(dir, fmt.Errorf("writable by group or others (mode %#o)", fi.Mode().Perm()))
 	}
 	return nil
 }

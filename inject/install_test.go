@@ -215,7 +215,7 @@ func TestInstallRefuses(t *testing.T) {
 		{"relative dir", "bin", src, "inject: dir bin: must be an absolute path"},
 		{"symlinked dir", filepath.Join(base, "link"), src, "is a symlink"},
 		{"dir is a file", filepath.Join(base, "file"), src, "file: not a directory"},
-		{"world-writable dir", filepath.Join(base, "open"), src, "writable by group or others"},
+		{"world-writable dir", filepath.Join(base, "open"), src, "writable by group or others (mode 0777)"},
 		{"group-writable dir", filepath.Join(base, "group"), src, "writable by group or others"},
 		{"missing parent", filepath.Join(base, "none", "bin"), src, "no such file or directory"},
 		{"source missing", real, filepath.Join(base, "nope"), "no such file or directory"},

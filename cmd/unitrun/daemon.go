@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/hostapi/daemon"
@@ -69,6 +70,9 @@ never run again), rewrites the log, and serves.`,
       --socket /tmp/api.sock --seqpacket /tmp/argv.sock --dbus session --log-level debug`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkDaemonPaths(cmd.Flags(), f); err != nil {
+				return usageError(err)
+			}
 			return runDaemon(cmd.Context(), g, f)
 		},
 	}
@@ -132,6 +136,26 @@ func runDaemon(ctx context.Context, g *globals, f *daemonFlags) error {
 		return &exitError{code: exitFailed, err: err}
 	}
 	return &exitError{code: exitFailed, err: err}
+}
+
+// checkDaemonPaths refuses an empty --config, which the config loader
+// named no file in refusing it, an empty --state-dir, which made the
+// daemon keep its records in the directory it was started in, and an
+// empty --socket or --seqpacket given on the command line, which made it
+// bind both default sockets as if neither flag were given.
+func checkDaemonPaths(fl *pflag.FlagSet, f *daemonFlags) error {
+	if f.config == "" {
+		return errors.New("--config: must name a *.toml file, not be empty")
+	}
+	if f.stateDir == "" {
+		return errors.New("--state-dir: must name a directory, not be empty")
+	}
+	for _, name := range []string{"socket", "seqpacket"} {
+		if fl.Changed(name) && fl.Lookup(name).Value.String() == "" {
+			return fmt.Errorf("--%s: must name a socket path, not be empty; leave the flag out to leave its socket off when the other flag is given", name)
+		}
+	}
+	return nil
 }
 
 // holderPID is the pid /proc/locks names, or "unknown" for 0.

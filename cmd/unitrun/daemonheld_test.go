@@ -83,6 +83,35 @@ func TestDaemonStateDirHeld(t *testing.T) {
 	}
 }
 
+// An empty --config, --state-dir, --socket or --seqpacket exits 2 naming
+// the flag, before anything is created. The error of --config "" named no
+// file ("names DIR, which is not a *.toml file"); the daemon took
+// --state-dir "" for the directory it was started in, writing its records
+// there, and an empty socket flag for none given, binding both default
+// sockets.
+func TestDaemonEmptyPathFlags(t *testing.T) {
+	dir := t.TempDir()
+	systemdtest.Binary(t) // built from the package's directory, before the test leaves it
+	t.Chdir(dir)
+	os.WriteFile("daemon.toml", []byte(systemdtest.OutcomeOps), 0o600)
+	daemon := []string{"daemon", "--config", "daemon.toml", "--ops-dir", "ops.d", "--state-dir", filepath.Join(dir, "state"),
+		"--socket", filepath.Join(dir, "api.sock"), "--seqpacket", filepath.Join(dir, "argv.sock")}
+	for _, tc := range []struct{ flag, want string }{
+		{"--config", "--config: must name a *.toml file, not be empty"},
+		{"--state-dir", "--state-dir: must name a directory, not be empty"},
+		{"--socket", "--socket: must name a socket path, not be empty"},
+		{"--seqpacket", "--seqpacket: must name a socket path, not be empty"},
+	} {
+		errs, code := secondDaemon(t, append(daemon, tc.flag, "")...)
+		if code != exitUsage || !strings.Contains(errs, tc.want) {
+			t.Errorf("daemon %s \"\": exit %d, stderr %q; want exit %d and %q", tc.flag, code, errs, exitUsage, tc.want)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("refused daemons left %d entries in %s, want only daemon.toml", len(entries), dir)
+	}
+}
+
 // A daemon given a socket path a live daemon answers on exits 1 saying it
 // is in use, creates nothing (it made its state dir first), and leaves it
 // answering (a second daemon took the first one's sockets and removed them

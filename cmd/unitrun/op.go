@@ -163,19 +163,28 @@ away, SIGKILL included.`,
 // interruptedCall ends an "op call" that signal sig interrupted while it
 // followed job id of op: it cancels the job when asked to, or when the op
 // cancels a job whose caller goes away (on_disconnect "stop"), and exits
-// with the job's final status; otherwise it says that the job goes on and
-// exits 128+sig.
+// 128+sig, saying whether it canceled the job or the job goes on. A daemon
+// that is restarting is waited for, as op call waits for it while it
+// follows the job; one that does not answer within 30 seconds makes it
+// exit 125, saying that the job may go on.
 func interruptedCall(cmd *cobra.Command, f *opFlags, c *client.Client, id, op string, sig syscall.Signal, cancel bool) error {
 	ctx, stop := context.WithTimeout(context.WithoutCancel(cmd.Context()), 30*time.Second)
 	defer stop()
-	if !cancel {
-		cancel = opStopsOnDisconnect(ctx, c, op)
-	}
 	by := interrupt{sig}
+	if !cancel {
+		var err error
+		if cancel, err = opStopsOnDisconnect(ctx, c, op); err != nil {
+			return &exitError{code: exitFailed, err: fmt.Errorf("%v: job %s (op %s) may go on: the daemon did not say whether its op stops on disconnect: %w", by, id, op, err)}
+		}
+	}
 	if !cancel {
 		return &exitError{code: 128 + int(sig), err: fmt.Errorf("%v: job %s (op %s) goes on; follow it with \"unitrun op wait %s\" or stop it with \"unitrun op cancel %s\"", by, id, op, id, id)}
 	}
-	rec, err := c.Cancel(ctx, id)
+	var rec *api.Record
+	err := client.Retry(ctx, func() (err error) {
+		rec, err = c.Cancel(ctx, id)
+		return err
+	})
 	if err != nil {
 		return &exitError{code: exitFailed, err: fmt.Errorf("%v: cancel job %s (op %s): %w", by, id, op, err)}
 	}
@@ -189,14 +198,19 @@ func interruptedCall(cmd *cobra.Command, f *opFlags, c *client.Client, id, op st
 }
 
 // opStopsOnDisconnect reports whether the daemon cancels a job of op once
-// its waiting caller goes away (on_disconnect "stop").
-func opStopsOnDisconnect(ctx context.Context, c *client.Client, op string) bool {
-	ops, err := c.Ops(ctx)
+// its waiting caller goes away (on_disconnect "stop"), asking the daemon
+// again until it answers or ctx ends.
+func opStopsOnDisconnect(ctx context.Context, c *client.Client, op string) (bool, error) {
+	var ops []api.OpInfo
+	err := client.Retry(ctx, func() (err error) {
+		ops, err = c.Ops(ctx)
+		return err
+	})
 	if err != nil {
-		return false
+		return false, err
 	}
 	i := slices.IndexFunc(ops, func(o api.OpInfo) bool { return o.Name == op })
-	return i >= 0 && ops[i].OnDisconnect == "stop"
+	return i >= 0 && ops[i].OnDisconnect == "stop", nil
 }
 
 // reboot starts reboot.target on the manager.

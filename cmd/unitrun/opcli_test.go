@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/api"
+	"github.com/unitrun/unitrun/client"
 	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/unit"
@@ -158,6 +159,47 @@ on_disconnect = "stop"
 			t.Errorf("op call %v: after SIGINT the job's message is %q, want it canceled by a caller", tc.args, rec.Message)
 		}
 		unitrun(t, "op", "cancel", id)
+	}
+}
+
+// TestOpCallInterruptWhileDaemonRestarts sends SIGINT to "op call" while
+// its daemon is stopped, between two daemons: for an op with
+// on_disconnect "stop", and with --cancel-on-interrupt, op call cancels
+// the job once the next daemon answers and exits 130. It gave up at once:
+// for the "stop" op it said that the job goes on, and with
+// --cancel-on-interrupt it exited 125; the job ran on either way.
+func TestOpCallInterruptWhileDaemonRestarts(t *testing.T) {
+	d, _ := startGatedDaemon(t)
+	c := client.New(d.API)
+	for _, args := range [][]string{{"gated"}, {"--cancel-on-interrupt", "gated"}} {
+		before, err := c.Jobs(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cli := exec.Command(systemdtest.Binary(t), append([]string{"op", "call", "--socket", d.API}, args...)...)
+		var errb bytes.Buffer
+		cli.Stderr = &errb
+		if err := cli.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer cli.Process.Kill()
+		id := runningJob(t, c, before)
+		d.Cmd.Process.Signal(syscall.SIGTERM)
+		if err := d.Cmd.Wait(); err != nil {
+			t.Fatalf("daemon after SIGTERM: %v", err)
+		}
+		cli.Process.Signal(syscall.SIGINT)
+		time.Sleep(500 * time.Millisecond) // op call tries the daemon that is not there
+		d.Start(t)
+		cli.Wait()
+		want := fmt.Sprintf("\nunitrun: interrupted by SIGINT: job %s (op gated) canceled\n", id)
+		if code := cli.ProcessState.ExitCode(); code != 130 || !strings.HasSuffix(errb.String(), want) {
+			t.Errorf("op call %v interrupted while no daemon ran: exit %d, stderr %q; want exit 130 and stderr ending in %q", args, code, errb.String(), want)
+		}
+		rec, err := c.Job(context.Background(), id)
+		if err != nil || rec.State != api.StateCanceled || !strings.HasPrefix(rec.Message, "canceled by a caller: ") {
+			t.Errorf("op call %v interrupted while no daemon ran: job %+v, %v; want it canceled by a caller", args, rec, err)
+		}
 	}
 }
 

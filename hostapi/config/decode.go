@@ -41,7 +41,15 @@ type decoder struct {
 	// wrong are the values of the wrong type, which decode left unset;
 	// unknown the keys the schema lacks.
 	wrong   []node
-	unknown []keyPath
+	unknown []unknownKey
+}
+
+// An unknownKey is a key the schema lacks, at at, with the names (as a
+// rule gives them) of the keys of its table that are not written: those
+// it may be the misspelling of.
+type unknownKey struct {
+	at    keyPath
+	unset []string
 }
 
 // A node is where a value is: its key as written ("op.args.max"), its name
@@ -132,15 +140,21 @@ func (d *decoder) decode(dst reflect.Value, v any, n node) {
 
 // follows reports whether fe, a rule that a value under base (an op, or
 // [limits]) breaks once decoded, may follow from an error decode reported
-// there: a key the schema lacks, which may be the misspelling of one that
-// fe misses ("name is required" after unknown key "Name"); base itself of
-// the wrong type; or fe names a value of the wrong type, or a key under
-// it ("on_busy needs exclusive = true" after "exclusive must be a
-// boolean"), which decode left unset.
+// there: a key the schema lacks, which may be the misspelling of a key of
+// its table that is not written and that fe names ("name is required"
+// after unknown key "Name"; not `timeout "x" is not a duration`, whose
+// key is written); base itself of the wrong type; or fe names a value of
+// the wrong type, or a key under it ("on_busy needs exclusive = true"
+// after "exclusive must be a boolean"), which decode left unset.
 func (d *decoder) follows(base keyPath, fe fieldError) bool {
-	for _, at := range d.unknown {
-		if strings.HasPrefix(string(at), string(base)) {
-			return true
+	for _, u := range d.unknown {
+		if !strings.HasPrefix(string(u.at), string(base)) {
+			continue
+		}
+		for _, k := range u.unset {
+			if names(fe.key, k) || names(fe.rule, k) {
+				return true
+			}
 		}
 	}
 	for _, n := range d.wrong {
@@ -176,6 +190,7 @@ func names(text, name string) bool {
 // table sets the fields of dst, a struct of the schema, from the keys of
 // m, each by its field's toml tag; a key without a field is an error.
 func (d *decoder) table(dst reflect.Value, m map[string]any, n node) {
+	var unset []string
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		f, ok := field(dst.Type(), k)
 		c := d.child(n, k, f.Tag.Get("example"))
@@ -185,11 +200,27 @@ func (d *decoder) table(dst reflect.Value, m map[string]any, n node) {
 				rule += fmt.Sprintf(" (only daemon.toml may set [%s])", k)
 			}
 			d.fail(c, rule)
-			d.unknown = append(d.unknown, c.at)
+			if unset == nil {
+				unset = d.unsetKeys(dst.Type(), m, n)
+			}
+			d.unknown = append(d.unknown, unknownKey{c.at, unset})
 			continue
 		}
 		d.decode(dst.FieldByIndex(f.Index), m[k], c)
 	}
+}
+
+// unsetKeys returns the names of the keys of t, the schema of the table m
+// at n, that m does not hold.
+func (d *decoder) unsetKeys(t reflect.Type, m map[string]any, n node) []string {
+	unset := []string{}
+	for i := range t.NumField() {
+		k := t.Field(i).Tag.Get("toml")
+		if _, ok := m[k]; !ok && k != "" {
+			unset = append(unset, d.child(n, k, "").name)
+		}
+	}
+	return unset
 }
 
 // field returns the field of struct type t tagged toml:"key".

@@ -118,7 +118,8 @@ func loadFile(path string, isMain bool) (ops []loadedOp, limits *Limits, errs []
 		fc.Op = fd.Op
 	}
 	// Every rule is checked, as well as the types: those that a value of
-	// the wrong type may have broken are left out.
+	// the wrong type, or an unknown key, may have broken are left out
+	// (decoder.follows).
 	errs = d.errs
 	for i := range fc.Op {
 		lo := loadedOp{file: path, at: keyPath("").key("op").index(i), lines: d.lines}

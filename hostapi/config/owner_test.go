@@ -18,22 +18,23 @@ func TestSecurityConfigOwner(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		plant func(t *testing.T, main, opsDir string) string // returns the path to be named
+		mode  string                                         // the mode the error gives, if any
 	}{
 		{"daemon.toml writable by others", func(t *testing.T, main, _ string) string {
 			os.Chmod(main, 0o666)
 			return main
-		}},
+		}, "(mode 0666)"},
 		{"drop-in writable by others", func(t *testing.T, _, opsDir string) string {
 			p := filepath.Join(opsDir, "evil.toml")
 			os.WriteFile(p, []byte(op), 0o600)
 			os.Chmod(p, 0o646)
 			return p
-		}},
+		}, "(mode 0646)"},
 		{"ops dir writable by its group", func(t *testing.T, _, opsDir string) string {
 			os.WriteFile(filepath.Join(opsDir, "evil.toml"), []byte(op), 0o600)
 			os.Chmod(opsDir, 0o775)
 			return opsDir
-		}},
+		}, "(mode 0775)"},
 		{"drop-in owned by another uid", func(t *testing.T, _, opsDir string) string {
 			p := filepath.Join(opsDir, "evil.toml")
 			os.WriteFile(p, []byte(op), 0o600)
@@ -41,7 +42,7 @@ func TestSecurityConfigOwner(t *testing.T) {
 				t.Skipf("chown needs root: %v", err)
 			}
 			return p
-		}},
+		}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -53,8 +54,8 @@ func TestSecurityConfigOwner(t *testing.T) {
 			}
 			named := tt.plant(t, main, opsDir)
 			cfg, err := Load(main, opsDir)
-			if err == nil || !strings.Contains(err.Error(), named+": ") {
-				t.Errorf("Load: %v (config %v), want an error naming %s", err, cfg != nil, named)
+			if err == nil || !strings.Contains(err.Error(), named+": ") || !strings.Contains(err.Error(), tt.mode) {
+				t.Errorf("Load: %v (config %v), want an error naming %s %s", err, cfg != nil, named, tt.mode)
 			}
 		})
 	}

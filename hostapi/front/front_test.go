@@ -65,6 +65,7 @@ func TestHTTPCurl(t *testing.T) {
 		{setpriv, []string{"-X", "POST", "-d", `{"wait": true}`, host + "/v1/ops/echo"}, 403, api.CodeUnauthorized},
 		{setpriv, []string{host + "/v1/jobs/" + rec.ID}, 404, api.CodeNotFound},
 		{nil, []string{host + "/v1/jobs/" + rec.ID + "/logs?offset=-1"}, 400, api.CodeBadRequest},
+		{nil, []string{host + "/v1/jobs/" + rec.ID + "/logs?follow=yes"}, 400, api.CodeBadRequest},
 	}
 	for _, tt := range errs {
 		status, body := daemontest.Curl(t, apiSock, tt.as, tt.args...)

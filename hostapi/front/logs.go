@@ -15,7 +15,14 @@ func (h *httpAPI) logs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	follow := q.Get("follow")
+	var follow bool
+	if f := q.Get("follow"); f != "" {
+		var err error
+		if follow, err = strconv.ParseBool(f); err != nil {
+			writeError(w, errorf(api.CodeBadRequest, "follow "+strconv.Quote(f)+": must be 1 or true (stream until the job ends), or 0 or false"))
+			return
+		}
+	}
 	var offset int64
 	if o := q.Get("offset"); o != "" {
 		n, err := strconv.ParseInt(o, 10, 64)
@@ -30,7 +37,7 @@ func (h *httpAPI) logs(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	defer rc.SetWriteDeadline(time.Time{})
 	dw := &deadlineWriter{w: w, rc: rc, timeout: h.c.Config().Limits.WriteTimeout}
-	h.c.CopyOutput(r.Context(), dw, rec.ID, offset, follow == "1" || follow == "true", func() { rc.Flush() })
+	h.c.CopyOutput(r.Context(), dw, rec.ID, offset, follow, func() { rc.Flush() })
 }
 
 // deadlineWriter gives each write to a response write_timeout to reach the

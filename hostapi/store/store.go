@@ -284,7 +284,7 @@ func ensurePrivateDir(dir string) error {
 	case !fi.IsDir():
 		return fmt.Errorf("state dir: %s is not a directory", dir)
 	case fi.Mode().Perm()&0o022 != 0:
-		return fmt.Errorf("state dir: %s is writable by group or others (mode %v)", dir, fi.Mode().Perm())
+		return fmt.Errorf("state dir: %s is writable by group or others (mode %#o)", dir, fi.Mode().Perm())
 	}
 	if _, err := pathtrust.Resolve(dir); err != nil {
 		return fmt.Errorf("state dir: %w", err)

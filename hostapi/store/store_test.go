@@ -86,7 +86,7 @@ func TestOpenStore(t *testing.T) {
 		{filepath.Join(base, "link"), "is a symlink"},
 		{filepath.Join(base, "outlink"), "output is a symlink"},
 		{filepath.Join(base, "file"), "not a directory"},
-		{filepath.Join(base, "open"), "writable by group or others"},
+		{filepath.Join(base, "open"), "writable by group or others (mode 0777)"},
 		{filepath.Join(base, "logdir"), "records.log: is a directory"},
 		{filepath.Join(base, "loglink"), "records.log: too many levels of symbolic links"},
 	}

@@ -42,7 +42,7 @@ func Rule(st *unix.Stat_t) string {
 	case st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Mode&unix.S_ISVTX != 0 && st.Uid == 0:
 		return ""
 	case mode&0o022 != 0:
-		return fmt.Sprintf("writable by group or others (mode %v): whoever may write it chooses what the daemon runs", mode)
+		return fmt.Sprintf("writable by group or others (mode %#o): whoever may write it chooses what the daemon runs", mode)
 	}
 	return ""
 }
