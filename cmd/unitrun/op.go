@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -109,7 +110,7 @@ away, SIGKILL included.`,
 				id, err := c.CallKeyed(ctx, args[0], args[1:], key)
 				switch {
 				case err != nil:
-					return &exitError{code: exitFailed, err: err}
+					return callRefused(err)
 				case f.asJSON:
 					return printJSON(cmd.OutOrStdout(), map[string]string{"id": id})
 				}
@@ -129,7 +130,7 @@ away, SIGKILL included.`,
 			call, err := c.CallWaiting(callCtx, args[0], args[1:], key)
 			interruptsCall()
 			if err != nil {
-				return &exitError{code: exitFailed, err: err}
+				return callRefused(err)
 			}
 			rec, err := follow(cmd, c, call, args[0], f.asJSON, quiet)
 			if err != nil {
@@ -158,6 +159,17 @@ away, SIGKILL included.`,
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "show no progress and no summary line")
 	cmd.Flags().BoolVar(&cancelOnInterrupt, "cancel-on-interrupt", false, "cancel the job on Ctrl-C, SIGTERM or SIGHUP instead of leaving it running")
 	return cmd
+}
+
+// callRefused is the exit of an op call that the daemon did not take: 2,
+// as for any command, for what was typed wrong (an op of no such name,
+// args that break the op's rule), 125 otherwise.
+func callRefused(err error) error {
+	var refused *api.Error
+	if errors.As(err, &refused) && (refused.Code == api.CodeUnknownOp || refused.Code == api.CodeBadArgs) {
+		return &exitError{code: exitUsage, err: err}
+	}
+	return &exitError{code: exitFailed, err: err}
 }
 
 // interruptedCall ends an "op call" that signal sig interrupted while it

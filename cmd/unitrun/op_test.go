@@ -72,7 +72,7 @@ func TestOpCall(t *testing.T) {
 	if out, _, code := unitrun(t, "op", "jobs"); code != 0 || strings.Count(out, "\n") != 3 || strings.Count(out, "\t") != 12 {
 		t.Errorf("op jobs: %q, exit %d: want 3 jobs of 5 tab-separated columns and no header", out, code)
 	}
-	if _, errs, code := unitrun(t, "op", "call", "nosuch"); code != exitFailed || !strings.Contains(errs, "unknown_op") {
+	if _, errs, code := unitrun(t, "op", "call", "nosuch"); code != exitUsage || !strings.Contains(errs, "unknown_op") {
 		t.Errorf("op call nosuch: %q, exit %d", errs, code)
 	}
 	// A repeated call with the same key gets the first call's job.

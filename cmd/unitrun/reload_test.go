@@ -72,7 +72,7 @@ exec = ["/bin/echo", "new op"]
 	if out, errs, code := unitrun(t, "op", "call", "-q", "new"); code != 0 || out != "new op\n" {
 		t.Errorf("op call new after the reload: %q %q, exit %d", out, errs, code)
 	}
-	if _, errs, code := unitrun(t, "op", "call", "old", fifo); code != exitFailed || !strings.Contains(errs, "unknown_op") {
+	if _, errs, code := unitrun(t, "op", "call", "old", fifo); code != exitUsage || !strings.Contains(errs, "unknown_op") {
 		t.Errorf("op call old after the reload removed it: %q, exit %d; want unknown_op", errs, code)
 	}
 	if out, _, _ := unitrun(t, "op", "status", "--json", id); !strings.Contains(out, `"state": "running"`) {
