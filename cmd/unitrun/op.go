@@ -39,7 +39,7 @@ func newOpCmd(g *globals) *cobra.Command {
 	cmd.PersistentFlags().StringVar(&f.socket, "socket", def, "the daemon's HTTP socket; $UNITRUN_SOCKET sets the default")
 	cmd.PersistentFlags().BoolVar(&f.asJSON, "json", false, "print the listing or the job's record as JSON on stdout (see docs/cli.md)")
 	cmd.AddCommand(newOpListCmd(f), newOpCallCmd(g, f), newOpJobCmd(f, "status", "Print a job's record", false),
-		newOpJobCmd(f, "wait", "Wait for a job to end and print its record; exit with its status", true),
+		newOpJobCmd(f, "wait", "Wait for a job to end, say how on stderr (--json: its record on stdout); exit with its status", true),
 		newOpLogsCmd(f), newOpJobsCmd(f), newOpCancelCmd(f))
 	return cmd
 }
