@@ -44,8 +44,9 @@ type peer struct {
 //	DELETE /v1/jobs/{id}             cancel; the record once the job has ended
 //
 // Errors are {"error": {"code": ..., "message": ...}} with the status of
-// (*api.Error).HTTPStatus. A caller sees the jobs it started and those of ops
-// it may call; root sees all.
+// (*api.Error).HTTPStatus; a path above with another method is 405
+// method_not_allowed, with an Allow header (routes). A caller sees the
+// jobs it started and those of ops it may call; root sees all.
 func NewHTTPServer(c core.Core) *http.Server {
 	h := &httpAPI{c: c}
 	limits := c.Config().Limits
@@ -61,11 +62,8 @@ func NewHTTPServer(c core.Core) *http.Server {
 	mux.HandleFunc("GET /v1/jobs/{id}/wait", h.wait)
 	mux.HandleFunc("GET /v1/jobs/{id}/logs", h.logs)
 	mux.HandleFunc("DELETE /v1/jobs/{id}", h.cancel)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, errorf(api.CodeNotFound, fmt.Sprintf("%s %s: no such endpoint", r.Method, r.URL.Path)))
-	})
 	return &http.Server{
-		Handler:           mux,
+		Handler:           routes(mux),
 		ReadHeaderTimeout: limits.ReadHeaderTimeout,
 		IdleTimeout:       limits.IdleTimeout,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
@@ -76,6 +74,37 @@ func NewHTTPServer(c core.Core) *http.Server {
 			return context.WithValue(ctx, callerKey{}, p)
 		},
 	}
+}
+
+// methods are the HTTP methods that routes tries a path with, sorted, to
+// say which ones it is served with.
+var methods = []string{http.MethodDelete, http.MethodGet, http.MethodHead, http.MethodPatch, http.MethodPost, http.MethodPut}
+
+// routes serves the requests that mux has a pattern for with mux, and
+// answers the others with the API's error body: 405 method_not_allowed,
+// with an Allow header naming the methods of the path, when the path is
+// served with other methods, else 404 not_found.
+func routes(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		var allow []string
+		for _, m := range methods {
+			probe := r.Clone(r.Context())
+			probe.Method = m
+			if _, pattern := mux.Handler(probe); pattern != "" {
+				allow = append(allow, m)
+			}
+		}
+		if len(allow) == 0 {
+			writeError(w, errorf(api.CodeNotFound, fmt.Sprintf("%s %s: no such endpoint", r.Method, r.URL.Path)))
+			return
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, errorf(api.CodeMethodNotAllowed, fmt.Sprintf("%s %s: the method is not allowed; the path takes %s", r.Method, r.URL.Path, strings.Join(allow, ", "))))
+	})
 }
 
 // ServeHTTP serves srv, the server NewHTTPServer returned, on l (a "unix"
