@@ -19,6 +19,7 @@ const (
 
 	CodeManagerUnavailable = "manager_unavailable" // the systemd manager cannot be reached (HTTP 503)
 	CodeNoSpace            = "no_space"            // the state directory is full (HTTP 507)
+	CodeMethodNotAllowed   = "method_not_allowed"  // the path is served, but not with that HTTP method (HTTP 405)
 )
 
 // ErrorBody is the body of an HTTP answer that is an error:
@@ -43,6 +44,8 @@ func (e *Error) HTTPStatus() int {
 		return http.StatusNotFound
 	case CodeBadArgs, CodeBadRequest:
 		return http.StatusBadRequest
+	case CodeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
 	case CodeUnauthorized:
 		return http.StatusForbidden
 	case CodeBusy, CodeKeyConflict:

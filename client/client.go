@@ -35,8 +35,44 @@ const DefaultSocket = api.DefaultSocket
 // Client talks to one daemon socket. It may be used by several goroutines
 // at once.
 type Client struct {
+	// NotReached, when set before the Client is used, is called by Wait
+	// and a followed Logs, in their goroutine and at most once per call,
+	// when they have tried to reach the daemon for NotReachedAfter
+	// without an answer and go on trying: a caller can say what it
+	// waits for.
+	NotReached func()
+
 	socket string
 	hc     *http.Client
+}
+
+// NotReachedAfter is how long Wait and a followed Logs try to reach the
+// daemon, without an answer, before they call Client.NotReached. They
+// call it at the first try that fails after that long, about 1.5 s
+// after the first failure, given the delays between tries (see Retry).
+const NotReachedAfter = 1500 * time.Millisecond
+
+// absence tells notify, once, when tries have failed to reach the daemon
+// for NotReachedAfter.
+type absence struct {
+	notify func()
+	since  time.Time // when the tries began to fail; zero while the daemon answers
+}
+
+// note takes the outcome err of a try. An error of the daemon's own is an
+// answer.
+func (a *absence) note(err error) {
+	var e *api.Error
+	switch {
+	case a.notify == nil:
+	case err == nil || errors.As(err, &e):
+		a.since = time.Time{}
+	case a.since.IsZero():
+		a.since = time.Now()
+	case time.Since(a.since) >= NotReachedAfter:
+		a.notify()
+		a.notify = nil
+	}
 }
 
 // New returns a client of the daemon listening at socket.
@@ -227,13 +263,17 @@ func (c *Client) Cancel(ctx context.Context, id string) (*api.Record, error) {
 
 // Wait returns the job's final record once it has ended. When the daemon
 // cannot be reached, or goes away while Wait waits (it was restarted), Wait
-// reconnects, with delays growing from 50ms to 2s, until ctx ends; errors
-// the daemon returns (such as an unknown job) end it at once.
+// reconnects, with delays growing from 50ms to 2s, until ctx ends, and
+// calls c.NotReached once the daemon has not answered for NotReachedAfter;
+// errors the daemon returns (such as an unknown job) end it at once.
 func (c *Client) Wait(ctx context.Context, id string) (*api.Record, error) {
 	var r api.Record
+	a := absence{notify: c.NotReached}
 	err := Retry(ctx, func() error {
 		r = api.Record{}
-		return c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/wait", nil, &r)
+		err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/wait", nil, &r)
+		a.note(err)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -272,7 +312,8 @@ func Retry(ctx context.Context, fn func() error) error {
 // Logs copies the job's output to w: what it has written so far, or with
 // follow everything until the job ends. A followed stream that breaks, or
 // ends while the job has not (the daemon was restarted), is resumed where
-// it stopped, reconnecting as Wait does, so every byte reaches w once.
+// it stopped, reconnecting as Wait does (c.NotReached included), so every
+// byte reaches w once.
 func (c *Client) Logs(ctx context.Context, id string, follow bool, w io.Writer) error {
 	base := "/v1/jobs/" + url.PathEscape(id) + "/logs"
 	if !follow {
@@ -286,8 +327,10 @@ func (c *Client) Logs(ctx context.Context, id string, follow bool, w io.Writer) 
 	}
 	var offset int64
 	delay := 50 * time.Millisecond
+	a := absence{notify: c.NotReached}
 	for {
 		resp, err := c.send(ctx, http.MethodGet, base+"?follow=1&offset="+strconv.FormatInt(offset, 10), nil)
+		a.note(err)
 		var e *api.Error
 		if errors.As(err, &e) && e.Code != api.CodeInternal {
 			return err // the daemon's own answer, such as an unknown job

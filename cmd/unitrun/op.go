@@ -26,6 +26,17 @@ type opFlags struct {
 
 func (f *opFlags) client() *client.Client { return client.New(f.socket) }
 
+// waitingClient is client for a command that waits for a job (op wait,
+// op logs -f): while no daemon answers it says so, once, on cmd's stderr
+// (client.Client.NotReached), and goes on waiting.
+func (f *opFlags) waitingClient(cmd *cobra.Command) *client.Client {
+	c := f.client()
+	c.NotReached = func() {
+		fmt.Fprintf(cmd.ErrOrStderr(), "unitrun: no daemon answers at %s yet; waiting for it (Ctrl-C to stop)\n", f.socket)
+	}
+	return c
+}
+
 func newOpCmd(g *globals) *cobra.Command {
 	f := &opFlags{}
 	cmd := &cobra.Command{
@@ -250,7 +261,7 @@ func newOpJobCmd(f *opFlags, use, short string, wait bool) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			get := f.client().Job
 			if wait {
-				get = f.client().Wait
+				get = f.waitingClient(cmd).Wait
 			}
 			rec, err := get(cmd.Context(), args[0])
 			if err != nil {
@@ -273,7 +284,7 @@ func newOpLogsCmd(f *opFlags) *cobra.Command {
 		Use: "logs ID", Short: "Print a job's output", Args: cobra.ExactArgs(1),
 		Example: "  unitrun op logs 20261202T142501Z-0123abcd\n  unitrun op logs -f 20261202T142501Z-0123abcd",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.client().Logs(cmd.Context(), args[0], follow, cmd.OutOrStdout()); err != nil {
+			if err := f.waitingClient(cmd).Logs(cmd.Context(), args[0], follow, cmd.OutOrStdout()); err != nil {
 				return &exitError{code: exitFailed, err: err}
 			}
 			return nil

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -293,6 +294,59 @@ unit = "`+svc+`"
 		out, _, _ = unitrun(t, "op", "status", id)
 		if !strings.Contains(out, "invocation_id\t"+rec.InvocationID+"\n") || !strings.Contains(out, "attempts\t1\n") {
 			t.Errorf("op %s: op status of the running job:\n%s\nwant its invocation_id and attempts 1", op, out)
+		}
+	}
+}
+
+// TestOpWaitNoDaemon: "op wait" and "op logs -f" on a socket where no
+// daemon listens go on trying, as they do across a restart, but say so
+// once on stderr, naming the socket, after client.NotReachedAfter; Ctrl-C
+// then exits 130. They waited without a word.
+func TestOpWaitNoDaemon(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "none.sock")
+	const id = "20261202T142501Z-0123abcd"
+	notice := "unitrun: no daemon answers at " + sock + " yet; waiting for it (Ctrl-C to stop)\n"
+	for _, args := range [][]string{{"op", "wait", id}, {"op", "logs", "-f", id}} {
+		cmd := exec.Command(systemdtest.Binary(t), append(args, "--socket", sock)...)
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := make(chan string, 10)
+		go func() {
+			defer close(lines)
+			r := bufio.NewReader(stderr)
+			for {
+				line, err := r.ReadString('\n')
+				if line != "" {
+					lines <- line
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		select {
+		case line := <-lines:
+			if took := time.Since(start); line != notice || took < client.NotReachedAfter {
+				t.Errorf("%q: stderr %q after %v; want %q after %v or more", args, line, took, notice, client.NotReachedAfter)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%q: nothing on stderr after 5 s without a daemon; want %q", args, notice)
+		}
+		time.Sleep(2 * time.Second) // more tries fail: the notice is not repeated
+		cmd.Process.Signal(syscall.SIGINT)
+		var rest []string
+		for line := range lines {
+			rest = append(rest, line)
+		}
+		cmd.Wait()
+		if code := cmd.ProcessState.ExitCode(); code != 130 || !slices.Equal(rest, []string{"unitrun: interrupted by SIGINT\n"}) {
+			t.Errorf("%q after SIGINT: exit %d, stderr then %q; want 130 and the signal named, once", args, code, rest)
 		}
 	}
 }

@@ -215,9 +215,10 @@ const lockFile = "lock"
 // lockStateDir takes the lock of the state dir dir: an flock on its file
 // "lock", which the daemon holds for as long as it runs, so that no
 // second daemon reads or writes the records while it does. It first
-// checks that dir may be trusted, and creates it (mode 0700) when it is
-// missing, as store.Open does (store.EnsureDir): a state dir that fails
-// is refused before anything is created in it or for it. A refused dir,
+// checks that dir and its output directory, if there, may be trusted, and
+// creates dir (mode 0700) when it is missing, as store.Open does
+// (store.EnsureDir): a state dir that fails is refused before anything is
+// created in it or for it. A refused dir,
 // or a lock another process holds, is a *SetupError of StateDir (the
 // latter wrapping the *flock.HeldError that names the holder).
 func lockStateDir(dir string) (unlock func(), err error) {

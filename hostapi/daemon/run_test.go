@@ -127,7 +127,40 @@ func TestRunRefusesUntrustedStateDir(t *testing.T) {
 	}
 }
 
-// tree lists the paths under dir with their owners.
+// Run refuses a state dir whose output directory others may write before
+// it writes anything there: no "lock", no "store-version", and the
+// listing and mtimes of the state dir are as they were.
+func TestRunRefusesOpenOutputDir(t *testing.T) {
+	o := runOptions(t)
+	o.Manager = func(context.Context) (*manager.Conn, error) {
+		t.Error("Run opened the manager after a setup error")
+		return nil, errors.New("not to be opened")
+	}
+	out := filepath.Join(o.StateDir, "output")
+	if err := os.MkdirAll(out, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(out, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	for _, dir := range []string{out, o.StateDir} {
+		if err := os.Chtimes(dir, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := tree(t, o.StateDir)
+	err := Run(context.Background(), o)
+	want := out + " is writable by group or others (mode 0777)"
+	if se, ok := errors.AsType[*SetupError](err); !ok || se.Option != "StateDir" || !strings.Contains(err.Error(), want) {
+		t.Errorf("Run: %v; want a *SetupError of StateDir naming %q", err, want)
+	}
+	if after := tree(t, o.StateDir); !slices.Equal(after, before) {
+		t.Errorf("Run changed %s: %q before, %q after", o.StateDir, before, after)
+	}
+}
+
+// tree lists the paths under dir with their owners and mtimes.
 func tree(t *testing.T, dir string) []string {
 	t.Helper()
 	var paths []string
@@ -140,7 +173,7 @@ func tree(t *testing.T, dir string) []string {
 			return err
 		}
 		st := fi.Sys().(*syscall.Stat_t)
-		paths = append(paths, fmt.Sprintf("%s %v uid %d", path, fi.Mode(), st.Uid))
+		paths = append(paths, fmt.Sprintf("%s %v uid %d mtime %v", path, fi.Mode(), st.Uid, fi.ModTime()))
 		return nil
 	})
 	if err != nil {

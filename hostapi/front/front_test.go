@@ -1,6 +1,8 @@
 package front_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,7 +10,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -75,6 +79,44 @@ func TestHTTPCurl(t *testing.T) {
 	}
 	if status, body := daemontest.Curl(t, apiSock, setpriv, "-X", "POST", "-d", `{"wait": true}`, host+"/v1/ops/nobody"); status != 200 || !strings.Contains(body, `"state":"succeeded"`) {
 		t.Errorf("op allowed to uid 65534, called by it: %d %s", status, body)
+	}
+}
+
+// A known path with a method it is not served with is answered 405
+// method_not_allowed, with an Allow header naming its methods, not 404; a
+// path not served at all stays 404 not_found.
+func TestHTTPWrongMethod(t *testing.T) {
+	d, _ := newTestDaemon(t, systemdtest.Conn(t), "")
+	apiSock, _ := serveTest(t, d)
+	const host = "http://unitrun"
+	headers := filepath.Join(t.TempDir(), "headers")
+	for _, tt := range []struct {
+		method, path string
+		status       int
+		code, allow  string
+	}{
+		{"GET", "/v1/ops/echo", 405, api.CodeMethodNotAllowed, "POST"},
+		{"PUT", "/v1/ops/echo", 405, api.CodeMethodNotAllowed, "POST"},
+		{"POST", "/v1/jobs/20261202T142501Z-0123abcd", 405, api.CodeMethodNotAllowed, "DELETE, GET, HEAD"},
+		{"DELETE", "/v1/ops", 405, api.CodeMethodNotAllowed, "GET, HEAD"},
+		{"POST", "/healthz", 405, api.CodeMethodNotAllowed, "GET, HEAD"},
+		{"GET", "/v2/nothing", 404, api.CodeNotFound, ""},
+	} {
+		status, body := daemontest.Curl(t, apiSock, nil, "-X", tt.method, "-D", headers, host+tt.path)
+		if status != tt.status || daemontest.ErrorCode(t, body) != tt.code {
+			t.Errorf("%s %s: %d %s, want %d and code %s", tt.method, tt.path, status, body, tt.status, tt.code)
+		}
+		h, err := os.ReadFile(headers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(h)), nil)
+		if err != nil {
+			t.Fatalf("%s %s: headers %q: %v", tt.method, tt.path, h, err)
+		}
+		if allow := resp.Header.Get("Allow"); allow != tt.allow {
+			t.Errorf("%s %s: Allow %q, want %q", tt.method, tt.path, allow, tt.allow)
+		}
 	}
 }
 

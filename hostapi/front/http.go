@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,25 +45,25 @@ type peer struct {
 //	DELETE /v1/jobs/{id}             cancel; the record once the job has ended
 //
 // Errors are {"error": {"code": ..., "message": ...}} with the status of
-// (*api.Error).HTTPStatus. A caller sees the jobs it started and those of ops
-// it may call; root sees all.
+// (*api.Error).HTTPStatus; a path above with another method is 405
+// method_not_allowed, with an Allow header (route). A caller sees the
+// jobs it started and those of ops it may call; root sees all.
 func NewHTTPServer(c core.Core) *http.Server {
 	h := &httpAPI{c: c}
 	limits := c.Config().Limits
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
-	})
-	mux.Handle("GET /metrics", c.Metrics())
-	mux.HandleFunc("GET /v1/ops", h.ops)
-	mux.HandleFunc("POST /v1/ops/{name}", h.call)
-	mux.HandleFunc("GET /v1/jobs", h.jobs)
-	mux.HandleFunc("GET /v1/jobs/{id}", h.job)
-	mux.HandleFunc("GET /v1/jobs/{id}/wait", h.wait)
-	mux.HandleFunc("GET /v1/jobs/{id}/logs", h.logs)
-	mux.HandleFunc("DELETE /v1/jobs/{id}", h.cancel)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, errorf(api.CodeNotFound, fmt.Sprintf("%s %s: no such endpoint", r.Method, r.URL.Path)))
+	route(mux, []endpoint{
+		{"GET", "/healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+		})},
+		{"GET", "/metrics", c.Metrics()},
+		{"GET", "/v1/ops", http.HandlerFunc(h.ops)},
+		{"POST", "/v1/ops/{name}", http.HandlerFunc(h.call)},
+		{"GET", "/v1/jobs", http.HandlerFunc(h.jobs)},
+		{"GET", "/v1/jobs/{id}", http.HandlerFunc(h.job)},
+		{"GET", "/v1/jobs/{id}/wait", http.HandlerFunc(h.wait)},
+		{"GET", "/v1/jobs/{id}/logs", http.HandlerFunc(h.logs)},
+		{"DELETE", "/v1/jobs/{id}", http.HandlerFunc(h.cancel)},
 	})
 	return &http.Server{
 		Handler:           mux,
@@ -76,6 +77,43 @@ func NewHTTPServer(c core.Core) *http.Server {
 			return context.WithValue(ctx, callerKey{}, p)
 		},
 	}
+}
+
+// endpoint is a method and path pattern of the API and its handler.
+type endpoint struct {
+	method, path string
+	h            http.Handler
+}
+
+// route registers each endpoint on mux, and for each path a pattern of
+// any method, which the method patterns take precedence over, that
+// answers 405 method_not_allowed with an Allow header naming the path's
+// methods, sorted (HEAD with GET, as the mux serves it); a path of no endpoint is
+// answered 404 not_found.
+func route(mux *http.ServeMux, endpoints []endpoint) {
+	var paths []string
+	allow := map[string][]string{}
+	for _, e := range endpoints {
+		mux.Handle(e.method+" "+e.path, e.h)
+		if allow[e.path] == nil {
+			paths = append(paths, e.path)
+		}
+		allow[e.path] = append(allow[e.path], e.method)
+		if e.method == http.MethodGet {
+			allow[e.path] = append(allow[e.path], http.MethodHead)
+		}
+	}
+	for _, path := range paths {
+		slices.Sort(allow[path])
+		methods := strings.Join(allow[path], ", ")
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", methods)
+			writeError(w, errorf(api.CodeMethodNotAllowed, fmt.Sprintf("%s %s: the method is not allowed; the path takes %s", r.Method, r.URL.Path, methods)))
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, errorf(api.CodeNotFound, fmt.Sprintf("%s %s: no such endpoint", r.Method, r.URL.Path)))
+	})
 }
 
 // ServeHTTP serves srv, the server NewHTTPServer returned, on l (a "unix"

@@ -106,7 +106,8 @@ func checkID(id string) error {
 // log that is not a regular file, a log damaged in the middle (a
 // *DamageError), and a store of a schema version newer than this code's.
 // A store of version 1 or 2 is migrated first (see migrate and
-// migrateV2). Output logs of jobs without a record, which a crash in
+// migrateV2). Every directory is checked before anything is written in
+// dir. Output logs of jobs without a record, which a crash in
 // the middle of Prune or before a record's sync leaves, are deleted.
 func Open(dir string) (*Store, error) {
 	s, _, err := open(dir, false)
@@ -131,7 +132,7 @@ func open(dir string, repair bool) (*Store, []string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("state dir: %w", err)
 	}
-	if err := ensurePrivateDir(abs); err != nil {
+	if err := ensureDirs(abs); err != nil {
 		return nil, nil, err
 	}
 	if err := openVersion(abs); err != nil {
@@ -246,16 +247,32 @@ func openRegular(path string, flag int) (*os.File, error) {
 }
 
 // EnsureDir is what Open first does with the state directory dir
-// (ensurePrivateDir): it checks that dir may be trusted, creating it
-// only once its parents have been checked. The daemon calls it before it
-// takes the lock it holds in dir, so that it creates nothing in a
-// directory it then refuses.
+// (ensureDirs): it checks that dir may be trusted, creating it only once
+// its parents have been checked, and that its output directory, if there,
+// may be trusted too. The daemon calls it before it takes the lock it
+// holds in dir, so that it creates nothing in a directory it then refuses.
 func EnsureDir(dir string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return fmt.Errorf("state dir: %w", err)
 	}
-	return ensurePrivateDir(abs)
+	return ensureDirs(abs)
+}
+
+// ensureDirs checks the state directory dir, an absolute path, creating
+// it when missing (ensurePrivateDir), and then its output directory when
+// it is there, without creating it: Open writes in dir (the version file,
+// a migration) only after both have passed, and creates a missing output
+// directory after that.
+func ensureDirs(dir string) error {
+	if err := ensurePrivateDir(dir); err != nil {
+		return err
+	}
+	out := filepath.Join(dir, outputDir)
+	if _, err := os.Lstat(out); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return ensurePrivateDir(out)
 }
 
 // ensurePrivateDir checks that dir is a real directory that only its
