@@ -36,12 +36,11 @@ type Status struct {
 	MainPID int
 }
 
-// Success reports whether the run exited and systemd calls it a success:
-// with status 0, or with one that the unit's SuccessExitStatus= counts a
-// success, as systemd-run --wait has it (Result "success"). A service
-// killed by SIGTERM is a success to systemd but not here: Signal is set.
+// Success reports whether the run exited with status 0 and systemd calls
+// it a success. A service killed by SIGTERM is a success to systemd but not
+// here: Signal is set.
 func (s *Status) Success() bool {
-	return s.Signal == 0 && (s.Result == "success" || s.Result == "" && s.ExitCode == 0)
+	return s.ExitCode == 0 && s.Signal == 0 && (s.Result == "" || s.Result == "success")
 }
 
 // Ended returns how the main process of the run that returned st and err
@@ -60,9 +59,8 @@ func Ended(st *Status, err error) exit.Exit {
 	return exit.Exit{}
 }
 
-// ExitError reports a run that did not succeed: it exited non-zero (with
-// a status that SuccessExitStatus= does not list), was killed by a
-// signal, or systemd ended it (timeout, watchdog, ...).
+// ExitError reports a run that did not succeed: it exited non-zero, was
+// killed by a signal, or systemd ended it (timeout, watchdog, ...).
 type ExitError struct {
 	*Status
 }

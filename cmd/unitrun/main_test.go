@@ -524,29 +524,6 @@ func TestRunFlags(t *testing.T) {
 	}
 }
 
-// A status that -p SuccessExitStatus= lists is a success, as systemd
-// calls it and systemd-run --wait exits 0 for it: run exits 0 and
-// --retry runs the command once (before, it exited with the status and
-// retried it as a failure).
-func TestRunSuccessExitStatus(t *testing.T) {
-	counter := filepath.Join(t.TempDir(), "count")
-	out, errs, code := unitrun(t, "run", "--json", "--retry", "3", "--retry-delay", "10ms", "-p", "SuccessExitStatus=3 SIGUSR1", "--", "sh", "-c", `echo x >> "$1"; exit 3`, "sh", counter)
-	var r result
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("stdout %q: %v (stderr %q)", out, err, errs)
-	}
-	if code != 0 || r.Result != "success" || r.ExitCode == nil || *r.ExitCode != 3 || r.Attempts != 1 || r.Error != "" {
-		t.Errorf("exit %d, %+v; want 0, result success, exit_code 3 and one attempt (stderr %q)", code, r, errs)
-	}
-	if b, _ := os.ReadFile(counter); string(b) != "x\n" {
-		t.Errorf("the command ran %d times, want once", strings.Count(string(b), "x"))
-	}
-	// A status it does not list is the command's own, as before.
-	if _, _, code := unitrun(t, "run", "-q", "-p", "SuccessExitStatus=3", "--", "sh", "-c", "exit 4"); code != 4 {
-		t.Errorf("exit 4 beside SuccessExitStatus=3: unitrun exited %d, want 4", code)
-	}
-}
-
 // A stream that -p sets goes where the property says, as with
 // systemd-run, not to unitrun's own stdout.
 func TestRunPropertySetsStream(t *testing.T) {
