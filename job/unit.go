@@ -155,7 +155,9 @@ func (u *UnitCmd) Wait(ctx context.Context) (*Status, error) {
 	// elapsed) is collected as soon as its run ends, its outcome with it.
 	// Where the manager is on no bus, a failed run is kept by its
 	// CollectMode= alone (a timer's service: Cmd.StartTimer).
-	r.ref = u.mgr.Ref(ctx, u.Name) == nil
+	if u.mgr.CanRef(ctx) && u.mgr.Ref(ctx, u.Name) == nil {
+		r.ref = true
+	}
 	for _, iface := range []string{manager.UnitIface, manager.ServiceIface} {
 		props, err := u.mgr.Properties(ctx, u.Name, iface)
 		if err != nil {

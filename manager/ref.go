@@ -60,73 +60,60 @@ func (t Target) overBus() (Target, bool) {
 // bus the manager is on, which CanRef dials once it is there with the
 // manager on it (until then, each call tries again).
 func (c *Conn) CanRef(ctx context.Context) bool {
-	_, _, _, err := c.refConn(ctx, nil)
+	_, _, err := c.refConn(ctx)
 	return err == nil
 }
 
 // refConn returns the connection that AddRef and Unref go through, and
-// its busframe.Stream, on a unix socket. When it dials that connection,
-// it sends first's call (first not nil) to the manager behind the bus's
-// Hello and the question whether the manager is there, and returns it
-// answered: the first call costs no round trip of its own. Otherwise
-// (the connection was there, or another call dialled it meanwhile) the
-// call returned is nil, and the caller makes its own.
-func (c *Conn) refConn(ctx context.Context, first func(*dbus.Conn) *dbus.Call) (*dbus.Conn, *busframe.Stream, *dbus.Call, error) {
+// its busframe.Stream, on a unix socket.
+func (c *Conn) refConn(ctx context.Context) (*dbus.Conn, *busframe.Stream, error) {
 	if !c.peer() {
 		bus, stream, _, err := c.usable(ctx)
-		return bus, stream, nil, err
+		return bus, stream, err
 	}
 	c.mu.Lock()
 	refs, stream, closed := c.refs, c.refStream, c.closed
 	c.mu.Unlock()
 	if closed {
-		return nil, nil, nil, ErrClosed
+		return nil, nil, ErrClosed
 	}
 	if refs != nil && refs.Connected() {
-		return refs, stream, nil, nil
+		return refs, stream, nil
 	}
 	addr := c.target.refAddress()
 	if addr == "" {
-		return nil, nil, nil, errNoRefBus
+		return nil, nil, errNoRefBus
 	}
 	// No signal is read on it.
 	refs, stream, err := dialBus(addr, func(dbus.ObjectPath, string, string) (bool, map[string]bool) { return false, nil })
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	// Hello first, as a bus requires, the question behind it and first's
-	// call, all answered in one round trip.
+	// Hello first, as a bus requires, and the question behind it, both
+	// answered in one round trip.
 	hello := refs.BusObject().GoWithContext(ctx, "org.freedesktop.DBus.Hello", 0, nil)
 	has := refs.BusObject().GoWithContext(ctx, "org.freedesktop.DBus.NameHasOwner", 0, nil, busName)
-	var call *dbus.Call
-	if first != nil {
-		call = first(refs)
-		<-call.Done
-	}
 	var there bool
 	if err := (<-hello.Done).Err; err != nil {
 		refs.Close()
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	if err := (<-has.Done).Store(&there); err != nil || !there {
 		refs.Close()
-		return nil, nil, nil, errNoRefBus
+		return nil, nil, errNoRefBus
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		refs.Close()
-		return nil, nil, nil, ErrClosed
+		return nil, nil, ErrClosed
 	}
 	if c.refs != nil && c.refs.Connected() {
-		// Another call dialled meanwhile: units are kept on its
-		// connection, and what first's call did on this one is undone
-		// with it.
-		refs.Close()
-		return c.refs, c.refStream, nil, nil
+		refs.Close() // another call dialled meanwhile: units are kept on its connection
+		return c.refs, c.refStream, nil
 	}
 	c.refs, c.refStream = refs, stream
-	return refs, stream, call, nil
+	return refs, stream, nil
 }
 
 // errNoRefBus says that no bus with the manager on it is reachable.
@@ -145,7 +132,7 @@ func addRef(props []unit.Property) bool {
 // startRef is StartTransientUnit for a unit with AddRef=yes, on a private
 // socket: the call goes over the bus.
 func (c *Conn) startRef(ctx context.Context, name, mode string, props []unit.Property, aux []Aux) (dbus.ObjectPath, error) {
-	refs, stream, _, err := c.refConn(ctx, nil)
+	refs, stream, err := c.refConn(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -192,17 +179,9 @@ func (c *Conn) Unref(ctx context.Context, name string) error {
 // callRef calls the manager's method (RefUnit, UnrefUnit) for the unit
 // name on the connection that AddRef goes through.
 func (c *Conn) callRef(ctx context.Context, method, name string) error {
-	// Not to a manager that is not on the bus (NoAutoStart): a bus that
-	// would start one answers that the manager is not there instead.
-	call := func(refs *dbus.Conn) *dbus.Call {
-		return refs.Object(busName, objectPath).GoWithContext(ctx, managerIface+"."+method, dbus.FlagNoAutoStart, nil, name)
-	}
-	refs, _, done, err := c.refConn(ctx, call)
+	refs, _, err := c.refConn(ctx)
 	if err != nil {
 		return err
 	}
-	if done == nil {
-		done = <-call(refs).Done
-	}
-	return lostOnBus(done.Err)
+	return lostOnBus(refs.Object(busName, objectPath).CallWithContext(ctx, managerIface+"."+method, 0, name).Err)
 }
