@@ -172,6 +172,21 @@ away, SIGKILL included.`,
 	return cmd
 }
 
+// exitNoJob is the exit status of an op command given a job ID that the
+// daemon does not know (or does not show this caller), as exitNoPod is
+// for pods.
+const exitNoJob = 1
+
+// jobFailed wraps an error of an op command about job ID in exit status
+// exitNoJob for a job the daemon does not know, else 125.
+func jobFailed(err error) error {
+	var refused *api.Error
+	if errors.As(err, &refused) && refused.Code == api.CodeNotFound {
+		return &exitError{code: exitNoJob, err: err}
+	}
+	return &exitError{code: exitFailed, err: err}
+}
+
 // callRefused is the exit of an op call that the daemon did not take: 2,
 // as for any command, for what was typed wrong (an op of no such name,
 // args that break the op's rule), 125 otherwise.
@@ -265,7 +280,7 @@ func newOpJobCmd(f *opFlags, use, short string, wait bool) *cobra.Command {
 			}
 			rec, err := get(cmd.Context(), args[0])
 			if err != nil {
-				return &exitError{code: exitFailed, err: err}
+				return jobFailed(err)
 			}
 			if !wait {
 				return printRecordFields(cmd, f, rec)
@@ -285,7 +300,7 @@ func newOpLogsCmd(f *opFlags) *cobra.Command {
 		Example: "  unitrun op logs 20261202T142501Z-0123abcd\n  unitrun op logs -f 20261202T142501Z-0123abcd",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.waitingClient(cmd).Logs(cmd.Context(), args[0], follow, cmd.OutOrStdout()); err != nil {
-				return &exitError{code: exitFailed, err: err}
+				return jobFailed(err)
 			}
 			return nil
 		},
@@ -329,7 +344,7 @@ func newOpCancelCmd(f *opFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rec, err := f.client().Cancel(cmd.Context(), args[0])
 			if err != nil {
-				return &exitError{code: exitFailed, err: err}
+				return jobFailed(err)
 			}
 			return printRecordFields(cmd, f, rec)
 		},

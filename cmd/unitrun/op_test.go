@@ -75,6 +75,14 @@ func TestOpCall(t *testing.T) {
 	if _, errs, code := unitrun(t, "op", "call", "nosuch"); code != exitUsage || !strings.Contains(errs, "unknown_op") {
 		t.Errorf("op call nosuch: %q, exit %d", errs, code)
 	}
+	// A job ID the daemon does not know exits 1, as a pod or an image
+	// that does not exist does.
+	for _, sub := range []string{"status", "wait", "cancel", "logs"} {
+		out, errs, code := unitrun(t, "op", sub, "20261202T142501Z-0123abcd")
+		if code != exitNoJob || out != "" || !strings.Contains(errs, "no such job") {
+			t.Errorf("op %s of an unknown job: stdout %q, stderr %q, exit %d: want exit 1 and \"no such job\"", sub, out, errs, code)
+		}
+	}
 	// A repeated call with the same key gets the first call's job.
 	first, _, code := unitrun(t, "op", "call", "--key", "k1", "--no-wait", "sh", "echo keyed")
 	again, _, code2 := unitrun(t, "op", "call", "--key", "k1", "sh", "echo keyed")
