@@ -99,6 +99,9 @@ func TestPodLogsRotation(t *testing.T) {
 			t.Fatal(err)
 		}
 		total += st.Size()
+		if st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v; want 0600", filepath.Base(f), st.Mode().Perm())
+		}
 		if st.Size() > 8<<10 {
 			t.Errorf("%s holds %d bytes, more than maxSize 8K", filepath.Base(f), st.Size())
 		}
