@@ -79,8 +79,10 @@ type AppLogs struct {
 // OpenLogs opens the logs of apps of pod for Copy: each app's files that
 // logcopy's rotation keeps, oldest first, read as one stream (a run's
 // first file kept begins a run, though its start was removed). A line is
-// ended by its newline, or by the end of its run or of the log; one the
-// log ends without a newline is copied with one. A log file that is a symlink is
+// ended by its newline, or by the end of its run or of the log; one
+// without a newline is copied with one only where more follows it (the
+// next run's lines, or with o.Prefix another app's), so that one app's
+// log is copied exactly as it was written. A log file that is a symlink is
 // refused; so are o.Since, o.Timestamps and o.Previous for a log written
 // before unitrun kept its times, and o.Previous for an app with one run
 // only.
@@ -361,8 +363,8 @@ func (l *appLog) check() error {
 }
 
 // copy writes the lines the files hold now to w that o chooses, and with
-// final also the last line if it has no newline. A log that does not
-// exist yet holds nothing.
+// final also the last line if it has no newline ([appLog.endLine]). A log
+// that does not exist yet holds nothing.
 func (l *appLog) copy(w io.Writer, final bool) error {
 	if err := l.refresh(); err != nil {
 		return err
@@ -380,7 +382,7 @@ func (l *appLog) copy(w io.Writer, final bool) error {
 				return err
 			}
 			if starts {
-				if err := l.endLine(emit); err != nil {
+				if err := l.endLine(emit, false); err != nil {
 					return err
 				}
 				l.run++
@@ -405,7 +407,7 @@ func (l *appLog) copy(w io.Writer, final bool) error {
 		if err := l.pass(l.segs[0], emit); err != nil {
 			return err
 		}
-		if err := l.endLine(emit); err != nil {
+		if err := l.endLine(emit, true); err != nil {
 			return err
 		}
 	}
@@ -488,7 +490,7 @@ func (l *appLog) pass(lf *logFile, emit func([]byte) error) error {
 		m := lf.next[0]
 		lf.next = lf.next[1:]
 		if m.run {
-			if err := l.endLine(emit); err != nil {
+			if err := l.endLine(emit, false); err != nil {
 				return err
 			}
 			l.run++
@@ -498,12 +500,22 @@ func (l *appLog) pass(lf *logFile, emit func([]byte) error) error {
 	return nil
 }
 
-// endLine copies the line being read, if any, with a newline.
-func (l *appLog) endLine(emit func([]byte) error) error {
+// endLine copies the line being read, if any, which its run or, with
+// atEnd, the log ends: with a newline, so that the next run's lines (or
+// in the "APP | " form the next app's) begin lines of their own, but as
+// the app wrote it, without one, where nothing is printed after it (the
+// log's end, the run --previous prints), as kubectl logs prints a
+// container's last partial line.
+func (l *appLog) endLine(emit func([]byte) error, atEnd bool) error {
 	if len(l.partial) == 0 {
 		return nil
 	}
-	err := emit(append(l.partial, '\n'))
+	last := atEnd || l.o.Previous && l.lineRun == l.previous
+	line := l.partial
+	if !last || l.prefix != "" {
+		line = append(line, '\n')
+	}
+	err := emit(line)
 	l.partial = l.partial[:0]
 	return err
 }

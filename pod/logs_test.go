@@ -49,7 +49,8 @@ func TestLogsBeforeFirstStart(t *testing.T) {
 // it: run 0 whole in one segment, run 1 whose first part was removed
 // (its kept part begins without a run's mark), its rest in the live log.
 // The kept runs read as one stream, a run's last line without a newline
-// ended; --previous gives run 0, whose mark was kept; --tail and
+// ended, the log's not; --previous gives run 0, whose mark was kept, as
+// written; --tail and
 // --timestamps cross the files.
 func TestLogsAcrossSegments(t *testing.T) {
 	state := t.TempDir()
@@ -81,9 +82,22 @@ func TestLogsAcrossSegments(t *testing.T) {
 	if got, want := read(LogOptions{}), "zero\nend\none b\none c\n"; got != want {
 		t.Errorf("logs: %q, want %q", got, want)
 	}
-	if got, want := read(LogOptions{Previous: true}), "zero\nend\n"; got != want {
+	if got, want := read(LogOptions{Previous: true}), "zero\nend"; got != want {
 		t.Errorf("logs --previous: %q, want %q", got, want)
 	}
+	// The log's last line without a newline: as written, with
+	// --timestamps too, and ended only where another app's follows.
+	write(live, "one c\none d", "w 0 4000000000\n")
+	if got, want := read(LogOptions{}), "zero\nend\none b\none c\none d"; got != want {
+		t.Errorf("logs ending without a newline: %q, want %q", got, want)
+	}
+	if got, want := read(LogOptions{Tail: 1, Timestamps: true}), "1970-01-01T00:00:04Z one d"; got != want {
+		t.Errorf("logs --tail 1 --timestamps ending without a newline: %q, want %q", got, want)
+	}
+	if got, want := read(LogOptions{Tail: 1, Prefix: true}), "a | one d\n"; got != want {
+		t.Errorf("logs of every app ending without a newline: %q, want %q", got, want)
+	}
+	write(live, "one c\n", "w 0 4000000000\n")
 	if got, want := read(LogOptions{Tail: 2, Timestamps: true}), "1970-01-01T00:00:03Z one b\n1970-01-01T00:00:04Z one c\n"; got != want {
 		t.Errorf("logs --tail 2 --timestamps: %q, want %q", got, want)
 	}

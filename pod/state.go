@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/unitrun/unitrun/internal/atomicfile"
@@ -27,8 +28,8 @@ func LogFile(stateDir, pod, app string) string {
 // WriteState writes the state of pod m, created from the manifest text
 // manifest, into its state directory, which must exist: its logs
 // directory with its logs' rotation (logcopy.RotationFile), a copy of the
-// manifest (synced to disk), the manifest as
-// parsed, its policies (record.WritePolicy), and a Pending pod.json in which every app is waiting.
+// manifest (synced to disk), each app's empty log (mode 0600), the
+// manifest as parsed, its policies (record.WritePolicy), and a Pending pod.json in which every app is waiting.
 func WriteState(stateDir string, m *Manifest, manifest []byte) error {
 	dir := record.Dir(stateDir, m.Name)
 	if err := os.Mkdir(filepath.Join(dir, record.LogsDir), 0o700); err != nil {
@@ -47,6 +48,12 @@ func WriteState(stateDir string, m *Manifest, manifest []byte) error {
 		return err
 	}
 	for _, a := range m.Apps {
+		// Made here, 0600, before the app's first run: systemd
+		// creates the file of StandardOutput=append: with the mode
+		// the service's umask leaves (0644), readable by every user.
+		if err := createLog(LogFile(stateDir, m.Name, a.Name)); err != nil {
+			return err
+		}
 		if a.TerminationMessagePath != "" {
 			if err := record.EmptyTerminationFile(stateDir, m.Name, a.Name); err != nil {
 				return err
@@ -61,6 +68,15 @@ func WriteState(stateDir string, m *Manifest, manifest []byte) error {
 		return err
 	}
 	return nil
+}
+
+// createLog creates the empty live log at path, mode 0600.
+func createLog(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // LoadState returns the manifest pod was created from, with the exit policy

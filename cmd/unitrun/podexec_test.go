@@ -74,7 +74,9 @@ apps:
     noNewPrivileges: true
     capabilities: [KILL]
     mounts: [{source: `+vol+`, path: /mnt/pod-exec-volume, readOnly: true}]
-`, "server", "locked")
+  - name: plain
+    exec: ["/bin/sleep", "600"]
+`, "server", "locked", "plain")
 	out, errs, code := podExec(t, dir, "", "px", "server", "--", "sh", "-c", `id -u; id -G; pwd; echo "$GREETING"; env | cut -d= -f1 | sort | tr '\n' ' '; echo; cat /proc/self/cgroup | grep -c unitrun-pod-px-server.service; exit 3`)
 	nobody := strings.TrimSpace(mustOutput(t, "id", "-u", "nobody"))
 	groups := strings.TrimSpace(mustOutput(t, "id", "-G", "nobody"))
@@ -88,6 +90,12 @@ apps:
 	// The bounding set and no_new_privs of the app's command.
 	if out, errs, code := podExec(t, dir, "", "px", "locked", "--", "grep", "-E", "^(CapBnd|NoNewPrivs)", "/proc/self/status"); code != 0 || out != "CapBnd:\t0000000000000020\nNoNewPrivs:\t1\n" {
 		t.Errorf("pod exec into an app with noNewPrivileges and capabilities [KILL]: exit %d, %q, %q", code, out, errs)
+	}
+	// An app without a workingDir (nor mounts, whose namespace nsenter
+	// enters at its /): /, where its command starts, not pod exec's
+	// own directory.
+	if out, errs, code := podExec(t, dir, "", "px", "plain", "--", "pwd"); code != 0 || out != "/\n" {
+		t.Errorf("pod exec pwd in an app without a workingDir: exit %d, %q, %q; want /", code, out, errs)
 	}
 	// The app's mount namespace: its volume.
 	if out, errs, code := podExec(t, dir, "", "px", "locked", "--", "cat", "/mnt/pod-exec-volume/data"); code != 0 || out != "in the volume\n" {

@@ -99,6 +99,9 @@ func TestPodLogsRotation(t *testing.T) {
 			t.Fatal(err)
 		}
 		total += st.Size()
+		if st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v; want 0600", filepath.Base(f), st.Mode().Perm())
+		}
 		if st.Size() > 8<<10 {
 			t.Errorf("%s holds %d bytes, more than maxSize 8K", filepath.Base(f), st.Size())
 		}
@@ -183,7 +186,8 @@ func TestPodLogsFollowRotation(t *testing.T) {
 }
 
 // pod logs -f of one app prints its lines as they come and returns, with
-// exit 0, once that app's run has ended, though the pod runs on; of an app
+// exit 0, once that app's run has ended (its last line as written, without
+// a newline), though the pod runs on; of an app
 // that runs on, it returns with exit 0 at Ctrl-C, as journalctl -f does.
 func TestPodLogsFollow(t *testing.T) {
 	dir := t.TempDir()
@@ -192,7 +196,7 @@ func TestPodLogsFollow(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	manifest := fmt.Sprintf("name: follow\napps:\n- {name: a, exec: [/bin/sh, -c, 'echo one; read x < %s; echo two']}\n- {name: b, exec: [/bin/sh, -c, 'echo b up; exec sleep 600']}\n", fifo)
+	manifest := fmt.Sprintf("name: follow\napps:\n- {name: a, exec: [/bin/sh, -c, 'echo one; read x < %s; printf \"two\\nthree\"']}\n- {name: b, exec: [/bin/sh, -c, 'echo b up; exec sleep 600']}\n", fifo)
 	if _, errs, code := podCLI(t, dir, "run", "--detach", manifestFile(t, manifest)); code != 0 {
 		t.Fatalf("pod run --detach: exit %d: %s", code, errs)
 	}
@@ -233,8 +237,21 @@ func TestPodLogsFollow(t *testing.T) {
 		t.Fatalf("pod logs -f follow a: first line %q, %v; want \"one\\n\"", line, err)
 	}
 	os.WriteFile(fifo, []byte("\n"), 0)
-	if rest := rest(cmd, out, "follow a, once a has ended"); rest != "two\n" || cmd.ProcessState.ExitCode() != 0 {
-		t.Errorf("pod logs -f follow a: then %q, exit %d, stderr %q; want \"two\\n\" and exit 0 once a has ended", rest, cmd.ProcessState.ExitCode(), errb)
+	if rest := rest(cmd, out, "follow a, once a has ended"); rest != "two\nthree" || cmd.ProcessState.ExitCode() != 0 {
+		t.Errorf("pod logs -f follow a: then %q, exit %d, stderr %q; want \"two\\nthree\" and exit 0 once a has ended", rest, cmd.ProcessState.ExitCode(), errb)
+	}
+	// The bytes as a wrote them, without a newline it did not write
+	// after its last line, as kubectl logs prints them; --timestamps
+	// too; the "APP | " form of every app ends that line, which b's
+	// lines follow.
+	if out, errs, code := podCLI(t, dir, "logs", "follow", "a"); code != 0 || out != "one\ntwo\nthree" {
+		t.Errorf("pod logs follow a: exit %d, %q, %q; want \"one\\ntwo\\nthree\"", code, out, errs)
+	}
+	if out, errs, code := podCLI(t, dir, "logs", "--timestamps", "--tail", "1", "follow", "a"); code != 0 || !strings.HasSuffix(out, "Z three") || strings.Count(out, " ") != 1 {
+		t.Errorf("pod logs --timestamps --tail 1 follow a: exit %d, %q, %q; want the time, a space, \"three\"", code, out, errs)
+	}
+	if out, errs, code := podCLI(t, dir, "logs", "follow"); code != 0 || out != "a | one\na | two\na | three\nb | b up\n" {
+		t.Errorf("pod logs follow: exit %d, %q, %q; want each app's lines, a's last ended", code, out, errs)
 	}
 	cmd, out, errb = follow("b")
 	if line, err := out.ReadString('\n'); err != nil || line != "b up\n" {

@@ -46,7 +46,7 @@ func (c *Context) Env() []string { return c.env }
 // Exec executes argv in c, replacing this process: it enters the app's
 // rootfs (checked again: it may have been replaced by a link to / since
 // the pod's creation), changes to its workingDir (made first, in an
-// image's root, if it does not exist), looks argv[0] up in the
+// image's root, if it does not exist; / if it has none), looks argv[0] up in the
 // app's PATH within that root, as a container runtime looks it up, drops
 // from the bounding set every capability the app does not keep, sets
 // no_new_privs if the app has noNewPrivileges, takes the app's groups and
@@ -70,22 +70,24 @@ func (c *Context) Exec(argv []string) error {
 		if err := syscall.Chroot(a.Rootfs); err != nil {
 			return fmt.Errorf("rootfs %s: %v", a.Rootfs, UnwrapPath(err))
 		}
-		if dir == "" {
-			dir = "/"
+	}
+	if dir == "" {
+		// As a container runtime starts a container whose spec and
+		// image name no working directory: not in the manager's own
+		// directory (a user manager's is the user's home, which the
+		// app's user may not even be allowed to read).
+		dir = "/"
+	}
+	err := os.Chdir(dir)
+	if errors.Is(err, fs.ErrNotExist) && a.Identity != nil {
+		// Made in an image's root, root's, as a container runtime
+		// makes a working directory its image lacks.
+		if err = os.MkdirAll(dir, 0o755); err == nil {
+			err = os.Chdir(dir)
 		}
 	}
-	if dir != "" {
-		err := os.Chdir(dir)
-		if errors.Is(err, fs.ErrNotExist) && a.Identity != nil {
-			// Made in an image's root, root's, as a container
-			// runtime makes a working directory its image lacks.
-			if err = os.MkdirAll(dir, 0o755); err == nil {
-				err = os.Chdir(dir)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("workingDir %s: %v", dir, UnwrapPath(err))
-		}
+	if err != nil {
+		return fmt.Errorf("workingDir %s: %v", dir, UnwrapPath(err))
 	}
 	// Looked up before the credentials change, in the root the command
 	// runs in.

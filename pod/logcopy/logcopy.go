@@ -81,6 +81,12 @@ func (c *copier) open(path string) error {
 	if err != nil {
 		return err
 	}
+	// The file may be one systemd created for StandardOutput=append:,
+	// with the mode its umask leaves (0644): the log is root's alone.
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
 	c.log = f
 	return nil
 }

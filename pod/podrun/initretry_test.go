@@ -93,14 +93,15 @@ apps:
 	}
 	// The stop ends both apps at about the same moment, and the pod's
 	// exit code is the first of their exits recorded: setup's last run's
-	// or main's, which never ran a process.
-	if s.Phase != pod.PodFailed || s.ExitCode == nil || *s.ExitCode != 7 && *s.ExitCode != record.NoProcessCode {
-		t.Errorf("pod %s: %s, exit code %s; want Failed, 7 or %d", s.Name, s.Phase, fmtCode(s.ExitCode), record.NoProcessCode)
+	// or main's, the stop's SIGTERM.
+	if s.Phase != pod.PodFailed || s.ExitCode == nil || *s.ExitCode != 7 && *s.ExitCode != 128+15 {
+		t.Errorf("pod %s: %s, exit code %s; want Failed, 7 or 143", s.Name, s.Phase, fmtCode(s.ExitCode))
 	}
 	wantApp(t, s, "setup", record.AppFailed, 7)
 	// Stopped in its await hook, main's first run ended before its
-	// command ran.
-	if a := appOf(t, s, "main"); a.State != record.AppFailed || a.Message != "ended before its command ran" || !a.StartedAt.IsZero() {
-		t.Errorf("main after an init app that never succeeded: %+v, want failed before its command ran", a)
+	// command ran, by the stop's SIGTERM.
+	if a := appOf(t, s, "main"); a.State != record.AppFailed || a.ExitCode == nil || *a.ExitCode != 128+15 || a.Signal != "TERM" ||
+		a.Message != "ended before its command ran" || !a.StartedAt.IsZero() {
+		t.Errorf("main after an init app that never succeeded: %+v, want failed before its command ran, 143, TERM", a)
 	}
 }

@@ -131,7 +131,7 @@ func procStat(t testing.TB, pid int) []string {
 // log file of its own, the live log holds the last run's bytes exactly
 // and the one before it is kept in its segment, the first run's removed
 // as the third started; logs read the kept runs as one, each run's last
-// line ended; --previous gives the second run's lines, --timestamps
+// line ended but the log's, copied as written; --previous gives the second run's lines, --timestamps
 // begins each line with its time in RFC 3339, and --since the first line
 // of the last run gives that run's lines only; --tail 1 the last line. A
 // log without its times file (written by an older unitrun) is still read
@@ -165,21 +165,21 @@ apps:
 	if prev, err := os.ReadFile(logcopy.SegmentPath(live, 1, 0)); len(files) != 1 || err != nil || string(prev) != "run 2\nend 2" {
 		t.Errorf("the log's segments: %q, the second run's %q, %v; want the second run's bytes alone", files, prev, err)
 	}
-	if got, want := logs(pod.LogOptions{}), "run 2\nend 2\nrun 3\nend 3\n"; got != want {
-		t.Errorf("logs: %q, want %q, each run's last line ended", got, want)
+	if got, want := logs(pod.LogOptions{}), "run 2\nend 2\nrun 3\nend 3"; got != want {
+		t.Errorf("logs: %q, want %q, each run's last line ended but the log's", got, want)
 	}
-	if got, want := logs(pod.LogOptions{Previous: true}), "run 2\nend 2\n"; got != want {
+	if got, want := logs(pod.LogOptions{Previous: true}), "run 2\nend 2"; got != want {
 		t.Errorf("logs --previous: %q, want %q", got, want)
 	}
-	if got, want := logs(pod.LogOptions{Tail: 1}), "end 3\n"; got != want {
+	if got, want := logs(pod.LogOptions{Tail: 1}), "end 3"; got != want {
 		t.Errorf("logs --tail 1: %q, want %q", got, want)
 	}
 	stamped := strings.SplitAfter(logs(pod.LogOptions{Timestamps: true}), "\n")
 	var times []time.Time
-	for i, line := range stamped[:len(stamped)-1] {
+	for i, line := range stamped {
 		stamp, rest, _ := strings.Cut(line, " ")
 		at, err := time.Parse(time.RFC3339Nano, stamp)
-		if err != nil || at.Before(begin) || at.After(time.Now()) || (i > 0 && at.Before(times[i-1])) || i >= 4 || rest != []string{"run 2\n", "end 2\n", "run 3\n", "end 3\n"}[i] {
+		if err != nil || at.Before(begin) || at.After(time.Now()) || (i > 0 && at.Before(times[i-1])) || i >= 4 || rest != []string{"run 2\n", "end 2\n", "run 3\n", "end 3"}[i] {
 			t.Fatalf("logs --timestamps line %d: %q, want the time it was written (RFC 3339, in order), a space, the line", i, line)
 		}
 		times = append(times, at)
@@ -187,7 +187,7 @@ apps:
 	if len(times) != 4 {
 		t.Fatalf("logs --timestamps: %q, want 4 lines", stamped)
 	}
-	if got, want := logs(pod.LogOptions{Since: times[2]}), "run 3\nend 3\n"; got != want {
+	if got, want := logs(pod.LogOptions{Since: times[2]}), "run 3\nend 3"; got != want {
 		t.Errorf("logs --since the last run's first line: %q, want %q", got, want)
 	}
 	for _, f := range append(files, live) {
@@ -198,7 +198,7 @@ apps:
 	if err := os.Remove(files[0]); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := logs(pod.LogOptions{}), "run 3\nend 3\n"; got != want {
+	if got, want := logs(pod.LogOptions{}), "run 3\nend 3"; got != want {
 		t.Errorf("logs without times: %q, want %q", got, want)
 	}
 	if err := pod.Logs(context.Background(), r.StateDir, name, []string{"a"}, &bytes.Buffer{}, pod.LogOptions{Previous: true}, nil); err == nil || !strings.Contains(err.Error(), "--previous") {

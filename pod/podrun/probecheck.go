@@ -139,7 +139,9 @@ func execCheck(ctx context.Context, a *pod.App, argv []string) ([]byte, error) {
 	cmd.Env = c.Env()
 	cmd.Dir = a.WorkingDir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Chroot: a.Rootfs}
-	if a.Rootfs != "" && cmd.Dir == "" {
+	if cmd.Dir == "" {
+		// Where the app's command starts ([appexec.Context.Exec]),
+		// not in the manager's directory the probe's service has.
 		cmd.Dir = "/"
 	}
 	cred, err := appexec.Credential(spec)

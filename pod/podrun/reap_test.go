@@ -112,6 +112,53 @@ apps:
 	}
 }
 
+// A stop while an app's first run waits in its await hook (ExecStartPre=,
+// for the sidecar before it), before the start hook has a process, ends
+// that run as a stop before its command ran does anywhere: by the stop's
+// SIGTERM, 143, though systemd tells the exit hook of no exit status then
+// (only $SERVICE_RESULT signal), failed, with no start time. The sidecar's
+// startup probe never passes, so the app waits until the stop.
+func TestPodStoppedInItsAwait(t *testing.T) {
+	r := newRunner(t)
+	name := create(t, r, `
+name: awaiting
+apps:
+  - name: side
+    sidecar: true
+    exec: ["/bin/sleep", "600"]
+    startupProbe: {exec: ["/bin/false"], periodSeconds: 1, failureThreshold: 600}
+  - name: main
+    exec: ["/bin/echo", "main"]
+`)
+	started := make(chan error, 1)
+	go func() { started <- r.Start(context.Background(), name, "") }()
+	waitService(t, r, pod.AppUnit(name, "main"), func(p map[string]dbus.Variant) bool {
+		control, _ := p["ControlPID"].Value().(uint32)
+		main, _ := p["MainPID"].Value().(uint32)
+		return control != 0 && main == 0
+	})
+	s, err := r.Stop(context.Background(), name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ended *EndedError
+	if err := <-started; err != nil && !errors.As(err, &ended) {
+		t.Errorf("start of a pod stopped while an app awaited its sidecar: %v", err)
+	}
+	wantPod(t, s, pod.PodFailed, 128+15)
+	a := appOf(t, s, "main")
+	if a.State != record.AppFailed || a.ExitCode == nil || *a.ExitCode != 128+15 || a.Signal != "TERM" ||
+		a.Message != "ended before its command ran" || !a.StartedAt.IsZero() || !a.LastStartedAt.IsZero() {
+		t.Errorf("app main, stopped in its await hook: %+v; want failed, 143, TERM, ended before its command ran", a)
+	}
+	if code, err := record.ReadExitCode(r.StateDir, name, "main"); err != nil || code != 128+15 {
+		t.Errorf("status file of main: %d, %v; want 143", code, err)
+	}
+	if data, _ := os.ReadFile(pod.LogFile(r.StateDir, name, "main")); len(data) != 0 {
+		t.Errorf("main's command ran: it printed %q", data)
+	}
+}
+
 // lock takes the lock of pod name and returns its release, which the test's
 // end calls too.
 func lock(t *testing.T, r *Runner, name string) func() {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/unitrun/unitrun/unit/exit"
@@ -54,7 +55,9 @@ var ErrNeedsStopJob = errors.New("the exit of an app that may restart needs the 
 // a crash, if the probe restarted the app, and a failure if it ends the
 // pod. A run whose command the start hook could not execute failed, with
 // the hook's reason as the record's Message, and so did any other run that
-// ended before its command ran (a stop came first). A restart stopped
+// ended before its command ran (a stop came first: its exit is the stop's
+// SIGTERM, also where the stop came before the start hook had a process,
+// which systemd tells with no exit status). A restart stopped
 // before its command ran (while it waited out its back-off, or after) was
 // no run: the app ends with the exit of its last run, and its status file
 // is left as that run left it. The exit of an init app is recorded once
@@ -135,6 +138,18 @@ func readExit(stateDir, name, app string, p *Policy, env HookEnv) (*reaping, err
 	}
 	if r.why == "" && !r.started() {
 		r.why = notRun
+		if env.ServiceResult != "" && !r.exit.Ran && (r.exit.Result == "signal" || r.exit.Result == "success") {
+			// No main process, and no failure: a hook that runs before
+			// the start hook (ExecStartPre=: the wait for the init apps
+			// and the sidecar before the app, the image root's mount)
+			// was ended by a stop's signal, which killed it (result
+			// signal) or which it took as the end of its wait (success),
+			// and systemd did not start the start hook. It tells
+			// ExecStopPost= no $EXIT_CODE nor $EXIT_STATUS then: the run
+			// ended by the stop's signal before its command ran, as one
+			// whose start hook the stop killed does.
+			r.exit.Exit = stoppedExit(r.exit.Result)
+		}
 	}
 	if r.why != "" {
 		// The start hook could not execute the command, or the run ended
@@ -154,6 +169,18 @@ func readExit(stateDir, name, app string, p *Policy, env HookEnv) (*reaping, err
 // started reports whether the run got as far as the start hook, which
 // records the start of every run that does.
 func (r *reaping) started() bool { return r.s.State == AppRunning }
+
+// stopSignal is the signal a stop sends an app's processes: systemd's
+// KillSignal= default, which no app's unit changes (a Pod's
+// lifecycle.stopSignal is refused).
+const stopSignal = syscall.SIGTERM
+
+// stoppedExit is the exit of a run that a stop's signal ended, systemd's
+// result being result: 128+N for the signal's number N, as the exit of a
+// process it killed.
+func stoppedExit(result string) exit.Exit {
+	return exit.Exit{Ran: true, ExitCode: 128 + int(stopSignal), Signal: stopSignal, Result: result}
+}
 
 // notRun is the message of a run that ended before its command ran, and
 // not because the start hook could not execute it: a stop that came first,
