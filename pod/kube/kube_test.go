@@ -259,7 +259,7 @@ spec:
 		t.Fatal(err)
 	}
 	want := &Manifest{Name: "web", RestartPolicy: "Always", RestartBackoff: &Backoff{Initial: "10s"}, Apps: []App{
-		{Name: "main", Exec: []string{"/bin/sh", "-c", "echo hi"}, Env: map[string]string{}, Capabilities: &DefaultCapabilities},
+		{Name: "main", Exec: []string{"/bin/sh", "-c", "echo hi"}, Env: map[string]string{}, StopTimeout: "30s", Capabilities: &DefaultCapabilities},
 	}}
 	if !reflect.DeepEqual(m, want) {
 		t.Errorf("manifest %+v, want %+v", m, want)
@@ -274,6 +274,42 @@ spec:
 `, Options{AllowPrivileged: true, MinRestartBackoff: 100_000_000})
 	if err != nil || m.Apps[0].Probe.Action != "fail-pod" || m.RestartBackoff.Initial != "100ms" {
 		t.Errorf("under Never: %+v, %v; want a probe that fails the pod, the floor's back-off", m, err)
+	}
+}
+
+// TestTranslateGracePeriod checks that a container's stop timeout is the
+// Pod's terminationGracePeriodSeconds as the kubelet applies it: 30 s,
+// the API server's default, where the Pod sets none, and never under the
+// kubelet's minimum of 2 s (0 is not an instant kill); a probe's own
+// grace period has the same minimum.
+func TestTranslateGracePeriod(t *testing.T) {
+	for _, c := range []struct {
+		grace, probeGrace string
+		want, wantProbe   string
+	}{
+		{"", "", "30s", ""},
+		{"terminationGracePeriodSeconds: 0", "terminationGracePeriodSeconds: 1", "2s", "2s"},
+		{"terminationGracePeriodSeconds: 1", "", "2s", ""},
+		{"terminationGracePeriodSeconds: 2", "terminationGracePeriodSeconds: 5", "2s", "5s"},
+		{"terminationGracePeriodSeconds: 45", "", "45s", ""},
+	} {
+		m, err := translate(t, `apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  `+c.grace+`
+  containers:
+  - name: main
+    image: busybox
+    command: [/bin/true]
+    livenessProbe: {exec: {command: [/bin/true]}, `+c.probeGrace+`}
+`, Options{Images: Images{"busybox": HostImage}, AllowPrivileged: true})
+		if err != nil {
+			t.Fatalf("%q: %v", c.grace, err)
+		}
+		if a := m.Apps[0]; a.StopTimeout != c.want || a.Probe.StopTimeout != c.wantProbe {
+			t.Errorf("%q, probe's %q: stopTimeout %q, probe's %q; want %q, %q", c.grace, c.probeGrace, a.StopTimeout, a.Probe.StopTimeout, c.want, c.wantProbe)
+		}
 	}
 }
 

@@ -373,12 +373,7 @@ func (t *mapping) container(ctr *Container, path string, init bool) App {
 	a.TerminationMessagePath = ctr.TerminationMessagePath
 	t.securityContext(ctr, path, &a)
 	a.Resources = containerResources(ctr, path, rs)
-	if g := p.Spec.TerminationGracePeriodSeconds; g != nil {
-		a.StopTimeout = (time.Duration(*g) * time.Second).String()
-		if *g == 0 {
-			a.StopTimeout = "1ns"
-		}
-	}
+	a.StopTimeout = podGracePeriod(p).String()
 	for j, port := range ctr.Ports {
 		if !p.Spec.HostNetwork {
 			rs.Add(fmt.Sprintf("%s.ports[%d]", path, j), "port %d on a pod network: unitrun has none; set hostNetwork: true", port.ContainerPort)
@@ -623,7 +618,7 @@ func mapProbe(ctr *Container, lp *Probe, path, kind string, rs *Refusals) *AppPr
 		rs.Add(path+".successThreshold", "must be 1 for a %s probe: unitrun counts one success", kind)
 	}
 	if g := lp.TerminationGracePeriodSeconds; g != nil {
-		pr.StopTimeout = (time.Duration(*g) * time.Second).String()
+		pr.StopTimeout = GracePeriod(*g).String()
 	}
 	switch {
 	case lp.Exec != nil:
