@@ -3,6 +3,7 @@ package kube
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -309,6 +310,52 @@ spec:
 		}
 		if a := m.Apps[0]; a.StopTimeout != c.want || a.Probe.StopTimeout != c.wantProbe {
 			t.Errorf("%q, probe's %q: stopTimeout %q, probe's %q; want %q, %q", c.grace, c.probeGrace, a.StopTimeout, a.Probe.StopTimeout, c.want, c.wantProbe)
+		}
+	}
+}
+
+// TestTranslateProbeExpansion checks that $(VAR) in an exec probe's
+// command expands as the kubelet expands it
+// (ExpandContainerCommandOnlyStatic): from the container's env as
+// written, a value itself unexpanded, one set by valueFrom empty, an
+// unknown one kept and $$ an escaped $; a lifecycle hook's command is not
+// expanded at all, as the kubelet leaves it.
+func TestTranslateProbeExpansion(t *testing.T) {
+	m, err := translate(t, `apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  containers:
+  - name: main
+    image: busybox
+    command: [/bin/sleep, "600"]
+    env:
+    - {name: A, value: x}
+    - {name: B, value: "$(A)-y"}
+    - {name: C, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+    livenessProbe: {exec: {command: [/bin/sh, -c, "echo $(A) $(B) [$(C)] $(NOPE) $$(A)"]}}
+    readinessProbe: {exec: {command: [/bin/echo, "$(A)"]}}
+    startupProbe: {exec: {command: [/bin/echo, "$(B)"]}}
+    lifecycle:
+      postStart: {exec: {command: [/bin/echo, "$(A)", "$$(A)"]}}
+      preStop: {exec: {command: [/bin/echo, "$(A)"]}}
+`, Options{AllowPrivileged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := m.Apps[0]
+	for _, c := range []struct {
+		what      string
+		got, want []string
+	}{
+		{"livenessProbe", a.Probe.Exec, []string{"/bin/sh", "-c", "echo x $(A)-y [] $(NOPE) $(A)"}},
+		{"readinessProbe", a.Readiness.Exec, []string{"/bin/echo", "x"}},
+		{"startupProbe", a.Startup.Exec, []string{"/bin/echo", "$(A)-y"}},
+		{"postStart", a.PostStart.Exec, []string{"/bin/echo", "$(A)", "$$(A)"}},
+		{"preStop", a.PreStop.Exec, []string{"/bin/echo", "$(A)"}},
+	} {
+		if !slices.Equal(c.got, c.want) {
+			t.Errorf("%s: exec %q, want %q", c.what, c.got, c.want)
 		}
 	}
 }
