@@ -106,6 +106,12 @@ func TestPodKubernetesRefusals(t *testing.T) {
 			[]string{`kind: "Deployment" of apiVersion "apps/v1": unitrun runs a Pod (apiVersion: v1, kind: Pod)`}},
 		{"second document", good + "---\n" + strings.NewReplacer("kubesimple", "kubesecond", "    command:", "    stdin: true\n    command:").Replace(good), []string{"--image", "busybox=host"},
 			[]string{`document 2: Pod kubesecond: spec.containers[0].stdin: stdin and tty are not supported`}},
+		{"bad name", strings.Replace(good, "name: kubesimple", "name: Bad_Name", 1), []string{"--image", "busybox=host"},
+			[]string{`Pod Bad_Name: metadata.name: name "Bad_Name": must be 1 to 29 characters of a-z, 0-9 and -, starting with a letter or digit`}},
+		{"generateName", strings.Replace(good, "  name: kubesimple\n", "  generateName: kubesimple-\n", 1), []string{"--image", "busybox=host"},
+			[]string{`Pod with no name: metadata.name: required: metadata.generateName is not supported, the pod is named after metadata.name`}},
+		{"env name", strings.Replace(good, "    - name: WHO\n", "    - name: 1BAD\n", 1), []string{"--image", "busybox=host"},
+			[]string{`Pod kubesimple: spec.containers[0].env["1BAD"]: must be one or more of a-z, A-Z, 0-9, _, - and ., not starting with a digit`}},
 		{"same name", good + "---\n" + good, []string{"--image", "busybox=host"},
 			[]string{`document 2: Pod kubesimple: metadata.name: "kubesimple" is the name of document 1's Pod too`}},
 	} {

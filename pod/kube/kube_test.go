@@ -571,6 +571,24 @@ document 2: Pod a: spec.volumes[0].emptyDir.sizeLimit: not supported by unitrun 
 	}
 }
 
+// A Pod's name, and its containers', are refused with the rule in words
+// after the Pod, and a Pod with no name (generateName alone) is told so.
+func TestPlanNames(t *testing.T) {
+	one := "apiVersion: v1\nkind: Pod\nmetadata: {META}\nspec:\n  containers: [{name: CTR, image: busybox, command: [x]}]\n"
+	for _, c := range []struct{ meta, ctr, want string }{
+		{"name: Bad_Name", "a", `Pod Bad_Name: metadata.name: name "Bad_Name": must be 1 to 29 characters of a-z, 0-9 and -, starting with a letter or digit`},
+		{"name: web", "Bad_Ctr", `Pod web: spec.containers[0].name: "Bad_Ctr": must be 1 to 63 characters of a-z, 0-9 and -, starting with a letter or digit`},
+		{"generateName: web-", "a", `Pod with no name: metadata.name: required: metadata.generateName is not supported, the pod is named after metadata.name`},
+		{"labels: {a: b}", "a", `Pod with no name: metadata.name: required: the pod is named after it`},
+	} {
+		doc := strings.NewReplacer("META", c.meta, "CTR", c.ctr).Replace(one)
+		plans, err := Plan([]byte(doc), Options{Images: Images{"busybox": HostImage}, AllowPrivileged: true}, "/state")
+		if err != nil || len(plans) != 1 || plans[0].Err() == nil || plans[0].Err().Error() != c.want {
+			t.Errorf("%s: %+v, %v; want the refusal %q", c.meta, plans, err, c.want)
+		}
+	}
+}
+
 func TestContainerPaths(t *testing.T) {
 	got := ContainerPaths("apps[0].user \"x\": no such user\napps[2].workingDir \"/n\": no such directory", 1)
 	if want := "spec.initContainers[0].user \"x\": no such user\nspec.containers[1].workingDir \"/n\": no such directory"; got != want {

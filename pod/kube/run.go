@@ -97,7 +97,8 @@ type Planned struct {
 	// for an app whose image or imagePullPolicy is refused).
 	Images []pod.App
 	// Where is how an error of the document is told: "Pod NAME" (a
-	// Pod's with a name), after "document N" when the file has several.
+	// Pod's; "Pod with no name" for one without), after "document N"
+	// when the file has several.
 	Where string
 }
 
@@ -138,15 +139,23 @@ func Plan(data []byte, o Options, stateDir string) ([]Planned, error) {
 			continue
 		}
 		name := p.Metadata.Name
-		if name != "" {
+		switch {
+		case name == "":
+			where = append(where, "Pod with no name")
+			if p.Metadata.GenerateName.IsSet() {
+				rs.Add("metadata.name", "required: metadata.generateName is not supported, the pod is named after metadata.name")
+			} else {
+				rs.Add("metadata.name", "required: the pod is named after it")
+			}
+		default:
 			where = append(where, "Pod "+name)
-		}
-		if err := pod.CheckNames(name); err != nil {
-			rs.Add("metadata.name", "%v", err)
-		}
-		for j := range i {
-			if docs[j].Pod.Metadata.Name == name {
-				rs.Add("metadata.name", "%q is the name of document %d's Pod too", name, j+1)
+			if err := pod.CheckNames(name); err != nil {
+				rs.Add("metadata.name", "%v", err)
+			}
+			for j := range i {
+				if docs[j].Pod.Metadata.Name == name {
+					rs.Add("metadata.name", "%q is the name of document %d's Pod too", name, j+1)
+				}
 			}
 		}
 		for _, f := range []struct {
