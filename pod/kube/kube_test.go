@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"slices"
@@ -585,6 +586,40 @@ func TestPlanNames(t *testing.T) {
 		plans, err := Plan([]byte(doc), Options{Images: Images{"busybox": HostImage}, AllowPrivileged: true}, "/state")
 		if err != nil || len(plans) != 1 || plans[0].Err() == nil || plans[0].Err().Error() != c.want {
 			t.Errorf("%s: %+v, %v; want the refusal %q", c.meta, plans, err, c.want)
+		}
+	}
+}
+
+// A Pod of a file reads, through fieldRefs, the namespace, service
+// account and node a Pod has on a node where it sets none: "default",
+// "default" and this host's node name; those it sets where it does.
+func TestPlanFieldRefDefaults(t *testing.T) {
+	host, err := HostNodeName()
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := "apiVersion: v1\nkind: Pod\nmetadata: {name: a META}\nspec:\n  SPEC\n  containers:\n  - name: a\n    image: busybox\n    command: [x]\n    env:\n" +
+		"    - {name: NS, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}\n" +
+		"    - {name: NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}\n" +
+		"    - {name: SA, valueFrom: {fieldRef: {fieldPath: spec.serviceAccountName}}}\n"
+	for _, c := range []struct {
+		meta, spec string
+		want       map[string]string
+	}{
+		{"", "", map[string]string{"NS": "default", "NODE": host, "SA": "default"}},
+		{", namespace: shop", "nodeName: n1\n  serviceAccountName: builder", map[string]string{"NS": "shop", "NODE": "n1", "SA": "builder"}},
+	} {
+		doc := strings.NewReplacer("META", c.meta, "SPEC", c.spec).Replace(one)
+		plans, err := Plan([]byte(doc), Options{Images: Images{"busybox": HostImage}, AllowPrivileged: true}, "/state")
+		if err != nil || len(plans) != 1 || plans[0].Err() != nil {
+			t.Fatalf("%q %q: %+v, %v", c.meta, c.spec, plans, err)
+		}
+		var m Manifest
+		if err := json.Unmarshal(plans[0].Manifest, &m); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Apps[0].Env; !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%q %q: env %v, want %v", c.meta, c.spec, got, c.want)
 		}
 	}
 }
