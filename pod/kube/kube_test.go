@@ -22,6 +22,11 @@ func decodeOne(t *testing.T, text string) *Pod {
 	return docs[0].Pod
 }
 
+// podYAML is a Pod named web with spec, YAML lines under spec.
+func podYAML(spec string) string {
+	return "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n" + spec
+}
+
 // translate maps text with options that run any image on the host.
 func translate(t *testing.T, text string, o Options) (*Manifest, error) {
 	t.Helper()
@@ -295,17 +300,13 @@ func TestTranslateGracePeriod(t *testing.T) {
 		{"terminationGracePeriodSeconds: 2", "terminationGracePeriodSeconds: 5", "2s", "5s"},
 		{"terminationGracePeriodSeconds: 45", "", "45s", ""},
 	} {
-		m, err := translate(t, `apiVersion: v1
-kind: Pod
-metadata: {name: web}
-spec:
-  `+c.grace+`
+		m, err := translate(t, podYAML(`  `+c.grace+`
   containers:
   - name: main
     image: busybox
     command: [/bin/true]
     livenessProbe: {exec: {command: [/bin/true]}, `+c.probeGrace+`}
-`, Options{Images: Images{"busybox": HostImage}, AllowPrivileged: true})
+`), Options{Images: Images{"busybox": HostImage}, AllowPrivileged: true})
 		if err != nil {
 			t.Fatalf("%q: %v", c.grace, err)
 		}
@@ -322,11 +323,7 @@ spec:
 // unknown one kept and $$ an escaped $; a lifecycle hook's command is not
 // expanded at all, as the kubelet leaves it.
 func TestTranslateProbeExpansion(t *testing.T) {
-	m, err := translate(t, `apiVersion: v1
-kind: Pod
-metadata: {name: web}
-spec:
-  containers:
+	m, err := translate(t, podYAML(`  containers:
   - name: main
     image: busybox
     command: [/bin/sleep, "600"]
@@ -340,7 +337,7 @@ spec:
     lifecycle:
       postStart: {exec: {command: [/bin/echo, "$(A)", "$$(A)"]}}
       preStop: {exec: {command: [/bin/echo, "$(A)"]}}
-`, Options{AllowPrivileged: true})
+`), Options{AllowPrivileged: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,9 +413,7 @@ spec:
 
 // Every field that cannot be honoured is refused with its rule.
 func TestTranslateRefusals(t *testing.T) {
-	pod := func(spec string) string {
-		return "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n" + spec
-	}
+	pod := podYAML
 	ctr := func(fields string) string {
 		return pod("  containers:\n  - name: main\n    image: busybox\n    command: [/bin/true]\n" + fields)
 	}
