@@ -19,7 +19,7 @@ const reservedApp = "shutdown"
 // checkPodName reports whether name is a valid pod name.
 func checkPodName(name string) error {
 	if !record.IsPodName(name) {
-		return fmt.Errorf("must match %s", record.PodNamePattern)
+		return errors.New(record.PodNameRule)
 	}
 	return nil
 }
@@ -30,7 +30,7 @@ func checkPodName(name string) error {
 // name, which is the manifest's rule.
 func checkAppName(pod, app string) error {
 	if !record.IsAppName(app) {
-		return fmt.Errorf("must match %s", record.AppNamePattern)
+		return errors.New(record.AppNameRule)
 	}
 	if u := reaperService(pod, app); checkPodName(pod) == nil && len(u) > maxUnitName {
 		return fmt.Errorf("makes the unit name %s %d characters long with pod name %s, more than systemd's %d: use fewer '-' (each is 4 characters in a unit name) or a shorter name", u, len(u), pod, maxUnitName)

@@ -42,7 +42,7 @@ func TestAppNameLength(t *testing.T) {
 	}{
 		{pod29, label55, ""},
 		{pod29, label63, ""},
-		{"web", strings.Repeat("a", 64), "must match ^[a-z0-9][a-z0-9-]{0,62}$"},
+		{"web", strings.Repeat("a", 64), "must be 1 to 63 characters of a-z, 0-9 and -, starting with a letter or digit"},
 		{pod29, "a" + strings.Repeat("-", 62), "more than systemd's 255"},
 		{"web", "shutdown", "reserved for the pod's shutdown service"},
 	} {

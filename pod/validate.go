@@ -20,10 +20,13 @@ import (
 	"github.com/unitrun/unitrun/unit"
 )
 
-// Patterns for names that systemd itself checks.
+// Patterns for names that systemd itself checks, and their rules in
+// words, as an error says them.
 const (
 	envKeyPattern   = `^[-._a-zA-Z][-._a-zA-Z0-9]*$`
+	envKeyRule      = "must be one or more of a-z, A-Z, 0-9, _, - and ., not starting with a digit"
 	userNamePattern = `^[A-Za-z_][A-Za-z0-9_-]{0,30}$`
+	userNameRule    = "must be a name of 1 to 31 characters of a-z, A-Z, 0-9, _ and -, starting with a letter or _, or a numeric ID below 4294967295"
 )
 
 var (
@@ -105,7 +108,7 @@ func (p *problems) app(path string, a *App, m *Manifest) {
 	for _, k := range slices.Sorted(maps.Keys(a.Env)) {
 		kp := fmt.Sprintf("%s.env[%q]", path, k)
 		if !ValidEnvKey(k) {
-			p.add(kp, "", "must match "+envKeyPattern)
+			p.add(kp, "", envKeyRule)
 		} else if n := len(k) + 1 + len(a.Env[k]); n > maxArgLen {
 			p.add(kp, "", fmt.Sprintf("is %d bytes as K=V, more than the %d the kernel passes to a command", n, maxArgLen))
 		} else if err := unit.CheckEnvValue(k, a.Env[k]); err != nil {
@@ -378,7 +381,7 @@ func (p *problems) account(path, name string) {
 	if appexec.NumericID(name) {
 		return
 	}
-	p.add(path, name, "must match "+userNamePattern+" or be a numeric ID")
+	p.add(path, name, userNameRule)
 }
 
 func (p *problems) port(path string, port int) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/unitrun/unitrun/pod"
 )
 
 // simplePod is a Pod as the API server returns it for the Kubernetes
@@ -104,6 +106,12 @@ func TestPodKubernetesRefusals(t *testing.T) {
 			[]string{`kind: "Deployment" of apiVersion "apps/v1": unitrun runs a Pod (apiVersion: v1, kind: Pod)`}},
 		{"second document", good + "---\n" + strings.NewReplacer("kubesimple", "kubesecond", "    command:", "    stdin: true\n    command:").Replace(good), []string{"--image", "busybox=host"},
 			[]string{`document 2: Pod kubesecond: spec.containers[0].stdin: stdin and tty are not supported`}},
+		{"bad name", strings.Replace(good, "name: kubesimple", "name: Bad_Name", 1), []string{"--image", "busybox=host"},
+			[]string{`Pod Bad_Name: metadata.name: name "Bad_Name": must be 1 to 29 characters of a-z, 0-9 and -, starting with a letter or digit`}},
+		{"generateName", strings.Replace(good, "  name: kubesimple\n", "  generateName: kubesimple-\n", 1), []string{"--image", "busybox=host"},
+			[]string{`Pod with no name: metadata.name: required: metadata.generateName is not supported, the pod is named after metadata.name`}},
+		{"env name", strings.Replace(good, "    - name: WHO\n", "    - name: 1BAD\n", 1), []string{"--image", "busybox=host"},
+			[]string{`Pod kubesimple: spec.containers[0].env["1BAD"]: must be one or more of a-z, A-Z, 0-9, _, - and ., not starting with a digit`}},
 		{"same name", good + "---\n" + good, []string{"--image", "busybox=host"},
 			[]string{`document 2: Pod kubesimple: metadata.name: "kubesimple" is the name of document 1's Pod too`}},
 	} {
@@ -342,5 +350,49 @@ func TestPodGraphKubernetesPod(t *testing.T) {
 	wantErr := "unitrun: " + two + " holds 2 Pods: pod graph draws one pod's graph; give a file of one Pod\n"
 	if out, errs, code := podCLI(t, dir, "graph", "--image", "busybox:1.28=host", two); code != exitUsage || out != "" || errs != wantErr {
 		t.Errorf("pod graph of two Pods: exit %d, %q, %q; want exit 2, %q", code, out, errs, wantErr)
+	}
+}
+
+// A Pod's terminationGracePeriodSeconds bounds its containers' stop as
+// the kubelet applies it: 0 still gives a container the kubelet's 2 s, so
+// one that ends at SIGTERM has exited 0 and the Pod has succeeded (not a
+// stop timeout); a Pod that sets none gets the API server's 30 s, not
+// systemd's 90 s.
+func TestPodRunKubernetesGracePeriod(t *testing.T) {
+	dir := t.TempDir()
+	rmPod(t, dir, "kubegrace")
+	rmPod(t, dir, "kubenograce")
+	up := filepath.Join(t.TempDir(), "up")
+	grace0 := `apiVersion: v1
+kind: Pod
+metadata: {name: kubegrace}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: main
+    image: busybox
+    command: [/bin/sh, -c, "trap 'exit 0' TERM; touch ` + up + `; while :; do sleep 0.1; done"]
+`
+	if out, errs, code := podCLI(t, dir, "run", "--detach", "--image", "busybox=host", manifestFile(t, grace0)); code != 0 {
+		t.Fatalf("pod run --detach: exit %d, %q, %q", code, out, errs)
+	}
+	waitFile(up)
+	if got := showUnit(t, pod.AppUnit("kubegrace", "main"), "TimeoutStopUSec"); got != "TimeoutStopUSec=2s\n" {
+		t.Errorf("terminationGracePeriodSeconds 0: the app's unit has %q, want the kubelet's minimum, 2s", got)
+	}
+	if _, errs, code := podCLI(t, dir, "stop", "kubegrace"); code != 0 {
+		t.Errorf("pod stop of a container that exits 0 at SIGTERM: exit %d, %q; want 0", code, errs)
+	}
+	v := podStatus(t, dir, "kubegrace")
+	if len(v.Apps) != 1 || v.Apps[0].ExitCode == nil || *v.Apps[0].ExitCode != 0 || v.Apps[0].Result == "timeout" || v.Phase != "Succeeded" {
+		t.Errorf("after pod stop: %+v, apps %+v; want main exited 0 (no timeout), Succeeded", v, v.Apps)
+	}
+	noGrace := strings.NewReplacer("kubegrace", "kubenograce", "  terminationGracePeriodSeconds: 0\n", "").Replace(grace0)
+	if _, errs, code := podCLI(t, dir, "create", "--image", "busybox=host", manifestFile(t, noGrace)); code != 0 {
+		t.Fatalf("pod create: exit %d, %q", code, errs)
+	}
+	if got := showUnit(t, pod.AppUnit("kubenograce", "main"), "TimeoutStopUSec"); got != "TimeoutStopUSec=30s\n" {
+		t.Errorf("no terminationGracePeriodSeconds: the app's unit has %q, want the API server's default, 30s", got)
 	}
 }

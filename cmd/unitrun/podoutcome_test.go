@@ -162,7 +162,7 @@ apps:
 `)
 	_, errs, code := podCLI(t, dir, "create", manifest)
 	want := "unitrun: " + manifest + `: apps[1].exec: must not be empty
-apps[2].user "bad name": must match ^[A-Za-z_][A-Za-z0-9_-]{0,30}$ or be a numeric ID
+apps[2].user "bad name": must be a name of 1 to 31 characters of a-z, A-Z, 0-9, _ and -, starting with a letter or _, or a numeric ID below 4294967295
 apps[2].rootfs "/nonexistent-rootfs": needs isolation: namespaces
 apps[0].user "nosuchuserx": no such user on this host
 apps[0].workingDir "/nonexistent": no such directory

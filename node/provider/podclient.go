@@ -11,7 +11,7 @@ import (
 // removal of a Pod whose deletion the provider has under way left to the
 // provider. virtual-kubelet removes a deleted Pod from the API at the end
 // of the deletion's grace period, whatever its containers do; that is
-// when the provider kills what is left of them (at [minGrace] at least),
+// when the provider kills what is left of them (at [kube.MinGracePeriod] at least),
 // and their exit hooks have still to run, which systemd runs with the
 // container's mounts. The provider removes the Pod once its containers
 // have ended ([Provider.delete]), as the kubelet does.

@@ -487,13 +487,11 @@ func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	return nil
 }
 
-// minGrace is the shortest time a deletion gives a container before it is
-// killed, as the kubelet's minimum grace period.
-const minGrace = 2 * time.Second
-
 // grace is how long a deletion of pod, of entry e, lets its containers
 // end: the deletion's grace period, else the Pod's termination grace
-// period (each at least minGrace); 0 for no limit.
+// period, each at least the kubelet's minimum (kube.GracePeriod); 0 for
+// none, which leaves the apps' stop timeout, the Pod's grace period as
+// kube maps it.
 func grace(pod *corev1.Pod, e *entry) time.Duration {
 	g := pod.DeletionGracePeriodSeconds
 	if g == nil {
@@ -502,7 +500,7 @@ func grace(pod *corev1.Pod, e *entry) time.Duration {
 	if g == nil {
 		return 0
 	}
-	return max(time.Duration(*g)*time.Second, minGrace)
+	return kube.GracePeriod(*g)
 }
 
 // delete stops the Pod's unitrun pod gracefully, as the kubelet stops a

@@ -1,8 +1,10 @@
 package kube
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -18,6 +20,11 @@ func decodeOne(t *testing.T, text string) *Pod {
 		t.Fatalf("Decode: %d documents, refusals %v", len(docs), docs[0].Refusals)
 	}
 	return docs[0].Pod
+}
+
+// podYAML is a Pod named web with spec, YAML lines under spec.
+func podYAML(spec string) string {
+	return "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n" + spec
 }
 
 // translate maps text with options that run any image on the host.
@@ -259,7 +266,7 @@ spec:
 		t.Fatal(err)
 	}
 	want := &Manifest{Name: "web", RestartPolicy: "Always", RestartBackoff: &Backoff{Initial: "10s"}, Apps: []App{
-		{Name: "main", Exec: []string{"/bin/sh", "-c", "echo hi"}, Env: map[string]string{}, Capabilities: &DefaultCapabilities},
+		{Name: "main", Exec: []string{"/bin/sh", "-c", "echo hi"}, Env: map[string]string{}, StopTimeout: "30s", Capabilities: &DefaultCapabilities},
 	}}
 	if !reflect.DeepEqual(m, want) {
 		t.Errorf("manifest %+v, want %+v", m, want)
@@ -274,6 +281,80 @@ spec:
 `, Options{AllowPrivileged: true, MinRestartBackoff: 100_000_000})
 	if err != nil || m.Apps[0].Probe.Action != "fail-pod" || m.RestartBackoff.Initial != "100ms" {
 		t.Errorf("under Never: %+v, %v; want a probe that fails the pod, the floor's back-off", m, err)
+	}
+}
+
+// TestTranslateGracePeriod checks that a container's stop timeout is the
+// Pod's terminationGracePeriodSeconds as the kubelet applies it: 30 s,
+// the API server's default, where the Pod sets none, and never under the
+// kubelet's minimum of 2 s (0 is not an instant kill); a probe's own
+// grace period has the same minimum.
+func TestTranslateGracePeriod(t *testing.T) {
+	for _, c := range []struct {
+		grace, probeGrace string
+		want, wantProbe   string
+	}{
+		{"", "", "30s", ""},
+		{"terminationGracePeriodSeconds: 0", "terminationGracePeriodSeconds: 1", "2s", "2s"},
+		{"terminationGracePeriodSeconds: 1", "", "2s", ""},
+		{"terminationGracePeriodSeconds: 2", "terminationGracePeriodSeconds: 5", "2s", "5s"},
+		{"terminationGracePeriodSeconds: 45", "", "45s", ""},
+	} {
+		m, err := translate(t, podYAML(`  `+c.grace+`
+  containers:
+  - name: main
+    image: busybox
+    command: [/bin/true]
+    livenessProbe: {exec: {command: [/bin/true]}, `+c.probeGrace+`}
+`), Options{Images: Images{"busybox": HostImage}, AllowPrivileged: true})
+		if err != nil {
+			t.Fatalf("%q: %v", c.grace, err)
+		}
+		if a := m.Apps[0]; a.StopTimeout != c.want || a.Probe.StopTimeout != c.wantProbe {
+			t.Errorf("%q, probe's %q: stopTimeout %q, probe's %q; want %q, %q", c.grace, c.probeGrace, a.StopTimeout, a.Probe.StopTimeout, c.want, c.wantProbe)
+		}
+	}
+}
+
+// TestTranslateProbeExpansion checks that $(VAR) in an exec probe's
+// command expands as the kubelet expands it
+// (ExpandContainerCommandOnlyStatic): from the container's env as
+// written, a value itself unexpanded, one set by valueFrom empty, an
+// unknown one kept and $$ an escaped $; a lifecycle hook's command is not
+// expanded at all, as the kubelet leaves it.
+func TestTranslateProbeExpansion(t *testing.T) {
+	m, err := translate(t, podYAML(`  containers:
+  - name: main
+    image: busybox
+    command: [/bin/sleep, "600"]
+    env:
+    - {name: A, value: x}
+    - {name: B, value: "$(A)-y"}
+    - {name: C, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+    livenessProbe: {exec: {command: [/bin/sh, -c, "echo $(A) $(B) [$(C)] $(NOPE) $$(A)"]}}
+    readinessProbe: {exec: {command: [/bin/echo, "$(A)"]}}
+    startupProbe: {exec: {command: [/bin/echo, "$(B)"]}}
+    lifecycle:
+      postStart: {exec: {command: [/bin/echo, "$(A)", "$$(A)"]}}
+      preStop: {exec: {command: [/bin/echo, "$(A)"]}}
+`), Options{AllowPrivileged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := m.Apps[0]
+	for _, c := range []struct {
+		what      string
+		got, want []string
+	}{
+		{"livenessProbe", a.Probe.Exec, []string{"/bin/sh", "-c", "echo x $(A)-y [] $(NOPE) $(A)"}},
+		{"readinessProbe", a.Readiness.Exec, []string{"/bin/echo", "x"}},
+		{"startupProbe", a.Startup.Exec, []string{"/bin/echo", "$(A)-y"}},
+		{"postStart", a.PostStart.Exec, []string{"/bin/echo", "$(A)", "$$(A)"}},
+		{"preStop", a.PreStop.Exec, []string{"/bin/echo", "$(A)"}},
+	} {
+		if !slices.Equal(c.got, c.want) {
+			t.Errorf("%s: exec %q, want %q", c.what, c.got, c.want)
+		}
 	}
 }
 
@@ -332,9 +413,7 @@ spec:
 
 // Every field that cannot be honoured is refused with its rule.
 func TestTranslateRefusals(t *testing.T) {
-	pod := func(spec string) string {
-		return "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n" + spec
-	}
+	pod := podYAML
 	ctr := func(fields string) string {
 		return pod("  containers:\n  - name: main\n    image: busybox\n    command: [/bin/true]\n" + fields)
 	}
@@ -485,6 +564,58 @@ document 2: Pod a: spec.volumes[0].emptyDir.medium: Memory is not supported by u
 document 2: Pod a: spec.volumes[0].emptyDir.sizeLimit: not supported by unitrun pod run, which does not measure a volume (unitrun-node evicts a Pod past it)`
 	if err == nil || err.Error() != want {
 		t.Errorf("Plan: %v\nwant\n%s", err, want)
+	}
+}
+
+// A Pod's name, and its containers', are refused with the rule in words
+// after the Pod, and a Pod with no name (generateName alone) is told so.
+func TestPlanNames(t *testing.T) {
+	one := "apiVersion: v1\nkind: Pod\nmetadata: {META}\nspec:\n  containers: [{name: CTR, image: busybox, command: [x]}]\n"
+	for _, c := range []struct{ meta, ctr, want string }{
+		{"name: Bad_Name", "a", `Pod Bad_Name: metadata.name: name "Bad_Name": must be 1 to 29 characters of a-z, 0-9 and -, starting with a letter or digit`},
+		{"name: web", "Bad_Ctr", `Pod web: spec.containers[0].name: "Bad_Ctr": must be 1 to 63 characters of a-z, 0-9 and -, starting with a letter or digit`},
+		{"generateName: web-", "a", `Pod with no name: metadata.name: required: metadata.generateName is not supported, the pod is named after metadata.name`},
+		{"labels: {a: b}", "a", `Pod with no name: metadata.name: required: the pod is named after it`},
+	} {
+		doc := strings.NewReplacer("META", c.meta, "CTR", c.ctr).Replace(one)
+		plans, err := Plan([]byte(doc), Options{Images: Images{"busybox": HostImage}, AllowPrivileged: true}, "/state")
+		if err != nil || len(plans) != 1 || plans[0].Err() == nil || plans[0].Err().Error() != c.want {
+			t.Errorf("%s: %+v, %v; want the refusal %q", c.meta, plans, err, c.want)
+		}
+	}
+}
+
+// A Pod of a file reads, through fieldRefs, the namespace, service
+// account and node a Pod has on a node where it sets none: "default",
+// "default" and this host's node name; those it sets where it does.
+func TestPlanFieldRefDefaults(t *testing.T) {
+	host, err := HostNodeName()
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := "apiVersion: v1\nkind: Pod\nmetadata: {name: a META}\nspec:\n  SPEC\n  containers:\n  - name: a\n    image: busybox\n    command: [x]\n    env:\n" +
+		"    - {name: NS, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}\n" +
+		"    - {name: NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}\n" +
+		"    - {name: SA, valueFrom: {fieldRef: {fieldPath: spec.serviceAccountName}}}\n"
+	for _, c := range []struct {
+		meta, spec string
+		want       map[string]string
+	}{
+		{"", "", map[string]string{"NS": "default", "NODE": host, "SA": "default"}},
+		{", namespace: shop", "nodeName: n1\n  serviceAccountName: builder", map[string]string{"NS": "shop", "NODE": "n1", "SA": "builder"}},
+	} {
+		doc := strings.NewReplacer("META", c.meta, "SPEC", c.spec).Replace(one)
+		plans, err := Plan([]byte(doc), Options{Images: Images{"busybox": HostImage}, AllowPrivileged: true}, "/state")
+		if err != nil || len(plans) != 1 || plans[0].Err() != nil {
+			t.Fatalf("%q %q: %+v, %v", c.meta, c.spec, plans, err)
+		}
+		var m Manifest
+		if err := json.Unmarshal(plans[0].Manifest, &m); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Apps[0].Env; !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%q %q: env %v, want %v", c.meta, c.spec, got, c.want)
+		}
 	}
 }
 

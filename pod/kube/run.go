@@ -97,7 +97,8 @@ type Planned struct {
 	// for an app whose image or imagePullPolicy is refused).
 	Images []pod.App
 	// Where is how an error of the document is told: "Pod NAME" (a
-	// Pod's with a name), after "document N" when the file has several.
+	// Pod's; "Pod with no name" for one without), after "document N"
+	// when the file has several.
 	Where string
 }
 
@@ -118,7 +119,9 @@ func (p *Planned) Tell(msg string) string {
 // the host's directories, its emptyDirs their StateVolumeDir in stateDir,
 // with o's Images, AllowPrivileged and MinRestartBackoff (the rest of o
 // is a cluster's, which there is none of): a Pod is refused what needs a
-// cluster (its ConfigMaps, Secrets and volumes of API objects, its IP).
+// cluster (its ConfigMaps, Secrets and volumes of API objects, its IP),
+// and has the namespace, service account and node a Pod has on a node
+// (setDefaults), the node this host's (HostNodeName).
 // It returns every document, each with every refusal of it; its error
 // is for data that Decode cannot read.
 func Plan(data []byte, o Options, stateDir string) ([]Planned, error) {
@@ -126,6 +129,8 @@ func Plan(data []byte, o Options, stateDir string) ([]Planned, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Without a host name, a fieldRef to spec.nodeName is empty.
+	node, _ := HostNodeName()
 	var plans []Planned
 	for i, doc := range docs {
 		p, rs := doc.Pod, doc.Refusals
@@ -138,15 +143,23 @@ func Plan(data []byte, o Options, stateDir string) ([]Planned, error) {
 			continue
 		}
 		name := p.Metadata.Name
-		if name != "" {
+		switch {
+		case name == "":
+			where = append(where, "Pod with no name")
+			if p.Metadata.GenerateName.IsSet() {
+				rs.Add("metadata.name", "required: metadata.generateName is not supported, the pod is named after metadata.name")
+			} else {
+				rs.Add("metadata.name", "required: the pod is named after it")
+			}
+		default:
 			where = append(where, "Pod "+name)
-		}
-		if err := pod.CheckNames(name); err != nil {
-			rs.Add("metadata.name", "%v", err)
-		}
-		for j := range i {
-			if docs[j].Pod.Metadata.Name == name {
-				rs.Add("metadata.name", "%q is the name of document %d's Pod too", name, j+1)
+			if err := pod.CheckNames(name); err != nil {
+				rs.Add("metadata.name", "%v", err)
+			}
+			for j := range i {
+				if docs[j].Pod.Metadata.Name == name {
+					rs.Add("metadata.name", "%q is the name of document %d's Pod too", name, j+1)
+				}
 			}
 		}
 		for _, f := range []struct {
@@ -162,6 +175,7 @@ func Plan(data []byte, o Options, stateDir string) ([]Planned, error) {
 				rs.Add(f.field, "%s", f.rule)
 			}
 		}
+		p.setDefaults(node)
 		po := Options{Name: name, Images: o.Images, RegistryImages: o.RegistryImages, AllowPrivileged: o.AllowPrivileged, MinRestartBackoff: o.MinRestartBackoff, Volumes: map[string]*VolumeDir{}}
 		var empty []*VolumeDir
 		for k, v := range p.Spec.Volumes {
@@ -248,4 +262,32 @@ func (v *VolumeDir) MakeEmptyDir() error {
 		}
 	}
 	return nil
+}
+
+// HostNodeName is the name of this host's node where none is given: the
+// host name in lower case, as the kubelet names its node (unitrun-node's
+// --node-name default, and the spec.nodeName of a Pod that unitrun pod run
+// runs).
+func HostNodeName() (string, error) {
+	h, err := os.Hostname()
+	if err != nil {
+		return "", err
+	}
+	return strings.ToLower(strings.TrimSpace(h)), nil
+}
+
+// setDefaults gives p, a Pod of a file, what a Pod has once the API server
+// has defaulted it and a node runs it, where p sets none: the namespace
+// and service account "default", and node, the node's name. Its fieldRefs
+// read them.
+func (p *Pod) setDefaults(node string) {
+	if p.Metadata.Namespace == "" {
+		p.Metadata.Namespace = "default"
+	}
+	if p.Spec.ServiceAccountName == "" {
+		p.Spec.ServiceAccountName = "default"
+	}
+	if p.Spec.NodeName == "" {
+		p.Spec.NodeName = node
+	}
 }

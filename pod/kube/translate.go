@@ -373,12 +373,7 @@ func (t *mapping) container(ctr *Container, path string, init bool) App {
 	a.TerminationMessagePath = ctr.TerminationMessagePath
 	t.securityContext(ctr, path, &a)
 	a.Resources = containerResources(ctr, path, rs)
-	if g := p.Spec.TerminationGracePeriodSeconds; g != nil {
-		a.StopTimeout = (time.Duration(*g) * time.Second).String()
-		if *g == 0 {
-			a.StopTimeout = "1ns"
-		}
-	}
+	a.StopTimeout = podGracePeriod(p).String()
 	for j, port := range ctr.Ports {
 		if !p.Spec.HostNetwork {
 			rs.Add(fmt.Sprintf("%s.ports[%d]", path, j), "port %d on a pod network: unitrun has none; set hostNetwork: true", port.ContainerPort)
@@ -585,18 +580,40 @@ func cpuWeight(q Quantity) int {
 // probes maps the container's liveness and startup probes to probes that
 // take action when they fail, and its readiness probe to a readiness
 // probe.
+// An exec probe's command has $(VAR) expanded from staticEnv, as the
+// kubelet expands it (a lifecycle hook's is not).
 func (a *App) probes(ctr *Container, path, action string, rs *Refusals) {
+	env := staticEnv(ctr)
+	probe := func(lp *Probe, field, kind string) *AppProbe {
+		pr := mapProbe(ctr, lp, path+"."+field, kind, rs)
+		if pr.Exec != nil {
+			pr.Exec = expandAll(pr.Exec, env)
+		}
+		return pr
+	}
 	if ctr.LivenessProbe != nil {
-		a.Probe = mapProbe(ctr, ctr.LivenessProbe, path+".livenessProbe", "liveness", rs)
+		a.Probe = probe(ctr.LivenessProbe, "livenessProbe", "liveness")
 		a.Probe.Action = action
 	}
 	if ctr.ReadinessProbe != nil {
-		a.Readiness = mapProbe(ctr, ctr.ReadinessProbe, path+".readinessProbe", "readiness", rs)
+		a.Readiness = probe(ctr.ReadinessProbe, "readinessProbe", "readiness")
 	}
 	if ctr.StartupProbe != nil {
-		a.Startup = mapProbe(ctr, ctr.StartupProbe, path+".startupProbe", "startup", rs)
+		a.Startup = probe(ctr.StartupProbe, "startupProbe", "startup")
 		a.Startup.Action = action
 	}
+}
+
+// staticEnv is the environment the kubelet expands an exec probe's
+// command with (ExpandContainerCommandOnlyStatic): the container's env
+// as written, each variable's value unexpanded and "" for one that
+// valueFrom sets; not envFrom's variables, nor the service variables.
+func staticEnv(ctr *Container) map[string]string {
+	env := make(map[string]string, len(ctr.Env))
+	for _, e := range ctr.Env {
+		env[e.Name] = e.Value
+	}
+	return env
 }
 
 // probeAction is what a failed liveness or startup probe of a container
@@ -623,7 +640,7 @@ func mapProbe(ctr *Container, lp *Probe, path, kind string, rs *Refusals) *AppPr
 		rs.Add(path+".successThreshold", "must be 1 for a %s probe: unitrun counts one success", kind)
 	}
 	if g := lp.TerminationGracePeriodSeconds; g != nil {
-		pr.StopTimeout = (time.Duration(*g) * time.Second).String()
+		pr.StopTimeout = GracePeriod(*g).String()
 	}
 	switch {
 	case lp.Exec != nil:

@@ -15,6 +15,13 @@ const (
 	maxAppName     = 63
 )
 
+// PodNameRule and AppNameRule say PodNamePattern and AppNamePattern in
+// words, as an error about a name says them.
+const (
+	PodNameRule = "must be 1 to 29 characters of a-z, 0-9 and -, starting with a letter or digit"
+	AppNameRule = "must be 1 to 63 characters of a-z, 0-9 and -, starting with a letter or digit"
+)
+
 // IsPodName reports whether name matches PodNamePattern.
 func IsPodName(name string) bool { return isName(name, maxPodName) }
 
@@ -44,11 +51,11 @@ func isName(name string, max int) bool {
 // limit, which package pod checks.)
 func CheckNames(pod string, apps ...string) error {
 	if !IsPodName(pod) {
-		return fmt.Errorf("name %q: must match %s", pod, PodNamePattern)
+		return fmt.Errorf("name %q: %s", pod, PodNameRule)
 	}
 	for _, a := range apps {
 		if !IsAppName(a) {
-			return fmt.Errorf("app name %q: must match %s", a, AppNamePattern)
+			return fmt.Errorf("app name %q: %s", a, AppNameRule)
 		}
 	}
 	return nil

@@ -185,7 +185,7 @@ func (s AppStatus) Validate() error {
 		return fmt.Errorf("app status %q: "+format, append([]any{s.Name}, args...)...)
 	}
 	if !isName(s.Name, maxAppName) {
-		return bad("name must match %s", AppNamePattern)
+		return bad("name %s", AppNameRule)
 	}
 	switch s.State {
 	case AppWaiting, AppRunning, AppRestarting, AppExited, AppFailed:

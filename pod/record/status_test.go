@@ -31,7 +31,7 @@ func TestAppStatusValidation(t *testing.T) {
 		{`{not json`, "not JSON: at byte 2 of 9"},
 		{`{"name":"a","state":`, "not JSON: cut short after 20 bytes"},
 		{`{"name":1,"state":"running","restarts":0}`, "field name holds a JSON number, not what unitrun writes there"},
-		{`{"name":"A","state":"running","restarts":0}`, `name must match`},
+		{`{"name":"A","state":"running","restarts":0}`, `name must be 1 to 63 characters of a-z, 0-9 and -, starting with a letter or digit`},
 		{`{"name":"a","state":"gone","restarts":0}`, `state "gone"`},
 		{`{"name":"a","state":"exited","restarts":0}`, "state exited needs an exit_code"},
 		{`{"name":"a","state":"failed","exit_code":256,"restarts":0}`, "exit_code 256"},

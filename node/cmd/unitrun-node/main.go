@@ -19,7 +19,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -238,10 +237,9 @@ func (o *options) check() error {
 	var err error
 	if cfg.NodeName == "" {
 		// As a kubelet, the host name in lower case.
-		if cfg.NodeName, err = os.Hostname(); err != nil {
+		if cfg.NodeName, err = kube.HostNodeName(); err != nil {
 			return fmt.Errorf("--node-name: the host name cannot be read (%w); name the node", err)
 		}
-		cfg.NodeName = strings.ToLower(cfg.NodeName)
 		if len(validation.IsDNS1123Subdomain(cfg.NodeName)) > 0 {
 			return fmt.Errorf("--node-name: the host name %q %s; name the node", cfg.NodeName, nodeNameRule)
 		}
