@@ -195,7 +195,7 @@ func (r *run) waitStarted(ctx context.Context) error {
 	case result == "done":
 		return nil
 	}
-	noRun := r.forgetEarlierRun(ctx)
+	noRun := r.forgetEarlierRun(ctx, result)
 	if r.restarts && r.state.ranCommand() {
 		// The command ran and ended while starting, and systemd may run
 		// it again: wait follows the restarts and reports the last run.
@@ -218,7 +218,10 @@ func (r *run) waitStarted(ctx context.Context) error {
 		if res := r.state.str("Result"); res != "success" {
 			je.UnitResult = res
 		}
-		if noRun && je.Reason == "" {
+		switch {
+		case noRun && je.Reason == "" && je.UnitResult == startLimitHit:
+			je.Reason = "job " + result + ", result start-limit-hit: systemd made no run, the unit was started more often than its start limit allows (StartLimitBurst= in StartLimitIntervalSec=; systemctl reset-failed lifts it)"
+		case noRun && je.Reason == "":
 			je.Reason = "job " + result + ": systemd made no run (its start limit, a condition or a dependency refused the start; systemctl status tells which)"
 		}
 		err = je
@@ -233,6 +236,10 @@ func (r *run) waitStarted(ctx context.Context) error {
 	r.release()
 	return err
 }
+
+// startLimitHit is the service's Result after its start limit refused a
+// start (StartLimitBurst=, StartLimitIntervalSec=).
+const startLimitHit = "start-limit-hit"
 
 // jobResult returns what a start job that systemd removed with result
 // did. Under Type=exec, systemd 252 can fail the start job of a command
@@ -337,8 +344,14 @@ func (r *run) merge(props map[string]dbus.Variant) {
 // systemd's start limit, a condition or a dependency leaves the unit
 // inactive or failed with the invocation ID it had before, and with that
 // run's exit status, which is not this start's. It reads the unit again
-// before it judges, and reports whether it dropped anything.
-func (r *run) forgetEarlierRun(ctx context.Context) bool {
+// before it judges, and reports whether it dropped anything. It keeps the
+// unit's Result where it is start-limit-hit and the start job failed
+// (jobResult): systemd sets that Result only when its start limit refuses
+// a start, and a start that a condition or a dependency refuses ends its
+// job otherwise (done, dependency), so it is this start's. (systemd sets
+// it only over a Result of success: a unit that had failed keeps its
+// earlier run's, which is dropped.)
+func (r *run) forgetEarlierRun(ctx context.Context, jobResult string) bool {
 	earlier := func() bool {
 		id, _ := r.state["InvocationID"].Value().([]byte)
 		switch r.state.str("ActiveState") {
@@ -355,7 +368,9 @@ func (r *run) forgetEarlierRun(ctx context.Context) bool {
 		return false
 	}
 	for _, p := range []string{"InvocationID", "Result", "ExecMainCode", "ExecMainStatus", "ExecMainPID", "ExecMainStartTimestamp", "ExecMainExitTimestamp"} {
-		delete(r.state, p)
+		if p != "Result" || jobResult != "failed" || r.state.str(p) != startLimitHit {
+			delete(r.state, p)
+		}
 	}
 	return true
 }
@@ -380,6 +395,7 @@ func (r *run) wait(ctx context.Context) (*Status, error) {
 		r.abort()
 		return nil, err
 	}
+	r.readSuccessExit(ctx)
 	st := r.state.status(r.unit, "done")
 	r.explainExec(ctx, st)
 	var err error
@@ -398,6 +414,21 @@ func (r *run) wait(ctx context.Context) (*Status, error) {
 		err = r.copyError()
 	}
 	return st, err
+}
+
+// readSuccessExit reads the unit's SuccessExitStatus= into the state
+// where the run's end needs it to tell a success (state.mayBeListed) and
+// the state lacks it: systemd never signals it (it does not change while
+// the unit is loaded), so only a read gets it. It must come before the
+// release. A read that fails leaves it out: the run is then told by its
+// exit status alone.
+func (r *run) readSuccessExit(ctx context.Context) {
+	if _, ok := r.state["SuccessExitStatus"]; ok || !r.state.mayBeListed() {
+		return
+	}
+	if props, _, err := properties(ctx, r.mgr, r.unit, manager.ServiceIface, "SuccessExitStatus"); err == nil {
+		r.state.merge(props)
+	}
 }
 
 // waitEnded waits until the unit's state shows the run has ended. systemd

@@ -90,7 +90,7 @@ func runUnit(ctx context.Context, mgr *manager.Conn, name string, invoked func(i
 		r.release()
 		return &Status{Unit: name, JobResult: "done", Attempts: 1}, nil
 	}
-	if r.forgetEarlierRun(ctx) || r.keptEarlierRun(ctx) {
+	if r.forgetEarlierRun(ctx, "done") || r.keptEarlierRun(ctx) {
 		// The start job is done and the unit made no run (a condition
 		// not met, or a unit active already): there is no run to wait
 		// for.

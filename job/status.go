@@ -34,13 +34,25 @@ type Status struct {
 	// MainPID is the main process's PID (0 if none started), as in the
 	// journal's _PID of what it wrote to its standard output and error.
 	MainPID int
+	// SuccessListed reports that the unit's SuccessExitStatus= lists how
+	// the main process ended, its exit status or (named explicitly) its
+	// signal: systemd counts such a run a success, and so does Success.
+	SuccessListed bool
 }
 
-// Success reports whether the run exited with status 0 and systemd calls
-// it a success. A service killed by SIGTERM is a success to systemd but not
-// here: Signal is set.
+// Success reports whether the run is a success as systemd counts one: its
+// Result is success (or not known), and the main process exited with
+// status 0 or ended as the unit's SuccessExitStatus= lists
+// (SuccessListed). A service killed by SIGTERM, SIGINT, SIGHUP or SIGPIPE
+// is a success to systemd but not here, unless SuccessExitStatus= names
+// that signal: Signal is set. Result alone is not trusted: systemctl
+// reset-failed sets it back to success while ExecMainStatus keeps the
+// failed run's status.
 func (s *Status) Success() bool {
-	return s.ExitCode == 0 && s.Signal == 0 && (s.Result == "" || s.Result == "success")
+	if s.Result != "" && s.Result != "success" {
+		return false
+	}
+	return s.SuccessListed || s.ExitCode == 0 && s.Signal == 0
 }
 
 // Ended returns how the main process of the run that returned st and err
@@ -59,8 +71,11 @@ func Ended(st *Status, err error) exit.Exit {
 	return exit.Exit{}
 }
 
-// ExitError reports a run that did not succeed: it exited non-zero, was
-// killed by a signal, or systemd ended it (timeout, watchdog, ...).
+// ExitError reports a run that did not succeed (Status.Success): it exited
+// with a status other than 0 that the unit's SuccessExitStatus= does not
+// list, was killed by a signal, or systemd counts it failed (a timeout, a
+// watchdog, an ExecStopPost= that failed, ...), even where the command
+// itself exited 0.
 type ExitError struct {
 	*Status
 }
@@ -120,7 +135,7 @@ type state map[string]dbus.Variant
 var stateProps = []string{
 	"ActiveState", "SubState", "LoadState", "Job", "Type", "InvocationID", "Result",
 	"ExecMainCode", "ExecMainStatus", "ExecMainPID", "ExecMainStartTimestamp", "ExecMainExitTimestamp",
-	"NRestarts",
+	"NRestarts", "SuccessExitStatus",
 }
 
 func (s state) merge(props map[string]dbus.Variant) {
@@ -181,6 +196,39 @@ func (s state) marked(mark unit.Property) bool {
 	return slices.ContainsFunc(have, func(f []byte) bool { return bytes.Equal(f, want) })
 }
 
+// successListed reports whether the unit's SuccessExitStatus= (its
+// property, D-Bus type (aiai): the exit statuses, then the signals) lists
+// how the main process ended, as systemd's is_clean_exit counts it: an
+// exit status, or a signal that killed it (not one that dumped core).
+func (s state) successListed() bool {
+	v, _ := s["SuccessExitStatus"].Value().([]any)
+	if len(v) != 2 {
+		return false
+	}
+	var list []int32
+	switch s.i32("ExecMainCode") {
+	case cldExited:
+		list, _ = v[0].([]int32)
+	case cldKilled:
+		list, _ = v[1].([]int32)
+	}
+	return slices.Contains(list, s.i32("ExecMainStatus"))
+}
+
+// mayBeListed reports whether the run's end is one that only the unit's
+// SuccessExitStatus= tells a success or a failure: its main process ended
+// with a status other than 0, or by a signal, and systemd's Result is
+// success (or not known).
+func (s state) mayBeListed() bool {
+	switch s.str("Result") {
+	case "", "success":
+	default:
+		return false
+	}
+	code := s.i32("ExecMainCode")
+	return code == cldExited && s.i32("ExecMainStatus") != 0 || code == cldKilled
+}
+
 // ran reports whether the main process of this run was started and ended.
 func (s state) ran() bool { return s.i32("ExecMainCode") != 0 }
 
@@ -201,9 +249,12 @@ func (s state) ranCommand() bool {
 	return s.i32("ExecMainCode") != cldExited || st < firstSetupExit || st > lastSetupExit
 }
 
-// cldExited is the ExecMainCode of a main process that exited (waitid(2)
-// si_code CLD_EXITED).
-const cldExited = 1
+// ExecMainCode of a main process that exited, and of one that a signal
+// killed (waitid(2) si_code CLD_EXITED, CLD_KILLED).
+const (
+	cldExited = 1
+	cldKilled = 2
+)
 
 // status builds the Status of the run the state describes.
 func (s state) status(unitName, jobResult string) *Status {
@@ -224,6 +275,7 @@ func (s state) status(unitName, jobResult string) *Status {
 	if t := s.u64("ExecMainExitTimestamp"); t != 0 {
 		st.FinishedAt = time.UnixMicro(int64(t))
 	}
+	st.SuccessListed = s.successListed()
 	return st
 }
 

@@ -206,6 +206,7 @@ func (u *UnitCmd) Wait(ctx context.Context) (*Status, error) {
 		// unloaded it meanwhile, with the outcome of its last run.
 		err = fmt.Errorf("%s: %w", u.Name, ErrCollected)
 	default:
+		r.readSuccessExit(ctx)
 		st = r.state.status(u.Name, "done")
 		r.explainExec(ctx, st)
 		if !st.Success() {

@@ -24,6 +24,7 @@ import (
 const (
 	exitHeld       = 1                      // daemon: another process holds its state dir or answers on its socket
 	exitUsage      = 2                      // bad flags or arguments
+	exitRunFailed  = 1                      // run, start, wait: systemd counts the run failed, though its command exited 0
 	exitFailed     = 125                    // unitrun could not do what was asked (no manager, job failed)
 	exitCannotExec = exit.ExitCannotExecute // 126: the command exists but cannot be executed
 	exitNotFound   = exit.ExitNotFound      // 127: the command (or its #! interpreter) was not found
@@ -35,9 +36,11 @@ const (
 const exitStatuses = `| status | meaning |
 | --- | --- |
 | the command's own | it exited with that code |
-| 128+N | a signal N ended it (SIGTERM counts, though systemd calls it clean), or interrupted unitrun, which stopped the unit (130 for Ctrl-C) |
+| 0 | also for an exit status (or a signal) that the unit's ` + "`SuccessExitStatus=`" + ` lists: systemd counts the run a success (the summary line and ` + "`--json`" + `'s ` + "`exit_code`" + ` tell the status) |
+| 1 | the command exited 0, but systemd counts the run failed: its result (` + "`timeout`" + ` of ` + "`RuntimeMaxSec=`" + `, ` + "`exit-code`" + ` of an ` + "`ExecStopPost=`" + ` that failed, ...) is printed; ` + "`systemd-run --wait`" + ` exits 1 too |
+| 128+N | a signal N ended it (SIGTERM counts, though systemd calls it clean, unless ` + "`SuccessExitStatus=`" + ` names it), or interrupted unitrun, which stopped the unit (130 for Ctrl-C) |
 | 2 | bad flags or arguments |
-| 125 | unitrun failed: no manager, or the start job failed (the job result is printed) |
+| 125 | unitrun failed: no manager, or the start job failed (the job result is printed; also where the command ran and exited 0, as after a start timeout) |
 | 126 | the command exists but cannot be executed (exec format error, permission denied: found before anything starts, or by systemd's 203/EXEC) |
 | 127 | the command, or its ` + "`#!`" + ` interpreter, was not found |
 `

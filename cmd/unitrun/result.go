@@ -96,9 +96,27 @@ func report(ctx context.Context, stdout, stderr io.Writer, unitName string, st *
 		if st.Restarts > 0 {
 			attempts += fmt.Sprintf(", after %d restarts", st.Restarts)
 		}
-		fmt.Fprintf(stderr, "unitrun: %s finished: %s, result %s%s%s\n", st.Unit, st, st.Result, took, attempts)
+		fmt.Fprintf(stderr, "unitrun: %s finished: %s%s%s\n", st.Unit, outcome(st), took, attempts)
 	}
 	return exitFor(err, asJSON)
+}
+
+// outcome is the summary line's account of how a run ended: how its
+// process ended and systemd's result, once; why a run whose command exited
+// 0 failed all the same, or why one that exited non-zero is a success
+// (SuccessExitStatus=); and the start job's result where it was not done.
+func outcome(st *job.Status) string {
+	s := st.How() + ", result " + st.Result
+	switch {
+	case st.Success() && st.ExitCode != 0:
+		s += " (the unit's SuccessExitStatus= lists it)"
+	case !st.Success() && st.ExitCode == 0:
+		s = st.How() + ", but result " + st.Result + ": systemd counts the run failed"
+	}
+	if st.JobResult != "done" && st.JobResult != "" {
+		s += ", start job " + st.JobResult
+	}
+	return s
 }
 
 // tooNew is the usage error of a -p setting that err says the manager's
@@ -109,6 +127,23 @@ func tooNew(err error) error {
 		return usageError(fmt.Errorf("--property: %w", ve))
 	}
 	return nil
+}
+
+// failedRunExit is the status unitrun exits with for a run that is not a
+// success (a *job.ExitError): the command's own (128+N for signal N). A
+// run whose command's own status is 0 failed all the same by systemd's
+// Result (a start or RuntimeMaxSec= timeout that the command answered by
+// exiting 0, an ExecStopPost= command that failed): it exits 125 where
+// its start job failed, as any failed start job does, and 1 otherwise, as
+// systemd-run --wait exits; never 0, which would tell a success.
+func failedRunExit(st *job.Status) int {
+	switch {
+	case st.ExitCode != 0:
+		return st.ExitCode
+	case st.JobResult != "done":
+		return exitFailed
+	}
+	return exitRunFailed
 }
 
 // exitFor maps a run's outcome to unitrun's exit status.
@@ -126,7 +161,7 @@ func exitFor(err error, printed bool) error {
 			// error, even with --quiet, as one not found is.
 			return &exitError{code: ee.ExitCode, err: err}
 		}
-		return &exitError{code: ee.ExitCode}
+		return &exitError{code: failedRunExit(ee.Status)}
 	}
 	if why := exit.NotExecuted(err); why != nil {
 		return &exitError{code: job.Ended(nil, err).ExitCode, err: why}

@@ -199,6 +199,10 @@ func fromStatus(st *job.Status, err error) outcome {
 		case err == nil:
 			r.State = api.StateSucceeded
 			r.Message = "exit status 0"
+			if ended {
+				// A status that SuccessExitStatus= lists: "exit status 7".
+				r.Message = st.How()
+			}
 		case errors.Is(err, job.ErrUnitExists):
 			// A retry's next run could not take the unit's name: st
 			// is the run before it, err says why no other followed.

@@ -29,6 +29,7 @@ func TestFromStatus(t *testing.T) {
 		message  string
 	}{
 		{"success", &job.Status{Unit: unit, JobResult: "done", Exit: exitFromMain(1, 0, "success"), FinishedAt: now}, nil, api.StateSucceeded, 0, "", "exit status 0"},
+		{"SuccessExitStatus=7", &job.Status{Unit: unit, JobResult: "done", Exit: exitFromMain(1, 7, "success"), SuccessListed: true, FinishedAt: now}, nil, api.StateSucceeded, 7, "", "exit status 7"},
 		{"exit 3", &job.Status{Unit: unit, JobResult: "done", Exit: exitFromMain(1, 3, "exit-code"), FinishedAt: now}, &job.ExitError{}, api.StateFailed, 3, "", "exit status 3"},
 		{"SIGTERM", &job.Status{Unit: unit, JobResult: "done", Exit: exitFromMain(2, 15, "success"), FinishedAt: now}, &job.ExitError{}, api.StateFailed, 143, "TERM", "signal: SIGTERM"},
 		{"exec failed while starting", &job.Status{Unit: unit, JobResult: "failed", Exit: exitFromMain(1, 203, "exit-code"), FinishedAt: now}, &job.ExitError{}, api.StateFailed, 126, "", "cannot execute: systemd exit status 203/EXEC, the unit's journal says why (exit status 126)"},

@@ -199,27 +199,31 @@ func ParseExit(exitCode *int, signal, result string) Exit {
 	return Exit{Ran: true, ExitCode: *exitCode, Result: result}
 }
 
-// String describes the exit as unitrun's messages do: "exit status 3",
-// "signal: SIGSEGV (core dumped)", "cannot execute: exec format error
-// (exit status 126)", "no process ran"; followed by systemd's result
-// when it tells more than that ("(result timeout)").
+// String describes the exit as unitrun's messages do: [Exit.How],
+// followed by systemd's result when it tells more than that ("(result
+// timeout)").
 func (e Exit) String() string {
-	var how string
-	switch {
-	case !e.Ran:
-		how = "no process ran"
-	case e.ExecError != nil:
-		how = fmt.Sprintf("cannot execute: %v (exit status %d)", e.ExecError, e.ExitCode)
-	case e.Signal != 0 && e.CoreDumped:
-		how = "signal: SIG" + SignalName(int(e.Signal)) + " (core dumped)"
-	case e.Signal != 0:
-		how = "signal: SIG" + SignalName(int(e.Signal))
-	default:
-		how = "exit status " + strconv.Itoa(e.ExitCode)
-	}
 	switch e.Result {
 	case "", "success", "exit-code", "signal", "core-dump":
-		return how
+		return e.How()
 	}
-	return how + " (result " + e.Result + ")"
+	return e.How() + " (result " + e.Result + ")"
+}
+
+// How describes how the process ended, without systemd's result: "exit
+// status 3", "signal: SIGSEGV (core dumped)", "cannot execute: exec
+// format error (exit status 126)", "no process ran". A message that tells
+// the result on its own (unitrun's summary line) uses it.
+func (e Exit) How() string {
+	switch {
+	case !e.Ran:
+		return "no process ran"
+	case e.ExecError != nil:
+		return fmt.Sprintf("cannot execute: %v (exit status %d)", e.ExecError, e.ExitCode)
+	case e.Signal != 0 && e.CoreDumped:
+		return "signal: SIG" + SignalName(int(e.Signal)) + " (core dumped)"
+	case e.Signal != 0:
+		return "signal: SIG" + SignalName(int(e.Signal))
+	}
+	return "exit status " + strconv.Itoa(e.ExitCode)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -60,6 +61,11 @@ func TestExitConversions(t *testing.T) {
 		}
 		if s := c.want.String(); s != c.text {
 			t.Errorf("%s: String() = %q; want %q", c.name, s, c.text)
+		}
+		// How is String without systemd's result, which the summary
+		// line tells on its own ("signal: SIGTERM, result timeout").
+		if how, _, _ := strings.Cut(c.text, " (result "); c.want.How() != how {
+			t.Errorf("%s: How() = %q; want %q", c.name, c.want.How(), how)
 		}
 	}
 }
