@@ -35,7 +35,7 @@ const (
 const exitStatuses = `| status | meaning |
 | --- | --- |
 | the command's own | it exited with that code |
-| 128+N | a signal N ended it (SIGTERM counts, though systemd calls it clean), or interrupted unitrun, which stopped the unit (130 for Ctrl-C) |
+| 128+N | a signal N ended it (SIGTERM counts, though systemd calls it clean), or interrupted unitrun (130 for Ctrl-C), which stopped the run it made; a run it only waited for goes on |
 | 2 | bad flags or arguments |
 | 125 | unitrun failed: no manager, or the start job failed (the job result is printed) |
 | 126 | the command exists but cannot be executed (exec format error, permission denied: found before anything starts, or by systemd's 203/EXEC) |

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -62,11 +61,9 @@ as for an interrupted run.`,
 					}
 					return nil
 				}
-				if sig, ok := interruptedBy(ctx); ok && errors.Is(err, context.Canceled) {
-					// unitrun was interrupted, not the unit: it exits as an
-					// interrupted command does, and the unit goes on.
-					return &exitError{code: 128 + int(sig), err: fmt.Errorf("stopped waiting for %s, which goes on: %w", name, context.Cause(ctx))}
-				}
+				// Interrupted, unitrun exits as an interrupted run or
+				// start does (128+N; with --json the same object), and
+				// the unit goes on (job.GoesOnError).
 				return report(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), name, st, err, o.asJSON, o.quiet)
 			})
 		},
