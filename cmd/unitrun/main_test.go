@@ -359,13 +359,8 @@ func TestManagerStatusNotBooted(t *testing.T) {
 // TestEmbeddedDefault runs the README's main command where no manager is
 // reachable: unitrun boots an embedded manager, reuses it, and stops it.
 func TestEmbeddedDefault(t *testing.T) {
-	dir, err := os.MkdirTemp("", "unitrun-emb-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	e := &manager.Embedded{Dir: dir}
-	defer e.Stop(context.Background(), 10*time.Second)
+	e := systemdtest.OwnEmbedded(t)
+	dir := e.Dir
 	env := []string{"PATH=" + os.Getenv("PATH"), manager.EnvEmbeddedDir + "=" + dir}
 
 	// Concurrent first uses boot one manager.
@@ -652,13 +647,7 @@ func TestRunUnitFileTaken(t *testing.T) {
 // that directory (--embedded-dir), so that the commands it gives reach
 // the unit; without it "unitrun manager env" pointed at the default one.
 func TestRunUnitTakenEmbeddedDir(t *testing.T) {
-	dir, err := os.MkdirTemp("", "unitrun-emb-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	e := &manager.Embedded{Dir: dir}
-	defer e.Stop(context.Background(), 10*time.Second)
+	dir := systemdtest.OwnEmbedded(t).Dir
 	env := []string{"PATH=" + filepath.Dir(systemdtest.Binary(t)) + ":" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	cli := func(args ...string) (string, int) {
 		cmd := exec.Command(systemdtest.Binary(t), append([]string{"--manager", "embedded", "--embedded-dir", dir}, args...)...)

@@ -65,13 +65,8 @@ func TestStartShowsOutput(t *testing.T) {
 // unit started on it shows its output, and the journalctl line that
 // "manager env" prints reads that output from its journal.
 func TestStartOutputEmbedded(t *testing.T) {
-	dir, err := os.MkdirTemp("", "unitrun-emb-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	e := &manager.Embedded{Dir: dir}
-	defer e.Stop(context.Background(), 10*time.Second)
+	e := systemdtest.OwnEmbedded(t)
+	dir := e.Dir
 	env := []string{"PATH=" + os.Getenv("PATH"), manager.EnvEmbeddedDir + "=" + dir, manager.EnvManager + "=embedded"}
 	cli := func(args ...string) (string, string, int) {
 		cmd := exec.Command(systemdtest.Binary(t), args...)
