@@ -34,7 +34,8 @@ added as systemctl adds it; any other exits 2.
 
 wait only watches: Ctrl-C, SIGTERM or SIGHUP ends the wait, never the unit, which
 goes on running; unitrun then exits 128+N of the signal (130 for Ctrl-C),
-as for an interrupted run.`,
+as for an interrupted run, and --json prints the same object (unit,
+exit_code 128+N, signal, error).`,
 		Example: `  unitrun wait pivot.service
   unitrun wait --json -q os-update.service`,
 		Args:              unitArg,
