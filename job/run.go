@@ -45,6 +45,15 @@ type run struct {
 	// call: a state that still has it describes an earlier run, not this
 	// start's.
 	before []byte
+	// running says, for UnitCmd.Run, that the unit was active, activating
+	// or reloading when the start was asked: a run was in progress, which
+	// the start joins if it makes none of its own (joins).
+	running bool
+	// joined says the start joined the run in progress before it, and
+	// shared that its call was merged into another's start job pending
+	// before it: either way the run is not this start's to stop when
+	// ctx ends.
+	joined, shared bool
 	// ended, if set, is told the run's outcome before the unit is released.
 	ended func(*Status, error)
 	// hold, if set, says whether wait, or waitStarted for a run that ended
@@ -182,6 +191,10 @@ func (r *run) waitStarted(ctx context.Context) error {
 	result, collected, err := r.waitJob(ctx, r.job)
 	switch {
 	case err != nil && ctx.Err() != nil:
+		if r.shared || r.joins() {
+			r.abort()
+			return goesOn(r.unit, ctx.Err())
+		}
 		r.canceled = r.cancel()
 		return fmt.Errorf("%s: canceled: %w", r.unit, ctx.Err())
 	case err != nil:
@@ -388,6 +401,10 @@ func (r *run) wait(ctx context.Context) (*Status, error) {
 		waitEnd = r.waitForGood
 	}
 	if err := waitEnd(ctx); err != nil {
+		if ctx.Err() != nil && (r.joined || r.shared) {
+			r.abort()
+			return nil, goesOn(r.unit, ctx.Err())
+		}
 		if ctx.Err() != nil {
 			st := r.cancel()
 			return st, fmt.Errorf("%s: canceled: %w", r.unit, ctx.Err())
@@ -457,6 +474,44 @@ func (r *run) step(ctx context.Context) error {
 	}
 	return nil
 }
+
+// joins reports whether UnitCmd.Run's start made no run of its own and
+// joined the one in progress when it was asked (running): the unit's
+// invocation ID, read anew once the start call is answered, is still the
+// one it had before the start. A start job on a unit already active is
+// done at once and one on a unit activating (a oneshot's run) is merged
+// with the job that started it: neither makes a run. It sets joined.
+func (r *run) joins() bool {
+	if r.joined || !r.running {
+		return r.joined
+	}
+	ctx, done := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer done()
+	u, _, err := properties(ctx, r.mgr, r.unit, manager.UnitIface, "InvocationID")
+	if err != nil {
+		return false // as before the start: the run is taken for this start's
+	}
+	id, _ := u["InvocationID"].Value().([]byte)
+	r.joined = len(id) > 0 && bytes.Equal(id, r.before)
+	return r.joined
+}
+
+// GoesOnError is the error of UnitCmd.Wait, and of UnitCmd.Run when its
+// start joined a run in progress, once ctx has ended the wait: the unit
+// is left as it is, its run going on. It wraps ctx's error.
+type GoesOnError struct {
+	Unit string
+	Err  error
+}
+
+func (e *GoesOnError) Error() string {
+	return "stopped waiting for " + e.Unit + ", which goes on: " + e.Err.Error()
+}
+
+func (e *GoesOnError) Unwrap() error { return e.Err }
+
+// goesOn is the GoesOnError of a wait for unit that err (ctx's) ended.
+func goesOn(unit string, err error) error { return &GoesOnError{Unit: unit, Err: err} }
 
 // cancel stops the unit, waits for it to be gone, releases it and returns
 // what its state then says.

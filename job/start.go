@@ -3,6 +3,7 @@ package job
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -15,8 +16,11 @@ import (
 // runUnit starts an existing unit and waits for its start job, then for
 // the run of a service of Type oneshot, simple, exec or idle, as
 // UnitCmd.Run does, and tells invoked, if not nil, the invocation ID of
-// each run that the start makes.
-func runUnit(ctx context.Context, mgr *manager.Conn, name string, invoked func(id string)) (*Status, error) {
+// each run that the start makes. A start that makes no run and joins the
+// run in progress before it tells joined, if not nil, that run's
+// invocation ID before it waits for it; if ctx ends, that run is left
+// going on.
+func runUnit(ctx context.Context, mgr *manager.Conn, name string, invoked, joined func(id string)) (*Status, error) {
 	name, err := unit.Complete(name)
 	if err != nil {
 		return nil, err
@@ -37,7 +41,7 @@ func runUnit(ctx context.Context, mgr *manager.Conn, name string, invoked func(i
 	// Both interfaces' reads go out at once, answered in one round trip;
 	// a unit that is not a service has no Service properties.
 	svcRead := mgr.Read(ctx, name, manager.ServiceIface, "Type", "Restart")
-	u, _, err := properties(ctx, mgr, name, manager.UnitIface, "LoadState", "LoadError", "InvocationID")
+	u, _, err := properties(ctx, mgr, name, manager.UnitIface, "LoadState", "LoadError", "InvocationID", "ActiveState", "SubState", "Job")
 	svc, _, svcErr := svcRead.Wait()
 	if manager.IsConnLost(svcErr) {
 		svc, _, svcErr = properties(ctx, mgr, name, manager.ServiceIface, "Type", "Restart")
@@ -62,10 +66,19 @@ func runUnit(ctx context.Context, mgr *manager.Conn, name string, invoked func(i
 	// Forget the previous run: only signals after the start describe this one.
 	r.state = state{}
 	// As for transient units, the call is not abandoned when ctx ends;
-	// waitStarted stops the unit then.
+	// waitStarted stops the unit then, unless the start joined a run in
+	// progress (running) or another's start job (shared).
 	call, done := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	before, _ := u["InvocationID"].Value().([]byte)
 	r.before = append([]byte{}, before...)
+	switch u["ActiveState"].Value() {
+	case "active", "activating", "reloading":
+		// A run in progress: not one ended (exited, as RemainAfterExit=
+		// keeps a service active), nor between a run and its restart
+		// (auto-restart), which a start ends with a run of its own.
+		sub := u["SubState"].Value()
+		r.running = len(before) > 0 && sub != "exited" && sub != "auto-restart"
+	}
 	job, err := r.startUnit(call, before)
 	done()
 	if err != nil {
@@ -73,6 +86,15 @@ func runUnit(ctx context.Context, mgr *manager.Conn, name string, invoked func(i
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	r.job = job
+	// A start job pending before the call (another's start, not yet
+	// running) that the call was merged into: the run it makes is that
+	// start's, not this one's to stop.
+	r.shared = job != "" && job == state(u).job()
+	if waits && r.joins() && joined != nil {
+		// Told now, not once the job is done: a oneshot's start job
+		// is done when its run is.
+		joined(hex.EncodeToString(r.before))
+	}
 	if job == "" {
 		// Its start job ended while the connection was down.
 		err = r.startedUnseen()

@@ -57,13 +57,15 @@ func Unit(mgr *manager.Conn, name string) *UnitCmd {
 // does: an *ExitError if it failed, a *JobError if the job did not
 // complete. For other units (notify, forking, targets, ...) it returns
 // once the job is done, with a Status whose JobResult is "done". The unit
-// is left as systemd leaves it; a unit already running is not restarted,
-// and Run then waits for the run in progress, its output not copied. A
-// service active with its run ended (RemainAfterExit=yes) makes no run:
-// Run returns a Status with JobResult "done" and no run, never the earlier
-// run's. If
-// ctx ends first, Run stops the unit and returns an error that wraps
-// ctx.Err().
+// is left as systemd leaves it; a unit already running (active,
+// activating or reloading, with a run in progress) is not restarted: the
+// start joins that run, and Run waits for it and copies its output from
+// its first entry, as Wait does. A service active with its run ended
+// (RemainAfterExit=yes) makes no run: Run returns a Status with JobResult
+// "done" and no run, never the earlier run's. If ctx ends first, Run
+// stops the unit, if its start made the run, and returns an error that
+// wraps ctx.Err(); a run that the start joined is left going on, and the
+// error is a *GoesOnError.
 //
 // Where the manager can keep units for this connection (manager.Conn.CanRef),
 // Run keeps the unit loaded (Ref) from before its start until it has read
@@ -73,17 +75,18 @@ func Unit(mgr *manager.Conn, name string) *UnitCmd {
 // reference dropped, the unit is left as systemd leaves it.
 //
 // With Stdout or Stderr set, Run copies the output of the runs the start
-// makes until they end. No entry of an earlier run is copied: the journal
-// is brought up to date before the start, then the entries are chosen by
-// the invocation IDs of the runs the start makes. If the run succeeded
-// and its output could not be copied, the error says why.
+// makes (or joins) until they end. No entry of an earlier run is copied:
+// the journal is brought up to date before the start, then the entries
+// are chosen by the invocation IDs of the runs the start makes or joins.
+// If the run succeeded and its output could not be copied, the error
+// says why.
 func (u *UnitCmd) Run(ctx context.Context) (*Status, error) {
 	if err := u.complete(); err != nil {
 		return nil, err
 	}
 	o := u.output()
 	if o == nil && u.Invoked == nil {
-		return runUnit(ctx, u.mgr, u.Name, nil)
+		return runUnit(ctx, u.mgr, u.Name, nil, nil)
 	}
 	if o != nil {
 		// Whatever an earlier run logged is then stored, and read with the
@@ -97,6 +100,12 @@ func (u *UnitCmd) Run(ctx context.Context) (*Status, error) {
 		return nil, fmt.Errorf("start %s: %w", u.Name, err)
 	}
 	last := props["InvocationID"].Value()
+	var joined func(id string)
+	if o != nil {
+		// The run in progress, which the start joined: its output from
+		// its first entry, as Wait copies it.
+		joined = o.invoked
+	}
 	st, err := runUnit(ctx, u.mgr, u.Name, func(id string) {
 		if b, _ := last.([]byte); hex.EncodeToString(b) == id {
 			return
@@ -107,7 +116,7 @@ func (u *UnitCmd) Run(ctx context.Context) (*Status, error) {
 		if u.Invoked != nil {
 			u.Invoked(id)
 		}
-	})
+	}, joined)
 	if o == nil {
 		return st, err
 	}
@@ -133,8 +142,8 @@ var ErrNotRunning = errors.New("not running")
 // failed for good (or active with its run ended, for RemainAfterExit=),
 // and reports the last run as Cmd.Wait does: nil for a success, an
 // *ExitError otherwise. Wait only watches: it neither starts nor stops
-// the unit, which it keeps loaded (Ref) until it has read the run's end. If ctx ends first, Wait returns an error that wraps ctx.Err()
-// and leaves the unit as it is. A service that is not running is waited
+// the unit, which it keeps loaded (Ref) until it has read the run's end. If ctx ends first, Wait returns a *GoesOnError, which wraps
+// ctx.Err(), and leaves the unit as it is. A service that is not running is waited
 // for until its next run if an active timer triggers it (TriggeredBy=);
 // else it gives, at once, an error that wraps ErrNotRunning and tells its
 // state, and so does a unit that is not found (not loaded: never run, or
@@ -183,6 +192,9 @@ func (u *UnitCmd) Wait(ctx context.Context) (*Status, error) {
 		for r.state.ended() && !manager.JobPending(r.state) {
 			if err := r.step(ctx); err != nil {
 				r.abort()
+				if ctx.Err() != nil {
+					return nil, goesOn(u.Name, ctx.Err())
+				}
 				return nil, fmt.Errorf("wait %s: %w", u.Name, err)
 			}
 		}
@@ -199,7 +211,7 @@ func (u *UnitCmd) Wait(ctx context.Context) (*Status, error) {
 	var st *Status
 	switch {
 	case ctx.Err() != nil:
-		err = fmt.Errorf("stopped waiting for %s, which goes on: %w", u.Name, ctx.Err())
+		err = goesOn(u.Name, ctx.Err())
 	case err != nil:
 	case !r.state.invoked():
 		// Read anew after a reconnect, the unit has no run: systemd

@@ -498,15 +498,7 @@ func TestEmbeddedSeesLaterMounts(t *testing.T) {
 // dir; the test's cleanup stops it and removes the dir.
 func bootEmbedded(t *testing.T) *manager.Embedded {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "unitrun-mgr-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &manager.Embedded{Dir: dir}
-	t.Cleanup(func() {
-		e.Stop(context.Background(), 10*time.Second)
-		os.RemoveAll(dir)
-	})
+	e := systemdtest.OwnEmbedded(t)
 	if _, err := e.Ensure(context.Background()); err != nil {
 		t.Fatal(err)
 	}

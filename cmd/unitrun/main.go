@@ -38,7 +38,7 @@ const exitStatuses = `| status | meaning |
 | the command's own | it exited with that code |
 | 0 | also for an exit status (or a signal) that the unit's ` + "`SuccessExitStatus=`" + ` lists: systemd counts the run a success (the summary line and ` + "`--json`" + `'s ` + "`exit_code`" + ` tell the status) |
 | 1 | the command exited 0, but systemd counts the run failed: its result (` + "`timeout`" + ` of ` + "`RuntimeMaxSec=`" + `, ` + "`exit-code`" + ` of an ` + "`ExecStopPost=`" + ` that failed, ...) is printed; ` + "`systemd-run --wait`" + ` exits 1 too |
-| 128+N | a signal N ended it (SIGTERM counts, though systemd calls it clean, unless ` + "`SuccessExitStatus=`" + ` names it), or interrupted unitrun, which stopped the unit (130 for Ctrl-C) |
+| 128+N | a signal N ended it (SIGTERM counts, though systemd calls it clean, unless ` + "`SuccessExitStatus=`" + ` names it), or interrupted unitrun (130 for Ctrl-C), which stopped the run it made; a run it only waited for goes on |
 | 2 | bad flags or arguments |
 | 125 | unitrun failed: no manager, or the start job failed (the job result is printed; also where the command ran and exited 0, as after a start timeout) |
 | 126 | the command exists but cannot be executed (exec format error, permission denied: found before anything starts, or by systemd's 203/EXEC) |

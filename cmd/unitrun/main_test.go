@@ -359,13 +359,8 @@ func TestManagerStatusNotBooted(t *testing.T) {
 // TestEmbeddedDefault runs the README's main command where no manager is
 // reachable: unitrun boots an embedded manager, reuses it, and stops it.
 func TestEmbeddedDefault(t *testing.T) {
-	dir, err := os.MkdirTemp("", "unitrun-emb-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	e := &manager.Embedded{Dir: dir}
-	defer e.Stop(context.Background(), 10*time.Second)
+	e := systemdtest.OwnEmbedded(t)
+	dir := e.Dir
 	env := []string{"PATH=" + os.Getenv("PATH"), manager.EnvEmbeddedDir + "=" + dir}
 
 	// Concurrent first uses boot one manager.
@@ -622,6 +617,63 @@ func TestRunUnitTaken(t *testing.T) {
 	sc.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+rt)
 	if b, _ := sc.Output(); string(b) != "active\n" {
 		t.Errorf("systemctl --user is-active %s: %q, want active", name, b)
+	}
+}
+
+// TestRunUnitFileTaken: run -u with the name of a unit file's unit, or of
+// an instance of a template, exits 125 and says which file defines it and
+// that --unit must name another. It said to stop and reset-failed the
+// unit, after which the file still holds the name (and reset-failed of an
+// instance fails, "not loaded").
+func TestRunUnitFileTaken(t *testing.T) {
+	dir := systemdtest.RuntimeUnitDir(t)
+	writeService(t, "unitrun-test-filetaken.service", "[Service]\nExecStart=/bin/true\n")
+	writeService(t, "unitrun-test-tpltaken@.service", "[Service]\nExecStart=/bin/true\n")
+	for name, file := range map[string]string{
+		"unitrun-test-filetaken.service":    "unit file " + filepath.Join(dir, "unitrun-test-filetaken.service"),
+		"unitrun-test-tpltaken@zzz.service": "template unit file " + filepath.Join(dir, "unitrun-test-tpltaken@.service"),
+	} {
+		_, errs, code := unitrun(t, "run", "-u", name, "--", "true")
+		want := "unitrun: " + name + ": unit already exists: the " + file + " defines " + name +
+			", and a run cannot take the name of a unit file's unit: give --unit another name\n"
+		if code != exitFailed || errs != want {
+			t.Errorf("run -u %s: exit %d, stderr %q; want 125 and %q", name, code, errs, want)
+		}
+	}
+}
+
+// TestRunUnitTakenEmbeddedDir: on an embedded manager of another
+// directory than the default, the hint that points systemctl at it names
+// that directory (--embedded-dir), so that the commands it gives reach
+// the unit; without it "unitrun manager env" pointed at the default one.
+func TestRunUnitTakenEmbeddedDir(t *testing.T) {
+	dir := systemdtest.OwnEmbedded(t).Dir
+	env := []string{"PATH=" + filepath.Dir(systemdtest.Binary(t)) + ":" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	cli := func(args ...string) (string, int) {
+		cmd := exec.Command(systemdtest.Binary(t), append([]string{"--manager", "embedded", "--embedded-dir", dir}, args...)...)
+		cmd.Env = env
+		b, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(b), ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(b), 0
+	}
+	const name = "emb-taken.service"
+	if out, code := cli("run", "--no-wait", "-u", name, "--", "sleep", "300"); code != 0 {
+		t.Fatalf("run --no-wait: exit %d, %s", code, out)
+	}
+	out, code := cli("run", "-u", name, "--", "true")
+	hint := `eval "$(unitrun --embedded-dir '` + dir + `' manager env)"`
+	if code != exitFailed || !strings.Contains(out, "systemctl --user status "+name) || !strings.Contains(out, hint) {
+		t.Fatalf("run -u of a taken name: exit %d, %q; want 125 and %s", code, out, hint)
+	}
+	// The hint does what it says: systemctl then sees the unit.
+	sh := exec.Command("/bin/sh", "-c", hint+"; systemctl --user is-active "+name)
+	sh.Env = env
+	if b, err := sh.CombinedOutput(); err != nil || string(b) != "active\n" {
+		t.Errorf("%s; systemctl --user is-active %s: %v, %q; want active", hint, name, err, b)
 	}
 }
 

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -383,10 +385,10 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	}
 	defer mgr.Close()
 	if f.scope {
-		return runScope(cmd, mgr, f, c)
+		return runScope(cmd, g, mgr, f, c)
 	}
 	if timer != nil {
-		return startTimer(cmd, mgr, f, c, timer)
+		return startTimer(cmd, g, mgr, f, c, timer)
 	}
 	c.Manager = mgr
 	if f.noWait {
@@ -401,7 +403,7 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 		if err := c.Start(); err != nil {
 			// A command that ended before its start was done, too: its
 			// outcome is told as a run's, with --json in one object.
-			return report(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), c.Unit, c.Status, unitTaken(err, mgr.Target(), c.Name), f.asJSON, f.quiet)
+			return report(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), c.Unit, c.Status, g.unitTaken(ctx, err, mgr, c.Name), f.asJSON, f.quiet)
 		}
 		if f.asJSON {
 			return printLine(cmd.OutOrStdout(), map[string]string{"unit": c.Unit})
@@ -428,7 +430,7 @@ func runRun(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
 	} else {
 		err = c.Run()
 	}
-	err = unitTaken(err, mgr.Target(), c.Name)
+	err = g.unitTaken(ctx, err, mgr, c.Name)
 	return report(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c.Unit, c.Status, err, f.asJSON, f.quiet)
 }
 
@@ -451,19 +453,41 @@ func given(fl *pflag.FlagSet, name string) bool {
 	return f.Changed && f.Value.String() != f.DefValue
 }
 
-// unitTaken tells err, if it says that the unit name is taken, with the
-// systemctl commands that show that unit and free its name on the manager
-// of t.
-func unitTaken(err error, t manager.Target, name string) error {
+// unitTaken tells err, if it says that the unit name is taken, with what
+// frees it on mgr. A name that a unit file defines (or a template's, for
+// an instance) is never free for a run, whatever is stopped or reset, as
+// systemd-run says ("was already loaded or has a fragment file"): then
+// it says which file, and that --unit must name another. Else (a unit
+// loaded, as a run leaves one, failed or running) it tells the systemctl
+// commands that show that unit and free its name; for the embedded
+// manager, first the eval of "unitrun manager env" that points systemctl
+// at it, with --embedded-dir where g names another than the default.
+func (g *globals) unitTaken(ctx context.Context, err error, mgr *manager.Conn, name string) error {
 	if !errors.Is(err, job.ErrUnitExists) {
 		return err
 	}
+	read, done := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer done()
+	if p, perr := mgr.Properties(read, name, manager.UnitIface, "FragmentPath", "Transient"); perr == nil {
+		if file, _ := p["FragmentPath"].Value().(string); file != "" && p["Transient"].Value() != true {
+			what := "unit file"
+			if filepath.Base(file) != name {
+				what = "template unit file"
+			}
+			return fmt.Errorf("%w: the %s %s defines %s, and a run cannot take the name of a unit file's unit: give --unit another name", err, what, file, name)
+		}
+	}
+	t := mgr.Target()
 	systemctl, first := "systemctl --user", ""
 	switch {
 	case t.Spec == string(manager.KindSystem):
 		systemctl = "systemctl"
 	case t.Spec == string(manager.KindEmbedded):
-		first = ` (first point systemctl at the embedded manager: eval "$(unitrun manager env)")`
+		env := "unitrun manager env"
+		if dir := g.embedded().Dir; dir != manager.DefaultEmbeddedDir {
+			env = "unitrun --embedded-dir " + shellQuote(dir) + " manager env"
+		}
+		first = ` (first point systemctl at the embedded manager: eval "$(` + env + `)")`
 	case t.Spec != string(manager.KindUser):
 		for _, kv := range t.Env {
 			if k, v, _ := strings.Cut(kv, "="); k == "XDG_RUNTIME_DIR" {

@@ -56,7 +56,7 @@ func scopeName(name string) (string, error) {
 // runs the command there with unitrun's streams and environment (and -E,
 // and INVOCATION_ID of the scope). unitrun forwards signals to it
 // (forwardedSignals) and exits with its status.
-func runScope(cmd *cobra.Command, mgr *manager.Conn, f *runFlags, c *job.Cmd) error {
+func runScope(cmd *cobra.Command, g *globals, mgr *manager.Conn, f *runFlags, c *job.Cmd) error {
 	ctx := cmd.Context()
 	name := c.Name // parseRunFlags' scopeName
 	if name == "" {
@@ -78,7 +78,7 @@ func runScope(cmd *cobra.Command, mgr *manager.Conn, f *runFlags, c *job.Cmd) er
 		}
 	}
 	if err := job.StartScope(ctx, mgr, name, c.Args, os.Getpid(), props); err != nil {
-		return exitFor(unitTaken(err, mgr.Target(), name), false)
+		return exitFor(g.unitTaken(cmd.Context(), err, mgr, name), false)
 	}
 	env := os.Environ()
 	if p, err := mgr.Properties(ctx, name, manager.UnitIface); err == nil {

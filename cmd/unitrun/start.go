@@ -28,7 +28,14 @@ entry: entries of priority warning or more severe on stderr, the others on
 stdout (the journal does not tell a service's stdout from its stderr; a
 line's priority is its "<N>" prefix, else the unit's SyslogLevel=, info).
 No line of an earlier run of the unit is shown. With --json they all go to
-stderr; -q shows neither them nor the summary line.`,
+stderr; -q shows neither them nor the summary line.
+
+A unit already running (active, activating or reloading, started by
+someone else) is not started again, as systemctl start leaves it: unitrun
+waits for that run and shows its lines from its first, as "unitrun wait"
+does. Ctrl-C, SIGTERM or SIGHUP stops the unit if this start made its run;
+a run it joined goes on, and unitrun says "stopped waiting for UNIT, which
+goes on". Either way it exits 128+N of the signal (130 for Ctrl-C).`,
 		Example: `  unitrun start pivot.service
   unitrun start --json os-update.service`,
 		Args:              unitArg,

@@ -65,13 +65,8 @@ func TestStartShowsOutput(t *testing.T) {
 // unit started on it shows its output, and the journalctl line that
 // "manager env" prints reads that output from its journal.
 func TestStartOutputEmbedded(t *testing.T) {
-	dir, err := os.MkdirTemp("", "unitrun-emb-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	e := &manager.Embedded{Dir: dir}
-	defer e.Stop(context.Background(), 10*time.Second)
+	e := systemdtest.OwnEmbedded(t)
+	dir := e.Dir
 	env := []string{"PATH=" + os.Getenv("PATH"), manager.EnvEmbeddedDir + "=" + dir, manager.EnvManager + "=embedded"}
 	cli := func(args ...string) (string, string, int) {
 		cmd := exec.Command(systemdtest.Binary(t), args...)
@@ -190,7 +185,17 @@ func startService(t *testing.T, name string) {
 // the rest of its stdout and stderr.
 func waitCLI(t *testing.T, first string, args ...string) (cmd *exec.Cmd, end func() (int, string, string)) {
 	t.Helper()
-	cmd = exec.Command(systemdtest.Binary(t), append([]string{"wait"}, args...)...)
+	return attachCLI(t, first, append([]string{"wait"}, args...)...)
+}
+
+// attachCLI is waitCLI for the unitrun command line args ("wait ...",
+// "start ..."). If the first line does not come within 20 seconds, it
+// says so (the test fails) and returns all the same: the command then
+// gets the signal a test sends, as it would once attached, and end
+// returns whatever it printed.
+func attachCLI(t *testing.T, first string, args ...string) (cmd *exec.Cmd, end func() (int, string, string)) {
+	t.Helper()
+	cmd = exec.Command(systemdtest.Binary(t), args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -210,16 +215,37 @@ func waitCLI(t *testing.T, first string, args ...string) (cmd *exec.Cmd, end fun
 	if slices.Contains(args, "--json") {
 		lines = errs
 	}
-	if l, err := lines.ReadString('\n'); l != first {
-		cmd.Process.Kill()
-		rest, _ := io.ReadAll(errs)
-		t.Fatalf("unitrun wait: first line %q (%v), want %q (stderr %q)", l, err, first, rest)
+	type line struct {
+		s   string
+		err error
+	}
+	got := make(chan line, 1)
+	go func() { l, err := lines.ReadString('\n'); got <- line{l, err} }()
+	late := false // the first read goes on: end waits for it
+	select {
+	case l := <-got:
+		if l.s != first {
+			cmd.Process.Kill()
+			rest, _ := io.ReadAll(errs)
+			t.Fatalf("unitrun %s: first line %q (%v), want %q (stderr %q)", args[0], l.s, l.err, first, rest)
+		}
+	case <-time.After(20 * time.Second):
+		t.Errorf("unitrun %s: no first line %q after 20s", strings.Join(args, " "), first)
+		late = true
 	}
 	return cmd, func() (int, string, string) {
 		t.Helper()
+		read := func(r *bufio.Reader) []byte {
+			var head string
+			if late && r == lines {
+				head = (<-got).s
+			}
+			b, _ := io.ReadAll(r)
+			return append([]byte(head), b...)
+		}
 		errb := make(chan []byte)
-		go func() { b, _ := io.ReadAll(errs); errb <- b }()
-		o, _ := io.ReadAll(outs)
+		go func() { errb <- read(errs) }()
+		o := read(outs)
 		e := <-errb
 		err := cmd.Wait()
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -326,6 +352,78 @@ func TestWaitInterrupted(t *testing.T) {
 			t.Errorf("after the wait interrupted by %s the service is %v (%v); want it active still", name, p["ActiveState"], err)
 		}
 	}
+	// With --json, the object that an interrupted run or start prints:
+	// the unit, exit_code 128+N and signal, as docs/cli.md has it (it
+	// printed the error alone).
+	cmd, end := waitCLI(t, "started\n", "--json", "unitrun-test-waitint.service")
+	cmd.Process.Signal(syscall.SIGTERM)
+	code, out, errs := end()
+	var r result
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 143 || r.Unit != "unitrun-test-waitint.service" || r.ExitCode == nil || *r.ExitCode != 143 || r.Signal != "TERM" ||
+		r.Error != "stopped waiting for unitrun-test-waitint.service, which goes on: interrupted by SIGTERM" {
+		t.Errorf("wait --json, SIGTERM: exit %d, stdout %q (%v), stderr %q; want 143 and unit, exit_code, signal and error", code, out, err, errs)
+	}
+}
+
+// TestStartRunningUnit starts a service that another start is running, as
+// systemctl start would: the start joins that run. It shows the run's
+// lines from its first, as wait does; interrupted, it leaves the run
+// going on, which it did not start, and exits 130 saying so (before, it
+// showed no line and stopped the unit); with --json the object tells the
+// interrupt. A later start that joins the run exits with its status.
+func TestStartRunningUnit(t *testing.T) {
+	const name = "unitrun-test-startjoin.service"
+	gate := filepath.Join(t.TempDir(), "go")
+	writeService(t, name, "[Service]\nExecStart=/bin/sh -c 'echo started; while [ ! -e \"$1\" ]; do sleep 0.05; done; echo ending; exit 2' sh "+gate+"\n")
+	startService(t, name)
+	// Active, its run in progress: not a start job still pending, which
+	// a start would share.
+	systemdtest.WaitActiveState(t, systemdtest.Conn(t), name, "active")
+	active := func(when string) {
+		t.Helper()
+		p, err := systemdtest.Conn(t).Properties(context.Background(), name, manager.UnitIface)
+		if err != nil || p["ActiveState"].Value() != "active" {
+			t.Fatalf("%s the service is %v (%v); want it active still", when, p["ActiveState"], err)
+		}
+	}
+	cmd, end := attachCLI(t, "started\n", "start", name)
+	cmd.Process.Signal(syscall.SIGINT)
+	if code, out, errs := end(); code != 130 || out != "" || errs != "unitrun: stopped waiting for "+name+", which goes on: interrupted by SIGINT\n" {
+		t.Errorf("SIGINT: exit %d, more stdout %q, stderr %q; want 130 and that the run goes on", code, out, errs)
+	}
+	active("after start was interrupted,")
+	cmd, end = attachCLI(t, "started\n", "start", "--json", name)
+	cmd.Process.Signal(syscall.SIGTERM)
+	code, out, _ := end()
+	var r result
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 143 || r.Unit != name || r.ExitCode == nil || *r.ExitCode != 143 || r.Signal != "TERM" ||
+		r.Error != "stopped waiting for "+name+", which goes on: interrupted by SIGTERM" {
+		t.Errorf("start --json, SIGTERM: exit %d, stdout %q (%v); want 143 and unit, exit_code, signal and error", code, out, err)
+	}
+	active("after start --json was interrupted,")
+	_, end = attachCLI(t, "started\n", "start", name)
+	os.WriteFile(gate, nil, 0o644)
+	if code, out, errs := end(); code != 2 || out != "ending\n" || !strings.Contains(errs, name+" finished: exit status 2") {
+		t.Errorf("start of the running unit: exit %d, more stdout %q, stderr %q; want 2, ending, and the summary line", code, out, errs)
+	}
+
+	// A oneshot is activating through its run, its start job pending,
+	// which a start shares: interrupted, it leaves that run too.
+	const oneshot = "unitrun-test-startjoin1.service"
+	gate1 := filepath.Join(t.TempDir(), "go")
+	writeService(t, oneshot, "[Service]\nType=oneshot\nExecStart=/bin/sh -c '"+gated+"' sh "+gate1+" 0\n")
+	startService(t, oneshot)
+	systemdtest.WaitActiveState(t, systemdtest.Conn(t), oneshot, "activating")
+	cmd, end = attachCLI(t, "started\n", "start", oneshot)
+	cmd.Process.Signal(syscall.SIGINT)
+	if code, _, errs := end(); code != 130 || errs != "unitrun: stopped waiting for "+oneshot+", which goes on: interrupted by SIGINT\n" {
+		t.Errorf("oneshot, SIGINT: exit %d, stderr %q; want 130 and that the run goes on", code, errs)
+	}
+	if p, err := systemdtest.Conn(t).Properties(context.Background(), oneshot, manager.UnitIface); err != nil || p["ActiveState"].Value() != "activating" {
+		t.Errorf("after start of the activating oneshot was interrupted, it is %v (%v); want it activating still", p["ActiveState"], err)
+	}
+	os.WriteFile(gate1, nil, 0o644)
+	systemdtest.WaitActiveState(t, systemdtest.Conn(t), oneshot, "inactive")
 }
 
 // TestStartOutputAfterManagerEnv reaches the embedded manager as a user

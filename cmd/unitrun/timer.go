@@ -80,7 +80,7 @@ func timerProperties(fl *pflag.FlagSet) ([]unit.Property, error) {
 // and tells their names: the service's on stdout ({"unit", "timer"} with
 // --json), and systemd-run's lines on stderr unless -q. "unitrun wait"
 // on the service waits for its next run.
-func startTimer(cmd *cobra.Command, mgr *manager.Conn, f *runFlags, c *job.Cmd, timer []unit.Property) error {
+func startTimer(cmd *cobra.Command, g *globals, mgr *manager.Conn, f *runFlags, c *job.Cmd, timer []unit.Property) error {
 	c.Manager = mgr
 	name, err := c.StartTimer(timer)
 	var de dbus.Error
@@ -88,7 +88,7 @@ func startTimer(cmd *cobra.Command, mgr *manager.Conn, f *runFlags, c *job.Cmd, 
 		return &exitError{code: exitUsage, err: fmt.Errorf("--on-calendar: the manager refuses it: %s", strings.Join(strings.Fields(fmt.Sprint(de.Body...)), " "))}
 	}
 	if err != nil {
-		return exitFor(unitTaken(err, mgr.Target(), name), false)
+		return exitFor(g.unitTaken(cmd.Context(), err, mgr, name), false)
 	}
 	if !f.quiet {
 		fmt.Fprintf(cmd.ErrOrStderr(), "Running timer as unit: %s\nWill run service as unit: %s\n", name, c.Unit)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -35,7 +34,8 @@ added as systemctl adds it; any other exits 2.
 
 wait only watches: Ctrl-C, SIGTERM or SIGHUP ends the wait, never the unit, which
 goes on running; unitrun then exits 128+N of the signal (130 for Ctrl-C),
-as for an interrupted run.`,
+as for an interrupted run, and --json prints the same object (unit,
+exit_code 128+N, signal, error).`,
 		Example: `  unitrun wait pivot.service
   unitrun wait --json -q os-update.service`,
 		Args:              unitArg,
@@ -62,11 +62,9 @@ as for an interrupted run.`,
 					}
 					return nil
 				}
-				if sig, ok := interruptedBy(ctx); ok && errors.Is(err, context.Canceled) {
-					// unitrun was interrupted, not the unit: it exits as an
-					// interrupted command does, and the unit goes on.
-					return &exitError{code: 128 + int(sig), err: fmt.Errorf("stopped waiting for %s, which goes on: %w", name, context.Cause(ctx))}
-				}
+				// Interrupted, unitrun exits as an interrupted run or
+				// start does (128+N; with --json the same object), and
+				// the unit goes on (job.GoesOnError).
 				return report(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), name, st, err, o.asJSON, o.quiet)
 			})
 		},

@@ -164,10 +164,15 @@ func (d *Scheduler) startUnit(ctx context.Context, l *liveJob) outcome {
 		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
+		msg := fmt.Sprintf("timeout %v reached: unit %s stopped", l.op.Timeout, l.op.Unit)
+		if errors.As(err, new(*job.GoesOnError)) {
+			// The start joined a run in progress, not its own to stop.
+			msg = fmt.Sprintf("timeout %v reached: stopped waiting for unit %s, whose run, in progress before the job's start, goes on", l.op.Timeout, l.op.Unit)
+		}
 		return func(r *api.Record) {
 			fromStatus(st, err)(r)
 			r.Result = "timeout"
-			r.Message = fmt.Sprintf("timeout %v reached: unit %s stopped", l.op.Timeout, l.op.Unit)
+			r.Message = msg
 		}
 	}
 	return fromStatus(st, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/unitrun/unitrun/api"
 	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/manager"
 )
 
 // TestUnitOpOutput calls unit ops whose units write to stdout and stderr,
@@ -45,5 +46,32 @@ func TestUnitOpOutput(t *testing.T) {
 		if r.State != api.StateSucceeded || r.OutputTail != "out\nerr\nlast\n" {
 			t.Errorf("%s: state %s, output tail %q; want succeeded with the unit's three lines", op, r.State, r.OutputTail)
 		}
+	}
+}
+
+// TestUnitOpJoinsRunningUnit calls a unit op whose unit someone else has
+// running: the job joins that run, as unitrun start does, and its timeout
+// ends the job but not the run, which goes on, and the record says so
+// (before, the timeout stopped the unit, and said "unit ... stopped").
+func TestUnitOpJoinsRunningUnit(t *testing.T) {
+	conn := systemdtest.Conn(t)
+	const name = "unitrun-test-opjoin.service"
+	systemdtest.WriteUnit(t, filepath.Join(systemdtest.RuntimeUnitDir(t), name), "[Service]\nExecStart=/bin/sleep 60\n")
+	if err := conn.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.StopUnit(context.Background(), name, "replace") })
+	if _, err := conn.StartUnit(context.Background(), name, "replace"); err != nil {
+		t.Fatal(err)
+	}
+	systemdtest.WaitActiveState(t, conn, name, "active")
+	d, _ := newTestScheduler(t, conn, "\n[[op]]\nname = \"opjoin\"\nunit = \""+name+"\"\ntimeout = \"1s\"\n")
+	r := call(t, d, "opjoin")
+	want := "timeout 1s reached: stopped waiting for unit " + name + ", whose run, in progress before the job's start, goes on"
+	if r.State != api.StateFailed || r.Result != "timeout" || r.Message != want {
+		t.Errorf("state %s, result %s, message %q; want failed, timeout and %q", r.State, r.Result, r.Message, want)
+	}
+	if p, err := conn.Properties(context.Background(), name, manager.UnitIface); err != nil || p["ActiveState"].Value() != "active" {
+		t.Errorf("after the job's timeout the unit is %v (%v); want it active still", p["ActiveState"], err)
 	}
 }

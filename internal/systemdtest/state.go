@@ -2,6 +2,7 @@ package systemdtest
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -54,4 +55,21 @@ func Unloaded(t testing.TB, conn *manager.Conn, name string) bool {
 			return false
 		}
 	}
+}
+
+// OwnEmbedded returns an embedded manager of the test's own, not booted,
+// in a new directory: the test's cleanup stops it and removes the
+// directory.
+func OwnEmbedded(t testing.TB) *manager.Embedded {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "unitrun-emb-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &manager.Embedded{Dir: dir}
+	t.Cleanup(func() {
+		e.Stop(context.Background(), 10*time.Second)
+		os.RemoveAll(dir)
+	})
+	return e
 }
