@@ -148,11 +148,26 @@ func (o *journalOutput) readUnattributed(ctx context.Context, st *Status) {
 	if len(streams) == 0 {
 		return
 	}
-	args := append(o.baseArgs(), since)
+	var matches []string
 	for _, s := range streams {
-		args = append(args, "_STREAM_ID="+s)
+		matches = append(matches, "_STREAM_ID="+s)
 	}
-	o.read(ctx, args, func(e *entry) bool { return len(fieldValues(e.InvocationID)) == 0 })
+	// Most often every entry has its invocation ID: a count, cheaper than
+	// reading them all as JSON, tells. Each entry of the streams prints
+	// its stream ID, and its invocation ID if it has one (the two are
+	// random 128-bit IDs, never one another).
+	ids := o.values(ctx, "_STREAM_ID,_SYSTEMD_INVOCATION_ID", append([]string{since}, matches...))
+	n := 0
+	for _, v := range ids {
+		if slices.Contains(streams, v) {
+			n++
+		} else {
+			n--
+		}
+	}
+	if n > 0 {
+		o.read(ctx, append(append(o.baseArgs(), since), matches...), func(e *entry) bool { return len(fieldValues(e.InvocationID)) == 0 })
+	}
 }
 
 // runStreams returns the stream IDs of the entries of the run st copied,
@@ -161,13 +176,11 @@ func (o *journalOutput) runStreams(ctx context.Context, st *Status, since string
 	o.mu.Lock()
 	streams := slices.Clone(o.streams[st.InvocationID])
 	o.mu.Unlock()
-	o.scan(ctx, append(o.baseArgs(), since, "_PID="+strconv.Itoa(st.MainPID)), func(e *entry) {
-		for _, s := range fieldValues(e.StreamID) {
-			if !slices.Contains(streams, string(s)) {
-				streams = append(streams, string(s))
-			}
+	for _, s := range o.values(ctx, "_STREAM_ID", []string{since, "_PID=" + strconv.Itoa(st.MainPID)}) {
+		if !slices.Contains(streams, s) {
+			streams = append(streams, s)
 		}
-	})
+	}
 	return streams
 }
 
@@ -187,7 +200,8 @@ func (o *journalOutput) childStreams(ctx context.Context, st *Status, since stri
 	}
 	seen := map[string]*stream{}
 	var order []string
-	o.scan(ctx, append(o.baseArgs(), since, "_TRANSPORT=stdout"), func(e *entry) {
+	args := append(o.baseArgs(), "--output-fields=_STREAM_ID,_PID,_SYSTEMD_UNIT", since, "_TRANSPORT=stdout")
+	o.scan(ctx, args, func(e *entry) {
 		id := fieldValues(e.StreamID)
 		if len(id) == 0 {
 			return
@@ -211,6 +225,36 @@ func (o *journalOutput) childStreams(ctx context.Context, st *Status, since stri
 		}
 	}
 	return streams
+}
+
+// values returns the values of fields (a comma-separated list of
+// hexadecimal IDs) of the entries that match args, one a line as
+// journalctl -o cat prints them: those of an entry in the order journald
+// stored them, none of a field the entry lacks.
+func (o *journalOutput) values(ctx context.Context, fields string, args []string) []string {
+	args = append([]string{"--output=cat", "--output-fields=" + fields, "--quiet", "--no-pager", "--lines=all"}, args...)
+	if o.journal.Dir != "" {
+		args = append(args, "--directory="+o.journal.Dir)
+	}
+	cmd, stdout := o.journalctl(ctx, args)
+	if cmd == nil {
+		return nil
+	}
+	var vals []string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if v := sc.Text(); v != "" {
+			vals = append(vals, v)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		o.fail(fmt.Errorf("reading the journal: %w", err))
+	}
+	io.Copy(io.Discard, stdout)
+	if err := cmd.Wait(); err != nil {
+		o.fail(fmt.Errorf("reading the journal: %w", err))
+	}
+	return vals
 }
 
 // scan runs journalctl with args and gives each entry it prints to f,
