@@ -36,7 +36,10 @@ type journalOutput struct {
 	mu     sync.Mutex
 	cursor string          // of the last entry copied
 	runs   map[string]bool // the invocation IDs of the entries copied
-	err    error           // the first error of a copy
+	// streams holds the stream IDs (_STREAM_ID) of the entries copied, by
+	// their invocation ID.
+	streams map[string][]string
+	err     error // the first error of a copy
 }
 
 // CopyJournal copies what the run st, which has ended, logged to the
@@ -44,9 +47,9 @@ type journalOutput struct {
 // stderr, as UnitCmd does for a run it waited for: the entries of the
 // run's invocation ID, each entry's message as one line (priority warning
 // or more severe to stderr, the others to stdout; a nil writer discards
-// its entries), and where there are none, those of its main process that
-// journald could not give to a unit. It returns the first error met in
-// copying.
+// its entries), then those of its streams that journald could not give to
+// a unit (see journalOutput.readUnattributed). It returns the first error
+// met in copying.
 func CopyJournal(ctx context.Context, j manager.Journal, st *Status, stdout, stderr io.Writer) error {
 	if st == nil || st.InvocationID == "" {
 		return nil
@@ -80,17 +83,16 @@ func (o *journalOutput) invoked(id string) {
 // accepted when it answers the sync is not among what it stores first, so
 // where no entry at all was found, which is what a run that ended very
 // fast can meet on a busy host, finish looks once more after
-// journalSettle. Where none of the last run's was found (last is its
-// Status, if not nil), finish copies the entries of its main process
-// that journald could not give to a unit (readUnattributed). finish returns the first error met in
-// copying.
+// journalSettle. Then it copies the entries of the last run (last is its
+// Status, if not nil) that journald could not give to a unit
+// (readUnattributed). finish returns the first error met in copying.
 func (o *journalOutput) finish(ctx context.Context, last *Status) error {
 	if len(o.ids) > 0 {
 		o.readRest(ctx)
 		if o.none() && sleep(ctx, journalSettle) {
 			o.readRest(ctx)
 		}
-		if last != nil && last.MainPID > 0 && !last.StartedAt.IsZero() && !o.copiedOf(last.InvocationID) {
+		if last != nil && last.MainPID > 0 && !last.StartedAt.IsZero() {
 			o.readUnattributed(ctx, last)
 		}
 	}
@@ -124,17 +126,159 @@ func (o *journalOutput) readRest(ctx context.Context) {
 }
 
 // readUnattributed copies the entries of the run st that journald stored
-// with no unit: those it read from the run's stream only after the
-// manager had reaped the run's main process. journald names a stream's
-// unit after the cgroup of the process at the other end, read from /proc
-// when it first reads the stream, and a user manager does not name the
-// unit in the stream's header (only the system manager does), so on a
-// busy host such entries have no _SYSTEMD_UNIT and no
-// _SYSTEMD_INVOCATION_ID. They are the entries of the main process's PID
-// since the run started that carry no invocation ID.
+// with no unit: those it read from one of the run's streams only after
+// their writer had exited. journald names the unit of each line after the
+// cgroup of the process that wrote it (its _PID, a child of the main
+// process as well as the main process), read from /proc when it reads the
+// line, and a user manager does not name the unit in the stream's header
+// (only the system manager does), so on a busy host such entries have no
+// _SYSTEMD_UNIT and no _SYSTEMD_INVOCATION_ID; they keep the stream's
+// _STREAM_ID. The run's streams are those of its entries copied, and of
+// the entries of its main process's PID since the run started
+// (runStreams); where there are none, those that only a child of the
+// main process could have written (childStreams). readUnattributed copies
+// the entries of these streams since the run started that carry no
+// invocation ID, after the run's other entries.
 func (o *journalOutput) readUnattributed(ctx context.Context, st *Status) {
-	args := append(o.baseArgs(), fmt.Sprintf("--since=@%d", st.StartedAt.Unix()-1), "_PID="+strconv.Itoa(st.MainPID))
-	o.read(ctx, args, func(e *entry) bool { return len(fieldValues(e.InvocationID)) == 0 })
+	since := fmt.Sprintf("--since=@%d", st.StartedAt.Unix()-1)
+	streams := o.runStreams(ctx, st, since)
+	if len(streams) == 0 && !o.copiedOf(st.InvocationID) {
+		streams = o.childStreams(ctx, st, since)
+	}
+	if len(streams) == 0 {
+		return
+	}
+	var matches []string
+	for _, s := range streams {
+		matches = append(matches, "_STREAM_ID="+s)
+	}
+	// Most often every entry has its invocation ID: a count, cheaper than
+	// reading them all as JSON, tells. Each entry of the streams prints
+	// its stream ID, and its invocation ID if it has one (the two are
+	// random 128-bit IDs, never one another).
+	ids := o.values(ctx, "_STREAM_ID,_SYSTEMD_INVOCATION_ID", append([]string{since}, matches...))
+	n := 0
+	for _, v := range ids {
+		if slices.Contains(streams, v) {
+			n++
+		} else {
+			n--
+		}
+	}
+	if n > 0 {
+		o.read(ctx, append(append(o.baseArgs(), since), matches...), func(e *entry) bool { return len(fieldValues(e.InvocationID)) == 0 })
+	}
+}
+
+// runStreams returns the stream IDs of the entries of the run st copied,
+// and of its main process's entries since the run started.
+func (o *journalOutput) runStreams(ctx context.Context, st *Status, since string) []string {
+	o.mu.Lock()
+	streams := slices.Clone(o.streams[st.InvocationID])
+	o.mu.Unlock()
+	for _, s := range o.values(ctx, "_STREAM_ID", []string{since, "_PID=" + strconv.Itoa(st.MainPID)}) {
+		if !slices.Contains(streams, s) {
+			streams = append(streams, s)
+		}
+	}
+	return streams
+}
+
+// childStreams returns the streams, among those journald stored entries
+// of since the run st started, that only a child of its main process
+// could have written: journald gave none of their entries to a unit, and
+// their first entry since then was written by a process started after the
+// main process (a PID above the main process's). It is how a run whose
+// main process wrote nothing itself, and whose children's lines journald
+// all read after they had exited, finds its lines; a process of another
+// run that began after this one, wrote to the journal through a stream of
+// its own and whose lines journald also gave to no unit would be
+// counted too: journald keeps nothing that ties such a stream to the run.
+func (o *journalOutput) childStreams(ctx context.Context, st *Status, since string) []string {
+	type stream struct {
+		child, attributed bool
+	}
+	seen := map[string]*stream{}
+	var order []string
+	args := append(o.baseArgs(), "--output-fields=_STREAM_ID,_PID,_SYSTEMD_UNIT", since, "_TRANSPORT=stdout")
+	o.scan(ctx, args, func(e *entry) {
+		id := fieldValues(e.StreamID)
+		if len(id) == 0 {
+			return
+		}
+		s := seen[string(id[0])]
+		if s == nil {
+			pid := 0
+			if v := fieldValues(e.PID); len(v) > 0 {
+				pid, _ = strconv.Atoi(string(v[0]))
+			}
+			s = &stream{child: pid > st.MainPID}
+			seen[string(id[0])] = s
+			order = append(order, string(id[0]))
+		}
+		s.attributed = s.attributed || len(fieldValues(e.Unit)) > 0
+	})
+	var streams []string
+	for _, id := range order {
+		if s := seen[id]; s.child && !s.attributed {
+			streams = append(streams, id)
+		}
+	}
+	return streams
+}
+
+// values returns the values of fields (a comma-separated list of
+// hexadecimal IDs) of the entries that match args, one a line as
+// journalctl -o cat prints them: those of an entry in the order journald
+// stored them, none of a field the entry lacks.
+func (o *journalOutput) values(ctx context.Context, fields string, args []string) []string {
+	args = append([]string{"--output=cat", "--output-fields=" + fields, "--quiet", "--no-pager", "--lines=all"}, args...)
+	if o.journal.Dir != "" {
+		args = append(args, "--directory="+o.journal.Dir)
+	}
+	cmd, stdout := o.journalctl(ctx, args)
+	if cmd == nil {
+		return nil
+	}
+	var vals []string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if v := sc.Text(); v != "" {
+			vals = append(vals, v)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		o.fail(fmt.Errorf("reading the journal: %w", err))
+	}
+	io.Copy(io.Discard, stdout)
+	if err := cmd.Wait(); err != nil {
+		o.fail(fmt.Errorf("reading the journal: %w", err))
+	}
+	return vals
+}
+
+// scan runs journalctl with args and gives each entry it prints to f,
+// copying none.
+func (o *journalOutput) scan(ctx context.Context, args []string, f func(*entry)) {
+	cmd, stdout := o.journalctl(ctx, args)
+	if cmd == nil {
+		return
+	}
+	dec := json.NewDecoder(stdout)
+	for {
+		var e entry
+		if err := dec.Decode(&e); err != nil {
+			if err != io.EOF {
+				o.fail(fmt.Errorf("reading the journal: %w", err))
+			}
+			break
+		}
+		f(&e)
+	}
+	io.Copy(io.Discard, stdout)
+	if err := cmd.Wait(); err != nil {
+		o.fail(fmt.Errorf("reading the journal: %w", err))
+	}
 }
 
 // read runs journalctl with args and copies the entries it prints that
@@ -254,8 +398,14 @@ func (o *journalOutput) copy(r io.Reader, keep func(*entry) bool) error {
 		for _, id := range fieldValues(e.InvocationID) {
 			if o.runs == nil {
 				o.runs = make(map[string]bool)
+				o.streams = make(map[string][]string)
 			}
 			o.runs[string(id)] = true
+			for _, s := range fieldValues(e.StreamID) {
+				if !slices.Contains(o.streams[string(id)], string(s)) {
+					o.streams[string(id)] = append(o.streams[string(id)], string(s))
+				}
+			}
 		}
 		o.mu.Unlock()
 	}
@@ -274,6 +424,12 @@ type entry struct {
 	Cursor    string          `json:"__CURSOR"`
 	// InvocationID is the run's, if journald knew the entry's unit.
 	InvocationID json.RawMessage `json:"_SYSTEMD_INVOCATION_ID"`
+	// Unit is the entry's unit, if journald knew it.
+	Unit json.RawMessage `json:"_SYSTEMD_UNIT"`
+	// StreamID names the stdout stream the entry came from, if any.
+	StreamID json.RawMessage `json:"_STREAM_ID"`
+	// PID is the process that wrote the entry.
+	PID json.RawMessage `json:"_PID"`
 }
 
 // priority returns the entry's syslog priority, info (6) if it has none.

@@ -32,7 +32,8 @@ type Status struct {
 	// its NRestarts) before the run this Status describes, its last.
 	Restarts int
 	// MainPID is the main process's PID (0 if none started), as in the
-	// journal's _PID of what it wrote to its standard output and error.
+	// journal's _PID of what it wrote itself to its standard output and
+	// error (the lines of its children carry theirs).
 	MainPID int
 	// SuccessListed reports that the unit's SuccessExitStatus= lists how
 	// the main process ended, its exit status or (named explicitly) its

@@ -139,17 +139,32 @@ func TestStartOutputEmbedded(t *testing.T) {
 		t.Fatal(err)
 	}
 	jpid := strings.TrimSpace(string(pid))
-	text = "[Service]\nType=oneshot\nExecStartPre=/bin/kill -STOP " + jpid +
-		"\nExecStart=/bin/sh -c 'echo late out; echo late err >&2'" +
-		"\nExecStopPost=/bin/sh -c 'sleep 0.5; kill -CONT " + jpid + "'\n"
-	if err := os.WriteFile(filepath.Join(units, "emb-late.service"), []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c.Reload(ctx)
-	out, errs, code = cli("start", "emb-late.service")
-	syscall.Kill(atoi(jpid), syscall.SIGCONT) // whatever happened
-	if code != 0 || out != "late out\nlate err\n" {
-		t.Errorf("start of a run whose lines journald read after the run: exit %d, stdout %q, stderr %q; want both lines", code, out, errs)
+	// The lines of the main process's children (/bin/echo) carry their
+	// writer's _PID, not the main process's: they are found by their
+	// stream, that of the main process's own lines or of the run's lines
+	// journald gave to the unit, or where there are none, as a stream
+	// that only a child could have written since the run began. The last run stops
+	// journald itself once its first child's line (which lives on for a
+	// second) is read.
+	stop := "/bin/kill -STOP " + jpid
+	for _, late := range []struct{ unit, pre, cmd, want string }{
+		{"emb-late.service", stop, "echo late out; echo late err >&2", "late out\nlate err\n"},
+		{"emb-late-mixed.service", stop, "echo main out; /bin/echo child out; /bin/echo child err >&2; echo main end", "main out\nchild out\nchild err\nmain end\n"},
+		{"emb-late-child.service", stop, "/bin/echo child out; /bin/echo child err >&2; true", "child out\nchild err\n"},
+		{"emb-late-half.service", "/bin/true", "(echo child one; sleep 1); " + stop + "; /bin/echo child two; true", "child one\nchild two\n"},
+	} {
+		text = "[Service]\nType=oneshot\nExecStartPre=" + late.pre +
+			"\nExecStart=/bin/sh -c '" + late.cmd + "'" +
+			"\nExecStopPost=/bin/sh -c 'sleep 0.5; kill -CONT " + jpid + "'\n"
+		if err := os.WriteFile(filepath.Join(units, late.unit), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c.Reload(ctx)
+		out, errs, code = cli("start", late.unit)
+		syscall.Kill(atoi(jpid), syscall.SIGCONT) // whatever happened
+		if code != 0 || out != late.want {
+			t.Errorf("start of a run whose lines journald read after the run (%s): exit %d, stdout %q, stderr %q; want %q", late.cmd, code, out, errs, late.want)
+		}
 	}
 	if t.Failed() {
 		logEmbedded(t, e)
