@@ -108,13 +108,6 @@ func (o *journalOutput) none() bool {
 	return o.cursor == ""
 }
 
-// copiedOf reports whether an entry of the run id has been copied.
-func (o *journalOutput) copiedOf(id string) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.runs[id]
-}
-
 // readRest has journald store what it has received, then copies every
 // entry of the runs after the cursor.
 func (o *journalOutput) readRest(ctx context.Context) {
@@ -135,16 +128,15 @@ func (o *journalOutput) readRest(ctx context.Context) {
 // _SYSTEMD_UNIT and no _SYSTEMD_INVOCATION_ID; they keep the stream's
 // _STREAM_ID. The run's streams are those of its entries copied, and of
 // the entries of its main process's PID since the run started
-// (runStreams); where there are none, those that only a child of the
-// main process could have written (childStreams). readUnattributed copies
-// the entries of these streams since the run started that carry no
-// invocation ID, after the run's other entries.
+// (runStreams). readUnattributed copies the entries of these streams
+// since the run started that carry no invocation ID, after the run's other
+// entries. Where the run has no such stream (its main process wrote
+// nothing itself, and journald gave none of its children's lines to the
+// unit), nothing in the journal ties a stream to the run, and no line is
+// copied: a guess could copy another unit's lines.
 func (o *journalOutput) readUnattributed(ctx context.Context, st *Status) {
 	since := fmt.Sprintf("--since=@%d", st.StartedAt.Unix()-1)
 	streams := o.runStreams(ctx, st, since)
-	if len(streams) == 0 && !o.copiedOf(st.InvocationID) {
-		streams = o.childStreams(ctx, st, since)
-	}
 	if len(streams) == 0 {
 		return
 	}
@@ -184,49 +176,6 @@ func (o *journalOutput) runStreams(ctx context.Context, st *Status, since string
 	return streams
 }
 
-// childStreams returns the streams, among those journald stored entries
-// of since the run st started, that only a child of its main process
-// could have written: journald gave none of their entries to a unit, and
-// their first entry since then was written by a process started after the
-// main process (a PID above the main process's). It is how a run whose
-// main process wrote nothing itself, and whose children's lines journald
-// all read after they had exited, finds its lines; a process of another
-// run that began after this one, wrote to the journal through a stream of
-// its own and whose lines journald also gave to no unit would be
-// counted too: journald keeps nothing that ties such a stream to the run.
-func (o *journalOutput) childStreams(ctx context.Context, st *Status, since string) []string {
-	type stream struct {
-		child, attributed bool
-	}
-	seen := map[string]*stream{}
-	var order []string
-	args := append(o.baseArgs(), "--output-fields=_STREAM_ID,_PID,_SYSTEMD_UNIT", since, "_TRANSPORT=stdout")
-	o.scan(ctx, args, func(e *entry) {
-		id := fieldValues(e.StreamID)
-		if len(id) == 0 {
-			return
-		}
-		s := seen[string(id[0])]
-		if s == nil {
-			pid := 0
-			if v := fieldValues(e.PID); len(v) > 0 {
-				pid, _ = strconv.Atoi(string(v[0]))
-			}
-			s = &stream{child: pid > st.MainPID}
-			seen[string(id[0])] = s
-			order = append(order, string(id[0]))
-		}
-		s.attributed = s.attributed || len(fieldValues(e.Unit)) > 0
-	})
-	var streams []string
-	for _, id := range order {
-		if s := seen[id]; s.child && !s.attributed {
-			streams = append(streams, id)
-		}
-	}
-	return streams
-}
-
 // values returns the values of fields (a comma-separated list of
 // hexadecimal IDs) of the entries that match args, one a line as
 // journalctl -o cat prints them: those of an entry in the order journald
@@ -255,30 +204,6 @@ func (o *journalOutput) values(ctx context.Context, fields string, args []string
 		o.fail(fmt.Errorf("reading the journal: %w", err))
 	}
 	return vals
-}
-
-// scan runs journalctl with args and gives each entry it prints to f,
-// copying none.
-func (o *journalOutput) scan(ctx context.Context, args []string, f func(*entry)) {
-	cmd, stdout := o.journalctl(ctx, args)
-	if cmd == nil {
-		return
-	}
-	dec := json.NewDecoder(stdout)
-	for {
-		var e entry
-		if err := dec.Decode(&e); err != nil {
-			if err != io.EOF {
-				o.fail(fmt.Errorf("reading the journal: %w", err))
-			}
-			break
-		}
-		f(&e)
-	}
-	io.Copy(io.Discard, stdout)
-	if err := cmd.Wait(); err != nil {
-		o.fail(fmt.Errorf("reading the journal: %w", err))
-	}
 }
 
 // read runs journalctl with args and copies the entries it prints that

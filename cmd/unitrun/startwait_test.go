@@ -142,15 +142,16 @@ func TestStartOutputEmbedded(t *testing.T) {
 	// The lines of the main process's children (/bin/echo) carry their
 	// writer's _PID, not the main process's: they are found by their
 	// stream, that of the main process's own lines or of the run's lines
-	// journald gave to the unit, or where there are none, as a stream
-	// that only a child could have written since the run began. The last run stops
+	// journald gave to the unit; where there are none (emb-late-child),
+	// nothing ties a stream to the run, and none is copied rather than
+	// another unit's lines. The last run stops
 	// journald itself once its first child's line (which lives on for a
 	// second) is read.
 	stop := "/bin/kill -STOP " + jpid
 	for _, late := range []struct{ unit, pre, cmd, want string }{
 		{"emb-late.service", stop, "echo late out; echo late err >&2", "late out\nlate err\n"},
 		{"emb-late-mixed.service", stop, "echo main out; /bin/echo child out; /bin/echo child err >&2; echo main end", "main out\nchild out\nchild err\nmain end\n"},
-		{"emb-late-child.service", stop, "/bin/echo child out; /bin/echo child err >&2; true", "child out\nchild err\n"},
+		{"emb-late-child.service", stop, "/bin/echo child out; /bin/echo child err >&2; true", ""},
 		{"emb-late-half.service", "/bin/true", "(echo child one; sleep 1); " + stop + "; /bin/echo child two; true", "child one\nchild two\n"},
 	} {
 		text = "[Service]\nType=oneshot\nExecStartPre=" + late.pre +
