@@ -158,6 +158,15 @@ func Shutdown(ctx context.Context, stateDir, name string, open func(context.Cont
 		return err
 	}
 	defer mgr.Close()
+	return errors.Join(unmounted, endRecorded(ctx, mgr, stateDir, m, ps))
+}
+
+// endRecorded is the end of the pod m, whose status is ps, that
+// [Shutdown] makes under the pod's lock, on mgr, once its roots are
+// unmounted: the pod's exit code and phase, from every app's, then the
+// stop of its target and slice.
+func endRecorded(ctx context.Context, mgr *manager.Conn, stateDir string, m *pod.Manifest, ps pod.PodStatus) error {
+	name := m.Name
 	if isolated(m) {
 		// The pod's own systemd ends with the pod, whatever happens
 		// here: exit.target stops what is left and exits. Mode "fail"
@@ -180,7 +189,7 @@ func Shutdown(ctx context.Context, stateDir, name string, open func(context.Cont
 	if err := record.MarkStopping(stateDir, name); err != nil {
 		return err
 	}
-	return errors.Join(unmounted, queueStops(ctx, mgr, pod.TargetUnit(name), pod.SliceUnit(name)))
+	return queueStops(ctx, mgr, pod.TargetUnit(name), pod.SliceUnit(name))
 }
 
 // recordedOutcomes returns the last exits recorded of the apps of pod m

@@ -485,3 +485,68 @@ apps:
 	}
 	wantPod(t, s, pod.PodFailed, 128+15)
 }
+
+// A stop that comes while the start jobs of every unit of the pod still
+// wait, here for a unit that the pod's slice is ordered after, cancels
+// them all, the shutdown service's too: systemd runs no hook of the pod.
+// The stop ends the pod all the same, as its shutdown service would have:
+// the first init app, which the stop kept from starting, failed, stopped
+// before its command ran (143, TERM); the apps after it stay waiting; the
+// pod is Failed with 143. Before, the pod stayed Running for good and the
+// stop never returned.
+func TestPodStoppedBeforeItsUnitsStarted(t *testing.T) {
+	r := newRunner(t)
+	name := create(t, r, `
+name: queued
+apps:
+  - name: init
+    init: true
+    exec: ["/bin/echo", "init"]
+  - name: main
+    exec: ["/bin/echo", "main"]
+`)
+	ctx := context.Background()
+	gate := filepath.Join(t.TempDir(), "go")
+	blocker := "unitrun-test-queued-blocker.service"
+	props := []unit.Property{
+		{Name: "Type", Value: dbus.MakeVariant("oneshot")},
+		{Name: "Before", Value: dbus.MakeVariant([]string{pod.SliceUnit(name)})},
+		{Name: "CollectMode", Value: dbus.MakeVariant("inactive-or-failed")},
+		unit.Exec("ExecStart", "/bin/sh", []string{"/bin/sh", "-c", "until test -e " + gate + "; do sleep 0.05; done"}),
+	}
+	if _, err := r.Mgr.StartTransientUnit(ctx, blocker, "replace", props); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		os.WriteFile(gate, nil, 0o644)
+		r.Mgr.StopUnit(ctx, blocker, "replace")
+	})
+	started := make(chan error, 1)
+	go func() { started <- r.Start(ctx, name, "") }()
+	// The slice's start job waits for the blocker's.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		p, err := r.Mgr.Properties(ctx, pod.SliceUnit(name), manager.UnitIface)
+		if err == nil && manager.JobPending(p) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no start job pending after 10s (%v)", pod.SliceUnit(name), err)
+		}
+	}
+	stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	s, err := r.Stop(stopCtx, name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	wantPod(t, s, pod.PodFailed, 128+15)
+	a := appOf(t, s, "init")
+	if a.State != record.AppFailed || a.ExitCode == nil || *a.ExitCode != 128+15 || a.Signal != "TERM" ||
+		a.Message != "ended before its command ran" || !a.StartedAt.IsZero() {
+		t.Errorf("init, stopped before its unit started: %+v; want failed, 143, TERM, ended before its command ran", a)
+	}
+	if a := appOf(t, s, "main"); a.State != record.AppWaiting || a.ExitCode != nil {
+		t.Errorf("main, after an init app that never succeeded: %+v; want waiting, never run", a)
+	}
+}
