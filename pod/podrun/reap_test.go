@@ -159,6 +159,22 @@ apps:
 	}
 }
 
+// stopResult is what a stop of a pod returned.
+type stopResult struct {
+	s   pod.PodStatus
+	err error
+}
+
+// stopInBackground stops pod name and sends what the stop returned.
+func stopInBackground(r *Runner, name string) <-chan stopResult {
+	stopped := make(chan stopResult, 1)
+	go func() {
+		s, err := r.Stop(context.Background(), name, 0)
+		stopped <- stopResult{s, err}
+	}()
+	return stopped
+}
+
 // lock takes the lock of pod name and returns its release, which the test's
 // end calls too.
 func lock(t *testing.T, r *Runner, name string) func() {
@@ -184,15 +200,7 @@ func stopLocked(t *testing.T, r *Runner, name string, unlock func(), apps ...str
 			return pid != 0
 		})
 	}
-	type result struct {
-		s   pod.PodStatus
-		err error
-	}
-	stopped := make(chan result)
-	go func() {
-		s, err := r.Stop(context.Background(), name, 0)
-		stopped <- result{s, err}
-	}()
+	stopped := stopInBackground(r, name)
 	for _, app := range apps {
 		waitService(t, r, pod.AppUnit(name, app), func(p map[string]dbus.Variant) bool {
 			code, _ := p["ExecMainCode"].Value().(int32)
@@ -444,15 +452,7 @@ apps:
 		post, _ = p["ControlPID"].Value().(uint32)
 		return code == cldExited && post != 0
 	})
-	type result struct {
-		s   pod.PodStatus
-		err error
-	}
-	stopped := make(chan result)
-	go func() {
-		s, err := r.Stop(context.Background(), name, 0)
-		stopped <- result{s, err}
-	}()
+	stopped := stopInBackground(r, name)
 	// The stop has killed ExecStartPost=; ExecStopPost= runs.
 	waitService(t, r, pod.AppUnit(name, "init"), func(p map[string]dbus.Variant) bool {
 		pid, _ := p["ControlPID"].Value().(uint32)
