@@ -84,7 +84,12 @@
 // shutdown service: one would keep it needed until the pod is stopped. Its ExecStartPost= also
 // runs reap-app, to record its success the moment it finishes
 // (ExecStopPost= runs only when it fails or is stopped; reap-app tells the
-// two runs of one invocation apart by $INVOCATION_ID).
+// two runs of one invocation apart by $INVOCATION_ID). A stop that kills
+// that ExecStartPost= after the command exited 0 makes systemd's result
+// "signal", with the command's $EXIT_CODE and $EXIT_STATUS: ExecStopPost=
+// records the command's success all the same. The apps after it, whose
+// start jobs the stop canceled, run no hook at all: the shutdown hook
+// records them as stopped before their command ran.
 //
 // A sidecar (App.Sidecar) Requires= and is After= the init apps listed
 // before it, and the init apps listed after it and every other app Wants=

@@ -158,6 +158,15 @@ func Shutdown(ctx context.Context, stateDir, name string, open func(context.Cont
 		return err
 	}
 	defer mgr.Close()
+	return errors.Join(unmounted, endRecorded(ctx, mgr, stateDir, m, ps))
+}
+
+// endRecorded is the end of the pod m, whose status is ps, that
+// [Shutdown] makes under the pod's lock, on mgr, once its roots are
+// unmounted: the pod's exit code and phase, from every app's, then the
+// stop of its target and slice.
+func endRecorded(ctx context.Context, mgr *manager.Conn, stateDir string, m *pod.Manifest, ps pod.PodStatus) error {
+	name := m.Name
 	if isolated(m) {
 		// The pod's own systemd ends with the pod, whatever happens
 		// here: exit.target stops what is left and exits. Mode "fail"
@@ -180,7 +189,7 @@ func Shutdown(ctx context.Context, stateDir, name string, open func(context.Cont
 	if err := record.MarkStopping(stateDir, name); err != nil {
 		return err
 	}
-	return errors.Join(unmounted, queueStops(ctx, mgr, pod.TargetUnit(name), pod.SliceUnit(name)))
+	return queueStops(ctx, mgr, pod.TargetUnit(name), pod.SliceUnit(name))
 }
 
 // recordedOutcomes returns the last exits recorded of the apps of pod m
@@ -189,33 +198,73 @@ func Shutdown(ctx context.Context, stateDir, name string, open func(context.Cont
 // stopped), an app whose record says it has not ended although its unit
 // has, after a run (its reap-app was killed, say, before it wrote), is
 // given and recorded the exit that mgr keeps of that run
-// ([appFromSystemd]).
+// ([appFromSystemd]); and an app still waiting, which never ran
+// although every init app before it succeeded (the pod was stopped while
+// its unit's start job waited for an init app's, and systemd runs no
+// hook for a unit that never started), is recorded as stopped before its
+// command ran ([record.StoppedBeforeRun]), sidecars too. The apps after
+// an init app that did not succeed stay waiting: that init app's exit is
+// the pod's.
 func recordedOutcomes(ctx context.Context, mgr *manager.Conn, stateDir string, m *pod.Manifest, ps pod.PodStatus) ([]record.Outcome, error) {
 	var outcomes []record.Outcome
+	initsOK := true
 	for _, a := range ps.Apps {
 		app := m.App(a.Name)
-		if app != nil && !app.Counts() {
+		if mgr == nil && app != nil && !app.Counts() {
 			continue
 		}
 		r, err := record.ReadAppOrNew(stateDir, m.Name, a.Name)
 		if err != nil {
 			return nil, err
 		}
-		if mgr != nil && app != nil && !r.Ended() && r.State != record.AppWaiting {
-			if r, err = appFromSystemd(ctx, mgr, m.Name, app, r); err != nil {
+		if mgr != nil && app != nil {
+			if r, err = endUnrecorded(ctx, mgr, stateDir, m.Name, app, r, initsOK); err != nil {
 				return nil, err
 			}
-			if r.FromSystemd {
-				if err := record.WriteApp(stateDir, m.Name, r); err != nil {
-					return nil, err
-				}
+			if app.Init && r.State != record.AppExited {
+				initsOK = false
 			}
+		}
+		if app != nil && !app.Counts() {
+			continue
 		}
 		if r.ExitCode != nil {
 			outcomes = append(outcomes, r.Outcome())
 		}
 	}
 	return outcomes, nil
+}
+
+// endUnrecorded returns r, the record of app a of pod name, ended as
+// [recordedOutcomes] ends it if it does not record an end, and writes it:
+// with its unit's last run, or, if it is still waiting, its unit is not
+// running, and every init app before it succeeded (initsOK), as stopped
+// before its command ran.
+func endUnrecorded(ctx context.Context, mgr *manager.Conn, stateDir, name string, a *pod.App, r record.AppStatus, initsOK bool) (record.AppStatus, error) {
+	switch {
+	case r.Ended():
+		return r, nil
+	case r.State == record.AppWaiting:
+		if !initsOK {
+			return r, nil
+		}
+		// A sidecar, which may stop after the shutdown service, may be
+		// in its await hook yet: its exit hook records that run.
+		props, err := mgr.Properties(ctx, pod.AppUnit(name, a.Name), manager.UnitIface)
+		if err != nil && !manager.IsNoSuchUnit(err) || err == nil && !ended(props) {
+			return r, err
+		}
+		r, code := record.StoppedBeforeRun(r, time.Now())
+		if err := record.WriteExitCode(stateDir, name, a.Name, code); err != nil {
+			return r, err
+		}
+		return r, record.WriteApp(stateDir, name, r)
+	}
+	r, err := appFromSystemd(ctx, mgr, name, a, r)
+	if err != nil || !r.FromSystemd {
+		return r, err
+	}
+	return r, record.WriteApp(stateDir, name, r)
 }
 
 // exitTarget stops what is left of a manager and makes it exit

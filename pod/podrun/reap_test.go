@@ -159,6 +159,22 @@ apps:
 	}
 }
 
+// stopResult is what a stop of a pod returned.
+type stopResult struct {
+	s   pod.PodStatus
+	err error
+}
+
+// stopInBackground stops pod name and sends what the stop returned.
+func stopInBackground(r *Runner, name string) <-chan stopResult {
+	stopped := make(chan stopResult, 1)
+	go func() {
+		s, err := r.Stop(context.Background(), name, 0)
+		stopped <- stopResult{s, err}
+	}()
+	return stopped
+}
+
 // lock takes the lock of pod name and returns its release, which the test's
 // end calls too.
 func lock(t *testing.T, r *Runner, name string) func() {
@@ -184,15 +200,7 @@ func stopLocked(t *testing.T, r *Runner, name string, unlock func(), apps ...str
 			return pid != 0
 		})
 	}
-	type result struct {
-		s   pod.PodStatus
-		err error
-	}
-	stopped := make(chan result)
-	go func() {
-		s, err := r.Stop(context.Background(), name, 0)
-		stopped <- result{s, err}
-	}()
+	stopped := stopInBackground(r, name)
 	for _, app := range apps {
 		waitService(t, r, pod.AppUnit(name, app), func(p map[string]dbus.Variant) bool {
 			code, _ := p["ExecMainCode"].Value().(int32)
@@ -400,4 +408,145 @@ func processWith(t *testing.T, parts ...string) int {
 		}
 	}
 	return 0
+}
+
+// A stop that comes while an init app's ExecStartPost= records its
+// success, after its command has exited 0, kills that hook; systemd then
+// tells ExecStopPost= result "signal" with the command's exit status 0.
+// The init app succeeded all the same: exited, 0, result success. The
+// apps after it never ran: their units' start jobs waited for the init
+// app's, and the stop canceled them, so systemd ran none of their hooks;
+// the shutdown hook records them as stopped before their command ran
+// (143, TERM, failed), the sidecar too, and the pod ends with the stop's
+// 143. The pod's lock, taken here once the init app's run has started,
+// holds its ExecStartPost= (reap-app writes under it) until the stop has
+// killed it, and the ExecStopPost= after it until it has begun.
+func TestPodStoppedWhileInitAppRecords(t *testing.T) {
+	r := newRunner(t)
+	gate := filepath.Join(t.TempDir(), "go")
+	name := create(t, r, fmt.Sprintf(`
+name: initpost
+apps:
+  - name: init
+    init: true
+    exec: ["/bin/sh", "-c", "while [ ! -e %s ]; do sleep 0.05; done; echo init"]
+  - name: side
+    sidecar: true
+    exec: ["/bin/sleep", "600"]
+  - name: main
+    exec: ["/bin/echo", "main"]
+`, gate))
+	started := make(chan error, 1)
+	go func() { started <- r.Start(context.Background(), name, "") }()
+	for appState(t, r, name, "init") != record.AppRunning {
+		time.Sleep(20 * time.Millisecond)
+	}
+	unlock := lock(t, r, name)
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The command has exited 0; ExecStartPost= waits for the lock.
+	var post uint32
+	waitService(t, r, pod.AppUnit(name, "init"), func(p map[string]dbus.Variant) bool {
+		code, _ := p["ExecMainCode"].Value().(int32)
+		post, _ = p["ControlPID"].Value().(uint32)
+		return code == cldExited && post != 0
+	})
+	stopped := stopInBackground(r, name)
+	// The stop has killed ExecStartPost=; ExecStopPost= runs.
+	waitService(t, r, pod.AppUnit(name, "init"), func(p map[string]dbus.Variant) bool {
+		pid, _ := p["ControlPID"].Value().(uint32)
+		return pid != 0 && pid != post
+	})
+	unlock()
+	res := <-stopped
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	<-started
+	s := res.s
+	a := appOf(t, s, "init")
+	if a.State != record.AppExited || a.ExitCode == nil || *a.ExitCode != 0 || a.Result != "success" || a.Signal != "" {
+		t.Errorf("init, whose command exited 0 before the stop: %s, exit code %s, result %q, signal %q; want exited, 0, success",
+			a.State, fmtCode(a.ExitCode), a.Result, a.Signal)
+	}
+	if code, err := record.ReadExitCode(r.StateDir, name, "init"); err != nil || code != 0 {
+		t.Errorf("status file of init: %d, %v; want 0", code, err)
+	}
+	for _, app := range []string{"side", "main"} {
+		a := appOf(t, s, app)
+		if a.State != record.AppFailed || a.ExitCode == nil || *a.ExitCode != 128+15 || a.Signal != "TERM" ||
+			a.Message != "ended before its command ran" || !a.StartedAt.IsZero() || a.FinishedAt.IsZero() {
+			t.Errorf("app %s, stopped before it started: %+v; want failed, 143, TERM, ended before its command ran", app, a)
+		}
+		if code, err := record.ReadExitCode(r.StateDir, name, app); err != nil || code != 128+15 {
+			t.Errorf("status file of %s: %d, %v; want 143", app, code, err)
+		}
+	}
+	wantPod(t, s, pod.PodFailed, 128+15)
+}
+
+// A stop that comes while the start jobs of every unit of the pod still
+// wait, here for a unit that the pod's slice is ordered after, cancels
+// them all, the shutdown service's too: systemd runs no hook of the pod.
+// The stop ends the pod all the same, as its shutdown service would have:
+// the first init app, which the stop kept from starting, failed, stopped
+// before its command ran (143, TERM); the apps after it stay waiting; the
+// pod is Failed with 143. Before, the pod stayed Running for good and the
+// stop never returned.
+func TestPodStoppedBeforeItsUnitsStarted(t *testing.T) {
+	r := newRunner(t)
+	name := create(t, r, `
+name: queued
+apps:
+  - name: init
+    init: true
+    exec: ["/bin/echo", "init"]
+  - name: main
+    exec: ["/bin/echo", "main"]
+`)
+	ctx := context.Background()
+	gate := filepath.Join(t.TempDir(), "go")
+	blocker := "unitrun-test-queued-blocker.service"
+	props := []unit.Property{
+		{Name: "Type", Value: dbus.MakeVariant("oneshot")},
+		{Name: "Before", Value: dbus.MakeVariant([]string{pod.SliceUnit(name)})},
+		{Name: "CollectMode", Value: dbus.MakeVariant("inactive-or-failed")},
+		unit.Exec("ExecStart", "/bin/sh", []string{"/bin/sh", "-c", "until test -e " + gate + "; do sleep 0.05; done"}),
+	}
+	if _, err := r.Mgr.StartTransientUnit(ctx, blocker, "replace", props); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		os.WriteFile(gate, nil, 0o644)
+		r.Mgr.StopUnit(ctx, blocker, "replace")
+	})
+	started := make(chan error, 1)
+	go func() { started <- r.Start(ctx, name, "") }()
+	// The slice's start job waits for the blocker's.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		p, err := r.Mgr.Properties(ctx, pod.SliceUnit(name), manager.UnitIface)
+		if err == nil && manager.JobPending(p) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no start job pending after 10s (%v)", pod.SliceUnit(name), err)
+		}
+	}
+	stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	s, err := r.Stop(stopCtx, name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	wantPod(t, s, pod.PodFailed, 128+15)
+	a := appOf(t, s, "init")
+	if a.State != record.AppFailed || a.ExitCode == nil || *a.ExitCode != 128+15 || a.Signal != "TERM" ||
+		a.Message != "ended before its command ran" || !a.StartedAt.IsZero() {
+		t.Errorf("init, stopped before its unit started: %+v; want failed, 143, TERM, ended before its command ran", a)
+	}
+	if a := appOf(t, s, "main"); a.State != record.AppWaiting || a.ExitCode != nil {
+		t.Errorf("main, after an init app that never succeeded: %+v; want waiting, never run", a)
+	}
 }

@@ -544,7 +544,36 @@ func (r *Runner) Stop(ctx context.Context, name string, timeout time.Duration) (
 	if err != nil {
 		return pod.PodStatus{}, errors.Join(err, markErr)
 	}
+	if err := r.endUnstarted(ctx, name); err != nil {
+		return pod.PodStatus{}, err
+	}
 	return r.Wait(ctx, name)
+}
+
+// endUnstarted ends pod name, which is stopped, as its shutdown service
+// would have ([Shutdown]) if that service never started: a stop that came
+// while the start jobs of the pod's units still waited (for the slice's,
+// say, right after the pod's start) canceled them all, the shutdown
+// service's too, so no hook ran, and the pod would stay Running for good.
+// An isolated pod's container service records its end itself.
+func (r *Runner) endUnstarted(ctx context.Context, name string) error {
+	props, err := r.Mgr.Properties(ctx, pod.ShutdownUnit(name), manager.UnitIface)
+	if err != nil && !manager.IsNoSuchUnit(err) {
+		return err
+	}
+	if left, _ := props["InactiveExitTimestampMonotonic"].Value().(uint64); err == nil && (left != 0 || !ended(props)) {
+		return nil
+	}
+	unlock, err := record.Lock(r.StateDir, name)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	m, ps, err := pod.LoadState(r.StateDir, name)
+	if err != nil || isolated(m) || ps.Ended() {
+		return err
+	}
+	return errors.Join(unmountRoots(r.StateDir, m), endRecorded(ctx, r.Mgr, r.StateDir, m, ps))
 }
 
 // killApps sends SIGKILL to every process of each app that is still

@@ -132,6 +132,15 @@ func readExit(stateDir, name, app string, p *Policy, env HookEnv) (*reaping, err
 			return nil, err
 		}
 		r.exit = Exit{Exit: x, Success: x.Result == "success"}
+		if a.Init && mainSucceeded(x) {
+			// The command exited, and succeeded, but a hook after it
+			// did not: the ExecStartPost= that records the success,
+			// killed by a stop that came while it ran (result
+			// signal), timed out or failed. systemd tells
+			// ExecStopPost= the result of the whole start, and the
+			// command's own exit: the command succeeded.
+			r.exit = Exit{Exit: exit.Exit{Ran: true, ExitCode: x.ExitCode, Result: "success"}, Success: true}
+		}
 	}
 	if r.why, err = readStartError(stateDir, name, app); err != nil {
 		return nil, err
@@ -166,6 +175,21 @@ func readExit(stateDir, name, app string, p *Policy, env HookEnv) (*reaping, err
 	return r, nil
 }
 
+// mainSucceeded reports whether x, an init app's exit as systemd tells
+// ExecStopPost=, is that of a command that succeeded, whatever the
+// result: it exited with 0, or with a status systemd took for a success
+// (one of successExitCodes) since the result is not exit-code. A oneshot
+// service runs ExecStartPost= only once its command has succeeded, and
+// its $EXIT_CODE and $EXIT_STATUS are the command's; so a result other
+// than success with an exit that did not fail is a hook's, after the
+// command.
+func mainSucceeded(x exit.Exit) bool {
+	if !x.Ran || x.Signal != 0 || x.Result == "success" {
+		return false
+	}
+	return x.ExitCode == 0 || x.Result != "exit-code"
+}
+
 // started reports whether the run got as far as the start hook, which
 // records the start of every run that does.
 func (r *reaping) started() bool { return r.s.State == AppRunning }
@@ -180,6 +204,22 @@ const stopSignal = syscall.SIGTERM
 // process it killed.
 func stoppedExit(result string) exit.Exit {
 	return exit.Exit{Ran: true, ExitCode: 128 + int(stopSignal), Signal: stopSignal, Result: result}
+}
+
+// StoppedBeforeRun returns s, the record of an app that never ran because
+// its pod ended first, at now, as the record of a run that a stop ended
+// before its command ran: failed, by the stop's SIGTERM (143), with no
+// start time. systemd runs no ExecStopPost= for a unit that never started
+// (its start job, queued behind an init app's, was canceled by the stop),
+// so the pod's shutdown hook records it. Its exit code is for the status
+// file.
+func StoppedBeforeRun(s AppStatus, now time.Time) (AppStatus, int) {
+	x := stoppedExit("signal")
+	code, signal := x.JSON()
+	s.ExitCode, s.Signal, s.Result, s.Message = code, signal, x.Result, notRun
+	s.State, s.StartedAt, s.LastStartedAt, s.LastExitAt, s.FinishedAt = AppFailed, time.Time{}, time.Time{}, now, now
+	s.PID, s.Ready = 0, false
+	return s, *code
 }
 
 // notRun is the message of a run that ended before its command ran, and

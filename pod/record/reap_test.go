@@ -38,3 +38,38 @@ func TestRecordExitBeforeStartHook(t *testing.T) {
 		}
 	}
 }
+
+// An init app's ExecStopPost= after its command exited: a result other
+// than success with an exit that did not fail (a stop killed the
+// ExecStartPost= that records the success, or it timed out) is the
+// command's success; a command that failed stays a failure.
+func TestRecordExitInitAppHookCutShort(t *testing.T) {
+	for _, c := range []struct {
+		result, status string
+		state          AppState
+		code           int
+		wantResult     string
+	}{
+		{"signal", "0", AppExited, 0, "success"},
+		{"timeout", "0", AppExited, 0, "success"},
+		{"exit-code", "0", AppExited, 0, "success"},
+		{"exit-code", "3", AppFailed, 3, "exit-code"},
+	} {
+		dir := t.TempDir()
+		p := &Policy{Pod: "p", ExitPolicy: FirstFailure, Apps: []AppPolicy{{Name: "init", RestartPolicy: Never, Init: true}}}
+		if err := WriteApp(dir, "p", AppStatus{Name: "init", State: AppRunning}); err != nil {
+			t.Fatal(err)
+		}
+		env := HookEnv{ServiceResult: c.result, ExitCode: "exited", ExitStatus: c.status, InvocationID: "x"}
+		if _, err := RecordExit(dir, "p", "init", p, env, nil); err != nil {
+			t.Fatal(err)
+		}
+		s, err := ReadApp(dir, "p", "init")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.State != c.state || s.ExitCode == nil || *s.ExitCode != c.code || s.Result != c.wantResult || s.Signal != "" {
+			t.Errorf("SERVICE_RESULT %s, exited %s: %+v; want %s, %d, %s", c.result, c.status, s, c.state, c.code, c.wantResult)
+		}
+	}
+}
