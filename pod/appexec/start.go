@@ -13,7 +13,8 @@ import (
 )
 
 // Start is the main process of app a's service in pod: it waits out the
-// back-off of a run that follows a restart ([WaitBackoff]), records that
+// back-off of a run that follows a restart ([WaitBackoff]), returns an
+// error without running anything if the pod is stopping, records that
 // a run of a has started (state running, its start time, and one more
 // restart if the run follows one), then pipes its output to the log
 // copier, a process that copier starts (see pipeOutput), and executes
@@ -34,6 +35,13 @@ import (
 func Start(stateDir, pod string, a *App, copier []string, unknown func() error) error {
 	if err := WaitBackoff(context.Background(), stateDir, pod, a.Name); err != nil {
 		return err
+	}
+	if record.Stopping(stateDir, pod) {
+		// The pod is ending (a stop, or its exit policy): a start that
+		// comes now (a restart that systemd began as the stop came) is no
+		// run of the pod, and the app's record, which its reaper may have
+		// ended for good already, is left as it is (record.RecordExit).
+		return fmt.Errorf("pod %s is stopping: no run of app %s begins", pod, a.Name)
 	}
 	if unknown != nil && !NamesKnown(a) {
 		return unknown()

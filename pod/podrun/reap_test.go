@@ -550,3 +550,57 @@ apps:
 		t.Errorf("main, after an init app that never succeeded: %+v; want waiting, never run", a)
 	}
 }
+
+// A start of an app's unit that comes once its pod is ending and the app
+// has ended for good (as a restart that systemd began as the pod's stop
+// came does, after the app's reaper had ended it) runs nothing, and the
+// app's record and status file stay as its last run left them: the start
+// hook sees the pod stopping, and the exit hook counts it as no run.
+func TestPodStartOnceEnded(t *testing.T) {
+	r := newRunner(t)
+	runs := filepath.Join(t.TempDir(), "runs")
+	name := create(t, r, fmt.Sprintf(`
+name: ended
+apps:
+  - name: a
+    exec: ["/bin/sh", "-c", "echo run >> %s; exit 3"]
+`, runs))
+	ctx := context.Background()
+	if err := r.Start(ctx, name, ""); err != nil && !errors.As(err, new(*EndedError)) {
+		t.Fatal(err)
+	}
+	s, err := r.Wait(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPod(t, s, pod.PodFailed, 3)
+	before := appOf(t, s, "a")
+	u := pod.AppUnit(name, "a")
+	if err := r.Mgr.RunJob(ctx, u, r.Mgr.StartUnit); err != nil {
+		t.Fatalf("start of %s once the pod ended: %v", u, err)
+	}
+	for {
+		props, err := r.Mgr.Properties(ctx, u, manager.UnitIface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := props["ActiveState"].Value(); st == "inactive" || st == "failed" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if b, _ := os.ReadFile(runs); string(b) != "run\n" {
+		t.Errorf("runs of the app's command: %q; want the one run of the pod", b)
+	}
+	after, err := record.ReadApp(r.StateDir, name, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.State != before.State || after.ExitCode == nil || *after.ExitCode != 3 || after.Signal != before.Signal ||
+		after.Restarts != before.Restarts || !after.StartedAt.Equal(before.StartedAt) || !after.FinishedAt.Equal(before.FinishedAt) || after.Message != before.Message {
+		t.Errorf("app a after a start once the pod ended: %+v; want its record as the pod's run left it: %+v", after, before)
+	}
+	if code, err := record.ReadExitCode(r.StateDir, name, "a"); err != nil || code != 3 {
+		t.Errorf("status file of a: %d, %v; want its run's 3", code, err)
+	}
+}

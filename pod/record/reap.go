@@ -60,7 +60,9 @@ var ErrNeedsStopJob = errors.New("the exit of an app that may restart needs the 
 // which systemd tells with no exit status). A restart stopped
 // before its command ran (while it waited out its back-off, or after) was
 // no run: the app ends with the exit of its last run, and its status file
-// is left as that run left it. The exit of an init app is recorded once
+// is left as that run left it; so was a start that came once the pod was
+// stopping and the app had ended for good, which leaves its record as it
+// was. The exit of an init app is recorded once
 // per invocation.
 func RecordExit(stateDir, name, app string, p *Policy, env HookEnv, stopJob func() bool) (bool, error) {
 	r, err := readExit(stateDir, name, app, p, env)
@@ -79,8 +81,10 @@ func RecordExit(stateDir, name, app string, p *Policy, env HookEnv, stopJob func
 	}
 	// A restart stopped before its command ran (while it waited out its
 	// back-off, or after): that was no run, and the app ends with the exit
-	// of its last run.
-	noRun := !r.started() && r.s.State == AppRestarting && r.stop
+	// of its last run. So is a start that came once the app had ended for
+	// good (a restart that systemd began as the pod's stop came, after
+	// the app's reaper had ended it): its record is left as it is.
+	noRun := !r.started() && (r.s.State == AppRestarting || r.s.Ended()) && r.stop
 	if !noRun {
 		if err := WriteExitCode(stateDir, name, app, r.exit.Code()); err != nil {
 			return false, err
@@ -243,6 +247,9 @@ func (r *reaping) record(noRun bool) (bool, error) {
 	}
 	s := r.s
 	s.Probe, s.Startup, s.Readiness = fresh.Probe, fresh.Startup, fresh.Readiness
+	if noRun && s.Ended() {
+		return false, nil
+	}
 	if noRun {
 		s.PID = 0
 		return false, WriteApp(r.stateDir, r.name, s.EndRestart())
