@@ -50,7 +50,7 @@ func (r *Runner) completeFromSystemd(ctx context.Context, m *pod.Manifest, s pod
 		if a.Ended() || app == nil {
 			continue
 		}
-		if s.Apps[i], err = appFromSystemd(ctx, r.Mgr, m.Name, app, a); err != nil {
+		if s.Apps[i], err = appFromSystemd(ctx, r.Mgr, r.StateDir, m.Name, app, a); err != nil {
 			return s, err
 		}
 	}
@@ -120,13 +120,17 @@ func ended(props map[string]dbus.Variant) bool {
 	return state == "inactive" || state == "failed"
 }
 
-// appFromSystemd returns s, the record of app a of pod name, which says
-// a has not ended, completed with the last run that mgr keeps of a's unit
-// if that unit is inactive or failed after a run that s does not record:
-// the exit systemd saw and its end for good. The run's success is
-// systemd's Result, but for a Result of "exit-code" with a main process
-// that succeeded ([mainSucceeded]): the hook that failed made it so.
-func appFromSystemd(ctx context.Context, mgr *manager.Conn, name string, a *pod.App, s record.AppStatus) (record.AppStatus, error) {
+// appFromSystemd returns s, the record of app a of pod name in stateDir,
+// which says a has not ended, completed with the last run that mgr keeps
+// of a's unit if that unit is inactive or failed after a run that s does
+// not record: the exit systemd saw and its end for good. The run's
+// success is systemd's Result, but for a Result of "exit-code" with a
+// main process that succeeded ([mainSucceeded]): the hook that failed
+// made it so. s was read before the unit's state: a unit seen ended may
+// have had its exit recorded since (its exit hook runs before the unit
+// is inactive), so the record is read again then, and if it has changed,
+// it is returned as it is now.
+func appFromSystemd(ctx context.Context, mgr *manager.Conn, stateDir, name string, a *pod.App, s record.AppStatus) (record.AppStatus, error) {
 	u := pod.AppUnit(name, a.Name)
 	props, err := mgr.Properties(ctx, u, manager.UnitIface)
 	if manager.IsNoSuchUnit(err) {
@@ -134,6 +138,13 @@ func appFromSystemd(ctx context.Context, mgr *manager.Conn, name string, a *pod.
 	}
 	if err != nil || !ended(props) {
 		return s, err
+	}
+	now, err := record.ReadAppOrNew(stateDir, name, a.Name)
+	if err != nil {
+		return s, err
+	}
+	if now.State != s.State || !now.StartedAt.Equal(s.StartedAt) || now.Invocation != s.Invocation || now.Restarts != s.Restarts {
+		return now, nil
 	}
 	svc, err := mgr.Properties(ctx, u, manager.ServiceIface)
 	if err != nil {

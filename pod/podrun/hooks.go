@@ -260,7 +260,7 @@ func endUnrecorded(ctx context.Context, mgr *manager.Conn, stateDir, name string
 		}
 		return r, record.WriteApp(stateDir, name, r)
 	}
-	r, err := appFromSystemd(ctx, mgr, name, a, r)
+	r, err := appFromSystemd(ctx, mgr, stateDir, name, a, r)
 	if err != nil || !r.FromSystemd {
 		return r, err
 	}

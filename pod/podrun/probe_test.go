@@ -161,6 +161,21 @@ func TestProbeFailPod(t *testing.T) {
 		// Which run the failures are of: "pod events" tells them of it.
 		t.Errorf("probe of the run started at %v, want the run that ended, started at %v", p.RunStartedAt, a.LastStartedAt)
 	}
+	// A status read that read the app's record while it ran and its unit's
+	// state once it had ended (pod run's progress, pod status) tells the
+	// exit recorded since, not systemd's own account of it, which knows
+	// nothing of the probe: SIGTERM, a success to systemd.
+	m, err := r.Manifest(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := a
+	stale.State, stale.ExitCode, stale.Signal, stale.Result, stale.Invocation = record.AppRunning, nil, "", "", ""
+	stale.FinishedAt, stale.LastExitAt, stale.Probe = time.Time{}, time.Time{}, nil
+	got, err := appFromSystemd(context.Background(), r.Mgr, r.StateDir, name, m.App("api"), stale)
+	if err != nil || got.State != record.AppFailed || got.FromSystemd || got.ExitCode == nil || *got.ExitCode != 128+15 {
+		t.Errorf("app api read while it ran, its unit once it had ended: %+v, %v; want its record, failed by its probe, 143", got, err)
+	}
 }
 
 func TestProbeFailPodCleanExit(t *testing.T) {
