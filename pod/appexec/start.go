@@ -14,7 +14,8 @@ import (
 
 // Start is the main process of app a's service in pod: it waits out the
 // back-off of a run that follows a restart ([WaitBackoff]), returns an
-// error without running anything if the pod is stopping, records that
+// error without running anything if the pod is stopping and the app has
+// ended for good, records that
 // a run of a has started (state running, its start time, and one more
 // restart if the run follows one), then pipes its output to the log
 // copier, a process that copier starts (see pipeOutput), and executes
@@ -37,11 +38,14 @@ func Start(stateDir, pod string, a *App, copier []string, unknown func() error) 
 		return err
 	}
 	if record.Stopping(stateDir, pod) {
-		// The pod is ending (a stop, or its exit policy): a start that
-		// comes now (a restart that systemd began as the stop came) is no
-		// run of the pod, and the app's record, which its reaper may have
-		// ended for good already, is left as it is (record.RecordExit).
-		return fmt.Errorf("pod %s is stopping: no run of app %s begins", pod, a.Name)
+		// The pod is ending (a stop, or its exit policy): a start of an
+		// app that has ended for good is no run of the pod, and the app's
+		// record is left as it is (record.RecordExit). Any other run goes
+		// on to its record, where the stop's signal ends it as a run
+		// stopped before its command ran.
+		if s, err := record.ReadAppOrNew(stateDir, pod, a.Name); err != nil || s.Ended() {
+			return fmt.Errorf("pod %s is stopping and app %s has ended: no run begins", pod, a.Name)
+		}
 	}
 	if unknown != nil && !NamesKnown(a) {
 		return unknown()
