@@ -559,16 +559,13 @@ apps:
 func TestPodStartOnceEnded(t *testing.T) {
 	r := newRunner(t)
 	runs := filepath.Join(t.TempDir(), "runs")
-	name := create(t, r, fmt.Sprintf(`
+	name := run(t, r, fmt.Sprintf(`
 name: ended
 apps:
   - name: a
     exec: ["/bin/sh", "-c", "echo run >> %s; exit 3"]
-`, runs))
+`, runs), "")
 	ctx := context.Background()
-	if err := r.Start(ctx, name, ""); err != nil && !errors.As(err, new(*EndedError)) {
-		t.Fatal(err)
-	}
 	s, err := r.Wait(ctx, name)
 	if err != nil {
 		t.Fatal(err)
