@@ -89,7 +89,10 @@ func TestLifecycleHooksStopDuringPostStart(t *testing.T) {
 		`trap ': > `+dir+`/app0-term; exit 0' TERM; touch `+dir+`/app0-began; while :; do sleep 0.1; done`,
 		`trap 'read -r seen < `+dir+`/pre-stop; echo $seen > `+dir+`/seen-at-term; exit 0' TERM; while :; do sleep 0.1; done`,
 		`exec sleep 600`)
-	grace := int64(2)
+	// The grace period bounds app1's wait too: app0's stop, its trap and
+	// the end of app1's postStart hook must fit in it on a loaded
+	// machine, not only app2's wait.
+	grace := int64(10)
 	p.Spec.TerminationGracePeriodSeconds = &grace
 	p.Spec.Containers[1].Lifecycle = &corev1.Lifecycle{
 		PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "touch " + dir + "/app1-began; while [ ! -e " + dir + "/app0-term ]; do sleep 0.02; done"}}},

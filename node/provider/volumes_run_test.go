@@ -110,16 +110,11 @@ func TestVolumesFollowTheirObjects(t *testing.T) {
 	if _, err := client.CoreV1().ConfigMaps(testNS).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := client.CoreV1().Pods(testNS).Get(ctx, p.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got.Labels["app"] = "b"
-	if _, err := client.CoreV1().Pods(testNS).Update(ctx, got, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	log := n.p.eng.logFile(podName(p.Namespace, p.Name, string(p.UID)), "app0")
 	for i := 0; ; i++ {
+		if i%10 == 0 {
+			relabel(t, client, p, "b")
+		}
 		data, _ := os.ReadFile(log)
 		if strings.Contains(string(data), "v2app=\"b\"") {
 			break
@@ -131,6 +126,27 @@ func TestVolumesFollowTheirObjects(t *testing.T) {
 	}
 	deletePod(t, client, p)
 	waitDeleted(t, n, p)
+}
+
+// relabel sets the Pod's label app to v in the API unless it has it. It
+// is called again while the test waits: the fake API replaces the whole
+// Pod on a status update (no subresource, no resourceVersion check), so a
+// status the node sends from the Pod as it was before the update takes
+// the old label back, which a real API server never does.
+func relabel(t *testing.T, client *fake.Clientset, p *corev1.Pod, v string) {
+	t.Helper()
+	ctx := context.Background()
+	got, err := client.CoreV1().Pods(testNS).Get(ctx, p.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels["app"] == v {
+		return
+	}
+	got.Labels["app"] = v
+	if _, err := client.CoreV1().Pods(testNS).Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // A memory-backed emptyDir with a sizeLimit is a tmpfs of that size of
