@@ -46,7 +46,9 @@ func pushTool(t *testing.T, reg *imagetest.Registry, repoTag string, cfg image.C
 // runImagePod runs, in a pod of isolation iso named name, an app of an
 // image that prints a file only the image has and one that exits 7 by the
 // image's entrypoint, and checks the app printed the file and the pod
-// exited 7; it returns the runner, once the pod has ended, and the
+// exited 7 (under exitPolicy all: the default, first-failure, would stop
+// the first app if the second failed before it printed, as it may on a
+// loaded machine); it returns the runner, once the pod has ended, and the
 // image's reference.
 func runImagePod(t *testing.T, name string, iso pod.Isolation) (*Runner, string) {
 	t.Helper()
@@ -57,6 +59,7 @@ func runImagePod(t *testing.T, name string, iso pod.Isolation) (*Runner, string)
 	run(t, r, fmt.Sprintf(`
 name: %[1]s
 isolation: %[2]s
+exitPolicy: all
 apps:
   - name: cat
     image: %[3]s
