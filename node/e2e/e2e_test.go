@@ -32,6 +32,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitrun/unitrun/internal/systemdtest"
 	"github.com/unitrun/unitrun/node/internal/testca"
 )
 
@@ -53,7 +54,12 @@ func TestEndToEnd(t *testing.T) {
 	if _, err := exec.LookPath("kubectl"); err != nil {
 		t.Fatal("kubectl is not on $PATH")
 	}
-	c := &cluster{t: t, bin: bin, dir: t.TempDir()}
+	// etcd's data, the node's state and the certificates on a tmpfs where
+	// there is one, as the unit tests keep the pods' state
+	// (systemdtest.RunDir): both fsync each write, and a CI machine's
+	// shared disk can stall an fsync for seconds, which then shows as a
+	// slow API server and late container records, not as the node's.
+	c := &cluster{t: t, bin: bin, dir: systemdtest.RunDir(t)}
 	c.embedded = fmt.Sprintf("/run/unitrun-e2e-%d/manager", os.Getpid())
 	t.Cleanup(func() {
 		cmd := exec.Command(filepath.Join(bin, "unitrun"), "manager", "stop")
