@@ -572,6 +572,21 @@ apps:
 	}
 	wantPod(t, s, pod.PodFailed, 3)
 	before := appOf(t, s, "a")
+	// The pod's end is recorded before systemd has stopped its slice and
+	// target: a start queued while their stop jobs still ran would be
+	// canceled by them, and no start hook would run.
+	for _, v := range []string{pod.SliceUnit(name), pod.TargetUnit(name)} {
+		for {
+			props, err := r.Mgr.Properties(ctx, v, manager.UnitIface)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := props["ActiveState"].Value(); st == "inactive" || st == "failed" {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	u := pod.AppUnit(name, "a")
 	if err := r.Mgr.RunJob(ctx, u, r.Mgr.StartUnit); err != nil {
 		t.Fatalf("start of %s once the pod ended: %v", u, err)
