@@ -575,32 +575,13 @@ apps:
 	// The pod's end is recorded before systemd has stopped its slice and
 	// target: a start queued while their stop jobs still ran would be
 	// canceled by them, and no start hook would run.
-	for _, v := range []string{pod.SliceUnit(name), pod.TargetUnit(name)} {
-		for {
-			props, err := r.Mgr.Properties(ctx, v, manager.UnitIface)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st := props["ActiveState"].Value(); st == "inactive" || st == "failed" {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	waitUnitEnded(t, r, pod.SliceUnit(name))
+	waitUnitEnded(t, r, pod.TargetUnit(name))
 	u := pod.AppUnit(name, "a")
 	if err := r.Mgr.RunJob(ctx, u, r.Mgr.StartUnit); err != nil {
 		t.Fatalf("start of %s once the pod ended: %v", u, err)
 	}
-	for {
-		props, err := r.Mgr.Properties(ctx, u, manager.UnitIface)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st := props["ActiveState"].Value(); st == "inactive" || st == "failed" {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitUnitEnded(t, r, u)
 	if b, _ := os.ReadFile(runs); string(b) != "run\n" {
 		t.Errorf("runs of the app's command: %q; want the one run of the pod", b)
 	}
@@ -614,5 +595,20 @@ apps:
 	}
 	if code, err := record.ReadExitCode(r.StateDir, name, "a"); err != nil || code != 3 {
 		t.Errorf("status file of a: %d, %v; want its run's 3", code, err)
+	}
+}
+
+// waitUnitEnded waits until unit u is inactive or failed.
+func waitUnitEnded(t *testing.T, r *Runner, u string) {
+	t.Helper()
+	for {
+		props, err := r.Mgr.Properties(context.Background(), u, manager.UnitIface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := props["ActiveState"].Value(); st == "inactive" || st == "failed" {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
