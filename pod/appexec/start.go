@@ -43,7 +43,11 @@ func Start(stateDir, pod string, a *App, copier []string, unknown func() error) 
 		// record is left as it is (record.RecordExit). Any other run goes
 		// on to its record, where the stop's signal ends it as a run
 		// stopped before its command ran.
-		if s, err := record.ReadAppOrNew(stateDir, pod, a.Name); err != nil || s.Ended() {
+		s, err := record.ReadAppOrNew(stateDir, pod, a.Name)
+		if err != nil {
+			return err
+		}
+		if s.Ended() {
 			return fmt.Errorf("pod %s is stopping and app %s has ended: no run begins", pod, a.Name)
 		}
 	}
