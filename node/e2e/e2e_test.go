@@ -21,8 +21,10 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,6 +46,10 @@ type cluster struct {
 	bin, dir   string
 	kubeconfig string
 	embedded   string // the embedded manager's directory
+	// api reads objects from the API server as the kubeconfig's user,
+	// for the cases' polls ([cluster.getRaw]).
+	api           *http.Client
+	server, token string
 }
 
 func TestEndToEnd(t *testing.T) {
@@ -123,6 +129,10 @@ func (c *cluster) start() {
 		"--kubelet-client-key", c.path("apiserver-kubelet-client.key"),
 		"--kubelet-certificate-authority", c.path("ca.crt"),
 		"--kubelet-preferred-address-types", "InternalIP")
+	c.server, c.token = "https://127.0.0.1:"+apiPort, token
+	roots := x509.NewCertPool()
+	roots.AddCert(ca)
+	c.api = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}, Timeout: time.Minute}
 	c.kubeconfig = c.path("kubeconfig")
 	c.write("kubeconfig", []byte(fmt.Sprintf(`apiVersion: v1
 kind: Config
@@ -157,8 +167,6 @@ current-context: e2e
 	// every kubectl logs and port-forward of the test goes through a
 	// verified connection.
 	c.signServingCSR(ca, caKey)
-	roots := x509.NewCertPool()
-	roots.AddCert(ca)
 	c.eventually(60*time.Second, "the kubelet API serves the certificate the CA signed", func() error {
 		conn, err := tls.Dial("tcp", "127.0.0.1:"+kubeletPort, &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})
 		if err != nil {
@@ -663,6 +671,32 @@ func (c *cluster) kubectl(args ...string) (string, error) {
 		return string(out), fmt.Errorf("kubectl %s: %v: %s", strings.Join(args, " "), err, stderr.String())
 	}
 	return string(out), nil
+}
+
+// getRaw returns the object at path of the API server as JSON, as
+// `kubectl get --raw` would print it, read in this process: the cases poll
+// their Pods every 2 s, and a kubectl process a poll, with 64 cases at
+// once, took most of the machine's CPU, which then showed as a slow node.
+func (c *cluster) getRaw(path string) ([]byte, error) {
+	req, err := http.NewRequest("GET", c.server+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.api.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s: %s", path, resp.Status, bytes.TrimSpace(body))
+	}
+	return body, nil
 }
 
 func (c *cluster) mustKubectl(args ...string) string {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,12 +53,41 @@ func (c *cluster) ported(t *testing.T) {
 			if err := c.namespace(k.ns); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { c.kubectl("delete", "pods", "--all", "-n", k.ns, "--wait=false") })
+			t.Cleanup(func() {
+				c.kubectl("delete", "pods", "--all", "-n", k.ns, "--wait=false")
+				if t.Failed() {
+					t.Logf("unitrun-node's output about %s:\n%s", k.ns, c.nodeLogOf(k.ns))
+				}
+			})
 			t.Logf("%s: %s", p.file, p.it)
 			p.run(k)
 		})
 	}
 }
+
+// nodeLogOf returns the lines of unitrun-node's output about the Pods of
+// namespace ns, by their names or their unitrun pods': the whole node's
+// last output, which a failed test prints, holds the other cases' lines
+// mostly, as the cases run at once.
+func (c *cluster) nodeLogOf(ns string) string {
+	data, _ := os.ReadFile(c.path("unitrun-node.log"))
+	lines := slices.Collect(strings.Lines(string(data)))
+	names := []string{" pod=" + ns + "/"}
+	for _, line := range lines {
+		if m := unitrunPod.FindStringSubmatch(line); m != nil && strings.Contains(line, names[0]) {
+			names = append(names, m[0])
+		}
+	}
+	var b strings.Builder
+	for _, line := range lines {
+		if slices.ContainsFunc(names, func(n string) bool { return strings.Contains(line, n) }) {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
+}
+
+var unitrunPod = regexp.MustCompile(` unitrun_pod=\S+`)
 
 // kcase is one ported case's view of the cluster: its namespace.
 type kcase struct {
@@ -128,10 +158,16 @@ func (k *kcase) create(yaml string) {
 	}
 }
 
+// get returns Pod name as `kubectl get pod NAME -o json` prints it, read
+// from the API server in this process ([cluster.getRaw]).
 func (k *kcase) get(name string) *k8sPod {
 	k.t.Helper()
+	data, err := k.c.getRaw("/api/v1/namespaces/" + k.ns + "/pods/" + name)
+	if err != nil {
+		k.t.Fatal(err)
+	}
 	var p k8sPod
-	if err := json.Unmarshal([]byte(k.kubectl("get", "pod", name, "-o", "json")), &p); err != nil {
+	if err := json.Unmarshal(data, &p); err != nil {
 		k.t.Fatal(err)
 	}
 	return &p

@@ -409,19 +409,14 @@ containers:
 		k.kubectl("delete", "pod", name)
 	}},
 	{"LifecycleSleepZero", "lifecycle_hook.go", "Lifecycle sleep action zero value when create a pod with lifecycle hook using sleep action with a duration of zero seconds prestop hook using sleep action with zero duration", func(k *kcase) {
-		const name = "pod-with-prestop-sleep-hook-zero-duration"
-		k.create(pod(name, "", `containers:
-- name: `+name+`
-  image: debian
-  command: ["/bin/sleep", "infinity"]
-  lifecycle: {preStop: {sleep: {seconds: 0}}}`))
-		k.waitPhase(name, "Running")
-		start := time.Now()
-		k.kubectl("delete", "pod", name)
-		// Within the default grace period, 30 s.
-		if cost := time.Since(start); cost > 30*time.Second {
-			k.t.Fatalf("the delete took %v, want at most 30 s", cost)
-		}
+		// The Pod's delete within its grace period (30 s, the default):
+		// upstream times DeleteSync. Here the container's end is timed
+		// from the deletion's request by the API's own times, as the
+		// other sleep cases time it, which a kubectl process's wait on a
+		// loaded machine does not stretch. The times are whole seconds,
+		// so "within" is at most 29: a container killed at the grace
+		// period's end would read 30.
+		k.sleepTest(0, 30, "", 0, 29)
 	}},
 
 	// security_context.go
@@ -1051,7 +1046,7 @@ containers:
 	}
 	k.kubectl(del...)
 	deletion := k.get(name).Metadata.DeletionTimestamp
-	t := k.waitFor(name, time.Duration(sleep*2)*time.Second, "its container to be terminated", containerEnded).Status.ContainerStatuses[0].State.Terminated
+	t := k.waitFor(name, time.Duration(max(sleep*2, g+10))*time.Second, "its container to be terminated", containerEnded).Status.ContainerStatuses[0].State.Terminated
 	slept := k.since(deletion, t.FinishedAt) + time.Duration(g)*time.Second
 	if slept < time.Duration(low)*time.Second || slept > time.Duration(high)*time.Second {
 		k.t.Fatalf("unexpected delay duration before killing the pod, finishAt = %s, deletionAt = %s: %v, want %d-%d s", t.FinishedAt, deletion, slept, low, high)

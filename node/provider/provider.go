@@ -359,7 +359,7 @@ func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 		os.Remove(p.record(name))
 		return fmt.Errorf("write the volumes of unitrun pod %s: %w", name, err)
 	}
-	p.log.Info("created", "pod", k, "unitrun_pod", name, "took", time.Since(e.at))
+	p.log.Info("created", "pod", k, "unitrun_pod", name, "took", time.Since(e.at), "began_after_asked", e.at.Sub(pod.CreationTimestamp.Time).Round(time.Millisecond))
 	if msg := p.cfg.missingClusterDNS(pod); msg != "" && p.cfg.Client != nil {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -545,8 +545,22 @@ func (p *Provider) delete(ctx context.Context, pod *corev1.Pod, e *entry, inAPI 
 		delete(p.pods, k)
 	}
 	p.mu.Unlock()
-	p.log.Info("deleted", "pod", k, "unitrun_pod", e.name, "stopped_after", stopped, "removed_after", removed, "took", time.Since(began))
+	attrs := []any{"pod", k, "unitrun_pod", e.name, "stopped_after", stopped, "removed_after", removed, "took", time.Since(began)}
+	if asked, ok := deletionAsked(pod); ok {
+		attrs = append(attrs, "began_after_asked", began.Sub(asked).Round(time.Millisecond))
+	}
+	p.log.Info("deleted", attrs...)
 	return nil
+}
+
+// deletionAsked returns when pod's deletion was asked of the API server,
+// by the API server's clock and to the second: its deletion timestamp is
+// that time plus the grace period.
+func deletionAsked(pod *corev1.Pod) (time.Time, bool) {
+	if pod.DeletionTimestamp == nil || pod.DeletionGracePeriodSeconds == nil {
+		return time.Time{}, false
+	}
+	return pod.DeletionTimestamp.Add(-time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second), true
 }
 
 // removeObject deletes pod from the API at once, as the kubelet does once
