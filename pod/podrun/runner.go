@@ -16,6 +16,7 @@ import (
 
 	"github.com/unitrun/unitrun/image"
 	"github.com/unitrun/unitrun/internal/atomicfile"
+	"github.com/unitrun/unitrun/internal/flock"
 	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/record"
@@ -351,7 +352,7 @@ func (r *Runner) Start(ctx context.Context, name string, policy record.ExitPolic
 	if err := pod.WritePod(r.StateDir, ps); err != nil {
 		return err
 	}
-	err = r.runJob(ctx, entryUnit(m), r.Mgr.StartUnit)
+	err = r.runJob(ctx, entryUnit(m), r.startUnit)
 	if err == nil {
 		err = r.awaitRuns(ctx, m)
 	}
@@ -790,38 +791,81 @@ func (r *Runner) removeFiles(ctx context.Context, name, unitDir string) error {
 // Parent slices of every pod's slice, innermost first.
 var parentSlices = []string{"unitrun-pod.slice", "unitrun.slice"}
 
-// stopParents stops the parent slices that are loaded, innermost first,
-// each only once nothing is in it but the parent stopped before it and
-// removed, the slice of the pod just removed (stopped, it may stay loaded
-// a moment before systemd collects it): no other pod's slice, and no unit
-// that something else put there.
+// parentsLockFile, in the manager's runtime unit directory (a hidden
+// file, which systemd does not take for a unit), is the lock that orders
+// the start jobs of pods ([Runner.startUnit]) against a removal's look at
+// what the parent slices hold and its stop of them ([Runner.stopParents]),
+// across every process that runs pods on the manager: a pod whose start
+// was queued between the look, which did not see the pod, and the stop
+// would have its start jobs canceled by the stop.
+const parentsLockFile = ".unitrun-parents.lock"
+
+// lockParents takes the lock of the parent slices (parentsLockFile) and
+// returns its release.
+func (r *Runner) lockParents(ctx context.Context) (func(), error) {
+	dir, err := r.Mgr.RuntimeUnitDir(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return flock.Lock(ctx, filepath.Join(dir, parentsLockFile))
+}
+
+// startUnit queues the start job of u, the unit that starts a pod, as
+// [manager.Conn.StartUnit] does, holding the lock of the parent slices
+// ([Runner.lockParents]) while it does.
+func (r *Runner) startUnit(ctx context.Context, u, mode string) (dbus.ObjectPath, error) {
+	unlock, err := r.lockParents(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	return r.Mgr.StartUnit(ctx, u, mode)
+}
+
+// stopParents stops the parent slices that nothing else holds
+// ([Runner.idleParents]), innermost first, holding the lock of the parent
+// slices from the look until the stops are done ([Runner.lockParents]).
 func (r *Runner) stopParents(ctx context.Context, removed string) error {
-	loaded, err := r.Mgr.ListUnitNames(ctx, "unitrun")
+	unlock, err := r.lockParents(ctx)
 	if err != nil {
 		return err
 	}
+	defer unlock()
+	idle, err := r.idleParents(ctx, removed)
+	if err != nil {
+		return err
+	}
+	return r.stopUnits(ctx, idle)
+}
+
+// idleParents returns the parent slices that are loaded, innermost first,
+// up to the first that holds something other than the parent before it
+// and removed, the slice of the pod just removed (stopped, it may stay
+// loaded a moment before systemd collects it): no other pod's slice, and
+// no unit that something else put there.
+func (r *Runner) idleParents(ctx context.Context, removed string) ([]string, error) {
+	loaded, err := r.Mgr.ListUnitNames(ctx, "unitrun")
+	if err != nil {
+		return nil, err
+	}
+	var idle []string
 	for i, s := range parentSlices {
 		if !slices.Contains(loaded, s) {
 			continue
 		}
 		props, err := r.Mgr.Properties(ctx, s, manager.UnitIface)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		children, _ := props["SliceOf"].Value().([]string)
 		for _, c := range children {
-			if c == removed {
-				continue
-			}
-			if i == 0 || c != parentSlices[i-1] {
-				return nil
+			if c != removed && (i == 0 || c != parentSlices[i-1]) {
+				return idle, nil
 			}
 		}
-		if err := r.runJob(ctx, s, r.Mgr.StopUnit); err != nil && !manager.IsNoSuchUnit(err) {
-			return err
-		}
+		idle = append(idle, s)
 	}
-	return nil
+	return idle, nil
 }
 
 // Status returns the status of pod name, from its status files. For a

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/unitrun/unitrun/internal/systemdtest"
+	"github.com/unitrun/unitrun/manager"
 	"github.com/unitrun/unitrun/pod"
 	"github.com/unitrun/unitrun/pod/record"
 )
@@ -856,4 +857,56 @@ apps:
 	}
 	wantPod(t, s, pod.PodSucceeded, 0)
 	wantApp(t, s, "a", record.AppExited, 128+15)
+}
+
+// A pod's removal stops the parent slices once it sees no other pod's
+// slice in them; a pod whose start is asked for between that look and the
+// stop (as the node starts and removes pods side by side) waits for the
+// stop and then runs, its app active: the start's job is not canceled by
+// the stop of the parents, nor its app stopped with them.
+func TestPodStartBesideParentsStop(t *testing.T) {
+	r := newRunner(t)
+	ctx := context.Background()
+	first := run(t, r, "name: first\napps:\n  - name: a\n    exec: [/bin/sleep, \"600\"]\n", "")
+	second := create(t, r, "name: second\napps:\n  - name: a\n    exec: [/bin/sleep, \"600\"]\n")
+	// The removal of first as Remove makes it, the second pod's start
+	// asked for between the look at the parents and their stop.
+	if err := r.stopUnits(ctx, []string{pod.SliceUnit(first), pod.TargetUnit(first)}); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := r.lockParents(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle, err := r.idleParents(ctx, pod.SliceUnit(first))
+	if err != nil || len(idle) != len(parentSlices) {
+		unlock()
+		t.Fatalf("parent slices to stop with the first pod stopped and no other pod started: %v, %v; want %v", idle, err, parentSlices)
+	}
+	started := make(chan error, 1)
+	go func() { started <- r.Start(ctx, second, "") }()
+	// Until the second pod's start job is queued, or for a second: held
+	// by the lock, it queues none.
+	target := pod.TargetUnit(second)
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		props, err := r.Mgr.Properties(ctx, target, manager.UnitIface)
+		if err == nil && (props["ActiveState"].Value() != "inactive" || manager.JobPending(props)) {
+			break
+		}
+	}
+	err = r.stopUnits(ctx, idle)
+	unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-started; err != nil {
+		t.Fatalf("start of the second pod beside the stop of the parents: %v", err)
+	}
+	props, err := r.Mgr.Properties(ctx, pod.AppUnit(second, "a"), manager.UnitIface)
+	if state := props["ActiveState"].Value(); err != nil || state != "active" {
+		t.Errorf("the second pod's app after the parents' stop: %v, %v; want active", state, err)
+	}
+	if s, err := r.Status(ctx, second); err != nil || s.Phase != pod.PodRunning || appOf(t, s, "a").State != record.AppRunning {
+		t.Errorf("the second pod after the parents' stop: %+v, %v; want it running", s, err)
+	}
 }
