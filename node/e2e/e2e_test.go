@@ -1,6 +1,7 @@
 // Package e2e runs unitrun-node against a real API server: etcd and
 // kube-apiserver on loopback ports, unitrun-node on an embedded systemd
-// manager of its own, and the kubectl on $PATH as a user would run it.
+// manager of its own, and the kubectl on $PATH as a user would run it
+// (the cases' polls of their Pods read the API server directly).
 // It runs only when UNITRUN_E2E_BIN names a directory holding etcd,
 // kube-apiserver, unitrun and unitrun-node (build.sh builds them; run.sh
 // builds them and runs this test).
