@@ -12,7 +12,7 @@ import (
 
 // Once the pod is stopping, a start whose app's record cannot be read
 // fails with why it cannot, not as the start of an app that has ended;
-// one whose app has ended is refused; one whose app has not is recorded.
+// one whose app has ended is refused, its record left as it was.
 func TestStartWhileStopping(t *testing.T) {
 	stateDir := t.TempDir()
 	const pod = "p"
