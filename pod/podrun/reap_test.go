@@ -598,16 +598,17 @@ apps:
 	}
 }
 
-// waitUnitEnded waits until unit u is inactive or failed.
-func waitUnitEnded(t *testing.T, r *Runner, u string) {
+// waitUnitEnded waits until unit u is inactive or failed, and returns
+// which.
+func waitUnitEnded(t *testing.T, r *Runner, u string) string {
 	t.Helper()
 	for {
 		props, err := r.Mgr.Properties(context.Background(), u, manager.UnitIface)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st := props["ActiveState"].Value(); st == "inactive" || st == "failed" {
-			return
+		if st, _ := props["ActiveState"].Value().(string); st == "inactive" || st == "failed" {
+			return st
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
